@@ -1,0 +1,227 @@
+//! Knowledge-graph entities, relations, and traversal results.
+
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{validate_id, validate_len, validate_text, validate_unit};
+use crate::{MemoryError, Namespace, Result, Tag};
+
+/// Default for [`TagConstraints::max_tags_per_entity`].
+pub const DEFAULT_MAX_TAGS_PER_ENTITY: usize = 8;
+
+/// An entity (node) of the knowledge graph. This is a persistence format.
+///
+/// Tags are retrieval anchors, most relevant first; reuse existing tags
+/// ([`find_tags`](crate::KnowledgeGraph::find_tags)) before creating new ones.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphEntity {
+    /// Unique within its namespace.
+    pub id: String,
+    /// The namespace the entity belongs to; never the root.
+    pub namespace: Namespace,
+    /// Display name, matched by case-insensitive prefix.
+    pub name: String,
+    /// `person`, `concept`, `project`, ...; matched exactly (case-insensitive).
+    pub entity_type: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Retrieval tags, most relevant first.
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+}
+
+impl GraphEntity {
+    /// A new entity.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `id`, `namespace`, `name` or `entity_type`.
+    pub fn new(
+        namespace: Namespace,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        entity_type: impl Into<String>,
+    ) -> Result<Self> {
+        let entity = Self {
+            id: id.into(),
+            namespace,
+            name: name.into(),
+            entity_type: entity_type.into(),
+            description: String::new(),
+            tags: Vec::new(),
+        };
+        entity.validate()?;
+        Ok(entity)
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Sets the tags, normalising them (truncation to the store's limit happens on write).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `tag`.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tags = Tag::normalize_all(tags)?;
+        Ok(self)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        validate_id("id", &self.id)?;
+        self.namespace.require_record_namespace()?;
+        validate_text("name", &self.name, 1024)?;
+        validate_text("entity_type", &self.entity_type, 128)?;
+        validate_len("description", &self.description, 64 * 1024)?;
+        Ok(())
+    }
+}
+
+/// A directed, typed, weighted relation (edge) between two entities of one namespace.
+/// This is a persistence format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphRelation {
+    /// The namespace of both endpoints.
+    pub namespace: Namespace,
+    /// The source entity id.
+    pub source_id: String,
+    /// The target entity id.
+    pub target_id: String,
+    /// `works_on`, `part_of`, `related_to`, ...
+    pub relation_type: String,
+    /// Strength in `[0, 1]`.
+    pub weight: f32,
+}
+
+impl GraphRelation {
+    /// A new relation.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `source_id`, `target_id`, `relation_type` or
+    /// `weight` (NaN, infinite or outside `[0, 1]`).
+    pub fn new(
+        namespace: Namespace,
+        source_id: impl Into<String>,
+        target_id: impl Into<String>,
+        relation_type: impl Into<String>,
+        weight: f32,
+    ) -> Result<Self> {
+        let relation = Self {
+            namespace,
+            source_id: source_id.into(),
+            target_id: target_id.into(),
+            relation_type: relation_type.into(),
+            weight,
+        };
+        relation.validate()?;
+        Ok(relation)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        self.namespace.require_record_namespace()?;
+        validate_id("source_id", &self.source_id)?;
+        validate_id("target_id", &self.target_id)?;
+        validate_text("relation_type", &self.relation_type, 128)?;
+        validate_unit("weight", self.weight)
+    }
+}
+
+/// An entity reached by a traversal, with how it was reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoredEntity {
+    /// The reached entity.
+    pub entity: GraphEntity,
+    /// Hops from the start (1 for a direct neighbour).
+    pub hops: usize,
+    /// The relations walked from the start to this entity, in order. Relations are followed
+    /// in both directions; each keeps its stored direction.
+    pub path: Vec<GraphRelation>,
+    /// Graph distance score: `1 / (1 + hops)` times the product of the path's weights.
+    pub score: f32,
+}
+
+/// How many tags an entity may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagConstraints {
+    /// Tags beyond this count are dropped on write (the first ones are kept). Default 8.
+    pub max_tags_per_entity: usize,
+}
+
+impl Default for TagConstraints {
+    fn default() -> Self {
+        Self {
+            max_tags_per_entity: DEFAULT_MAX_TAGS_PER_ENTITY,
+        }
+    }
+}
+
+impl TagConstraints {
+    /// Constraints with a custom limit.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `max_tags_per_entity` for zero.
+    pub fn new(max_tags_per_entity: usize) -> Result<Self> {
+        if max_tags_per_entity == 0 {
+            return Err(MemoryError::invalid(
+                "max_tags_per_entity",
+                "must be at least 1",
+            ));
+        }
+        Ok(Self {
+            max_tags_per_entity,
+        })
+    }
+}
+
+/// The result of a multi-hop relation query.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MultiHopResult {
+    /// Ids of the entities at the end of the relation chain, sorted.
+    pub results: Vec<String>,
+    /// Every complete path from the start to a result, one relation per hop.
+    pub paths: Vec<Vec<GraphRelation>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_and_serde() {
+        let ns = Namespace::parse("g").unwrap();
+        assert!(GraphEntity::new(ns.clone(), "", "n", "t").is_err());
+        assert!(GraphEntity::new(ns.clone(), "e", " ", "t").is_err());
+        assert!(GraphEntity::new(ns.clone(), "e", "n", "").is_err());
+        let entity = GraphEntity::new(ns.clone(), "e", "LangGraph", "framework")
+            .unwrap()
+            .with_tags(["Agent Framework"])
+            .unwrap();
+        let back: GraphEntity =
+            serde_json::from_str(&serde_json::to_string(&entity).unwrap()).unwrap();
+        assert_eq!(back, entity);
+        for weight in [f32::NAN, f32::INFINITY, -0.5, 1.5] {
+            let error = GraphRelation::new(ns.clone(), "a", "b", "r", weight).unwrap_err();
+            assert!(error.to_string().contains("weight"));
+        }
+        assert!(GraphRelation::new(ns.clone(), "", "b", "r", 0.5).is_err());
+        let relation = GraphRelation::new(ns, "a", "b", "uses", 0.5).unwrap();
+        let back: GraphRelation =
+            serde_json::from_str(&serde_json::to_string(&relation).unwrap()).unwrap();
+        assert_eq!(back, relation);
+        assert!(TagConstraints::new(0).is_err());
+        assert_eq!(TagConstraints::default().max_tags_per_entity, 8);
+    }
+}

@@ -1,0 +1,478 @@
+//! The `KnowledgeGraph` trait, the seed's keyword matching rules, and the traversal
+//! algorithms every backend may reuse.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{
+    GraphEntity, GraphRelation, MemoryError, MultiHopResult, Namespace, Result, Scope,
+    ScoredEntity, Tag, TagConstraints,
+};
+
+/// Traversals never go deeper than this many hops; a larger `depth` is clamped to it.
+pub const MAX_TRAVERSAL_DEPTH: usize = 32;
+/// Traversals stop after reaching this many entities.
+pub const MAX_TRAVERSAL_VISITED: usize = 10_000;
+
+/// The knowledge graph: entities, typed weighted relations, tags, traversal.
+///
+/// Contracts (checked by the [`testsuite`](crate::testsuite)):
+/// - Entities are keyed by `(namespace, id)`; relations join two entities of one namespace
+///   and are unique by `(source, target, relation_type)`.
+/// - Removing an entity removes its relations and its tag-index entries.
+/// - Tags are normalised with [`Tag::new`] and truncated to
+///   [`tag_constraints`](Self::tag_constraints) on every write.
+/// - Traversals follow relations in both directions, visit each entity once (cycles are
+///   safe), clamp `depth` to [`MAX_TRAVERSAL_DEPTH`] and stop at [`MAX_TRAVERSAL_VISITED`].
+#[async_trait]
+pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
+    /// Adds an entity (tags normalised and truncated).
+    ///
+    /// # Errors
+    /// [`MemoryError::AlreadyExists`] when the namespace has an entity with this id;
+    /// [`MemoryError::InvalidInput`] for an invalid entity.
+    async fn add_entity(&self, entity: GraphEntity) -> Result<()>;
+
+    /// Replaces an existing entity's fields, keeping its relations.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when it does not exist.
+    async fn update_entity(&self, entity: GraphEntity) -> Result<()>;
+
+    /// The entity, if it exists.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn get_entity(&self, namespace: &Namespace, id: &str) -> Result<Option<GraphEntity>>;
+
+    /// Removes an entity with its relations and tag-index entries. Returns whether it existed.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn remove_entity(&self, namespace: &Namespace, id: &str) -> Result<bool>;
+
+    /// Adds a relation, or updates the weight of the existing relation with the same source,
+    /// target and type.
+    ///
+    /// # Errors
+    /// [`MemoryError::Graph`] when either endpoint does not exist in the relation's
+    /// namespace; [`MemoryError::InvalidInput`] for an invalid relation (weight outside `[0, 1]`).
+    async fn add_relation(&self, relation: GraphRelation) -> Result<()>;
+
+    /// Removes a relation. Returns whether it existed.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn remove_relation(
+        &self,
+        namespace: &Namespace,
+        source_id: &str,
+        target_id: &str,
+        relation_type: &str,
+    ) -> Result<bool>;
+
+    /// Every relation with `id` as source or target, outgoing first, each group ordered by
+    /// relation type then the other endpoint. Empty when the entity does not exist.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>>;
+
+    /// Entities matching any keyword under the seed's rules ([`entity_matches_keyword`]):
+    /// name prefix (case-insensitive), tag exact (after normalisation), entity type exact
+    /// (case-insensitive). Ordered by namespace, then id.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn find_by_keywords(
+        &self,
+        scope: &Scope,
+        keywords: &[String],
+    ) -> Result<Vec<GraphEntity>>;
+
+    /// The distinct tags in `scope` that start with `prefix` (lowercased), sorted.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>>;
+
+    /// How many entities in `scope` carry `tag` (normalised first; an invalid tag counts 0).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn entity_count_by_tag(&self, scope: &Scope, tag: &str) -> Result<usize>;
+
+    /// Replaces an entity's tags: normalised, duplicates dropped, the first
+    /// `max_tags_per_entity` kept (callers pass them most relevant first).
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] for a missing entity; [`MemoryError::InvalidInput`] for a tag
+    /// that cannot be normalised (nothing is changed then).
+    async fn set_entity_tags(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        tags: Vec<String>,
+    ) -> Result<()>;
+
+    /// The tag limits of this graph.
+    fn tag_constraints(&self) -> TagConstraints;
+
+    /// Every entity in `scope`, ordered by namespace then id (for export).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_entities(&self, scope: &Scope) -> Result<Vec<GraphEntity>>;
+
+    /// Every relation in `scope`, ordered by namespace, source, type, target (for export).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>>;
+
+    /// Removes every entity and relation in `scope`. Returns how many entities were removed.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn clear(&self, scope: &Scope) -> Result<usize>;
+
+    /// The distinct namespaces in `scope` that hold at least one entity, sorted.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>>;
+
+    /// Breadth-first traversal from `id` up to `depth` hops (clamped to
+    /// [`MAX_TRAVERSAL_DEPTH`]): each reached entity once, with its hop count, the path of
+    /// relations, and score `1 / (1 + hops)` times the product of the path's weights.
+    /// The start is not included. Ordered by hops, then score (descending), then id.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when the start entity does not exist.
+    async fn get_related(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+    ) -> Result<Vec<ScoredEntity>> {
+        if self.get_entity(namespace, id).await?.is_none() {
+            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+        }
+        let depth = depth.min(MAX_TRAVERSAL_DEPTH);
+        let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
+        let mut paths: HashMap<String, Vec<GraphRelation>> =
+            HashMap::from([(id.to_owned(), Vec::new())]);
+        let mut frontier = vec![id.to_owned()];
+        let mut reached = Vec::new();
+        'levels: for hops in 1..=depth {
+            let mut next = Vec::new();
+            for current in &frontier {
+                let base = paths.get(current).cloned().unwrap_or_default();
+                for relation in self.relations_of(namespace, current).await? {
+                    let other = other_end(&relation, current).to_owned();
+                    if !visited.insert(other.clone()) {
+                        continue;
+                    }
+                    let mut path = base.clone();
+                    path.push(relation);
+                    paths.insert(other.clone(), path);
+                    next.push(other.clone());
+                    reached.push((other, hops));
+                    if visited.len() > MAX_TRAVERSAL_VISITED {
+                        break 'levels;
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        let mut out = Vec::with_capacity(reached.len());
+        for (other, hops) in reached {
+            if let Some(entity) = self.get_entity(namespace, &other).await? {
+                let path = paths.remove(&other).unwrap_or_default();
+                let score = distance_score(hops, &path);
+                out.push(ScoredEntity {
+                    entity,
+                    hops,
+                    path,
+                    score,
+                });
+            }
+        }
+        sort_scored(&mut out);
+        Ok(out)
+    }
+
+    /// Follows `relation_types` in order along outgoing relations from `start` (seed 004's
+    /// multi-hop query: `colleague_of` then `works_on` finds the projects of a colleague).
+    /// Returns the end entities and every complete path to them.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] for a missing start; [`MemoryError::InvalidInput`] for an
+    /// empty chain or one longer than [`MAX_TRAVERSAL_DEPTH`].
+    async fn multi_hop(
+        &self,
+        namespace: &Namespace,
+        start: &str,
+        relation_types: &[String],
+    ) -> Result<MultiHopResult> {
+        if relation_types.is_empty() || relation_types.len() > MAX_TRAVERSAL_DEPTH {
+            return Err(MemoryError::invalid(
+                "relation_types",
+                format!("needs 1 to {MAX_TRAVERSAL_DEPTH} relation types"),
+            ));
+        }
+        if self.get_entity(namespace, start).await?.is_none() {
+            return Err(MemoryError::NotFound(format!(
+                "entity {start} in {namespace}"
+            )));
+        }
+        // Each state is an entity with the paths that reach it after the hops so far.
+        let mut states: BTreeMap<String, Vec<Vec<GraphRelation>>> =
+            BTreeMap::from([(start.to_owned(), vec![Vec::new()])]);
+        for relation_type in relation_types {
+            let mut next: BTreeMap<String, Vec<Vec<GraphRelation>>> = BTreeMap::new();
+            let mut path_count = 0usize;
+            for (node, node_paths) in &states {
+                for relation in self.relations_of(namespace, node).await? {
+                    if relation.source_id != *node || relation.relation_type != *relation_type {
+                        continue;
+                    }
+                    let entry = next.entry(relation.target_id.clone()).or_default();
+                    for path in node_paths {
+                        if path_count >= MAX_TRAVERSAL_VISITED {
+                            break;
+                        }
+                        let mut extended = path.clone();
+                        extended.push(relation.clone());
+                        entry.push(extended);
+                        path_count += 1;
+                    }
+                }
+            }
+            states = next;
+            if states.is_empty() {
+                break;
+            }
+        }
+        let results: Vec<String> = states.keys().cloned().collect();
+        let paths = states.into_values().flatten().collect();
+        Ok(MultiHopResult { results, paths })
+    }
+
+    /// A shortest path (fewest hops, relations followed in both directions) from `from` to
+    /// `to`; `Some(vec![])` when they are the same entity, `None` when unconnected within
+    /// [`MAX_TRAVERSAL_DEPTH`] hops.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when either entity does not exist.
+    async fn shortest_path(
+        &self,
+        namespace: &Namespace,
+        from: &str,
+        to: &str,
+    ) -> Result<Option<Vec<GraphRelation>>> {
+        for id in [from, to] {
+            if self.get_entity(namespace, id).await?.is_none() {
+                return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            }
+        }
+        if from == to {
+            return Ok(Some(Vec::new()));
+        }
+        let mut came_from: HashMap<String, GraphRelation> = HashMap::new();
+        let mut visited: HashSet<String> = HashSet::from([from.to_owned()]);
+        let mut queue = VecDeque::from([(from.to_owned(), 0usize)]);
+        while let Some((current, hops)) = queue.pop_front() {
+            if hops >= MAX_TRAVERSAL_DEPTH || visited.len() > MAX_TRAVERSAL_VISITED {
+                break;
+            }
+            for relation in self.relations_of(namespace, &current).await? {
+                let other = other_end(&relation, &current).to_owned();
+                if !visited.insert(other.clone()) {
+                    continue;
+                }
+                came_from.insert(other.clone(), relation);
+                if other == to {
+                    let mut path = Vec::new();
+                    let mut cursor = other;
+                    while let Some(relation) = came_from.get(&cursor) {
+                        let previous = other_end(relation, &cursor).to_owned();
+                        path.push(relation.clone());
+                        cursor = previous;
+                    }
+                    path.reverse();
+                    return Ok(Some(path));
+                }
+                queue.push_back((other, hops + 1));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The number of relations touching `id` (degree centrality, the graph's reference count).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+        Ok(self.relations_of(namespace, id).await?.len())
+    }
+}
+
+/// The endpoint of `relation` that is not `from` (the target when `from` is both).
+pub fn other_end<'a>(relation: &'a GraphRelation, from: &str) -> &'a str {
+    if relation.source_id == from {
+        &relation.target_id
+    } else {
+        &relation.source_id
+    }
+}
+
+/// The graph-distance score of an entity reached over `path` in `hops` hops:
+/// `1 / (1 + hops)` times the product of the path's weights.
+pub fn distance_score(hops: usize, path: &[GraphRelation]) -> f32 {
+    let weight: f32 = path.iter().map(|relation| relation.weight).product();
+    (weight / (1.0 + hops as f32)).clamp(0.0, 1.0)
+}
+
+/// Sorts traversal results by hops, then score (descending), then id.
+pub fn sort_scored(results: &mut [ScoredEntity]) {
+    results.sort_by(|a, b| {
+        a.hops
+            .cmp(&b.hops)
+            .then(b.score.total_cmp(&a.score))
+            .then_with(|| a.entity.id.cmp(&b.entity.id))
+    });
+}
+
+/// The seed's matching rule for one keyword: the lowercased keyword is a prefix of the
+/// lowercased name, or equals the entity type (case-insensitive), or, normalised as a tag,
+/// equals one of the entity's tags. Blank keywords match nothing.
+pub fn entity_matches_keyword(entity: &GraphEntity, keyword: &str) -> bool {
+    let keyword = keyword.trim();
+    if keyword.is_empty() {
+        return false;
+    }
+    let lower = keyword.to_lowercase();
+    if entity.name.to_lowercase().starts_with(&lower) || entity.entity_type.to_lowercase() == lower
+    {
+        return true;
+    }
+    Tag::new(keyword).is_ok_and(|tag| entity.tags.contains(&tag))
+}
+
+macro_rules! forward_knowledge_graph {
+    ($wrapper:ident) => {
+        #[async_trait]
+        impl<T: KnowledgeGraph + ?Sized> KnowledgeGraph for $wrapper<T> {
+            async fn add_entity(&self, entity: GraphEntity) -> Result<()> {
+                (**self).add_entity(entity).await
+            }
+            async fn update_entity(&self, entity: GraphEntity) -> Result<()> {
+                (**self).update_entity(entity).await
+            }
+            async fn get_entity(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+            ) -> Result<Option<GraphEntity>> {
+                (**self).get_entity(namespace, id).await
+            }
+            async fn remove_entity(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+                (**self).remove_entity(namespace, id).await
+            }
+            async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
+                (**self).add_relation(relation).await
+            }
+            async fn remove_relation(
+                &self,
+                namespace: &Namespace,
+                source_id: &str,
+                target_id: &str,
+                relation_type: &str,
+            ) -> Result<bool> {
+                (**self)
+                    .remove_relation(namespace, source_id, target_id, relation_type)
+                    .await
+            }
+            async fn relations_of(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+            ) -> Result<Vec<GraphRelation>> {
+                (**self).relations_of(namespace, id).await
+            }
+            async fn find_by_keywords(
+                &self,
+                scope: &Scope,
+                keywords: &[String],
+            ) -> Result<Vec<GraphEntity>> {
+                (**self).find_by_keywords(scope, keywords).await
+            }
+            async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
+                (**self).find_tags(scope, prefix).await
+            }
+            async fn entity_count_by_tag(&self, scope: &Scope, tag: &str) -> Result<usize> {
+                (**self).entity_count_by_tag(scope, tag).await
+            }
+            async fn set_entity_tags(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                tags: Vec<String>,
+            ) -> Result<()> {
+                (**self).set_entity_tags(namespace, id, tags).await
+            }
+            fn tag_constraints(&self) -> TagConstraints {
+                (**self).tag_constraints()
+            }
+            async fn list_entities(&self, scope: &Scope) -> Result<Vec<GraphEntity>> {
+                (**self).list_entities(scope).await
+            }
+            async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>> {
+                (**self).list_relations(scope).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<usize> {
+                (**self).clear(scope).await
+            }
+            async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+                (**self).list_namespaces(scope).await
+            }
+            async fn get_related(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                depth: usize,
+            ) -> Result<Vec<ScoredEntity>> {
+                (**self).get_related(namespace, id, depth).await
+            }
+            async fn multi_hop(
+                &self,
+                namespace: &Namespace,
+                start: &str,
+                relation_types: &[String],
+            ) -> Result<MultiHopResult> {
+                (**self).multi_hop(namespace, start, relation_types).await
+            }
+            async fn shortest_path(
+                &self,
+                namespace: &Namespace,
+                from: &str,
+                to: &str,
+            ) -> Result<Option<Vec<GraphRelation>>> {
+                (**self).shortest_path(namespace, from, to).await
+            }
+            async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+                (**self).degree(namespace, id).await
+            }
+        }
+    };
+}
+
+forward_knowledge_graph!(Arc);
+forward_knowledge_graph!(Box);

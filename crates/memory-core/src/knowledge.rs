@@ -1,0 +1,264 @@
+//! Knowledge pages (the LLM-wiki model) and their browsable index.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{DEFAULT_MAX_CONTENT_BYTES, validate_id, validate_len, validate_text};
+use crate::{Namespace, Result, Scope, Tag};
+
+/// Longest page title accepted, in bytes.
+pub const MAX_TITLE_BYTES: usize = 1024;
+/// Longest page summary accepted, in bytes.
+pub const MAX_SUMMARY_BYTES: usize = 16 * 1024;
+
+/// A knowledge page: a titled, summarised, tagged piece of compiled knowledge with
+/// cross-references to other pages of the same namespace. This is a persistence format.
+///
+/// ```
+/// use memory_core::{KnowledgePage, Namespace};
+/// let page = KnowledgePage::new(Namespace::parse("kb")?, "langgraph", "LangGraph")?
+///     .with_summary("A graph framework for agents")
+///     .with_tags(["Agent Framework"])?
+///     .with_references(["state-graph"])?;
+/// assert_eq!(page.tags[0].as_str(), "agent-framework");
+/// # Ok::<(), memory_core::MemoryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KnowledgePage {
+    /// Unique within its namespace.
+    pub id: String,
+    /// The namespace the page belongs to; never the root.
+    pub namespace: Namespace,
+    /// The title (required).
+    pub title: String,
+    /// A short summary (may be empty).
+    #[serde(default)]
+    pub summary: String,
+    /// The body (may be empty).
+    #[serde(default)]
+    pub content: String,
+    /// Retrieval tags, most relevant first.
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+    /// Ids of pages this page refers to, in the same namespace. A reference to a page that
+    /// does not exist (yet) is allowed and counts once that page exists.
+    #[serde(default)]
+    pub references: Vec<String>,
+    /// When the page was created.
+    pub created_at: DateTime<Utc>,
+    /// When the page was last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl KnowledgePage {
+    /// A page with a title and nothing else, created now.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for a bad id,
+    /// namespace or title.
+    pub fn new(
+        namespace: Namespace,
+        id: impl Into<String>,
+        title: impl Into<String>,
+    ) -> Result<Self> {
+        let now = Utc::now();
+        let page = Self {
+            id: id.into(),
+            namespace,
+            title: title.into(),
+            summary: String::new(),
+            content: String::new(),
+            tags: Vec::new(),
+            references: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        page.validate()?;
+        Ok(page)
+    }
+
+    /// Sets the summary.
+    pub fn with_summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = summary.into();
+        self
+    }
+
+    /// Sets the content.
+    pub fn with_content(mut self, content: impl Into<String>) -> Self {
+        self.content = content.into();
+        self
+    }
+
+    /// Sets the tags, normalising them.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `tag`.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tags = Tag::normalize_all(tags)?;
+        Ok(self)
+    }
+
+    /// Sets the cross-references (ids of other pages), dropping duplicates.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `references`.
+    pub fn with_references<I, S>(mut self, references: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut out: Vec<String> = Vec::new();
+        for reference in references {
+            let reference = reference.into();
+            validate_id("references", &reference)?;
+            if !out.contains(&reference) {
+                out.push(reference);
+            }
+        }
+        self.references = out;
+        Ok(self)
+    }
+
+    /// Sets creation and update time.
+    pub fn with_created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.created_at = at;
+        self.updated_at = at;
+        self
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming the first bad
+    /// field (`id`, `namespace`, `title`, `summary`, `content`, `references`).
+    pub fn validate(&self) -> Result<()> {
+        validate_id("id", &self.id)?;
+        self.namespace.require_record_namespace()?;
+        validate_text("title", &self.title, MAX_TITLE_BYTES)?;
+        validate_len("summary", &self.summary, MAX_SUMMARY_BYTES)?;
+        validate_len("content", &self.content, DEFAULT_MAX_CONTENT_BYTES)?;
+        for reference in &self.references {
+            validate_id("references", reference)?;
+        }
+        Ok(())
+    }
+
+    /// The page's entry in the index, with `referenced_by` back-references.
+    pub fn index_entry(&self, referenced_by: usize) -> PageIndexEntry {
+        PageIndexEntry {
+            id: self.id.clone(),
+            namespace: self.namespace.clone(),
+            title: self.title.clone(),
+            summary: self.summary.clone(),
+            tags: self.tags.clone(),
+            updated_at: self.updated_at,
+            referenced_by,
+        }
+    }
+}
+
+/// One line of the browsable table of contents (the wiki's `index.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageIndexEntry {
+    /// The page id.
+    pub id: String,
+    /// The page's namespace.
+    pub namespace: Namespace,
+    /// The title.
+    pub title: String,
+    /// The summary.
+    pub summary: String,
+    /// The tags.
+    pub tags: Vec<Tag>,
+    /// When the page last changed.
+    pub updated_at: DateTime<Utc>,
+    /// How many other existing pages of the namespace reference this one.
+    pub referenced_by: usize,
+}
+
+/// A search over knowledge pages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageQuery {
+    /// The namespaces covered.
+    pub scope: Scope,
+    /// The user's text; never interpreted as query syntax.
+    pub text: String,
+    /// Only pages carrying every one of these tags.
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+    /// How many hits to return at most.
+    pub top_k: usize,
+}
+
+impl PageQuery {
+    /// The best `top_k` pages in `scope` for `text`.
+    pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
+        Self {
+            scope: scope.into(),
+            text: text.into(),
+            tags: Vec::new(),
+            top_k,
+        }
+    }
+}
+
+/// Which of the seed's match rules a page hit satisfied, kept as signals for scoring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMatchSignals {
+    /// A query keyword is a prefix of the title (case-insensitive).
+    pub title_prefix: bool,
+    /// A query keyword equals one of the page's tags.
+    pub tag_exact: bool,
+    /// The summary contains a query keyword.
+    pub summary_contains: bool,
+}
+
+/// One page search result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageHit {
+    /// The page.
+    pub page: KnowledgePage,
+    /// The backend's relevance (BM25F or similar), higher is better, not normalised.
+    pub score: f32,
+    /// Which match rules held.
+    pub signals: PageMatchSignals,
+    /// How many pages of the namespace reference this one.
+    pub referenced_by: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_and_serde() {
+        let ns = Namespace::parse("kb").unwrap();
+        assert!(KnowledgePage::new(ns.clone(), "", "t").is_err());
+        assert!(KnowledgePage::new(ns.clone(), "p", " ").is_err());
+        assert!(KnowledgePage::new(Namespace::root(), "p", "t").is_err());
+        let page = KnowledgePage::new(ns.clone(), "p", "Title").unwrap();
+        assert!(page.clone().with_references(["", "x"]).is_err());
+        let page = page
+            .with_summary("s")
+            .with_content("c")
+            .with_tags(["A B"])
+            .unwrap()
+            .with_references(["q", "q", "r"])
+            .unwrap();
+        assert_eq!(page.references, ["q", "r"]);
+        let back: KnowledgePage =
+            serde_json::from_str(&serde_json::to_string(&page).unwrap()).unwrap();
+        assert_eq!(back, page);
+        let entry = page.index_entry(2);
+        let back: PageIndexEntry =
+            serde_json::from_str(&serde_json::to_string(&entry).unwrap()).unwrap();
+        assert_eq!(back, entry);
+        let mut bad = page.clone();
+        bad.summary = "x".repeat(MAX_SUMMARY_BYTES + 1);
+        assert!(bad.validate().unwrap_err().to_string().contains("summary"));
+    }
+}

@@ -1,0 +1,64 @@
+//! The vocabulary of agent-memory: record types, the storage traits every backend
+//! implements, the shared error, namespaces, validation and the text analyzer.
+//!
+//! This crate has no runtime, container or graph dependency; backends live in
+//! `memory-inmem`, `memory-graph` and the persistent crates, retrieval in `memory-retrieve`.
+//!
+//! ```
+//! use memory_core::{MemoryItem, MemoryKind, Namespace, Tag};
+//!
+//! let ns = Namespace::parse("user-42/agent-a")?;
+//! let item = MemoryItem::new(ns, "The user prefers short code examples")?
+//!     .with_kind(MemoryKind::Semantic)
+//!     .with_tags(["Coding Style"])?;
+//! assert_eq!(item.tags, [Tag::new("coding-style")?]);
+//! # Ok::<(), memory_core::MemoryError>(())
+//! ```
+
+mod error;
+mod graph;
+mod graph_store;
+mod keyword;
+mod knowledge;
+mod knowledge_store;
+mod memory;
+mod namespace;
+mod recall;
+mod retrieval;
+mod store;
+pub mod text;
+mod validate;
+
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+pub use async_trait::async_trait;
+
+pub use crate::{
+    error::{BoxError, MemoryError, Result},
+    graph::{
+        DEFAULT_MAX_TAGS_PER_ENTITY, GraphEntity, GraphRelation, MultiHopResult, ScoredEntity,
+        TagConstraints,
+    },
+    graph_store::{
+        KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, distance_score,
+        entity_matches_keyword, other_end, sort_scored,
+    },
+    keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
+    knowledge::{
+        KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
+        PageMatchSignals, PageQuery,
+    },
+    knowledge_store::KnowledgeStore,
+    memory::{MemoryFilter, MemoryItem, MemoryKind, SearchHit, SearchQuery},
+    namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
+    recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},
+    retrieval::{
+        Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, SignalScore,
+    },
+    store::{MemoryStore, RecallEvent},
+    validate::{
+        DEFAULT_MAX_CONTENT_BYTES, MAX_ID_LEN, MAX_TAG_LEN, Tag, new_id, validate_id, validate_len,
+        validate_non_negative, validate_text, validate_unit,
+    },
+};

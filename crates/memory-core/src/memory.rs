@@ -1,0 +1,564 @@
+//! Memory items, their kinds, and the queries over them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{
+    DEFAULT_MAX_CONTENT_BYTES, new_id, validate_id, validate_len, validate_text, validate_unit,
+};
+use crate::{MemoryError, Namespace, Result, Scope, Tag};
+
+/// What kind of memory an item is, after the cognitive model of short- and long-term memory.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Recent working context, such as the last turns of a conversation.
+    ShortTerm,
+    /// Durable knowledge kept across sessions.
+    LongTerm,
+    /// A particular event or experience ("yesterday the user said they have a cat").
+    #[default]
+    Episodic,
+    /// A fact or concept ("Paris is the capital of France").
+    Semantic,
+}
+
+impl MemoryKind {
+    /// All kinds, in declaration order.
+    pub const ALL: [MemoryKind; 4] = [
+        MemoryKind::ShortTerm,
+        MemoryKind::LongTerm,
+        MemoryKind::Episodic,
+        MemoryKind::Semantic,
+    ];
+
+    /// The snake_case name used in serialized records and SQL columns.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::ShortTerm => "short_term",
+            MemoryKind::LongTerm => "long_term",
+            MemoryKind::Episodic => "episodic",
+            MemoryKind::Semantic => "semantic",
+        }
+    }
+
+    /// Parses the name [`as_str`](Self::as_str) gives.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `kind` for any other text.
+    pub fn parse(text: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| MemoryError::invalid("kind", format!("unknown memory kind {text:?}")))
+    }
+}
+
+/// One remembered piece of text with its metadata. This is a persistence format.
+///
+/// Build one with [`MemoryItem::new`] and the `with_*` setters; backends call
+/// [`validate`](Self::validate) on every write because the fields are public.
+///
+/// ```
+/// use memory_core::{MemoryItem, MemoryKind, Namespace};
+/// let item = MemoryItem::new(Namespace::parse("user-1")?, "likes Rust")?
+///     .with_kind(MemoryKind::Semantic)
+///     .with_importance(0.9)?
+///     .with_tags(["Programming"])?;
+/// assert_eq!(item.tags[0].as_str(), "programming");
+/// # Ok::<(), memory_core::MemoryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryItem {
+    /// Unique within its namespace.
+    pub id: String,
+    /// The namespace the item belongs to; never the root.
+    pub namespace: Namespace,
+    /// The remembered text.
+    pub content: String,
+    /// What kind of memory this is.
+    #[serde(default)]
+    pub kind: MemoryKind,
+    /// How much the item matters, in `[0, 1]`; decay lowers it over time.
+    #[serde(default = "default_importance")]
+    pub importance: f32,
+    /// Free-form metadata, a JSON object (speaker, dia_id, role, ...).
+    #[serde(default = "empty_object")]
+    pub metadata: serde_json::Value,
+    /// Retrieval tags, most relevant first.
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+    /// Where the memory came from (a URL, a tool, "user").
+    #[serde(default)]
+    pub source: Option<String>,
+    /// How far the source is trusted, in `[0, 1]`.
+    #[serde(default = "default_credibility")]
+    pub credibility: f32,
+    /// When it was first remembered.
+    pub created_at: DateTime<Utc>,
+    /// When it was last changed.
+    pub updated_at: DateTime<Utc>,
+    /// When it was last returned by a read or a recall.
+    #[serde(default)]
+    pub last_accessed: Option<DateTime<Utc>>,
+    /// How many times it was returned by a recall.
+    #[serde(default)]
+    pub access_count: u64,
+    /// An optional embedding vector, for the feature-gated embedding channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
+}
+
+fn default_importance() -> f32 {
+    0.5
+}
+
+fn default_credibility() -> f32 {
+    1.0
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+impl MemoryItem {
+    /// A new episodic item with a fresh id, importance 0.5, credibility 1 and the current time.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for the root namespace or empty or oversized content.
+    pub fn new(namespace: Namespace, content: impl Into<String>) -> Result<Self> {
+        let now = Utc::now();
+        let item = Self {
+            id: new_id(),
+            namespace,
+            content: content.into(),
+            kind: MemoryKind::default(),
+            importance: default_importance(),
+            metadata: empty_object(),
+            tags: Vec::new(),
+            source: None,
+            credibility: default_credibility(),
+            created_at: now,
+            updated_at: now,
+            last_accessed: None,
+            access_count: 0,
+            embedding: None,
+        };
+        item.validate()?;
+        Ok(item)
+    }
+
+    /// Sets the id.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `id`.
+    pub fn with_id(mut self, id: impl Into<String>) -> Result<Self> {
+        let id = id.into();
+        validate_id("id", &id)?;
+        self.id = id;
+        Ok(self)
+    }
+
+    /// Sets the kind.
+    pub fn with_kind(mut self, kind: MemoryKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the importance.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `importance` unless it is finite and in `[0, 1]`.
+    pub fn with_importance(mut self, importance: f32) -> Result<Self> {
+        validate_unit("importance", importance)?;
+        self.importance = importance;
+        Ok(self)
+    }
+
+    /// Sets the credibility.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `credibility` unless it is finite and in `[0, 1]`.
+    pub fn with_credibility(mut self, credibility: f32) -> Result<Self> {
+        validate_unit("credibility", credibility)?;
+        self.credibility = credibility;
+        Ok(self)
+    }
+
+    /// Sets the metadata.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `metadata` unless it is a JSON object.
+    pub fn with_metadata(mut self, metadata: serde_json::Value) -> Result<Self> {
+        if !metadata.is_object() {
+            return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+        }
+        self.metadata = metadata;
+        Ok(self)
+    }
+
+    /// Sets the tags, normalising them.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `tag` for a tag that cannot be normalised.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tags = Tag::normalize_all(tags)?;
+        Ok(self)
+    }
+
+    /// Sets the source.
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// Sets creation and update time (for imports and replays of old conversations).
+    pub fn with_created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.created_at = at;
+        self.updated_at = at;
+        self
+    }
+
+    /// Sets the embedding.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `embedding` for an empty vector or a non-finite value.
+    pub fn with_embedding(mut self, embedding: Vec<f32>) -> Result<Self> {
+        validate_embedding(&embedding)?;
+        self.embedding = Some(embedding);
+        Ok(self)
+    }
+
+    /// Checks every field: id, namespace, content (non-empty, at most 1 MiB), importance and
+    /// credibility in `[0, 1]`, metadata an object, embedding finite.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        validate_id("id", &self.id)?;
+        self.namespace.require_record_namespace()?;
+        validate_text("content", &self.content, DEFAULT_MAX_CONTENT_BYTES)?;
+        validate_unit("importance", self.importance)?;
+        validate_unit("credibility", self.credibility)?;
+        if !self.metadata.is_object() {
+            return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+        }
+        if let Some(source) = &self.source {
+            validate_len("source", source, 4096)?;
+        }
+        if let Some(embedding) = &self.embedding {
+            validate_embedding(embedding)?;
+        }
+        Ok(())
+    }
+
+    /// The metadata value under `key`, if the metadata has it.
+    pub fn metadata_value(&self, key: &str) -> Option<&serde_json::Value> {
+        self.metadata.get(key)
+    }
+}
+
+pub(crate) fn validate_embedding(embedding: &[f32]) -> Result<()> {
+    if embedding.is_empty() {
+        return Err(MemoryError::invalid("embedding", "empty vector"));
+    }
+    if embedding.iter().any(|value| !value.is_finite()) {
+        return Err(MemoryError::invalid(
+            "embedding",
+            "holds a value that is not finite",
+        ));
+    }
+    Ok(())
+}
+
+/// Which items a [`list`](crate::MemoryStore::list), [`search`](crate::MemoryStore::search)
+/// or count covers. Results are always inside [`scope`](Self::scope).
+///
+/// ```
+/// use memory_core::{MemoryFilter, MemoryKind, Namespace};
+/// let filter = MemoryFilter::new(Namespace::parse("user-1")?.subtree())
+///     .with_kinds([MemoryKind::Semantic])
+///     .with_limit(10);
+/// assert_eq!(filter.limit, Some(10));
+/// # Ok::<(), memory_core::MemoryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFilter {
+    /// The namespaces covered.
+    pub scope: Scope,
+    /// Only items whose id starts with this prefix (the seed's `prefix`).
+    #[serde(default)]
+    pub id_prefix: Option<String>,
+    /// Only items created at or after this time.
+    #[serde(default)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only items created before this time.
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+    /// Only items of these kinds (empty: any kind).
+    #[serde(default)]
+    pub kinds: Vec<MemoryKind>,
+    /// Only items carrying every one of these tags.
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+    /// Only items whose metadata has each of these keys with exactly this value.
+    #[serde(default)]
+    pub metadata: Vec<(String, serde_json::Value)>,
+    /// At most this many results.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Newest first instead of oldest first.
+    #[serde(default)]
+    pub newest_first: bool,
+}
+
+impl MemoryFilter {
+    /// Everything in `scope`, oldest first.
+    pub fn new(scope: impl Into<Scope>) -> Self {
+        Self {
+            scope: scope.into(),
+            id_prefix: None,
+            since: None,
+            until: None,
+            kinds: Vec::new(),
+            tags: Vec::new(),
+            metadata: Vec::new(),
+            limit: None,
+            newest_first: false,
+        }
+    }
+
+    /// Only ids with this prefix.
+    pub fn with_id_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.id_prefix = Some(prefix.into());
+        self
+    }
+
+    /// Only items created in `[since, until)`; either end may be open.
+    pub fn with_time_range(
+        mut self,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    ) -> Self {
+        self.since = since;
+        self.until = until;
+        self
+    }
+
+    /// Only these kinds.
+    pub fn with_kinds(mut self, kinds: impl IntoIterator<Item = MemoryKind>) -> Self {
+        self.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Only items with all of these tags.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `tag` for a tag that cannot be normalised.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tags = Tag::normalize_all(tags)?;
+        Ok(self)
+    }
+
+    /// Only items whose metadata holds `key` equal to `value`.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.metadata.push((key.into(), value));
+        self
+    }
+
+    /// At most `limit` results.
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Newest first.
+    pub fn newest_first(mut self) -> Self {
+        self.newest_first = true;
+        self
+    }
+
+    /// Whether `item` passes every condition except the limit. Backends that cannot push a
+    /// condition down to their index use this as the final check.
+    pub fn matches(&self, item: &MemoryItem) -> bool {
+        self.scope.contains(&item.namespace)
+            && self
+                .id_prefix
+                .as_ref()
+                .is_none_or(|prefix| item.id.starts_with(prefix.as_str()))
+            && self.since.is_none_or(|since| item.created_at >= since)
+            && self.until.is_none_or(|until| item.created_at < until)
+            && (self.kinds.is_empty() || self.kinds.contains(&item.kind))
+            && self.tags.iter().all(|tag| item.tags.contains(tag))
+            && self
+                .metadata
+                .iter()
+                .all(|(key, value)| item.metadata.get(key.as_str()) == Some(value))
+    }
+
+    /// Whether the filter restricts anything beyond scope and time (then an index on time
+    /// alone may have to look past `limit` entries).
+    pub fn has_attribute_conditions(&self) -> bool {
+        self.id_prefix.is_some()
+            || !self.kinds.is_empty()
+            || !self.tags.is_empty()
+            || !self.metadata.is_empty()
+    }
+}
+
+/// A full-text search over memory items.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchQuery {
+    /// The user's text; never interpreted as query syntax.
+    pub text: String,
+    /// Conditions every hit satisfies (its `limit` is ignored; use [`top_k`](Self::top_k)).
+    pub filter: MemoryFilter,
+    /// How many hits to return at most.
+    pub top_k: usize,
+}
+
+impl SearchQuery {
+    /// The best `top_k` items in `scope` for `text`.
+    pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
+        Self {
+            text: text.into(),
+            filter: MemoryFilter::new(scope),
+            top_k,
+        }
+    }
+
+    /// Replaces the filter.
+    pub fn with_filter(mut self, filter: MemoryFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+}
+
+/// One full-text search result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The matching item.
+    pub item: MemoryItem,
+    /// The backend's relevance (BM25 or similar), higher is better, not normalised.
+    pub score: f32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns() -> Namespace {
+        Namespace::parse("u/a").unwrap()
+    }
+
+    #[test]
+    fn construction_validates() {
+        assert!(MemoryItem::new(ns(), "   ").is_err());
+        assert!(MemoryItem::new(Namespace::root(), "x").is_err());
+        assert!(MemoryItem::new(ns(), "x".repeat(DEFAULT_MAX_CONTENT_BYTES + 1)).is_err());
+        let item = MemoryItem::new(ns(), "hello").unwrap();
+        assert!(item.clone().with_id("").is_err());
+        assert!(item.clone().with_importance(f32::NAN).is_err());
+        assert!(item.clone().with_importance(1.5).is_err());
+        assert!(item.clone().with_credibility(-0.1).is_err());
+        assert!(item.clone().with_metadata(serde_json::json!([1])).is_err());
+        assert!(item.clone().with_embedding(vec![]).is_err());
+        assert!(item.clone().with_embedding(vec![f32::NAN]).is_err());
+        assert!(item.clone().with_tags(["ok", "bad!"]).is_err());
+        let mut mutated = item.clone();
+        mutated.importance = f32::INFINITY;
+        let error = mutated.validate().unwrap_err();
+        assert!(error.to_string().contains("importance"), "{error}");
+    }
+
+    #[test]
+    fn serde_round_trip() {
+        let item = MemoryItem::new(ns(), "likes rust")
+            .unwrap()
+            .with_kind(MemoryKind::Semantic)
+            .with_tags(["Rust Lang"])
+            .unwrap()
+            .with_metadata(serde_json::json!({"speaker": "x"}))
+            .unwrap()
+            .with_embedding(vec![0.1, 0.2])
+            .unwrap()
+            .with_source("chat");
+        let text = serde_json::to_string(&item).unwrap();
+        let back: MemoryItem = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, item);
+        assert!(text.contains("\"semantic\""));
+    }
+
+    #[test]
+    fn kinds_parse() {
+        for kind in MemoryKind::ALL {
+            assert_eq!(MemoryKind::parse(kind.as_str()).unwrap(), kind);
+        }
+        assert!(MemoryKind::parse("other").is_err());
+    }
+
+    #[test]
+    fn filter_matches() {
+        let item = MemoryItem::new(ns(), "x")
+            .unwrap()
+            .with_id("m-1")
+            .unwrap()
+            .with_tags(["a"])
+            .unwrap()
+            .with_metadata(serde_json::json!({"k": 1}))
+            .unwrap();
+        assert!(MemoryFilter::new(ns()).matches(&item));
+        assert!(!MemoryFilter::new(Namespace::parse("u").unwrap()).matches(&item));
+        assert!(MemoryFilter::new(Namespace::parse("u").unwrap().subtree()).matches(&item));
+        assert!(MemoryFilter::new(ns()).with_id_prefix("m-").matches(&item));
+        assert!(!MemoryFilter::new(ns()).with_id_prefix("n").matches(&item));
+        assert!(
+            !MemoryFilter::new(ns())
+                .with_kinds([MemoryKind::Semantic])
+                .matches(&item)
+        );
+        assert!(
+            MemoryFilter::new(ns())
+                .with_tags(["A"])
+                .unwrap()
+                .matches(&item)
+        );
+        assert!(
+            !MemoryFilter::new(ns())
+                .with_tags(["b"])
+                .unwrap()
+                .matches(&item)
+        );
+        assert!(
+            MemoryFilter::new(ns())
+                .with_metadata("k", serde_json::json!(1))
+                .matches(&item)
+        );
+        assert!(
+            !MemoryFilter::new(ns())
+                .with_metadata("k", serde_json::json!(2))
+                .matches(&item)
+        );
+        let later = item.created_at + chrono::Duration::seconds(1);
+        assert!(
+            !MemoryFilter::new(ns())
+                .with_time_range(Some(later), None)
+                .matches(&item)
+        );
+        assert!(
+            !MemoryFilter::new(ns())
+                .with_time_range(None, Some(item.created_at))
+                .matches(&item)
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! Recall statistics and the eviction policies that use them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{validate_non_negative, validate_unit};
+use crate::{MemoryError, Result};
+
+/// How often and how well a record was recalled. This is a persistence format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecallStats {
+    /// How many times the record was returned by a recall.
+    pub recall_count: u64,
+    /// Sum of the scores it was returned with (mean = total / count).
+    pub total_score: f64,
+    /// When it was last recalled, if ever.
+    pub last_recall_at: Option<DateTime<Utc>>,
+}
+
+impl RecallStats {
+    /// Adds one recall with `score` at `at`. Scores are clamped into `[0, 1]`; NaN counts as 0.
+    pub fn record(&mut self, score: f32, at: DateTime<Utc>) {
+        let score = if score.is_nan() {
+            0.0
+        } else {
+            score.clamp(0.0, 1.0)
+        };
+        self.recall_count = self.recall_count.saturating_add(1);
+        self.total_score += f64::from(score);
+        self.last_recall_at = Some(self.last_recall_at.map_or(at, |last| last.max(at)));
+    }
+
+    /// Mean recall score, 0 when never recalled.
+    pub fn mean_score(&self) -> f64 {
+        if self.recall_count == 0 {
+            0.0
+        } else {
+            self.total_score / self.recall_count as f64
+        }
+    }
+
+    /// The seed's memory value:
+    /// `ln(1 + count) * recall_weight + mean * score_weight + recency * recency_weight`, where
+    /// `recency = 1 / (1 + days since the last recall)` (0 when never recalled).
+    ///
+    /// ```
+    /// use memory_core::{RecallBasedConfig, RecallStats};
+    /// let now = chrono::Utc::now();
+    /// let mut stats = RecallStats::default();
+    /// stats.record(1.0, now);
+    /// let config = RecallBasedConfig::default();
+    /// let expected = 2f64.ln() * 0.3 + 1.0 * 0.5 + 1.0 * 0.2;
+    /// assert!((stats.value(now, &config) - expected).abs() < 1e-6);
+    /// ```
+    pub fn value(&self, now: DateTime<Utc>, config: &RecallBasedConfig) -> f64 {
+        let recency = match self.last_recall_at {
+            Some(at) => {
+                let days = (now - at).num_milliseconds().max(0) as f64 / 86_400_000.0;
+                1.0 / (1.0 + days)
+            }
+            None => 0.0,
+        };
+        let frequency = (self.recall_count as f64).ln_1p();
+        frequency * f64::from(config.recall_weight)
+            + self.mean_score() * f64::from(config.score_weight)
+            + recency * f64::from(config.recency_weight)
+    }
+}
+
+/// Weights of the recall-value formula ([`RecallStats::value`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecallBasedConfig {
+    /// Most items kept after a pass.
+    pub max_items: usize,
+    /// Weight of `ln(1 + recall_count)`, default 0.3.
+    pub recall_weight: f32,
+    /// Weight of the mean recall score, default 0.5.
+    pub score_weight: f32,
+    /// Weight of recall recency, default 0.2.
+    pub recency_weight: f32,
+}
+
+impl Default for RecallBasedConfig {
+    fn default() -> Self {
+        Self {
+            max_items: 10_000,
+            recall_weight: 0.3,
+            score_weight: 0.5,
+            recency_weight: 0.2,
+        }
+    }
+}
+
+impl RecallBasedConfig {
+    /// Checks the weights (finite, `>= 0`) and `max_items > 0`.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_items == 0 {
+            return Err(MemoryError::invalid("max_items", "must be at least 1"));
+        }
+        validate_non_negative("recall_weight", f64::from(self.recall_weight))?;
+        validate_non_negative("score_weight", f64::from(self.score_weight))?;
+        validate_non_negative("recency_weight", f64::from(self.recency_weight))
+    }
+}
+
+/// What to forget, and when (seed section 4.2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "snake_case")]
+pub enum EvictionPolicy {
+    /// Never evict.
+    #[default]
+    None,
+    /// Evict items older than `ttl_secs` (by creation time).
+    Ttl {
+        /// Time to live, seconds, at least 1.
+        ttl_secs: u64,
+    },
+    /// Keep the newest `max_items`; evict the oldest.
+    Capacity {
+        /// Most items kept, at least 1.
+        max_items: usize,
+    },
+    /// Keep the `max_items` of highest recall value; evict the lowest.
+    RecallBased(RecallBasedConfig),
+    /// TTL first, then capacity by recall value (if `recall` is set) or by age.
+    Hybrid {
+        /// Optional time to live, seconds.
+        ttl_secs: Option<u64>,
+        /// Optional capacity (by age) when `recall` is not set.
+        max_items: Option<usize>,
+        /// Optional capacity by recall value.
+        recall: Option<RecallBasedConfig>,
+    },
+}
+
+impl EvictionPolicy {
+    /// Checks the policy's numbers: positive TTL and capacity, valid weights.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `ttl_secs`, `max_items` or a weight.
+    pub fn validate(&self) -> Result<()> {
+        let check_ttl = |ttl: u64| {
+            if ttl == 0 {
+                Err(MemoryError::invalid("ttl_secs", "must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        let check_cap = |cap: usize| {
+            if cap == 0 {
+                Err(MemoryError::invalid("max_items", "must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            EvictionPolicy::None => Ok(()),
+            EvictionPolicy::Ttl { ttl_secs } => check_ttl(*ttl_secs),
+            EvictionPolicy::Capacity { max_items } => check_cap(*max_items),
+            EvictionPolicy::RecallBased(config) => config.validate(),
+            EvictionPolicy::Hybrid {
+                ttl_secs,
+                max_items,
+                recall,
+            } => {
+                if let Some(ttl) = ttl_secs {
+                    check_ttl(*ttl)?;
+                }
+                if let Some(cap) = max_items {
+                    check_cap(*cap)?;
+                }
+                if let Some(recall) = recall {
+                    recall.validate()?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// When eviction runs: its policy, checked every `check_interval` writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvictionConfig {
+    /// The policy.
+    pub policy: EvictionPolicy,
+    /// Run a pass after this many writes (at least 1).
+    pub check_interval: usize,
+}
+
+impl Default for EvictionConfig {
+    fn default() -> Self {
+        Self {
+            policy: EvictionPolicy::None,
+            check_interval: 100,
+        }
+    }
+}
+
+impl EvictionConfig {
+    /// Checks the policy and the interval.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field.
+    pub fn validate(&self) -> Result<()> {
+        if self.check_interval == 0 {
+            return Err(MemoryError::invalid("check_interval", "must be at least 1"));
+        }
+        self.policy.validate()
+    }
+}
+
+/// Importance decay (seed 003): after `grace_period_days`, importance is multiplied by
+/// `(1 - daily_rate)` per day; items under `min_threshold` become eviction candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecayConfig {
+    /// Fraction lost per day, in `[0, 1]`, default 0.01.
+    pub daily_rate: f32,
+    /// Below this importance an item may be forgotten, default 0.05.
+    pub min_threshold: f32,
+    /// Days a new item does not decay, default 7.
+    pub grace_period_days: u32,
+}
+
+impl Default for DecayConfig {
+    fn default() -> Self {
+        Self {
+            daily_rate: 0.01,
+            min_threshold: 0.05,
+            grace_period_days: 7,
+        }
+    }
+}
+
+impl DecayConfig {
+    /// Checks the rate and threshold.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `daily_rate` or `min_threshold`.
+    pub fn validate(&self) -> Result<()> {
+        validate_unit("daily_rate", self.daily_rate)?;
+        validate_unit("min_threshold", self.min_threshold)
+    }
+
+    /// The importance an item of `original` importance, last reinforced at `since`, has at
+    /// `now`: `original * (1 - rate)^(days - grace)` once past the grace period.
+    pub fn decayed(&self, original: f32, since: DateTime<Utc>, now: DateTime<Utc>) -> f32 {
+        let days = (now - since).num_seconds().max(0) as f64 / 86_400.0;
+        let effective = days - f64::from(self.grace_period_days);
+        if effective <= 0.0 {
+            return original;
+        }
+        let factor = (1.0 - f64::from(self.daily_rate)).powf(effective);
+        (f64::from(original) * factor).clamp(0.0, 1.0) as f32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    #[test]
+    fn value_orders_by_use() {
+        let now = Utc::now();
+        let config = RecallBasedConfig::default();
+        let never = RecallStats::default();
+        let mut once_low = RecallStats::default();
+        once_low.record(0.2, now - Duration::days(30));
+        let mut often_high = RecallStats::default();
+        for _ in 0..5 {
+            often_high.record(0.9, now);
+        }
+        assert!(never.value(now, &config) < once_low.value(now, &config));
+        assert!(once_low.value(now, &config) < often_high.value(now, &config));
+        assert_eq!(never.value(now, &config), 0.0);
+        let mut nan = RecallStats::default();
+        nan.record(f32::NAN, now);
+        assert_eq!(nan.total_score, 0.0);
+    }
+
+    #[test]
+    fn policies_validate() {
+        assert!(EvictionPolicy::Ttl { ttl_secs: 0 }.validate().is_err());
+        assert!(
+            EvictionPolicy::Capacity { max_items: 0 }
+                .validate()
+                .is_err()
+        );
+        let bad = RecallBasedConfig {
+            score_weight: f32::NAN,
+            ..Default::default()
+        };
+        assert!(EvictionPolicy::RecallBased(bad).validate().is_err());
+        assert!(
+            EvictionPolicy::Hybrid {
+                ttl_secs: Some(0),
+                max_items: None,
+                recall: None
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            EvictionConfig {
+                policy: EvictionPolicy::None,
+                check_interval: 0
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(EvictionConfig::default().validate().is_ok());
+        let json = serde_json::to_string(&EvictionPolicy::Capacity { max_items: 3 }).unwrap();
+        assert_eq!(
+            serde_json::from_str::<EvictionPolicy>(&json).unwrap(),
+            EvictionPolicy::Capacity { max_items: 3 }
+        );
+        let stats = RecallStats {
+            recall_count: 2,
+            total_score: 1.5,
+            last_recall_at: Some(Utc::now()),
+        };
+        assert_eq!(
+            serde_json::from_str::<RecallStats>(&serde_json::to_string(&stats).unwrap()).unwrap(),
+            stats
+        );
+    }
+
+    #[test]
+    fn decay() {
+        let config = DecayConfig {
+            daily_rate: 0.1,
+            min_threshold: 0.05,
+            grace_period_days: 2,
+        };
+        let t0 = Utc::now();
+        assert_eq!(config.decayed(0.8, t0, t0 + Duration::days(1)), 0.8);
+        let after = config.decayed(0.8, t0, t0 + Duration::days(4));
+        assert!((after - 0.8 * 0.81).abs() < 1e-5, "{after}");
+        assert!(
+            DecayConfig {
+                daily_rate: 1.5,
+                ..config
+            }
+            .validate()
+            .is_err()
+        );
+    }
+}

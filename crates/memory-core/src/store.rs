@@ -1,0 +1,237 @@
+//! The `MemoryStore` trait: where memory items live.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::{
+    MemoryError, MemoryFilter, MemoryItem, Namespace, RecallStats, Result, Scope, SearchHit,
+    SearchQuery,
+};
+
+/// One recall event, for [`MemoryStore::record_recalls`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallEvent {
+    /// The namespace of the recalled item.
+    pub namespace: Namespace,
+    /// The recalled item's id.
+    pub id: String,
+    /// The score it was returned with, in `[0, 1]`.
+    pub score: f32,
+    /// When it was recalled.
+    pub at: DateTime<Utc>,
+}
+
+/// Storage of [`MemoryItem`]s, keyed by `(namespace, id)`.
+///
+/// Contracts every implementation keeps (the [`testsuite`](crate::testsuite) checks them):
+/// - Every read takes a namespace or a [`Scope`] and never returns a record outside it.
+/// - [`list`](Self::list) orders by `created_at`, then `id` (oldest first unless the filter
+///   asks for newest first), and applies `limit` after filtering.
+/// - Writes validate the item and return [`MemoryError::InvalidInput`] without storing
+///   anything when it is invalid.
+/// - A deleted item is gone from every read, list and search at once.
+#[async_trait]
+pub trait MemoryStore: Send + Sync + Debug + 'static {
+    /// Inserts `item`, or replaces the item with the same namespace and id (keeping its
+    /// recall statistics).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] when [`MemoryItem::validate`] fails; backend errors.
+    async fn save(&self, item: MemoryItem) -> Result<()>;
+
+    /// The item `id` of `namespace`, if it exists.
+    ///
+    /// # Errors
+    /// Backend errors only; a missing item is `Ok(None)`.
+    async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>>;
+
+    /// Deletes the item and its recall statistics. Returns whether it existed.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool>;
+
+    /// The items matching `filter`, ordered by `(created_at, id)`, at most `filter.limit`.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>>;
+
+    /// Full-text search: the best `query.top_k` items matching `query.filter` for
+    /// `query.text`, best first, ties broken by id. Query text is never interpreted as
+    /// syntax; text with no searchable word returns no hits.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
+
+    /// Deletes every item (and its statistics) in `scope`. Returns how many were deleted.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn clear(&self, scope: &Scope) -> Result<usize>;
+
+    /// The distinct namespaces in `scope` that hold at least one item, sorted.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>>;
+
+    /// Replaces an existing item.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when no item has this namespace and id;
+    /// [`MemoryError::InvalidInput`] for an invalid item.
+    async fn update(&self, item: MemoryItem) -> Result<()> {
+        item.validate()?;
+        if self.get(&item.namespace, &item.id).await?.is_none() {
+            return Err(MemoryError::NotFound(format!(
+                "memory {} in {}",
+                item.id, item.namespace
+            )));
+        }
+        self.save(item).await
+    }
+
+    /// Saves many items; backends make this one transaction where they can.
+    ///
+    /// # Errors
+    /// The first failing item's error; with the default body earlier items stay saved.
+    async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
+        for item in items {
+            self.save(item).await?;
+        }
+        Ok(())
+    }
+
+    /// The items of `namespace` with these ids that exist, in the order asked.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn get_many(&self, namespace: &Namespace, ids: &[String]) -> Result<Vec<MemoryItem>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(item) = self.get(namespace, id).await? {
+                out.push(item);
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many items `scope` holds.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn count(&self, scope: &Scope) -> Result<usize> {
+        Ok(self.list(&MemoryFilter::new(scope.clone())).await?.len())
+    }
+
+    /// Records that the item was recalled with `score` at `at`: adds to its
+    /// [`RecallStats`], increments `access_count` and sets `last_accessed`. Unknown ids are
+    /// ignored (the item may have been deleted since the recall). The default does nothing.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn record_recall(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        score: f32,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let _ = (namespace, id, score, at);
+        Ok(())
+    }
+
+    /// Records many recall events; backends batch them where they can.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
+        for event in events {
+            self.record_recall(&event.namespace, &event.id, event.score, event.at)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The recall statistics of an item; `None` when the item does not exist or the backend
+    /// keeps none. The default keeps none.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn recall_stats(&self, namespace: &Namespace, id: &str) -> Result<Option<RecallStats>> {
+        let _ = (namespace, id);
+        Ok(None)
+    }
+}
+
+macro_rules! forward_memory_store {
+    ($wrapper:ident) => {
+        #[async_trait]
+        impl<T: MemoryStore + ?Sized> MemoryStore for $wrapper<T> {
+            async fn save(&self, item: MemoryItem) -> Result<()> {
+                (**self).save(item).await
+            }
+            async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
+                (**self).get(namespace, id).await
+            }
+            async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+                (**self).delete(namespace, id).await
+            }
+            async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+                (**self).list(filter).await
+            }
+            async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+                (**self).search(query).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<usize> {
+                (**self).clear(scope).await
+            }
+            async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+                (**self).list_namespaces(scope).await
+            }
+            async fn update(&self, item: MemoryItem) -> Result<()> {
+                (**self).update(item).await
+            }
+            async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
+                (**self).save_many(items).await
+            }
+            async fn get_many(
+                &self,
+                namespace: &Namespace,
+                ids: &[String],
+            ) -> Result<Vec<MemoryItem>> {
+                (**self).get_many(namespace, ids).await
+            }
+            async fn count(&self, scope: &Scope) -> Result<usize> {
+                (**self).count(scope).await
+            }
+            async fn record_recall(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                score: f32,
+                at: DateTime<Utc>,
+            ) -> Result<()> {
+                (**self).record_recall(namespace, id, score, at).await
+            }
+            async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
+                (**self).record_recalls(events).await
+            }
+            async fn recall_stats(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+            ) -> Result<Option<RecallStats>> {
+                (**self).recall_stats(namespace, id).await
+            }
+        }
+    };
+}
+
+forward_memory_store!(Arc);
+forward_memory_store!(Box);

@@ -1,0 +1,510 @@
+//! Conformance checks for [`KnowledgeGraph`].
+
+use super::child;
+use crate::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
+
+fn entity(ns: &Namespace, id: &str, name: &str, kind: &str, tags: &[&str]) -> GraphEntity {
+    GraphEntity::new(ns.clone(), id, name, kind)
+        .and_then(|e| e.with_tags(tags.iter().copied()))
+        .unwrap_or_else(|error| panic!("conformance: building entity {id}: {error}"))
+}
+
+fn relation(ns: &Namespace, from: &str, to: &str, kind: &str, weight: f32) -> GraphRelation {
+    GraphRelation::new(ns.clone(), from, to, kind, weight)
+        .unwrap_or_else(|error| panic!("conformance: building relation {from}->{to}: {error}"))
+}
+
+async fn must<T>(future: impl Future<Output = crate::Result<T>>, what: &str) -> T {
+    match future.await {
+        Ok(value) => value,
+        Err(error) => panic!("conformance: {what} failed: {error}"),
+    }
+}
+
+fn names(entities: &[GraphEntity]) -> Vec<&str> {
+    entities.iter().map(|e| e.id.as_str()).collect()
+}
+
+/// Runs every [`KnowledgeGraph`] check under `base`.
+pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
+    entities_and_relations(graph, &child(base, "crud")).await;
+    matching_and_tags(graph, &child(base, "tags")).await;
+    traversal(graph, &child(base, "walk")).await;
+    isolation_and_clear(graph, &child(base, "isolation")).await;
+}
+
+async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let a = entity(ns, "a", "Alice", "person", &["team"]);
+    must(graph.add_entity(a.clone()), "add_entity").await;
+    assert_eq!(
+        must(graph.get_entity(ns, "a"), "get_entity").await,
+        Some(a.clone())
+    );
+    assert!(
+        matches!(
+            graph.add_entity(a.clone()).await,
+            Err(MemoryError::AlreadyExists(_))
+        ),
+        "duplicate entity"
+    );
+    must(
+        graph.add_entity(entity(ns, "b", "Bob", "person", &["team"])),
+        "add_entity",
+    )
+    .await;
+    assert!(
+        matches!(
+            graph
+                .add_relation(relation(ns, "a", "ghost", "knows", 0.5))
+                .await,
+            Err(MemoryError::Graph(_))
+        ),
+        "a relation to a missing entity is a graph error"
+    );
+    let mut bad = relation(ns, "a", "b", "knows", 0.5);
+    bad.weight = f32::NAN;
+    assert!(
+        matches!(
+            graph.add_relation(bad).await,
+            Err(MemoryError::InvalidInput(_))
+        ),
+        "NaN weight"
+    );
+    must(
+        graph.add_relation(relation(ns, "a", "b", "knows", 0.5)),
+        "add_relation",
+    )
+    .await;
+    must(
+        graph.add_relation(relation(ns, "a", "b", "knows", 0.8)),
+        "add_relation again",
+    )
+    .await;
+    let relations = must(graph.relations_of(ns, "a"), "relations_of").await;
+    assert_eq!(
+        relations.len(),
+        1,
+        "same source, target and type is one relation"
+    );
+    assert_eq!(relations[0].weight, 0.8, "re-adding updates the weight");
+    assert_eq!(
+        must(graph.relations_of(ns, "b"), "relations_of")
+            .await
+            .len(),
+        1,
+        "incoming relations are listed"
+    );
+    assert_eq!(must(graph.degree(ns, "b"), "degree").await, 1);
+
+    let mut renamed = a.clone();
+    renamed.name = "Alicia".into();
+    must(graph.update_entity(renamed), "update_entity").await;
+    assert_eq!(
+        must(graph.relations_of(ns, "a"), "relations_of")
+            .await
+            .len(),
+        1,
+        "update keeps relations"
+    );
+    let ghost = entity(ns, "ghost", "G", "x", &[]);
+    assert!(matches!(
+        graph.update_entity(ghost).await,
+        Err(MemoryError::NotFound(_))
+    ));
+
+    assert!(
+        must(
+            graph.remove_relation(ns, "a", "b", "knows"),
+            "remove_relation"
+        )
+        .await
+    );
+    assert!(
+        !must(
+            graph.remove_relation(ns, "a", "b", "knows"),
+            "remove_relation"
+        )
+        .await
+    );
+    must(
+        graph.add_relation(relation(ns, "b", "a", "likes", 1.0)),
+        "add_relation",
+    )
+    .await;
+    assert!(must(graph.remove_entity(ns, "a"), "remove_entity").await);
+    assert!(!must(graph.remove_entity(ns, "a"), "remove_entity").await);
+    assert!(
+        must(graph.relations_of(ns, "b"), "relations_of")
+            .await
+            .is_empty(),
+        "removal cascades to relations"
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.exact(), "team"), "count").await,
+        1,
+        "removal cascades to tags"
+    );
+    assert_eq!(
+        must(graph.list_relations(&ns.exact()), "list_relations")
+            .await
+            .len(),
+        0
+    );
+}
+
+async fn matching_and_tags(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    must(
+        graph.add_entity(entity(
+            ns,
+            "lg",
+            "LangGraph",
+            "framework",
+            &["langgraph", "agent-framework"],
+        )),
+        "add",
+    )
+    .await;
+    must(
+        graph.add_entity(entity(ns, "lc", "LangChain", "framework", &["langchain"])),
+        "add",
+    )
+    .await;
+    must(
+        graph.add_entity(entity(
+            ns,
+            "sg",
+            "StateGraph",
+            "concept",
+            &["langgraph", "state-graph"],
+        )),
+        "add",
+    )
+    .await;
+    must(
+        graph.add_entity(entity(ns, "st", "State", "concept", &["state"])),
+        "add",
+    )
+    .await;
+    let find = |keywords: &[&str]| {
+        let keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
+        async move {
+            must(
+                graph.find_by_keywords(&ns.exact(), &keywords),
+                "find_by_keywords",
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        names(&find(&["lang"]).await),
+        ["lc", "lg"],
+        "name prefix, case-insensitive"
+    );
+    assert_eq!(
+        names(&find(&["LANGG"]).await),
+        ["lg"],
+        "prefix is case-insensitive"
+    );
+    assert_eq!(
+        names(&find(&["graph"]).await),
+        Vec::<&str>::new(),
+        "name matches by prefix only"
+    );
+    assert_eq!(names(&find(&["state-graph"]).await), ["sg"], "tag exact");
+    assert_eq!(
+        names(&find(&["State Graph"]).await),
+        ["sg"],
+        "keywords are normalised as tags"
+    );
+    assert_eq!(
+        names(&find(&["state"]).await),
+        ["sg", "st"],
+        "'state' is a name prefix of both, tag of one"
+    );
+    assert_eq!(
+        names(&find(&["Framework"]).await),
+        ["lc", "lg"],
+        "entity type exact, case-insensitive"
+    );
+    assert_eq!(
+        names(&find(&["frame"]).await),
+        Vec::<&str>::new(),
+        "entity type is not a prefix match"
+    );
+    assert!(
+        find(&["", "  "]).await.is_empty(),
+        "blank keywords match nothing"
+    );
+
+    assert_eq!(
+        must(graph.find_tags(&ns.exact(), "lang"), "find_tags").await,
+        ["langchain", "langgraph"]
+    );
+    assert_eq!(
+        must(graph.find_tags(&ns.exact(), "STATE"), "find_tags").await,
+        ["state", "state-graph"]
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.exact(), "langgraph"), "count").await,
+        2
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.exact(), "c++"), "count").await,
+        0
+    );
+
+    let limit = graph.tag_constraints().max_tags_per_entity;
+    let many: Vec<String> = (0..limit + 3).map(|i| format!("Tag Number{i}")).collect();
+    must(graph.set_entity_tags(ns, "st", many), "set_entity_tags").await;
+    let tags = must(graph.get_entity(ns, "st"), "get")
+        .await
+        .map(|e| e.tags)
+        .unwrap_or_default();
+    assert_eq!(tags.len(), limit, "tags are truncated to the limit");
+    assert_eq!(
+        tags[0].as_str(),
+        "tag-number0",
+        "tags are normalised and keep their order"
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.exact(), "state"), "count").await,
+        0,
+        "old tags leave the index"
+    );
+    assert_eq!(
+        must(
+            graph.entity_count_by_tag(&ns.exact(), "tag-number0"),
+            "count"
+        )
+        .await,
+        1
+    );
+    let result = graph
+        .set_entity_tags(ns, "st", vec!["ok".into(), "c++".into()])
+        .await;
+    assert!(
+        matches!(result, Err(MemoryError::InvalidInput(_))),
+        "invalid tags are rejected"
+    );
+    let after = must(graph.get_entity(ns, "st"), "get")
+        .await
+        .map(|e| e.tags)
+        .unwrap_or_default();
+    assert_eq!(after, tags, "a rejected tag set changes nothing");
+    assert!(matches!(
+        graph.set_entity_tags(ns, "ghost", vec![]).await,
+        Err(MemoryError::NotFound(_))
+    ));
+    let mut wide = entity(ns, "wide", "Wide", "x", &[]);
+    wide.tags = crate::Tag::normalize_all((0..20).map(|i| format!("w{i}"))).unwrap_or_default();
+    must(graph.add_entity(wide), "add").await;
+    let stored = must(graph.get_entity(ns, "wide"), "get")
+        .await
+        .map(|e| e.tags.len());
+    assert_eq!(stored, Some(limit), "add_entity truncates tags too");
+}
+
+async fn traversal(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    // The seed 004 example: project-alpha, its people and technologies, plus a cycle.
+    for (id, kind) in [
+        ("project-alpha", "project"),
+        ("zhang", "person"),
+        ("li", "person"),
+        ("react", "technology"),
+        ("typescript", "technology"),
+        ("island", "x"),
+    ] {
+        must(graph.add_entity(entity(ns, id, id, kind, &[])), "add").await;
+    }
+    for (from, kind, to) in [
+        ("zhang", "leads", "project-alpha"),
+        ("li", "works_on", "project-alpha"),
+        ("project-alpha", "uses", "react"),
+        ("project-alpha", "uses", "typescript"),
+        ("zhang", "colleague_of", "li"),
+    ] {
+        must(
+            graph.add_relation(relation(ns, from, to, kind, 0.5)),
+            "add_relation",
+        )
+        .await;
+    }
+    let related = must(graph.get_related(ns, "zhang", 1), "get_related").await;
+    let reached: Vec<(&str, usize)> = related
+        .iter()
+        .map(|s| (s.entity.id.as_str(), s.hops))
+        .collect();
+    assert_eq!(
+        reached,
+        [("li", 1), ("project-alpha", 1)],
+        "depth 1 reaches direct neighbours"
+    );
+    let related = must(graph.get_related(ns, "zhang", 2), "get_related").await;
+    assert_eq!(
+        related.len(),
+        4,
+        "depth 2 reaches the technologies; the cycle zhang-li-alpha visits each once"
+    );
+    let react = related
+        .iter()
+        .find(|s| s.entity.id == "react")
+        .unwrap_or_else(|| panic!("react not reached"));
+    assert_eq!(react.hops, 2);
+    assert_eq!(react.path.len(), 2, "the path has one relation per hop");
+    assert!(
+        (react.score - 0.25 / 3.0).abs() < 1e-6,
+        "score is 1/(1+hops) times the weights"
+    );
+    assert!(
+        !related
+            .iter()
+            .any(|s| s.entity.id == "zhang" || s.entity.id == "island")
+    );
+    assert!(
+        must(graph.get_related(ns, "zhang", 0), "get_related")
+            .await
+            .is_empty(),
+        "depth 0 reaches nothing"
+    );
+    assert_eq!(
+        must(graph.get_related(ns, "zhang", 1_000_000), "get_related")
+            .await
+            .len(),
+        4,
+        "huge depth is clamped"
+    );
+    assert!(matches!(
+        graph.get_related(ns, "ghost", 2).await,
+        Err(MemoryError::NotFound(_))
+    ));
+
+    let chain = vec!["colleague_of".to_owned(), "works_on".to_owned()];
+    let hop = must(graph.multi_hop(ns, "zhang", &chain), "multi_hop").await;
+    assert_eq!(hop.results, ["project-alpha"], "the colleague's project");
+    assert_eq!(hop.paths.len(), 1);
+    assert_eq!(
+        hop.paths[0]
+            .iter()
+            .map(|r| r.relation_type.as_str())
+            .collect::<Vec<_>>(),
+        ["colleague_of", "works_on"]
+    );
+    let uses = must(
+        graph.multi_hop(ns, "li", &["works_on".to_owned(), "uses".to_owned()]),
+        "multi_hop",
+    )
+    .await;
+    assert_eq!(uses.results, ["react", "typescript"]);
+    assert!(
+        must(graph.multi_hop(ns, "react", &chain), "multi_hop")
+            .await
+            .results
+            .is_empty()
+    );
+    assert!(matches!(
+        graph.multi_hop(ns, "zhang", &[]).await,
+        Err(MemoryError::InvalidInput(_))
+    ));
+
+    let path = must(graph.shortest_path(ns, "li", "react"), "shortest_path").await;
+    assert_eq!(
+        path.map(|p| p.len()),
+        Some(2),
+        "li -> project-alpha -> react"
+    );
+    assert_eq!(
+        must(graph.shortest_path(ns, "li", "island"), "shortest_path").await,
+        None
+    );
+    assert_eq!(
+        must(graph.shortest_path(ns, "li", "li"), "shortest_path").await,
+        Some(vec![])
+    );
+}
+
+async fn isolation_and_clear(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let a = child(ns, "a");
+    let b = child(ns, "b");
+    must(
+        graph.add_entity(entity(&a, "x", "Xavier", "person", &["secret"])),
+        "add",
+    )
+    .await;
+    must(
+        graph.add_entity(entity(&b, "x", "Xena", "person", &["secret"])),
+        "add",
+    )
+    .await;
+    must(
+        graph.add_entity(entity(&b, "y", "Yann", "person", &[])),
+        "add",
+    )
+    .await;
+    assert!(
+        matches!(
+            graph
+                .add_relation(relation(&a, "x", "y", "knows", 1.0))
+                .await,
+            Err(MemoryError::Graph(_))
+        ),
+        "relations never cross namespaces"
+    );
+    must(
+        graph.add_relation(relation(&b, "x", "y", "knows", 1.0)),
+        "add_relation",
+    )
+    .await;
+    assert!(
+        must(graph.get_related(&a, "x", 3), "get_related")
+            .await
+            .is_empty(),
+        "traversal stays in its namespace"
+    );
+    assert_eq!(
+        names(&must(graph.find_by_keywords(&a.exact(), &["x".into()]), "find").await),
+        ["x"]
+    );
+    let found = must(
+        graph.find_by_keywords(&a.exact(), &["secret".into()]),
+        "find",
+    )
+    .await;
+    assert!(
+        found.iter().all(|e| e.namespace == a),
+        "find stays in scope"
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&a.exact(), "secret"), "count").await,
+        1
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.subtree(), "secret"), "count").await,
+        2
+    );
+    assert_eq!(
+        must(graph.list_namespaces(&ns.subtree()), "list_namespaces").await,
+        vec![a.clone(), b.clone()]
+    );
+    assert_eq!(
+        must(graph.list_entities(&b.exact()), "list_entities")
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(must(graph.clear(&b.subtree()), "clear").await, 2);
+    assert!(
+        must(graph.list_relations(&b.exact()), "list_relations")
+            .await
+            .is_empty(),
+        "clear removes relations"
+    );
+    assert_eq!(
+        must(graph.entity_count_by_tag(&ns.subtree(), "secret"), "count").await,
+        1
+    );
+    assert!(
+        must(graph.get_entity(&a, "x"), "get").await.is_some(),
+        "clear spares other namespaces"
+    );
+    assert_eq!(must(graph.clear(&ns.subtree()), "clear").await, 1);
+}

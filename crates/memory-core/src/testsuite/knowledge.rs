@@ -1,0 +1,359 @@
+//! Conformance checks for [`KnowledgeStore`].
+
+use super::child;
+use crate::{KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageQuery};
+
+fn page(
+    ns: &Namespace,
+    id: &str,
+    title: &str,
+    summary: &str,
+    tags: &[&str],
+    refs: &[&str],
+) -> KnowledgePage {
+    KnowledgePage::new(ns.clone(), id, title)
+        .and_then(|page| page.with_tags(tags.iter().copied()))
+        .and_then(|page| page.with_references(refs.iter().copied()))
+        .map(|page| {
+            page.with_summary(summary)
+                .with_content(format!("{title}. {summary}."))
+        })
+        .unwrap_or_else(|error| panic!("conformance: building page {id}: {error}"))
+}
+
+async fn must<T>(future: impl Future<Output = crate::Result<T>>, what: &str) -> T {
+    match future.await {
+        Ok(value) => value,
+        Err(error) => panic!("conformance: {what} failed: {error}"),
+    }
+}
+
+/// Runs every [`KnowledgeStore`] check under `base`.
+pub async fn run_knowledge_store(store: &dyn KnowledgeStore, base: &Namespace) {
+    crud_and_index(store, &child(base, "crud")).await;
+    references(store, &child(base, "refs")).await;
+    search(store, &child(base, "search")).await;
+    isolation_and_clear(store, &child(base, "isolation")).await;
+}
+
+async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let first = page(
+        ns,
+        "p1",
+        "Rust ownership",
+        "Who frees memory",
+        &["rust"],
+        &[],
+    );
+    must(store.add_page(first.clone()), "add_page").await;
+    assert_eq!(
+        must(store.get_page(ns, "p1"), "get_page").await,
+        Some(first.clone())
+    );
+    assert!(
+        matches!(
+            store.add_page(first.clone()).await,
+            Err(MemoryError::AlreadyExists(_))
+        ),
+        "adding an existing id is AlreadyExists"
+    );
+    let mut bad = first.clone();
+    bad.title = " ".into();
+    assert!(
+        matches!(
+            store.update_page(bad).await,
+            Err(MemoryError::InvalidInput(_))
+        ),
+        "invalid update"
+    );
+    let missing = page(ns, "zz", "Missing", "", &[], &[]);
+    assert!(
+        matches!(
+            store.update_page(missing).await,
+            Err(MemoryError::NotFound(_))
+        ),
+        "update missing"
+    );
+
+    let mut changed = first.clone();
+    changed.title = "Rust borrowing".into();
+    changed.created_at = first.created_at + chrono::Duration::days(1);
+    changed.updated_at = first.updated_at + chrono::Duration::days(1);
+    must(store.update_page(changed.clone()), "update_page").await;
+    let stored = must(store.get_page(ns, "p1"), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("p1 vanished"));
+    assert_eq!(stored.title, "Rust borrowing");
+    assert_eq!(
+        stored.created_at, first.created_at,
+        "update keeps created_at"
+    );
+    let index = must(store.get_index(&ns.exact()), "get_index").await;
+    assert_eq!(index.len(), 1);
+    assert_eq!(index[0].title, "Rust borrowing", "index follows updates");
+
+    must(
+        store.add_page(page(ns, "p2", "alpha guide", "", &[], &[])),
+        "add_page",
+    )
+    .await;
+    must(
+        store.add_page(page(ns, "p3", "Beta notes", "", &[], &[])),
+        "add_page",
+    )
+    .await;
+    let titles: Vec<String> = must(store.get_index(&ns.exact()), "get_index")
+        .await
+        .into_iter()
+        .map(|e| e.title)
+        .collect();
+    assert_eq!(
+        titles,
+        ["alpha guide", "Beta notes", "Rust borrowing"],
+        "index ordered by title, case-insensitive"
+    );
+    assert!(must(store.delete_page(ns, "p2"), "delete_page").await);
+    assert!(!must(store.delete_page(ns, "p2"), "delete_page").await);
+    assert_eq!(
+        must(store.get_index(&ns.exact()), "get_index").await.len(),
+        2,
+        "index follows deletes"
+    );
+    assert_eq!(
+        must(store.list_pages(&ns.exact()), "list_pages")
+            .await
+            .len(),
+        2
+    );
+}
+
+async fn references(store: &dyn KnowledgeStore, ns: &Namespace) {
+    must(
+        store.add_page(page(ns, "hub", "Hub", "", &[], &["hub"])),
+        "add_page",
+    )
+    .await;
+    must(
+        store.add_page(page(ns, "a", "A", "", &[], &["hub", "future"])),
+        "add_page",
+    )
+    .await;
+    must(
+        store.add_page(page(ns, "b", "B", "", &[], &["hub"])),
+        "add_page",
+    )
+    .await;
+    assert_eq!(
+        must(store.reference_count(ns, "hub"), "reference_count").await,
+        2,
+        "self references do not count"
+    );
+    must(
+        store.add_page(page(ns, "future", "Future", "", &[], &[])),
+        "add_page",
+    )
+    .await;
+    assert_eq!(
+        must(store.reference_count(ns, "future"), "reference_count").await,
+        1,
+        "references to pages added later count"
+    );
+    let mut a = must(store.get_page(ns, "a"), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("a vanished"));
+    a.references = vec!["future".into()];
+    must(store.update_page(a), "update_page").await;
+    assert_eq!(
+        must(store.reference_count(ns, "hub"), "reference_count").await,
+        1,
+        "updates drop old references"
+    );
+    assert!(must(store.delete_page(ns, "b"), "delete_page").await);
+    assert_eq!(
+        must(store.reference_count(ns, "hub"), "reference_count").await,
+        0,
+        "deletes drop references"
+    );
+    let index = must(store.get_index(&ns.exact()), "get_index").await;
+    let future = index
+        .iter()
+        .find(|e| e.id == "future")
+        .map(|e| e.referenced_by);
+    assert_eq!(future, Some(1), "index carries referenced_by");
+}
+
+async fn search(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let pages = [
+        page(
+            ns,
+            "sg",
+            "StateGraph 状态管理",
+            "LangGraph 的核心状态机",
+            &["langgraph", "state-graph"],
+            &[],
+        ),
+        page(
+            ns,
+            "lc",
+            "LangChain overview",
+            "Chains of LLM calls",
+            &["langchain"],
+            &[],
+        ),
+        page(
+            ns,
+            "rs",
+            "Rust async",
+            "Futures and executors; mentions graph once",
+            &["rust"],
+            &[],
+        ),
+        page(
+            ns,
+            "pg",
+            "Graph theory basics",
+            "Nodes and edges",
+            &["graph"],
+            &[],
+        ),
+    ];
+    for p in pages {
+        must(store.add_page(p), "add_page").await;
+    }
+    let hits = must(
+        store.search(&PageQuery::new(
+            ns.exact(),
+            "LangGraph 的 StateGraph 状态管理原理？",
+            5,
+        )),
+        "search",
+    )
+    .await;
+    assert_eq!(
+        hits.first().map(|h| h.page.id.as_str()),
+        Some("sg"),
+        "the seed's Chinese query finds its page"
+    );
+    let hits = must(
+        store.search(&PageQuery::new(ns.exact(), "graph", 5)),
+        "search",
+    )
+    .await;
+    assert_eq!(
+        hits.first().map(|h| h.page.id.as_str()),
+        Some("pg"),
+        "title and tag matches outrank a body mention"
+    );
+    assert!(
+        hits.iter().any(|h| h.page.id == "rs"),
+        "content matches are found too"
+    );
+    assert!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "best first"
+    );
+    let top = &hits[0];
+    assert!(
+        top.signals.title_prefix && top.signals.tag_exact,
+        "signals report title prefix and tag match"
+    );
+    let hits = must(
+        store.search(&PageQuery::new(ns.exact(), "chains", 5)),
+        "search",
+    )
+    .await;
+    assert!(
+        hits.first().is_some_and(|h| h.signals.summary_contains),
+        "summary signal"
+    );
+    for text in ["", "the of", "AND OR NEAR( \"x", "🙂"] {
+        assert!(
+            store
+                .search(&PageQuery::new(ns.exact(), text, 5))
+                .await
+                .is_ok(),
+            "odd text {text:?}"
+        );
+    }
+    assert!(must(store.delete_page(ns, "pg"), "delete_page").await);
+    let hits = must(
+        store.search(&PageQuery::new(ns.exact(), "nodes edges", 5)),
+        "search",
+    )
+    .await;
+    assert!(hits.is_empty(), "a deleted page never comes back");
+    let mut tagged = PageQuery::new(ns.exact(), "graph", 5);
+    tagged.tags = vec![crate::Tag::new("rust").unwrap_or_else(|e| panic!("{e}"))];
+    let hits = must(store.search(&tagged), "search").await;
+    assert_eq!(
+        hits.iter().map(|h| h.page.id.as_str()).collect::<Vec<_>>(),
+        ["rs"],
+        "tag filter"
+    );
+}
+
+async fn isolation_and_clear(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let a = child(ns, "a");
+    let b = child(ns, "b");
+    must(
+        store.add_page(page(&a, "same", "Alpha secrets", "", &[], &[])),
+        "add_page",
+    )
+    .await;
+    must(
+        store.add_page(page(&b, "same", "Beta secrets", "", &[], &["same"])),
+        "add_page",
+    )
+    .await;
+    assert_eq!(
+        must(store.get_page(&a, "same"), "get_page")
+            .await
+            .map(|p| p.title)
+            .as_deref(),
+        Some("Alpha secrets")
+    );
+    assert_eq!(
+        must(store.reference_count(&a, "same"), "reference_count").await,
+        0,
+        "references stay in their namespace"
+    );
+    let hits = must(
+        store.search(&PageQuery::new(a.exact(), "secrets", 5)),
+        "search",
+    )
+    .await;
+    assert!(
+        hits.iter().all(|h| h.page.namespace == a),
+        "search stays in scope"
+    );
+    assert_eq!(
+        must(store.get_index(&a.exact()), "get_index").await.len(),
+        1
+    );
+    assert_eq!(
+        must(store.get_index(&ns.subtree()), "get_index")
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        must(store.list_namespaces(&ns.subtree()), "list_namespaces").await,
+        vec![a.clone(), b.clone()]
+    );
+    assert_eq!(must(store.clear(&a.subtree()), "clear").await, 1);
+    assert!(
+        must(
+            store.search(&PageQuery::new(ns.subtree(), "alpha", 5)),
+            "search"
+        )
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        must(store.get_index(&ns.subtree()), "get_index")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(must(store.clear(&ns.subtree()), "clear").await, 1);
+}

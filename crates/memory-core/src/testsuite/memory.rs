@@ -1,0 +1,531 @@
+//! Conformance checks for [`MemoryStore`].
+
+use chrono::{Duration, TimeZone, Utc};
+
+use super::child;
+use crate::{
+    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, Scope,
+    SearchQuery,
+};
+
+fn item(ns: &Namespace, id: &str, content: &str, second: i64) -> MemoryItem {
+    let at = Utc
+        .timestamp_opt(1_700_000_000 + second, 0)
+        .single()
+        .unwrap_or_default();
+    MemoryItem::new(ns.clone(), content)
+        .and_then(|item| item.with_id(id))
+        .map(|item| item.with_created_at(at))
+        .unwrap_or_else(|error| panic!("conformance: building item {id}: {error}"))
+}
+
+fn ids(items: &[MemoryItem]) -> Vec<&str> {
+    items.iter().map(|item| item.id.as_str()).collect()
+}
+
+async fn must<T>(future: impl Future<Output = crate::Result<T>>, what: &str) -> T {
+    match future.await {
+        Ok(value) => value,
+        Err(error) => panic!("conformance: {what} failed: {error}"),
+    }
+}
+
+/// Runs every [`MemoryStore`] check under `base`.
+pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
+    crud(store, &child(base, "crud")).await;
+    validation(store, &child(base, "validation")).await;
+    isolation(store, &child(base, "isolation")).await;
+    ordering_and_filters(store, &child(base, "filters")).await;
+    search(store, &child(base, "search")).await;
+    recall_statistics(store, &child(base, "recall")).await;
+    namespaces_and_clear(store, &child(base, "admin")).await;
+}
+
+async fn crud(store: &dyn MemoryStore, ns: &Namespace) {
+    let first = item(ns, "m1", "the user likes green tea", 0);
+    must(store.save(first.clone()), "save").await;
+    let got = must(store.get(ns, "m1"), "get").await;
+    assert_eq!(
+        got.as_ref(),
+        Some(&first),
+        "get returns the saved item unchanged"
+    );
+    assert_eq!(must(store.get(ns, "missing"), "get missing").await, None);
+
+    let mut replaced = first.clone();
+    replaced.content = "the user likes black coffee".into();
+    must(store.save(replaced.clone()), "save replace").await;
+    assert_eq!(
+        must(store.get(ns, "m1"), "get").await,
+        Some(replaced.clone()),
+        "save replaces"
+    );
+    assert_eq!(
+        must(store.count(&ns.exact()), "count").await,
+        1,
+        "replace does not duplicate"
+    );
+
+    let mut updated = replaced.clone();
+    updated.importance = 0.9;
+    must(store.update(updated.clone()), "update").await;
+    assert_eq!(
+        must(store.get(ns, "m1"), "get").await,
+        Some(updated),
+        "update replaces"
+    );
+    let missing = item(ns, "nope", "x", 0);
+    assert!(
+        matches!(store.update(missing).await, Err(MemoryError::NotFound(_))),
+        "update of a missing item is NotFound"
+    );
+    assert_eq!(
+        must(store.get(ns, "nope"), "get").await,
+        None,
+        "failed update stores nothing"
+    );
+
+    assert!(
+        must(store.delete(ns, "m1"), "delete").await,
+        "delete reports an existing item"
+    );
+    assert!(
+        !must(store.delete(ns, "m1"), "delete again").await,
+        "second delete reports false"
+    );
+    assert_eq!(
+        must(store.get(ns, "m1"), "get").await,
+        None,
+        "deleted item is gone"
+    );
+
+    let batch: Vec<MemoryItem> = (0..5)
+        .map(|i| item(ns, &format!("b{i}"), &format!("batch item {i}"), i))
+        .collect();
+    must(store.save_many(batch), "save_many").await;
+    let wanted = vec!["b3".to_owned(), "zz".to_owned(), "b1".to_owned()];
+    let got = must(store.get_many(ns, &wanted), "get_many").await;
+    assert_eq!(
+        ids(&got),
+        ["b3", "b1"],
+        "get_many keeps the asked order and skips missing ids"
+    );
+}
+
+async fn validation(store: &dyn MemoryStore, ns: &Namespace) {
+    let good = item(ns, "v1", "valid", 0);
+    must(store.save(good.clone()), "save").await;
+    let mut bad_cases = Vec::new();
+    let mut empty = good.clone();
+    empty.content = "   ".into();
+    bad_cases.push(("content", empty));
+    let mut nan = good.clone();
+    nan.importance = f32::NAN;
+    bad_cases.push(("importance", nan));
+    let mut bad_id = good.clone();
+    bad_id.id = String::new();
+    bad_cases.push(("id", bad_id));
+    let mut root = good.clone();
+    root.namespace = Namespace::root();
+    bad_cases.push(("namespace", root));
+    for (field, bad) in bad_cases {
+        match store.save(bad).await {
+            Err(MemoryError::InvalidInput(message)) => {
+                assert!(message.contains(field), "error {message:?} names {field}")
+            }
+            other => panic!("conformance: invalid {field} must be InvalidInput, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        must(store.get(ns, "v1"), "get").await,
+        Some(good),
+        "rejected writes change nothing"
+    );
+    assert_eq!(must(store.count(&ns.exact()), "count").await, 1);
+}
+
+async fn isolation(store: &dyn MemoryStore, ns: &Namespace) {
+    let a = child(ns, "tenant-a");
+    let b = child(ns, "tenant-b");
+    let a_child = child(&a, "session");
+    must(store.save(item(&a, "same", "alpha secret plan", 0)), "save").await;
+    must(store.save(item(&b, "same", "beta secret plan", 1)), "save").await;
+    must(
+        store.save(item(&a_child, "deep", "alpha session secret", 2)),
+        "save",
+    )
+    .await;
+
+    let got = must(store.get(&a, "same"), "get").await.map(|i| i.content);
+    assert_eq!(
+        got.as_deref(),
+        Some("alpha secret plan"),
+        "same id in two namespaces is two records"
+    );
+    let listed = must(store.list(&MemoryFilter::new(a.exact())), "list").await;
+    assert_eq!(
+        ids(&listed),
+        ["same"],
+        "exact scope excludes children and siblings"
+    );
+    let listed = must(store.list(&MemoryFilter::new(a.subtree())), "list").await;
+    assert_eq!(
+        ids(&listed),
+        ["same", "deep"],
+        "subtree scope includes children"
+    );
+    for scope in [a.exact(), a.subtree()] {
+        let hits = must(
+            store.search(&SearchQuery::new(scope.clone(), "secret", 10)),
+            "search",
+        )
+        .await;
+        assert!(!hits.is_empty(), "search finds the tenant's own records");
+        assert!(
+            hits.iter().all(|hit| scope.contains(&hit.item.namespace)),
+            "search never leaves its scope"
+        );
+    }
+    let prefix_lookalike = Namespace::parse(&format!("{}/tenant-", ns.as_str())).ok();
+    if let Some(lookalike) = prefix_lookalike {
+        let listed = must(store.list(&MemoryFilter::new(lookalike.subtree())), "list").await;
+        assert!(
+            listed.is_empty(),
+            "scopes match whole segments, not string prefixes"
+        );
+    }
+    assert!(must(store.delete(&b, "same"), "delete").await);
+    assert!(
+        must(store.get(&a, "same"), "get").await.is_some(),
+        "delete in one namespace spares the other"
+    );
+    assert_eq!(must(store.count(&ns.subtree()), "count").await, 2);
+}
+
+async fn ordering_and_filters(store: &dyn MemoryStore, ns: &Namespace) {
+    // Saved out of order; two share a timestamp to test the id tie-break.
+    let specs = [
+        ("c", 30, MemoryKind::Semantic),
+        ("a", 10, MemoryKind::Episodic),
+        ("b2", 20, MemoryKind::Episodic),
+        ("b1", 20, MemoryKind::LongTerm),
+        ("d", 40, MemoryKind::Semantic),
+    ];
+    for (id, second, kind) in specs {
+        let mut entry = item(ns, id, &format!("note {id}"), second).with_kind(kind);
+        if id == "c" || id == "d" {
+            entry = entry.with_tags(["Work"]).unwrap_or_else(|e| panic!("{e}"));
+        }
+        if id == "d" {
+            entry = entry
+                .with_metadata(serde_json::json!({"speaker": "ann", "turn": 4}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        must(store.save(entry), "save").await;
+    }
+    let all = must(store.list(&MemoryFilter::new(ns.exact())), "list").await;
+    assert_eq!(
+        ids(&all),
+        ["a", "b1", "b2", "c", "d"],
+        "list orders by created_at, then id"
+    );
+    let newest = must(
+        store.list(&MemoryFilter::new(ns.exact()).newest_first().with_limit(2)),
+        "list",
+    )
+    .await;
+    assert_eq!(ids(&newest), ["d", "c"], "newest_first with limit");
+    let limited = must(
+        store.list(&MemoryFilter::new(ns.exact()).with_limit(2)),
+        "list",
+    )
+    .await;
+    assert_eq!(ids(&limited), ["a", "b1"], "limit keeps the oldest");
+    let t = |s: i64| {
+        Utc.timestamp_opt(1_700_000_000 + s, 0)
+            .single()
+            .unwrap_or_default()
+    };
+    let ranged = must(
+        store.list(&MemoryFilter::new(ns.exact()).with_time_range(Some(t(20)), Some(t(40)))),
+        "list",
+    )
+    .await;
+    assert_eq!(
+        ids(&ranged),
+        ["b1", "b2", "c"],
+        "since is inclusive, until exclusive"
+    );
+    let kinds = must(
+        store.list(&MemoryFilter::new(ns.exact()).with_kinds([MemoryKind::Semantic])),
+        "list",
+    )
+    .await;
+    assert_eq!(ids(&kinds), ["c", "d"], "kind filter");
+    let tagged = MemoryFilter::new(ns.exact())
+        .with_tags(["work"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        ids(&must(store.list(&tagged), "list").await),
+        ["c", "d"],
+        "tag filter"
+    );
+    let meta = MemoryFilter::new(ns.exact()).with_metadata("speaker", serde_json::json!("ann"));
+    assert_eq!(
+        ids(&must(store.list(&meta), "list").await),
+        ["d"],
+        "metadata filter"
+    );
+    let prefix = MemoryFilter::new(ns.exact()).with_id_prefix("b");
+    assert_eq!(
+        ids(&must(store.list(&prefix), "list").await),
+        ["b1", "b2"],
+        "id prefix filter"
+    );
+    let combined = MemoryFilter::new(ns.exact())
+        .with_kinds([MemoryKind::Semantic])
+        .with_limit(1);
+    assert_eq!(
+        ids(&must(store.list(&combined), "list").await),
+        ["c"],
+        "limit applies after filtering"
+    );
+}
+
+async fn search(store: &dyn MemoryStore, ns: &Namespace) {
+    let docs = [
+        ("s1", "Caroline went to the LGBTQ support group yesterday"),
+        ("s2", "Melanie painted a sunrise over the lake"),
+        (
+            "s3",
+            "The support group met again; Caroline spoke about support and adoption",
+        ),
+        ("s4", "用户喜欢 Rust 编程语言"),
+        ("s5", "Completely unrelated text about cooking pasta"),
+    ];
+    for (i, (id, text)) in docs.iter().enumerate() {
+        must(store.save(item(ns, id, text, i as i64)), "save").await;
+    }
+    let hits = must(
+        store.search(&SearchQuery::new(ns.exact(), "support group", 10)),
+        "search",
+    )
+    .await;
+    let hit_ids: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+    assert_eq!(
+        hit_ids.len(),
+        2,
+        "search returns only matching items: {hit_ids:?}"
+    );
+    assert!(hit_ids.contains(&"s1") && hit_ids.contains(&"s3"));
+    assert!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "hits are best first"
+    );
+    assert!(
+        hits.iter()
+            .all(|hit| hit.score.is_finite() && hit.score > 0.0),
+        "scores are positive"
+    );
+    let top1 = must(
+        store.search(&SearchQuery::new(ns.exact(), "support group", 1)),
+        "search",
+    )
+    .await;
+    assert_eq!(top1.len(), 1, "top_k cuts");
+    let cjk = must(
+        store.search(&SearchQuery::new(ns.exact(), "编程", 10)),
+        "search",
+    )
+    .await;
+    assert_eq!(
+        cjk.first().map(|hit| hit.item.id.as_str()),
+        Some("s4"),
+        "Chinese text is searchable"
+    );
+    let stemmed = must(
+        store.search(&SearchQuery::new(ns.exact(), "painting sunrises", 10)),
+        "search",
+    )
+    .await;
+    assert_eq!(
+        stemmed.first().map(|hit| hit.item.id.as_str()),
+        Some("s2"),
+        "search matches word forms"
+    );
+    for text in [
+        "",
+        "   ",
+        "the and of",
+        "AND OR NEAR( \"unbalanced",
+        "title:x*",
+        "🙂",
+    ] {
+        let hits = store.search(&SearchQuery::new(ns.exact(), text, 10)).await;
+        assert!(
+            hits.is_ok(),
+            "search never fails on odd text {text:?}: {hits:?}"
+        );
+    }
+    let filtered = SearchQuery::new(ns.exact(), "caroline", 10)
+        .with_filter(MemoryFilter::new(ns.exact()).with_id_prefix("s3"));
+    let hits = must(store.search(&filtered), "search").await;
+    assert_eq!(
+        hits.iter().map(|h| h.item.id.as_str()).collect::<Vec<_>>(),
+        ["s3"],
+        "search applies filters"
+    );
+
+    assert!(must(store.delete(ns, "s1"), "delete").await);
+    let hits = must(
+        store.search(&SearchQuery::new(ns.exact(), "yesterday", 10)),
+        "search",
+    )
+    .await;
+    assert!(
+        hits.is_empty(),
+        "a deleted item never comes back from search"
+    );
+    let mut changed = item(ns, "s5", "now this note is about quantum physics", 4);
+    changed.importance = 0.7;
+    must(store.save(changed), "save").await;
+    assert!(
+        must(
+            store.search(&SearchQuery::new(ns.exact(), "pasta", 10)),
+            "search"
+        )
+        .await
+        .is_empty(),
+        "replaced content is removed from the index"
+    );
+    let quantum = must(
+        store.search(&SearchQuery::new(ns.exact(), "quantum", 10)),
+        "search",
+    )
+    .await;
+    assert_eq!(quantum.len(), 1, "replaced content is indexed");
+}
+
+async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
+    must(store.save(item(ns, "r1", "recalled memory", 0)), "save").await;
+    let at = Utc
+        .timestamp_opt(1_800_000_000, 0)
+        .single()
+        .unwrap_or_default();
+    must(store.record_recall(ns, "r1", 0.5, at), "record_recall").await;
+    let events = vec![
+        RecallEvent {
+            namespace: ns.clone(),
+            id: "r1".into(),
+            score: 1.0,
+            at: at + Duration::seconds(5),
+        },
+        RecallEvent {
+            namespace: ns.clone(),
+            id: "ghost".into(),
+            score: 1.0,
+            at,
+        },
+    ];
+    must(
+        store.record_recalls(&events),
+        "record_recalls ignores unknown ids",
+    )
+    .await;
+    let stats = must(store.recall_stats(ns, "r1"), "recall_stats").await;
+    let stats = stats.unwrap_or_else(|| panic!("conformance: recall_stats must be kept"));
+    assert_eq!(stats.recall_count, 2, "recall count accumulates");
+    assert!((stats.total_score - 1.5).abs() < 1e-6, "scores accumulate");
+    assert_eq!(
+        stats.last_recall_at,
+        Some(at + Duration::seconds(5)),
+        "last recall time"
+    );
+    let touched = must(store.get(ns, "r1"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: r1 vanished"));
+    assert_eq!(
+        touched.access_count, 2,
+        "record_recall increments access_count"
+    );
+    assert_eq!(
+        touched.last_accessed,
+        Some(at + Duration::seconds(5)),
+        "record_recall sets last_accessed"
+    );
+    assert_eq!(
+        must(store.recall_stats(ns, "ghost"), "recall_stats").await,
+        None
+    );
+    let other = child(ns, "other");
+    must(
+        store.record_recall(&other, "r1", 1.0, at),
+        "record_recall other namespace",
+    )
+    .await;
+    let stats = must(store.recall_stats(ns, "r1"), "recall_stats").await;
+    assert_eq!(
+        stats.map(|s| s.recall_count),
+        Some(2),
+        "recall in another namespace does not count"
+    );
+    let mut resaved = touched.clone();
+    resaved.content = "recalled memory, edited".into();
+    must(store.save(resaved), "save").await;
+    let stats = must(store.recall_stats(ns, "r1"), "recall_stats").await;
+    assert_eq!(
+        stats.map(|s| s.recall_count),
+        Some(2),
+        "saving again keeps recall statistics"
+    );
+    assert!(must(store.delete(ns, "r1"), "delete").await);
+    assert_eq!(
+        must(store.recall_stats(ns, "r1"), "recall_stats").await,
+        None,
+        "delete drops statistics"
+    );
+}
+
+async fn namespaces_and_clear(store: &dyn MemoryStore, ns: &Namespace) {
+    let a = child(ns, "a");
+    let a1 = child(&a, "s1");
+    let b = child(ns, "b");
+    for (space, id) in [(&a, "1"), (&a1, "2"), (&a1, "3"), (&b, "4")] {
+        must(
+            store.save(item(space, id, &format!("clearable note {id}"), 0)),
+            "save",
+        )
+        .await;
+    }
+    let spaces = must(store.list_namespaces(&ns.subtree()), "list_namespaces").await;
+    assert_eq!(
+        spaces,
+        vec![a.clone(), a1.clone(), b.clone()],
+        "list_namespaces is sorted and distinct"
+    );
+    assert_eq!(must(store.count(&a.subtree()), "count").await, 3);
+    assert_eq!(must(store.count(&a.exact()), "count").await, 1);
+    assert_eq!(
+        must(store.clear(&a.subtree()), "clear").await,
+        3,
+        "clear reports what it deleted"
+    );
+    assert_eq!(
+        must(store.count(&ns.subtree()), "count").await,
+        1,
+        "clear spares other namespaces"
+    );
+    let hits = must(
+        store.search(&SearchQuery::new(ns.subtree(), "clearable", 10)),
+        "search",
+    )
+    .await;
+    assert_eq!(hits.len(), 1, "cleared items leave the search index");
+    let spaces = must(
+        store.list_namespaces(&Scope::from(ns.clone()).namespace.subtree()),
+        "list_namespaces",
+    )
+    .await;
+    assert_eq!(spaces, vec![b.clone()]);
+    assert_eq!(must(store.clear(&b.exact()), "clear").await, 1);
+}

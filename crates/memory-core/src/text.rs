@@ -1,0 +1,469 @@
+//! The one text analyzer: every backend indexes with it and every query is analysed with
+//! it, so indexing and querying never disagree.
+//!
+//! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
+//! apostrophes, English stop words, Snowball English stemming, and for Chinese and Japanese
+//! text (which has no spaces) overlapping character bigrams of each run of ideographs or
+//! kana (a run of one character is kept as a unigram).
+//!
+//! ```
+//! use memory_core::text::Analyzer;
+//! let analyzer = Analyzer::default();
+//! assert_eq!(analyzer.terms("The cats are running!"), ["cat", "run"]);
+//! assert_eq!(analyzer.terms("状态管理"), ["状态", "态管", "管理"]);
+//! ```
+
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
+pub const MAX_TERM_BYTES: usize = 48;
+
+/// English stop words removed by the analyzer (lowercase, apostrophes removed).
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "arent",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cannot",
+    "cant",
+    "could",
+    "couldnt",
+    "d",
+    "did",
+    "didnt",
+    "do",
+    "does",
+    "doesnt",
+    "doing",
+    "dont",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadnt",
+    "has",
+    "hasnt",
+    "have",
+    "havent",
+    "having",
+    "he",
+    "hed",
+    "hell",
+    "her",
+    "here",
+    "heres",
+    "hers",
+    "herself",
+    "hes",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "hows",
+    "i",
+    "id",
+    "if",
+    "ill",
+    "im",
+    "in",
+    "into",
+    "is",
+    "isnt",
+    "it",
+    "its",
+    "itself",
+    "ive",
+    "just",
+    "lets",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "mustnt",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "o",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shant",
+    "she",
+    "shed",
+    "shell",
+    "shes",
+    "should",
+    "shouldnt",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "thats",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "theres",
+    "these",
+    "they",
+    "theyd",
+    "theyll",
+    "theyre",
+    "theyve",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "wasnt",
+    "we",
+    "wed",
+    "well",
+    "were",
+    "werent",
+    "weve",
+    "what",
+    "whats",
+    "when",
+    "whens",
+    "where",
+    "wheres",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whos",
+    "why",
+    "whys",
+    "will",
+    "with",
+    "wont",
+    "would",
+    "wouldnt",
+    "you",
+    "youd",
+    "youll",
+    "your",
+    "youre",
+    "yours",
+    "yourself",
+    "yourselves",
+    "youve",
+];
+
+/// The Chinese particles that carry no meaning on their own and are dropped as unigrams.
+const CJK_STOP_CHARS: &[char] = &[
+    '的', '了', '是', '在', '和', '吗', '呢', '吧', '啊', '与', '及',
+];
+
+/// Tokenizes text into index terms. Cheap to clone and share; `Default` is the English
+/// configuration with stop words and stemming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Analyzer {
+    /// Drop English stop words.
+    pub remove_stop_words: bool,
+    /// Apply the Snowball English stemmer.
+    pub stem: bool,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self {
+            remove_stop_words: true,
+            stem: true,
+        }
+    }
+}
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// Whether `c` is written without spaces between words (Han ideographs, kana).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F  // Extensions B to F, compatibility supplement
+    )
+}
+
+impl Analyzer {
+    /// An analyzer that keeps every word as written, lowercased (no stop words, no stemming).
+    pub fn plain() -> Self {
+        Self {
+            remove_stop_words: false,
+            stem: false,
+        }
+    }
+
+    /// Calls `emit` with each term of `text`, in order (duplicates included).
+    pub fn for_each_term(&self, text: &str, mut emit: impl FnMut(&str)) {
+        let mut run: Vec<char> = Vec::new();
+        let mut word = String::new();
+        for segment in text.split_word_bounds() {
+            let mut chars = segment.chars();
+            let Some(first) = chars.next() else { continue };
+            if is_cjk(first) {
+                run.extend(segment.chars().filter(|c| is_cjk(*c)));
+                continue;
+            }
+            flush_cjk(&mut run, &mut word, &mut emit);
+            if !segment.chars().any(char::is_alphanumeric) {
+                continue;
+            }
+            self.emit_word(segment, &mut word, &mut emit);
+        }
+        flush_cjk(&mut run, &mut word, &mut emit);
+    }
+
+    fn emit_word(&self, segment: &str, buffer: &mut String, emit: &mut impl FnMut(&str)) {
+        buffer.clear();
+        for c in segment.chars() {
+            if c.is_alphanumeric() {
+                buffer.extend(c.to_lowercase());
+            } else if matches!(c, '\'' | '\u{2019}') {
+                // possessive or contraction: "caroline's" -> "caroline", "don't" -> "dont"
+                continue;
+            } else {
+                // inner punctuation such as "." in "3.5" or "_" in "snake_case": keep the
+                // pieces as one term
+                continue;
+            }
+        }
+        let lowered_segment = segment.to_lowercase();
+        if (lowered_segment.ends_with("'s") || lowered_segment.ends_with("\u{2019}s"))
+            && buffer.len() > 1
+        {
+            buffer.pop();
+        }
+        if buffer.is_empty() || buffer.len() > MAX_TERM_BYTES {
+            return;
+        }
+        if self.remove_stop_words && is_stop_word(buffer) {
+            return;
+        }
+        if self.stem && buffer.chars().all(|c| c.is_ascii_alphabetic()) {
+            let stemmed = stemmer().stem(buffer);
+            emit(&stemmed);
+        } else {
+            emit(buffer);
+        }
+    }
+
+    /// The terms of `text`, in order, duplicates included.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_term(text, |term| out.push(term.to_owned()));
+        out
+    }
+
+    /// The distinct terms of `text`, in order of first appearance.
+    pub fn unique_terms(&self, text: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        self.for_each_term(text, |term| {
+            if !out.iter().any(|seen| seen == term) {
+                out.push(term.to_owned());
+            }
+        });
+        out
+    }
+}
+
+fn flush_cjk(run: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(&str)) {
+    match run.len() {
+        0 => {}
+        1 => {
+            if !CJK_STOP_CHARS.contains(&run[0]) {
+                buffer.clear();
+                buffer.push(run[0]);
+                emit(buffer);
+            }
+        }
+        _ => {
+            for pair in run.windows(2) {
+                buffer.clear();
+                buffer.push(pair[0]);
+                buffer.push(pair[1]);
+                emit(buffer);
+            }
+        }
+    }
+    run.clear();
+}
+
+/// The lowercased words of `text` as written (no stemming, no stop-word removal; CJK runs
+/// kept whole). Used for the title-prefix and summary-contains match rules.
+pub fn surface_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run = String::new();
+    for segment in text.split_word_bounds() {
+        let Some(first) = segment.chars().next() else {
+            continue;
+        };
+        if is_cjk(first) {
+            run.push_str(segment);
+            continue;
+        }
+        if !run.is_empty() {
+            out.push(std::mem::take(&mut run));
+        }
+        if segment.chars().any(char::is_alphanumeric) {
+            out.push(segment.to_lowercase());
+        }
+    }
+    if !run.is_empty() {
+        out.push(run);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        let mut sorted = STOP_WORDS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, STOP_WORDS);
+    }
+
+    #[test]
+    fn english() {
+        let analyzer = Analyzer::default();
+        let cases: &[(&str, &[&str])] = &[
+            ("The cats are running!", &["cat", "run"]),
+            (
+                "Caroline's adoption agencies",
+                &["carolin", "adopt", "agenc"],
+            ),
+            (
+                "I'm going to the LGBTQ support group",
+                &["go", "lgbtq", "support", "group"],
+            ),
+            ("version 3.5 of GPT-4", &["version", "35", "gpt", "4"]),
+            ("", &[]),
+            ("  !!! ", &[]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(analyzer.terms(text), *want, "{text}");
+        }
+        assert_eq!(Analyzer::plain().terms("The Cats"), ["the", "cats"]);
+    }
+
+    #[test]
+    fn cjk() {
+        let analyzer = Analyzer::default();
+        assert_eq!(
+            analyzer.terms("LangGraph 的 StateGraph 状态管理原理？"),
+            [
+                "langgraph",
+                "stategraph",
+                "状态",
+                "态管",
+                "管理",
+                "理原",
+                "原理"
+            ]
+        );
+        assert_eq!(analyzer.terms("猫"), ["猫"]);
+        assert_eq!(analyzer.terms("的"), Vec::<String>::new());
+        assert_eq!(
+            analyzer.terms("用户喜欢Rust编程"),
+            ["用户", "户喜", "喜欢", "rust", "编程"]
+        );
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        let analyzer = Analyzer::default();
+        let long = "a".repeat(100);
+        for text in [
+            "\u{0}\u{1}",
+            "🙂🙂 emoji",
+            "Ünïcödé ÇAFÉ",
+            "ﾃｽﾄ",
+            "\u{202e}rtl",
+            long.as_str(),
+        ] {
+            let _ = analyzer.terms(text);
+        }
+        assert!(analyzer.terms(&long).is_empty());
+        assert_eq!(analyzer.terms("ÇAFÉ"), ["çafé"]);
+    }
+
+    #[test]
+    fn surface() {
+        assert_eq!(
+            surface_words("StateGraph 状态管理, Hello"),
+            ["stategraph", "状态管理", "hello"]
+        );
+    }
+}

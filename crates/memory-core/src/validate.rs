@@ -1,0 +1,344 @@
+//! Validation rules shared by every constructor and every backend's write path.
+//!
+//! Types have public fields, so a record can be changed after it was built; backends call
+//! the `validate` methods again on every write, and these functions are what they use.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{MemoryError, Result};
+
+/// Longest id accepted, in bytes.
+pub const MAX_ID_LEN: usize = 256;
+/// Longest tag accepted, in bytes, after normalisation.
+pub const MAX_TAG_LEN: usize = 64;
+/// Default maximum size of a memory's or a page's text, in bytes (1 MiB).
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 1 << 20;
+
+/// Checks an id: non-empty after trimming, at most [`MAX_ID_LEN`] bytes, no control characters.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field`.
+pub fn validate_id(field: &str, id: &str) -> Result<()> {
+    if id.trim().is_empty() {
+        return Err(MemoryError::invalid(field, "empty"));
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(MemoryError::invalid(
+            field,
+            format!("longer than {MAX_ID_LEN} bytes"),
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(MemoryError::invalid(field, "contains a control character"));
+    }
+    Ok(())
+}
+
+/// Checks a weight: finite and within `[0, 1]`.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field` for NaN, infinities and values outside the range.
+pub fn validate_unit(field: &str, value: f32) -> Result<()> {
+    if !value.is_finite() {
+        return Err(MemoryError::invalid(
+            field,
+            format!("{value} is not a finite number"),
+        ));
+    }
+    if !(0.0..=1.0).contains(&value) {
+        return Err(MemoryError::invalid(
+            field,
+            format!("{value} is outside [0, 1]"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a non-negative finite number (a weight that is not bounded by 1).
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field`.
+pub fn validate_non_negative(field: &str, value: f64) -> Result<()> {
+    if !value.is_finite() || value < 0.0 {
+        return Err(MemoryError::invalid(
+            field,
+            format!("{value} is not a finite number >= 0"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks text that must say something: not empty or blank, within `max_bytes`.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field`.
+pub fn validate_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
+    if text.trim().is_empty() {
+        return Err(MemoryError::invalid(field, "empty"));
+    }
+    validate_len(field, text, max_bytes)
+}
+
+/// Checks only the size of `text`.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field` when `text` is longer than `max_bytes`.
+pub fn validate_len(field: &str, text: &str, max_bytes: usize) -> Result<()> {
+    if text.len() > max_bytes {
+        return Err(MemoryError::invalid(
+            field,
+            format!("{} bytes is more than the limit of {max_bytes}", text.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// A retrieval tag: lowercase, atomic (no spaces or punctuation but `-`), at most
+/// [`MAX_TAG_LEN`] bytes.
+///
+/// [`Tag::new`] normalises what can be normalised: it lowercases, turns runs of spaces,
+/// underscores, slashes and dots into one `-`, and splits CamelCase words
+/// (`"State Graph"` and `"StateGraph"` become `"state-graph"`). Letters of any script are kept
+/// (`"状态管理"` is a tag). What is left empty, or holds other punctuation, is rejected.
+///
+/// ```
+/// use memory_core::Tag;
+/// assert_eq!(Tag::new("State Graph")?.as_str(), "state-graph");
+/// assert_eq!(Tag::new("StateGraph")?.as_str(), "state-graph");
+/// assert_eq!(Tag::new("  LLM_agents ")?.as_str(), "llm-agents");
+/// assert!(Tag::new("c++").is_err());
+/// assert!(Tag::new("   ").is_err());
+/// # Ok::<(), memory_core::MemoryError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Tag(String);
+
+impl Tag {
+    /// Normalises and validates a tag.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `tag` when nothing is left after normalisation,
+    /// when a character other than a letter, digit or `-` remains, or when it is too long.
+    pub fn new(raw: &str) -> Result<Self> {
+        let mut out = String::with_capacity(raw.len());
+        let mut previous: Option<char> = None;
+        let mut pending_dash = false;
+        for c in raw.trim().chars() {
+            if c.is_whitespace() || matches!(c, '_' | '-' | '/' | '.') {
+                pending_dash = true;
+                previous = Some(c);
+                continue;
+            }
+            if !c.is_alphanumeric() {
+                return Err(MemoryError::invalid(
+                    "tag",
+                    format!("{raw:?} has the character {c:?}; tags are letters, digits and '-'"),
+                ));
+            }
+            // CamelCase boundary: a lowercase letter or digit followed by an uppercase letter.
+            let camel_boundary = c.is_uppercase()
+                && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit());
+            if (pending_dash || camel_boundary) && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.extend(c.to_lowercase());
+            previous = Some(c);
+        }
+        if out.is_empty() {
+            return Err(MemoryError::invalid(
+                "tag",
+                format!("{raw:?} is empty after normalisation"),
+            ));
+        }
+        if out.len() > MAX_TAG_LEN {
+            return Err(MemoryError::invalid(
+                "tag",
+                format!("{raw:?} is longer than {MAX_TAG_LEN} bytes"),
+            ));
+        }
+        Ok(Self(out))
+    }
+
+    /// Normalises a list of tags, dropping duplicates and keeping the first occurrence's order.
+    ///
+    /// # Errors
+    /// The first tag that [`Tag::new`] rejects.
+    pub fn normalize_all<I, S>(raw: I) -> Result<Vec<Tag>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut tags: Vec<Tag> = Vec::new();
+        for item in raw {
+            let tag = Tag::new(item.as_ref())?;
+            if !tags.contains(&tag) {
+                tags.push(tag);
+            }
+        }
+        Ok(tags)
+    }
+
+    /// The normalised text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tag({:?})", self.0)
+    }
+}
+
+impl fmt::Display for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Tag {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Tag {
+    type Error = MemoryError;
+    fn try_from(value: String) -> Result<Self> {
+        let tag = Tag::new(&value)?;
+        Ok(tag)
+    }
+}
+
+impl TryFrom<&str> for Tag {
+    type Error = MemoryError;
+    fn try_from(value: &str) -> Result<Self> {
+        Tag::new(value)
+    }
+}
+
+impl From<Tag> for String {
+    fn from(value: Tag) -> Self {
+        value.0
+    }
+}
+
+impl PartialEq<str> for Tag {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Tag {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// A new record id: unique within the process and, with overwhelming likelihood, across
+/// processes; lexicographically increasing with creation time (26 lowercase hex and base-32
+/// characters, no dependency on a UUID crate).
+pub fn new_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static SALT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let salt = *SALT.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.finish()
+    });
+    let micros = chrono::Utc::now().timestamp_micros().max(0) as u64;
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{micros:014x}{:06x}{:06x}",
+        count & 0xff_ffff,
+        salt & 0xff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        for bad in ["", "   ", "a\nb", "\u{7}"] {
+            assert!(
+                validate_id("id", bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("id")
+            );
+        }
+        assert!(validate_id("id", &"x".repeat(MAX_ID_LEN + 1)).is_err());
+        assert!(validate_id("id", "m-1 ok/ünï").is_ok());
+    }
+
+    #[test]
+    fn units() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.01, 1.01] {
+            let error = validate_unit("weight", bad).unwrap_err();
+            assert!(matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("weight")));
+        }
+        for ok in [0.0, 0.5, 1.0] {
+            assert!(validate_unit("weight", ok).is_ok());
+        }
+        assert!(validate_non_negative("w", f64::NAN).is_err());
+        assert!(validate_non_negative("w", -1.0).is_err());
+        assert!(validate_non_negative("w", 3.0).is_ok());
+    }
+
+    #[test]
+    fn texts() {
+        assert!(validate_text("content", " \n\t", 10).is_err());
+        assert!(validate_text("content", "hello world", 5).is_err());
+        assert!(validate_text("content", "hello", 5).is_ok());
+    }
+
+    #[test]
+    fn tags_normalise_or_reject() {
+        let cases = [
+            ("State Graph", Some("state-graph")),
+            ("StateGraph", Some("state-graph")),
+            ("state-graph", Some("state-graph")),
+            ("LANGGRAPH", Some("langgraph")),
+            ("gpt4Turbo", Some("gpt4-turbo")),
+            ("  a__b--c ", Some("a-b-c")),
+            ("状态管理", Some("状态管理")),
+            ("", None),
+            ("---", None),
+            ("c++", None),
+            ("a,b", None),
+            ("emoji🙂", None),
+        ];
+        for (raw, expected) in cases {
+            match (Tag::new(raw), expected) {
+                (Ok(tag), Some(want)) => assert_eq!(tag.as_str(), want, "{raw}"),
+                (Err(error), None) => assert!(error.to_string().contains("tag"), "{raw}"),
+                (got, want) => panic!("{raw:?}: got {got:?}, wanted {want:?}"),
+            }
+        }
+        assert!(Tag::new(&"a".repeat(65)).is_err());
+        let all = Tag::normalize_all(["A", "a", "B"]).unwrap();
+        assert_eq!(all, vec![Tag::new("a").unwrap(), Tag::new("b").unwrap()]);
+        assert!(serde_json::from_str::<Tag>("\"c++\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<Tag>("\"Big Tag\"").unwrap(),
+            "big-tag"
+        );
+    }
+
+    #[test]
+    fn ids_are_unique_and_ordered() {
+        let ids: Vec<String> = (0..1000).map(|_| new_id()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+    }
+}

@@ -1,0 +1,1 @@
+//! The knowledge graph of agent-memory, on petgraph.

@@ -1,0 +1,225 @@
+//! `cargo xtask ci`, `features` and `tidy`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The workspace root (the parent of this crate's folder).
+pub(crate) fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
+}
+
+/// Runs a command in the workspace root, streaming its output; errors when it fails.
+pub(crate) fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
+    eprintln!("\n==> {program} {}", args.join(" "));
+    let started = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(root())
+        .status()
+        .map_err(|error| format!("could not start {program}: {error}"))?;
+    eprintln!("<== {:.1}s", started.elapsed().as_secs_f64());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn has_nextest() -> bool {
+    Command::new("cargo")
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+pub(crate) fn ci() -> Result<(), String> {
+    let started = Instant::now();
+    run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    if has_nextest() {
+        run(
+            "cargo",
+            &[
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--no-fail-fast",
+            ],
+            &[],
+        )?;
+    } else {
+        run(
+            "cargo",
+            &[
+                "test",
+                "--workspace",
+                "--all-features",
+                "--lib",
+                "--bins",
+                "--tests",
+            ],
+            &[],
+        )?;
+    }
+    run(
+        "cargo",
+        &["test", "--workspace", "--all-features", "--doc"],
+        &[],
+    )?;
+    run(
+        "cargo",
+        &["doc", "--workspace", "--all-features", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    features()?;
+    run(
+        "cargo",
+        &["check", "-p", "memory-benches", "--benches"],
+        &[],
+    )?;
+    tidy()?;
+    eprintln!(
+        "\nci: all checks passed in {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Every feature combination of the facade compiles.
+pub(crate) fn features() -> Result<(), String> {
+    let features = ["inmem", "graph", "retrieve"];
+    run(
+        "cargo",
+        &[
+            "check",
+            "-p",
+            "agent-memory",
+            "--lib",
+            "--no-default-features",
+        ],
+        &[],
+    )?;
+    for feature in features {
+        run(
+            "cargo",
+            &[
+                "check",
+                "-p",
+                "agent-memory",
+                "--lib",
+                "--no-default-features",
+                "--features",
+                feature,
+            ],
+            &[],
+        )?;
+    }
+    run(
+        "cargo",
+        &[
+            "check",
+            "-p",
+            "agent-memory",
+            "--lib",
+            "--no-default-features",
+            "--features",
+            "inmem,graph",
+        ],
+        &[],
+    )?;
+    run(
+        "cargo",
+        &["check", "-p", "agent-memory", "--lib", "--features", "full"],
+        &[],
+    )
+}
+
+/// Architecture rules that a compiler does not check.
+pub(crate) fn tidy() -> Result<(), String> {
+    eprintln!("\n==> tidy");
+    let output = Command::new("cargo")
+        .args([
+            "tree",
+            "-p",
+            "memory-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(root())
+        .output()
+        .map_err(|error| format!("could not run cargo tree: {error}"))?;
+    if !output.status.success() {
+        return Err("cargo tree failed".into());
+    }
+    let tree = String::from_utf8_lossy(&output.stdout);
+    let mut problems = Vec::new();
+    for forbidden in [
+        "tokio ",
+        "dashmap ",
+        "petgraph ",
+        "rusqlite ",
+        "tokio-postgres ",
+    ] {
+        if tree.lines().any(|line| line.starts_with(forbidden)) {
+            problems.push(format!("memory-core depends on {}", forbidden.trim()));
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["crates", "xtask", "benches"] {
+        collect_rust_files(&root().join(dir), &mut files);
+    }
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let first = text
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("");
+        if !(first.starts_with("//!") || first.starts_with("#![doc")) {
+            problems.push(format!("{} does not start with a //! line", file.display()));
+        }
+    }
+    if problems.is_empty() {
+        eprintln!(
+            "tidy: {} files checked, memory-core stays light",
+            files.len()
+        );
+        Ok(())
+    } else {
+        Err(format!("tidy found problems:\n  {}", problems.join("\n  ")))
+    }
+}
+
+fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|name| name == "target") {
+                continue;
+            }
+            collect_rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! Project automation, in Rust so it runs wherever cargo does: `cargo xtask <command>`.
+//!
+//! - `ci`: everything CI checks, in order (fmt, clippy, tests, doctests, rustdoc, feature
+//!   combinations, bench compile, tidy).
+//! - `features`: only the facade's feature combinations.
+//! - `tidy`: only the tidy checks.
+//! - `bench [--quick] [criterion args]`: the benchmarks, then a summary table.
+//! - `eval [options]`: retrieval quality on LoCoMo-format conversations (see `eval --help`).
+
+mod bench;
+mod ci;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        eprintln!("usage: cargo xtask <ci|features|tidy|bench|eval> [args]");
+        return ExitCode::FAILURE;
+    };
+    let rest = &args[1..];
+    let result = match command.as_str() {
+        "ci" => ci::ci(),
+        "features" => ci::features(),
+        "tidy" => ci::tidy(),
+        "bench" => bench::bench(rest),
+        "eval" => bench::eval(rest),
+        other => Err(format!(
+            "unknown command {other:?}; expected ci, features, tidy, bench or eval"
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
