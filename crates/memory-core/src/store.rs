@@ -167,6 +167,20 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         let _ = (namespace, id);
         Ok(None)
     }
+    /// Replaces the recall statistics of an existing item (for imports and migrations).
+    /// Unknown ids are ignored. The default does nothing, for backends that keep none.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn set_recall_stats(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        stats: RecallStats,
+    ) -> Result<()> {
+        let _ = (namespace, id, stats);
+        Ok(())
+    }
 }
 
 macro_rules! forward_memory_store {
@@ -228,6 +242,14 @@ macro_rules! forward_memory_store {
                 id: &str,
             ) -> Result<Option<RecallStats>> {
                 (**self).recall_stats(namespace, id).await
+            }
+            async fn set_recall_stats(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                stats: RecallStats,
+            ) -> Result<()> {
+                (**self).set_recall_stats(namespace, id, stats).await
             }
         }
     };
