@@ -1,1 +1,40 @@
-//! In-memory backends of agent-memory: indexed stores, BM25 search, conversation memory.
+//! In-memory backends of agent-memory: the default every user starts on and the reference
+//! other backends are measured against.
+//!
+//! - [`InMemoryStore`]: memory items, sharded by namespace, with a time index and BM25 search.
+//! - [`InMemoryKnowledgeStore`]: knowledge pages with a table of contents, back-references
+//!   and BM25F search over title, summary, tags and content.
+//! - [`ConversationMemory`]: per-session message history with a sliding window, capacity
+//!   eviction of whole messages and compaction of old tool results, over any store.
+//! - [`RingBuffer`]: fixed-capacity short-term memory.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use memory_core::{KnowledgePage, KnowledgeStore, Namespace, PageQuery};
+//! use memory_inmem::InMemoryKnowledgeStore;
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let pages = InMemoryKnowledgeStore::new();
+//! let ns = Namespace::parse("wiki")?;
+//! pages.add_page(KnowledgePage::new(ns.clone(), "sg", "StateGraph 状态管理")?).await?;
+//! let hits = pages.search(&PageQuery::new(ns.exact(), "LangGraph 的 StateGraph 状态管理原理？", 5)).await?;
+//! assert_eq!(hits[0].page.id, "sg");
+//! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
+//! ```
+
+mod bm25;
+mod conversation;
+mod knowledge;
+mod registry;
+mod ring;
+mod store;
+
+pub use crate::{
+    bm25::{B, Bm25Index, K1, top_k},
+    conversation::{
+        CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
+        estimate_tokens,
+    },
+    knowledge::{InMemoryKnowledgeStore, PAGE_FIELD_WEIGHTS, page_signals, signal_boost},
+    ring::RingBuffer,
+    store::InMemoryStore,
+};

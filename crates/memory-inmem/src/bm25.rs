@@ -1,0 +1,300 @@
+//! An inverted index with BM25F ranking over a fixed number of weighted fields.
+//!
+//! Documents are dense `u32` slots chosen by the caller. Postings are kept sorted by slot,
+//! so adding or removing a document costs `O(terms × log postings)` lookups plus a memmove;
+//! a query costs `O(Σ postings of its terms)` and a partial sort of the top k.
+
+use std::collections::HashMap;
+
+use memory_core::text::Analyzer;
+
+/// BM25 term-frequency saturation.
+pub const K1: f32 = 1.2;
+/// BM25 length normalisation.
+pub const B: f32 = 0.75;
+
+#[derive(Clone, Debug)]
+struct Posting<const N: usize> {
+    slot: u32,
+    tf: [u16; N],
+}
+
+/// An inverted index over documents of `N` text fields, ranked by BM25F.
+#[derive(Clone, Debug)]
+pub struct Bm25Index<const N: usize> {
+    analyzer: Analyzer,
+    weights: [f32; N],
+    postings: HashMap<Box<str>, Vec<Posting<N>>>,
+    /// Per slot: the terms it holds (to remove it) and its field lengths; `None` when free.
+    docs: Vec<Option<DocEntry<N>>>,
+    total_len: [u64; N],
+    doc_count: u32,
+}
+
+#[derive(Clone, Debug)]
+struct DocEntry<const N: usize> {
+    terms: Box<[Box<str>]>,
+    len: [u32; N],
+}
+
+impl<const N: usize> Bm25Index<N> {
+    /// An empty index with these field weights.
+    pub fn new(analyzer: Analyzer, weights: [f32; N]) -> Self {
+        Self {
+            analyzer,
+            weights,
+            postings: HashMap::new(),
+            docs: Vec::new(),
+            total_len: [0; N],
+            doc_count: 0,
+        }
+    }
+
+    /// How many documents are indexed.
+    pub fn len(&self) -> usize {
+        self.doc_count as usize
+    }
+
+    /// Whether no document is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.doc_count == 0
+    }
+
+    /// Indexes `fields` under `slot`, replacing whatever the slot held.
+    pub fn insert(&mut self, slot: u32, fields: [&str; N]) {
+        self.remove(slot);
+        let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::new();
+        let mut len = [0u32; N];
+        for (field, text) in fields.iter().enumerate() {
+            self.analyzer.for_each_term(text, |term| {
+                len[field] += 1;
+                let tf = match counts.get_mut(term) {
+                    Some(tf) => tf,
+                    None => counts.entry(Box::from(term)).or_insert([0; N]),
+                };
+                tf[field] = tf[field].saturating_add(1);
+            });
+        }
+        let mut terms = Vec::with_capacity(counts.len());
+        for (term, tf) in counts {
+            let list = match self.postings.get_mut(&term) {
+                Some(list) => list,
+                None => self.postings.entry(term.clone()).or_default(),
+            };
+            match list.binary_search_by_key(&slot, |posting| posting.slot) {
+                Ok(at) => list[at].tf = tf,
+                Err(at) => list.insert(at, Posting { slot, tf }),
+            }
+            terms.push(term);
+        }
+        let index = slot as usize;
+        if self.docs.len() <= index {
+            self.docs.resize_with(index + 1, || None);
+        }
+        for (total, field_len) in self.total_len.iter_mut().zip(len) {
+            *total += u64::from(field_len);
+        }
+        self.docs[index] = Some(DocEntry {
+            terms: terms.into_boxed_slice(),
+            len,
+        });
+        self.doc_count += 1;
+    }
+
+    /// Removes the document in `slot`, if any.
+    pub fn remove(&mut self, slot: u32) {
+        let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        for term in entry.terms.iter() {
+            if let Some(list) = self.postings.get_mut(term) {
+                if let Ok(at) = list.binary_search_by_key(&slot, |posting| posting.slot) {
+                    list.remove(at);
+                }
+                if list.is_empty() {
+                    self.postings.remove(term);
+                }
+            }
+        }
+        for (total, field_len) in self.total_len.iter_mut().zip(entry.len) {
+            *total -= u64::from(field_len);
+        }
+        self.doc_count -= 1;
+    }
+
+    /// The analyzed, de-duplicated terms of a query.
+    pub fn query_terms(&self, text: &str) -> Vec<String> {
+        self.analyzer.unique_terms(text)
+    }
+
+    /// Scores every document containing at least one of `terms`; calls `emit(slot, score)`
+    /// for each (in no particular order). Scores are BM25F, positive.
+    pub fn score_terms(&self, terms: &[String], mut emit: impl FnMut(u32, f32)) {
+        if self.doc_count == 0 {
+            return;
+        }
+        let n = self.doc_count as f32;
+        let mut avg = [1.0f32; N];
+        for (field, total) in self.total_len.iter().enumerate() {
+            avg[field] = (*total as f32 / n).max(1.0);
+        }
+        let lists: Vec<(&Vec<Posting<N>>, f32)> = terms
+            .iter()
+            .filter_map(|term| self.postings.get(term.as_str()))
+            .map(|list| {
+                let df = list.len() as f32;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+                (list, idf)
+            })
+            .collect();
+        let total_postings: usize = lists.iter().map(|(list, _)| list.len()).sum();
+        let score_of = |slot: u32, tf: &[u16; N], idf: f32| -> Option<f32> {
+            let entry = self.docs.get(slot as usize)?.as_ref()?;
+            let mut weighted = 0.0f32;
+            for field in 0..N {
+                if tf[field] > 0 {
+                    let norm = 1.0 - B + B * entry.len[field] as f32 / avg[field];
+                    weighted += self.weights[field] * f32::from(tf[field]) / norm;
+                }
+            }
+            Some(idf * weighted / (K1 + weighted))
+        };
+        if lists.len() == 1 {
+            let (list, idf) = lists[0];
+            for posting in list {
+                if let Some(score) = score_of(posting.slot, &posting.tf, idf) {
+                    emit(posting.slot, score);
+                }
+            }
+            return;
+        }
+        // Dense accumulators when the query touches a large share of the index, sparse otherwise.
+        if total_postings * 8 > self.docs.len() {
+            let mut scores = vec![0.0f32; self.docs.len()];
+            for (list, idf) in &lists {
+                for posting in list.iter() {
+                    if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
+                        scores[posting.slot as usize] += score;
+                    }
+                }
+            }
+            for (slot, score) in scores.into_iter().enumerate() {
+                if score > 0.0 {
+                    emit(slot as u32, score);
+                }
+            }
+        } else {
+            let mut scores: HashMap<u32, f32> = HashMap::with_capacity(total_postings);
+            for (list, idf) in &lists {
+                for posting in list.iter() {
+                    if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
+                        *scores.entry(posting.slot).or_insert(0.0) += score;
+                    }
+                }
+            }
+            for (slot, score) in scores {
+                emit(slot, score);
+            }
+        }
+    }
+}
+
+/// Keeps the `k` best `(score, key)` pairs: highest score first, ties by key ascending.
+pub fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)> {
+    let order = |a: &(f32, K), b: &(f32, K)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1));
+    if k == 0 {
+        return Vec::new();
+    }
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
+    }
+    scored.sort_unstable_by(order);
+    scored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(index: &Bm25Index<1>, text: &str) -> Vec<(f32, u32)> {
+        let mut hits = Vec::new();
+        index.score_terms(&index.query_terms(text), |slot, score| {
+            hits.push((score, slot))
+        });
+        top_k(hits, 10)
+    }
+
+    #[test]
+    fn hand_checked_ranking() {
+        // Hand-checked corpus: doc 0 mentions "rust" twice in a short text, doc 1 once in a
+        // long text, doc 2 never; "rust" is rarer than "language".
+        let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
+        index.insert(0, ["rust rust compiler"]);
+        index.insert(
+            1,
+            ["rust is a language with a long description of many language features"],
+        );
+        index.insert(2, ["python language"]);
+        let hits = search(&index, "rust");
+        assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [0, 1]);
+        // idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
+        let idf = 1.6f32.ln();
+        let avg = (3.0 + 7.0 + 2.0) / 3.0; // analyzed lengths: 3, 7 (stop words dropped), 2
+        let tf0 = 2.0 / (1.0 - B + B * 3.0 / avg);
+        let want0 = idf * tf0 / (K1 + tf0);
+        assert!((hits[0].0 - want0).abs() < 1e-5, "{} vs {want0}", hits[0].0);
+        let hits = search(&index, "language rust");
+        assert_eq!(hits[0].1, 1, "the doc with both terms wins");
+        index.remove(1);
+        assert_eq!(
+            search(&index, "rust")
+                .iter()
+                .map(|h| h.1)
+                .collect::<Vec<_>>(),
+            [0]
+        );
+        assert_eq!(index.len(), 2);
+        index.insert(0, ["now about go"]);
+        assert!(
+            search(&index, "rust").is_empty(),
+            "re-inserting a slot replaces its terms"
+        );
+        assert!(search(&index, "").is_empty());
+    }
+
+    #[test]
+    fn fields_weigh() {
+        let mut index = Bm25Index::new(Analyzer::default(), [3.0, 1.0]);
+        index.insert(0, ["graph", "other words here"]);
+        index.insert(1, ["other", "graph words here"]);
+        let mut hits = Vec::new();
+        index.score_terms(&index.query_terms("graph"), |slot, score| {
+            hits.push((score, slot))
+        });
+        assert_eq!(
+            top_k(hits, 2)[0].1,
+            0,
+            "a title match outranks a body match"
+        );
+    }
+
+    #[test]
+    fn top_k_orders_and_breaks_ties() {
+        let scored = vec![
+            (0.5, "b"),
+            (0.9, "c"),
+            (0.5, "a"),
+            (f32::NAN, "n"),
+            (0.1, "d"),
+        ];
+        let top = top_k(scored, 3);
+        let keys: Vec<&str> = top.iter().map(|t| t.1).collect();
+        assert_eq!(
+            keys,
+            ["n", "c", "a"],
+            "total order: NaN sorts above everything, never panics"
+        );
+        assert!(top_k(vec![(1.0, 1)], 0).is_empty());
+    }
+}

@@ -1,0 +1,418 @@
+//! `ConversationMemory`: per-session message history over any [`MemoryStore`].
+//!
+//! Two separate layers, as the design describes:
+//! - **eviction** deletes whole oldest messages once the session holds more than
+//!   `max_messages`;
+//! - **compaction** (the microcompact of the design) replaces the content of old tool results
+//!   with a short placeholder once the estimated token count of the history passes
+//!   `context_window - reserved_tokens`, keeping the `keep_recent` newest tool results intact.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Duration;
+use memory_core::text::is_cjk;
+use memory_core::{
+    Clock, MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, Result,
+    SystemClock,
+};
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions to the model.
+    System,
+    /// The human.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's output.
+    Tool,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [Role::System, Role::User, Role::Assistant, Role::Tool]
+            .into_iter()
+            .find(|r| r.as_str() == text)
+    }
+}
+
+/// One conversation message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// The message id in the store (assigned by [`ConversationMemory::add_message`]).
+    pub id: String,
+    /// Who wrote it.
+    pub role: Role,
+    /// The text (or, once compacted, the placeholder).
+    pub content: String,
+    /// For tool results, the id of the call they answer; for assistant tool calls, the call id.
+    pub tool_call_id: Option<String>,
+    /// Whether compaction replaced the original content.
+    pub compacted: bool,
+}
+
+impl Message {
+    /// A message with no tool call id.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            id: String::new(),
+            role,
+            content: content.into(),
+            tool_call_id: None,
+            compacted: false,
+        }
+    }
+
+    /// A tool result answering `tool_call_id`.
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(tool_call_id.into()),
+            ..Self::new(Role::Tool, content)
+        }
+    }
+
+    /// Sets the tool call id.
+    pub fn with_tool_call_id(mut self, id: impl Into<String>) -> Self {
+        self.tool_call_id = Some(id.into());
+        self
+    }
+}
+
+/// How much history [`ConversationMemory::get_history`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryStrategy {
+    /// The last `max_turns` turns (a turn starts at a user message), with the system
+    /// messages that precede them.
+    SlidingWindow,
+    /// Everything stored.
+    Full,
+}
+
+/// Compaction settings (the design's `CompactConfig`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactConfig {
+    /// The model's context window, in tokens.
+    pub context_window: usize,
+    /// Tokens kept free for the answer.
+    pub reserved_tokens: usize,
+    /// The newest tool results never compacted.
+    pub keep_recent: usize,
+}
+
+/// Settings of a [`ConversationMemory`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationConfig {
+    /// Window or full history.
+    pub strategy: HistoryStrategy,
+    /// Turns in the sliding window.
+    pub max_turns: usize,
+    /// Capacity: the oldest whole messages beyond this are deleted (`None`: unbounded).
+    pub max_messages: Option<usize>,
+    /// Tool-result compaction (`None`: never).
+    pub compact: Option<CompactConfig>,
+}
+
+impl Default for ConversationConfig {
+    fn default() -> Self {
+        Self {
+            strategy: HistoryStrategy::SlidingWindow,
+            max_turns: 20,
+            max_messages: Some(1000),
+            compact: None,
+        }
+    }
+}
+
+impl ConversationConfig {
+    /// Checks the numbers.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for `max_turns` or `max_messages` of zero, or
+    /// `reserved_tokens >= context_window`.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_turns == 0 {
+            return Err(MemoryError::invalid("max_turns", "must be at least 1"));
+        }
+        if self.max_messages == Some(0) {
+            return Err(MemoryError::invalid("max_messages", "must be at least 1"));
+        }
+        if let Some(compact) = self.compact
+            && compact.reserved_tokens >= compact.context_window
+        {
+            return Err(MemoryError::invalid(
+                "reserved_tokens",
+                "must be less than context_window",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A rough token estimate: one token per CJK character, one per four other characters.
+pub fn estimate_tokens(text: &str) -> usize {
+    let (cjk, other) = text.chars().fold((0usize, 0usize), |(cjk, other), c| {
+        if is_cjk(c) {
+            (cjk + 1, other)
+        } else {
+            (cjk, other + 1)
+        }
+    });
+    cjk + other.div_ceil(4)
+}
+
+/// The message history of one session, stored as [`MemoryKind::ShortTerm`] items in the
+/// session's namespace (metadata: `role`, `tool_call_id`, `seq`, `compacted`).
+#[derive(Debug)]
+pub struct ConversationMemory {
+    store: Arc<dyn MemoryStore>,
+    session: Namespace,
+    config: ConversationConfig,
+    clock: Arc<dyn Clock>,
+    next_seq: AtomicU64,
+}
+
+const SEQ_WIDTH: usize = 12;
+
+impl ConversationMemory {
+    /// The conversation stored in namespace `session` of `store`, continuing any history
+    /// already there.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for a bad config or the root namespace; store errors.
+    pub async fn open(
+        store: Arc<dyn MemoryStore>,
+        session: Namespace,
+        config: ConversationConfig,
+    ) -> Result<Self> {
+        Self::open_with_clock(store, session, config, Arc::new(SystemClock)).await
+    }
+
+    /// As [`open`](Self::open) with an explicit clock.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_with_clock(
+        store: Arc<dyn MemoryStore>,
+        session: Namespace,
+        config: ConversationConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        config.validate()?;
+        session.require_record_namespace()?;
+        let last = store
+            .list(
+                &MemoryFilter::new(session.exact())
+                    .newest_first()
+                    .with_limit(1),
+            )
+            .await?;
+        let next = last
+            .first()
+            .and_then(|item| item.metadata.get("seq").and_then(serde_json::Value::as_u64))
+            .map_or(0, |seq| seq + 1);
+        Ok(Self {
+            store,
+            session,
+            config,
+            clock,
+            next_seq: AtomicU64::new(next),
+        })
+    }
+
+    /// The session namespace.
+    pub fn session(&self) -> &Namespace {
+        &self.session
+    }
+
+    /// Stores a message, then applies eviction and compaction. Returns its id.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for empty content; store errors.
+    pub async fn add_message(&self, message: Message) -> Result<String> {
+        let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let id = format!("msg-{seq:0width$}", width = SEQ_WIDTH);
+        let mut metadata = serde_json::json!({"role": message.role.as_str(), "seq": seq});
+        if let Some(call) = &message.tool_call_id {
+            metadata["tool_call_id"] = serde_json::Value::String(call.clone());
+        }
+        // Same-instant messages keep their order through the id tie-break; nudging the time by
+        // the sequence keeps time order strict for stores that order by time alone.
+        let at = self.clock.now() + Duration::microseconds((seq % 1000) as i64);
+        let item = MemoryItem::new(self.session.clone(), message.content)?
+            .with_id(id.clone())?
+            .with_kind(MemoryKind::ShortTerm)
+            .with_metadata(metadata)?
+            .with_source("conversation")
+            .with_created_at(at);
+        self.store.save(item).await?;
+        self.evict().await?;
+        self.compact().await?;
+        Ok(id)
+    }
+
+    /// Deletes the oldest whole messages beyond `max_messages`. Returns how many.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn evict(&self) -> Result<usize> {
+        let Some(max) = self.config.max_messages else {
+            return Ok(0);
+        };
+        let count = self.store.count(&self.session.exact()).await?;
+        if count <= max {
+            return Ok(0);
+        }
+        let oldest = self
+            .store
+            .list(&MemoryFilter::new(self.session.exact()).with_limit(count - max))
+            .await?;
+        let mut deleted = 0;
+        for item in oldest {
+            if self.store.delete(&self.session, &item.id).await? {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Compacts old tool results when the history is over budget. Returns how many messages
+    /// were compacted.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn compact(&self) -> Result<usize> {
+        let Some(config) = self.config.compact else {
+            return Ok(0);
+        };
+        let items = self
+            .store
+            .list(&MemoryFilter::new(self.session.exact()))
+            .await?;
+        let budget = config.context_window - config.reserved_tokens;
+        let mut total: usize = items
+            .iter()
+            .map(|item| estimate_tokens(&item.content))
+            .sum();
+        if total <= budget {
+            return Ok(0);
+        }
+        let tool_positions: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| item.metadata.get("role").and_then(|r| r.as_str()) == Some("tool"))
+            .map(|(at, _)| at)
+            .collect();
+        let old = tool_positions.len().saturating_sub(config.keep_recent);
+        let mut compacted = 0;
+        for &at in &tool_positions[..old] {
+            if total <= budget {
+                break;
+            }
+            let item = &items[at];
+            if item.metadata.get("compacted").and_then(|c| c.as_bool()) == Some(true) {
+                continue;
+            }
+            let placeholder = format!(
+                "[tool result compacted: {} characters, about {} tokens]",
+                item.content.chars().count(),
+                estimate_tokens(&item.content)
+            );
+            total = total - estimate_tokens(&item.content) + estimate_tokens(&placeholder);
+            let mut replaced = item.clone();
+            replaced.content = placeholder;
+            replaced.metadata["compacted"] = serde_json::Value::Bool(true);
+            self.store.update(replaced).await?;
+            compacted += 1;
+        }
+        Ok(compacted)
+    }
+
+    /// The history under the configured strategy, oldest first.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn get_history(&self) -> Result<Vec<Message>> {
+        let items = self
+            .store
+            .list(&MemoryFilter::new(self.session.exact()))
+            .await?;
+        let messages: Vec<Message> = items.into_iter().map(to_message).collect();
+        if self.config.strategy == HistoryStrategy::Full {
+            return Ok(messages);
+        }
+        let user_starts: Vec<usize> = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::User)
+            .map(|(at, _)| at)
+            .collect();
+        if user_starts.len() <= self.config.max_turns {
+            return Ok(messages);
+        }
+        let cut = user_starts[user_starts.len() - self.config.max_turns];
+        let mut out: Vec<Message> = messages[..cut]
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .cloned()
+            .collect();
+        out.extend_from_slice(&messages[cut..]);
+        Ok(out)
+    }
+
+    /// The estimated token count of [`get_history`](Self::get_history).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn estimated_tokens(&self) -> Result<usize> {
+        Ok(self
+            .get_history()
+            .await?
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum())
+    }
+
+    /// Deletes the whole session.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn clear(&self) -> Result<usize> {
+        self.store.clear(&self.session.exact()).await
+    }
+}
+
+fn to_message(item: MemoryItem) -> Message {
+    let text = |key: &str| {
+        item.metadata
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    Message {
+        role: text("role")
+            .and_then(|r| Role::parse(&r))
+            .unwrap_or(Role::User),
+        tool_call_id: text("tool_call_id"),
+        compacted: item
+            .metadata
+            .get("compacted")
+            .and_then(|c| c.as_bool())
+            .unwrap_or(false),
+        id: item.id,
+        content: item.content,
+    }
+}

@@ -1,0 +1,328 @@
+//! `InMemoryKnowledgeStore`: knowledge pages, their index, cross-references and BM25F search.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use async_trait::async_trait;
+use memory_core::text::{Analyzer, STOP_WORDS, surface_words};
+use memory_core::{
+    KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
+    PageMatchSignals, PageQuery, Result, Scope, Tag,
+};
+
+use crate::bm25::{Bm25Index, top_k};
+use crate::registry::{Registry, read, write};
+
+/// BM25F field weights: title, summary, tags, content. Title and tags weigh most.
+pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
+
+/// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
+/// title, summary, tags and content), a title-ordered table of contents, and back-reference
+/// sets for reference counts.
+///
+/// Costs, with `n` pages in the namespace: `add_page`, `update_page`, `delete_page`
+/// `O(log n + terms + references)`; `get_page`, `reference_count` `O(1)`; `get_index`
+/// `O(n)` (it returns all of them, in order, with no sort); `search`
+/// `O(Σ postings of the query terms + k log k)`.
+///
+/// Ranking: BM25F relevance, then boosted by the seed's match rules kept as signals:
+/// `× (1 + 0.5 title_prefix + 0.5 tag_exact + 0.25 summary_contains)`.
+#[derive(Debug)]
+pub struct InMemoryKnowledgeStore {
+    registry: Registry<Shard>,
+}
+
+#[derive(Debug)]
+struct Shard {
+    pages: HashMap<String, PageEntry>,
+    toc: BTreeSet<(String, String)>,
+    /// page id -> ids of existing pages (other than itself) referencing it
+    referrers: HashMap<String, HashSet<String>>,
+    slots: Vec<Option<String>>,
+    free_slots: Vec<u32>,
+    index: Bm25Index<4>,
+}
+
+#[derive(Debug)]
+struct PageEntry {
+    page: KnowledgePage,
+    slot: u32,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Self {
+            pages: HashMap::new(),
+            toc: BTreeSet::new(),
+            referrers: HashMap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            index: Bm25Index::new(Analyzer::default(), PAGE_FIELD_WEIGHTS),
+        }
+    }
+}
+
+fn toc_key(page: &KnowledgePage) -> (String, String) {
+    (page.title.to_lowercase(), page.id.clone())
+}
+
+impl Shard {
+    fn insert(&mut self, page: KnowledgePage) {
+        self.remove(&page.id);
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.slots[slot as usize] = Some(page.id.clone());
+        let tags = page
+            .tags
+            .iter()
+            .map(Tag::as_str)
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.index
+            .insert(slot, [&page.title, &page.summary, &tags, &page.content]);
+        self.toc.insert(toc_key(&page));
+        for target in &page.references {
+            if *target != page.id {
+                self.referrers
+                    .entry(target.clone())
+                    .or_default()
+                    .insert(page.id.clone());
+            }
+        }
+        self.pages.insert(page.id.clone(), PageEntry { page, slot });
+    }
+
+    fn remove(&mut self, id: &str) -> Option<KnowledgePage> {
+        let entry = self.pages.remove(id)?;
+        self.toc.remove(&toc_key(&entry.page));
+        self.index.remove(entry.slot);
+        self.slots[entry.slot as usize] = None;
+        self.free_slots.push(entry.slot);
+        for target in &entry.page.references {
+            if let Some(set) = self.referrers.get_mut(target) {
+                set.remove(id);
+                if set.is_empty() {
+                    self.referrers.remove(target);
+                }
+            }
+        }
+        Some(entry.page)
+    }
+
+    fn referenced_by(&self, id: &str) -> usize {
+        self.referrers.get(id).map_or(0, HashSet::len)
+    }
+}
+
+/// The lowercased query words used by the match rules (stop words and one-letter words dropped).
+fn rule_keywords(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in surface_words(text) {
+        let bare: String = word.chars().filter(|c| *c != '\'').collect();
+        if bare.chars().count() < 2 || STOP_WORDS.binary_search(&bare.as_str()).is_ok() {
+            continue;
+        }
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The seed's match rules for one page: title prefix (a keyword starts the title or one of
+/// its words), tag exact (a keyword normalised as a tag equals a page tag), summary contains.
+pub fn page_signals(page: &KnowledgePage, keywords: &[String]) -> PageMatchSignals {
+    let title = page.title.to_lowercase();
+    let title_words = surface_words(&page.title);
+    let summary = page.summary.to_lowercase();
+    let mut signals = PageMatchSignals::default();
+    for keyword in keywords {
+        if title.starts_with(keyword.as_str())
+            || title_words.iter().any(|w| w.starts_with(keyword.as_str()))
+        {
+            signals.title_prefix = true;
+        }
+        if Tag::new(keyword).is_ok_and(|tag| page.tags.contains(&tag)) {
+            signals.tag_exact = true;
+        }
+        if summary.contains(keyword.as_str()) {
+            signals.summary_contains = true;
+        }
+    }
+    signals
+}
+
+/// The multiplier the match rules give a page's BM25F score.
+pub fn signal_boost(signals: PageMatchSignals) -> f32 {
+    1.0 + 0.5 * f32::from(u8::from(signals.title_prefix))
+        + 0.5 * f32::from(u8::from(signals.tag_exact))
+        + 0.25 * f32::from(u8::from(signals.summary_contains))
+}
+
+impl InMemoryKnowledgeStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            registry: Registry::new(),
+        }
+    }
+}
+
+impl Default for InMemoryKnowledgeStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl KnowledgeStore for InMemoryKnowledgeStore {
+    async fn add_page(&self, page: KnowledgePage) -> Result<()> {
+        page.validate()?;
+        let shard = self.registry.get_or_create(&page.namespace);
+        let mut shard = write(&shard);
+        if shard.pages.contains_key(&page.id) {
+            return Err(MemoryError::AlreadyExists(format!(
+                "page {} in {}",
+                page.id, page.namespace
+            )));
+        }
+        shard.insert(page);
+        Ok(())
+    }
+
+    async fn get_page(&self, namespace: &Namespace, id: &str) -> Result<Option<KnowledgePage>> {
+        Ok(self
+            .registry
+            .get(namespace)
+            .and_then(|shard| read(&shard).pages.get(id).map(|entry| entry.page.clone())))
+    }
+
+    async fn update_page(&self, mut page: KnowledgePage) -> Result<()> {
+        page.validate()?;
+        let missing = || MemoryError::NotFound(format!("page {} in {}", page.id, page.namespace));
+        let shard = self.registry.get(&page.namespace).ok_or_else(missing)?;
+        let mut shard = write(&shard);
+        let Some(existing) = shard.pages.get(&page.id) else {
+            return Err(missing());
+        };
+        page.created_at = existing.page.created_at;
+        shard.insert(page);
+        Ok(())
+    }
+
+    async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        Ok(self
+            .registry
+            .get(namespace)
+            .is_some_and(|shard| write(&shard).remove(id).is_some()))
+    }
+
+    async fn search(&self, query: &PageQuery) -> Result<Vec<PageHit>> {
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let keywords = rule_keywords(&query.text);
+        let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
+        let mut terms: Option<Vec<String>> = None;
+        for (namespace, shard) in self.registry.shards(&query.scope) {
+            let shard = read(&shard);
+            let terms = terms.get_or_insert_with(|| shard.index.query_terms(&query.text));
+            if terms.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut local = Vec::new();
+            shard.index.score_terms(terms, |slot, score| {
+                let Some(Some(id)) = shard.slots.get(slot as usize) else {
+                    return;
+                };
+                let Some(entry) = shard.pages.get(id) else {
+                    return;
+                };
+                if !query.tags.iter().all(|tag| entry.page.tags.contains(tag)) {
+                    return;
+                }
+                let boost = signal_boost(page_signals(&entry.page, &keywords));
+                local.push((score * boost, id.clone()));
+            });
+            hits.extend(
+                top_k(local, query.top_k)
+                    .into_iter()
+                    .map(|(score, id)| (score, (namespace.clone(), id))),
+            );
+        }
+        let mut out = Vec::new();
+        for (score, (namespace, id)) in top_k(hits, query.top_k) {
+            let Some(shard) = self.registry.get(&namespace) else {
+                continue;
+            };
+            let shard = read(&shard);
+            if let Some(entry) = shard.pages.get(&id) {
+                out.push(PageHit {
+                    signals: page_signals(&entry.page, &keywords),
+                    referenced_by: shard.referenced_by(&id),
+                    page: entry.page.clone(),
+                    score,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn get_index(&self, scope: &Scope) -> Result<Vec<PageIndexEntry>> {
+        let mut out = Vec::new();
+        for (_, shard) in self.registry.shards(scope) {
+            let shard = read(&shard);
+            for (_, id) in &shard.toc {
+                if let Some(entry) = shard.pages.get(id) {
+                    out.push(entry.page.index_entry(shard.referenced_by(id)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        let mut removed = 0;
+        for (_, shard) in self.registry.shards(scope) {
+            let mut shard = write(&shard);
+            removed += shard.pages.len();
+            *shard = Shard::default();
+        }
+        Ok(removed)
+    }
+
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        Ok(self
+            .registry
+            .shards(scope)
+            .into_iter()
+            .filter(|(_, shard)| !read(shard).pages.is_empty())
+            .map(|(namespace, _)| namespace)
+            .collect())
+    }
+
+    async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+        Ok(self
+            .registry
+            .get(namespace)
+            .map_or(0, |shard| read(&shard).referenced_by(id)))
+    }
+
+    async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {
+        let mut out = Vec::new();
+        for (_, shard) in self.registry.shards(scope) {
+            let shard = read(&shard);
+            out.extend(
+                shard
+                    .toc
+                    .iter()
+                    .filter_map(|(_, id)| shard.pages.get(id).map(|e| e.page.clone())),
+            );
+        }
+        Ok(out)
+    }
+}

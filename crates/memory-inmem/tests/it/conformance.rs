@@ -1,0 +1,77 @@
+//! The memory-core conformance suite, directly and through `Box<dyn ...>`.
+
+use memory_core::{KnowledgeStore, MemoryStore, Namespace, testsuite};
+use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+
+fn base(name: &str) -> Namespace {
+    Namespace::parse(&format!("conformance/{name}")).unwrap()
+}
+
+#[tokio::test]
+async fn memory_store_direct() {
+    testsuite::run_memory_store(&InMemoryStore::new(), &base("direct")).await;
+}
+
+#[tokio::test]
+async fn memory_store_boxed() {
+    let store: Box<dyn MemoryStore> = Box::new(InMemoryStore::new());
+    testsuite::run_memory_store(&store, &base("boxed")).await;
+}
+
+#[tokio::test]
+async fn knowledge_store_direct() {
+    testsuite::run_knowledge_store(&InMemoryKnowledgeStore::new(), &base("direct")).await;
+}
+
+#[tokio::test]
+async fn knowledge_store_boxed() {
+    let store: Box<dyn KnowledgeStore> = Box::new(InMemoryKnowledgeStore::new());
+    testsuite::run_knowledge_store(&store, &base("boxed")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_lose_nothing() {
+    use std::sync::Arc;
+    let store = Arc::new(InMemoryStore::new());
+    let mut tasks = Vec::new();
+    for task in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            // Half the tasks share a namespace, half have their own.
+            let ns = Namespace::parse(&format!("load/{}", task % 2 + task / 8 * 10)).unwrap();
+            for i in 0..200 {
+                let item =
+                    memory_core::MemoryItem::new(ns.clone(), format!("note {task} {i} alpha"))
+                        .unwrap()
+                        .with_id(format!("t{task}-{i}"))
+                        .unwrap();
+                store.save(item).await.unwrap();
+                if i % 10 == 0 {
+                    store
+                        .record_recall(&ns, &format!("t{task}-0"), 0.5, chrono::Utc::now())
+                        .await
+                        .unwrap();
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let all = Namespace::parse("load").unwrap().subtree();
+    assert_eq!(store.count(&all).await.unwrap(), 16 * 200);
+    let hits = store
+        .search(&memory_core::SearchQuery::new(all.clone(), "alpha", 5000))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 16 * 200, "every write is indexed");
+    for task in 0..16 {
+        let ns = Namespace::parse(&format!("load/{}", task % 2 + task / 8 * 10)).unwrap();
+        let stats = store
+            .recall_stats(&ns, &format!("t{task}-0"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stats.recall_count, 20, "no recall increment is lost");
+    }
+}

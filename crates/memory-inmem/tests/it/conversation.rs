@@ -1,0 +1,188 @@
+//! Conversation memory: window, capacity eviction, compaction, persistence of order.
+
+use std::sync::Arc;
+
+use memory_core::{ManualClock, MemoryStore, Namespace};
+use memory_inmem::{
+    CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, InMemoryStore, Message,
+    Role,
+};
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new("2024-05-01T10:00:00Z".parse().unwrap()))
+}
+
+async fn open(store: Arc<dyn MemoryStore>, config: ConversationConfig) -> ConversationMemory {
+    let session = Namespace::parse("user-1/agent/session-1").unwrap();
+    ConversationMemory::open_with_clock(store, session, config, clock())
+        .await
+        .unwrap()
+}
+
+fn contents(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+#[tokio::test]
+async fn sliding_window_keeps_system_and_last_turns() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let config = ConversationConfig {
+        strategy: HistoryStrategy::SlidingWindow,
+        max_turns: 2,
+        max_messages: None,
+        compact: None,
+    };
+    let memory = open(store.clone(), config.clone()).await;
+    memory
+        .add_message(Message::new(Role::System, "be brief"))
+        .await
+        .unwrap();
+    for turn in 0..4 {
+        memory
+            .add_message(Message::new(Role::User, format!("q{turn}")))
+            .await
+            .unwrap();
+        memory
+            .add_message(Message::new(Role::Assistant, format!("a{turn}")))
+            .await
+            .unwrap();
+    }
+    let history = memory.get_history().await.unwrap();
+    assert_eq!(contents(&history), ["be brief", "q2", "a2", "q3", "a3"]);
+    let full = ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        ..config.clone()
+    };
+    let all = open(store.clone(), full).await.get_history().await.unwrap();
+    assert_eq!(all.len(), 9, "full strategy returns everything");
+    // Reopening continues the sequence, so order survives a restart.
+    let reopened = open(store.clone(), config).await;
+    reopened
+        .add_message(Message::new(Role::User, "q4"))
+        .await
+        .unwrap();
+    let history = reopened.get_history().await.unwrap();
+    assert_eq!(contents(&history).last().copied(), Some("q4"));
+}
+
+#[tokio::test]
+async fn capacity_evicts_whole_oldest_messages() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let config = ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        max_turns: 10,
+        max_messages: Some(3),
+        compact: None,
+    };
+    let memory = open(store.clone(), config).await;
+    for i in 0..5 {
+        memory
+            .add_message(Message::new(Role::User, format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let history = memory.get_history().await.unwrap();
+    assert_eq!(
+        contents(&history),
+        ["m2", "m3", "m4"],
+        "the oldest whole messages are deleted"
+    );
+    assert_eq!(store.count(&memory.session().exact()).await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn compaction_replaces_old_tool_results_only() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let compact = CompactConfig {
+        context_window: 200,
+        reserved_tokens: 50,
+        keep_recent: 1,
+    };
+    let config = ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        max_turns: 10,
+        max_messages: None,
+        compact: Some(compact),
+    };
+    let memory = open(store, config).await;
+    memory
+        .add_message(Message::new(Role::User, "run the tools"))
+        .await
+        .unwrap();
+    let big = "x".repeat(400); // about 100 tokens each
+    memory
+        .add_message(Message::tool_result("call-1", big.clone()))
+        .await
+        .unwrap();
+    let history = memory.get_history().await.unwrap();
+    assert!(!history[1].compacted, "under budget nothing is compacted");
+    memory
+        .add_message(Message::tool_result("call-2", big.clone()))
+        .await
+        .unwrap();
+    let history = memory.get_history().await.unwrap();
+    assert!(
+        history[1].compacted,
+        "the old tool result is compacted once over budget"
+    );
+    assert!(
+        history[1]
+            .content
+            .starts_with("[tool result compacted: 400 characters")
+    );
+    assert_eq!(
+        history[1].tool_call_id.as_deref(),
+        Some("call-1"),
+        "the call id survives"
+    );
+    assert!(
+        !history[2].compacted && history[2].content == big,
+        "keep_recent results stay whole"
+    );
+    assert_eq!(
+        history[0].content, "run the tools",
+        "non-tool messages are never compacted"
+    );
+    assert!(memory.estimated_tokens().await.unwrap() <= 150);
+}
+
+#[tokio::test]
+async fn bad_config_is_rejected() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let session = Namespace::parse("s").unwrap();
+    let bad = [
+        ConversationConfig {
+            max_turns: 0,
+            ..Default::default()
+        },
+        ConversationConfig {
+            max_messages: Some(0),
+            ..Default::default()
+        },
+        ConversationConfig {
+            compact: Some(CompactConfig {
+                context_window: 10,
+                reserved_tokens: 10,
+                keep_recent: 1,
+            }),
+            ..Default::default()
+        },
+    ];
+    for config in bad {
+        let result = ConversationMemory::open(store.clone(), session.clone(), config).await;
+        assert!(matches!(
+            result,
+            Err(memory_core::MemoryError::InvalidInput(_))
+        ));
+    }
+    let empty = ConversationMemory::open(store, session, ConversationConfig::default())
+        .await
+        .unwrap();
+    assert!(
+        empty
+            .add_message(Message::new(Role::User, "  "))
+            .await
+            .is_err()
+    );
+    assert!(empty.get_history().await.unwrap().is_empty());
+}

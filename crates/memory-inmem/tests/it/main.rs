@@ -1,0 +1,6 @@
+//! Integration tests of the in-memory backends: the conformance suite, properties,
+//! concurrency and conversation memory.
+
+mod conformance;
+mod conversation;
+mod properties;
