@@ -1,0 +1,222 @@
+//! Agent context rendering (seed 004's `get_context_for_agent`): an entity's neighbourhood
+//! as compact text an agent can paste into a prompt, for any [`KnowledgeGraph`].
+
+use std::collections::{HashMap, HashSet};
+
+use memory_core::{GraphEntity, KnowledgeGraph, MemoryError, Namespace, Result, async_trait};
+
+/// Longest description shown for an entity, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 160;
+
+/// Conveniences over any [`KnowledgeGraph`], built only from the trait's methods so every
+/// backend (in-memory, SQLite, PostgreSQL) gets them. Implemented for every graph, including
+/// `dyn KnowledgeGraph`; backends do not override it.
+#[async_trait]
+pub trait KnowledgeGraphExt: KnowledgeGraph {
+    /// The neighbourhood of entity `id` up to `depth` hops as compact text, at most
+    /// `max_chars` characters (Unicode scalar values) long.
+    ///
+    /// One block per entity, the start first and then in
+    /// [`get_related`](KnowledgeGraph::get_related) order (hops, score, id):
+    ///
+    /// ```text
+    /// [person] zhang
+    ///   -- colleague_of --> li
+    ///   -- leads --> project-alpha
+    /// [person] li
+    ///   -- works_on --> project-alpha
+    /// [project] project-alpha: the web rewrite
+    /// ```
+    ///
+    /// The header is `[entity type] name`, followed by `: description` when there is one
+    /// (whitespace collapsed, cut at 160 characters). Below it come the relations between
+    /// entities of the neighbourhood that were not shown yet: `  -- type --> other` for
+    /// outgoing ones, `  <-- type -- other` for incoming ones, so each relation appears
+    /// once. Output stops at the last whole line that fits in `max_chars`; when not even the
+    /// first line fits, it is cut at a character boundary. Depth 0 renders the entity alone.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when the entity does not exist; backend errors.
+    async fn context_for_agent(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+        max_chars: usize,
+    ) -> Result<String>;
+}
+
+#[async_trait]
+impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
+    async fn context_for_agent(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+        max_chars: usize,
+    ) -> Result<String> {
+        let Some(start) = self.get_entity(namespace, id).await? else {
+            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+        };
+        let related = if depth == 0 {
+            Vec::new()
+        } else {
+            self.get_related(namespace, id, depth).await?
+        };
+        let entities: Vec<GraphEntity> = std::iter::once(start)
+            .chain(related.into_iter().map(|scored| scored.entity))
+            .collect();
+        let names: HashMap<&str, String> = entities
+            .iter()
+            .map(|entity| (entity.id.as_str(), one_line(&entity.name, usize::MAX)))
+            .collect();
+        let mut text = BoundedText::new(max_chars);
+        let mut shown: HashSet<(String, String, String)> = HashSet::new();
+        'entities: for entity in &entities {
+            if !text.push_line(&header(entity)) {
+                break;
+            }
+            for relation in self.relations_of(namespace, &entity.id).await? {
+                let outgoing = relation.source_id == entity.id;
+                let other = if outgoing {
+                    &relation.target_id
+                } else {
+                    &relation.source_id
+                };
+                let Some(other_name) = names.get(other.as_str()) else {
+                    continue;
+                };
+                let key = (
+                    relation.source_id.clone(),
+                    relation.target_id.clone(),
+                    relation.relation_type.clone(),
+                );
+                if !shown.insert(key) {
+                    continue;
+                }
+                let relation_type = one_line(&relation.relation_type, usize::MAX);
+                let line = if outgoing {
+                    format!("  -- {relation_type} --> {other_name}")
+                } else {
+                    format!("  <-- {relation_type} -- {other_name}")
+                };
+                if !text.push_line(&line) {
+                    break 'entities;
+                }
+            }
+        }
+        Ok(text.into_string())
+    }
+}
+
+/// `[type] name` with `: description` when there is one.
+fn header(entity: &GraphEntity) -> String {
+    let mut line = format!(
+        "[{}] {}",
+        one_line(&entity.entity_type, usize::MAX),
+        one_line(&entity.name, usize::MAX)
+    );
+    let description = one_line(&entity.description, MAX_DESCRIPTION_CHARS);
+    if !description.is_empty() {
+        line.push_str(": ");
+        line.push_str(&description);
+    }
+    line
+}
+
+/// `text` with whitespace runs (newlines included) collapsed to one space, cut to
+/// `max_chars` characters with a trailing `…` when longer.
+fn one_line(text: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
+    let mut count = 0usize;
+    for word in text.split_whitespace() {
+        for c in (count > 0).then_some(' ').into_iter().chain(word.chars()) {
+            if count >= max_chars {
+                if max_chars > 0 {
+                    // Replace the last character with the ellipsis to stay within the limit.
+                    out.pop();
+                    out.push('…');
+                }
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    out
+}
+
+/// Lines joined by `\n`, never longer than a character budget.
+#[derive(Debug)]
+struct BoundedText {
+    text: String,
+    chars: usize,
+    max_chars: usize,
+}
+
+impl BoundedText {
+    fn new(max_chars: usize) -> Self {
+        Self {
+            text: String::new(),
+            chars: 0,
+            max_chars,
+        }
+    }
+
+    /// Appends `line` when it fits whole and returns whether it did. When the very first
+    /// line does not fit, keeps as many of its characters as fit.
+    fn push_line(&mut self, line: &str) -> bool {
+        let separator = usize::from(!self.text.is_empty());
+        let length = line.chars().count();
+        if self.chars + separator + length <= self.max_chars {
+            if separator == 1 {
+                self.text.push('\n');
+            }
+            self.text.push_str(line);
+            self.chars += separator + length;
+            return true;
+        }
+        if self.text.is_empty() {
+            self.text = line.chars().take(self.max_chars).collect();
+            self.chars = self.text.chars().count();
+        }
+        false
+    }
+
+    fn into_string(self) -> String {
+        self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        let check = |text: &str, max: usize, want: &str| assert_eq!(one_line(text, max), want);
+        check("  a\n b\t\tc  ", usize::MAX, "a b c");
+        check("abcdef", 4, "abc…");
+        check("abcd", 4, "abcd");
+        check("状态管理系统", 3, "状态…");
+        check("abc", 0, "");
+        check("", 5, "");
+    }
+
+    #[test]
+    fn bounded_text_keeps_whole_lines() {
+        let mut text = BoundedText::new(7);
+        assert!(text.push_line("abc"));
+        assert!(text.push_line("def"));
+        assert!(!text.push_line("g"));
+        assert_eq!(text.into_string(), "abc\ndef");
+
+        let mut text = BoundedText::new(4);
+        assert!(!text.push_line("[人物] 张三丰"));
+        assert_eq!(text.into_string(), "[人物]");
+
+        let mut text = BoundedText::new(0);
+        assert!(!text.push_line("x"));
+        assert_eq!(text.into_string(), "");
+    }
+}

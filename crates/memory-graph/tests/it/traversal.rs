@@ -1,0 +1,534 @@
+//! Traversals: cycles, depth limits, seed 004's multi-hop queries, shortest paths, scores,
+//! and agreement with the trait's default algorithms.
+
+use memory_core::{
+    GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED,
+    MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity, TagConstraints,
+    async_trait,
+};
+use memory_graph::PetGraph;
+
+use crate::{XorShift, entity, ns, relation, seeded};
+
+fn chain(types: &[&str]) -> Vec<String> {
+    types.iter().map(|t| (*t).to_owned()).collect()
+}
+
+fn reached(related: &[ScoredEntity]) -> Vec<(&str, usize)> {
+    related
+        .iter()
+        .map(|s| (s.entity.id.as_str(), s.hops))
+        .collect()
+}
+
+#[tokio::test]
+async fn get_related_walks_both_directions_level_by_level() {
+    let ns = ns("walk/seed");
+    let graph = seeded(&ns).await;
+    let depth = |d: usize| {
+        let graph = &graph;
+        let ns = &ns;
+        async move { graph.get_related(ns, "react", d).await.unwrap() }
+    };
+    assert!(depth(0).await.is_empty());
+    assert_eq!(
+        reached(&depth(1).await),
+        [("project-alpha", 1)],
+        "incoming relation followed"
+    );
+    assert_eq!(
+        reached(&depth(2).await),
+        [
+            ("project-alpha", 1),
+            ("li", 2),
+            ("typescript", 2),
+            ("zhang", 2)
+        ]
+    );
+    let all = depth(3).await;
+    assert_eq!(
+        all.len(),
+        4,
+        "the zhang-li-alpha cycle visits each entity once"
+    );
+    assert_eq!(
+        depth(MAX_TRAVERSAL_DEPTH + 100).await,
+        all,
+        "depth is clamped"
+    );
+    assert!(
+        !all.iter()
+            .any(|s| s.entity.id == "island" || s.entity.id == "react")
+    );
+    let zhang = all.iter().find(|s| s.entity.id == "zhang").unwrap();
+    let path: Vec<(&str, &str, &str)> = zhang
+        .path
+        .iter()
+        .map(|r| {
+            (
+                r.source_id.as_str(),
+                r.relation_type.as_str(),
+                r.target_id.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        path,
+        [
+            ("project-alpha", "uses", "react"),
+            ("zhang", "leads", "project-alpha")
+        ],
+        "relations keep their stored direction"
+    );
+    assert!(
+        graph
+            .get_related(&ns, "island", 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        graph.get_related(&ns, "ghost", 1).await,
+        Err(MemoryError::NotFound(_))
+    ));
+    assert!(matches!(
+        graph
+            .get_related(&crate::ns("walk/empty"), "react", 1)
+            .await,
+        Err(MemoryError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn scores_use_hops_and_path_weights() {
+    let ns = ns("walk/scores");
+    let graph = PetGraph::new();
+    for id in ["a", "b", "c", "d"] {
+        graph
+            .add_entity(entity(&ns, id, id, "x", &[]))
+            .await
+            .unwrap();
+    }
+    graph
+        .add_relation(relation(&ns, "a", "b", "r", 0.5))
+        .await
+        .unwrap();
+    graph
+        .add_relation(relation(&ns, "b", "c", "r", 0.4))
+        .await
+        .unwrap();
+    graph
+        .add_relation(relation(&ns, "a", "d", "r", 1.0))
+        .await
+        .unwrap();
+    let related = graph.get_related(&ns, "a", 2).await.unwrap();
+    let scores: Vec<(&str, usize, f32)> = related
+        .iter()
+        .map(|s| (s.entity.id.as_str(), s.hops, s.score))
+        .collect();
+    assert_eq!(scores.len(), 3);
+    assert_eq!(
+        (scores[0].0, scores[0].1),
+        ("d", 1),
+        "higher score first within a level"
+    );
+    assert!((scores[0].2 - 0.5).abs() < 1e-6);
+    assert_eq!((scores[1].0, scores[1].1), ("b", 1));
+    assert!((scores[1].2 - 0.25).abs() < 1e-6);
+    assert_eq!((scores[2].0, scores[2].1), ("c", 2));
+    assert!((scores[2].2 - 0.2 / 3.0).abs() < 1e-6);
+    for scored in &related {
+        assert_eq!(
+            scored.score,
+            memory_core::distance_score(scored.hops, &scored.path)
+        );
+    }
+}
+
+#[tokio::test]
+async fn depth_limits_on_a_long_chain_and_a_ring() {
+    let ns = ns("walk/chain");
+    let graph = PetGraph::new();
+    let n = 50;
+    for i in 0..n {
+        graph
+            .add_entity(entity(&ns, &format!("n{i:02}"), "node", "x", &[]))
+            .await
+            .unwrap();
+    }
+    for i in 0..n {
+        // A ring: n49 -> n00 closes the cycle.
+        let next = (i + 1) % n;
+        graph
+            .add_relation(relation(
+                &ns,
+                &format!("n{i:02}"),
+                &format!("n{next:02}"),
+                "next",
+                1.0,
+            ))
+            .await
+            .unwrap();
+    }
+    for depth in [1, 2, 5, 24, 25] {
+        let related = graph.get_related(&ns, "n00", depth).await.unwrap();
+        assert_eq!(
+            related.len(),
+            (2 * depth).min(n - 1),
+            "depth {depth} on a ring"
+        );
+        assert!(
+            related
+                .iter()
+                .all(|s| s.hops <= depth && s.path.len() == s.hops)
+        );
+    }
+    let all = graph.get_related(&ns, "n00", 1000).await.unwrap();
+    assert_eq!(all.len(), n - 1, "every node once, the start excluded");
+    assert_eq!(all.iter().map(|s| s.hops).max(), Some(25));
+
+    // Past MAX_TRAVERSAL_DEPTH hops a chain is cut off.
+    let line = ns.child("line").unwrap();
+    for i in 0..=40 {
+        graph
+            .add_entity(entity(&line, &format!("l{i:02}"), "l", "x", &[]))
+            .await
+            .unwrap();
+    }
+    for i in 0..40 {
+        graph
+            .add_relation(relation(
+                &line,
+                &format!("l{i:02}"),
+                &format!("l{:02}", i + 1),
+                "next",
+                1.0,
+            ))
+            .await
+            .unwrap();
+    }
+    let far = graph.get_related(&line, "l00", usize::MAX).await.unwrap();
+    assert_eq!(far.len(), MAX_TRAVERSAL_DEPTH);
+    assert_eq!(
+        graph.shortest_path(&line, "l00", "l40").await.unwrap(),
+        None
+    );
+    let within = graph
+        .shortest_path(&line, "l00", "l32")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(within.len(), MAX_TRAVERSAL_DEPTH);
+}
+
+#[tokio::test]
+async fn traversal_stops_after_max_visited() {
+    let ns = ns("walk/star");
+    let graph = PetGraph::new();
+    graph
+        .add_entity(entity(&ns, "hub", "hub", "x", &[]))
+        .await
+        .unwrap();
+    let leaves = MAX_TRAVERSAL_VISITED + 50;
+    for i in 0..leaves {
+        let id = format!("leaf{i:05}");
+        graph
+            .add_entity(entity(&ns, &id, "leaf", "x", &[]))
+            .await
+            .unwrap();
+        graph
+            .add_relation(relation(&ns, "hub", &id, "has", 1.0))
+            .await
+            .unwrap();
+    }
+    let related = graph.get_related(&ns, "hub", 3).await.unwrap();
+    assert_eq!(related.len(), MAX_TRAVERSAL_VISITED);
+    assert_eq!(graph.degree(&ns, "hub").await.unwrap(), leaves);
+    assert_eq!(graph.degree_centrality(&ns, "hub").unwrap(), 1.0);
+    let leaf = graph.degree_centrality(&ns, "leaf00000").unwrap();
+    assert!((leaf - 1.0 / leaves as f32).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn multi_hop_on_the_seed_004_graph() {
+    let ns = ns("walk/multi-hop");
+    let graph = seeded(&ns).await;
+    let hop = |start: &'static str, types: &'static [&'static str]| {
+        let graph = &graph;
+        let ns = &ns;
+        async move { graph.multi_hop(ns, start, &chain(types)).await }
+    };
+    // Seed 004: the projects of zhang's colleagues.
+    let result = hop("zhang", &["colleague_of", "works_on"]).await.unwrap();
+    assert_eq!(result.results, ["project-alpha"]);
+    let path: Vec<(&str, &str, &str)> = result.paths[0]
+        .iter()
+        .map(|r| {
+            (
+                r.source_id.as_str(),
+                r.relation_type.as_str(),
+                r.target_id.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        path,
+        [
+            ("zhang", "colleague_of", "li"),
+            ("li", "works_on", "project-alpha")
+        ]
+    );
+    // The technologies of the colleague's project: three hops, two end entities.
+    let result = hop("zhang", &["colleague_of", "works_on", "uses"])
+        .await
+        .unwrap();
+    assert_eq!(result.results, ["react", "typescript"]);
+    assert_eq!(result.paths.len(), 2);
+    assert!(result.paths.iter().all(|p| p.len() == 3));
+    assert_eq!(result.paths[1][2].target_id, "typescript");
+    // Relations are followed along their direction only.
+    assert_eq!(
+        hop("project-alpha", &["leads"]).await.unwrap(),
+        MultiHopResult::default()
+    );
+    assert_eq!(
+        hop("zhang", &["leads"]).await.unwrap().results,
+        ["project-alpha"]
+    );
+    // Relation types match exactly.
+    assert!(
+        hop("zhang", &["Colleague_Of"])
+            .await
+            .unwrap()
+            .results
+            .is_empty()
+    );
+    // A chain that dies out midway.
+    assert!(
+        hop("zhang", &["leads", "leads", "uses"])
+            .await
+            .unwrap()
+            .results
+            .is_empty()
+    );
+    // Errors.
+    assert!(matches!(
+        hop("zhang", &[]).await,
+        Err(MemoryError::InvalidInput(_))
+    ));
+    assert!(matches!(
+        hop("ghost", &["leads"]).await,
+        Err(MemoryError::NotFound(_))
+    ));
+    let too_long: Vec<String> = vec!["leads".to_owned(); MAX_TRAVERSAL_DEPTH + 1];
+    assert!(matches!(
+        graph.multi_hop(&ns, "zhang", &too_long).await,
+        Err(MemoryError::InvalidInput(_))
+    ));
+}
+
+#[tokio::test]
+async fn multi_hop_keeps_every_path_to_a_shared_end() {
+    let ns = ns("walk/multi-paths");
+    let graph = PetGraph::new();
+    for id in ["me", "c1", "c2", "p"] {
+        graph
+            .add_entity(entity(&ns, id, id, "x", &[]))
+            .await
+            .unwrap();
+    }
+    for (from, kind, to) in [
+        ("me", "colleague_of", "c2"),
+        ("me", "colleague_of", "c1"),
+        ("c1", "works_on", "p"),
+        ("c2", "works_on", "p"),
+        ("p", "works_on", "p"),
+    ] {
+        graph
+            .add_relation(relation(&ns, from, to, kind, 1.0))
+            .await
+            .unwrap();
+    }
+    let result = graph
+        .multi_hop(&ns, "me", &chain(&["colleague_of", "works_on"]))
+        .await
+        .unwrap();
+    assert_eq!(result.results, ["p"]);
+    let via: Vec<&str> = result
+        .paths
+        .iter()
+        .map(|p| p[0].target_id.as_str())
+        .collect();
+    assert_eq!(
+        via,
+        ["c1", "c2"],
+        "paths in order of the intermediate entity"
+    );
+    // A self loop can be followed repeatedly.
+    let result = graph
+        .multi_hop(&ns, "c1", &chain(&["works_on", "works_on", "works_on"]))
+        .await
+        .unwrap();
+    assert_eq!(result.results, ["p"]);
+    assert_eq!(result.paths.len(), 1);
+}
+
+#[tokio::test]
+async fn shortest_paths() {
+    let ns = ns("walk/shortest");
+    let graph = seeded(&ns).await;
+    let path = |from: &'static str, to: &'static str| {
+        let graph = &graph;
+        let ns = &ns;
+        async move { graph.shortest_path(ns, from, to).await }
+    };
+    let found = path("li", "react").await.unwrap().unwrap();
+    let hops: Vec<(&str, &str)> = found
+        .iter()
+        .map(|r| (r.source_id.as_str(), r.target_id.as_str()))
+        .collect();
+    assert_eq!(hops, [("li", "project-alpha"), ("project-alpha", "react")]);
+    assert_eq!(
+        path("react", "typescript").await.unwrap().map(|p| p.len()),
+        Some(2)
+    );
+    assert_eq!(path("zhang", "li").await.unwrap().map(|p| p.len()), Some(1));
+    assert_eq!(path("li", "li").await.unwrap(), Some(vec![]));
+    assert_eq!(path("li", "island").await.unwrap(), None);
+    assert!(
+        matches!(path("ghost", "li").await, Err(MemoryError::NotFound(m)) if m.contains("ghost"))
+    );
+    assert!(
+        matches!(path("li", "ghost").await, Err(MemoryError::NotFound(m)) if m.contains("ghost"))
+    );
+}
+
+/// A graph that forwards the required methods to a [`PetGraph`] and keeps the trait's
+/// default traversal algorithms: the reference the native ones must agree with.
+#[derive(Debug)]
+struct DefaultAlgorithms(PetGraph);
+
+#[async_trait]
+impl KnowledgeGraph for DefaultAlgorithms {
+    async fn add_entity(&self, entity: GraphEntity) -> Result<()> {
+        self.0.add_entity(entity).await
+    }
+    async fn update_entity(&self, entity: GraphEntity) -> Result<()> {
+        self.0.update_entity(entity).await
+    }
+    async fn get_entity(&self, namespace: &Namespace, id: &str) -> Result<Option<GraphEntity>> {
+        self.0.get_entity(namespace, id).await
+    }
+    async fn remove_entity(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        self.0.remove_entity(namespace, id).await
+    }
+    async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
+        self.0.add_relation(relation).await
+    }
+    async fn remove_relation(
+        &self,
+        namespace: &Namespace,
+        source_id: &str,
+        target_id: &str,
+        relation_type: &str,
+    ) -> Result<bool> {
+        self.0
+            .remove_relation(namespace, source_id, target_id, relation_type)
+            .await
+    }
+    async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
+        self.0.relations_of(namespace, id).await
+    }
+    async fn find_by_keywords(
+        &self,
+        scope: &Scope,
+        keywords: &[String],
+    ) -> Result<Vec<GraphEntity>> {
+        self.0.find_by_keywords(scope, keywords).await
+    }
+    async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
+        self.0.find_tags(scope, prefix).await
+    }
+    async fn entity_count_by_tag(&self, scope: &Scope, tag: &str) -> Result<usize> {
+        self.0.entity_count_by_tag(scope, tag).await
+    }
+    async fn set_entity_tags(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        tags: Vec<String>,
+    ) -> Result<()> {
+        self.0.set_entity_tags(namespace, id, tags).await
+    }
+    fn tag_constraints(&self) -> TagConstraints {
+        self.0.tag_constraints()
+    }
+    async fn list_entities(&self, scope: &Scope) -> Result<Vec<GraphEntity>> {
+        self.0.list_entities(scope).await
+    }
+    async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>> {
+        self.0.list_relations(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        self.0.clear(scope).await
+    }
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        self.0.list_namespaces(scope).await
+    }
+}
+
+#[tokio::test]
+async fn native_traversals_agree_with_the_default_algorithms() {
+    let relation_types = ["knows", "uses", "part_of"];
+    for seed in 1..=12u64 {
+        let mut rng = XorShift(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+        let ns = ns(&format!("walk/agree-{seed}"));
+        let reference = DefaultAlgorithms(PetGraph::new());
+        let n = 10 + rng.below(40) as usize;
+        for i in 0..n {
+            reference
+                .add_entity(entity(&ns, &format!("e{i}"), "e", "x", &[]))
+                .await
+                .unwrap();
+        }
+        let edges = rng.below(3 * n as u64) as usize;
+        for _ in 0..edges {
+            let from = format!("e{}", rng.below(n as u64));
+            let to = format!("e{}", rng.below(n as u64));
+            let kind = relation_types[rng.below(3) as usize];
+            let weight = (1 + rng.below(10)) as f32 / 10.0;
+            reference
+                .add_relation(relation(&ns, &from, &to, kind, weight))
+                .await
+                .unwrap();
+        }
+        let native = &reference.0;
+        for _ in 0..15 {
+            let from = format!("e{}", rng.below(n as u64));
+            let to = format!("e{}", rng.below(n as u64));
+            let depth = rng.below(6) as usize;
+            assert_eq!(
+                native.get_related(&ns, &from, depth).await.unwrap(),
+                reference.get_related(&ns, &from, depth).await.unwrap(),
+                "get_related {from} {depth} (seed {seed})"
+            );
+            assert_eq!(
+                native.shortest_path(&ns, &from, &to).await.unwrap(),
+                reference.shortest_path(&ns, &from, &to).await.unwrap(),
+                "shortest_path {from} {to} (seed {seed})"
+            );
+            let hops: Vec<String> = (0..1 + rng.below(3))
+                .map(|_| relation_types[rng.below(3) as usize].to_owned())
+                .collect();
+            assert_eq!(
+                native.multi_hop(&ns, &from, &hops).await.unwrap(),
+                reference.multi_hop(&ns, &from, &hops).await.unwrap(),
+                "multi_hop {from} {hops:?} (seed {seed})"
+            );
+            assert_eq!(
+                native.degree(&ns, &from).await.unwrap(),
+                reference.degree(&ns, &from).await.unwrap()
+            );
+        }
+    }
+}
