@@ -1,0 +1,268 @@
+//! Eviction and decay over any [`MemoryStore`]: what to forget, and when.
+//!
+//! Policies apply per namespace: a capacity of 1 000 means each namespace (tenant, agent or
+//! session) keeps at most 1 000 items, so one tenant's writes never evict another's memories.
+//!
+//! Costs per pass and namespace (`n` items, `e` evicted): TTL and Capacity use the store's
+//! time-ordered `list` (for the in-memory store `O(log n + e)`); RecallBased reads the recall
+//! statistics of every item and keeps the `e` least valuable in a bounded heap,
+//! `O(n log e)`. Passes run every `check_interval` writes, so the amortised cost per write is
+//! `O(n / check_interval)` at worst; a backend with a value index can supply its own pass.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use chrono::{DateTime, Duration, Utc};
+use memory_core::{
+    DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig, Result, Scope,
+};
+use serde::{Deserialize, Serialize};
+
+/// What one maintenance pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaintenanceReport {
+    /// Items deleted because their TTL passed.
+    pub expired: usize,
+    /// Items whose importance decay lowered.
+    pub decayed: usize,
+    /// Items deleted by capacity or recall value, or because decay took them under the threshold.
+    pub evicted: usize,
+}
+
+impl MaintenanceReport {
+    fn add(&mut self, other: MaintenanceReport) {
+        self.expired += other.expired;
+        self.decayed += other.decayed;
+        self.evicted += other.evicted;
+    }
+}
+
+/// Runs `policy` over every namespace in `scope` at time `now`.
+///
+/// # Errors
+/// [`memory_core::MemoryError::InvalidInput`] for an invalid policy; store errors.
+pub async fn evict(
+    store: &dyn MemoryStore,
+    scope: &Scope,
+    policy: &EvictionPolicy,
+    now: DateTime<Utc>,
+) -> Result<MaintenanceReport> {
+    policy.validate()?;
+    let mut report = MaintenanceReport::default();
+    if *policy == EvictionPolicy::None {
+        return Ok(report);
+    }
+    for namespace in store.list_namespaces(scope).await? {
+        report.add(evict_namespace(store, &namespace, policy, now).await?);
+    }
+    Ok(report)
+}
+
+/// Runs `policy` over one namespace.
+///
+/// # Errors
+/// Store errors.
+pub async fn evict_namespace(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    policy: &EvictionPolicy,
+    now: DateTime<Utc>,
+) -> Result<MaintenanceReport> {
+    let mut report = MaintenanceReport::default();
+    match policy {
+        EvictionPolicy::None => {}
+        EvictionPolicy::Ttl { ttl_secs } => {
+            report.expired = expire(store, namespace, *ttl_secs, now).await?
+        }
+        EvictionPolicy::Capacity { max_items } => {
+            report.evicted = evict_oldest(store, namespace, *max_items).await?;
+        }
+        EvictionPolicy::RecallBased(config) => {
+            report.evicted = evict_least_valuable(store, namespace, config, now).await?;
+        }
+        EvictionPolicy::Hybrid {
+            ttl_secs,
+            max_items,
+            recall,
+        } => {
+            if let Some(ttl) = ttl_secs {
+                report.expired = expire(store, namespace, *ttl, now).await?;
+            }
+            if let Some(config) = recall {
+                report.evicted = evict_least_valuable(store, namespace, config, now).await?;
+            } else if let Some(max) = max_items {
+                report.evicted = evict_oldest(store, namespace, *max).await?;
+            }
+        }
+    }
+    Ok(report)
+}
+
+async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
+    let mut deleted = 0;
+    for item in items {
+        if store.delete(&item.namespace, &item.id).await? {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+async fn expire(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    ttl_secs: u64,
+    now: DateTime<Utc>,
+) -> Result<usize> {
+    let ttl = Duration::seconds(i64::try_from(ttl_secs).unwrap_or(i64::MAX).min(1 << 40));
+    let cutoff = now - ttl;
+    let filter = MemoryFilter::new(namespace.exact()).with_time_range(None, Some(cutoff));
+    delete_all(store, store.list(&filter).await?).await
+}
+
+async fn evict_oldest(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    max_items: usize,
+) -> Result<usize> {
+    let count = store.count(&namespace.exact()).await?;
+    if count <= max_items {
+        return Ok(0);
+    }
+    let oldest = store
+        .list(&MemoryFilter::new(namespace.exact()).with_limit(count - max_items))
+        .await?;
+    delete_all(store, oldest).await
+}
+
+/// A heap entry ordered by (value, created_at, id): the greatest is the most valuable, so a
+/// max-heap bounded to `excess` entries keeps the least valuable ones.
+struct Ranked {
+    value: f64,
+    item: MemoryItem,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.value
+            .total_cmp(&other.value)
+            .then_with(|| self.item.created_at.cmp(&other.item.created_at))
+            .then_with(|| self.item.id.cmp(&other.item.id))
+    }
+}
+
+/// The items of `namespace` that a recall-based pass would evict, least valuable first.
+///
+/// # Errors
+/// Store errors.
+pub async fn eviction_order(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    config: &RecallBasedConfig,
+    now: DateTime<Utc>,
+) -> Result<Vec<MemoryItem>> {
+    let count = store.count(&namespace.exact()).await?;
+    if count <= config.max_items {
+        return Ok(Vec::new());
+    }
+    let excess = count - config.max_items;
+    let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(excess + 1);
+    for item in store.list(&MemoryFilter::new(namespace.exact())).await? {
+        let stats = store
+            .recall_stats(namespace, &item.id)
+            .await?
+            .unwrap_or_default();
+        let ranked = Ranked {
+            value: stats.value(now, config),
+            item,
+        };
+        if heap.len() < excess {
+            heap.push(ranked);
+        } else if heap.peek().is_some_and(|top| ranked < *top) {
+            heap.pop();
+            heap.push(ranked);
+        }
+    }
+    Ok(heap
+        .into_sorted_vec()
+        .into_iter()
+        .map(|ranked| ranked.item)
+        .collect())
+}
+
+async fn evict_least_valuable(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    config: &RecallBasedConfig,
+    now: DateTime<Utc>,
+) -> Result<usize> {
+    let victims = eviction_order(store, namespace, config, now).await?;
+    delete_all(store, victims).await
+}
+
+/// Metadata key holding an item's decay state: `{"base": importance, "since": rfc3339}`.
+pub const DECAY_METADATA_KEY: &str = "_decay";
+
+/// Applies importance decay to every item in `scope`: after the grace period, importance is
+/// `base × (1 − daily_rate)^(days − grace)` where `base` is the importance when the item was
+/// last reinforced (created, or last recalled). Items that fall under `min_threshold` are
+/// deleted when `forget_below_threshold` is set. Idempotent for a given `now`.
+///
+/// # Errors
+/// [`memory_core::MemoryError::InvalidInput`] for an invalid config; store errors.
+pub async fn decay(
+    store: &dyn MemoryStore,
+    scope: &Scope,
+    config: &DecayConfig,
+    now: DateTime<Utc>,
+    forget_below_threshold: bool,
+) -> Result<MaintenanceReport> {
+    config.validate()?;
+    let mut report = MaintenanceReport::default();
+    for item in store.list(&MemoryFilter::new(scope.clone())).await? {
+        let state = item.metadata.get(DECAY_METADATA_KEY);
+        let stored_base = state
+            .and_then(|s| s.get("base"))
+            .and_then(|b| b.as_f64())
+            .map(|b| b as f32);
+        let stored_since = state
+            .and_then(|s| s.get("since"))
+            .and_then(|s| s.as_str())
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|s| s.with_timezone(&Utc));
+        let reinforced = item.last_accessed.unwrap_or(item.created_at);
+        let (base, since) = match (stored_base, stored_since) {
+            (Some(base), Some(since)) if reinforced <= since => (base, since),
+            // first pass, or recalled since the last pass: restart from today's importance
+            _ => (item.importance, reinforced),
+        };
+        let decayed = config.decayed(base, since, now);
+        if forget_below_threshold && decayed < config.min_threshold {
+            if store.delete(&item.namespace, &item.id).await? {
+                report.evicted += 1;
+            }
+            continue;
+        }
+        if (decayed - item.importance).abs() > 1e-6 {
+            let mut updated = item.clone();
+            updated.importance = decayed;
+            updated.metadata[DECAY_METADATA_KEY] =
+                serde_json::json!({"base": base, "since": since.to_rfc3339()});
+            store.update(updated).await?;
+            report.decayed += 1;
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,661 @@
+//! The high-level API an agent keeps: remember, recall, recall_context, forget, maintain,
+//! stats, and the conversation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::{DateTime, Utc};
+use memory_core::{
+    Clock, DecayConfig, EvictionConfig, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, Result,
+    RetrievalResult, RetrievalSource, Scope, SystemClock,
+};
+use memory_graph::{KnowledgeGraphExt, PetGraph};
+use memory_inmem::{
+    ConversationConfig, ConversationMemory, InMemoryKnowledgeStore, InMemoryStore, estimate_tokens,
+};
+use serde::{Deserialize, Serialize};
+use tracing::Instrument;
+
+use crate::eviction::{MaintenanceReport, decay, evict, evict_namespace};
+use crate::feedback::RecallRecorder;
+use crate::keywords::AnalyzerKeywordExtractor;
+use crate::retriever::{RecallFilter, Retriever, RetrieverConfig};
+
+/// What to remember: text plus its kind, importance, tags, metadata and time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remember {
+    /// The namespace (tenant / agent / session) it belongs to.
+    pub namespace: Namespace,
+    /// The text.
+    pub text: String,
+    /// Its kind, default episodic.
+    pub kind: MemoryKind,
+    /// Its importance in `[0, 1]`, default 0.5.
+    pub importance: f32,
+    /// Tags (normalised on build).
+    pub tags: Vec<String>,
+    /// Metadata, a JSON object.
+    pub metadata: serde_json::Value,
+    /// Creation time; default the clock's now (set it when replaying old conversations).
+    pub created_at: Option<DateTime<Utc>>,
+    /// An explicit id; default a fresh one.
+    pub id: Option<String>,
+    /// Where it came from.
+    pub source: Option<String>,
+}
+
+impl Remember {
+    /// `text` in `namespace`, with defaults for the rest.
+    pub fn new(namespace: Namespace, text: impl Into<String>) -> Self {
+        Self {
+            namespace,
+            text: text.into(),
+            kind: MemoryKind::Episodic,
+            importance: 0.5,
+            tags: Vec::new(),
+            metadata: serde_json::json!({}),
+            created_at: None,
+            id: None,
+            source: None,
+        }
+    }
+
+    /// Sets the kind.
+    pub fn kind(mut self, kind: MemoryKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the importance.
+    pub fn importance(mut self, importance: f32) -> Self {
+        self.importance = importance;
+        self
+    }
+
+    /// Sets the tags.
+    pub fn tags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tags: I) -> Self {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn metadata(mut self, metadata: serde_json::Value) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets the creation time.
+    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.created_at = Some(at);
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the source.
+    pub fn source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+}
+
+/// Per-call recall options; unset fields use the [`Memory`]'s retriever config.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecallOptions {
+    /// A full config replacing the default for this call.
+    pub config: Option<RetrieverConfig>,
+    /// Metadata filters.
+    pub filter: RecallFilter,
+    /// Shortcut for `config.max_results`.
+    pub max_results: Option<usize>,
+}
+
+impl RecallOptions {
+    /// At most `n` results.
+    pub fn max_results(mut self, n: usize) -> Self {
+        self.max_results = Some(n);
+        self
+    }
+
+    /// Only these kinds.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = MemoryKind>) -> Self {
+        self.filter.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// A full config for this call.
+    pub fn config(mut self, config: RetrieverConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+}
+
+/// Counts from [`Memory::stats`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// Items in the scope.
+    pub total: usize,
+    /// Items per kind.
+    pub per_kind: BTreeMap<MemoryKind, usize>,
+    /// Items per namespace.
+    pub per_namespace: BTreeMap<String, usize>,
+    /// Mean `access_count` over the items.
+    pub mean_access: f64,
+    /// The largest namespace's share of the per-namespace capacity, when a capacity is set.
+    pub capacity_use: Option<f64>,
+    /// Knowledge pages in the scope.
+    pub pages: usize,
+    /// Graph entities in the scope.
+    pub entities: usize,
+}
+
+/// The one handle an agent keeps. Share it behind an `Arc`; every method takes `&self`.
+///
+/// ```
+/// use memory_core::Namespace;
+/// use memory_retrieve::Memory;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let memory = Memory::in_memory();
+/// let user = Namespace::parse("user-42")?;
+/// memory.remember(&user, "The user prefers Rust for systems programming").await?;
+/// memory.remember(&user, "The user has a cat called Miso").await?;
+/// let found = memory.recall(&user.subtree(), "which programming language?").await?;
+/// assert!(found.items[0].source.text().contains("Rust"));
+/// let context = memory.recall_context(&user.subtree(), "programming", 200).await?;
+/// assert!(context.starts_with("Relevant memories:"));
+/// # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Memory {
+    store: Arc<dyn MemoryStore>,
+    knowledge: Arc<dyn KnowledgeStore>,
+    graph: Arc<dyn KnowledgeGraph>,
+    clock: Arc<dyn Clock>,
+    retriever: Retriever,
+    recorder: RecallRecorder,
+    eviction: EvictionConfig,
+    decay: Option<DecayConfig>,
+    writes: AtomicUsize,
+}
+
+/// Builds a [`Memory`] from any backends; unset ones default to the in-memory backends.
+#[derive(Debug, Default)]
+pub struct MemoryBuilder {
+    store: Option<Arc<dyn MemoryStore>>,
+    knowledge: Option<Arc<dyn KnowledgeStore>>,
+    graph: Option<Arc<dyn KnowledgeGraph>>,
+    keywords: Option<Arc<dyn KeywordExtractor>>,
+    clock: Option<Arc<dyn Clock>>,
+    retriever: RetrieverConfig,
+    eviction: EvictionConfig,
+    decay: Option<DecayConfig>,
+    recall_batch: usize,
+}
+
+impl MemoryBuilder {
+    /// The memory-item store.
+    pub fn store(mut self, store: Arc<dyn MemoryStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The knowledge-page store.
+    pub fn knowledge(mut self, knowledge: Arc<dyn KnowledgeStore>) -> Self {
+        self.knowledge = Some(knowledge);
+        self
+    }
+
+    /// The knowledge graph.
+    pub fn graph(mut self, graph: Arc<dyn KnowledgeGraph>) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// The keyword extractor for the graph channel.
+    pub fn keyword_extractor(mut self, keywords: Arc<dyn KeywordExtractor>) -> Self {
+        self.keywords = Some(keywords);
+        self
+    }
+
+    /// The clock (a [`memory_core::ManualClock`] in tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Default retrieval settings.
+    pub fn retriever_config(mut self, config: RetrieverConfig) -> Self {
+        self.retriever = config;
+        self
+    }
+
+    /// Eviction policy and interval (per namespace).
+    pub fn eviction(mut self, eviction: EvictionConfig) -> Self {
+        self.eviction = eviction;
+        self
+    }
+
+    /// Importance decay, applied by [`Memory::maintain`].
+    pub fn decay(mut self, decay: DecayConfig) -> Self {
+        self.decay = Some(decay);
+        self
+    }
+
+    /// Recall events per feedback write (default 64).
+    pub fn recall_batch(mut self, events: usize) -> Self {
+        self.recall_batch = events;
+        self
+    }
+
+    /// Validates the settings and builds.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad setting.
+    pub fn build(self) -> Result<Memory> {
+        self.retriever.validate()?;
+        self.eviction.validate()?;
+        if let Some(decay) = &self.decay {
+            decay.validate()?;
+        }
+        Ok(self.assemble())
+    }
+
+    fn assemble(self) -> Memory {
+        let store = self.store.unwrap_or_else(|| Arc::new(InMemoryStore::new()));
+        let knowledge = self
+            .knowledge
+            .unwrap_or_else(|| Arc::new(InMemoryKnowledgeStore::new()));
+        let graph = self.graph.unwrap_or_else(|| Arc::new(PetGraph::new()));
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let keywords = self
+            .keywords
+            .unwrap_or_else(|| Arc::new(AnalyzerKeywordExtractor));
+        let mut retriever = Retriever::new(Arc::clone(&store))
+            .with_knowledge(Arc::clone(&knowledge))
+            .with_graph(Arc::clone(&graph))
+            .with_keyword_extractor(keywords)
+            .with_clock(Arc::clone(&clock));
+        retriever.set_config_unchecked(self.retriever);
+        let batch = if self.recall_batch == 0 {
+            64
+        } else {
+            self.recall_batch
+        };
+        Memory {
+            recorder: RecallRecorder::new(Arc::clone(&store), batch),
+            store,
+            knowledge,
+            graph,
+            clock,
+            retriever,
+            eviction: self.eviction,
+            decay: self.decay,
+            writes: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Memory {
+    /// A builder.
+    pub fn builder() -> MemoryBuilder {
+        MemoryBuilder::default()
+    }
+
+    /// Everything in memory, default settings.
+    pub fn in_memory() -> Self {
+        // The default settings are valid by construction.
+        Self::builder().assemble()
+    }
+
+    /// The memory-item store.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    /// The knowledge-page store.
+    pub fn knowledge(&self) -> &Arc<dyn KnowledgeStore> {
+        &self.knowledge
+    }
+
+    /// The knowledge graph.
+    pub fn graph(&self) -> &Arc<dyn KnowledgeGraph> {
+        &self.graph
+    }
+
+    /// The retriever, for direct use.
+    pub fn retriever(&self) -> &Retriever {
+        &self.retriever
+    }
+
+    /// Remembers `text` in `namespace` as an episodic memory. Returns its id.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for empty or oversized text or the root namespace.
+    pub async fn remember(&self, namespace: &Namespace, text: &str) -> Result<String> {
+        self.remember_with(Remember::new(namespace.clone(), text))
+            .await
+    }
+
+    /// Remembers with every option. Returns the id. Every `check_interval` writes, the
+    /// eviction policy runs on the written namespace.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field; store errors.
+    pub async fn remember_with(&self, request: Remember) -> Result<String> {
+        let span =
+            tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
+        async move {
+            let mut item = MemoryItem::new(request.namespace.clone(), request.text)?
+                .with_kind(request.kind)
+                .with_importance(request.importance)?
+                .with_tags(request.tags)?
+                .with_metadata(request.metadata)?
+                .with_created_at(request.created_at.unwrap_or_else(|| self.clock.now()));
+            if let Some(id) = request.id {
+                item = item.with_id(id)?;
+            }
+            if let Some(source) = request.source {
+                item = item.with_source(source);
+            }
+            let id = item.id.clone();
+            self.store.save(item).await?;
+            let writes = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.eviction.policy != memory_core::EvictionPolicy::None
+                && writes.is_multiple_of(self.eviction.check_interval)
+            {
+                let report = evict_namespace(
+                    &*self.store,
+                    &request.namespace,
+                    &self.eviction.policy,
+                    self.clock.now(),
+                )
+                .await?;
+                tracing::debug!(
+                    expired = report.expired,
+                    evicted = report.evicted,
+                    "eviction pass"
+                );
+            }
+            Ok(id)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Recalls the best memories, pages and entities in `scope` for `query`, with default
+    /// options. Each result carries its score breakdown; recall statistics are recorded in
+    /// the background.
+    ///
+    /// # Errors
+    /// As [`Retriever::retrieve_with`].
+    pub async fn recall(&self, scope: &Scope, query: &str) -> Result<RetrievalResult> {
+        self.recall_with(scope, query, &RecallOptions::default())
+            .await
+    }
+
+    /// Recalls with options.
+    ///
+    /// # Errors
+    /// As [`Retriever::retrieve_with`].
+    pub async fn recall_with(
+        &self,
+        scope: &Scope,
+        query: &str,
+        options: &RecallOptions,
+    ) -> Result<RetrievalResult> {
+        let mut config = options
+            .config
+            .clone()
+            .unwrap_or_else(|| self.retriever.config().clone());
+        if let Some(max) = options.max_results {
+            config.max_results = max;
+        }
+        let result = self
+            .retriever
+            .retrieve_with(scope, query, &options.filter, &config)
+            .await?;
+        let now = self.clock.now();
+        let events: Vec<RecallEvent> = result
+            .items
+            .iter()
+            .filter_map(|scored| match &scored.source {
+                RetrievalSource::Memory(item) => Some(RecallEvent {
+                    namespace: item.namespace.clone(),
+                    id: item.id.clone(),
+                    score: scored.score,
+                    at: now,
+                }),
+                _ => None,
+            })
+            .collect();
+        if !events.is_empty() {
+            self.recorder.record(events).await?;
+        }
+        Ok(result)
+    }
+
+    /// The best results rendered as prompt-ready text within `max_tokens` (estimated):
+    /// memories first as a bullet list, then pages and entities, and the neighbourhood of the
+    /// best entity from the graph. Results that do not fit are left out whole.
+    ///
+    /// # Errors
+    /// As [`recall`](Self::recall).
+    pub async fn recall_context(
+        &self,
+        scope: &Scope,
+        query: &str,
+        max_tokens: usize,
+    ) -> Result<String> {
+        let result = self.recall(scope, query).await?;
+        let mut memories = Vec::new();
+        let mut knowledge = Vec::new();
+        let mut best_entity = None;
+        for scored in &result.items {
+            match &scored.source {
+                RetrievalSource::Memory(item) => {
+                    memories.push(format!("- {}", one_line(&item.content)))
+                }
+                RetrievalSource::KnowledgePage(page) => knowledge.push(format!(
+                    "- {}: {}",
+                    one_line(&page.title),
+                    one_line(&page.summary)
+                )),
+                RetrievalSource::GraphEntity(entity) => {
+                    best_entity.get_or_insert_with(|| entity.clone());
+                    knowledge.push(format!(
+                        "- [{}] {}",
+                        entity.entity_type,
+                        one_line(&entity.name)
+                    ));
+                }
+            }
+        }
+        let mut out = String::new();
+        let mut used = 0;
+        render_section(
+            "Relevant memories:",
+            &memories,
+            max_tokens,
+            &mut used,
+            &mut out,
+        );
+        render_section(
+            "Relevant knowledge:",
+            &knowledge,
+            max_tokens,
+            &mut used,
+            &mut out,
+        );
+        if let Some(entity) = best_entity {
+            let remaining_chars = max_tokens.saturating_sub(used).saturating_mul(4);
+            if remaining_chars > 40 {
+                let context = self
+                    .graph
+                    .context_for_agent(&entity.namespace, &entity.id, 1, remaining_chars - 20)
+                    .await?;
+                if !context.is_empty() {
+                    let lines: Vec<String> = context.lines().map(str::to_owned).collect();
+                    render_section("Related:", &lines, max_tokens, &mut used, &mut out);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets one memory. Returns whether it existed.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn forget(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        self.store.delete(namespace, id).await
+    }
+
+    /// Forgets every memory matching `filter` (its limit is ignored). Returns how many.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn forget_matching(&self, filter: &MemoryFilter) -> Result<usize> {
+        let mut filter = filter.clone();
+        filter.limit = None;
+        let mut deleted = 0;
+        for item in self.store.list(&filter).await? {
+            if self.store.delete(&item.namespace, &item.id).await? {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Runs TTL, decay and eviction on `scope` now, after writing pending recall feedback.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn maintain(&self, scope: &Scope) -> Result<MaintenanceReport> {
+        let span = tracing::debug_span!("maintain", scope = %scope.namespace);
+        async move {
+            self.recorder.flush().await?;
+            let now = self.clock.now();
+            let mut report = MaintenanceReport::default();
+            if let Some(config) = &self.decay {
+                let decayed = decay(&*self.store, scope, config, now, true).await?;
+                report.decayed = decayed.decayed;
+                report.evicted += decayed.evicted;
+            }
+            let evicted = evict(&*self.store, scope, &self.eviction.policy, now).await?;
+            report.expired += evicted.expired;
+            report.evicted += evicted.evicted;
+            tracing::debug!(
+                expired = report.expired,
+                decayed = report.decayed,
+                evicted = report.evicted,
+                "maintained"
+            );
+            Ok(report)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Writes pending recall feedback now.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn flush(&self) -> Result<()> {
+        self.recorder.flush().await
+    }
+
+    /// Counts per kind and namespace, mean access count, capacity use, pages and entities.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn stats(&self, scope: &Scope) -> Result<MemoryStats> {
+        self.recorder.flush().await?;
+        let items = self.store.list(&MemoryFilter::new(scope.clone())).await?;
+        let mut stats = MemoryStats {
+            total: items.len(),
+            ..MemoryStats::default()
+        };
+        let mut access = 0u64;
+        for item in &items {
+            *stats.per_kind.entry(item.kind).or_default() += 1;
+            *stats
+                .per_namespace
+                .entry(item.namespace.to_string())
+                .or_default() += 1;
+            access = access.saturating_add(item.access_count);
+        }
+        stats.mean_access = if items.is_empty() {
+            0.0
+        } else {
+            access as f64 / items.len() as f64
+        };
+        let capacity = match &self.eviction.policy {
+            memory_core::EvictionPolicy::Capacity { max_items } => Some(*max_items),
+            memory_core::EvictionPolicy::RecallBased(config) => Some(config.max_items),
+            memory_core::EvictionPolicy::Hybrid {
+                max_items, recall, ..
+            } => recall.map(|r| r.max_items).or(*max_items),
+            _ => None,
+        };
+        stats.capacity_use = capacity.map(|cap| {
+            stats.per_namespace.values().copied().max().unwrap_or(0) as f64 / cap as f64
+        });
+        stats.pages = self.knowledge.get_index(scope).await?.len();
+        stats.entities = self.graph.list_entities(scope).await?.len();
+        Ok(stats)
+    }
+
+    /// The conversation of session `session`, stored in this memory's store.
+    ///
+    /// # Errors
+    /// As [`ConversationMemory::open`].
+    pub async fn conversation(
+        &self,
+        session: Namespace,
+        config: ConversationConfig,
+    ) -> Result<ConversationMemory> {
+        ConversationMemory::open_with_clock(
+            Arc::clone(&self.store),
+            session,
+            config,
+            Arc::clone(&self.clock),
+        )
+        .await
+    }
+}
+
+/// Appends `title` and as many whole `lines` as fit in the token budget.
+fn render_section(
+    title: &str,
+    lines: &[String],
+    max_tokens: usize,
+    used: &mut usize,
+    out: &mut String,
+) {
+    let header_cost = estimate_tokens(title) + 1;
+    let mut wrote_header = false;
+    for line in lines {
+        let cost = estimate_tokens(line) + 1 + if wrote_header { 0 } else { header_cost };
+        if *used + cost > max_tokens {
+            continue;
+        }
+        if !wrote_header {
+            out.push_str(title);
+            out.push('\n');
+            wrote_header = true;
+        }
+        out.push_str(line);
+        out.push('\n');
+        *used += cost;
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,646 @@
+//! The retriever: one query, every channel in parallel, fused, scored, thresholded, ranked.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use memory_core::{
+    Channel, Clock, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MAX_TRAVERSAL_DEPTH,
+    MemoryError, MemoryFilter, MemoryKind, MemoryStore, Namespace, PageQuery, Result,
+    RetrievalResult, RetrievalSource, Scope, ScoreBreakdown, ScoredItem, SearchQuery, SignalScore,
+    SystemClock, Tag, entity_matches_keyword,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::keywords::AnalyzerKeywordExtractor;
+use crate::scoring::{
+    NGrams, ScoringStrategy, Signals, combine, frequency, recency, reciprocal_rank, reference,
+    temporal_weight, text_overlap,
+};
+
+/// Longest query accepted, in bytes.
+pub const DEFAULT_MAX_QUERY_BYTES: usize = 16 * 1024;
+/// Most results one call may ask for.
+pub const MAX_RESULTS_LIMIT: usize = 1000;
+/// Most matched entities expanded by traversal per query.
+pub const MAX_EXPANDED_ENTITIES: usize = 10;
+
+/// Which channels a retrieval uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalStrategy {
+    /// Every channel, fused (default).
+    #[default]
+    Hybrid,
+    /// Knowledge pages only.
+    KnowledgeOnly,
+    /// The knowledge graph only.
+    GraphOnly,
+    /// Memory items only.
+    MemoryOnly,
+}
+
+impl RetrievalStrategy {
+    fn memory(self) -> bool {
+        matches!(self, Self::Hybrid | Self::MemoryOnly)
+    }
+    fn knowledge(self) -> bool {
+        matches!(self, Self::Hybrid | Self::KnowledgeOnly)
+    }
+    fn graph(self) -> bool {
+        matches!(self, Self::Hybrid | Self::GraphOnly)
+    }
+}
+
+/// How candidates from several channels are combined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "fusion", rename_all = "snake_case")]
+pub enum Fusion {
+    /// Score every candidate with the scoring strategy's weighted signals (default).
+    #[default]
+    Weighted,
+    /// Reciprocal rank fusion of the channels' own rankings, `Σ 1 / (k + rank)`, normalised.
+    ReciprocalRank {
+        /// The RRF constant, usually 60.
+        k: f32,
+    },
+}
+
+/// Settings of a retrieval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrieverConfig {
+    /// Which channels.
+    pub strategy: RetrievalStrategy,
+    /// How each candidate is scored.
+    pub scoring: ScoringStrategy,
+    /// How channels are fused.
+    pub fusion: Fusion,
+    /// Most results returned (1 to [`MAX_RESULTS_LIMIT`]), default 20.
+    pub max_results: usize,
+    /// Results under this score are dropped, in `[0, 1]`, default 0.05.
+    pub min_score: f32,
+    /// Traversal depth from matched entities (at most [`MAX_TRAVERSAL_DEPTH`]), default 2.
+    pub graph_depth: usize,
+    /// Candidates each channel contributes before scoring, default 50.
+    pub candidates_per_channel: usize,
+    /// Half-life of the recency signal, in hours, default one week.
+    pub recency_half_life_hours: f64,
+    /// Longest query accepted, in bytes.
+    pub max_query_bytes: usize,
+}
+
+impl Default for RetrieverConfig {
+    fn default() -> Self {
+        Self {
+            strategy: RetrievalStrategy::Hybrid,
+            scoring: ScoringStrategy::default(),
+            fusion: Fusion::Weighted,
+            max_results: 20,
+            min_score: 0.05,
+            graph_depth: 2,
+            candidates_per_channel: 50,
+            recency_half_life_hours: 24.0 * 7.0,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+        }
+    }
+}
+
+impl RetrieverConfig {
+    /// Checks every setting.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field.
+    pub fn validate(&self) -> Result<()> {
+        self.scoring.validate()?;
+        if self.max_results == 0 || self.max_results > MAX_RESULTS_LIMIT {
+            return Err(MemoryError::invalid(
+                "max_results",
+                format!("must be 1 to {MAX_RESULTS_LIMIT}"),
+            ));
+        }
+        memory_core::validate_unit("min_score", self.min_score)?;
+        if self.graph_depth > MAX_TRAVERSAL_DEPTH {
+            return Err(MemoryError::invalid(
+                "graph_depth",
+                format!("must be at most {MAX_TRAVERSAL_DEPTH}"),
+            ));
+        }
+        if self.candidates_per_channel == 0 || self.candidates_per_channel > 10_000 {
+            return Err(MemoryError::invalid(
+                "candidates_per_channel",
+                "must be 1 to 10000",
+            ));
+        }
+        if !(self.recency_half_life_hours.is_finite() && self.recency_half_life_hours > 0.0) {
+            return Err(MemoryError::invalid(
+                "recency_half_life_hours",
+                "must be a finite number > 0",
+            ));
+        }
+        if let Fusion::ReciprocalRank { k } = self.fusion
+            && !(k.is_finite() && k >= 0.0)
+        {
+            return Err(MemoryError::invalid(
+                "fusion.k",
+                "must be a finite number >= 0",
+            ));
+        }
+        if self.max_query_bytes == 0 {
+            return Err(MemoryError::invalid(
+                "max_query_bytes",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Metadata conditions applied in every channel.
+///
+/// Knowledge pages and graph entities count as [`MemoryKind::Semantic`]; pages are matched
+/// on their `updated_at` by a time range; entities carry no time, so a time range leaves
+/// the graph channel out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecallFilter {
+    /// Only these memory kinds. Empty: long-term, episodic and semantic (the conversation's
+    /// short-term messages are left out unless asked for).
+    pub kinds: Vec<MemoryKind>,
+    /// Only records created (pages: updated) at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only records created (pages: updated) before this time.
+    pub until: Option<DateTime<Utc>>,
+    /// Only records carrying all of these tags.
+    pub tags: Vec<Tag>,
+}
+
+impl RecallFilter {
+    fn kinds(&self) -> Vec<MemoryKind> {
+        if self.kinds.is_empty() {
+            vec![
+                MemoryKind::LongTerm,
+                MemoryKind::Episodic,
+                MemoryKind::Semantic,
+            ]
+        } else {
+            self.kinds.clone()
+        }
+    }
+
+    fn allows_semantic(&self) -> bool {
+        self.kinds.is_empty() || self.kinds.contains(&MemoryKind::Semantic)
+    }
+
+    fn in_range(&self, at: DateTime<Utc>) -> bool {
+        self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum RecordType {
+    Memory,
+    Page,
+    Entity,
+}
+
+#[derive(Debug)]
+struct Candidate {
+    source: RetrievalSource,
+    channels: Vec<(Channel, usize)>,
+    signals: Signals,
+}
+
+type Key = (RecordType, Namespace, String);
+
+/// Combines a memory store with optional knowledge store and graph into one ranked recall.
+///
+/// Scoring is a pure function of the candidates, the query and `clock.now()`; only the
+/// channel calls are async, and they run concurrently.
+#[derive(Debug, Clone)]
+pub struct Retriever {
+    memory: Arc<dyn MemoryStore>,
+    knowledge: Option<Arc<dyn KnowledgeStore>>,
+    graph: Option<Arc<dyn KnowledgeGraph>>,
+    keywords: Arc<dyn KeywordExtractor>,
+    clock: Arc<dyn Clock>,
+    config: RetrieverConfig,
+}
+
+impl Retriever {
+    /// A retriever over a memory store only, with default settings.
+    pub fn new(memory: Arc<dyn MemoryStore>) -> Self {
+        Self {
+            memory,
+            knowledge: None,
+            graph: None,
+            keywords: Arc::new(AnalyzerKeywordExtractor),
+            clock: Arc::new(SystemClock),
+            config: RetrieverConfig::default(),
+        }
+    }
+
+    /// Adds the knowledge channel.
+    pub fn with_knowledge(mut self, knowledge: Arc<dyn KnowledgeStore>) -> Self {
+        self.knowledge = Some(knowledge);
+        self
+    }
+
+    /// Adds the graph channel.
+    pub fn with_graph(mut self, graph: Arc<dyn KnowledgeGraph>) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// Replaces the keyword extractor.
+    pub fn with_keyword_extractor(mut self, keywords: Arc<dyn KeywordExtractor>) -> Self {
+        self.keywords = keywords;
+        self
+    }
+
+    /// Replaces the clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Replaces the default settings.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for an invalid config.
+    pub fn with_config(mut self, config: RetrieverConfig) -> Result<Self> {
+        config.validate()?;
+        self.config = config;
+        Ok(self)
+    }
+
+    pub(crate) fn set_config_unchecked(&mut self, config: RetrieverConfig) {
+        self.config = config;
+    }
+
+    /// The default settings.
+    pub fn config(&self) -> &RetrieverConfig {
+        &self.config
+    }
+
+    /// Retrieves with the default settings and no filter.
+    ///
+    /// # Errors
+    /// As [`retrieve_with`](Self::retrieve_with).
+    pub async fn retrieve(&self, scope: &Scope, query: &str) -> Result<RetrievalResult> {
+        self.retrieve_with(scope, query, &RecallFilter::default(), &self.config)
+            .await
+    }
+
+    /// Retrieves the best records in `scope` for `query`: recall from every channel of
+    /// `config.strategy` in parallel, fuse, score against the raw query, drop those under
+    /// `min_score`, sort (score descending, then record type, namespace, id), cut to
+    /// `max_results`. A blank query returns no results.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for an invalid config or a query longer than
+    /// `max_query_bytes`; channel errors as the backend reports them.
+    pub async fn retrieve_with(
+        &self,
+        scope: &Scope,
+        query: &str,
+        filter: &RecallFilter,
+        config: &RetrieverConfig,
+    ) -> Result<RetrievalResult> {
+        config.validate()?;
+        memory_core::validate_len("query", query, config.max_query_bytes)?;
+        let span =
+            tracing::debug_span!("recall", scope = %scope.namespace, strategy = ?config.strategy);
+        let _entered = span.enter();
+        if query.trim().is_empty() {
+            return Ok(RetrievalResult {
+                items: Vec::new(),
+                total_found: 0,
+                query: query.to_owned(),
+            });
+        }
+        let now = self.clock.now();
+        let grams = NGrams::of(query);
+        let started = Instant::now();
+        let (memories, pages, entities) = tokio::join!(
+            self.memory_channel(scope, query, filter, config, &grams, now),
+            self.knowledge_channel(scope, query, filter, config, &grams, now),
+            self.graph_channel(scope, query, filter, config, &grams),
+        );
+        let (memories, memory_time) = memories?;
+        let (pages, page_time) = pages?;
+        let (entities, graph_time) = entities?;
+        tracing::debug!(
+            memory_candidates = memories.len(),
+            memory_us = memory_time,
+            knowledge_candidates = pages.len(),
+            knowledge_us = page_time,
+            graph_candidates = entities.len(),
+            graph_us = graph_time,
+            "channels answered"
+        );
+        let active = [
+            !memories.is_empty(),
+            !pages.is_empty(),
+            !entities.is_empty(),
+        ]
+        .iter()
+        .filter(|active| **active)
+        .count();
+        let candidates = memories.into_iter().chain(pages).chain(entities);
+        let weights = config.scoring.weights();
+        let mut scored: Vec<(Key, ScoredItem)> = Vec::new();
+        let mut total_found = 0;
+        for (key, candidate) in candidates {
+            total_found += 1;
+            let (score, signals) = match config.fusion {
+                Fusion::Weighted => combine(&weights, &candidate.signals),
+                Fusion::ReciprocalRank { k } => {
+                    let ranks: Vec<usize> =
+                        candidate.channels.iter().map(|(_, rank)| *rank).collect();
+                    let score = reciprocal_rank(&ranks, k, active);
+                    let (_, mut signals) = combine(&weights, &candidate.signals);
+                    for signal in &mut signals {
+                        signal.contribution = 0.0;
+                    }
+                    signals.push(SignalScore {
+                        name: "rrf".into(),
+                        value: score,
+                        contribution: score,
+                    });
+                    (score, signals)
+                }
+            };
+            if score < config.min_score || score <= 0.0 {
+                continue;
+            }
+            let breakdown = ScoreBreakdown {
+                channels: candidate
+                    .channels
+                    .iter()
+                    .map(|(channel, _)| *channel)
+                    .collect(),
+                signals,
+            };
+            scored.push((
+                key,
+                ScoredItem {
+                    source: candidate.source,
+                    score,
+                    breakdown,
+                },
+            ));
+        }
+        scored.sort_by(|(a_key, a), (b_key, b)| {
+            b.score.total_cmp(&a.score).then_with(|| a_key.cmp(b_key))
+        });
+        scored.truncate(config.max_results);
+        tracing::debug!(
+            returned = scored.len(),
+            total_found,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "recall done"
+        );
+        Ok(RetrievalResult {
+            items: scored.into_iter().map(|(_, item)| item).collect(),
+            total_found,
+            query: query.to_owned(),
+        })
+    }
+
+    async fn memory_channel(
+        &self,
+        scope: &Scope,
+        query: &str,
+        filter: &RecallFilter,
+        config: &RetrieverConfig,
+        grams: &NGrams,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+        if !config.strategy.memory() {
+            return Ok((Vec::new(), 0));
+        }
+        let started = Instant::now();
+        let mut memory_filter = MemoryFilter::new(scope.clone())
+            .with_time_range(filter.since, filter.until)
+            .with_kinds(filter.kinds());
+        memory_filter.tags = filter.tags.clone();
+        let search = SearchQuery::new(scope.clone(), query, config.candidates_per_channel)
+            .with_filter(memory_filter);
+        let hits = self.memory.search(&search).await?;
+        let best = hits
+            .first()
+            .map_or(1.0, |hit| hit.score)
+            .max(f32::MIN_POSITIVE);
+        let weights = config.scoring.weights();
+        let out = hits
+            .into_iter()
+            .enumerate()
+            .map(|(rank, hit)| {
+                let item = hit.item;
+                let signals = Signals {
+                    relevance: hit.score / best,
+                    overlap: if weights.overlap > 0.0 {
+                        text_overlap(grams, &[(&item.content, 1.0)])
+                    } else {
+                        0.0
+                    },
+                    graph: 0.0,
+                    temporal: temporal_weight(item.updated_at, now),
+                    reference: 0.0,
+                    importance: item.importance,
+                    frequency: frequency(item.access_count),
+                    recency: recency(item.created_at, now, config.recency_half_life_hours),
+                };
+                let key = (RecordType::Memory, item.namespace.clone(), item.id.clone());
+                let candidate = Candidate {
+                    source: RetrievalSource::Memory(item),
+                    channels: vec![(Channel::Memory, rank + 1)],
+                    signals,
+                };
+                (key, candidate)
+            })
+            .collect();
+        Ok((out, started.elapsed().as_micros() as u64))
+    }
+
+    async fn knowledge_channel(
+        &self,
+        scope: &Scope,
+        query: &str,
+        filter: &RecallFilter,
+        config: &RetrieverConfig,
+        grams: &NGrams,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+        let Some(knowledge) = &self.knowledge else {
+            return Ok((Vec::new(), 0));
+        };
+        if !config.strategy.knowledge() || !filter.allows_semantic() {
+            return Ok((Vec::new(), 0));
+        }
+        let started = Instant::now();
+        let mut page_query = PageQuery::new(scope.clone(), query, config.candidates_per_channel);
+        page_query.tags = filter.tags.clone();
+        let hits = knowledge.search(&page_query).await?;
+        let best = hits
+            .first()
+            .map_or(1.0, |hit| hit.score)
+            .max(f32::MIN_POSITIVE);
+        let out = hits
+            .into_iter()
+            .filter(|hit| filter.in_range(hit.page.updated_at))
+            .enumerate()
+            .map(|(rank, hit)| {
+                let page = hit.page;
+                let signals = Signals {
+                    relevance: hit.score / best,
+                    overlap: text_overlap(
+                        grams,
+                        &[
+                            (&page.title, 3.0),
+                            (&page.summary, 2.0),
+                            (&page.content, 1.0),
+                        ],
+                    ),
+                    graph: 0.0,
+                    temporal: temporal_weight(page.updated_at, now),
+                    reference: reference(hit.referenced_by),
+                    importance: 0.5,
+                    frequency: 0.0,
+                    recency: recency(page.updated_at, now, config.recency_half_life_hours),
+                };
+                let key = (RecordType::Page, page.namespace.clone(), page.id.clone());
+                let candidate = Candidate {
+                    source: RetrievalSource::KnowledgePage(page),
+                    channels: vec![(Channel::Knowledge, rank + 1)],
+                    signals,
+                };
+                (key, candidate)
+            })
+            .collect();
+        Ok((out, started.elapsed().as_micros() as u64))
+    }
+
+    async fn graph_channel(
+        &self,
+        scope: &Scope,
+        query: &str,
+        filter: &RecallFilter,
+        config: &RetrieverConfig,
+        grams: &NGrams,
+    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+        let Some(graph) = &self.graph else {
+            return Ok((Vec::new(), 0));
+        };
+        if !config.strategy.graph()
+            || !filter.allows_semantic()
+            || filter.since.is_some()
+            || filter.until.is_some()
+        {
+            return Ok((Vec::new(), 0));
+        }
+        let started = Instant::now();
+        let keywords = self.keywords.extract(query);
+        if keywords.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let mut matched = graph.find_by_keywords(scope, &keywords).await?;
+        let keyword_share = |entity: &memory_core::GraphEntity| {
+            keywords
+                .iter()
+                .filter(|k| entity_matches_keyword(entity, k))
+                .count() as f32
+                / keywords.len() as f32
+        };
+        matched.sort_by(|a, b| {
+            keyword_share(b)
+                .total_cmp(&keyword_share(a))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        matched.truncate(config.candidates_per_channel);
+        let mut found: HashMap<Key, Candidate> = HashMap::new();
+        let mut rank = 0;
+        for entity in &matched {
+            rank += 1;
+            let key = (
+                RecordType::Entity,
+                entity.namespace.clone(),
+                entity.id.clone(),
+            );
+            found.insert(
+                key,
+                Candidate {
+                    signals: Signals {
+                        relevance: keyword_share(entity),
+                        graph: 1.0,
+                        ..Signals::default()
+                    },
+                    channels: vec![(Channel::GraphMatch, rank)],
+                    source: RetrievalSource::GraphEntity(entity.clone()),
+                },
+            );
+        }
+        if config.graph_depth > 0 {
+            for entity in matched.iter().take(MAX_EXPANDED_ENTITIES) {
+                for reached in graph
+                    .get_related(&entity.namespace, &entity.id, config.graph_depth)
+                    .await?
+                {
+                    let key = (
+                        RecordType::Entity,
+                        reached.entity.namespace.clone(),
+                        reached.entity.id.clone(),
+                    );
+                    match found.get_mut(&key) {
+                        Some(existing) => {
+                            existing.signals.graph = existing.signals.graph.max(reached.score);
+                            if !existing
+                                .channels
+                                .iter()
+                                .any(|(c, _)| *c == Channel::GraphTraversal)
+                            {
+                                rank += 1;
+                                existing.channels.push((Channel::GraphTraversal, rank));
+                            }
+                        }
+                        None => {
+                            rank += 1;
+                            found.insert(
+                                key,
+                                Candidate {
+                                    signals: Signals {
+                                        graph: reached.score,
+                                        ..Signals::default()
+                                    },
+                                    channels: vec![(Channel::GraphTraversal, rank)],
+                                    source: RetrievalSource::GraphEntity(reached.entity),
+                                },
+                            );
+                        }
+                    }
+                    if found.len() >= config.candidates_per_channel * 2 {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(found.len());
+        for (key, mut candidate) in found {
+            let RetrievalSource::GraphEntity(entity) = &candidate.source else {
+                continue;
+            };
+            if !filter.tags.iter().all(|tag| entity.tags.contains(tag)) {
+                continue;
+            }
+            candidate.signals.overlap =
+                text_overlap(grams, &[(&entity.name, 3.0), (&entity.description, 1.0)]);
+            candidate.signals.reference =
+                reference(graph.degree(&entity.namespace, &entity.id).await?);
+            candidate.signals.importance = 0.5;
+            out.push((key, candidate));
+        }
+        Ok((out, started.elapsed().as_micros() as u64))
+    }
+}

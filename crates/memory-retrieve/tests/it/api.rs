@@ -1,0 +1,254 @@
+//! The high-level Memory API.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use memory_core::{
+    EvictionConfig, EvictionPolicy, ManualClock, MemoryError, MemoryFilter, MemoryKind, Namespace,
+    RetrievalSource,
+};
+use memory_inmem::{ConversationConfig, Message, Role};
+use memory_retrieve::{
+    Memory, RecallOptions, Remember, RetrieverConfig, ScoreWeights, ScoringStrategy,
+};
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new("2024-03-01T12:00:00Z".parse().unwrap()))
+}
+
+fn memory_ids(result: &memory_core::RetrievalResult) -> Vec<String> {
+    result
+        .items
+        .iter()
+        .filter_map(|i| match &i.source {
+            RetrievalSource::Memory(item) => Some(item.id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn remember_recall_forget() {
+    let memory = Memory::builder().clock(clock()).build().unwrap();
+    let user = Namespace::parse("user-1").unwrap();
+    let rust = memory
+        .remember_with(
+            Remember::new(user.clone(), "用户喜欢 Rust 编程语言")
+                .kind(MemoryKind::LongTerm)
+                .importance(0.9),
+        )
+        .await
+        .unwrap();
+    let engineer = memory
+        .remember_with(Remember::new(user.clone(), "用户是软件工程师").kind(MemoryKind::Semantic))
+        .await
+        .unwrap();
+    memory.remember(&user, "上次讨论了异步编程").await.unwrap();
+    let found = memory.recall(&user.subtree(), "编程").await.unwrap();
+    let ids = memory_ids(&found);
+    assert!(ids.contains(&rust), "{ids:?}");
+    assert!(!ids.contains(&engineer), "no shared word, not returned");
+    assert!(memory.forget(&user, &rust).await.unwrap());
+    let found = memory.recall(&user.subtree(), "Rust 编程").await.unwrap();
+    assert!(
+        !memory_ids(&found).contains(&rust),
+        "a forgotten memory never comes back"
+    );
+    let removed = memory
+        .forget_matching(&MemoryFilter::new(user.exact()).with_kinds([MemoryKind::Semantic]))
+        .await
+        .unwrap();
+    assert_eq!(removed, 1);
+    assert_eq!(memory.stats(&user.subtree()).await.unwrap().total, 1);
+}
+
+#[tokio::test]
+async fn namespaces_are_isolated() {
+    let memory = Memory::in_memory();
+    let alice = Namespace::parse("alice").unwrap();
+    let bob = Namespace::parse("bob").unwrap();
+    memory
+        .remember(&alice, "alice's bank pin is 1234")
+        .await
+        .unwrap();
+    memory
+        .remember(&bob, "bob likes bank holidays")
+        .await
+        .unwrap();
+    let found = memory.recall(&bob.subtree(), "bank pin").await.unwrap();
+    assert!(found.items.iter().all(|i| i.source.namespace() == &bob));
+    assert_eq!(found.items.len(), 1);
+    let context = memory
+        .recall_context(&bob.subtree(), "bank pin", 500)
+        .await
+        .unwrap();
+    assert!(
+        !context.contains("1234"),
+        "context never leaks another tenant: {context}"
+    );
+}
+
+#[tokio::test]
+async fn recall_feedback_feeds_statistics() {
+    let memory = Memory::builder().recall_batch(1000).build().unwrap();
+    let ns = Namespace::parse("u").unwrap();
+    let id = memory
+        .remember(&ns, "the user drinks green tea")
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        memory.recall(&ns.exact(), "green tea").await.unwrap();
+    }
+    assert_eq!(
+        memory
+            .store()
+            .recall_stats(&ns, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .recall_count,
+        0,
+        "batched, not yet written"
+    );
+    memory.flush().await.unwrap();
+    let stats = memory
+        .store()
+        .recall_stats(&ns, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.recall_count, 3);
+    assert!(stats.mean_score() > 0.0);
+    assert_eq!(
+        memory
+            .store()
+            .get(&ns, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .access_count,
+        3
+    );
+}
+
+#[tokio::test]
+async fn writes_trigger_eviction_every_interval() {
+    let eviction = EvictionConfig {
+        policy: EvictionPolicy::Capacity { max_items: 3 },
+        check_interval: 2,
+    };
+    let memory = Memory::builder().eviction(eviction).build().unwrap();
+    let ns = Namespace::parse("u").unwrap();
+    let at: chrono::DateTime<chrono::Utc> = "2024-01-01T00:00:00Z".parse().unwrap();
+    for i in 0..6 {
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), format!("fact {i}"))
+                    .created_at(at + Duration::minutes(i)),
+            )
+            .await
+            .unwrap();
+    }
+    let stats = memory.stats(&ns.subtree()).await.unwrap();
+    assert_eq!(stats.total, 3, "the sixth write ran a pass");
+    assert_eq!(stats.capacity_use, Some(1.0));
+}
+
+#[tokio::test]
+async fn maintain_reports_ttl() {
+    let clock = clock();
+    let eviction = EvictionConfig {
+        policy: EvictionPolicy::Ttl { ttl_secs: 3600 },
+        check_interval: 1000,
+    };
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .eviction(eviction)
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("u").unwrap();
+    memory.remember(&ns, "old").await.unwrap();
+    clock.advance(Duration::hours(2));
+    memory.remember(&ns, "new").await.unwrap();
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(report.expired, 1);
+    assert_eq!(memory.stats(&ns.subtree()).await.unwrap().total, 1);
+}
+
+#[tokio::test]
+async fn builder_rejects_bad_weights() {
+    let bad = RetrieverConfig {
+        scoring: ScoringStrategy::Hybrid(ScoreWeights {
+            recency: f32::NAN,
+            ..ScoreWeights::default()
+        }),
+        ..RetrieverConfig::default()
+    };
+    assert!(matches!(
+        Memory::builder().retriever_config(bad).build().unwrap_err(),
+        MemoryError::InvalidInput(_)
+    ));
+    let bad = EvictionConfig {
+        policy: EvictionPolicy::None,
+        check_interval: 0,
+    };
+    assert!(matches!(
+        Memory::builder().eviction(bad).build().unwrap_err(),
+        MemoryError::InvalidInput(_)
+    ));
+}
+
+#[tokio::test]
+async fn context_within_budget_and_conversation_reachable() {
+    let memory = Memory::in_memory();
+    let ns = Namespace::parse("u").unwrap();
+    for i in 0..20 {
+        memory
+            .remember(
+                &ns,
+                &format!("programming fact number {i} about Rust ownership and borrowing"),
+            )
+            .await
+            .unwrap();
+    }
+    let context = memory
+        .recall_context(&ns.subtree(), "Rust programming", 60)
+        .await
+        .unwrap();
+    assert!(context.starts_with("Relevant memories:"));
+    assert!(
+        memory_inmem::estimate_tokens(&context) <= 60 + 20,
+        "{context}"
+    );
+    let lines = context.lines().count();
+    assert!(
+        lines >= 2 && lines < 21,
+        "the budget leaves some out: {lines}"
+    );
+    let options = RecallOptions::default().max_results(3);
+    assert_eq!(
+        memory
+            .recall_with(&ns.subtree(), "Rust", &options)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    let chat = memory
+        .conversation(
+            ns.child("session-1").unwrap(),
+            ConversationConfig::default(),
+        )
+        .await
+        .unwrap();
+    chat.add_message(Message::new(Role::User, "hello about Rust"))
+        .await
+        .unwrap();
+    assert_eq!(chat.get_history().await.unwrap().len(), 1);
+    let found = memory.recall(&ns.subtree(), "hello").await.unwrap();
+    assert!(
+        found.items.is_empty(),
+        "conversation messages are short-term and left out of recall by default"
+    );
+}

@@ -1,0 +1,263 @@
+//! Eviction policies and decay, with a manual clock.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use memory_core::{
+    DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig,
+};
+use memory_inmem::InMemoryStore;
+use memory_retrieve::{decay, evict, eviction_order};
+
+fn t0() -> DateTime<Utc> {
+    "2024-01-01T00:00:00Z".parse().unwrap()
+}
+
+async fn seeded(n: i64) -> (Arc<InMemoryStore>, Namespace) {
+    let store = Arc::new(InMemoryStore::new());
+    let ns = Namespace::parse("tenant").unwrap();
+    for i in 0..n {
+        let item = MemoryItem::new(ns.clone(), format!("memory number {i}"))
+            .unwrap()
+            .with_id(format!("m{i}"))
+            .unwrap()
+            .with_created_at(t0() + Duration::hours(i));
+        store.save(item).await.unwrap();
+    }
+    (store, ns)
+}
+
+async fn ids(store: &InMemoryStore, ns: &Namespace) -> Vec<String> {
+    store
+        .list(&MemoryFilter::new(ns.exact()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect()
+}
+
+#[tokio::test]
+async fn none_keeps_everything() {
+    let (store, ns) = seeded(5).await;
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::None,
+        t0() + Duration::days(999),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.evicted + report.expired, 0);
+    assert_eq!(ids(&store, &ns).await.len(), 5);
+}
+
+#[tokio::test]
+async fn ttl_expires_by_creation_time() {
+    let (store, ns) = seeded(5).await;
+    // now = t0 + 5h; ttl 3h: items created before t0 + 2h expire (m0, m1).
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Ttl { ttl_secs: 3 * 3600 },
+        t0() + Duration::hours(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.expired, 2);
+    assert_eq!(ids(&store, &ns).await, ["m2", "m3", "m4"]);
+}
+
+#[tokio::test]
+async fn capacity_keeps_the_newest() {
+    let (store, ns) = seeded(6).await;
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Capacity { max_items: 4 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.evicted, 2);
+    assert_eq!(ids(&store, &ns).await, ["m2", "m3", "m4", "m5"]);
+    let other = Namespace::parse("tenant-b").unwrap();
+    store
+        .save(MemoryItem::new(other.clone(), "lonely").unwrap())
+        .await
+        .unwrap();
+    evict(
+        &*store,
+        &memory_core::Scope::all(),
+        &EvictionPolicy::Capacity { max_items: 1 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ids(&store, &other).await.len(),
+        1,
+        "capacity is per namespace"
+    );
+    assert_eq!(ids(&store, &ns).await, ["m5"]);
+}
+
+#[tokio::test]
+async fn recall_based_evicts_least_valuable_first() {
+    let (store, ns) = seeded(5).await;
+    let now = t0() + Duration::days(10);
+    // m3: recalled often and well; m1: once, recently, low score; m4: once, long ago, high score.
+    for _ in 0..5 {
+        store.record_recall(&ns, "m3", 0.9, now).await.unwrap();
+    }
+    store.record_recall(&ns, "m1", 0.2, now).await.unwrap();
+    store
+        .record_recall(&ns, "m4", 0.9, now - Duration::days(9))
+        .await
+        .unwrap();
+    let config = RecallBasedConfig {
+        max_items: 2,
+        ..RecallBasedConfig::default()
+    };
+    // values: m0, m2 never recalled = 0 (older first); m1 = ln2*0.3 + 0.2*0.5 + 1*0.2 = 0.508;
+    // m4 = ln2*0.3 + 0.9*0.5 + 0.1*0.2 = 0.678; m3 = ln6*0.3 + 0.45 + 0.2 = 1.19.
+    let order: Vec<String> = eviction_order(&*store, &ns, &config, now)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(order, ["m0", "m2", "m1"]);
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::RecallBased(config),
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.evicted, 3);
+    assert_eq!(ids(&store, &ns).await, ["m3", "m4"]);
+}
+
+#[tokio::test]
+async fn hybrid_runs_ttl_then_capacity() {
+    let (store, ns) = seeded(6).await;
+    let policy = EvictionPolicy::Hybrid {
+        ttl_secs: Some(4 * 3600),
+        max_items: Some(2),
+        recall: None,
+    };
+    let report = evict(&*store, &ns.subtree(), &policy, t0() + Duration::hours(5))
+        .await
+        .unwrap();
+    assert_eq!(report.expired, 1, "m0 is older than 4h");
+    assert_eq!(report.evicted, 3);
+    assert_eq!(ids(&store, &ns).await, ["m4", "m5"]);
+}
+
+#[tokio::test]
+async fn invalid_policies_are_rejected() {
+    let (store, ns) = seeded(1).await;
+    for policy in [
+        EvictionPolicy::Ttl { ttl_secs: 0 },
+        EvictionPolicy::Capacity { max_items: 0 },
+    ] {
+        assert!(matches!(
+            evict(&*store, &ns.subtree(), &policy, t0()).await,
+            Err(memory_core::MemoryError::InvalidInput(_))
+        ));
+    }
+    assert_eq!(
+        ids(&store, &ns).await.len(),
+        1,
+        "nothing is lost on a rejected policy"
+    );
+}
+
+#[tokio::test]
+async fn decay_lowers_importance_and_forgets_below_threshold() {
+    let store = Arc::new(InMemoryStore::new());
+    let ns = Namespace::parse("d").unwrap();
+    let high = MemoryItem::new(ns.clone(), "important")
+        .unwrap()
+        .with_id("high")
+        .unwrap()
+        .with_importance(0.8)
+        .unwrap()
+        .with_created_at(t0());
+    let low = MemoryItem::new(ns.clone(), "trivial")
+        .unwrap()
+        .with_id("low")
+        .unwrap()
+        .with_importance(0.06)
+        .unwrap()
+        .with_created_at(t0());
+    store.save(high).await.unwrap();
+    store.save(low).await.unwrap();
+    let config = DecayConfig {
+        daily_rate: 0.1,
+        min_threshold: 0.05,
+        grace_period_days: 2,
+    };
+    let report = decay(
+        &*store,
+        &ns.subtree(),
+        &config,
+        t0() + Duration::days(1),
+        true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report.decayed + report.evicted,
+        0,
+        "nothing decays in the grace period"
+    );
+    let report = decay(
+        &*store,
+        &ns.subtree(),
+        &config,
+        t0() + Duration::days(4),
+        true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.decayed, 1);
+    assert_eq!(report.evicted, 1, "0.06 * 0.81 is under the threshold");
+    let item = store.get(&ns, "high").await.unwrap().unwrap();
+    assert!(
+        (item.importance - 0.8 * 0.81).abs() < 1e-4,
+        "{}",
+        item.importance
+    );
+    let again = decay(
+        &*store,
+        &ns.subtree(),
+        &config,
+        t0() + Duration::days(4),
+        true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.decayed, 0, "decay is idempotent for the same time");
+    store
+        .record_recall(&ns, "high", 1.0, t0() + Duration::days(5))
+        .await
+        .unwrap();
+    decay(
+        &*store,
+        &ns.subtree(),
+        &config,
+        t0() + Duration::days(6),
+        true,
+    )
+    .await
+    .unwrap();
+    let item = store.get(&ns, "high").await.unwrap().unwrap();
+    assert!(
+        (item.importance - 0.8 * 0.81).abs() < 1e-4,
+        "a recall restarts the grace period"
+    );
+}

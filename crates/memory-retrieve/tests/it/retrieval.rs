@@ -1,0 +1,406 @@
+//! The retriever: channels, threshold, order, cut, fusion, filters.
+
+use std::sync::Arc;
+
+use memory_core::{
+    Channel, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore,
+    ManualClock, MemoryError, MemoryItem, MemoryKind, MemoryStore, Namespace, RetrievalSource,
+};
+use memory_graph::PetGraph;
+use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+use memory_retrieve::{
+    Fusion, RecallFilter, RetrievalStrategy, Retriever, RetrieverConfig, ScoreWeights,
+    ScoringStrategy,
+};
+
+struct Fixture {
+    retriever: Retriever,
+    ns: Namespace,
+}
+
+async fn fixture() -> Fixture {
+    let ns = Namespace::parse("user-1").unwrap();
+    let clock = Arc::new(ManualClock::new("2024-06-01T00:00:00Z".parse().unwrap()));
+    let store = Arc::new(InMemoryStore::new());
+    let pages = Arc::new(InMemoryKnowledgeStore::new());
+    let graph = Arc::new(PetGraph::new());
+    let at = |day: i64| clock.now_for_test(day);
+    for (id, text, kind, day) in [
+        (
+            "m1",
+            "LangGraph uses a StateGraph to manage agent state",
+            MemoryKind::Semantic,
+            1,
+        ),
+        (
+            "m2",
+            "The user asked about LangGraph checkpoints yesterday",
+            MemoryKind::Episodic,
+            30,
+        ),
+        (
+            "m3",
+            "The user likes hiking in the Alps",
+            MemoryKind::Episodic,
+            20,
+        ),
+        (
+            "m4",
+            "Short-term note about LangGraph",
+            MemoryKind::ShortTerm,
+            30,
+        ),
+    ] {
+        let item = MemoryItem::new(ns.clone(), text)
+            .unwrap()
+            .with_id(id)
+            .unwrap()
+            .with_kind(kind)
+            .with_created_at(at(day));
+        store.save(item).await.unwrap();
+    }
+    pages
+        .add_page(
+            KnowledgePage::new(ns.clone(), "p-lg", "LangGraph guide")
+                .unwrap()
+                .with_summary("How StateGraph works")
+                .with_tags(["langgraph"])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    for (id, name, kind) in [
+        ("lg", "LangGraph", "framework"),
+        ("sg", "StateGraph", "concept"),
+        ("py", "Python", "language"),
+    ] {
+        graph
+            .add_entity(GraphEntity::new(ns.clone(), id, name, kind).unwrap())
+            .await
+            .unwrap();
+    }
+    graph
+        .add_relation(GraphRelation::new(ns.clone(), "lg", "sg", "has_part", 1.0).unwrap())
+        .await
+        .unwrap();
+    graph
+        .add_relation(GraphRelation::new(ns.clone(), "sg", "py", "written_in", 0.5).unwrap())
+        .await
+        .unwrap();
+    let retriever = Retriever::new(store)
+        .with_knowledge(pages)
+        .with_graph(graph)
+        .with_clock(clock);
+    Fixture { retriever, ns }
+}
+
+trait TestClock {
+    fn now_for_test(&self, day: i64) -> chrono::DateTime<chrono::Utc>;
+}
+
+impl TestClock for ManualClock {
+    fn now_for_test(&self, day: i64) -> chrono::DateTime<chrono::Utc> {
+        "2024-05-01T00:00:00Z"
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+            + chrono::Duration::days(day)
+    }
+}
+
+fn ids(result: &memory_core::RetrievalResult) -> Vec<&str> {
+    result.items.iter().map(|item| item.source.id()).collect()
+}
+
+#[tokio::test]
+async fn hybrid_uses_every_channel_and_explains() {
+    let f = fixture().await;
+    let result = f
+        .retriever
+        .retrieve(&f.ns.exact(), "How does LangGraph manage state?")
+        .await
+        .unwrap();
+    let found = ids(&result);
+    for id in ["m1", "m2", "p-lg", "lg"] {
+        assert!(found.contains(&id), "{id} in {found:?}");
+    }
+    assert!(
+        !found.contains(&"m4"),
+        "short-term messages are left out by default"
+    );
+    assert!(
+        !found.contains(&"m3"),
+        "unrelated memories are not candidates"
+    );
+    assert!(
+        result.items.windows(2).all(|w| w[0].score >= w[1].score),
+        "sorted by score"
+    );
+    for item in &result.items {
+        assert!((0.0..=1.0).contains(&item.score));
+        let sum: f32 = item.breakdown.signals.iter().map(|s| s.contribution).sum();
+        assert!(
+            (sum - item.score).abs() < 1e-4,
+            "contributions add up to the score"
+        );
+        assert!(!item.breakdown.channels.is_empty());
+    }
+    let sg = result
+        .items
+        .iter()
+        .find(|i| i.source.id() == "sg")
+        .expect("traversal reaches StateGraph");
+    assert!(
+        sg.breakdown.channels.contains(&Channel::GraphMatch)
+            || sg.breakdown.channels.contains(&Channel::GraphTraversal)
+    );
+    let py = result.items.iter().find(|i| i.source.id() == "py");
+    if let Some(py) = py {
+        assert_eq!(py.breakdown.channels, [Channel::GraphTraversal]);
+        assert!(py.breakdown.value("graph").unwrap() < sg.breakdown.value("graph").unwrap());
+    }
+}
+
+#[tokio::test]
+async fn strategies_pick_channels() {
+    let f = fixture().await;
+    let query = "LangGraph StateGraph";
+    let run = |strategy| {
+        let config = RetrieverConfig {
+            strategy,
+            ..RetrieverConfig::default()
+        };
+        let retriever = f.retriever.clone();
+        let scope = f.ns.exact();
+        async move {
+            retriever
+                .retrieve_with(&scope, query, &RecallFilter::default(), &config)
+                .await
+                .unwrap()
+        }
+    };
+    let kinds = |result: &memory_core::RetrievalResult| -> Vec<&'static str> {
+        result
+            .items
+            .iter()
+            .map(|i| match i.source {
+                RetrievalSource::Memory(_) => "memory",
+                RetrievalSource::KnowledgePage(_) => "page",
+                RetrievalSource::GraphEntity(_) => "entity",
+            })
+            .collect()
+    };
+    assert!(
+        kinds(&run(RetrievalStrategy::MemoryOnly).await)
+            .iter()
+            .all(|k| *k == "memory")
+    );
+    assert_eq!(
+        kinds(&run(RetrievalStrategy::KnowledgeOnly).await),
+        ["page"]
+    );
+    let graph = run(RetrievalStrategy::GraphOnly).await;
+    assert!(!graph.items.is_empty() && kinds(&graph).iter().all(|k| *k == "entity"));
+}
+
+#[tokio::test]
+async fn threshold_sort_and_cut() {
+    let f = fixture().await;
+    let all = f
+        .retriever
+        .retrieve(&f.ns.exact(), "LangGraph StateGraph state")
+        .await
+        .unwrap();
+    assert!(all.items.len() >= 4);
+    let cut = RetrieverConfig {
+        max_results: 2,
+        ..RetrieverConfig::default()
+    };
+    let top2 = f
+        .retriever
+        .retrieve_with(
+            &f.ns.exact(),
+            "LangGraph StateGraph state",
+            &RecallFilter::default(),
+            &cut,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&top2),
+        ids(&all)[..2],
+        "max_results cuts the same ranking"
+    );
+    assert_eq!(
+        top2.total_found, all.total_found,
+        "total_found counts candidates before the cut"
+    );
+    let third = all.items[2].score;
+    let strict = RetrieverConfig {
+        min_score: third + 1e-6,
+        ..RetrieverConfig::default()
+    };
+    let high = f
+        .retriever
+        .retrieve_with(
+            &f.ns.exact(),
+            "LangGraph StateGraph state",
+            &RecallFilter::default(),
+            &strict,
+        )
+        .await
+        .unwrap();
+    assert!(
+        high.items.iter().all(|i| i.score >= third + 1e-6),
+        "min_score drops low scores"
+    );
+    assert_eq!(
+        high.items.len(),
+        all.items.iter().filter(|i| i.score > third).count()
+    );
+    let blank = f.retriever.retrieve(&f.ns.exact(), "   ").await.unwrap();
+    assert!(blank.items.is_empty(), "a blank query returns nothing");
+}
+
+#[tokio::test]
+async fn filters_apply_in_every_channel() {
+    let f = fixture().await;
+    let episodic = RecallFilter {
+        kinds: vec![MemoryKind::Episodic],
+        ..RecallFilter::default()
+    };
+    let result = f
+        .retriever
+        .retrieve_with(&f.ns.exact(), "LangGraph", &episodic, f.retriever.config())
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&result),
+        ["m2"],
+        "only episodic memories; pages and entities are semantic"
+    );
+    let since: chrono::DateTime<chrono::Utc> = "2024-05-15T00:00:00Z".parse().unwrap();
+    let recent = RecallFilter {
+        since: Some(since),
+        ..RecallFilter::default()
+    };
+    let result = f
+        .retriever
+        .retrieve_with(&f.ns.exact(), "LangGraph", &recent, f.retriever.config())
+        .await
+        .unwrap();
+    let found = ids(&result);
+    assert!(
+        found.contains(&"m2") && !found.contains(&"m1"),
+        "time range on memories: {found:?}"
+    );
+    assert!(
+        !found.contains(&"lg"),
+        "entities carry no time, so a time range leaves them out"
+    );
+    let other = Namespace::parse("user-2").unwrap();
+    let result = f
+        .retriever
+        .retrieve(&other.exact(), "LangGraph")
+        .await
+        .unwrap();
+    assert!(result.items.is_empty(), "another namespace sees nothing");
+}
+
+#[tokio::test]
+async fn reciprocal_rank_fusion() {
+    let f = fixture().await;
+    let config = RetrieverConfig {
+        fusion: Fusion::ReciprocalRank { k: 60.0 },
+        min_score: 0.0,
+        ..RetrieverConfig::default()
+    };
+    let result = f
+        .retriever
+        .retrieve_with(
+            &f.ns.exact(),
+            "LangGraph",
+            &RecallFilter::default(),
+            &config,
+        )
+        .await
+        .unwrap();
+    assert!(!result.items.is_empty());
+    for item in &result.items {
+        let rrf = item.breakdown.value("rrf").expect("rrf signal");
+        assert!((rrf - item.score).abs() < 1e-6);
+        assert!((0.0..=1.0).contains(&item.score));
+    }
+    let firsts: Vec<f32> = result
+        .items
+        .iter()
+        .filter(|i| i.breakdown.channels.len() == 1)
+        .map(|i| i.score)
+        .collect();
+    assert!(
+        firsts.iter().any(|s| (s - 1.0 / 3.0).abs() < 1e-4),
+        "a channel's first hit scores 1/channels: {firsts:?}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_settings_are_rejected() {
+    let f = fixture().await;
+    for weights in [
+        ScoreWeights {
+            relevance: f32::NAN,
+            ..ScoreWeights::default()
+        },
+        ScoreWeights {
+            graph: -1.0,
+            ..ScoreWeights::default()
+        },
+        ScoreWeights {
+            overlap: f32::INFINITY,
+            ..ScoreWeights::default()
+        },
+    ] {
+        let config = RetrieverConfig {
+            scoring: ScoringStrategy::Hybrid(weights),
+            ..RetrieverConfig::default()
+        };
+        let error = f
+            .retriever
+            .retrieve_with(&f.ns.exact(), "x", &RecallFilter::default(), &config)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("weights.")),
+            "{error}"
+        );
+    }
+    for config in [
+        RetrieverConfig {
+            min_score: 1.5,
+            ..RetrieverConfig::default()
+        },
+        RetrieverConfig {
+            min_score: f32::NAN,
+            ..RetrieverConfig::default()
+        },
+        RetrieverConfig {
+            max_results: 0,
+            ..RetrieverConfig::default()
+        },
+        RetrieverConfig {
+            graph_depth: 1_000_000,
+            ..RetrieverConfig::default()
+        },
+    ] {
+        assert!(matches!(
+            f.retriever.clone().with_config(config).unwrap_err(),
+            MemoryError::InvalidInput(_)
+        ));
+    }
+    let huge = "word ".repeat(10_000);
+    let error = f
+        .retriever
+        .retrieve(&f.ns.exact(), &huge)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("query")));
+}
