@@ -222,7 +222,7 @@ async fn context_within_budget_and_conversation_reachable() {
     );
     let lines = context.lines().count();
     assert!(
-        lines >= 2 && lines < 21,
+        (2..21).contains(&lines),
         "the budget leaves some out: {lines}"
     );
     let options = RecallOptions::default().max_results(3);
