@@ -1,0 +1,229 @@
+//! The shared connection: opening, pragmas, and running blocking SQLite calls off the
+//! async worker threads.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use memory_core::{MemoryError, Result, TagConstraints};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::error::Context;
+use crate::schema;
+
+/// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
+///
+/// With the WAL journal both levels survive a crash of the process at any moment: a
+/// transaction is either wholly there after reopening or not at all. They differ on power
+/// loss or an operating-system crash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `FULL`: every commit is synced to disk before it returns, so an acknowledged write
+    /// also survives power loss. The default.
+    #[default]
+    Full,
+    /// `NORMAL`: the WAL is synced only at checkpoints. Much faster for many small
+    /// transactions; after power loss the most recent commits may be missing (the database
+    /// is never corrupted).
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma_value(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Settings for opening a database. `Default` is the safe choice: a 5 second busy timeout,
+/// [`Synchronous::Full`], and the default [`TagConstraints`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// How long a write waits for another connection (another process, or another
+    /// [`SqliteBackend`](crate::SqliteBackend) on the same file) to release the write lock
+    /// before failing with [`MemoryError::Conflict`].
+    pub busy_timeout: Duration,
+    /// Durability of each commit.
+    pub synchronous: Synchronous,
+    /// Tag limits of the knowledge graph.
+    pub tag_constraints: TagConstraints,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: Synchronous::Full,
+            tag_constraints: TagConstraints::default(),
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// Sets the busy timeout.
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets the durability level.
+    pub fn with_synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets the graph's tag limits.
+    pub fn with_tag_constraints(mut self, constraints: TagConstraints) -> Self {
+        self.tag_constraints = constraints;
+        self
+    }
+}
+
+/// One SQLite connection shared by the three stores of a backend.
+///
+/// SQLite calls block, so [`call`](Self::call) runs them on tokio's blocking pool when a
+/// tokio runtime is present, and inline otherwise (for example under a different executor).
+/// The connection is behind a mutex: calls on one backend run one at a time, which is also
+/// what SQLite's single writer would impose.
+#[derive(Clone)]
+pub(crate) struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: Mutex<Connection>,
+    path: Option<PathBuf>,
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Database")
+            .field("location", &self.location())
+            .finish()
+    }
+}
+
+impl Database {
+    /// Opens (creating if needed) the database file at `path` and brings its schema up to date.
+    pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Self> {
+        let display = path.display().to_string();
+        let connection = Connection::open(path).context(|| format!("opening {display}"))?;
+        Self::prepare(connection, Some(path.to_path_buf()), &display, options)
+    }
+
+    /// A private in-memory database, gone when the last store is dropped.
+    pub(crate) fn open_in_memory(options: &SqliteOptions) -> Result<Self> {
+        let connection =
+            Connection::open_in_memory().context(|| "opening an in-memory database")?;
+        Self::prepare(connection, None, ":memory:", options)
+    }
+
+    fn prepare(
+        mut connection: Connection,
+        path: Option<PathBuf>,
+        display: &str,
+        options: &SqliteOptions,
+    ) -> Result<Self> {
+        connection
+            .busy_timeout(options.busy_timeout)
+            .context(|| format!("opening {display}: setting the busy timeout"))?;
+        // The first read of the header: fails with "not a database" for any other file.
+        schema::check_compatible(&connection, display)?;
+        if path.is_some() {
+            let mode: String = connection
+                .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+                .context(|| format!("opening {display}: switching to the WAL journal"))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(MemoryError::Storage {
+                    message: format!(
+                        "opening {display}: the WAL journal could not be enabled (journal mode is {mode})"
+                    ),
+                    source: None,
+                });
+            }
+        }
+        connection
+            .pragma_update(None, "synchronous", options.synchronous.pragma_value())
+            .context(|| format!("opening {display}: setting synchronous"))?;
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .context(|| format!("opening {display}: enabling foreign keys"))?;
+        schema::migrate(&mut connection, display)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                connection: Mutex::new(connection),
+                path,
+            }),
+        })
+    }
+
+    /// The file path, `None` for an in-memory database.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    fn location(&self) -> String {
+        match self.path() {
+            Some(path) => path.display().to_string(),
+            None => ":memory:".to_owned(),
+        }
+    }
+
+    /// Runs `operation` with the connection, off the async worker threads.
+    pub(crate) async fn call<T, F>(&self, operation: F) -> Result<T>
+    where
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let run = move || {
+            // A panic while the lock was held cannot leave a transaction open (dropping the
+            // transaction rolls it back), so a poisoned lock is safe to take over.
+            let mut connection = inner
+                .connection
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            operation(&mut connection)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle
+                .spawn_blocking(run)
+                .await
+                .map_err(|error| MemoryError::storage("running an sqlite call", error))?,
+            Err(_) => run(),
+        }
+    }
+
+    /// Runs `operation` in one write transaction (`BEGIN IMMEDIATE`): all of it is committed
+    /// or none of it.
+    pub(crate) async fn write<T, F>(&self, what: &'static str, operation: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.call(move |connection| in_transaction(connection, what, operation))
+            .await
+    }
+}
+
+/// Runs `operation` in an immediate transaction on `connection`. Taking the write lock at
+/// `BEGIN` makes a busy database wait for the busy timeout instead of failing on the first
+/// write after a read.
+pub(crate) fn in_transaction<T>(
+    connection: &mut Connection,
+    what: &str,
+    operation: impl FnOnce(&Transaction<'_>) -> Result<T>,
+) -> Result<T> {
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .context(|| format!("{what}: beginning a transaction"))?;
+    let out = operation(&transaction)?;
+    transaction
+        .commit()
+        .context(|| format!("{what}: committing"))?;
+    Ok(out)
+}

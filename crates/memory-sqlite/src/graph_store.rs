@@ -1,0 +1,585 @@
+//! [`SqliteGraph`]: the knowledge graph as tables of entities, tags and relations.
+
+use async_trait::async_trait;
+use memory_core::{
+    GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, Scope, Tag,
+    TagConstraints, entity_matches_keyword,
+};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
+
+use crate::database::Database;
+use crate::error::{Context, corrupt};
+use crate::memory_store::{count, namespaces};
+use crate::sql::{Sql, decode_tags, encode_tags};
+
+/// A [`KnowledgeGraph`] in an SQLite database.
+///
+/// Entities live in `entities` (with lowercased copies of name and type for the keyword
+/// rules), their tags in `entity_tags` (indexed by tag), relations in `relations` with the
+/// primary key `(ns, source_id, target_id, relation_type)` and an index on
+/// `(ns, target_id)`, so both directions of an entity's relations are index lookups. Foreign
+/// keys cascade the removal of an entity to its relations and tags.
+///
+/// # Traversal
+///
+/// [`get_related`](KnowledgeGraph::get_related), [`multi_hop`](KnowledgeGraph::multi_hop)
+/// and [`shortest_path`](KnowledgeGraph::shortest_path) are memory-core's default
+/// breadth-first algorithms over [`relations_of`](KnowledgeGraph::relations_of), which is two
+/// indexed queries. This was chosen over loading the graph into memory-graph's structure on
+/// open (which would hold every namespace's graph in memory, duplicate state that another
+/// process writing the same file would make stale, and make memory-graph a normal dependency
+/// of this crate) and over a recursive CTE (SQL cannot express "each entity once, with the
+/// first path that reached it" without enumerating every path, which explodes on dense or
+/// cyclic graphs). The defaults give exactly the results, order and limits of every other
+/// backend; the cost is one indexed query per visited entity, fine for the neighbourhoods
+/// retrieval walks (depth 1 to 3). [`degree`](KnowledgeGraph::degree) is one `count(*)`.
+///
+/// Cheap to clone; clones share the connection.
+#[derive(Clone, Debug)]
+pub struct SqliteGraph {
+    db: Database,
+    constraints: TagConstraints,
+}
+
+impl SqliteGraph {
+    pub(crate) fn new(db: Database, constraints: TagConstraints) -> Self {
+        Self { db, constraints }
+    }
+}
+
+const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
+const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+
+struct EncodedEntity {
+    ns: String,
+    id: String,
+    name: String,
+    name_key: String,
+    entity_type: String,
+    type_key: String,
+    description: String,
+    tags_json: String,
+    tags: Vec<String>,
+}
+
+/// Distinct tags, the first `limit` kept.
+fn limit_tags(tags: &[Tag], limit: usize) -> Vec<Tag> {
+    let mut out: Vec<Tag> = Vec::with_capacity(tags.len().min(limit));
+    for tag in tags {
+        if out.len() == limit {
+            break;
+        }
+        if !out.contains(tag) {
+            out.push(tag.clone());
+        }
+    }
+    out
+}
+
+fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
+    entity.validate()?;
+    let tags = limit_tags(&entity.tags, constraints.max_tags_per_entity);
+    Ok(EncodedEntity {
+        ns: entity.namespace.as_str().to_owned(),
+        id: entity.id,
+        name_key: entity.name.to_lowercase(),
+        name: entity.name,
+        type_key: entity.entity_type.to_lowercase(),
+        entity_type: entity.entity_type,
+        description: entity.description,
+        tags_json: encode_tags(&tags),
+        tags: tags.iter().map(|tag| tag.as_str().to_owned()).collect(),
+    })
+}
+
+type RawEntity = (String, String, String, String, String, String);
+
+fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+    ))
+}
+
+fn decode_entity((ns, id, name, entity_type, description, tags): RawEntity) -> Result<GraphEntity> {
+    let what = format!("entity {id} in {ns}");
+    Ok(GraphEntity {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        tags: decode_tags(&what, &tags)?,
+        id,
+        name,
+        entity_type,
+        description,
+    })
+}
+
+type RawRelation = (String, String, String, String, f64);
+
+fn read_relation(row: &Row<'_>) -> rusqlite::Result<RawRelation> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    ))
+}
+
+fn decode_relation(
+    (ns, source_id, target_id, relation_type, weight): RawRelation,
+) -> Result<GraphRelation> {
+    Ok(GraphRelation {
+        namespace: Namespace::parse(&ns).map_err(|error| {
+            corrupt(
+                format_args!("relation {source_id} -> {target_id} in {ns}"),
+                error,
+            )
+        })?,
+        source_id,
+        target_id,
+        relation_type,
+        weight: weight as f32,
+    })
+}
+
+fn query_entities(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<GraphEntity>> {
+    let rows = connection
+        .prepare_cached(&sql.text)
+        .and_then(|mut statement| {
+            statement
+                .query_map(params_from_iter(sql.params.iter()), read_entity)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .context(|| what.to_owned())?;
+    rows.into_iter().map(decode_entity).collect()
+}
+
+fn query_relations(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<GraphRelation>> {
+    let rows = connection
+        .prepare_cached(&sql.text)
+        .and_then(|mut statement| {
+            statement
+                .query_map(params_from_iter(sql.params.iter()), read_relation)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .context(|| what.to_owned())?;
+    rows.into_iter().map(decode_relation).collect()
+}
+
+fn find_entity(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {
+    connection
+        .prepare_cached("SELECT rid FROM entities WHERE ns = ?1 AND id = ?2")
+        .and_then(|mut statement| {
+            statement
+                .query_row(params![ns, id], |row| row.get(0))
+                .optional()
+        })
+        .context(|| format!("looking up entity {id} in {ns}"))
+}
+
+/// Replaces the rows of `entity_tags` for the entity `rid`.
+fn write_tags(transaction: &Transaction<'_>, rid: i64, tags: &[String], what: &str) -> Result<()> {
+    transaction
+        .prepare_cached("DELETE FROM entity_tags WHERE rid = ?1")
+        .and_then(|mut statement| statement.execute([rid]))
+        .context(|| what.to_owned())?;
+    let mut insert = transaction
+        .prepare_cached("INSERT OR IGNORE INTO entity_tags (rid, tag) VALUES (?1, ?2)")
+        .context(|| what.to_owned())?;
+    for tag in tags {
+        insert
+            .execute(params![rid, tag])
+            .context(|| what.to_owned())?;
+    }
+    Ok(())
+}
+
+/// Above this many keywords, `find_by_keywords` scans the scope instead of binding a condition
+/// per keyword (SQLite limits the number of bound values).
+const MAX_KEYWORDS_IN_SQL: usize = 200;
+
+#[async_trait]
+impl KnowledgeGraph for SqliteGraph {
+    async fn add_entity(&self, entity: GraphEntity) -> Result<()> {
+        let entity = encode(entity, self.constraints)?;
+        self.db
+            .write("adding an entity", move |transaction| {
+                let what = format!("adding entity {} in {}", entity.id, entity.ns);
+                if find_entity(transaction, &entity.ns, &entity.id)?.is_some() {
+                    return Err(MemoryError::AlreadyExists(format!(
+                        "entity {} in {}",
+                        entity.id, entity.ns
+                    )));
+                }
+                let rid: i64 = transaction
+                    .prepare_cached(
+                        "INSERT INTO entities (ns, id, name, name_key, entity_type, type_key, \
+                         description, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING rid",
+                    )
+                    .and_then(|mut statement| {
+                        statement.query_row(
+                            params![
+                                entity.ns,
+                                entity.id,
+                                entity.name,
+                                entity.name_key,
+                                entity.entity_type,
+                                entity.type_key,
+                                entity.description,
+                                entity.tags_json,
+                            ],
+                            |row| row.get(0),
+                        )
+                    })
+                    .context(|| what.clone())?;
+                write_tags(transaction, rid, &entity.tags, &what)
+            })
+            .await
+    }
+
+    async fn update_entity(&self, entity: GraphEntity) -> Result<()> {
+        let entity = encode(entity, self.constraints)?;
+        self.db
+            .write("updating an entity", move |transaction| {
+                let what = format!("updating entity {} in {}", entity.id, entity.ns);
+                let Some(rid) = find_entity(transaction, &entity.ns, &entity.id)? else {
+                    return Err(MemoryError::NotFound(format!(
+                        "entity {} in {}",
+                        entity.id, entity.ns
+                    )));
+                };
+                transaction
+                    .prepare_cached(
+                        "UPDATE entities SET name = ?2, name_key = ?3, entity_type = ?4, \
+                         type_key = ?5, description = ?6, tags = ?7 WHERE rid = ?1",
+                    )
+                    .and_then(|mut statement| {
+                        statement.execute(params![
+                            rid,
+                            entity.name,
+                            entity.name_key,
+                            entity.entity_type,
+                            entity.type_key,
+                            entity.description,
+                            entity.tags_json,
+                        ])
+                    })
+                    .context(|| what.clone())?;
+                write_tags(transaction, rid, &entity.tags, &what)
+            })
+            .await
+    }
+
+    async fn get_entity(&self, namespace: &Namespace, id: &str) -> Result<Option<GraphEntity>> {
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE e.ns = "));
+        sql.bind(namespace.as_str().to_owned())
+            .push(" AND e.id = ")
+            .bind(id.to_owned());
+        let what = format!("reading entity {id} in {namespace}");
+        self.db
+            .call(move |connection| query_entities(connection, &sql, &what))
+            .await
+            .map(|entities| entities.into_iter().next())
+    }
+
+    async fn remove_entity(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        self.db
+            .write("removing an entity", move |transaction| {
+                // Relations and tags go with it (ON DELETE CASCADE).
+                let removed = transaction
+                    .prepare_cached("DELETE FROM entities WHERE ns = ?1 AND id = ?2")
+                    .and_then(|mut statement| statement.execute(params![ns, id]))
+                    .context(|| format!("removing entity {id} in {ns}"))?;
+                Ok(removed > 0)
+            })
+            .await
+    }
+
+    async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
+        relation.validate()?;
+        self.db
+            .write("adding a relation", move |transaction| {
+                let ns = relation.namespace.as_str();
+                for endpoint in [&relation.source_id, &relation.target_id] {
+                    if find_entity(transaction, ns, endpoint)?.is_none() {
+                        return Err(MemoryError::Graph(format!(
+                            "relation {} -[{}]-> {} in {ns}: entity {endpoint} does not exist",
+                            relation.source_id, relation.relation_type, relation.target_id
+                        )));
+                    }
+                }
+                transaction
+                    .prepare_cached(
+                        "INSERT INTO relations (ns, source_id, target_id, relation_type, weight) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) \
+                         ON CONFLICT (ns, source_id, target_id, relation_type) \
+                         DO UPDATE SET weight = excluded.weight",
+                    )
+                    .and_then(|mut statement| {
+                        statement.execute(params![
+                            ns,
+                            relation.source_id,
+                            relation.target_id,
+                            relation.relation_type,
+                            f64::from(relation.weight),
+                        ])
+                    })
+                    .context(|| {
+                        format!(
+                            "adding relation {} -[{}]-> {} in {ns}",
+                            relation.source_id, relation.relation_type, relation.target_id
+                        )
+                    })?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn remove_relation(
+        &self,
+        namespace: &Namespace,
+        source_id: &str,
+        target_id: &str,
+        relation_type: &str,
+    ) -> Result<bool> {
+        let ns = namespace.as_str().to_owned();
+        let (source_id, target_id, relation_type) = (
+            source_id.to_owned(),
+            target_id.to_owned(),
+            relation_type.to_owned(),
+        );
+        self.db
+            .write("removing a relation", move |transaction| {
+                let removed = transaction
+                    .prepare_cached(
+                        "DELETE FROM relations WHERE ns = ?1 AND source_id = ?2 \
+                         AND target_id = ?3 AND relation_type = ?4",
+                    )
+                    .and_then(|mut statement| {
+                        statement.execute(params![ns, source_id, target_id, relation_type])
+                    })
+                    .context(|| {
+                        format!(
+                            "removing relation {source_id} -[{relation_type}]-> {target_id} in {ns}"
+                        )
+                    })?;
+                Ok(removed > 0)
+            })
+            .await
+    }
+
+    async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
+        let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        self.db
+            .call(move |connection| {
+                let mut out = Vec::new();
+                // Outgoing, then incoming; a relation from the entity to itself is listed once.
+                for sql in [
+                    format!(
+                        "SELECT {RELATION_COLUMNS} FROM relations r \
+                         WHERE r.ns = ?1 AND r.source_id = ?2 ORDER BY r.relation_type, r.target_id"
+                    ),
+                    format!(
+                        "SELECT {RELATION_COLUMNS} FROM relations r \
+                         WHERE r.ns = ?1 AND r.target_id = ?2 AND r.source_id <> ?2 \
+                         ORDER BY r.relation_type, r.source_id"
+                    ),
+                ] {
+                    let rows = connection
+                        .prepare_cached(&sql)
+                        .and_then(|mut statement| {
+                            statement
+                                .query_map(params![ns, id], read_relation)?
+                                .collect::<rusqlite::Result<Vec<_>>>()
+                        })
+                        .context(|| format!("reading the relations of entity {id} in {ns}"))?;
+                    for row in rows {
+                        out.push(decode_relation(row)?);
+                    }
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    async fn find_by_keywords(
+        &self,
+        scope: &Scope,
+        keywords: &[String],
+    ) -> Result<Vec<GraphEntity>> {
+        let usable: Vec<&String> = keywords
+            .iter()
+            .filter(|keyword| !keyword.trim().is_empty())
+            .collect();
+        if usable.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
+        sql.and_scope("e.ns", scope);
+        if usable.len() <= MAX_KEYWORDS_IN_SQL {
+            sql.push(" AND (");
+            for (index, keyword) in usable.iter().enumerate() {
+                let lower = keyword.trim().to_lowercase();
+                if index > 0 {
+                    sql.push(" OR ");
+                }
+                sql.push("substr(e.name_key, 1, length(")
+                    .bind(lower.clone())
+                    .push(")) = ")
+                    .bind(lower.clone())
+                    .push(" OR e.type_key = ")
+                    .bind(lower);
+                if let Ok(tag) = Tag::new(keyword) {
+                    sql.push(
+                        " OR EXISTS (SELECT 1 FROM entity_tags t WHERE t.rid = e.rid AND t.tag = ",
+                    )
+                    .bind(tag.as_str().to_owned())
+                    .push(")");
+                }
+            }
+            sql.push(")");
+        }
+        sql.push(" ORDER BY e.ns, e.id");
+        let keywords: Vec<String> = usable.into_iter().cloned().collect();
+        self.db
+            .call(move |connection| {
+                let mut entities = query_entities(connection, &sql, "finding entities by keyword")?;
+                // The rule itself decides; SQL only narrowed the candidates.
+                entities.retain(|entity| {
+                    keywords
+                        .iter()
+                        .any(|keyword| entity_matches_keyword(entity, keyword))
+                });
+                Ok(entities)
+            })
+            .await
+    }
+
+    async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
+        let mut sql = Sql::new(
+            "SELECT DISTINCT t.tag FROM entity_tags t JOIN entities e ON e.rid = t.rid WHERE 1",
+        );
+        sql.and_scope("e.ns", scope)
+            .and_prefix("t.tag", &prefix.to_lowercase())
+            .push(" ORDER BY t.tag");
+        self.db
+            .call(move |connection| {
+                connection
+                    .prepare_cached(&sql.text)
+                    .and_then(|mut statement| {
+                        statement
+                            .query_map(params_from_iter(sql.params.iter()), |row| row.get(0))?
+                            .collect::<rusqlite::Result<Vec<String>>>()
+                    })
+                    .context(|| "finding tags")
+            })
+            .await
+    }
+
+    async fn entity_count_by_tag(&self, scope: &Scope, tag: &str) -> Result<usize> {
+        let Ok(tag) = Tag::new(tag) else {
+            return Ok(0);
+        };
+        let mut sql = Sql::new(
+            "SELECT count(*) FROM entity_tags t JOIN entities e ON e.rid = t.rid WHERE t.tag = ",
+        );
+        sql.bind(tag.as_str().to_owned()).and_scope("e.ns", scope);
+        self.db
+            .call(move |connection| count(connection, &sql, "counting entities by tag"))
+            .await
+    }
+
+    async fn set_entity_tags(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        tags: Vec<String>,
+    ) -> Result<()> {
+        let tags = limit_tags(
+            &Tag::normalize_all(tags)?,
+            self.constraints.max_tags_per_entity,
+        );
+        let tags_json = encode_tags(&tags);
+        let tags: Vec<String> = tags.iter().map(|tag| tag.as_str().to_owned()).collect();
+        let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        self.db
+            .write("setting entity tags", move |transaction| {
+                let what = format!("setting the tags of entity {id} in {ns}");
+                let Some(rid) = find_entity(transaction, &ns, &id)? else {
+                    return Err(MemoryError::NotFound(format!("entity {id} in {ns}")));
+                };
+                transaction
+                    .prepare_cached("UPDATE entities SET tags = ?2 WHERE rid = ?1")
+                    .and_then(|mut statement| statement.execute(params![rid, tags_json]))
+                    .context(|| what.clone())?;
+                write_tags(transaction, rid, &tags, &what)
+            })
+            .await
+    }
+
+    fn tag_constraints(&self) -> TagConstraints {
+        self.constraints
+    }
+
+    async fn list_entities(&self, scope: &Scope) -> Result<Vec<GraphEntity>> {
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
+        sql.and_scope("e.ns", scope).push(" ORDER BY e.ns, e.id");
+        self.db
+            .call(move |connection| query_entities(connection, &sql, "listing entities"))
+            .await
+    }
+
+    async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>> {
+        let mut sql = Sql::new(&format!(
+            "SELECT {RELATION_COLUMNS} FROM relations r WHERE 1"
+        ));
+        sql.and_scope("r.ns", scope)
+            .push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id");
+        self.db
+            .call(move |connection| query_relations(connection, &sql, "listing relations"))
+            .await
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        let mut relations = Sql::new("DELETE FROM relations WHERE 1");
+        relations.and_scope("ns", scope);
+        let mut entities = Sql::new("DELETE FROM entities WHERE 1");
+        entities.and_scope("ns", scope);
+        self.db
+            .write("clearing the graph", move |transaction| {
+                transaction
+                    .execute(&relations.text, params_from_iter(relations.params.iter()))
+                    .context(|| "clearing the graph: relations")?;
+                transaction
+                    .execute(&entities.text, params_from_iter(entities.params.iter()))
+                    .context(|| "clearing the graph: entities")
+            })
+            .await
+    }
+
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        let mut sql = Sql::new("SELECT DISTINCT e.ns FROM entities e WHERE 1");
+        sql.and_scope("e.ns", scope).push(" ORDER BY e.ns");
+        self.db
+            .call(move |connection| namespaces(connection, &sql, "listing entity namespaces"))
+            .await
+    }
+
+    async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+        let mut sql = Sql::new("SELECT count(*) FROM relations WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned())
+            .push(" AND (source_id = ")
+            .bind(id.to_owned())
+            .push(" OR target_id = ")
+            .bind(id.to_owned())
+            .push(")");
+        self.db
+            .call(move |connection| count(connection, &sql, "counting relations"))
+            .await
+    }
+}

@@ -1,0 +1,206 @@
+//! The embedded persistent backend of agent-memory: memories, knowledge pages and the
+//! knowledge graph in one SQLite file, with FTS5 full-text search.
+//!
+//! [`SqliteBackend::open`] opens (or creates) the file and gives the three stores, which share
+//! one connection: [`SqliteStore`] ([`MemoryStore`](memory_core::MemoryStore)),
+//! [`SqliteKnowledgeStore`] ([`KnowledgeStore`](memory_core::KnowledgeStore)) and
+//! [`SqliteGraph`] ([`KnowledgeGraph`](memory_core::KnowledgeGraph)). SQLite is compiled into
+//! the crate (rusqlite's `bundled` feature): no system library or server is needed.
+//!
+//! ```
+//! use memory_core::{MemoryItem, MemoryStore, Namespace, SearchQuery};
+//! use memory_sqlite::SqliteBackend;
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let backend = SqliteBackend::open_in_memory()?; // or SqliteBackend::open("memory.db")?
+//! let store = backend.memory_store();
+//! let ns = Namespace::parse("user-1")?;
+//! store.save(MemoryItem::new(ns.clone(), "The user's cat is called Miso")?).await?;
+//! let hits = store.search(&SearchQuery::new(ns.exact(), "cats", 5)).await?;
+//! assert_eq!(hits.len(), 1);
+//! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
+//! ```
+//!
+//! # Durability
+//!
+//! The database runs in WAL mode with a busy timeout; every operation that changes more than
+//! one row (a save with its index entries, `save_many`, `clear`, removing an entity with its
+//! relations) is one `BEGIN IMMEDIATE` transaction, so a crash at any moment leaves each
+//! change wholly applied or not at all. With the default [`Synchronous::Full`] a write that
+//! returned is on disk. A test kills a writing child process with SIGKILL at random moments
+//! and checks every acknowledged write afterwards.
+//!
+//! The schema is versioned in `PRAGMA user_version` and upgraded on open by migrations that
+//! run in one transaction ([`SCHEMA_VERSION`]). A file that is not a database, a database of
+//! another application, or one written by a newer version is refused with
+//! [`MemoryError::Storage`](memory_core::MemoryError::Storage) and left untouched.
+//!
+//! # Search
+//!
+//! The FTS5 tables hold the terms of the shared [`Analyzer`](memory_core::text::Analyzer)
+//! (stemmed English, Chinese and Japanese bigrams), and queries are analysed the same way,
+//! so the SQLite and in-memory backends agree on what matches. User text becomes a list of
+//! double-quoted terms joined by `OR`: it is never FTS5 syntax, and `AND OR NEAR( "x` or
+//! `title:x*` search for those words. Ranking is `bm25()`; BM25 statistics are computed over
+//! the whole file, where the in-memory backend computes them per namespace, so scores (not
+//! matches) differ slightly between the two.
+//!
+//! # Concurrency
+//!
+//! SQLite calls block; they run on tokio's blocking pool (inline when no tokio runtime is
+//! running), never on the async worker threads. The stores of one backend share one
+//! connection behind a mutex, so their calls run one at a time. Several backends, or several
+//! processes, may open the same file: WAL lets readers proceed during a write, and a writer
+//! waits up to the busy timeout for another's transaction, then fails with
+//! [`MemoryError::Conflict`](memory_core::MemoryError::Conflict), which is recoverable.
+//!
+//! # Limits
+//!
+//! Timestamps are stored as 64-bit nanoseconds, so records dated before 1678 or after 2261
+//! are rejected with `InvalidInput`. Graph traversals use memory-core's default algorithms
+//! over indexed relation lookups; [`SqliteGraph`] says why.
+
+mod database;
+mod error;
+mod graph_store;
+mod knowledge_store;
+mod memory_store;
+mod schema;
+mod sql;
+
+use std::path::Path;
+
+use memory_core::{MemoryError, Result};
+
+use crate::database::Database;
+use crate::error::Context;
+
+pub use crate::{
+    database::{SqliteOptions, Synchronous},
+    graph_store::SqliteGraph,
+    knowledge_store::{PAGE_COLUMN_WEIGHTS, SqliteKnowledgeStore},
+    memory_store::SqliteStore,
+    schema::{APPLICATION_ID, SCHEMA_VERSION},
+};
+
+/// One SQLite database with its three stores.
+///
+/// Cheap to clone; every clone and every store taken from it shares the same connection.
+/// The database closes when the last of them is dropped.
+#[derive(Clone, Debug)]
+pub struct SqliteBackend {
+    db: Database,
+    memories: SqliteStore,
+    knowledge: SqliteKnowledgeStore,
+    graph: SqliteGraph,
+}
+
+impl SqliteBackend {
+    /// Opens the database file at `path`, creating it if needed, with default
+    /// [`SqliteOptions`].
+    ///
+    /// # Errors
+    /// As [`open_with`](Self::open_with).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    /// Opens the database file at `path`, creating it if needed: switches it to the WAL
+    /// journal and migrates an older schema. Blocks while it does (usually milliseconds).
+    ///
+    /// # Errors
+    /// [`MemoryError::Storage`] when the file cannot be opened, is not an SQLite database,
+    /// belongs to another application, or has a newer schema than this build reads;
+    /// [`MemoryError::Conflict`] when another connection holds the database locked past the
+    /// busy timeout.
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
+        Ok(Self::from_database(
+            Database::open(path.as_ref(), &options)?,
+            &options,
+        ))
+    }
+
+    /// A private in-memory database (for tests and throwaway sessions), gone when the last
+    /// clone or store is dropped.
+    ///
+    /// # Errors
+    /// [`MemoryError::Storage`] if SQLite cannot allocate it.
+    pub fn open_in_memory() -> Result<Self> {
+        Self::open_in_memory_with(SqliteOptions::default())
+    }
+
+    /// [`open_in_memory`](Self::open_in_memory) with options.
+    ///
+    /// # Errors
+    /// [`MemoryError::Storage`] if SQLite cannot allocate it.
+    pub fn open_in_memory_with(options: SqliteOptions) -> Result<Self> {
+        Ok(Self::from_database(
+            Database::open_in_memory(&options)?,
+            &options,
+        ))
+    }
+
+    fn from_database(db: Database, options: &SqliteOptions) -> Self {
+        Self {
+            memories: SqliteStore::new(db.clone()),
+            knowledge: SqliteKnowledgeStore::new(db.clone()),
+            graph: SqliteGraph::new(db.clone(), options.tag_constraints),
+            db,
+        }
+    }
+
+    /// The memory store. Clone it (cheap) or wrap it in an `Arc` to keep it.
+    pub fn memory_store(&self) -> &SqliteStore {
+        &self.memories
+    }
+
+    /// The knowledge-page store.
+    pub fn knowledge_store(&self) -> &SqliteKnowledgeStore {
+        &self.knowledge
+    }
+
+    /// The knowledge graph.
+    pub fn graph(&self) -> &SqliteGraph {
+        &self.graph
+    }
+
+    /// The database file, `None` for an in-memory database.
+    pub fn path(&self) -> Option<&Path> {
+        self.db.path()
+    }
+
+    /// Checks the database file (`PRAGMA integrity_check`) and both full-text indexes
+    /// (FTS5 `integrity-check`).
+    ///
+    /// # Errors
+    /// [`MemoryError::Storage`] naming the problems SQLite found, or the failure to check.
+    pub async fn check_integrity(&self) -> Result<()> {
+        self.db
+            .call(|connection| {
+                let problems = connection
+                    .prepare("PRAGMA integrity_check")
+                    .and_then(|mut statement| {
+                        statement
+                            .query_map([], |row| row.get::<_, String>(0))?
+                            .collect::<rusqlite::Result<Vec<String>>>()
+                    })
+                    .context(|| "checking integrity")?;
+                if problems != ["ok"] {
+                    return Err(MemoryError::Storage {
+                        message: format!("integrity check failed: {}", problems.join("; ")),
+                        source: None,
+                    });
+                }
+                for table in ["memories_fts", "pages_fts"] {
+                    // The table name is one of two constants, not input.
+                    connection
+                        .execute(
+                            &format!("INSERT INTO {table} ({table}) VALUES ('integrity-check')"),
+                            [],
+                        )
+                        .context(|| format!("integrity check of the full-text index {table}"))?;
+                }
+                Ok(())
+            })
+            .await
+    }
+}

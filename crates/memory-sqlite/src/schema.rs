@@ -1,0 +1,246 @@
+//! The schema and its versioned migrations, tracked in `PRAGMA user_version`.
+//!
+//! A migration, once released, is never edited: a database written by an older version is
+//! brought up to date by running the migrations it lacks, in order, in one transaction.
+//! A database whose version is newer than [`SCHEMA_VERSION`] is refused, never modified.
+
+use memory_core::{MemoryError, Result};
+use rusqlite::Connection;
+
+use crate::database::in_transaction;
+use crate::error::Context;
+
+/// The schema version this build writes and reads (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
+pub const APPLICATION_ID: i32 = 0x414D_454D;
+
+struct Migration {
+    version: u32,
+    summary: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
+const MIGRATIONS: [Migration; 2] = [
+    Migration {
+        version: 1,
+        summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
+        sql: MIGRATION_1,
+    },
+    Migration {
+        version: 2,
+        summary: "an indexed table of memory tags, filled from the tags column",
+        sql: MIGRATION_2,
+    },
+];
+
+// Timestamps are INTEGER nanoseconds since the Unix epoch (UTC). Tags, references, metadata
+// are JSON text. The FTS5 tables are contentless: they hold the terms of the shared analyzer
+// (memory_core::text::Analyzer), space-separated, under the `ascii` tokenizer, which keeps
+// every analyzer term as one token (terms hold no ASCII punctuation, and it treats all
+// non-ASCII characters as word characters). Their rowid is the record's `rid`.
+const MIGRATION_1: &str = "
+CREATE TABLE memories (
+    rid            INTEGER PRIMARY KEY,
+    ns             TEXT    NOT NULL,
+    id             TEXT    NOT NULL,
+    content        TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
+    importance     REAL    NOT NULL,
+    metadata       TEXT    NOT NULL,
+    tags           TEXT    NOT NULL,
+    source         TEXT,
+    credibility    REAL    NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    last_accessed  INTEGER,
+    access_count   INTEGER NOT NULL DEFAULT 0,
+    embedding      BLOB,
+    recall_count   INTEGER NOT NULL DEFAULT 0,
+    recall_total   REAL    NOT NULL DEFAULT 0,
+    last_recall_at INTEGER,
+    UNIQUE (ns, id)
+);
+CREATE INDEX memories_by_time ON memories (ns, created_at, id);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    terms, content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+
+CREATE TABLE pages (
+    rid        INTEGER PRIMARY KEY,
+    ns         TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    title      TEXT    NOT NULL,
+    title_key  TEXT    NOT NULL,
+    summary    TEXT    NOT NULL,
+    content    TEXT    NOT NULL,
+    tags       TEXT    NOT NULL,
+    refs       TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (ns, id)
+);
+CREATE INDEX pages_by_title ON pages (ns, title_key, id);
+CREATE TABLE page_refs (
+    ns        TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    PRIMARY KEY (ns, target_id, source_id),
+    FOREIGN KEY (ns, source_id) REFERENCES pages (ns, id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX page_refs_by_source ON page_refs (ns, source_id);
+CREATE VIRTUAL TABLE pages_fts USING fts5 (
+    title, summary, tags, content, content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+
+CREATE TABLE entities (
+    rid         INTEGER PRIMARY KEY,
+    ns          TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    name_key    TEXT NOT NULL,
+    entity_type TEXT NOT NULL,
+    type_key    TEXT NOT NULL,
+    description TEXT NOT NULL,
+    tags        TEXT NOT NULL,
+    UNIQUE (ns, id)
+);
+CREATE TABLE entity_tags (
+    rid INTEGER NOT NULL REFERENCES entities (rid) ON DELETE CASCADE,
+    tag TEXT    NOT NULL,
+    PRIMARY KEY (rid, tag)
+) WITHOUT ROWID;
+CREATE INDEX entity_tags_by_tag ON entity_tags (tag);
+CREATE TABLE relations (
+    ns            TEXT NOT NULL,
+    source_id     TEXT NOT NULL,
+    target_id     TEXT NOT NULL,
+    relation_type TEXT NOT NULL,
+    weight        REAL NOT NULL,
+    PRIMARY KEY (ns, source_id, target_id, relation_type),
+    FOREIGN KEY (ns, source_id) REFERENCES entities (ns, id) ON DELETE CASCADE,
+    FOREIGN KEY (ns, target_id) REFERENCES entities (ns, id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX relations_by_target ON relations (ns, target_id);
+
+PRAGMA application_id = 1095583053;
+";
+
+// Version 1 filtered memories by tag with json_each over the tags column, a scan of every
+// item in scope; this table makes the tag filter an index lookup.
+const MIGRATION_2: &str = "
+CREATE TABLE memory_tags (
+    rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    tag TEXT    NOT NULL,
+    PRIMARY KEY (rid, tag)
+) WITHOUT ROWID;
+CREATE INDEX memory_tags_by_tag ON memory_tags (tag);
+INSERT OR IGNORE INTO memory_tags (rid, tag)
+    SELECT m.rid, j.value FROM memories AS m, json_each(m.tags) AS j WHERE j.type = 'text';
+";
+
+fn user_version(connection: &Connection, display: &str) -> Result<i64> {
+    connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .context(|| format!("opening {display}: reading the schema version"))
+}
+
+/// Refuses files that are not databases, databases of other applications, and databases
+/// written by a newer version of this crate. Changes nothing.
+pub(crate) fn check_compatible(connection: &Connection, display: &str) -> Result<()> {
+    let version = user_version(connection, display)?;
+    let application_id: i64 = connection
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .context(|| format!("opening {display}: reading the application id"))?;
+    if application_id != 0 && application_id != i64::from(APPLICATION_ID) {
+        return Err(storage(format!(
+            "opening {display}: the database belongs to another application (application_id {application_id:#x})"
+        )));
+    }
+    if version > i64::from(SCHEMA_VERSION) {
+        return Err(newer(display, version));
+    }
+    Ok(())
+}
+
+/// Runs the migrations the database lacks, in one transaction.
+pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> {
+    let what = format!("opening {display}: migrating the schema");
+    in_transaction(connection, &what, |transaction| {
+        // Read again under the write lock: another process may have migrated meanwhile.
+        let version = user_version(transaction, display)?;
+        if version > i64::from(SCHEMA_VERSION) {
+            return Err(newer(display, version));
+        }
+        if version == 0 {
+            let foreign_tables: i64 = transaction
+                .query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+                    [],
+                    |row| row.get(0),
+                )
+                .context(|| format!("{what}: listing tables"))?;
+            if foreign_tables > 0 {
+                return Err(storage(format!(
+                    "opening {display}: the database has tables but no agent-memory schema version; refusing to change it"
+                )));
+            }
+        }
+        for migration in MIGRATIONS
+            .iter()
+            .filter(|migration| i64::from(migration.version) > version)
+        {
+            transaction.execute_batch(migration.sql).context(|| {
+                format!(
+                    "{what}: migration {} ({})",
+                    migration.version, migration.summary
+                )
+            })?;
+            transaction
+                .pragma_update(None, "user_version", migration.version)
+                .context(|| format!("{what}: recording version {}", migration.version))?;
+        }
+        Ok(())
+    })
+}
+
+fn newer(display: &str, version: i64) -> MemoryError {
+    storage(format!(
+        "opening {display}: schema version {version} is newer than this build of memory-sqlite reads ({SCHEMA_VERSION}); upgrade memory-sqlite"
+    ))
+}
+
+fn storage(message: String) -> MemoryError {
+    MemoryError::Storage {
+        message,
+        source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version as usize, index + 1);
+        }
+        assert_eq!(MIGRATIONS.len(), SCHEMA_VERSION as usize);
+        assert!(MIGRATION_1.contains(&APPLICATION_ID.to_string()));
+    }
+
+    #[test]
+    fn migrating_twice_is_a_no_op() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        migrate(&mut connection, "test").unwrap();
+        migrate(&mut connection, "test").unwrap();
+        assert_eq!(
+            user_version(&connection, "test").unwrap(),
+            i64::from(SCHEMA_VERSION)
+        );
+        check_compatible(&connection, "test").unwrap();
+    }
+}

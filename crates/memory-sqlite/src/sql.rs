@@ -1,0 +1,223 @@
+//! Building parameterised SQL, and encoding values the way the schema stores them.
+
+use chrono::{DateTime, Utc};
+use memory_core::text::Analyzer;
+use memory_core::{MemoryError, Result, Scope, Tag};
+use rusqlite::types::Value;
+
+use crate::error::corrupt;
+
+/// A statement under construction: text with `?` placeholders and their values in order.
+/// Every value from a caller is bound, never spliced into the text.
+#[derive(Debug, Default)]
+pub(crate) struct Sql {
+    pub(crate) text: String,
+    pub(crate) params: Vec<Value>,
+}
+
+impl Sql {
+    pub(crate) fn new(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Appends fixed SQL text.
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends a `?` placeholder bound to `value`.
+    pub(crate) fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.text.push('?');
+        self.params.push(value.into());
+        self
+    }
+
+    /// Appends ` AND <condition>` restricting `column` to `scope`.
+    ///
+    /// A subtree scope is `column = ns OR column` in the half-open range `[ns + "/", ns + "0")`:
+    /// `'0'` is the character after `'/'`, so the range holds exactly the namespaces below `ns`
+    /// segment by segment (`user-4` does not cover `user-42`), and an index on `column` serves it.
+    pub(crate) fn and_scope(&mut self, column: &str, scope: &Scope) -> &mut Self {
+        let namespace = scope.namespace.as_str();
+        if !scope.descendants {
+            self.push(" AND ")
+                .push(column)
+                .push(" = ")
+                .bind(namespace.to_owned());
+        } else if !scope.namespace.is_root() {
+            self.push(" AND (")
+                .push(column)
+                .push(" = ")
+                .bind(namespace.to_owned())
+                .push(" OR (")
+                .push(column)
+                .push(" >= ")
+                .bind(format!("{namespace}/"))
+                .push(" AND ")
+                .push(column)
+                .push(" < ")
+                .bind(format!("{namespace}0"))
+                .push("))");
+        }
+        self
+    }
+
+    /// Appends ` AND substr(column, 1, length(prefix)) = prefix` (a case-sensitive prefix test;
+    /// `LIKE` would fold ASCII case and treat `%` and `_` as wildcards).
+    pub(crate) fn and_prefix(&mut self, column: &str, prefix: &str) -> &mut Self {
+        self.push(" AND substr(")
+            .push(column)
+            .push(", 1, length(")
+            .bind(prefix.to_owned())
+            .push(")) = ")
+            .bind(prefix.to_owned())
+    }
+}
+
+/// The analyzer every SQLite index and query uses: the same as every other backend's.
+pub(crate) fn analyzer() -> Analyzer {
+    Analyzer::default()
+}
+
+/// The analyzed terms of `text`, space-separated, as stored in an FTS5 column.
+pub(crate) fn fts_document(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    analyzer().for_each_term(text, |term| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(term);
+    });
+    out
+}
+
+/// The FTS5 `MATCH` expression for the user's `text`: its distinct analyzed terms, each a
+/// double-quoted string (a `"` doubled), joined by `OR`. Quoted strings are never operators,
+/// column filters or prefix queries, so no user text is FTS5 syntax. `None` when the text has
+/// no searchable term.
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let terms = analyzer().unique_terms(text);
+    if terms.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = terms
+        .iter()
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+        .collect();
+    Some(quoted.join(" OR "))
+}
+
+/// A timestamp as stored: nanoseconds since the Unix epoch.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field` outside the years 1678 to 2261, the range of
+/// 64-bit nanoseconds.
+pub(crate) fn encode_time(field: &str, at: DateTime<Utc>) -> Result<i64> {
+    at.timestamp_nanos_opt().ok_or_else(|| {
+        MemoryError::invalid(
+            field,
+            format!("{at} is outside the range the sqlite backend stores (years 1678 to 2261)"),
+        )
+    })
+}
+
+/// A time bound for a filter: like [`encode_time`], saturating instead of failing.
+pub(crate) fn time_bound(at: DateTime<Utc>) -> i64 {
+    at.timestamp_nanos_opt().unwrap_or(if at.timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}
+
+/// A stored timestamp.
+pub(crate) fn decode_time(nanos: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_nanos(nanos)
+}
+
+/// Tags as stored: a JSON array of strings, in order.
+pub(crate) fn encode_tags(tags: &[Tag]) -> String {
+    let texts: Vec<&str> = tags.iter().map(Tag::as_str).collect();
+    serde_json::Value::from(texts).to_string()
+}
+
+/// Stored tags of `what`.
+pub(crate) fn decode_tags(what: &dyn std::fmt::Display, text: &str) -> Result<Vec<Tag>> {
+    serde_json::from_str(text).map_err(|error| corrupt(format_args!("tags of {what}"), error))
+}
+
+/// A list of strings as stored: a JSON array.
+pub(crate) fn encode_strings(items: &[String]) -> String {
+    serde_json::Value::from(items.to_vec()).to_string()
+}
+
+/// A stored JSON array of strings of `what`.
+pub(crate) fn decode_strings(what: &dyn std::fmt::Display, text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|error| corrupt(what, error))
+}
+
+/// An `i64` column holding a count.
+pub(crate) fn to_count(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::Namespace;
+
+    #[test]
+    fn scope_conditions() {
+        let ns = Namespace::parse("user-4/a").unwrap();
+        let mut sql = Sql::new("x WHERE 1");
+        sql.and_scope("ns", &ns.exact());
+        assert_eq!(sql.text, "x WHERE 1 AND ns = ?");
+        let mut sql = Sql::new("x WHERE 1");
+        sql.and_scope("ns", &ns.subtree());
+        assert_eq!(sql.text, "x WHERE 1 AND (ns = ? OR (ns >= ? AND ns < ?))");
+        assert_eq!(
+            sql.params,
+            [
+                Value::from("user-4/a".to_owned()),
+                Value::from("user-4/a/".to_owned()),
+                Value::from("user-4/a0".to_owned())
+            ]
+        );
+        let mut sql = Sql::new("x WHERE 1");
+        sql.and_scope("ns", &Scope::all());
+        assert_eq!(sql.text, "x WHERE 1");
+    }
+
+    #[test]
+    fn fts_queries_quote_every_term() {
+        assert_eq!(
+            fts_query("AND OR NEAR( \"unbalanced"),
+            Some("\"near\" OR \"unbalanc\"".into())
+        );
+        assert_eq!(fts_query("the of 🙂"), None);
+        assert_eq!(fts_query(""), None);
+        assert_eq!(
+            fts_query("状态管理"),
+            Some("\"状态\" OR \"态管\" OR \"管理\"".into())
+        );
+        assert_eq!(fts_document("Cats, cats!"), "cat cat");
+    }
+
+    #[test]
+    fn times_round_trip_or_are_rejected() {
+        let at = DateTime::from_timestamp(1_700_000_000, 123_456_789).unwrap();
+        assert_eq!(decode_time(encode_time("created_at", at).unwrap()), at);
+        let far = DateTime::from_timestamp(40_000_000_000, 0).unwrap();
+        assert!(
+            encode_time("created_at", far)
+                .unwrap_err()
+                .to_string()
+                .contains("created_at")
+        );
+        assert_eq!(time_bound(far), i64::MAX);
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests of memory-sqlite: one binary, one module per area.
+
+mod common;
+mod concurrency;
+mod conformance;
+mod crash;
+mod fts;
+mod migration;
+mod transfer;
