@@ -27,6 +27,7 @@ mod recall;
 mod retrieval;
 mod store;
 pub mod text;
+pub mod transfer;
 mod validate;
 
 #[cfg(feature = "testsuite")]

@@ -1,0 +1,731 @@
+//! Export and import of a scope's records as versioned JSON lines, from any backend to any
+//! backend (in-memory to SQLite, SQLite to PostgreSQL, ...).
+//!
+//! # The `agent-memory-jsonl` format, version 1
+//!
+//! UTF-8 text, one JSON object per line (`\n`, or `\r\n`; blank lines are ignored). The first
+//! line is the [`Header`]:
+//!
+//! ```text
+//! {"format":"agent-memory-jsonl","version":1,"scope":{"namespace":"user-1","descendants":true},"exported_at":"2026-01-02T03:04:05Z","counts":{"memories":2,"recall_stats":1,"pages":1,"entities":2,"relations":1}}
+//! ```
+//!
+//! Every further line is one [`Record`], tagged by `"type"`, with the record's own fields
+//! beside the tag (the serde form of the record type, a persistence format):
+//!
+//! | `type` | fields |
+//! | --- | --- |
+//! | `memory` | a [`MemoryItem`] |
+//! | `recall_stats` | `namespace`, `id` of a memory, and its [`RecallStats`]: `recall_count`, `total_score`, `last_recall_at` |
+//! | `page` | a [`KnowledgePage`] |
+//! | `entity` | a [`GraphEntity`] |
+//! | `relation` | a [`GraphRelation`] |
+//!
+//! ```text
+//! {"type":"memory","id":"m1","namespace":"user-1","content":"likes green tea","kind":"semantic",...}
+//! {"type":"recall_stats","namespace":"user-1","id":"m1","recall_count":3,"total_score":2.1,"last_recall_at":"2026-01-01T00:00:00Z"}
+//! {"type":"relation","namespace":"user-1","source_id":"alice","target_id":"bob","relation_type":"knows","weight":0.8}
+//! ```
+//!
+//! [`export_jsonl`] writes memories (each followed by its recall statistics when it was ever
+//! recalled), then pages, entities and relations, each group in its store's listing order.
+//! Readers ignore fields they do not know (a later version-1 writer may add optional fields),
+//! refuse an unknown `type` and a `version` above [`VERSION`], and check the header's
+//! `counts`, when present, against the records read, so a truncated file is refused.
+//!
+//! # Atomicity
+//!
+//! [`import_jsonl`] reads and validates the whole input before writing anything: a malformed
+//! line changes no store. The writes that follow go through the traits, so they are as atomic
+//! as the target backend makes them (memories are written with `save_many` in batches); an
+//! import interrupted by a backend failure can be run again, since every write is an upsert.
+//!
+//! ```
+//! use memory_core::transfer::{self, Record};
+//! let text = "{\"format\":\"agent-memory-jsonl\",\"version\":1,\
+//!     \"scope\":{\"namespace\":\"\",\"descendants\":true},\"exported_at\":\"2026-01-01T00:00:00Z\"}\n\
+//!     {\"type\":\"entity\",\"namespace\":\"kb\",\"id\":\"rust\",\"name\":\"Rust\",\"entity_type\":\"language\"}\n";
+//! let dump = transfer::read_jsonl(&mut text.as_bytes())?;
+//! assert!(matches!(&dump.records[0], Record::Entity(entity) if entity.name == "Rust"));
+//! let broken = text.replace("\"Rust\"", "\"Rust");
+//! let error = transfer::read_jsonl(&mut broken.as_bytes()).unwrap_err();
+//! assert!(error.to_string().contains("line 2"), "{error}");
+//! # Ok::<(), memory_core::MemoryError>(())
+//! ```
+
+use std::io::{BufRead, Read, Write};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
+    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallStats, Result, Scope, validate_id,
+};
+
+/// The `format` of the header line.
+pub const FORMAT: &str = "agent-memory-jsonl";
+/// The format version this build writes, and the newest it reads.
+pub const VERSION: u32 = 1;
+/// Longest line read, in bytes; a longer one is [`MemoryError::LimitExceeded`].
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Memories written per `save_many` call during an import.
+const SAVE_BATCH: usize = 500;
+
+/// The first line of an export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The format version, [`VERSION`] when written by this build.
+    pub version: u32,
+    /// The scope that was exported; every record lies inside it.
+    pub scope: Scope,
+    /// When the export was written.
+    pub exported_at: DateTime<Utc>,
+    /// How many records of each type follow; checked on import when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<RecordCounts>,
+}
+
+/// How many records of each type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordCounts {
+    /// Memory items.
+    #[serde(default)]
+    pub memories: usize,
+    /// Recall statistics of memory items.
+    #[serde(default)]
+    pub recall_stats: usize,
+    /// Knowledge pages.
+    #[serde(default)]
+    pub pages: usize,
+    /// Graph entities.
+    #[serde(default)]
+    pub entities: usize,
+    /// Graph relations.
+    #[serde(default)]
+    pub relations: usize,
+}
+
+impl RecordCounts {
+    fn add(&mut self, record: &Record) {
+        match record {
+            Record::Memory(_) => self.memories += 1,
+            Record::RecallStats(_) => self.recall_stats += 1,
+            Record::Page(_) => self.pages += 1,
+            Record::Entity(_) => self.entities += 1,
+            Record::Relation(_) => self.relations += 1,
+        }
+    }
+
+    /// The total over all types.
+    pub fn total(&self) -> usize {
+        self.memories + self.recall_stats + self.pages + self.entities + self.relations
+    }
+}
+
+/// The recall statistics of one memory item, as a line of the export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecallStatsRecord {
+    /// The memory's namespace.
+    pub namespace: Namespace,
+    /// The memory's id.
+    pub id: String,
+    /// See [`RecallStats::recall_count`].
+    pub recall_count: u64,
+    /// See [`RecallStats::total_score`].
+    pub total_score: f64,
+    /// See [`RecallStats::last_recall_at`].
+    #[serde(default)]
+    pub last_recall_at: Option<DateTime<Utc>>,
+}
+
+impl RecallStatsRecord {
+    /// The line for `stats` of memory `id` in `namespace`.
+    pub fn new(namespace: Namespace, id: impl Into<String>, stats: RecallStats) -> Self {
+        Self {
+            namespace,
+            id: id.into(),
+            recall_count: stats.recall_count,
+            total_score: stats.total_score,
+            last_recall_at: stats.last_recall_at,
+        }
+    }
+
+    /// The statistics.
+    pub fn stats(&self) -> RecallStats {
+        RecallStats {
+            recall_count: self.recall_count,
+            total_score: self.total_score,
+            last_recall_at: self.last_recall_at,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.namespace.require_record_namespace()?;
+        validate_id("id", &self.id)?;
+        if !self.total_score.is_finite() || self.total_score < 0.0 {
+            return Err(MemoryError::invalid(
+                "total_score",
+                format!("{} is not a finite number >= 0", self.total_score),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One line after the header, tagged by `"type"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// A memory item.
+    Memory(MemoryItem),
+    /// The recall statistics of a memory item.
+    RecallStats(RecallStatsRecord),
+    /// A knowledge page.
+    Page(KnowledgePage),
+    /// A graph entity.
+    Entity(GraphEntity),
+    /// A graph relation.
+    Relation(GraphRelation),
+}
+
+impl Record {
+    /// The namespace the record belongs to.
+    pub fn namespace(&self) -> &Namespace {
+        match self {
+            Record::Memory(item) => &item.namespace,
+            Record::RecallStats(stats) => &stats.namespace,
+            Record::Page(page) => &page.namespace,
+            Record::Entity(entity) => &entity.namespace,
+            Record::Relation(relation) => &relation.namespace,
+        }
+    }
+
+    /// Checks the record as its store's write path would.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Record::Memory(item) => item.validate(),
+            Record::RecallStats(stats) => stats.validate(),
+            Record::Page(page) => page.validate(),
+            Record::Entity(entity) => entity.validate(),
+            Record::Relation(relation) => relation.validate(),
+        }
+    }
+}
+
+/// A whole export, read and validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dump {
+    /// The header line.
+    pub header: Header,
+    /// The records, in file order.
+    pub records: Vec<Record>,
+}
+
+/// What an import wrote, and what it left out because no store of that kind was given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Records written.
+    pub imported: RecordCounts,
+    /// Records skipped: memories and recall statistics without a memory store, pages without
+    /// a knowledge store, entities and relations without a graph.
+    pub skipped: RecordCounts,
+}
+
+/// Writes every record of `scope` held by the given stores to `writer` as
+/// `agent-memory-jsonl` (see the [module docs](self)). A store that is `None` contributes
+/// nothing. The records are read into memory before the first line is written. Returns the
+/// counts written (also in the header).
+///
+/// # Errors
+/// The stores' errors; [`MemoryError::Storage`] when writing fails.
+pub async fn export_jsonl(
+    scope: &Scope,
+    memories: Option<&dyn MemoryStore>,
+    knowledge: Option<&dyn KnowledgeStore>,
+    graph: Option<&dyn KnowledgeGraph>,
+    writer: &mut (dyn Write + Send),
+) -> Result<RecordCounts> {
+    let mut records = Vec::new();
+    if let Some(store) = memories {
+        for item in store.list(&MemoryFilter::new(scope.clone())).await? {
+            let stats = store.recall_stats(&item.namespace, &item.id).await?;
+            let namespace = item.namespace.clone();
+            let id = item.id.clone();
+            records.push(Record::Memory(item));
+            if let Some(stats) = stats.filter(|stats| *stats != RecallStats::default()) {
+                records.push(Record::RecallStats(RecallStatsRecord::new(
+                    namespace, id, stats,
+                )));
+            }
+        }
+    }
+    if let Some(store) = knowledge {
+        records.extend(store.list_pages(scope).await?.into_iter().map(Record::Page));
+    }
+    if let Some(graph) = graph {
+        records.extend(
+            graph
+                .list_entities(scope)
+                .await?
+                .into_iter()
+                .map(Record::Entity),
+        );
+        records.extend(
+            graph
+                .list_relations(scope)
+                .await?
+                .into_iter()
+                .map(Record::Relation),
+        );
+    }
+    let mut counts = RecordCounts::default();
+    records.iter().for_each(|record| counts.add(record));
+    let header = Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        scope: scope.clone(),
+        exported_at: Utc::now(),
+        counts: Some(counts),
+    };
+    write_jsonl(&header, &records, writer)?;
+    Ok(counts)
+}
+
+fn write_jsonl(header: &Header, records: &[Record], writer: &mut (dyn Write + Send)) -> Result<()> {
+    let mut line = serde_json::to_vec(header)?;
+    line.push(b'\n');
+    write_line(writer, &line, 1)?;
+    for (index, record) in records.iter().enumerate() {
+        line.clear();
+        serde_json::to_writer(&mut line, record).map_err(|error| {
+            MemoryError::serialization(format!("export line {}: encoding", index + 2), error)
+        })?;
+        line.push(b'\n');
+        write_line(writer, &line, index + 2)?;
+    }
+    writer
+        .flush()
+        .map_err(|error| MemoryError::storage("export: flushing the output", error))
+}
+
+fn write_line(writer: &mut (dyn Write + Send), line: &[u8], number: usize) -> Result<()> {
+    writer
+        .write_all(line)
+        .map_err(|error| MemoryError::storage(format!("export line {number}: writing"), error))
+}
+
+/// Reads and validates a whole `agent-memory-jsonl` input without writing anywhere.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] for a missing or foreign header, an unsupported version, a
+/// record that fails validation or lies outside the header's scope, or counts that differ
+/// from the header's; [`MemoryError::Serialization`] for a line that is not valid UTF-8 or
+/// not the JSON of a record; [`MemoryError::LimitExceeded`] for a line longer than
+/// [`MAX_LINE_BYTES`]. Every message names the line. Never panics.
+pub fn read_jsonl(reader: &mut dyn BufRead) -> Result<Dump> {
+    read_numbered(reader, MAX_LINE_BYTES).map(|(header, records)| Dump {
+        header,
+        records: records.into_iter().map(|(_, record)| record).collect(),
+    })
+}
+
+/// Imports an `agent-memory-jsonl` input into the given stores. The whole input is read and
+/// validated first (see [`read_jsonl`]); nothing is written if any line is bad. Then
+/// memories are saved (replacing items with the same id), recall statistics set, pages added
+/// (replacing pages with the same id), entities added or updated, and relations added. Records
+/// whose store is `None` are counted as skipped.
+///
+/// # Errors
+/// As [`read_jsonl`]; then the stores' errors (a relation to an entity that neither the input
+/// nor the graph holds is [`MemoryError::Graph`] naming the line).
+pub async fn import_jsonl(
+    reader: &mut (dyn BufRead + Send),
+    memories: Option<&dyn MemoryStore>,
+    knowledge: Option<&dyn KnowledgeStore>,
+    graph: Option<&dyn KnowledgeGraph>,
+) -> Result<ImportReport> {
+    let (_, records) = read_numbered(reader, MAX_LINE_BYTES)?;
+    let mut report = ImportReport::default();
+    let mut batch: Vec<MemoryItem> = Vec::new();
+    // Memories first (in batches), so their statistics find them.
+    for (_, record) in &records {
+        if let Record::Memory(item) = record {
+            match memories {
+                Some(_) => batch.push(item.clone()),
+                None => report.skipped.memories += 1,
+            }
+        }
+    }
+    if let Some(store) = memories {
+        for chunk in batch.chunks(SAVE_BATCH) {
+            store.save_many(chunk.to_vec()).await?;
+            report.imported.memories += chunk.len();
+        }
+    }
+    for (line, record) in &records {
+        let written = match (record, memories, knowledge, graph) {
+            (Record::Memory(_), _, _, _) => continue,
+            (Record::RecallStats(stats), Some(store), _, _) => store
+                .set_recall_stats(&stats.namespace, &stats.id, stats.stats())
+                .await
+                .map(|()| true),
+            (Record::Page(page), _, Some(store), _) => {
+                import_page(store, page).await.map(|()| true)
+            }
+            (Record::Entity(entity), _, _, Some(graph)) => {
+                match graph.add_entity(entity.clone()).await {
+                    Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity.clone()).await,
+                    other => other,
+                }
+                .map(|()| true)
+            }
+            (Record::Relation(relation), _, _, Some(graph)) => {
+                graph.add_relation(relation.clone()).await.map(|()| true)
+            }
+            _ => Ok(false),
+        }
+        .map_err(|error| at_line(error, *line))?;
+        if written {
+            report.imported.add(record);
+        } else {
+            report.skipped.add(record);
+        }
+    }
+    Ok(report)
+}
+
+async fn import_page(store: &dyn KnowledgeStore, page: &KnowledgePage) -> Result<()> {
+    match store.add_page(page.clone()).await {
+        // Replace, keeping the exported created_at (update_page would keep the stored one).
+        Err(MemoryError::AlreadyExists(_)) => {
+            store.delete_page(&page.namespace, &page.id).await?;
+            store.add_page(page.clone()).await
+        }
+        other => other,
+    }
+}
+
+/// Prefixes the messages that describe the input with its line.
+fn at_line(error: MemoryError, line: usize) -> MemoryError {
+    match error {
+        MemoryError::InvalidInput(message) => {
+            MemoryError::InvalidInput(format!("import line {line}: {message}"))
+        }
+        MemoryError::Graph(message) => MemoryError::Graph(format!("import line {line}: {message}")),
+        other => other,
+    }
+}
+
+type Numbered = (Header, Vec<(usize, Record)>);
+
+fn read_numbered(reader: &mut dyn BufRead, max_line_bytes: usize) -> Result<Numbered> {
+    let mut buffer = Vec::new();
+    let mut line = 0usize;
+    let mut header: Option<Header> = None;
+    let mut records = Vec::new();
+    let mut counts = RecordCounts::default();
+    while let Some(text) = next_line(reader, &mut buffer, &mut line, max_line_bytes)? {
+        if text.trim().is_empty() {
+            continue;
+        }
+        let Some(header) = &header else {
+            header = Some(parse_header(text, line)?);
+            continue;
+        };
+        let record: Record = serde_json::from_str(text).map_err(|error| {
+            MemoryError::serialization(format!("import line {line}: not a valid record"), error)
+        })?;
+        record.validate().map_err(|error| at_line(error, line))?;
+        if !header.scope.contains(record.namespace()) {
+            return Err(MemoryError::InvalidInput(format!(
+                "import line {line}: namespace {} is outside the exported scope {}",
+                record.namespace(),
+                header.scope.namespace
+            )));
+        }
+        counts.add(&record);
+        records.push((line, record));
+    }
+    let Some(header) = header else {
+        return Err(MemoryError::InvalidInput(format!(
+            "import: the input is empty; expected the {FORMAT} header on line 1"
+        )));
+    };
+    if let Some(announced) = header.counts
+        && announced != counts
+    {
+        return Err(MemoryError::InvalidInput(format!(
+            "import: the header announces {announced:?} but the input holds {counts:?} (truncated or edited?)"
+        )));
+    }
+    Ok((header, records))
+}
+
+/// The next line as text (without its line ending), or `None` at the end of the input.
+fn next_line<'a>(
+    reader: &mut dyn BufRead,
+    buffer: &'a mut Vec<u8>,
+    line: &mut usize,
+    max_line_bytes: usize,
+) -> Result<Option<&'a str>> {
+    buffer.clear();
+    *line += 1;
+    let limit = u64::try_from(max_line_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    let read = Read::take(&mut *reader, limit)
+        .read_until(b'\n', buffer)
+        .map_err(|error| MemoryError::storage(format!("import line {line}: reading"), error))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buffer.last() == Some(&b'\n') {
+        buffer.pop();
+        if buffer.last() == Some(&b'\r') {
+            buffer.pop();
+        }
+    } else if buffer.len() > max_line_bytes {
+        return Err(MemoryError::LimitExceeded(format!(
+            "import line {line}: longer than {max_line_bytes} bytes"
+        )));
+    }
+    std::str::from_utf8(buffer).map(Some).map_err(|error| {
+        MemoryError::serialization(format!("import line {line}: not valid UTF-8"), error)
+    })
+}
+
+fn parse_header(text: &str, line: usize) -> Result<Header> {
+    let not_header = || {
+        MemoryError::InvalidInput(format!(
+            "import line {line}: not an {FORMAT} header (expected {{\"format\":\"{FORMAT}\",\"version\":{VERSION},...}})"
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| not_header())?;
+    if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
+        return Err(not_header());
+    }
+    match value.get("version").and_then(serde_json::Value::as_u64) {
+        Some(version) if (1..=u64::from(VERSION)).contains(&version) => {}
+        Some(version) => {
+            return Err(MemoryError::InvalidInput(format!(
+                "import line {line}: format version {version} is not supported (this build reads 1 to {VERSION})"
+            )));
+        }
+        None => return Err(not_header()),
+    }
+    serde_json::from_value(value).map_err(|error| {
+        MemoryError::serialization(format!("import line {line}: invalid header"), error)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(text: &str) -> Namespace {
+        Namespace::parse(text).unwrap()
+    }
+
+    fn sample() -> (Header, Vec<Record>) {
+        let at = DateTime::from_timestamp(1_700_000_000, 5).unwrap();
+        let item = MemoryItem::new(ns("u/a"), "likes \"green\" tea\nand 状态管理")
+            .unwrap()
+            .with_id("m1")
+            .unwrap()
+            .with_tags(["Drinks"])
+            .unwrap()
+            .with_metadata(serde_json::json!({"speaker": "ann", "turn": 3.25}))
+            .unwrap()
+            .with_embedding(vec![0.1, -0.2])
+            .unwrap()
+            .with_created_at(at);
+        let stats = RecallStats {
+            recall_count: 2,
+            total_score: 1.5,
+            last_recall_at: Some(at),
+        };
+        let page = KnowledgePage::new(ns("u/a"), "p", "Title")
+            .unwrap()
+            .with_references(["q"])
+            .unwrap()
+            .with_created_at(at);
+        let entity = GraphEntity::new(ns("u/b"), "e", "E", "thing")
+            .unwrap()
+            .with_tags(["x"])
+            .unwrap();
+        let relation = GraphRelation::new(ns("u/b"), "e", "e", "self", 0.25).unwrap();
+        let records = vec![
+            Record::Memory(item),
+            Record::RecallStats(RecallStatsRecord::new(ns("u/a"), "m1", stats)),
+            Record::Page(page),
+            Record::Entity(entity),
+            Record::Relation(relation),
+        ];
+        let mut counts = RecordCounts::default();
+        records.iter().for_each(|record| counts.add(record));
+        let header = Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            scope: ns("u").subtree(),
+            exported_at: at,
+            counts: Some(counts),
+        };
+        (header, records)
+    }
+
+    fn encode(header: &Header, records: &[Record]) -> String {
+        let mut out = Vec::new();
+        write_jsonl(header, records, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn read(text: &str) -> Result<Dump> {
+        read_jsonl(&mut text.as_bytes())
+    }
+
+    #[test]
+    fn round_trip_of_every_record_type() {
+        let (header, records) = sample();
+        let text = encode(&header, &records);
+        assert_eq!(text.lines().count(), 6);
+        assert!(text.starts_with("{\"format\":\"agent-memory-jsonl\",\"version\":1,"));
+        assert!(
+            text.lines()
+                .nth(2)
+                .unwrap()
+                .starts_with("{\"type\":\"recall_stats\"")
+        );
+        let dump = read(&text).unwrap();
+        assert_eq!(dump.header, header);
+        assert_eq!(dump.records, records);
+        // CRLF line endings and blank lines are accepted.
+        let dump = read(&format!("\n{}\r\n\r\n", text.replace('\n', "\r\n"))).unwrap();
+        assert_eq!(dump.records, records);
+    }
+
+    fn check_error(text: &str, kind: fn(&MemoryError) -> bool, needle: &str) {
+        match read(text) {
+            Err(error) => {
+                assert!(kind(&error), "{text:?}: wrong kind {error:?}");
+                assert!(
+                    error.to_string().contains(needle),
+                    "{text:?}: {error} lacks {needle:?}"
+                );
+            }
+            Ok(dump) => panic!("{text:?} was accepted: {dump:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_line() {
+        let (header, records) = sample();
+        let good = encode(&header, &records);
+        let lines: Vec<&str> = good.lines().collect();
+        let invalid = |e: &MemoryError| matches!(e, MemoryError::InvalidInput(_));
+        let serialization = |e: &MemoryError| matches!(e, MemoryError::Serialization { .. });
+        check_error("", invalid, "empty");
+        check_error("   \n\n", invalid, "empty");
+        check_error("not json\n", invalid, "line 1");
+        check_error("{\"format\":\"other\",\"version\":1}\n", invalid, "line 1");
+        check_error(
+            &good.replacen("\"version\":1", "\"version\":2", 1),
+            invalid,
+            "version 2",
+        );
+        check_error(
+            &good.replacen("\"version\":1", "\"version\":0", 1),
+            invalid,
+            "version 0",
+        );
+        check_error(
+            "{\"format\":\"agent-memory-jsonl\",\"version\":1}\n",
+            serialization,
+            "line 1",
+        );
+        let with_line = |index: usize, replacement: &str| {
+            let mut changed = lines.clone();
+            changed[index] = replacement;
+            changed.join("\n")
+        };
+        check_error(&with_line(3, "{\"type\":\"page\""), serialization, "line 4");
+        check_error(&with_line(3, "[1,2]"), serialization, "line 4");
+        check_error(
+            &with_line(3, "{\"type\":\"spaceship\"}"),
+            serialization,
+            "line 4",
+        );
+        check_error(&with_line(3, "{\"id\":\"p\"}"), serialization, "line 4");
+        let blank_title = lines[3].replace("\"title\":\"Title\"", "\"title\":\"  \"");
+        check_error(&with_line(3, &blank_title), invalid, "line 4: title");
+        let bad_weight = lines[5].replace("0.25", "7.5");
+        check_error(&with_line(5, &bad_weight), invalid, "line 6: weight");
+        let outside = lines[4].replace("\"u/b\"", "\"elsewhere\"");
+        check_error(
+            &with_line(4, &outside),
+            invalid,
+            "line 5: namespace elsewhere",
+        );
+        let bad_namespace = lines[4].replace("\"u/b\"", "\"u//b\"");
+        check_error(&with_line(4, &bad_namespace), serialization, "line 5");
+        let truncated = lines[..4].join("\n");
+        check_error(&truncated, invalid, "truncated");
+        let mut not_utf8 = good.clone().into_bytes();
+        not_utf8.extend_from_slice(b"\xff\xfe\n");
+        match read_jsonl(&mut not_utf8.as_slice()) {
+            Err(error) => assert!(
+                error.to_string().contains("line 7: not valid UTF-8"),
+                "{error}"
+            ),
+            Ok(_) => panic!("invalid UTF-8 accepted"),
+        }
+    }
+
+    #[test]
+    fn overlong_lines_are_refused() {
+        let (header, records) = sample();
+        let text = encode(&header, &records);
+        let error = read_numbered(&mut text.as_bytes(), 64).unwrap_err();
+        assert!(
+            matches!(error, MemoryError::LimitExceeded(ref m) if m.contains("line 1")),
+            "{error}"
+        );
+        assert!(read_numbered(&mut text.as_bytes(), 4096).is_ok());
+    }
+
+    #[test]
+    fn header_without_counts_skips_the_check() {
+        let (mut header, records) = sample();
+        header.counts = None;
+        let text = encode(&header, &records);
+        assert!(!text.lines().next().unwrap().contains("counts"));
+        let dump = read(&text.lines().take(3).collect::<Vec<_>>().join("\n")).unwrap();
+        assert_eq!(dump.records.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn export_without_stores_is_a_header_and_imports_to_nothing() {
+        let mut out = Vec::new();
+        let counts = export_jsonl(&Scope::all(), None, None, None, &mut out)
+            .await
+            .unwrap();
+        assert_eq!(counts.total(), 0);
+        let report = import_jsonl(&mut out.as_slice(), None, None, None)
+            .await
+            .unwrap();
+        assert_eq!(report, ImportReport::default());
+        let (header, records) = sample();
+        let text = encode(&header, &records);
+        let report = import_jsonl(&mut text.as_bytes(), None, None, None)
+            .await
+            .unwrap();
+        assert_eq!(report.imported.total(), 0);
+        assert_eq!(report.skipped, header.counts.unwrap());
+    }
+}
