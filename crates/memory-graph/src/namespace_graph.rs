@@ -455,7 +455,18 @@ impl NamespaceGraph {
                 },
             ));
         }
-        keyed.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        keyed.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| {
+                    // Relation types are interned: the same pointer is the same type.
+                    if std::ptr::eq(a.1, b.1) {
+                        std::cmp::Ordering::Equal
+                    } else {
+                        a.1.cmp(b.1)
+                    }
+                })
+                .then_with(|| a.2.cmp(b.2))
+        });
         keyed.into_iter().map(|(_, _, _, step)| step).collect()
     }
 
