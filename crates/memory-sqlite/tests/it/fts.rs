@@ -1,1 +1,286 @@
-//! fts tests.
+//! Full-text search: user text is never FTS5 syntax, and SQLite matches what the in-memory
+//! backend matches.
+
+use memory_core::text::Analyzer;
+use memory_core::{
+    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryItem, MemoryStore, Namespace, PageQuery,
+    SearchQuery,
+};
+use memory_inmem::InMemoryStore;
+use memory_sqlite::SqliteBackend;
+
+/// Text that is FTS5 query syntax, or breaks naive quoting.
+const HOSTILE: &[&str] = &[
+    "AND OR NEAR( \"unbalanced",
+    "title:x*",
+    "terms:secret",
+    "content: rowid:1",
+    "\"",
+    "\"\"\"",
+    "'",
+    "*",
+    "^start",
+    "-minus +plus",
+    "NOT",
+    "a OR b AND c NOT d",
+    "NEAR(one two, 3)",
+    "(((",
+    ")",
+    "{title summary}: x",
+    "x\" OR \"y",
+    "memories_fts",
+    "'; DROP TABLE memories; --",
+    "%_%",
+    "\\",
+    "\u{0}nul",
+    "🙂 emoji",
+    "状态:管理*",
+    "ÇAFÉ résumé",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_query_text_searches_for_its_words() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/hostile").unwrap();
+    for (index, text) in HOSTILE.iter().enumerate() {
+        if let Ok(item) = MemoryItem::new(ns.clone(), *text) {
+            store
+                .save(item.with_id(format!("h{index}")).unwrap())
+                .await
+                .unwrap();
+        }
+    }
+    store
+        .save(
+            MemoryItem::new(ns.clone(), "an unrelated note about gardening")
+                .unwrap()
+                .with_id("plain")
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    for (index, text) in HOSTILE.iter().enumerate() {
+        let hits = store
+            .search(&SearchQuery::new(ns.exact(), *text, 50))
+            .await
+            .unwrap_or_else(|error| panic!("{text:?} failed: {error}"));
+        let terms = Analyzer::default().terms(text);
+        let ids: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+        if terms.is_empty() {
+            assert!(ids.is_empty(), "{text:?} has no terms but found {ids:?}");
+        } else {
+            assert!(
+                ids.contains(&format!("h{index}").as_str()),
+                "{text:?} (terms {terms:?}) does not find itself: {ids:?}"
+            );
+            assert!(!ids.contains(&"plain"), "{text:?} matched unrelated text");
+        }
+        let pages = backend
+            .knowledge_store()
+            .search(&PageQuery::new(ns.exact(), *text, 5))
+            .await;
+        assert!(pages.is_ok(), "page search failed on {text:?}: {pages:?}");
+    }
+    // The tables survived the SQL-looking input.
+    assert_eq!(
+        store.count(&ns.exact()).await.unwrap(),
+        HOSTILE.len() + 1 - HOSTILE.iter().filter(|t| t.trim().is_empty()).count()
+    );
+    backend.check_integrity().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_are_words_not_syntax() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/ops").unwrap();
+    for (id, text) in [
+        ("near", "meet near the station"),
+        ("unbalanced", "an unbalanced budget"),
+        ("alpha", "alpha only"),
+        ("beta", "beta only"),
+    ] {
+        store
+            .save(
+                MemoryItem::new(ns.clone(), text)
+                    .unwrap()
+                    .with_id(id)
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let ids = |hits: Vec<memory_core::SearchHit>| {
+        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id).collect();
+        ids.sort();
+        ids
+    };
+    // NEAR( and the stray quote are words; AND/OR are stop words.
+    let hits = store
+        .search(&SearchQuery::new(
+            ns.exact(),
+            "AND OR NEAR( \"unbalanced",
+            10,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(ids(hits), ["near", "unbalanced"]);
+    // "alpha NOT beta" would exclude beta as FTS5 syntax; as words it finds both.
+    let hits = store
+        .search(&SearchQuery::new(ns.exact(), "alpha NOT beta", 10))
+        .await
+        .unwrap();
+    assert_eq!(ids(hits), ["alpha", "beta"]);
+    // A prefix star is not a prefix query.
+    let hits = store
+        .search(&SearchQuery::new(ns.exact(), "alp*", 10))
+        .await
+        .unwrap();
+    assert!(hits.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_matches_what_the_in_memory_backend_matches() {
+    let sqlite = SqliteBackend::open_in_memory().unwrap();
+    let memory = InMemoryStore::new();
+    let ns = Namespace::parse("fts/agree").unwrap();
+    let corpus = [
+        "Caroline went to the LGBTQ support group yesterday",
+        "Melanie painted a sunrise over the lake last summer",
+        "The support group met again; Caroline spoke about adoption agencies",
+        "用户喜欢 Rust 编程语言，也在学习 LangGraph 的状态管理",
+        "LangGraph StateGraph 状态管理原理",
+        "Version 3.5 of GPT-4 was released; the user's cat is called Miso",
+        "I'm running a marathon in Tokyo next spring",
+        "東京で日本語を勉強しています",
+        "Ünïcödé ÇAFÉ and naïve résumés",
+    ];
+    let mut items = Vec::new();
+    for (index, text) in corpus.iter().enumerate() {
+        items.push(
+            MemoryItem::new(ns.clone(), *text)
+                .unwrap()
+                .with_id(format!("c{index}"))
+                .unwrap(),
+        );
+    }
+    sqlite
+        .memory_store()
+        .save_many(items.clone())
+        .await
+        .unwrap();
+    memory.save_many(items).await.unwrap();
+    for query in [
+        "support groups",
+        "Who painted sunrises?",
+        "状态管理",
+        "编程",
+        "gpt 3.5",
+        "cats",
+        "runs marathons",
+        "日本語",
+        "cafe",
+        "ÇAFÉ",
+        "adoption agency",
+        "nothing matches this",
+    ] {
+        let search = SearchQuery::new(ns.exact(), query, 20);
+        let mut from_sqlite: Vec<String> = sqlite
+            .memory_store()
+            .search(&search)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.item.id)
+            .collect();
+        let mut from_memory: Vec<String> = memory
+            .search(&search)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.item.id)
+            .collect();
+        from_sqlite.sort();
+        from_memory.sort();
+        assert_eq!(from_sqlite, from_memory, "query {query:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_respects_scope_and_filters() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let store = backend.memory_store();
+    let a = Namespace::parse("tenant-4").unwrap();
+    let lookalike = Namespace::parse("tenant-42").unwrap();
+    let child = Namespace::parse("tenant-4/session").unwrap();
+    for (ns, id) in [(&a, "a"), (&lookalike, "l"), (&child, "c")] {
+        store
+            .save(
+                MemoryItem::new(ns.clone(), "shared secret word")
+                    .unwrap()
+                    .with_id(id)
+                    .unwrap()
+                    .with_tags([id])
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let found = |scope: memory_core::Scope| async move {
+        let mut ids: Vec<String> = store
+            .search(&SearchQuery::new(scope, "secret", 10))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.item.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(found(a.exact()).await, ["a"]);
+    assert_eq!(found(a.subtree()).await, ["a", "c"]);
+    assert_eq!(found(memory_core::Scope::all()).await, ["a", "c", "l"]);
+    let tagged = SearchQuery::new(a.subtree(), "secret", 10)
+        .with_filter(MemoryFilter::new(a.subtree()).with_tags(["c"]).unwrap());
+    let hits = store.search(&tagged).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].item.id, "c");
+    let by_meta = SearchQuery::new(a.subtree(), "secret", 10)
+        .with_filter(MemoryFilter::new(a.subtree()).with_metadata("missing", serde_json::json!(1)));
+    assert!(store.search(&by_meta).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_search_ranks_title_and_tags_above_content() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let pages = backend.knowledge_store();
+    let ns = Namespace::parse("kb").unwrap();
+    let page = |id: &str, title: &str, tags: &[&str], content: &str| {
+        KnowledgePage::new(ns.clone(), id, title)
+            .unwrap()
+            .with_tags(tags.iter().copied())
+            .unwrap()
+            .with_content(content)
+    };
+    pages
+        .add_page(page("body", "Cooking", &[], "mentions borrowing once"))
+        .await
+        .unwrap();
+    pages
+        .add_page(page("title", "Borrowing rules", &["rust"], ""))
+        .await
+        .unwrap();
+    pages
+        .add_page(page("tag", "Ownership", &["borrowing"], ""))
+        .await
+        .unwrap();
+    let hits = pages
+        .search(&PageQuery::new(ns.exact(), "borrowing", 10))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = hits.iter().map(|hit| hit.page.id.as_str()).collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[2], "body", "content-only match ranks last: {ids:?}");
+    assert!(hits[0].signals.title_prefix || hits[0].signals.tag_exact);
+}

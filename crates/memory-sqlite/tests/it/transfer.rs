@@ -1,1 +1,378 @@
-//! transfer tests.
+//! Export and import through `memory_core::transfer`: SQLite to JSONL to SQLite, and the
+//! in-memory backends to SQLite and back, lose nothing.
+
+use chrono::{DateTime, Utc};
+use memory_core::transfer::{export_jsonl, import_jsonl, read_jsonl};
+use memory_core::{
+    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageIndexEntry, RecallStats,
+    Scope,
+};
+use memory_graph::PetGraph;
+use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+use memory_sqlite::SqliteBackend;
+
+use crate::common::TempDb;
+
+fn ns(text: &str) -> Namespace {
+    Namespace::parse(text).unwrap()
+}
+
+fn at(second: i64, nanos: u32) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000 + second, nanos).unwrap()
+}
+
+/// Writes a varied set of records under `user-1` (exported) and `user-2` (not exported).
+async fn fill(memories: &dyn MemoryStore, pages: &dyn KnowledgeStore, graph: &dyn KnowledgeGraph) {
+    for (space, id, text, second) in [
+        ("user-1", "m1", "Alice adopted a grey cat named Miso", 1),
+        (
+            "user-1",
+            "m2",
+            "用户喜欢 Rust 编程, with \"quotes\" and\nnewlines",
+            2,
+        ),
+        (
+            "user-1/session-7",
+            "m3",
+            "Short-term: the user asked about trains",
+            3,
+        ),
+        ("user-2", "other", "not part of the export", 4),
+    ] {
+        let item = MemoryItem::new(ns(space), text)
+            .unwrap()
+            .with_id(id)
+            .unwrap()
+            .with_kind(if id == "m3" {
+                MemoryKind::ShortTerm
+            } else {
+                MemoryKind::Semantic
+            })
+            .with_importance(0.3 + second as f32 / 10.0)
+            .unwrap()
+            .with_credibility(0.9)
+            .unwrap()
+            .with_tags(["Pets", "family life"])
+            .unwrap()
+            .with_metadata(
+                serde_json::json!({"speaker": "ann", "turn": second, "score": 0.1 + 0.2}),
+            )
+            .unwrap()
+            .with_embedding(vec![0.1, -0.25, 3.5e-8])
+            .unwrap()
+            .with_source("chat")
+            .with_created_at(at(second, 123_456_789));
+        memories.save(item).await.unwrap();
+    }
+    memories
+        .record_recall(&ns("user-1"), "m1", 0.7, at(100, 1))
+        .await
+        .unwrap();
+    memories
+        .record_recall(&ns("user-1"), "m1", 0.2, at(200, 2))
+        .await
+        .unwrap();
+    memories
+        .set_recall_stats(
+            &ns("user-1/session-7"),
+            "m3",
+            RecallStats {
+                recall_count: 5,
+                total_score: 3.25,
+                last_recall_at: Some(at(300, 3)),
+            },
+        )
+        .await
+        .unwrap();
+    for (id, title, refs) in [
+        ("langgraph", "LangGraph", vec!["state-graph", "missing"]),
+        (
+            "state-graph",
+            "StateGraph 状态管理",
+            vec!["langgraph", "state-graph"],
+        ),
+    ] {
+        let page = KnowledgePage::new(ns("user-1"), id, title)
+            .unwrap()
+            .with_summary("summary of ".to_owned() + title)
+            .with_content("content")
+            .with_tags(["agents"])
+            .unwrap()
+            .with_references(refs)
+            .unwrap()
+            .with_created_at(at(10, 5));
+        pages.add_page(page).await.unwrap();
+    }
+    pages
+        .add_page(KnowledgePage::new(ns("user-2"), "hidden", "Hidden").unwrap())
+        .await
+        .unwrap();
+    for (space, id, name) in [
+        ("user-1", "alice", "Alice"),
+        ("user-1", "bob", "Bob"),
+        ("user-1/session-7", "train", "Train"),
+        ("user-2", "carol", "Carol"),
+    ] {
+        let entity = GraphEntity::new(ns(space), id, name, "person")
+            .unwrap()
+            .with_description(format!("{name} is someone"))
+            .with_tags(["friend", "Team Member"])
+            .unwrap();
+        graph.add_entity(entity).await.unwrap();
+    }
+    for (from, to, kind, weight) in [
+        ("alice", "bob", "knows", 0.8),
+        ("bob", "alice", "knows", 0.6),
+        ("alice", "alice", "self", 1.0),
+    ] {
+        graph
+            .add_relation(GraphRelation::new(ns("user-1"), from, to, kind, weight).unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+/// Everything observable about a scope, in the traits' orders.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    memories: Vec<MemoryItem>,
+    stats: Vec<Option<RecallStats>>,
+    pages: Vec<KnowledgePage>,
+    index: Vec<PageIndexEntry>,
+    entities: Vec<GraphEntity>,
+    relations: Vec<GraphRelation>,
+}
+
+async fn snapshot(
+    scope: &Scope,
+    memories: &dyn MemoryStore,
+    pages: &dyn KnowledgeStore,
+    graph: &dyn KnowledgeGraph,
+) -> Snapshot {
+    let items = memories
+        .list(&MemoryFilter::new(scope.clone()))
+        .await
+        .unwrap();
+    let mut stats = Vec::new();
+    for item in &items {
+        stats.push(
+            memories
+                .recall_stats(&item.namespace, &item.id)
+                .await
+                .unwrap(),
+        );
+    }
+    Snapshot {
+        memories: items,
+        stats,
+        pages: pages.list_pages(scope).await.unwrap(),
+        index: pages.get_index(scope).await.unwrap(),
+        entities: graph.list_entities(scope).await.unwrap(),
+        relations: graph.list_relations(scope).await.unwrap(),
+    }
+}
+
+async fn export(
+    scope: &Scope,
+    memories: &dyn MemoryStore,
+    pages: &dyn KnowledgeStore,
+    graph: &dyn KnowledgeGraph,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    export_jsonl(scope, Some(memories), Some(pages), Some(graph), &mut out)
+        .await
+        .unwrap();
+    out
+}
+
+async fn import(bytes: &[u8], backend: &SqliteBackend) -> memory_core::Result<()> {
+    import_jsonl(
+        &mut &bytes[..],
+        Some(backend.memory_store()),
+        Some(backend.knowledge_store()),
+        Some(backend.graph()),
+    )
+    .await
+    .map(|_| ())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_to_jsonl_to_sqlite_loses_nothing() {
+    let (from_file, to_file) = (TempDb::new("export-from"), TempDb::new("export-to"));
+    let source = SqliteBackend::open(from_file.path()).unwrap();
+    fill(
+        source.memory_store(),
+        source.knowledge_store(),
+        source.graph(),
+    )
+    .await;
+    let scope = ns("user-1").subtree();
+    let bytes = export(
+        &scope,
+        source.memory_store(),
+        source.knowledge_store(),
+        source.graph(),
+    )
+    .await;
+
+    let dump = read_jsonl(&mut bytes.as_slice()).unwrap();
+    let counts = dump.header.counts.unwrap();
+    assert_eq!(
+        (
+            counts.memories,
+            counts.recall_stats,
+            counts.pages,
+            counts.entities,
+            counts.relations
+        ),
+        (3, 2, 2, 3, 3)
+    );
+
+    let target = SqliteBackend::open(to_file.path()).unwrap();
+    let report = import_jsonl(
+        &mut bytes.as_slice(),
+        Some(target.memory_store()),
+        Some(target.knowledge_store()),
+        Some(target.graph()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.imported, counts);
+    assert_eq!(report.skipped.total(), 0);
+
+    let expected = snapshot(
+        &scope,
+        source.memory_store(),
+        source.knowledge_store(),
+        source.graph(),
+    )
+    .await;
+    let got = snapshot(
+        &scope,
+        target.memory_store(),
+        target.knowledge_store(),
+        target.graph(),
+    )
+    .await;
+    assert_eq!(got, expected);
+    assert!(expected.index.iter().any(|entry| entry.referenced_by == 1));
+    assert!(
+        target.memory_store().count(&Scope::all()).await.unwrap() == 3,
+        "records outside the scope were not exported"
+    );
+
+    // Importing again changes nothing, and a second export has the same records.
+    import(&bytes, &target).await.unwrap();
+    let again = snapshot(
+        &scope,
+        target.memory_store(),
+        target.knowledge_store(),
+        target.graph(),
+    )
+    .await;
+    assert_eq!(again, expected);
+    let bytes_again = export(
+        &scope,
+        target.memory_store(),
+        target.knowledge_store(),
+        target.graph(),
+    )
+    .await;
+    assert_eq!(
+        read_jsonl(&mut bytes_again.as_slice()).unwrap().records,
+        dump.records
+    );
+    target.check_integrity().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_to_sqlite_and_back_loses_nothing() {
+    let (memories, pages, graph) = (
+        InMemoryStore::new(),
+        InMemoryKnowledgeStore::new(),
+        PetGraph::new(),
+    );
+    fill(&memories, &pages, &graph).await;
+    let scope = Scope::all();
+    let bytes = export(&scope, &memories, &pages, &graph).await;
+
+    let file = TempDb::new("from-memory");
+    let sqlite = SqliteBackend::open(file.path()).unwrap();
+    import(&bytes, &sqlite).await.unwrap();
+    let expected = snapshot(&scope, &memories, &pages, &graph).await;
+    let got = snapshot(
+        &scope,
+        sqlite.memory_store(),
+        sqlite.knowledge_store(),
+        sqlite.graph(),
+    )
+    .await;
+    assert_eq!(got, expected);
+
+    let back = export(
+        &scope,
+        sqlite.memory_store(),
+        sqlite.knowledge_store(),
+        sqlite.graph(),
+    )
+    .await;
+    let (memories2, pages2, graph2) = (
+        InMemoryStore::new(),
+        InMemoryKnowledgeStore::new(),
+        PetGraph::new(),
+    );
+    import_jsonl(
+        &mut back.as_slice(),
+        Some(&memories2),
+        Some(&pages2),
+        Some(&graph2),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        snapshot(&scope, &memories2, &pages2, &graph2).await,
+        expected
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_import_writes_nothing() {
+    let source = SqliteBackend::open_in_memory().unwrap();
+    fill(
+        source.memory_store(),
+        source.knowledge_store(),
+        source.graph(),
+    )
+    .await;
+    let bytes = export(
+        &Scope::all(),
+        source.memory_store(),
+        source.knowledge_store(),
+        source.graph(),
+    )
+    .await;
+    let mut text = String::from_utf8(bytes).unwrap();
+    text.push_str("{\"type\":\"memory\",\"id\":\"broken\"\n");
+    let lines = text.lines().count();
+
+    let target = SqliteBackend::open_in_memory().unwrap();
+    let error = import(text.as_bytes(), &target).await.unwrap_err();
+    assert!(
+        matches!(error, MemoryError::Serialization { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&format!("line {lines}")),
+        "{error}"
+    );
+    assert_eq!(target.memory_store().count(&Scope::all()).await.unwrap(), 0);
+    assert!(
+        target
+            .graph()
+            .list_entities(&Scope::all())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
