@@ -10,7 +10,7 @@ use memory_core::{
     SearchHit, SearchQuery,
 };
 
-use crate::bm25::{Bm25Index, top_k};
+use crate::bm25::Bm25Index;
 use crate::registry::{Registry, read, write};
 
 /// The default [`MemoryStore`]: in process memory, one shard per namespace.
@@ -46,9 +46,11 @@ pub struct InMemoryStore {
 
 #[derive(Debug)]
 struct Shard {
-    by_id: HashMap<String, Entry>,
+    /// id -> slot in `entries`.
+    by_id: HashMap<String, u32>,
     by_time: BTreeSet<(DateTime<Utc>, String)>,
-    slots: Vec<Option<String>>,
+    /// The items by slot (a slab: the search index scores slots, so a hit needs no hashing).
+    entries: Vec<Option<Entry>>,
     free_slots: Vec<u32>,
     index: Bm25Index<1>,
 }
@@ -65,7 +67,7 @@ impl Default for Shard {
         Self {
             by_id: HashMap::new(),
             by_time: BTreeSet::new(),
-            slots: Vec::new(),
+            entries: Vec::new(),
             free_slots: Vec::new(),
             index: Bm25Index::new(Analyzer::default(), [1.0]),
         }
@@ -93,25 +95,38 @@ impl Shard {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
-                self.slots.push(None);
-                (self.slots.len() - 1) as u32
+                self.entries.push(None);
+                (self.entries.len() - 1) as u32
             }
         };
-        self.slots[slot as usize] = Some(item.id.clone());
         self.index.insert(slot, [&indexed_text(&item)]);
         self.by_time.insert((item.created_at, item.id.clone()));
-        self.by_id
-            .insert(item.id.clone(), Entry { item, stats, slot });
+        self.by_id.insert(item.id.clone(), slot);
+        self.entries[slot as usize] = Some(Entry { item, stats, slot });
     }
 
     fn remove(&mut self, id: &str) -> Option<Entry> {
-        let entry = self.by_id.remove(id)?;
+        let slot = self.by_id.remove(id)?;
+        let entry = self.entries.get_mut(slot as usize).and_then(Option::take)?;
         self.by_time
             .remove(&(entry.item.created_at, entry.item.id.clone()));
         self.index.remove(entry.slot);
-        self.slots[entry.slot as usize] = None;
         self.free_slots.push(entry.slot);
         Some(entry)
+    }
+
+    fn entry(&self, id: &str) -> Option<&Entry> {
+        let slot = *self.by_id.get(id)?;
+        self.entries.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    fn entry_mut(&mut self, id: &str) -> Option<&mut Entry> {
+        let slot = *self.by_id.get(id)?;
+        self.entries.get_mut(slot as usize).and_then(Option::as_mut)
+    }
+
+    fn len(&self) -> usize {
+        self.by_id.len()
     }
 
     /// Items passing `filter`, in time order (or reverse), at most `limit`.
@@ -127,8 +142,7 @@ impl Shard {
         };
         let range = self.by_time.range((lower, upper));
         let pick = |(_, id): &(DateTime<Utc>, String)| {
-            self.by_id
-                .get(id)
+            self.entry(id)
                 .map(|entry| &entry.item)
                 .filter(|item| filter.matches(item))
                 .cloned()
@@ -154,7 +168,7 @@ impl InMemoryStore {
         self.registry
             .shards(&Scope::all())
             .iter()
-            .map(|(_, shard)| read(shard).by_id.len())
+            .map(|(_, shard)| read(shard).len())
             .sum()
     }
 }
@@ -186,7 +200,7 @@ impl MemoryStore for InMemoryStore {
         Ok(self
             .registry
             .get(namespace)
-            .and_then(|shard| read(&shard).by_id.get(id).map(|entry| entry.item.clone())))
+            .and_then(|shard| read(&shard).entry(id).map(|entry| entry.item.clone())))
     }
 
     async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
@@ -215,49 +229,75 @@ impl MemoryStore for InMemoryStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
+        let filter = &query.filter;
+        // The shard is the namespace, already chosen by the scope: only the other conditions
+        // are checked per hit, on the slab entry (no hashing).
+        let cheap_only =
+            filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
+        let unfiltered = cheap_only
+            && filter.kinds.is_empty()
+            && filter.since.is_none()
+            && filter.until.is_none();
+        let passes = |item: &MemoryItem| {
+            (filter.kinds.is_empty() || filter.kinds.contains(&item.kind))
+                && filter.since.is_none_or(|since| item.created_at >= since)
+                && filter.until.is_none_or(|until| item.created_at < until)
+                && (cheap_only || filter.matches(item))
+        };
+        let shards = self.registry.shards(&filter.scope);
+        let single = shards.len() == 1;
+        let mut out: Vec<SearchHit> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
-        for (namespace, shard) in self.registry.shards(&query.filter.scope) {
+        for (_, shard) in shards {
             let shard = read(&shard);
             let terms = terms.get_or_insert_with(|| shard.index.query_terms(&query.text));
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut local: Vec<(f32, String)> = Vec::new();
-            let filtered = query.filter.has_attribute_conditions()
-                || query.filter.since.is_some()
-                || query.filter.until.is_some();
+            let mut local: Vec<(f32, u32)> = Vec::new();
             shard.index.score_terms(terms, |slot, score| {
-                let Some(Some(id)) = shard.slots.get(slot as usize) else {
-                    return;
-                };
-                if filtered
-                    && !shard
-                        .by_id
-                        .get(id)
-                        .is_some_and(|entry| query.filter.matches(&entry.item))
+                if unfiltered
+                    || shard
+                        .entries
+                        .get(slot as usize)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|e| passes(&e.item))
                 {
-                    return;
+                    local.push((score, slot));
                 }
-                local.push((score, id.clone()));
             });
-            hits.extend(
-                top_k(local, query.top_k)
-                    .into_iter()
-                    .map(|(score, id)| (score, (namespace.clone(), id))),
-            );
-        }
-        let best = top_k(hits, query.top_k);
-        let mut out = Vec::with_capacity(best.len());
-        for (score, (namespace, id)) in best {
-            if let Some(shard) = self.registry.get(&namespace)
-                && let Some(entry) = read(&shard).by_id.get(&id)
-            {
-                out.push(SearchHit {
-                    item: entry.item.clone(),
-                    score,
-                });
+            // Ties are broken by id, not slot: order the local candidates by (score, id).
+            let mut best: Vec<(f32, &Entry)> = local
+                .into_iter()
+                .filter_map(|(score, slot)| {
+                    shard
+                        .entries
+                        .get(slot as usize)
+                        .and_then(Option::as_ref)
+                        .map(|e| (score, e))
+                })
+                .collect();
+            let order = |a: &(f32, &Entry), b: &(f32, &Entry)| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| a.1.item.id.cmp(&b.1.item.id))
+            };
+            if best.len() > query.top_k {
+                best.select_nth_unstable_by(query.top_k - 1, order);
+                best.truncate(query.top_k);
             }
+            best.sort_unstable_by(order);
+            out.extend(best.into_iter().map(|(score, entry)| SearchHit {
+                item: entry.item.clone(),
+                score,
+            }));
+        }
+        if !single {
+            out.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| a.item.id.cmp(&b.item.id))
+            });
+            out.truncate(query.top_k);
         }
         Ok(out)
     }
@@ -266,7 +306,7 @@ impl MemoryStore for InMemoryStore {
         let mut removed = 0;
         for (_, shard) in self.registry.shards(scope) {
             let mut shard = write(&shard);
-            removed += shard.by_id.len();
+            removed += shard.len();
             *shard = Shard::default();
         }
         Ok(removed)
@@ -277,7 +317,7 @@ impl MemoryStore for InMemoryStore {
             .registry
             .shards(scope)
             .into_iter()
-            .filter(|(_, shard)| !read(shard).by_id.is_empty())
+            .filter(|(_, shard)| read(shard).len() > 0)
             .map(|(namespace, _)| namespace)
             .collect())
     }
@@ -289,7 +329,7 @@ impl MemoryStore for InMemoryStore {
         };
         let shard = self.registry.get(&item.namespace).ok_or_else(missing)?;
         let mut shard = write(&shard);
-        if !shard.by_id.contains_key(&item.id) {
+        if shard.entry(&item.id).is_none() {
             return Err(missing());
         }
         shard.insert(item);
@@ -312,7 +352,7 @@ impl MemoryStore for InMemoryStore {
             .registry
             .shards(scope)
             .iter()
-            .map(|(_, shard)| read(shard).by_id.len())
+            .map(|(_, shard)| read(shard).len())
             .sum())
     }
 
@@ -324,7 +364,7 @@ impl MemoryStore for InMemoryStore {
         at: DateTime<Utc>,
     ) -> Result<()> {
         if let Some(shard) = self.registry.get(namespace)
-            && let Some(entry) = write(&shard).by_id.get_mut(id)
+            && let Some(entry) = write(&shard).entry_mut(id)
         {
             entry.stats.record(score, at);
             entry.item.access_count = entry.item.access_count.saturating_add(1);
@@ -346,7 +386,7 @@ impl MemoryStore for InMemoryStore {
         Ok(self
             .registry
             .get(namespace)
-            .and_then(|shard| read(&shard).by_id.get(id).map(|entry| entry.stats)))
+            .and_then(|shard| read(&shard).entry(id).map(|entry| entry.stats)))
     }
 
     async fn set_recall_stats(
@@ -356,7 +396,7 @@ impl MemoryStore for InMemoryStore {
         stats: RecallStats,
     ) -> Result<()> {
         if let Some(shard) = self.registry.get(namespace)
-            && let Some(entry) = write(&shard).by_id.get_mut(id)
+            && let Some(entry) = write(&shard).entry_mut(id)
         {
             entry.stats = stats;
         }

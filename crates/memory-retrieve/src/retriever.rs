@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::keywords::AnalyzerKeywordExtractor;
 use crate::scoring::{
     NGrams, ScoringStrategy, Signals, combine, frequency, recency, reciprocal_rank, reference,
-    temporal_weight, text_overlap,
+    temporal_weight, text_overlap, weighted_score,
 };
 
 /// Longest query accepted, in bytes.
@@ -321,7 +321,11 @@ impl Retriever {
             });
         }
         let now = self.clock.now();
-        let grams = NGrams::of(query);
+        let grams = if config.scoring.weights().overlap > 0.0 {
+            NGrams::of(query)
+        } else {
+            NGrams::default()
+        };
         let started = Instant::now();
         let (memories, pages, entities) = tokio::join!(
             self.memory_channel(scope, query, filter, config, &grams, now),
@@ -350,17 +354,37 @@ impl Retriever {
         .count();
         let candidates = memories.into_iter().chain(pages).chain(entities);
         let weights = config.scoring.weights();
-        let mut scored: Vec<(Key, ScoredItem)> = Vec::new();
+        // Score every candidate cheaply; build the breakdowns only for what is returned.
+        let mut scored: Vec<(f32, Key, Candidate)> = Vec::new();
         let mut total_found = 0;
         for (key, candidate) in candidates {
             total_found += 1;
-            let (score, signals) = match config.fusion {
-                Fusion::Weighted => combine(&weights, &candidate.signals),
+            let score = match config.fusion {
+                Fusion::Weighted => weighted_score(&weights, &candidate.signals),
                 Fusion::ReciprocalRank { k } => {
                     let ranks: Vec<usize> =
                         candidate.channels.iter().map(|(_, rank)| *rank).collect();
-                    let score = reciprocal_rank(&ranks, k, active);
-                    let (_, mut signals) = combine(&weights, &candidate.signals);
+                    reciprocal_rank(&ranks, k, active)
+                }
+            };
+            if score < config.min_score || score <= 0.0 {
+                continue;
+            }
+            scored.push((score, key, candidate));
+        }
+        let order = |a: &(f32, Key, Candidate), b: &(f32, Key, Candidate)| {
+            b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1))
+        };
+        if scored.len() > config.max_results {
+            scored.select_nth_unstable_by(config.max_results - 1, order);
+            scored.truncate(config.max_results);
+        }
+        scored.sort_unstable_by(order);
+        let scored: Vec<ScoredItem> = scored
+            .into_iter()
+            .map(|(score, _, candidate)| {
+                let (_, mut signals) = combine(&weights, &candidate.signals);
+                if let Fusion::ReciprocalRank { .. } = config.fusion {
                     for signal in &mut signals {
                         signal.contribution = 0.0;
                     }
@@ -369,33 +393,22 @@ impl Retriever {
                         value: score,
                         contribution: score,
                     });
-                    (score, signals)
                 }
-            };
-            if score < config.min_score || score <= 0.0 {
-                continue;
-            }
-            let breakdown = ScoreBreakdown {
-                channels: candidate
-                    .channels
-                    .iter()
-                    .map(|(channel, _)| *channel)
-                    .collect(),
-                signals,
-            };
-            scored.push((
-                key,
+                let breakdown = ScoreBreakdown {
+                    channels: candidate
+                        .channels
+                        .iter()
+                        .map(|(channel, _)| *channel)
+                        .collect(),
+                    signals,
+                };
                 ScoredItem {
                     source: candidate.source,
                     score,
                     breakdown,
-                },
-            ));
-        }
-        scored.sort_by(|(a_key, a), (b_key, b)| {
-            b.score.total_cmp(&a.score).then_with(|| a_key.cmp(b_key))
-        });
-        scored.truncate(config.max_results);
+                }
+            })
+            .collect();
         tracing::debug!(
             returned = scored.len(),
             total_found,
@@ -403,7 +416,7 @@ impl Retriever {
             "recall done"
         );
         Ok(RetrievalResult {
-            items: scored.into_iter().map(|(_, item)| item).collect(),
+            items: scored,
             total_found,
             query: query.to_owned(),
         })
@@ -484,6 +497,7 @@ impl Retriever {
         let mut page_query = PageQuery::new(scope.clone(), query, config.candidates_per_channel);
         page_query.tags = filter.tags.clone();
         let hits = knowledge.search(&page_query).await?;
+        let weights = config.scoring.weights();
         let best = hits
             .first()
             .map_or(1.0, |hit| hit.score)
@@ -496,14 +510,18 @@ impl Retriever {
                 let page = hit.page;
                 let signals = Signals {
                     relevance: hit.score / best,
-                    overlap: text_overlap(
-                        grams,
-                        &[
-                            (&page.title, 3.0),
-                            (&page.summary, 2.0),
-                            (&page.content, 1.0),
-                        ],
-                    ),
+                    overlap: if weights.overlap > 0.0 {
+                        text_overlap(
+                            grams,
+                            &[
+                                (&page.title, 3.0),
+                                (&page.summary, 2.0),
+                                (&page.content, 1.0),
+                            ],
+                        )
+                    } else {
+                        0.0
+                    },
                     graph: 0.0,
                     temporal: temporal_weight(page.updated_at, now),
                     reference: reference(hit.referenced_by),
@@ -634,8 +652,10 @@ impl Retriever {
             if !filter.tags.iter().all(|tag| entity.tags.contains(tag)) {
                 continue;
             }
-            candidate.signals.overlap =
-                text_overlap(grams, &[(&entity.name, 3.0), (&entity.description, 1.0)]);
+            if config.scoring.weights().overlap > 0.0 {
+                candidate.signals.overlap =
+                    text_overlap(grams, &[(&entity.name, 3.0), (&entity.description, 1.0)]);
+            }
             candidate.signals.reference =
                 reference(graph.degree(&entity.namespace, &entity.id).await?);
             candidate.signals.importance = 0.5;

@@ -202,6 +202,23 @@ fn unit(value: f32) -> f32 {
     }
 }
 
+/// The weighted score of `signals` alone (what [`combine`] returns first), without building
+/// the breakdown.
+pub fn weighted_score(weights: &ScoreWeights, signals: &Signals) -> f32 {
+    let pairs = weights.pairs();
+    let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
+    if total.is_nan() || total <= 0.0 {
+        return 0.0;
+    }
+    let score: f32 = pairs
+        .iter()
+        .zip(signals.values())
+        .filter(|((_, weight), _)| *weight > 0.0)
+        .map(|((_, weight), value)| unit(value) * weight)
+        .sum();
+    unit(score / total)
+}
+
 /// The weighted score of `signals` and each signal's value and contribution. Signals with
 /// zero weight are left out of the breakdown. The score is in `[0, 1]`.
 pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, Vec<SignalScore>) {

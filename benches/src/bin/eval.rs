@@ -1,0 +1,122 @@
+//! `cargo xtask eval`: retrieval quality on LoCoMo-format conversations.
+//!
+//! ```text
+//! cargo xtask eval [--memories FILE --queries FILE | --synthetic]
+//!                  [--backend inmem] [--strategy hybrid|memory|knowledge|graph]
+//!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
+//!                  [--candidates N] [--no-date] [--json FILE]
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_memory::MemoryStore;
+use agent_memory::inmem::InMemoryStore;
+use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, ScoringStrategy};
+use memory_benches::eval::{EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, render};
+
+fn usage() -> String {
+    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
+}
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("eval: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut memories = root.join("../shared/eval/locomo-dev/memories.jsonl");
+    let mut queries = root.join("../shared/eval/locomo-dev/queries.jsonl");
+    let mut synthetic = false;
+    let mut backend = "inmem".to_owned();
+    let mut json: Option<PathBuf> = None;
+    let mut options = EvalOptions {
+        progress: true,
+        ..EvalOptions::default()
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{arg} needs a value; {}", usage()))
+        };
+        match arg.as_str() {
+            "--memories" => memories = PathBuf::from(value()?),
+            "--queries" => queries = PathBuf::from(value()?),
+            "--synthetic" => synthetic = true,
+            "--backend" => backend = value()?,
+            "--json" => json = Some(PathBuf::from(value()?)),
+            "--no-date" => options.format = TextFormat::Speaker,
+            "--candidates" => {
+                options.config.candidates_per_channel =
+                    value()?.parse().map_err(|e| format!("--candidates: {e}"))?;
+            }
+            "--strategy" => {
+                options.config.strategy = match value()?.as_str() {
+                    "hybrid" => RetrievalStrategy::Hybrid,
+                    "memory" => RetrievalStrategy::MemoryOnly,
+                    "knowledge" => RetrievalStrategy::KnowledgeOnly,
+                    "graph" => RetrievalStrategy::GraphOnly,
+                    other => return Err(format!("unknown strategy {other}")),
+                }
+            }
+            "--scoring" => {
+                options.config.scoring = match value()?.as_str() {
+                    "hybrid" => ScoringStrategy::default(),
+                    "relevance" => ScoringStrategy::Relevance,
+                    "overlap" => ScoringStrategy::TextOverlap,
+                    other => return Err(format!("unknown scoring {other}")),
+                }
+            }
+            "--fusion" => {
+                options.config.fusion = match value()?.as_str() {
+                    "weighted" => Fusion::Weighted,
+                    "rrf" => Fusion::ReciprocalRank { k: 60.0 },
+                    other => return Err(format!("unknown fusion {other}")),
+                }
+            }
+            "--help" | "-h" => {
+                println!("{}", usage());
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other}; {}", usage())),
+        }
+    }
+    let (turns, questions): (Vec<Turn>, Vec<Query>) = if synthetic {
+        memory_benches::synthetic::synthetic(5, 200, 42)
+    } else {
+        let turns = read_jsonl(&memories).map_err(|e| e.to_string())?;
+        let questions = read_jsonl(&queries).map_err(|e| e.to_string())?;
+        (turns, questions)
+    };
+    let store: Arc<dyn MemoryStore> = match backend.as_str() {
+        "inmem" => Arc::new(InMemoryStore::new()),
+        other => return Err(format!("unknown backend {other}; available: inmem")),
+    };
+    let _ = RetrieverConfig::default();
+    eprintln!(
+        "eval: {} turns, {} questions, backend {backend}",
+        turns.len(),
+        questions.len()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let report = runtime
+        .block_on(evaluate(&turns, &questions, store, &options))
+        .map_err(|e| e.to_string())?;
+    println!("{}", render(&report));
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+        eprintln!("eval: wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,386 @@
+//! Retrieval evaluation on conversations in the LoCoMo JSONL format.
+//!
+//! Protocol (as the data's README gives it): each conversation is its own namespace; its
+//! turns are remembered through the public API (text `[date] speaker: text`, the turn's
+//! timestamp as creation time, `dia_id` and speaker in metadata); the clock is set to the
+//! conversation's last timestamp; each question is answered with one recall against that
+//! namespace only. Recall@k is the share of a question's evidence turns in the top k,
+//! averaged over questions; Hit@k the share of questions with any evidence in the top k.
+//!
+//! Questions are answered through [`Retriever::retrieve_with`], which records no recall
+//! statistics, so the order of questions cannot change the results.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::sync::Arc;
+use std::time::Instant;
+
+use agent_memory::retrieve::{Memory, RecallFilter, Remember, RetrieverConfig};
+use agent_memory::{
+    ManualClock, MemoryError, MemoryKind, MemoryStore, Namespace, Result, RetrievalSource,
+};
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The cut-offs reported.
+pub const KS: [usize; 4] = [1, 5, 10, 20];
+
+/// One dialogue turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Conversation id.
+    pub conv_id: String,
+    /// Turn id such as `D1:3`.
+    pub dia_id: String,
+    /// Session number.
+    pub session: usize,
+    /// Human-readable session date.
+    pub date: String,
+    /// ISO-8601 session time, if known.
+    pub timestamp: Option<String>,
+    /// Who spoke.
+    pub speaker: String,
+    /// What was said.
+    pub text: String,
+    /// Caption of a shared image, if any.
+    pub blip_caption: Option<String>,
+}
+
+/// One question with its evidence turns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Query {
+    /// Question id.
+    pub qid: String,
+    /// Conversation id.
+    pub conv_id: String,
+    /// The question.
+    pub question: String,
+    /// The reference answer (unused by retrieval).
+    #[serde(default, deserialize_with = "any_to_string")]
+    pub answer: String,
+    /// `dia_id`s of the turns that answer it.
+    pub evidence: Vec<String>,
+    /// 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
+    pub category: u32,
+}
+
+fn any_to_string<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<String, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(match value {
+        serde_json::Value::String(text) => text,
+        other => other.to_string(),
+    })
+}
+
+/// Reads a JSONL file of `T`, naming the line of any malformed record.
+///
+/// # Errors
+/// I/O and parse errors as [`MemoryError::Serialization`].
+pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &std::path::Path) -> Result<Vec<T>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| MemoryError::serialization(format!("open {}", path.display()), e))?;
+    let mut out = Vec::new();
+    for (number, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line =
+            line.map_err(|e| MemoryError::serialization(format!("read {}", path.display()), e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(serde_json::from_str(&line).map_err(|e| {
+            MemoryError::serialization(format!("{} line {}", path.display(), number + 1), e)
+        })?);
+    }
+    Ok(out)
+}
+
+/// How turns are written into memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextFormat {
+    /// `[date] speaker: text` (and the image caption), as the reference numbers.
+    DatedSpeaker,
+    /// `speaker: text` (and the image caption).
+    Speaker,
+}
+
+/// Evaluation settings.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// Retrieval settings for every question (`max_results` is raised to the largest k).
+    pub config: RetrieverConfig,
+    /// How turns are written.
+    pub format: TextFormat,
+    /// Print progress to stderr.
+    pub progress: bool,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        Self {
+            config: RetrieverConfig::default(),
+            format: TextFormat::DatedSpeaker,
+            progress: false,
+        }
+    }
+}
+
+/// Recall@k and Hit@k in percent, keyed `recall@k` / `hit@k`, plus the question count.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Questions counted.
+    pub questions: usize,
+    /// `recall@1`, `recall@5`, ..., `hit@1`, ... in percent.
+    #[serde(flatten)]
+    pub values: BTreeMap<String, f64>,
+}
+
+/// The result of one evaluation.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Report {
+    /// Over all questions.
+    pub overall: Metrics,
+    /// Per question category.
+    pub per_category: BTreeMap<String, Metrics>,
+    /// Query latency in microseconds: mean, median, p95.
+    pub latency_us: BTreeMap<String, f64>,
+    /// Total ingest time, milliseconds, and turns ingested.
+    pub ingest: BTreeMap<String, f64>,
+}
+
+#[derive(Default)]
+struct Sums {
+    questions: usize,
+    recall: [f64; KS.len()],
+    hit: [f64; KS.len()],
+}
+
+impl Sums {
+    fn add(&mut self, ranked: &[String], evidence: &[String]) {
+        self.questions += 1;
+        for (slot, k) in KS.iter().enumerate() {
+            let top = &ranked[..ranked.len().min(*k)];
+            let found = evidence.iter().filter(|e| top.contains(e)).count();
+            self.recall[slot] += found as f64 / evidence.len().max(1) as f64;
+            self.hit[slot] += f64::from(u8::from(found > 0));
+        }
+    }
+
+    fn metrics(&self) -> Metrics {
+        let mut values = BTreeMap::new();
+        let n = self.questions.max(1) as f64;
+        for (slot, k) in KS.iter().enumerate() {
+            values.insert(format!("recall@{k}"), 100.0 * self.recall[slot] / n);
+            values.insert(format!("hit@{k}"), 100.0 * self.hit[slot] / n);
+        }
+        Metrics {
+            questions: self.questions,
+            values,
+        }
+    }
+}
+
+fn parse_time(turn: &Turn) -> Option<DateTime<Utc>> {
+    let text = turn.timestamp.as_deref()?;
+    NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+fn turn_text(turn: &Turn, format: TextFormat) -> String {
+    let mut text = match format {
+        TextFormat::DatedSpeaker => format!("[{}] {}: {}", turn.date, turn.speaker, turn.text),
+        TextFormat::Speaker => format!("{}: {}", turn.speaker, turn.text),
+    };
+    if let Some(caption) = turn
+        .blip_caption
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+    {
+        text.push_str(" [shares an image: ");
+        text.push_str(caption);
+        text.push(']');
+    }
+    text
+}
+
+/// Runs the evaluation over `turns` and `queries`, storing memories in stores made by
+/// `make_store` (one call for the whole run).
+///
+/// # Errors
+/// Store errors; [`MemoryError::InvalidInput`] for an invalid config.
+pub async fn evaluate(
+    turns: &[Turn],
+    queries: &[Query],
+    store: Arc<dyn MemoryStore>,
+    options: &EvalOptions,
+) -> Result<Report> {
+    let mut config = options.config.clone();
+    config.max_results = config.max_results.max(KS[KS.len() - 1]);
+    config.min_score = 0.0;
+    config.validate()?;
+    let clock = Arc::new(ManualClock::new(DateTime::<Utc>::UNIX_EPOCH));
+    let memory = Memory::builder()
+        .store(store)
+        .clock(clock.clone())
+        .retriever_config(config.clone())
+        .build()?;
+
+    let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
+    for turn in turns {
+        by_conv.entry(turn.conv_id.as_str()).or_default().push(turn);
+    }
+    let mut questions: HashMap<&str, Vec<&Query>> = HashMap::new();
+    for query in queries {
+        questions
+            .entry(query.conv_id.as_str())
+            .or_default()
+            .push(query);
+    }
+    let mut overall = Sums::default();
+    let mut per_category: BTreeMap<u32, Sums> = BTreeMap::new();
+    let mut latencies: Vec<f64> = Vec::new();
+    let mut ingest_ms = 0.0;
+    let total_questions = queries.len();
+    for (index, (conv_id, conv_turns)) in by_conv.iter().enumerate() {
+        let namespace = Namespace::parse("locomo")?.child(&sanitize(conv_id))?;
+        let started = Instant::now();
+        let mut last = DateTime::<Utc>::UNIX_EPOCH;
+        for turn in conv_turns {
+            let at = parse_time(turn).unwrap_or(last);
+            last = last.max(at);
+            let request = Remember::new(namespace.clone(), turn_text(turn, options.format))
+                .id(turn.dia_id.clone())
+                .kind(MemoryKind::Episodic)
+                .created_at(at)
+                .metadata(serde_json::json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}))
+                .source("locomo");
+            memory.remember_with(request).await?;
+        }
+        ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
+        clock.set(last);
+        let conv_questions = questions.get(conv_id).cloned().unwrap_or_default();
+        for query in &conv_questions {
+            let started = Instant::now();
+            let result = memory
+                .retriever()
+                .retrieve_with(
+                    &namespace.exact(),
+                    &query.question,
+                    &RecallFilter::default(),
+                    &config,
+                )
+                .await?;
+            latencies.push(started.elapsed().as_secs_f64() * 1e6);
+            let ranked: Vec<String> = result
+                .items
+                .iter()
+                .filter_map(|item| match &item.source {
+                    RetrievalSource::Memory(memory) => Some(memory.id.clone()),
+                    _ => None,
+                })
+                .collect();
+            overall.add(&ranked, &query.evidence);
+            per_category
+                .entry(query.category)
+                .or_default()
+                .add(&ranked, &query.evidence);
+        }
+        if options.progress {
+            let so_far = overall.metrics();
+            eprintln!(
+                "[{}/{}] {conv_id}: {} turns, {} questions; running R@10 {:.1} ({} of {total_questions} questions)",
+                index + 1,
+                by_conv.len(),
+                conv_turns.len(),
+                conv_questions.len(),
+                so_far.values.get("recall@10").copied().unwrap_or(0.0),
+                overall.questions,
+            );
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let mean = if latencies.is_empty() {
+        0.0
+    } else {
+        latencies.iter().sum::<f64>() / latencies.len() as f64
+    };
+    Ok(Report {
+        overall: overall.metrics(),
+        per_category: per_category
+            .into_iter()
+            .map(|(category, sums)| (category_name(category), sums.metrics()))
+            .collect(),
+        latency_us: BTreeMap::from([
+            ("mean".into(), mean),
+            ("median".into(), pick(0.5)),
+            ("p95".into(), pick(0.95)),
+        ]),
+        ingest: BTreeMap::from([
+            ("total_ms".into(), ingest_ms),
+            ("turns".into(), turns.len() as f64),
+        ]),
+    })
+}
+
+fn sanitize(conv_id: &str) -> String {
+    conv_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn category_name(category: u32) -> String {
+    match category {
+        1 => "1-multi-hop".into(),
+        2 => "2-temporal".into(),
+        3 => "3-open-domain".into(),
+        4 => "4-single-hop".into(),
+        other => format!("{other}"),
+    }
+}
+
+/// The report as a table.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    out.push_str("| split | questions | R@1 | R@5 | R@10 | R@20 | H@1 | H@5 | H@10 | H@20 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut row = |name: &str, metrics: &Metrics| {
+        let v = |key: &str| metrics.values.get(key).copied().unwrap_or(0.0);
+        out.push_str(&format!(
+            "| {name} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            metrics.questions,
+            v("recall@1"),
+            v("recall@5"),
+            v("recall@10"),
+            v("recall@20"),
+            v("hit@1"),
+            v("hit@5"),
+            v("hit@10"),
+            v("hit@20"),
+        ));
+    };
+    row("overall", &report.overall);
+    for (name, metrics) in &report.per_category {
+        row(name, metrics);
+    }
+    let l = |key: &str| report.latency_us.get(key).copied().unwrap_or(0.0);
+    out.push_str(&format!(
+        "\nquery latency: mean {:.1} us, median {:.1} us, p95 {:.1} us; ingest {:.0} ms for {} turns\n",
+        l("mean"), l("median"), l("p95"),
+        report.ingest.get("total_ms").copied().unwrap_or(0.0),
+        report.ingest.get("turns").copied().unwrap_or(0.0),
+    ));
+    out
+}
