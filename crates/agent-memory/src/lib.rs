@@ -8,6 +8,8 @@ pub use memory_graph as graph;
 pub use memory_inmem as inmem;
 #[cfg(feature = "retrieve")]
 pub use memory_retrieve as retrieve;
+#[cfg(feature = "sqlite")]
+pub use memory_sqlite as sqlite;
 
 /// The names most programs need, for `use agent_memory::prelude::*`.
 pub mod prelude {
