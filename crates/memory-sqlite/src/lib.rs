@@ -32,7 +32,7 @@
 //! The schema is versioned in `PRAGMA user_version` and upgraded on open by migrations that
 //! run in one transaction ([`SCHEMA_VERSION`]). A file that is not a database, a database of
 //! another application, or one written by a newer version is refused with
-//! [`MemoryError::Storage`](memory_core::MemoryError::Storage) and left untouched.
+//! [`MemoryError::Storage`] and left untouched.
 //!
 //! # Search
 //!
@@ -51,7 +51,7 @@
 //! connection behind a mutex, so their calls run one at a time. Several backends, or several
 //! processes, may open the same file: WAL lets readers proceed during a write, and a writer
 //! waits up to the busy timeout for another's transaction, then fails with
-//! [`MemoryError::Conflict`](memory_core::MemoryError::Conflict), which is recoverable.
+//! [`MemoryError::Conflict`], which is recoverable.
 //!
 //! # Limits
 //!
