@@ -1,0 +1,677 @@
+//! [`PostgresGraph`]: the knowledge graph as tables of entities and relations, traversed by a
+//! recursive query.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use memory_core::{
+    GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED,
+    MemoryError, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, distance_score,
+    entity_matches_keyword, sort_scored,
+};
+use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::{Context, corrupt, pg_error};
+use crate::knowledge_store::decode_tags;
+use crate::memory_store::{count, namespaces};
+use crate::sql::reject_nul;
+
+/// A [`KnowledgeGraph`] in PostgreSQL.
+///
+/// Entities live in `entities` (with lowercased copies of name and type for the keyword rules,
+/// and their tags in a GIN-indexed array), relations in `relations` with the primary key
+/// `(ns, source_id, relation_type, target_id)` and an index on `(ns, target_id, ...)`, so both
+/// directions of an entity's relations are index scans in the order
+/// [`relations_of`](KnowledgeGraph::relations_of) returns them. Foreign keys cascade the
+/// removal of an entity to its relations.
+///
+/// # Traversal
+///
+/// [`get_related`](KnowledgeGraph::get_related) is one `WITH RECURSIVE` query: a breadth-first
+/// walk that adds one level per iteration, follows relations both ways, skips every entity
+/// reached before (the visited set travels with the walk, so cycles end), stops at the depth
+/// (clamped to [`MAX_TRAVERSAL_DEPTH`]) and once more than [`MAX_TRAVERSAL_VISITED`] entities
+/// were reached. Each entity is reached once, through the first relation that reaches it in
+/// the order memory-core's default algorithm explores (the earlier-reached parent first, then
+/// outgoing before incoming, then relation type and other end), so the results, paths, scores
+/// and order are exactly the trait default's; only the round trips differ (one instead of one
+/// per visited entity). [`multi_hop`](KnowledgeGraph::multi_hop) and
+/// [`shortest_path`](KnowledgeGraph::shortest_path) use memory-core's defaults over
+/// [`relations_of`](KnowledgeGraph::relations_of).
+///
+/// Cheap to clone; clones share the pool.
+#[derive(Clone, Debug)]
+pub struct PostgresGraph {
+    db: Database,
+    constraints: TagConstraints,
+}
+
+impl PostgresGraph {
+    pub(crate) fn new(db: Database, constraints: TagConstraints) -> Self {
+        Self { db, constraints }
+    }
+}
+
+const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
+const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+
+struct EncodedEntity {
+    ns: String,
+    id: String,
+    name: String,
+    name_key: String,
+    entity_type: String,
+    type_key: String,
+    description: String,
+    tags: Vec<String>,
+}
+
+impl EncodedEntity {
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.ns,
+            &self.id,
+            &self.name,
+            &self.name_key,
+            &self.entity_type,
+            &self.type_key,
+            &self.description,
+            &self.tags,
+        ]
+    }
+}
+
+/// Distinct tags, the first `limit` kept.
+fn limit_tags(tags: &[Tag], limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tags.len().min(limit));
+    for tag in tags {
+        if out.len() == limit {
+            break;
+        }
+        if !out.iter().any(|kept| kept == tag.as_str()) {
+            out.push(tag.as_str().to_owned());
+        }
+    }
+    out
+}
+
+fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
+    entity.validate()?;
+    reject_nul("name", &entity.name)?;
+    reject_nul("entity_type", &entity.entity_type)?;
+    reject_nul("description", &entity.description)?;
+    Ok(EncodedEntity {
+        tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
+        ns: entity.namespace.as_str().to_owned(),
+        id: entity.id,
+        name_key: entity.name.to_lowercase(),
+        name: entity.name,
+        type_key: entity.entity_type.to_lowercase(),
+        entity_type: entity.entity_type,
+        description: entity.description,
+    })
+}
+
+/// Decodes the entity in the columns `first..first + 6` of `row` ([`COLUMNS`]' order).
+fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
+    let field = |error: tokio_postgres::Error| corrupt("an entity", error);
+    let ns: String = row.try_get(first).map_err(field)?;
+    let id: String = row.try_get(first + 1).map_err(field)?;
+    let what = format!("entity {id} in {ns}");
+    let tags: Vec<String> = row.try_get(first + 5).map_err(field)?;
+    Ok(GraphEntity {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        tags: decode_tags(&what, &tags)?,
+        name: row.try_get(first + 2).map_err(field)?,
+        entity_type: row.try_get(first + 3).map_err(field)?,
+        description: row.try_get(first + 4).map_err(field)?,
+        id,
+    })
+}
+
+fn decode_relation(row: &Row) -> Result<GraphRelation> {
+    let field = |error: tokio_postgres::Error| corrupt("a relation", error);
+    let ns: String = row.try_get(0).map_err(field)?;
+    let source_id: String = row.try_get(1).map_err(field)?;
+    let target_id: String = row.try_get(2).map_err(field)?;
+    Ok(GraphRelation {
+        namespace: Namespace::parse(&ns).map_err(|error| {
+            corrupt(
+                format_args!("relation {source_id} -> {target_id} in {ns}"),
+                error,
+            )
+        })?,
+        relation_type: row.try_get(3).map_err(field)?,
+        weight: row.try_get(4).map_err(field)?,
+        source_id,
+        target_id,
+    })
+}
+
+fn storable(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+/// The breadth-first walk of [`KnowledgeGraph::get_related`]; `$1` namespace, `$2` start,
+/// `$3` depth, `$4` the most entities reached.
+///
+/// The working table of each iteration is one level: a row per entity reached at that level
+/// (with its rank in the level, its parent and the relation that reached it) plus one `meta`
+/// row carrying the ids visited so far. The recursive term reads the level through an inner
+/// `WITH` (PostgreSQL allows the recursive reference once, so the inner CTE lets the term use
+/// it for both the frontier and the visited set). Candidates are the relations of the level's
+/// entities to entities not visited yet; `DISTINCT ON` keeps, for each newly reached entity,
+/// the first candidate in exploration order `(parent rank, outgoing before incoming, relation
+/// type)` and `row_number()` ranks the new level in that order, which is the order the trait's
+/// default algorithm discovers entities in.
+const GET_RELATED: &str = r#"
+WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type, rel_weight,
+                     visited, meta) AS (
+    SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", NULL::text COLLATE "C",
+           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real, NULL::text[], false
+    UNION ALL
+    SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
+    UNION ALL (
+        WITH level AS (SELECT * FROM walk),
+        seen AS (SELECT l.visited FROM level l WHERE l.meta),
+        candidates AS (
+            SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
+                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
+            FROM level l CROSS JOIN LATERAL (
+                SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
+                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
+                FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
+                UNION ALL
+                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
+                FROM {s}.relations r
+                WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
+            ) AS x
+            WHERE NOT l.meta AND l.hops < $3::integer
+              AND (SELECT cardinality(s.visited) FROM seen s) <= $4::integer
+        ),
+        fresh AS (
+            SELECT DISTINCT ON (c.other) c.* FROM candidates c
+            WHERE c.other NOT IN (SELECT unnest(s.visited) FROM seen s)
+            ORDER BY c.other, c.parent_rank, c.dir, c.rel_type
+        ),
+        ranked AS (
+            SELECT f.*, row_number() OVER (ORDER BY f.parent_rank, f.dir, f.rel_type, f.other)
+                   AS rank
+            FROM fresh f
+        )
+        SELECT r.other, r.hops, r.rank, r.parent, r.rel_source, r.rel_target, r.rel_type,
+               r.rel_weight, NULL::text[], false
+        FROM ranked r
+        UNION ALL
+        SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL,
+               s.visited || ARRAY(SELECT r.other FROM ranked r), true
+        FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
+    )
+)
+SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
+       e.ns, e.id, e.name, e.entity_type, e.description, e.tags
+FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
+WHERE NOT w.meta AND w.hops > 0
+ORDER BY w.hops, w.rank
+LIMIT $4::integer
+"#;
+
+#[async_trait]
+impl KnowledgeGraph for PostgresGraph {
+    async fn add_entity(&self, entity: GraphEntity) -> Result<()> {
+        let entity = encode(entity, self.constraints)?;
+        let what = || format!("adding entity {} in {}", entity.id, entity.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(
+                "INSERT INTO {s}.entities (ns, id, name, name_key, entity_type, type_key, \
+                 description, tags) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
+                 $6::text, $7::text, $8::text[]) ON CONFLICT (ns, id) DO NOTHING",
+            ))
+            .await
+            .context(what)?;
+        let inserted = client
+            .execute(&statement, &entity.params())
+            .await
+            .context(what)?;
+        if inserted == 0 {
+            return Err(MemoryError::AlreadyExists(format!(
+                "entity {} in {}",
+                entity.id, entity.ns
+            )));
+        }
+        Ok(())
+    }
+
+    async fn update_entity(&self, entity: GraphEntity) -> Result<()> {
+        let entity = encode(entity, self.constraints)?;
+        let what = || format!("updating entity {} in {}", entity.id, entity.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(
+                "UPDATE {s}.entities SET name = $3::text, name_key = $4::text, \
+                 entity_type = $5::text, type_key = $6::text, description = $7::text, \
+                 tags = $8::text[] WHERE ns = $1::text AND id = $2::text",
+            ))
+            .await
+            .context(what)?;
+        let updated = client
+            .execute(&statement, &entity.params())
+            .await
+            .context(what)?;
+        if updated == 0 {
+            return Err(MemoryError::NotFound(format!(
+                "entity {} in {}",
+                entity.id, entity.ns
+            )));
+        }
+        Ok(())
+    }
+
+    async fn get_entity(&self, namespace: &Namespace, id: &str) -> Result<Option<GraphEntity>> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.entities e WHERE e.ns = "
+        ));
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND e.id = ")
+            .bind(id.to_owned(), "text");
+        let rows = self
+            .db
+            .query(&sql, || format!("reading entity {id} in {namespace}"))
+            .await?;
+        rows.first().map(|row| decode_entity(row, 0)).transpose()
+    }
+
+    async fn remove_entity(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        if !storable(id) {
+            return Ok(false);
+        }
+        // Its relations go with it (ON DELETE CASCADE).
+        let mut sql = self.db.sql("DELETE FROM {s}.entities WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        let removed = self
+            .db
+            .execute(&sql, || format!("removing entity {id} in {namespace}"))
+            .await?;
+        Ok(removed > 0)
+    }
+
+    async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
+        relation.validate()?;
+        reject_nul("relation_type", &relation.relation_type)?;
+        let ns = relation.namespace.as_str().to_owned();
+        let describe = || {
+            format!(
+                "relation {} -[{}]-> {} in {ns}",
+                relation.source_id, relation.relation_type, relation.target_id
+            )
+        };
+        let what = || format!("adding {}", describe());
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(
+                "INSERT INTO {s}.relations (ns, source_id, target_id, relation_type, weight) \
+                 SELECT $1::text, $2::text, $3::text, $4::text, $5::real \
+                 WHERE EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $2::text) \
+                 AND EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $3::text) \
+                 ON CONFLICT (ns, source_id, relation_type, target_id) \
+                 DO UPDATE SET weight = EXCLUDED.weight",
+            ))
+            .await
+            .context(what)?;
+        let params: [&(dyn ToSql + Sync); 5] = [
+            &ns,
+            &relation.source_id,
+            &relation.target_id,
+            &relation.relation_type,
+            &relation.weight,
+        ];
+        let written = match client.execute(&statement, &params).await {
+            Ok(written) => written,
+            // An endpoint removed between the existence check and the insert.
+            Err(error) if error.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => 0,
+            Err(error) => return Err(pg_error(what(), error)),
+        };
+        if written > 0 {
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        for endpoint in [&relation.source_id, &relation.target_id] {
+            if self
+                .get_entity(&relation.namespace, endpoint)
+                .await?
+                .is_none()
+                && !missing.contains(&endpoint)
+            {
+                missing.push(endpoint);
+            }
+        }
+        let missing = if missing.is_empty() {
+            "an endpoint was removed concurrently".to_owned()
+        } else {
+            missing
+                .iter()
+                .map(|id| format!("entity {id} does not exist"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Err(MemoryError::Graph(format!("{}: {missing}", describe())))
+    }
+
+    async fn remove_relation(
+        &self,
+        namespace: &Namespace,
+        source_id: &str,
+        target_id: &str,
+        relation_type: &str,
+    ) -> Result<bool> {
+        if ![source_id, target_id, relation_type]
+            .iter()
+            .all(|text| storable(text))
+        {
+            return Ok(false);
+        }
+        let mut sql = self.db.sql("DELETE FROM {s}.relations WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND source_id = ")
+            .bind(source_id.to_owned(), "text")
+            .push(" AND relation_type = ")
+            .bind(relation_type.to_owned(), "text")
+            .push(" AND target_id = ")
+            .bind(target_id.to_owned(), "text");
+        let removed = self
+            .db
+            .execute(&sql, || {
+                format!(
+                    "removing relation {source_id} -[{relation_type}]-> {target_id} in {namespace}"
+                )
+            })
+            .await?;
+        Ok(removed > 0)
+    }
+
+    async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
+        if !storable(id) {
+            return Ok(Vec::new());
+        }
+        let ns = namespace.as_str().to_owned();
+        let id = id.to_owned();
+        let mut sql = self.db.sql(&format!(
+            "SELECT {RELATION_COLUMNS} FROM ( \
+             SELECT *, 0 AS dir, target_id AS other FROM {{s}}.relations \
+             WHERE ns = $1::text AND source_id = $2::text \
+             UNION ALL \
+             SELECT *, 1 AS dir, source_id AS other FROM {{s}}.relations \
+             WHERE ns = $1::text AND target_id = $2::text AND source_id <> $2::text \
+             ) AS r ORDER BY r.dir, r.relation_type, r.other"
+        ));
+        // The statement names $1 and $2 itself; bind them in order.
+        sql.bind_only(ns.clone()).bind_only(id.clone());
+        let rows = self
+            .db
+            .query(&sql, || {
+                format!("reading the relations of entity {id} in {ns}")
+            })
+            .await?;
+        rows.iter().map(decode_relation).collect()
+    }
+
+    async fn find_by_keywords(
+        &self,
+        scope: &Scope,
+        keywords: &[String],
+    ) -> Result<Vec<GraphEntity>> {
+        let usable: Vec<&String> = keywords
+            .iter()
+            .filter(|keyword| !keyword.trim().is_empty() && storable(keyword))
+            .collect();
+        if usable.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lowered: Vec<String> = usable
+            .iter()
+            .map(|keyword| keyword.trim().to_lowercase())
+            .collect();
+        let tags: Vec<String> = usable
+            .iter()
+            .filter_map(|keyword| Tag::new(keyword).ok())
+            .map(|tag| tag.as_str().to_owned())
+            .collect();
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.entities e WHERE true"
+        ));
+        sql.and_scope("e.ns", scope)
+            .push(" AND (EXISTS (SELECT 1 FROM unnest(")
+            .bind(lowered.clone(), "text[]")
+            .push(") AS k WHERE starts_with(e.name_key, k)) OR e.type_key = ANY(")
+            .bind(lowered, "text[]")
+            .push(") OR e.tags && ")
+            .bind(tags, "text[]")
+            .push(") ORDER BY e.ns, e.id");
+        let rows = self
+            .db
+            .query(&sql, || "finding entities by keyword".to_owned())
+            .await?;
+        let mut entities = rows
+            .iter()
+            .map(|row| decode_entity(row, 0))
+            .collect::<Result<Vec<_>>>()?;
+        // The rule itself decides; SQL only narrowed the candidates.
+        entities.retain(|entity| {
+            usable
+                .iter()
+                .any(|keyword| entity_matches_keyword(entity, keyword))
+        });
+        Ok(entities)
+    }
+
+    async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
+        let prefix = prefix.to_lowercase();
+        if !storable(&prefix) {
+            return Ok(Vec::new());
+        }
+        let mut sql = self.db.sql(
+            "SELECT DISTINCT t FROM {s}.entities e CROSS JOIN LATERAL unnest(e.tags) AS t \
+             WHERE starts_with(t, ",
+        );
+        sql.bind(prefix, "text").push(")");
+        sql.and_scope("e.ns", scope).push(" ORDER BY t");
+        let rows = self.db.query(&sql, || "finding tags".to_owned()).await?;
+        rows.iter()
+            .map(|row| row.try_get(0).map_err(|error| corrupt("a tag", error)))
+            .collect()
+    }
+
+    async fn entity_count_by_tag(&self, scope: &Scope, tag: &str) -> Result<usize> {
+        let Ok(tag) = Tag::new(tag) else {
+            return Ok(0);
+        };
+        let mut sql = self
+            .db
+            .sql("SELECT count(*) FROM {s}.entities e WHERE e.tags @> ");
+        sql.bind(vec![tag.as_str().to_owned()], "text[]")
+            .and_scope("e.ns", scope);
+        count(&self.db, &sql, "counting entities by tag").await
+    }
+
+    async fn set_entity_tags(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        tags: Vec<String>,
+    ) -> Result<()> {
+        let tags = limit_tags(
+            &Tag::normalize_all(tags)?,
+            self.constraints.max_tags_per_entity,
+        );
+        if !storable(id) {
+            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+        }
+        let mut sql = self.db.sql("UPDATE {s}.entities SET tags = ");
+        sql.bind(tags, "text[]")
+            .push(" WHERE ns = ")
+            .bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        let updated = self
+            .db
+            .execute(&sql, || {
+                format!("setting the tags of entity {id} in {namespace}")
+            })
+            .await?;
+        if updated == 0 {
+            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+        }
+        Ok(())
+    }
+
+    fn tag_constraints(&self) -> TagConstraints {
+        self.constraints
+    }
+
+    async fn list_entities(&self, scope: &Scope) -> Result<Vec<GraphEntity>> {
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.entities e WHERE true"
+        ));
+        sql.and_scope("e.ns", scope).push(" ORDER BY e.ns, e.id");
+        let rows = self
+            .db
+            .query(&sql, || "listing entities".to_owned())
+            .await?;
+        rows.iter().map(|row| decode_entity(row, 0)).collect()
+    }
+
+    async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>> {
+        let mut sql = self.db.sql(&format!(
+            "SELECT {RELATION_COLUMNS} FROM {{s}}.relations r WHERE true"
+        ));
+        sql.and_scope("r.ns", scope)
+            .push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id");
+        let rows = self
+            .db
+            .query(&sql, || "listing relations".to_owned())
+            .await?;
+        rows.iter().map(decode_relation).collect()
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        // Relations go with their entities (ON DELETE CASCADE); both ends of a relation are
+        // in its namespace, so none is left behind.
+        let mut sql = self.db.sql("DELETE FROM {s}.entities AS e WHERE true");
+        sql.and_scope("e.ns", scope);
+        let removed = self
+            .db
+            .execute(&sql, || "clearing the graph".to_owned())
+            .await?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        let mut sql = self
+            .db
+            .sql("SELECT DISTINCT e.ns FROM {s}.entities e WHERE true");
+        sql.and_scope("e.ns", scope).push(" ORDER BY e.ns");
+        namespaces(&self.db, &sql, "listing entity namespaces").await
+    }
+
+    async fn get_related(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+    ) -> Result<Vec<ScoredEntity>> {
+        if self.get_entity(namespace, id).await?.is_none() {
+            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+        }
+        let depth = depth.min(MAX_TRAVERSAL_DEPTH);
+        if depth == 0 {
+            return Ok(Vec::new());
+        }
+        let ns = namespace.as_str().to_owned();
+        let start = id.to_owned();
+        let depth = i32::try_from(depth).unwrap_or(i32::MAX);
+        let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
+        let what = || format!("walking the graph from entity {id} in {namespace}");
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(GET_RELATED))
+            .await
+            .context(what)?;
+        let params: [&(dyn ToSql + Sync); 4] = [&ns, &start, &depth, &most];
+        let rows = client.query(&statement, &params).await.context(what)?;
+        drop(client);
+        // Rows come level by level, so a parent's path is known before its children's.
+        let mut paths: HashMap<String, Vec<GraphRelation>> =
+            HashMap::from([(start.clone(), Vec::new())]);
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let field = |error: tokio_postgres::Error| corrupt(what(), error);
+            let node: String = row.try_get(0).map_err(field)?;
+            let hops: i32 = row.try_get(1).map_err(field)?;
+            let parent: String = row.try_get(2).map_err(field)?;
+            let relation = GraphRelation {
+                namespace: namespace.clone(),
+                source_id: row.try_get(3).map_err(field)?,
+                target_id: row.try_get(4).map_err(field)?,
+                relation_type: row.try_get(5).map_err(field)?,
+                weight: row.try_get(6).map_err(field)?,
+            };
+            let mut path = paths.get(&parent).cloned().ok_or_else(|| {
+                corrupt(
+                    what(),
+                    format_args!("{node} reached before its parent {parent}"),
+                )
+            })?;
+            path.push(relation);
+            let hops = usize::try_from(hops).unwrap_or(0);
+            let score = distance_score(hops, &path);
+            paths.insert(node, path.clone());
+            out.push(ScoredEntity {
+                entity: decode_entity(row, 7)?,
+                hops,
+                path,
+                score,
+            });
+        }
+        sort_scored(&mut out);
+        Ok(out)
+    }
+
+    async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+        if !storable(id) {
+            return Ok(0);
+        }
+        let mut sql = self.db.sql(
+            "SELECT count(*) FROM {s}.relations WHERE ns = $1::text \
+             AND (source_id = $2::text OR target_id = $2::text)",
+        );
+        sql.bind_only(namespace.as_str().to_owned())
+            .bind_only(id.to_owned());
+        count(
+            &self.db,
+            &sql,
+            &format!("counting the relations of entity {id} in {namespace}"),
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_distinct_and_limited() {
+        let tags = Tag::normalize_all(["a", "b", "c"]).unwrap();
+        assert_eq!(limit_tags(&tags, 2), ["a", "b"]);
+        assert_eq!(limit_tags(&tags, 8), ["a", "b", "c"]);
+    }
+}

@@ -1,0 +1,574 @@
+//! [`PostgresKnowledgeStore`]: knowledge pages with their index, references and BM25F search.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use memory_core::text::{STOP_WORDS, surface_words};
+use memory_core::{
+    KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
+    PageMatchSignals, PageQuery, Result, Scope, Tag,
+};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::{Context, corrupt};
+use crate::memory_store::{B, K1, count, namespaces};
+use crate::sql::{
+    decode_time, encode_time, reject_nul, to_count, tsquery_literal, tsvector_literal,
+};
+
+/// BM25F weights of the fields title, summary, tags and content: the same as the in-memory
+/// backend's field weights.
+pub const PAGE_FIELD_WEIGHTS: [f64; 4] = [3.0, 2.0, 3.0, 1.0];
+
+/// A [`KnowledgeStore`] in PostgreSQL.
+///
+/// Pages live in `pages`; their references in `page_refs` (one row per referring page and
+/// referenced id, self references left out, removed with the referring page by a cascading
+/// foreign key), so `referenced_by` is an indexed count. Adding a page is one statement;
+/// updating one (the row, then its references) is one transaction.
+///
+/// Search: the column `terms` holds one `tsvector` of the shared analyzer's terms of title,
+/// summary, tags and content, each field under its own weight label (`A` to `D`), under a GIN
+/// index. Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
+/// lengths, the in-memory backend's formula), computed in SQL over the searched scope, then
+/// multiplied by the boost of the seed's match rules (`1 + 0.5 title_prefix + 0.5 tag_exact +
+/// 0.25 summary_contains`, also the in-memory rule), reported in [`PageHit::signals`].
+///
+/// Cheap to clone; clones share the pool.
+#[derive(Clone, Debug)]
+pub struct PostgresKnowledgeStore {
+    db: Database,
+}
+
+impl PostgresKnowledgeStore {
+    pub(crate) fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+const COLUMNS: &str =
+    "p.ns, p.id, p.title, p.summary, p.content, p.tags, p.refs, p.created_at, p.updated_at";
+const ORDER: &str = " ORDER BY p.ns, p.title_key, p.id";
+const REFERENCED_BY: &str =
+    "(SELECT count(*) FROM {s}.page_refs r WHERE r.ns = p.ns AND r.target_id = p.id)";
+
+struct EncodedPage {
+    ns: String,
+    id: String,
+    title: String,
+    title_key: String,
+    summary: String,
+    content: String,
+    tags: Vec<String>,
+    /// The references as the page lists them.
+    references: Vec<String>,
+    /// Distinct references other than to the page itself: the rows of `page_refs`.
+    refs: Vec<String>,
+    created_at: i64,
+    updated_at: i64,
+    terms: String,
+    lengths: [i32; 4],
+}
+
+impl EncodedPage {
+    /// The values of [`INSERT`], in its order.
+    fn insert_params(&self) -> [&(dyn ToSql + Sync); 16] {
+        [
+            &self.ns,
+            &self.id,
+            &self.title,
+            &self.title_key,
+            &self.summary,
+            &self.content,
+            &self.tags,
+            &self.references,
+            &self.created_at,
+            &self.updated_at,
+            &self.terms,
+            &self.lengths[0],
+            &self.lengths[1],
+            &self.lengths[2],
+            &self.lengths[3],
+            &self.refs,
+        ]
+    }
+
+    /// The values of [`UPDATE`], in its order.
+    fn update_params(&self) -> [&(dyn ToSql + Sync); 15] {
+        [
+            &self.ns,
+            &self.id,
+            &self.title,
+            &self.title_key,
+            &self.summary,
+            &self.content,
+            &self.tags,
+            &self.references,
+            &self.updated_at,
+            &self.terms,
+            &self.lengths[0],
+            &self.lengths[1],
+            &self.lengths[2],
+            &self.lengths[3],
+            &self.refs,
+        ]
+    }
+}
+
+fn encode(page: KnowledgePage) -> Result<EncodedPage> {
+    page.validate()?;
+    reject_nul("title", &page.title)?;
+    reject_nul("summary", &page.summary)?;
+    reject_nul("content", &page.content)?;
+    let tag_text = page
+        .tags
+        .iter()
+        .map(Tag::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (terms, lengths) =
+        tsvector_literal(&[&page.title, &page.summary, &tag_text, &page.content]);
+    let mut refs: Vec<String> = Vec::new();
+    for reference in &page.references {
+        if *reference != page.id && !refs.contains(reference) {
+            refs.push(reference.clone());
+        }
+    }
+    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
+    Ok(EncodedPage {
+        terms,
+        lengths: [length(0), length(1), length(2), length(3)],
+        title_key: page.title.to_lowercase(),
+        tags: page
+            .tags
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect(),
+        refs,
+        created_at: encode_time("created_at", page.created_at)?,
+        updated_at: encode_time("updated_at", page.updated_at)?,
+        ns: page.namespace.as_str().to_owned(),
+        id: page.id,
+        title: page.title,
+        summary: page.summary,
+        content: page.content,
+        references: page.references,
+    })
+}
+
+/// Inserts a new page and its references in one statement; returns no row when the id is
+/// taken. (The references' foreign key is checked at the end of the statement, after the page
+/// row exists.)
+const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_key, summary, \
+     content, tags, refs, created_at, updated_at, terms, title_len, summary_len, tags_len, \
+     content_len) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, \
+     $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text::tsvector, $12::integer, \
+     $13::integer, $14::integer, $15::integer) ON CONFLICT (ns, id) DO NOTHING RETURNING ns, id), \
+     refs AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
+     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target) \
+     SELECT count(*) FROM page";
+
+/// Replaces an existing page's fields (keeping `created_at`) and its references, in one
+/// statement; returns no row when the page is missing. The old references are deleted and the
+/// new ones inserted by two sub-statements that see the same snapshot, so they must not touch
+/// the same rows: only references that are no longer listed are deleted, and only new ones
+/// inserted.
+const UPDATE: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, title_key = $4::text, \
+     summary = $5::text, content = $6::text, tags = $7::text[], refs = $8::text[], \
+     updated_at = $9::bigint, terms = $10::text::tsvector, title_len = $11::integer, \
+     summary_len = $12::integer, tags_len = $13::integer, content_len = $14::integer \
+     WHERE ns = $1::text AND id = $2::text RETURNING ns, id), \
+     gone AS (DELETE FROM {s}.page_refs AS r USING page \
+     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($15::text[])), \
+     added AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
+     SELECT page.ns, page.id, target FROM page, unnest($15::text[]) AS target \
+     ON CONFLICT DO NOTHING) \
+     SELECT count(*) FROM page";
+
+fn decode(row: &Row) -> Result<KnowledgePage> {
+    let ns: String = row.try_get(0).map_err(|error| corrupt("a page", error))?;
+    let id: String = row
+        .try_get(1)
+        .map_err(|error| corrupt(format_args!("a page in {ns}"), error))?;
+    let what = format!("page {id} in {ns}");
+    let field = |error: tokio_postgres::Error| corrupt(&what, error);
+    let tags: Vec<String> = row.try_get(5).map_err(field)?;
+    Ok(KnowledgePage {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        tags: decode_tags(&what, &tags)?,
+        title: row.try_get(2).map_err(field)?,
+        summary: row.try_get(3).map_err(field)?,
+        content: row.try_get(4).map_err(field)?,
+        references: row.try_get(6).map_err(field)?,
+        created_at: decode_time(row.try_get(7).map_err(field)?),
+        updated_at: decode_time(row.try_get(8).map_err(field)?),
+        id,
+    })
+}
+
+/// Stored tags of `what`, validated again.
+pub(crate) fn decode_tags(what: &str, tags: &[String]) -> Result<Vec<Tag>> {
+    tags.iter()
+        .map(|tag| Tag::new(tag))
+        .collect::<Result<_>>()
+        .map_err(|error| corrupt(what, error))
+}
+
+/// The lowercased query words the match rules use: surface words, without stop words and
+/// one-letter words, distinct (the in-memory backend's rule).
+fn rule_keywords(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in surface_words(text) {
+        let bare: String = word.chars().filter(|c| *c != '\'').collect();
+        if bare.chars().count() < 2 || STOP_WORDS.binary_search(&bare.as_str()).is_ok() {
+            continue;
+        }
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The seed's match rules (see [`PageMatchSignals`]): a keyword starts the title or one of
+/// its words; a keyword normalised as a tag equals a page tag; the summary contains a keyword.
+fn page_signals(title: &str, summary: &str, tags: &[Tag], keywords: &[String]) -> PageMatchSignals {
+    let title_lower = title.to_lowercase();
+    let title_words = surface_words(title);
+    let summary = summary.to_lowercase();
+    let mut signals = PageMatchSignals::default();
+    for keyword in keywords {
+        if title_lower.starts_with(keyword.as_str())
+            || title_words
+                .iter()
+                .any(|word| word.starts_with(keyword.as_str()))
+        {
+            signals.title_prefix = true;
+        }
+        if Tag::new(keyword).is_ok_and(|tag| tags.contains(&tag)) {
+            signals.tag_exact = true;
+        }
+        if summary.contains(keyword.as_str()) {
+            signals.summary_contains = true;
+        }
+    }
+    signals
+}
+
+/// The multiplier the match rules give a page's BM25F score.
+fn signal_boost(signals: PageMatchSignals) -> f32 {
+    1.0 + 0.5 * f32::from(u8::from(signals.title_prefix))
+        + 0.5 * f32::from(u8::from(signals.tag_exact))
+        + 0.25 * f32::from(u8::from(signals.summary_contains))
+}
+
+struct Candidate {
+    rid: i64,
+    ns: String,
+    id: String,
+    score: f32,
+    signals: PageMatchSignals,
+}
+
+fn storable(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+#[async_trait]
+impl KnowledgeStore for PostgresKnowledgeStore {
+    async fn add_page(&self, page: KnowledgePage) -> Result<()> {
+        let page = encode(page)?;
+        let what = || format!("adding page {} in {}", page.id, page.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(INSERT))
+            .await
+            .context(what)?;
+        let inserted: i64 = client
+            .query_one(&statement, &page.insert_params())
+            .await
+            .and_then(|row| row.try_get(0))
+            .context(what)?;
+        if inserted == 0 {
+            return Err(MemoryError::AlreadyExists(format!(
+                "page {} in {}",
+                page.id, page.ns
+            )));
+        }
+        Ok(())
+    }
+
+    async fn get_page(&self, namespace: &Namespace, id: &str) -> Result<Option<KnowledgePage>> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.pages p WHERE p.ns = "
+        ));
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND p.id = ")
+            .bind(id.to_owned(), "text");
+        let rows = self
+            .db
+            .query(&sql, || format!("reading page {id} in {namespace}"))
+            .await?;
+        rows.first().map(decode).transpose()
+    }
+
+    async fn update_page(&self, page: KnowledgePage) -> Result<()> {
+        let page = encode(page)?;
+        let what = || format!("updating page {} in {}", page.id, page.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(UPDATE))
+            .await
+            .context(what)?;
+        let updated: i64 = client
+            .query_one(&statement, &page.update_params())
+            .await
+            .and_then(|row| row.try_get(0))
+            .context(what)?;
+        if updated == 0 {
+            return Err(MemoryError::NotFound(format!(
+                "page {} in {}",
+                page.id, page.ns
+            )));
+        }
+        Ok(())
+    }
+
+    async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        if !storable(id) {
+            return Ok(false);
+        }
+        // Its references go with it (ON DELETE CASCADE).
+        let mut sql = self.db.sql("DELETE FROM {s}.pages WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        let deleted = self
+            .db
+            .execute(&sql, || format!("deleting page {id} in {namespace}"))
+            .await?;
+        Ok(deleted > 0)
+    }
+
+    async fn search(&self, query: &PageQuery) -> Result<Vec<PageHit>> {
+        let Some((terms, tsquery)) = tsquery_literal(&query.text) else {
+            return Ok(Vec::new());
+        };
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let [title, summary, tags, content] = PAGE_FIELD_WEIGHTS;
+        let mut sql = self.db.sql(
+            "WITH hits AS (SELECT p.rid, p.title_len, p.summary_len, p.tags_len, p.content_len, \
+             u.lexeme, u.weights, (true",
+        );
+        if !query.tags.is_empty() {
+            let wanted: Vec<String> = query.tags.iter().map(|t| t.as_str().to_owned()).collect();
+            sql.push(" AND p.tags @> ").bind(wanted, "text[]");
+        }
+        sql.push(
+            ") AS passes FROM {s}.pages p CROSS JOIN LATERAL unnest(p.terms) AS u WHERE p.terms @@ ",
+        )
+        .bind(tsquery, "text::tsquery")
+        .push(" AND u.lexeme = ANY(")
+        .bind(terms, "text[]")
+        .push(")");
+        sql.and_scope("p.ns", &query.scope);
+        sql.push(
+            "), corpus AS (SELECT count(*)::float8 AS n, \
+             greatest(coalesce(avg(p.title_len), 0), 1)::float8 AS title, \
+             greatest(coalesce(avg(p.summary_len), 0), 1)::float8 AS summary, \
+             greatest(coalesce(avg(p.tags_len), 0), 1)::float8 AS tags, \
+             greatest(coalesce(avg(p.content_len), 0), 1)::float8 AS content \
+             FROM {s}.pages p WHERE true",
+        );
+        sql.and_scope("p.ns", &query.scope);
+        let norm = |length: &str, average: &str| {
+            format!("(1 - {B:?}::float8 + {B:?}::float8 * h.{length} / c.{average})")
+        };
+        sql.push(&format!(
+            "), df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme), \
+             scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
+             FROM hits h JOIN df d ON d.lexeme = h.lexeme CROSS JOIN corpus c \
+             CROSS JOIN LATERAL (SELECT sum(CASE label \
+               WHEN 'A' THEN {title:?}::float8 / {} \
+               WHEN 'B' THEN {summary:?}::float8 / {} \
+               WHEN 'C' THEN {tags:?}::float8 / {} \
+               ELSE {content:?}::float8 / {} END) AS w FROM unnest(h.weights) AS label) x \
+             WHERE h.passes GROUP BY h.rid) \
+             SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, s.score \
+             FROM scored s JOIN {{s}}.pages p ON p.rid = s.rid",
+            norm("title_len", "title"),
+            norm("summary_len", "summary"),
+            norm("tags_len", "tags"),
+            norm("content_len", "content"),
+        ));
+        let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
+        let keywords = rule_keywords(&query.text);
+        let mut candidates = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
+            let ns: String = row.try_get(1).map_err(field)?;
+            let id: String = row.try_get(2).map_err(field)?;
+            let title: String = row.try_get(3).map_err(field)?;
+            let summary: String = row.try_get(4).map_err(field)?;
+            let tags: Vec<String> = row.try_get(5).map_err(field)?;
+            let relevance: f32 = row.try_get(6).map_err(field)?;
+            let tags = decode_tags(&format!("page {id} in {ns}"), &tags)?;
+            let signals = page_signals(&title, &summary, &tags, &keywords);
+            candidates.push(Candidate {
+                rid: row.try_get(0).map_err(field)?,
+                ns,
+                id,
+                score: relevance.max(f32::MIN_POSITIVE) * signal_boost(signals),
+                signals,
+            });
+        }
+        candidates.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.id.cmp(&b.id))
+                .then_with(|| a.ns.cmp(&b.ns))
+        });
+        candidates.truncate(query.top_k);
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rids: Vec<i64> = candidates.iter().map(|c| c.rid).collect();
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS}, {REFERENCED_BY}, p.rid FROM {{s}}.pages p WHERE p.rid = ANY("
+        ));
+        sql.bind(rids, "bigint[]").push(")");
+        let rows = self
+            .db
+            .query(&sql, || "reading page hits".to_owned())
+            .await?;
+        let mut pages: HashMap<i64, (KnowledgePage, i64)> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
+            let referenced_by: i64 = row.try_get(9).map_err(field)?;
+            let rid: i64 = row.try_get(10).map_err(field)?;
+            pages.insert(rid, (decode(row)?, referenced_by));
+        }
+        // A page deleted between the two statements is left out.
+        Ok(candidates
+            .into_iter()
+            .filter_map(|candidate| {
+                pages
+                    .remove(&candidate.rid)
+                    .map(|(page, referenced_by)| PageHit {
+                        page,
+                        score: candidate.score,
+                        signals: candidate.signals,
+                        referenced_by: to_count(referenced_by),
+                    })
+            })
+            .collect())
+    }
+
+    async fn get_index(&self, scope: &Scope) -> Result<Vec<PageIndexEntry>> {
+        let mut sql = self.db.sql(&format!(
+            "SELECT p.ns, p.id, p.title, p.summary, p.tags, p.updated_at, {REFERENCED_BY} \
+             FROM {{s}}.pages p WHERE true"
+        ));
+        sql.and_scope("p.ns", scope).push(ORDER);
+        let rows = self
+            .db
+            .query(&sql, || "reading the page index".to_owned())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let field = |error: tokio_postgres::Error| corrupt("a page index entry", error);
+                let ns: String = row.try_get(0).map_err(field)?;
+                let id: String = row.try_get(1).map_err(field)?;
+                let what = format!("page {id} in {ns}");
+                let tags: Vec<String> = row.try_get(4).map_err(field)?;
+                let referenced_by: i64 = row.try_get(6).map_err(field)?;
+                Ok(PageIndexEntry {
+                    namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+                    tags: decode_tags(&what, &tags)?,
+                    title: row.try_get(2).map_err(field)?,
+                    summary: row.try_get(3).map_err(field)?,
+                    updated_at: decode_time(row.try_get(5).map_err(field)?),
+                    referenced_by: to_count(referenced_by),
+                    id,
+                })
+            })
+            .collect()
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        let mut sql = self.db.sql("DELETE FROM {s}.pages AS p WHERE true");
+        sql.and_scope("p.ns", scope);
+        let deleted = self
+            .db
+            .execute(&sql, || "clearing pages".to_owned())
+            .await?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+    }
+
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        let mut sql = self
+            .db
+            .sql("SELECT DISTINCT p.ns FROM {s}.pages p WHERE true");
+        sql.and_scope("p.ns", scope).push(" ORDER BY p.ns");
+        namespaces(&self.db, &sql, "listing page namespaces").await
+    }
+
+    async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
+        if !storable(id) {
+            return Ok(0);
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT coalesce((SELECT {REFERENCED_BY} FROM {{s}}.pages p WHERE p.ns = "
+        ));
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND p.id = ")
+            .bind(id.to_owned(), "text")
+            .push("), 0)");
+        count(
+            &self.db,
+            &sql,
+            &format!("counting references to page {id} in {namespace}"),
+        )
+        .await
+    }
+
+    async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {
+        let mut sql = self
+            .db
+            .sql(&format!("SELECT {COLUMNS} FROM {{s}}.pages p WHERE true"));
+        sql.and_scope("p.ns", scope).push(ORDER);
+        let rows = self.db.query(&sql, || "listing pages".to_owned()).await?;
+        rows.iter().map(decode).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn match_rules() {
+        let keywords = rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
+        let tags = [Tag::new("state-graph").unwrap()];
+        let signals = page_signals("StateGraph 状态管理", "核心", &tags, &keywords);
+        assert!(signals.title_prefix && !signals.tag_exact && !signals.summary_contains);
+        let signals = page_signals(
+            "Nodes",
+            "graph theory",
+            &tags,
+            &rule_keywords("State Graph"),
+        );
+        assert!(!signals.title_prefix && signals.summary_contains);
+        assert!(rule_keywords("the a of").is_empty());
+        assert_eq!(signal_boost(PageMatchSignals::default()), 1.0);
+    }
+}

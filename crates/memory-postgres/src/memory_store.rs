@@ -1,0 +1,686 @@
+//! [`PostgresStore`]: memory items with recall statistics, searched by BM25 over a GIN index.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::future::try_join_all;
+use memory_core::{
+    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
+};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::{Context, corrupt};
+use crate::sql::{
+    Sql, decode_time, encode_time, limit_value, reject_nul, reject_nul_json, time_bound, to_count,
+    tsquery_literal, tsvector_literal,
+};
+
+/// BM25 term-frequency saturation, the in-memory backend's value.
+pub(crate) const K1: f64 = 1.2;
+/// BM25 length normalisation, the in-memory backend's value.
+pub(crate) const B: f64 = 0.75;
+
+/// A [`MemoryStore`] in PostgreSQL.
+///
+/// Items live in the table `memories`, keyed by `(ns, id)`, with their recall statistics in
+/// the same row. Every write is one statement (an upsert, a conditional update) or one
+/// transaction, so concurrent writers from any number of processes never see a half-written
+/// item.
+///
+/// # Search
+///
+/// The column `terms` holds a `tsvector` of the shared
+/// [`Analyzer`](memory_core::text::Analyzer)'s terms of the content and tags (the in-memory
+/// backend indexes the same text), written in the same statement as the row, under a GIN
+/// index. A query is analysed the same way and becomes a `tsquery` of quoted lexemes joined by
+/// `|`, so no user text is query syntax. Hits are ranked by BM25 (`k1 = 1.2`, `b = 0.75`, the
+/// in-memory backend's formula) computed in SQL: term frequencies and document lengths come
+/// from the stored vectors, document frequencies and the average length from the searched
+/// scope. For a single-namespace scope the scores equal the in-memory backend's (up to
+/// rounding); a subtree scope takes its statistics over the whole subtree. The cost is one
+/// pass over the matching rows and an aggregate over the scope's rows.
+///
+/// # Recall statistics
+///
+/// [`record_recall`](MemoryStore::record_recall) is one `UPDATE ... SET recall_count =
+/// recall_count + 1, ...`: the row lock makes concurrent increments from any number of tasks or
+/// processes add up, none lost. [`record_recalls`](MemoryStore::record_recalls) is one
+/// statement for the whole batch.
+///
+/// Cheap to clone; clones share the pool.
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    db: Database,
+}
+
+impl PostgresStore {
+    pub(crate) fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
+     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
+/// How many columns [`COLUMNS`] selects.
+const COLUMN_COUNT: usize = 14;
+
+/// An item encoded for its row, computed before the database is touched.
+struct Encoded {
+    ns: String,
+    id: String,
+    content: String,
+    kind: &'static str,
+    importance: f32,
+    metadata: serde_json::Value,
+    tags: Vec<String>,
+    source: Option<String>,
+    credibility: f32,
+    created_at: i64,
+    updated_at: i64,
+    last_accessed: Option<i64>,
+    access_count: i64,
+    embedding: Option<Vec<f32>>,
+    terms: String,
+    doc_len: i32,
+}
+
+impl Encoded {
+    /// The values of the columns `ns` to `doc_len`, in [`UPSERT`]'s order.
+    fn params(&self) -> [&(dyn ToSql + Sync); 16] {
+        [
+            &self.ns,
+            &self.id,
+            &self.content,
+            &self.kind,
+            &self.importance,
+            &self.metadata,
+            &self.tags,
+            &self.source,
+            &self.credibility,
+            &self.created_at,
+            &self.updated_at,
+            &self.last_accessed,
+            &self.access_count,
+            &self.embedding,
+            &self.terms,
+            &self.doc_len,
+        ]
+    }
+}
+
+/// The text the search index holds for an item: its content and its tags (as the in-memory
+/// backend indexes them).
+fn indexed_text(item: &MemoryItem) -> String {
+    let mut text = item.content.clone();
+    for tag in &item.tags {
+        text.push(' ');
+        text.push_str(tag.as_str());
+    }
+    text
+}
+
+fn encode(item: MemoryItem) -> Result<Encoded> {
+    item.validate()?;
+    reject_nul("content", &item.content)?;
+    if let Some(source) = &item.source {
+        reject_nul("source", source)?;
+    }
+    reject_nul_json("metadata", &item.metadata)?;
+    let access_count = i64::try_from(item.access_count)
+        .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
+    let last_accessed = match item.last_accessed {
+        Some(at) => Some(encode_time("last_accessed", at)?),
+        None => None,
+    };
+    let (terms, lengths) = tsvector_literal(&[&indexed_text(&item)]);
+    Ok(Encoded {
+        terms,
+        doc_len: lengths.first().copied().unwrap_or(0),
+        tags: item
+            .tags
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect(),
+        created_at: encode_time("created_at", item.created_at)?,
+        updated_at: encode_time("updated_at", item.updated_at)?,
+        last_accessed,
+        access_count,
+        kind: item.kind.as_str(),
+        importance: item.importance,
+        credibility: item.credibility,
+        metadata: item.metadata,
+        embedding: item.embedding,
+        ns: item.namespace.as_str().to_owned(),
+        id: item.id,
+        content: item.content,
+        source: item.source,
+    })
+}
+
+/// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
+const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
+     tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
+     terms, doc_len) \
+     VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
+     $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
+     $15::text::tsvector, $16::integer) \
+     ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
+     importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
+     source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
+     created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
+     last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
+     embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, doc_len = EXCLUDED.doc_len";
+
+/// Replaces an existing item (its recall statistics kept); changes no row when it is missing.
+const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
+     importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
+     credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
+     last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
+     terms = $15::text::tsvector, doc_len = $16::integer \
+     WHERE ns = $1::text AND id = $2::text";
+
+/// Adds recall events to the rows they name, in one statement. Events of one item are summed
+/// first: an `UPDATE ... FROM` changes each row at most once.
+const RECORD_RECALLS: &str = "UPDATE {s}.memories AS m SET \
+     recall_count = m.recall_count + e.n, recall_total = m.recall_total + e.total, \
+     last_recall_at = greatest(m.last_recall_at, e.last), \
+     access_count = m.access_count + e.n, last_accessed = greatest(m.last_accessed, e.last) \
+     FROM (SELECT ns, id, count(*) AS n, sum(score) AS total, max(at) AS last \
+           FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) AS e (ns, id, score, at) \
+           GROUP BY ns, id) AS e \
+     WHERE m.ns = e.ns AND m.id = e.id";
+
+fn decode(row: &Row) -> Result<MemoryItem> {
+    let ns: String = row.try_get(0).map_err(|error| corrupt("a memory", error))?;
+    let id: String = row
+        .try_get(1)
+        .map_err(|error| corrupt(format_args!("a memory in {ns}"), error))?;
+    let what = format!("memory {id} in {ns}");
+    let field = |error: tokio_postgres::Error| corrupt(&what, error);
+    let kind: String = row.try_get(3).map_err(field)?;
+    let tags: Vec<String> = row.try_get(6).map_err(field)?;
+    let access_count: i64 = row.try_get(12).map_err(field)?;
+    let last_accessed: Option<i64> = row.try_get(11).map_err(field)?;
+    Ok(MemoryItem {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        kind: MemoryKind::parse(&kind).map_err(|error| corrupt(&what, error))?,
+        tags: tags
+            .iter()
+            .map(|tag| memory_core::Tag::new(tag))
+            .collect::<Result<_>>()
+            .map_err(|error| corrupt(&what, error))?,
+        content: row.try_get(2).map_err(field)?,
+        importance: row.try_get(4).map_err(field)?,
+        metadata: row.try_get(5).map_err(field)?,
+        source: row.try_get(7).map_err(field)?,
+        credibility: row.try_get(8).map_err(field)?,
+        created_at: decode_time(row.try_get(9).map_err(field)?),
+        updated_at: decode_time(row.try_get(10).map_err(field)?),
+        last_accessed: last_accessed.map(decode_time),
+        access_count: u64::try_from(access_count).unwrap_or(0),
+        embedding: row.try_get(13).map_err(field)?,
+        id,
+    })
+}
+
+/// Whether `text` can be a stored key: PostgreSQL text never holds NUL, so a key with one
+/// names nothing (and must not reach the server, which would refuse it).
+fn storable(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+/// Whether the filter can match anything at all (see [`storable`]).
+fn filter_is_satisfiable(filter: &MemoryFilter) -> bool {
+    filter.id_prefix.as_deref().is_none_or(storable)
+        && filter
+            .metadata
+            .iter()
+            .all(|(key, value)| storable(key) && reject_nul_json("metadata", value).is_ok())
+}
+
+/// Appends every condition of `filter` except its scope: time range, kinds, id prefix, tags
+/// (GIN `@>`), metadata (GIN `@>` plus exact `->` equality; the caller checks the decoded item
+/// again, since jsonb compares numbers by value where serde_json compares their form).
+fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
+    if let Some(since) = filter.since {
+        sql.push(" AND m.created_at >= ")
+            .bind(time_bound(since), "bigint");
+    }
+    if let Some(until) = filter.until {
+        sql.push(" AND m.created_at < ")
+            .bind(time_bound(until), "bigint");
+    }
+    if !filter.kinds.is_empty() {
+        let kinds: Vec<String> = filter
+            .kinds
+            .iter()
+            .map(|kind| kind.as_str().to_owned())
+            .collect();
+        sql.push(" AND m.kind = ANY(")
+            .bind(kinds, "text[]")
+            .push(")");
+    }
+    if let Some(prefix) = &filter.id_prefix {
+        sql.push(" AND starts_with(m.id, ")
+            .bind(prefix.clone(), "text")
+            .push(")");
+    }
+    if !filter.tags.is_empty() {
+        let tags: Vec<String> = filter
+            .tags
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect();
+        sql.push(" AND m.tags @> ").bind(tags, "text[]");
+    }
+    for (key, value) in &filter.metadata {
+        let mut pair = serde_json::Map::new();
+        pair.insert(key.clone(), value.clone());
+        sql.push(" AND m.metadata @> ")
+            .bind(serde_json::Value::Object(pair), "jsonb")
+            .push(" AND m.metadata -> ")
+            .bind(key.clone(), "text")
+            .push(" = ")
+            .bind(value.clone(), "jsonb");
+    }
+}
+
+fn decode_all(rows: &[Row]) -> Result<Vec<MemoryItem>> {
+    rows.iter().map(decode).collect()
+}
+
+#[async_trait]
+impl MemoryStore for PostgresStore {
+    async fn save(&self, item: MemoryItem) -> Result<()> {
+        let encoded = encode(item)?;
+        let what = || format!("saving memory {} in {}", encoded.id, encoded.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(UPSERT))
+            .await
+            .context(what)?;
+        client
+            .execute(&statement, &encoded.params())
+            .await
+            .context(what)?;
+        Ok(())
+    }
+
+    async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.memories m WHERE m.ns = "
+        ));
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND m.id = ")
+            .bind(id.to_owned(), "text");
+        let rows = self
+            .db
+            .query(&sql, || format!("reading memory {id} in {namespace}"))
+            .await?;
+        rows.first().map(decode).transpose()
+    }
+
+    async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        if !storable(id) {
+            return Ok(false);
+        }
+        let mut sql = self.db.sql("DELETE FROM {s}.memories WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        let deleted = self
+            .db
+            .execute(&sql, || format!("deleting memory {id} in {namespace}"))
+            .await?;
+        Ok(deleted > 0)
+    }
+
+    async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        if !filter_is_satisfiable(filter) || filter.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.memories m WHERE true"
+        ));
+        sql.and_scope("m.ns", &filter.scope);
+        and_conditions(&mut sql, filter);
+        sql.push(if filter.newest_first {
+            " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
+        } else {
+            " ORDER BY m.created_at, m.id, m.ns"
+        });
+        // Metadata is checked again on the decoded item, so the limit can only go to SQL
+        // without it.
+        if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
+            sql.push(" LIMIT ").bind(limit_value(limit), "bigint");
+        }
+        let rows = self
+            .db
+            .query(&sql, || "listing memories".to_owned())
+            .await?;
+        let mut items = decode_all(&rows)?;
+        items.retain(|item| filter.matches(item));
+        if let Some(limit) = filter.limit {
+            items.truncate(limit);
+        }
+        Ok(items)
+    }
+
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let Some((terms, tsquery)) = tsquery_literal(&query.text) else {
+            return Ok(Vec::new());
+        };
+        let filter = &query.filter;
+        if query.top_k == 0 || !filter_is_satisfiable(filter) {
+            return Ok(Vec::new());
+        }
+        let mut sql = self.db.sql(
+            "WITH hits AS (SELECT m.rid, m.doc_len, u.lexeme, cardinality(u.positions) AS tf, \
+             (true",
+        );
+        and_conditions(&mut sql, filter);
+        sql.push(
+            ") AS passes FROM {s}.memories m CROSS JOIN LATERAL unnest(m.terms) AS u \
+             WHERE m.terms @@ ",
+        )
+        .bind(tsquery, "text::tsquery")
+        .push(" AND u.lexeme = ANY(")
+        .bind(terms, "text[]")
+        .push(")");
+        sql.and_scope("m.ns", &filter.scope);
+        sql.push(
+            "), corpus AS (SELECT count(*)::float8 AS n, \
+             greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS avgdl \
+             FROM {s}.memories m WHERE true",
+        );
+        sql.and_scope("m.ns", &filter.scope);
+        sql.push(&format!(
+            "), df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme), \
+             scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
+             FROM hits h JOIN df d ON d.lexeme = h.lexeme CROSS JOIN corpus c \
+             CROSS JOIN LATERAL (SELECT h.tf / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.avgdl) AS w) x \
+             WHERE h.passes GROUP BY h.rid) \
+             SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
+             ORDER BY s.score DESC, m.id, m.ns"
+        ));
+        if filter.metadata.is_empty() {
+            sql.push(" LIMIT ").bind(limit_value(query.top_k), "bigint");
+        }
+        let rows = self
+            .db
+            .query(&sql, || "searching memories".to_owned())
+            .await?;
+        let mut hits = Vec::with_capacity(rows.len().min(query.top_k));
+        for row in &rows {
+            let item = decode(row)?;
+            if !filter.matches(&item) {
+                continue;
+            }
+            let score: f32 = row
+                .try_get(COLUMN_COUNT)
+                .map_err(|error| corrupt("a search score", error))?;
+            hits.push(SearchHit {
+                item,
+                score: score.max(f32::MIN_POSITIVE),
+            });
+            if hits.len() == query.top_k {
+                break;
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        let mut sql = self.db.sql("DELETE FROM {s}.memories AS m WHERE true");
+        sql.and_scope("m.ns", scope);
+        let deleted = self
+            .db
+            .execute(&sql, || "clearing memories".to_owned())
+            .await?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+    }
+
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        let mut sql = self
+            .db
+            .sql("SELECT DISTINCT m.ns FROM {s}.memories m WHERE true");
+        sql.and_scope("m.ns", scope).push(" ORDER BY m.ns");
+        namespaces(&self.db, &sql, "listing memory namespaces").await
+    }
+
+    async fn update(&self, item: MemoryItem) -> Result<()> {
+        let encoded = encode(item)?;
+        let what = || format!("updating memory {} in {}", encoded.id, encoded.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(UPDATE))
+            .await
+            .context(what)?;
+        let changed = client
+            .execute(&statement, &encoded.params())
+            .await
+            .context(what)?;
+        if changed == 0 {
+            return Err(MemoryError::NotFound(format!(
+                "memory {} in {}",
+                encoded.id, encoded.ns
+            )));
+        }
+        Ok(())
+    }
+
+    async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
+        let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
+        if encoded.is_empty() {
+            return Ok(());
+        }
+        let what = || format!("saving {} memories", encoded.len());
+        let mut client = self.db.client(&what()).await?;
+        let transaction = client.transaction().await.context(what)?;
+        let statement = transaction
+            .prepare_cached(&self.db.qualify(UPSERT))
+            .await
+            .context(what)?;
+        // Pipelined: the statements go out together and run in order, in one transaction.
+        try_join_all(encoded.iter().map(|item| {
+            let statement = &statement;
+            let transaction = &transaction;
+            async move {
+                transaction
+                    .execute(statement, &item.params())
+                    .await
+                    .context(|| format!("saving memory {} in {}", item.id, item.ns))
+            }
+        }))
+        .await?;
+        transaction.commit().await.context(what)
+    }
+
+    async fn get_many(&self, namespace: &Namespace, ids: &[String]) -> Result<Vec<MemoryItem>> {
+        let wanted: Vec<String> = ids.iter().filter(|id| storable(id)).cloned().collect();
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.memories m WHERE m.ns = "
+        ));
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND m.id = ANY(")
+            .bind(wanted, "text[]")
+            .push(")");
+        let rows = self
+            .db
+            .query(&sql, || format!("reading memories in {namespace}"))
+            .await?;
+        let mut by_id: HashMap<String, MemoryItem> = decode_all(&rows)?
+            .into_iter()
+            .map(|item| (item.id.clone(), item))
+            .collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for (index, id) in ids.iter().enumerate() {
+            // The last request for an id takes the item; earlier ones get a clone.
+            let again = ids[index + 1..].contains(id);
+            let item = if again {
+                by_id.get(id).cloned()
+            } else {
+                by_id.remove(id)
+            };
+            out.extend(item);
+        }
+        Ok(out)
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<usize> {
+        let mut sql = self
+            .db
+            .sql("SELECT count(*) FROM {s}.memories m WHERE true");
+        sql.and_scope("m.ns", scope);
+        count(&self.db, &sql, "counting memories").await
+    }
+
+    async fn record_recall(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        score: f32,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.record_recalls(&[RecallEvent {
+            namespace: namespace.clone(),
+            id: id.to_owned(),
+            score,
+            at,
+        }])
+        .await
+    }
+
+    async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
+        let mut namespaces = Vec::with_capacity(events.len());
+        let mut ids = Vec::with_capacity(events.len());
+        let mut scores = Vec::with_capacity(events.len());
+        let mut times = Vec::with_capacity(events.len());
+        for event in events {
+            if !storable(&event.id) {
+                continue;
+            }
+            namespaces.push(event.namespace.as_str().to_owned());
+            ids.push(event.id.clone());
+            // The same clamping as RecallStats::record, which every backend follows.
+            let score = if event.score.is_nan() {
+                0.0
+            } else {
+                event.score.clamp(0.0, 1.0)
+            };
+            scores.push(f64::from(score));
+            times.push(time_bound(event.at));
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let what = || format!("recording {} recalls", ids.len());
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(RECORD_RECALLS))
+            .await
+            .context(what)?;
+        let params: [&(dyn ToSql + Sync); 4] = [&namespaces, &ids, &scores, &times];
+        client.execute(&statement, &params).await.context(what)?;
+        Ok(())
+    }
+
+    async fn recall_stats(&self, namespace: &Namespace, id: &str) -> Result<Option<RecallStats>> {
+        if !storable(id) {
+            return Ok(None);
+        }
+        let mut sql = self
+            .db
+            .sql("SELECT recall_count, recall_total, last_recall_at FROM {s}.memories WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        let what = || format!("reading recall statistics of memory {id} in {namespace}");
+        let rows = self.db.query(&sql, what).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let field = |error| corrupt(what(), error);
+        let count: i64 = row.try_get(0).map_err(field)?;
+        let last: Option<i64> = row.try_get(2).map_err(field)?;
+        Ok(Some(RecallStats {
+            recall_count: u64::try_from(count).unwrap_or(0),
+            total_score: row.try_get(1).map_err(field)?,
+            last_recall_at: last.map(decode_time),
+        }))
+    }
+
+    async fn set_recall_stats(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        stats: RecallStats,
+    ) -> Result<()> {
+        if !stats.total_score.is_finite() || stats.total_score < 0.0 {
+            return Err(MemoryError::invalid(
+                "total_score",
+                format!("{} is not a finite number >= 0", stats.total_score),
+            ));
+        }
+        let recall_count = i64::try_from(stats.recall_count)
+            .map_err(|_| MemoryError::invalid("recall_count", "larger than 2^63 - 1"))?;
+        let last_recall_at = match stats.last_recall_at {
+            Some(at) => Some(encode_time("last_recall_at", at)?),
+            None => None,
+        };
+        if !storable(id) {
+            return Ok(());
+        }
+        let mut sql = self.db.sql("UPDATE {s}.memories SET recall_count = ");
+        sql.bind(recall_count, "bigint")
+            .push(", recall_total = ")
+            .bind(stats.total_score, "float8")
+            .push(", last_recall_at = ")
+            .bind(last_recall_at, "bigint")
+            .push(" WHERE ns = ")
+            .bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ")
+            .bind(id.to_owned(), "text");
+        self.db
+            .execute(&sql, || {
+                format!("setting recall statistics of memory {id} in {namespace}")
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+/// Runs a `SELECT DISTINCT ns ...` statement.
+pub(crate) async fn namespaces(db: &Database, sql: &Sql, what: &str) -> Result<Vec<Namespace>> {
+    let rows = db.query(sql, || what.to_owned()).await?;
+    rows.iter()
+        .map(|row| {
+            let text: String = row.try_get(0).map_err(|error| corrupt(what, error))?;
+            Namespace::parse(&text)
+                .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))
+        })
+        .collect()
+}
+
+/// Runs a `SELECT count(*) ...` statement.
+pub(crate) async fn count(db: &Database, sql: &Sql, what: &str) -> Result<usize> {
+    let rows = db.query(sql, || what.to_owned()).await?;
+    let value: i64 = rows
+        .first()
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(|error| corrupt(what, error))?
+        .unwrap_or(0);
+    Ok(to_count(value))
+}

@@ -1,0 +1,289 @@
+//! The schema and its versioned migrations, recorded in the table `schema_version`.
+//!
+//! A migration, once released, is never edited: a database written by an older version is
+//! brought up to date by running the migrations it lacks, in order, in one transaction that
+//! first takes a transaction-scoped advisory lock derived from the schema name. Two processes
+//! starting at once therefore migrate one after the other, and the second finds nothing left
+//! to do. A schema whose version is newer than [`SCHEMA_VERSION`] is refused, never modified.
+
+use memory_core::{MemoryError, Result};
+use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::Context;
+
+/// The schema version this build writes and reads (the highest `version` in the
+/// `schema_version` table).
+pub const SCHEMA_VERSION: u32 = 1;
+
+struct Migration {
+    version: u32,
+    summary: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
+const MIGRATIONS: [Migration; 1] = [Migration {
+    version: 1,
+    summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
+    sql: MIGRATION_1,
+}];
+
+// Conventions:
+// - Namespace, id, key and tag columns use the "C" collation: byte order, the order Rust
+//   sorts strings in, so ORDER BY agrees with the other backends and a subtree scope is a
+//   btree range scan whatever the database's default collation is.
+// - Timestamps are bigint nanoseconds since the Unix epoch (UTC): timestamptz keeps only
+//   microseconds, and a record must read back exactly as it was saved.
+// - f32 fields are real, so they round-trip exactly; sums of scores are double precision.
+// - `terms` is a tsvector of the shared analyzer's terms (memory_core::text::Analyzer), built
+//   by the client (see sql::tsvector_literal): one position per occurrence, weighted by field,
+//   so BM25 statistics can be read back from it. `*_len` columns hold each field's term count.
+const MIGRATION_1: &str = r#"
+CREATE TABLE {s}.memories (
+    rid            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    ns             text COLLATE "C" NOT NULL,
+    id             text COLLATE "C" NOT NULL,
+    content        text NOT NULL,
+    kind           text NOT NULL,
+    importance     real NOT NULL,
+    metadata       jsonb NOT NULL,
+    tags           text[] COLLATE "C" NOT NULL,
+    source         text,
+    credibility    real NOT NULL,
+    created_at     bigint NOT NULL,
+    updated_at     bigint NOT NULL,
+    last_accessed  bigint,
+    access_count   bigint NOT NULL DEFAULT 0,
+    embedding      real[],
+    recall_count   bigint NOT NULL DEFAULT 0,
+    recall_total   double precision NOT NULL DEFAULT 0,
+    last_recall_at bigint,
+    terms          tsvector NOT NULL,
+    doc_len        integer NOT NULL,
+    UNIQUE (ns, id)
+);
+CREATE INDEX memories_by_time ON {s}.memories (ns, created_at, id);
+CREATE INDEX memories_terms ON {s}.memories USING gin (terms);
+CREATE INDEX memories_tags ON {s}.memories USING gin (tags);
+CREATE INDEX memories_metadata ON {s}.memories USING gin (metadata jsonb_path_ops);
+
+CREATE TABLE {s}.pages (
+    rid         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    ns          text COLLATE "C" NOT NULL,
+    id          text COLLATE "C" NOT NULL,
+    title       text NOT NULL,
+    title_key   text COLLATE "C" NOT NULL,
+    summary     text NOT NULL,
+    content     text NOT NULL,
+    tags        text[] COLLATE "C" NOT NULL,
+    refs        text[] COLLATE "C" NOT NULL,
+    created_at  bigint NOT NULL,
+    updated_at  bigint NOT NULL,
+    terms       tsvector NOT NULL,
+    title_len   integer NOT NULL,
+    summary_len integer NOT NULL,
+    tags_len    integer NOT NULL,
+    content_len integer NOT NULL,
+    UNIQUE (ns, id)
+);
+CREATE INDEX pages_by_title ON {s}.pages (ns, title_key, id);
+CREATE INDEX pages_terms ON {s}.pages USING gin (terms);
+CREATE INDEX pages_tags ON {s}.pages USING gin (tags);
+CREATE TABLE {s}.page_refs (
+    ns        text COLLATE "C" NOT NULL,
+    source_id text COLLATE "C" NOT NULL,
+    target_id text COLLATE "C" NOT NULL,
+    PRIMARY KEY (ns, target_id, source_id),
+    FOREIGN KEY (ns, source_id) REFERENCES {s}.pages (ns, id) ON DELETE CASCADE
+);
+CREATE INDEX page_refs_by_source ON {s}.page_refs (ns, source_id);
+
+CREATE TABLE {s}.entities (
+    ns          text COLLATE "C" NOT NULL,
+    id          text COLLATE "C" NOT NULL,
+    name        text NOT NULL,
+    name_key    text COLLATE "C" NOT NULL,
+    entity_type text NOT NULL,
+    type_key    text COLLATE "C" NOT NULL,
+    description text NOT NULL,
+    tags        text[] COLLATE "C" NOT NULL,
+    PRIMARY KEY (ns, id)
+);
+CREATE INDEX entities_tags ON {s}.entities USING gin (tags);
+CREATE INDEX entities_by_type ON {s}.entities (ns, type_key);
+CREATE TABLE {s}.relations (
+    ns            text COLLATE "C" NOT NULL,
+    source_id     text COLLATE "C" NOT NULL,
+    target_id     text COLLATE "C" NOT NULL,
+    relation_type text COLLATE "C" NOT NULL,
+    weight        real NOT NULL,
+    PRIMARY KEY (ns, source_id, relation_type, target_id),
+    FOREIGN KEY (ns, source_id) REFERENCES {s}.entities (ns, id) ON DELETE CASCADE,
+    FOREIGN KEY (ns, target_id) REFERENCES {s}.entities (ns, id) ON DELETE CASCADE
+);
+CREATE INDEX relations_by_target ON {s}.relations (ns, target_id, relation_type, source_id);
+"#;
+
+const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
+    version    integer PRIMARY KEY,
+    summary    text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+/// The advisory-lock key of a schema's migrations: FNV-1a of `agent-memory/<schema>`, so it
+/// is the same in every process and every PostgreSQL version.
+fn lock_key(schema: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in "agent-memory/".bytes().chain(schema.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
+/// The schema's version: 0 when it has no `schema_version` table (a new or empty schema).
+pub(crate) async fn current_version(db: &Database) -> Result<u32> {
+    let what = || format!("reading the schema version of {}", db.schema());
+    let client = db.client(&what()).await?;
+    let table = format!("\"{}\".schema_version", db.schema());
+    let params: [&(dyn ToSql + Sync); 1] = [&table];
+    let exists: bool = client
+        .query_one("SELECT to_regclass($1::text) IS NOT NULL", &params)
+        .await
+        .and_then(|row| row.try_get(0))
+        .context(what)?;
+    if !exists {
+        return Ok(0);
+    }
+    let version: i32 = client
+        .query_one(
+            &db.qualify("SELECT coalesce(max(version), 0) FROM {s}.schema_version"),
+            &[],
+        )
+        .await
+        .and_then(|row| row.try_get(0))
+        .context(what)?;
+    Ok(u32::try_from(version).unwrap_or(0))
+}
+
+/// Brings the schema up to date; returns the version it is at. Does nothing (and needs no
+/// privilege to change the schema) when it is already current.
+pub(crate) async fn migrate(db: &Database) -> Result<u32> {
+    let version = current_version(db).await?;
+    check_not_newer(db, version)?;
+    if version == SCHEMA_VERSION {
+        return Ok(version);
+    }
+    let what = || format!("migrating schema {} on {}", db.schema(), db.target());
+    let mut client = db.client(&what()).await?;
+    let transaction = client.transaction().await.context(what)?;
+    let key = lock_key(db.schema());
+    let params: [&(dyn ToSql + Sync); 1] = [&key];
+    // Held until commit or rollback: a concurrent migration of this schema waits here.
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1::bigint)", &params)
+        .await
+        .context(|| format!("{}: taking the migration lock", what()))?;
+    transaction
+        .batch_execute(&db.qualify(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {{s}}; {VERSION_TABLE}"
+        )))
+        .await
+        .context(|| format!("{}: creating the schema", what()))?;
+    // Read again under the lock: another process may have migrated meanwhile.
+    let version: i32 = transaction
+        .query_one(
+            &db.qualify("SELECT coalesce(max(version), 0) FROM {s}.schema_version"),
+            &[],
+        )
+        .await
+        .and_then(|row| row.try_get(0))
+        .context(what)?;
+    let version = u32::try_from(version).unwrap_or(0);
+    check_not_newer(db, version)?;
+    for migration in MIGRATIONS.iter().filter(|m| m.version > version) {
+        let step = || {
+            format!(
+                "{}: migration {} ({})",
+                what(),
+                migration.version,
+                migration.summary
+            )
+        };
+        transaction
+            .batch_execute(&db.qualify(migration.sql))
+            .await
+            .context(step)?;
+        let number = i32::try_from(migration.version).unwrap_or(i32::MAX);
+        let params: [&(dyn ToSql + Sync); 2] = [&number, &migration.summary];
+        transaction
+            .execute(
+                &db.qualify(
+                    "INSERT INTO {s}.schema_version (version, summary) VALUES ($1::integer, $2::text)",
+                ),
+                &params,
+            )
+            .await
+            .context(step)?;
+    }
+    transaction
+        .commit()
+        .await
+        .context(|| format!("{}: committing", what()))?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// Errors unless the schema is exactly at [`SCHEMA_VERSION`] (when migrations are left to an
+/// explicit call).
+pub(crate) async fn require_current(db: &Database) -> Result<()> {
+    let version = current_version(db).await?;
+    check_not_newer(db, version)?;
+    if version < SCHEMA_VERSION {
+        return Err(storage(format!(
+            "schema {} on {} is at version {version}, this build needs {SCHEMA_VERSION}; run PostgresBackend::migrate or connect with apply_migrations",
+            db.schema(),
+            db.target()
+        )));
+    }
+    Ok(())
+}
+
+fn check_not_newer(db: &Database, version: u32) -> Result<()> {
+    if version > SCHEMA_VERSION {
+        return Err(storage(format!(
+            "schema {} on {} is at version {version}, newer than this build of memory-postgres reads ({SCHEMA_VERSION}); upgrade memory-postgres",
+            db.schema(),
+            db.target()
+        )));
+    }
+    Ok(())
+}
+
+fn storage(message: String) -> MemoryError {
+    MemoryError::Storage {
+        message,
+        source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version as usize, index + 1);
+        }
+        assert_eq!(MIGRATIONS.len(), SCHEMA_VERSION as usize);
+    }
+
+    #[test]
+    fn lock_keys_are_stable_and_per_schema() {
+        assert_eq!(lock_key("agent_memory"), lock_key("agent_memory"));
+        assert_ne!(lock_key("agent_memory"), lock_key("agent_memory2"));
+        // FNV-1a is fixed: the key must not change between builds or processes.
+        assert_eq!(lock_key(""), lock_key(""));
+    }
+}

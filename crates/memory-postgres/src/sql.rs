@@ -1,0 +1,361 @@
+//! Building parameterised SQL, and encoding values the way the schema stores them.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use memory_core::text::Analyzer;
+use memory_core::{MemoryError, Result, Scope};
+use tokio_postgres::types::ToSql;
+
+/// A bound value of a statement under construction.
+pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
+
+/// A statement under construction: text with `$n` placeholders and their values in order.
+/// Every value from a caller is bound, never spliced into the text; the only text spliced in
+/// is the schema name, validated as a plain identifier when the backend was configured.
+#[derive(Debug, Default)]
+pub(crate) struct Sql {
+    pub(crate) text: String,
+    params: Vec<Param>,
+    /// The quoted schema name, replacing `{s}` in pushed text.
+    schema: String,
+}
+
+impl Sql {
+    /// A statement starting with `text`, where `{s}` stands for the quoted schema name.
+    pub(crate) fn new(schema: &str, text: &str) -> Self {
+        Self {
+            text: qualify(schema, text),
+            params: Vec::new(),
+            schema: schema.to_owned(),
+        }
+    }
+
+    /// Appends fixed SQL text, `{s}` standing for the quoted schema name.
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        if text.contains("{s}") {
+            let qualified = qualify(&self.schema, text);
+            self.text.push_str(&qualified);
+        } else {
+            self.text.push_str(text);
+        }
+        self
+    }
+
+    /// Appends a `$n::cast` placeholder bound to `value`. The cast fixes the parameter's type,
+    /// so the server never infers one the Rust value cannot be encoded as.
+    pub(crate) fn bind<T: ToSql + Sync + Send + 'static>(
+        &mut self,
+        value: T,
+        cast: &str,
+    ) -> &mut Self {
+        self.params.push(Box::new(value));
+        // Writing to a String cannot fail.
+        let _ = write!(self.text, "${}::{cast}", self.params.len());
+        self
+    }
+
+    /// Binds `value` to the next placeholder number without appending one, for statements
+    /// that write their own `$n` (to use a value more than once).
+    pub(crate) fn bind_only<T: ToSql + Sync + Send + 'static>(&mut self, value: T) -> &mut Self {
+        self.params.push(Box::new(value));
+        self
+    }
+
+    /// The values, in placeholder order, as tokio-postgres takes them.
+    pub(crate) fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.params
+            .iter()
+            .map(|param| param.as_ref() as &(dyn ToSql + Sync))
+            .collect()
+    }
+
+    /// Appends ` AND <condition>` restricting `column` to `scope`.
+    ///
+    /// A subtree scope is `column = ns OR column` in the half-open range `[ns + "/", ns + "0")`.
+    /// Namespace columns use the `C` collation (byte order), where `'0'` is the character
+    /// after `'/'`: the range holds exactly the namespaces below `ns` segment by segment
+    /// (`user-4` does not cover `user-42`), and the btree index on the column serves it.
+    pub(crate) fn and_scope(&mut self, column: &str, scope: &Scope) -> &mut Self {
+        let namespace = scope.namespace.as_str();
+        if !scope.descendants {
+            self.push(" AND ")
+                .push(column)
+                .push(" = ")
+                .bind(namespace.to_owned(), "text");
+        } else if !scope.namespace.is_root() {
+            self.push(" AND (")
+                .push(column)
+                .push(" = ")
+                .bind(namespace.to_owned(), "text")
+                .push(" OR (")
+                .push(column)
+                .push(" >= ")
+                .bind(format!("{namespace}/"), "text")
+                .push(" AND ")
+                .push(column)
+                .push(" < ")
+                .bind(format!("{namespace}0"), "text")
+                .push("))");
+        }
+        self
+    }
+}
+
+/// `text` with every `{s}` replaced by the quoted schema name.
+pub(crate) fn qualify(schema: &str, text: &str) -> String {
+    text.replace("{s}", schema)
+}
+
+/// The analyzer every PostgreSQL index and query uses: the same as every other backend's.
+pub(crate) fn analyzer() -> Analyzer {
+    Analyzer::default()
+}
+
+/// Most positions kept per lexeme of a `tsvector` (PostgreSQL's `MAXNUMPOS`).
+const MAX_POSITIONS: usize = 256;
+
+/// The `tsvector` of a document of up to four fields, as the text of a `tsvector` literal,
+/// and the number of analyzer terms in each field.
+///
+/// The lexemes are the shared analyzer's terms, written as they are (PostgreSQL's own parser
+/// and dictionaries never see the text). Each occurrence of a term gets one position,
+/// numbered `1, 2, ...` per lexeme and weighted by its field (`A` for field 0, `B`, `C`, `D`),
+/// so the number of positions of a lexeme with a weight is the term's frequency in that field.
+/// Positions are not word offsets (nothing here needs phrase search); they are capped at
+/// PostgreSQL's 256 per lexeme, which BM25's saturation makes harmless.
+pub(crate) fn tsvector_literal(fields: &[&str]) -> (String, Vec<i32>) {
+    const WEIGHTS: [char; 4] = ['A', 'B', 'C', 'D'];
+    let analyzer = analyzer();
+    let mut lexemes: std::collections::BTreeMap<String, Vec<char>> = Default::default();
+    let mut lengths = Vec::with_capacity(fields.len());
+    for (index, text) in fields.iter().enumerate() {
+        let weight = WEIGHTS[index.min(WEIGHTS.len() - 1)];
+        let mut length = 0i32;
+        analyzer.for_each_term(text, |term| {
+            length = length.saturating_add(1);
+            let positions = match lexemes.get_mut(term) {
+                Some(positions) => positions,
+                None => lexemes.entry(term.to_owned()).or_default(),
+            };
+            if positions.len() < MAX_POSITIONS {
+                positions.push(weight);
+            }
+        });
+        lengths.push(length);
+    }
+    let mut out = String::new();
+    for (lexeme, weights) in &lexemes {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        push_quoted_lexeme(&mut out, lexeme);
+        out.push(':');
+        for (position, weight) in weights.iter().enumerate() {
+            if position > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{}", position + 1);
+            if *weight != 'D' {
+                out.push(*weight);
+            }
+        }
+    }
+    (out, lengths)
+}
+
+/// The distinct analyzer terms of the user's `text` and the `tsquery` literal matching any of
+/// them (`'a' | 'b'`). Each term is a quoted lexeme, so no user text is tsquery syntax:
+/// `a & b | !c` searches for the words. `None` when the text has no searchable term.
+pub(crate) fn tsquery_literal(text: &str) -> Option<(Vec<String>, String)> {
+    let terms = analyzer().unique_terms(text);
+    if terms.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for term in &terms {
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        push_quoted_lexeme(&mut out, term);
+    }
+    Some((terms, out))
+}
+
+/// Appends `'lexeme'`, with `'` doubled and `\` escaped, as both `tsvector` and `tsquery`
+/// input read it. (Analyzer terms are letters and digits; this is defence in depth.)
+fn push_quoted_lexeme(out: &mut String, lexeme: &str) {
+    out.push('\'');
+    for c in lexeme.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            other => out.push(other),
+        }
+    }
+    out.push('\'');
+}
+
+/// A timestamp as stored: nanoseconds since the Unix epoch, in a `bigint`. (`timestamptz`
+/// keeps microseconds only, so it would not give back the `DateTime` that was saved.)
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field` outside the years 1678 to 2261, the range of
+/// 64-bit nanoseconds.
+pub(crate) fn encode_time(field: &str, at: DateTime<Utc>) -> Result<i64> {
+    at.timestamp_nanos_opt().ok_or_else(|| {
+        MemoryError::invalid(
+            field,
+            format!("{at} is outside the range the postgres backend stores (years 1678 to 2261)"),
+        )
+    })
+}
+
+/// A time bound for a filter: like [`encode_time`], saturating instead of failing.
+pub(crate) fn time_bound(at: DateTime<Utc>) -> i64 {
+    at.timestamp_nanos_opt().unwrap_or(if at.timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}
+
+/// A stored timestamp.
+pub(crate) fn decode_time(nanos: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_nanos(nanos)
+}
+
+/// PostgreSQL `text` and `jsonb` cannot hold the NUL character; such input is refused before
+/// it reaches the server.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field`.
+pub(crate) fn reject_nul(field: &str, text: &str) -> Result<()> {
+    if text.contains('\0') {
+        return Err(MemoryError::invalid(
+            field,
+            "contains the NUL character, which PostgreSQL text cannot hold",
+        ));
+    }
+    Ok(())
+}
+
+/// [`reject_nul`] for every key and string of a JSON value.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field`.
+pub(crate) fn reject_nul_json(field: &str, value: &serde_json::Value) -> Result<()> {
+    match value {
+        serde_json::Value::String(text) => reject_nul(field, text),
+        serde_json::Value::Array(values) => values
+            .iter()
+            .try_for_each(|value| reject_nul_json(field, value)),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(key, value)| {
+            reject_nul(field, key)?;
+            reject_nul_json(field, value)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// An `i64` column holding a count.
+pub(crate) fn to_count(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+/// A `usize` limit as a `bigint`.
+pub(crate) fn limit_value(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::Namespace;
+
+    #[test]
+    fn scope_conditions() {
+        let ns = Namespace::parse("user-4/a").unwrap();
+        let mut sql = Sql::new("\"s\"", "SELECT 1 FROM {s}.t WHERE true");
+        sql.and_scope("ns", &ns.exact());
+        assert_eq!(
+            sql.text,
+            "SELECT 1 FROM \"s\".t WHERE true AND ns = $1::text"
+        );
+        let mut sql = Sql::new("\"s\"", "x WHERE true");
+        sql.and_scope("ns", &ns.subtree());
+        assert_eq!(
+            sql.text,
+            "x WHERE true AND (ns = $1::text OR (ns >= $2::text AND ns < $3::text))"
+        );
+        assert_eq!(sql.params().len(), 3);
+        let mut sql = Sql::new("\"s\"", "x WHERE true");
+        sql.and_scope("ns", &Scope::all());
+        assert_eq!(sql.text, "x WHERE true");
+    }
+
+    #[test]
+    fn tsvector_literals_count_terms_per_field() {
+        let (literal, lengths) = tsvector_literal(&["Cats, cats!", "", "cat-lover 状态管理"]);
+        assert_eq!(
+            literal,
+            "'cat':1A,2A,3C 'lover':1C '态管':1C '状态':1C '管理':1C"
+        );
+        assert_eq!(lengths, [2, 0, 5]);
+        let (literal, lengths) = tsvector_literal(&["the of"]);
+        assert_eq!((literal.as_str(), lengths.as_slice()), ("", &[0][..]));
+        let many = "word ".repeat(300);
+        let (literal, lengths) = tsvector_literal(&[many.as_str()]);
+        assert_eq!(literal.matches(',').count(), MAX_POSITIONS - 1);
+        assert_eq!(lengths, [300]);
+    }
+
+    #[test]
+    fn tsquery_literals_quote_every_term() {
+        for (text, want) in [
+            ("AND OR NEAR( \"unbalanced", Some("'near' | 'unbalanc'")),
+            ("a & b | !c", Some("'b' | 'c'")),
+            ("title:x*", Some("'titlex'")),
+            (
+                "it's o'clock \\ back\\slash",
+                Some("'oclock' | 'back' | 'slash'"),
+            ),
+            ("状态管理", Some("'状态' | '态管' | '管理'")),
+            ("the of 🙂", None),
+            ("", None),
+        ] {
+            assert_eq!(
+                tsquery_literal(text).map(|(_, literal)| literal).as_deref(),
+                want,
+                "{text}"
+            );
+        }
+        let mut quoted = String::new();
+        push_quoted_lexeme(&mut quoted, "a'b\\c");
+        assert_eq!(quoted, "'a''b\\\\c'");
+    }
+
+    #[test]
+    fn times_round_trip_or_are_rejected() {
+        let at = DateTime::from_timestamp(1_700_000_000, 123_456_789).unwrap();
+        assert_eq!(decode_time(encode_time("created_at", at).unwrap()), at);
+        let far = DateTime::from_timestamp(40_000_000_000, 0).unwrap();
+        assert!(
+            encode_time("created_at", far)
+                .unwrap_err()
+                .to_string()
+                .contains("created_at")
+        );
+        assert_eq!(time_bound(far), i64::MAX);
+    }
+
+    #[test]
+    fn nul_characters_are_refused_with_the_field() {
+        assert!(reject_nul("content", "fine").is_ok());
+        let error = reject_nul("content", "a\0b").unwrap_err();
+        assert!(error.to_string().contains("content"));
+        let json = serde_json::json!({"k": ["x", {"deep\u{0}": 1}]});
+        assert!(reject_nul_json("metadata", &json).is_err());
+        assert!(reject_nul_json("metadata", &serde_json::json!({"k": [1, "x"]})).is_ok());
+    }
+}

@@ -1,0 +1,1 @@
+//! multi_process tests.
