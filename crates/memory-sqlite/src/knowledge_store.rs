@@ -13,7 +13,7 @@ use crate::error::{Context, corrupt};
 use crate::memory_store::namespaces;
 use crate::sql::{
     Sql, decode_strings, decode_tags, decode_time, encode_strings, encode_tags, encode_time,
-    fts_document, fts_query, to_count,
+    fts_document, fts_match, scope_tokens, to_count,
 };
 
 /// BM25 weights of the FTS columns title, summary, tags and content: the same as the
@@ -61,16 +61,11 @@ struct EncodedPage {
     created_at: i64,
     updated_at: i64,
     fts: [String; 4],
+    scope: String,
 }
 
 fn encode(page: KnowledgePage) -> Result<EncodedPage> {
     page.validate()?;
-    let tag_text = page
-        .tags
-        .iter()
-        .map(Tag::as_str)
-        .collect::<Vec<_>>()
-        .join(" ");
     let mut refs: Vec<String> = Vec::new();
     for reference in &page.references {
         if *reference != page.id && !refs.contains(reference) {
@@ -78,12 +73,8 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
         }
     }
     Ok(EncodedPage {
-        fts: [
-            fts_document(&page.title),
-            fts_document(&page.summary),
-            fts_document(&tag_text),
-            fts_document(&page.content),
-        ],
+        fts: fts_columns(&page.title, &page.summary, &page.tags, &page.content),
+        scope: scope_tokens(&page.namespace),
         title_key: page.title.to_lowercase(),
         tags_json: encode_tags(&page.tags),
         refs_json: encode_strings(&page.references),
@@ -96,6 +87,55 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
         summary: page.summary,
         content: page.content,
     })
+}
+
+/// The analyzed terms of the FTS columns title, summary, tags, content.
+fn fts_columns(title: &str, summary: &str, tags: &[Tag], content: &str) -> [String; 4] {
+    let tag_text = tags.iter().map(Tag::as_str).collect::<Vec<_>>().join(" ");
+    [
+        fts_document(title),
+        fts_document(summary),
+        fts_document(&tag_text),
+        fts_document(content),
+    ]
+}
+
+fn insert_terms(
+    transaction: &Transaction<'_>,
+    rid: i64,
+    fts: &[String; 4],
+    scope: &str,
+) -> rusqlite::Result<usize> {
+    transaction
+        .prepare_cached(
+            "INSERT INTO pages_fts (rowid, title, summary, tags, content, scope) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![rid, fts[0], fts[1], fts[2], fts[3], scope])
+}
+
+/// Fills the (empty) full-text index from the `pages` table, for a migration that rebuilds it.
+pub(crate) fn reindex(transaction: &Transaction<'_>) -> Result<()> {
+    let what = || "rebuilding the page full-text index";
+    let mut select = transaction
+        .prepare("SELECT rid, ns, id, title, summary, tags, content FROM pages")
+        .context(what)?;
+    let mut rows = select.query([]).context(what)?;
+    while let Some(row) = rows.next().context(what)? {
+        let rid: i64 = row.get(0).context(what)?;
+        let (ns, id): (String, String) = (row.get(1).context(what)?, row.get(2).context(what)?);
+        let page = format!("page {id} in {ns}");
+        let namespace = Namespace::parse(&ns).map_err(|error| corrupt(&page, error))?;
+        let tags = decode_tags(&page, &row.get::<_, String>(5).context(what)?)?;
+        let fts = fts_columns(
+            &row.get::<_, String>(3).context(what)?,
+            &row.get::<_, String>(4).context(what)?,
+            &tags,
+            &row.get::<_, String>(6).context(what)?,
+        );
+        insert_terms(transaction, rid, &fts, &scope_tokens(&namespace)).context(what)?;
+    }
+    Ok(())
 }
 
 struct RawPage {
@@ -155,21 +195,7 @@ fn find_page(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>>
 /// Writes the page's FTS row and references (after its row was inserted or updated).
 fn write_index(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> Result<()> {
     let what = || format!("indexing page {} in {}", page.id, page.ns);
-    transaction
-        .prepare_cached(
-            "INSERT INTO pages_fts (rowid, title, summary, tags, content) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )
-        .and_then(|mut statement| {
-            statement.execute(params![
-                rid,
-                page.fts[0],
-                page.fts[1],
-                page.fts[2],
-                page.fts[3]
-            ])
-        })
-        .context(what)?;
+    insert_terms(transaction, rid, &page.fts, &page.scope).context(what)?;
     let mut insert = transaction
         .prepare_cached(
             "INSERT OR IGNORE INTO page_refs (ns, source_id, target_id) VALUES (?1, ?2, ?3)",
@@ -374,7 +400,8 @@ impl KnowledgeStore for SqliteKnowledgeStore {
     }
 
     async fn search(&self, query: &PageQuery) -> Result<Vec<PageHit>> {
-        let Some(expression) = fts_query(&query.text) else {
+        let Some(expression) = fts_match("title summary tags content", &query.text, &query.scope)
+        else {
             return Ok(Vec::new());
         };
         if query.top_k == 0 {
@@ -383,7 +410,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         let [title, summary, tags, content] = PAGE_COLUMN_WEIGHTS;
         let mut sql = Sql::new(&format!(
             "SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, \
-             bm25(pages_fts, {title:.1}, {summary:.1}, {tags:.1}, {content:.1}) \
+             bm25(pages_fts, {title:.1}, {summary:.1}, {tags:.1}, {content:.1}, 0.0) \
              FROM pages_fts CROSS JOIN pages p ON p.rid = pages_fts.rowid \
              WHERE pages_fts MATCH "
         ));

@@ -13,8 +13,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_f
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    Sql, decode_tags, decode_time, encode_tags, encode_time, fts_document, fts_query, time_bound,
-    to_count,
+    Sql, decode_tags, decode_time, encode_tags, encode_time, fts_document, fts_match, scope_tokens,
+    time_bound, to_count,
 };
 use crate::{SqliteBackend, SqliteOptions};
 
@@ -84,6 +84,7 @@ struct Encoded {
     access_count: i64,
     embedding: Option<Vec<u8>>,
     terms: String,
+    scope: String,
 }
 
 fn encode(item: MemoryItem) -> Result<Encoded> {
@@ -96,6 +97,7 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
     };
     Ok(Encoded {
         terms: fts_document(&item.content),
+        scope: scope_tokens(&item.namespace),
         tags_json: encode_tags(&item.tags),
         tags: item
             .tags
@@ -280,15 +282,50 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
             })
             .context(what)?,
     };
-    transaction
-        .prepare_cached("INSERT INTO memories_fts (rowid, terms) VALUES (?1, ?2)")
-        .and_then(|mut statement| statement.execute(params![rid, item.terms]))
-        .context(what)?;
+    insert_terms(transaction, rid, &item.terms, &item.scope).context(what)?;
     let mut insert_tag = transaction
         .prepare_cached("INSERT OR IGNORE INTO memory_tags (rid, tag) VALUES (?1, ?2)")
         .context(what)?;
     for tag in &item.tags {
         insert_tag.execute(params![rid, tag]).context(what)?;
+    }
+    Ok(())
+}
+
+fn insert_terms(
+    transaction: &Transaction<'_>,
+    rid: i64,
+    terms: &str,
+    scope: &str,
+) -> rusqlite::Result<usize> {
+    transaction
+        .prepare_cached("INSERT INTO memories_fts (rowid, terms, scope) VALUES (?1, ?2, ?3)")?
+        .execute(params![rid, terms, scope])
+}
+
+/// Fills the (empty) full-text index from the `memories` table, for a migration that
+/// rebuilds it.
+pub(crate) fn reindex(transaction: &Transaction<'_>) -> Result<()> {
+    let what = || "rebuilding the memory full-text index";
+    let mut select = transaction
+        .prepare("SELECT rid, ns, content FROM memories")
+        .context(what)?;
+    let mut rows = select.query([]).context(what)?;
+    while let Some(row) = rows.next().context(what)? {
+        let (rid, ns, content): (i64, String, String) = (
+            row.get(0).context(what)?,
+            row.get(1).context(what)?,
+            row.get(2).context(what)?,
+        );
+        let namespace = Namespace::parse(&ns)
+            .map_err(|error| corrupt(format_args!("namespace {ns:?}"), error))?;
+        insert_terms(
+            transaction,
+            rid,
+            &fts_document(&content),
+            &scope_tokens(&namespace),
+        )
+        .context(what)?;
     }
     Ok(())
 }
@@ -471,19 +508,19 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some(expression) = fts_query(&query.text) else {
+        let Some(expression) = fts_match("terms", &query.text, &query.filter.scope) else {
             return Ok(Vec::new());
         };
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
         let mut sql = Sql::new(&format!(
-            "SELECT {COLUMNS}, bm25(memories_fts) FROM memories_fts \
+            "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 0.0) FROM memories_fts \
              CROSS JOIN memories m ON m.rid = memories_fts.rowid WHERE memories_fts MATCH "
         ));
         sql.bind(expression);
         and_filter(&mut sql, &query.filter);
-        sql.push(" ORDER BY bm25(memories_fts), m.id, m.ns");
+        sql.push(" ORDER BY bm25(memories_fts, 1.0, 0.0), m.id, m.ns");
         if query.filter.metadata.is_empty() {
             sql.push(" LIMIT ").bind(limit_value(query.top_k));
         }

@@ -5,13 +5,13 @@
 //! A database whose version is newer than [`SCHEMA_VERSION`] is refused, never modified.
 
 use memory_core::{MemoryError, Result};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use crate::database::in_transaction;
 use crate::error::Context;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
 pub const APPLICATION_ID: i32 = 0x414D_454D;
@@ -20,21 +20,36 @@ struct Migration {
     version: u32,
     summary: &'static str,
     sql: &'static str,
+    /// A step that needs Rust (the shared analyzer), run after `sql`.
+    then: Option<fn(&Transaction<'_>) -> Result<()>>,
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
-const MIGRATIONS: [Migration; 2] = [
+const MIGRATIONS: [Migration; 3] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
         sql: MIGRATION_1,
+        then: None,
     },
     Migration {
         version: 2,
         summary: "an indexed table of memory tags, filled from the tags column",
         sql: MIGRATION_2,
+        then: None,
+    },
+    Migration {
+        version: 3,
+        summary: "namespace scope tokens in the full-text indexes, rebuilt from the records",
+        sql: MIGRATION_3,
+        then: Some(reindex_all),
     },
 ];
+
+fn reindex_all(transaction: &Transaction<'_>) -> Result<()> {
+    crate::memory_store::reindex(transaction)?;
+    crate::knowledge_store::reindex(transaction)
+}
 
 // Timestamps are INTEGER nanoseconds since the Unix epoch (UTC). Tags, references, metadata
 // are JSON text. The FTS5 tables are contentless: they hold the terms of the shared analyzer
@@ -141,6 +156,26 @@ INSERT OR IGNORE INTO memory_tags (rid, tag)
     SELECT m.rid, j.value FROM memories AS m, json_each(m.tags) AS j WHERE j.type = 'text';
 ";
 
+// Version 2 ranked every full-text match in the file and only then dropped those outside
+// the scope, so a search in one tenant's namespace cost as much as a search of all of them.
+// The `scope` column holds tokens naming the record's namespace and its ancestors
+// (sql::scope_tokens); a scoped query requires its token, so FTS5 narrows to the scope
+// before ranking. Contentless tables cannot be altered or re-read, so both are recreated and
+// refilled from the records by the shared analyzer (a Rust step). The `meta` table records
+// the fingerprint of the analyzer that built them (see `refresh_index`).
+const MIGRATION_3: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+DROP TABLE memories_fts;
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    terms, scope, content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+DROP TABLE pages_fts;
+CREATE VIRTUAL TABLE pages_fts USING fts5 (
+    title, summary, tags, content, scope,
+    content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+";
+
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {
     connection
         .pragma_query_value(None, "user_version", |row| row.get(0))
@@ -198,12 +233,49 @@ pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> 
                     migration.version, migration.summary
                 )
             })?;
+            if let Some(step) = migration.then {
+                step(transaction)?;
+            }
             transaction
                 .pragma_update(None, "user_version", migration.version)
                 .context(|| format!("{what}: recording version {}", migration.version))?;
         }
-        Ok(())
+        refresh_index(transaction, &what)
     })
+}
+
+/// Re-indexes the full-text tables when they were built by an analyzer that behaves
+/// differently from this build's (memory_core's analyzer changed between versions): stored
+/// terms and query terms must come from the same analyzer.
+fn refresh_index(transaction: &Transaction<'_>, what: &str) -> Result<()> {
+    let fingerprint = crate::sql::analyzer_fingerprint();
+    let stored: Option<String> = transaction
+        .query_row("SELECT value FROM meta WHERE key = 'analyzer'", [], |row| {
+            row.get(0)
+        })
+        .optional()
+        .context(|| format!("{what}: reading the analyzer fingerprint"))?;
+    if stored.as_deref() == Some(fingerprint.as_str()) {
+        return Ok(());
+    }
+    if stored.is_some() {
+        transaction
+            .execute_batch(
+                "INSERT INTO memories_fts (memories_fts) VALUES ('delete-all');
+                 INSERT INTO pages_fts (pages_fts) VALUES ('delete-all');",
+            )
+            .context(|| format!("{what}: clearing the full-text indexes"))?;
+        reindex_all(transaction)?;
+    }
+    // Without a stored fingerprint the indexes were just built, by this analyzer.
+    transaction
+        .execute(
+            "INSERT INTO meta (key, value) VALUES ('analyzer', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [&fingerprint],
+        )
+        .context(|| format!("{what}: recording the analyzer fingerprint"))?;
+    Ok(())
 }
 
 fn newer(display: &str, version: i64) -> MemoryError {

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, Result, Scope, Tag};
+use memory_core::{MemoryError, Namespace, Result, Scope, Tag};
 use rusqlite::types::Value;
 
 use crate::error::corrupt;
@@ -95,10 +95,9 @@ pub(crate) fn fts_document(text: &str) -> String {
     out
 }
 
-/// The FTS5 `MATCH` expression for the user's `text`: its distinct analyzed terms, each a
-/// double-quoted string (a `"` doubled), joined by `OR`. Quoted strings are never operators,
-/// column filters or prefix queries, so no user text is FTS5 syntax. `None` when the text has
-/// no searchable term.
+/// The distinct analyzed terms of the user's `text`, each a double-quoted FTS5 string (a `"`
+/// doubled), joined by `OR`. Quoted strings are never operators, column filters or prefix
+/// queries, so no user text is FTS5 syntax. `None` when the text has no searchable term.
 pub(crate) fn fts_query(text: &str) -> Option<String> {
     let terms = analyzer().unique_terms(text);
     if terms.is_empty() {
@@ -109,6 +108,87 @@ pub(crate) fn fts_query(text: &str) -> Option<String> {
         .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
         .collect();
     Some(quoted.join(" OR "))
+}
+
+/// The full `MATCH` expression: the user's terms ([`fts_query`]) restricted to the text
+/// `columns` (space-separated names), and, unless the scope is everything, the scope's token
+/// in the `scope` column, so FTS5 itself leaves out other namespaces before ranking.
+pub(crate) fn fts_match(columns: &str, text: &str, scope: &Scope) -> Option<String> {
+    let terms = fts_query(text)?;
+    let mut expression = format!("{{{columns}}} : ({terms})");
+    if let Some(token) = scope_token(scope) {
+        expression.push_str(" AND scope : \"");
+        expression.push_str(&token);
+        expression.push('"');
+    }
+    Some(expression)
+}
+
+/// Text on which the analyzer's output is fingerprinted: stemming, stop words, possessives,
+/// numbers, case, Chinese and Japanese, overlong words.
+const ANALYZER_PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
+    to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
+    résumé Straße. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
+    connection connected connecting generously happiness relational conditional \
+    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+/// A fingerprint of the shared analyzer's behaviour: a hash of its terms for a fixed probe
+/// text and for every stop word. The FTS tables hold analyzed terms, so a database indexed by
+/// an analyzer with another fingerprint is re-indexed on open (see `schema::migrate`).
+pub(crate) fn analyzer_fingerprint() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |text: &str| {
+        analyzer().for_each_term(text, |term| {
+            for byte in term.bytes().chain([b' ']) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        });
+        hash ^= u64::from(b'|');
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    feed(ANALYZER_PROBE);
+    for word in memory_core::text::STOP_WORDS {
+        feed(word);
+    }
+    format!("{hash:016x}")
+}
+
+/// 64-bit FNV-1a. Persisted in the FTS `scope` column: never change it without a migration.
+fn fnv1a(text: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// The scope tokens of a record in `namespace`, for the FTS `scope` column: `e<hash>` of the
+/// namespace (exact scopes) and `s<hash>` of it and of each enclosing namespace (subtree
+/// scopes). Hex digits only, so the `ascii` tokenizer keeps each one token. A hash collision
+/// only lets FTS5 pass a record that the SQL scope condition then removes.
+pub(crate) fn scope_tokens(namespace: &Namespace) -> String {
+    let mut out = format!("e{:016x}", fnv1a(namespace.as_str()));
+    let mut prefix = String::new();
+    for segment in namespace.segments() {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(segment);
+        out.push_str(&format!(" s{:016x}", fnv1a(&prefix)));
+    }
+    out
+}
+
+/// The token a search in `scope` requires; `None` for every namespace.
+fn scope_token(scope: &Scope) -> Option<String> {
+    let namespace = scope.namespace.as_str();
+    match (scope.descendants, scope.namespace.is_root()) {
+        (true, true) => None,
+        (true, false) => Some(format!("s{:016x}", fnv1a(namespace))),
+        (false, _) => Some(format!("e{:016x}", fnv1a(namespace))),
+    }
 }
 
 /// A timestamp as stored: nanoseconds since the Unix epoch.
@@ -190,6 +270,27 @@ mod tests {
         let mut sql = Sql::new("x WHERE 1");
         sql.and_scope("ns", &Scope::all());
         assert_eq!(sql.text, "x WHERE 1");
+    }
+
+    #[test]
+    fn scope_tokens_cover_the_namespace_and_its_ancestors() {
+        let ns = Namespace::parse("a/b").unwrap();
+        let tokens = scope_tokens(&ns);
+        let tokens: Vec<&str> = tokens.split(' ').collect();
+        assert_eq!(tokens.len(), 3);
+        let exact = scope_token(&ns.exact()).unwrap();
+        let subtree = scope_token(&Namespace::parse("a").unwrap().subtree()).unwrap();
+        assert!(tokens.contains(&exact.as_str()) && tokens.contains(&subtree.as_str()));
+        let sibling = scope_token(&Namespace::parse("a/bb").unwrap().subtree()).unwrap();
+        assert!(!tokens.contains(&sibling.as_str()));
+        assert_eq!(scope_token(&Scope::all()), None);
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(
+            fts_match("terms", "cats", &ns.exact()),
+            Some(format!("{{terms}} : (\"cat\") AND scope : \"{exact}\""))
+        );
+        assert_eq!(fts_match("terms", "the", &ns.exact()), None);
     }
 
     #[test]

@@ -344,3 +344,56 @@ async fn data_survives_reopening() {
     );
     assert_eq!(backend.path(), Some(file.path()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
+    let file = TempDb::new("analyzer");
+    let ns = Namespace::parse("u/a").unwrap();
+    {
+        let backend = SqliteBackend::open(file.path()).unwrap();
+        backend
+            .memory_store()
+            .save(MemoryItem::new(ns.clone(), "the user adores gardening").unwrap())
+            .await
+            .unwrap();
+        backend
+            .knowledge_store()
+            .add_page(memory_core::KnowledgePage::new(ns.clone(), "g", "Gardening tips").unwrap())
+            .await
+            .unwrap();
+    }
+    // Pretend an analyzer that behaves differently built the index: a foreign fingerprint,
+    // and terms this build would never produce.
+    let connection = Connection::open(file.path()).unwrap();
+    connection
+        .execute_batch(
+            "UPDATE meta SET value = 'another-analyzer' WHERE key = 'analyzer';
+             INSERT INTO memories_fts (memories_fts) VALUES ('delete-all');
+             INSERT INTO pages_fts (pages_fts) VALUES ('delete-all');
+             INSERT INTO memories_fts (rowid, terms, scope) SELECT rid, 'zzz', '' FROM memories;",
+        )
+        .unwrap();
+    drop(connection);
+
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    let hits = backend
+        .memory_store()
+        .search(&SearchQuery::new(ns.subtree(), "gardens", 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "the memory index was rebuilt");
+    let pages = backend
+        .knowledge_store()
+        .search(&memory_core::PageQuery::new(ns.exact(), "garden", 5))
+        .await
+        .unwrap();
+    assert_eq!(pages.len(), 1, "the page index was rebuilt");
+    backend.check_integrity().await.unwrap();
+    let fingerprint: String = Connection::open(file.path())
+        .unwrap()
+        .query_row("SELECT value FROM meta WHERE key = 'analyzer'", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_ne!(fingerprint, "another-analyzer");
+}
