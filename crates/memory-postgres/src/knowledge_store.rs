@@ -13,7 +13,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::memory_store::{B, K1, count, namespaces};
+use crate::memory_store::{BM25_B as B, BM25_K1 as K1, count, namespaces};
 use crate::sql::{
     decode_time, encode_time, reject_nul, to_count, tsquery_literal, tsvector_literal,
 };

@@ -80,7 +80,7 @@ use crate::database::Database;
 pub use crate::{
     graph_store::PostgresGraph,
     knowledge_store::{PAGE_FIELD_WEIGHTS, PostgresKnowledgeStore},
-    memory_store::PostgresStore,
+    memory_store::{BM25_B, BM25_K1, PostgresStore},
     options::{DEFAULT_SCHEMA, PostgresOptions},
     schema::SCHEMA_VERSION,
 };

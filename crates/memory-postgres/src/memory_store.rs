@@ -19,10 +19,13 @@ use crate::sql::{
     tsquery_literal, tsvector_literal,
 };
 
-/// BM25 term-frequency saturation, the in-memory backend's value.
-pub(crate) const K1: f64 = 1.2;
-/// BM25 length normalisation, the in-memory backend's value.
-pub(crate) const B: f64 = 0.75;
+/// BM25 term-frequency saturation `k1`: the in-memory backend's value (a test checks).
+pub const BM25_K1: f64 = 1.2;
+/// BM25 length normalisation `b`: the in-memory backend's value (a test checks).
+pub const BM25_B: f64 = 0.5;
+
+const K1: f64 = BM25_K1;
+const B: f64 = BM25_B;
 
 /// A [`MemoryStore`] in PostgreSQL.
 ///
@@ -37,7 +40,7 @@ pub(crate) const B: f64 = 0.75;
 /// [`Analyzer`](memory_core::text::Analyzer)'s terms of the content and tags (the in-memory
 /// backend indexes the same text), written in the same statement as the row, under a GIN
 /// index. A query is analysed the same way and becomes a `tsquery` of quoted lexemes joined by
-/// `|`, so no user text is query syntax. Hits are ranked by BM25 (`k1 = 1.2`, `b = 0.75`, the
+/// `|`, so no user text is query syntax. Hits are ranked by BM25 ([`BM25_K1`], [`BM25_B`], the
 /// in-memory backend's formula) computed in SQL: term frequencies and document lengths come
 /// from the stored vectors, document frequencies and the average length from the searched
 /// scope. For a single-namespace scope the scores equal the in-memory backend's (up to

@@ -1,1 +1,474 @@
-//! fts tests.
+//! Full-text search: hostile query text, Chinese and Japanese, ranking against the in-memory
+//! backend, and search combined with filters.
+
+use memory_core::{
+    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
+    PageQuery, SearchQuery,
+};
+use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+
+use crate::common::schema_or_skip;
+
+fn item(ns: &Namespace, id: &str, content: &str) -> MemoryItem {
+    MemoryItem::new(ns.clone(), content)
+        .unwrap()
+        .with_id(id)
+        .unwrap()
+}
+
+const HOSTILE: &[&str] = &[
+    "AND OR NEAR( \"unbalanced",
+    "title:x*",
+    "a & b | !c",
+    "a &",
+    "| b",
+    "!",
+    "(",
+    "<->",
+    "<2> a",
+    "x:*",
+    "'",
+    "''",
+    "'quoted'",
+    "\"",
+    "\\",
+    "\\'",
+    "back\\slash",
+    "it's o'clock",
+    "%_%",
+    "$1",
+    "'; DROP TABLE memories; --",
+    "\0",
+    "nul\0byte",
+    "🙂",
+    "",
+    "   ",
+    "the of and",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_query_text_never_errors_and_is_never_syntax() {
+    let schema = schema_or_skip!("fts_hostile");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let pages = backend.knowledge_store();
+    let ns = Namespace::parse("fts/hostile").unwrap();
+    let docs = [
+        ("q1", "a and b or c near the title"),
+        ("q2", "it's o'clock, back\\slash and \"quotes\""),
+        ("q3", "DROP TABLE memories is just text here"),
+        ("q4", "title x star"),
+    ];
+    for (id, text) in docs {
+        store.save(item(&ns, id, text)).await.unwrap();
+        pages
+            .add_page(
+                KnowledgePage::new(ns.clone(), id, text)
+                    .unwrap()
+                    .with_content(text),
+            )
+            .await
+            .unwrap();
+    }
+    for text in HOSTILE {
+        let hits = store.search(&SearchQuery::new(ns.exact(), *text, 10)).await;
+        assert!(hits.is_ok(), "memory search of {text:?} failed: {hits:?}");
+        let hits = pages.search(&PageQuery::new(ns.exact(), *text, 10)).await;
+        assert!(hits.is_ok(), "page search of {text:?} failed: {hits:?}");
+    }
+    let ids = |hits: Vec<memory_core::SearchHit>| {
+        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id).collect();
+        ids.sort();
+        ids
+    };
+    // Operators are words, not syntax: "near" and "title" are searched for.
+    let hits = store
+        .search(&SearchQuery::new(
+            ns.exact(),
+            "AND OR NEAR( \"unbalanced",
+            10,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(ids(hits), ["q1"]);
+    let hits = store
+        .search(&SearchQuery::new(
+            ns.exact(),
+            "'; DROP TABLE memories; --",
+            10,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(hits),
+        ["q3"],
+        "an injection attempt is a search for its words"
+    );
+    let hits = store
+        .search(&SearchQuery::new(ns.exact(), "o'clock back\\slash", 10))
+        .await
+        .unwrap();
+    assert_eq!(ids(hits), ["q2"]);
+    assert_eq!(
+        store.count(&ns.exact()).await.unwrap(),
+        4,
+        "nothing was dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chinese_and_japanese_text_is_found_through_bigrams() {
+    let schema = schema_or_skip!("fts_cjk");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/cjk").unwrap();
+    let docs = [
+        ("zh1", "用户喜欢 Rust 编程语言"),
+        ("zh2", "LangGraph 的状态管理原理"),
+        ("ja1", "東京で寿司を食べました"),
+        ("ja2", "プログラミングが好きです"),
+        ("en1", "The user likes programming in Rust"),
+    ];
+    for (id, text) in docs {
+        store.save(item(&ns, id, text)).await.unwrap();
+    }
+    for (query, want) in [
+        ("编程", "zh1"),
+        ("状态管理", "zh2"),
+        ("寿司", "ja1"),
+        ("プログラミング", "ja2"),
+        ("管理原理是什么？", "zh2"),
+    ] {
+        let hits = store
+            .search(&SearchQuery::new(ns.exact(), query, 10))
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.first().map(|hit| hit.item.id.as_str()),
+            Some(want),
+            "{query}"
+        );
+    }
+    let hits = store
+        .search(&SearchQuery::new(ns.exact(), "rust", 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        2,
+        "mixed Chinese and English text keeps its English words"
+    );
+}
+
+/// Conversation-like documents with repeated words, different lengths and shared terms.
+fn corpus() -> Vec<(String, String)> {
+    let sentences = [
+        "Caroline went to the LGBTQ support group yesterday and felt welcome",
+        "Melanie painted a sunrise over the lake with her kids",
+        "The support group met again; Caroline spoke about support and adoption",
+        "Melanie ran a charity race for mental health",
+        "Caroline is researching adoption agencies and counseling",
+        "The kids loved the camping trip to the lake and the sunrise",
+        "Melanie and Caroline talked about painting, pottery and camping",
+        "A long note: support support support, lake, race, painting, adoption, camping trip",
+        "Counseling and mental health matter to Caroline",
+        "用户喜欢在湖边画日出",
+    ];
+    sentences
+        .iter()
+        .enumerate()
+        .map(|(index, text)| (format!("d{index:02}"), (*text).to_owned()))
+        .collect()
+}
+
+#[test]
+fn bm25_parameters_are_the_in_memory_backends() {
+    assert_eq!(memory_postgres::BM25_K1 as f32, memory_inmem::K1);
+    assert_eq!(memory_postgres::BM25_B as f32, memory_inmem::B);
+    assert_eq!(
+        memory_postgres::PAGE_FIELD_WEIGHTS.map(|weight| weight as f32),
+        memory_inmem::PAGE_FIELD_WEIGHTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bm25_ranking_matches_the_in_memory_backend() {
+    let schema = schema_or_skip!("fts_bm25");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let reference = InMemoryStore::new();
+    let ns = Namespace::parse("fts/bm25").unwrap();
+    for (id, text) in corpus() {
+        let entry = item(&ns, &id, &text).with_tags(["Conversation"]).unwrap();
+        store.save(entry.clone()).await.unwrap();
+        reference.save(entry).await.unwrap();
+    }
+    for query in [
+        "support group",
+        "Caroline adoption",
+        "lake sunrise painting",
+        "camping trip with the kids",
+        "mental health counseling",
+        "conversation",
+        "湖边日出",
+    ] {
+        let got = store
+            .search(&SearchQuery::new(ns.exact(), query, 10))
+            .await
+            .unwrap();
+        let want = reference
+            .search(&SearchQuery::new(ns.exact(), query, 10))
+            .await
+            .unwrap();
+        let got_ids: Vec<&str> = got.iter().map(|hit| hit.item.id.as_str()).collect();
+        let want_ids: Vec<&str> = want.iter().map(|hit| hit.item.id.as_str()).collect();
+        assert_eq!(got_ids, want_ids, "ranking of {query:?}");
+        for (a, b) in got.iter().zip(&want) {
+            assert!(
+                (a.score - b.score).abs() <= 1e-4 * b.score.abs().max(1.0),
+                "score of {} for {query:?}: {} vs in-memory {}",
+                a.item.id,
+                a.score,
+                b.score
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_ranking_matches_the_in_memory_backend() {
+    let schema = schema_or_skip!("fts_pages");
+    let backend = schema.connect().await;
+    let pages = backend.knowledge_store();
+    let reference = InMemoryKnowledgeStore::new();
+    let ns = Namespace::parse("fts/pages").unwrap();
+    let specs = [
+        (
+            "sg",
+            "StateGraph 状态管理",
+            "LangGraph 的核心状态机",
+            "state-graph langgraph",
+        ),
+        (
+            "lc",
+            "LangChain overview",
+            "Chains of LLM calls",
+            "langchain",
+        ),
+        (
+            "rs",
+            "Rust async",
+            "Futures and executors; mentions graph once",
+            "rust",
+        ),
+        (
+            "pg",
+            "Graph theory basics",
+            "Nodes and edges of a graph",
+            "graph",
+        ),
+        (
+            "gx",
+            "Graphs in practice",
+            "Graph databases and graph queries",
+            "graph database",
+        ),
+    ];
+    for (id, title, summary, tags) in specs {
+        let page = KnowledgePage::new(ns.clone(), id, title)
+            .unwrap()
+            .with_summary(summary)
+            .with_content(format!("{title}. {summary}. More words about {tags}."))
+            .with_tags(tags.split(' '))
+            .unwrap();
+        pages.add_page(page.clone()).await.unwrap();
+        reference.add_page(page).await.unwrap();
+    }
+    for query in [
+        "graph",
+        "LangGraph 的 StateGraph 状态管理原理？",
+        "chains",
+        "graph database",
+    ] {
+        let got = pages
+            .search(&PageQuery::new(ns.exact(), query, 10))
+            .await
+            .unwrap();
+        let want = reference
+            .search(&PageQuery::new(ns.exact(), query, 10))
+            .await
+            .unwrap();
+        let got_ids: Vec<&str> = got.iter().map(|hit| hit.page.id.as_str()).collect();
+        let want_ids: Vec<&str> = want.iter().map(|hit| hit.page.id.as_str()).collect();
+        assert_eq!(got_ids, want_ids, "ranking of {query:?}");
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!(
+                a.signals, b.signals,
+                "signals of {} for {query:?}",
+                a.page.id
+            );
+            assert_eq!(a.referenced_by, b.referenced_by);
+            assert!(
+                (a.score - b.score).abs() <= 1e-4 * b.score.abs().max(1.0),
+                "score of {} for {query:?}: {} vs in-memory {}",
+                a.page.id,
+                a.score,
+                b.score
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_and_list_apply_every_filter() {
+    let schema = schema_or_skip!("fts_filters");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/filters").unwrap();
+    let at = |second: i64| chrono::DateTime::from_timestamp(1_700_000_000 + second, 0).unwrap();
+    let entries = [
+        (
+            "f1",
+            0,
+            MemoryKind::Episodic,
+            serde_json::json!({"speaker": "ann", "turn": 1}),
+        ),
+        (
+            "f2",
+            10,
+            MemoryKind::Semantic,
+            serde_json::json!({"speaker": "bob", "turn": 2}),
+        ),
+        (
+            "f3",
+            20,
+            MemoryKind::Semantic,
+            serde_json::json!({"speaker": "ann", "turn": 3.0}),
+        ),
+        (
+            "f4",
+            30,
+            MemoryKind::Episodic,
+            serde_json::json!({"speaker": "ann", "tags": ["x", "y"]}),
+        ),
+    ];
+    for (id, second, kind, metadata) in entries {
+        let entry = item(&ns, id, "garden notes about tomatoes")
+            .with_created_at(at(second))
+            .with_kind(kind)
+            .with_metadata(metadata)
+            .unwrap();
+        store.save(entry).await.unwrap();
+    }
+    let search = |filter: MemoryFilter| {
+        let query = SearchQuery::new(ns.exact(), "tomato garden", 10).with_filter(filter);
+        async move {
+            let mut ids: Vec<String> = store
+                .search(&query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|hit| hit.item.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let base = || MemoryFilter::new(ns.exact());
+    assert_eq!(search(base()).await, ["f1", "f2", "f3", "f4"]);
+    assert_eq!(
+        search(base().with_kinds([MemoryKind::Semantic])).await,
+        ["f2", "f3"]
+    );
+    assert_eq!(
+        search(base().with_time_range(Some(at(10)), Some(at(30)))).await,
+        ["f2", "f3"]
+    );
+    assert_eq!(
+        search(base().with_metadata("speaker", serde_json::json!("ann"))).await,
+        ["f1", "f3", "f4"]
+    );
+    // jsonb would call 3 and 3.0 equal; the contract compares the values as serde_json does.
+    assert_eq!(
+        search(base().with_metadata("turn", serde_json::json!(3))).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        search(base().with_metadata("turn", serde_json::json!(3.0))).await,
+        ["f3"]
+    );
+    // Containment is not equality: ["x"] is inside ["x", "y"] but not equal to it.
+    assert_eq!(
+        search(base().with_metadata("tags", serde_json::json!(["x"]))).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        search(base().with_metadata("tags", serde_json::json!(["x", "y"]))).await,
+        ["f4"]
+    );
+    assert_eq!(
+        search(base().with_metadata("speak\0er", serde_json::json!("ann"))).await,
+        Vec::<String>::new(),
+        "a key no stored item can have matches nothing, without an error"
+    );
+    let listed = store
+        .list(
+            &base()
+                .with_metadata("speaker", serde_json::json!("ann"))
+                .newest_first()
+                .with_limit(2),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+        ["f4", "f3"],
+        "metadata filter with limit and order"
+    );
+    assert!(
+        store
+            .list(&base().with_id_prefix("f\0"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_round_trip_exactly() {
+    let schema = schema_or_skip!("fts_roundtrip");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("roundtrip").unwrap();
+    // MemoryItem::new stamps the current time with nanoseconds: they must survive.
+    let entry = MemoryItem::new(ns.clone(), "precise 🙂 text with ünïcödé")
+        .unwrap()
+        .with_importance(0.123_456_79)
+        .unwrap()
+        .with_credibility(0.1)
+        .unwrap()
+        .with_metadata(serde_json::json!({
+            "float": 0.1, "tiny": 1e-300, "big": 18_446_744_073_709_551_615u64,
+            "negative": -42, "nested": {"list": [1, 2.5, "three", null, true]}, "empty": {}
+        }))
+        .unwrap()
+        .with_tags(["Alpha Beta", "状态管理"])
+        .unwrap()
+        .with_source("unit test")
+        .with_embedding(vec![0.1, -2.5e-8, f32::MAX, f32::MIN_POSITIVE])
+        .unwrap();
+    store.save(entry.clone()).await.unwrap();
+    assert_eq!(
+        store.get(&ns, &entry.id).await.unwrap(),
+        Some(entry.clone())
+    );
+    let mut bad = entry.clone();
+    bad.content = "nul \0 inside".into();
+    let error = store.save(bad).await.unwrap_err();
+    assert!(
+        matches!(error, memory_core::MemoryError::InvalidInput(ref m) if m.contains("content")),
+        "{error}"
+    );
+    assert_eq!(store.get(&ns, "no\0such").await.unwrap(), None);
+    assert!(!store.delete(&ns, "no\0such").await.unwrap());
+}

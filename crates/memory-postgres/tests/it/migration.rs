@@ -1,1 +1,170 @@
-//! migration tests.
+//! Schema creation and versioned migrations: concurrent connects, explicit migration, newer
+//! schemas refused, bad schema names refused before any SQL runs.
+
+use memory_core::{MemoryError, MemoryItem, MemoryStore, Namespace};
+use memory_postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION};
+
+use crate::common::schema_or_skip;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_connects_migrate_a_fresh_schema_once() {
+    let schema = schema_or_skip!("mig_concurrent");
+    let connects = (0..6).map(|_| {
+        let url = schema.url.clone();
+        let options = schema.options().with_max_connections(2);
+        tokio::spawn(async move { PostgresBackend::connect(&url, options).await })
+    });
+    let mut backends = Vec::new();
+    for connect in connects {
+        backends.push(connect.await.unwrap().unwrap());
+    }
+    for backend in &backends {
+        assert_eq!(backend.schema_version().await.unwrap(), SCHEMA_VERSION);
+    }
+    let client = schema.raw_client().await;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT version FROM \"{}\".schema_version ORDER BY version",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let versions: Vec<i32> = rows.iter().map(|row| row.get(0)).collect();
+    let expected: Vec<i32> = (1..=SCHEMA_VERSION as i32).collect();
+    assert_eq!(versions, expected, "each migration recorded once");
+    // And the schema works from every pool.
+    let ns = Namespace::parse("mig").unwrap();
+    for (index, backend) in backends.iter().enumerate() {
+        let item = MemoryItem::new(ns.clone(), format!("from backend {index}"))
+            .unwrap()
+            .with_id(format!("m{index}"))
+            .unwrap();
+        backend.memory_store().save(item).await.unwrap();
+    }
+    assert_eq!(
+        backends[0].memory_store().count(&ns.exact()).await.unwrap(),
+        backends.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_off_needs_a_current_schema_and_migrate_is_idempotent() {
+    let schema = schema_or_skip!("mig_explicit");
+    let off = schema.options().with_apply_migrations(false);
+    let error = PostgresBackend::connect(&schema.url, off.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, MemoryError::Storage { .. }) && error.to_string().contains("version 0"),
+        "{error}"
+    );
+    let backend = schema.connect().await;
+    assert_eq!(backend.migrate().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(backend.migrate().await.unwrap(), SCHEMA_VERSION);
+    let again = PostgresBackend::connect(&schema.url, off).await.unwrap();
+    assert_eq!(again.schema(), schema.name);
+    assert_eq!(again.schema_version().await.unwrap(), SCHEMA_VERSION);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_schema_is_refused_and_left_untouched() {
+    let schema = schema_or_skip!("mig_newer");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("kept").unwrap();
+    let item = MemoryItem::new(ns.clone(), "written before the upgrade")
+        .unwrap()
+        .with_id("m1")
+        .unwrap();
+    backend.memory_store().save(item.clone()).await.unwrap();
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "INSERT INTO \"{}\".schema_version (version, summary) VALUES (99, 'from the future')",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    for options in [
+        schema.options(),
+        schema.options().with_apply_migrations(false),
+    ] {
+        let error = PostgresBackend::connect(&schema.url, options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, MemoryError::Storage { .. }) && error.to_string().contains("newer"),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        backend.memory_store().get(&ns, "m1").await.unwrap(),
+        Some(item),
+        "the data is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_with_foreign_tables_is_not_overwritten() {
+    let schema = schema_or_skip!("mig_foreign");
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA \"{s}\"; CREATE TABLE \"{s}\".memories (x integer); \
+             INSERT INTO \"{s}\".memories VALUES (7);",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let error = PostgresBackend::connect(&schema.url, schema.options())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, MemoryError::Storage { .. }), "{error}");
+    let kept: i32 = client
+        .query_one(&format!("SELECT x FROM \"{}\".memories", schema.name), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        kept, 7,
+        "the failed migration rolled back and changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn bad_options_are_refused_before_connecting() {
+    // No server needed: validation comes first.
+    for (options, field) in [
+        (PostgresOptions::default().with_schema("Bad-Name"), "schema"),
+        (
+            PostgresOptions::default().with_schema("x\"; DROP SCHEMA public; --"),
+            "schema",
+        ),
+        (PostgresOptions::default().with_schema("pg_temp"), "schema"),
+        (
+            PostgresOptions::default().with_max_connections(0),
+            "max_connections",
+        ),
+    ] {
+        let error = PostgresBackend::connect("postgres://nobody@127.0.0.1:1/none", options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, MemoryError::InvalidInput(ref message) if message.contains(field)),
+            "{error}"
+        );
+    }
+    let error = PostgresBackend::connect(
+        "postgres://u:secret@host:notaport/db",
+        PostgresOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error, MemoryError::InvalidInput(_)), "{error}");
+    assert!(
+        !error.to_string().contains("secret"),
+        "no password in messages: {error}"
+    );
+}
