@@ -2,7 +2,8 @@
 //!
 //! Protocol (as the data's README gives it): each conversation is its own namespace; its
 //! turns are remembered through the public API (text `[date] speaker: text`, the turn's
-//! timestamp as creation time, `dia_id` and speaker in metadata); the clock is set to the
+//! timestamp as creation time, `dia_id` and speaker in metadata, and the previous turn as the
+//! memory's context, which search indexes with a lower weight); the clock is set to the
 //! conversation's last timestamp; each question is answered with one recall against that
 //! namespace only. Recall@k is the share of a question's evidence turns in the top k,
 //! averaged over questions; Hit@k the share of questions with any evidence in the top k.
@@ -34,6 +35,9 @@ pub struct Turn {
     pub dia_id: String,
     /// Session number.
     pub session: usize,
+    /// Position of the turn in its session, from 0.
+    #[serde(default)]
+    pub turn: usize,
     /// Human-readable session date.
     pub date: String,
     /// ISO-8601 session time, if known.
@@ -113,6 +117,10 @@ pub struct EvalOptions {
     pub format: TextFormat,
     /// Print progress to stderr.
     pub progress: bool,
+    /// Print each question whose evidence is not in the top 10, with what was found instead.
+    pub show_misses: bool,
+    /// Give each turn the previous turn as its context (indexed with a lower weight).
+    pub turn_context: bool,
 }
 
 impl Default for EvalOptions {
@@ -121,6 +129,8 @@ impl Default for EvalOptions {
             config: RetrieverConfig::default(),
             format: TextFormat::DatedSpeaker,
             progress: false,
+            show_misses: false,
+            turn_context: true,
         }
     }
 }
@@ -246,6 +256,7 @@ pub async fn evaluate(
         let namespace = Namespace::parse("locomo")?.child(&sanitize(conv_id))?;
         let started = Instant::now();
         let mut last = DateTime::<Utc>::UNIX_EPOCH;
+        let mut previous: Option<String> = None;
         for turn in conv_turns {
             let at = parse_time(turn).unwrap_or(last);
             last = last.max(at);
@@ -255,6 +266,12 @@ pub async fn evaluate(
                 .created_at(at)
                 .metadata(serde_json::json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}))
                 .source("locomo");
+            // The turn's context is the turn it answers (the previous one in the conversation).
+            let request = match previous.take() {
+                Some(context) if options.turn_context => request.context(context),
+                _ => request,
+            };
+            previous = Some(format!("{}: {}", turn.speaker, turn.text));
             memory.remember_with(request).await?;
         }
         ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
@@ -280,6 +297,30 @@ pub async fn evaluate(
                     _ => None,
                 })
                 .collect();
+            if options.show_misses
+                && !query
+                    .evidence
+                    .iter()
+                    .any(|e| ranked.iter().take(10).any(|r| r == e))
+            {
+                eprintln!("MISS {} [{}] {}", query.qid, query.category, query.question);
+                for e in &query.evidence {
+                    let text = conv_turns
+                        .iter()
+                        .find(|t| &t.dia_id == e)
+                        .map(|t| t.text.as_str())
+                        .unwrap_or("?");
+                    eprintln!("   want {e}: {text}");
+                }
+                for r in ranked.iter().take(2) {
+                    let text = conv_turns
+                        .iter()
+                        .find(|t| &t.dia_id == r)
+                        .map(|t| t.text.as_str())
+                        .unwrap_or("?");
+                    eprintln!("   got  {r}: {text}");
+                }
+            }
             overall.add(&ranked, &query.evidence);
             per_category
                 .entry(query.category)

@@ -130,6 +130,7 @@ pub fn synthetic(conversations: usize, turns: usize, seed: u64) -> (Vec<Turn>, V
                 conv_id: conv_id.clone(),
                 dia_id,
                 session,
+                turn: turn % 20,
                 date: at.format("%-I:%M %P on %-d %B, %Y").to_string(),
                 timestamp: Some(at.format("%Y-%m-%dT%H:%M:%S").to_string()),
                 speaker: speaker.to_owned(),

@@ -4,7 +4,8 @@
 //! cargo xtask eval [--memories FILE --queries FILE | --synthetic]
 //!                  [--backend inmem] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
-//!                  [--candidates N] [--no-date] [--json FILE]
+//!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
+//!                  [--no-date] [--no-context] [--show-misses] [--json FILE]
 //! ```
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ fn run() -> Result<(), String> {
             "--backend" => backend = value()?,
             "--json" => json = Some(PathBuf::from(value()?)),
             "--no-date" => options.format = TextFormat::Speaker,
+            "--show-misses" => options.show_misses = true,
+            "--no-context" => options.turn_context = false,
             "--candidates" => {
                 options.config.candidates_per_channel =
                     value()?.parse().map_err(|e| format!("--candidates: {e}"))?;
@@ -73,6 +76,31 @@ fn run() -> Result<(), String> {
                     "overlap" => ScoringStrategy::TextOverlap,
                     other => return Err(format!("unknown scoring {other}")),
                 }
+            }
+            "--weights" => {
+                let mut weights = ScoringStrategy::Relevance.weights();
+                weights.relevance = 0.0;
+                for pair in value()?.split(',') {
+                    let (name, number) = pair
+                        .split_once('=')
+                        .ok_or_else(|| format!("--weights: {pair} is not name=value"))?;
+                    let number: f32 = number
+                        .parse()
+                        .map_err(|e| format!("--weights {name}: {e}"))?;
+                    match name {
+                        "relevance" => weights.relevance = number,
+                        "overlap" => weights.overlap = number,
+                        "graph" => weights.graph = number,
+                        "temporal" => weights.temporal = number,
+                        "reference" => weights.reference = number,
+                        "importance" => weights.importance = number,
+                        "frequency" => weights.frequency = number,
+                        "recency" => weights.recency = number,
+                        "context" => weights.context = number,
+                        other => return Err(format!("--weights: unknown signal {other}")),
+                    }
+                }
+                options.config.scoring = ScoringStrategy::Hybrid(weights);
             }
             "--fusion" => {
                 options.config.fusion = match value()?.as_str() {

@@ -51,7 +51,10 @@ pub use crate::{
         PageMatchSignals, PageQuery,
     },
     knowledge_store::KnowledgeStore,
-    memory::{MemoryFilter, MemoryItem, MemoryKind, SearchHit, SearchQuery},
+    memory::{
+        CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind,
+        SearchHit, SearchQuery,
+    },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},
     retrieval::{

@@ -111,6 +111,15 @@ pub struct MemoryItem {
     pub embedding: Option<Vec<f32>>,
 }
 
+/// Metadata key of a memory's *context*: text that situates it (for a dialogue turn, the
+/// message it answers). Full-text search indexes it as a second field with weight
+/// [`CONTEXT_FIELD_WEIGHT`], so "How long have you been married?" finds the answer "Five years
+/// already!", but it is not part of the content. Keys starting with `_` are reserved.
+pub const CONTEXT_METADATA_KEY: &str = "_context";
+
+/// Weight of the context field against the content's weight 1 in full-text ranking (BM25F).
+pub const CONTEXT_FIELD_WEIGHT: f32 = 0.3;
+
 fn default_importance() -> f32 {
     0.5
 }
@@ -256,6 +265,25 @@ impl MemoryItem {
             validate_embedding(embedding)?;
         }
         Ok(())
+    }
+
+    /// The indexed context ([`CONTEXT_METADATA_KEY`]), empty when there is none.
+    pub fn context(&self) -> &str {
+        self.metadata
+            .get(CONTEXT_METADATA_KEY)
+            .and_then(|value| value.as_str())
+            .unwrap_or("")
+    }
+
+    /// Sets the context ([`CONTEXT_METADATA_KEY`]).
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        if let Some(object) = self.metadata.as_object_mut() {
+            object.insert(
+                CONTEXT_METADATA_KEY.to_owned(),
+                serde_json::Value::String(context.into()),
+            );
+        }
+        self
     }
 
     /// The metadata value under `key`, if the metadata has it.

@@ -20,6 +20,8 @@ pub enum Channel {
     Embedding,
     /// The short-term buffer.
     ShortTerm,
+    /// A memory next to a memory hit in time (conversation context).
+    Context,
 }
 
 /// What a result is.
@@ -87,7 +89,7 @@ pub struct ScoreBreakdown {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignalScore {
     /// `overlap`, `bm25`, `graph`, `temporal`, `reference`, `importance`, `frequency`,
-    /// `recency`, `rrf`, `embedding`.
+    /// `recency`, `context`, `rrf`, `embedding`.
     pub name: String,
     /// The signal's value, in `[0, 1]`.
     pub value: f32,

@@ -239,8 +239,37 @@ fn stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
-fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+/// FNV-1a: a fast hasher for the short, trusted keys of the stop-word set.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+/// Whether `word` (lowercase, apostrophes removed) is an English stop word.
+pub fn is_stop_word(word: &str) -> bool {
+    type FnvSet = std::collections::HashSet<&'static str, std::hash::BuildHasherDefault<Fnv>>;
+    static SET: OnceLock<FnvSet> = OnceLock::new();
+    if word.len() > 10 {
+        return false;
+    }
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(word)
 }
 
 /// Whether `c` is written without spaces between words (Han ideographs, kana).

@@ -11,7 +11,7 @@ use memory_core::text::Analyzer;
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 /// BM25 length normalisation.
-pub const B: f32 = 0.75;
+pub const B: f32 = 0.5;
 
 #[derive(Clone, Debug)]
 struct Posting<const N: usize> {

@@ -225,10 +225,14 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
+        let shards = self.registry.shards(&query.scope);
+        if shards.is_empty() {
+            return Ok(Vec::new());
+        }
         let keywords = rule_keywords(&query.text);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
-        for (namespace, shard) in self.registry.shards(&query.scope) {
+        for (namespace, shard) in shards {
             let shard = read(&shard);
             let terms = terms.get_or_insert_with(|| shard.index.query_terms(&query.text));
             if terms.is_empty() {

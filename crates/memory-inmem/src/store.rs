@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
 use memory_core::{
-    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallEvent, RecallStats, Result, Scope,
-    SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallEvent,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 
 use crate::bm25::Bm25Index;
@@ -16,7 +16,8 @@ use crate::registry::{Registry, read, write};
 /// The default [`MemoryStore`]: in process memory, one shard per namespace.
 ///
 /// Each shard (behind its own lock, found through a `DashMap`) holds the items by id, a
-/// time index ordered by `(created_at, id)` and a BM25 inverted index over content and tags.
+/// time index ordered by `(created_at, id)` and a BM25F inverted index over content with tags
+/// (weight 1) and the memory's context (weight [`CONTEXT_FIELD_WEIGHT`]).
 /// Writers in different namespaces never contend.
 ///
 /// Costs, with `n` items in the namespace and `m` results:
@@ -52,7 +53,7 @@ struct Shard {
     /// The items by slot (a slab: the search index scores slots, so a hit needs no hashing).
     entries: Vec<Option<Entry>>,
     free_slots: Vec<u32>,
-    index: Bm25Index<1>,
+    index: Bm25Index<2>,
 }
 
 #[derive(Debug)]
@@ -69,7 +70,7 @@ impl Default for Shard {
             by_time: BTreeSet::new(),
             entries: Vec::new(),
             free_slots: Vec::new(),
-            index: Bm25Index::new(Analyzer::default(), [1.0]),
+            index: Bm25Index::new(Analyzer::default(), [1.0, CONTEXT_FIELD_WEIGHT]),
         }
     }
 }
@@ -99,7 +100,8 @@ impl Shard {
                 (self.entries.len() - 1) as u32
             }
         };
-        self.index.insert(slot, [&indexed_text(&item)]);
+        self.index
+            .insert(slot, [&indexed_text(&item), item.context()]);
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);
         self.entries[slot as usize] = Some(Entry { item, stats, slot });

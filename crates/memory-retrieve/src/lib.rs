@@ -39,8 +39,9 @@ pub use crate::{
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
     memory::{Memory, MemoryBuilder, MemoryStats, RecallOptions, Remember},
     retriever::{
-        DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter,
-        RetrievalStrategy, Retriever, RetrieverConfig,
+        DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
+        MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, Retriever,
+        RetrieverConfig,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
 };

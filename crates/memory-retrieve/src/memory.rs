@@ -44,6 +44,9 @@ pub struct Remember {
     pub id: Option<String>,
     /// Where it came from.
     pub source: Option<String>,
+    /// Text that situates it, indexed with a lower weight (see
+    /// [`memory_core::CONTEXT_METADATA_KEY`]); for a dialogue turn, the message it answers.
+    pub context: Option<String>,
 }
 
 impl Remember {
@@ -59,7 +62,14 @@ impl Remember {
             created_at: None,
             id: None,
             source: None,
+            context: None,
         }
+    }
+
+    /// Sets the context: text that situates the memory, searchable but not part of it.
+    pub fn context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
     }
 
     /// Sets the kind.
@@ -362,6 +372,9 @@ impl Memory {
             }
             if let Some(source) = request.source {
                 item = item.with_source(source);
+            }
+            if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
+                item = item.with_context(context);
             }
             let id = item.id.clone();
             self.store.save(item).await?;

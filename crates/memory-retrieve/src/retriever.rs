@@ -7,7 +7,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use memory_core::{
     Channel, Clock, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MAX_TRAVERSAL_DEPTH,
-    MemoryError, MemoryFilter, MemoryKind, MemoryStore, Namespace, PageQuery, Result,
+    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageQuery, Result,
     RetrievalResult, RetrievalSource, Scope, ScoreBreakdown, ScoredItem, SearchQuery, SignalScore,
     SystemClock, Tag, entity_matches_keyword,
 };
@@ -23,6 +23,10 @@ use crate::scoring::{
 pub const DEFAULT_MAX_QUERY_BYTES: usize = 16 * 1024;
 /// Most results one call may ask for.
 pub const MAX_RESULTS_LIMIT: usize = 1000;
+/// Most memories on each side of a hit that receive conversation context.
+pub const MAX_CONTEXT_WINDOW: usize = 8;
+/// Most memory hits whose neighbours are fetched for conversation context.
+pub const MAX_CONTEXT_SOURCES: usize = 10;
 /// Most matched entities expanded by traversal per query.
 pub const MAX_EXPANDED_ENTITIES: usize = 10;
 
@@ -89,6 +93,9 @@ pub struct RetrieverConfig {
     pub recency_half_life_hours: f64,
     /// Longest query accepted, in bytes.
     pub max_query_bytes: usize,
+    /// Memories on each side of a memory hit (in time order) that receive its relevance as
+    /// the `context` signal, when that signal has weight. Default 1.
+    pub context_window: usize,
 }
 
 impl Default for RetrieverConfig {
@@ -103,6 +110,7 @@ impl Default for RetrieverConfig {
             candidates_per_channel: 50,
             recency_half_life_hours: 24.0 * 7.0,
             max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+            context_window: 1,
         }
     }
 }
@@ -145,6 +153,12 @@ impl RetrieverConfig {
             return Err(MemoryError::invalid(
                 "fusion.k",
                 "must be a finite number >= 0",
+            ));
+        }
+        if self.context_window > MAX_CONTEXT_WINDOW {
+            return Err(MemoryError::invalid(
+                "context_window",
+                format!("must be at most {MAX_CONTEXT_WINDOW}"),
             ));
         }
         if self.max_query_bytes == 0 {
@@ -196,6 +210,15 @@ impl RecallFilter {
     fn in_range(&self, at: DateTime<Utc>) -> bool {
         self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until)
     }
+}
+
+/// The memory filter of a recall (without the scope, which the caller sets).
+fn memory_filter_for_context(scope: &Scope, filter: &RecallFilter) -> MemoryFilter {
+    let mut memory_filter = MemoryFilter::new(scope.clone())
+        .with_time_range(filter.since, filter.until)
+        .with_kinds(filter.kinds());
+    memory_filter.tags = filter.tags.clone();
+    memory_filter
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -447,7 +470,7 @@ impl Retriever {
             .map_or(1.0, |hit| hit.score)
             .max(f32::MIN_POSITIVE);
         let weights = config.scoring.weights();
-        let out = hits
+        let out: Vec<(Key, Candidate)> = hits
             .into_iter()
             .enumerate()
             .map(|(rank, hit)| {
@@ -465,6 +488,7 @@ impl Retriever {
                     importance: item.importance,
                     frequency: frequency(item.access_count),
                     recency: recency(item.created_at, now, config.recency_half_life_hours),
+                    context: 0.0,
                 };
                 let key = (RecordType::Memory, item.namespace.clone(), item.id.clone());
                 let candidate = Candidate {
@@ -475,6 +499,16 @@ impl Retriever {
                 (key, candidate)
             })
             .collect();
+        let mut out = out;
+        if weights.context > 0.0 && config.context_window > 0 {
+            self.add_context(
+                &mut out,
+                &memory_filter_for_context(scope, filter),
+                config,
+                now,
+            )
+            .await?;
+        }
         Ok((out, started.elapsed().as_micros() as u64))
     }
 
@@ -528,6 +562,7 @@ impl Retriever {
                     importance: 0.5,
                     frequency: 0.0,
                     recency: recency(page.updated_at, now, config.recency_half_life_hours),
+                    context: 0.0,
                 };
                 let key = (RecordType::Page, page.namespace.clone(), page.id.clone());
                 let candidate = Candidate {
@@ -539,6 +574,104 @@ impl Retriever {
             })
             .collect();
         Ok((out, started.elapsed().as_micros() as u64))
+    }
+
+    /// Gives the memories next to the best hits (in `(created_at, id)` order, within
+    /// `context_window` on each side) the hit's relevance as the `context` signal: all of it
+    /// to the next memory, half to the previous one, halved again per further step.
+    /// Neighbours that were not hits become candidates of the `Context` channel.
+    async fn add_context(
+        &self,
+        out: &mut Vec<(Key, Candidate)>,
+        filter: &MemoryFilter,
+        config: &RetrieverConfig,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let window = config.context_window;
+        let sources: Vec<(MemoryItem, f32)> = out
+            .iter()
+            .take(MAX_CONTEXT_SOURCES)
+            .filter_map(|(_, candidate)| match &candidate.source {
+                RetrievalSource::Memory(item) => Some((item.clone(), candidate.signals.relevance)),
+                _ => None,
+            })
+            .collect();
+        let mut position: HashMap<Key, usize> = out
+            .iter()
+            .enumerate()
+            .map(|(at, (key, _))| (key.clone(), at))
+            .collect();
+        for (item, relevance) in sources {
+            let mut scoped = filter.clone();
+            scoped.scope = item.namespace.exact();
+            let earlier = scoped
+                .clone()
+                .with_time_range(
+                    None,
+                    Some(item.created_at + chrono::Duration::microseconds(1)),
+                )
+                .newest_first()
+                .with_limit(2 * window + 1);
+            let later = scoped
+                .with_time_range(Some(item.created_at), None)
+                .with_limit(2 * window + 1);
+            // (neighbour, steps of halving): the memory right after a hit gets its full
+            // relevance (an answer follows its question), the one right before gets half.
+            let mut neighbours: Vec<(MemoryItem, i32)> = Vec::new();
+            for (list, offset) in [
+                (self.memory.list(&earlier).await?, 1),
+                (self.memory.list(&later).await?, 0),
+            ] {
+                if let Some(at) = list.iter().position(|other| other.id == item.id) {
+                    neighbours.extend(
+                        list.into_iter()
+                            .skip(at + 1)
+                            .take(window)
+                            .enumerate()
+                            .map(|(step, other)| (other, step as i32 + offset)),
+                    );
+                }
+            }
+            for (neighbour, halvings) in neighbours {
+                let lent = relevance * 0.5f32.powi(halvings);
+                let key = (
+                    RecordType::Memory,
+                    neighbour.namespace.clone(),
+                    neighbour.id.clone(),
+                );
+                match position.get(&key) {
+                    Some(at) => {
+                        let candidate = &mut out[*at].1;
+                        candidate.signals.context = candidate.signals.context.max(lent);
+                    }
+                    None => {
+                        let signals = Signals {
+                            temporal: temporal_weight(neighbour.updated_at, now),
+                            importance: neighbour.importance,
+                            frequency: frequency(neighbour.access_count),
+                            recency: recency(
+                                neighbour.created_at,
+                                now,
+                                config.recency_half_life_hours,
+                            ),
+                            context: lent,
+                            ..Signals::default()
+                        };
+                        position.insert(key.clone(), out.len());
+                        let rank = out.len() + 1;
+                        out.push((
+                            key,
+                            Candidate {
+                                source: RetrievalSource::Memory(neighbour),
+                                channels: vec![(Channel::Context, rank)],
+                                signals,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn graph_channel(

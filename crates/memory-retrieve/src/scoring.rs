@@ -29,19 +29,28 @@ pub struct ScoreWeights {
     pub frequency: f32,
     /// Recency with a half-life: `0.5 ^ (age / half_life)`.
     pub recency: f32,
+    /// Conversation context: the relevance of a memory next to this one in time (a question
+    /// turn lends its score to the answer that follows it).
+    pub context: f32,
 }
 
+/// The defaults were chosen on the LoCoMo development split (see the README's evaluation
+/// section): channel relevance carries the ranking; importance, access frequency and recency
+/// break near-ties; graph and reference weights rank entities and pages against memories.
+/// Text overlap is off by default: it did not change Recall@10 there (71.3 with it, 71.4
+/// without) and costs a re-analysis of every candidate (about 15 times the query latency).
 impl Default for ScoreWeights {
     fn default() -> Self {
         Self {
-            relevance: 0.55,
-            overlap: 0.15,
+            relevance: 0.7,
+            overlap: 0.0,
             graph: 0.1,
             temporal: 0.0,
             reference: 0.05,
             importance: 0.05,
             frequency: 0.05,
             recency: 0.05,
+            context: 0.0,
         }
     }
 }
@@ -58,10 +67,11 @@ impl ScoreWeights {
             importance: 0.0,
             frequency: 0.0,
             recency: 0.0,
+            context: 0.0,
         }
     }
 
-    fn pairs(&self) -> [(&'static str, f32); 8] {
+    fn pairs(&self) -> [(&'static str, f32); 9] {
         [
             ("relevance", self.relevance),
             ("overlap", self.overlap),
@@ -71,6 +81,7 @@ impl ScoreWeights {
             ("importance", self.importance),
             ("frequency", self.frequency),
             ("recency", self.recency),
+            ("context", self.context),
         ]
     }
 
@@ -135,6 +146,7 @@ impl ScoringStrategy {
                 importance: 0.0,
                 frequency: 0.0,
                 recency: 0.0,
+                context: 0.0,
             };
             pick(&mut weights);
             weights
@@ -177,10 +189,12 @@ pub struct Signals {
     pub frequency: f32,
     /// See [`ScoreWeights::recency`].
     pub recency: f32,
+    /// See [`ScoreWeights::context`].
+    pub context: f32,
 }
 
 impl Signals {
-    fn values(&self) -> [f32; 8] {
+    fn values(&self) -> [f32; 9] {
         [
             self.relevance,
             self.overlap,
@@ -190,6 +204,7 @@ impl Signals {
             self.importance,
             self.frequency,
             self.recency,
+            self.context,
         ]
     }
 }

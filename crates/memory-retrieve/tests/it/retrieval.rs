@@ -404,3 +404,69 @@ async fn invalid_settings_are_rejected() {
         .unwrap_err();
     assert!(matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("query")));
 }
+
+#[tokio::test]
+async fn conversation_context_lends_relevance_to_neighbours() {
+    let store = Arc::new(InMemoryStore::new());
+    let ns = Namespace::parse("chat").unwrap();
+    let t0: chrono::DateTime<chrono::Utc> = "2024-01-01T00:00:00Z".parse().unwrap();
+    for (i, text) in [
+        "unrelated opening line about weather",
+        "How long have you been married?",
+        "Five years already, time flies!",
+        "another unrelated line about lunch",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let item = MemoryItem::new(ns.clone(), *text)
+            .unwrap()
+            .with_id(format!("t{i}"))
+            .unwrap()
+            .with_created_at(t0 + chrono::Duration::seconds(30 * i as i64));
+        store.save(item).await.unwrap();
+    }
+    let weights = ScoreWeights {
+        relevance: 1.0,
+        context: 0.5,
+        ..ScoringStrategy::Relevance.weights()
+    };
+    let config = RetrieverConfig {
+        scoring: ScoringStrategy::Hybrid(weights),
+        min_score: 0.0,
+        ..RetrieverConfig::default()
+    };
+    let retriever = Retriever::new(store).with_config(config).unwrap();
+    let result = retriever
+        .retrieve(&ns.exact(), "how long married")
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&result),
+        ["t1", "t2", "t0"],
+        "the answer after the question comes next, then the line before"
+    );
+    let answer = &result.items[1];
+    assert_eq!(answer.breakdown.channels, [Channel::Context]);
+    assert!((answer.breakdown.value("context").unwrap() - 1.0).abs() < 1e-6);
+    assert!((answer.score - 1.0 / 3.0).abs() < 1e-5);
+    let before = &result.items[2];
+    assert!(
+        (before.breakdown.value("context").unwrap() - 0.5).abs() < 1e-6,
+        "the line before gets half"
+    );
+    let none = RetrieverConfig {
+        context_window: 0,
+        ..retriever.config().clone()
+    };
+    let result = retriever
+        .retrieve_with(
+            &ns.exact(),
+            "how long married",
+            &RecallFilter::default(),
+            &none,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&result), ["t1"], "window 0 turns context off");
+}
