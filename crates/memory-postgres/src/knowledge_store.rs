@@ -13,7 +13,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::memory_store::{BM25_B as B, BM25_K1 as K1, count, namespaces};
+use crate::memory_store::{BM25_B as B, BM25_K1 as K1, REINDEX_BATCH, count, namespaces};
 use crate::sql::{
     decode_time, encode_time, reject_nul, to_count, tsquery_literal, tsvector_literal,
 };
@@ -117,29 +117,86 @@ impl EncodedPage {
     }
 }
 
+/// The four indexed fields of a page (title, summary, tags, content) as a `tsvector` literal
+/// and their term counts.
+fn page_terms(title: &str, summary: &str, tags: &[&str], content: &str) -> (String, [i32; 4]) {
+    let tag_text = tags.join(" ");
+    let (terms, lengths) = tsvector_literal(&[title, summary, &tag_text, content]);
+    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
+    (terms, [length(0), length(1), length(2), length(3)])
+}
+
+/// Rebuilds `terms` and the field lengths of every page with this build's analyzer, in
+/// batches, inside the caller's transaction. Returns how many rows it rewrote.
+pub(crate) async fn reindex(
+    transaction: &deadpool_postgres::Transaction<'_>,
+    db: &Database,
+) -> Result<u64> {
+    let what = || format!("re-indexing the pages of schema {}", db.schema());
+    let select = db.qualify(
+        "SELECT rid, title, summary, tags, content FROM {s}.pages WHERE rid > $1::bigint \
+         ORDER BY rid LIMIT $2::bigint",
+    );
+    let update = db.qualify(
+        "UPDATE {s}.pages AS p SET terms = u.terms::tsvector, title_len = u.title_len, \
+         summary_len = u.summary_len, tags_len = u.tags_len, content_len = u.content_len \
+         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::integer[], $5::integer[], \
+         $6::integer[]) AS u (rid, terms, title_len, summary_len, tags_len, content_len) \
+         WHERE p.rid = u.rid",
+    );
+    let mut after = 0i64;
+    let mut total = 0u64;
+    loop {
+        let rows = transaction
+            .query(&select, &[&after, &REINDEX_BATCH])
+            .await
+            .context(what)?;
+        let Some(last) = rows.last() else {
+            return Ok(total);
+        };
+        after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
+        let mut rids = Vec::with_capacity(rows.len());
+        let mut terms = Vec::with_capacity(rows.len());
+        let mut lengths: [Vec<i32>; 4] = Default::default();
+        for row in &rows {
+            let field = |error| corrupt(what(), error);
+            let rid: i64 = row.try_get(0).map_err(field)?;
+            let title: String = row.try_get(1).map_err(field)?;
+            let summary: String = row.try_get(2).map_err(field)?;
+            let tags: Vec<String> = row.try_get(3).map_err(field)?;
+            let content: String = row.try_get(4).map_err(field)?;
+            let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+            let (vector, field_lengths) = page_terms(&title, &summary, &tags, &content);
+            rids.push(rid);
+            terms.push(vector);
+            for (list, length) in lengths.iter_mut().zip(field_lengths) {
+                list.push(length);
+            }
+        }
+        let [title, summary, tags, content] = &lengths;
+        total += transaction
+            .execute(&update, &[&rids, &terms, title, summary, tags, content])
+            .await
+            .context(what)?;
+    }
+}
+
 fn encode(page: KnowledgePage) -> Result<EncodedPage> {
     page.validate()?;
     reject_nul("title", &page.title)?;
     reject_nul("summary", &page.summary)?;
     reject_nul("content", &page.content)?;
-    let tag_text = page
-        .tags
-        .iter()
-        .map(Tag::as_str)
-        .collect::<Vec<_>>()
-        .join(" ");
-    let (terms, lengths) =
-        tsvector_literal(&[&page.title, &page.summary, &tag_text, &page.content]);
+    let tags: Vec<&str> = page.tags.iter().map(Tag::as_str).collect();
+    let (terms, lengths) = page_terms(&page.title, &page.summary, &tags, &page.content);
     let mut refs: Vec<String> = Vec::new();
     for reference in &page.references {
         if *reference != page.id && !refs.contains(reference) {
             refs.push(reference.clone());
         }
     }
-    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
     Ok(EncodedPage {
         terms,
-        lengths: [length(0), length(1), length(2), length(3)],
+        lengths,
         title_key: page.title.to_lowercase(),
         tags: page
             .tags

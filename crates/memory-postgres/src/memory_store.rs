@@ -117,13 +117,63 @@ impl Encoded {
 
 /// The text the search index holds for an item: its content and its tags (as the in-memory
 /// backend indexes them).
-fn indexed_text(item: &MemoryItem) -> String {
-    let mut text = item.content.clone();
-    for tag in &item.tags {
+fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
+    let mut text = content.to_owned();
+    for tag in tags {
         text.push(' ');
-        text.push_str(tag.as_str());
+        text.push_str(tag.as_ref());
     }
     text
+}
+
+/// Rows re-indexed per statement by [`reindex`].
+pub(crate) const REINDEX_BATCH: i64 = 1_000;
+
+/// Rebuilds `terms` and `doc_len` of every memory with this build's analyzer, in batches of
+/// [`REINDEX_BATCH`] rows, inside the caller's transaction. Returns how many rows it rewrote.
+pub(crate) async fn reindex(
+    transaction: &deadpool_postgres::Transaction<'_>,
+    db: &Database,
+) -> Result<u64> {
+    let what = || format!("re-indexing the memories of schema {}", db.schema());
+    let select = db.qualify(
+        "SELECT rid, content, tags FROM {s}.memories WHERE rid > $1::bigint \
+         ORDER BY rid LIMIT $2::bigint",
+    );
+    let update = db.qualify(
+        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, doc_len = u.doc_len \
+         FROM unnest($1::bigint[], $2::text[], $3::integer[]) AS u (rid, terms, doc_len) \
+         WHERE m.rid = u.rid",
+    );
+    let mut after = 0i64;
+    let mut total = 0u64;
+    loop {
+        let rows = transaction
+            .query(&select, &[&after, &REINDEX_BATCH])
+            .await
+            .context(what)?;
+        let Some(last) = rows.last() else {
+            return Ok(total);
+        };
+        after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
+        let mut rids = Vec::with_capacity(rows.len());
+        let mut terms = Vec::with_capacity(rows.len());
+        let mut lengths = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let field = |error| corrupt(what(), error);
+            let rid: i64 = row.try_get(0).map_err(field)?;
+            let content: String = row.try_get(1).map_err(field)?;
+            let tags: Vec<String> = row.try_get(2).map_err(field)?;
+            let (vector, length) = tsvector_literal(&[&indexed_text(&content, &tags)]);
+            rids.push(rid);
+            terms.push(vector);
+            lengths.push(length.first().copied().unwrap_or(0));
+        }
+        total += transaction
+            .execute(&update, &[&rids, &terms, &lengths])
+            .await
+            .context(what)?;
+    }
 }
 
 fn encode(item: MemoryItem) -> Result<Encoded> {
@@ -139,7 +189,7 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
         Some(at) => Some(encode_time("last_accessed", at)?),
         None => None,
     };
-    let (terms, lengths) = tsvector_literal(&[&indexed_text(&item)]);
+    let (terms, lengths) = tsvector_literal(&[&indexed_text(&item.content, &item.tags)]);
     Ok(Encoded {
         terms,
         doc_len: lengths.first().copied().unwrap_or(0),

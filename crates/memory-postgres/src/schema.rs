@@ -11,6 +11,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::Context;
+use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
@@ -39,6 +40,8 @@ const MIGRATIONS: [Migration; 1] = [Migration {
 // - `terms` is a tsvector of the shared analyzer's terms (memory_core::text::Analyzer), built
 //   by the client (see sql::tsvector_literal): one position per occurrence, weighted by field,
 //   so BM25 statistics can be read back from it. `*_len` columns hold each field's term count.
+//   When the analyzer's behaviour changes (its fingerprint in `meta` differs), the next
+//   migration rebuilds these columns from the records.
 const MIGRATION_1: &str = r#"
 CREATE TABLE {s}.memories (
     rid            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -63,7 +66,8 @@ CREATE TABLE {s}.memories (
     doc_len        integer NOT NULL,
     UNIQUE (ns, id)
 );
-CREATE INDEX memories_by_time ON {s}.memories (ns, created_at, id);
+-- doc_len is included so the BM25 statistics of a scope are an index-only scan.
+CREATE INDEX memories_by_time ON {s}.memories (ns, created_at, id) INCLUDE (doc_len);
 CREATE INDEX memories_terms ON {s}.memories USING gin (terms);
 CREATE INDEX memories_tags ON {s}.memories USING gin (tags);
 CREATE INDEX memories_metadata ON {s}.memories USING gin (metadata jsonb_path_ops);
@@ -87,7 +91,8 @@ CREATE TABLE {s}.pages (
     content_len integer NOT NULL,
     UNIQUE (ns, id)
 );
-CREATE INDEX pages_by_title ON {s}.pages (ns, title_key, id);
+CREATE INDEX pages_by_title ON {s}.pages (ns, title_key, id)
+    INCLUDE (title_len, summary_len, tags_len, content_len);
 CREATE INDEX pages_terms ON {s}.pages USING gin (terms);
 CREATE INDEX pages_tags ON {s}.pages USING gin (tags);
 CREATE TABLE {s}.page_refs (
@@ -123,6 +128,12 @@ CREATE TABLE {s}.relations (
     FOREIGN KEY (ns, target_id) REFERENCES {s}.entities (ns, id) ON DELETE CASCADE
 );
 CREATE INDEX relations_by_target ON {s}.relations (ns, target_id, relation_type, source_id);
+
+-- key 'analyzer': the fingerprint of the analyzer that built the terms columns.
+CREATE TABLE {s}.meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
 "#;
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
@@ -144,6 +155,11 @@ fn lock_key(schema: &str) -> i64 {
 
 /// The schema's version: 0 when it has no `schema_version` table (a new or empty schema).
 pub(crate) async fn current_version(db: &Database) -> Result<u32> {
+    Ok(read_state(db).await?.0)
+}
+
+/// The schema's version and the analyzer fingerprint its search columns were built with.
+async fn read_state(db: &Database) -> Result<(u32, Option<String>)> {
     let what = || format!("reading the schema version of {}", db.schema());
     let client = db.client(&what()).await?;
     let table = format!("\"{}\".schema_version", db.schema());
@@ -154,7 +170,7 @@ pub(crate) async fn current_version(db: &Database) -> Result<u32> {
         .and_then(|row| row.try_get(0))
         .context(what)?;
     if !exists {
-        return Ok(0);
+        return Ok((0, None));
     }
     let version: i32 = client
         .query_one(
@@ -164,15 +180,29 @@ pub(crate) async fn current_version(db: &Database) -> Result<u32> {
         .await
         .and_then(|row| row.try_get(0))
         .context(what)?;
-    Ok(u32::try_from(version).unwrap_or(0))
+    let version = u32::try_from(version).unwrap_or(0);
+    if version == 0 {
+        return Ok((0, None));
+    }
+    let fingerprint: Option<String> = client
+        .query_opt(
+            &db.qualify("SELECT value FROM {s}.meta WHERE key = 'analyzer'"),
+            &[],
+        )
+        .await
+        .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+        .context(what)?;
+    Ok((version, fingerprint))
 }
 
-/// Brings the schema up to date; returns the version it is at. Does nothing (and needs no
-/// privilege to change the schema) when it is already current.
+/// Brings the schema up to date and returns the version it is at: runs the migrations it
+/// lacks and, when its search columns were built by an analyzer that behaves differently
+/// from this build's, rebuilds them. Does nothing (and needs no privilege to change the
+/// schema) when both are current.
 pub(crate) async fn migrate(db: &Database) -> Result<u32> {
-    let version = current_version(db).await?;
+    let (version, fingerprint) = read_state(db).await?;
     check_not_newer(db, version)?;
-    if version == SCHEMA_VERSION {
+    if version == SCHEMA_VERSION && fingerprint.as_deref() == Some(&analyzer_fingerprint()) {
         return Ok(version);
     }
     let what = || format!("migrating schema {} on {}", db.schema(), db.target());
@@ -227,6 +257,7 @@ pub(crate) async fn migrate(db: &Database) -> Result<u32> {
             .await
             .context(step)?;
     }
+    refresh_index(&transaction, db).await?;
     transaction
         .commit()
         .await
@@ -234,14 +265,59 @@ pub(crate) async fn migrate(db: &Database) -> Result<u32> {
     Ok(SCHEMA_VERSION)
 }
 
-/// Errors unless the schema is exactly at [`SCHEMA_VERSION`] (when migrations are left to an
-/// explicit call).
+/// Rebuilds the search columns when the stored analyzer fingerprint differs from this
+/// build's, then records this build's. (Without a stored fingerprint the tables were just
+/// created, empty.) Runs under the migration lock, in its transaction.
+async fn refresh_index(
+    transaction: &deadpool_postgres::Transaction<'_>,
+    db: &Database,
+) -> Result<()> {
+    let what = || format!("re-indexing schema {} on {}", db.schema(), db.target());
+    let current = analyzer_fingerprint();
+    let stored: Option<String> = transaction
+        .query_opt(
+            &db.qualify("SELECT value FROM {s}.meta WHERE key = 'analyzer'"),
+            &[],
+        )
+        .await
+        .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+        .context(what)?;
+    if stored.as_deref() == Some(current.as_str()) {
+        return Ok(());
+    }
+    if stored.is_some() {
+        crate::memory_store::reindex(transaction, db).await?;
+        crate::knowledge_store::reindex(transaction, db).await?;
+    }
+    let params: [&(dyn ToSql + Sync); 1] = [&current];
+    transaction
+        .execute(
+            &db.qualify(
+                "INSERT INTO {s}.meta (key, value) VALUES ('analyzer', $1::text) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            ),
+            &params,
+        )
+        .await
+        .context(what)?;
+    Ok(())
+}
+
+/// Errors unless the schema is exactly at [`SCHEMA_VERSION`] with search columns built by
+/// this build's analyzer (when migrations are left to an explicit call).
 pub(crate) async fn require_current(db: &Database) -> Result<()> {
-    let version = current_version(db).await?;
+    let (version, fingerprint) = read_state(db).await?;
     check_not_newer(db, version)?;
     if version < SCHEMA_VERSION {
         return Err(storage(format!(
             "schema {} on {} is at version {version}, this build needs {SCHEMA_VERSION}; run PostgresBackend::migrate or connect with apply_migrations",
+            db.schema(),
+            db.target()
+        )));
+    }
+    if fingerprint.as_deref() != Some(&analyzer_fingerprint()) {
+        return Err(storage(format!(
+            "schema {} on {} was indexed by a text analyzer that behaves differently from this build's; run PostgresBackend::migrate to rebuild the search columns",
             db.schema(),
             db.target()
         )));
@@ -284,6 +360,6 @@ mod tests {
         assert_eq!(lock_key("agent_memory"), lock_key("agent_memory"));
         assert_ne!(lock_key("agent_memory"), lock_key("agent_memory2"));
         // FNV-1a is fixed: the key must not change between builds or processes.
-        assert_eq!(lock_key(""), lock_key(""));
+        assert_eq!(lock_key("agent_memory"), -177_492_126_047_125_894);
     }
 }

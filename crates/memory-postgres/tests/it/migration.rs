@@ -168,3 +168,82 @@ async fn bad_options_are_refused_before_connecting() {
         "no password in messages: {error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_analyzer_rebuilds_the_search_columns() {
+    let schema = schema_or_skip!("mig_analyzer");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("analyzer").unwrap();
+    for n in 0..(3 * 1_000 / 2) {
+        let item = MemoryItem::new(ns.clone(), format!("The cats are running, note {n}"))
+            .unwrap()
+            .with_id(format!("m{n:04}"))
+            .unwrap();
+        backend.memory_store().save(item).await.unwrap();
+    }
+    let page = memory_core::KnowledgePage::new(ns.clone(), "p", "Running cats")
+        .unwrap()
+        .with_summary("about felines");
+    memory_core::KnowledgeStore::add_page(backend.knowledge_store(), page)
+        .await
+        .unwrap();
+    // As if an older analyzer had built the columns: other fingerprint, other terms.
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "UPDATE \"{s}\".meta SET value = 'an older analyzer' WHERE key = 'analyzer';
+             UPDATE \"{s}\".memories SET terms = 'stale'::tsvector, doc_len = 1;
+             UPDATE \"{s}\".pages SET terms = 'stale'::tsvector;",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let search = |store: memory_postgres::PostgresStore| {
+        let ns = ns.clone();
+        async move {
+            store
+                .search(&memory_core::SearchQuery::new(ns.exact(), "cat", 5_000))
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(
+        search(backend.memory_store().clone()).await,
+        0,
+        "stale columns"
+    );
+    let error =
+        PostgresBackend::connect(&schema.url, schema.options().with_apply_migrations(false))
+            .await
+            .unwrap_err();
+    assert!(error.to_string().contains("analyzer"), "{error}");
+    let rebuilt = schema.connect().await;
+    assert_eq!(
+        search(rebuilt.memory_store().clone()).await,
+        1_500,
+        "rebuilt in batches"
+    );
+    let pages = memory_core::KnowledgeStore::search(
+        rebuilt.knowledge_store(),
+        &memory_core::PageQuery::new(ns.exact(), "running", 5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pages.len(), 1);
+    let stored: String = client
+        .query_one(
+            &format!(
+                "SELECT value FROM \"{}\".meta WHERE key = 'analyzer'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_ne!(stored, "an older analyzer");
+    PostgresBackend::connect(&schema.url, schema.options().with_apply_migrations(false))
+        .await
+        .unwrap();
+}
