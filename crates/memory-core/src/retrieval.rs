@@ -90,7 +90,7 @@ pub struct ScoreBreakdown {
 pub struct SignalScore {
     /// `overlap`, `bm25`, `graph`, `temporal`, `reference`, `importance`, `frequency`,
     /// `recency`, `context`, `rrf`, `embedding`.
-    pub name: String,
+    pub name: std::borrow::Cow<'static, str>,
     /// The signal's value, in `[0, 1]`.
     pub value: f32,
     /// Its contribution to the final score (value times normalised weight).

@@ -87,7 +87,7 @@ pub struct RetrieverConfig {
     pub min_score: f32,
     /// Traversal depth from matched entities (at most [`MAX_TRAVERSAL_DEPTH`]), default 2.
     pub graph_depth: usize,
-    /// Candidates each channel contributes before scoring, default 50.
+    /// Candidates each channel contributes before scoring, default 30.
     pub candidates_per_channel: usize,
     /// Half-life of the recency signal, in hours, default one week.
     pub recency_half_life_hours: f64,
@@ -107,7 +107,7 @@ impl Default for RetrieverConfig {
             max_results: 20,
             min_score: 0.05,
             graph_depth: 2,
-            candidates_per_channel: 50,
+            candidates_per_channel: 30,
             recency_half_life_hours: 24.0 * 7.0,
             max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
             context_window: 1,

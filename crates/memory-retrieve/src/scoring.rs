@@ -252,7 +252,7 @@ pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, Vec<SignalSco
         let contribution = value * weight / total;
         score += contribution;
         breakdown.push(SignalScore {
-            name: name.to_owned(),
+            name: name.into(),
             value,
             contribution,
         });
