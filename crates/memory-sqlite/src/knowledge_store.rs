@@ -114,7 +114,7 @@ fn insert_terms(
         .execute(params![rid, fts[0], fts[1], fts[2], fts[3], scope])
 }
 
-/// Fills the (empty) full-text index from the `pages` table, for a migration that rebuilds it.
+/// Fills the (empty) full-text index from the `pages` table, when the index is rebuilt.
 pub(crate) fn reindex(transaction: &Transaction<'_>) -> Result<()> {
     let what = || "rebuilding the page full-text index";
     let mut select = transaction

@@ -42,9 +42,11 @@
 //! double-quoted terms joined by `OR`: it is never FTS5 syntax, and `AND OR NEAR( "x` or
 //! `title:x*` search for those words. Each FTS row also carries tokens naming its namespace
 //! and their ancestors, and a scoped query requires its scope's token, so FTS5 leaves other
-//! tenants' records out before ranking. The file keeps a fingerprint of the analyzer that
-//! built its indexes; when a newer memory-core analyses text differently, the indexes are
-//! rebuilt from the records on open, so stored and query terms always agree.
+//! tenants' records out before ranking. Memories are indexed with their tags, and their
+//! [context](memory_core::MemoryItem::context) as a second field, as in the in-memory
+//! backend. The file keeps a fingerprint of the analyzer and index layout that built its
+//! indexes; when a newer memory-core analyses text differently, the indexes are rebuilt from
+//! the records on open, so stored and query terms always agree.
 //!
 //! Ranking is `bm25()`. Its statistics are computed over the whole file, where the in-memory
 //! backend computes them per namespace, so scores (not matches) differ slightly between the

@@ -5,8 +5,8 @@ use std::path::Path;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore,
+    Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
 
@@ -24,8 +24,11 @@ use crate::{SqliteBackend, SqliteOptions};
 /// the same row. Full-text search goes through the contentless FTS5 table `memories_fts`,
 /// which holds the terms of the shared [`Analyzer`](memory_core::text::Analyzer) and is
 /// written in the same transaction as the row, so search agrees with the in-memory backend
-/// (stemming, stop words, Chinese bigrams) and is never out of step. Hits are ranked by
-/// `bm25()`; the query text is reduced to quoted terms, so it is never FTS5 syntax.
+/// (stemming, stop words, Chinese bigrams) and is never out of step. Like the in-memory
+/// backend it indexes the content with the tags, and the item's
+/// [context](MemoryItem::context) as a second field. Hits are ranked by `bm25()` (context
+/// weighted [`CONTEXT_FIELD_WEIGHT`]); the query text is reduced to quoted terms, so it is
+/// never FTS5 syntax.
 ///
 /// [`save_many`](MemoryStore::save_many) and [`record_recalls`](MemoryStore::record_recalls)
 /// are one transaction each: all or nothing.
@@ -66,6 +69,12 @@ const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, 
 /// How many columns [`COLUMNS`] selects.
 const COLUMN_COUNT: usize = 14;
 
+/// The ranking of a memory hit: `bm25()` over the content-and-tags column (weight 1) and the
+/// context column ([`CONTEXT_FIELD_WEIGHT`]); the scope column has weight 0.
+fn rank() -> String {
+    format!("bm25(memories_fts, 1.0, {CONTEXT_FIELD_WEIGHT:?}, 0.0)")
+}
+
 /// An item encoded for its row, computed before the database is touched.
 struct Encoded {
     ns: String,
@@ -84,7 +93,19 @@ struct Encoded {
     access_count: i64,
     embedding: Option<Vec<u8>>,
     terms: String,
+    context: String,
     scope: String,
+}
+
+/// The text of the main FTS column: the content and the tags (the in-memory backend's
+/// indexed text, so both match the same words).
+fn indexed_text(item: &MemoryItem) -> String {
+    let mut text = item.content.clone();
+    for tag in &item.tags {
+        text.push(' ');
+        text.push_str(tag.as_str());
+    }
+    text
 }
 
 fn encode(item: MemoryItem) -> Result<Encoded> {
@@ -96,7 +117,8 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
         None => None,
     };
     Ok(Encoded {
-        terms: fts_document(&item.content),
+        terms: fts_document(&indexed_text(&item)),
+        context: fts_document(item.context()),
         scope: scope_tokens(&item.namespace),
         tags_json: encode_tags(&item.tags),
         tags: item
@@ -141,21 +163,26 @@ struct Raw {
 }
 
 fn read_raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
+    read_raw_at(row, 0)
+}
+
+/// Reads the [`COLUMNS`] starting at column `at`.
+fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Raw> {
     Ok(Raw {
-        ns: row.get(0)?,
-        id: row.get(1)?,
-        content: row.get(2)?,
-        kind: row.get(3)?,
-        importance: row.get(4)?,
-        metadata: row.get(5)?,
-        tags: row.get(6)?,
-        source: row.get(7)?,
-        credibility: row.get(8)?,
-        created_at: row.get(9)?,
-        updated_at: row.get(10)?,
-        last_accessed: row.get(11)?,
-        access_count: row.get(12)?,
-        embedding: row.get(13)?,
+        ns: row.get(at)?,
+        id: row.get(at + 1)?,
+        content: row.get(at + 2)?,
+        kind: row.get(at + 3)?,
+        importance: row.get(at + 4)?,
+        metadata: row.get(at + 5)?,
+        tags: row.get(at + 6)?,
+        source: row.get(at + 7)?,
+        credibility: row.get(at + 8)?,
+        created_at: row.get(at + 9)?,
+        updated_at: row.get(at + 10)?,
+        last_accessed: row.get(at + 11)?,
+        access_count: row.get(at + 12)?,
+        embedding: row.get(at + 13)?,
     })
 }
 
@@ -282,7 +309,7 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
             })
             .context(what)?,
     };
-    insert_terms(transaction, rid, &item.terms, &item.scope).context(what)?;
+    insert_terms(transaction, rid, [&item.terms, &item.context, &item.scope]).context(what)?;
     let mut insert_tag = transaction
         .prepare_cached("INSERT OR IGNORE INTO memory_tags (rid, tag) VALUES (?1, ?2)")
         .context(what)?;
@@ -292,40 +319,36 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
     Ok(())
 }
 
+/// Writes the FTS row `[terms, context, scope]` of the memory `rid`.
 fn insert_terms(
     transaction: &Transaction<'_>,
     rid: i64,
-    terms: &str,
-    scope: &str,
+    [terms, context, scope]: [&str; 3],
 ) -> rusqlite::Result<usize> {
     transaction
-        .prepare_cached("INSERT INTO memories_fts (rowid, terms, scope) VALUES (?1, ?2, ?3)")?
-        .execute(params![rid, terms, scope])
+        .prepare_cached(
+            "INSERT INTO memories_fts (rowid, terms, context, scope) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![rid, terms, context, scope])
 }
 
-/// Fills the (empty) full-text index from the `memories` table, for a migration that
-/// rebuilds it.
+/// Fills the (empty) full-text index from the `memories` table, when the index is rebuilt.
 pub(crate) fn reindex(transaction: &Transaction<'_>) -> Result<()> {
     let what = || "rebuilding the memory full-text index";
-    let mut select = transaction
-        .prepare("SELECT rid, ns, content FROM memories")
+    let rows = transaction
+        .prepare(&format!("SELECT m.rid, {COLUMNS} FROM memories m"))
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| Ok((row.get::<_, i64>(0)?, read_raw_at(row, 1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
         .context(what)?;
-    let mut rows = select.query([]).context(what)?;
-    while let Some(row) = rows.next().context(what)? {
-        let (rid, ns, content): (i64, String, String) = (
-            row.get(0).context(what)?,
-            row.get(1).context(what)?,
-            row.get(2).context(what)?,
-        );
-        let namespace = Namespace::parse(&ns)
-            .map_err(|error| corrupt(format_args!("namespace {ns:?}"), error))?;
-        insert_terms(
-            transaction,
-            rid,
-            &fts_document(&content),
-            &scope_tokens(&namespace),
-        )
-        .context(what)?;
+    for (rid, raw) in rows {
+        let item = raw.into_item()?;
+        let terms = fts_document(&indexed_text(&item));
+        let context = fts_document(item.context());
+        let scope = scope_tokens(&item.namespace);
+        insert_terms(transaction, rid, [&terms, &context, &scope]).context(what)?;
     }
     Ok(())
 }
@@ -508,19 +531,20 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some(expression) = fts_match("terms", &query.text, &query.filter.scope) else {
+        let Some(expression) = fts_match("terms context", &query.text, &query.filter.scope) else {
             return Ok(Vec::new());
         };
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
         let mut sql = Sql::new(&format!(
-            "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 0.0) FROM memories_fts \
-             CROSS JOIN memories m ON m.rid = memories_fts.rowid WHERE memories_fts MATCH "
+            "SELECT {COLUMNS}, {} FROM memories_fts \
+             CROSS JOIN memories m ON m.rid = memories_fts.rowid WHERE memories_fts MATCH ",
+            rank()
         ));
         sql.bind(expression);
         and_filter(&mut sql, &query.filter);
-        sql.push(" ORDER BY bm25(memories_fts, 1.0, 0.0), m.id, m.ns");
+        sql.push(&format!(" ORDER BY {}, m.id, m.ns", rank()));
         if query.filter.metadata.is_empty() {
             sql.push(" LIMIT ").bind(limit_value(query.top_k));
         }

@@ -20,8 +20,6 @@ struct Migration {
     version: u32,
     summary: &'static str,
     sql: &'static str,
-    /// A step that needs Rust (the shared analyzer), run after `sql`.
-    then: Option<fn(&Transaction<'_>) -> Result<()>>,
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
@@ -30,19 +28,17 @@ const MIGRATIONS: [Migration; 3] = [
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
         sql: MIGRATION_1,
-        then: None,
     },
     Migration {
         version: 2,
         summary: "an indexed table of memory tags, filled from the tags column",
         sql: MIGRATION_2,
-        then: None,
     },
     Migration {
         version: 3,
         summary: "namespace scope tokens in the full-text indexes, rebuilt from the records",
         sql: MIGRATION_3,
-        then: Some(reindex_all),
+        // The full-text tables are derived state: refresh_index rebuilds them right after.
     },
 ];
 
@@ -161,8 +157,8 @@ INSERT OR IGNORE INTO memory_tags (rid, tag)
 // The `scope` column holds tokens naming the record's namespace and its ancestors
 // (sql::scope_tokens); a scoped query requires its token, so FTS5 narrows to the scope
 // before ranking. Contentless tables cannot be altered or re-read, so both are recreated and
-// refilled from the records by the shared analyzer (a Rust step). The `meta` table records
-// the fingerprint of the analyzer that built them (see `refresh_index`).
+// refilled from the records; since then they are treated as derived state (`FTS_TABLES`,
+// rebuilt by `refresh_index`), and the `meta` table records what built them.
 const MIGRATION_3: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 DROP TABLE memories_fts;
@@ -233,9 +229,6 @@ pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> 
                     migration.version, migration.summary
                 )
             })?;
-            if let Some(step) = migration.then {
-                step(transaction)?;
-            }
             transaction
                 .pragma_update(None, "user_version", migration.version)
                 .context(|| format!("{what}: recording version {}", migration.version))?;
@@ -244,37 +237,58 @@ pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> 
     })
 }
 
-/// Re-indexes the full-text tables when they were built by an analyzer that behaves
-/// differently from this build's (memory_core's analyzer changed between versions): stored
-/// terms and query terms must come from the same analyzer.
+/// The layout of the full-text tables ([`FTS_TABLES`]); part of the index fingerprint, so a
+/// change rebuilds them. 1: `terms`, `scope` (schema 3); 2: the memory `context` column.
+const INDEX_LAYOUT: u32 = 2;
+
+/// The full-text tables. They are derived from the record tables (the shared analyzer's
+/// terms of each record), so they are not migrated: [`refresh_index`] drops and rebuilds them
+/// whenever this layout or the analyzer's behaviour differs from what built them.
+///
+/// Columns: `terms` (memories: content and tags), `context` (the memory's context field),
+/// title, summary, tags and content for pages, and `scope` (namespace tokens,
+/// `sql::scope_tokens`). Contentless, so the text is not stored twice; the `ascii` tokenizer
+/// keeps each analyzer term one token.
+const FTS_TABLES: &str = "
+DROP TABLE IF EXISTS memories_fts;
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    terms, context, scope, content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+DROP TABLE IF EXISTS pages_fts;
+CREATE VIRTUAL TABLE pages_fts USING fts5 (
+    title, summary, tags, content, scope,
+    content = '', contentless_delete = 1, tokenize = 'ascii'
+);
+";
+
+/// Rebuilds the full-text tables when they were built with another layout or by an analyzer
+/// that behaves differently from this build's (memory-core's analyzer changed): stored terms
+/// and query terms must come from the same analyzer. Records the fingerprint in `meta`.
 fn refresh_index(transaction: &Transaction<'_>, what: &str) -> Result<()> {
-    let fingerprint = crate::sql::analyzer_fingerprint();
+    let fingerprint = format!(
+        "layout {INDEX_LAYOUT} analyzer {}",
+        crate::sql::analyzer_fingerprint()
+    );
     let stored: Option<String> = transaction
-        .query_row("SELECT value FROM meta WHERE key = 'analyzer'", [], |row| {
+        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
             row.get(0)
         })
         .optional()
-        .context(|| format!("{what}: reading the analyzer fingerprint"))?;
+        .context(|| format!("{what}: reading the index fingerprint"))?;
     if stored.as_deref() == Some(fingerprint.as_str()) {
         return Ok(());
     }
-    if stored.is_some() {
-        transaction
-            .execute_batch(
-                "INSERT INTO memories_fts (memories_fts) VALUES ('delete-all');
-                 INSERT INTO pages_fts (pages_fts) VALUES ('delete-all');",
-            )
-            .context(|| format!("{what}: clearing the full-text indexes"))?;
-        reindex_all(transaction)?;
-    }
-    // Without a stored fingerprint the indexes were just built, by this analyzer.
+    transaction
+        .execute_batch(FTS_TABLES)
+        .context(|| format!("{what}: recreating the full-text indexes"))?;
+    reindex_all(transaction)?;
     transaction
         .execute(
-            "INSERT INTO meta (key, value) VALUES ('analyzer', ?1) \
+            "INSERT INTO meta (key, value) VALUES ('index', ?1) \
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [&fingerprint],
         )
-        .context(|| format!("{what}: recording the analyzer fingerprint"))?;
+        .context(|| format!("{what}: recording the index fingerprint"))?;
     Ok(())
 }
 

@@ -158,12 +158,18 @@ async fn sqlite_matches_what_the_in_memory_backend_matches() {
     ];
     let mut items = Vec::new();
     for (index, text) in corpus.iter().enumerate() {
-        items.push(
-            MemoryItem::new(ns.clone(), *text)
-                .unwrap()
-                .with_id(format!("c{index}"))
-                .unwrap(),
-        );
+        let mut item = MemoryItem::new(ns.clone(), *text)
+            .unwrap()
+            .with_id(format!("c{index}"))
+            .unwrap();
+        // Tags and the context field are indexed too, in both backends.
+        if index == 1 {
+            item = item.with_tags(["Watercolour Hobby"]).unwrap();
+        }
+        if index == 5 {
+            item = item.with_context("What pets does the user have?");
+        }
+        items.push(item);
     }
     sqlite
         .memory_store()
@@ -183,6 +189,8 @@ async fn sqlite_matches_what_the_in_memory_backend_matches() {
         "cafe",
         "ÇAFÉ",
         "adoption agency",
+        "watercolour hobbies",
+        "which pets?",
         "nothing matches this",
     ] {
         let search = SearchQuery::new(ns.exact(), query, 20);

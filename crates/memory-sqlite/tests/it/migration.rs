@@ -367,7 +367,7 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
     let connection = Connection::open(file.path()).unwrap();
     connection
         .execute_batch(
-            "UPDATE meta SET value = 'another-analyzer' WHERE key = 'analyzer';
+            "UPDATE meta SET value = 'another-analyzer' WHERE key = 'index';
              INSERT INTO memories_fts (memories_fts) VALUES ('delete-all');
              INSERT INTO pages_fts (pages_fts) VALUES ('delete-all');
              INSERT INTO memories_fts (rowid, terms, scope) SELECT rid, 'zzz', '' FROM memories;",
@@ -391,7 +391,7 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
     backend.check_integrity().await.unwrap();
     let fingerprint: String = Connection::open(file.path())
         .unwrap()
-        .query_row("SELECT value FROM meta WHERE key = 'analyzer'", [], |row| {
+        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
             row.get(0)
         })
         .unwrap();
