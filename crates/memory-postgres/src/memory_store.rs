@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
+    MemoryStore, Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -37,10 +37,11 @@ const B: f64 = BM25_B;
 /// # Search
 ///
 /// The column `terms` holds a `tsvector` of the shared
-/// [`Analyzer`](memory_core::text::Analyzer)'s terms of the content and tags (the in-memory
-/// backend indexes the same text), written in the same statement as the row, under a GIN
-/// index. A query is analysed the same way and becomes a `tsquery` of quoted lexemes joined by
-/// `|`, so no user text is query syntax. Hits are ranked by BM25 ([`BM25_K1`], [`BM25_B`], the
+/// [`Analyzer`](memory_core::text::Analyzer)'s terms of two fields, as the in-memory backend
+/// indexes them: the content with the tags, and the item's [context](MemoryItem::context)
+/// (weighted [`CONTEXT_FIELD_WEIGHT`]). It is written in the same statement as the row, under
+/// a GIN index. A query is analysed the same way and becomes a `tsquery` of quoted lexemes joined by
+/// `|`, so no user text is query syntax. Hits are ranked by BM25F ([`BM25_K1`], [`BM25_B`], the
 /// in-memory backend's formula) computed in SQL: term frequencies and document lengths come
 /// from the stored vectors, document frequencies and the average length from the searched
 /// scope. For a single-namespace scope the scores equal the in-memory backend's (up to
@@ -89,11 +90,12 @@ struct Encoded {
     embedding: Option<Vec<f32>>,
     terms: String,
     doc_len: i32,
+    context_len: i32,
 }
 
 impl Encoded {
-    /// The values of the columns `ns` to `doc_len`, in [`UPSERT`]'s order.
-    fn params(&self) -> [&(dyn ToSql + Sync); 16] {
+    /// The values of the columns `ns` to `context_len`, in [`UPSERT`]'s order.
+    fn params(&self) -> [&(dyn ToSql + Sync); 17] {
         [
             &self.ns,
             &self.id,
@@ -111,6 +113,7 @@ impl Encoded {
             &self.embedding,
             &self.terms,
             &self.doc_len,
+            &self.context_len,
         ]
     }
 }
@@ -129,7 +132,16 @@ fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
 /// Rows re-indexed per statement by [`reindex`].
 pub(crate) const REINDEX_BATCH: i64 = 1_000;
 
-/// Rebuilds `terms` and `doc_len` of every memory with this build's analyzer, in batches of
+/// The search vector of a memory and the term counts of its two fields: content with tags
+/// (as the in-memory backend indexes them), then the context
+/// ([`MemoryItem::context`], metadata [`CONTEXT_METADATA_KEY`]).
+fn memory_terms<T: AsRef<str>>(content: &str, tags: &[T], context: &str) -> (String, i32, i32) {
+    let (terms, lengths) = tsvector_literal(&[&indexed_text(content, tags), context]);
+    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
+    (terms, length(0), length(1))
+}
+
+/// Rebuilds `terms` and the field lengths of every memory with this build's analyzer, in batches of
 /// [`REINDEX_BATCH`] rows, inside the caller's transaction. Returns how many rows it rewrote.
 pub(crate) async fn reindex(
     transaction: &deadpool_postgres::Transaction<'_>,
@@ -137,13 +149,14 @@ pub(crate) async fn reindex(
 ) -> Result<u64> {
     let what = || format!("re-indexing the memories of schema {}", db.schema());
     let select = db.qualify(
-        "SELECT rid, content, tags FROM {s}.memories WHERE rid > $1::bigint \
-         ORDER BY rid LIMIT $2::bigint",
+        "SELECT rid, content, tags, metadata FROM {s}.memories \
+         WHERE rid > $1::bigint ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
-        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, doc_len = u.doc_len \
-         FROM unnest($1::bigint[], $2::text[], $3::integer[]) AS u (rid, terms, doc_len) \
-         WHERE m.rid = u.rid",
+        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, doc_len = u.doc_len, \
+         context_len = u.context_len \
+         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::integer[]) \
+         AS u (rid, terms, doc_len, context_len) WHERE m.rid = u.rid",
     );
     let mut after = 0i64;
     let mut total = 0u64;
@@ -159,18 +172,26 @@ pub(crate) async fn reindex(
         let mut rids = Vec::with_capacity(rows.len());
         let mut terms = Vec::with_capacity(rows.len());
         let mut lengths = Vec::with_capacity(rows.len());
+        let mut context_lengths = Vec::with_capacity(rows.len());
         for row in &rows {
             let field = |error| corrupt(what(), error);
             let rid: i64 = row.try_get(0).map_err(field)?;
             let content: String = row.try_get(1).map_err(field)?;
             let tags: Vec<String> = row.try_get(2).map_err(field)?;
-            let (vector, length) = tsvector_literal(&[&indexed_text(&content, &tags)]);
+            let metadata: serde_json::Value = row.try_get(3).map_err(field)?;
+            // As MemoryItem::context reads it.
+            let context = metadata
+                .get(CONTEXT_METADATA_KEY)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let (vector, length, context_length) = memory_terms(&content, &tags, context);
             rids.push(rid);
             terms.push(vector);
-            lengths.push(length.first().copied().unwrap_or(0));
+            lengths.push(length);
+            context_lengths.push(context_length);
         }
         total += transaction
-            .execute(&update, &[&rids, &terms, &lengths])
+            .execute(&update, &[&rids, &terms, &lengths, &context_lengths])
             .await
             .context(what)?;
     }
@@ -189,10 +210,11 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
         Some(at) => Some(encode_time("last_accessed", at)?),
         None => None,
     };
-    let (terms, lengths) = tsvector_literal(&[&indexed_text(&item.content, &item.tags)]);
+    let (terms, doc_len, context_len) = memory_terms(&item.content, &item.tags, item.context());
     Ok(Encoded {
         terms,
-        doc_len: lengths.first().copied().unwrap_or(0),
+        doc_len,
+        context_len,
         tags: item
             .tags
             .iter()
@@ -217,23 +239,24 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
-     terms, doc_len) \
+     terms, doc_len, context_len) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
      $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
-     $15::text::tsvector, $16::integer) \
+     $15::text::tsvector, $16::integer, $17::integer) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
      last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
-     embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, doc_len = EXCLUDED.doc_len";
+     embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, doc_len = EXCLUDED.doc_len, \
+     context_len = EXCLUDED.context_len";
 
 /// Replaces an existing item (its recall statistics kept); changes no row when it is missing.
 const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
      importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
      last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
-     terms = $15::text::tsvector, doc_len = $16::integer \
+     terms = $15::text::tsvector, doc_len = $16::integer, context_len = $17::integer \
      WHERE ns = $1::text AND id = $2::text";
 
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
@@ -435,8 +458,7 @@ impl MemoryStore for PostgresStore {
             return Ok(Vec::new());
         }
         let mut sql = self.db.sql(
-            "WITH hits AS (SELECT m.rid, m.doc_len, u.lexeme, cardinality(u.positions) AS tf, \
-             (true",
+            "WITH hits AS (SELECT m.rid, m.doc_len, m.context_len, u.lexeme, u.weights, (true",
         );
         and_conditions(&mut sql, filter);
         sql.push(
@@ -450,16 +472,24 @@ impl MemoryStore for PostgresStore {
         sql.and_scope("m.ns", &filter.scope);
         sql.push(
             "), corpus AS (SELECT count(*)::float8 AS n, \
-             greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS avgdl \
+             greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS content, \
+             greatest(coalesce(avg(m.context_len), 0), 1)::float8 AS context \
              FROM {s}.memories m WHERE true",
         );
         sql.and_scope("m.ns", &filter.scope);
+        // BM25F: per occurrence, the field's weight over its length normalisation; the
+        // labels are the fields (A content with tags, B context).
+        let context_weight = f64::from(CONTEXT_FIELD_WEIGHT);
         sql.push(&format!(
             "), df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme), \
              scored AS (SELECT h.rid, \
              sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
              FROM hits h JOIN df d ON d.lexeme = h.lexeme CROSS JOIN corpus c \
-             CROSS JOIN LATERAL (SELECT h.tf / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.avgdl) AS w) x \
+             CROSS JOIN LATERAL (SELECT sum(CASE label \
+               WHEN 'B' THEN {context_weight:?}::float8 \
+                 / (1 - {B:?}::float8 + {B:?}::float8 * h.context_len / c.context) \
+               ELSE 1 / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.content) END) AS w \
+               FROM unnest(h.weights) AS label) x \
              WHERE h.passes GROUP BY h.rid) \
              SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"

@@ -40,6 +40,8 @@ const MIGRATIONS: [Migration; 1] = [Migration {
 // - `terms` is a tsvector of the shared analyzer's terms (memory_core::text::Analyzer), built
 //   by the client (see sql::tsvector_literal): one position per occurrence, weighted by field,
 //   so BM25 statistics can be read back from it. `*_len` columns hold each field's term count.
+//   Memories have two fields: content with tags (`A`, length `doc_len`) and the context from
+//   metadata `_context` (`B`, `context_len`); pages four: title, summary, tags, content.
 //   When the analyzer's behaviour changes (its fingerprint in `meta` differs), the next
 //   migration rebuilds these columns from the records.
 const MIGRATION_1: &str = r#"
@@ -64,10 +66,12 @@ CREATE TABLE {s}.memories (
     last_recall_at bigint,
     terms          tsvector NOT NULL,
     doc_len        integer NOT NULL,
+    context_len    integer NOT NULL,
     UNIQUE (ns, id)
 );
--- doc_len is included so the BM25 statistics of a scope are an index-only scan.
-CREATE INDEX memories_by_time ON {s}.memories (ns, created_at, id) INCLUDE (doc_len);
+-- The lengths are included so the BM25 statistics of a scope are an index-only scan.
+CREATE INDEX memories_by_time ON {s}.memories (ns, created_at, id)
+    INCLUDE (doc_len, context_len);
 CREATE INDEX memories_terms ON {s}.memories USING gin (terms);
 CREATE INDEX memories_tags ON {s}.memories USING gin (tags);
 CREATE INDEX memories_metadata ON {s}.memories USING gin (metadata jsonb_path_ops);

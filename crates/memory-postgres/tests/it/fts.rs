@@ -198,8 +198,12 @@ async fn bm25_ranking_matches_the_in_memory_backend() {
     let store = backend.memory_store();
     let reference = InMemoryStore::new();
     let ns = Namespace::parse("fts/bm25").unwrap();
-    for (id, text) in corpus() {
-        let entry = item(&ns, &id, &text).with_tags(["Conversation"]).unwrap();
+    for (index, (id, text)) in corpus().into_iter().enumerate() {
+        let mut entry = item(&ns, &id, &text).with_tags(["Conversation"]).unwrap();
+        // Every other item answers a question: its context is a second, lighter field.
+        if index % 2 == 1 {
+            entry = entry.with_context(format!("How was the weekend, question {index}?"));
+        }
         store.save(entry.clone()).await.unwrap();
         reference.save(entry).await.unwrap();
     }
@@ -211,6 +215,8 @@ async fn bm25_ranking_matches_the_in_memory_backend() {
         "mental health counseling",
         "conversation",
         "湖边日出",
+        "how was your weekend",
+        "weekend painting",
     ] {
         let got = store
             .search(&SearchQuery::new(ns.exact(), query, 10))
