@@ -23,10 +23,12 @@
 mod graph;
 mod knowledge;
 mod memory;
+mod model;
 
 pub use graph::run_knowledge_graph;
 pub use knowledge::run_knowledge_store;
 pub use memory::run_memory_store;
+pub use model::{MODEL_SPACES, MODEL_WORDS, MemoryOp, check_memory_operations};
 
 use crate::Namespace;
 

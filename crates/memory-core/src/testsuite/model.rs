@@ -1,0 +1,186 @@
+//! Model-based checks: apply any sequence of operations to a store and to a simple model,
+//! then compare every read channel. Backends drive this from property tests (proptest) with
+//! random operation sequences; see [`MemoryOp`].
+
+use std::collections::BTreeMap;
+
+use chrono::{TimeZone, Utc};
+
+use super::child;
+use crate::{MemoryFilter, MemoryItem, MemoryStore, Namespace, SearchQuery};
+
+/// Words the operations write; each memory holds exactly one of them, so a search for a word
+/// must return exactly the live memories holding it.
+pub const MODEL_WORDS: [&str; 6] = ["apple", "banana", "cherry", "damson", "elder", "fig"];
+/// Namespaces (children of the base) the operations touch; `t1/s` sits under `t1` so subtree
+/// scopes are exercised.
+pub const MODEL_SPACES: [&str; 3] = ["t1", "t1/s", "t2"];
+
+/// One operation on a memory store. Indexes are taken modulo the sizes of
+/// [`MODEL_SPACES`], eight ids and [`MODEL_WORDS`], so any numbers are valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemoryOp {
+    /// Save (insert or replace) memory `id` in namespace `space` holding word `word`.
+    Save {
+        /// Namespace index.
+        space: usize,
+        /// Id index.
+        id: usize,
+        /// Word index.
+        word: usize,
+    },
+    /// Replace an existing memory (a no-op in the model when it does not exist).
+    Update {
+        /// Namespace index.
+        space: usize,
+        /// Id index.
+        id: usize,
+        /// Word index.
+        word: usize,
+    },
+    /// Delete a memory.
+    Delete {
+        /// Namespace index.
+        space: usize,
+        /// Id index.
+        id: usize,
+    },
+    /// Record one recall of a memory.
+    Recall {
+        /// Namespace index.
+        space: usize,
+        /// Id index.
+        id: usize,
+    },
+    /// Delete a whole namespace (exact scope).
+    Clear {
+        /// Namespace index.
+        space: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Model {
+    word: usize,
+    recalls: u64,
+}
+
+fn spaces(base: &Namespace) -> Vec<Namespace> {
+    MODEL_SPACES
+        .iter()
+        .map(|space| {
+            space.split('/').fold(base.clone(), |ns, segment| child(&ns, segment))
+        })
+        .collect()
+}
+
+fn item(ns: &Namespace, id: usize, word: usize, tick: i64) -> MemoryItem {
+    let at = Utc.timestamp_opt(1_700_000_000 + tick, 0).single().unwrap_or_default();
+    MemoryItem::new(ns.clone(), format!("a note about {}", MODEL_WORDS[word % MODEL_WORDS.len()]))
+        .and_then(|item| item.with_id(format!("m{}", id % 8)))
+        .map(|item| item.with_created_at(at))
+        .unwrap_or_else(|error| panic!("model: building item: {error}"))
+}
+
+/// Applies `ops` to `store` under `base` and to a model, checking each acknowledged result,
+/// then checks that every read agrees with the model: `get`, `list` (exact and subtree),
+/// `count`, `search` for every word (index consistency, delete completeness, isolation), and
+/// recall counts. `base` must be empty when called.
+pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, ops: &[MemoryOp]) {
+    let spaces = spaces(base);
+    let mut model: BTreeMap<(usize, usize), Model> = BTreeMap::new();
+    let recall_at = Utc.timestamp_opt(1_800_000_000, 0).single().unwrap_or_default();
+    for (tick, op) in ops.iter().enumerate() {
+        let tick = tick as i64;
+        match *op {
+            MemoryOp::Save { space, id, word } => {
+                let (space, id, word) = (space % spaces.len(), id % 8, word % MODEL_WORDS.len());
+                if let Err(error) = store.save(item(&spaces[space], id, word, tick)).await {
+                    panic!("model: save failed: {error}");
+                }
+                let entry = model.entry((space, id)).or_default();
+                entry.word = word;
+            }
+            MemoryOp::Update { space, id, word } => {
+                let (space, id, word) = (space % spaces.len(), id % 8, word % MODEL_WORDS.len());
+                let result = store.update(item(&spaces[space], id, word, tick)).await;
+                match model.get_mut(&(space, id)) {
+                    Some(entry) => {
+                        assert!(result.is_ok(), "model: update of an existing memory failed: {result:?}");
+                        entry.word = word;
+                    }
+                    None => assert!(
+                        matches!(result, Err(crate::MemoryError::NotFound(_))),
+                        "model: update of a missing memory must be NotFound, got {result:?}"
+                    ),
+                }
+            }
+            MemoryOp::Delete { space, id } => {
+                let (space, id) = (space % spaces.len(), id % 8);
+                let existed = match store.delete(&spaces[space], &format!("m{id}")).await {
+                    Ok(existed) => existed,
+                    Err(error) => panic!("model: delete failed: {error}"),
+                };
+                assert_eq!(existed, model.remove(&(space, id)).is_some(), "model: delete reports existence");
+            }
+            MemoryOp::Recall { space, id } => {
+                let (space, id) = (space % spaces.len(), id % 8);
+                if let Err(error) = store.record_recall(&spaces[space], &format!("m{id}"), 0.5, recall_at).await {
+                    panic!("model: record_recall failed: {error}");
+                }
+                if let Some(entry) = model.get_mut(&(space, id)) {
+                    entry.recalls += 1;
+                }
+            }
+            MemoryOp::Clear { space } => {
+                let space = space % spaces.len();
+                let removed = match store.clear(&spaces[space].exact()).await {
+                    Ok(removed) => removed,
+                    Err(error) => panic!("model: clear failed: {error}"),
+                };
+                let before = model.len();
+                model.retain(|(s, _), _| *s != space);
+                assert_eq!(removed, before - model.len(), "model: clear reports what it deleted");
+            }
+        }
+    }
+    for (s, space) in spaces.iter().enumerate() {
+        let listed = match store.list(&MemoryFilter::new(space.exact())).await {
+            Ok(listed) => listed,
+            Err(error) => panic!("model: list failed: {error}"),
+        };
+        let mut got: Vec<String> = listed.iter().map(|item| item.id.clone()).collect();
+        got.sort();
+        let want: Vec<String> = model.keys().filter(|(m, _)| *m == s).map(|(_, id)| format!("m{id}")).collect();
+        assert_eq!(got, want, "model: list of {space} agrees with the model");
+        assert!(listed.iter().all(|item| item.namespace == *space), "model: list isolation");
+        for item in &listed {
+            let id: usize = item.id[1..].parse().unwrap_or(usize::MAX);
+            let expected = model.get(&(s, id)).copied().unwrap_or_default();
+            assert!(item.content.ends_with(MODEL_WORDS[expected.word]), "model: content of {}", item.id);
+            let stats = store.recall_stats(space, &item.id).await.ok().flatten().map_or(0, |s| s.recall_count);
+            assert_eq!(stats, expected.recalls, "model: recall count of {} in {space}", item.id);
+        }
+        for (w, word) in MODEL_WORDS.iter().enumerate() {
+            for scope in [space.exact(), space.subtree()] {
+                let hits = match store.search(&SearchQuery::new(scope.clone(), *word, 100)).await {
+                    Ok(hits) => hits,
+                    Err(error) => panic!("model: search failed: {error}"),
+                };
+                assert!(hits.iter().all(|hit| scope.contains(&hit.item.namespace)), "model: search isolation");
+                let mut got: Vec<(String, String)> =
+                    hits.iter().map(|h| (h.item.namespace.to_string(), h.item.id.clone())).collect();
+                got.sort();
+                let mut want: Vec<(String, String)> = model
+                    .iter()
+                    .filter(|((m, _), entry)| scope.contains(&spaces[*m]) && entry.word == w)
+                    .map(|((m, id), _)| (spaces[*m].to_string(), format!("m{id}")))
+                    .collect();
+                want.sort();
+                assert_eq!(got, want, "model: search for {word} in {scope:?} finds exactly the live memories holding it");
+            }
+        }
+    }
+    let total = store.count(&base.subtree()).await.unwrap_or(usize::MAX);
+    assert_eq!(total, model.len(), "model: count over the subtree");
+}
