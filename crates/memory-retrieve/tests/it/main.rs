@@ -3,3 +3,4 @@
 mod api;
 mod eviction;
 mod retrieval;
+mod stress;

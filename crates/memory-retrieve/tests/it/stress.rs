@@ -1,0 +1,132 @@
+//! Concurrency stress: many tasks on a multi-threaded runtime remember, recall, update,
+//! forget, record recalls and maintain on shared namespaces. The final state matches the
+//! acknowledged operations, no recall count is lost, and the run finishes in bounded time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{EvictionConfig, EvictionPolicy, MemoryItem, Namespace, RetrievalSource};
+use memory_retrieve::{Memory, Remember};
+use tokio::sync::Mutex;
+
+const TASKS: usize = 16;
+const ROUNDS: usize = 60;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mixed_operations_keep_every_acknowledged_write() {
+    // A TTL far in the future: maintain runs real passes that must delete nothing.
+    let eviction = EvictionConfig { policy: EvictionPolicy::Ttl { ttl_secs: 10 * 365 * 86_400 }, check_interval: 7 };
+    let memory = Arc::new(Memory::builder().eviction(eviction).recall_batch(5).build().unwrap());
+    let spaces: Vec<Namespace> = ["shared/a", "shared/b"].iter().map(|s| Namespace::parse(s).unwrap()).collect();
+    // Expected final content and recall count per (namespace, id), filled by each task.
+    let expected: Arc<Mutex<HashMap<(String, String), (Option<String>, u64)>>> = Arc::default();
+    let run = async {
+        let mut tasks = Vec::new();
+        for task in 0..TASKS {
+            let memory = Arc::clone(&memory);
+            let spaces = spaces.clone();
+            let expected = Arc::clone(&expected);
+            tasks.push(tokio::spawn(async move {
+                let mut mine: HashMap<(String, String), (Option<String>, u64)> = HashMap::new();
+                let mut recalled: HashMap<(String, String), u64> = HashMap::new();
+                for round in 0..ROUNDS {
+                    let ns = &spaces[(task + round) % spaces.len()];
+                    let id = format!("t{task}-r{}", round % 10);
+                    let key = (ns.to_string(), id.clone());
+                    match round % 6 {
+                        0 | 1 => {
+                            let text = format!("task {task} round {round} likes topic{task}");
+                            memory.remember_with(Remember::new(ns.clone(), text.clone()).id(id.clone())).await.unwrap();
+                            let entry = mine.entry(key).or_insert((None, 0));
+                            entry.0 = Some(text);
+                        }
+                        2 => {
+                            if let Some((Some(_), _)) = mine.get(&key) {
+                                let text = format!("task {task} round {round} updated topic{task}");
+                                let item = MemoryItem::new(ns.clone(), text.clone()).unwrap().with_id(id.clone()).unwrap();
+                                memory.store().update(item).await.unwrap();
+                                mine.get_mut(&key).unwrap().0 = Some(text);
+                            }
+                        }
+                        3 => {
+                            if mine.get(&key).is_some_and(|(text, _)| text.is_some()) {
+                                memory.store().record_recall(ns, &id, 0.5, chrono::Utc::now()).await.unwrap();
+                                mine.get_mut(&key).unwrap().1 += 1;
+                            }
+                        }
+                        4 => {
+                            let found = memory.recall(&ns.exact(), &format!("topic{task}")).await.unwrap();
+                            for item in found.items {
+                                if let RetrievalSource::Memory(item) = item.source {
+                                    *recalled.entry((item.namespace.to_string(), item.id)).or_default() += 1;
+                                }
+                            }
+                        }
+                        _ => {
+                            if round % 12 == 5 && memory.forget(ns, &id).await.unwrap() {
+                                mine.insert(key, (None, 0));
+                            } else {
+                                memory.maintain(&ns.exact()).await.unwrap();
+                            }
+                        }
+                    }
+                }
+                let mut all = expected.lock().await;
+                for (key, value) in mine {
+                    all.insert(key, value);
+                }
+                for (key, count) in recalled {
+                    // Counts from recall feedback; ids are unique to their task, so only this
+                    // task's feedback touches them. A forgotten id restarts at zero.
+                    all.entry(key).or_insert((None, 0)).1 += count;
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("the stress run deadlocked or stalled");
+    memory.flush().await.unwrap();
+    let expected = expected.lock().await;
+    let mut live = 0;
+    for ((ns, id), (text, _)) in expected.iter() {
+        let ns = Namespace::parse(ns).unwrap();
+        let stored = memory.store().get(&ns, id).await.unwrap();
+        assert_eq!(stored.as_ref().map(|item| item.content.clone()), text.clone(), "{ns}/{id}");
+        live += usize::from(text.is_some());
+    }
+    let stats = memory.stats(&Namespace::parse("shared").unwrap().subtree()).await.unwrap();
+    assert_eq!(stats.total, live, "nothing but the acknowledged writes is stored");
+    assert!(live > TASKS, "the run wrote a real amount: {live}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_recall_counts_are_not_lost() {
+    let memory = Arc::new(Memory::in_memory());
+    let ns = Namespace::parse("counts").unwrap();
+    let id = memory.remember(&ns, "the one memory everyone recalls").await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let memory = Arc::clone(&memory);
+        let ns = ns.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..50 {
+                memory.store().record_recall(&ns, &id, 1.0, chrono::Utc::now()).await.unwrap();
+                memory.recall(&ns.exact(), "everyone recalls").await.unwrap();
+            }
+        }));
+    }
+    tokio::time::timeout(Duration::from_secs(60), async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    })
+    .await
+    .expect("stalled");
+    memory.flush().await.unwrap();
+    let stats = memory.store().recall_stats(&ns, &id).await.unwrap().unwrap();
+    assert_eq!(stats.recall_count, 16 * 50 * 2, "direct and feedback recalls all counted");
+}
