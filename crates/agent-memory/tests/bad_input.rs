@@ -1,0 +1,409 @@
+//! The bad-input catalogue: for each public entry point, a table of hostile or odd inputs and
+//! the expected outcome: a clear `MemoryError` naming the problem, or a documented result.
+//! Nothing panics, and nothing already stored is lost or changed. Runs on every backend that
+//! needs no server (in-memory and SQLite).
+#![cfg(all(feature = "retrieve", feature = "sqlite"))]
+
+use std::sync::Arc;
+
+use agent_memory::prelude::*;
+use agent_memory::retrieve::{
+    Memory, RecallOptions, Remember, RetrieverConfig, ScoreWeights, ScoringStrategy,
+};
+use agent_memory::{EvictionConfig, EvictionPolicy, PageQuery, RecallBasedConfig, transfer};
+
+struct Backends {
+    name: &'static str,
+    store: Arc<dyn MemoryStore>,
+    knowledge: Arc<dyn KnowledgeStore>,
+    graph: Arc<dyn KnowledgeGraph>,
+}
+
+fn backends() -> Vec<Backends> {
+    let sqlite = agent_memory::sqlite::SqliteBackend::open_in_memory().expect("sqlite in memory");
+    vec![
+        Backends {
+            name: "inmem",
+            store: Arc::new(agent_memory::inmem::InMemoryStore::new()),
+            knowledge: Arc::new(agent_memory::inmem::InMemoryKnowledgeStore::new()),
+            graph: Arc::new(agent_memory::graph::PetGraph::new()),
+        },
+        Backends {
+            name: "sqlite",
+            store: Arc::new(sqlite.memory_store().clone()),
+            knowledge: Arc::new(sqlite.knowledge_store().clone()),
+            graph: Arc::new(sqlite.graph().clone()),
+        },
+    ]
+}
+
+/// Asserts `result` is `InvalidInput` whose message names `field`.
+fn invalid<T: std::fmt::Debug>(case: &str, result: Result<T>, field: &str) {
+    match result {
+        Err(MemoryError::InvalidInput(message)) => {
+            assert!(
+                message.contains(field),
+                "{case}: message {message:?} should name {field}"
+            )
+        }
+        other => panic!("{case}: expected InvalidInput naming {field}, got {other:?}"),
+    }
+}
+
+async fn sentinel_is_intact(b: &Backends, memory: &Memory, ns: &Namespace) {
+    let item = b
+        .store
+        .get(ns, "sentinel")
+        .await
+        .unwrap()
+        .expect("sentinel memory survives");
+    assert_eq!(
+        item.content, "the sentinel memory about lighthouses",
+        "{}",
+        b.name
+    );
+    let found = memory.recall(&ns.exact(), "lighthouses").await.unwrap();
+    assert!(
+        found.items.iter().any(|i| i.source.id() == "sentinel"),
+        "{}: sentinel still searchable",
+        b.name
+    );
+    assert!(
+        b.knowledge.get_page(ns, "page").await.unwrap().is_some(),
+        "{}: page survives",
+        b.name
+    );
+    assert!(
+        b.graph.get_entity(ns, "a").await.unwrap().is_some(),
+        "{}: entity survives",
+        b.name
+    );
+    assert_eq!(
+        b.graph.relations_of(ns, "a").await.unwrap().len(),
+        1,
+        "{}: relation survives",
+        b.name
+    );
+}
+
+#[tokio::test]
+async fn every_entry_point_rejects_or_handles_bad_input() {
+    for b in backends() {
+        let memory = Memory::builder()
+            .store(b.store.clone())
+            .knowledge(b.knowledge.clone())
+            .graph(b.graph.clone())
+            .build()
+            .unwrap();
+        let ns = Namespace::parse("tenant/agent").unwrap();
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "the sentinel memory about lighthouses").id("sentinel"),
+            )
+            .await
+            .unwrap();
+        b.knowledge
+            .add_page(KnowledgePage::new(ns.clone(), "page", "Lighthouse keeping").unwrap())
+            .await
+            .unwrap();
+        b.graph
+            .add_entity(GraphEntity::new(ns.clone(), "a", "Alpha", "thing").unwrap())
+            .await
+            .unwrap();
+        b.graph
+            .add_entity(GraphEntity::new(ns.clone(), "b", "Beta", "thing").unwrap())
+            .await
+            .unwrap();
+        b.graph
+            .add_relation(GraphRelation::new(ns.clone(), "a", "b", "links", 0.5).unwrap())
+            .await
+            .unwrap();
+
+        // Text: empty, blank, oversized are rejected; control characters, mixed scripts and
+        // emoji are stored and searchable.
+        invalid("empty text", memory.remember(&ns, "").await, "content");
+        invalid(
+            "whitespace text",
+            memory.remember(&ns, " \n\t ").await,
+            "content",
+        );
+        let ten_mb = "x".repeat(10 * 1024 * 1024);
+        invalid("10 MB text", memory.remember(&ns, &ten_mb).await, "content");
+        for odd in [
+            "nul \0 bell \u{7} text",
+            "mixed Ελληνικά русский 中文 עברית",
+            "emoji 🙂🚀 only 👩‍👩‍👧",
+            "\u{202e}right to left",
+            "日本語のテキスト",
+        ] {
+            let id = memory
+                .remember(&ns, odd)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {odd:?}: {e}", b.name));
+            assert_eq!(
+                b.store.get(&ns, &id).await.unwrap().unwrap().content,
+                odd,
+                "{}: stored as given",
+                b.name
+            );
+            memory
+                .recall(&ns.exact(), odd)
+                .await
+                .unwrap_or_else(|e| panic!("{}: recall {odd:?}: {e}", b.name));
+        }
+        let found = memory.recall(&ns.exact(), "中文").await.unwrap();
+        assert!(
+            !found.items.is_empty(),
+            "{}: mixed-script memory found by its Chinese",
+            b.name
+        );
+
+        // Namespaces.
+        for bad in ["a//b", "a b", "ünï", "x\ny"] {
+            invalid(bad, Namespace::parse(bad), "namespace");
+        }
+        invalid(
+            "root namespace",
+            memory.remember(&Namespace::root(), "x").await,
+            "namespace",
+        );
+
+        // Numbers: NaN and infinite weights and scores, out of range.
+        for value in [f32::NAN, f32::INFINITY, -1.0, 1.5] {
+            invalid(
+                "importance",
+                memory
+                    .remember_with(Remember::new(ns.clone(), "x").importance(value))
+                    .await,
+                "importance",
+            );
+            invalid(
+                "relation weight",
+                GraphRelation::new(ns.clone(), "a", "b", "r", value),
+                "weight",
+            );
+            let weights = ScoreWeights {
+                relevance: if value > 1.0 { f32::NAN } else { value },
+                ..ScoreWeights::default()
+            };
+            let options = RecallOptions::default().config(RetrieverConfig {
+                scoring: ScoringStrategy::Hybrid(weights),
+                ..RetrieverConfig::default()
+            });
+            invalid(
+                "score weight",
+                memory.recall_with(&ns.exact(), "x", &options).await,
+                "weights",
+            );
+        }
+        let mut relation = GraphRelation::new(ns.clone(), "a", "b", "r", 0.5).unwrap();
+        relation.weight = f32::NAN;
+        invalid(
+            "NaN weight written directly",
+            b.graph.add_relation(relation).await,
+            "weight",
+        );
+        // Recall scores are clamped, NaN counts as 0 (documented on RecallStats::record).
+        b.store
+            .record_recall(&ns, "sentinel", f32::NAN, agent_memory::SystemClock.now())
+            .await
+            .unwrap();
+        b.store
+            .record_recall(
+                &ns,
+                "sentinel",
+                f32::INFINITY,
+                agent_memory::SystemClock.now(),
+            )
+            .await
+            .unwrap();
+        let stats = b
+            .store
+            .recall_stats(&ns, "sentinel")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            stats.total_score.is_finite() && stats.total_score <= 2.0,
+            "{}: {stats:?}",
+            b.name
+        );
+
+        // Zero TTL and capacity (negative values do not type-check: they are unsigned).
+        for policy in [
+            EvictionPolicy::Ttl { ttl_secs: 0 },
+            EvictionPolicy::Capacity { max_items: 0 },
+            EvictionPolicy::RecallBased(RecallBasedConfig {
+                max_items: 0,
+                ..RecallBasedConfig::default()
+            }),
+        ] {
+            let result = Memory::builder()
+                .eviction(EvictionConfig {
+                    policy,
+                    check_interval: 1,
+                })
+                .build();
+            assert!(
+                matches!(result, Err(MemoryError::InvalidInput(_))),
+                "{}: zero ttl/capacity",
+                b.name
+            );
+        }
+
+        // Depth: 0 reaches nothing, 1,000,000 is clamped to MAX_TRAVERSAL_DEPTH.
+        assert!(b.graph.get_related(&ns, "a", 0).await.unwrap().is_empty());
+        assert_eq!(
+            b.graph
+                .get_related(&ns, "a", 1_000_000)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        invalid(
+            "graph depth",
+            RetrieverConfig {
+                graph_depth: 1_000_000,
+                ..RetrieverConfig::default()
+            }
+            .validate(),
+            "graph_depth",
+        );
+
+        // Unknown ids: reads are empty, deletes report false, updates are NotFound.
+        assert_eq!(b.store.get(&ns, "nope").await.unwrap(), None);
+        assert!(!memory.forget(&ns, "nope").await.unwrap());
+        let ghost = MemoryItem::new(ns.clone(), "ghost")
+            .unwrap()
+            .with_id("nope")
+            .unwrap();
+        assert!(
+            matches!(b.store.update(ghost).await, Err(MemoryError::NotFound(_))),
+            "{}",
+            b.name
+        );
+        assert!(matches!(
+            b.graph.set_entity_tags(&ns, "nope", vec![]).await,
+            Err(MemoryError::NotFound(_))
+        ));
+        assert!(matches!(
+            b.graph.get_related(&ns, "nope", 2).await,
+            Err(MemoryError::NotFound(_))
+        ));
+        assert!(!b.knowledge.delete_page(&ns, "nope").await.unwrap());
+
+        // Bad and duplicate ids.
+        invalid(
+            "empty id",
+            memory
+                .remember_with(Remember::new(ns.clone(), "x").id(""))
+                .await,
+            "id",
+        );
+        invalid(
+            "control id",
+            memory
+                .remember_with(Remember::new(ns.clone(), "x").id("a\nb"))
+                .await,
+            "id",
+        );
+        let duplicate_page = KnowledgePage::new(ns.clone(), "page", "Other title").unwrap();
+        assert!(matches!(
+            b.knowledge.add_page(duplicate_page).await,
+            Err(MemoryError::AlreadyExists(_))
+        ));
+        let duplicate_entity = GraphEntity::new(ns.clone(), "a", "Other", "thing").unwrap();
+        assert!(matches!(
+            b.graph.add_entity(duplicate_entity).await,
+            Err(MemoryError::AlreadyExists(_))
+        ));
+
+        // Relations to missing entities.
+        let dangling = GraphRelation::new(ns.clone(), "a", "missing", "r", 0.5).unwrap();
+        assert!(
+            matches!(
+                b.graph.add_relation(dangling).await,
+                Err(MemoryError::Graph(_))
+            ),
+            "{}",
+            b.name
+        );
+
+        // Queries: hostile syntax, huge, blank.
+        for query in [
+            "AND OR NEAR( \"unbalanced",
+            "title:x*",
+            "a & b | !c",
+            "\\\"'; DROP TABLE memories; --",
+            "   ",
+            "",
+        ] {
+            memory
+                .recall(&ns.exact(), query)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {query:?}: {e}", b.name));
+            b.knowledge
+                .search(&PageQuery::new(ns.exact(), query, 5))
+                .await
+                .unwrap();
+        }
+        invalid(
+            "huge query",
+            memory.recall(&ns.exact(), &"word ".repeat(100_000)).await,
+            "query",
+        );
+        invalid(
+            "zero results",
+            memory
+                .recall_with(&ns.exact(), "x", &RecallOptions::default().max_results(0))
+                .await,
+            "max_results",
+        );
+        invalid(
+            "too many results",
+            memory
+                .recall_with(
+                    &ns.exact(),
+                    "x",
+                    &RecallOptions::default().max_results(1_000_000),
+                )
+                .await,
+            "max_results",
+        );
+
+        // Malformed JSONL imports are rejected whole, naming the line; nothing is written.
+        let before = b.store.count(&ns.subtree()).await.unwrap();
+        for input in [
+            "not json at all\n",
+            "{\"format\":\"agent-memory-jsonl\",\"version\":99}\n",
+            "{\"format\":\"agent-memory-jsonl\",\"version\":1}\n{\"type\":\"memory\",\"record\":{\"broken\":true}}\n",
+            "{\"format\":\"agent-memory-jsonl\",\"version\":1}\n\u{0}\u{1}\n",
+        ] {
+            let mut reader = std::io::Cursor::new(input.as_bytes().to_vec());
+            let result = transfer::import_jsonl(
+                &mut reader,
+                Some(&*b.store),
+                Some(&*b.knowledge),
+                Some(&*b.graph),
+            )
+            .await;
+            assert!(
+                matches!(
+                    result,
+                    Err(MemoryError::Serialization { .. }) | Err(MemoryError::InvalidInput(_))
+                ),
+                "{}: malformed JSONL {input:?} gives a clear error, got {result:?}",
+                b.name
+            );
+        }
+        assert_eq!(
+            b.store.count(&ns.subtree()).await.unwrap(),
+            before,
+            "{}: failed imports write nothing",
+            b.name
+        );
+
+        sentinel_is_intact(&b, &memory, &ns).await;
+    }
+}
