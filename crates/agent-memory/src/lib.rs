@@ -6,6 +6,8 @@ pub use memory_core::*;
 pub use memory_graph as graph;
 #[cfg(feature = "inmem")]
 pub use memory_inmem as inmem;
+#[cfg(feature = "postgres")]
+pub use memory_postgres as postgres;
 #[cfg(feature = "retrieve")]
 pub use memory_retrieve as retrieve;
 #[cfg(feature = "sqlite")]
