@@ -15,7 +15,7 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::memory_store::{BM25_B as B, BM25_K1 as K1, REINDEX_BATCH, count, namespaces};
 use crate::sql::{
-    decode_time, encode_time, reject_nul, to_count, tsquery_literal, tsvector_literal,
+    IndexedTerms, decode_time, encode_time, index_terms, reject_nul, to_count, tsquery_literal,
 };
 
 /// BM25F weights of the fields title, summary, tags and content: the same as the in-memory
@@ -29,9 +29,9 @@ pub const PAGE_FIELD_WEIGHTS: [f64; 4] = [3.0, 2.0, 3.0, 1.0];
 /// foreign key), so `referenced_by` is an indexed count. Adding a page is one statement;
 /// updating one (the row, then its references) is one transaction.
 ///
-/// Search: the column `terms` holds one `tsvector` of the shared analyzer's terms of title,
-/// summary, tags and content, each field under its own weight label (`A` to `D`), under a GIN
-/// index. Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
+/// Search: the column `terms` holds a `tsvector` of the shared analyzer's terms of title,
+/// summary, tags and content, under a GIN index, and `term_freqs` each term's frequency per
+/// field. Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
 /// lengths, the in-memory backend's formula), computed in SQL over the searched scope, then
 /// multiplied by the boost of the seed's match rules (`1 + 0.5 title_prefix + 0.5 tag_exact +
 /// 0.25 summary_contains`, also the in-memory rule), reported in [`PageHit::signals`].
@@ -69,12 +69,13 @@ struct EncodedPage {
     created_at: i64,
     updated_at: i64,
     terms: String,
+    term_freqs: serde_json::Value,
     lengths: [i32; 4],
 }
 
 impl EncodedPage {
     /// The values of [`INSERT`], in its order.
-    fn insert_params(&self) -> [&(dyn ToSql + Sync); 16] {
+    fn insert_params(&self) -> [&(dyn ToSql + Sync); 17] {
         [
             &self.ns,
             &self.id,
@@ -87,6 +88,7 @@ impl EncodedPage {
             &self.created_at,
             &self.updated_at,
             &self.terms,
+            &self.term_freqs,
             &self.lengths[0],
             &self.lengths[1],
             &self.lengths[2],
@@ -96,7 +98,7 @@ impl EncodedPage {
     }
 
     /// The values of [`UPDATE`], in its order.
-    fn update_params(&self) -> [&(dyn ToSql + Sync); 15] {
+    fn update_params(&self) -> [&(dyn ToSql + Sync); 16] {
         [
             &self.ns,
             &self.id,
@@ -108,6 +110,7 @@ impl EncodedPage {
             &self.references,
             &self.updated_at,
             &self.terms,
+            &self.term_freqs,
             &self.lengths[0],
             &self.lengths[1],
             &self.lengths[2],
@@ -117,13 +120,9 @@ impl EncodedPage {
     }
 }
 
-/// The four indexed fields of a page (title, summary, tags, content) as a `tsvector` literal
-/// and their term counts.
-fn page_terms(title: &str, summary: &str, tags: &[&str], content: &str) -> (String, [i32; 4]) {
-    let tag_text = tags.join(" ");
-    let (terms, lengths) = tsvector_literal(&[title, summary, &tag_text, content]);
-    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
-    (terms, [length(0), length(1), length(2), length(3)])
+/// The search columns of a page: four fields, title, summary, tags, content.
+fn page_terms(title: &str, summary: &str, tags: &[&str], content: &str) -> IndexedTerms {
+    index_terms(&[title, summary, &tags.join(" "), content])
 }
 
 /// Rebuilds `terms` and the field lengths of every page with this build's analyzer, in
@@ -138,10 +137,12 @@ pub(crate) async fn reindex(
          ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
-        "UPDATE {s}.pages AS p SET terms = u.terms::tsvector, title_len = u.title_len, \
-         summary_len = u.summary_len, tags_len = u.tags_len, content_len = u.content_len \
-         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::integer[], $5::integer[], \
-         $6::integer[]) AS u (rid, terms, title_len, summary_len, tags_len, content_len) \
+        "UPDATE {s}.pages AS p SET terms = u.terms::tsvector, term_freqs = u.term_freqs, \
+         title_len = u.title_len, summary_len = u.summary_len, tags_len = u.tags_len, \
+         content_len = u.content_len \
+         FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::integer[], $5::integer[], \
+         $6::integer[], $7::integer[]) \
+         AS u (rid, terms, term_freqs, title_len, summary_len, tags_len, content_len) \
          WHERE p.rid = u.rid",
     );
     let mut after = 0i64;
@@ -157,6 +158,7 @@ pub(crate) async fn reindex(
         after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
         let mut rids = Vec::with_capacity(rows.len());
         let mut terms = Vec::with_capacity(rows.len());
+        let mut frequencies = Vec::with_capacity(rows.len());
         let mut lengths: [Vec<i32>; 4] = Default::default();
         for row in &rows {
             let field = |error| corrupt(what(), error);
@@ -166,16 +168,20 @@ pub(crate) async fn reindex(
             let tags: Vec<String> = row.try_get(3).map_err(field)?;
             let content: String = row.try_get(4).map_err(field)?;
             let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
-            let (vector, field_lengths) = page_terms(&title, &summary, &tags, &content);
+            let indexed = page_terms(&title, &summary, &tags, &content);
             rids.push(rid);
-            terms.push(vector);
-            for (list, length) in lengths.iter_mut().zip(field_lengths) {
-                list.push(length);
+            for (index, list) in lengths.iter_mut().enumerate() {
+                list.push(indexed.length(index));
             }
+            terms.push(indexed.vector);
+            frequencies.push(indexed.frequencies);
         }
         let [title, summary, tags, content] = &lengths;
         total += transaction
-            .execute(&update, &[&rids, &terms, title, summary, tags, content])
+            .execute(
+                &update,
+                &[&rids, &terms, &frequencies, title, summary, tags, content],
+            )
             .await
             .context(what)?;
     }
@@ -187,7 +193,7 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
     reject_nul("summary", &page.summary)?;
     reject_nul("content", &page.content)?;
     let tags: Vec<&str> = page.tags.iter().map(Tag::as_str).collect();
-    let (terms, lengths) = page_terms(&page.title, &page.summary, &tags, &page.content);
+    let indexed = page_terms(&page.title, &page.summary, &tags, &page.content);
     let mut refs: Vec<String> = Vec::new();
     for reference in &page.references {
         if *reference != page.id && !refs.contains(reference) {
@@ -195,8 +201,14 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
         }
     }
     Ok(EncodedPage {
-        terms,
-        lengths,
+        lengths: [
+            indexed.length(0),
+            indexed.length(1),
+            indexed.length(2),
+            indexed.length(3),
+        ],
+        terms: indexed.vector,
+        term_freqs: indexed.frequencies,
         title_key: page.title.to_lowercase(),
         tags: page
             .tags
@@ -219,12 +231,13 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
 /// taken. (The references' foreign key is checked at the end of the statement, after the page
 /// row exists.)
 const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_key, summary, \
-     content, tags, refs, created_at, updated_at, terms, title_len, summary_len, tags_len, \
-     content_len) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, \
-     $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text::tsvector, $12::integer, \
-     $13::integer, $14::integer, $15::integer) ON CONFLICT (ns, id) DO NOTHING RETURNING ns, id), \
+     content, tags, refs, created_at, updated_at, terms, term_freqs, title_len, summary_len, \
+     tags_len, content_len) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
+     $6::text, $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text::tsvector, \
+     $12::jsonb, $13::integer, $14::integer, $15::integer, $16::integer) \
+     ON CONFLICT (ns, id) DO NOTHING RETURNING ns, id), \
      refs AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
-     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target) \
+     SELECT page.ns, page.id, target FROM page, unnest($17::text[]) AS target) \
      SELECT count(*) FROM page";
 
 /// Replaces an existing page's fields (keeping `created_at`) and its references, in one
@@ -234,13 +247,14 @@ const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_
 /// inserted.
 const UPDATE: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, title_key = $4::text, \
      summary = $5::text, content = $6::text, tags = $7::text[], refs = $8::text[], \
-     updated_at = $9::bigint, terms = $10::text::tsvector, title_len = $11::integer, \
-     summary_len = $12::integer, tags_len = $13::integer, content_len = $14::integer \
+     updated_at = $9::bigint, terms = $10::text::tsvector, term_freqs = $11::jsonb, \
+     title_len = $12::integer, summary_len = $13::integer, tags_len = $14::integer, \
+     content_len = $15::integer \
      WHERE ns = $1::text AND id = $2::text RETURNING ns, id), \
      gone AS (DELETE FROM {s}.page_refs AS r USING page \
-     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($15::text[])), \
+     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($16::text[])), \
      added AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
-     SELECT page.ns, page.id, target FROM page, unnest($15::text[]) AS target \
+     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target \
      ON CONFLICT DO NOTHING) \
      SELECT count(*) FROM page";
 
@@ -421,23 +435,25 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         }
         let [title, summary, tags, content] = PAGE_FIELD_WEIGHTS;
         let mut sql = self.db.sql(
-            "WITH hits AS (SELECT p.rid, p.title_len, p.summary_len, p.tags_len, p.content_len, \
-             u.lexeme, u.weights, (true",
+            "WITH matched AS (SELECT p.rid, p.title_len, p.summary_len, p.tags_len, \
+             p.content_len, p.term_freqs, (true",
         );
         if !query.tags.is_empty() {
             let wanted: Vec<String> = query.tags.iter().map(|t| t.as_str().to_owned()).collect();
             sql.push(" AND p.tags @> ").bind(wanted, "text[]");
         }
-        sql.push(
-            ") AS passes FROM {s}.pages p CROSS JOIN LATERAL unnest(p.terms) AS u WHERE p.terms @@ ",
-        )
-        .bind(tsquery, "text::tsquery")
-        .push(" AND u.lexeme = ANY(")
-        .bind(terms, "text[]")
-        .push(")");
+        sql.push(") AS passes FROM {s}.pages p WHERE p.terms @@ ")
+            .bind(tsquery, "text::tsquery");
         sql.and_scope("p.ns", &query.scope);
         sql.push(
-            "), corpus AS (SELECT count(*)::float8 AS n, \
+            "), hits AS (SELECT x.*, t.term, x.term_freqs -> t.term AS tf, \
+             count(*) OVER (PARTITION BY t.term)::float8 AS df \
+             FROM matched x CROSS JOIN unnest(",
+        )
+        .bind(terms, "text[]")
+        .push(
+            ") AS t (term) WHERE x.term_freqs ? t.term), \
+             corpus AS MATERIALIZED (SELECT count(*)::float8 AS n, \
              greatest(coalesce(avg(p.title_len), 0), 1)::float8 AS title, \
              greatest(coalesce(avg(p.summary_len), 0), 1)::float8 AS summary, \
              greatest(coalesce(avg(p.tags_len), 0), 1)::float8 AS tags, \
@@ -445,26 +461,25 @@ impl KnowledgeStore for PostgresKnowledgeStore {
              FROM {s}.pages p WHERE true",
         );
         sql.and_scope("p.ns", &query.scope);
-        let norm = |length: &str, average: &str| {
-            format!("(1 - {B:?}::float8 + {B:?}::float8 * h.{length} / c.{average})")
+        // BM25F: each field's frequency times its weight over its length normalisation.
+        let field = |index: usize, weight: f64, length: &str, average: &str| {
+            format!(
+                "{weight:?}::float8 * (h.tf ->> {index})::float8 \
+                 / (1 - {B:?}::float8 + {B:?}::float8 * h.{length} / c.{average})"
+            )
         };
         sql.push(&format!(
-            "), df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme), \
-             scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
-             FROM hits h JOIN df d ON d.lexeme = h.lexeme CROSS JOIN corpus c \
-             CROSS JOIN LATERAL (SELECT sum(CASE label \
-               WHEN 'A' THEN {title:?}::float8 / {} \
-               WHEN 'B' THEN {summary:?}::float8 / {} \
-               WHEN 'C' THEN {tags:?}::float8 / {} \
-               ELSE {content:?}::float8 / {} END) AS w FROM unnest(h.weights) AS label) x \
+            "), scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
+             FROM hits h CROSS JOIN corpus c \
+             CROSS JOIN LATERAL (SELECT {} + {} + {} + {} AS w) x \
              WHERE h.passes GROUP BY h.rid) \
              SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, s.score \
              FROM scored s JOIN {{s}}.pages p ON p.rid = s.rid",
-            norm("title_len", "title"),
-            norm("summary_len", "summary"),
-            norm("tags_len", "tags"),
-            norm("content_len", "content"),
+            field(0, title, "title_len", "title"),
+            field(1, summary, "summary_len", "summary"),
+            field(2, tags, "tags_len", "tags"),
+            field(3, content, "content_len", "content"),
         ));
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
         let keywords = rule_keywords(&query.text);

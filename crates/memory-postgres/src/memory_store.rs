@@ -15,8 +15,8 @@ use tokio_postgres::types::ToSql;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    Sql, decode_time, encode_time, limit_value, reject_nul, reject_nul_json, time_bound, to_count,
-    tsquery_literal, tsvector_literal,
+    IndexedTerms, Sql, decode_time, encode_time, index_terms, limit_value, reject_nul,
+    reject_nul_json, time_bound, to_count, tsquery_literal,
 };
 
 /// BM25 term-frequency saturation `k1`: the in-memory backend's value (a test checks).
@@ -39,14 +39,15 @@ const B: f64 = BM25_B;
 /// The column `terms` holds a `tsvector` of the shared
 /// [`Analyzer`](memory_core::text::Analyzer)'s terms of two fields, as the in-memory backend
 /// indexes them: the content with the tags, and the item's [context](MemoryItem::context)
-/// (weighted [`CONTEXT_FIELD_WEIGHT`]). It is written in the same statement as the row, under
-/// a GIN index. A query is analysed the same way and becomes a `tsquery` of quoted lexemes joined by
-/// `|`, so no user text is query syntax. Hits are ranked by BM25F ([`BM25_K1`], [`BM25_B`], the
-/// in-memory backend's formula) computed in SQL: term frequencies and document lengths come
-/// from the stored vectors, document frequencies and the average length from the searched
-/// scope. For a single-namespace scope the scores equal the in-memory backend's (up to
-/// rounding); a subtree scope takes its statistics over the whole subtree. The cost is one
-/// pass over the matching rows and an aggregate over the scope's rows.
+/// (weighted [`CONTEXT_FIELD_WEIGHT`]); `term_freqs` holds each term's frequency per field.
+/// Both are written in the same statement as the row; `terms` is GIN-indexed. A query is
+/// analysed the same way and becomes a `tsquery` of quoted lexemes joined by `|`, so no user
+/// text is query syntax. Hits are ranked by BM25F ([`BM25_K1`], [`BM25_B`], the in-memory
+/// backend's formula) computed in SQL: term frequencies and field lengths come from the row,
+/// document frequencies and average lengths from the searched scope. For a single-namespace
+/// scope the scores equal the in-memory backend's (up to rounding); a subtree scope takes its
+/// statistics over the whole subtree. The cost is one pass over the matching rows and an
+/// index-only aggregate over the scope's rows.
 ///
 /// # Recall statistics
 ///
@@ -89,13 +90,14 @@ struct Encoded {
     access_count: i64,
     embedding: Option<Vec<f32>>,
     terms: String,
+    term_freqs: serde_json::Value,
     doc_len: i32,
     context_len: i32,
 }
 
 impl Encoded {
     /// The values of the columns `ns` to `context_len`, in [`UPSERT`]'s order.
-    fn params(&self) -> [&(dyn ToSql + Sync); 17] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 18] {
         [
             &self.ns,
             &self.id,
@@ -112,6 +114,7 @@ impl Encoded {
             &self.access_count,
             &self.embedding,
             &self.terms,
+            &self.term_freqs,
             &self.doc_len,
             &self.context_len,
         ]
@@ -132,13 +135,11 @@ fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
 /// Rows re-indexed per statement by [`reindex`].
 pub(crate) const REINDEX_BATCH: i64 = 1_000;
 
-/// The search vector of a memory and the term counts of its two fields: content with tags
-/// (as the in-memory backend indexes them), then the context
-/// ([`MemoryItem::context`], metadata [`CONTEXT_METADATA_KEY`]).
-fn memory_terms<T: AsRef<str>>(content: &str, tags: &[T], context: &str) -> (String, i32, i32) {
-    let (terms, lengths) = tsvector_literal(&[&indexed_text(content, tags), context]);
-    let length = |index: usize| lengths.get(index).copied().unwrap_or(0);
-    (terms, length(0), length(1))
+/// The search columns of a memory, two fields: content with tags (as the in-memory backend
+/// indexes them), then the context ([`MemoryItem::context`], metadata
+/// [`CONTEXT_METADATA_KEY`]).
+fn memory_terms<T: AsRef<str>>(content: &str, tags: &[T], context: &str) -> IndexedTerms {
+    index_terms(&[&indexed_text(content, tags), context])
 }
 
 /// Rebuilds `terms` and the field lengths of every memory with this build's analyzer, in batches of
@@ -153,10 +154,10 @@ pub(crate) async fn reindex(
          WHERE rid > $1::bigint ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
-        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, doc_len = u.doc_len, \
-         context_len = u.context_len \
-         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::integer[]) \
-         AS u (rid, terms, doc_len, context_len) WHERE m.rid = u.rid",
+        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, term_freqs = u.term_freqs, \
+         doc_len = u.doc_len, context_len = u.context_len \
+         FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::integer[], $5::integer[]) \
+         AS u (rid, terms, term_freqs, doc_len, context_len) WHERE m.rid = u.rid",
     );
     let mut after = 0i64;
     let mut total = 0u64;
@@ -171,6 +172,7 @@ pub(crate) async fn reindex(
         after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
         let mut rids = Vec::with_capacity(rows.len());
         let mut terms = Vec::with_capacity(rows.len());
+        let mut frequencies = Vec::with_capacity(rows.len());
         let mut lengths = Vec::with_capacity(rows.len());
         let mut context_lengths = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -184,14 +186,18 @@ pub(crate) async fn reindex(
                 .get(CONTEXT_METADATA_KEY)
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("");
-            let (vector, length, context_length) = memory_terms(&content, &tags, context);
+            let indexed = memory_terms(&content, &tags, context);
             rids.push(rid);
-            terms.push(vector);
-            lengths.push(length);
-            context_lengths.push(context_length);
+            lengths.push(indexed.length(0));
+            context_lengths.push(indexed.length(1));
+            terms.push(indexed.vector);
+            frequencies.push(indexed.frequencies);
         }
         total += transaction
-            .execute(&update, &[&rids, &terms, &lengths, &context_lengths])
+            .execute(
+                &update,
+                &[&rids, &terms, &frequencies, &lengths, &context_lengths],
+            )
             .await
             .context(what)?;
     }
@@ -210,11 +216,12 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
         Some(at) => Some(encode_time("last_accessed", at)?),
         None => None,
     };
-    let (terms, doc_len, context_len) = memory_terms(&item.content, &item.tags, item.context());
+    let indexed = memory_terms(&item.content, &item.tags, item.context());
     Ok(Encoded {
-        terms,
-        doc_len,
-        context_len,
+        doc_len: indexed.length(0),
+        context_len: indexed.length(1),
+        terms: indexed.vector,
+        term_freqs: indexed.frequencies,
         tags: item
             .tags
             .iter()
@@ -239,16 +246,17 @@ fn encode(item: MemoryItem) -> Result<Encoded> {
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
-     terms, doc_len, context_len) \
+     terms, term_freqs, doc_len, context_len) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
      $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
-     $15::text::tsvector, $16::integer, $17::integer) \
+     $15::text::tsvector, $16::jsonb, $17::integer, $18::integer) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
      last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
-     embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, doc_len = EXCLUDED.doc_len, \
+     embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, \
+     term_freqs = EXCLUDED.term_freqs, doc_len = EXCLUDED.doc_len, \
      context_len = EXCLUDED.context_len";
 
 /// Replaces an existing item (its recall statistics kept); changes no row when it is missing.
@@ -256,7 +264,8 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
      last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
-     terms = $15::text::tsvector, doc_len = $16::integer, context_len = $17::integer \
+     terms = $15::text::tsvector, term_freqs = $16::jsonb, doc_len = $17::integer, \
+     context_len = $18::integer \
      WHERE ns = $1::text AND id = $2::text";
 
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
@@ -457,39 +466,40 @@ impl MemoryStore for PostgresStore {
         if query.top_k == 0 || !filter_is_satisfiable(filter) {
             return Ok(Vec::new());
         }
-        let mut sql = self.db.sql(
-            "WITH hits AS (SELECT m.rid, m.doc_len, m.context_len, u.lexeme, u.weights, (true",
-        );
+        let mut sql = self
+            .db
+            .sql("WITH matched AS (SELECT m.rid, m.doc_len, m.context_len, m.term_freqs, (true");
         and_conditions(&mut sql, filter);
-        sql.push(
-            ") AS passes FROM {s}.memories m CROSS JOIN LATERAL unnest(m.terms) AS u \
-             WHERE m.terms @@ ",
-        )
-        .bind(tsquery, "text::tsquery")
-        .push(" AND u.lexeme = ANY(")
-        .bind(terms, "text[]")
-        .push(")");
+        sql.push(") AS passes FROM {s}.memories m WHERE m.terms @@ ")
+            .bind(tsquery, "text::tsquery");
         sql.and_scope("m.ns", &filter.scope);
         sql.push(
-            "), corpus AS (SELECT count(*)::float8 AS n, \
+            "), hits AS (SELECT x.rid, x.doc_len, x.context_len, x.passes, t.term, \
+             (x.term_freqs -> t.term ->> 0)::float8 AS tf_content, \
+             (x.term_freqs -> t.term ->> 1)::float8 AS tf_context, \
+             count(*) OVER (PARTITION BY t.term)::float8 AS df \
+             FROM matched x CROSS JOIN unnest(",
+        )
+        .bind(terms, "text[]")
+        .push(
+            ") AS t (term) WHERE x.term_freqs ? t.term), \
+             corpus AS MATERIALIZED (SELECT count(*)::float8 AS n, \
              greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS content, \
              greatest(coalesce(avg(m.context_len), 0), 1)::float8 AS context \
              FROM {s}.memories m WHERE true",
         );
         sql.and_scope("m.ns", &filter.scope);
-        // BM25F: per occurrence, the field's weight over its length normalisation; the
-        // labels are the fields (A content with tags, B context).
+        // BM25F over the two fields: each field's frequency times its weight over its length
+        // normalisation, saturated by k1; document frequencies over the whole scope.
         let context_weight = f64::from(CONTEXT_FIELD_WEIGHT);
         sql.push(&format!(
-            "), df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme), \
-             scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
-             FROM hits h JOIN df d ON d.lexeme = h.lexeme CROSS JOIN corpus c \
-             CROSS JOIN LATERAL (SELECT sum(CASE label \
-               WHEN 'B' THEN {context_weight:?}::float8 \
-                 / (1 - {B:?}::float8 + {B:?}::float8 * h.context_len / c.context) \
-               ELSE 1 / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.content) END) AS w \
-               FROM unnest(h.weights) AS label) x \
+            "), scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
+             FROM hits h CROSS JOIN corpus c \
+             CROSS JOIN LATERAL (SELECT \
+               h.tf_content / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.content) \
+               + {context_weight:?}::float8 * h.tf_context \
+                 / (1 - {B:?}::float8 + {B:?}::float8 * h.context_len / c.context) AS w) x \
              WHERE h.passes GROUP BY h.rid) \
              SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"

@@ -37,13 +37,14 @@ const MIGRATIONS: [Migration; 1] = [Migration {
 // - Timestamps are bigint nanoseconds since the Unix epoch (UTC): timestamptz keeps only
 //   microseconds, and a record must read back exactly as it was saved.
 // - f32 fields are real, so they round-trip exactly; sums of scores are double precision.
-// - `terms` is a tsvector of the shared analyzer's terms (memory_core::text::Analyzer), built
-//   by the client (see sql::tsvector_literal): one position per occurrence, weighted by field,
-//   so BM25 statistics can be read back from it. `*_len` columns hold each field's term count.
-//   Memories have two fields: content with tags (`A`, length `doc_len`) and the context from
-//   metadata `_context` (`B`, `context_len`); pages four: title, summary, tags, content.
-//   When the analyzer's behaviour changes (its fingerprint in `meta` differs), the next
-//   migration rebuilds these columns from the records.
+// - `terms` is a tsvector of the distinct terms of the shared analyzer
+//   (memory_core::text::Analyzer), built by the client (sql::index_terms), under a GIN index:
+//   it decides what matches. `term_freqs` holds each term's frequency per field
+//   ({"term": [f0, f1, ...]}) and the `*_len` columns each field's term count: BM25 reads
+//   them (a key lookup per query term, instead of unnesting the whole tsvector). Memories
+//   have two fields, content with tags (`doc_len`) and the context from metadata `_context`
+//   (`context_len`); pages four: title, summary, tags, content. When the analyzer's behaviour
+//   changes (its fingerprint in `meta` differs), the next migration rebuilds these columns.
 const MIGRATION_1: &str = r#"
 CREATE TABLE {s}.memories (
     rid            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -65,6 +66,7 @@ CREATE TABLE {s}.memories (
     recall_total   double precision NOT NULL DEFAULT 0,
     last_recall_at bigint,
     terms          tsvector NOT NULL,
+    term_freqs     jsonb NOT NULL,
     doc_len        integer NOT NULL,
     context_len    integer NOT NULL,
     UNIQUE (ns, id)
@@ -89,6 +91,7 @@ CREATE TABLE {s}.pages (
     created_at  bigint NOT NULL,
     updated_at  bigint NOT NULL,
     terms       tsvector NOT NULL,
+    term_freqs  jsonb NOT NULL,
     title_len   integer NOT NULL,
     summary_len integer NOT NULL,
     tags_len    integer NOT NULL,

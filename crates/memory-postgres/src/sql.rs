@@ -144,56 +144,66 @@ pub(crate) fn analyzer_fingerprint() -> String {
     format!("{hash:016x}")
 }
 
-/// Most positions kept per lexeme of a `tsvector` (PostgreSQL's `MAXNUMPOS`).
-const MAX_POSITIONS: usize = 256;
+/// A document analysed for the search columns: the `tsvector` the GIN index matches on, the
+/// term frequencies BM25 ranks with, and each field's term count.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IndexedTerms {
+    /// The text of a `tsvector` literal of the distinct terms, without positions (matching
+    /// needs none, and a smaller vector is a smaller index entry).
+    pub(crate) vector: String,
+    /// `{"term": [frequency in field 0, field 1, ...], ...}`, for the `term_freqs` jsonb column.
+    /// Reading one term's frequencies is a key lookup, where taking them from a `tsvector`
+    /// means unnesting all of its lexemes with their positions.
+    pub(crate) frequencies: serde_json::Value,
+    /// The number of analyzer terms in each field.
+    pub(crate) lengths: Vec<i32>,
+}
 
-/// The `tsvector` of a document of up to four fields, as the text of a `tsvector` literal,
-/// and the number of analyzer terms in each field.
-///
-/// The lexemes are the shared analyzer's terms, written as they are (PostgreSQL's own parser
-/// and dictionaries never see the text). Each occurrence of a term gets one position,
-/// numbered `1, 2, ...` per lexeme and weighted by its field (`A` for field 0, `B`, `C`, `D`),
-/// so the number of positions of a lexeme with a weight is the term's frequency in that field.
-/// Positions are not word offsets (nothing here needs phrase search); they are capped at
-/// PostgreSQL's 256 per lexeme, which BM25's saturation makes harmless.
-pub(crate) fn tsvector_literal(fields: &[&str]) -> (String, Vec<i32>) {
-    const WEIGHTS: [char; 4] = ['A', 'B', 'C', 'D'];
+/// Analyses a document of several fields with the shared analyzer (PostgreSQL's own parser
+/// and dictionaries never see the text).
+pub(crate) fn index_terms(fields: &[&str]) -> IndexedTerms {
     let analyzer = analyzer();
-    let mut lexemes: std::collections::BTreeMap<String, Vec<char>> = Default::default();
+    let mut counts: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
     let mut lengths = Vec::with_capacity(fields.len());
     for (index, text) in fields.iter().enumerate() {
-        let weight = WEIGHTS[index.min(WEIGHTS.len() - 1)];
         let mut length = 0i32;
         analyzer.for_each_term(text, |term| {
             length = length.saturating_add(1);
-            let positions = match lexemes.get_mut(term) {
-                Some(positions) => positions,
-                None => lexemes.entry(term.to_owned()).or_default(),
+            let per_field = match counts.get_mut(term) {
+                Some(per_field) => per_field,
+                None => counts
+                    .entry(term.to_owned())
+                    .or_insert_with(|| vec![0; fields.len()]),
             };
-            if positions.len() < MAX_POSITIONS {
-                positions.push(weight);
+            if let Some(count) = per_field.get_mut(index) {
+                *count += 1;
             }
         });
         lengths.push(length);
     }
-    let mut out = String::new();
-    for (lexeme, weights) in &lexemes {
-        if !out.is_empty() {
-            out.push(' ');
+    let mut vector = String::new();
+    for lexeme in counts.keys() {
+        if !vector.is_empty() {
+            vector.push(' ');
         }
-        push_quoted_lexeme(&mut out, lexeme);
-        out.push(':');
-        for (position, weight) in weights.iter().enumerate() {
-            if position > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{}", position + 1);
-            if *weight != 'D' {
-                out.push(*weight);
-            }
-        }
+        push_quoted_lexeme(&mut vector, lexeme);
     }
-    (out, lengths)
+    let frequencies = counts
+        .into_iter()
+        .map(|(term, per_field)| (term, serde_json::Value::from(per_field)))
+        .collect::<serde_json::Map<_, _>>();
+    IndexedTerms {
+        vector,
+        frequencies: serde_json::Value::Object(frequencies),
+        lengths,
+    }
+}
+
+impl IndexedTerms {
+    /// The term count of field `index`, 0 past the last field.
+    pub(crate) fn length(&self, index: usize) -> i32 {
+        self.lengths.get(index).copied().unwrap_or(0)
+    }
 }
 
 /// The distinct analyzer terms of the user's `text` and the `tsquery` literal matching any of
@@ -327,19 +337,32 @@ mod tests {
     }
 
     #[test]
-    fn tsvector_literals_count_terms_per_field() {
-        let (literal, lengths) = tsvector_literal(&["Cats, cats!", "", "cat-lover 状态管理"]);
+    fn documents_are_indexed_per_field() {
+        let indexed = index_terms(&["Cats, cats!", "", "cat-lover 状态管理"]);
+        assert_eq!(indexed.vector, "'cat' 'lover' '态管' '状态' '管理'");
         assert_eq!(
-            literal,
-            "'cat':1A,2A,3C 'lover':1C '态管':1C '状态':1C '管理':1C"
+            indexed.frequencies,
+            serde_json::json!({
+                "cat": [2, 0, 1], "lover": [0, 0, 1],
+                "态管": [0, 0, 1], "状态": [0, 0, 1], "管理": [0, 0, 1]
+            })
         );
-        assert_eq!(lengths, [2, 0, 5]);
-        let (literal, lengths) = tsvector_literal(&["the of"]);
-        assert_eq!((literal.as_str(), lengths.as_slice()), ("", &[0][..]));
+        assert_eq!(indexed.lengths, [2, 0, 5]);
+        assert_eq!((indexed.length(2), indexed.length(7)), (5, 0));
+        let empty = index_terms(&["the of"]);
+        assert_eq!(
+            (
+                empty.vector.as_str(),
+                empty.frequencies.clone(),
+                empty.lengths
+            ),
+            ("", serde_json::json!({}), vec![0])
+        );
         let many = "word ".repeat(300);
-        let (literal, lengths) = tsvector_literal(&[many.as_str()]);
-        assert_eq!(literal.matches(',').count(), MAX_POSITIONS - 1);
-        assert_eq!(lengths, [300]);
+        assert_eq!(
+            index_terms(&[many.as_str()]).frequencies,
+            serde_json::json!({"word": [300]})
+        );
     }
 
     #[test]
