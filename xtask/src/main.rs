@@ -6,16 +6,19 @@
 //! - `tidy`: only the tidy checks.
 //! - `bench [--quick] [criterion args]`: the benchmarks, then a summary table.
 //! - `eval [options]`: retrieval quality on LoCoMo-format conversations (see `eval --help`).
+//! - `fuzz [--time SECONDS] [TARGET...]`: the cargo-fuzz targets, each for a given time.
+//! - `soak [--count N] [--capacity N]`: N writes into a bounded store, printing memory use.
 
 mod bench;
 mod ci;
+mod fuzz;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
-        eprintln!("usage: cargo xtask <ci|features|tidy|bench|eval> [args]");
+        eprintln!("usage: cargo xtask <ci|features|tidy|bench|eval|fuzz|soak> [args]");
         return ExitCode::FAILURE;
     };
     let rest = &args[1..];
@@ -25,8 +28,10 @@ fn main() -> ExitCode {
         "tidy" => ci::tidy(),
         "bench" => bench::bench(rest),
         "eval" => bench::eval(rest),
+        "fuzz" => fuzz::fuzz(rest),
+        "soak" => fuzz::soak(rest),
         other => Err(format!(
-            "unknown command {other:?}; expected ci, features, tidy, bench or eval"
+            "unknown command {other:?}; expected ci, features, tidy, bench, eval, fuzz or soak"
         )),
     };
     match result {
