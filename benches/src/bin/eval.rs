@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo xtask eval [--memories FILE --queries FILE | --synthetic]
-//!                  [--backend inmem] [--strategy hybrid|memory|knowledge|graph]
+//!                  [--backend inmem|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
 //!                  [--no-date] [--no-context] [--show-misses] [--json FILE]
@@ -17,7 +17,7 @@ use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, Scoring
 use memory_benches::eval::{EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, render};
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
+    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -123,9 +123,18 @@ fn run() -> Result<(), String> {
         let questions = read_jsonl(&queries).map_err(|e| e.to_string())?;
         (turns, questions)
     };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
     let store: Arc<dyn MemoryStore> = match backend.as_str() {
         "inmem" => Arc::new(InMemoryStore::new()),
-        other => return Err(format!("unknown backend {other}; available: inmem")),
+        "postgres" => runtime.block_on(postgres_store())?,
+        other => {
+            return Err(format!(
+                "unknown backend {other}; available: inmem, postgres"
+            ));
+        }
     };
     let _ = RetrieverConfig::default();
     eprintln!(
@@ -133,10 +142,6 @@ fn run() -> Result<(), String> {
         turns.len(),
         questions.len()
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
     let report = runtime
         .block_on(evaluate(&turns, &questions, store, &options))
         .map_err(|e| e.to_string())?;
@@ -147,4 +152,23 @@ fn run() -> Result<(), String> {
         eprintln!("eval: wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The PostgreSQL memory store of `--backend postgres`: schema `am_eval` on the server named
+/// by `AGENT_MEMORY_POSTGRES_URL` (else `AGENT_MEMORY_TEST_POSTGRES_URL`, else the local
+/// development server), emptied first so every run starts from nothing.
+async fn postgres_store() -> Result<Arc<dyn MemoryStore>, String> {
+    use agent_memory::postgres::{PostgresBackend, PostgresOptions};
+    let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
+        .or_else(|_| std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL"))
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let backend = PostgresBackend::connect(&url, PostgresOptions::default().with_schema("am_eval"))
+        .await
+        .map_err(|e| format!("postgres: {e}"))?;
+    let store = backend.memory_store().clone();
+    store
+        .clear(&agent_memory::Scope::all())
+        .await
+        .map_err(|e| format!("postgres: emptying schema am_eval: {e}"))?;
+    Ok(Arc::new(store))
 }
