@@ -43,8 +43,9 @@
 //! queries are analysed the same way, so PostgreSQL agrees with the in-memory and SQLite
 //! backends on what matches; PostgreSQL's own parser and dictionaries are not used. User text
 //! becomes a `tsquery` of quoted lexemes joined by `|`: it is never query syntax. Ranking is
-//! BM25 (pages: BM25F over title, summary, tags and content) computed in SQL with the in-memory
-//! backend's parameters.
+//! BM25F (memories: content with tags, and the context; pages: title, summary, tags and
+//! content) computed in SQL from per-field term frequencies kept beside the vector, with the
+//! in-memory backend's parameters ([`BM25_K1`], [`BM25_B`]), so scores match it.
 //!
 //! # Concurrency and errors
 //!
