@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo xtask eval [--memories FILE --queries FILE | --synthetic]
-//!                  [--backend inmem|postgres] [--strategy hybrid|memory|knowledge|graph]
+//!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
 //!                  [--no-date] [--no-context] [--show-misses] [--json FILE]
@@ -17,7 +17,7 @@ use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, Scoring
 use memory_benches::eval::{EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, render};
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
+    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -129,10 +129,11 @@ fn run() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let store: Arc<dyn MemoryStore> = match backend.as_str() {
         "inmem" => Arc::new(InMemoryStore::new()),
+        "sqlite" => sqlite_store()?,
         "postgres" => runtime.block_on(postgres_store())?,
         other => {
             return Err(format!(
-                "unknown backend {other}; available: inmem, postgres"
+                "unknown backend {other}; available: inmem, sqlite, postgres"
             ));
         }
     };
@@ -157,6 +158,17 @@ fn run() -> Result<(), String> {
 /// The PostgreSQL memory store of `--backend postgres`: schema `am_eval` on the server named
 /// by `AGENT_MEMORY_POSTGRES_URL` (else `AGENT_MEMORY_TEST_POSTGRES_URL`, else the local
 /// development server), emptied first so every run starts from nothing.
+/// A fresh SQLite file under the system's temporary directory (removed first if it exists).
+fn sqlite_store() -> Result<Arc<dyn MemoryStore>, String> {
+    let path = std::env::temp_dir().join("agent-memory-eval.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let backend = agent_memory::sqlite::SqliteBackend::open(&path).map_err(|e| e.to_string())?;
+    eprintln!("eval: SQLite file {}", path.display());
+    Ok(Arc::new(backend.memory_store().clone()))
+}
+
 async fn postgres_store() -> Result<Arc<dyn MemoryStore>, String> {
     use agent_memory::postgres::{PostgresBackend, PostgresOptions};
     let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")

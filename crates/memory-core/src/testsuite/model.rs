@@ -69,17 +69,25 @@ fn spaces(base: &Namespace) -> Vec<Namespace> {
     MODEL_SPACES
         .iter()
         .map(|space| {
-            space.split('/').fold(base.clone(), |ns, segment| child(&ns, segment))
+            space
+                .split('/')
+                .fold(base.clone(), |ns, segment| child(&ns, segment))
         })
         .collect()
 }
 
 fn item(ns: &Namespace, id: usize, word: usize, tick: i64) -> MemoryItem {
-    let at = Utc.timestamp_opt(1_700_000_000 + tick, 0).single().unwrap_or_default();
-    MemoryItem::new(ns.clone(), format!("a note about {}", MODEL_WORDS[word % MODEL_WORDS.len()]))
-        .and_then(|item| item.with_id(format!("m{}", id % 8)))
-        .map(|item| item.with_created_at(at))
-        .unwrap_or_else(|error| panic!("model: building item: {error}"))
+    let at = Utc
+        .timestamp_opt(1_700_000_000 + tick, 0)
+        .single()
+        .unwrap_or_default();
+    MemoryItem::new(
+        ns.clone(),
+        format!("a note about {}", MODEL_WORDS[word % MODEL_WORDS.len()]),
+    )
+    .and_then(|item| item.with_id(format!("m{}", id % 8)))
+    .map(|item| item.with_created_at(at))
+    .unwrap_or_else(|error| panic!("model: building item: {error}"))
 }
 
 /// Applies `ops` to `store` under `base` and to a model, checking each acknowledged result,
@@ -89,7 +97,10 @@ fn item(ns: &Namespace, id: usize, word: usize, tick: i64) -> MemoryItem {
 pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, ops: &[MemoryOp]) {
     let spaces = spaces(base);
     let mut model: BTreeMap<(usize, usize), Model> = BTreeMap::new();
-    let recall_at = Utc.timestamp_opt(1_800_000_000, 0).single().unwrap_or_default();
+    let recall_at = Utc
+        .timestamp_opt(1_800_000_000, 0)
+        .single()
+        .unwrap_or_default();
     for (tick, op) in ops.iter().enumerate() {
         let tick = tick as i64;
         match *op {
@@ -106,7 +117,10 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                 let result = store.update(item(&spaces[space], id, word, tick)).await;
                 match model.get_mut(&(space, id)) {
                     Some(entry) => {
-                        assert!(result.is_ok(), "model: update of an existing memory failed: {result:?}");
+                        assert!(
+                            result.is_ok(),
+                            "model: update of an existing memory failed: {result:?}"
+                        );
                         entry.word = word;
                     }
                     None => assert!(
@@ -121,11 +135,18 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                     Ok(existed) => existed,
                     Err(error) => panic!("model: delete failed: {error}"),
                 };
-                assert_eq!(existed, model.remove(&(space, id)).is_some(), "model: delete reports existence");
+                assert_eq!(
+                    existed,
+                    model.remove(&(space, id)).is_some(),
+                    "model: delete reports existence"
+                );
             }
             MemoryOp::Recall { space, id } => {
                 let (space, id) = (space % spaces.len(), id % 8);
-                if let Err(error) = store.record_recall(&spaces[space], &format!("m{id}"), 0.5, recall_at).await {
+                if let Err(error) = store
+                    .record_recall(&spaces[space], &format!("m{id}"), 0.5, recall_at)
+                    .await
+                {
                     panic!("model: record_recall failed: {error}");
                 }
                 if let Some(entry) = model.get_mut(&(space, id)) {
@@ -140,7 +161,11 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                 };
                 let before = model.len();
                 model.retain(|(s, _), _| *s != space);
-                assert_eq!(removed, before - model.len(), "model: clear reports what it deleted");
+                assert_eq!(
+                    removed,
+                    before - model.len(),
+                    "model: clear reports what it deleted"
+                );
             }
         }
     }
@@ -151,25 +176,53 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
         };
         let mut got: Vec<String> = listed.iter().map(|item| item.id.clone()).collect();
         got.sort();
-        let want: Vec<String> = model.keys().filter(|(m, _)| *m == s).map(|(_, id)| format!("m{id}")).collect();
+        let want: Vec<String> = model
+            .keys()
+            .filter(|(m, _)| *m == s)
+            .map(|(_, id)| format!("m{id}"))
+            .collect();
         assert_eq!(got, want, "model: list of {space} agrees with the model");
-        assert!(listed.iter().all(|item| item.namespace == *space), "model: list isolation");
+        assert!(
+            listed.iter().all(|item| item.namespace == *space),
+            "model: list isolation"
+        );
         for item in &listed {
             let id: usize = item.id[1..].parse().unwrap_or(usize::MAX);
             let expected = model.get(&(s, id)).copied().unwrap_or_default();
-            assert!(item.content.ends_with(MODEL_WORDS[expected.word]), "model: content of {}", item.id);
-            let stats = store.recall_stats(space, &item.id).await.ok().flatten().map_or(0, |s| s.recall_count);
-            assert_eq!(stats, expected.recalls, "model: recall count of {} in {space}", item.id);
+            assert!(
+                item.content.ends_with(MODEL_WORDS[expected.word]),
+                "model: content of {}",
+                item.id
+            );
+            let stats = store
+                .recall_stats(space, &item.id)
+                .await
+                .ok()
+                .flatten()
+                .map_or(0, |s| s.recall_count);
+            assert_eq!(
+                stats, expected.recalls,
+                "model: recall count of {} in {space}",
+                item.id
+            );
         }
         for (w, word) in MODEL_WORDS.iter().enumerate() {
             for scope in [space.exact(), space.subtree()] {
-                let hits = match store.search(&SearchQuery::new(scope.clone(), *word, 100)).await {
+                let hits = match store
+                    .search(&SearchQuery::new(scope.clone(), *word, 100))
+                    .await
+                {
                     Ok(hits) => hits,
                     Err(error) => panic!("model: search failed: {error}"),
                 };
-                assert!(hits.iter().all(|hit| scope.contains(&hit.item.namespace)), "model: search isolation");
-                let mut got: Vec<(String, String)> =
-                    hits.iter().map(|h| (h.item.namespace.to_string(), h.item.id.clone())).collect();
+                assert!(
+                    hits.iter().all(|hit| scope.contains(&hit.item.namespace)),
+                    "model: search isolation"
+                );
+                let mut got: Vec<(String, String)> = hits
+                    .iter()
+                    .map(|h| (h.item.namespace.to_string(), h.item.id.clone()))
+                    .collect();
                 got.sort();
                 let mut want: Vec<(String, String)> = model
                     .iter()
@@ -177,7 +230,10 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                     .map(|((m, id), _)| (spaces[*m].to_string(), format!("m{id}")))
                     .collect();
                 want.sort();
-                assert_eq!(got, want, "model: search for {word} in {scope:?} finds exactly the live memories holding it");
+                assert_eq!(
+                    got, want,
+                    "model: search for {word} in {scope:?} finds exactly the live memories holding it"
+                );
             }
         }
     }

@@ -16,9 +16,23 @@ const ROUNDS: usize = 60;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mixed_operations_keep_every_acknowledged_write() {
     // A TTL far in the future: maintain runs real passes that must delete nothing.
-    let eviction = EvictionConfig { policy: EvictionPolicy::Ttl { ttl_secs: 10 * 365 * 86_400 }, check_interval: 7 };
-    let memory = Arc::new(Memory::builder().eviction(eviction).recall_batch(5).build().unwrap());
-    let spaces: Vec<Namespace> = ["shared/a", "shared/b"].iter().map(|s| Namespace::parse(s).unwrap()).collect();
+    let eviction = EvictionConfig {
+        policy: EvictionPolicy::Ttl {
+            ttl_secs: 10 * 365 * 86_400,
+        },
+        check_interval: 7,
+    };
+    let memory = Arc::new(
+        Memory::builder()
+            .eviction(eviction)
+            .recall_batch(5)
+            .build()
+            .unwrap(),
+    );
+    let spaces: Vec<Namespace> = ["shared/a", "shared/b"]
+        .iter()
+        .map(|s| Namespace::parse(s).unwrap())
+        .collect();
     // Expected final content and recall count per (namespace, id), filled by each task.
     let expected: Arc<Mutex<HashMap<(String, String), (Option<String>, u64)>>> = Arc::default();
     let run = async {
@@ -37,29 +51,46 @@ async fn mixed_operations_keep_every_acknowledged_write() {
                     match round % 6 {
                         0 | 1 => {
                             let text = format!("task {task} round {round} likes topic{task}");
-                            memory.remember_with(Remember::new(ns.clone(), text.clone()).id(id.clone())).await.unwrap();
+                            memory
+                                .remember_with(
+                                    Remember::new(ns.clone(), text.clone()).id(id.clone()),
+                                )
+                                .await
+                                .unwrap();
                             let entry = mine.entry(key).or_insert((None, 0));
                             entry.0 = Some(text);
                         }
                         2 => {
                             if let Some((Some(_), _)) = mine.get(&key) {
                                 let text = format!("task {task} round {round} updated topic{task}");
-                                let item = MemoryItem::new(ns.clone(), text.clone()).unwrap().with_id(id.clone()).unwrap();
+                                let item = MemoryItem::new(ns.clone(), text.clone())
+                                    .unwrap()
+                                    .with_id(id.clone())
+                                    .unwrap();
                                 memory.store().update(item).await.unwrap();
                                 mine.get_mut(&key).unwrap().0 = Some(text);
                             }
                         }
                         3 => {
                             if mine.get(&key).is_some_and(|(text, _)| text.is_some()) {
-                                memory.store().record_recall(ns, &id, 0.5, chrono::Utc::now()).await.unwrap();
+                                memory
+                                    .store()
+                                    .record_recall(ns, &id, 0.5, chrono::Utc::now())
+                                    .await
+                                    .unwrap();
                                 mine.get_mut(&key).unwrap().1 += 1;
                             }
                         }
                         4 => {
-                            let found = memory.recall(&ns.exact(), &format!("topic{task}")).await.unwrap();
+                            let found = memory
+                                .recall(&ns.exact(), &format!("topic{task}"))
+                                .await
+                                .unwrap();
                             for item in found.items {
                                 if let RetrievalSource::Memory(item) = item.source {
-                                    *recalled.entry((item.namespace.to_string(), item.id)).or_default() += 1;
+                                    *recalled
+                                        .entry((item.namespace.to_string(), item.id))
+                                        .or_default() += 1;
                                 }
                             }
                         }
@@ -87,18 +118,30 @@ async fn mixed_operations_keep_every_acknowledged_write() {
             task.await.unwrap();
         }
     };
-    tokio::time::timeout(Duration::from_secs(120), run).await.expect("the stress run deadlocked or stalled");
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the stress run deadlocked or stalled");
     memory.flush().await.unwrap();
     let expected = expected.lock().await;
     let mut live = 0;
     for ((ns, id), (text, _)) in expected.iter() {
         let ns = Namespace::parse(ns).unwrap();
         let stored = memory.store().get(&ns, id).await.unwrap();
-        assert_eq!(stored.as_ref().map(|item| item.content.clone()), text.clone(), "{ns}/{id}");
+        assert_eq!(
+            stored.as_ref().map(|item| item.content.clone()),
+            text.clone(),
+            "{ns}/{id}"
+        );
         live += usize::from(text.is_some());
     }
-    let stats = memory.stats(&Namespace::parse("shared").unwrap().subtree()).await.unwrap();
-    assert_eq!(stats.total, live, "nothing but the acknowledged writes is stored");
+    let stats = memory
+        .stats(&Namespace::parse("shared").unwrap().subtree())
+        .await
+        .unwrap();
+    assert_eq!(
+        stats.total, live,
+        "nothing but the acknowledged writes is stored"
+    );
     assert!(live > TASKS, "the run wrote a real amount: {live}");
 }
 
@@ -106,7 +149,10 @@ async fn mixed_operations_keep_every_acknowledged_write() {
 async fn concurrent_recall_counts_are_not_lost() {
     let memory = Arc::new(Memory::in_memory());
     let ns = Namespace::parse("counts").unwrap();
-    let id = memory.remember(&ns, "the one memory everyone recalls").await.unwrap();
+    let id = memory
+        .remember(&ns, "the one memory everyone recalls")
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for _ in 0..16 {
         let memory = Arc::clone(&memory);
@@ -114,8 +160,15 @@ async fn concurrent_recall_counts_are_not_lost() {
         let id = id.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..50 {
-                memory.store().record_recall(&ns, &id, 1.0, chrono::Utc::now()).await.unwrap();
-                memory.recall(&ns.exact(), "everyone recalls").await.unwrap();
+                memory
+                    .store()
+                    .record_recall(&ns, &id, 1.0, chrono::Utc::now())
+                    .await
+                    .unwrap();
+                memory
+                    .recall(&ns.exact(), "everyone recalls")
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -127,6 +180,15 @@ async fn concurrent_recall_counts_are_not_lost() {
     .await
     .expect("stalled");
     memory.flush().await.unwrap();
-    let stats = memory.store().recall_stats(&ns, &id).await.unwrap().unwrap();
-    assert_eq!(stats.recall_count, 16 * 50 * 2, "direct and feedback recalls all counted");
+    let stats = memory
+        .store()
+        .recall_stats(&ns, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stats.recall_count,
+        16 * 50 * 2,
+        "direct and feedback recalls all counted"
+    );
 }
