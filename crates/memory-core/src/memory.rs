@@ -475,8 +475,9 @@ impl SearchQuery {
 /// One full-text search result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
-    /// The matching item.
-    pub item: MemoryItem,
+    /// The matching item, shared: backends that keep items in memory hand out a reference
+    /// count instead of a copy, so a search costs no clone of the text.
+    pub item: std::sync::Arc<MemoryItem>,
     /// The backend's relevance (BM25 or similar), higher is better, not normalised.
     pub score: f32,
 }

@@ -28,8 +28,8 @@ pub enum Channel {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "record", rename_all = "snake_case")]
 pub enum RetrievalSource {
-    /// A memory item.
-    Memory(MemoryItem),
+    /// A memory item (shared with the store that returned it).
+    Memory(std::sync::Arc<MemoryItem>),
     /// A knowledge page.
     KnowledgePage(KnowledgePage),
     /// A graph entity.

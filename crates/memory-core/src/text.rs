@@ -239,6 +239,37 @@ fn stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
+/// Words whose stems are remembered per thread before the cache is emptied.
+const STEM_CACHE_WORDS: usize = 1 << 16;
+
+/// Calls `emit` with the Snowball stem of `word` (lowercase ASCII), from a per-thread cache:
+/// stemming costs far more than a lookup, and text repeats its words.
+fn with_stem(word: &str, emit: impl FnOnce(&str)) {
+    type StemCache =
+        std::collections::HashMap<Box<str>, Box<str>, std::hash::BuildHasherDefault<Fnv>>;
+    thread_local! {
+        static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
+    }
+    STEMS.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            // Re-entered from `emit` on this thread: stem without the cache.
+            return emit(&stemmer().stem(word));
+        };
+        if let Some(stem) = cache.get(word) {
+            let stem = stem.clone();
+            drop(cache);
+            return emit(&stem);
+        }
+        let stem: Box<str> = Box::from(stemmer().stem(word).as_ref());
+        if cache.len() >= STEM_CACHE_WORDS {
+            cache.clear();
+        }
+        cache.insert(Box::from(word), stem.clone());
+        drop(cache);
+        emit(&stem);
+    });
+}
+
 /// FNV-1a: a fast hasher for the short, trusted keys of the stop-word set.
 #[derive(Default)]
 struct Fnv(u64);
@@ -339,8 +370,7 @@ impl Analyzer {
             return;
         }
         if self.stem && buffer.chars().all(|c| c.is_ascii_alphabetic()) {
-            let stemmed = stemmer().stem(buffer);
-            emit(&stemmed);
+            with_stem(buffer, |stem| emit(stem));
         } else {
             emit(buffer);
         }

@@ -27,6 +27,8 @@ pub struct Bm25Index<const N: usize> {
     postings: HashMap<Box<str>, Vec<Posting<N>>>,
     /// Per slot: the terms it holds (to remove it) and its field lengths; `None` when free.
     docs: Vec<Option<DocEntry<N>>>,
+    /// Per slot: the field lengths again, densely, so scoring reads one small array.
+    lens: Vec<[u32; N]>,
     total_len: [u64; N],
     doc_count: u32,
 }
@@ -45,6 +47,7 @@ impl<const N: usize> Bm25Index<N> {
             weights,
             postings: HashMap::new(),
             docs: Vec::new(),
+            lens: Vec::new(),
             total_len: [0; N],
             doc_count: 0,
         }
@@ -90,7 +93,9 @@ impl<const N: usize> Bm25Index<N> {
         let index = slot as usize;
         if self.docs.len() <= index {
             self.docs.resize_with(index + 1, || None);
+            self.lens.resize(index + 1, [0; N]);
         }
+        self.lens[index] = len;
         for (total, field_len) in self.total_len.iter_mut().zip(len) {
             *total += u64::from(field_len);
         }
@@ -148,12 +153,17 @@ impl<const N: usize> Bm25Index<N> {
             })
             .collect();
         let total_postings: usize = lists.iter().map(|(list, _)| list.len()).sum();
+        let mut length_factor = [0.0f32; N];
+        for field in 0..N {
+            length_factor[field] = B / avg[field];
+        }
+        // Postings only ever name live slots (removal takes a document out of every list).
         let score_of = |slot: u32, tf: &[u16; N], idf: f32| -> Option<f32> {
-            let entry = self.docs.get(slot as usize)?.as_ref()?;
+            let len = self.lens.get(slot as usize)?;
             let mut weighted = 0.0f32;
             for field in 0..N {
                 if tf[field] > 0 {
-                    let norm = 1.0 - B + B * entry.len[field] as f32 / avg[field];
+                    let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
                     weighted += self.weights[field] * f32::from(tf[field]) / norm;
                 }
             }

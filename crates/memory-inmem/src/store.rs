@@ -1,6 +1,7 @@
 //! `InMemoryStore`: the default [`MemoryStore`], indexed for listing and full-text search.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -58,7 +59,8 @@ struct Shard {
 
 #[derive(Debug)]
 struct Entry {
-    item: MemoryItem,
+    /// Shared with search results; a write replaces the `Arc` (copy on write).
+    item: Arc<MemoryItem>,
     stats: RecallStats,
     slot: u32,
 }
@@ -104,7 +106,11 @@ impl Shard {
             .insert(slot, [&indexed_text(&item), item.context()]);
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);
-        self.entries[slot as usize] = Some(Entry { item, stats, slot });
+        self.entries[slot as usize] = Some(Entry {
+            item: Arc::new(item),
+            stats,
+            slot,
+        });
     }
 
     fn remove(&mut self, id: &str) -> Option<Entry> {
@@ -145,7 +151,7 @@ impl Shard {
         let range = self.by_time.range((lower, upper));
         let pick = |(_, id): &(DateTime<Utc>, String)| {
             self.entry(id)
-                .map(|entry| &entry.item)
+                .map(|entry| &*entry.item)
                 .filter(|item| filter.matches(item))
                 .cloned()
         };
@@ -202,7 +208,7 @@ impl MemoryStore for InMemoryStore {
         Ok(self
             .registry
             .get(namespace)
-            .and_then(|shard| read(&shard).entry(id).map(|entry| entry.item.clone())))
+            .and_then(|shard| read(&shard).entry(id).map(|entry| (*entry.item).clone())))
     }
 
     async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
@@ -289,7 +295,7 @@ impl MemoryStore for InMemoryStore {
             }
             best.sort_unstable_by(order);
             out.extend(best.into_iter().map(|(score, entry)| SearchHit {
-                item: entry.item.clone(),
+                item: Arc::clone(&entry.item),
                 score,
             }));
         }
@@ -369,9 +375,9 @@ impl MemoryStore for InMemoryStore {
             && let Some(entry) = write(&shard).entry_mut(id)
         {
             entry.stats.record(score, at);
-            entry.item.access_count = entry.item.access_count.saturating_add(1);
-            entry.item.last_accessed =
-                Some(entry.item.last_accessed.map_or(at, |last| last.max(at)));
+            let item = Arc::make_mut(&mut entry.item);
+            item.access_count = item.access_count.saturating_add(1);
+            item.last_accessed = Some(item.last_accessed.map_or(at, |last| last.max(at)));
         }
         Ok(())
     }

@@ -521,7 +521,7 @@ impl MemoryStore for PostgresStore {
                 .try_get(COLUMN_COUNT)
                 .map_err(|error| corrupt("a search score", error))?;
             hits.push(SearchHit {
-                item,
+                item: std::sync::Arc::new(item),
                 score: score.max(f32::MIN_POSITIVE),
             });
             if hits.len() == query.top_k {

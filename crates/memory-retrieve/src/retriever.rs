@@ -588,7 +588,7 @@ impl Retriever {
         now: DateTime<Utc>,
     ) -> Result<()> {
         let window = config.context_window;
-        let sources: Vec<(MemoryItem, f32)> = out
+        let sources: Vec<(Arc<MemoryItem>, f32)> = out
             .iter()
             .take(MAX_CONTEXT_SOURCES)
             .filter_map(|(_, candidate)| match &candidate.source {
@@ -662,7 +662,7 @@ impl Retriever {
                         out.push((
                             key,
                             Candidate {
-                                source: RetrievalSource::Memory(neighbour),
+                                source: RetrievalSource::Memory(Arc::new(neighbour)),
                                 channels: vec![(Channel::Context, rank)],
                                 signals,
                             },

@@ -570,7 +570,10 @@ impl MemoryStore for SqliteStore {
                     // bm25() is negative, lower is better; its IDF is floored above zero, so
                     // every match has a positive score.
                     let score = (-rank as f32).max(f32::MIN_POSITIVE);
-                    hits.push(SearchHit { item, score });
+                    hits.push(SearchHit {
+                        item: std::sync::Arc::new(item),
+                        score,
+                    });
                     if hits.len() == top_k {
                         break;
                     }

@@ -77,7 +77,7 @@ async fn hostile_query_text_never_errors_and_is_never_syntax() {
         assert!(hits.is_ok(), "page search of {text:?} failed: {hits:?}");
     }
     let ids = |hits: Vec<memory_core::SearchHit>| {
-        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id).collect();
+        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id.clone()).collect();
         ids.sort();
         ids
     };
@@ -374,7 +374,7 @@ async fn search_and_list_apply_every_filter() {
                 .await
                 .unwrap()
                 .into_iter()
-                .map(|hit| hit.item.id)
+                .map(|hit| hit.item.id.clone())
                 .collect();
             ids.sort();
             ids

@@ -89,7 +89,7 @@ async fn mixed_operations_keep_every_acknowledged_write() {
                             for item in found.items {
                                 if let RetrievalSource::Memory(item) = item.source {
                                     *recalled
-                                        .entry((item.namespace.to_string(), item.id))
+                                        .entry((item.namespace.to_string(), item.id.clone()))
                                         .or_default() += 1;
                                 }
                             }

@@ -112,7 +112,7 @@ async fn operators_are_words_not_syntax() {
             .unwrap();
     }
     let ids = |hits: Vec<memory_core::SearchHit>| {
-        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id).collect();
+        let mut ids: Vec<String> = hits.into_iter().map(|hit| hit.item.id.clone()).collect();
         ids.sort();
         ids
     };
@@ -200,14 +200,14 @@ async fn sqlite_matches_what_the_in_memory_backend_matches() {
             .await
             .unwrap()
             .into_iter()
-            .map(|hit| hit.item.id)
+            .map(|hit| hit.item.id.clone())
             .collect();
         let mut from_memory: Vec<String> = memory
             .search(&search)
             .await
             .unwrap()
             .into_iter()
-            .map(|hit| hit.item.id)
+            .map(|hit| hit.item.id.clone())
             .collect();
         from_sqlite.sort();
         from_memory.sort();
@@ -241,7 +241,7 @@ async fn search_respects_scope_and_filters() {
             .await
             .unwrap()
             .into_iter()
-            .map(|hit| hit.item.id)
+            .map(|hit| hit.item.id.clone())
             .collect();
         ids.sort();
         ids
