@@ -112,13 +112,32 @@ pub(crate) fn features() -> Result<(), String> {
             .map(|(_, feature)| *feature)
             .collect();
         let list = chosen.join(",");
-        let mut args = vec!["check", "-p", "agent-memory", "--lib", "--no-default-features", "--quiet"];
+        let mut args = vec![
+            "check",
+            "-p",
+            "agent-memory",
+            "--lib",
+            "--no-default-features",
+            "--quiet",
+        ];
         if !chosen.is_empty() {
             args.extend(["--features", list.as_str()]);
         }
         run("cargo", &args, &[])?;
     }
-    run("cargo", &["check", "-p", "agent-memory", "--lib", "--features", "full", "--quiet"], &[])
+    run(
+        "cargo",
+        &[
+            "check",
+            "-p",
+            "agent-memory",
+            "--lib",
+            "--features",
+            "full",
+            "--quiet",
+        ],
+        &[],
+    )
 }
 
 /// Architecture rules that a compiler does not check.
