@@ -1,0 +1,306 @@
+//! Ingest throughput: 10 000 memories per iteration into an empty store, ours and the peers
+//! in the same run, on the same corpus.
+//!
+//! Group `ingest_10000` (throughput in documents per second); each iteration starts from an
+//! empty store created in the untimed setup (`iter_batched`), and the filled store is
+//! dropped outside the timing:
+//! - `agent_memory_remember`: `Memory::remember_with` one memory at a time (in-memory
+//!   backends): validation, a fresh id, analysis and the BM25 index update.
+//! - `agent_memory_sqlite`: the same calls on our SQLite backend in a temporary file: each
+//!   memory is its own durable transaction (WAL, `synchronous = FULL`), as an agent's writes are.
+//! - `tantivy`: `add_document` for each, then `commit`, in an in-RAM index with one indexing
+//!   thread (as ours) and the default tokenizer.
+//! - `sqlite_fts5`: `INSERT` into `fts5(body)` in one transaction, in an in-memory database.
+//!
+//! Group `ingest_into_100000`: the cost of remembering when the namespace already holds
+//! 100 000 memories, ours only (the SQLite backend against the in-memory one). Each iteration
+//! remembers 1 000 new memories; the untimed setup forgets the previous iteration's, so the
+//! store stays at 100 000 however long criterion measures.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_memory::inmem::InMemoryStore;
+use agent_memory::retrieve::{Memory, Remember};
+use agent_memory::sqlite::SqliteBackend;
+use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace};
+use chrono::{DateTime, Duration, Utc};
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_main};
+use memory_benches::corpus::corpus;
+use rusqlite::Connection;
+use tantivy::schema::{Field, Schema, TEXT};
+use tantivy::{Index, IndexWriter, doc};
+use tokio::runtime::Runtime;
+
+const SEED: u64 = 0x5EED_2025;
+const DOCS: usize = 10_000;
+/// Memories already in the namespace in `ingest_into_100000`.
+const PREFILLED: usize = 100_000;
+/// Memories remembered per iteration in `ingest_into_100000`.
+const BATCH: usize = 1_000;
+/// tantivy's indexing memory, one thread (as our single-threaded ingest).
+const TANTIVY_BUDGET: usize = 512 * 1024 * 1024;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn namespace() -> Namespace {
+    Namespace::parse("bench/ingest").expect("a valid namespace")
+}
+
+/// Remembers every document, one call each, with creation times a minute apart. Returns the
+/// ids.
+async fn remember_all(memory: &Memory, namespace: &Namespace, docs: &[String]) -> Vec<String> {
+    let start: DateTime<Utc> = Utc::now() - Duration::minutes(docs.len() as i64);
+    let mut ids = Vec::with_capacity(docs.len());
+    for (i, text) in docs.iter().enumerate() {
+        let id = memory
+            .remember_with(
+                Remember::new(namespace.clone(), text.as_str())
+                    .created_at(start + Duration::minutes(i as i64)),
+            )
+            .await
+            .expect("remember");
+        ids.push(id);
+    }
+    ids
+}
+
+/// Fills `store` with `docs` in bulk (`save_many`, chunks of 10 000): the fill is not measured.
+async fn prefill(store: &dyn MemoryStore, namespace: &Namespace, docs: &[String]) {
+    let start: DateTime<Utc> = Utc::now() - Duration::days(365);
+    for (chunk_at, chunk) in docs.chunks(10_000).enumerate() {
+        let items = chunk
+            .iter()
+            .enumerate()
+            .map(|(offset, text)| {
+                let i = chunk_at * 10_000 + offset;
+                MemoryItem::new(namespace.clone(), text.as_str())
+                    .map(|item| {
+                        item.with_kind(MemoryKind::Episodic)
+                            .with_created_at(start + Duration::minutes(i as i64))
+                    })
+                    .expect("a valid item")
+            })
+            .collect();
+        store.save_many(items).await.expect("save_many");
+    }
+}
+
+/// A temporary database file, removed (with its WAL files) on drop.
+struct TempDatabase(PathBuf);
+
+static NEXT_DATABASE: AtomicUsize = AtomicUsize::new(0);
+
+impl TempDatabase {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "agent-memory-bench-ingest-{}-{}.db",
+            std::process::id(),
+            NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)
+        ));
+        let database = Self(path);
+        database.remove();
+        database
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for TempDatabase {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// [`Memory`] on our SQLite backend; fields drop in order, the file last.
+struct OursSqlite {
+    memory: Memory,
+    _file: TempDatabase,
+}
+
+impl OursSqlite {
+    fn open() -> Self {
+        let file = TempDatabase::new();
+        let backend = SqliteBackend::open(&file.0).expect("open the SQLite backend");
+        let memory = Memory::builder()
+            .store(Arc::new(backend.memory_store().clone()))
+            .knowledge(Arc::new(backend.knowledge_store().clone()))
+            .graph(Arc::new(backend.graph().clone()))
+            .build()
+            .expect("the default settings are valid");
+        Self {
+            memory,
+            _file: file,
+        }
+    }
+}
+
+fn tantivy_index() -> (Index, IndexWriter, Field) {
+    let mut schema = Schema::builder();
+    let body = schema.add_text_field("body", TEXT);
+    let index = Index::create_in_ram(schema.build());
+    let writer = index
+        .writer_with_num_threads(1, TANTIVY_BUDGET)
+        .expect("a tantivy writer");
+    (index, writer, body)
+}
+
+fn fts5_database() -> Connection {
+    let connection = Connection::open_in_memory().expect("an in-memory database");
+    connection
+        .execute("CREATE VIRTUAL TABLE docs USING fts5(body)", [])
+        .expect("create the fts5 table");
+    connection
+}
+
+fn ingest_benches(c: &mut Criterion) {
+    let runtime = runtime();
+    let (docs, _) = corpus(DOCS, 0, SEED);
+    let namespace = namespace();
+
+    let mut group = c.benchmark_group(format!("ingest_{DOCS}"));
+    group.throughput(Throughput::Elements(DOCS as u64));
+    group.sample_size(10);
+    // Iterations of tens of milliseconds or more: the same count in every sample.
+    group.sampling_mode(SamplingMode::Flat);
+
+    group.bench_function("agent_memory_remember", |b| {
+        b.iter_batched(
+            || {
+                Memory::builder()
+                    .store(Arc::new(InMemoryStore::new()))
+                    .build()
+            },
+            |memory| {
+                let memory = memory.expect("the default settings are valid");
+                black_box(runtime.block_on(remember_all(&memory, &namespace, &docs)));
+                memory
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("agent_memory_sqlite", |b| {
+        b.iter_batched(
+            OursSqlite::open,
+            |sqlite| {
+                black_box(runtime.block_on(remember_all(&sqlite.memory, &namespace, &docs)));
+                sqlite
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("tantivy", |b| {
+        b.iter_batched(
+            tantivy_index,
+            |(index, mut writer, body)| {
+                for text in &docs {
+                    writer
+                        .add_document(doc!(body => text.as_str()))
+                        .expect("add_document");
+                }
+                black_box(writer.commit().expect("commit"));
+                (index, writer)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("sqlite_fts5", |b| {
+        b.iter_batched(
+            fts5_database,
+            |mut connection| {
+                let transaction = connection.transaction().expect("a transaction");
+                {
+                    let mut insert = transaction
+                        .prepare("INSERT INTO docs(body) VALUES (?1)")
+                        .expect("prepare the insert");
+                    for text in &docs {
+                        black_box(insert.execute([text]).expect("insert"));
+                    }
+                }
+                transaction.commit().expect("commit");
+                connection
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+    ingest_into_full(c, &runtime, &namespace);
+}
+
+/// `ingest_into_100000`: [`BATCH`] memories remembered into a namespace of [`PREFILLED`].
+fn ingest_into_full(c: &mut Criterion, runtime: &Runtime, namespace: &Namespace) {
+    let (docs, _) = corpus(PREFILLED + BATCH, 0, SEED ^ 0x100_000);
+    let (prefilled, batch) = docs.split_at(PREFILLED);
+    let in_memory = Memory::builder()
+        .store(Arc::new(InMemoryStore::new()))
+        .build()
+        .expect("the default settings are valid");
+    let sqlite = OursSqlite::open();
+    for memory in [&in_memory, &sqlite.memory] {
+        let started = std::time::Instant::now();
+        runtime.block_on(prefill(memory.store().as_ref(), namespace, prefilled));
+        eprintln!(
+            "ingest_into_{PREFILLED}: prefilled {PREFILLED} memories in {:.2}s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
+    let mut group = c.benchmark_group(format!("ingest_into_{PREFILLED}"));
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.sample_size(10);
+    // Iterations of tens of milliseconds or more: the same count in every sample.
+    group.sampling_mode(SamplingMode::Flat);
+    for (name, memory) in [
+        ("agent_memory_remember", &in_memory),
+        ("agent_memory_sqlite", &sqlite.memory),
+    ] {
+        // The ids remembered by the last iteration, forgotten by the next setup.
+        let remembered = std::cell::RefCell::new(Vec::<String>::new());
+        let forget = || {
+            let ids = std::mem::take(&mut *remembered.borrow_mut());
+            runtime.block_on(async {
+                for id in ids {
+                    memory.forget(namespace, &id).await.expect("forget");
+                }
+            });
+        };
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                &forget,
+                |()| {
+                    let ids = runtime.block_on(remember_all(memory, namespace, batch));
+                    *remembered.borrow_mut() = black_box(ids);
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        forget();
+    }
+    group.finish();
+}
+
+/// The criterion group, in a private module: the `pub fn` that `criterion_group!` generates
+/// is then not exported and needs no doc.
+mod group {
+    use criterion::criterion_group;
+
+    criterion_group!(benches, super::ingest_benches);
+}
+
+criterion_main!(group::benches);
