@@ -11,6 +11,9 @@ use memory_retrieve::{Memory, Remember};
 use tokio::sync::Mutex;
 
 const TASKS: usize = 16;
+
+/// Expected final content (None: forgotten) and recall count per (namespace, id).
+type Expected = HashMap<(String, String), (Option<String>, u64)>;
 const ROUNDS: usize = 60;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -34,7 +37,7 @@ async fn mixed_operations_keep_every_acknowledged_write() {
         .map(|s| Namespace::parse(s).unwrap())
         .collect();
     // Expected final content and recall count per (namespace, id), filled by each task.
-    let expected: Arc<Mutex<HashMap<(String, String), (Option<String>, u64)>>> = Arc::default();
+    let expected: Arc<Mutex<Expected>> = Arc::default();
     let run = async {
         let mut tasks = Vec::new();
         for task in 0..TASKS {
@@ -42,7 +45,7 @@ async fn mixed_operations_keep_every_acknowledged_write() {
             let spaces = spaces.clone();
             let expected = Arc::clone(&expected);
             tasks.push(tokio::spawn(async move {
-                let mut mine: HashMap<(String, String), (Option<String>, u64)> = HashMap::new();
+                let mut mine: Expected = HashMap::new();
                 let mut recalled: HashMap<(String, String), u64> = HashMap::new();
                 for round in 0..ROUNDS {
                     let ns = &spaces[(task + round) % spaces.len()];
