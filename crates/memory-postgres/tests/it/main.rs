@@ -11,4 +11,5 @@ mod fts;
 mod graph;
 mod migration;
 mod multi_process;
+mod properties;
 mod transfer;

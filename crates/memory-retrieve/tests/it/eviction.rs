@@ -261,3 +261,68 @@ async fn decay_lowers_importance_and_forgets_below_threshold() {
         "a recall restarts the grace period"
     );
 }
+
+mod properties {
+    //! Eviction bounds: after any pass, a namespace holds at most its capacity, and what
+    //! was evicted is exactly what the policy's order puts first.
+
+    use std::sync::Arc;
+
+    use chrono::Duration;
+    use memory_core::{
+        EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig,
+    };
+    use memory_inmem::InMemoryStore;
+    use memory_retrieve::evict;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #[test]
+        fn passes_respect_capacity_and_order(
+            times in proptest::collection::vec(0i64..1000, 1..60),
+            recalls in proptest::collection::vec((0usize..60, 0u8..=10), 0..40),
+            capacity in 1usize..30,
+            by_value in any::<bool>(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            runtime.block_on(async {
+                let store = Arc::new(InMemoryStore::new());
+                let ns = Namespace::parse("bounded").unwrap();
+                let now = super::t0() + Duration::days(30);
+                for (i, minute) in times.iter().enumerate() {
+                    let item = MemoryItem::new(ns.clone(), format!("memory {i}")).unwrap()
+                        .with_id(format!("m{i:03}")).unwrap()
+                        .with_created_at(super::t0() + Duration::minutes(*minute));
+                    store.save(item).await.unwrap();
+                }
+                for (target, score) in &recalls {
+                    let id = format!("m{:03}", target % times.len());
+                    store.record_recall(&ns, &id, f32::from(*score) / 10.0, now - Duration::hours(i64::from(*score))).await.unwrap();
+                }
+                let config = RecallBasedConfig { max_items: capacity, ..RecallBasedConfig::default() };
+                let policy = if by_value { EvictionPolicy::RecallBased(config) } else { EvictionPolicy::Capacity { max_items: capacity } };
+                // The expected survivors, from the policy's order computed independently.
+                let mut all = store.list(&MemoryFilter::new(ns.exact())).await.unwrap();
+                if by_value {
+                    let mut valued = Vec::new();
+                    for item in all.drain(..) {
+                        let stats = store.recall_stats(&ns, &item.id).await.unwrap().unwrap_or_default();
+                        valued.push((stats.value(now, &config), item));
+                    }
+                    valued.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.created_at.cmp(&b.1.created_at)).then_with(|| a.1.id.cmp(&b.1.id)));
+                    all = valued.into_iter().map(|(_, item)| item).collect();
+                }
+                let evicted_count = all.len().saturating_sub(capacity);
+                let mut expected: Vec<String> = all[evicted_count..].iter().map(|item| item.id.clone()).collect();
+                expected.sort();
+                let report = evict(&*store, &ns.subtree(), &policy, now).await.unwrap();
+                let mut left: Vec<String> = store.list(&MemoryFilter::new(ns.exact())).await.unwrap().into_iter().map(|i| i.id).collect();
+                left.sort();
+                assert!(left.len() <= capacity, "capacity {capacity} holds {}", left.len());
+                assert_eq!(report.evicted, evicted_count);
+                assert_eq!(left, expected, "evicted in the policy's order");
+            });
+        }
+    }
+}

@@ -16,22 +16,47 @@ const TASKS: usize = 16;
 type Expected = HashMap<(String, String), (Option<String>, u64)>;
 const ROUNDS: usize = 60;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn mixed_operations_keep_every_acknowledged_write() {
-    // A TTL far in the future: maintain runs real passes that must delete nothing.
-    let eviction = EvictionConfig {
+/// A TTL far in the future: maintain runs real passes that must delete nothing.
+fn eviction() -> EvictionConfig {
+    EvictionConfig {
         policy: EvictionPolicy::Ttl {
             ttl_secs: 10 * 365 * 86_400,
         },
         check_interval: 7,
-    };
-    let memory = Arc::new(
-        Memory::builder()
-            .eviction(eviction)
-            .recall_batch(5)
-            .build()
-            .unwrap(),
-    );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mixed_operations_keep_every_acknowledged_write() {
+    let memory = Memory::builder()
+        .eviction(eviction())
+        .recall_batch(5)
+        .build()
+        .unwrap();
+    mixed_operations(Arc::new(memory)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mixed_operations_on_sqlite_keep_every_acknowledged_write() {
+    let path =
+        std::env::temp_dir().join(format!("agent-memory-stress-{}.db", memory_core::new_id()));
+    let sqlite = memory_sqlite::SqliteBackend::open(&path).unwrap();
+    let memory = Memory::builder()
+        .store(Arc::new(sqlite.memory_store().clone()))
+        .knowledge(Arc::new(sqlite.knowledge_store().clone()))
+        .graph(Arc::new(sqlite.graph().clone()))
+        .eviction(eviction())
+        .recall_batch(5)
+        .build()
+        .unwrap();
+    mixed_operations(Arc::new(memory)).await;
+    sqlite.check_integrity().await.unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+async fn mixed_operations(memory: Arc<Memory>) {
     let spaces: Vec<Namespace> = ["shared/a", "shared/b"]
         .iter()
         .map(|s| Namespace::parse(s).unwrap())

@@ -6,4 +6,5 @@ mod conformance;
 mod crash;
 mod fts;
 mod migration;
+mod properties;
 mod transfer;
