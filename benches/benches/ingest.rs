@@ -183,9 +183,9 @@ fn ingest_benches(c: &mut Criterion) {
                 Memory::builder()
                     .store(Arc::new(InMemoryStore::new()))
                     .build()
+                    .expect("the default settings are valid")
             },
             |memory| {
-                let memory = memory.expect("the default settings are valid");
                 black_box(runtime.block_on(remember_all(&memory, &namespace, &docs)));
                 memory
             },
