@@ -418,7 +418,10 @@ fn print_summary(home: &Path, since: Option<SystemTime>) {
         println!("skipped a result: {problem}");
     }
     if cases.is_empty() {
-        println!("no benchmark results from this run");
+        match since {
+            Some(_) => println!("no benchmark results from this run"),
+            None => println!("no benchmark results stored"),
+        }
         return;
     }
     print!("{}", render_table(&cases));
