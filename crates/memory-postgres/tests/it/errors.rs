@@ -140,6 +140,12 @@ async fn a_deadlock_is_a_recoverable_conflict() {
         .await
         .unwrap();
     let mut raw = schema.raw_client().await;
+    // The deadlock check runs in whichever waiting session reaches its deadlock_timeout
+    // first; a long timeout here makes the batch's session (default 1 s) the victim, so the
+    // test does not depend on scheduling.
+    raw.batch_execute("SET deadlock_timeout = '60s'")
+        .await
+        .unwrap();
     let transaction = raw.transaction().await.unwrap();
     let update = |id: &str| {
         format!(
