@@ -8,7 +8,7 @@
 //! namespace only. Recall@k is the share of a question's evidence turns in the top k,
 //! averaged over questions; Hit@k the share of questions with any evidence in the top k.
 //!
-//! Questions are answered through [`Retriever::retrieve_with`], which records no recall
+//! Questions are answered through [`Retriever::retrieve_with`](agent_memory::retrieve::Retriever::retrieve_with), which records no recall
 //! statistics, so the order of questions cannot change the results.
 
 use std::collections::{BTreeMap, HashMap};

@@ -19,12 +19,31 @@ struct Posting<const N: usize> {
     tf: [u16; N],
 }
 
+/// A term's postings (sorted by slot) and what bounds its score: the largest term frequency
+/// and the shortest field seen per field. Bounds only grow looser on removal, never wrong.
+#[derive(Clone, Debug)]
+struct TermList<const N: usize> {
+    list: Vec<Posting<N>>,
+    max_tf: [u16; N],
+    min_len: [u32; N],
+}
+
+impl<const N: usize> Default for TermList<N> {
+    fn default() -> Self {
+        Self {
+            list: Vec::new(),
+            max_tf: [0; N],
+            min_len: [u32::MAX; N],
+        }
+    }
+}
+
 /// An inverted index over documents of `N` text fields, ranked by BM25F.
 #[derive(Clone, Debug)]
 pub struct Bm25Index<const N: usize> {
     analyzer: Analyzer,
     weights: [f32; N],
-    postings: HashMap<Box<str>, Vec<Posting<N>>>,
+    postings: HashMap<Box<str>, TermList<N>>,
     /// Per slot: the terms it holds (to remove it) and its field lengths; `None` when free.
     docs: Vec<Option<DocEntry<N>>>,
     /// Per slot: the field lengths again, densely, so scoring reads one small array.
@@ -80,10 +99,17 @@ impl<const N: usize> Bm25Index<N> {
         }
         let mut terms = Vec::with_capacity(counts.len());
         for (term, tf) in counts {
-            let list = match self.postings.get_mut(&term) {
-                Some(list) => list,
+            let entry = match self.postings.get_mut(&term) {
+                Some(entry) => entry,
                 None => self.postings.entry(term.clone()).or_default(),
             };
+            for field in 0..N {
+                if tf[field] > 0 {
+                    entry.max_tf[field] = entry.max_tf[field].max(tf[field]);
+                    entry.min_len[field] = entry.min_len[field].min(len[field]);
+                }
+            }
+            let list = &mut entry.list;
             match list.binary_search_by_key(&slot, |posting| posting.slot) {
                 Ok(at) => list[at].tf = tf,
                 Err(at) => list.insert(at, Posting { slot, tf }),
@@ -112,11 +138,14 @@ impl<const N: usize> Bm25Index<N> {
             return;
         };
         for term in entry.terms.iter() {
-            if let Some(list) = self.postings.get_mut(term) {
-                if let Ok(at) = list.binary_search_by_key(&slot, |posting| posting.slot) {
-                    list.remove(at);
+            if let Some(entry) = self.postings.get_mut(term) {
+                if let Ok(at) = entry
+                    .list
+                    .binary_search_by_key(&slot, |posting| posting.slot)
+                {
+                    entry.list.remove(at);
                 }
-                if list.is_empty() {
+                if entry.list.is_empty() {
                     self.postings.remove(term);
                 }
             }
@@ -146,6 +175,7 @@ impl<const N: usize> Bm25Index<N> {
         let lists: Vec<(&Vec<Posting<N>>, f32)> = terms
             .iter()
             .filter_map(|term| self.postings.get(term.as_str()))
+            .map(|entry| &entry.list)
             .map(|list| {
                 let df = list.len() as f32;
                 let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
@@ -206,6 +236,169 @@ impl<const N: usize> Bm25Index<N> {
                 emit(slot, score);
             }
         }
+    }
+}
+
+impl<const N: usize> Bm25Index<N> {
+    /// The `k` best documents for `terms` among those `accept` lets through: highest score
+    /// first, equal scores by `id_of` ascending. Exactly what scoring every match and sorting
+    /// would return, but with MaxScore pruning: terms are visited document by document in
+    /// slot order, and once `k` results are held, documents that only contain terms whose
+    /// score bounds add up to less than the `k`-th score are never looked at. Cost: about
+    /// `O(postings of the rare terms × log)` for typical queries instead of all postings.
+    pub fn top_k<'a>(
+        &self,
+        terms: &[String],
+        k: usize,
+        mut accept: impl FnMut(u32) -> bool,
+        id_of: impl Fn(u32) -> Option<&'a str>,
+    ) -> Vec<(f32, u32)> {
+        if k == 0 || self.doc_count == 0 {
+            return Vec::new();
+        }
+        let n = self.doc_count as f32;
+        let mut length_factor = [0.0f32; N];
+        for (field, total) in self.total_len.iter().enumerate() {
+            length_factor[field] = B / (*total as f32 / n).max(1.0);
+        }
+        let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
+            let mut weighted = 0.0f32;
+            for field in 0..N {
+                if tf[field] > 0 {
+                    let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
+                    weighted += self.weights[field] * f32::from(tf[field]) / norm;
+                }
+            }
+            idf * weighted / (K1 + weighted)
+        };
+        struct Cursor<'l, const M: usize> {
+            list: &'l [Posting<M>],
+            at: usize,
+            idf: f32,
+            bound: f32,
+        }
+        let mut cursors: Vec<Cursor<'_, N>> = terms
+            .iter()
+            .filter_map(|term| self.postings.get(term.as_str()))
+            .filter(|entry| !entry.list.is_empty())
+            .map(|entry| {
+                let df = entry.list.len() as f32;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+                let bound = score(&entry.max_tf, &entry.min_len, idf);
+                Cursor {
+                    list: &entry.list,
+                    at: 0,
+                    idf,
+                    bound,
+                }
+            })
+            .collect();
+        // Ascending bounds; prefix[i] bounds the score of a document holding only terms 0..=i.
+        cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound));
+        let mut prefix = Vec::with_capacity(cursors.len());
+        let mut sum = 0.0f32;
+        for cursor in &cursors {
+            // A little slack so float rounding never prunes a document that could tie.
+            sum += cursor.bound * 1.0001 + 1e-6;
+            prefix.push(sum);
+        }
+        let mut held: Vec<Held<'a>> = Vec::with_capacity(k.min(1024) + 1);
+        let mut threshold = f32::NEG_INFINITY;
+        let mut essential = 0usize;
+        loop {
+            let Some(doc) = cursors[essential..]
+                .iter()
+                .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
+                .min()
+            else {
+                break;
+            };
+            let len = self.lens.get(doc as usize).copied().unwrap_or([0; N]);
+            let mut total = 0.0f32;
+            for cursor in &mut cursors[essential..] {
+                if let Some(posting) = cursor.list.get(cursor.at)
+                    && posting.slot == doc
+                {
+                    total += score(&posting.tf, &len, cursor.idf);
+                    cursor.at += 1;
+                }
+            }
+            let mut pruned = false;
+            for i in (0..essential).rev() {
+                if total + prefix[i] < threshold {
+                    pruned = true;
+                    break;
+                }
+                let cursor = &mut cursors[i];
+                cursor.at += cursor.list[cursor.at..].partition_point(|p| p.slot < doc);
+                if let Some(posting) = cursor.list.get(cursor.at)
+                    && posting.slot == doc
+                {
+                    total += score(&posting.tf, &len, cursor.idf);
+                    cursor.at += 1;
+                }
+            }
+            if pruned || total < threshold || !accept(doc) {
+                continue;
+            }
+            let candidate = Held {
+                score: total,
+                id: id_of(doc).unwrap_or(""),
+                slot: doc,
+            };
+            if held.len() < k {
+                held.push(candidate);
+                if held.len() == k {
+                    held.sort_unstable();
+                    threshold = held[k - 1].score;
+                }
+            } else if candidate < held[k - 1] {
+                // Insert in order, drop the worst: `held` stays sorted best first.
+                let at = held.partition_point(|h| *h < candidate);
+                held.insert(at, candidate);
+                held.pop();
+                threshold = held[k - 1].score;
+            } else {
+                continue;
+            }
+            while essential < cursors.len() && prefix[essential] < threshold {
+                essential += 1;
+            }
+            if essential == cursors.len() {
+                break;
+            }
+        }
+        held.sort_unstable();
+        held.into_iter().map(|h| (h.score, h.slot)).collect()
+    }
+}
+
+/// A held result: ordered best first (higher score, then lower id, then lower slot).
+#[derive(Debug, Clone, Copy)]
+struct Held<'a> {
+    score: f32,
+    id: &'a str,
+    slot: u32,
+}
+
+impl PartialEq for Held<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Held<'_> {}
+impl PartialOrd for Held<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Held<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.id.cmp(other.id))
+            .then_with(|| self.slot.cmp(&other.slot))
     }
 }
 
@@ -271,6 +464,66 @@ mod tests {
             "re-inserting a slot replaces its terms"
         );
         assert!(search(&index, "").is_empty());
+    }
+
+    #[test]
+    fn pruned_top_k_equals_exhaustive_ranking() {
+        use memory_core::text::Analyzer;
+        let words = [
+            "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for round in 0..200 {
+            let mut index = Bm25Index::new(Analyzer::plain(), [1.0, 0.3]);
+            let docs = 1 + next(120);
+            let mut ids = Vec::new();
+            for slot in 0..docs {
+                // Skewed word choice so some terms are frequent and some rare.
+                let text: Vec<&str> = (0..1 + next(12))
+                    .map(|_| words[next(words.len()).min(next(words.len()))])
+                    .collect();
+                let context: Vec<&str> = (0..next(4)).map(|_| words[next(words.len())]).collect();
+                index.insert(slot as u32, [&text.join(" "), &context.join(" ")]);
+                ids.push(format!("id{:03}", (slot * 7919) % 1000));
+            }
+            for _ in 0..next(docs / 3 + 1) {
+                index.remove(next(docs) as u32);
+            }
+            let query: Vec<String> = (0..1 + next(4))
+                .map(|_| words[next(words.len())].to_owned())
+                .collect();
+            let k = 1 + next(15);
+            let odd_only = round % 3 == 0;
+            let mut all = Vec::new();
+            index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
+                if !odd_only || slot % 2 == 1 {
+                    all.push((score, slot));
+                }
+            });
+            all.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+            });
+            all.truncate(k);
+            let pruned = index.top_k(
+                &index.query_terms(&query.join(" ")),
+                k,
+                |slot| !odd_only || slot % 2 == 1,
+                |slot| ids.get(slot as usize).map(String::as_str),
+            );
+            let want: Vec<u32> = all.iter().map(|h| h.1).collect();
+            let got: Vec<u32> = pruned.iter().map(|h| h.1).collect();
+            assert_eq!(got, want, "round {round}: query {query:?}, k {k}");
+            for (a, b) in pruned.iter().zip(&all) {
+                assert!((a.0 - b.0).abs() < 1e-5);
+            }
+        }
     }
 
     #[test]

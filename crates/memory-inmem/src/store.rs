@@ -27,7 +27,9 @@ use crate::registry::{Registry, read, write};
 /// - `list`: `O(log n + m)` for scope, time range and limit (each namespace of a subtree
 ///   scope is merged); attribute filters (kind, tags, metadata, id prefix) skip the
 ///   non-matching entries of the time range.
-/// - `search`: `O(Σ postings of the query terms + k log k)`; BM25 statistics are per namespace.
+/// - `search`: at most `O(Σ postings of the query terms)`, usually far less: MaxScore pruning
+///   skips documents that hold only frequent terms once `k` better ones are known
+///   ([`Bm25Index::top_k`]); BM25 statistics are per namespace.
 /// - `record_recall`, `recall_stats`: `O(1)`.
 ///
 /// ```
@@ -262,38 +264,17 @@ impl MemoryStore for InMemoryStore {
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut local: Vec<(f32, u32)> = Vec::new();
-            shard.index.score_terms(terms, |slot, score| {
-                if unfiltered
-                    || shard
-                        .entries
-                        .get(slot as usize)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|e| passes(&e.item))
-                {
-                    local.push((score, slot));
-                }
-            });
-            // Ties are broken by id, not slot: order the local candidates by (score, id).
-            let mut best: Vec<(f32, &Entry)> = local
+            let entry_at = |slot: u32| shard.entries.get(slot as usize).and_then(Option::as_ref);
+            let best = shard.index.top_k(
+                terms,
+                query.top_k,
+                |slot| unfiltered || entry_at(slot).is_some_and(|e| passes(&e.item)),
+                |slot| entry_at(slot).map(|e| e.item.id.as_str()),
+            );
+            let best: Vec<(f32, &Entry)> = best
                 .into_iter()
-                .filter_map(|(score, slot)| {
-                    shard
-                        .entries
-                        .get(slot as usize)
-                        .and_then(Option::as_ref)
-                        .map(|e| (score, e))
-                })
+                .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e)))
                 .collect();
-            let order = |a: &(f32, &Entry), b: &(f32, &Entry)| {
-                b.0.total_cmp(&a.0)
-                    .then_with(|| a.1.item.id.cmp(&b.1.item.id))
-            };
-            if best.len() > query.top_k {
-                best.select_nth_unstable_by(query.top_k - 1, order);
-                best.truncate(query.top_k);
-            }
-            best.sort_unstable_by(order);
             out.extend(best.into_iter().map(|(score, entry)| SearchHit {
                 item: Arc::clone(&entry.item),
                 score,

@@ -266,7 +266,7 @@ impl MemoryBuilder {
     /// Validates the settings and builds.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] naming the bad setting.
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad setting.
     pub fn build(self) -> Result<Memory> {
         self.retriever.validate()?;
         self.eviction.validate()?;
@@ -346,7 +346,7 @@ impl Memory {
     /// Remembers `text` in `namespace` as an episodic memory. Returns its id.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] for empty or oversized text or the root namespace.
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) for empty or oversized text or the root namespace.
     pub async fn remember(&self, namespace: &Namespace, text: &str) -> Result<String> {
         self.remember_with(Remember::new(namespace.clone(), text))
             .await
@@ -356,7 +356,7 @@ impl Memory {
     /// eviction policy runs on the written namespace.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] naming the bad field; store errors.
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad field; store errors.
     pub async fn remember_with(&self, request: Remember) -> Result<String> {
         let span =
             tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
