@@ -167,6 +167,25 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         let _ = (namespace, id);
         Ok(None)
     }
+    /// The ids of the `count` items of `namespace` with the lowest recall value
+    /// ([`RecallStats::value`] under `config` at `now`), least valuable first, ties broken by
+    /// `(created_at, id)`: the victims of a recall-based eviction pass. A backend that can
+    /// answer this faster than reading every item and its statistics overrides it; the
+    /// default returns `None` and the evictor does the reading.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn least_valuable(
+        &self,
+        namespace: &Namespace,
+        count: usize,
+        config: &crate::RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<String>>> {
+        let _ = (namespace, count, config, now);
+        Ok(None)
+    }
+
     /// Replaces the recall statistics of an existing item (for imports and migrations).
     /// Unknown ids are ignored. The default does nothing, for backends that keep none.
     ///
@@ -242,6 +261,15 @@ macro_rules! forward_memory_store {
                 id: &str,
             ) -> Result<Option<RecallStats>> {
                 (**self).recall_stats(namespace, id).await
+            }
+            async fn least_valuable(
+                &self,
+                namespace: &Namespace,
+                count: usize,
+                config: &crate::RecallBasedConfig,
+                now: DateTime<Utc>,
+            ) -> Result<Option<Vec<String>>> {
+                (**self).least_valuable(namespace, count, config, now).await
             }
             async fn set_recall_stats(
                 &self,

@@ -378,6 +378,44 @@ impl MemoryStore for InMemoryStore {
             .and_then(|shard| read(&shard).entry(id).map(|entry| entry.stats)))
     }
 
+    /// One pass over the namespace's entries under its read lock, a bounded heap of `count`,
+    /// no copies of the items: `O(n log count)`.
+    async fn least_valuable(
+        &self,
+        namespace: &Namespace,
+        count: usize,
+        config: &memory_core::RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<String>>> {
+        use std::collections::BinaryHeap;
+        let Some(shard) = self.registry.get(namespace) else {
+            return Ok(Some(Vec::new()));
+        };
+        let shard = read(&shard);
+        // Max-heap on (value, created_at, id): the top is the most valuable of those held.
+        let mut heap: BinaryHeap<(OrderedValue, DateTime<Utc>, &str)> =
+            BinaryHeap::with_capacity(count + 1);
+        for entry in shard.entries.iter().flatten() {
+            let key = (
+                OrderedValue(entry.stats.value(now, config)),
+                entry.item.created_at,
+                entry.item.id.as_str(),
+            );
+            if heap.len() < count {
+                heap.push(key);
+            } else if heap.peek().is_some_and(|top| key < *top) {
+                heap.pop();
+                heap.push(key);
+            }
+        }
+        Ok(Some(
+            heap.into_sorted_vec()
+                .into_iter()
+                .map(|(_, _, id)| id.to_owned())
+                .collect(),
+        ))
+    }
+
     async fn set_recall_stats(
         &self,
         namespace: &Namespace,
@@ -390,5 +428,23 @@ impl MemoryStore for InMemoryStore {
             entry.stats = stats;
         }
         Ok(())
+    }
+}
+
+/// An `f64` with a total order (`total_cmp`), for heaps of recall values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrderedValue(f64);
+
+impl Eq for OrderedValue {}
+
+impl PartialOrd for OrderedValue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedValue {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }

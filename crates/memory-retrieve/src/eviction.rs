@@ -7,7 +7,9 @@
 //! time-ordered `list` (for the in-memory store `O(log n + e)`); RecallBased reads the recall
 //! statistics of every item and keeps the `e` least valuable in a bounded heap,
 //! `O(n log e)`. Passes run every `check_interval` writes, so the amortised cost per write is
-//! `O(n / check_interval)` at worst; a backend with a value index can supply its own pass.
+//! `O(n / check_interval)` at worst. A backend supplies a faster pass through
+//! [`MemoryStore::least_valuable`] (the in-memory store ranks its entries in place, without
+//! copying them).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -208,6 +210,23 @@ async fn evict_least_valuable(
     config: &RecallBasedConfig,
     now: DateTime<Utc>,
 ) -> Result<usize> {
+    let count = store.count(&namespace.exact()).await?;
+    if count <= config.max_items {
+        return Ok(0);
+    }
+    // The backend's own pass when it has one, else read every item and its statistics.
+    if let Some(ids) = store
+        .least_valuable(namespace, count - config.max_items, config, now)
+        .await?
+    {
+        let mut deleted = 0;
+        for id in ids {
+            if store.delete(namespace, &id).await? {
+                deleted += 1;
+            }
+        }
+        return Ok(deleted);
+    }
     let victims = eviction_order(store, namespace, config, now).await?;
     delete_all(store, victims).await
 }
