@@ -305,14 +305,11 @@ impl<const N: usize> Bm25Index<N> {
         let mut held: Vec<Held<'a>> = Vec::with_capacity(k.min(1024) + 1);
         let mut threshold = f32::NEG_INFINITY;
         let mut essential = 0usize;
-        loop {
-            let Some(doc) = cursors[essential..]
-                .iter()
-                .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
-                .min()
-            else {
-                break;
-            };
+        while let Some(doc) = cursors[essential..]
+            .iter()
+            .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
+            .min()
+        {
             let len = self.lens.get(doc as usize).copied().unwrap_or([0; N]);
             let mut total = 0.0f32;
             for cursor in &mut cursors[essential..] {
