@@ -315,6 +315,18 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         Ok(None)
     }
 
+    /// Whether `scope` may hold entities: `false` only when it certainly holds none, so a
+    /// caller can skip work (the retriever skips keyword extraction). The default answers
+    /// `true` without asking, to cost remote backends no round trip; in-process backends
+    /// answer exactly.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn may_have_entities(&self, scope: &Scope) -> Result<bool> {
+        let _ = scope;
+        Ok(true)
+    }
+
     /// The number of relations touching `id` (degree centrality, the graph's reference count).
     ///
     /// # Errors
@@ -469,6 +481,9 @@ macro_rules! forward_knowledge_graph {
             }
             async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {
                 (**self).degree(namespace, id).await
+            }
+            async fn may_have_entities(&self, scope: &Scope) -> Result<bool> {
+                (**self).may_have_entities(scope).await
             }
         }
     };

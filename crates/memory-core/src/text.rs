@@ -325,8 +325,14 @@ impl Analyzer {
 
     /// Calls `emit` with each term of `text`, in order (duplicates included).
     pub fn for_each_term(&self, text: &str, mut emit: impl FnMut(&str)) {
-        let mut run: Vec<char> = Vec::new();
         let mut word = String::new();
+        if text.is_ascii() {
+            ascii_words(text, |segment| {
+                self.emit_word(segment, &mut word, &mut emit)
+            });
+            return;
+        }
+        let mut run: Vec<char> = Vec::new();
         for segment in text.split_word_bounds() {
             let mut chars = segment.chars();
             let Some(first) = chars.next() else { continue };
@@ -417,10 +423,76 @@ fn flush_cjk(run: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(&st
     run.clear();
 }
 
+/// The UAX #29 word segments of ASCII `text` that hold a letter or digit, in order: the same
+/// segments `split_word_bounds` yields (a test checks it), found by one pass over the bytes.
+/// For ASCII the rules reduce to: letters, digits and `_` join; `'` and `.` join two letters
+/// or two digits; `:` joins two letters; `,` and `;` join two digits.
+fn ascii_words<'t>(text: &'t str, mut emit: impl FnMut(&'t str)) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Class {
+        Letter,
+        Digit,
+        Underscore,
+        Other,
+    }
+    let class = |byte: u8| match byte {
+        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+        b'0'..=b'9' => Class::Digit,
+        b'_' => Class::Underscore,
+        _ => Class::Other,
+    };
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if class(bytes[at]) == Class::Other {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        let mut has_alnum = false;
+        loop {
+            let current = class(bytes[at]);
+            has_alnum |= matches!(current, Class::Letter | Class::Digit);
+            let Some(&next) = bytes.get(at + 1) else {
+                at += 1;
+                break;
+            };
+            if class(next) != Class::Other {
+                at += 1;
+                continue;
+            }
+            // A single joiner between two characters of the right classes stays in the word.
+            let after = bytes.get(at + 2).map_or(Class::Other, |b| class(*b));
+            let joins = match next {
+                b'\'' | b'.' => {
+                    (current == Class::Letter && after == Class::Letter)
+                        || (current == Class::Digit && after == Class::Digit)
+                }
+                b':' => current == Class::Letter && after == Class::Letter,
+                b',' | b';' => current == Class::Digit && after == Class::Digit,
+                _ => false,
+            };
+            if joins {
+                at += 2;
+            } else {
+                at += 1;
+                break;
+            }
+        }
+        if has_alnum {
+            emit(&text[start..at]);
+        }
+    }
+}
+
 /// The lowercased words of `text` as written (no stemming, no stop-word removal; CJK runs
 /// kept whole). Used for the title-prefix and summary-contains match rules.
 pub fn surface_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    if text.is_ascii() {
+        ascii_words(text, |segment| out.push(segment.to_ascii_lowercase()));
+        return out;
+    }
     let mut run = String::new();
     for segment in text.split_word_bounds() {
         let Some(first) = segment.chars().next() else {
@@ -516,6 +588,41 @@ mod tests {
         }
         assert!(analyzer.terms(&long).is_empty());
         assert_eq!(analyzer.terms("ÇAFÉ"), ["çafé"]);
+    }
+
+    #[test]
+    fn ascii_fast_path_matches_unicode_segmentation() {
+        let alphabet: &[u8] = b"aZ9_'.:,;- \n!@\"x1";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 12) as usize;
+            let text: String = (0..len)
+                .map(|i| alphabet[((seed >> (i * 5)) % alphabet.len() as u64) as usize] as char)
+                .collect();
+            let slow: Vec<&str> = text
+                .split_word_bounds()
+                .filter(|segment| segment.chars().any(char::is_alphanumeric))
+                .collect();
+            let mut fast = Vec::new();
+            ascii_words(&text, |segment| fast.push(segment));
+            assert_eq!(fast, slow, "{text:?}");
+        }
+        for text in [
+            "can't",
+            "3.5 a.b.c 1,000,000 a:b 1:2 a'1 __x x__ a.1",
+            "title:x* \"q\"",
+        ] {
+            let slow: Vec<&str> = text
+                .split_word_bounds()
+                .filter(|s| s.chars().any(char::is_alphanumeric))
+                .collect();
+            let mut fast = Vec::new();
+            ascii_words(text, |segment| fast.push(segment));
+            assert_eq!(fast, slow, "{text:?}");
+        }
     }
 
     #[test]

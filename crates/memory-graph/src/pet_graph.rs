@@ -379,13 +379,23 @@ impl KnowledgeGraph for PetGraph {
 
     async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
         let namespaces = read(&self.namespaces);
+        let prefix = scope.namespace.as_str();
         Ok(namespaces
-            .iter()
+            .range(scope.namespace.clone()..)
+            .take_while(|(namespace, _)| namespace.as_str().starts_with(prefix))
             .filter(|(namespace, shared)| {
                 scope.contains(namespace) && read(shared).entity_count() > 0
             })
             .map(|(namespace, _)| namespace.clone())
             .collect())
+    }
+
+    /// Exact, by a range scan of the namespace map: `O(log n + namespaces in scope)`.
+    async fn may_have_entities(&self, scope: &Scope) -> Result<bool> {
+        Ok(self
+            .in_scope(scope)
+            .iter()
+            .any(|shared| read(shared).entity_count() > 0))
     }
 
     async fn get_related(

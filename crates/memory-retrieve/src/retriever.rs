@@ -693,6 +693,9 @@ impl Retriever {
             return Ok((Vec::new(), 0));
         }
         let started = Instant::now();
+        if !graph.may_have_entities(scope).await? {
+            return Ok((Vec::new(), started.elapsed().as_micros() as u64));
+        }
         let keywords = self.keywords.extract(query);
         if keywords.is_empty() {
             return Ok((Vec::new(), 0));
