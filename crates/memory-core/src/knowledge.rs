@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::text::{is_stop_word, surface_words};
 use crate::validate::{DEFAULT_MAX_CONTENT_BYTES, validate_id, validate_len, validate_text};
 use crate::{Namespace, Result, Scope, Tag};
 
@@ -215,6 +216,59 @@ pub struct PageMatchSignals {
     pub tag_exact: bool,
     /// The summary contains a query keyword.
     pub summary_contains: bool,
+}
+
+impl PageMatchSignals {
+    /// The seed's match rules for one page, shared by every backend: a keyword starts the
+    /// title or one of its words (case-insensitive); a keyword normalised as a tag equals one of
+    /// the page's tags; the summary contains a keyword. `keywords` come from
+    /// [`page_rule_keywords`].
+    pub fn compute(title: &str, summary: &str, tags: &[Tag], keywords: &[String]) -> Self {
+        let title_lower = title.to_lowercase();
+        let title_words = surface_words(title);
+        let summary = summary.to_lowercase();
+        let mut signals = Self::default();
+        for keyword in keywords {
+            if title_lower.starts_with(keyword.as_str())
+                || title_words
+                    .iter()
+                    .any(|word| word.starts_with(keyword.as_str()))
+            {
+                signals.title_prefix = true;
+            }
+            if Tag::new(keyword).is_ok_and(|tag| tags.contains(&tag)) {
+                signals.tag_exact = true;
+            }
+            if summary.contains(keyword.as_str()) {
+                signals.summary_contains = true;
+            }
+        }
+        signals
+    }
+
+    /// The multiplier the match rules give a page's BM25F score:
+    /// `1 + 0.5 title_prefix + 0.5 tag_exact + 0.25 summary_contains`.
+    pub fn boost(self) -> f32 {
+        1.0 + 0.5 * f32::from(u8::from(self.title_prefix))
+            + 0.5 * f32::from(u8::from(self.tag_exact))
+            + 0.25 * f32::from(u8::from(self.summary_contains))
+    }
+}
+
+/// The lowercased query words the page match rules use: the query's words as written, without
+/// English stop words and one-letter words, distinct, in order.
+pub fn page_rule_keywords(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in surface_words(text) {
+        let bare: String = word.chars().filter(|c| *c != '\'').collect();
+        if bare.chars().count() < 2 || is_stop_word(&bare) {
+            continue;
+        }
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
 }
 
 /// One page search result.

@@ -48,7 +48,7 @@ pub use crate::{
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
         KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
-        PageMatchSignals, PageQuery,
+        PageMatchSignals, PageQuery, page_rule_keywords,
     },
     knowledge_store::KnowledgeStore,
     memory::{

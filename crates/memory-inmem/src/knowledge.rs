@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use async_trait::async_trait;
-use memory_core::text::{Analyzer, STOP_WORDS, surface_words};
+use memory_core::text::Analyzer;
 use memory_core::{
     KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope, Tag,
@@ -118,49 +118,8 @@ impl Shard {
     }
 }
 
-/// The lowercased query words used by the match rules (stop words and one-letter words dropped).
-fn rule_keywords(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in surface_words(text) {
-        let bare: String = word.chars().filter(|c| *c != '\'').collect();
-        if bare.chars().count() < 2 || STOP_WORDS.binary_search(&bare.as_str()).is_ok() {
-            continue;
-        }
-        if !out.contains(&word) {
-            out.push(word);
-        }
-    }
-    out
-}
-
-/// The seed's match rules for one page: title prefix (a keyword starts the title or one of
-/// its words), tag exact (a keyword normalised as a tag equals a page tag), summary contains.
-pub fn page_signals(page: &KnowledgePage, keywords: &[String]) -> PageMatchSignals {
-    let title = page.title.to_lowercase();
-    let title_words = surface_words(&page.title);
-    let summary = page.summary.to_lowercase();
-    let mut signals = PageMatchSignals::default();
-    for keyword in keywords {
-        if title.starts_with(keyword.as_str())
-            || title_words.iter().any(|w| w.starts_with(keyword.as_str()))
-        {
-            signals.title_prefix = true;
-        }
-        if Tag::new(keyword).is_ok_and(|tag| page.tags.contains(&tag)) {
-            signals.tag_exact = true;
-        }
-        if summary.contains(keyword.as_str()) {
-            signals.summary_contains = true;
-        }
-    }
-    signals
-}
-
-/// The multiplier the match rules give a page's BM25F score.
-pub fn signal_boost(signals: PageMatchSignals) -> f32 {
-    1.0 + 0.5 * f32::from(u8::from(signals.title_prefix))
-        + 0.5 * f32::from(u8::from(signals.tag_exact))
-        + 0.25 * f32::from(u8::from(signals.summary_contains))
+fn page_signals(page: &KnowledgePage, keywords: &[String]) -> PageMatchSignals {
+    PageMatchSignals::compute(&page.title, &page.summary, &page.tags, keywords)
 }
 
 impl InMemoryKnowledgeStore {
@@ -229,7 +188,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         if shards.is_empty() {
             return Ok(Vec::new());
         }
-        let keywords = rule_keywords(&query.text);
+        let keywords = memory_core::page_rule_keywords(&query.text);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {
@@ -249,7 +208,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 if !query.tags.iter().all(|tag| entry.page.tags.contains(tag)) {
                     return;
                 }
-                let boost = signal_boost(page_signals(&entry.page, &keywords));
+                let boost = page_signals(&entry.page, &keywords).boost();
                 local.push((score * boost, id.clone()));
             });
             hits.extend(

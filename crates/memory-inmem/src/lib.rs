@@ -34,7 +34,7 @@ pub use crate::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
         estimate_tokens,
     },
-    knowledge::{InMemoryKnowledgeStore, PAGE_FIELD_WEIGHTS, page_signals, signal_boost},
+    knowledge::{InMemoryKnowledgeStore, PAGE_FIELD_WEIGHTS},
     ring::RingBuffer,
     store::InMemoryStore,
 };

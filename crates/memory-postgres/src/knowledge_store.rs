@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use memory_core::text::{STOP_WORDS, surface_words};
 use memory_core::{
     KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope, Tag,
@@ -287,54 +286,6 @@ pub(crate) fn decode_tags(what: &str, tags: &[String]) -> Result<Vec<Tag>> {
         .map_err(|error| corrupt(what, error))
 }
 
-/// The lowercased query words the match rules use: surface words, without stop words and
-/// one-letter words, distinct (the in-memory backend's rule).
-fn rule_keywords(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in surface_words(text) {
-        let bare: String = word.chars().filter(|c| *c != '\'').collect();
-        if bare.chars().count() < 2 || STOP_WORDS.binary_search(&bare.as_str()).is_ok() {
-            continue;
-        }
-        if !out.contains(&word) {
-            out.push(word);
-        }
-    }
-    out
-}
-
-/// The seed's match rules (see [`PageMatchSignals`]): a keyword starts the title or one of
-/// its words; a keyword normalised as a tag equals a page tag; the summary contains a keyword.
-fn page_signals(title: &str, summary: &str, tags: &[Tag], keywords: &[String]) -> PageMatchSignals {
-    let title_lower = title.to_lowercase();
-    let title_words = surface_words(title);
-    let summary = summary.to_lowercase();
-    let mut signals = PageMatchSignals::default();
-    for keyword in keywords {
-        if title_lower.starts_with(keyword.as_str())
-            || title_words
-                .iter()
-                .any(|word| word.starts_with(keyword.as_str()))
-        {
-            signals.title_prefix = true;
-        }
-        if Tag::new(keyword).is_ok_and(|tag| tags.contains(&tag)) {
-            signals.tag_exact = true;
-        }
-        if summary.contains(keyword.as_str()) {
-            signals.summary_contains = true;
-        }
-    }
-    signals
-}
-
-/// The multiplier the match rules give a page's BM25F score.
-fn signal_boost(signals: PageMatchSignals) -> f32 {
-    1.0 + 0.5 * f32::from(u8::from(signals.title_prefix))
-        + 0.5 * f32::from(u8::from(signals.tag_exact))
-        + 0.25 * f32::from(u8::from(signals.summary_contains))
-}
-
 struct Candidate {
     rid: i64,
     ns: String,
@@ -482,7 +433,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             field(3, content, "content_len", "content"),
         ));
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
-        let keywords = rule_keywords(&query.text);
+        let keywords = memory_core::page_rule_keywords(&query.text);
         let mut candidates = Vec::with_capacity(rows.len());
         for row in &rows {
             let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
@@ -493,12 +444,12 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             let tags: Vec<String> = row.try_get(5).map_err(field)?;
             let relevance: f32 = row.try_get(6).map_err(field)?;
             let tags = decode_tags(&format!("page {id} in {ns}"), &tags)?;
-            let signals = page_signals(&title, &summary, &tags, &keywords);
+            let signals = PageMatchSignals::compute(&title, &summary, &tags, &keywords);
             candidates.push(Candidate {
                 rid: row.try_get(0).map_err(field)?,
                 ns,
                 id,
-                score: relevance.max(f32::MIN_POSITIVE) * signal_boost(signals),
+                score: relevance.max(f32::MIN_POSITIVE) * signals.boost(),
                 signals,
             });
         }
@@ -628,19 +579,19 @@ mod tests {
 
     #[test]
     fn match_rules() {
-        let keywords = rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        let keywords = memory_core::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
         assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
         let tags = [Tag::new("state-graph").unwrap()];
-        let signals = page_signals("StateGraph 状态管理", "核心", &tags, &keywords);
+        let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
         assert!(signals.title_prefix && !signals.tag_exact && !signals.summary_contains);
-        let signals = page_signals(
+        let signals = PageMatchSignals::compute(
             "Nodes",
             "graph theory",
             &tags,
-            &rule_keywords("State Graph"),
+            &memory_core::page_rule_keywords("State Graph"),
         );
         assert!(!signals.title_prefix && signals.summary_contains);
-        assert!(rule_keywords("the a of").is_empty());
-        assert_eq!(signal_boost(PageMatchSignals::default()), 1.0);
+        assert!(memory_core::page_rule_keywords("the a of").is_empty());
+        assert_eq!(PageMatchSignals::default().boost(), 1.0);
     }
 }
