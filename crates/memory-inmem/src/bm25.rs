@@ -8,6 +8,10 @@ use std::collections::HashMap;
 
 use memory_core::text::Analyzer;
 
+/// Up to this many slots, [`Bm25Index::top_k`] scores every match into a dense array
+/// instead of pruning (cheaper when everything fits in cache).
+pub const SMALL_INDEX_DOCS: usize = 4096;
+
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 /// BM25 length normalisation.
@@ -50,6 +54,8 @@ pub struct Bm25Index<const N: usize> {
     lens: Vec<[u32; N]>,
     total_len: [u64; N],
     doc_count: u32,
+    /// Up to this many slots `top_k` scores exhaustively (see [`SMALL_INDEX_DOCS`]).
+    small_index_docs: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -69,7 +75,14 @@ impl<const N: usize> Bm25Index<N> {
             lens: Vec::new(),
             total_len: [0; N],
             doc_count: 0,
+            small_index_docs: SMALL_INDEX_DOCS,
         }
+    }
+
+    /// Sets the size up to which `top_k` scores exhaustively instead of pruning.
+    pub fn with_small_index_docs(mut self, slots: usize) -> Self {
+        self.small_index_docs = slots;
+        self
     }
 
     /// How many documents are indexed.
@@ -293,6 +306,34 @@ impl<const N: usize> Bm25Index<N> {
                 }
             })
             .collect();
+        // Small shards: one pass per term into a dense accumulator beats walking cursors.
+        if self.docs.len() <= self.small_index_docs {
+            let mut totals = vec![0.0f32; self.docs.len()];
+            for cursor in &cursors {
+                for posting in cursor.list {
+                    if let Some(len) = self.lens.get(posting.slot as usize) {
+                        totals[posting.slot as usize] += score(&posting.tf, len, cursor.idf);
+                    }
+                }
+            }
+            let mut held: Vec<Held<'a>> = totals
+                .iter()
+                .enumerate()
+                .filter(|(_, total)| **total > 0.0)
+                .filter(|(slot, _)| accept(*slot as u32))
+                .map(|(slot, total)| Held {
+                    score: *total,
+                    id: id_of(slot as u32).unwrap_or(""),
+                    slot: slot as u32,
+                })
+                .collect();
+            if held.len() > k {
+                held.select_nth_unstable(k - 1);
+                held.truncate(k);
+            }
+            held.sort_unstable();
+            return held.into_iter().map(|h| (h.score, h.slot)).collect();
+        }
         // Ascending bounds; prefix[i] bounds the score of a document holding only terms 0..=i.
         cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound));
         let mut prefix = Vec::with_capacity(cursors.len());
@@ -485,8 +526,11 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        for round in 0..200 {
-            let mut index = Bm25Index::new(Analyzer::plain(), [1.0, 0.3]);
+        for round in 0..400 {
+            // Even rounds take the pruning path, odd rounds the small-index path.
+            let small = if round % 2 == 0 { 0 } else { SMALL_INDEX_DOCS };
+            let mut index =
+                Bm25Index::new(Analyzer::plain(), [1.0, 0.3]).with_small_index_docs(small);
             let docs = 1 + next(120);
             let mut ids = Vec::new();
             for slot in 0..docs {
@@ -505,7 +549,7 @@ mod tests {
                 .map(|_| words[next(words.len())].to_owned())
                 .collect();
             let k = 1 + next(15);
-            let odd_only = round % 3 == 0;
+            let odd_only = round % 3 == 0 || round % 7 == 0;
             let mut all = Vec::new();
             index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
                 if !odd_only || slot % 2 == 1 {

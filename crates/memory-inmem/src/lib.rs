@@ -29,7 +29,7 @@ mod ring;
 mod store;
 
 pub use crate::{
-    bm25::{B, Bm25Index, K1, top_k},
+    bm25::{B, Bm25Index, K1, SMALL_INDEX_DOCS, top_k},
     conversation::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
         estimate_tokens,
