@@ -382,6 +382,35 @@ impl Analyzer {
         }
     }
 
+    /// A fingerprint of this analyzer's behaviour: a hash (FNV-1a) of its terms for a fixed
+    /// probe text (stemming, stop words, possessives, numbers, case, Chinese and Japanese,
+    /// overlong words) and for every stop word. Persistent backends store analyzed terms and
+    /// record this value, so an index built by an analyzer that behaves differently is
+    /// rebuilt on open. Never change the probe or the hash without expecting that rebuild.
+    pub fn fingerprint(&self) -> String {
+        const PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
+            to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
+            résumé Straße. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
+            connection connected connecting generously happiness relational conditional \
+            aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut feed = |text: &str| {
+            self.for_each_term(text, |term| {
+                for byte in term.bytes().chain([b' ']) {
+                    hash ^= u64::from(byte);
+                    hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            });
+            hash ^= u64::from(b'|');
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        };
+        feed(PROBE);
+        for word in STOP_WORDS {
+            feed(word);
+        }
+        format!("{hash:016x}")
+    }
+
     /// The terms of `text`, in order, duplicates included.
     pub fn terms(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();

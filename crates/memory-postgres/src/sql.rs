@@ -112,36 +112,12 @@ pub(crate) fn analyzer() -> Analyzer {
     Analyzer::default()
 }
 
-/// Text on which the analyzer's output is fingerprinted: stemming, stop words, possessives,
-/// numbers, case, Chinese and Japanese, overlong words. (The same probe and hash as
-/// memory-sqlite's, so both backends notice the same analyzer changes.)
-const ANALYZER_PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
-    to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
-    résumé Straße. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
-    connection connected connecting generously happiness relational conditional \
-    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
 /// A fingerprint of the shared analyzer's behaviour: a hash of its terms for a fixed probe
 /// text and for every stop word. The `terms` columns hold analyzed terms, so a schema indexed
 /// by an analyzer with another fingerprint is re-indexed by the next migration (see
 /// `schema::migrate`).
 pub(crate) fn analyzer_fingerprint() -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |text: &str| {
-        analyzer().for_each_term(text, |term| {
-            for byte in term.bytes().chain([b' ']) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        });
-        hash ^= u64::from(b'|');
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    };
-    feed(ANALYZER_PROBE);
-    for word in memory_core::text::STOP_WORDS {
-        feed(word);
-    }
-    format!("{hash:016x}")
+    analyzer().fingerprint()
 }
 
 /// A document analysed for the search columns: the `tsvector` the GIN index matches on, the

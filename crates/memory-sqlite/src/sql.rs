@@ -124,34 +124,11 @@ pub(crate) fn fts_match(columns: &str, text: &str, scope: &Scope) -> Option<Stri
     Some(expression)
 }
 
-/// Text on which the analyzer's output is fingerprinted: stemming, stop words, possessives,
-/// numbers, case, Chinese and Japanese, overlong words.
-const ANALYZER_PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
-    to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
-    résumé Straße. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
-    connection connected connecting generously happiness relational conditional \
-    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
 /// A fingerprint of the shared analyzer's behaviour: a hash of its terms for a fixed probe
 /// text and for every stop word. The FTS tables hold analyzed terms, so a database indexed by
 /// an analyzer with another fingerprint is re-indexed on open (see `schema::migrate`).
 pub(crate) fn analyzer_fingerprint() -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |text: &str| {
-        analyzer().for_each_term(text, |term| {
-            for byte in term.bytes().chain([b' ']) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        });
-        hash ^= u64::from(b'|');
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    };
-    feed(ANALYZER_PROBE);
-    for word in memory_core::text::STOP_WORDS {
-        feed(word);
-    }
-    format!("{hash:016x}")
+    analyzer().fingerprint()
 }
 
 /// 64-bit FNV-1a. Persisted in the FTS `scope` column: never change it without a migration.
