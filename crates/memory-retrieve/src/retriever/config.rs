@@ -1,0 +1,201 @@
+//! Retrieval settings: which channels, how candidates are scored and fused, how many come
+//! back, and the metadata filters every channel applies.
+
+use chrono::{DateTime, Utc};
+use memory_core::{MAX_TRAVERSAL_DEPTH, MemoryError, MemoryKind, Result, Tag};
+use serde::{Deserialize, Serialize};
+
+use crate::scoring::ScoringStrategy;
+
+/// Longest query accepted, in bytes.
+pub const DEFAULT_MAX_QUERY_BYTES: usize = 16 * 1024;
+/// Most results one call may ask for.
+pub const MAX_RESULTS_LIMIT: usize = 1000;
+/// Most memories on each side of a hit that receive conversation context.
+pub const MAX_CONTEXT_WINDOW: usize = 8;
+/// Most memory hits whose neighbours are fetched for conversation context.
+pub const MAX_CONTEXT_SOURCES: usize = 10;
+/// Most matched entities expanded by traversal per query.
+pub const MAX_EXPANDED_ENTITIES: usize = 10;
+
+/// Which channels a retrieval uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalStrategy {
+    /// Every channel, fused (default).
+    #[default]
+    Hybrid,
+    /// Knowledge pages only.
+    KnowledgeOnly,
+    /// The knowledge graph only.
+    GraphOnly,
+    /// Memory items only.
+    MemoryOnly,
+}
+
+impl RetrievalStrategy {
+    pub(super) fn memory(self) -> bool {
+        matches!(self, Self::Hybrid | Self::MemoryOnly)
+    }
+    pub(super) fn knowledge(self) -> bool {
+        matches!(self, Self::Hybrid | Self::KnowledgeOnly)
+    }
+    pub(super) fn graph(self) -> bool {
+        matches!(self, Self::Hybrid | Self::GraphOnly)
+    }
+}
+
+/// How candidates from several channels are combined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "fusion", rename_all = "snake_case")]
+pub enum Fusion {
+    /// Score every candidate with the scoring strategy's weighted signals (default).
+    #[default]
+    Weighted,
+    /// Reciprocal rank fusion of the channels' own rankings, `Σ 1 / (k + rank)`, normalised.
+    ReciprocalRank {
+        /// The RRF constant, usually 60.
+        k: f32,
+    },
+}
+
+/// Settings of a retrieval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrieverConfig {
+    /// Which channels.
+    pub strategy: RetrievalStrategy,
+    /// How each candidate is scored.
+    pub scoring: ScoringStrategy,
+    /// How channels are fused.
+    pub fusion: Fusion,
+    /// Most results returned (1 to [`MAX_RESULTS_LIMIT`]), default 20.
+    pub max_results: usize,
+    /// Results under this score are dropped, in `[0, 1]`, default 0.05.
+    pub min_score: f32,
+    /// Traversal depth from matched entities (at most [`MAX_TRAVERSAL_DEPTH`]), default 2.
+    pub graph_depth: usize,
+    /// Candidates each channel contributes before scoring, default 30.
+    pub candidates_per_channel: usize,
+    /// Half-life of the recency signal, in hours, default one week.
+    pub recency_half_life_hours: f64,
+    /// Longest query accepted, in bytes.
+    pub max_query_bytes: usize,
+    /// Memories on each side of a memory hit (in time order) that receive its relevance as
+    /// the `context` signal, when that signal has weight. Default 1.
+    pub context_window: usize,
+}
+
+impl Default for RetrieverConfig {
+    fn default() -> Self {
+        Self {
+            strategy: RetrievalStrategy::Hybrid,
+            scoring: ScoringStrategy::default(),
+            fusion: Fusion::Weighted,
+            max_results: 20,
+            min_score: 0.05,
+            graph_depth: 2,
+            candidates_per_channel: 30,
+            recency_half_life_hours: 24.0 * 7.0,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+            context_window: 1,
+        }
+    }
+}
+
+impl RetrieverConfig {
+    /// Checks every setting.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the bad field.
+    pub fn validate(&self) -> Result<()> {
+        self.scoring.validate()?;
+        if self.max_results == 0 || self.max_results > MAX_RESULTS_LIMIT {
+            return Err(MemoryError::invalid(
+                "max_results",
+                format!("must be 1 to {MAX_RESULTS_LIMIT}"),
+            ));
+        }
+        memory_core::validate_unit("min_score", self.min_score)?;
+        if self.graph_depth > MAX_TRAVERSAL_DEPTH {
+            return Err(MemoryError::invalid(
+                "graph_depth",
+                format!("must be at most {MAX_TRAVERSAL_DEPTH}"),
+            ));
+        }
+        if self.candidates_per_channel == 0 || self.candidates_per_channel > 10_000 {
+            return Err(MemoryError::invalid(
+                "candidates_per_channel",
+                "must be 1 to 10000",
+            ));
+        }
+        if !(self.recency_half_life_hours.is_finite() && self.recency_half_life_hours > 0.0) {
+            return Err(MemoryError::invalid(
+                "recency_half_life_hours",
+                "must be a finite number > 0",
+            ));
+        }
+        if let Fusion::ReciprocalRank { k } = self.fusion
+            && !(k.is_finite() && k >= 0.0)
+        {
+            return Err(MemoryError::invalid(
+                "fusion.k",
+                "must be a finite number >= 0",
+            ));
+        }
+        if self.context_window > MAX_CONTEXT_WINDOW {
+            return Err(MemoryError::invalid(
+                "context_window",
+                format!("must be at most {MAX_CONTEXT_WINDOW}"),
+            ));
+        }
+        if self.max_query_bytes == 0 {
+            return Err(MemoryError::invalid(
+                "max_query_bytes",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Metadata conditions applied in every channel.
+///
+/// Knowledge pages and graph entities count as [`MemoryKind::Semantic`]; pages are matched
+/// on their `updated_at` by a time range; entities carry no time, so a time range leaves
+/// the graph channel out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecallFilter {
+    /// Only these memory kinds. Empty: long-term, episodic and semantic (the conversation's
+    /// short-term messages are left out unless asked for).
+    pub kinds: Vec<MemoryKind>,
+    /// Only records created (pages: updated) at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only records created (pages: updated) before this time.
+    pub until: Option<DateTime<Utc>>,
+    /// Only records carrying all of these tags.
+    pub tags: Vec<Tag>,
+}
+
+impl RecallFilter {
+    pub(super) fn kinds(&self) -> Vec<MemoryKind> {
+        if self.kinds.is_empty() {
+            vec![
+                MemoryKind::LongTerm,
+                MemoryKind::Episodic,
+                MemoryKind::Semantic,
+            ]
+        } else {
+            self.kinds.clone()
+        }
+    }
+
+    pub(super) fn allows_semantic(&self) -> bool {
+        self.kinds.is_empty() || self.kinds.contains(&MemoryKind::Semantic)
+    }
+
+    pub(super) fn in_range(&self, at: DateTime<Utc>) -> bool {
+        self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until)
+    }
+}
