@@ -23,8 +23,8 @@ use crate::scoring::{
     text_overlap, weighted_score,
 };
 
-/// The memory filter of a recall (without the scope, which the caller sets).
-fn memory_filter_for_context(scope: &Scope, filter: &RecallFilter) -> MemoryFilter {
+/// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
+fn memory_filter(scope: &Scope, filter: &RecallFilter) -> MemoryFilter {
     let mut memory_filter = MemoryFilter::new(scope.clone())
         .with_time_range(filter.since, filter.until)
         .with_kinds(filter.kinds());
@@ -269,12 +269,8 @@ impl Retriever {
             return Ok((Vec::new(), 0));
         }
         let started = Instant::now();
-        let mut memory_filter = MemoryFilter::new(scope.clone())
-            .with_time_range(filter.since, filter.until)
-            .with_kinds(filter.kinds());
-        memory_filter.tags = filter.tags.clone();
         let search = SearchQuery::new(scope.clone(), query, config.candidates_per_channel)
-            .with_filter(memory_filter);
+            .with_filter(memory_filter(scope, filter));
         let hits = self.memory.search(&search).await?;
         let best = hits
             .first()
@@ -312,13 +308,8 @@ impl Retriever {
             .collect();
         let mut out = out;
         if weights.context > 0.0 && config.context_window > 0 {
-            self.add_context(
-                &mut out,
-                &memory_filter_for_context(scope, filter),
-                config,
-                now,
-            )
-            .await?;
+            self.add_context(&mut out, &memory_filter(scope, filter), config, now)
+                .await?;
         }
         Ok((out, started.elapsed().as_micros() as u64))
     }
