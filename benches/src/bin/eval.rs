@@ -17,7 +17,7 @@ use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, Scoring
 use memory_benches::eval::{EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, render};
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--json FILE]".into()
+    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--repeat N] [--json FILE]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,6 +56,12 @@ fn run() -> Result<(), String> {
             "--no-date" => options.format = TextFormat::Speaker,
             "--show-misses" => options.show_misses = true,
             "--no-context" => options.turn_context = false,
+            "--repeat" => {
+                options.repeat = value()?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--repeat: {e}"))?
+                    .max(1);
+            }
             "--candidates" => {
                 options.config.candidates_per_channel =
                     value()?.parse().map_err(|e| format!("--candidates: {e}"))?;

@@ -245,8 +245,9 @@ const STEM_CACHE_WORDS: usize = 1 << 16;
 /// Calls `emit` with the Snowball stem of `word` (lowercase ASCII), from a per-thread cache:
 /// stemming costs far more than a lookup, and text repeats its words.
 fn with_stem(word: &str, emit: impl FnOnce(&str)) {
+    // Shared (`Rc`) stems: a hit hands one out without copying it.
     type StemCache =
-        std::collections::HashMap<Box<str>, Box<str>, std::hash::BuildHasherDefault<Fnv>>;
+        std::collections::HashMap<Box<str>, std::rc::Rc<str>, std::hash::BuildHasherDefault<Fnv>>;
     thread_local! {
         static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
     }
@@ -260,7 +261,7 @@ fn with_stem(word: &str, emit: impl FnOnce(&str)) {
             drop(cache);
             return emit(&stem);
         }
-        let stem: Box<str> = Box::from(stemmer().stem(word).as_ref());
+        let stem: std::rc::Rc<str> = std::rc::Rc::from(stemmer().stem(word).as_ref());
         if cache.len() >= STEM_CACHE_WORDS {
             cache.clear();
         }
@@ -351,22 +352,26 @@ impl Analyzer {
 
     fn emit_word(&self, segment: &str, buffer: &mut String, emit: &mut impl FnMut(&str)) {
         buffer.clear();
-        for c in segment.chars() {
-            if c.is_alphanumeric() {
+        // Letters and digits, lowercased. Everything else inside a word is dropped: an
+        // apostrophe ("don't" -> "dont"), inner punctuation such as "." in "3.5" or "_" in
+        // "snake_case" (the pieces stay one term).
+        if segment.is_ascii() {
+            buffer.extend(
+                segment
+                    .bytes()
+                    .filter(u8::is_ascii_alphanumeric)
+                    .map(|byte| char::from(byte.to_ascii_lowercase())),
+            );
+        } else {
+            for c in segment.chars().filter(|c| c.is_alphanumeric()) {
                 buffer.extend(c.to_lowercase());
-            } else if matches!(c, '\'' | '\u{2019}') {
-                // possessive or contraction: "caroline's" -> "caroline", "don't" -> "dont"
-                continue;
-            } else {
-                // inner punctuation such as "." in "3.5" or "_" in "snake_case": keep the
-                // pieces as one term
-                continue;
             }
         }
-        let lowered_segment = segment.to_lowercase();
-        if (lowered_segment.ends_with("'s") || lowered_segment.ends_with("\u{2019}s"))
-            && buffer.len() > 1
-        {
+        // A possessive loses its "s": "caroline's" -> "caroline".
+        let possessive = ["'s", "'S", "\u{2019}s", "\u{2019}S"]
+            .iter()
+            .any(|suffix| segment.ends_with(suffix));
+        if possessive && buffer.len() > 1 {
             buffer.pop();
         }
         if buffer.is_empty() || buffer.len() > MAX_TERM_BYTES {

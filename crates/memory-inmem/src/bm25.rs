@@ -3,14 +3,27 @@
 //! Documents are dense `u32` slots chosen by the caller. Postings are kept sorted by slot,
 //! so adding or removing a document costs `O(terms × log postings)` lookups plus a memmove;
 //! a query costs `O(Σ postings of its terms)` and a partial sort of the top k.
+//!
+//! A document's per-term scores are summed in `f64`, which is exact for the handful of `f32`
+//! terms of a query, so its score does not depend on the order the terms were added: every
+//! search path (exhaustive, dense, pruned) gives the same bits, and ties break by id alone.
 
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use memory_core::text::Analyzer;
 
 /// Up to this many slots, [`Bm25Index::top_k`] scores every match into a dense array
 /// instead of pruning (cheaper when everything fits in cache).
 pub const SMALL_INDEX_DOCS: usize = 4096;
+
+thread_local! {
+    /// Per-thread buffers of the small-index path of [`Bm25Index::top_k`] (score per slot,
+    /// slots scored), reused so a query allocates neither. Taken out while in use, so a
+    /// re-entrant call simply starts with empty ones.
+    static SCRATCH: Cell<(Vec<f64>, Vec<u32>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
 
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
@@ -223,30 +236,30 @@ impl<const N: usize> Bm25Index<N> {
         }
         // Dense accumulators when the query touches a large share of the index, sparse otherwise.
         if total_postings * 8 > self.docs.len() {
-            let mut scores = vec![0.0f32; self.docs.len()];
+            let mut scores = vec![0.0f64; self.docs.len()];
             for (list, idf) in &lists {
                 for posting in list.iter() {
                     if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
-                        scores[posting.slot as usize] += score;
+                        scores[posting.slot as usize] += f64::from(score);
                     }
                 }
             }
             for (slot, score) in scores.into_iter().enumerate() {
                 if score > 0.0 {
-                    emit(slot as u32, score);
+                    emit(slot as u32, score as f32);
                 }
             }
         } else {
-            let mut scores: HashMap<u32, f32> = HashMap::with_capacity(total_postings);
+            let mut scores: HashMap<u32, f64> = HashMap::with_capacity(total_postings);
             for (list, idf) in &lists {
                 for posting in list.iter() {
                     if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
-                        *scores.entry(posting.slot).or_insert(0.0) += score;
+                        *scores.entry(posting.slot).or_insert(0.0) += f64::from(score);
                     }
                 }
             }
             for (slot, score) in scores {
-                emit(slot, score);
+                emit(slot, score as f32);
             }
         }
     }
@@ -259,6 +272,10 @@ impl<const N: usize> Bm25Index<N> {
     /// slot order, and once `k` results are held, documents that only contain terms whose
     /// score bounds add up to less than the `k`-th score are never looked at. Cost: about
     /// `O(postings of the rare terms × log)` for typical queries instead of all postings.
+    /// Indexes of at most [`SMALL_INDEX_DOCS`] slots are instead scored into a dense array and
+    /// selected against the running `k`-th score.
+    ///
+    /// `accept` must give the same answer for a slot each time: it may be asked more than once.
     pub fn top_k<'a>(
         &self,
         terms: &[String],
@@ -275,21 +292,8 @@ impl<const N: usize> Bm25Index<N> {
             length_factor[field] = B / (*total as f32 / n).max(1.0);
         }
         let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
-            let mut weighted = 0.0f32;
-            for field in 0..N {
-                if tf[field] > 0 {
-                    let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
-                    weighted += self.weights[field] * f32::from(tf[field]) / norm;
-                }
-            }
-            idf * weighted / (K1 + weighted)
+            bm25f(&self.weights, &length_factor, tf, len, idf)
         };
-        struct Cursor<'l, const M: usize> {
-            list: &'l [Posting<M>],
-            at: usize,
-            idf: f32,
-            bound: f32,
-        }
         let mut cursors: Vec<Cursor<'_, N>> = terms
             .iter()
             .filter_map(|term| self.postings.get(term.as_str()))
@@ -306,33 +310,8 @@ impl<const N: usize> Bm25Index<N> {
                 }
             })
             .collect();
-        // Small shards: one pass per term into a dense accumulator beats walking cursors.
         if self.docs.len() <= self.small_index_docs {
-            let mut totals = vec![0.0f32; self.docs.len()];
-            for cursor in &cursors {
-                for posting in cursor.list {
-                    if let Some(len) = self.lens.get(posting.slot as usize) {
-                        totals[posting.slot as usize] += score(&posting.tf, len, cursor.idf);
-                    }
-                }
-            }
-            let mut held: Vec<Held<'a>> = totals
-                .iter()
-                .enumerate()
-                .filter(|(_, total)| **total > 0.0)
-                .filter(|(slot, _)| accept(*slot as u32))
-                .map(|(slot, total)| Held {
-                    score: *total,
-                    id: id_of(slot as u32).unwrap_or(""),
-                    slot: slot as u32,
-                })
-                .collect();
-            if held.len() > k {
-                held.select_nth_unstable(k - 1);
-                held.truncate(k);
-            }
-            held.sort_unstable();
-            return held.into_iter().map(|h| (h.score, h.slot)).collect();
+            return self.dense_top_k(&cursors, &length_factor, k, &mut accept, &id_of);
         }
         // Ascending bounds; prefix[i] bounds the score of a document holding only terms 0..=i.
         cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound));
@@ -352,18 +331,18 @@ impl<const N: usize> Bm25Index<N> {
             .min()
         {
             let len = self.lens.get(doc as usize).copied().unwrap_or([0; N]);
-            let mut total = 0.0f32;
+            let mut total = 0.0f64;
             for cursor in &mut cursors[essential..] {
                 if let Some(posting) = cursor.list.get(cursor.at)
                     && posting.slot == doc
                 {
-                    total += score(&posting.tf, &len, cursor.idf);
+                    total += f64::from(score(&posting.tf, &len, cursor.idf));
                     cursor.at += 1;
                 }
             }
             let mut pruned = false;
             for i in (0..essential).rev() {
-                if total + prefix[i] < threshold {
+                if total as f32 + prefix[i] < threshold {
                     pruned = true;
                     break;
                 }
@@ -381,10 +360,11 @@ impl<const N: usize> Bm25Index<N> {
                 if let Some(posting) = cursor.list.get(cursor.at)
                     && posting.slot == doc
                 {
-                    total += score(&posting.tf, &len, cursor.idf);
+                    total += f64::from(score(&posting.tf, &len, cursor.idf));
                     cursor.at += 1;
                 }
             }
+            let total = total as f32;
             if pruned || total < threshold || !accept(doc) {
                 continue;
             }
@@ -418,6 +398,174 @@ impl<const N: usize> Bm25Index<N> {
         held.sort_unstable();
         held.into_iter().map(|h| (h.score, h.slot)).collect()
     }
+}
+
+/// A term's postings being walked, with its idf and the bound of its score.
+struct Cursor<'l, const N: usize> {
+    list: &'l [Posting<N>],
+    at: usize,
+    idf: f32,
+    bound: f32,
+}
+
+/// One term's BM25F score in a document: `idf · w / (K1 + w)`, where `w` sums each field's
+/// weighted, length-normalised term frequency.
+#[inline]
+fn bm25f<const N: usize>(
+    weights: &[f32; N],
+    length_factor: &[f32; N],
+    tf: &[u16; N],
+    len: &[u32; N],
+    idf: f32,
+) -> f32 {
+    let mut weighted = 0.0f32;
+    for field in 0..N {
+        if tf[field] > 0 {
+            let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
+            weighted += weights[field] * f32::from(tf[field]) / norm;
+        }
+    }
+    idf * weighted / (K1 + weighted)
+}
+
+impl<const N: usize> Bm25Index<N> {
+    /// [`top_k`](Self::top_k) for small indexes: scores accumulate in a dense per-slot array.
+    ///
+    /// Terms found in more than a quarter of the slots (a speaker's name in a conversation,
+    /// say) hold most postings and add little to any score. So the rarer terms are scored
+    /// first; the `k`-th best partial score `θ` is then a floor for the `k`-th final score,
+    /// and when the common terms' bounds add up to less than `θ`, only documents whose
+    /// partial score plus those bounds reaches `θ` can still make the cut. The common terms
+    /// are looked up (binary search) for those few documents alone. Otherwise (too few
+    /// partial scores, or bounds too high) every term is scored densely. Exact either way.
+    fn dense_top_k<'a>(
+        &self,
+        cursors: &[Cursor<'_, N>],
+        length_factor: &[f32; N],
+        k: usize,
+        accept: &mut impl FnMut(u32) -> bool,
+        id_of: &impl Fn(u32) -> Option<&'a str>,
+    ) -> Vec<(f32, u32)> {
+        let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
+            bm25f(&self.weights, length_factor, tf, len, idf)
+        };
+        let (mut totals, mut touched) = SCRATCH.with(Cell::take);
+        totals.clear();
+        totals.resize(self.docs.len(), 0.0);
+        touched.clear();
+        // Every posting adds a positive score, so a slot at zero has not been touched yet.
+        let add = |totals: &mut Vec<f64>, touched: &mut Vec<u32>, cursor: &Cursor<'_, N>| {
+            for posting in cursor.list {
+                let slot = posting.slot as usize;
+                if let (Some(len), Some(total)) = (self.lens.get(slot), totals.get_mut(slot)) {
+                    if *total == 0.0 {
+                        touched.push(posting.slot);
+                    }
+                    *total += f64::from(score(&posting.tf, len, cursor.idf));
+                }
+            }
+        };
+        let common = |cursor: &&Cursor<'_, N>| cursor.list.len() * 4 > self.docs.len();
+        for cursor in cursors.iter().filter(|c| !common(c)) {
+            add(&mut totals, &mut touched, cursor);
+        }
+        let mut result = None;
+        if cursors.iter().any(|c| common(&c)) {
+            // A little slack so float rounding never prunes a document that could tie.
+            let rest: f32 = cursors
+                .iter()
+                .filter(common)
+                .map(|c| c.bound * 1.0001 + 1e-6)
+                .sum();
+            let floor = kth_best(&totals, &touched, k, accept);
+            if floor.is_some_and(|floor| floor > rest) {
+                let floor = floor.unwrap_or(f32::INFINITY);
+                let mut held: Vec<Held<'a>> = Vec::new();
+                for slot in &touched {
+                    let partial = totals[*slot as usize];
+                    if partial as f32 + rest < floor || !accept(*slot) {
+                        continue;
+                    }
+                    let len = self.lens.get(*slot as usize).copied().unwrap_or([0; N]);
+                    let mut total = partial;
+                    for cursor in cursors.iter().filter(common) {
+                        if let Ok(at) = cursor.list.binary_search_by_key(slot, |p| p.slot) {
+                            total += f64::from(score(&cursor.list[at].tf, &len, cursor.idf));
+                        }
+                    }
+                    held.push(Held {
+                        score: total as f32,
+                        id: id_of(*slot).unwrap_or(""),
+                        slot: *slot,
+                    });
+                }
+                held.sort_unstable();
+                held.truncate(k);
+                #[cfg(test)]
+                tests::PRUNED_DENSE.with(|count| count.set(count.get() + 1));
+                result = Some(held);
+            } else {
+                for cursor in cursors.iter().filter(common) {
+                    add(&mut totals, &mut touched, cursor);
+                }
+            }
+        }
+        let held = result.unwrap_or_else(|| {
+            // Everything scoring at least the k-th score: k documents plus any tied with it.
+            let floor = kth_best(&totals, &touched, k, accept).unwrap_or(0.0);
+            let mut held: Vec<Held<'a>> = touched
+                .iter()
+                .filter(|slot| totals[**slot as usize] as f32 >= floor && accept(**slot))
+                .map(|slot| Held {
+                    score: totals[*slot as usize] as f32,
+                    id: id_of(*slot).unwrap_or(""),
+                    slot: *slot,
+                })
+                .collect();
+            held.sort_unstable();
+            held.truncate(k);
+            held
+        });
+        SCRATCH.with(|scratch| scratch.set((totals, touched)));
+        held.into_iter().map(|h| (h.score, h.slot)).collect()
+    }
+}
+
+/// The `k`-th best score among the `touched` slots that `accept` lets through, or `None` when
+/// fewer than `k` pass. Keeps a min-heap of `k` score bits (positive floats order like their
+/// bits): most slots cost one comparison, and only would-be entrants are offered to `accept`.
+fn kth_best(
+    totals: &[f64],
+    touched: &[u32],
+    k: usize,
+    accept: &mut impl FnMut(u32) -> bool,
+) -> Option<f32> {
+    let mut best: BinaryHeap<Reverse<u32>> = BinaryHeap::with_capacity(k.min(1024) + 1);
+    for slot in touched {
+        let total = totals[*slot as usize] as f32;
+        if total <= 0.0 || total.is_nan() {
+            continue;
+        }
+        let bits = total.to_bits();
+        let full = best.len() == k;
+        if full && best.peek().is_some_and(|Reverse(kth)| bits <= *kth) {
+            continue;
+        }
+        if !accept(*slot) {
+            continue;
+        }
+        if full {
+            if let Some(mut kth) = best.peek_mut() {
+                *kth = Reverse(bits);
+            }
+        } else {
+            best.push(Reverse(bits));
+        }
+    }
+    if best.len() < k {
+        return None;
+    }
+    best.peek().map(|Reverse(kth)| f32::from_bits(*kth))
 }
 
 /// A held result: ordered best first (higher score, then lower id, then lower slot).
@@ -466,6 +614,11 @@ pub fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// How often this thread's dense searches took the pruned path.
+        pub(super) static PRUNED_DENSE: Cell<usize> = const { Cell::new(0) };
+    }
 
     fn search(index: &Bm25Index<1>, text: &str) -> Vec<(f32, u32)> {
         let mut hits = Vec::new();
@@ -526,7 +679,7 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        for round in 0..400 {
+        for round in 0..1200 {
             // Even rounds take the pruning path, odd rounds the small-index path.
             let small = if round % 2 == 0 { 0 } else { SMALL_INDEX_DOCS };
             let mut index =
@@ -535,9 +688,14 @@ mod tests {
             let mut ids = Vec::new();
             for slot in 0..docs {
                 // Skewed word choice so some terms are frequent and some rare.
-                let text: Vec<&str> = (0..1 + next(12))
+                let mut text: Vec<&str> = (0..1 + next(12))
                     .map(|_| words[next(words.len()).min(next(words.len()))])
                     .collect();
+                // Some rounds have a word in every document, as a speaker's name is in
+                // every turn of a conversation.
+                if round % 4 == 1 {
+                    text.push("speaker");
+                }
                 let context: Vec<&str> = (0..next(4)).map(|_| words[next(words.len())]).collect();
                 index.insert(slot as u32, [&text.join(" "), &context.join(" ")]);
                 ids.push(format!("id{:03}", (slot * 7919) % 1000));
@@ -545,9 +703,12 @@ mod tests {
             for _ in 0..next(docs / 3 + 1) {
                 index.remove(next(docs) as u32);
             }
-            let query: Vec<String> = (0..1 + next(4))
+            let mut query: Vec<String> = (0..1 + next(4))
                 .map(|_| words[next(words.len())].to_owned())
                 .collect();
+            if round % 4 == 1 && next(2) == 0 {
+                query.push("speaker".to_owned());
+            }
             let k = 1 + next(15);
             let odd_only = round % 3 == 0 || round % 7 == 0;
             let mut all = Vec::new();
@@ -569,11 +730,17 @@ mod tests {
             );
             let want: Vec<u32> = all.iter().map(|h| h.1).collect();
             let got: Vec<u32> = pruned.iter().map(|h| h.1).collect();
-            assert_eq!(got, want, "round {round}: query {query:?}, k {k}");
+            assert_eq!(
+                got, want,
+                "round {round}: query {query:?}, k {k}: {pruned:?} {all:?}"
+            );
             for (a, b) in pruned.iter().zip(&all) {
                 assert!((a.0 - b.0).abs() < 1e-5);
             }
         }
+        // Both small-index paths ran: the pruned one (rare terms first) and the full one.
+        let pruned = PRUNED_DENSE.with(Cell::get);
+        assert!(pruned >= 25, "the pruned dense path ran {pruned} times");
     }
 
     #[test]

@@ -42,11 +42,63 @@ enum RecordType {
 #[derive(Debug)]
 struct Candidate {
     source: RetrievalSource,
-    channels: Vec<(Channel, usize)>,
+    channels: Found,
     signals: Signals,
 }
 
+/// The channels that found a candidate, each with the candidate's rank there, kept inline
+/// (no allocation per candidate). Two suffice: a record comes from one channel, except a
+/// graph entity that is both matched and reached by traversal.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    first: (Channel, usize),
+    second: Option<(Channel, usize)>,
+}
+
+impl Found {
+    fn new(channel: Channel, rank: usize) -> Self {
+        Self {
+            first: (channel, rank),
+            second: None,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Channel, usize)> + '_ {
+        std::iter::once(self.first).chain(self.second)
+    }
+
+    fn contains(&self, channel: Channel) -> bool {
+        self.iter().any(|(found, _)| found == channel)
+    }
+
+    /// Records a second channel (a third is never needed; it would be ignored).
+    fn add(&mut self, channel: Channel, rank: usize) {
+        if self.second.is_none() {
+            self.second = Some((channel, rank));
+        }
+    }
+}
+
+/// A record's identity across channels (owned: for the maps that merge channels).
 type Key = (RecordType, Namespace, String);
+
+impl Candidate {
+    /// The record's identity, borrowed from its source (the final order's tie-break).
+    fn key(&self) -> (RecordType, &Namespace, &str) {
+        match &self.source {
+            RetrievalSource::Memory(item) => (RecordType::Memory, &item.namespace, &item.id),
+            RetrievalSource::KnowledgePage(page) => (RecordType::Page, &page.namespace, &page.id),
+            RetrievalSource::GraphEntity(entity) => {
+                (RecordType::Entity, &entity.namespace, &entity.id)
+            }
+        }
+    }
+
+    fn owned_key(&self) -> Key {
+        let (kind, namespace, id) = self.key();
+        (kind, namespace.clone(), id.to_owned())
+    }
+}
 
 /// Combines a memory store with optional knowledge store and graph into one ranked recall.
 ///
@@ -186,28 +238,40 @@ impl Retriever {
         .iter()
         .filter(|active| **active)
         .count();
-        let candidates = memories.into_iter().chain(pages).chain(entities);
+        let mut candidates: Vec<Option<Candidate>> = memories
+            .into_iter()
+            .chain(pages)
+            .chain(entities)
+            .map(Some)
+            .collect();
+        let total_found = candidates.len();
         let weights = config.scoring.weights();
-        // Score every candidate cheaply; build the breakdowns only for what is returned.
-        let mut scored: Vec<(f32, Key, Candidate)> = Vec::new();
-        let mut total_found = 0;
-        for (key, candidate) in candidates {
-            total_found += 1;
+        // Score every candidate cheaply and rank (score, index) pairs, so the candidates
+        // themselves never move; build the breakdowns only for what is returned.
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(candidates.len());
+        for (at, candidate) in candidates.iter().enumerate() {
+            let Some(candidate) = candidate else { continue };
             let score = match config.fusion {
                 Fusion::Weighted => weighted_score(&weights, &candidate.signals),
                 Fusion::ReciprocalRank { k } => {
-                    let ranks: Vec<usize> =
-                        candidate.channels.iter().map(|(_, rank)| *rank).collect();
-                    reciprocal_rank(&ranks, k, active)
+                    let mut ranks = [0usize; 2];
+                    let mut count = 0;
+                    for (_, rank) in candidate.channels.iter() {
+                        ranks[count] = rank;
+                        count += 1;
+                    }
+                    reciprocal_rank(&ranks[..count], k, active)
                 }
             };
             if score < config.min_score || score <= 0.0 {
                 continue;
             }
-            scored.push((score, key, candidate));
+            scored.push((score, at));
         }
-        let order = |a: &(f32, Key, Candidate), b: &(f32, Key, Candidate)| {
-            b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1))
+        let key_of = |at: usize| candidates[at].as_ref().map(Candidate::key);
+        let order = |a: &(f32, usize), b: &(f32, usize)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| key_of(a.1).cmp(&key_of(b.1)))
         };
         if scored.len() > config.max_results {
             scored.select_nth_unstable_by(config.max_results - 1, order);
@@ -216,7 +280,8 @@ impl Retriever {
         scored.sort_unstable_by(order);
         let scored: Vec<ScoredItem> = scored
             .into_iter()
-            .map(|(score, _, candidate)| {
+            .filter_map(|(score, at)| Some((score, candidates[at].take()?)))
+            .map(|(score, candidate)| {
                 let (_, mut signals) = combine(&weights, &candidate.signals);
                 if let Fusion::ReciprocalRank { .. } = config.fusion {
                     for signal in &mut signals {
@@ -232,7 +297,7 @@ impl Retriever {
                     channels: candidate
                         .channels
                         .iter()
-                        .map(|(channel, _)| *channel)
+                        .map(|(channel, _)| channel)
                         .collect(),
                     signals,
                 };
@@ -264,7 +329,7 @@ impl Retriever {
         config: &RetrieverConfig,
         grams: &NGrams,
         now: DateTime<Utc>,
-    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+    ) -> Result<(Vec<Candidate>, u64)> {
         if !config.strategy.memory() {
             return Ok((Vec::new(), 0));
         }
@@ -277,7 +342,7 @@ impl Retriever {
             .map_or(1.0, |hit| hit.score)
             .max(f32::MIN_POSITIVE);
         let weights = config.scoring.weights();
-        let out: Vec<(Key, Candidate)> = hits
+        let out: Vec<Candidate> = hits
             .into_iter()
             .enumerate()
             .map(|(rank, hit)| {
@@ -297,13 +362,11 @@ impl Retriever {
                     recency: recency(item.created_at, now, config.recency_half_life_hours),
                     context: 0.0,
                 };
-                let key = (RecordType::Memory, item.namespace.clone(), item.id.clone());
-                let candidate = Candidate {
+                Candidate {
                     source: RetrievalSource::Memory(item),
-                    channels: vec![(Channel::Memory, rank + 1)],
+                    channels: Found::new(Channel::Memory, rank + 1),
                     signals,
-                };
-                (key, candidate)
+                }
             })
             .collect();
         let mut out = out;
@@ -322,7 +385,7 @@ impl Retriever {
         config: &RetrieverConfig,
         grams: &NGrams,
         now: DateTime<Utc>,
-    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+    ) -> Result<(Vec<Candidate>, u64)> {
         let Some(knowledge) = &self.knowledge else {
             return Ok((Vec::new(), 0));
         };
@@ -366,13 +429,11 @@ impl Retriever {
                     recency: recency(page.updated_at, now, config.recency_half_life_hours),
                     context: 0.0,
                 };
-                let key = (RecordType::Page, page.namespace.clone(), page.id.clone());
-                let candidate = Candidate {
+                Candidate {
                     source: RetrievalSource::KnowledgePage(page),
-                    channels: vec![(Channel::Knowledge, rank + 1)],
+                    channels: Found::new(Channel::Knowledge, rank + 1),
                     signals,
-                };
-                (key, candidate)
+                }
             })
             .collect();
         Ok((out, started.elapsed().as_micros() as u64))
@@ -384,7 +445,7 @@ impl Retriever {
     /// Neighbours that were not hits become candidates of the `Context` channel.
     async fn add_context(
         &self,
-        out: &mut Vec<(Key, Candidate)>,
+        out: &mut Vec<Candidate>,
         filter: &MemoryFilter,
         config: &RetrieverConfig,
         now: DateTime<Utc>,
@@ -393,7 +454,7 @@ impl Retriever {
         let sources: Vec<(Arc<MemoryItem>, f32)> = out
             .iter()
             .take(MAX_CONTEXT_SOURCES)
-            .filter_map(|(_, candidate)| match &candidate.source {
+            .filter_map(|candidate| match &candidate.source {
                 RetrievalSource::Memory(item) => Some((item.clone(), candidate.signals.relevance)),
                 _ => None,
             })
@@ -401,7 +462,7 @@ impl Retriever {
         let mut position: HashMap<Key, usize> = out
             .iter()
             .enumerate()
-            .map(|(at, (key, _))| (key.clone(), at))
+            .map(|(at, candidate)| (candidate.owned_key(), at))
             .collect();
         for (item, relevance) in sources {
             let mut scoped = filter.clone();
@@ -443,7 +504,7 @@ impl Retriever {
                 );
                 match position.get(&key) {
                     Some(at) => {
-                        let candidate = &mut out[*at].1;
+                        let candidate = &mut out[*at];
                         candidate.signals.context = candidate.signals.context.max(lent);
                     }
                     None => {
@@ -459,16 +520,13 @@ impl Retriever {
                             context: lent,
                             ..Signals::default()
                         };
-                        position.insert(key.clone(), out.len());
+                        position.insert(key, out.len());
                         let rank = out.len() + 1;
-                        out.push((
-                            key,
-                            Candidate {
-                                source: RetrievalSource::Memory(Arc::new(neighbour)),
-                                channels: vec![(Channel::Context, rank)],
-                                signals,
-                            },
-                        ));
+                        out.push(Candidate {
+                            source: RetrievalSource::Memory(Arc::new(neighbour)),
+                            channels: Found::new(Channel::Context, rank),
+                            signals,
+                        });
                     }
                 }
             }
@@ -483,7 +541,7 @@ impl Retriever {
         filter: &RecallFilter,
         config: &RetrieverConfig,
         grams: &NGrams,
-    ) -> Result<(Vec<(Key, Candidate)>, u64)> {
+    ) -> Result<(Vec<Candidate>, u64)> {
         let Some(graph) = &self.graph else {
             return Ok((Vec::new(), 0));
         };
@@ -533,7 +591,7 @@ impl Retriever {
                         graph: 1.0,
                         ..Signals::default()
                     },
-                    channels: vec![(Channel::GraphMatch, rank)],
+                    channels: Found::new(Channel::GraphMatch, rank),
                     source: RetrievalSource::GraphEntity(entity.clone()),
                 },
             );
@@ -552,13 +610,9 @@ impl Retriever {
                     match found.get_mut(&key) {
                         Some(existing) => {
                             existing.signals.graph = existing.signals.graph.max(reached.score);
-                            if !existing
-                                .channels
-                                .iter()
-                                .any(|(c, _)| *c == Channel::GraphTraversal)
-                            {
+                            if !existing.channels.contains(Channel::GraphTraversal) {
                                 rank += 1;
-                                existing.channels.push((Channel::GraphTraversal, rank));
+                                existing.channels.add(Channel::GraphTraversal, rank);
                             }
                         }
                         None => {
@@ -570,7 +624,7 @@ impl Retriever {
                                         graph: reached.score,
                                         ..Signals::default()
                                     },
-                                    channels: vec![(Channel::GraphTraversal, rank)],
+                                    channels: Found::new(Channel::GraphTraversal, rank),
                                     source: RetrievalSource::GraphEntity(reached.entity),
                                 },
                             );
@@ -583,7 +637,7 @@ impl Retriever {
             }
         }
         let mut out = Vec::with_capacity(found.len());
-        for (key, mut candidate) in found {
+        for (_, mut candidate) in found {
             let RetrievalSource::GraphEntity(entity) = &candidate.source else {
                 continue;
             };
@@ -597,7 +651,7 @@ impl Retriever {
             candidate.signals.reference =
                 reference(graph.degree(&entity.namespace, &entity.id).await?);
             candidate.signals.importance = 0.5;
-            out.push((key, candidate));
+            out.push(candidate);
         }
         Ok((out, started.elapsed().as_micros() as u64))
     }

@@ -243,7 +243,7 @@ pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, Vec<SignalSco
         return (0.0, Vec::new());
     }
     let mut score = 0.0;
-    let mut breakdown = Vec::new();
+    let mut breakdown = Vec::with_capacity(pairs.len());
     for ((name, weight), value) in pairs.into_iter().zip(signals.values()) {
         if weight <= 0.0 {
             continue;
@@ -325,7 +325,7 @@ pub fn text_overlap(query: &NGrams, fields: &[(&str, f32)]) -> f32 {
 
 /// The seed's temporal weight: `1 / (1 + days since at)`; future times count as now.
 pub fn temporal_weight(at: DateTime<Utc>, now: DateTime<Utc>) -> f32 {
-    let days = (now - at).num_seconds().max(0) as f64 / 86_400.0;
+    let days = (now.timestamp() - at.timestamp()).max(0) as f64 / 86_400.0;
     (1.0 / (1.0 + days)) as f32
 }
 
@@ -334,7 +334,7 @@ pub fn recency(at: DateTime<Utc>, now: DateTime<Utc>, half_life_hours: f64) -> f
     if half_life_hours.is_nan() || half_life_hours <= 0.0 {
         return 0.0;
     }
-    let hours = (now - at).num_seconds().max(0) as f64 / 3600.0;
+    let hours = (now.timestamp() - at.timestamp()).max(0) as f64 / 3600.0;
     unit(0.5f64.powf(hours / half_life_hours) as f32)
 }
 
