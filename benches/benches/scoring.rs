@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use agent_memory::retrieve::scoring::{
-    NGrams, combine, frequency, recency, reference, temporal_weight, text_overlap, weighted_score,
+    NGrams, frequency, recency, reference, temporal_weight, text_overlap,
 };
 use agent_memory::retrieve::{ScoreWeights, ScoringStrategy, Signals};
 use chrono::{DateTime, Duration, Utc};
@@ -84,9 +84,11 @@ fn score_all(
     weights: &ScoreWeights,
     mut signals: impl FnMut(&Candidate) -> Signals,
 ) -> f32 {
+    // As the retriever does: the weights are prepared once per query.
+    let prepared = weights.prepare();
     candidates
         .iter()
-        .map(|candidate| weighted_score(weights, &signals(candidate)))
+        .map(|candidate| prepared.score(&signals(candidate)))
         .sum()
 }
 
@@ -175,9 +177,11 @@ fn scoring_benches(c: &mut Criterion) {
     group.bench_function("hybrid_breakdown", |b| {
         b.iter(|| {
             let mut total = 0.0;
+            let prepared = weights.prepare();
             for candidate in black_box(&candidates) {
-                let (score, breakdown) = combine(&weights, &hybrid_signals(candidate, best, now));
-                total += score + breakdown.len() as f32;
+                let signals = hybrid_signals(candidate, best, now);
+                let breakdown = prepared.breakdown(&signals);
+                total += prepared.score(&signals) + breakdown.len() as f32;
             }
             black_box(total)
         })

@@ -30,10 +30,10 @@ pub enum Channel {
 pub enum RetrievalSource {
     /// A memory item (shared with the store that returned it).
     Memory(std::sync::Arc<MemoryItem>),
-    /// A knowledge page.
-    KnowledgePage(KnowledgePage),
-    /// A graph entity.
-    GraphEntity(GraphEntity),
+    /// A knowledge page (boxed, as the memory is shared: a result stays small to move).
+    KnowledgePage(Box<KnowledgePage>),
+    /// A graph entity (boxed).
+    GraphEntity(Box<GraphEntity>),
 }
 
 impl RetrievalSource {

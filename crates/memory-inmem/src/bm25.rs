@@ -322,7 +322,8 @@ impl<const N: usize> Bm25Index<N> {
             sum += cursor.bound * 1.0001 + 1e-6;
             prefix.push(sum);
         }
-        let mut held: Vec<Held<'a>> = Vec::with_capacity(k.min(1024) + 1);
+        let order = best_first(&id_of);
+        let mut held: Vec<(f32, u32)> = Vec::with_capacity(k.min(1024) + 1);
         let mut threshold = f32::NEG_INFINITY;
         let mut essential = 0usize;
         while let Some(doc) = cursors[essential..]
@@ -368,23 +369,19 @@ impl<const N: usize> Bm25Index<N> {
             if pruned || total < threshold || !accept(doc) {
                 continue;
             }
-            let candidate = Held {
-                score: total,
-                id: id_of(doc).unwrap_or(""),
-                slot: doc,
-            };
+            let candidate = (total, doc);
             if held.len() < k {
                 held.push(candidate);
                 if held.len() == k {
-                    held.sort_unstable();
-                    threshold = held[k - 1].score;
+                    held.sort_unstable_by(&order);
+                    threshold = held[k - 1].0;
                 }
-            } else if candidate < held[k - 1] {
+            } else if order(&candidate, &held[k - 1]).is_lt() {
                 // Insert in order, drop the worst: `held` stays sorted best first.
-                let at = held.partition_point(|h| *h < candidate);
+                let at = held.partition_point(|h| order(h, &candidate).is_lt());
                 held.insert(at, candidate);
                 held.pop();
-                threshold = held[k - 1].score;
+                threshold = held[k - 1].0;
             } else {
                 continue;
             }
@@ -395,8 +392,8 @@ impl<const N: usize> Bm25Index<N> {
                 break;
             }
         }
-        held.sort_unstable();
-        held.into_iter().map(|h| (h.score, h.slot)).collect()
+        held.sort_unstable_by(&order);
+        held
     }
 }
 
@@ -480,7 +477,7 @@ impl<const N: usize> Bm25Index<N> {
             let floor = kth_best(&totals, &touched, k, accept);
             if floor.is_some_and(|floor| floor > rest) {
                 let floor = floor.unwrap_or(f32::INFINITY);
-                let mut held: Vec<Held<'a>> = Vec::new();
+                let mut held: Vec<(f32, u32)> = Vec::new();
                 for slot in &touched {
                     let partial = totals[*slot as usize];
                     if partial as f32 + rest < floor || !accept(*slot) {
@@ -493,13 +490,9 @@ impl<const N: usize> Bm25Index<N> {
                             total += f64::from(score(&cursor.list[at].tf, &len, cursor.idf));
                         }
                     }
-                    held.push(Held {
-                        score: total as f32,
-                        id: id_of(*slot).unwrap_or(""),
-                        slot: *slot,
-                    });
+                    held.push((total as f32, *slot));
                 }
-                held.sort_unstable();
+                held.sort_unstable_by(best_first(id_of));
                 held.truncate(k);
                 #[cfg(test)]
                 tests::PRUNED_DENSE.with(|count| count.set(count.get() + 1));
@@ -513,21 +506,17 @@ impl<const N: usize> Bm25Index<N> {
         let held = result.unwrap_or_else(|| {
             // Everything scoring at least the k-th score: k documents plus any tied with it.
             let floor = kth_best(&totals, &touched, k, accept).unwrap_or(0.0);
-            let mut held: Vec<Held<'a>> = touched
+            let mut held: Vec<(f32, u32)> = touched
                 .iter()
-                .filter(|slot| totals[**slot as usize] as f32 >= floor && accept(**slot))
-                .map(|slot| Held {
-                    score: totals[*slot as usize] as f32,
-                    id: id_of(*slot).unwrap_or(""),
-                    slot: *slot,
-                })
+                .map(|slot| (totals[*slot as usize] as f32, *slot))
+                .filter(|(total, slot)| *total >= floor && accept(*slot))
                 .collect();
-            held.sort_unstable();
+            held.sort_unstable_by(best_first(id_of));
             held.truncate(k);
             held
         });
         SCRATCH.with(|scratch| scratch.set((totals, touched)));
-        held.into_iter().map(|h| (h.score, h.slot)).collect()
+        held
     }
 }
 
@@ -568,32 +557,15 @@ fn kth_best(
     best.peek().map(|Reverse(kth)| f32::from_bits(*kth))
 }
 
-/// A held result: ordered best first (higher score, then lower id, then lower slot).
-#[derive(Debug, Clone, Copy)]
-struct Held<'a> {
-    score: f32,
-    id: &'a str,
-    slot: u32,
-}
-
-impl PartialEq for Held<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
-    }
-}
-impl Eq for Held<'_> {}
-impl PartialOrd for Held<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Held<'_> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other
-            .score
-            .total_cmp(&self.score)
-            .then_with(|| self.id.cmp(other.id))
-            .then_with(|| self.slot.cmp(&other.slot))
+/// The order of results, best first: higher score, then lower id, then lower slot. Ids are
+/// looked up only to break a tie in score.
+fn best_first<'a, 'f>(
+    id_of: &'f impl Fn(u32) -> Option<&'a str>,
+) -> impl Fn(&(f32, u32), &(f32, u32)) -> std::cmp::Ordering + 'f {
+    move |a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| id_of(a.1).unwrap_or("").cmp(id_of(b.1).unwrap_or("")))
+            .then_with(|| a.1.cmp(&b.1))
     }
 }
 

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
+    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 
 use crate::bm25::Bm25Index;
@@ -63,6 +63,10 @@ struct Shard {
 struct Entry {
     /// Shared with search results; a write replaces the `Arc` (copy on write).
     item: Arc<MemoryItem>,
+    /// The item's kind and creation time, copied here so a search filters on the slab alone
+    /// (recall feedback never changes them; an update replaces the whole entry).
+    kind: MemoryKind,
+    created_at: DateTime<Utc>,
     stats: RecallStats,
     slot: u32,
 }
@@ -109,6 +113,8 @@ impl Shard {
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);
         self.entries[slot as usize] = Some(Entry {
+            kind: item.kind,
+            created_at: item.created_at,
             item: Arc::new(item),
             stats,
             slot,
@@ -248,11 +254,11 @@ impl MemoryStore for InMemoryStore {
             && filter.kinds.is_empty()
             && filter.since.is_none()
             && filter.until.is_none();
-        let passes = |item: &MemoryItem| {
-            (filter.kinds.is_empty() || filter.kinds.contains(&item.kind))
-                && filter.since.is_none_or(|since| item.created_at >= since)
-                && filter.until.is_none_or(|until| item.created_at < until)
-                && (cheap_only || filter.matches(item))
+        let passes = |entry: &Entry| {
+            (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
+                && filter.since.is_none_or(|since| entry.created_at >= since)
+                && filter.until.is_none_or(|until| entry.created_at < until)
+                && (cheap_only || filter.matches(&entry.item))
         };
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;
@@ -268,7 +274,7 @@ impl MemoryStore for InMemoryStore {
             let best = shard.index.top_k(
                 terms,
                 query.top_k,
-                |slot| unfiltered || entry_at(slot).is_some_and(|e| passes(&e.item)),
+                |slot| unfiltered || entry_at(slot).is_some_and(passes),
                 |slot| entry_at(slot).map(|e| e.item.id.as_str()),
             );
             let best: Vec<(f32, &Entry)> = best

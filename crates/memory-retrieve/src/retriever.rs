@@ -19,8 +19,8 @@ pub use self::config::{
 };
 use crate::keywords::AnalyzerKeywordExtractor;
 use crate::scoring::{
-    NGrams, Signals, combine, frequency, recency, reciprocal_rank, reference, temporal_weight,
-    text_overlap, weighted_score,
+    NGrams, Signals, frequency, recency, recency_of_age, reciprocal_rank, reference,
+    temporal_weight, temporal_weight_of_age, text_overlap,
 };
 
 /// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
@@ -238,21 +238,20 @@ impl Retriever {
         .iter()
         .filter(|active| **active)
         .count();
-        let mut candidates: Vec<Option<Candidate>> = memories
-            .into_iter()
-            .chain(pages)
-            .chain(entities)
-            .map(Some)
-            .collect();
+        // Collected in place over the memory channel's buffer (no allocation when the other
+        // channels found nothing).
+        let mut candidates: Vec<Option<Candidate>> = memories.into_iter().map(Some).collect();
+        candidates.extend(pages.into_iter().map(Some));
+        candidates.extend(entities.into_iter().map(Some));
         let total_found = candidates.len();
-        let weights = config.scoring.weights();
+        let weights = config.scoring.weights().prepare();
         // Score every candidate cheaply and rank (score, index) pairs, so the candidates
         // themselves never move; build the breakdowns only for what is returned.
         let mut scored: Vec<(f32, usize)> = Vec::with_capacity(candidates.len());
         for (at, candidate) in candidates.iter().enumerate() {
             let Some(candidate) = candidate else { continue };
             let score = match config.fusion {
-                Fusion::Weighted => weighted_score(&weights, &candidate.signals),
+                Fusion::Weighted => weights.score(&candidate.signals),
                 Fusion::ReciprocalRank { k } => {
                     let mut ranks = [0usize; 2];
                     let mut count = 0;
@@ -278,44 +277,46 @@ impl Retriever {
             scored.truncate(config.max_results);
         }
         scored.sort_unstable_by(order);
-        let scored: Vec<ScoredItem> = scored
-            .into_iter()
-            .filter_map(|(score, at)| Some((score, candidates[at].take()?)))
-            .map(|(score, candidate)| {
-                let (_, mut signals) = combine(&weights, &candidate.signals);
-                if let Fusion::ReciprocalRank { .. } = config.fusion {
-                    for signal in &mut signals {
-                        signal.contribution = 0.0;
+        let mut items: Vec<ScoredItem> = Vec::with_capacity(scored.len());
+        items.extend(
+            scored
+                .into_iter()
+                .filter_map(|(score, at)| Some((score, candidates[at].take()?)))
+                .map(|(score, candidate)| {
+                    let mut signals = weights.breakdown(&candidate.signals);
+                    if let Fusion::ReciprocalRank { .. } = config.fusion {
+                        for signal in &mut signals {
+                            signal.contribution = 0.0;
+                        }
+                        signals.push(SignalScore {
+                            name: "rrf".into(),
+                            value: score,
+                            contribution: score,
+                        });
                     }
-                    signals.push(SignalScore {
-                        name: "rrf".into(),
-                        value: score,
-                        contribution: score,
-                    });
-                }
-                let breakdown = ScoreBreakdown {
-                    channels: candidate
-                        .channels
-                        .iter()
-                        .map(|(channel, _)| channel)
-                        .collect(),
-                    signals,
-                };
-                ScoredItem {
-                    source: candidate.source,
-                    score,
-                    breakdown,
-                }
-            })
-            .collect();
+                    let breakdown = ScoreBreakdown {
+                        channels: candidate
+                            .channels
+                            .iter()
+                            .map(|(channel, _)| channel)
+                            .collect(),
+                        signals,
+                    };
+                    ScoredItem {
+                        source: candidate.source,
+                        score,
+                        breakdown,
+                    }
+                }),
+        );
         tracing::debug!(
-            returned = scored.len(),
+            returned = items.len(),
             total_found,
             elapsed_us = started.elapsed().as_micros() as u64,
             "recall done"
         );
         Ok(RetrievalResult {
-            items: scored,
+            items,
             total_found,
             query: query.to_owned(),
         })
@@ -342,6 +343,7 @@ impl Retriever {
             .map_or(1.0, |hit| hit.score)
             .max(f32::MIN_POSITIVE);
         let weights = config.scoring.weights();
+        let now_secs = now.timestamp();
         let out: Vec<Candidate> = hits
             .into_iter()
             .enumerate()
@@ -355,11 +357,14 @@ impl Retriever {
                         0.0
                     },
                     graph: 0.0,
-                    temporal: temporal_weight(item.updated_at, now),
+                    temporal: temporal_weight_of_age(now_secs - item.updated_at.timestamp()),
                     reference: 0.0,
                     importance: item.importance,
                     frequency: frequency(item.access_count),
-                    recency: recency(item.created_at, now, config.recency_half_life_hours),
+                    recency: recency_of_age(
+                        now_secs - item.created_at.timestamp(),
+                        config.recency_half_life_hours,
+                    ),
                     context: 0.0,
                 };
                 Candidate {
@@ -430,7 +435,7 @@ impl Retriever {
                     context: 0.0,
                 };
                 Candidate {
-                    source: RetrievalSource::KnowledgePage(page),
+                    source: RetrievalSource::KnowledgePage(Box::new(page)),
                     channels: Found::new(Channel::Knowledge, rank + 1),
                     signals,
                 }
@@ -592,7 +597,7 @@ impl Retriever {
                         ..Signals::default()
                     },
                     channels: Found::new(Channel::GraphMatch, rank),
-                    source: RetrievalSource::GraphEntity(entity.clone()),
+                    source: RetrievalSource::GraphEntity(Box::new(entity.clone())),
                 },
             );
         }
@@ -625,7 +630,7 @@ impl Retriever {
                                         ..Signals::default()
                                     },
                                     channels: Found::new(Channel::GraphTraversal, rank),
-                                    source: RetrievalSource::GraphEntity(reached.entity),
+                                    source: RetrievalSource::GraphEntity(Box::new(reached.entity)),
                                 },
                             );
                         }

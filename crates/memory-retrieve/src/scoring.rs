@@ -217,46 +217,88 @@ fn unit(value: f32) -> f32 {
     }
 }
 
-/// The weighted score of `signals` alone (what [`combine`] returns first), without building
-/// the breakdown.
-pub fn weighted_score(weights: &ScoreWeights, signals: &Signals) -> f32 {
-    let pairs = weights.pairs();
-    let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
-    if total.is_nan() || total <= 0.0 {
-        return 0.0;
+/// Weights prepared for scoring many candidates: the signals with a positive weight, and the
+/// weight total, worked out once instead of per candidate.
+#[derive(Clone, Copy, Debug)]
+pub struct PreparedWeights {
+    /// `(signal index, name, weight)` of the signals with a positive weight, in signal order.
+    active: [(usize, &'static str, f32); SIGNALS],
+    len: usize,
+    total: f32,
+}
+
+/// How many signals there are.
+const SIGNALS: usize = 9;
+
+impl ScoreWeights {
+    /// These weights prepared for [`PreparedWeights::score`] and
+    /// [`PreparedWeights::breakdown`].
+    pub fn prepare(&self) -> PreparedWeights {
+        let pairs = self.pairs();
+        let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
+        let mut active = [(0, "", 0.0); SIGNALS];
+        let mut len = 0;
+        if total.is_finite() && total > 0.0 {
+            for (index, (name, weight)) in pairs.into_iter().enumerate() {
+                if weight > 0.0 {
+                    active[len] = (index, name, weight);
+                    len += 1;
+                }
+            }
+        }
+        PreparedWeights { active, len, total }
     }
-    let score: f32 = pairs
-        .iter()
-        .zip(signals.values())
-        .filter(|((_, weight), _)| *weight > 0.0)
-        .map(|((_, weight), value)| unit(value) * weight)
-        .sum();
-    unit(score / total)
+}
+
+impl PreparedWeights {
+    fn active(&self) -> &[(usize, &'static str, f32)] {
+        &self.active[..self.len]
+    }
+
+    /// The weighted mean of the signals (each clamped to `[0, 1]`), in `[0, 1]`; 0 when no
+    /// weight is positive.
+    pub fn score(&self, signals: &Signals) -> f32 {
+        if self.len == 0 {
+            return 0.0;
+        }
+        let values = signals.values();
+        let score: f32 = self
+            .active()
+            .iter()
+            .map(|(index, _, weight)| unit(values[*index]) * weight)
+            .sum();
+        unit(score / self.total)
+    }
+
+    /// Each positively weighted signal's value and its contribution (value times normalised
+    /// weight), in signal order.
+    pub fn breakdown(&self, signals: &Signals) -> Vec<SignalScore> {
+        let values = signals.values();
+        self.active()
+            .iter()
+            .map(|(index, name, weight)| {
+                let value = unit(values[*index]);
+                SignalScore {
+                    name: (*name).into(),
+                    value,
+                    contribution: value * weight / self.total,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The weighted mean of `signals` (each clamped to `[0, 1]`) under `weights`, in `[0, 1]`;
+/// 0 when no weight is positive. To score many candidates, [`ScoreWeights::prepare`] once.
+pub fn weighted_score(weights: &ScoreWeights, signals: &Signals) -> f32 {
+    weights.prepare().score(signals)
 }
 
 /// The weighted score of `signals` and each signal's value and contribution. Signals with
 /// zero weight are left out of the breakdown. The score is in `[0, 1]`.
 pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, Vec<SignalScore>) {
-    let pairs = weights.pairs();
-    let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
-    if total.is_nan() || total <= 0.0 {
-        return (0.0, Vec::new());
-    }
-    let mut score = 0.0;
-    let mut breakdown = Vec::with_capacity(pairs.len());
-    for ((name, weight), value) in pairs.into_iter().zip(signals.values()) {
-        if weight <= 0.0 {
-            continue;
-        }
-        let value = unit(value);
-        let contribution = value * weight / total;
-        score += contribution;
-        breakdown.push(SignalScore {
-            name: name.into(),
-            value,
-            contribution,
-        });
-    }
+    let breakdown = weights.prepare().breakdown(signals);
+    let score: f32 = breakdown.iter().map(|signal| signal.contribution).sum();
     (unit(score), breakdown)
 }
 
@@ -325,17 +367,27 @@ pub fn text_overlap(query: &NGrams, fields: &[(&str, f32)]) -> f32 {
 
 /// The seed's temporal weight: `1 / (1 + days since at)`; future times count as now.
 pub fn temporal_weight(at: DateTime<Utc>, now: DateTime<Utc>) -> f32 {
-    let days = (now.timestamp() - at.timestamp()).max(0) as f64 / 86_400.0;
+    temporal_weight_of_age(now.timestamp() - at.timestamp())
+}
+
+/// [`temporal_weight`] of a record `age_secs` seconds old (negative ages count as 0).
+pub fn temporal_weight_of_age(age_secs: i64) -> f32 {
+    let days = age_secs.max(0) as f64 / 86_400.0;
     (1.0 / (1.0 + days)) as f32
 }
 
 /// Recency with a half-life: `0.5 ^ (age_hours / half_life_hours)`.
 pub fn recency(at: DateTime<Utc>, now: DateTime<Utc>, half_life_hours: f64) -> f32 {
+    recency_of_age(now.timestamp() - at.timestamp(), half_life_hours)
+}
+
+/// [`recency`] of a record `age_secs` seconds old (negative ages count as 0).
+pub fn recency_of_age(age_secs: i64, half_life_hours: f64) -> f32 {
     if half_life_hours.is_nan() || half_life_hours <= 0.0 {
         return 0.0;
     }
-    let hours = (now.timestamp() - at.timestamp()).max(0) as f64 / 3600.0;
-    unit(0.5f64.powf(hours / half_life_hours) as f32)
+    let hours = age_secs.max(0) as f64 / 3600.0;
+    unit((-hours / half_life_hours).exp2() as f32)
 }
 
 /// Access frequency: `1 - 1 / (1 + ln(1 + count))`: 0 for never, 0.5 near 2, 0.82 at 100.
