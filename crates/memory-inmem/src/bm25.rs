@@ -477,23 +477,31 @@ impl<const N: usize> Bm25Index<N> {
             let floor = kth_best(&totals, &touched, k, accept);
             if floor.is_some_and(|floor| floor > rest) {
                 let floor = floor.unwrap_or(f32::INFINITY);
-                let mut held: Vec<(f32, u32)> = Vec::new();
-                for slot in &touched {
-                    let partial = totals[*slot as usize];
-                    if partial as f32 + rest < floor || !accept(*slot) {
-                        continue;
-                    }
-                    let len = self.lens.get(*slot as usize).copied().unwrap_or([0; N]);
-                    let mut total = partial;
-                    for cursor in cursors.iter().filter(common) {
-                        if let Ok(at) = cursor.list.binary_search_by_key(slot, |p| p.slot) {
-                            total += f64::from(score(&cursor.list[at].tf, &len, cursor.idf));
+                let mut open: Vec<(u32, f64)> = touched
+                    .iter()
+                    .map(|slot| (*slot, totals[*slot as usize]))
+                    .filter(|(slot, partial)| *partial as f32 + rest >= floor && accept(*slot))
+                    .collect();
+                // In slot order, each common list is walked once (galloping), not searched
+                // from scratch per document.
+                open.sort_unstable_by_key(|(slot, _)| *slot);
+                for cursor in cursors.iter().filter(common) {
+                    let mut from = 0;
+                    for (slot, total) in &mut open {
+                        from += gallop(&cursor.list[from..], *slot);
+                        if let Some(posting) = cursor.list.get(from)
+                            && posting.slot == *slot
+                        {
+                            let len = self.lens.get(*slot as usize).copied().unwrap_or([0; N]);
+                            *total += f64::from(score(&posting.tf, &len, cursor.idf));
                         }
                     }
-                    held.push((total as f32, *slot));
                 }
-                held.sort_unstable_by(best_first(id_of));
-                held.truncate(k);
+                let mut held: Vec<(f32, u32)> = open
+                    .into_iter()
+                    .map(|(slot, total)| (total as f32, slot))
+                    .collect();
+                rank(&mut held, k, id_of);
                 #[cfg(test)]
                 tests::PRUNED_DENSE.with(|count| count.set(count.get() + 1));
                 result = Some(held);
@@ -511,8 +519,7 @@ impl<const N: usize> Bm25Index<N> {
                 .map(|slot| (totals[*slot as usize] as f32, *slot))
                 .filter(|(total, slot)| *total >= floor && accept(*slot))
                 .collect();
-            held.sort_unstable_by(best_first(id_of));
-            held.truncate(k);
+            rank(&mut held, k, id_of);
             held
         });
         SCRATCH.with(|scratch| scratch.set((totals, touched)));
@@ -555,6 +562,33 @@ fn kth_best(
         return None;
     }
     best.peek().map(|Reverse(kth)| f32::from_bits(*kth))
+}
+
+/// How many postings at the start of `list` come before `slot`: an exponential probe from the
+/// front, then a binary search of the last step (cheap for near slots, logarithmic for far).
+fn gallop<const N: usize>(list: &[Posting<N>], slot: u32) -> usize {
+    let mut end = 1;
+    while end < list.len() && list[end - 1].slot < slot {
+        end *= 2;
+    }
+    let end = end.min(list.len());
+    let start = end / 2;
+    start + list[start..end].partition_point(|posting| posting.slot < slot)
+}
+
+/// Sorts `held` best first and keeps the first `k`. Sorts by score alone, then orders each
+/// run of equal scores that reaches into the first `k` by id, so ids are read only for ties.
+fn rank<'a>(held: &mut Vec<(f32, u32)>, k: usize, id_of: &impl Fn(u32) -> Option<&'a str>) {
+    held.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut start = 0;
+    while start < held.len().min(k) {
+        let end = start + held[start..].partition_point(|h| h.0.total_cmp(&held[start].0).is_eq());
+        if end - start > 1 {
+            held[start..end].sort_unstable_by(best_first(id_of));
+        }
+        start = end;
+    }
+    held.truncate(k);
 }
 
 /// The order of results, best first: higher score, then lower id, then lower slot. Ids are
