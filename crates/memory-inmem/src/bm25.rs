@@ -34,6 +34,19 @@ pub const B: f32 = 0.5;
 struct Posting<const N: usize> {
     slot: u32,
     tf: [u16; N],
+    /// The document's field lengths, so scoring reads nothing but the list; a field of
+    /// `u16::MAX` terms or more is stored as `u16::MAX` and read from `Bm25Index::lens`.
+    len: [u16; N],
+}
+
+impl<const N: usize> Posting<N> {
+    fn new(slot: u32, tf: [u16; N], len: [u32; N]) -> Self {
+        Self {
+            slot,
+            tf,
+            len: len.map(|field| u16::try_from(field).unwrap_or(u16::MAX)),
+        }
+    }
 }
 
 /// A term's postings (sorted by slot) and what bounds its score: the largest term frequency
@@ -63,8 +76,11 @@ pub struct Bm25Index<const N: usize> {
     postings: HashMap<Box<str>, TermList<N>>,
     /// Per slot: the terms it holds (to remove it) and its field lengths; `None` when free.
     docs: Vec<Option<DocEntry<N>>>,
-    /// Per slot: the field lengths again, densely, so scoring reads one small array.
+    /// Per slot: the field lengths again, densely (for fields too long for a posting).
     lens: Vec<[u32; N]>,
+    /// Per slot: the first 8 bytes of the document's id, big-endian, so a tie in score is
+    /// mostly broken without reading the id (see [`tie_key`]).
+    keys: Vec<u64>,
     total_len: [u64; N],
     doc_count: u32,
     /// Up to this many slots `top_k` scores exhaustively (see [`SMALL_INDEX_DOCS`]).
@@ -86,6 +102,7 @@ impl<const N: usize> Bm25Index<N> {
             postings: HashMap::new(),
             docs: Vec::new(),
             lens: Vec::new(),
+            keys: Vec::new(),
             total_len: [0; N],
             doc_count: 0,
             small_index_docs: SMALL_INDEX_DOCS,
@@ -108,8 +125,9 @@ impl<const N: usize> Bm25Index<N> {
         self.doc_count == 0
     }
 
-    /// Indexes `fields` under `slot`, replacing whatever the slot held.
-    pub fn insert(&mut self, slot: u32, fields: [&str; N]) {
+    /// Indexes `fields` of the document `id` under `slot`, replacing whatever the slot held.
+    /// Equal scores rank by `id` ascending.
+    pub fn insert(&mut self, slot: u32, id: &str, fields: [&str; N]) {
         self.remove(slot);
         let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::new();
         let mut len = [0u32; N];
@@ -137,8 +155,8 @@ impl<const N: usize> Bm25Index<N> {
             }
             let list = &mut entry.list;
             match list.binary_search_by_key(&slot, |posting| posting.slot) {
-                Ok(at) => list[at].tf = tf,
-                Err(at) => list.insert(at, Posting { slot, tf }),
+                Ok(at) => list[at] = Posting::new(slot, tf, len),
+                Err(at) => list.insert(at, Posting::new(slot, tf, len)),
             }
             terms.push(term);
         }
@@ -146,8 +164,10 @@ impl<const N: usize> Bm25Index<N> {
         if self.docs.len() <= index {
             self.docs.resize_with(index + 1, || None);
             self.lens.resize(index + 1, [0; N]);
+            self.keys.resize(index + 1, 0);
         }
         self.lens[index] = len;
+        self.keys[index] = tie_key(id);
         for (total, field_len) in self.total_len.iter_mut().zip(len) {
             *total += u64::from(field_len);
         }
@@ -214,8 +234,9 @@ impl<const N: usize> Bm25Index<N> {
             length_factor[field] = B / avg[field];
         }
         // Postings only ever name live slots (removal takes a document out of every list).
-        let score_of = |slot: u32, tf: &[u16; N], idf: f32| -> Option<f32> {
-            let len = self.lens.get(slot as usize)?;
+        let score_of = |posting: &Posting<N>, idf: f32| -> Option<f32> {
+            let tf = &posting.tf;
+            let len = self.doc_len(posting)?;
             let mut weighted = 0.0f32;
             for field in 0..N {
                 if tf[field] > 0 {
@@ -228,7 +249,7 @@ impl<const N: usize> Bm25Index<N> {
         if lists.len() == 1 {
             let (list, idf) = lists[0];
             for posting in list {
-                if let Some(score) = score_of(posting.slot, &posting.tf, idf) {
+                if let Some(score) = score_of(posting, idf) {
                     emit(posting.slot, score);
                 }
             }
@@ -239,7 +260,7 @@ impl<const N: usize> Bm25Index<N> {
             let mut scores = vec![0.0f64; self.docs.len()];
             for (list, idf) in &lists {
                 for posting in list.iter() {
-                    if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
+                    if let Some(score) = score_of(posting, *idf) {
                         scores[posting.slot as usize] += f64::from(score);
                     }
                 }
@@ -253,7 +274,7 @@ impl<const N: usize> Bm25Index<N> {
             let mut scores: HashMap<u32, f64> = HashMap::with_capacity(total_postings);
             for (list, idf) in &lists {
                 for posting in list.iter() {
-                    if let Some(score) = score_of(posting.slot, &posting.tf, *idf) {
+                    if let Some(score) = score_of(posting, *idf) {
                         *scores.entry(posting.slot).or_insert(0.0) += f64::from(score);
                     }
                 }
@@ -322,7 +343,7 @@ impl<const N: usize> Bm25Index<N> {
             sum += cursor.bound * 1.0001 + 1e-6;
             prefix.push(sum);
         }
-        let order = best_first(&id_of);
+        let order = self.best_first(&id_of);
         let mut held: Vec<(f32, u32)> = Vec::with_capacity(k.min(1024) + 1);
         let mut threshold = f32::NEG_INFINITY;
         let mut essential = 0usize;
@@ -331,12 +352,12 @@ impl<const N: usize> Bm25Index<N> {
             .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
             .min()
         {
-            let len = self.lens.get(doc as usize).copied().unwrap_or([0; N]);
             let mut total = 0.0f64;
             for cursor in &mut cursors[essential..] {
                 if let Some(posting) = cursor.list.get(cursor.at)
                     && posting.slot == doc
                 {
+                    let len = self.doc_len(posting).unwrap_or([0; N]);
                     total += f64::from(score(&posting.tf, &len, cursor.idf));
                     cursor.at += 1;
                 }
@@ -361,15 +382,24 @@ impl<const N: usize> Bm25Index<N> {
                 if let Some(posting) = cursor.list.get(cursor.at)
                     && posting.slot == doc
                 {
+                    let len = self.doc_len(posting).unwrap_or([0; N]);
                     total += f64::from(score(&posting.tf, &len, cursor.idf));
                     cursor.at += 1;
                 }
             }
             let total = total as f32;
-            if pruned || total < threshold || !accept(doc) {
+            if pruned || total < threshold {
                 continue;
             }
             let candidate = (total, doc);
+            // Not better than the worst held (a tie it loses): skip before the filter reads
+            // the document.
+            if held.len() == k && !order(&candidate, &held[k - 1]).is_lt() {
+                continue;
+            }
+            if !accept(doc) {
+                continue;
+            }
             if held.len() < k {
                 held.push(candidate);
                 if held.len() == k {
@@ -454,11 +484,11 @@ impl<const N: usize> Bm25Index<N> {
         let add = |totals: &mut Vec<f64>, touched: &mut Vec<u32>, cursor: &Cursor<'_, N>| {
             for posting in cursor.list {
                 let slot = posting.slot as usize;
-                if let (Some(len), Some(total)) = (self.lens.get(slot), totals.get_mut(slot)) {
+                if let (Some(len), Some(total)) = (self.doc_len(posting), totals.get_mut(slot)) {
                     if *total == 0.0 {
                         touched.push(posting.slot);
                     }
-                    *total += f64::from(score(&posting.tf, len, cursor.idf));
+                    *total += f64::from(score(&posting.tf, &len, cursor.idf));
                 }
             }
         };
@@ -492,7 +522,7 @@ impl<const N: usize> Bm25Index<N> {
                         if let Some(posting) = cursor.list.get(from)
                             && posting.slot == *slot
                         {
-                            let len = self.lens.get(*slot as usize).copied().unwrap_or([0; N]);
+                            let len = self.doc_len(posting).unwrap_or([0; N]);
                             *total += f64::from(score(&posting.tf, &len, cursor.idf));
                         }
                     }
@@ -501,7 +531,7 @@ impl<const N: usize> Bm25Index<N> {
                     .into_iter()
                     .map(|(slot, total)| (total as f32, slot))
                     .collect();
-                rank(&mut held, k, id_of);
+                self.rank(&mut held, k, id_of);
                 #[cfg(test)]
                 tests::PRUNED_DENSE.with(|count| count.set(count.get() + 1));
                 result = Some(held);
@@ -519,7 +549,7 @@ impl<const N: usize> Bm25Index<N> {
                 .map(|slot| (totals[*slot as usize] as f32, *slot))
                 .filter(|(total, slot)| *total >= floor && accept(*slot))
                 .collect();
-            rank(&mut held, k, id_of);
+            self.rank(&mut held, k, id_of);
             held
         });
         SCRATCH.with(|scratch| scratch.set((totals, touched)));
@@ -576,31 +606,63 @@ fn gallop<const N: usize>(list: &[Posting<N>], slot: u32) -> usize {
     start + list[start..end].partition_point(|posting| posting.slot < slot)
 }
 
-/// Sorts `held` best first and keeps the first `k`. Sorts by score alone, then orders each
-/// run of equal scores that reaches into the first `k` by id, so ids are read only for ties.
-fn rank<'a>(held: &mut Vec<(f32, u32)>, k: usize, id_of: &impl Fn(u32) -> Option<&'a str>) {
-    held.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    let mut start = 0;
-    while start < held.len().min(k) {
-        let end = start + held[start..].partition_point(|h| h.0.total_cmp(&held[start].0).is_eq());
-        if end - start > 1 {
-            held[start..end].sort_unstable_by(best_first(id_of));
+impl<const N: usize> Bm25Index<N> {
+    /// A posting's document field lengths (`None` for a slot that is not indexed).
+    #[inline]
+    fn doc_len(&self, posting: &Posting<N>) -> Option<[u32; N]> {
+        if posting.len.contains(&u16::MAX) {
+            self.lens.get(posting.slot as usize).copied()
+        } else {
+            Some(posting.len.map(u32::from))
         }
-        start = end;
     }
-    held.truncate(k);
+
+    /// Sorts `held` best first and keeps the first `k`. Sorts by score alone, then orders
+    /// each run of equal scores that reaches into the first `k`, so ids are read only for ties.
+    fn rank<'a>(
+        &self,
+        held: &mut Vec<(f32, u32)>,
+        k: usize,
+        id_of: &impl Fn(u32) -> Option<&'a str>,
+    ) {
+        held.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut start = 0;
+        while start < held.len().min(k) {
+            let end =
+                start + held[start..].partition_point(|h| h.0.total_cmp(&held[start].0).is_eq());
+            if end - start > 1 {
+                held[start..end].sort_unstable_by(self.best_first(id_of));
+            }
+            start = end;
+        }
+        held.truncate(k);
+    }
+
+    /// The order of results, best first: higher score, then lower id, then lower slot. A tie
+    /// in score is broken by the ids' first 8 bytes kept with the index, and the ids
+    /// themselves are read only when those are equal too.
+    fn best_first<'s, 'a>(
+        &'s self,
+        id_of: &'s impl Fn(u32) -> Option<&'a str>,
+    ) -> impl Fn(&(f32, u32), &(f32, u32)) -> std::cmp::Ordering + 's {
+        move |a, b| {
+            let key = |slot: u32| self.keys.get(slot as usize).copied().unwrap_or(0);
+            b.0.total_cmp(&a.0)
+                .then_with(|| key(a.1).cmp(&key(b.1)))
+                .then_with(|| id_of(a.1).unwrap_or("").cmp(id_of(b.1).unwrap_or("")))
+                .then_with(|| a.1.cmp(&b.1))
+        }
+    }
 }
 
-/// The order of results, best first: higher score, then lower id, then lower slot. Ids are
-/// looked up only to break a tie in score.
-fn best_first<'a, 'f>(
-    id_of: &'f impl Fn(u32) -> Option<&'a str>,
-) -> impl Fn(&(f32, u32), &(f32, u32)) -> std::cmp::Ordering + 'f {
-    move |a, b| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| id_of(a.1).unwrap_or("").cmp(id_of(b.1).unwrap_or("")))
-            .then_with(|| a.1.cmp(&b.1))
-    }
+/// The first 8 bytes of `id`, big-endian, zero-padded: comparing two keys orders the ids
+/// lexicographically whenever the keys differ (a shorter id that is a prefix of a longer one
+/// pads with zeros, which sort first), so only equal keys need the ids compared.
+fn tie_key(id: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let prefix = &id.as_bytes()[..id.len().min(8)];
+    bytes[..prefix.len()].copy_from_slice(prefix);
+    u64::from_be_bytes(bytes)
 }
 
 /// Keeps the `k` best `(score, key)` pairs: highest score first, ties by key ascending.
@@ -639,12 +701,13 @@ mod tests {
         // Hand-checked corpus: doc 0 mentions "rust" twice in a short text, doc 1 once in a
         // long text, doc 2 never; "rust" is rarer than "language".
         let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
-        index.insert(0, ["rust rust compiler"]);
+        index.insert(0, "a", ["rust rust compiler"]);
         index.insert(
             1,
+            "b",
             ["rust is a language with a long description of many language features"],
         );
-        index.insert(2, ["python language"]);
+        index.insert(2, "c", ["python language"]);
         let hits = search(&index, "rust");
         assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [0, 1]);
         // idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
@@ -664,7 +727,7 @@ mod tests {
             [0]
         );
         assert_eq!(index.len(), 2);
-        index.insert(0, ["now about go"]);
+        index.insert(0, "a", ["now about go"]);
         assert!(
             search(&index, "rust").is_empty(),
             "re-inserting a slot replaces its terms"
@@ -703,8 +766,15 @@ mod tests {
                     text.push("speaker");
                 }
                 let context: Vec<&str> = (0..next(4)).map(|_| words[next(words.len())]).collect();
-                index.insert(slot as u32, [&text.join(" "), &context.join(" ")]);
-                ids.push(format!("id{:03}", (slot * 7919) % 1000));
+                // Ids that differ in their first 8 bytes, and ids that share them (ties then
+                // need the whole id).
+                let id = if round % 3 == 0 {
+                    format!("shared-prefix-{:03}", (slot * 7919) % 1000)
+                } else {
+                    format!("id{:03}", (slot * 7919) % 1000)
+                };
+                index.insert(slot as u32, &id, [&text.join(" "), &context.join(" ")]);
+                ids.push(id);
             }
             for _ in 0..next(docs / 3 + 1) {
                 index.remove(next(docs) as u32);
@@ -750,10 +820,57 @@ mod tests {
     }
 
     #[test]
+    fn tie_keys_order_like_ids() {
+        let ids = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgz",
+            "b",
+            "é",
+            "\u{1}",
+        ];
+        for a in ids {
+            for b in ids {
+                let (ka, kb) = (tie_key(a), tie_key(b));
+                if ka != kb {
+                    assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    /// A field longer than a posting can hold is scored from the dense lengths.
+    #[test]
+    fn long_fields_score_exactly() {
+        let mut index = Bm25Index::new(Analyzer::plain(), [1.0]);
+        let long = "filler ".repeat(70_000) + "needle";
+        index.insert(0, "a", [&long]);
+        index.insert(1, "b", ["needle in a short text"]);
+        let hits = search(&index, "needle");
+        assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [1, 0]);
+        let mut exhaustive = Vec::new();
+        index.score_terms(&index.query_terms("needle"), |slot, score| {
+            exhaustive.push((slot, score));
+        });
+        exhaustive.sort_by_key(|(slot, _)| *slot);
+        assert_eq!(hits[1].0, exhaustive[0].1);
+        // Length 70,001 in the score, not 65,535: shorter than that would score higher.
+        let n = 2.0f32;
+        let avg = (70_001.0 + 5.0) / n;
+        let idf = ((n - 2.0 + 0.5) / (2.0 + 0.5f32)).ln_1p();
+        let weighted = 1.0 / ((1.0 - B) + B * 70_001.0 / avg);
+        assert!((exhaustive[0].1 - idf * weighted / (K1 + weighted)).abs() < 1e-6);
+    }
+
+    #[test]
     fn fields_weigh() {
         let mut index = Bm25Index::new(Analyzer::default(), [3.0, 1.0]);
-        index.insert(0, ["graph", "other words here"]);
-        index.insert(1, ["other", "graph words here"]);
+        index.insert(0, "a", ["graph", "other words here"]);
+        index.insert(1, "b", ["other", "graph words here"]);
         let mut hits = Vec::new();
         index.score_terms(&index.query_terms("graph"), |slot, score| {
             hits.push((score, slot))

@@ -82,8 +82,11 @@ impl Shard {
             .map(Tag::as_str)
             .collect::<Vec<_>>()
             .join(" ");
-        self.index
-            .insert(slot, [&page.title, &page.summary, &tags, &page.content]);
+        self.index.insert(
+            slot,
+            &page.id,
+            [&page.title, &page.summary, &tags, &page.content],
+        );
         self.toc.insert(toc_key(&page));
         for target in &page.references {
             if *target != page.id {

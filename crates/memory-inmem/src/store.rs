@@ -109,7 +109,7 @@ impl Shard {
             }
         };
         self.index
-            .insert(slot, [&indexed_text(&item), item.context()]);
+            .insert(slot, &item.id, [&indexed_text(&item), item.context()]);
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);
         self.entries[slot as usize] = Some(Entry {
