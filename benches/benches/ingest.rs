@@ -35,7 +35,16 @@ use tantivy::{Index, IndexWriter, doc};
 use tokio::runtime::Runtime;
 
 const SEED: u64 = 0x5EED_2025;
-const DOCS: usize = 10_000;
+/// Memories per iteration in `ingest_{n}`: 10,000, or 2,000 in a quick run
+/// (`AGENT_MEMORY_BENCH_QUICK`, set by `cargo xtask bench --quick`), where one iteration of
+/// our SQLite backend at 10,000 takes seconds.
+fn docs() -> usize {
+    if std::env::var_os("AGENT_MEMORY_BENCH_QUICK").is_some() {
+        2_000
+    } else {
+        10_000
+    }
+}
 /// Memories already in the namespace in `ingest_into_100000`.
 const PREFILLED: usize = 100_000;
 /// Memories remembered per iteration in `ingest_into_100000`.
@@ -168,11 +177,12 @@ fn fts5_database() -> Connection {
 
 fn ingest_benches(c: &mut Criterion) {
     let runtime = runtime();
-    let (docs, _) = corpus(DOCS, 0, SEED);
+    let count = docs();
+    let (docs, _) = corpus(count, 0, SEED);
     let namespace = namespace();
 
-    let mut group = c.benchmark_group(format!("ingest_{DOCS}"));
-    group.throughput(Throughput::Elements(DOCS as u64));
+    let mut group = c.benchmark_group(format!("ingest_{count}"));
+    group.throughput(Throughput::Elements(count as u64));
     group.sample_size(10);
     // Iterations of tens of milliseconds or more: the same count in every sample.
     group.sampling_mode(SamplingMode::Flat);

@@ -16,7 +16,8 @@ use crate::ci::{root, run};
 const BENCH_USAGE: &str = "\
 usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CRITERION ARGS]
 
-  --quick         short warm-up and measurement, 10 samples (a few minutes on 2 cores)
+  --quick         short warm-up and measurement, 10 samples, no plots, the 10k-memory
+                  ingest group at 2k (a few minutes on 2 cores once built)
   --bench NAME    run only this bench target (scoring, recall, ingest, knowledge, eviction,
                   graph); may be repeated; default all
   --summary       do not run; print the table of every result criterion has stored
@@ -26,15 +27,20 @@ usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CR
 Results and HTML reports stay in $CRITERION_HOME, else $CARGO_TARGET_DIR/criterion, else
 target/criterion. Set AGENT_MEMORY_BENCH_1M=1 to add the 1M-memory search group.";
 
-/// Criterion flags of `--quick`.
-const QUICK: [&str; 6] = [
+/// Criterion flags of `--quick`. Plots are most of a quick run's time (seconds per case), so
+/// it makes none; the numbers and the summary table are the same.
+const QUICK: [&str; 7] = [
     "--warm-up-time",
     "1",
     "--measurement-time",
     "2",
     "--sample-size",
     "10",
+    "--noplot",
 ];
+
+/// Set for the bench targets in `--quick` mode: they shrink their slowest setups.
+pub(crate) const QUICK_ENV: &str = "AGENT_MEMORY_BENCH_QUICK";
 
 /// A column of peer ratios: which of our functions it applies to (`None`: every
 /// `agent_memory*` function) and the function each is compared with in the same group, the
@@ -157,7 +163,11 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         cargo_args.extend(criterion_args);
     }
     let started = SystemTime::now();
-    let outcome = run("cargo", &cargo_args, &[("CRITERION_HOME", &home_str)]);
+    let mut envs = vec![("CRITERION_HOME", home_str.as_str())];
+    if options.quick {
+        envs.push((QUICK_ENV, "1"));
+    }
+    let outcome = run("cargo", &cargo_args, &envs);
     print_summary(&home, Some(started));
     outcome
 }
