@@ -369,16 +369,9 @@ impl<const N: usize> Bm25Index<N> {
                     break;
                 }
                 let cursor = &mut cursors[i];
-                // Documents come in slot order: step forward a few postings, and only then
-                // binary-search the rest (cheap on short lists, logarithmic on long ones).
-                let mut steps = 0;
-                while steps < 8 && cursor.list.get(cursor.at).is_some_and(|p| p.slot < doc) {
-                    cursor.at += 1;
-                    steps += 1;
-                }
-                if cursor.list.get(cursor.at).is_some_and(|p| p.slot < doc) {
-                    cursor.at += cursor.list[cursor.at..].partition_point(|p| p.slot < doc);
-                }
+                // Documents come in slot order: gallop forward from where the cursor stands
+                // (a few cache-local steps for a near document, logarithmic for a far one).
+                cursor.at += gallop(&cursor.list[cursor.at..], doc);
                 if let Some(posting) = cursor.list.get(cursor.at)
                     && posting.slot == doc
                 {
