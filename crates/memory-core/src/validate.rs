@@ -139,14 +139,19 @@ impl Tag {
                     format!("{raw:?} has the character {c:?}; tags are letters, digits and '-'"),
                 ));
             }
-            // CamelCase boundary: a lowercase letter or digit followed by an uppercase letter.
+            // CamelCase boundary: a lowercase letter or digit followed by an uppercase letter
+            // that has a lowercase form (one without, such as 'ℙ', stays as it is, so it must
+            // not start a word either, or normalising the result again would add a dash).
             let camel_boundary = c.is_uppercase()
+                && !c.to_lowercase().eq(std::iter::once(c))
                 && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit());
             if (pending_dash || camel_boundary) && !out.is_empty() {
                 out.push('-');
             }
             pending_dash = false;
-            out.extend(c.to_lowercase());
+            // A lowercase form may hold a combining mark ('İ' is "i" and U+0307): only its
+            // letters and digits are kept, so the result is a valid tag again.
+            out.extend(c.to_lowercase().filter(|lower| lower.is_alphanumeric()));
             previous = Some(c);
         }
         if out.is_empty() {
@@ -298,6 +303,34 @@ mod tests {
         assert!(validate_text("content", " \n\t", 10).is_err());
         assert!(validate_text("content", "hello world", 5).is_err());
         assert!(validate_text("content", "hello", 5).is_ok());
+    }
+
+    /// Normalising a tag again changes nothing, whatever letters it holds (found by the
+    /// analyzer fuzz target: 'ℙ' is uppercase without a lowercase form).
+    #[test]
+    fn tags_normalise_idempotently() {
+        let inputs = [
+            "GℙSGzG",
+            "aℙb",
+            "İstanbul",
+            "fooİBar",
+            "ǅemal",
+            "aẞc",
+            "ΣΑΣ",
+            "x١Y",
+            "ᾈbc",
+            "Ⅻx",
+        ];
+        for raw in inputs {
+            let Ok(tag) = Tag::new(raw) else { continue };
+            let again = Tag::new(tag.as_str());
+            assert_eq!(
+                again.as_ref().ok(),
+                Some(&tag),
+                "{raw:?} -> {tag:?} -> {again:?}"
+            );
+        }
+        assert_eq!(Tag::new("İstanbul").unwrap().as_str(), "istanbul");
     }
 
     #[test]
