@@ -235,16 +235,8 @@ impl<const N: usize> Bm25Index<N> {
         }
         // Postings only ever name live slots (removal takes a document out of every list).
         let score_of = |posting: &Posting<N>, idf: f32| -> Option<f32> {
-            let tf = &posting.tf;
             let len = self.doc_len(posting)?;
-            let mut weighted = 0.0f32;
-            for field in 0..N {
-                if tf[field] > 0 {
-                    let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
-                    weighted += self.weights[field] * f32::from(tf[field]) / norm;
-                }
-            }
-            Some(idf * weighted / (K1 + weighted))
+            Some(bm25f(&self.weights, &length_factor, &posting.tf, &len, idf))
         };
         if lists.len() == 1 {
             let (list, idf) = lists[0];
