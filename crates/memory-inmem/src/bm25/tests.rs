@@ -1,0 +1,221 @@
+//! Tests of the BM25 index: hand-checked scores, and every search path against exhaustive
+//! ranking.
+
+use super::*;
+
+thread_local! {
+    /// How often this thread's dense searches took the pruned path.
+    pub(super) static PRUNED_DENSE: Cell<usize> = const { Cell::new(0) };
+}
+
+fn search(index: &Bm25Index<1>, text: &str) -> Vec<(f32, u32)> {
+    let mut hits = Vec::new();
+    index.score_terms(&index.query_terms(text), |slot, score| {
+        hits.push((score, slot))
+    });
+    top_k(hits, 10)
+}
+
+#[test]
+fn hand_checked_ranking() {
+    // Hand-checked corpus: doc 0 mentions "rust" twice in a short text, doc 1 once in a
+    // long text, doc 2 never; "rust" is rarer than "language".
+    let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
+    index.insert(0, "a", ["rust rust compiler"]);
+    index.insert(
+        1,
+        "b",
+        ["rust is a language with a long description of many language features"],
+    );
+    index.insert(2, "c", ["python language"]);
+    let hits = search(&index, "rust");
+    assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [0, 1]);
+    // idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
+    let idf = 1.6f32.ln();
+    let avg = (3.0 + 7.0 + 2.0) / 3.0; // analyzed lengths: 3, 7 (stop words dropped), 2
+    let tf0 = 2.0 / (1.0 - B + B * 3.0 / avg);
+    let want0 = idf * tf0 / (K1 + tf0);
+    assert!((hits[0].0 - want0).abs() < 1e-5, "{} vs {want0}", hits[0].0);
+    let hits = search(&index, "language rust");
+    assert_eq!(hits[0].1, 1, "the doc with both terms wins");
+    index.remove(1);
+    assert_eq!(
+        search(&index, "rust")
+            .iter()
+            .map(|h| h.1)
+            .collect::<Vec<_>>(),
+        [0]
+    );
+    assert_eq!(index.len(), 2);
+    index.insert(0, "a", ["now about go"]);
+    assert!(
+        search(&index, "rust").is_empty(),
+        "re-inserting a slot replaces its terms"
+    );
+    assert!(search(&index, "").is_empty());
+}
+
+#[test]
+fn pruned_top_k_equals_exhaustive_ranking() {
+    use memory_core::text::Analyzer;
+    let words = [
+        "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for round in 0..1200 {
+        // Even rounds take the pruning path, odd rounds the small-index path.
+        let small = if round % 2 == 0 { 0 } else { SMALL_INDEX_DOCS };
+        let mut index = Bm25Index::new(Analyzer::plain(), [1.0, 0.3]).with_small_index_docs(small);
+        let docs = 1 + next(120);
+        let mut ids = Vec::new();
+        for slot in 0..docs {
+            // Skewed word choice so some terms are frequent and some rare.
+            let mut text: Vec<&str> = (0..1 + next(12))
+                .map(|_| words[next(words.len()).min(next(words.len()))])
+                .collect();
+            // Some rounds have a word in every document, as a speaker's name is in
+            // every turn of a conversation.
+            if round % 4 == 1 {
+                text.push("speaker");
+            }
+            let context: Vec<&str> = (0..next(4)).map(|_| words[next(words.len())]).collect();
+            // Ids that differ in their first 8 bytes, and ids that share them (ties then
+            // need the whole id).
+            let id = if round % 3 == 0 {
+                format!("shared-prefix-{:03}", (slot * 7919) % 1000)
+            } else {
+                format!("id{:03}", (slot * 7919) % 1000)
+            };
+            index.insert(slot as u32, &id, [&text.join(" "), &context.join(" ")]);
+            ids.push(id);
+        }
+        for _ in 0..next(docs / 3 + 1) {
+            index.remove(next(docs) as u32);
+        }
+        let mut query: Vec<String> = (0..1 + next(4))
+            .map(|_| words[next(words.len())].to_owned())
+            .collect();
+        if round % 4 == 1 && next(2) == 0 {
+            query.push("speaker".to_owned());
+        }
+        let k = 1 + next(15);
+        let odd_only = round % 3 == 0 || round % 7 == 0;
+        let mut all = Vec::new();
+        index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
+            if !odd_only || slot % 2 == 1 {
+                all.push((score, slot));
+            }
+        });
+        all.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+        });
+        all.truncate(k);
+        let pruned = index.top_k(
+            &index.query_terms(&query.join(" ")),
+            k,
+            |slot| !odd_only || slot % 2 == 1,
+            |slot| ids.get(slot as usize).map(String::as_str),
+        );
+        let want: Vec<u32> = all.iter().map(|h| h.1).collect();
+        let got: Vec<u32> = pruned.iter().map(|h| h.1).collect();
+        assert_eq!(
+            got, want,
+            "round {round}: query {query:?}, k {k}: {pruned:?} {all:?}"
+        );
+        for (a, b) in pruned.iter().zip(&all) {
+            assert!((a.0 - b.0).abs() < 1e-5);
+        }
+    }
+    // Both small-index paths ran: the pruned one (rare terms first) and the full one.
+    let pruned = PRUNED_DENSE.with(Cell::get);
+    assert!(pruned >= 25, "the pruned dense path ran {pruned} times");
+}
+
+#[test]
+fn tie_keys_order_like_ids() {
+    let ids = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcdefgh",
+        "abcdefghi",
+        "abcdefgz",
+        "b",
+        "é",
+        "\u{1}",
+    ];
+    for a in ids {
+        for b in ids {
+            let (ka, kb) = (tie_key(a), tie_key(b));
+            if ka != kb {
+                assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
+}
+
+/// A field longer than a posting can hold is scored from the dense lengths.
+#[test]
+fn long_fields_score_exactly() {
+    let mut index = Bm25Index::new(Analyzer::plain(), [1.0]);
+    let long = "filler ".repeat(70_000) + "needle";
+    index.insert(0, "a", [&long]);
+    index.insert(1, "b", ["needle in a short text"]);
+    let hits = search(&index, "needle");
+    assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [1, 0]);
+    let mut exhaustive = Vec::new();
+    index.score_terms(&index.query_terms("needle"), |slot, score| {
+        exhaustive.push((slot, score));
+    });
+    exhaustive.sort_by_key(|(slot, _)| *slot);
+    assert_eq!(hits[1].0, exhaustive[0].1);
+    // Length 70,001 in the score, not 65,535: shorter than that would score higher.
+    let n = 2.0f32;
+    let avg = (70_001.0 + 5.0) / n;
+    let idf = ((n - 2.0 + 0.5) / (2.0 + 0.5f32)).ln_1p();
+    let weighted = 1.0 / ((1.0 - B) + B * 70_001.0 / avg);
+    assert!((exhaustive[0].1 - idf * weighted / (K1 + weighted)).abs() < 1e-6);
+}
+
+#[test]
+fn fields_weigh() {
+    let mut index = Bm25Index::new(Analyzer::default(), [3.0, 1.0]);
+    index.insert(0, "a", ["graph", "other words here"]);
+    index.insert(1, "b", ["other", "graph words here"]);
+    let mut hits = Vec::new();
+    index.score_terms(&index.query_terms("graph"), |slot, score| {
+        hits.push((score, slot))
+    });
+    assert_eq!(
+        top_k(hits, 2)[0].1,
+        0,
+        "a title match outranks a body match"
+    );
+}
+
+#[test]
+fn top_k_orders_and_breaks_ties() {
+    let scored = vec![
+        (0.5, "b"),
+        (0.9, "c"),
+        (0.5, "a"),
+        (f32::NAN, "n"),
+        (0.1, "d"),
+    ];
+    let top = top_k(scored, 3);
+    let keys: Vec<&str> = top.iter().map(|t| t.1).collect();
+    assert_eq!(
+        keys,
+        ["n", "c", "a"],
+        "total order: NaN sorts above everything, never panics"
+    );
+    assert!(top_k(vec![(1.0, 1)], 0).is_empty());
+}
