@@ -71,6 +71,17 @@ struct Entry {
     slot: u32,
 }
 
+impl Entry {
+    /// Counts one recall: the statistics, and the item's access count and last access time
+    /// (copied on write if a search result still shares the item).
+    fn record_recall(&mut self, score: f32, at: DateTime<Utc>) {
+        self.stats.record(score, at);
+        let item = Arc::make_mut(&mut self.item);
+        item.access_count = item.access_count.saturating_add(1);
+        item.last_accessed = Some(item.last_accessed.map_or(at, |last| last.max(at)));
+    }
+}
+
 impl Default for Shard {
     fn default() -> Self {
         Self {
@@ -361,18 +372,25 @@ impl MemoryStore for InMemoryStore {
         if let Some(shard) = self.registry.get(namespace)
             && let Some(entry) = write(&shard).entry_mut(id)
         {
-            entry.stats.record(score, at);
-            let item = Arc::make_mut(&mut entry.item);
-            item.access_count = item.access_count.saturating_add(1);
-            item.last_accessed = Some(item.last_accessed.map_or(at, |last| last.max(at)));
+            entry.record_recall(score, at);
         }
         Ok(())
     }
 
+    /// One registry lookup and one write lock per run of events in the same namespace (a
+    /// recall's events all share one), instead of one per event: the batch holds each
+    /// shard's lock once, so searches on it wait for one short write, not for a queue of them.
     async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
-        for event in events {
-            self.record_recall(&event.namespace, &event.id, event.score, event.at)
-                .await?;
+        for run in events.chunk_by(|a, b| a.namespace == b.namespace) {
+            let Some(shard) = self.registry.get(&run[0].namespace) else {
+                continue;
+            };
+            let mut shard = write(&shard);
+            for event in run {
+                if let Some(entry) = shard.entry_mut(&event.id) {
+                    entry.record_recall(event.score, event.at);
+                }
+            }
         }
         Ok(())
     }

@@ -4,8 +4,8 @@ use chrono::{Duration, TimeZone, Utc};
 
 use super::child;
 use crate::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, Scope,
-    SearchQuery,
+    MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent,
+    RecallStats, Scope, SearchQuery,
 };
 
 fn item(ns: &Namespace, id: &str, content: &str, second: i64) -> MemoryItem {
@@ -478,6 +478,36 @@ async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
         Some(2),
         "saving again keeps recall statistics"
     );
+    // One batch across namespaces, interleaved: each event counts in its own namespace only.
+    must(
+        store.save(item(&other, "r1", "a namesake elsewhere", 0)),
+        "save",
+    )
+    .await;
+    let event = |namespace: &Namespace| RecallEvent {
+        namespace: namespace.clone(),
+        id: "r1".into(),
+        score: 0.25,
+        at,
+    };
+    let missing = child(ns, "missing");
+    must(
+        store.record_recalls(&[event(ns), event(&other), event(&missing), event(ns)]),
+        "record_recalls across namespaces",
+    )
+    .await;
+    let count = |stats: Option<RecallStats>| stats.map(|s| s.recall_count);
+    assert_eq!(
+        count(must(store.recall_stats(ns, "r1"), "recall_stats").await),
+        Some(4),
+        "a batch counts each event in its own namespace"
+    );
+    assert_eq!(
+        count(must(store.recall_stats(&other, "r1"), "recall_stats").await),
+        Some(1),
+        "a batch counts each event in its own namespace"
+    );
+    assert!(must(store.delete(&other, "r1"), "delete").await);
     assert!(must(store.delete(ns, "r1"), "delete").await);
     assert_eq!(
         must(store.recall_stats(ns, "r1"), "recall_stats").await,
