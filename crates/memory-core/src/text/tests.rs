@@ -1,0 +1,115 @@
+use super::*;
+
+#[test]
+fn stop_words_are_sorted_for_binary_search() {
+    let mut sorted = STOP_WORDS.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(sorted, STOP_WORDS);
+}
+
+#[test]
+fn english() {
+    let analyzer = Analyzer::default();
+    let cases: &[(&str, &[&str])] = &[
+        ("The cats are running!", &["cat", "run"]),
+        (
+            "Caroline's adoption agencies",
+            &["carolin", "adopt", "agenc"],
+        ),
+        (
+            "I'm going to the LGBTQ support group",
+            &["go", "lgbtq", "support", "group"],
+        ),
+        ("version 3.5 of GPT-4", &["version", "35", "gpt", "4"]),
+        ("", &[]),
+        ("  !!! ", &[]),
+    ];
+    for (text, want) in cases {
+        assert_eq!(analyzer.terms(text), *want, "{text}");
+    }
+    assert_eq!(Analyzer::plain().terms("The Cats"), ["the", "cats"]);
+}
+
+#[test]
+fn cjk() {
+    let analyzer = Analyzer::default();
+    assert_eq!(
+        analyzer.terms("LangGraph 的 StateGraph 状态管理原理？"),
+        [
+            "langgraph",
+            "stategraph",
+            "状态",
+            "态管",
+            "管理",
+            "理原",
+            "原理"
+        ]
+    );
+    assert_eq!(analyzer.terms("猫"), ["猫"]);
+    assert_eq!(analyzer.terms("的"), Vec::<String>::new());
+    assert_eq!(
+        analyzer.terms("用户喜欢Rust编程"),
+        ["用户", "户喜", "喜欢", "rust", "编程"]
+    );
+}
+
+#[test]
+fn odd_input_never_panics() {
+    let analyzer = Analyzer::default();
+    let long = "a".repeat(100);
+    for text in [
+        "\u{0}\u{1}",
+        "🙂🙂 emoji",
+        "Ünïcödé ÇAFÉ",
+        "ﾃｽﾄ",
+        "\u{202e}rtl",
+        long.as_str(),
+    ] {
+        let _ = analyzer.terms(text);
+    }
+    assert!(analyzer.terms(&long).is_empty());
+    assert_eq!(analyzer.terms("ÇAFÉ"), ["çafé"]);
+}
+
+#[test]
+fn ascii_fast_path_matches_unicode_segmentation() {
+    let alphabet: &[u8] = b"aZ9_'.:,;- \n!@\"x1";
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..20_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % 12) as usize;
+        let text: String = (0..len)
+            .map(|i| alphabet[((seed >> (i * 5)) % alphabet.len() as u64) as usize] as char)
+            .collect();
+        let slow: Vec<&str> = text
+            .split_word_bounds()
+            .filter(|segment| segment.chars().any(char::is_alphanumeric))
+            .collect();
+        let mut fast = Vec::new();
+        ascii_words(&text, |segment| fast.push(segment));
+        assert_eq!(fast, slow, "{text:?}");
+    }
+    for text in [
+        "can't",
+        "3.5 a.b.c 1,000,000 a:b 1:2 a'1 __x x__ a.1",
+        "title:x* \"q\"",
+    ] {
+        let slow: Vec<&str> = text
+            .split_word_bounds()
+            .filter(|s| s.chars().any(char::is_alphanumeric))
+            .collect();
+        let mut fast = Vec::new();
+        ascii_words(text, |segment| fast.push(segment));
+        assert_eq!(fast, slow, "{text:?}");
+    }
+}
+
+#[test]
+fn surface() {
+    assert_eq!(
+        surface_words("StateGraph 状态管理, Hello"),
+        ["stategraph", "状态管理", "hello"]
+    );
+}

@@ -1,0 +1,201 @@
+use super::*;
+
+fn ns(text: &str) -> Namespace {
+    Namespace::parse(text).unwrap()
+}
+
+fn sample() -> (Header, Vec<Record>) {
+    let at = DateTime::from_timestamp(1_700_000_000, 5).unwrap();
+    let item = MemoryItem::new(ns("u/a"), "likes \"green\" tea\nand 状态管理")
+        .unwrap()
+        .with_id("m1")
+        .unwrap()
+        .with_tags(["Drinks"])
+        .unwrap()
+        .with_metadata(serde_json::json!({"speaker": "ann", "turn": 3.25}))
+        .unwrap()
+        .with_embedding(vec![0.1, -0.2])
+        .unwrap()
+        .with_created_at(at);
+    let stats = RecallStats {
+        recall_count: 2,
+        total_score: 1.5,
+        last_recall_at: Some(at),
+    };
+    let page = KnowledgePage::new(ns("u/a"), "p", "Title")
+        .unwrap()
+        .with_references(["q"])
+        .unwrap()
+        .with_created_at(at);
+    let entity = GraphEntity::new(ns("u/b"), "e", "E", "thing")
+        .unwrap()
+        .with_tags(["x"])
+        .unwrap();
+    let relation = GraphRelation::new(ns("u/b"), "e", "e", "self", 0.25).unwrap();
+    let records = vec![
+        Record::Memory(item),
+        Record::RecallStats(RecallStatsRecord::new(ns("u/a"), "m1", stats)),
+        Record::Page(page),
+        Record::Entity(entity),
+        Record::Relation(relation),
+    ];
+    let mut counts = RecordCounts::default();
+    records.iter().for_each(|record| counts.add(record));
+    let header = Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        scope: ns("u").subtree(),
+        exported_at: at,
+        counts: Some(counts),
+    };
+    (header, records)
+}
+
+fn encode(header: &Header, records: &[Record]) -> String {
+    let mut out = Vec::new();
+    write_jsonl(header, records, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn read(text: &str) -> Result<Dump> {
+    read_jsonl(&mut text.as_bytes())
+}
+
+#[test]
+fn round_trip_of_every_record_type() {
+    let (header, records) = sample();
+    let text = encode(&header, &records);
+    assert_eq!(text.lines().count(), 6);
+    assert!(text.starts_with("{\"format\":\"agent-memory-jsonl\",\"version\":1,"));
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("{\"type\":\"recall_stats\"")
+    );
+    let dump = read(&text).unwrap();
+    assert_eq!(dump.header, header);
+    assert_eq!(dump.records, records);
+    // CRLF line endings and blank lines are accepted.
+    let dump = read(&format!("\n{}\r\n\r\n", text.replace('\n', "\r\n"))).unwrap();
+    assert_eq!(dump.records, records);
+}
+
+fn check_error(text: &str, kind: fn(&MemoryError) -> bool, needle: &str) {
+    match read(text) {
+        Err(error) => {
+            assert!(kind(&error), "{text:?}: wrong kind {error:?}");
+            assert!(
+                error.to_string().contains(needle),
+                "{text:?}: {error} lacks {needle:?}"
+            );
+        }
+        Ok(dump) => panic!("{text:?} was accepted: {dump:?}"),
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_line() {
+    let (header, records) = sample();
+    let good = encode(&header, &records);
+    let lines: Vec<&str> = good.lines().collect();
+    let invalid = |e: &MemoryError| matches!(e, MemoryError::InvalidInput(_));
+    let serialization = |e: &MemoryError| matches!(e, MemoryError::Serialization { .. });
+    check_error("", invalid, "empty");
+    check_error("   \n\n", invalid, "empty");
+    check_error("not json\n", invalid, "line 1");
+    check_error("{\"format\":\"other\",\"version\":1}\n", invalid, "line 1");
+    check_error(
+        &good.replacen("\"version\":1", "\"version\":2", 1),
+        invalid,
+        "version 2",
+    );
+    check_error(
+        &good.replacen("\"version\":1", "\"version\":0", 1),
+        invalid,
+        "version 0",
+    );
+    check_error(
+        "{\"format\":\"agent-memory-jsonl\",\"version\":1}\n",
+        serialization,
+        "line 1",
+    );
+    let with_line = |index: usize, replacement: &str| {
+        let mut changed = lines.clone();
+        changed[index] = replacement;
+        changed.join("\n")
+    };
+    check_error(&with_line(3, "{\"type\":\"page\""), serialization, "line 4");
+    check_error(&with_line(3, "[1,2]"), serialization, "line 4");
+    check_error(
+        &with_line(3, "{\"type\":\"spaceship\"}"),
+        serialization,
+        "line 4",
+    );
+    check_error(&with_line(3, "{\"id\":\"p\"}"), serialization, "line 4");
+    let blank_title = lines[3].replace("\"title\":\"Title\"", "\"title\":\"  \"");
+    check_error(&with_line(3, &blank_title), invalid, "line 4: title");
+    let bad_weight = lines[5].replace("0.25", "7.5");
+    check_error(&with_line(5, &bad_weight), invalid, "line 6: weight");
+    let outside = lines[4].replace("\"u/b\"", "\"elsewhere\"");
+    check_error(
+        &with_line(4, &outside),
+        invalid,
+        "line 5: namespace elsewhere",
+    );
+    let bad_namespace = lines[4].replace("\"u/b\"", "\"u//b\"");
+    check_error(&with_line(4, &bad_namespace), serialization, "line 5");
+    let truncated = lines[..4].join("\n");
+    check_error(&truncated, invalid, "truncated");
+    let mut not_utf8 = good.clone().into_bytes();
+    not_utf8.extend_from_slice(b"\xff\xfe\n");
+    match read_jsonl(&mut not_utf8.as_slice()) {
+        Err(error) => assert!(
+            error.to_string().contains("line 7: not valid UTF-8"),
+            "{error}"
+        ),
+        Ok(_) => panic!("invalid UTF-8 accepted"),
+    }
+}
+
+#[test]
+fn overlong_lines_are_refused() {
+    let (header, records) = sample();
+    let text = encode(&header, &records);
+    let error = read_numbered(&mut text.as_bytes(), 64).unwrap_err();
+    assert!(
+        matches!(error, MemoryError::LimitExceeded(ref m) if m.contains("line 1")),
+        "{error}"
+    );
+    assert!(read_numbered(&mut text.as_bytes(), 4096).is_ok());
+}
+
+#[test]
+fn header_without_counts_skips_the_check() {
+    let (mut header, records) = sample();
+    header.counts = None;
+    let text = encode(&header, &records);
+    assert!(!text.lines().next().unwrap().contains("counts"));
+    let dump = read(&text.lines().take(3).collect::<Vec<_>>().join("\n")).unwrap();
+    assert_eq!(dump.records.len(), 2);
+}
+
+#[tokio::test]
+async fn export_without_stores_is_a_header_and_imports_to_nothing() {
+    let mut out = Vec::new();
+    let counts = export_jsonl(&Scope::all(), None, None, None, &mut out)
+        .await
+        .unwrap();
+    assert_eq!(counts.total(), 0);
+    let report = import_jsonl(&mut out.as_slice(), None, None, None)
+        .await
+        .unwrap();
+    assert_eq!(report, ImportReport::default());
+    let (header, records) = sample();
+    let text = encode(&header, &records);
+    let report = import_jsonl(&mut text.as_bytes(), None, None, None)
+        .await
+        .unwrap();
+    assert_eq!(report.imported.total(), 0);
+    assert_eq!(report.skipped, header.counts.unwrap());
+}
