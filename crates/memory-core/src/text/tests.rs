@@ -1,3 +1,5 @@
+//! Unit tests of the text analyzer: English and CJK terms, stop words, odd input.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of the JSONL export and import.
+
 use super::*;
 
 fn ns(text: &str) -> Namespace {

@@ -1,3 +1,5 @@
+//! Unit tests of the graph store's tag limits.
+
 use super::*;
 
 #[test]
