@@ -10,9 +10,9 @@ use deadpool_postgres::{
 use memory_core::{MemoryError, Result};
 use tokio_postgres::{NoTls, Row};
 
-use crate::PostgresOptions;
 use crate::error::{Context, pool_error};
 use crate::sql::{Sql, qualify};
+use crate::{PostgresOptions, PostgresTls, TlsRoots};
 
 /// One connection pool shared by the three stores of a backend, and the schema their tables
 /// live in.
@@ -55,13 +55,17 @@ impl Database {
             config.application_name("agent-memory");
         }
         let target = describe(&config);
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &options.tls {
+            PostgresTls::Disabled => Manager::from_config(config, NoTls, manager_config),
+            PostgresTls::Required(roots) => {
+                // Never fall back to plain TCP, whatever the URL's `sslmode` says.
+                config.ssl_mode(tokio_postgres::config::SslMode::Require);
+                Manager::from_config(config, tls_connector(roots)?, manager_config)
+            }
+        };
         let pool = Pool::builder(manager)
             .max_size(options.max_connections)
             .runtime(Runtime::Tokio1)
@@ -152,6 +156,21 @@ pub(crate) async fn execute(
 }
 
 /// `host:port/dbname` (or the socket directory) of a configuration, for messages.
+#[cfg(feature = "tls")]
+fn tls_connector(roots: &TlsRoots) -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
+    crate::tls::connector(roots)
+}
+
+/// Without the `tls` feature there is no connector: asking for TLS is a configuration error,
+/// never a silent downgrade.
+#[cfg(not(feature = "tls"))]
+fn tls_connector(_roots: &TlsRoots) -> Result<NoTls> {
+    Err(MemoryError::invalid(
+        "tls",
+        "TLS needs memory-postgres's `tls` feature (agent-memory: `postgres-tls`)",
+    ))
+}
+
 fn describe(config: &tokio_postgres::Config) -> String {
     let host = match config.get_hosts().first() {
         Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),

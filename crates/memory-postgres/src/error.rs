@@ -29,6 +29,9 @@ mod sqlstate {
 ///   [`MemoryError::Timeout`]. All three are recoverable.
 /// - A unique violation is [`MemoryError::AlreadyExists`] (the stores use `ON CONFLICT`
 ///   where the contract allows replacing, so this means a concurrent insert of the same key).
+/// - A failed TLS handshake (an untrusted certificate, one for another host name, no common
+///   protocol version) is [`MemoryError::Storage`], not recoverable: retrying cannot fix a
+///   configuration. Its message carries rustls's reason.
 /// - Everything else is [`MemoryError::Storage`] with the driver's error as its source.
 pub(crate) fn pg_error(operation: impl Into<String>, error: tokio_postgres::Error) -> MemoryError {
     let operation = operation.into();
@@ -60,6 +63,10 @@ pub(crate) fn pg_error(operation: impl Into<String>, error: tokio_postgres::Erro
             _ => MemoryError::storage(message, error),
         };
     }
+    #[cfg(feature = "tls")]
+    if let Some(problem) = tls_problem(&error) {
+        return MemoryError::storage(format!("{operation}: TLS handshake: {problem}"), error);
+    }
     if error.is_closed() {
         return MemoryError::Unavailable {
             message: format!("{operation}: the connection to the server was closed"),
@@ -78,6 +85,28 @@ pub(crate) fn pg_error(operation: impl Into<String>, error: tokio_postgres::Erro
         },
         None => MemoryError::storage(format!("{operation}: {error}"), error),
     }
+}
+
+/// rustls's reason when `error` is a failed TLS handshake. tokio-rustls hands rustls errors
+/// over inside an `io::Error`, whose `source()` skips the wrapped error, so each `io::Error`
+/// of the chain is opened with `get_ref`.
+#[cfg(feature = "tls")]
+fn tls_problem(error: &tokio_postgres::Error) -> Option<String> {
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        if let Some(tls) = current
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(tls.to_string());
+        }
+        cause = current.source();
+    }
+    None
 }
 
 /// Maps an error of the connection pool: a wait for a free connection, or for a new one to

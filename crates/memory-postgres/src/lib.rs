@@ -26,6 +26,22 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Across machines, encrypt (feature `tls`): the server's certificate is verified against the
+//! given roots and the host name of the URL.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tls")]
+//! # async fn example() -> memory_core::Result<()> {
+//! use memory_postgres::{PostgresBackend, PostgresOptions, PostgresTls, TlsRoots};
+//! let tls = PostgresTls::Required(TlsRoots::PemFile("/etc/agent-memory/db-ca.pem".into()));
+//! let backend = PostgresBackend::connect(
+//!     "postgres://agent@db.internal:5432/memory",
+//!     PostgresOptions::default().with_tls(tls),
+//! )
+//! .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Schema
 //!
 //! Every table lives in one PostgreSQL schema ([`PostgresOptions::schema`], default
@@ -60,8 +76,9 @@
 //!
 //! # Limits
 //!
-//! Connections are not encrypted (`NoTls`): reach the server over a trusted network, a Unix
-//! socket or a TLS-terminating proxy. Timestamps are stored as 64-bit nanoseconds (lossless,
+//! Connections are unencrypted unless [`PostgresOptions::tls`] asks for TLS (feature `tls`,
+//! rustls): then every connection is encrypted and the server's certificate and host name are
+//! verified. Timestamps are stored as 64-bit nanoseconds (lossless,
 //! unlike `timestamptz`), so records dated before 1678 or after 2261 are rejected with
 //! `InvalidInput`; so is text holding the NUL character, which PostgreSQL cannot store.
 
@@ -73,6 +90,8 @@ mod memory_store;
 mod options;
 mod schema;
 mod sql;
+#[cfg(feature = "tls")]
+mod tls;
 
 use memory_core::Result;
 
@@ -82,7 +101,7 @@ pub use crate::{
     graph_store::PostgresGraph,
     knowledge_store::{PAGE_FIELD_WEIGHTS, PostgresKnowledgeStore},
     memory_store::{BM25_B, BM25_K1, PostgresStore},
-    options::{DEFAULT_SCHEMA, PostgresOptions},
+    options::{DEFAULT_SCHEMA, PostgresOptions, PostgresTls, TlsRoots},
     schema::SCHEMA_VERSION,
 };
 

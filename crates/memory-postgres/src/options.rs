@@ -1,5 +1,6 @@
 //! [`PostgresOptions`]: where the tables live, the pool's size and its timeouts.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use memory_core::{MemoryError, Result, TagConstraints};
@@ -7,11 +8,44 @@ use memory_core::{MemoryError, Result, TagConstraints};
 /// The schema the tables live in unless [`PostgresOptions::schema`] says otherwise.
 pub const DEFAULT_SCHEMA: &str = "agent_memory";
 
+/// Whether connections are encrypted, and whom they trust.
+///
+/// Decision: TLS, when asked for, always verifies. `Required` checks the server's certificate
+/// chain against the chosen roots and its name against the host the URL connects to (what
+/// libpq calls `sslmode=verify-full`). An encrypted connection to a server nobody checked
+/// protects against eavesdroppers but not against whoever answers in its place, so there is
+/// no option for it; a self-signed server is trusted by naming its certificate as the root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PostgresTls {
+    /// Plain TCP (or a Unix socket). A URL asking for `sslmode=require` then fails to
+    /// connect rather than silently going unencrypted. The default: local servers, trusted
+    /// networks, TLS-terminating proxies.
+    #[default]
+    Disabled,
+    /// Every connection is TLS, verified against these roots. Needs this crate's `tls`
+    /// feature (facade: `postgres-tls`); without it, connect fails with
+    /// [`MemoryError::InvalidInput`].
+    Required(TlsRoots),
+}
+
+/// The certificates a [`PostgresTls::Required`] connection trusts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsRoots {
+    /// The operating system's trust store: servers with publicly issued certificates
+    /// (managed PostgreSQL services).
+    System,
+    /// The certificates of a PEM file, and only those: a private certificate authority, or a
+    /// self-signed server's own certificate.
+    PemFile(PathBuf),
+}
+
 /// Settings for [`PostgresBackend::connect`](crate::PostgresBackend::connect).
 ///
 /// `Default` is a sensible production choice: schema [`DEFAULT_SCHEMA`], 16 pooled
 /// connections, 10 s to connect, 30 s to wait for a free connection, migrations applied on
-/// connect, and the default [`TagConstraints`].
+/// connect, the default [`TagConstraints`], and no TLS ([`PostgresTls::Disabled`]; see there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostgresOptions {
     /// The PostgreSQL schema that holds every table, created if missing. An unquoted
@@ -33,6 +67,8 @@ pub struct PostgresOptions {
     pub apply_migrations: bool,
     /// Tag limits of the knowledge graph.
     pub tag_constraints: TagConstraints,
+    /// Transport encryption.
+    pub tls: PostgresTls,
 }
 
 impl Default for PostgresOptions {
@@ -44,6 +80,7 @@ impl Default for PostgresOptions {
             acquire_timeout: Duration::from_secs(30),
             apply_migrations: true,
             tag_constraints: TagConstraints::default(),
+            tls: PostgresTls::Disabled,
         }
     }
 }
@@ -82,6 +119,12 @@ impl PostgresOptions {
     /// Sets the graph's tag limits.
     pub fn with_tag_constraints(mut self, constraints: TagConstraints) -> Self {
         self.tag_constraints = constraints;
+        self
+    }
+
+    /// Sets the transport encryption.
+    pub fn with_tls(mut self, tls: PostgresTls) -> Self {
+        self.tls = tls;
         self
     }
 

@@ -12,4 +12,6 @@ mod graph;
 mod migration;
 mod multi_process;
 mod properties;
+#[cfg(feature = "tls")]
+mod tls;
 mod transfer;
