@@ -113,3 +113,34 @@ async fn unreadable_roots_fail_before_connecting() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_root_that_did_not_sign_the_server_is_refused() {
+    let Some((url, _)) = tls_server("a_root_that_did_not_sign_the_server_is_refused") else {
+        return;
+    };
+    // The public authorities of the system bundle, none of which signed the test server.
+    let bundle = PathBuf::from("/etc/ssl/certs/ca-certificates.crt");
+    if !bundle.exists() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: no {} (a_root_that_did_not_sign_the_server_is_refused did not run)",
+            bundle.display()
+        );
+        return;
+    }
+    let schema = TestSchema {
+        url: url.clone(),
+        name: unique_schema("tls_root"),
+    };
+    let tls = PostgresTls::Required(TlsRoots::PemFile(bundle));
+    let error = PostgresBackend::connect(&url, schema.options().with_tls(tls))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a server signed by none of the roots was accepted"));
+    assert!(
+        error.to_string().contains("invalid peer certificate"),
+        "the error gives the reason: {error}"
+    );
+    assert!(!error.is_recoverable(), "{error:?}");
+}
