@@ -53,7 +53,7 @@ pub use crate::{
     knowledge_store::KnowledgeStore,
     memory::{
         CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind,
-        SearchHit, SearchQuery,
+        SearchHit, SearchQuery, cosine_similarity, validate_embedding,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},

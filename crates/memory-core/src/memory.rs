@@ -292,7 +292,32 @@ impl MemoryItem {
     }
 }
 
-pub(crate) fn validate_embedding(embedding: &[f32]) -> Result<()> {
+/// The cosine similarity of two vectors, in `[-1, 1]`; `None` when their lengths differ or
+/// either is all zeros (no direction to compare). Accumulates in `f64`, so long vectors of
+/// large values neither overflow nor lose the small components.
+pub fn cosine_similarity(a: &[f32], b: &[f32]) -> Option<f32> {
+    if a.len() != b.len() || a.is_empty() {
+        return None;
+    }
+    let (mut dot, mut norm_a, mut norm_b) = (0f64, 0f64, 0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        norm_a += x * x;
+        norm_b += y * y;
+    }
+    let norms = (norm_a * norm_b).sqrt();
+    if !norms.is_finite() || norms == 0.0 {
+        return None;
+    }
+    Some((dot / norms).clamp(-1.0, 1.0) as f32)
+}
+
+/// Checks an embedding vector: not empty, every value finite.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `embedding`.
+pub fn validate_embedding(embedding: &[f32]) -> Result<()> {
     if embedding.is_empty() {
         return Err(MemoryError::invalid("embedding", "empty vector"));
     }

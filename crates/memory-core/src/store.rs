@@ -186,6 +186,53 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(None)
     }
 
+    /// Similarity search for the optional embedding channel: the `top_k` items matching
+    /// `filter` whose [`embedding`](MemoryItem::embedding) is closest to `vector` by cosine
+    /// similarity, best first (ties by id), each hit's score the cosine in `[-1, 1]`. Items
+    /// without an embedding, with one of another length, or with a zero vector are skipped;
+    /// `filter.limit` is ignored (`top_k` bounds the result).
+    ///
+    /// The default lists the matching items and compares each: exact, `O(n)` per query and a
+    /// copy of every item, adequate for the thousands of memories of one agent. A backend
+    /// with a vector index overrides it; the in-memory store compares in place without copies.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `embedding` for an empty or non-finite `vector`;
+    /// backend errors.
+    async fn search_similar(
+        &self,
+        filter: &MemoryFilter,
+        vector: &[f32],
+        top_k: usize,
+    ) -> Result<Vec<SearchHit>> {
+        crate::memory::validate_embedding(vector)?;
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let mut all = filter.clone();
+        all.limit = None;
+        let mut hits: Vec<SearchHit> = self
+            .list(&all)
+            .await?
+            .into_iter()
+            .filter_map(|item| {
+                let score = crate::cosine_similarity(vector, item.embedding.as_deref()?)?;
+                Some(SearchHit {
+                    item: Arc::new(item),
+                    score,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.item.id.cmp(&b.item.id))
+                .then_with(|| a.item.namespace.cmp(&b.item.namespace))
+        });
+        hits.truncate(top_k);
+        Ok(hits)
+    }
+
     /// Replaces the recall statistics of an existing item (for imports and migrations).
     /// Unknown ids are ignored. The default does nothing, for backends that keep none.
     ///
@@ -278,6 +325,14 @@ macro_rules! forward_memory_store {
                 stats: RecallStats,
             ) -> Result<()> {
                 (**self).set_recall_stats(namespace, id, stats).await
+            }
+            async fn search_similar(
+                &self,
+                filter: &MemoryFilter,
+                vector: &[f32],
+                top_k: usize,
+            ) -> Result<Vec<SearchHit>> {
+                (**self).search_similar(filter, vector, top_k).await
             }
         }
     };

@@ -308,6 +308,56 @@ impl MemoryStore for InMemoryStore {
         Ok(out)
     }
 
+    /// Compares in place under each shard's read lock: no item is copied, and only the
+    /// `top_k` best of each shard are shared out (`O(n·d)` for `n` embedded items of length
+    /// `d`, plus `O(n log k)` to select).
+    async fn search_similar(
+        &self,
+        filter: &MemoryFilter,
+        vector: &[f32],
+        top_k: usize,
+    ) -> Result<Vec<SearchHit>> {
+        memory_core::validate_embedding(vector)?;
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let best_first = |a: &(f32, &Entry), b: &(f32, &Entry)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.item.id.cmp(&b.1.item.id))
+                .then_with(|| a.1.item.namespace.cmp(&b.1.item.namespace))
+        };
+        let mut out: Vec<SearchHit> = Vec::new();
+        for (_, shard) in self.registry.shards(&filter.scope) {
+            let shard = read(&shard);
+            let mut scored: Vec<(f32, &Entry)> = shard
+                .entries
+                .iter()
+                .flatten()
+                .filter_map(|entry| {
+                    let embedding = entry.item.embedding.as_deref()?;
+                    let score = memory_core::cosine_similarity(vector, embedding)?;
+                    filter.matches(&entry.item).then_some((score, entry))
+                })
+                .collect();
+            if scored.len() > top_k {
+                scored.select_nth_unstable_by(top_k - 1, best_first);
+                scored.truncate(top_k);
+            }
+            out.extend(scored.into_iter().map(|(score, entry)| SearchHit {
+                item: Arc::clone(&entry.item),
+                score,
+            }));
+        }
+        out.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.item.id.cmp(&b.item.id))
+                .then_with(|| a.item.namespace.cmp(&b.item.namespace))
+        });
+        out.truncate(top_k);
+        Ok(out)
+    }
+
     async fn clear(&self, scope: &Scope) -> Result<usize> {
         let mut removed = 0;
         for (_, shard) in self.registry.shards(scope) {

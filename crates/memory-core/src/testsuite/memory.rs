@@ -38,6 +38,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     ordering_and_filters(store, &child(base, "filters")).await;
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;
+    similarity_search(store, &child(base, "similar")).await;
     namespaces_and_clear(store, &child(base, "admin")).await;
 }
 
@@ -404,6 +405,85 @@ async fn search(store: &dyn MemoryStore, ns: &Namespace) {
     )
     .await;
     assert_eq!(quantum.len(), 1, "replaced content is indexed");
+}
+
+async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
+    let embedded = |space: &Namespace, id: &str, vector: &[f32]| {
+        item(space, id, "an embedded memory", 0)
+            .with_embedding(vector.to_vec())
+            .unwrap_or_else(|error| panic!("conformance: embedding {id}: {error}"))
+    };
+    let other = child(ns, "other");
+    for memory in [
+        embedded(ns, "east", &[1.0, 0.0, 0.0]),
+        embedded(ns, "north-east", &[1.0, 1.0, 0.0]),
+        embedded(ns, "north", &[0.0, 2.0, 0.0]),
+        embedded(ns, "west", &[-1.0, 0.0, 0.0]),
+        embedded(ns, "east-too", &[3.0, 0.0, 0.0]),
+        embedded(ns, "zero", &[0.0, 0.0, 0.0]),
+        embedded(ns, "short", &[1.0, 0.0]),
+        item(ns, "plain", "a memory with no embedding", 0),
+        embedded(&other, "east-elsewhere", &[1.0, 0.0, 0.0]),
+    ] {
+        must(store.save(memory), "save").await;
+    }
+    let exact = MemoryFilter::new(ns.exact());
+    let hits = must(
+        store.search_similar(&exact, &[2.0, 0.0, 0.0], 4),
+        "search_similar",
+    )
+    .await;
+    let found: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+    assert_eq!(
+        found,
+        ["east", "east-too", "north-east", "north"],
+        "best cosine first, ties by id, other lengths and zero vectors skipped"
+    );
+    let scores: Vec<f32> = hits.iter().map(|hit| hit.score).collect();
+    assert!((scores[0] - 1.0).abs() < 1e-6 && (scores[1] - 1.0).abs() < 1e-6);
+    assert!((scores[2] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+    assert!(scores[3].abs() < 1e-6, "orthogonal is 0: {scores:?}");
+    let all = must(
+        store.search_similar(&exact, &[1.0, 0.0, 0.0], 100),
+        "search_similar",
+    )
+    .await;
+    assert_eq!(all.len(), 5, "every comparable item, and no more");
+    assert_eq!(all.last().map(|hit| hit.item.id.as_str()), Some("west"));
+    assert!(all.last().is_some_and(|hit| (hit.score + 1.0).abs() < 1e-6));
+    let subtree = must(
+        store.search_similar(&MemoryFilter::new(ns.subtree()), &[1.0, 0.0, 0.0], 10),
+        "search_similar",
+    )
+    .await;
+    assert!(
+        subtree.iter().any(|hit| hit.item.id == "east-elsewhere"),
+        "a subtree scope reaches child namespaces"
+    );
+    let elsewhere = must(
+        store.search_similar(&MemoryFilter::new(other.exact()), &[1.0, 0.0, 0.0], 10),
+        "search_similar",
+    )
+    .await;
+    assert_eq!(elsewhere.len(), 1, "an exact scope sees only its namespace");
+    assert!(
+        must(
+            store.search_similar(&exact, &[1.0, 0.0, 0.0], 0),
+            "search_similar"
+        )
+        .await
+        .is_empty()
+    );
+    for bad in [&[][..], &[f32::NAN, 0.0, 0.0][..]] {
+        assert!(
+            matches!(
+                store.search_similar(&exact, bad, 3).await,
+                Err(MemoryError::InvalidInput(_))
+            ),
+            "a bad query vector is InvalidInput"
+        );
+    }
+    must(store.clear(&ns.subtree()), "clear").await;
 }
 
 async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
