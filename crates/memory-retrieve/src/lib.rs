@@ -24,6 +24,7 @@
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```
 
+mod embedding;
 mod eviction;
 mod feedback;
 mod keywords;

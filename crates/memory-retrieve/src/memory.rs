@@ -206,9 +206,21 @@ pub struct MemoryBuilder {
     eviction: EvictionConfig,
     decay: Option<DecayConfig>,
     recall_batch: usize,
+    #[cfg(feature = "embeddings")]
+    embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
 }
 
 impl MemoryBuilder {
+    /// The embedding provider (feature `embeddings`): [`Memory::remember`] stores each
+    /// memory's embedding, and recall adds the embedding channel (see
+    /// [`Retriever::with_embedder`], which also explains the weights). agent-memory ships no
+    /// model: implement [`EmbeddingProvider`](memory_core::EmbeddingProvider) over yours.
+    #[cfg(feature = "embeddings")]
+    pub fn embedder(mut self, embedder: Arc<dyn memory_core::EmbeddingProvider>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
     /// The memory-item store.
     pub fn store(mut self, store: Arc<dyn MemoryStore>) -> Self {
         self.store = Some(store);
@@ -291,7 +303,17 @@ impl MemoryBuilder {
             .with_graph(Arc::clone(&graph))
             .with_keyword_extractor(keywords)
             .with_clock(Arc::clone(&clock));
-        retriever.set_config_unchecked(self.retriever);
+        #[cfg(feature = "embeddings")]
+        let config = match self.embedder {
+            Some(embedder) => {
+                retriever = retriever.with_embedder(embedder);
+                crate::embedding::with_embedding_weights(self.retriever)
+            }
+            None => self.retriever,
+        };
+        #[cfg(not(feature = "embeddings"))]
+        let config = self.retriever;
+        retriever.set_config_unchecked(config);
         let batch = if self.recall_batch == 0 {
             64
         } else {
@@ -375,6 +397,12 @@ impl Memory {
             }
             if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
                 item = item.with_context(context);
+            }
+            if let Some(embedder) = self.retriever.embedder()
+                && item.embedding.is_none()
+            {
+                let vector = crate::embedding::embed_checked(&**embedder, &item.content).await?;
+                item = item.with_embedding(vector)?;
             }
             let id = item.id.clone();
             self.store.save(item).await?;

@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use memory_core::{
-    Channel, Clock, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryFilter, MemoryItem,
-    MemoryStore, Namespace, PageQuery, Result, RetrievalResult, RetrievalSource, Scope,
-    ScoreBreakdown, ScoredItem, SearchQuery, SignalScore, SystemClock, entity_matches_keyword,
+    Channel, Clock, EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
+    MemoryFilter, MemoryItem, MemoryStore, Namespace, PageQuery, Result, RetrievalResult,
+    RetrievalSource, Scope, ScoreBreakdown, ScoredItem, SearchQuery, SignalScore, SystemClock,
+    entity_matches_keyword,
 };
 
 mod config;
@@ -100,6 +101,57 @@ impl Candidate {
     }
 }
 
+/// Merges the embedding channel's hits (those with a positive cosine) into the keyword hits:
+/// a memory found by both gains the `Embedding` channel; one found only by similarity becomes
+/// a candidate of that channel, with no keyword relevance.
+fn merge_similar(
+    out: &mut Vec<Candidate>,
+    similar: Vec<memory_core::SearchHit>,
+    config: &RetrieverConfig,
+    now: DateTime<Utc>,
+) {
+    let mut position: HashMap<Key, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(at, candidate)| (candidate.owned_key(), at))
+        .collect();
+    // Only a positive cosine relates a memory to the query: the rest would be candidates
+    // found by nothing, as keyword search never returns a document without a query word.
+    let related = similar.into_iter().filter(|hit| hit.score > 0.0);
+    for (rank, hit) in related.enumerate() {
+        let similarity = hit.score;
+        let key = (
+            RecordType::Memory,
+            hit.item.namespace.clone(),
+            hit.item.id.clone(),
+        );
+        match position.get(&key) {
+            Some(at) => {
+                let candidate = &mut out[*at];
+                candidate.channels.add(Channel::Embedding, rank + 1);
+                candidate.signals.embedding = similarity;
+            }
+            None => {
+                let item = hit.item;
+                let signals = Signals {
+                    temporal: temporal_weight(item.updated_at, now),
+                    importance: item.importance,
+                    frequency: frequency(item.access_count),
+                    recency: recency(item.created_at, now, config.recency_half_life_hours),
+                    embedding: similarity,
+                    ..Signals::default()
+                };
+                position.insert(key, out.len());
+                out.push(Candidate {
+                    source: RetrievalSource::Memory(item),
+                    channels: Found::new(Channel::Embedding, rank + 1),
+                    signals,
+                });
+            }
+        }
+    }
+}
+
 /// Combines a memory store with optional knowledge store and graph into one ranked recall.
 ///
 /// Scoring is a pure function of the candidates, the query and `clock.now()`; only the
@@ -112,6 +164,7 @@ pub struct Retriever {
     keywords: Arc<dyn KeywordExtractor>,
     clock: Arc<dyn Clock>,
     config: RetrieverConfig,
+    embedder: Option<Arc<dyn EmbeddingProvider>>,
 }
 
 impl Retriever {
@@ -124,7 +177,32 @@ impl Retriever {
             keywords: Arc::new(AnalyzerKeywordExtractor),
             clock: Arc::new(SystemClock),
             config: RetrieverConfig::default(),
+            embedder: None,
         }
+    }
+
+    /// Adds the embedding channel (feature `embeddings`): each recall embeds the query with
+    /// `embedder` and asks the memory store for the memories whose stored embeddings are
+    /// most similar ([`MemoryStore::search_similar`]), beside the keyword search. Memories
+    /// found by both carry both channels; every memory candidate with an embedding gets the
+    /// `embedding` signal (its cosine with the query, negatives as 0).
+    ///
+    /// If the scoring is still the default, it becomes
+    /// [`ScoreWeights::with_embeddings`](crate::ScoreWeights::with_embeddings): with the
+    /// default weights the new signal would count for nothing. Set the config afterwards to
+    /// choose other weights. Memories need embeddings to be found this way:
+    /// [`Memory::remember`](crate::Memory::remember) computes them when the
+    /// [`MemoryBuilder`](crate::MemoryBuilder) has an embedder.
+    #[cfg(feature = "embeddings")]
+    pub fn with_embedder(mut self, embedder: Arc<dyn EmbeddingProvider>) -> Self {
+        self.config = crate::embedding::with_embedding_weights(self.config);
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The embedding provider, if the embedding channel is on.
+    pub(crate) fn embedder(&self) -> Option<&Arc<dyn EmbeddingProvider>> {
+        self.embedder.as_ref()
     }
 
     /// Adds the knowledge channel.
@@ -230,8 +308,14 @@ impl Retriever {
             graph_us = graph_time,
             "channels answered"
         );
+        let found_by = |channel: Channel| {
+            memories
+                .iter()
+                .any(|candidate| candidate.channels.contains(channel))
+        };
         let active = [
-            !memories.is_empty(),
+            found_by(Channel::Memory) || found_by(Channel::Context),
+            found_by(Channel::Embedding),
             !pages.is_empty(),
             !entities.is_empty(),
         ]
@@ -337,7 +421,23 @@ impl Retriever {
         let started = Instant::now();
         let search = SearchQuery::new(scope.clone(), query, config.candidates_per_channel)
             .with_filter(memory_filter(scope, filter));
-        let hits = self.memory.search(&search).await?;
+        // Keyword search, and with an embedder the similarity search beside it.
+        let (hits, similar) = match &self.embedder {
+            None => (self.memory.search(&search).await?, None),
+            Some(embedder) => {
+                let semantic = async {
+                    let vector = crate::embedding::embed_checked(&**embedder, query).await?;
+                    let hits = self
+                        .memory
+                        .search_similar(&search.filter, &vector, config.candidates_per_channel)
+                        .await?;
+                    Ok::<_, memory_core::MemoryError>((vector, hits))
+                };
+                let (hits, semantic) = tokio::join!(self.memory.search(&search), semantic);
+                (hits?, Some(semantic?))
+            }
+        };
+        let query_vector = similar.as_ref().map(|(vector, _)| vector.as_slice());
         let best = hits
             .first()
             .map_or(1.0, |hit| hit.score)
@@ -366,6 +466,8 @@ impl Retriever {
                         config.recency_half_life_hours,
                     ),
                     context: 0.0,
+                    embedding: query_vector
+                        .map_or(0.0, |vector| crate::embedding::similarity(vector, &item)),
                 };
                 Candidate {
                     source: RetrievalSource::Memory(item),
@@ -375,6 +477,9 @@ impl Retriever {
             })
             .collect();
         let mut out = out;
+        if let Some((_, similar)) = similar {
+            merge_similar(&mut out, similar, config, now);
+        }
         if weights.context > 0.0 && config.context_window > 0 {
             self.add_context(&mut out, &memory_filter(scope, filter), config, now)
                 .await?;
@@ -433,6 +538,7 @@ impl Retriever {
                     frequency: 0.0,
                     recency: recency(page.updated_at, now, config.recency_half_life_hours),
                     context: 0.0,
+                    embedding: 0.0,
                 };
                 Candidate {
                     source: RetrievalSource::KnowledgePage(Box::new(page)),

@@ -32,6 +32,9 @@ pub struct ScoreWeights {
     /// Conversation context: the relevance of a memory next to this one in time (a question
     /// turn lends its score to the answer that follows it).
     pub context: f32,
+    /// Embedding similarity to the query: the cosine, negative values counted as 0. Only
+    /// with an embedding provider (feature `embeddings`); 0 in the default weights.
+    pub embedding: f32,
 }
 
 /// The defaults were chosen on the LoCoMo development split (see the README's evaluation
@@ -51,6 +54,7 @@ impl Default for ScoreWeights {
             frequency: 0.05,
             recency: 0.05,
             context: 0.0,
+            embedding: 0.0,
         }
     }
 }
@@ -68,10 +72,23 @@ impl ScoreWeights {
             frequency: 0.0,
             recency: 0.0,
             context: 0.0,
+            embedding: 0.0,
         }
     }
 
-    fn pairs(&self) -> [(&'static str, f32); 9] {
+    /// The default weights with embedding similarity beside keyword relevance: relevance
+    /// 0.45, embedding 0.35, graph 0.1, and 0.05 each for reference, importance, frequency
+    /// and recency. [`Retriever::with_embedder`](crate::Retriever) switches the default
+    /// scoring to these.
+    pub fn with_embeddings() -> Self {
+        Self {
+            relevance: 0.45,
+            embedding: 0.35,
+            ..Self::default()
+        }
+    }
+
+    fn pairs(&self) -> [(&'static str, f32); SIGNALS] {
         [
             ("relevance", self.relevance),
             ("overlap", self.overlap),
@@ -82,6 +99,7 @@ impl ScoreWeights {
             ("frequency", self.frequency),
             ("recency", self.recency),
             ("context", self.context),
+            ("embedding", self.embedding),
         ]
     }
 
@@ -147,6 +165,7 @@ impl ScoringStrategy {
                 frequency: 0.0,
                 recency: 0.0,
                 context: 0.0,
+                embedding: 0.0,
             };
             pick(&mut weights);
             weights
@@ -191,10 +210,12 @@ pub struct Signals {
     pub recency: f32,
     /// See [`ScoreWeights::context`].
     pub context: f32,
+    /// See [`ScoreWeights::embedding`].
+    pub embedding: f32,
 }
 
 impl Signals {
-    fn values(&self) -> [f32; 9] {
+    fn values(&self) -> [f32; SIGNALS] {
         [
             self.relevance,
             self.overlap,
@@ -205,6 +226,7 @@ impl Signals {
             self.frequency,
             self.recency,
             self.context,
+            self.embedding,
         ]
     }
 }
@@ -228,7 +250,7 @@ pub struct PreparedWeights {
 }
 
 /// How many signals there are.
-const SIGNALS: usize = 9;
+const SIGNALS: usize = 10;
 
 impl ScoreWeights {
     /// These weights prepared for [`PreparedWeights::score`] and

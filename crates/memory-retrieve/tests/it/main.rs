@@ -1,6 +1,8 @@
 //! Integration tests of retrieval, eviction, decay and the Memory API.
 
 mod api;
+#[cfg(feature = "embeddings")]
+mod embedding;
 mod eviction;
 mod retrieval;
 mod stress;

@@ -1,0 +1,51 @@
+//! The optional embedding channel's helpers: checked query embeddings, the similarity
+//! signal, and the weights that give it a say.
+
+use memory_core::{EmbeddingProvider, MemoryError, MemoryItem, Result, cosine_similarity};
+
+#[cfg(feature = "embeddings")]
+use crate::{RetrieverConfig, ScoreWeights, ScoringStrategy};
+
+/// `text` embedded by `provider`, checked: as long as the provider's dimension, every value
+/// finite. A provider that breaks its own contract is reported, not trusted.
+///
+/// # Errors
+/// The provider's errors; [`MemoryError::InvalidInput`] naming `embedding` for a vector of
+/// the wrong length or with a non-finite value.
+pub(crate) async fn embed_checked(
+    provider: &dyn EmbeddingProvider,
+    text: &str,
+) -> Result<Vec<f32>> {
+    let vector = provider.embed(text).await?;
+    if vector.len() != provider.dimension() {
+        return Err(MemoryError::invalid(
+            "embedding",
+            format!(
+                "the provider returned {} values, its dimension is {}",
+                vector.len(),
+                provider.dimension()
+            ),
+        ));
+    }
+    memory_core::validate_embedding(&vector)?;
+    Ok(vector)
+}
+
+/// The `embedding` signal of `item` for a query vector: the cosine, negatives (and items
+/// without a comparable embedding) as 0.
+pub(crate) fn similarity(query: &[f32], item: &MemoryItem) -> f32 {
+    item.embedding
+        .as_deref()
+        .and_then(|embedding| cosine_similarity(query, embedding))
+        .map_or(0.0, |cosine| cosine.max(0.0))
+}
+
+/// `config` with [`ScoreWeights::with_embeddings`] if its scoring is still the default;
+/// otherwise unchanged (the caller chose).
+#[cfg(feature = "embeddings")]
+pub(crate) fn with_embedding_weights(mut config: RetrieverConfig) -> RetrieverConfig {
+    if config.scoring == ScoringStrategy::default() {
+        config.scoring = ScoringStrategy::Hybrid(ScoreWeights::with_embeddings());
+    }
+    config
+}

@@ -1,0 +1,171 @@
+//! The embedding channel (feature `embeddings`), with a toy provider: each word of a small
+//! vocabulary points along its concept's axis, so "automobile" and "car" are the same
+//! direction while sharing no keyword.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::{
+    Channel, EmbeddingProvider, MemoryError, MemoryStore, Namespace, Result, RetrievalSource,
+};
+use memory_retrieve::{Memory, Retriever, RetrieverConfig, ScoreWeights, ScoringStrategy};
+
+const CONCEPTS: [&[&str]; 4] = [
+    &["car", "automobile", "truck", "drive"],
+    &["pizza", "pasta", "meal", "dinner"],
+    &["guitar", "song", "music"],
+    &["rain", "sunny", "weather"],
+];
+
+#[derive(Debug)]
+struct Concepts {
+    /// Reported length; the vectors have 4 values whatever this says.
+    dimension: usize,
+}
+
+#[async_trait]
+impl EmbeddingProvider for Concepts {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        let mut vector = vec![0.0; 4];
+        for word in text.split(|c: char| !c.is_alphanumeric()) {
+            let word = word.to_lowercase();
+            for (axis, words) in CONCEPTS.iter().enumerate() {
+                if words.contains(&word.as_str()) {
+                    vector[axis] += 1.0;
+                }
+            }
+        }
+        Ok(vector)
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+}
+
+fn memory_with_concepts() -> Memory {
+    Memory::builder()
+        .embedder(Arc::new(Concepts { dimension: 4 }))
+        .build()
+        .expect("a memory")
+}
+
+fn memory_source(item: &memory_core::ScoredItem) -> Option<&memory_core::MemoryItem> {
+    match &item.source {
+        RetrievalSource::Memory(memory) => Some(memory),
+        _ => None,
+    }
+}
+
+async fn remember_all(memory: &Memory, ns: &Namespace) -> Vec<String> {
+    let mut ids = Vec::new();
+    for text in [
+        "I drive an old car to work",
+        "We ate pizza last night",
+        "She plays the guitar every evening",
+        "Heavy rain is expected tomorrow",
+    ] {
+        ids.push(memory.remember(ns, text).await.expect("remembered"));
+    }
+    ids
+}
+
+#[tokio::test]
+async fn a_synonym_is_found_by_similarity_alone() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("user/embedding").expect("a namespace");
+    let ids = remember_all(&memory, &ns).await;
+    let stored = memory
+        .store()
+        .get(&ns, &ids[0])
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(
+        stored.embedding.as_deref(),
+        Some(&[2.0, 0.0, 0.0, 0.0][..]),
+        "remember stores the provider's embedding of the text ('drive' and 'car')"
+    );
+    let found = memory
+        .recall(&ns.exact(), "automobile")
+        .await
+        .expect("recalled");
+    let best = found.items.first().expect("a result");
+    assert_eq!(
+        memory_source(best).map(|m| m.id.as_str()),
+        Some(ids[0].as_str())
+    );
+    assert_eq!(best.breakdown.channels, [Channel::Embedding]);
+    let similarity = best
+        .breakdown
+        .value("embedding")
+        .expect("an embedding signal");
+    assert!((similarity - 1.0).abs() < 1e-6, "{similarity}");
+    assert_eq!(best.breakdown.value("relevance"), Some(0.0));
+    assert!(
+        found
+            .items
+            .iter()
+            .all(|item| memory_source(item).is_none_or(|m| m.id == ids[0])),
+        "orthogonal memories score 0 and fall under min_score: {:?}",
+        found.items
+    );
+}
+
+#[tokio::test]
+async fn a_memory_found_by_both_channels_carries_both() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("user/both").expect("a namespace");
+    let ids = remember_all(&memory, &ns).await;
+    let found = memory
+        .recall(&ns.exact(), "my car")
+        .await
+        .expect("recalled");
+    let best = found.items.first().expect("a result");
+    assert_eq!(
+        memory_source(best).map(|m| m.id.as_str()),
+        Some(ids[0].as_str())
+    );
+    assert_eq!(
+        best.breakdown.channels,
+        [Channel::Memory, Channel::Embedding]
+    );
+    assert!(best.breakdown.value("relevance").is_some_and(|v| v > 0.0));
+    assert!(best.breakdown.value("embedding").is_some_and(|v| v > 0.99));
+}
+
+#[tokio::test]
+async fn a_provider_breaking_its_dimension_is_refused_and_nothing_is_stored() {
+    let memory = Memory::builder()
+        .embedder(Arc::new(Concepts { dimension: 8 }))
+        .build()
+        .expect("a memory");
+    let ns = Namespace::parse("user/broken").expect("a namespace");
+    let error = memory
+        .remember(&ns, "I drive a car")
+        .await
+        .expect_err("a vector of the wrong length");
+    assert!(matches!(error, MemoryError::InvalidInput(_)), "{error:?}");
+    assert!(error.to_string().contains("dimension"), "{error}");
+    assert_eq!(memory.store().count(&ns.exact()).await.expect("counted"), 0);
+}
+
+#[tokio::test]
+async fn the_retriever_switches_default_weights_only() {
+    let store: Arc<dyn MemoryStore> = Arc::new(memory_inmem::InMemoryStore::new());
+    let provider = || Arc::new(Concepts { dimension: 4 });
+    let default = Retriever::new(Arc::clone(&store)).with_embedder(provider());
+    assert_eq!(
+        default.config().scoring,
+        ScoringStrategy::Hybrid(ScoreWeights::with_embeddings())
+    );
+    let chosen = RetrieverConfig {
+        scoring: ScoringStrategy::Relevance,
+        ..RetrieverConfig::default()
+    };
+    let kept = Retriever::new(store)
+        .with_config(chosen.clone())
+        .expect("a valid config")
+        .with_embedder(provider());
+    assert_eq!(kept.config(), &chosen);
+}
