@@ -16,7 +16,8 @@ pub enum Channel {
     GraphMatch,
     /// Graph: entities reached by traversal from a matched entity.
     GraphTraversal,
-    /// Embedding similarity (feature-gated).
+    /// Embedding similarity: memory-retrieve's optional embedding channel (its feature
+    /// `embeddings`), over [`MemoryStore::search_similar`](crate::MemoryStore::search_similar).
     Embedding,
     /// The short-term buffer.
     ShortTerm,
