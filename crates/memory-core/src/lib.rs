@@ -52,8 +52,8 @@ pub use crate::{
     },
     knowledge_store::KnowledgeStore,
     memory::{
-        CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind,
-        SearchHit, SearchQuery, cosine_similarity, validate_embedding,
+        CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, CosineQuery, MemoryFilter, MemoryItem,
+        MemoryKind, SearchHit, SearchQuery, cosine_similarity, validate_embedding,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},

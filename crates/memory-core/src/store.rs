@@ -211,12 +211,13 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         }
         let mut all = filter.clone();
         all.limit = None;
+        let query = crate::CosineQuery::new(vector);
         let mut hits: Vec<SearchHit> = self
             .list(&all)
             .await?
             .into_iter()
             .filter_map(|item| {
-                let score = crate::cosine_similarity(vector, item.embedding.as_deref()?)?;
+                let score = query.similarity(item.embedding.as_deref()?)?;
                 Some(SearchHit {
                     item: Arc::new(item),
                     score,

@@ -326,6 +326,7 @@ impl MemoryStore for InMemoryStore {
                 .then_with(|| a.1.item.id.cmp(&b.1.item.id))
                 .then_with(|| a.1.item.namespace.cmp(&b.1.item.namespace))
         };
+        let query = memory_core::CosineQuery::new(vector);
         let mut out: Vec<SearchHit> = Vec::new();
         for (_, shard) in self.registry.shards(&filter.scope) {
             let shard = read(&shard);
@@ -335,7 +336,7 @@ impl MemoryStore for InMemoryStore {
                 .flatten()
                 .filter_map(|entry| {
                     let embedding = entry.item.embedding.as_deref()?;
-                    let score = memory_core::cosine_similarity(vector, embedding)?;
+                    let score = query.similarity(embedding)?;
                     filter.matches(&entry.item).then_some((score, entry))
                 })
                 .collect();

@@ -64,6 +64,8 @@ impl SqliteStore {
     }
 }
 
+mod similar;
+
 const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
      m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
 /// How many columns [`COLUMNS`] selects.
@@ -580,6 +582,24 @@ impl MemoryStore for SqliteStore {
                 }
                 Ok(hits)
             })
+            .await
+    }
+
+    /// Ranks from the embedding blobs alone, then decodes only the best rows (see
+    /// `similar.rs`): no copy of every item, unlike the trait's default.
+    async fn search_similar(
+        &self,
+        filter: &MemoryFilter,
+        vector: &[f32],
+        top_k: usize,
+    ) -> Result<Vec<SearchHit>> {
+        memory_core::validate_embedding(vector)?;
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let (filter, vector) = (filter.clone(), vector.to_vec());
+        self.db
+            .call(move |connection| similar::search_similar(connection, &filter, &vector, top_k))
             .await
     }
 

@@ -414,12 +414,16 @@ async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
             .unwrap_or_else(|error| panic!("conformance: embedding {id}: {error}"))
     };
     let other = child(ns, "other");
+    let tagged = embedded(ns, "north", &[0.0, 2.0, 0.0])
+        .with_metadata(serde_json::json!({"topic": "north"}))
+        .unwrap_or_else(|error| panic!("conformance: metadata: {error}"));
+    // "east-too" is saved before "east": the tie between them must still go by id.
     for memory in [
+        embedded(ns, "east-too", &[3.0, 0.0, 0.0]),
         embedded(ns, "east", &[1.0, 0.0, 0.0]),
         embedded(ns, "north-east", &[1.0, 1.0, 0.0]),
-        embedded(ns, "north", &[0.0, 2.0, 0.0]),
+        tagged,
         embedded(ns, "west", &[-1.0, 0.0, 0.0]),
-        embedded(ns, "east-too", &[3.0, 0.0, 0.0]),
         embedded(ns, "zero", &[0.0, 0.0, 0.0]),
         embedded(ns, "short", &[1.0, 0.0]),
         item(ns, "plain", "a memory with no embedding", 0),
@@ -443,6 +447,34 @@ async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
     assert!((scores[0] - 1.0).abs() < 1e-6 && (scores[1] - 1.0).abs() < 1e-6);
     assert!((scores[2] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
     assert!(scores[3].abs() < 1e-6, "orthogonal is 0: {scores:?}");
+    let first = must(
+        store.search_similar(&exact, &[1.0, 0.0, 0.0], 1),
+        "search_similar",
+    )
+    .await;
+    assert_eq!(
+        first
+            .iter()
+            .map(|hit| hit.item.id.as_str())
+            .collect::<Vec<_>>(),
+        ["east"],
+        "a tie at the cut goes by id, whatever the order of saving"
+    );
+    let mut on_topic = exact.clone();
+    on_topic.metadata = vec![("topic".into(), serde_json::json!("north"))];
+    let topical = must(
+        store.search_similar(&on_topic, &[1.0, 0.0, 0.0], 3),
+        "search_similar",
+    )
+    .await;
+    assert_eq!(
+        topical
+            .iter()
+            .map(|hit| hit.item.id.as_str())
+            .collect::<Vec<_>>(),
+        ["north"],
+        "filters apply, metadata included"
+    );
     let all = must(
         store.search_similar(&exact, &[1.0, 0.0, 0.0], 100),
         "search_similar",
