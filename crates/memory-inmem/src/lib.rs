@@ -27,6 +27,7 @@ mod knowledge;
 mod registry;
 mod ring;
 mod store;
+mod vectors;
 
 pub use crate::{
     bm25::{B, Bm25Index, K1, SMALL_INDEX_DOCS, top_k},

@@ -13,6 +13,7 @@ use memory_core::{
 
 use crate::bm25::Bm25Index;
 use crate::registry::{Registry, read, write};
+use crate::vectors::Vectors;
 
 /// The default [`MemoryStore`]: in process memory, one shard per namespace.
 ///
@@ -57,6 +58,8 @@ struct Shard {
     entries: Vec<Option<Entry>>,
     free_slots: Vec<u32>,
     index: Bm25Index<2>,
+    /// The items' embeddings by slot, contiguous (derived: follows `entries`).
+    vectors: Vectors,
 }
 
 #[derive(Debug)]
@@ -90,6 +93,7 @@ impl Default for Shard {
             entries: Vec::new(),
             free_slots: Vec::new(),
             index: Bm25Index::new(Analyzer::default(), [1.0, CONTEXT_FIELD_WEIGHT]),
+            vectors: Vectors::default(),
         }
     }
 }
@@ -121,6 +125,7 @@ impl Shard {
         };
         self.index
             .insert(slot, &item.id, [&indexed_text(&item), item.context()]);
+        self.vectors.set(slot, item.embedding.as_deref());
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);
         self.entries[slot as usize] = Some(Entry {
@@ -138,6 +143,7 @@ impl Shard {
         self.by_time
             .remove(&(entry.item.created_at, entry.item.id.clone()));
         self.index.remove(entry.slot);
+        self.vectors.clear(entry.slot);
         self.free_slots.push(entry.slot);
         Some(entry)
     }
@@ -327,19 +333,40 @@ impl MemoryStore for InMemoryStore {
                 .then_with(|| a.1.item.namespace.cmp(&b.1.item.namespace))
         };
         let query = memory_core::CosineQuery::new(vector);
+        // The slab's kind and time copies answer the common filters without the item.
+        let cheap_only =
+            filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
+        let passes = |entry: &Entry| {
+            (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
+                && filter.since.is_none_or(|since| entry.created_at >= since)
+                && filter.until.is_none_or(|until| entry.created_at < until)
+                && (cheap_only || filter.matches(&entry.item))
+        };
         let mut out: Vec<SearchHit> = Vec::new();
         for (_, shard) in self.registry.shards(&filter.scope) {
             let shard = read(&shard);
-            let mut scored: Vec<(f32, &Entry)> = shard
-                .entries
-                .iter()
-                .flatten()
-                .filter_map(|entry| {
-                    let embedding = entry.item.embedding.as_deref()?;
-                    let score = query.similarity(embedding)?;
-                    filter.matches(&entry.item).then_some((score, entry))
-                })
-                .collect();
+            let entry_at = |slot: u32| shard.entries.get(slot as usize).and_then(Option::as_ref);
+            let mut scored: Vec<(f32, &Entry)> = if shard.vectors.covers(vector.len()) {
+                // Contiguous rows: the scan streams memory.
+                shard
+                    .vectors
+                    .scores(&query)
+                    .filter_map(|(slot, score)| Some((score, entry_at(slot)?)))
+                    .filter(|(_, entry)| passes(entry))
+                    .collect()
+            } else {
+                // Some items hold embeddings of the query's length outside the rows.
+                shard
+                    .entries
+                    .iter()
+                    .flatten()
+                    .filter_map(|entry| {
+                        let embedding = entry.item.embedding.as_deref()?;
+                        let score = query.similarity(embedding)?;
+                        passes(entry).then_some((score, entry))
+                    })
+                    .collect()
+            };
             if scored.len() > top_k {
                 scored.select_nth_unstable_by(top_k - 1, best_first);
                 scored.truncate(top_k);

@@ -447,6 +447,19 @@ async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
     assert!((scores[0] - 1.0).abs() < 1e-6 && (scores[1] - 1.0).abs() < 1e-6);
     assert!((scores[2] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
     assert!(scores[3].abs() < 1e-6, "orthogonal is 0: {scores:?}");
+    let short = must(
+        store.search_similar(&exact, &[0.5, 0.5], 10),
+        "search_similar",
+    )
+    .await;
+    assert_eq!(
+        short
+            .iter()
+            .map(|hit| hit.item.id.as_str())
+            .collect::<Vec<_>>(),
+        ["short"],
+        "a query compares with the embeddings of its own length only"
+    );
     let first = must(
         store.search_similar(&exact, &[1.0, 0.0, 0.0], 1),
         "search_similar",
