@@ -455,9 +455,10 @@ impl MemoryStore for InMemoryStore {
         Ok(())
     }
 
-    /// One registry lookup and one write lock per run of events in the same namespace (a
-    /// recall's events all share one), instead of one per event: the batch holds each
-    /// shard's lock once, so searches on it wait for one short write, not for a queue of them.
+    /// One registry lookup and one write lock per run of consecutive events in the same
+    /// namespace, instead of one per event. A recall's events for one namespace come
+    /// together, so a batch usually takes each shard's lock a few times rather than once per
+    /// event, and searches on it wait for a few short writes, not for a queue of them.
     async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
         for run in events.chunk_by(|a, b| a.namespace == b.namespace) {
             let Some(shard) = self.registry.get(&run[0].namespace) else {

@@ -155,7 +155,7 @@ pub(crate) async fn execute(
         .context(&what)
 }
 
-/// `host:port/dbname` (or the socket directory) of a configuration, for messages.
+/// The rustls connector for `roots`.
 #[cfg(feature = "tls")]
 fn tls_connector(roots: &TlsRoots) -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
     crate::tls::connector(roots)
@@ -171,6 +171,7 @@ fn tls_connector(_roots: &TlsRoots) -> Result<NoTls> {
     ))
 }
 
+/// `host:port/dbname` (or the socket directory) of a configuration, for messages.
 fn describe(config: &tokio_postgres::Config) -> String {
     let host = match config.get_hosts().first() {
         Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),

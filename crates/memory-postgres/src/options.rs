@@ -12,7 +12,8 @@ pub const DEFAULT_SCHEMA: &str = "agent_memory";
 ///
 /// Decision: TLS, when asked for, always verifies. `Required` checks the server's certificate
 /// chain against the chosen roots and its name against the host the URL connects to (what
-/// libpq calls `sslmode=verify-full`). An encrypted connection to a server nobody checked
+/// libpq calls `sslmode=verify-full`; the URL itself accepts only tokio-postgres's
+/// `sslmode` values `disable`, `prefer` and `require`, so ask for verification here). An encrypted connection to a server nobody checked
 /// protects against eavesdroppers but not against whoever answers in its place, so there is
 /// no option for it; a self-signed server is trusted by naming its certificate as the root.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

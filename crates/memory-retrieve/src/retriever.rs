@@ -49,7 +49,8 @@ struct Candidate {
 
 /// The channels that found a candidate, each with the candidate's rank there, kept inline
 /// (no allocation per candidate). Two suffice: a record comes from one channel, except a
-/// graph entity that is both matched and reached by traversal.
+/// graph entity both matched and reached by traversal, and a memory found by keywords and by
+/// similarity (context neighbours are never hits, so no record has three).
 #[derive(Clone, Copy, Debug)]
 struct Found {
     first: (Channel, usize),
@@ -437,7 +438,11 @@ impl Retriever {
                 (hits?, Some(semantic?))
             }
         };
-        let query_vector = similar.as_ref().map(|(vector, _)| vector.as_slice());
+        let (query_vector, similar) = match similar {
+            Some((vector, hits)) => (Some(vector), Some(hits)),
+            None => (None, None),
+        };
+        let query_vector = query_vector.as_deref();
         let best = hits
             .first()
             .map_or(1.0, |hit| hit.score)
@@ -477,11 +482,12 @@ impl Retriever {
             })
             .collect();
         let mut out = out;
-        if let Some((_, similar)) = similar {
+        if let Some(similar) = similar {
             merge_similar(&mut out, similar, config, now);
         }
         if weights.context > 0.0 && config.context_window > 0 {
-            self.add_context(&mut out, &memory_filter(scope, filter), config, now)
+            let filter = memory_filter(scope, filter);
+            self.add_context(&mut out, &filter, config, now, query_vector)
                 .await?;
         }
         Ok((out, started.elapsed().as_micros() as u64))
@@ -560,10 +566,14 @@ impl Retriever {
         filter: &MemoryFilter,
         config: &RetrieverConfig,
         now: DateTime<Utc>,
+        query_vector: Option<&[f32]>,
     ) -> Result<()> {
         let window = config.context_window;
+        // Keyword hits lend context; a memory found by similarity alone has no relevance to
+        // lend.
         let sources: Vec<(Arc<MemoryItem>, f32)> = out
             .iter()
+            .filter(|candidate| candidate.channels.contains(Channel::Memory))
             .take(MAX_CONTEXT_SOURCES)
             .filter_map(|candidate| match &candidate.source {
                 RetrievalSource::Memory(item) => Some((item.clone(), candidate.signals.relevance)),
@@ -629,6 +639,9 @@ impl Retriever {
                                 config.recency_half_life_hours,
                             ),
                             context: lent,
+                            embedding: query_vector.map_or(0.0, |vector| {
+                                crate::embedding::similarity(vector, &neighbour)
+                            }),
                             ..Signals::default()
                         };
                         position.insert(key, out.len());

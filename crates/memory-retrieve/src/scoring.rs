@@ -77,13 +77,13 @@ impl ScoreWeights {
     }
 
     /// The default weights with embedding similarity beside keyword relevance: relevance
-    /// 0.45, embedding 0.35, graph 0.1, and 0.05 each for reference, importance, frequency
-    /// and recency. [`Retriever::with_embedder`](crate::Retriever) switches the default
+    /// 0.4, embedding 0.3, graph 0.1, and 0.05 each for reference, importance, frequency and
+    /// recency (they sum to 1). [`Retriever::with_embedder`](crate::Retriever) switches the default
     /// scoring to these.
     pub fn with_embeddings() -> Self {
         Self {
-            relevance: 0.45,
-            embedding: 0.35,
+            relevance: 0.4,
+            embedding: 0.3,
             ..Self::default()
         }
     }

@@ -9,9 +9,11 @@ use super::{COLUMNS, and_filter, read_raw_at};
 use crate::error::{Context, corrupt};
 use crate::sql::Sql;
 
-/// Rows decoded per round of the second pass (more rounds only when a metadata filter,
-/// checked after decoding, rejects some).
+/// Rows decoded per round of the second pass, at least (more rounds only when a metadata
+/// filter, checked after decoding, rejects some, or ties run past the cut).
 const CHUNK: usize = 64;
+/// Rows decoded per round at most: each is one bound parameter, and SQLite allows 32,766.
+const MAX_CHUNK: usize = 1024;
 
 /// The `top_k` items matching `filter` with the most similar embedding to `vector`, best
 /// first, ties by id then namespace (the trait's contract).
@@ -66,7 +68,7 @@ pub(super) fn search_similar(
         if hits.len() >= top_k && ranked[next].0 < hits[top_k - 1].score {
             break;
         }
-        let chunk = &ranked[next..ranked.len().min(next + CHUNK.max(top_k))];
+        let chunk = &ranked[next..ranked.len().min(next + top_k.clamp(CHUNK, MAX_CHUNK))];
         next += chunk.len();
         let mut fetch = Sql::new(&format!(
             "SELECT m.rid, {COLUMNS} FROM memories m WHERE m.rid IN ("

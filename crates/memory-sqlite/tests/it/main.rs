@@ -7,4 +7,5 @@ mod crash;
 mod fts;
 mod migration;
 mod properties;
+mod similar;
 mod transfer;
