@@ -566,6 +566,17 @@ pub struct SearchHit {
     pub score: f32,
 }
 
+impl SearchHit {
+    /// The order of ranked hits: higher score first (`total_cmp`, so NaN cannot break the
+    /// sort), then id, then namespace. For `sort_by`.
+    pub fn best_first(a: &SearchHit, b: &SearchHit) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.item.id.cmp(&b.item.id))
+            .then_with(|| a.item.namespace.cmp(&b.item.namespace))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,12 +224,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.item.id.cmp(&b.item.id))
-                .then_with(|| a.item.namespace.cmp(&b.item.namespace))
-        });
+        hits.sort_by(crate::SearchHit::best_first);
         hits.truncate(top_k);
         Ok(hits)
     }

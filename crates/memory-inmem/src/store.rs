@@ -376,12 +376,7 @@ impl MemoryStore for InMemoryStore {
                 score,
             }));
         }
-        out.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.item.id.cmp(&b.item.id))
-                .then_with(|| a.item.namespace.cmp(&b.item.namespace))
-        });
+        out.sort_by(SearchHit::best_first);
         out.truncate(top_k);
         Ok(out)
     }

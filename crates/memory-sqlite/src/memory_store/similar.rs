@@ -104,12 +104,7 @@ pub(super) fn search_similar(
                 });
             }
         }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.item.id.cmp(&b.item.id))
-                .then_with(|| a.item.namespace.cmp(&b.item.namespace))
-        });
+        hits.sort_by(SearchHit::best_first);
     }
     hits.truncate(top_k);
     Ok(hits)
