@@ -5,16 +5,15 @@ use std::path::Path;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore,
-    Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    Sql, decode_tags, decode_time, encode_tags, encode_time, fts_document, fts_match, scope_tokens,
-    time_bound, to_count,
+    Sql, decode_time, encode_time, fts_document, fts_match, scope_tokens, time_bound, to_count,
 };
 use crate::{SqliteBackend, SqliteOptions};
 
@@ -64,172 +63,15 @@ impl SqliteStore {
     }
 }
 
+mod row;
 mod similar;
 
-const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
-     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
-/// How many columns [`COLUMNS`] selects.
-const COLUMN_COUNT: usize = 14;
+use self::row::{COLUMN_COUNT, COLUMNS, Encoded, Raw, encode, indexed_text, read_raw, read_raw_at};
 
 /// The ranking of a memory hit: `bm25()` over the content-and-tags column (weight 1) and the
 /// context column ([`CONTEXT_FIELD_WEIGHT`]); the scope column has weight 0.
 fn rank() -> String {
     format!("bm25(memories_fts, 1.0, {CONTEXT_FIELD_WEIGHT:?}, 0.0)")
-}
-
-/// An item encoded for its row, computed before the database is touched.
-struct Encoded {
-    ns: String,
-    id: String,
-    content: String,
-    kind: &'static str,
-    importance: f64,
-    metadata: String,
-    tags_json: String,
-    tags: Vec<String>,
-    source: Option<String>,
-    credibility: f64,
-    created_at: i64,
-    updated_at: i64,
-    last_accessed: Option<i64>,
-    access_count: i64,
-    embedding: Option<Vec<u8>>,
-    terms: String,
-    context: String,
-    scope: String,
-}
-
-/// The text of the main FTS column: the content and the tags (the in-memory backend's
-/// indexed text, so both match the same words).
-fn indexed_text(item: &MemoryItem) -> String {
-    let mut text = item.content.clone();
-    for tag in &item.tags {
-        text.push(' ');
-        text.push_str(tag.as_str());
-    }
-    text
-}
-
-fn encode(item: MemoryItem) -> Result<Encoded> {
-    item.validate()?;
-    let access_count = i64::try_from(item.access_count)
-        .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
-    let last_accessed = match item.last_accessed {
-        Some(at) => Some(encode_time("last_accessed", at)?),
-        None => None,
-    };
-    Ok(Encoded {
-        terms: fts_document(&indexed_text(&item)),
-        context: fts_document(item.context()),
-        scope: scope_tokens(&item.namespace),
-        tags_json: encode_tags(&item.tags),
-        tags: item
-            .tags
-            .iter()
-            .map(|tag| tag.as_str().to_owned())
-            .collect(),
-        created_at: encode_time("created_at", item.created_at)?,
-        updated_at: encode_time("updated_at", item.updated_at)?,
-        last_accessed,
-        access_count,
-        kind: item.kind.as_str(),
-        importance: f64::from(item.importance),
-        credibility: f64::from(item.credibility),
-        metadata: item.metadata.to_string(),
-        embedding: item
-            .embedding
-            .map(|values| values.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ns: item.namespace.as_str().to_owned(),
-        id: item.id,
-        content: item.content,
-        source: item.source,
-    })
-}
-
-/// The row of a memory as read, before decoding.
-struct Raw {
-    ns: String,
-    id: String,
-    content: String,
-    kind: String,
-    importance: f64,
-    metadata: String,
-    tags: String,
-    source: Option<String>,
-    credibility: f64,
-    created_at: i64,
-    updated_at: i64,
-    last_accessed: Option<i64>,
-    access_count: i64,
-    embedding: Option<Vec<u8>>,
-}
-
-fn read_raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
-    read_raw_at(row, 0)
-}
-
-/// Reads the [`COLUMNS`] starting at column `at`.
-fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Raw> {
-    Ok(Raw {
-        ns: row.get(at)?,
-        id: row.get(at + 1)?,
-        content: row.get(at + 2)?,
-        kind: row.get(at + 3)?,
-        importance: row.get(at + 4)?,
-        metadata: row.get(at + 5)?,
-        tags: row.get(at + 6)?,
-        source: row.get(at + 7)?,
-        credibility: row.get(at + 8)?,
-        created_at: row.get(at + 9)?,
-        updated_at: row.get(at + 10)?,
-        last_accessed: row.get(at + 11)?,
-        access_count: row.get(at + 12)?,
-        embedding: row.get(at + 13)?,
-    })
-}
-
-impl Raw {
-    fn into_item(self) -> Result<MemoryItem> {
-        let what = format!("memory {} in {}", self.id, self.ns);
-        let namespace = Namespace::parse(&self.ns).map_err(|error| corrupt(&what, error))?;
-        let kind = MemoryKind::parse(&self.kind).map_err(|error| corrupt(&what, error))?;
-        let metadata: serde_json::Value = serde_json::from_str(&self.metadata)
-            .map_err(|error| corrupt(format_args!("metadata of {what}"), error))?;
-        let tags = decode_tags(&what, &self.tags)?;
-        let embedding = match self.embedding {
-            None => None,
-            Some(bytes) => {
-                if bytes.len() % 4 != 0 {
-                    return Err(corrupt(
-                        format_args!("embedding of {what}"),
-                        "length is not a multiple of 4",
-                    ));
-                }
-                Some(
-                    bytes
-                        .chunks_exact(4)
-                        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-                        .collect(),
-                )
-            }
-        };
-        Ok(MemoryItem {
-            id: self.id,
-            namespace,
-            content: self.content,
-            kind,
-            importance: self.importance as f32,
-            metadata,
-            tags,
-            source: self.source,
-            credibility: self.credibility as f32,
-            created_at: decode_time(self.created_at),
-            updated_at: decode_time(self.updated_at),
-            last_accessed: self.last_accessed.map(decode_time),
-            access_count: u64::try_from(self.access_count).unwrap_or(0),
-            embedding,
-        })
-    }
 }
 
 fn find_rid(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {

@@ -1,0 +1,169 @@
+//! The row codec of the `memories` table: an item encoded for its row before the database
+//! is touched, and a row read back and decoded into an item.
+
+use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use rusqlite::Row;
+
+use crate::error::corrupt;
+use crate::sql::{decode_tags, decode_time, encode_tags, encode_time, fts_document, scope_tokens};
+
+/// The columns of a memory, in the order [`read_raw_at`] reads them.
+pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
+     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
+/// How many columns [`COLUMNS`] selects.
+pub(super) const COLUMN_COUNT: usize = 14;
+
+/// An item encoded for its row, computed before the database is touched.
+pub(super) struct Encoded {
+    pub(super) ns: String,
+    pub(super) id: String,
+    pub(super) content: String,
+    pub(super) kind: &'static str,
+    pub(super) importance: f64,
+    pub(super) metadata: String,
+    pub(super) tags_json: String,
+    pub(super) tags: Vec<String>,
+    pub(super) source: Option<String>,
+    pub(super) credibility: f64,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) last_accessed: Option<i64>,
+    pub(super) access_count: i64,
+    pub(super) embedding: Option<Vec<u8>>,
+    pub(super) terms: String,
+    pub(super) context: String,
+    pub(super) scope: String,
+}
+
+/// The text of the main FTS column: the content and the tags (the in-memory backend's
+/// indexed text, so both match the same words).
+pub(super) fn indexed_text(item: &MemoryItem) -> String {
+    let mut text = item.content.clone();
+    for tag in &item.tags {
+        text.push(' ');
+        text.push_str(tag.as_str());
+    }
+    text
+}
+
+pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
+    item.validate()?;
+    let access_count = i64::try_from(item.access_count)
+        .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
+    let last_accessed = match item.last_accessed {
+        Some(at) => Some(encode_time("last_accessed", at)?),
+        None => None,
+    };
+    Ok(Encoded {
+        terms: fts_document(&indexed_text(&item)),
+        context: fts_document(item.context()),
+        scope: scope_tokens(&item.namespace),
+        tags_json: encode_tags(&item.tags),
+        tags: item
+            .tags
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect(),
+        created_at: encode_time("created_at", item.created_at)?,
+        updated_at: encode_time("updated_at", item.updated_at)?,
+        last_accessed,
+        access_count,
+        kind: item.kind.as_str(),
+        importance: f64::from(item.importance),
+        credibility: f64::from(item.credibility),
+        metadata: item.metadata.to_string(),
+        embedding: item
+            .embedding
+            .map(|values| values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        ns: item.namespace.as_str().to_owned(),
+        id: item.id,
+        content: item.content,
+        source: item.source,
+    })
+}
+
+/// The row of a memory as read, before decoding.
+pub(super) struct Raw {
+    pub(super) ns: String,
+    pub(super) id: String,
+    pub(super) content: String,
+    pub(super) kind: String,
+    pub(super) importance: f64,
+    pub(super) metadata: String,
+    pub(super) tags: String,
+    pub(super) source: Option<String>,
+    pub(super) credibility: f64,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) last_accessed: Option<i64>,
+    pub(super) access_count: i64,
+    pub(super) embedding: Option<Vec<u8>>,
+}
+
+pub(super) fn read_raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
+    read_raw_at(row, 0)
+}
+
+/// Reads the [`COLUMNS`] starting at column `at`.
+pub(super) fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Raw> {
+    Ok(Raw {
+        ns: row.get(at)?,
+        id: row.get(at + 1)?,
+        content: row.get(at + 2)?,
+        kind: row.get(at + 3)?,
+        importance: row.get(at + 4)?,
+        metadata: row.get(at + 5)?,
+        tags: row.get(at + 6)?,
+        source: row.get(at + 7)?,
+        credibility: row.get(at + 8)?,
+        created_at: row.get(at + 9)?,
+        updated_at: row.get(at + 10)?,
+        last_accessed: row.get(at + 11)?,
+        access_count: row.get(at + 12)?,
+        embedding: row.get(at + 13)?,
+    })
+}
+
+impl Raw {
+    pub(super) fn into_item(self) -> Result<MemoryItem> {
+        let what = format!("memory {} in {}", self.id, self.ns);
+        let namespace = Namespace::parse(&self.ns).map_err(|error| corrupt(&what, error))?;
+        let kind = MemoryKind::parse(&self.kind).map_err(|error| corrupt(&what, error))?;
+        let metadata: serde_json::Value = serde_json::from_str(&self.metadata)
+            .map_err(|error| corrupt(format_args!("metadata of {what}"), error))?;
+        let tags = decode_tags(&what, &self.tags)?;
+        let embedding = match self.embedding {
+            None => None,
+            Some(bytes) => {
+                if bytes.len() % 4 != 0 {
+                    return Err(corrupt(
+                        format_args!("embedding of {what}"),
+                        "length is not a multiple of 4",
+                    ));
+                }
+                Some(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+                        .collect(),
+                )
+            }
+        };
+        Ok(MemoryItem {
+            id: self.id,
+            namespace,
+            content: self.content,
+            kind,
+            importance: self.importance as f32,
+            metadata,
+            tags,
+            source: self.source,
+            credibility: self.credibility as f32,
+            created_at: decode_time(self.created_at),
+            updated_at: decode_time(self.updated_at),
+            last_accessed: self.last_accessed.map(decode_time),
+            access_count: u64::try_from(self.access_count).unwrap_or(0),
+            embedding,
+        })
+    }
+}
