@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
-    MemoryStore, Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore,
+    Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -15,8 +15,8 @@ use tokio_postgres::types::ToSql;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    IndexedTerms, Sql, decode_time, encode_time, index_terms, limit_value, reject_nul,
-    reject_nul_json, time_bound, to_count, tsquery_literal,
+    Sql, decode_time, encode_time, limit_value, reject_nul_json, time_bound, to_count,
+    tsquery_literal,
 };
 
 /// BM25 term-frequency saturation `k1`: the in-memory backend's value (a test checks).
@@ -26,6 +26,10 @@ pub const BM25_B: f64 = 0.5;
 
 const K1: f64 = BM25_K1;
 const B: f64 = BM25_B;
+
+mod row;
+
+use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 
 /// A [`MemoryStore`] in PostgreSQL.
 ///
@@ -68,79 +72,8 @@ impl PostgresStore {
     }
 }
 
-const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
-     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
-/// How many columns [`COLUMNS`] selects.
-const COLUMN_COUNT: usize = 14;
-
-/// An item encoded for its row, computed before the database is touched.
-struct Encoded {
-    ns: String,
-    id: String,
-    content: String,
-    kind: &'static str,
-    importance: f32,
-    metadata: serde_json::Value,
-    tags: Vec<String>,
-    source: Option<String>,
-    credibility: f32,
-    created_at: i64,
-    updated_at: i64,
-    last_accessed: Option<i64>,
-    access_count: i64,
-    embedding: Option<Vec<f32>>,
-    terms: String,
-    term_freqs: serde_json::Value,
-    doc_len: i32,
-    context_len: i32,
-}
-
-impl Encoded {
-    /// The values of the columns `ns` to `context_len`, in [`UPSERT`]'s order.
-    fn params(&self) -> [&(dyn ToSql + Sync); 18] {
-        [
-            &self.ns,
-            &self.id,
-            &self.content,
-            &self.kind,
-            &self.importance,
-            &self.metadata,
-            &self.tags,
-            &self.source,
-            &self.credibility,
-            &self.created_at,
-            &self.updated_at,
-            &self.last_accessed,
-            &self.access_count,
-            &self.embedding,
-            &self.terms,
-            &self.term_freqs,
-            &self.doc_len,
-            &self.context_len,
-        ]
-    }
-}
-
-/// The text the search index holds for an item: its content and its tags (as the in-memory
-/// backend indexes them).
-fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
-    let mut text = content.to_owned();
-    for tag in tags {
-        text.push(' ');
-        text.push_str(tag.as_ref());
-    }
-    text
-}
-
 /// Rows re-indexed per statement by [`reindex`].
 pub(crate) const REINDEX_BATCH: i64 = 1_000;
-
-/// The search columns of a memory, two fields: content with tags (as the in-memory backend
-/// indexes them), then the context ([`MemoryItem::context`], metadata
-/// [`CONTEXT_METADATA_KEY`]).
-fn memory_terms<T: AsRef<str>>(content: &str, tags: &[T], context: &str) -> IndexedTerms {
-    index_terms(&[&indexed_text(content, tags), context])
-}
 
 /// Rebuilds `terms` and the field lengths of every memory with this build's analyzer, in batches of
 /// [`REINDEX_BATCH`] rows, inside the caller's transaction. Returns how many rows it rewrote.
@@ -203,46 +136,6 @@ pub(crate) async fn reindex(
     }
 }
 
-fn encode(item: MemoryItem) -> Result<Encoded> {
-    item.validate()?;
-    reject_nul("content", &item.content)?;
-    if let Some(source) = &item.source {
-        reject_nul("source", source)?;
-    }
-    reject_nul_json("metadata", &item.metadata)?;
-    let access_count = i64::try_from(item.access_count)
-        .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
-    let last_accessed = match item.last_accessed {
-        Some(at) => Some(encode_time("last_accessed", at)?),
-        None => None,
-    };
-    let indexed = memory_terms(&item.content, &item.tags, item.context());
-    Ok(Encoded {
-        doc_len: indexed.length(0),
-        context_len: indexed.length(1),
-        terms: indexed.vector,
-        term_freqs: indexed.frequencies,
-        tags: item
-            .tags
-            .iter()
-            .map(|tag| tag.as_str().to_owned())
-            .collect(),
-        created_at: encode_time("created_at", item.created_at)?,
-        updated_at: encode_time("updated_at", item.updated_at)?,
-        last_accessed,
-        access_count,
-        kind: item.kind.as_str(),
-        importance: item.importance,
-        credibility: item.credibility,
-        metadata: item.metadata,
-        embedding: item.embedding,
-        ns: item.namespace.as_str().to_owned(),
-        id: item.id,
-        content: item.content,
-        source: item.source,
-    })
-}
-
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
@@ -278,39 +171,6 @@ const RECORD_RECALLS: &str = "UPDATE {s}.memories AS m SET \
            FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) AS e (ns, id, score, at) \
            GROUP BY ns, id) AS e \
      WHERE m.ns = e.ns AND m.id = e.id";
-
-fn decode(row: &Row) -> Result<MemoryItem> {
-    let ns: String = row.try_get(0).map_err(|error| corrupt("a memory", error))?;
-    let id: String = row
-        .try_get(1)
-        .map_err(|error| corrupt(format_args!("a memory in {ns}"), error))?;
-    let what = format!("memory {id} in {ns}");
-    let field = |error: tokio_postgres::Error| corrupt(&what, error);
-    let kind: String = row.try_get(3).map_err(field)?;
-    let tags: Vec<String> = row.try_get(6).map_err(field)?;
-    let access_count: i64 = row.try_get(12).map_err(field)?;
-    let last_accessed: Option<i64> = row.try_get(11).map_err(field)?;
-    Ok(MemoryItem {
-        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
-        kind: MemoryKind::parse(&kind).map_err(|error| corrupt(&what, error))?,
-        tags: tags
-            .iter()
-            .map(|tag| memory_core::Tag::new(tag))
-            .collect::<Result<_>>()
-            .map_err(|error| corrupt(&what, error))?,
-        content: row.try_get(2).map_err(field)?,
-        importance: row.try_get(4).map_err(field)?,
-        metadata: row.try_get(5).map_err(field)?,
-        source: row.try_get(7).map_err(field)?,
-        credibility: row.try_get(8).map_err(field)?,
-        created_at: decode_time(row.try_get(9).map_err(field)?),
-        updated_at: decode_time(row.try_get(10).map_err(field)?),
-        last_accessed: last_accessed.map(decode_time),
-        access_count: u64::try_from(access_count).unwrap_or(0),
-        embedding: row.try_get(13).map_err(field)?,
-        id,
-    })
-}
 
 /// Whether `text` can be a stored key: PostgreSQL text never holds NUL, so a key with one
 /// names nothing (and must not reach the server, which would refuse it).

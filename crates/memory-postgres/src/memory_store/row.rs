@@ -1,0 +1,160 @@
+//! The row codec of the `memories` table: an item encoded for its row (with its search
+//! columns) before the database is touched, and a row decoded back into an item.
+
+use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::error::corrupt;
+use crate::sql::{
+    IndexedTerms, decode_time, encode_time, index_terms, reject_nul, reject_nul_json,
+};
+
+/// The columns of a memory, in the order [`decode`] reads them.
+pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
+     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
+/// How many columns [`COLUMNS`] selects.
+pub(super) const COLUMN_COUNT: usize = 14;
+
+/// An item encoded for its row, computed before the database is touched.
+pub(super) struct Encoded {
+    pub(super) ns: String,
+    pub(super) id: String,
+    pub(super) content: String,
+    pub(super) kind: &'static str,
+    pub(super) importance: f32,
+    pub(super) metadata: serde_json::Value,
+    pub(super) tags: Vec<String>,
+    pub(super) source: Option<String>,
+    pub(super) credibility: f32,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) last_accessed: Option<i64>,
+    pub(super) access_count: i64,
+    pub(super) embedding: Option<Vec<f32>>,
+    pub(super) terms: String,
+    pub(super) term_freqs: serde_json::Value,
+    pub(super) doc_len: i32,
+    pub(super) context_len: i32,
+}
+
+impl Encoded {
+    /// The values of the columns `ns` to `context_len`, in the order of the upsert statement's columns.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 18] {
+        [
+            &self.ns,
+            &self.id,
+            &self.content,
+            &self.kind,
+            &self.importance,
+            &self.metadata,
+            &self.tags,
+            &self.source,
+            &self.credibility,
+            &self.created_at,
+            &self.updated_at,
+            &self.last_accessed,
+            &self.access_count,
+            &self.embedding,
+            &self.terms,
+            &self.term_freqs,
+            &self.doc_len,
+            &self.context_len,
+        ]
+    }
+}
+
+/// The text the search index holds for an item: its content and its tags (as the in-memory
+/// backend indexes them).
+pub(super) fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
+    let mut text = content.to_owned();
+    for tag in tags {
+        text.push(' ');
+        text.push_str(tag.as_ref());
+    }
+    text
+}
+
+/// The search columns of a memory, two fields: content with tags (as the in-memory backend
+/// indexes them), then the context ([`MemoryItem::context`], metadata
+/// [`CONTEXT_METADATA_KEY`]).
+pub(super) fn memory_terms<T: AsRef<str>>(
+    content: &str,
+    tags: &[T],
+    context: &str,
+) -> IndexedTerms {
+    index_terms(&[&indexed_text(content, tags), context])
+}
+
+pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
+    item.validate()?;
+    reject_nul("content", &item.content)?;
+    if let Some(source) = &item.source {
+        reject_nul("source", source)?;
+    }
+    reject_nul_json("metadata", &item.metadata)?;
+    let access_count = i64::try_from(item.access_count)
+        .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
+    let last_accessed = match item.last_accessed {
+        Some(at) => Some(encode_time("last_accessed", at)?),
+        None => None,
+    };
+    let indexed = memory_terms(&item.content, &item.tags, item.context());
+    Ok(Encoded {
+        doc_len: indexed.length(0),
+        context_len: indexed.length(1),
+        terms: indexed.vector,
+        term_freqs: indexed.frequencies,
+        tags: item
+            .tags
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect(),
+        created_at: encode_time("created_at", item.created_at)?,
+        updated_at: encode_time("updated_at", item.updated_at)?,
+        last_accessed,
+        access_count,
+        kind: item.kind.as_str(),
+        importance: item.importance,
+        credibility: item.credibility,
+        metadata: item.metadata,
+        embedding: item.embedding,
+        ns: item.namespace.as_str().to_owned(),
+        id: item.id,
+        content: item.content,
+        source: item.source,
+    })
+}
+
+pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
+    let ns: String = row.try_get(0).map_err(|error| corrupt("a memory", error))?;
+    let id: String = row
+        .try_get(1)
+        .map_err(|error| corrupt(format_args!("a memory in {ns}"), error))?;
+    let what = format!("memory {id} in {ns}");
+    let field = |error: tokio_postgres::Error| corrupt(&what, error);
+    let kind: String = row.try_get(3).map_err(field)?;
+    let tags: Vec<String> = row.try_get(6).map_err(field)?;
+    let access_count: i64 = row.try_get(12).map_err(field)?;
+    let last_accessed: Option<i64> = row.try_get(11).map_err(field)?;
+    Ok(MemoryItem {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        kind: MemoryKind::parse(&kind).map_err(|error| corrupt(&what, error))?,
+        tags: tags
+            .iter()
+            .map(|tag| memory_core::Tag::new(tag))
+            .collect::<Result<_>>()
+            .map_err(|error| corrupt(&what, error))?,
+        content: row.try_get(2).map_err(field)?,
+        importance: row.try_get(4).map_err(field)?,
+        metadata: row.try_get(5).map_err(field)?,
+        source: row.try_get(7).map_err(field)?,
+        credibility: row.try_get(8).map_err(field)?,
+        created_at: decode_time(row.try_get(9).map_err(field)?),
+        updated_at: decode_time(row.try_get(10).map_err(field)?),
+        last_accessed: last_accessed.map(decode_time),
+        access_count: u64::try_from(access_count).unwrap_or(0),
+        embedding: row.try_get(13).map_err(field)?,
+        id,
+    })
+}
