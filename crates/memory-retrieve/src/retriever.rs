@@ -314,15 +314,19 @@ impl Retriever {
                 .iter()
                 .any(|candidate| candidate.channels.contains(channel))
         };
-        let active = [
-            found_by(Channel::Memory) || found_by(Channel::Context),
-            found_by(Channel::Embedding),
-            !pages.is_empty(),
-            !entities.is_empty(),
-        ]
-        .iter()
-        .filter(|active| **active)
-        .count();
+        // How many channel lists took part: only reciprocal rank fusion needs it.
+        let active = match config.fusion {
+            Fusion::Weighted => 0,
+            Fusion::ReciprocalRank { .. } => [
+                found_by(Channel::Memory) || found_by(Channel::Context),
+                found_by(Channel::Embedding),
+                !pages.is_empty(),
+                !entities.is_empty(),
+            ]
+            .iter()
+            .filter(|active| **active)
+            .count(),
+        };
         // Collected in place over the memory channel's buffer (no allocation when the other
         // channels found nothing).
         let mut candidates: Vec<Option<Candidate>> = memories.into_iter().map(Some).collect();
