@@ -1,0 +1,155 @@
+//! [`MemoryBuilder`]: a [`Memory`] from any backends, the in-memory ones by default.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use memory_core::{
+    Clock, DecayConfig, EvictionConfig, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
+    MemoryStore, Result, SystemClock,
+};
+use memory_graph::PetGraph;
+use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+
+use super::Memory;
+use crate::feedback::RecallRecorder;
+use crate::keywords::AnalyzerKeywordExtractor;
+use crate::retriever::{Retriever, RetrieverConfig};
+
+/// Builds a [`Memory`] from any backends; unset ones default to the in-memory backends.
+#[derive(Debug, Default)]
+pub struct MemoryBuilder {
+    store: Option<Arc<dyn MemoryStore>>,
+    knowledge: Option<Arc<dyn KnowledgeStore>>,
+    graph: Option<Arc<dyn KnowledgeGraph>>,
+    keywords: Option<Arc<dyn KeywordExtractor>>,
+    clock: Option<Arc<dyn Clock>>,
+    retriever: RetrieverConfig,
+    eviction: EvictionConfig,
+    decay: Option<DecayConfig>,
+    recall_batch: usize,
+    #[cfg(feature = "embeddings")]
+    embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
+}
+
+impl MemoryBuilder {
+    /// The embedding provider (feature `embeddings`): [`Memory::remember`] stores each
+    /// memory's embedding, and recall adds the embedding channel (see
+    /// [`Retriever::with_embedder`], which also explains the weights). agent-memory ships no
+    /// model: implement [`EmbeddingProvider`](memory_core::EmbeddingProvider) over yours.
+    #[cfg(feature = "embeddings")]
+    pub fn embedder(mut self, embedder: Arc<dyn memory_core::EmbeddingProvider>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The memory-item store.
+    pub fn store(mut self, store: Arc<dyn MemoryStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The knowledge-page store.
+    pub fn knowledge(mut self, knowledge: Arc<dyn KnowledgeStore>) -> Self {
+        self.knowledge = Some(knowledge);
+        self
+    }
+
+    /// The knowledge graph.
+    pub fn graph(mut self, graph: Arc<dyn KnowledgeGraph>) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// The keyword extractor for the graph channel.
+    pub fn keyword_extractor(mut self, keywords: Arc<dyn KeywordExtractor>) -> Self {
+        self.keywords = Some(keywords);
+        self
+    }
+
+    /// The clock (a [`memory_core::ManualClock`] in tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Default retrieval settings.
+    pub fn retriever_config(mut self, config: RetrieverConfig) -> Self {
+        self.retriever = config;
+        self
+    }
+
+    /// Eviction policy and interval (per namespace).
+    pub fn eviction(mut self, eviction: EvictionConfig) -> Self {
+        self.eviction = eviction;
+        self
+    }
+
+    /// Importance decay, applied by [`Memory::maintain`].
+    pub fn decay(mut self, decay: DecayConfig) -> Self {
+        self.decay = Some(decay);
+        self
+    }
+
+    /// Recall events per feedback write (default 64).
+    pub fn recall_batch(mut self, events: usize) -> Self {
+        self.recall_batch = events;
+        self
+    }
+
+    /// Validates the settings and builds.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad setting.
+    pub fn build(self) -> Result<Memory> {
+        self.retriever.validate()?;
+        self.eviction.validate()?;
+        if let Some(decay) = &self.decay {
+            decay.validate()?;
+        }
+        Ok(self.assemble())
+    }
+
+    pub(super) fn assemble(self) -> Memory {
+        let store = self.store.unwrap_or_else(|| Arc::new(InMemoryStore::new()));
+        let knowledge = self
+            .knowledge
+            .unwrap_or_else(|| Arc::new(InMemoryKnowledgeStore::new()));
+        let graph = self.graph.unwrap_or_else(|| Arc::new(PetGraph::new()));
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let keywords = self
+            .keywords
+            .unwrap_or_else(|| Arc::new(AnalyzerKeywordExtractor));
+        let mut retriever = Retriever::new(Arc::clone(&store))
+            .with_knowledge(Arc::clone(&knowledge))
+            .with_graph(Arc::clone(&graph))
+            .with_keyword_extractor(keywords)
+            .with_clock(Arc::clone(&clock));
+        #[cfg(feature = "embeddings")]
+        let config = match self.embedder {
+            Some(embedder) => {
+                retriever = retriever.with_embedder(embedder);
+                crate::embedding::with_embedding_weights(self.retriever)
+            }
+            None => self.retriever,
+        };
+        #[cfg(not(feature = "embeddings"))]
+        let config = self.retriever;
+        retriever.set_config_unchecked(config);
+        let batch = if self.recall_batch == 0 {
+            64
+        } else {
+            self.recall_batch
+        };
+        Memory {
+            recorder: RecallRecorder::new(Arc::clone(&store), batch),
+            store,
+            knowledge,
+            graph,
+            clock,
+            retriever,
+            eviction: self.eviction,
+            decay: self.decay,
+            writes: AtomicUsize::new(0),
+        }
+    }
+}
