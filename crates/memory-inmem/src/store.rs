@@ -98,6 +98,20 @@ impl Default for Shard {
     }
 }
 
+/// `filter` as a test on slab entries of a shard its scope chose. The shard is the namespace,
+/// so the scope holds; kind and time are read from the entry's copies (no hashing, no visit
+/// to the item); only id prefix, tags and metadata need the item itself.
+fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
+    let cheap_only =
+        filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
+    move |entry: &Entry| {
+        (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
+            && filter.since.is_none_or(|since| entry.created_at >= since)
+            && filter.until.is_none_or(|until| entry.created_at < until)
+            && (cheap_only || filter.matches(&entry.item))
+    }
+}
+
 fn indexed_text(item: &MemoryItem) -> String {
     if item.tags.is_empty() {
         return item.content.clone();
@@ -263,20 +277,13 @@ impl MemoryStore for InMemoryStore {
             return Ok(Vec::new());
         }
         let filter = &query.filter;
-        // The shard is the namespace, already chosen by the scope: only the other conditions
-        // are checked per hit, on the slab entry (no hashing).
-        let cheap_only =
-            filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
-        let unfiltered = cheap_only
+        let unfiltered = filter.id_prefix.is_none()
+            && filter.tags.is_empty()
+            && filter.metadata.is_empty()
             && filter.kinds.is_empty()
             && filter.since.is_none()
             && filter.until.is_none();
-        let passes = |entry: &Entry| {
-            (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
-                && filter.since.is_none_or(|since| entry.created_at >= since)
-                && filter.until.is_none_or(|until| entry.created_at < until)
-                && (cheap_only || filter.matches(&entry.item))
-        };
+        let passes = slab_filter(filter);
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;
         let mut out: Vec<SearchHit> = Vec::new();
@@ -333,15 +340,7 @@ impl MemoryStore for InMemoryStore {
                 .then_with(|| a.1.item.namespace.cmp(&b.1.item.namespace))
         };
         let query = memory_core::CosineQuery::new(vector);
-        // The slab's kind and time copies answer the common filters without the item.
-        let cheap_only =
-            filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
-        let passes = |entry: &Entry| {
-            (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
-                && filter.since.is_none_or(|since| entry.created_at >= since)
-                && filter.until.is_none_or(|until| entry.created_at < until)
-                && (cheap_only || filter.matches(&entry.item))
-        };
+        let passes = slab_filter(filter);
         let mut out: Vec<SearchHit> = Vec::new();
         for (_, shard) in self.registry.shards(&filter.scope) {
             let shard = read(&shard);

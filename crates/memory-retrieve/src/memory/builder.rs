@@ -124,17 +124,12 @@ impl MemoryBuilder {
             .with_graph(Arc::clone(&graph))
             .with_keyword_extractor(keywords)
             .with_clock(Arc::clone(&clock));
+        retriever.set_config_unchecked(self.retriever);
+        // After the config: `with_embedder` switches default scoring to the embedding weights.
         #[cfg(feature = "embeddings")]
-        let config = match self.embedder {
-            Some(embedder) => {
-                retriever = retriever.with_embedder(embedder);
-                crate::embedding::with_embedding_weights(self.retriever)
-            }
-            None => self.retriever,
-        };
-        #[cfg(not(feature = "embeddings"))]
-        let config = self.retriever;
-        retriever.set_config_unchecked(config);
+        if let Some(embedder) = self.embedder {
+            retriever = retriever.with_embedder(embedder);
+        }
         let batch = if self.recall_batch == 0 {
             64
         } else {
