@@ -35,10 +35,14 @@
 //!
 //! # Atomicity
 //!
-//! [`import_jsonl`] reads and validates the whole input before writing anything: a malformed
-//! line changes no store. The writes that follow go through the traits, so they are as atomic
-//! as the target backend makes them (memories are written with `save_many` in batches); an
-//! import interrupted by a backend failure can be run again, since every write is an upsert.
+//! [`import_jsonl`] reads and validates the whole input before writing anything: every
+//! record is checked as its store's write path would check it (so dates outside the storable
+//! range, NUL characters and out-of-range numbers are refused up front), and every relation
+//! must join entities that the input or the target graph holds. A bad input, wherever its bad
+//! line is, changes no store. The writes that follow go through the traits, so they are as
+//! atomic as the target backend makes them (all memories are written with one `save_many`,
+//! one transaction on SQLite and PostgreSQL); an import interrupted by a backend failure can
+//! be run again, since every write is an upsert.
 //!
 //! ```
 //! use memory_core::transfer::{self, Record};
@@ -53,6 +57,7 @@
 //! # Ok::<(), memory_core::MemoryError>(())
 //! ```
 
+use std::collections::HashSet;
 use std::io::{BufRead, Read, Write};
 
 use chrono::{DateTime, Utc};
@@ -69,9 +74,6 @@ pub const FORMAT: &str = "agent-memory-jsonl";
 pub const VERSION: u32 = 1;
 /// Longest line read, in bytes; a longer one is [`MemoryError::LimitExceeded`].
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
-
-/// Memories written per `save_many` call during an import.
-const SAVE_BATCH: usize = 500;
 
 /// The first line of an export.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -172,6 +174,22 @@ impl RecallStatsRecord {
                 format!("{} is not a finite number >= 0", self.total_score),
             ));
         }
+        // Every backend stores counts as signed 64-bit integers.
+        if i64::try_from(self.recall_count).is_err() {
+            return Err(MemoryError::invalid(
+                "recall_count",
+                format!("{} is larger than 2^63 - 1", self.recall_count),
+            ));
+        }
+        // Every backend stores times as signed 64-bit nanoseconds since the epoch.
+        if let Some(at) = self.last_recall_at
+            && at.timestamp_nanos_opt().is_none()
+        {
+            return Err(MemoryError::invalid(
+                "last_recall_at",
+                format!("{at} is outside the storable range (years 1677 to 2262)"),
+            ));
+        }
         Ok(())
     }
 }
@@ -236,6 +254,9 @@ pub struct ImportReport {
     /// Records skipped: memories and recall statistics without a memory store, pages without
     /// a knowledge store, entities and relations without a graph.
     pub skipped: RecordCounts,
+    /// Records read but not written because what they describe exists neither in the input
+    /// nor in the store: recall statistics of a memory that is in neither.
+    pub ignored: RecordCounts,
 }
 
 /// Writes every record of `scope` held by the given stores to `writer` as
@@ -336,15 +357,23 @@ pub fn read_jsonl(reader: &mut dyn BufRead) -> Result<Dump> {
     })
 }
 
-/// Imports an `agent-memory-jsonl` input into the given stores. The whole input is read and
-/// validated first (see [`read_jsonl`]); nothing is written if any line is bad. Then
-/// memories are saved (replacing items with the same id), recall statistics set, pages added
-/// (replacing pages with the same id), entities added or updated, and relations added. Records
-/// whose store is `None` are counted as skipped.
+/// Imports an `agent-memory-jsonl` input into the given stores, all or nothing when the
+/// input is at fault.
+///
+/// The whole input is read and validated first (see [`read_jsonl`]), then checked against
+/// the stores: every relation must join entities that the input or the graph holds. Nothing
+/// is written if any line is bad. Then memories are saved in one
+/// [`save_many`](MemoryStore::save_many) call (replacing items with the same id; one
+/// transaction on the SQL backends), recall statistics set, pages added (replacing pages with
+/// the same id), entities added or updated, and relations added. Records whose store is
+/// `None` are counted as skipped; recall statistics of a memory that neither the input nor
+/// the store holds are counted as ignored and not written.
 ///
 /// # Errors
-/// As [`read_jsonl`]; then the stores' errors (a relation to an entity that neither the input
-/// nor the graph holds is [`MemoryError::Graph`] naming the line).
+/// As [`read_jsonl`]; [`MemoryError::InvalidInput`] naming the line for a relation to an
+/// entity that neither the input nor the graph holds; then the stores' own errors (a store
+/// that fails while writing may leave the records written before the failure, and the
+/// import can be run again: every write is an upsert).
 pub async fn import_jsonl(
     reader: &mut (dyn BufRead + Send),
     memories: Option<&dyn MemoryStore>,
@@ -353,25 +382,29 @@ pub async fn import_jsonl(
 ) -> Result<ImportReport> {
     let (_, records) = read_numbered(reader, MAX_LINE_BYTES)?;
     let mut report = ImportReport::default();
-    let mut batch: Vec<MemoryItem> = Vec::new();
-    // Memories first (in batches), so their statistics find them.
-    for (_, record) in &records {
-        if let Record::Memory(item) = record {
-            match memories {
-                Some(_) => batch.push(item.clone()),
-                None => report.skipped.memories += 1,
-            }
+    // Memories first, so their statistics find them.
+    let mut items: Vec<MemoryItem> = Vec::new();
+    let mut rest: Vec<(usize, Record)> = Vec::new();
+    for (line, record) in records {
+        match record {
+            Record::Memory(item) if memories.is_some() => items.push(item),
+            other => rest.push((line, other)),
         }
     }
-    if let Some(store) = memories {
-        for chunk in batch.chunks(SAVE_BATCH) {
-            store.save_many(chunk.to_vec()).await?;
-            report.imported.memories += chunk.len();
-        }
+    let ignored = check_references(&items, &rest, memories, graph).await?;
+    if let Some(store) = memories
+        && !items.is_empty()
+    {
+        let count = items.len();
+        store.save_many(items).await?;
+        report.imported.memories += count;
     }
-    for (line, record) in &records {
+    for (index, (line, record)) in rest.iter().enumerate() {
+        if ignored.contains(&index) {
+            report.ignored.add(record);
+            continue;
+        }
         let written = match (record, memories, knowledge, graph) {
-            (Record::Memory(_), _, _, _) => continue,
             (Record::RecallStats(stats), Some(store), _, _) => store
                 .set_recall_stats(&stats.namespace, &stats.id, stats.stats())
                 .await
@@ -399,6 +432,67 @@ pub async fn import_jsonl(
         }
     }
     Ok(report)
+}
+
+/// Checks what the records refer to before anything is written: every relation (when a graph
+/// is given) must join entities of its namespace that the input or the graph holds. Returns
+/// the indexes in `rest` of the recall statistics to ignore, whose memory neither `items` nor
+/// the memory store holds.
+async fn check_references(
+    items: &[MemoryItem],
+    rest: &[(usize, Record)],
+    memories: Option<&dyn MemoryStore>,
+    graph: Option<&dyn KnowledgeGraph>,
+) -> Result<HashSet<usize>> {
+    let mut ignored = HashSet::new();
+    if let Some(store) = memories {
+        let input: HashSet<(&Namespace, &str)> = items
+            .iter()
+            .map(|item| (&item.namespace, item.id.as_str()))
+            .collect();
+        for (index, (_, record)) in rest.iter().enumerate() {
+            if let Record::RecallStats(stats) = record
+                && !input.contains(&(&stats.namespace, stats.id.as_str()))
+                && store
+                    .recall_stats(&stats.namespace, &stats.id)
+                    .await?
+                    .is_none()
+            {
+                ignored.insert(index);
+            }
+        }
+    }
+    if let Some(graph) = graph {
+        let mut known: HashSet<(&Namespace, &str)> = rest
+            .iter()
+            .filter_map(|(_, record)| match record {
+                Record::Entity(entity) => Some((&entity.namespace, entity.id.as_str())),
+                _ => None,
+            })
+            .collect();
+        for (line, record) in rest {
+            let Record::Relation(relation) = record else {
+                continue;
+            };
+            for id in [&relation.source_id, &relation.target_id] {
+                let key = (&relation.namespace, id.as_str());
+                if known.contains(&key) {
+                    continue;
+                }
+                if graph.get_entity(&relation.namespace, id).await?.is_none() {
+                    return Err(MemoryError::InvalidInput(format!(
+                        "import line {line}: relation {} -[{}]-> {} in {}: entity {id} is neither in the input nor in the graph",
+                        relation.source_id,
+                        relation.relation_type,
+                        relation.target_id,
+                        relation.namespace
+                    )));
+                }
+                known.insert(key);
+            }
+        }
+    }
+    Ok(ignored)
 }
 
 async fn import_page(store: &dyn KnowledgeStore, page: &KnowledgePage) -> Result<()> {

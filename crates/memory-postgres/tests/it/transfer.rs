@@ -1,12 +1,16 @@
 //! Export and import through memory-core's `agent-memory-jsonl` format: PostgreSQL to
-//! PostgreSQL (another schema) and in-memory to PostgreSQL, every record and statistic kept.
+//! PostgreSQL (another schema) and in-memory to PostgreSQL, every record and statistic kept;
+//! a bad input changes nothing.
 
-use memory_core::transfer::{export_jsonl, import_jsonl};
+use memory_core::transfer::{
+    FORMAT, Header, RecallStatsRecord, Record, VERSION, export_jsonl, import_jsonl,
+};
 use memory_core::{
-    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryFilter,
-    MemoryItem, MemoryKind, MemoryStore, Namespace, RecallStats, Scope,
+    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallStats, Scope,
 };
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+use memory_postgres::PostgresBackend;
 
 use crate::common::{TestSchema, schema_or_skip};
 
@@ -202,5 +206,190 @@ async fn in_memory_to_postgres_keeps_every_record() {
             .await
             .unwrap(),
         memories.recall_stats(&ns, "m0").await.unwrap()
+    );
+}
+
+/// Everything the stores hold, in the traits' orders.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    memories: Vec<MemoryItem>,
+    stats: Vec<Option<RecallStats>>,
+    pages: Vec<KnowledgePage>,
+    entities: Vec<GraphEntity>,
+    relations: Vec<GraphRelation>,
+}
+
+async fn snapshot(backend: &PostgresBackend) -> Snapshot {
+    let all = Scope::all();
+    let memories = backend
+        .memory_store()
+        .list(&MemoryFilter::new(all.clone()))
+        .await
+        .unwrap();
+    let mut stats = Vec::new();
+    for item in &memories {
+        stats.push(
+            backend
+                .memory_store()
+                .recall_stats(&item.namespace, &item.id)
+                .await
+                .unwrap(),
+        );
+    }
+    Snapshot {
+        memories,
+        stats,
+        pages: backend.knowledge_store().list_pages(&all).await.unwrap(),
+        entities: backend.graph().list_entities(&all).await.unwrap(),
+        relations: backend.graph().list_relations(&all).await.unwrap(),
+    }
+}
+
+/// An input under `import/`: 600 memories (each followed by its statistics), a page, two
+/// entities and a relation between them, one JSON line each after a header without counts.
+fn import_lines() -> Vec<String> {
+    let space = Namespace::parse("import").unwrap();
+    let at = |second: i64| chrono::DateTime::from_timestamp(1_700_000_000 + second, 0).unwrap();
+    let header = Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        scope: Scope::all(),
+        exported_at: at(0),
+        counts: None,
+    };
+    let line = |record: Record| serde_json::to_string(&record).unwrap();
+    let mut lines = vec![serde_json::to_string(&header).unwrap()];
+    for index in 0..600 {
+        let id = format!("i{index}");
+        let item = MemoryItem::new(space.clone(), format!("imported memory {index}"))
+            .unwrap()
+            .with_id(id.clone())
+            .unwrap()
+            .with_created_at(at(index));
+        lines.push(line(Record::Memory(item)));
+        let stats = RecallStats {
+            recall_count: 1,
+            total_score: 0.5,
+            last_recall_at: Some(at(index + 1)),
+        };
+        lines.push(line(Record::RecallStats(RecallStatsRecord::new(
+            space.clone(),
+            id,
+            stats,
+        ))));
+    }
+    lines.push(line(Record::Page(
+        KnowledgePage::new(space.clone(), "page", "Imported page").unwrap(),
+    )));
+    for id in ["a", "b"] {
+        lines.push(line(Record::Entity(
+            GraphEntity::new(space.clone(), id, id, "thing").unwrap(),
+        )));
+    }
+    lines.push(line(Record::Relation(
+        GraphRelation::new(space, "a", "b", "knows", 0.5).unwrap(),
+    )));
+    lines
+}
+
+/// `lines` with `field` of line `index` set to `value`, as one input.
+fn edited(mut lines: Vec<String>, index: usize, field: &str, value: serde_json::Value) -> String {
+    let mut record: serde_json::Value = serde_json::from_str(&lines[index]).unwrap();
+    record[field] = value;
+    lines[index] = record.to_string();
+    lines.join("\n") + "\n"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_import_leaves_postgres_unchanged() {
+    let schema = schema_or_skip!("xfer_atomic");
+    let backend = schema.connect().await;
+    fill(
+        backend.memory_store(),
+        backend.knowledge_store(),
+        Some(backend.graph()),
+    )
+    .await;
+    let before = snapshot(&backend).await;
+    // Line 0 is the header; memory `n` is line 1 + 2n, its statistics the line after.
+    let middle = 1 + 2 * 300;
+    let mut ghost = import_lines();
+    ghost.push(
+        serde_json::to_string(&Record::Relation(
+            GraphRelation::new(
+                Namespace::parse("import").unwrap(),
+                "a",
+                "ghost",
+                "knows",
+                0.5,
+            )
+            .unwrap(),
+        ))
+        .unwrap(),
+    );
+    let year_3000 = serde_json::Value::from("3000-01-01T00:00:00Z");
+    for (name, text) in [
+        (
+            "a relation to a missing entity at the end",
+            ghost.join("\n") + "\n",
+        ),
+        (
+            "a memory created in the year 3000",
+            edited(import_lines(), middle, "created_at", year_3000.clone()),
+        ),
+        (
+            "a NUL character in a memory's content",
+            edited(import_lines(), middle, "content", "before\u{0}after".into()),
+        ),
+        (
+            "a NUL character in a memory's metadata",
+            edited(
+                import_lines(),
+                middle,
+                "metadata",
+                serde_json::json!({"key": "a\u{0}b"}),
+            ),
+        ),
+        (
+            "statistics recalled in the year 3000",
+            edited(import_lines(), middle + 1, "last_recall_at", year_3000),
+        ),
+        (
+            "a recall count above 2^63 - 1",
+            edited(import_lines(), middle + 1, "recall_count", u64::MAX.into()),
+        ),
+    ] {
+        let result = import_jsonl(
+            &mut text.as_bytes(),
+            Some(backend.memory_store()),
+            Some(backend.knowledge_store()),
+            Some(backend.graph()),
+        )
+        .await;
+        assert!(
+            matches!(result, Err(MemoryError::InvalidInput(_))),
+            "{name}: {result:?}"
+        );
+        assert_eq!(snapshot(&backend).await, before, "{name} changed the store");
+    }
+
+    // The same input without the bad line imports whole.
+    let text = import_lines().join("\n");
+    let report = import_jsonl(
+        &mut text.as_bytes(),
+        Some(backend.memory_store()),
+        Some(backend.knowledge_store()),
+        Some(backend.graph()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (report.imported.memories, report.imported.recall_stats),
+        (600, 600)
+    );
+    assert_eq!(report.ignored.total(), 0);
+    assert_eq!(
+        backend.memory_store().count(&Scope::all()).await.unwrap(),
+        before.memories.len() + 600
     );
 }

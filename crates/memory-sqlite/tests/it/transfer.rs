@@ -2,7 +2,9 @@
 //! in-memory backends to SQLite and back, lose nothing.
 
 use chrono::{DateTime, Utc};
-use memory_core::transfer::{export_jsonl, import_jsonl, read_jsonl};
+use memory_core::transfer::{
+    FORMAT, Header, RecallStatsRecord, Record, VERSION, export_jsonl, import_jsonl, read_jsonl,
+};
 use memory_core::{
     GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
     MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageIndexEntry, RecallStats,
@@ -374,5 +376,205 @@ async fn a_malformed_import_writes_nothing() {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// An input under `import/`: 600 memories (each followed by its statistics), a page, two
+/// entities and a relation between them, one JSON line each after a header without counts.
+fn import_lines() -> Vec<String> {
+    let space = ns("import");
+    let header = Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        scope: Scope::all(),
+        exported_at: at(0, 0),
+        counts: None,
+    };
+    let line = |record: Record| serde_json::to_string(&record).unwrap();
+    let mut lines = vec![serde_json::to_string(&header).unwrap()];
+    for index in 0..600 {
+        let id = format!("i{index}");
+        let item = MemoryItem::new(space.clone(), format!("imported memory {index}"))
+            .unwrap()
+            .with_id(id.clone())
+            .unwrap()
+            .with_created_at(at(index, 0));
+        lines.push(line(Record::Memory(item)));
+        let stats = RecallStats {
+            recall_count: 1,
+            total_score: 0.5,
+            last_recall_at: Some(at(index, 1)),
+        };
+        lines.push(line(Record::RecallStats(RecallStatsRecord::new(
+            space.clone(),
+            id,
+            stats,
+        ))));
+    }
+    lines.push(line(Record::Page(
+        KnowledgePage::new(space.clone(), "page", "Imported page").unwrap(),
+    )));
+    for id in ["a", "b"] {
+        lines.push(line(Record::Entity(
+            GraphEntity::new(space.clone(), id, id, "thing").unwrap(),
+        )));
+    }
+    lines.push(line(Record::Relation(
+        GraphRelation::new(space, "a", "b", "knows", 0.5).unwrap(),
+    )));
+    lines
+}
+
+/// Line `index` of `lines` with `field` set to `value`.
+fn edit(lines: &mut [String], index: usize, field: &str, value: serde_json::Value) {
+    let mut record: serde_json::Value = serde_json::from_str(&lines[index]).unwrap();
+    record[field] = value;
+    lines[index] = record.to_string();
+}
+
+/// Inputs that are bad in one record (in the middle or at the end), each with a name.
+fn bad_imports() -> Vec<(&'static str, String)> {
+    // Line 0 is the header; memory `n` is line 1 + 2n, its statistics the line after.
+    let middle = 1 + 2 * 300;
+    let mut cases = Vec::new();
+    let mut lines = import_lines();
+    lines.push(
+        serde_json::to_string(&Record::Relation(
+            GraphRelation::new(ns("import"), "a", "ghost", "knows", 0.5).unwrap(),
+        ))
+        .unwrap(),
+    );
+    cases.push(("a relation to a missing entity at the end", lines));
+    let mut lines = import_lines();
+    edit(
+        &mut lines,
+        middle,
+        "created_at",
+        "3000-01-01T00:00:00Z".into(),
+    );
+    cases.push(("a memory created in the year 3000", lines));
+    let mut lines = import_lines();
+    edit(&mut lines, middle, "content", "before\u{0}after".into());
+    cases.push(("a NUL character in a memory's content", lines));
+    let mut lines = import_lines();
+    edit(
+        &mut lines,
+        middle + 1,
+        "last_recall_at",
+        "3000-01-01T00:00:00Z".into(),
+    );
+    cases.push(("statistics recalled in the year 3000", lines));
+    let mut lines = import_lines();
+    edit(&mut lines, middle + 1, "recall_count", u64::MAX.into());
+    cases.push(("a recall count above 2^63 - 1", lines));
+    cases
+        .into_iter()
+        .map(|(name, lines)| (name, lines.join("\n") + "\n"))
+        .collect()
+}
+
+/// Every bad input fails with `InvalidInput` and leaves the stores exactly as they were.
+async fn check_failed_imports_change_nothing(
+    memories: &dyn MemoryStore,
+    pages: &dyn KnowledgeStore,
+    graph: &dyn KnowledgeGraph,
+) {
+    fill(memories, pages, graph).await;
+    let before = snapshot(&Scope::all(), memories, pages, graph).await;
+    for (name, text) in bad_imports() {
+        let result = import_jsonl(
+            &mut text.as_bytes(),
+            Some(memories),
+            Some(pages),
+            Some(graph),
+        )
+        .await;
+        assert!(
+            matches!(result, Err(MemoryError::InvalidInput(_))),
+            "{name}: {result:?}"
+        );
+        assert_eq!(
+            snapshot(&Scope::all(), memories, pages, graph).await,
+            before,
+            "{name} changed the stores"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_import_leaves_sqlite_unchanged() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    check_failed_imports_change_nothing(
+        backend.memory_store(),
+        backend.knowledge_store(),
+        backend.graph(),
+    )
+    .await;
+    backend.check_integrity().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_import_leaves_the_in_memory_stores_unchanged() {
+    check_failed_imports_change_nothing(
+        &InMemoryStore::new(),
+        &InMemoryKnowledgeStore::new(),
+        &PetGraph::new(),
+    )
+    .await;
+}
+
+/// Statistics of a memory that neither the input nor the store holds are counted as ignored,
+/// not imported; a relation may end at an entity the graph already holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_without_their_memory_are_counted_as_ignored() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let space = ns("import");
+    backend
+        .graph()
+        .add_entity(GraphEntity::new(space.clone(), "stored", "Stored", "thing").unwrap())
+        .await
+        .unwrap();
+    let mut lines = import_lines();
+    let stats = RecallStats {
+        recall_count: 3,
+        total_score: 1.0,
+        last_recall_at: None,
+    };
+    let extra = [
+        Record::RecallStats(RecallStatsRecord::new(space.clone(), "nowhere", stats)),
+        Record::Relation(GraphRelation::new(space.clone(), "a", "stored", "knows", 0.5).unwrap()),
+    ];
+    lines.extend(
+        extra
+            .iter()
+            .map(|record| serde_json::to_string(record).unwrap()),
+    );
+    let text = lines.join("\n");
+    let report = import_jsonl(
+        &mut text.as_bytes(),
+        Some(backend.memory_store()),
+        Some(backend.knowledge_store()),
+        Some(backend.graph()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            report.imported.memories,
+            report.imported.recall_stats,
+            report.imported.relations
+        ),
+        (600, 600, 2)
+    );
+    assert_eq!(report.ignored.recall_stats, 1);
+    assert_eq!(report.ignored.total(), 1);
+    assert_eq!(report.skipped.total(), 0);
+    assert_eq!(
+        backend
+            .memory_store()
+            .recall_stats(&space, "nowhere")
+            .await
+            .unwrap(),
+        None
     );
 }
