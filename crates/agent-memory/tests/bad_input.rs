@@ -1,10 +1,11 @@
 //! The bad-input catalogue: for each public entry point, a table of hostile or odd inputs and
 //! the expected outcome: a clear `MemoryError` naming the problem, or a documented result.
-//! Nothing panics, and nothing already stored is lost or changed. Runs on every backend that
-//! needs no server (in-memory and SQLite).
+//! Nothing panics, and nothing already stored is lost or changed. Runs on every backend: in
+//! memory, SQLite and, when `AGENT_MEMORY_TEST_POSTGRES_URL` names a server,
+//! PostgreSQL.
 #![cfg(all(feature = "retrieve", feature = "sqlite"))]
 
-use std::sync::Arc;
+mod common;
 
 use agent_memory::prelude::*;
 use agent_memory::retrieve::{
@@ -12,30 +13,7 @@ use agent_memory::retrieve::{
 };
 use agent_memory::{EvictionConfig, EvictionPolicy, PageQuery, RecallBasedConfig, transfer};
 
-struct Backends {
-    name: &'static str,
-    store: Arc<dyn MemoryStore>,
-    knowledge: Arc<dyn KnowledgeStore>,
-    graph: Arc<dyn KnowledgeGraph>,
-}
-
-fn backends() -> Vec<Backends> {
-    let sqlite = agent_memory::sqlite::SqliteBackend::open_in_memory().expect("sqlite in memory");
-    vec![
-        Backends {
-            name: "inmem",
-            store: Arc::new(agent_memory::inmem::InMemoryStore::new()),
-            knowledge: Arc::new(agent_memory::inmem::InMemoryKnowledgeStore::new()),
-            graph: Arc::new(agent_memory::graph::PetGraph::new()),
-        },
-        Backends {
-            name: "sqlite",
-            store: Arc::new(sqlite.memory_store().clone()),
-            knowledge: Arc::new(sqlite.knowledge_store().clone()),
-            graph: Arc::new(sqlite.graph().clone()),
-        },
-    ]
-}
+type Backends = common::Backend;
 
 /// Asserts `result` is `InvalidInput` whose message names `field`.
 fn invalid<T: std::fmt::Debug>(case: &str, result: Result<T>, field: &str) {
@@ -86,9 +64,132 @@ async fn sentinel_is_intact(b: &Backends, memory: &Memory, ns: &Namespace) {
     );
 }
 
+/// The documented size and shape limits, on every entry point that writes a memory or a
+/// page: each is refused with `InvalidInput` naming the field, and the largest accepted
+/// value is stored and read back.
+async fn limits_hold(b: &Backends, memory: &Memory, ns: &Namespace) {
+    use agent_memory::{MAX_CONTEXT_BYTES, MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MAX_TAGS};
+
+    // Built by hand: `json!` would serialise the inner value again at every level.
+    fn nested(depth: usize) -> serde_json::Value {
+        let mut value = serde_json::json!({"leaf": 1});
+        for _ in 1..depth {
+            let mut level = serde_json::Map::new();
+            level.insert("next".to_owned(), value);
+            value = serde_json::Value::Object(level);
+        }
+        value
+    }
+    // Nesting: the deepest accepted metadata reads back on every backend; deeper is refused
+    // (10,000 levels too, without overflowing the stack).
+    let deepest = memory
+        .remember_with(
+            Remember::new(ns.clone(), "deep metadata").metadata(nested(MAX_METADATA_DEPTH)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{}: deepest metadata: {e}", b.name));
+    let read = b.store.get(ns, &deepest).await.unwrap().unwrap();
+    assert_eq!(read.metadata, nested(MAX_METADATA_DEPTH), "{}", b.name);
+    b.store
+        .list(&MemoryFilter::new(ns.subtree()))
+        .await
+        .unwrap();
+    memory.forget(ns, &deepest).await.unwrap();
+    for depth in [MAX_METADATA_DEPTH + 1, 128, 1_000] {
+        invalid(
+            "deep metadata",
+            memory
+                .remember_with(Remember::new(ns.clone(), "x").metadata(nested(depth)))
+                .await,
+            "metadata",
+        );
+        let mut item = MemoryItem::new(ns.clone(), "x").unwrap();
+        item.metadata = nested(depth);
+        invalid("deep metadata, store", b.store.save(item).await, "metadata");
+    }
+    // So deep that dropping it recursively would overflow this thread's stack: refused and
+    // released without recursion.
+    invalid(
+        "metadata 100,000 levels deep",
+        memory
+            .remember_with(Remember::new(ns.clone(), "x").metadata(nested(100_000)))
+            .await,
+        "metadata",
+    );
+    // Sizes.
+    let big = serde_json::json!({ "blob": "x".repeat(MAX_METADATA_BYTES + 1) });
+    invalid(
+        "large metadata",
+        memory
+            .remember_with(Remember::new(ns.clone(), "x").metadata(big))
+            .await,
+        "metadata",
+    );
+    invalid(
+        "NUL in metadata",
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "x").metadata(serde_json::json!({"k": "a\0b"})),
+            )
+            .await,
+        "metadata",
+    );
+    invalid(
+        "large context",
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "x").context("y".repeat(MAX_CONTEXT_BYTES + 1)),
+            )
+            .await,
+        "context",
+    );
+    let tags: Vec<String> = (0..=MAX_TAGS).map(|i| format!("tag-{i}")).collect();
+    invalid(
+        "too many tags",
+        memory
+            .remember_with(Remember::new(ns.clone(), "x").tags(tags.clone()))
+            .await,
+        "tags",
+    );
+    let many: Vec<String> = (0..10_000).map(|i| format!("tag-{i}")).collect();
+    invalid(
+        "10,000 tags",
+        memory
+            .remember_with(Remember::new(ns.clone(), "x").tags(many))
+            .await,
+        "tags",
+    );
+    let page = KnowledgePage::new(ns.clone(), "tagged", "Tagged").unwrap();
+    invalid(
+        "too many page tags",
+        page.with_tags(tags.iter().map(String::as_str)),
+        "tags",
+    );
+    let mut page = KnowledgePage::new(ns.clone(), "tagged", "Tagged").unwrap();
+    page.tags = (0..=MAX_TAGS)
+        .map(|i| Tag::new(&format!("t{i}")).unwrap())
+        .collect();
+    invalid(
+        "too many page tags, store",
+        b.knowledge.add_page(page).await,
+        "tags",
+    );
+    // Times every backend can store.
+    let far = chrono::DateTime::parse_from_rfc3339("3000-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    invalid(
+        "year 3000",
+        memory
+            .remember_with(Remember::new(ns.clone(), "x").created_at(far))
+            .await,
+        "created_at",
+    );
+}
+
 #[tokio::test]
 async fn every_entry_point_rejects_or_handles_bad_input() {
-    for b in backends() {
+    for b in common::backends("bad_input").await {
         let memory = Memory::builder()
             .store(b.store.clone())
             .knowledge(b.knowledge.clone())
@@ -129,8 +230,14 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
         );
         let ten_mb = "x".repeat(10 * 1024 * 1024);
         invalid("10 MB text", memory.remember(&ns, &ten_mb).await, "content");
+        // NUL cannot be stored by PostgreSQL, so no backend accepts it.
+        invalid(
+            "NUL in text",
+            memory.remember(&ns, "nul \0 text").await,
+            "content",
+        );
         for odd in [
-            "nul \0 bell \u{7} text",
+            "bell \u{7} text",
             "mixed Ελληνικά русский 中文 עברית",
             "emoji 🙂🚀 only 👩‍👩‍👧",
             "\u{202e}right to left",
@@ -157,6 +264,8 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
             "{}: mixed-script memory found by its Chinese",
             b.name
         );
+
+        limits_hold(&b, &memory, &ns).await;
 
         // Namespaces.
         for bad in ["a//b", "a b", "ünï", "x\ny"] {
@@ -348,6 +457,13 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
                 .await
                 .unwrap();
         }
+        // A long query within the limit is searched with its first distinct terms.
+        let long_query: String = (0..2_000).map(|i| format!("w{i} ")).collect();
+        assert!(long_query.len() > 8 * 1024);
+        memory
+            .recall(&ns.exact(), &long_query)
+            .await
+            .unwrap_or_else(|e| panic!("{}: long query: {e}", b.name));
         invalid(
             "huge query",
             memory.recall(&ns.exact(), &"word ".repeat(100_000)).await,
@@ -405,5 +521,6 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
         );
 
         sentinel_is_intact(&b, &memory, &ns).await;
+        b.cleanup().await;
     }
 }

@@ -4,7 +4,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::text::{is_stop_word, surface_words};
-use crate::validate::{DEFAULT_MAX_CONTENT_BYTES, validate_id, validate_len, validate_text};
+use crate::validate::{
+    DEFAULT_MAX_CONTENT_BYTES, validate_id, validate_len, validate_tag_count, validate_text,
+    validate_time,
+};
 use crate::{Namespace, Result, Scope, Tag};
 
 /// Longest page title accepted, in bytes.
@@ -135,13 +138,17 @@ impl KnowledgePage {
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming the first bad
-    /// field (`id`, `namespace`, `title`, `summary`, `content`, `references`).
+    /// field (`id`, `namespace`, `title`, `summary`, `content`, `tags`, `created_at`,
+    /// `updated_at`, `references`).
     pub fn validate(&self) -> Result<()> {
         validate_id("id", &self.id)?;
         self.namespace.require_record_namespace()?;
         validate_text("title", &self.title, MAX_TITLE_BYTES)?;
         validate_len("summary", &self.summary, MAX_SUMMARY_BYTES)?;
         validate_len("content", &self.content, DEFAULT_MAX_CONTENT_BYTES)?;
+        validate_tag_count(&self.tags)?;
+        validate_time("created_at", self.created_at)?;
+        validate_time("updated_at", self.updated_at)?;
         for reference in &self.references {
             validate_id("references", reference)?;
         }

@@ -62,7 +62,9 @@ pub use crate::{
     },
     store::{MemoryStore, RecallEvent},
     validate::{
-        DEFAULT_MAX_CONTENT_BYTES, MAX_ID_LEN, MAX_TAG_LEN, Tag, new_id, validate_id, validate_len,
-        validate_non_negative, validate_text, validate_unit,
+        DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,
+        MAX_METADATA_DEPTH, MAX_TAG_LEN, MAX_TAGS, Tag, drop_json, new_id, validate_id,
+        validate_len, validate_metadata, validate_non_negative, validate_tag_count, validate_text,
+        validate_time, validate_unit,
     },
 };

@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::validate::{
-    DEFAULT_MAX_CONTENT_BYTES, new_id, validate_id, validate_len, validate_text, validate_unit,
+    DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, drop_json, new_id, validate_id, validate_len,
+    validate_metadata, validate_tag_count, validate_text, validate_time, validate_unit,
 };
 use crate::{MemoryError, Namespace, Result, Scope, Tag};
 
@@ -199,10 +200,12 @@ impl MemoryItem {
     /// Sets the metadata.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] naming `metadata` unless it is a JSON object.
+    /// [`MemoryError::InvalidInput`] naming `metadata` unless it is a JSON object within the
+    /// limits of [`validate_metadata`].
     pub fn with_metadata(mut self, metadata: serde_json::Value) -> Result<Self> {
-        if !metadata.is_object() {
-            return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+        if let Err(error) = validate_metadata(&metadata) {
+            drop_json(metadata);
+            return Err(error);
         }
         self.metadata = metadata;
         Ok(self)
@@ -244,8 +247,10 @@ impl MemoryItem {
         Ok(self)
     }
 
-    /// Checks every field: id, namespace, content (non-empty, at most 1 MiB), importance and
-    /// credibility in `[0, 1]`, metadata an object, embedding finite.
+    /// Checks every field: id, namespace, content (non-empty, at most 1 MiB, no NUL),
+    /// importance and credibility in `[0, 1]`, at most [`MAX_TAGS`](crate::MAX_TAGS) tags, metadata within the
+    /// limits of [`validate_metadata`] and a context of at most [`MAX_CONTEXT_BYTES`], times
+    /// within the storable range, embedding finite.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming the first bad field.
@@ -255,8 +260,13 @@ impl MemoryItem {
         validate_text("content", &self.content, DEFAULT_MAX_CONTENT_BYTES)?;
         validate_unit("importance", self.importance)?;
         validate_unit("credibility", self.credibility)?;
-        if !self.metadata.is_object() {
-            return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+        validate_tag_count(&self.tags)?;
+        validate_metadata(&self.metadata)?;
+        validate_len("context", self.context(), MAX_CONTEXT_BYTES)?;
+        validate_time("created_at", self.created_at)?;
+        validate_time("updated_at", self.updated_at)?;
+        if let Some(at) = self.last_accessed {
+            validate_time("last_accessed", at)?;
         }
         if let Some(source) = &self.source {
             validate_len("source", source, 4096)?;

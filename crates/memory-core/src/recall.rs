@@ -137,6 +137,39 @@ pub enum EvictionPolicy {
 }
 
 impl EvictionPolicy {
+    /// The most items a namespace keeps under this policy, if it bounds them: `max_items`
+    /// of `Capacity`, of `RecallBased`, or of `Hybrid` (where the recall-based capacity,
+    /// when set, is the one that applies).
+    pub fn capacity(&self) -> Option<usize> {
+        match self {
+            EvictionPolicy::None | EvictionPolicy::Ttl { .. } => None,
+            EvictionPolicy::Capacity { max_items } => Some(*max_items),
+            EvictionPolicy::RecallBased(config) => Some(config.max_items),
+            EvictionPolicy::Hybrid {
+                max_items, recall, ..
+            } => recall.as_ref().map(|r| r.max_items).or(*max_items),
+        }
+    }
+
+    /// The time to live in seconds, if this policy expires items.
+    pub fn ttl_secs(&self) -> Option<u64> {
+        match self {
+            EvictionPolicy::Ttl { ttl_secs } => Some(*ttl_secs),
+            EvictionPolicy::Hybrid { ttl_secs, .. } => *ttl_secs,
+            _ => None,
+        }
+    }
+
+    /// The recall-value ranking, if this policy evicts the least valuable rather than the
+    /// oldest.
+    pub fn recall_config(&self) -> Option<&RecallBasedConfig> {
+        match self {
+            EvictionPolicy::RecallBased(config) => Some(config),
+            EvictionPolicy::Hybrid { recall, .. } => recall.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Checks the policy's numbers: positive TTL and capacity, valid weights.
     ///
     /// # Errors
@@ -181,12 +214,19 @@ impl EvictionPolicy {
     }
 }
 
-/// When eviction runs: its policy, checked every `check_interval` writes.
+/// When eviction runs.
+///
+/// Through `Memory`, every write is counted against its own namespace: a namespace that
+/// goes over the policy's capacity is brought back under it by the write that crossed the
+/// line (a pass frees a sixteenth of the capacity at once, so its cost is shared by the
+/// writes that follow), and every `check_interval` writes to a namespace run its full pass
+/// (TTL included).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvictionConfig {
     /// The policy.
     pub policy: EvictionPolicy,
-    /// Run a pass after this many writes (at least 1).
+    /// Run a namespace's full pass (TTL and capacity) after this many writes to it (at
+    /// least 1). Capacity is enforced on every write regardless.
     pub check_interval: usize,
 }
 

@@ -13,6 +13,7 @@
 //! assert_eq!(analyzer.terms("状态管理"), ["状态", "态管", "管理"]);
 //! ```
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -20,6 +21,14 @@ use unicode_segmentation::UnicodeSegmentation;
 
 /// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
 pub const MAX_TERM_BYTES: usize = 48;
+
+/// Most distinct terms a query is searched with (the first ones, in order of appearance).
+///
+/// Every backend analyses a query through [`Analyzer::query_terms`], so a long query costs
+/// the same bounded work everywhere: a 16 KiB paragraph pasted as a query is searched with
+/// its first 128 distinct terms, which is more than any question needs and keeps the SQL
+/// backends' statements (one parameter per term) small.
+pub const MAX_QUERY_TERMS: usize = 128;
 
 /// English stop words removed by the analyzer (lowercase, apostrophes removed).
 pub const STOP_WORDS: &[&str] = &[
@@ -425,9 +434,21 @@ impl Analyzer {
 
     /// The distinct terms of `text`, in order of first appearance.
     pub fn unique_terms(&self, text: &str) -> Vec<String> {
+        self.distinct_terms(text, usize::MAX)
+    }
+
+    /// The terms a query is searched with: the distinct terms of `text` in order of first
+    /// appearance, at most [`MAX_QUERY_TERMS`]. Linear in the length of `text`.
+    pub fn query_terms(&self, text: &str) -> Vec<String> {
+        self.distinct_terms(text, MAX_QUERY_TERMS)
+    }
+
+    fn distinct_terms(&self, text: &str, limit: usize) -> Vec<String> {
+        let mut seen: HashSet<String> = HashSet::new();
         let mut out: Vec<String> = Vec::new();
         self.for_each_term(text, |term| {
-            if !out.iter().any(|seen| seen == term) {
+            if out.len() < limit && !seen.contains(term) {
+                seen.insert(term.to_owned());
                 out.push(term.to_owned());
             }
         });

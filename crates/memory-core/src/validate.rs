@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::{MemoryError, Result};
@@ -16,6 +17,17 @@ pub const MAX_ID_LEN: usize = 256;
 pub const MAX_TAG_LEN: usize = 64;
 /// Default maximum size of a memory's or a page's text, in bytes (1 MiB).
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 1 << 20;
+/// Most tags one memory or page may carry (after normalisation and de-duplication).
+pub const MAX_TAGS: usize = 64;
+/// Largest metadata accepted, in bytes of its compact JSON text (256 KiB).
+pub const MAX_METADATA_BYTES: usize = 256 * 1024;
+/// Deepest metadata accepted: an object directly holding scalars is depth 1.
+///
+/// Every backend must read back what it accepted, and JSON decoders bound their recursion
+/// (serde_json refuses nesting past 128 levels), so the limit sits well below that.
+pub const MAX_METADATA_DEPTH: usize = 32;
+/// Largest context (the situating text indexed beside a memory) accepted, in bytes (64 KiB).
+pub const MAX_CONTEXT_BYTES: usize = 64 * 1024;
 
 /// Checks an id: non-empty after trimming, at most [`MAX_ID_LEN`] bytes, no control characters.
 ///
@@ -82,10 +94,12 @@ pub fn validate_text(field: &str, text: &str, max_bytes: usize) -> Result<()> {
     validate_len(field, text, max_bytes)
 }
 
-/// Checks only the size of `text`.
+/// Checks the size of `text` and that it holds no NUL character (which PostgreSQL cannot
+/// store in text, so no backend accepts it).
 ///
 /// # Errors
-/// [`MemoryError::InvalidInput`] naming `field` when `text` is longer than `max_bytes`.
+/// [`MemoryError::InvalidInput`] naming `field` when `text` is longer than `max_bytes` or
+/// holds a NUL character.
 pub fn validate_len(field: &str, text: &str, max_bytes: usize) -> Result<()> {
     if text.len() > max_bytes {
         return Err(MemoryError::invalid(
@@ -93,7 +107,127 @@ pub fn validate_len(field: &str, text: &str, max_bytes: usize) -> Result<()> {
             format!("{} bytes is more than the limit of {max_bytes}", text.len()),
         ));
     }
+    if text.contains('\0') {
+        return Err(MemoryError::invalid(field, "contains a NUL character"));
+    }
     Ok(())
+}
+
+/// Checks a record time: it must be representable as nanoseconds since the Unix epoch in a
+/// signed 64-bit integer (years 1677 to 2262), the form every backend stores.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `field` for a time outside that range.
+pub fn validate_time(field: &str, time: DateTime<Utc>) -> Result<()> {
+    if time.timestamp_nanos_opt().is_none() {
+        return Err(MemoryError::invalid(
+            field,
+            format!("{time} is outside the storable range (years 1677 to 2262)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a tag list's length against [`MAX_TAGS`].
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `tags`.
+pub fn validate_tag_count(tags: &[Tag]) -> Result<()> {
+    if tags.len() > MAX_TAGS {
+        return Err(MemoryError::invalid(
+            "tags",
+            format!("{} tags is more than the limit of {MAX_TAGS}", tags.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks metadata: a JSON object, at most [`MAX_METADATA_DEPTH`] levels deep, at most
+/// [`MAX_METADATA_BYTES`] as compact JSON, with no NUL character in a key or a string.
+///
+/// The walk is iterative, so no nesting can overflow the stack, and the size is counted
+/// without building the JSON text.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `metadata`.
+pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
+    use serde_json::Value;
+    if !metadata.is_object() {
+        return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+    }
+    let too_large = || {
+        MemoryError::invalid(
+            "metadata",
+            format!("more than the limit of {MAX_METADATA_BYTES} bytes as JSON"),
+        )
+    };
+    let nul = || MemoryError::invalid("metadata", "contains a NUL character");
+    let mut bytes: usize = 0;
+    let mut stack: Vec<(&Value, usize)> = vec![(metadata, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        // Separators, quotes and escapes are counted approximately (two bytes per value
+        // and key); the bound is what matters, not the exact figure.
+        bytes = bytes.saturating_add(2);
+        match value {
+            Value::Null | Value::Bool(_) => bytes = bytes.saturating_add(5),
+            Value::Number(_) => bytes = bytes.saturating_add(24),
+            Value::String(text) => {
+                if text.contains('\0') {
+                    return Err(nul());
+                }
+                bytes = bytes.saturating_add(text.len());
+            }
+            Value::Array(items) => {
+                if depth > MAX_METADATA_DEPTH {
+                    return Err(too_deep());
+                }
+                stack.extend(items.iter().map(|item| (item, depth + 1)));
+            }
+            Value::Object(fields) => {
+                if depth > MAX_METADATA_DEPTH {
+                    return Err(too_deep());
+                }
+                for (key, item) in fields {
+                    if key.contains('\0') {
+                        return Err(nul());
+                    }
+                    bytes = bytes.saturating_add(key.len() + 3);
+                    stack.push((item, depth + 1));
+                }
+            }
+        }
+        if bytes > MAX_METADATA_BYTES {
+            return Err(too_large());
+        }
+    }
+    Ok(())
+}
+
+/// Drops a JSON value without recursion.
+///
+/// A `serde_json::Value` drops itself recursively, so dropping one nested some thousands of
+/// levels deep overflows a thread's stack. Entry points that take such a value from a
+/// caller and refuse it (see [`validate_metadata`]) release it through this function.
+pub fn drop_json(value: serde_json::Value) {
+    use serde_json::Value;
+    let mut stack = vec![value];
+    while let Some(mut value) = stack.pop() {
+        match &mut value {
+            Value::Array(items) => stack.append(items),
+            Value::Object(fields) => {
+                stack.extend(std::mem::take(fields).into_iter().map(|(_, item)| item));
+            }
+            _ => {}
+        }
+        // `value` is shallow now and drops here.
+    }
+}
+
+fn too_deep() -> MemoryError {
+    MemoryError::invalid(
+        "metadata",
+        format!("nested more than {MAX_METADATA_DEPTH} levels deep"),
+    )
 }
 
 /// A retrieval tag: lowercase, atomic (no spaces or punctuation but `-`), at most
@@ -172,7 +306,8 @@ impl Tag {
     /// Normalises a list of tags, dropping duplicates and keeping the first occurrence's order.
     ///
     /// # Errors
-    /// The first tag that [`Tag::new`] rejects.
+    /// The first tag that [`Tag::new`] rejects; [`MemoryError::InvalidInput`] naming `tags`
+    /// for more than [`MAX_TAGS`] distinct tags.
     pub fn normalize_all<I, S>(raw: I) -> Result<Vec<Tag>>
     where
         I: IntoIterator<Item = S>,
@@ -182,6 +317,13 @@ impl Tag {
         for item in raw {
             let tag = Tag::new(item.as_ref())?;
             if !tags.contains(&tag) {
+                // Checked before the push, so the `contains` above stays bounded.
+                if tags.len() == MAX_TAGS {
+                    return Err(MemoryError::invalid(
+                        "tags",
+                        format!("more than the limit of {MAX_TAGS} distinct tags"),
+                    ));
+                }
                 tags.push(tag);
             }
         }

@@ -204,7 +204,7 @@ impl<const N: usize> Bm25Index<N> {
 
     /// The analyzed, de-duplicated terms of a query.
     pub fn query_terms(&self, text: &str) -> Vec<String> {
-        self.analyzer.unique_terms(text)
+        self.analyzer.query_terms(text)
     }
 
     /// Scores every document containing at least one of `terms`; calls `emit(slot, score)`

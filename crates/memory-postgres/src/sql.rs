@@ -186,7 +186,7 @@ impl IndexedTerms {
 /// them (`'a' | 'b'`). Each term is a quoted lexeme, so no user text is tsquery syntax:
 /// `a & b | !c` searches for the words. `None` when the text has no searchable term.
 pub(crate) fn tsquery_literal(text: &str) -> Option<(Vec<String>, String)> {
-    let terms = analyzer().unique_terms(text);
+    let terms = analyzer().query_terms(text);
     if terms.is_empty() {
         return None;
     }

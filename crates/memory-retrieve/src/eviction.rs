@@ -30,6 +30,10 @@ pub struct MaintenanceReport {
     pub decayed: usize,
     /// Items deleted by capacity or recall value, or because decay took them under the threshold.
     pub evicted: usize,
+    /// Eviction passes run by writes since the last maintenance that failed (each logged
+    /// when it happened); the writes themselves succeeded. This maintenance pass redoes
+    /// their work.
+    pub failed_write_passes: usize,
 }
 
 impl MaintenanceReport {
@@ -37,6 +41,7 @@ impl MaintenanceReport {
         self.expired += other.expired;
         self.decayed += other.decayed;
         self.evicted += other.evicted;
+        self.failed_write_passes += other.failed_write_passes;
     }
 }
 
@@ -61,7 +66,7 @@ pub async fn evict(
     Ok(report)
 }
 
-/// Runs `policy` over one namespace.
+/// Runs `policy` over one namespace: TTL, then capacity down to the policy's `max_items`.
 ///
 /// # Errors
 /// Store errors.
@@ -71,34 +76,39 @@ pub async fn evict_namespace(
     policy: &EvictionPolicy,
     now: DateTime<Utc>,
 ) -> Result<MaintenanceReport> {
-    let mut report = MaintenanceReport::default();
-    match policy {
-        EvictionPolicy::None => {}
-        EvictionPolicy::Ttl { ttl_secs } => {
-            report.expired = expire(store, namespace, *ttl_secs, now).await?
-        }
-        EvictionPolicy::Capacity { max_items } => {
-            report.evicted = evict_oldest(store, namespace, *max_items).await?;
-        }
-        EvictionPolicy::RecallBased(config) => {
-            report.evicted = evict_least_valuable(store, namespace, config, now).await?;
-        }
-        EvictionPolicy::Hybrid {
-            ttl_secs,
-            max_items,
-            recall,
-        } => {
-            if let Some(ttl) = ttl_secs {
-                report.expired = expire(store, namespace, *ttl, now).await?;
-            }
-            if let Some(config) = recall {
-                report.evicted = evict_least_valuable(store, namespace, config, now).await?;
-            } else if let Some(max) = max_items {
-                report.evicted = evict_oldest(store, namespace, *max).await?;
-            }
-        }
-    }
+    let (report, _) = namespace_pass(store, namespace, policy, now, true, 0).await?;
     Ok(report)
+}
+
+/// One namespace's pass: TTL when `with_ttl`, then, when the namespace holds more than the
+/// policy's capacity, eviction down to `capacity - headroom` (at least one item is kept).
+/// Returns the report and how many items the namespace held after the pass.
+pub(crate) async fn namespace_pass(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    policy: &EvictionPolicy,
+    now: DateTime<Utc>,
+    with_ttl: bool,
+    headroom: usize,
+) -> Result<(MaintenanceReport, usize)> {
+    let mut report = MaintenanceReport::default();
+    if with_ttl && let Some(ttl) = policy.ttl_secs() {
+        report.expired = expire(store, namespace, ttl, now).await?;
+    }
+    let count = store.count(&namespace.exact()).await?;
+    let Some(capacity) = policy.capacity() else {
+        return Ok((report, count));
+    };
+    if count <= capacity {
+        return Ok((report, count));
+    }
+    let keep = capacity.saturating_sub(headroom).max(1);
+    let excess = count - keep;
+    report.evicted = match policy.recall_config() {
+        Some(config) => evict_least_valuable(store, namespace, config, now, excess).await?,
+        None => evict_oldest(store, namespace, excess).await?,
+    };
+    Ok((report, count.saturating_sub(report.evicted)))
 }
 
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
@@ -123,17 +133,9 @@ async fn expire(
     delete_all(store, store.list(&filter).await?).await
 }
 
-async fn evict_oldest(
-    store: &dyn MemoryStore,
-    namespace: &Namespace,
-    max_items: usize,
-) -> Result<usize> {
-    let count = store.count(&namespace.exact()).await?;
-    if count <= max_items {
-        return Ok(0);
-    }
+async fn evict_oldest(store: &dyn MemoryStore, namespace: &Namespace, excess: usize) -> Result<usize> {
     let oldest = store
-        .list(&MemoryFilter::new(namespace.exact()).with_limit(count - max_items))
+        .list(&MemoryFilter::new(namespace.exact()).with_limit(excess))
         .await?;
     delete_all(store, oldest).await
 }
@@ -179,7 +181,18 @@ pub async fn eviction_order(
     if count <= config.max_items {
         return Ok(Vec::new());
     }
-    let excess = count - config.max_items;
+    least_valuable_of(store, namespace, config, now, count - config.max_items).await
+}
+
+/// The `excess` least valuable items of `namespace`, least valuable first, from every item
+/// and its statistics (for stores without their own [`MemoryStore::least_valuable`]).
+async fn least_valuable_of(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    config: &RecallBasedConfig,
+    now: DateTime<Utc>,
+    excess: usize,
+) -> Result<Vec<MemoryItem>> {
     let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(excess + 1);
     for item in store.list(&MemoryFilter::new(namespace.exact())).await? {
         let stats = store
@@ -209,14 +222,11 @@ async fn evict_least_valuable(
     namespace: &Namespace,
     config: &RecallBasedConfig,
     now: DateTime<Utc>,
+    excess: usize,
 ) -> Result<usize> {
-    let count = store.count(&namespace.exact()).await?;
-    if count <= config.max_items {
-        return Ok(0);
-    }
     // The backend's own pass when it has one, else read every item and its statistics.
     if let Some(ids) = store
-        .least_valuable(namespace, count - config.max_items, config, now)
+        .least_valuable(namespace, excess, config, now)
         .await?
     {
         let mut deleted = 0;
@@ -227,7 +237,7 @@ async fn evict_least_valuable(
         }
         return Ok(deleted);
     }
-    let victims = eviction_order(store, namespace, config, now).await?;
+    let victims = least_valuable_of(store, namespace, config, now, excess).await?;
     delete_all(store, victims).await
 }
 

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use memory_core::{
@@ -16,11 +15,12 @@ use memory_inmem::{ConversationConfig, ConversationMemory, estimate_tokens};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
-use crate::eviction::{MaintenanceReport, decay, evict, evict_namespace};
+use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
 use crate::retriever::{RecallFilter, Retriever, RetrieverConfig};
 
 mod builder;
+mod upkeep;
 
 pub use self::builder::MemoryBuilder;
 
@@ -192,7 +192,7 @@ pub struct Memory {
     recorder: RecallRecorder,
     eviction: EvictionConfig,
     decay: Option<DecayConfig>,
-    writes: AtomicUsize,
+    writes: upkeep::WriteTracker,
 }
 
 impl Memory {
@@ -236,8 +236,13 @@ impl Memory {
             .await
     }
 
-    /// Remembers with every option. Returns the id. Every `check_interval` writes, the
-    /// eviction policy runs on the written namespace.
+    /// Remembers with every option. Returns the id once the memory is stored.
+    ///
+    /// With an eviction policy, the write keeps its namespace within the policy's capacity
+    /// (a pass runs when the namespace goes over it, and a full pass with TTL every
+    /// `check_interval` writes to the namespace). A pass that fails after the memory was
+    /// stored does not fail the call: it is logged and reported by the next
+    /// [`Memory::maintain`] as [`MaintenanceReport::failed_write_passes`].
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad field; store errors.
@@ -245,11 +250,18 @@ impl Memory {
         let span =
             tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
         async move {
+            let mut request = request;
+            // Metadata first: a refused value may be nested too deep to drop recursively.
+            let metadata = std::mem::take(&mut request.metadata);
+            if let Err(error) = memory_core::validate_metadata(&metadata) {
+                memory_core::drop_json(metadata);
+                return Err(error);
+            }
             let mut item = MemoryItem::new(request.namespace.clone(), request.text)?
                 .with_kind(request.kind)
                 .with_importance(request.importance)?
                 .with_tags(request.tags)?
-                .with_metadata(request.metadata)?
+                .with_metadata(metadata)?
                 .with_created_at(request.created_at.unwrap_or_else(|| self.clock.now()));
             if let Some(id) = request.id {
                 item = item.with_id(id)?;
@@ -268,27 +280,47 @@ impl Memory {
             }
             let id = item.id.clone();
             self.store.save(item).await?;
-            let writes = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-            if self.eviction.policy != memory_core::EvictionPolicy::None
-                && writes.is_multiple_of(self.eviction.check_interval)
-            {
-                let report = evict_namespace(
-                    &*self.store,
-                    &request.namespace,
-                    &self.eviction.policy,
-                    self.clock.now(),
-                )
-                .await?;
-                tracing::debug!(
-                    expired = report.expired,
-                    evicted = report.evicted,
-                    "eviction pass"
-                );
-            }
+            // The write is committed: what follows never turns it into an error.
+            self.keep_within_capacity(&request.namespace).await;
             Ok(id)
         }
         .instrument(span)
         .await
+    }
+
+    /// Runs the eviction pass a write to `namespace` asks for, if any (see the `upkeep`
+    /// module). A failure is logged and counted for the next [`Memory::maintain`].
+    async fn keep_within_capacity(&self, namespace: &Namespace) {
+        if self.eviction.policy == memory_core::EvictionPolicy::None {
+            return;
+        }
+        let Some(pass) = self.writes.record_write(namespace, &self.eviction) else {
+            return;
+        };
+        let outcome = namespace_pass(
+            &*self.store,
+            namespace,
+            &self.eviction.policy,
+            self.clock.now(),
+            pass.with_ttl,
+            pass.headroom,
+        )
+        .await;
+        match outcome {
+            Ok((report, remaining)) => {
+                self.writes.finish(namespace, Some(remaining));
+                tracing::debug!(
+                    expired = report.expired,
+                    evicted = report.evicted,
+                    remaining,
+                    "eviction pass"
+                );
+            }
+            Err(error) => {
+                self.writes.finish(namespace, None);
+                tracing::warn!(%error, %namespace, "eviction pass after a write failed");
+            }
+        }
     }
 
     /// Recalls the best memories, pages and entities in `scope` for `query`, with default
@@ -444,7 +476,10 @@ impl Memory {
         async move {
             self.recorder.flush().await?;
             let now = self.clock.now();
-            let mut report = MaintenanceReport::default();
+            let mut report = MaintenanceReport {
+                failed_write_passes: self.writes.take_failed_passes(),
+                ..MaintenanceReport::default()
+            };
             if let Some(config) = &self.decay {
                 let decayed = decay(&*self.store, scope, config, now, true).await?;
                 report.decayed = decayed.decayed;
@@ -498,14 +533,7 @@ impl Memory {
         } else {
             access as f64 / items.len() as f64
         };
-        let capacity = match &self.eviction.policy {
-            memory_core::EvictionPolicy::Capacity { max_items } => Some(*max_items),
-            memory_core::EvictionPolicy::RecallBased(config) => Some(config.max_items),
-            memory_core::EvictionPolicy::Hybrid {
-                max_items, recall, ..
-            } => recall.map(|r| r.max_items).or(*max_items),
-            _ => None,
-        };
+        let capacity = self.eviction.policy.capacity();
         stats.capacity_use = capacity.map(|cap| {
             stats.per_namespace.values().copied().max().unwrap_or(0) as f64 / cap as f64
         });

@@ -99,7 +99,7 @@ pub(crate) fn fts_document(text: &str) -> String {
 /// doubled), joined by `OR`. Quoted strings are never operators, column filters or prefix
 /// queries, so no user text is FTS5 syntax. `None` when the text has no searchable term.
 pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms = analyzer().unique_terms(text);
+    let terms = analyzer().query_terms(text);
     if terms.is_empty() {
         return None;
     }

@@ -1,7 +1,6 @@
 //! [`MemoryBuilder`]: a [`Memory`] from any backends, the in-memory ones by default.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
 use memory_core::{
     Clock, DecayConfig, EvictionConfig, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
@@ -144,7 +143,7 @@ impl MemoryBuilder {
             retriever,
             eviction: self.eviction,
             decay: self.decay,
-            writes: AtomicUsize::new(0),
+            writes: super::upkeep::WriteTracker::default(),
         }
     }
 }

@@ -1,0 +1,119 @@
+//! Eviction on the write path: each namespace is kept within the policy's capacity by the
+//! writes made to it, whatever the interleaving of tenants.
+//!
+//! `Memory` keeps, per namespace it has written, an upper bound on the namespace's item
+//! count (read from the store at the first write, then raised by one per write) and the
+//! writes since its last full pass. A write that takes the bound over the capacity runs a
+//! capacity pass on that namespace; every `check_interval` writes to a namespace run its
+//! full pass (TTL included). A pass evicts down to `capacity - capacity / 16`, so at steady
+//! state one pass serves the next `capacity / 16` writes and the cost of a pass (a count
+//! and an ordered read of the victims) is shared among them. The bookkeeping is one map
+//! lookup per write under a short lock, never held across an await, and independent of
+//! the number of namespaces.
+//!
+//! A pass that fails after the write was committed does not fail the write: it is logged
+//! (`tracing` at warn level), counted, and reported by the next `Memory::maintain`.
+//!
+//! Writes made through a store directly (not through `Memory`) are not counted and do not
+//! evict: a store is storage, and the policy belongs to the `Memory` that owns it. Several
+//! processes writing one database each enforce the bound for their own writes; the bound
+//! each keeps is refreshed from the store at every pass, and `maintain` brings every
+//! namespace of a scope under the capacity whatever wrote it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memory_core::{EvictionConfig, Namespace};
+
+/// The per-namespace state of the write path's eviction.
+#[derive(Debug, Default)]
+pub(super) struct WriteTracker {
+    namespaces: Mutex<HashMap<Namespace, Tracked>>,
+    failed_passes: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Tracked {
+    /// An upper bound on the namespace's items, once read from the store.
+    items: Option<usize>,
+    /// Writes since the last full pass.
+    since_full: usize,
+    /// A pass on this namespace is running; writes meanwhile are counted in `during`.
+    busy: bool,
+    /// Writes counted while the pass ran.
+    during: usize,
+}
+
+/// A pass a write asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Pass {
+    /// Expire by TTL too (a full pass).
+    pub(super) with_ttl: bool,
+    /// Items the pass may free below the capacity at once.
+    pub(super) headroom: usize,
+}
+
+impl WriteTracker {
+    /// Counts one write to `namespace`; returns the pass it must run, if any. The caller
+    /// must then call [`WriteTracker::finish`] whatever the pass's outcome.
+    pub(super) fn record_write(&self, namespace: &Namespace, config: &EvictionConfig) -> Option<Pass> {
+        let capacity = config.policy.capacity();
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tracked = match namespaces.get_mut(namespace) {
+            Some(tracked) => tracked,
+            None => namespaces.entry(namespace.clone()).or_default(),
+        };
+        if tracked.busy {
+            tracked.during += 1;
+            return None;
+        }
+        tracked.since_full += 1;
+        tracked.items = tracked.items.map(|items| items.saturating_add(1));
+        let full = tracked.since_full >= config.check_interval;
+        let over = match (capacity, tracked.items) {
+            (None, _) => false,
+            // Not read yet: the pass reads the count.
+            (Some(_), None) => true,
+            (Some(capacity), Some(items)) => items > capacity,
+        };
+        if !full && !over {
+            return None;
+        }
+        if full {
+            tracked.since_full = 0;
+        }
+        tracked.busy = true;
+        tracked.during = 0;
+        Some(Pass {
+            with_ttl: full,
+            headroom: capacity.map_or(0, |capacity| capacity / 16),
+        })
+    }
+
+    /// Ends the pass on `namespace`: `remaining` is the namespace's count after it, or
+    /// `None` when the pass failed (the bound is then read again at the next write).
+    pub(super) fn finish(&self, namespace: &Namespace, remaining: Option<usize>) {
+        if remaining.is_none() {
+            self.failed_passes.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tracked) = namespaces.get_mut(namespace) {
+            tracked.busy = false;
+            tracked.items = remaining.map(|items| items.saturating_add(tracked.during));
+            tracked.since_full += tracked.during;
+            tracked.during = 0;
+        }
+    }
+
+    /// Takes the number of write-path passes that failed since the last call.
+    pub(super) fn take_failed_passes(&self) -> usize {
+        self.failed_passes.swap(0, Ordering::Relaxed)
+    }
+}
