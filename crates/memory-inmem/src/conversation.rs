@@ -8,9 +8,9 @@
 //!   `context_window - reserved_tokens`, keeping the `keep_recent` newest tool results intact.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use memory_core::text::is_cjk;
 use memory_core::{
     Clock, MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, Result,
@@ -182,7 +182,9 @@ pub struct ConversationMemory {
     session: Namespace,
     config: ConversationConfig,
     clock: Arc<dyn Clock>,
-    next_seq: AtomicU64,
+    /// The next sequence number and the time of the newest message written: each message
+    /// is stamped strictly after the one before it.
+    next: Mutex<(u64, DateTime<Utc>)>,
 }
 
 const SEQ_WIDTH: usize = 12;
@@ -213,23 +215,32 @@ impl ConversationMemory {
     ) -> Result<Self> {
         config.validate()?;
         session.require_record_namespace()?;
-        let last = store
+        // The newest messages by time. Versions that nudged same-instant messages by
+        // `seq % 1000` microseconds could order a burst out of sequence within one
+        // millisecond, so the highest sequence among the newest thousand is the last one.
+        let newest = store
             .list(
                 &MemoryFilter::new(session.exact())
                     .newest_first()
-                    .with_limit(1),
+                    .with_limit(1000),
             )
             .await?;
-        let next = last
-            .first()
-            .and_then(|item| item.metadata.get("seq").and_then(serde_json::Value::as_u64))
+        let next = newest
+            .iter()
+            .filter_map(|item| item.metadata.get("seq").and_then(serde_json::Value::as_u64))
+            .max()
             .map_or(0, |seq| seq + 1);
+        let last_at = newest
+            .iter()
+            .map(|item| item.created_at)
+            .max()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
         Ok(Self {
             store,
             session,
             config,
             clock,
-            next_seq: AtomicU64::new(next),
+            next: Mutex::new((next, last_at)),
         })
     }
 
@@ -243,15 +254,23 @@ impl ConversationMemory {
     /// # Errors
     /// [`MemoryError::InvalidInput`] for empty content; store errors.
     pub async fn add_message(&self, message: Message) -> Result<String> {
-        let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let (seq, at) = {
+            let mut next = self
+                .next
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (seq, last_at) = *next;
+            // Strictly after the previous message, whatever the clock says (a clock that
+            // stands still, or a burst within one tick), so time order is write order.
+            let at = self.clock.now().max(last_at + Duration::microseconds(1));
+            *next = (seq + 1, at);
+            (seq, at)
+        };
         let id = format!("msg-{seq:0width$}", width = SEQ_WIDTH);
         let mut metadata = serde_json::json!({"role": message.role.as_str(), "seq": seq});
         if let Some(call) = &message.tool_call_id {
             metadata["tool_call_id"] = serde_json::Value::String(call.clone());
         }
-        // Same-instant messages keep their order through the id tie-break; nudging the time by
-        // the sequence keeps time order strict for stores that order by time alone.
-        let at = self.clock.now() + Duration::microseconds((seq % 1000) as i64);
         let item = MemoryItem::new(self.session.clone(), message.content)?
             .with_id(id.clone())?
             .with_kind(MemoryKind::ShortTerm)

@@ -186,3 +186,45 @@ async fn bad_config_is_rejected() {
     );
     assert!(empty.get_history().await.unwrap().is_empty());
 }
+
+/// Past a thousand messages under a clock that does not move (a burst of tool calls), the
+/// history stays in the order written, capacity evicts the oldest, and a reopened
+/// conversation continues after the newest message instead of overwriting it.
+#[tokio::test]
+async fn order_holds_past_a_thousand_messages_at_one_instant() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let config = ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        max_turns: 10,
+        max_messages: Some(1_500),
+        compact: None,
+    };
+    let memory = open(store.clone(), config.clone()).await;
+    for i in 0..1_200 {
+        memory
+            .add_message(Message::new(Role::User, format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let expected: Vec<String> = (0..1_200).map(|i| format!("m{i}")).collect();
+    let history = memory.get_history().await.unwrap();
+    assert_eq!(contents(&history), expected);
+
+    // A reopen continues after m1199.
+    let reopened = open(store.clone(), config).await;
+    for i in 1_200..1_600 {
+        reopened
+            .add_message(Message::new(Role::User, format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let history = reopened.get_history().await.unwrap();
+    let expected: Vec<String> = (100..1_600).map(|i| format!("m{i}")).collect();
+    assert_eq!(
+        contents(&history),
+        expected,
+        "capacity evicted the 100 oldest, in order"
+    );
+    assert_eq!(reopened.clear().await.unwrap(), 1_500);
+    assert!(reopened.get_history().await.unwrap().is_empty());
+}
