@@ -179,21 +179,54 @@ fn user_version(connection: &Connection, display: &str) -> Result<i64> {
 }
 
 /// Refuses files that are not databases, databases of other applications, and databases
-/// written by a newer version of this crate. Changes nothing.
+/// written by a newer version of this crate. Only reads, so it runs before anything that
+/// could change the file (the WAL switch among them): a refused file is left byte for byte
+/// as it was.
+///
+/// Ours are the databases carrying [`APPLICATION_ID`] (every migration since the first sets
+/// it) and empty ones (no schema version, no table), which the migrations then create.
 pub(crate) fn check_compatible(connection: &Connection, display: &str) -> Result<()> {
     let version = user_version(connection, display)?;
     let application_id: i64 = connection
         .pragma_query_value(None, "application_id", |row| row.get(0))
         .context(|| format!("opening {display}: reading the application id"))?;
-    if application_id != 0 && application_id != i64::from(APPLICATION_ID) {
+    if application_id == i64::from(APPLICATION_ID) {
+        if version > i64::from(SCHEMA_VERSION) {
+            return Err(newer(display, version));
+        }
+        return Ok(());
+    }
+    if application_id != 0 {
         return Err(storage(format!(
             "opening {display}: the database belongs to another application (application_id {application_id:#x})"
         )));
     }
-    if version > i64::from(SCHEMA_VERSION) {
-        return Err(newer(display, version));
+    if version != 0 {
+        return Err(storage(format!(
+            "opening {display}: not an agent-memory database (schema version {version} but no agent-memory application id); refusing to change it"
+        )));
+    }
+    if foreign_objects(connection, display)? > 0 {
+        return Err(has_tables(display));
     }
     Ok(())
+}
+
+/// How many tables, indexes, views and triggers the database holds besides SQLite's own.
+fn foreign_objects(connection: &Connection, display: &str) -> Result<i64> {
+    connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+            [],
+            |row| row.get(0),
+        )
+        .context(|| format!("opening {display}: listing tables"))
+}
+
+fn has_tables(display: &str) -> MemoryError {
+    storage(format!(
+        "opening {display}: the database has tables but no agent-memory schema version; refusing to change it"
+    ))
 }
 
 /// Runs the migrations the database lacks, in one transaction.
@@ -205,19 +238,8 @@ pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> 
         if version > i64::from(SCHEMA_VERSION) {
             return Err(newer(display, version));
         }
-        if version == 0 {
-            let foreign_tables: i64 = transaction
-                .query_row(
-                    "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
-                    [],
-                    |row| row.get(0),
-                )
-                .context(|| format!("{what}: listing tables"))?;
-            if foreign_tables > 0 {
-                return Err(storage(format!(
-                    "opening {display}: the database has tables but no agent-memory schema version; refusing to change it"
-                )));
-            }
+        if version == 0 && foreign_objects(transaction, display)? > 0 {
+            return Err(has_tables(display));
         }
         for migration in MIGRATIONS
             .iter()

@@ -319,6 +319,62 @@ fn databases_of_other_applications_are_refused() {
     assert!(message.contains("another application"), "{message}");
 }
 
+/// The file's bytes, and which of its journal, WAL and shared-memory files exist.
+fn file_state(path: &std::path::Path) -> (Vec<u8>, Vec<&'static str>) {
+    let companions = ["-journal", "-wal", "-shm"]
+        .into_iter()
+        .filter(|suffix| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            std::path::PathBuf::from(name).exists()
+        })
+        .collect();
+    (std::fs::read(path).unwrap(), companions)
+}
+
+#[test]
+fn files_of_other_applications_are_left_byte_for_byte_untouched() {
+    for (label, setup, expected) in [
+        (
+            "tables-no-version",
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL);
+             INSERT INTO invoices (total) VALUES (12.5), (99.0);",
+            "no agent-memory schema version",
+        ),
+        (
+            "other-version",
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL);
+             PRAGMA user_version = 2;",
+            "not an agent-memory database",
+        ),
+        (
+            "other-id",
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL);
+             PRAGMA application_id = 42;",
+            "another application",
+        ),
+    ] {
+        let file = TempDb::new(label);
+        Connection::open(file.path())
+            .unwrap()
+            .execute_batch(setup)
+            .unwrap();
+        let before = file_state(file.path());
+        assert!(before.1.is_empty(), "{label}: {:?}", before.1);
+        let message = storage_message(SqliteBackend::open(file.path()));
+        assert!(message.contains(expected), "{label}: {message}");
+        assert!(
+            message.contains(&file.path().display().to_string()),
+            "{label}: {message}"
+        );
+        assert_eq!(
+            file_state(file.path()),
+            before,
+            "{label}: the file or its companions changed"
+        );
+    }
+}
+
 #[test]
 fn a_directory_is_refused() {
     let message = storage_message(SqliteBackend::open(std::env::temp_dir()));
