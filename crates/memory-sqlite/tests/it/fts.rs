@@ -43,12 +43,15 @@ async fn hostile_query_text_searches_for_its_words() {
     let backend = SqliteBackend::open_in_memory().unwrap();
     let store = backend.memory_store();
     let ns = Namespace::parse("fts/hostile").unwrap();
+    // Text no store accepts (blank, or holding a NUL) is still searched for as a query.
+    let mut saved = Vec::new();
     for (index, text) in HOSTILE.iter().enumerate() {
         if let Ok(item) = MemoryItem::new(ns.clone(), *text) {
             store
                 .save(item.with_id(format!("h{index}")).unwrap())
                 .await
                 .unwrap();
+            saved.push(index);
         }
     }
     store
@@ -71,7 +74,7 @@ async fn hostile_query_text_searches_for_its_words() {
             assert!(ids.is_empty(), "{text:?} has no terms but found {ids:?}");
         } else {
             assert!(
-                ids.contains(&format!("h{index}").as_str()),
+                !saved.contains(&index) || ids.contains(&format!("h{index}").as_str()),
                 "{text:?} (terms {terms:?}) does not find itself: {ids:?}"
             );
             assert!(!ids.contains(&"plain"), "{text:?} matched unrelated text");
@@ -83,10 +86,7 @@ async fn hostile_query_text_searches_for_its_words() {
         assert!(pages.is_ok(), "page search failed on {text:?}: {pages:?}");
     }
     // The tables survived the SQL-looking input.
-    assert_eq!(
-        store.count(&ns.exact()).await.unwrap(),
-        HOSTILE.len() + 1 - HOSTILE.iter().filter(|t| t.trim().is_empty()).count()
-    );
+    assert_eq!(store.count(&ns.exact()).await.unwrap(), saved.len() + 1);
     backend.check_integrity().await.unwrap();
 }
 
