@@ -263,15 +263,20 @@ impl PageMatchSignals {
 }
 
 /// The lowercased query words the page match rules use: the query's words as written, without
-/// English stop words and one-letter words, distinct, in order.
+/// English stop words and one-letter words, distinct, in order, at most
+/// [`MAX_QUERY_TERMS`](crate::text::MAX_QUERY_TERMS).
 pub fn page_rule_keywords(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for word in surface_words(text) {
+        if out.len() == crate::text::MAX_QUERY_TERMS {
+            break;
+        }
         let bare: String = word.chars().filter(|c| *c != '\'').collect();
         if bare.chars().count() < 2 || is_stop_word(&bare) {
             continue;
         }
-        if !out.contains(&word) {
+        if seen.insert(word.clone()) {
             out.push(word);
         }
     }

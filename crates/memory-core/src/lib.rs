@@ -25,6 +25,7 @@ mod memory;
 mod namespace;
 mod recall;
 mod retrieval;
+pub mod search;
 mod store;
 pub mod text;
 pub mod transfer;
@@ -52,14 +53,15 @@ pub use crate::{
     },
     knowledge_store::KnowledgeStore,
     memory::{
-        CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, CosineQuery, MemoryFilter, MemoryItem,
-        MemoryKind, SearchHit, SearchQuery, cosine_similarity, validate_embedding,
+        CONTEXT_METADATA_KEY, CosineQuery, MemoryFilter, MemoryItem, MemoryKind, SearchHit,
+        SearchQuery, cosine_similarity, validate_embedding,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},
     retrieval::{
         Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, SignalScore,
     },
+    search::CONTEXT_FIELD_WEIGHT,
     store::{MemoryStore, RecallEvent},
     validate::{
         DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,

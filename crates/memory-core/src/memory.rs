@@ -114,12 +114,9 @@ pub struct MemoryItem {
 
 /// Metadata key of a memory's *context*: text that situates it (for a dialogue turn, the
 /// message it answers). Full-text search indexes it as a second field with weight
-/// [`CONTEXT_FIELD_WEIGHT`], so "How long have you been married?" finds the answer "Five years
+/// [`CONTEXT_FIELD_WEIGHT`](crate::CONTEXT_FIELD_WEIGHT), so "How long have you been married?" finds the answer "Five years
 /// already!", but it is not part of the content. Keys starting with `_` are reserved.
 pub const CONTEXT_METADATA_KEY: &str = "_context";
-
-/// Weight of the context field against the content's weight 1 in full-text ranking (BM25F).
-pub const CONTEXT_FIELD_WEIGHT: f32 = 0.3;
 
 fn default_importance() -> f32 {
     0.5

@@ -16,7 +16,7 @@ use memory_core::text::Analyzer;
 
 /// Up to this many slots, [`Bm25Index::top_k`] scores every match into a dense array
 /// instead of pruning (cheaper when everything fits in cache).
-pub const SMALL_INDEX_DOCS: usize = 4096;
+pub(crate) const SMALL_INDEX_DOCS: usize = 4096;
 
 thread_local! {
     /// Per-thread buffers of the small-index path of [`Bm25Index::top_k`] (score per slot,
@@ -25,10 +25,10 @@ thread_local! {
     static SCRATCH: Cell<(Vec<f64>, Vec<u32>)> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
-/// BM25 term-frequency saturation.
-pub const K1: f32 = 1.2;
-/// BM25 length normalisation.
-pub const B: f32 = 0.5;
+// The constants and the per-term formula are memory-core's, shared by every backend.
+#[cfg(test)]
+use memory_core::search::{BM25_B as B, BM25_K1 as K1};
+use memory_core::search::{bm25_idf, bm25f, length_factors};
 
 #[derive(Clone, Debug)]
 struct Posting<const N: usize> {
@@ -70,7 +70,7 @@ impl<const N: usize> Default for TermList<N> {
 
 /// An inverted index over documents of `N` text fields, ranked by BM25F.
 #[derive(Clone, Debug)]
-pub struct Bm25Index<const N: usize> {
+pub(crate) struct Bm25Index<const N: usize> {
     analyzer: Analyzer,
     weights: [f32; N],
     postings: HashMap<Box<str>, TermList<N>>,
@@ -95,7 +95,7 @@ struct DocEntry<const N: usize> {
 
 impl<const N: usize> Bm25Index<N> {
     /// An empty index with these field weights.
-    pub fn new(analyzer: Analyzer, weights: [f32; N]) -> Self {
+    pub(crate) fn new(analyzer: Analyzer, weights: [f32; N]) -> Self {
         Self {
             analyzer,
             weights,
@@ -110,24 +110,21 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// Sets the size up to which `top_k` scores exhaustively instead of pruning.
-    pub fn with_small_index_docs(mut self, slots: usize) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_small_index_docs(mut self, slots: usize) -> Self {
         self.small_index_docs = slots;
         self
     }
 
     /// How many documents are indexed.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.doc_count as usize
-    }
-
-    /// Whether no document is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.doc_count == 0
     }
 
     /// Indexes `fields` of the document `id` under `slot`, replacing whatever the slot held.
     /// Equal scores rank by `id` ascending.
-    pub fn insert(&mut self, slot: u32, id: &str, fields: [&str; N]) {
+    pub(crate) fn insert(&mut self, slot: u32, id: &str, fields: [&str; N]) {
         self.remove(slot);
         let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::new();
         let mut len = [0u32; N];
@@ -179,7 +176,7 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// Removes the document in `slot`, if any.
-    pub fn remove(&mut self, slot: u32) {
+    pub(crate) fn remove(&mut self, slot: u32) {
         let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
@@ -203,36 +200,28 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// The analyzed, de-duplicated terms of a query.
-    pub fn query_terms(&self, text: &str) -> Vec<String> {
+    pub(crate) fn query_terms(&self, text: &str) -> Vec<String> {
         self.analyzer.query_terms(text)
     }
 
     /// Scores every document containing at least one of `terms`; calls `emit(slot, score)`
     /// for each (in no particular order). Scores are BM25F, positive.
-    pub fn score_terms(&self, terms: &[String], mut emit: impl FnMut(u32, f32)) {
+    pub(crate) fn score_terms(&self, terms: &[String], mut emit: impl FnMut(u32, f32)) {
         if self.doc_count == 0 {
             return;
         }
         let n = self.doc_count as f32;
-        let mut avg = [1.0f32; N];
-        for (field, total) in self.total_len.iter().enumerate() {
-            avg[field] = (*total as f32 / n).max(1.0);
-        }
         let lists: Vec<(&Vec<Posting<N>>, f32)> = terms
             .iter()
             .filter_map(|term| self.postings.get(term.as_str()))
             .map(|entry| &entry.list)
             .map(|list| {
-                let df = list.len() as f32;
-                let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+                let idf = bm25_idf(n, list.len() as f32);
                 (list, idf)
             })
             .collect();
         let total_postings: usize = lists.iter().map(|(list, _)| list.len()).sum();
-        let mut length_factor = [0.0f32; N];
-        for field in 0..N {
-            length_factor[field] = B / avg[field];
-        }
+        let length_factor = length_factors(n, &self.total_len);
         // Postings only ever name live slots (removal takes a document out of every list).
         let score_of = |posting: &Posting<N>, idf: f32| -> Option<f32> {
             let len = self.doc_len(posting)?;
@@ -289,7 +278,7 @@ impl<const N: usize> Bm25Index<N> {
     /// selected against the running `k`-th score.
     ///
     /// `accept` must give the same answer for a slot each time: it may be asked more than once.
-    pub fn top_k<'a>(
+    pub(crate) fn top_k<'a>(
         &self,
         terms: &[String],
         k: usize,
@@ -300,10 +289,7 @@ impl<const N: usize> Bm25Index<N> {
             return Vec::new();
         }
         let n = self.doc_count as f32;
-        let mut length_factor = [0.0f32; N];
-        for (field, total) in self.total_len.iter().enumerate() {
-            length_factor[field] = B / (*total as f32 / n).max(1.0);
-        }
+        let length_factor = length_factors(n, &self.total_len);
         let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
             bm25f(&self.weights, &length_factor, tf, len, idf)
         };
@@ -312,8 +298,7 @@ impl<const N: usize> Bm25Index<N> {
             .filter_map(|term| self.postings.get(term.as_str()))
             .filter(|entry| !entry.list.is_empty())
             .map(|entry| {
-                let df = entry.list.len() as f32;
-                let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+                let idf = bm25_idf(n, entry.list.len() as f32);
                 let bound = score(&entry.max_tf, &entry.min_len, idf);
                 Cursor {
                     list: &entry.list,
@@ -418,26 +403,6 @@ struct Cursor<'l, const N: usize> {
     at: usize,
     idf: f32,
     bound: f32,
-}
-
-/// One term's BM25F score in a document: `idf · w / (K1 + w)`, where `w` sums each field's
-/// weighted, length-normalised term frequency.
-#[inline]
-fn bm25f<const N: usize>(
-    weights: &[f32; N],
-    length_factor: &[f32; N],
-    tf: &[u16; N],
-    len: &[u32; N],
-    idf: f32,
-) -> f32 {
-    let mut weighted = 0.0f32;
-    for field in 0..N {
-        if tf[field] > 0 {
-            let norm = (1.0 - B) + length_factor[field] * len[field] as f32;
-            weighted += weights[field] * f32::from(tf[field]) / norm;
-        }
-    }
-    idf * weighted / (K1 + weighted)
 }
 
 impl<const N: usize> Bm25Index<N> {
@@ -651,7 +616,7 @@ fn tie_key(id: &str) -> u64 {
 }
 
 /// Keeps the `k` best `(score, key)` pairs: highest score first, ties by key ascending.
-pub fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)> {
+pub(crate) fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)> {
     let order = |a: &(f32, K), b: &(f32, K)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1));
     if k == 0 {
         return Vec::new();

@@ -3,17 +3,15 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use async_trait::async_trait;
+use memory_core::search::PAGE_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
     KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
-    PageMatchSignals, PageQuery, Result, Scope, Tag,
+    PageMatchSignals, PageQuery, Result, Scope,
 };
 
 use crate::bm25::{Bm25Index, top_k};
 use crate::registry::{Registry, read, write};
-
-/// BM25F field weights: title, summary, tags, content. Title and tags weigh most.
-pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
 /// title, summary, tags and content), a title-ordered table of contents, and back-reference
@@ -76,17 +74,9 @@ impl Shard {
             }
         };
         self.slots[slot as usize] = Some(page.id.clone());
-        let tags = page
-            .tags
-            .iter()
-            .map(Tag::as_str)
-            .collect::<Vec<_>>()
-            .join(" ");
-        self.index.insert(
-            slot,
-            &page.id,
-            [&page.title, &page.summary, &tags, &page.content],
-        );
+        let [title, summary, tags, content] = page.search_fields();
+        self.index
+            .insert(slot, &page.id, [&title, &summary, &tags, &content]);
         self.toc.insert(toc_key(&page));
         for target in &page.references {
             if *target != page.id {

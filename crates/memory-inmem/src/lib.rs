@@ -29,13 +29,15 @@ mod ring;
 mod store;
 mod vectors;
 
+/// The shared ranking constants, under the names older code used.
+pub use memory_core::search::{BM25_B as B, BM25_K1 as K1, PAGE_FIELD_WEIGHTS};
+
 pub use crate::{
-    bm25::{B, Bm25Index, K1, SMALL_INDEX_DOCS, top_k},
     conversation::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
         estimate_tokens,
     },
-    knowledge::{InMemoryKnowledgeStore, PAGE_FIELD_WEIGHTS},
+    knowledge::InMemoryKnowledgeStore,
     ring::RingBuffer,
     store::InMemoryStore,
 };

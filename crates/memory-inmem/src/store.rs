@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use memory_core::search::MEMORY_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
-    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, RecallStats, Result,
+    Scope, SearchHit, SearchQuery,
 };
 
 use crate::bm25::Bm25Index;
@@ -19,7 +20,7 @@ use crate::vectors::Vectors;
 ///
 /// Each shard (behind its own lock, found through a `DashMap`) holds the items by id, a
 /// time index ordered by `(created_at, id)` and a BM25F inverted index over content with tags
-/// (weight 1) and the memory's context (weight [`CONTEXT_FIELD_WEIGHT`]).
+/// (weight 1) and the memory's context (weight [`CONTEXT_FIELD_WEIGHT`](memory_core::CONTEXT_FIELD_WEIGHT)).
 /// Writers in different namespaces never contend.
 ///
 /// Costs, with `n` items in the namespace and `m` results:
@@ -92,7 +93,7 @@ impl Default for Shard {
             by_time: BTreeSet::new(),
             entries: Vec::new(),
             free_slots: Vec::new(),
-            index: Bm25Index::new(Analyzer::default(), [1.0, CONTEXT_FIELD_WEIGHT]),
+            index: Bm25Index::new(Analyzer::default(), MEMORY_FIELD_WEIGHTS),
             vectors: Vectors::default(),
         }
     }
@@ -112,18 +113,6 @@ fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
     }
 }
 
-fn indexed_text(item: &MemoryItem) -> String {
-    if item.tags.is_empty() {
-        return item.content.clone();
-    }
-    let mut text = item.content.clone();
-    for tag in &item.tags {
-        text.push(' ');
-        text.push_str(tag.as_str());
-    }
-    text
-}
-
 impl Shard {
     fn insert(&mut self, item: MemoryItem) {
         let stats = match self.remove(&item.id) {
@@ -137,8 +126,8 @@ impl Shard {
                 (self.entries.len() - 1) as u32
             }
         };
-        self.index
-            .insert(slot, &item.id, [&indexed_text(&item), item.context()]);
+        let [content, context] = item.search_fields();
+        self.index.insert(slot, &item.id, [&content, &context]);
         self.vectors.set(slot, item.embedding.as_deref());
         self.by_time.insert((item.created_at, item.id.clone()));
         self.by_id.insert(item.id.clone(), slot);

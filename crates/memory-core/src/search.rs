@@ -1,0 +1,157 @@
+//! The full-text ranking every backend shares: which text each record indexes, and BM25F
+//! over those fields.
+//!
+//! A memory indexes two fields: its content followed by its tags, and its
+//! [context](crate::MemoryItem::context). A page indexes four: title, summary, tags and
+//! content. Each field is analysed by [`Analyzer`](crate::text::Analyzer); a field's length
+//! is its number of terms.
+//!
+//! A document's score for a query is the sum, over the query's distinct terms it contains,
+//! of `idf · w / (BM25_K1 + w)`, where `w = Σ_fields weight · tf / (1 − B + B · len / avg)`
+//! and `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`. `N` is the number of documents and
+//! `avg` each field's mean length (at least 1) in the namespace searched; `df` counts the
+//! documents holding the term in any field. Every backend ranks with these definitions, so
+//! the same records in one namespace are ranked in the same order everywhere.
+
+use std::borrow::Cow;
+
+use crate::{KnowledgePage, MemoryItem, Tag};
+
+/// BM25 term-frequency saturation.
+pub const BM25_K1: f32 = 1.2;
+
+/// BM25 length normalisation: 0 ignores length, 1 divides by it fully. Agent memories mix
+/// short statements with long replies; 0.5 keeps a long turn from winning by length alone
+/// without burying it.
+pub const BM25_B: f32 = 0.5;
+
+/// Weight of the context field against the content's weight 1 in full-text ranking (BM25F).
+pub const CONTEXT_FIELD_WEIGHT: f32 = 0.3;
+
+/// A memory's field weights: content and tags, context.
+pub const MEMORY_FIELD_WEIGHTS: [f32; 2] = [1.0, CONTEXT_FIELD_WEIGHT];
+
+/// A page's field weights: title, summary, tags, content. Title and tags weigh most.
+pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
+
+/// The inverse document frequency of a term found in `df` of `docs` documents; positive.
+#[inline]
+pub fn bm25_idf(docs: f32, df: f32) -> f32 {
+    ((docs - df + 0.5) / (df + 0.5)).ln_1p()
+}
+
+/// Each field's length factor `B / avg`, from the documents' total field lengths; a mean
+/// under 1 counts as 1.
+pub fn length_factors<const N: usize>(docs: f32, total_len: &[u64; N]) -> [f32; N] {
+    let mut factors = [0.0f32; N];
+    for (factor, total) in factors.iter_mut().zip(total_len) {
+        let avg = if docs > 0.0 {
+            (*total as f32 / docs).max(1.0)
+        } else {
+            1.0
+        };
+        *factor = BM25_B / avg;
+    }
+    factors
+}
+
+/// One term's BM25F score in a document: `idf · w / (K1 + w)`, where `w` sums each field's
+/// weighted, length-normalised term frequency (`length_factor` from [`length_factors`]).
+#[inline]
+pub fn bm25f<const N: usize>(
+    weights: &[f32; N],
+    length_factor: &[f32; N],
+    tf: &[u16; N],
+    len: &[u32; N],
+    idf: f32,
+) -> f32 {
+    let mut weighted = 0.0f32;
+    for field in 0..N {
+        if tf[field] > 0 {
+            let norm = (1.0 - BM25_B) + length_factor[field] * len[field] as f32;
+            weighted += weights[field] * f32::from(tf[field]) / norm;
+        }
+    }
+    idf * weighted / (BM25_K1 + weighted)
+}
+
+fn with_tags<'a>(text: &'a str, tags: &[Tag]) -> Cow<'a, str> {
+    if tags.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + tags.len() * 12);
+    out.push_str(text);
+    for tag in tags {
+        out.push(' ');
+        out.push_str(tag.as_str());
+    }
+    Cow::Owned(out)
+}
+
+fn tag_text(tags: &[Tag]) -> Cow<'static, str> {
+    Cow::Owned(tags.iter().map(Tag::as_str).collect::<Vec<_>>().join(" "))
+}
+
+impl MemoryItem {
+    /// The text of each field full-text search indexes, in the order of
+    /// [`MEMORY_FIELD_WEIGHTS`]: the content followed by the tags, and the context.
+    pub fn search_fields(&self) -> [Cow<'_, str>; 2] {
+        [
+            with_tags(&self.content, &self.tags),
+            Cow::Borrowed(self.context()),
+        ]
+    }
+}
+
+impl KnowledgePage {
+    /// The text of each field full-text search indexes, in the order of
+    /// [`PAGE_FIELD_WEIGHTS`]: title, summary, tags, content.
+    pub fn search_fields(&self) -> [Cow<'_, str>; 4] {
+        [
+            Cow::Borrowed(&self.title),
+            Cow::Borrowed(&self.summary),
+            tag_text(&self.tags),
+            Cow::Borrowed(&self.content),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Namespace;
+
+    #[test]
+    fn fields_of_a_memory_and_a_page() {
+        let ns = Namespace::parse("t").unwrap();
+        let item = MemoryItem::new(ns.clone(), "likes tea")
+            .unwrap()
+            .with_tags(["drinks", "Morning Routine"])
+            .unwrap()
+            .with_context("what do you drink?");
+        assert_eq!(
+            item.search_fields(),
+            ["likes tea drinks morning-routine", "what do you drink?"]
+        );
+        let plain = MemoryItem::new(ns.clone(), "plain").unwrap();
+        assert!(matches!(plain.search_fields()[0], Cow::Borrowed("plain")));
+        let page = KnowledgePage::new(ns, "p", "Title")
+            .unwrap()
+            .with_tags(["a", "b"])
+            .unwrap();
+        assert_eq!(page.search_fields(), ["Title", "", "a b", ""]);
+    }
+
+    #[test]
+    fn bm25f_follows_its_formula() {
+        let factors = length_factors(4.0, &[12, 0]);
+        assert_eq!(factors, [BM25_B / 3.0, BM25_B]);
+        let idf = bm25_idf(4.0, 1.0);
+        assert!((idf - (1.0f32 + 3.5 / 1.5).ln()).abs() < 1e-6);
+        let score = bm25f(&MEMORY_FIELD_WEIGHTS, &factors, &[2, 1], &[3, 5], idf);
+        let w = 2.0 / (1.0 - BM25_B + BM25_B * 3.0 / 3.0)
+            + CONTEXT_FIELD_WEIGHT / (1.0 - BM25_B + BM25_B * 5.0);
+        assert!((score - idf * w / (BM25_K1 + w)).abs() < 1e-6);
+        assert_eq!(bm25f(&[1.0], &[0.5], &[0], &[3], idf), 0.0);
+    }
+}
