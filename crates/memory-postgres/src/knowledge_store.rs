@@ -14,7 +14,7 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::memory_store::{BM25_B as B, BM25_K1 as K1, REINDEX_BATCH, count, namespaces};
 use crate::sql::{
-    IndexedTerms, decode_time, encode_time, index_terms, reject_nul, to_count, tsquery_literal,
+    IndexedTerms, decode_time, encode_time, index_terms, reject_nul, search_terms, to_count,
 };
 
 /// BM25F weights of the fields title, summary, tags and content: the same as the in-memory
@@ -28,9 +28,9 @@ pub const PAGE_FIELD_WEIGHTS: [f64; 4] = [3.0, 2.0, 3.0, 1.0];
 /// foreign key), so `referenced_by` is an indexed count. Adding a page is one statement;
 /// updating one (the row, then its references) is one transaction.
 ///
-/// Search: the column `terms` holds a `tsvector` of the shared analyzer's terms of title,
-/// summary, tags and content, under a GIN index, and `term_freqs` each term's frequency per
-/// field. Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
+/// Search: the column `terms` holds the distinct terms (a `text[]`) of the shared analyzer's
+/// analysis of title, summary, tags and content, under a GIN index, and `term_freqs` each
+/// term's frequency per field; a query's terms are bound as one array (`terms && $1`). Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
 /// lengths, the in-memory backend's formula), computed in SQL over the searched scope, then
 /// multiplied by the boost of the seed's match rules (`1 + 0.5 title_prefix + 0.5 tag_exact +
 /// 0.25 summary_contains`, also the in-memory rule), reported in [`PageHit::signals`].
@@ -67,7 +67,7 @@ struct EncodedPage {
     refs: Vec<String>,
     created_at: i64,
     updated_at: i64,
-    terms: String,
+    terms: Vec<String>,
     term_freqs: serde_json::Value,
     lengths: [i32; 4],
 }
@@ -136,12 +136,13 @@ pub(crate) async fn reindex(
          ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
-        "UPDATE {s}.pages AS p SET terms = u.terms::tsvector, term_freqs = u.term_freqs, \
+        "UPDATE {s}.pages AS p SET \
+         terms = ARRAY(SELECT jsonb_object_keys(u.term_freqs)), term_freqs = u.term_freqs, \
          title_len = u.title_len, summary_len = u.summary_len, tags_len = u.tags_len, \
          content_len = u.content_len \
-         FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::integer[], $5::integer[], \
-         $6::integer[], $7::integer[]) \
-         AS u (rid, terms, term_freqs, title_len, summary_len, tags_len, content_len) \
+         FROM unnest($1::bigint[], $2::jsonb[], $3::integer[], $4::integer[], $5::integer[], \
+         $6::integer[]) \
+         AS u (rid, term_freqs, title_len, summary_len, tags_len, content_len) \
          WHERE p.rid = u.rid",
     );
     let mut after = 0i64;
@@ -156,7 +157,6 @@ pub(crate) async fn reindex(
         };
         after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
         let mut rids = Vec::with_capacity(rows.len());
-        let mut terms = Vec::with_capacity(rows.len());
         let mut frequencies = Vec::with_capacity(rows.len());
         let mut lengths: [Vec<i32>; 4] = Default::default();
         for row in &rows {
@@ -172,14 +172,14 @@ pub(crate) async fn reindex(
             for (index, list) in lengths.iter_mut().enumerate() {
                 list.push(indexed.length(index));
             }
-            terms.push(indexed.vector);
+            // The terms are the keys of the frequencies; the statement takes them from there.
             frequencies.push(indexed.frequencies);
         }
         let [title, summary, tags, content] = &lengths;
         total += transaction
             .execute(
                 &update,
-                &[&rids, &terms, &frequencies, title, summary, tags, content],
+                &[&rids, &frequencies, title, summary, tags, content],
             )
             .await
             .context(what)?;
@@ -206,7 +206,7 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
             indexed.length(2),
             indexed.length(3),
         ],
-        terms: indexed.vector,
+        terms: indexed.terms,
         term_freqs: indexed.frequencies,
         title_key: page.title.to_lowercase(),
         tags: page
@@ -232,7 +232,7 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
 const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_key, summary, \
      content, tags, refs, created_at, updated_at, terms, term_freqs, title_len, summary_len, \
      tags_len, content_len) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
-     $6::text, $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text::tsvector, \
+     $6::text, $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text[], \
      $12::jsonb, $13::integer, $14::integer, $15::integer, $16::integer) \
      ON CONFLICT (ns, id) DO NOTHING RETURNING ns, id), \
      refs AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
@@ -246,7 +246,7 @@ const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_
 /// inserted.
 const UPDATE: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, title_key = $4::text, \
      summary = $5::text, content = $6::text, tags = $7::text[], refs = $8::text[], \
-     updated_at = $9::bigint, terms = $10::text::tsvector, term_freqs = $11::jsonb, \
+     updated_at = $9::bigint, terms = $10::text[], term_freqs = $11::jsonb, \
      title_len = $12::integer, summary_len = $13::integer, tags_len = $14::integer, \
      content_len = $15::integer \
      WHERE ns = $1::text AND id = $2::text RETURNING ns, id), \
@@ -378,7 +378,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
     }
 
     async fn search(&self, query: &PageQuery) -> Result<Vec<PageHit>> {
-        let Some((terms, tsquery)) = tsquery_literal(&query.text) else {
+        let Some(terms) = search_terms(&query.text) else {
             return Ok(Vec::new());
         };
         if query.top_k == 0 {
@@ -393,8 +393,8 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             let wanted: Vec<String> = query.tags.iter().map(|t| t.as_str().to_owned()).collect();
             sql.push(" AND p.tags @> ").bind(wanted, "text[]");
         }
-        sql.push(") AS passes FROM {s}.pages p WHERE p.terms @@ ")
-            .bind(tsquery, "text::tsquery");
+        sql.push(") AS passes FROM {s}.pages p WHERE p.terms && ")
+            .bind(terms.clone(), "text[]");
         sql.and_scope("p.ns", &query.scope);
         sql.push(
             "), hits AS (SELECT x.*, t.term, x.term_freqs -> t.term AS tf, \

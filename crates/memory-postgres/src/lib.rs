@@ -55,13 +55,15 @@
 //! # Search
 //!
 //! The stores index the terms of the shared [`Analyzer`](memory_core::text::Analyzer)
-//! (stemmed English, Chinese and Japanese bigrams) in GIN-indexed `tsvector` columns, and
-//! queries are analysed the same way, so PostgreSQL agrees with the in-memory and SQLite
-//! backends on what matches; PostgreSQL's own parser and dictionaries are not used. User text
-//! becomes a `tsquery` of quoted lexemes joined by `|`: it is never query syntax. Ranking is
-//! BM25F (memories: content with tags, and the context; pages: title, summary, tags and
-//! content) computed in SQL from per-field term frequencies kept beside the vector, with the
-//! in-memory backend's parameters ([`BM25_K1`], [`BM25_B`]), so scores match it.
+//! (stemmed English, Chinese and Japanese bigrams) in GIN-indexed `text[]` columns of
+//! distinct terms, and queries are analysed the same way, so PostgreSQL agrees with the
+//! in-memory and SQLite backends on what matches; PostgreSQL's own parser and dictionaries
+//! are not used. A query's terms are bound as one array parameter (`terms && $1`): user text
+//! is never query syntax. (Not a `tsvector`: it holds at most 1 MiB of lexemes, less than the
+//! distinct bigrams of 1 MiB of Chinese.) Ranking is BM25F (memories: content with tags, and
+//! the context; pages: title, summary, tags and content) computed in SQL from per-field term
+//! frequencies kept beside the terms, with the in-memory backend's parameters
+//! ([`BM25_K1`], [`BM25_B`]), so scores match it.
 //!
 //! # Concurrency and errors
 //!

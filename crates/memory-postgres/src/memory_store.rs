@@ -15,8 +15,7 @@ use tokio_postgres::types::ToSql;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    Sql, decode_time, encode_time, limit_value, reject_nul_json, time_bound, to_count,
-    tsquery_literal,
+    Sql, decode_time, encode_time, limit_value, reject_nul_json, search_terms, time_bound, to_count,
 };
 
 /// BM25 term-frequency saturation `k1`: the in-memory backend's value (a test checks).
@@ -40,12 +39,13 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 ///
 /// # Search
 ///
-/// The column `terms` holds a `tsvector` of the shared
-/// [`Analyzer`](memory_core::text::Analyzer)'s terms of two fields, as the in-memory backend
-/// indexes them: the content with the tags, and the item's [context](MemoryItem::context)
-/// (weighted [`CONTEXT_FIELD_WEIGHT`]); `term_freqs` holds each term's frequency per field.
-/// Both are written in the same statement as the row; `terms` is GIN-indexed. A query is
-/// analysed the same way and becomes a `tsquery` of quoted lexemes joined by `|`, so no user
+/// The column `terms` holds the distinct terms (a `text[]`) of the shared
+/// [`Analyzer`](memory_core::text::Analyzer)'s analysis of two fields, as the in-memory
+/// backend indexes them: the content with the tags, and the item's
+/// [context](MemoryItem::context) (weighted [`CONTEXT_FIELD_WEIGHT`]); `term_freqs` holds each
+/// term's frequency per field. Both are written in the same statement as the row; `terms` is
+/// GIN-indexed, so content of any vocabulary up to the content limit is indexed. A query is
+/// analysed the same way and its terms are bound as one array (`terms && $1`), so no user
 /// text is query syntax. Hits are ranked by BM25F ([`BM25_K1`], [`BM25_B`], the in-memory
 /// backend's formula) computed in SQL: term frequencies and field lengths come from the row,
 /// document frequencies and average lengths from the searched scope. For a single-namespace
@@ -87,10 +87,11 @@ pub(crate) async fn reindex(
          WHERE rid > $1::bigint ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
-        "UPDATE {s}.memories AS m SET terms = u.terms::tsvector, term_freqs = u.term_freqs, \
+        "UPDATE {s}.memories AS m SET \
+         terms = ARRAY(SELECT jsonb_object_keys(u.term_freqs)), term_freqs = u.term_freqs, \
          doc_len = u.doc_len, context_len = u.context_len \
-         FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::integer[], $5::integer[]) \
-         AS u (rid, terms, term_freqs, doc_len, context_len) WHERE m.rid = u.rid",
+         FROM unnest($1::bigint[], $2::jsonb[], $3::integer[], $4::integer[]) \
+         AS u (rid, term_freqs, doc_len, context_len) WHERE m.rid = u.rid",
     );
     let mut after = 0i64;
     let mut total = 0u64;
@@ -104,7 +105,6 @@ pub(crate) async fn reindex(
         };
         after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
         let mut rids = Vec::with_capacity(rows.len());
-        let mut terms = Vec::with_capacity(rows.len());
         let mut frequencies = Vec::with_capacity(rows.len());
         let mut lengths = Vec::with_capacity(rows.len());
         let mut context_lengths = Vec::with_capacity(rows.len());
@@ -123,14 +123,11 @@ pub(crate) async fn reindex(
             rids.push(rid);
             lengths.push(indexed.length(0));
             context_lengths.push(indexed.length(1));
-            terms.push(indexed.vector);
+            // The terms are the keys of the frequencies; the statement takes them from there.
             frequencies.push(indexed.frequencies);
         }
         total += transaction
-            .execute(
-                &update,
-                &[&rids, &terms, &frequencies, &lengths, &context_lengths],
-            )
+            .execute(&update, &[&rids, &frequencies, &lengths, &context_lengths])
             .await
             .context(what)?;
     }
@@ -142,7 +139,7 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
      terms, term_freqs, doc_len, context_len) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
      $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
-     $15::text::tsvector, $16::jsonb, $17::integer, $18::integer) \
+     $15::text[], $16::jsonb, $17::integer, $18::integer) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
@@ -157,7 +154,7 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
      last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
-     terms = $15::text::tsvector, term_freqs = $16::jsonb, doc_len = $17::integer, \
+     terms = $15::text[], term_freqs = $16::jsonb, doc_len = $17::integer, \
      context_len = $18::integer \
      WHERE ns = $1::text AND id = $2::text";
 
@@ -319,7 +316,7 @@ impl MemoryStore for PostgresStore {
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some((terms, tsquery)) = tsquery_literal(&query.text) else {
+        let Some(terms) = search_terms(&query.text) else {
             return Ok(Vec::new());
         };
         let filter = &query.filter;
@@ -330,8 +327,8 @@ impl MemoryStore for PostgresStore {
             .db
             .sql("WITH matched AS (SELECT m.rid, m.doc_len, m.context_len, m.term_freqs, (true");
         and_conditions(&mut sql, filter);
-        sql.push(") AS passes FROM {s}.memories m WHERE m.terms @@ ")
-            .bind(tsquery, "text::tsquery");
+        sql.push(") AS passes FROM {s}.memories m WHERE m.terms && ")
+            .bind(terms.clone(), "text[]");
         sql.and_scope("m.ns", &filter.scope);
         sql.push(
             "), hits AS (SELECT x.rid, x.doc_len, x.context_len, x.passes, t.term, \

@@ -15,7 +15,7 @@ use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 struct Migration {
     version: u32,
@@ -24,11 +24,18 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
-const MIGRATIONS: [Migration; 1] = [Migration {
-    version: 1,
-    summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
-    sql: MIGRATION_1,
-}];
+const MIGRATIONS: [Migration; 2] = [
+    Migration {
+        version: 1,
+        summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
+        sql: MIGRATION_1,
+    },
+    Migration {
+        version: 2,
+        summary: "search terms as GIN-indexed text arrays, without the tsvector size limit",
+        sql: MIGRATION_2,
+    },
+];
 
 // Conventions:
 // - Namespace, id, key and tag columns use the "C" collation: byte order, the order Rust
@@ -37,9 +44,9 @@ const MIGRATIONS: [Migration; 1] = [Migration {
 // - Timestamps are bigint nanoseconds since the Unix epoch (UTC): timestamptz keeps only
 //   microseconds, and a record must read back exactly as it was saved.
 // - f32 fields are real, so they round-trip exactly; sums of scores are double precision.
-// - `terms` is a tsvector of the distinct terms of the shared analyzer
-//   (memory_core::text::Analyzer), built by the client (sql::index_terms), under a GIN index:
-//   it decides what matches. `term_freqs` holds each term's frequency per field
+// - `terms` holds the distinct terms of the shared analyzer (memory_core::text::Analyzer),
+//   built by the client (sql::index_terms), under a GIN index: it decides what matches. It
+//   was a tsvector in version 1 and is a text[] from version 2 (MIGRATION_2). `term_freqs` holds each term's frequency per field
 //   ({"term": [f0, f1, ...]}) and the `*_len` columns each field's term count: BM25 reads
 //   them (a key lookup per query term, instead of unnesting the whole tsvector). Memories
 //   have two fields, content with tags (`doc_len`) and the context from metadata `_context`
@@ -141,6 +148,21 @@ CREATE TABLE {s}.meta (
     key   text PRIMARY KEY,
     value text NOT NULL
 );
+"#;
+
+// A tsvector holds at most 1 MiB of lexemes, less than the distinct bigrams of 1 MiB of
+// Chinese (about 2 MiB), so such content failed to save. A text[] has no such limit, its GIN
+// index (array_ops) answers `terms && $1` as the tsvector's answered `terms @@ 'a' | 'b'`,
+// and `tsvector_to_array` gives the same terms back, so nothing needs re-analysing.
+const MIGRATION_2: &str = r#"
+DROP INDEX {s}.memories_terms;
+ALTER TABLE {s}.memories ALTER COLUMN terms TYPE text[] COLLATE "C"
+    USING tsvector_to_array(terms);
+CREATE INDEX memories_terms ON {s}.memories USING gin (terms);
+DROP INDEX {s}.pages_terms;
+ALTER TABLE {s}.pages ALTER COLUMN terms TYPE text[] COLLATE "C"
+    USING tsvector_to_array(terms);
+CREATE INDEX pages_terms ON {s}.pages USING gin (terms);
 "#;
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (

@@ -120,16 +120,15 @@ pub(crate) fn analyzer_fingerprint() -> String {
     analyzer().fingerprint()
 }
 
-/// A document analysed for the search columns: the `tsvector` the GIN index matches on, the
-/// term frequencies BM25 ranks with, and each field's term count.
+/// A document analysed for the search columns: the distinct terms the GIN index matches on,
+/// the term frequencies BM25 ranks with, and each field's term count.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct IndexedTerms {
-    /// The text of a `tsvector` literal of the distinct terms, without positions (matching
-    /// needs none, and a smaller vector is a smaller index entry).
-    pub(crate) vector: String,
+    /// The distinct terms, sorted, for the `terms` `text[]` column. (Not a `tsvector`: its
+    /// lexemes may total at most 1 MiB, less than the distinct bigrams of 1 MiB of Chinese.)
+    pub(crate) terms: Vec<String>,
     /// `{"term": [frequency in field 0, field 1, ...], ...}`, for the `term_freqs` jsonb column.
-    /// Reading one term's frequencies is a key lookup, where taking them from a `tsvector`
-    /// means unnesting all of its lexemes with their positions.
+    /// Reading one term's frequencies is a key lookup.
     pub(crate) frequencies: serde_json::Value,
     /// The number of analyzer terms in each field.
     pub(crate) lengths: Vec<i32>,
@@ -157,19 +156,13 @@ pub(crate) fn index_terms(fields: &[&str]) -> IndexedTerms {
         });
         lengths.push(length);
     }
-    let mut vector = String::new();
-    for lexeme in counts.keys() {
-        if !vector.is_empty() {
-            vector.push(' ');
-        }
-        push_quoted_lexeme(&mut vector, lexeme);
-    }
+    let terms = counts.keys().cloned().collect();
     let frequencies = counts
         .into_iter()
         .map(|(term, per_field)| (term, serde_json::Value::from(per_field)))
         .collect::<serde_json::Map<_, _>>();
     IndexedTerms {
-        vector,
+        terms,
         frequencies: serde_json::Value::Object(frequencies),
         lengths,
     }
@@ -182,36 +175,13 @@ impl IndexedTerms {
     }
 }
 
-/// The distinct analyzer terms of the user's `text` and the `tsquery` literal matching any of
-/// them (`'a' | 'b'`). Each term is a quoted lexeme, so no user text is tsquery syntax:
-/// `a & b | !c` searches for the words. `None` when the text has no searchable term.
-pub(crate) fn tsquery_literal(text: &str) -> Option<(Vec<String>, String)> {
+/// The terms the user's `text` is searched with (see
+/// [`Analyzer::query_terms`](memory_core::text::Analyzer::query_terms)), bound as one
+/// `text[]` parameter, so no user text is ever query syntax. `None` when the text has no
+/// searchable term.
+pub(crate) fn search_terms(text: &str) -> Option<Vec<String>> {
     let terms = analyzer().query_terms(text);
-    if terms.is_empty() {
-        return None;
-    }
-    let mut out = String::new();
-    for term in &terms {
-        if !out.is_empty() {
-            out.push_str(" | ");
-        }
-        push_quoted_lexeme(&mut out, term);
-    }
-    Some((terms, out))
-}
-
-/// Appends `'lexeme'`, with `'` doubled and `\` escaped, as both `tsvector` and `tsquery`
-/// input read it. (Analyzer terms are letters and digits; this is defence in depth.)
-fn push_quoted_lexeme(out: &mut String, lexeme: &str) {
-    out.push('\'');
-    for c in lexeme.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            other => out.push(other),
-        }
-    }
-    out.push('\'');
+    (!terms.is_empty()).then_some(terms)
 }
 
 /// A timestamp as stored: nanoseconds since the Unix epoch, in a `bigint`. (`timestamptz`
@@ -315,7 +285,7 @@ mod tests {
     #[test]
     fn documents_are_indexed_per_field() {
         let indexed = index_terms(&["Cats, cats!", "", "cat-lover 状态管理"]);
-        assert_eq!(indexed.vector, "'cat' 'lover' '态管' '状态' '管理'");
+        assert_eq!(indexed.terms, ["cat", "lover", "态管", "状态", "管理"]);
         assert_eq!(
             indexed.frequencies,
             serde_json::json!({
@@ -327,12 +297,8 @@ mod tests {
         assert_eq!((indexed.length(2), indexed.length(7)), (5, 0));
         let empty = index_terms(&["the of"]);
         assert_eq!(
-            (
-                empty.vector.as_str(),
-                empty.frequencies.clone(),
-                empty.lengths
-            ),
-            ("", serde_json::json!({}), vec![0])
+            (empty.terms.len(), empty.frequencies.clone(), empty.lengths),
+            (0, serde_json::json!({}), vec![0])
         );
         let many = "word ".repeat(300);
         assert_eq!(
@@ -342,28 +308,25 @@ mod tests {
     }
 
     #[test]
-    fn tsquery_literals_quote_every_term() {
+    fn queries_become_their_terms() {
         for (text, want) in [
-            ("AND OR NEAR( \"unbalanced", Some("'near' | 'unbalanc'")),
-            ("a & b | !c", Some("'b' | 'c'")),
-            ("title:x*", Some("'titlex'")),
+            ("AND OR NEAR( \"unbalanced", vec!["near", "unbalanc"]),
+            ("a & b | !c", vec!["b", "c"]),
+            ("title:x*", vec!["titlex"]),
             (
                 "it's o'clock \\ back\\slash",
-                Some("'oclock' | 'back' | 'slash'"),
+                vec!["oclock", "back", "slash"],
             ),
-            ("状态管理", Some("'状态' | '态管' | '管理'")),
-            ("the of 🙂", None),
-            ("", None),
+            ("状态管理", vec!["状态", "态管", "管理"]),
         ] {
             assert_eq!(
-                tsquery_literal(text).map(|(_, literal)| literal).as_deref(),
-                want,
+                search_terms(text),
+                Some(want.into_iter().map(String::from).collect()),
                 "{text}"
             );
         }
-        let mut quoted = String::new();
-        push_quoted_lexeme(&mut quoted, "a'b\\c");
-        assert_eq!(quoted, "'a''b\\\\c'");
+        assert_eq!(search_terms("the of 🙂"), None);
+        assert_eq!(search_terms(""), None);
     }
 
     #[test]

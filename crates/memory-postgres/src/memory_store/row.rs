@@ -32,7 +32,7 @@ pub(super) struct Encoded {
     pub(super) last_accessed: Option<i64>,
     pub(super) access_count: i64,
     pub(super) embedding: Option<Vec<f32>>,
-    pub(super) terms: String,
+    pub(super) terms: Vec<String>,
     pub(super) term_freqs: serde_json::Value,
     pub(super) doc_len: i32,
     pub(super) context_len: i32,
@@ -103,7 +103,7 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
     Ok(Encoded {
         doc_len: indexed.length(0),
         context_len: indexed.length(1),
-        terms: indexed.vector,
+        terms: indexed.terms,
         term_freqs: indexed.frequencies,
         tags: item
             .tags

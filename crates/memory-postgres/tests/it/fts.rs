@@ -478,3 +478,66 @@ async fn records_round_trip_exactly() {
     assert_eq!(store.get(&ns, "no\0such").await.unwrap(), None);
     assert!(!store.delete(&ns, "no\0such").await.unwrap());
 }
+
+/// Chinese text of `bytes` bytes or a little less whose bigrams are (almost all) distinct:
+/// ideographs drawn from the 20,992 of the CJK Unified Ideographs block by a full-period
+/// linear congruential generator, so consecutive pairs rarely repeat.
+fn distinct_bigram_text(bytes: usize) -> String {
+    const FIRST: u32 = 0x4E00;
+    const COUNT: u64 = 20_992;
+    let mut state: u64 = 1;
+    let mut text = String::with_capacity(bytes);
+    while text.len() + 3 <= bytes {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let offset = u32::try_from((state >> 33) % COUNT).unwrap();
+        text.push(char::from_u32(FIRST + offset).unwrap());
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_up_to_the_limit_is_indexed_whatever_its_vocabulary() {
+    let schema = schema_or_skip!("fts_large");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("fts/large").unwrap();
+    let text = distinct_bigram_text(memory_core::DEFAULT_MAX_CONTENT_BYTES - 64);
+    let terms = memory_core::text::Analyzer::default().unique_terms(&text);
+    assert!(terms.len() > 300_000, "{} distinct terms", terms.len());
+    // A bigram from the middle and the last one.
+    let probes = [
+        terms[terms.len() / 2].clone(),
+        terms[terms.len() - 1].clone(),
+    ];
+
+    backend
+        .memory_store()
+        .save(item(&ns, "large", &text))
+        .await
+        .unwrap_or_else(|error| panic!("saving {} bytes: {error}", text.len()));
+    backend
+        .knowledge_store()
+        .add_page(
+            KnowledgePage::new(ns.clone(), "large", "Large page")
+                .unwrap()
+                .with_content(text.clone()),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("adding a page of {} bytes: {error}", text.len()));
+    for probe in &probes {
+        let hits = backend
+            .memory_store()
+            .search(&SearchQuery::new(ns.exact(), probe, 5))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{probe}");
+        assert_eq!(hits[0].item.content, text);
+        let pages = backend
+            .knowledge_store()
+            .search(&PageQuery::new(ns.exact(), probe, 5))
+            .await
+            .unwrap();
+        assert_eq!(pages.len(), 1, "{probe}");
+    }
+}

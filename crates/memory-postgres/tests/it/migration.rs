@@ -192,8 +192,8 @@ async fn a_changed_analyzer_rebuilds_the_search_columns() {
     client
         .batch_execute(&format!(
             "UPDATE \"{s}\".meta SET value = 'an older analyzer' WHERE key = 'analyzer';
-             UPDATE \"{s}\".memories SET terms = 'stale'::tsvector, doc_len = 1;
-             UPDATE \"{s}\".pages SET terms = 'stale'::tsvector;",
+             UPDATE \"{s}\".memories SET terms = '{{stale}}', doc_len = 1;
+             UPDATE \"{s}\".pages SET terms = '{{stale}}';",
             s = schema.name
         ))
         .await
@@ -246,4 +246,71 @@ async fn a_changed_analyzer_rebuilds_the_search_columns() {
     PostgresBackend::connect(&schema.url, schema.options().with_apply_migrations(false))
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_schema_keeps_its_search_terms_through_migration_2() {
+    let schema = schema_or_skip!("mig_v1_terms");
+    let ns = Namespace::parse("v1").unwrap();
+    {
+        let backend = schema.connect().await;
+        backend
+            .memory_store()
+            .save(MemoryItem::new(ns.clone(), "The cats are running 状态管理").unwrap())
+            .await
+            .unwrap();
+        memory_core::KnowledgeStore::add_page(
+            backend.knowledge_store(),
+            memory_core::KnowledgePage::new(ns.clone(), "p", "Running cats").unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    // Back to version 1 as released: tsvector columns of the same terms, without positions.
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "DROP INDEX \"{s}\".memories_terms;
+             ALTER TABLE \"{s}\".memories ALTER COLUMN terms TYPE tsvector
+                 USING array_to_tsvector(terms);
+             CREATE INDEX memories_terms ON \"{s}\".memories USING gin (terms);
+             DROP INDEX \"{s}\".pages_terms;
+             ALTER TABLE \"{s}\".pages ALTER COLUMN terms TYPE tsvector
+                 USING array_to_tsvector(terms);
+             CREATE INDEX pages_terms ON \"{s}\".pages USING gin (terms);
+             DELETE FROM \"{s}\".schema_version WHERE version > 1;",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let backend = schema.connect().await;
+    assert_eq!(backend.schema_version().await.unwrap(), SCHEMA_VERSION);
+    for query in ["cat", "管理"] {
+        let hits = backend
+            .memory_store()
+            .search(&memory_core::SearchQuery::new(ns.exact(), query, 5))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{query}");
+    }
+    let pages = memory_core::KnowledgeStore::search(
+        backend.knowledge_store(),
+        &memory_core::PageQuery::new(ns.exact(), "running", 5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pages.len(), 1);
+    let kind: String = client
+        .query_one(
+            &format!(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                 WHERE attrelid = '\"{}\".memories'::regclass AND attname = 'terms'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kind, "text[]");
 }
