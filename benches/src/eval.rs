@@ -303,7 +303,7 @@ pub async fn evaluate(
             let ranked: Vec<String> = result
                 .items
                 .iter()
-                .filter_map(|item| match &item.source {
+                .filter_map(|item| match &item.record {
                     RetrievalSource::Memory(memory) => Some(memory.id.clone()),
                     _ => None,
                 })

@@ -61,7 +61,7 @@ async fn main() -> agent_memory::Result<()> {
         .recall(&user.exact(), "How does she commute?")
         .await?;
     for item in &found.items {
-        if let RetrievalSource::Memory(memory) = &item.source {
+        if let RetrievalSource::Memory(memory) = &item.record {
             println!(
                 "{:.2}  {}  (channels {:?}, embedding {:.2})",
                 item.score,

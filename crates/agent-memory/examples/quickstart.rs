@@ -8,44 +8,26 @@
 //!
 //! Run it twice: the second run finds what the first one remembered.
 
-use std::sync::Arc;
-
-use agent_memory::graph::PetGraph;
-use agent_memory::inmem::{InMemoryKnowledgeStore, InMemoryStore};
 use agent_memory::prelude::*;
-use agent_memory::retrieve::{Memory, Remember};
-use agent_memory::sqlite::SqliteBackend;
+use agent_memory::{MemoryFilter, SqliteBackend};
 
 const DATABASE: &str = "agent-memory-quickstart.db";
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
+async fn main() -> Result<(), MemoryError> {
     let in_memory = std::env::args().any(|arg| arg == "--in-memory");
-    let (store, pages, graph): (
-        Arc<dyn MemoryStore>,
-        Arc<dyn KnowledgeStore>,
-        Arc<dyn KnowledgeGraph>,
-    ) = if in_memory {
+    let memory = if in_memory {
         println!("backend: in memory (nothing is kept after this run)");
-        (
-            Arc::new(InMemoryStore::new()),
-            Arc::new(InMemoryKnowledgeStore::new()),
-            Arc::new(PetGraph::new()),
-        )
+        Memory::in_memory()
     } else {
-        let sqlite = SqliteBackend::open(DATABASE)?;
         println!("backend: SQLite file ./{DATABASE}");
-        (
-            Arc::new(sqlite.memory_store().clone()),
-            Arc::new(sqlite.knowledge_store().clone()),
-            Arc::new(sqlite.graph().clone()),
-        )
+        Memory::builder()
+            .stores(SqliteBackend::open(DATABASE)?.stores())
+            .build()?
     };
-    let memory = Memory::builder()
-        .store(store)
-        .knowledge(pages.clone())
-        .graph(graph.clone())
-        .build()?;
+    // Pages and the graph are written through their stores; recall reads all three.
+    let pages = memory.knowledge();
+    let graph = memory.graph();
     let user = Namespace::parse("user-42/assistant")?;
 
     let earlier = memory.store().count(&user.subtree()).await?;
@@ -157,7 +139,7 @@ async fn main() -> Result<()> {
     println!("\n== recall \"programming\" ==");
     let found = memory.recall(&user.subtree(), "programming").await?;
     for item in &found.items {
-        println!("  {:.3}  {}", item.score, item.source.text());
+        println!("  {:.3}  {}", item.score, item.record.text());
         let why: Vec<String> = item
             .breakdown
             .signals
@@ -178,7 +160,7 @@ async fn main() -> Result<()> {
             "  {:.3}  {:?} {}",
             item.score,
             item.breakdown.channels,
-            item.source.text()
+            item.record.text()
         );
     }
 

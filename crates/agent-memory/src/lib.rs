@@ -1,23 +1,58 @@
 #![doc = include_str!("../../../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The vocabulary: records, scopes, the store traits, errors, limits.
 pub use memory_core::*;
 
+// The front door: the memory an agent keeps, and how to ask it things.
+#[cfg(feature = "retrieve")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
+pub use memory_retrieve::{
+    MaintenanceReport, Memory, MemoryBuilder, MemoryStats, RecallFilter, RecallOptions, Remember,
+    RetrievalStrategy, RetrieverConfig, ScoreWeights, ScoringStrategy,
+};
+
+// The backends, each behind its feature.
 #[cfg(feature = "graph")]
+#[cfg_attr(docsrs, doc(cfg(feature = "graph")))]
+pub use memory_graph::{KnowledgeGraphExt, PetGraph};
+#[cfg(feature = "inmem")]
+#[cfg_attr(docsrs, doc(cfg(feature = "inmem")))]
+pub use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use memory_postgres::{PostgresBackend, PostgresOptions};
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub use memory_sqlite::{SqliteBackend, SqliteOptions};
+
+// Each crate whole, for everything else it offers.
+#[cfg(feature = "graph")]
+#[cfg_attr(docsrs, doc(cfg(feature = "graph")))]
 pub use memory_graph as graph;
 #[cfg(feature = "inmem")]
+#[cfg_attr(docsrs, doc(cfg(feature = "inmem")))]
 pub use memory_inmem as inmem;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use memory_postgres as postgres;
 #[cfg(feature = "retrieve")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
 pub use memory_retrieve as retrieve;
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use memory_sqlite as sqlite;
 
-/// The names most programs need, for `use agent_memory::prelude::*`.
+/// What a program that uses the memory needs, for `use agent_memory::prelude::*`: the
+/// memory and its requests, the records it returns, and the store traits (so their methods
+/// can be called on the stores a backend hands out). Names for backend authors stay at the
+/// crate root.
 pub mod prelude {
     pub use memory_core::{
-        Clock, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore,
-        MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, Result, Scope,
-        SearchQuery, Tag,
+        GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
+        MemoryItem, MemoryKind, MemoryStore, Namespace, RetrievalResult, RetrievalSource, Scope,
+        Stores, Tag,
     };
+    #[cfg(feature = "retrieve")]
+    pub use memory_retrieve::{Memory, RecallOptions, Remember};
 }

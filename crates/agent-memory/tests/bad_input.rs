@@ -11,6 +11,7 @@ use agent_memory::prelude::*;
 use agent_memory::retrieve::{
     Memory, RecallOptions, Remember, RetrieverConfig, ScoreWeights, ScoringStrategy,
 };
+use agent_memory::{Clock, MemoryFilter, Result};
 use agent_memory::{EvictionConfig, EvictionPolicy, PageQuery, RecallBasedConfig, transfer};
 
 type Backends = common::Backend;
@@ -42,7 +43,7 @@ async fn sentinel_is_intact(b: &Backends, memory: &Memory, ns: &Namespace) {
     );
     let found = memory.recall(&ns.exact(), "lighthouses").await.unwrap();
     assert!(
-        found.items.iter().any(|i| i.source.id() == "sentinel"),
+        found.items.iter().any(|i| i.record.id() == "sentinel"),
         "{}: sentinel still searchable",
         b.name
     );
@@ -295,10 +296,7 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
                 relevance: if value > 1.0 { f32::NAN } else { value },
                 ..ScoreWeights::default()
             };
-            let options = RecallOptions::default().config(RetrieverConfig {
-                scoring: ScoringStrategy::Hybrid(weights),
-                ..RetrieverConfig::default()
-            });
+            let options = RecallOptions::default().scoring(ScoringStrategy::Hybrid(weights));
             invalid(
                 "score weight",
                 memory.recall_with(&ns.exact(), "x", &options).await,

@@ -27,6 +27,7 @@ mod recall;
 mod retrieval;
 pub mod search;
 mod store;
+mod stores;
 pub mod text;
 pub mod transfer;
 mod validate;
@@ -63,6 +64,7 @@ pub use crate::{
     },
     search::CONTEXT_FIELD_WEIGHT,
     store::{MemoryStore, RecallEvent},
+    stores::Stores,
     validate::{
         DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,
         MAX_METADATA_DEPTH, MAX_TAG_LEN, MAX_TAGS, Tag, drop_json, new_id, validate_id,

@@ -119,8 +119,8 @@ impl ScoreBreakdown {
 /// One ranked result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScoredItem {
-    /// What was found.
-    pub source: RetrievalSource,
+    /// The record found: a memory, a page or an entity.
+    pub record: RetrievalSource,
     /// The final score, in `[0, 1]`.
     pub score: f32,
     /// Why.

@@ -159,6 +159,16 @@ impl PostgresBackend {
         &self.knowledge
     }
 
+    /// The three stores, for `MemoryBuilder::stores`: opening a persistent memory is
+    /// `Memory::builder().stores(backend.stores()).build()`.
+    pub fn stores(&self) -> memory_core::Stores {
+        memory_core::Stores::new(
+            std::sync::Arc::new(self.memories.clone()),
+            std::sync::Arc::new(self.knowledge.clone()),
+            std::sync::Arc::new(self.graph.clone()),
+        )
+    }
+
     /// The knowledge graph.
     pub fn graph(&self) -> &PostgresGraph {
         &self.graph

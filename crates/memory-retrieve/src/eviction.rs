@@ -133,7 +133,11 @@ async fn expire(
     delete_all(store, store.list(&filter).await?).await
 }
 
-async fn evict_oldest(store: &dyn MemoryStore, namespace: &Namespace, excess: usize) -> Result<usize> {
+async fn evict_oldest(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    excess: usize,
+) -> Result<usize> {
     let oldest = store
         .list(&MemoryFilter::new(namespace.exact()).with_limit(excess))
         .await?;
@@ -225,10 +229,7 @@ async fn evict_least_valuable(
     excess: usize,
 ) -> Result<usize> {
     // The backend's own pass when it has one, else read every item and its statistics.
-    if let Some(ids) = store
-        .least_valuable(namespace, excess, config, now)
-        .await?
-    {
+    if let Some(ids) = store.least_valuable(namespace, excess, config, now).await? {
         let mut deleted = 0;
         for id in ids {
             if store.delete(namespace, &id).await? {

@@ -6,20 +6,17 @@
 //! use std::sync::Arc;
 //! use memory_core::{KnowledgePage, KnowledgeStore, Namespace};
 //! use memory_inmem::InMemoryKnowledgeStore;
-//! use memory_retrieve::{Memory, RetrievalStrategy, RetrieverConfig, RecallOptions};
+//! use memory_retrieve::{Memory, RetrievalStrategy, RecallOptions};
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let pages = Arc::new(InMemoryKnowledgeStore::new());
 //! let memory = Memory::builder().knowledge(pages.clone()).build()?;
 //! let wiki = Namespace::parse("team/wiki")?;
 //! pages.add_page(KnowledgePage::new(wiki.clone(), "sg", "StateGraph 状态管理")?
 //!     .with_summary("LangGraph 的核心抽象")).await?;
-//! let options = RecallOptions::default().config(RetrieverConfig {
-//!     strategy: RetrievalStrategy::KnowledgeOnly,
-//!     ..RetrieverConfig::default()
-//! });
+//! let options = RecallOptions::default().strategy(RetrievalStrategy::KnowledgeOnly);
 //! let found = memory.recall_with(&wiki.exact(), "LangGraph 的 StateGraph 状态管理原理？", &options).await?;
 //! let best = &found.items[0];
-//! assert_eq!(best.source.id(), "sg");
+//! assert_eq!(best.record.id(), "sg");
 //! assert!(best.breakdown.value("relevance").is_some());
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```

@@ -17,7 +17,8 @@ use tracing::Instrument;
 
 use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
-use crate::retriever::{RecallFilter, Retriever, RetrieverConfig};
+use crate::retriever::{Fusion, RecallFilter, RetrievalStrategy, Retriever, RetrieverConfig};
+use crate::scoring::ScoringStrategy;
 
 mod builder;
 mod upkeep;
@@ -116,15 +117,26 @@ impl Remember {
     }
 }
 
-/// Per-call recall options; unset fields use the [`Memory`]'s retriever config.
+/// Per-call recall options. Each field that is set overrides that one setting of the
+/// [`Memory`]'s retriever config for this call; the others keep the memory's values (so a
+/// per-call `max_results` keeps, say, the embedding weights the builder installed).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct RecallOptions {
-    /// A full config replacing the default for this call.
-    pub config: Option<RetrieverConfig>,
-    /// Metadata filters.
-    pub filter: RecallFilter,
-    /// Shortcut for `config.max_results`.
+    /// Which channels.
+    pub strategy: Option<RetrievalStrategy>,
+    /// How each candidate is scored.
+    pub scoring: Option<ScoringStrategy>,
+    /// How channels are fused.
+    pub fusion: Option<Fusion>,
+    /// Most results returned.
     pub max_results: Option<usize>,
+    /// Results under this score are dropped.
+    pub min_score: Option<f32>,
+    /// Traversal depth from matched entities.
+    pub graph_depth: Option<usize>,
+    /// Metadata conditions (kinds, time range, tags).
+    pub filter: RecallFilter,
 }
 
 impl RecallOptions {
@@ -140,10 +152,64 @@ impl RecallOptions {
         self
     }
 
-    /// A full config for this call.
-    pub fn config(mut self, config: RetrieverConfig) -> Self {
-        self.config = Some(config);
+    /// Only these channels.
+    pub fn strategy(mut self, strategy: RetrievalStrategy) -> Self {
+        self.strategy = Some(strategy);
         self
+    }
+
+    /// This scoring strategy.
+    pub fn scoring(mut self, scoring: ScoringStrategy) -> Self {
+        self.scoring = Some(scoring);
+        self
+    }
+
+    /// This fusion of the channels.
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = Some(fusion);
+        self
+    }
+
+    /// Drop results under `score`.
+    pub fn min_score(mut self, score: f32) -> Self {
+        self.min_score = Some(score);
+        self
+    }
+
+    /// Traverse the graph this deep from matched entities.
+    pub fn graph_depth(mut self, depth: usize) -> Self {
+        self.graph_depth = Some(depth);
+        self
+    }
+
+    /// These metadata conditions.
+    pub fn filter(mut self, filter: RecallFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// `config` with this call's overrides applied.
+    pub fn apply_to(&self, config: &RetrieverConfig) -> RetrieverConfig {
+        let mut config = config.clone();
+        if let Some(strategy) = self.strategy {
+            config.strategy = strategy;
+        }
+        if let Some(scoring) = &self.scoring {
+            config.scoring = scoring.clone();
+        }
+        if let Some(fusion) = self.fusion {
+            config.fusion = fusion;
+        }
+        if let Some(max) = self.max_results {
+            config.max_results = max;
+        }
+        if let Some(min) = self.min_score {
+            config.min_score = min;
+        }
+        if let Some(depth) = self.graph_depth {
+            config.graph_depth = depth;
+        }
+        config
     }
 }
 
@@ -177,7 +243,7 @@ pub struct MemoryStats {
 /// memory.remember(&user, "The user prefers Rust for systems programming").await?;
 /// memory.remember(&user, "The user has a cat called Miso").await?;
 /// let found = memory.recall(&user.subtree(), "which programming language?").await?;
-/// assert!(found.items[0].source.text().contains("Rust"));
+/// assert!(found.items[0].record.text().contains("Rust"));
 /// let context = memory.recall_context(&user.subtree(), "programming", 200).await?;
 /// assert!(context.starts_with("Relevant memories:"));
 /// # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
@@ -344,13 +410,7 @@ impl Memory {
         query: &str,
         options: &RecallOptions,
     ) -> Result<RetrievalResult> {
-        let mut config = options
-            .config
-            .clone()
-            .unwrap_or_else(|| self.retriever.config().clone());
-        if let Some(max) = options.max_results {
-            config.max_results = max;
-        }
+        let config = options.apply_to(self.retriever.config());
         let result = self
             .retriever
             .retrieve_with(scope, query, &options.filter, &config)
@@ -359,7 +419,7 @@ impl Memory {
         let events: Vec<RecallEvent> = result
             .items
             .iter()
-            .filter_map(|scored| match &scored.source {
+            .filter_map(|scored| match &scored.record {
                 RetrievalSource::Memory(item) => Some(RecallEvent {
                     namespace: item.namespace.clone(),
                     id: item.id.clone(),
@@ -392,7 +452,7 @@ impl Memory {
         let mut knowledge = Vec::new();
         let mut best_entity = None;
         for scored in &result.items {
-            match &scored.source {
+            match &scored.record {
                 RetrievalSource::Memory(item) => {
                     memories.push(format!("- {}", one_line(&item.content)))
                 }

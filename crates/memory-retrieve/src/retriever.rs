@@ -1,5 +1,8 @@
 //! The retriever: one query, every channel in parallel, fused, scored, thresholded, ranked.
 
+mod channels;
+mod config;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,15 +11,16 @@ use memory_core::{
     MemoryStore, Namespace, Result, RetrievalResult, RetrievalSource, Scope, ScoreBreakdown,
     ScoredItem, SignalScore, SystemClock,
 };
-mod channels;
-mod config;
+use tracing::Instrument;
+
+use crate::keywords::AnalyzerKeywordExtractor;
+use crate::scoring::{NGrams, Signals, reciprocal_rank};
 
 pub use self::config::{
     DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
     MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, RetrieverConfig,
 };
-use crate::keywords::AnalyzerKeywordExtractor;
-use crate::scoring::{NGrams, Signals, reciprocal_rank};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum RecordType {
     Memory,
@@ -26,7 +30,7 @@ enum RecordType {
 
 #[derive(Debug)]
 struct Candidate {
-    source: RetrievalSource,
+    record: RetrievalSource,
     channels: Found,
     signals: Signals,
 }
@@ -69,9 +73,9 @@ impl Found {
 type Key = (RecordType, Namespace, String);
 
 impl Candidate {
-    /// The record's identity, borrowed from its source (the final order's tie-break).
+    /// The record's identity, borrowed from the record (the final order's tie-break).
     fn key(&self) -> (RecordType, &Namespace, &str) {
-        match &self.source {
+        match &self.record {
             RetrievalSource::Memory(item) => (RecordType::Memory, &item.namespace, &item.id),
             RetrievalSource::KnowledgePage(page) => (RecordType::Page, &page.namespace, &page.id),
             RetrievalSource::GraphEntity(entity) => {
@@ -210,7 +214,21 @@ impl Retriever {
         memory_core::validate_len("query", query, config.max_query_bytes)?;
         let span =
             tracing::debug_span!("recall", scope = %scope.namespace, strategy = ?config.strategy);
-        let _entered = span.enter();
+        // Attached to the future, not entered: a span entered across an await is reported
+        // on whatever task the runtime polls next.
+        self.run(scope, query, filter, config)
+            .instrument(span)
+            .await
+    }
+
+    /// The body of [`retrieve_with`](Self::retrieve_with), once the inputs are valid.
+    async fn run(
+        &self,
+        scope: &Scope,
+        query: &str,
+        filter: &RecallFilter,
+        config: &RetrieverConfig,
+    ) -> Result<RetrievalResult> {
         if query.trim().is_empty() {
             return Ok(RetrievalResult {
                 items: Vec::new(),
@@ -325,7 +343,7 @@ impl Retriever {
                         signals,
                     };
                     ScoredItem {
-                        source: candidate.source,
+                        record: candidate.record,
                         score,
                         breakdown,
                     }

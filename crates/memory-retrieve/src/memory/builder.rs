@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use memory_core::{
     Clock, DecayConfig, EvictionConfig, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
-    MemoryStore, Result, SystemClock,
+    MemoryStore, Result, Stores, SystemClock,
 };
 use memory_graph::PetGraph;
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
@@ -38,6 +38,15 @@ impl MemoryBuilder {
     #[cfg(feature = "embeddings")]
     pub fn embedder(mut self, embedder: Arc<dyn memory_core::EmbeddingProvider>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// All three stores of a backend at once (`SqliteBackend::stores()`,
+    /// `PostgresBackend::stores()`).
+    pub fn stores(mut self, stores: Stores) -> Self {
+        self.store = Some(stores.memories);
+        self.knowledge = Some(stores.knowledge);
+        self.graph = Some(stores.graph);
         self
     }
 

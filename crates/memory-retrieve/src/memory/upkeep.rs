@@ -57,7 +57,11 @@ pub(super) struct Pass {
 impl WriteTracker {
     /// Counts one write to `namespace`; returns the pass it must run, if any. The caller
     /// must then call [`WriteTracker::finish`] whatever the pass's outcome.
-    pub(super) fn record_write(&self, namespace: &Namespace, config: &EvictionConfig) -> Option<Pass> {
+    pub(super) fn record_write(
+        &self,
+        namespace: &Namespace,
+        config: &EvictionConfig,
+    ) -> Option<Pass> {
         let capacity = config.policy.capacity();
         let mut namespaces = self
             .namespaces

@@ -72,7 +72,7 @@ fn merge_similar(
                 };
                 position.insert(key, out.len());
                 out.push(Candidate {
-                    source: RetrievalSource::Memory(item),
+                    record: RetrievalSource::Memory(item),
                     channels: Found::new(Channel::Embedding, rank + 1),
                     signals,
                 });
@@ -150,7 +150,7 @@ impl Retriever {
                         .map_or(0.0, |vector| crate::embedding::similarity(vector, &item)),
                 };
                 Candidate {
-                    source: RetrievalSource::Memory(item),
+                    record: RetrievalSource::Memory(item),
                     channels: Found::new(Channel::Memory, rank + 1),
                     signals,
                 }
@@ -222,7 +222,7 @@ impl Retriever {
                     embedding: 0.0,
                 };
                 Candidate {
-                    source: RetrievalSource::KnowledgePage(Box::new(page)),
+                    record: RetrievalSource::KnowledgePage(Box::new(page)),
                     channels: Found::new(Channel::Knowledge, rank + 1),
                     signals,
                 }
@@ -250,7 +250,7 @@ impl Retriever {
             .iter()
             .filter(|candidate| candidate.channels.contains(Channel::Memory))
             .take(MAX_CONTEXT_SOURCES)
-            .filter_map(|candidate| match &candidate.source {
+            .filter_map(|candidate| match &candidate.record {
                 RetrievalSource::Memory(item) => Some((item.clone(), candidate.signals.relevance)),
                 _ => None,
             })
@@ -322,7 +322,7 @@ impl Retriever {
                         position.insert(key, out.len());
                         let rank = out.len() + 1;
                         out.push(Candidate {
-                            source: RetrievalSource::Memory(Arc::new(neighbour)),
+                            record: RetrievalSource::Memory(Arc::new(neighbour)),
                             channels: Found::new(Channel::Context, rank),
                             signals,
                         });
@@ -391,7 +391,7 @@ impl Retriever {
                         ..Signals::default()
                     },
                     channels: Found::new(Channel::GraphMatch, rank),
-                    source: RetrievalSource::GraphEntity(Box::new(entity.clone())),
+                    record: RetrievalSource::GraphEntity(Box::new(entity.clone())),
                 },
             );
         }
@@ -424,7 +424,7 @@ impl Retriever {
                                         ..Signals::default()
                                     },
                                     channels: Found::new(Channel::GraphTraversal, rank),
-                                    source: RetrievalSource::GraphEntity(Box::new(reached.entity)),
+                                    record: RetrievalSource::GraphEntity(Box::new(reached.entity)),
                                 },
                             );
                         }
@@ -437,7 +437,7 @@ impl Retriever {
         }
         let mut out = Vec::with_capacity(found.len());
         for (_, mut candidate) in found {
-            let RetrievalSource::GraphEntity(entity) = &candidate.source else {
+            let RetrievalSource::GraphEntity(entity) = &candidate.record else {
                 continue;
             };
             if !filter.tags.iter().all(|tag| entity.tags.contains(tag)) {

@@ -20,7 +20,7 @@ fn memory_ids(result: &memory_core::RetrievalResult) -> Vec<String> {
     result
         .items
         .iter()
-        .filter_map(|i| match &i.source {
+        .filter_map(|i| match &i.record {
             RetrievalSource::Memory(item) => Some(item.id.clone()),
             _ => None,
         })
@@ -76,7 +76,7 @@ async fn namespaces_are_isolated() {
         .await
         .unwrap();
     let found = memory.recall(&bob.subtree(), "bank pin").await.unwrap();
-    assert!(found.items.iter().all(|i| i.source.namespace() == &bob));
+    assert!(found.items.iter().all(|i| i.record.namespace() == &bob));
     assert_eq!(found.items.len(), 1);
     let context = memory
         .recall_context(&bob.subtree(), "bank pin", 500)
@@ -251,4 +251,54 @@ async fn context_within_budget_and_conversation_reachable() {
         found.items.is_empty(),
         "conversation messages are short-term and left out of recall by default"
     );
+}
+
+/// A per-call option overrides its one setting; the memory's other settings stay.
+#[tokio::test]
+async fn recall_options_override_field_by_field() {
+    let weights = ScoreWeights {
+        relevance: 0.9,
+        recency: 0.1,
+        ..ScoreWeights::default()
+    };
+    let config = RetrieverConfig {
+        strategy: memory_retrieve::RetrievalStrategy::KnowledgeOnly,
+        scoring: ScoringStrategy::Hybrid(weights),
+        min_score: 0.0,
+        ..RetrieverConfig::default()
+    };
+    let merged = RecallOptions::default().max_results(3).apply_to(&config);
+    assert_eq!(merged.max_results, 3);
+    assert_eq!(merged.scoring, config.scoring, "scoring kept");
+    assert_eq!(merged.strategy, config.strategy, "strategy kept");
+    assert_eq!(merged.min_score, 0.0);
+    let merged = RecallOptions::default()
+        .min_score(0.5)
+        .graph_depth(1)
+        .apply_to(&config);
+    assert_eq!((merged.min_score, merged.graph_depth), (0.5, 1));
+    assert_eq!(merged.max_results, config.max_results);
+
+    // Through a Memory: a knowledge-only memory stays knowledge-only when a call sets
+    // only the result count.
+    let memory = Memory::builder().retriever_config(config).build().unwrap();
+    let ns = Namespace::parse("user").unwrap();
+    memory.remember(&ns, "tea in the morning").await.unwrap();
+    let found = memory
+        .recall_with(&ns.exact(), "tea", &RecallOptions::default().max_results(5))
+        .await
+        .unwrap();
+    assert!(
+        memory_ids(&found).is_empty(),
+        "no memory channel: {found:?}"
+    );
+    let found = memory
+        .recall_with(
+            &ns.exact(),
+            "tea",
+            &RecallOptions::default().strategy(memory_retrieve::RetrievalStrategy::Hybrid),
+        )
+        .await
+        .unwrap();
+    assert_eq!(memory_ids(&found).len(), 1);
 }

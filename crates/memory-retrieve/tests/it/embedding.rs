@@ -51,7 +51,7 @@ fn memory_with_concepts() -> Memory {
 }
 
 fn memory_source(item: &memory_core::ScoredItem) -> Option<&memory_core::MemoryItem> {
-    match &item.source {
+    match &item.record {
         RetrievalSource::Memory(memory) => Some(memory),
         _ => None,
     }

@@ -108,7 +108,7 @@ impl TestClock for ManualClock {
 }
 
 fn ids(result: &memory_core::RetrievalResult) -> Vec<&str> {
-    result.items.iter().map(|item| item.source.id()).collect()
+    result.items.iter().map(|item| item.record.id()).collect()
 }
 
 #[tokio::test]
@@ -147,13 +147,13 @@ async fn hybrid_uses_every_channel_and_explains() {
     let sg = result
         .items
         .iter()
-        .find(|i| i.source.id() == "sg")
+        .find(|i| i.record.id() == "sg")
         .expect("traversal reaches StateGraph");
     assert!(
         sg.breakdown.channels.contains(&Channel::GraphMatch)
             || sg.breakdown.channels.contains(&Channel::GraphTraversal)
     );
-    let py = result.items.iter().find(|i| i.source.id() == "py");
+    let py = result.items.iter().find(|i| i.record.id() == "py");
     if let Some(py) = py {
         assert_eq!(py.breakdown.channels, [Channel::GraphTraversal]);
         assert!(py.breakdown.value("graph").unwrap() < sg.breakdown.value("graph").unwrap());
@@ -182,7 +182,7 @@ async fn strategies_pick_channels() {
         result
             .items
             .iter()
-            .map(|i| match i.source {
+            .map(|i| match i.record {
                 RetrievalSource::Memory(_) => "memory",
                 RetrievalSource::KnowledgePage(_) => "page",
                 RetrievalSource::GraphEntity(_) => "entity",

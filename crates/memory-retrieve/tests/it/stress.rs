@@ -115,7 +115,7 @@ async fn mixed_operations(memory: Arc<Memory>) {
                                 .await
                                 .unwrap();
                             for item in found.items {
-                                if let RetrievalSource::Memory(item) = item.source {
+                                if let RetrievalSource::Memory(item) = item.record {
                                     *recalled
                                         .entry((item.namespace.to_string(), item.id.clone()))
                                         .or_default() += 1;
