@@ -50,8 +50,11 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 /// backend's formula) computed in SQL: term frequencies and field lengths come from the row,
 /// document frequencies and average lengths from the searched scope. For a single-namespace
 /// scope the scores equal the in-memory backend's (up to rounding); a subtree scope takes its
-/// statistics over the whole subtree. The cost is one pass over the matching rows and an
-/// index-only aggregate over the scope's rows.
+/// statistics over the whole subtree. The cost is one GIN lookup per query term, one key
+/// lookup per matching row and query term, and an index-only aggregate over the scope's rows:
+/// linear in the number of terms, which the analyzer caps at
+/// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS) (a 16 KiB query over 5,000
+/// matching memories takes about 90 ms on a 2-core machine).
 ///
 /// # Recall statistics
 ///

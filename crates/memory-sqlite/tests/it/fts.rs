@@ -292,3 +292,74 @@ async fn page_search_ranks_title_and_tags_above_content() {
     assert_eq!(ids[2], "body", "content-only match ranks last: {ids:?}");
     assert!(hits[0].signals.title_prefix || hits[0].signals.tag_exact);
 }
+
+/// Word `n` of a made-up vocabulary: consonants only, so stemming leaves every word whole.
+fn made_up_word(mut n: usize) -> String {
+    const LETTERS: &[u8] = b"bdfgkmptvz";
+    let mut word = String::from("x");
+    loop {
+        word.push(char::from(LETTERS[n % LETTERS.len()]));
+        n /= LETTERS.len();
+        if n == 0 {
+            return word;
+        }
+    }
+}
+
+/// 16 KiB of distinct words, the longest query the retriever passes on.
+fn long_query() -> String {
+    let mut query = String::new();
+    for n in 0.. {
+        let word = made_up_word(n);
+        if query.len() + word.len() + 1 > 16 * 1024 {
+            return query;
+        }
+        query.push_str(&word);
+        query.push(' ');
+    }
+    query
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_query_of_distinct_words_is_searched_with_its_first_terms() {
+    let backend = SqliteBackend::open_in_memory().unwrap();
+    let ns = Namespace::parse("fts/long").unwrap();
+    let mut items = Vec::new();
+    for n in 0..300 {
+        let text = format!("note {} and {}", made_up_word(n), made_up_word(n + 1));
+        items.push(
+            MemoryItem::new(ns.clone(), text.clone())
+                .unwrap()
+                .with_id(format!("m{n:03}"))
+                .unwrap(),
+        );
+        backend
+            .knowledge_store()
+            .add_page(
+                KnowledgePage::new(ns.clone(), format!("p{n:03}"), format!("Page {n}"))
+                    .unwrap()
+                    .with_content(text),
+            )
+            .await
+            .unwrap();
+    }
+    backend.memory_store().save_many(items).await.unwrap();
+    let query = long_query();
+    assert!(query.len() > 16 * 1024 - 16, "{}", query.len());
+    let terms = Analyzer::default().query_terms(&query);
+    assert_eq!(terms.len(), memory_core::text::MAX_QUERY_TERMS);
+
+    let hits = backend
+        .memory_store()
+        .search(&SearchQuery::new(ns.exact(), &query, 1_000))
+        .await
+        .unwrap();
+    // The first 128 words are searched: memories 0 to 127 hold one of them.
+    assert_eq!(hits.len(), memory_core::text::MAX_QUERY_TERMS);
+    let pages = backend
+        .knowledge_store()
+        .search(&PageQuery::new(ns.exact(), &query, 1_000))
+        .await
+        .unwrap();
+    assert_eq!(pages.len(), memory_core::text::MAX_QUERY_TERMS);
+}
