@@ -114,7 +114,7 @@ impl Database {
     }
 
     /// Closes the pool: connections are closed as they are returned, and further operations
-    /// fail with [`MemoryError::Unavailable`].
+    /// fail with [`MemoryError::Storage`] (not recoverable: the pool stays closed).
     pub(crate) fn close(&self) {
         self.inner.pool.close();
     }

@@ -110,8 +110,10 @@ fn tls_problem(error: &tokio_postgres::Error) -> Option<String> {
 }
 
 /// Maps an error of the connection pool: a wait for a free connection, or for a new one to
-/// be established, that ran out of time is [`MemoryError::Timeout`]; a closed pool is
-/// [`MemoryError::Unavailable`]; a failure to connect is mapped by [`pg_error`].
+/// be established, that ran out of time is [`MemoryError::Timeout`]; a pool closed by
+/// [`PostgresBackend::close`](crate::PostgresBackend::close) is [`MemoryError::Storage`], not
+/// recoverable (it stays closed, so retrying cannot succeed); a failure to connect is mapped
+/// by [`pg_error`].
 pub(crate) fn pool_error(operation: impl Into<String>, error: PoolError) -> MemoryError {
     let operation = operation.into();
     match error {
@@ -125,8 +127,10 @@ pub(crate) fn pool_error(operation: impl Into<String>, error: PoolError) -> Memo
             "{operation}: checking a pooled connection took too long"
         )),
         PoolError::Backend(error) => pg_error(operation, error),
-        PoolError::Closed => MemoryError::Unavailable {
-            message: format!("{operation}: the connection pool is closed"),
+        PoolError::Closed => MemoryError::Storage {
+            message: format!(
+                "{operation}: the backend was closed (PostgresBackend::close); connect a new one"
+            ),
             source: Some(Box::new(PoolError::Closed)),
         },
         other => MemoryError::storage(format!("{operation}: connection pool"), other),
@@ -161,7 +165,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pool_timeouts_are_recoverable_timeouts() {
+    fn pool_timeouts_are_recoverable_and_a_closed_pool_is_not() {
         for kind in [TimeoutType::Wait, TimeoutType::Create, TimeoutType::Recycle] {
             let error = pool_error("reading memory m1 in u", PoolError::Timeout(kind));
             assert!(matches!(error, MemoryError::Timeout(_)), "{error:?}");
@@ -169,8 +173,8 @@ mod tests {
             assert!(error.to_string().contains("reading memory m1 in u"));
         }
         let closed = pool_error("saving", PoolError::Closed);
-        assert!(matches!(closed, MemoryError::Unavailable { .. }));
-        assert!(closed.is_recoverable());
+        assert!(matches!(closed, MemoryError::Storage { .. }));
+        assert!(!closed.is_recoverable());
         assert!(StdError::source(&closed).is_some());
     }
 }

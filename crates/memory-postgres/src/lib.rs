@@ -73,8 +73,9 @@
 //! error as the source: a refused or lost connection is `Unavailable`, a connect or pool wait
 //! past its deadline is `Timeout`, a serialization failure or deadlock is `Conflict` (all three
 //! recoverable: retry), a duplicate key where the contract forbids one is `AlreadyExists`, and
-//! anything else is `Storage`. Every value is a bound parameter; the only text spliced into
-//! SQL is the schema name, validated as a plain identifier.
+//! anything else is `Storage` (an operation on a closed backend among them). Every value is a
+//! bound parameter; the only text spliced into SQL is the schema name, validated as a plain
+//! identifier.
 //!
 //! # Limits
 //!
@@ -199,7 +200,8 @@ impl PostgresBackend {
 
     /// Closes the pool: idle connections close now, busy ones when they are returned, and
     /// every later operation fails with
-    /// [`MemoryError::Unavailable`](memory_core::MemoryError::Unavailable).
+    /// [`MemoryError::Storage`](memory_core::MemoryError::Storage), which is not recoverable:
+    /// the backend stays closed, so retrying cannot succeed.
     pub fn close(&self) {
         self.db.close();
     }

@@ -1,11 +1,13 @@
 //! Failures map to the right `MemoryError`: refused and lost connections are `Unavailable`,
 //! a server that never answers and an exhausted pool are `Timeout`, a deadlock is
-//! `Conflict`; all recoverable, with their cause kept.
+//! `Conflict`; all recoverable, with their cause kept. A closed backend fails for good.
 
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
-use memory_core::{MemoryError, MemoryItem, MemoryStore, Namespace};
+use memory_core::{
+    KnowledgeGraph, KnowledgeStore, MemoryError, MemoryItem, MemoryStore, Namespace,
+};
 use memory_postgres::{PostgresBackend, PostgresOptions};
 
 use crate::common::{TestSchema, schema_or_skip};
@@ -245,14 +247,32 @@ async fn a_lost_connection_is_unavailable_then_replaced() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_closed_backend_is_unavailable() {
+async fn a_closed_backend_fails_for_good() {
     let schema: TestSchema = schema_or_skip!("err_closed");
     let backend = schema.connect().await;
     let ns = Namespace::parse("closed").unwrap();
     backend.close();
-    let error = backend.memory_store().get(&ns, "m").await.unwrap_err();
-    assert!(
-        matches!(error, MemoryError::Unavailable { .. }),
-        "{error:?}"
-    );
+    let item = note(&ns, "m", "written after close");
+    let errors = [
+        backend.memory_store().get(&ns, "m").await.unwrap_err(),
+        backend.memory_store().save(item).await.unwrap_err(),
+        backend
+            .knowledge_store()
+            .list_pages(&ns.exact())
+            .await
+            .unwrap_err(),
+        backend
+            .graph()
+            .list_entities(&ns.exact())
+            .await
+            .unwrap_err(),
+    ];
+    for error in errors {
+        // Retrying cannot succeed: the pool stays closed.
+        assert!(
+            matches!(error, MemoryError::Storage { .. }) && !error.is_recoverable(),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("closed"), "{error}");
+    }
 }
