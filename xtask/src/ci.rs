@@ -186,6 +186,8 @@ pub(crate) fn tidy() -> Result<(), String> {
             problems.push(format!("{} does not start with a //! line", file.display()));
         }
     }
+    problems.extend(layering_problems(&files));
+    problems.extend(manifest_problems());
     if problems.is_empty() {
         eprintln!(
             "tidy: {} files checked, memory-core stays light",
@@ -212,4 +214,52 @@ fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// memory-retrieve uses the in-memory backends only for the builder's defaults; no test
+/// hides behind `#[ignore]` or `#[should_panic]`.
+fn layering_problems(files: &[PathBuf]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let retrieve = root().join("crates/memory-retrieve/src");
+    let builder = retrieve.join("memory/builder.rs");
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if file.starts_with(&retrieve)
+            && *file != builder
+            && (text.contains("memory_inmem::") || text.contains("memory_graph::"))
+        {
+            problems.push(format!(
+                "{} uses a backend crate; only memory/builder.rs may (for the defaults)",
+                file.display()
+            ));
+        }
+        let is_xtask = file.starts_with(root().join("xtask"));
+        for attribute in ["#[ignore", "#[should_panic"] {
+            if !is_xtask && text.contains(attribute) {
+                problems.push(format!("{} uses {attribute}]", file.display()));
+            }
+        }
+    }
+    problems
+}
+
+/// Every member crate takes the workspace's lints.
+fn manifest_problems() -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut manifests = vec![root().join("xtask/Cargo.toml"), root().join("benches/Cargo.toml")];
+    if let Ok(entries) = std::fs::read_dir(root().join("crates")) {
+        manifests.extend(entries.flatten().map(|entry| entry.path().join("Cargo.toml")));
+    }
+    for manifest in manifests {
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        if !text.contains("[lints]\nworkspace = true") {
+            problems.push(format!(
+                "{} does not take the workspace lints ([lints] workspace = true)",
+                manifest.display()
+            ));
+        }
+    }
+    problems
 }

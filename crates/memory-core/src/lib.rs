@@ -17,6 +17,7 @@
 
 mod error;
 mod graph;
+mod graph_context;
 mod graph_store;
 mod keyword;
 mod knowledge;
@@ -43,6 +44,7 @@ pub use crate::{
         DEFAULT_MAX_TAGS_PER_ENTITY, GraphEntity, GraphRelation, MultiHopResult, ScoredEntity,
         TagConstraints,
     },
+    graph_context::KnowledgeGraphExt,
     graph_store::{
         KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, distance_score,
         entity_matches_keyword, other_end, sort_scored,

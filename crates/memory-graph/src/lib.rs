@@ -52,11 +52,10 @@
 //! # }
 //! ```
 
-mod context;
 mod namespace_graph;
 mod pet_graph;
 
-pub use crate::{
-    context::KnowledgeGraphExt,
-    pet_graph::{InMemoryGraph, PetGraph},
-};
+/// Agent context rendering, defined beside the graph trait in memory-core.
+pub use memory_core::KnowledgeGraphExt;
+
+pub use crate::pet_graph::{InMemoryGraph, PetGraph};

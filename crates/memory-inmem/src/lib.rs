@@ -4,9 +4,6 @@
 //! - [`InMemoryStore`]: memory items, sharded by namespace, with a time index and BM25 search.
 //! - [`InMemoryKnowledgeStore`]: knowledge pages with a table of contents, back-references
 //!   and BM25F search over title, summary, tags and content.
-//! - [`ConversationMemory`]: per-session message history with a sliding window, capacity
-//!   eviction of whole messages and compaction of old tool results, over any store.
-//! - [`RingBuffer`]: fixed-capacity short-term memory.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -22,22 +19,12 @@
 //! ```
 
 mod bm25;
-mod conversation;
 mod knowledge;
 mod registry;
-mod ring;
 mod store;
 mod vectors;
 
 /// The shared ranking constants, under the names older code used.
 pub use memory_core::search::{BM25_B as B, BM25_K1 as K1, PAGE_FIELD_WEIGHTS};
 
-pub use crate::{
-    conversation::{
-        CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
-        estimate_tokens,
-    },
-    knowledge::InMemoryKnowledgeStore,
-    ring::RingBuffer,
-    store::InMemoryStore,
-};
+pub use crate::{knowledge::InMemoryKnowledgeStore, store::InMemoryStore};

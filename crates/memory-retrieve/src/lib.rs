@@ -3,15 +3,12 @@
 //! high-level [`Memory`] API an agent keeps.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use memory_core::{KnowledgePage, KnowledgeStore, Namespace};
-//! use memory_inmem::InMemoryKnowledgeStore;
+//! use memory_core::{KnowledgePage, Namespace};
 //! use memory_retrieve::{Memory, RetrievalStrategy, RecallOptions};
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let pages = Arc::new(InMemoryKnowledgeStore::new());
-//! let memory = Memory::builder().knowledge(pages.clone()).build()?;
+//! let memory = Memory::in_memory();
 //! let wiki = Namespace::parse("team/wiki")?;
-//! pages.add_page(KnowledgePage::new(wiki.clone(), "sg", "StateGraph 状态管理")?
+//! memory.knowledge().add_page(KnowledgePage::new(wiki.clone(), "sg", "StateGraph 状态管理")?
 //!     .with_summary("LangGraph 的核心抽象")).await?;
 //! let options = RecallOptions::default().strategy(RetrievalStrategy::KnowledgeOnly);
 //! let found = memory.recall_with(&wiki.exact(), "LangGraph 的 StateGraph 状态管理原理？", &options).await?;
@@ -21,21 +18,27 @@
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```
 
+mod conversation;
 mod embedding;
 mod eviction;
 mod feedback;
 mod keywords;
 mod memory;
+mod prompt;
 mod retriever;
 pub mod scoring;
 
 pub use crate::{
+    conversation::{
+        CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
+    },
     eviction::{
         DECAY_METADATA_KEY, MaintenanceReport, decay, evict, evict_namespace, eviction_order,
     },
     feedback::RecallRecorder,
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
     memory::{Memory, MemoryBuilder, MemoryStats, RecallOptions, Remember},
+    prompt::estimate_tokens,
     retriever::{
         DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
         MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, Retriever,

@@ -6,17 +6,17 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use memory_core::{
-    Clock, DecayConfig, EvictionConfig, KnowledgeGraph, KnowledgeStore, MemoryFilter, MemoryItem,
-    MemoryKind, MemoryStore, Namespace, RecallEvent, Result, RetrievalResult, RetrievalSource,
-    Scope,
+    Clock, DecayConfig, EvictionConfig, KnowledgeGraph, KnowledgeGraphExt, KnowledgeStore,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, Result,
+    RetrievalResult, RetrievalSource, Scope,
 };
-use memory_graph::KnowledgeGraphExt;
-use memory_inmem::{ConversationConfig, ConversationMemory, estimate_tokens};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
+use crate::conversation::{ConversationConfig, ConversationMemory};
 use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
+use crate::prompt::{max_chars_within, one_line, render_section};
 use crate::retriever::{Fusion, RecallFilter, RetrievalStrategy, Retriever, RetrieverConfig};
 use crate::scoring::ScoringStrategy;
 
@@ -194,8 +194,8 @@ impl RecallOptions {
         if let Some(strategy) = self.strategy {
             config.strategy = strategy;
         }
-        if let Some(scoring) = &self.scoring {
-            config.scoring = scoring.clone();
+        if let Some(scoring) = self.scoring {
+            config.scoring = scoring;
         }
         if let Some(fusion) = self.fusion {
             config.fusion = fusion;
@@ -488,7 +488,7 @@ impl Memory {
             &mut out,
         );
         if let Some(entity) = best_entity {
-            let remaining_chars = max_tokens.saturating_sub(used).saturating_mul(4);
+            let remaining_chars = max_chars_within(max_tokens.saturating_sub(used));
             if remaining_chars > 40 {
                 let context = self
                     .graph
@@ -619,34 +619,4 @@ impl Memory {
         )
         .await
     }
-}
-
-/// Appends `title` and as many whole `lines` as fit in the token budget.
-fn render_section(
-    title: &str,
-    lines: &[String],
-    max_tokens: usize,
-    used: &mut usize,
-    out: &mut String,
-) {
-    let header_cost = estimate_tokens(title) + 1;
-    let mut wrote_header = false;
-    for line in lines {
-        let cost = estimate_tokens(line) + 1 + if wrote_header { 0 } else { header_cost };
-        if *used + cost > max_tokens {
-            continue;
-        }
-        if !wrote_header {
-            out.push_str(title);
-            out.push('\n');
-            wrote_header = true;
-        }
-        out.push_str(line);
-        out.push('\n');
-        *used += cost;
-    }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -2,5 +2,4 @@
 //! concurrency and conversation memory.
 
 mod conformance;
-mod conversation;
 mod properties;

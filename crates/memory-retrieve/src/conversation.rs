@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use chrono::{DateTime, Duration, Utc};
-use memory_core::text::is_cjk;
 use memory_core::{
     Clock, MemoryError, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, Result,
     SystemClock,
 };
 use serde::{Deserialize, Serialize};
+
+use crate::prompt::estimate_tokens;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -160,18 +161,6 @@ impl ConversationConfig {
         }
         Ok(())
     }
-}
-
-/// A rough token estimate: one token per CJK character, one per four other characters.
-pub fn estimate_tokens(text: &str) -> usize {
-    let (cjk, other) = text.chars().fold((0usize, 0usize), |(cjk, other), c| {
-        if is_cjk(c) {
-            (cjk + 1, other)
-        } else {
-            (cjk, other + 1)
-        }
-    });
-    cjk + other.div_ceil(4)
 }
 
 /// The message history of one session, stored as [`MemoryKind::ShortTerm`] items in the

@@ -1,12 +1,22 @@
-//! Conversation memory: window, capacity eviction, compaction, persistence of order.
+//! Conversation memory: window, capacity eviction, compaction, persistence of order, on
+//! the in-memory store and on SQLite.
 
 use std::sync::Arc;
 
 use memory_core::{ManualClock, MemoryStore, Namespace};
-use memory_inmem::{
-    CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, InMemoryStore, Message,
-    Role,
+use memory_inmem::InMemoryStore;
+use memory_retrieve::{
+    CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
 };
+
+/// Every test runs on the in-memory store and on SQLite.
+fn stores() -> Vec<Arc<dyn MemoryStore>> {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+    vec![
+        Arc::new(InMemoryStore::new()),
+        Arc::new(sqlite.memory_store().clone()),
+    ]
+}
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new("2024-05-01T10:00:00Z".parse().unwrap()))
@@ -25,7 +35,12 @@ fn contents(messages: &[Message]) -> Vec<&str> {
 
 #[tokio::test]
 async fn sliding_window_keeps_system_and_last_turns() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    for store in stores() {
+        sliding_window_keeps_system_and_last_turns_on(store).await;
+    }
+}
+
+async fn sliding_window_keeps_system_and_last_turns_on(store: Arc<dyn MemoryStore>) {
     let config = ConversationConfig {
         strategy: HistoryStrategy::SlidingWindow,
         max_turns: 2,
@@ -67,7 +82,12 @@ async fn sliding_window_keeps_system_and_last_turns() {
 
 #[tokio::test]
 async fn capacity_evicts_whole_oldest_messages() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    for store in stores() {
+        capacity_evicts_whole_oldest_messages_on(store).await;
+    }
+}
+
+async fn capacity_evicts_whole_oldest_messages_on(store: Arc<dyn MemoryStore>) {
     let config = ConversationConfig {
         strategy: HistoryStrategy::Full,
         max_turns: 10,
@@ -92,7 +112,12 @@ async fn capacity_evicts_whole_oldest_messages() {
 
 #[tokio::test]
 async fn compaction_replaces_old_tool_results_only() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    for store in stores() {
+        compaction_replaces_old_tool_results_only_on(store).await;
+    }
+}
+
+async fn compaction_replaces_old_tool_results_only_on(store: Arc<dyn MemoryStore>) {
     let compact = CompactConfig {
         context_window: 200,
         reserved_tokens: 50,
@@ -148,7 +173,12 @@ async fn compaction_replaces_old_tool_results_only() {
 
 #[tokio::test]
 async fn bad_config_is_rejected() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    for store in stores() {
+        bad_config_is_rejected_on(store).await;
+    }
+}
+
+async fn bad_config_is_rejected_on(store: Arc<dyn MemoryStore>) {
     let session = Namespace::parse("s").unwrap();
     let bad = [
         ConversationConfig {
@@ -192,7 +222,12 @@ async fn bad_config_is_rejected() {
 /// conversation continues after the newest message instead of overwriting it.
 #[tokio::test]
 async fn order_holds_past_a_thousand_messages_at_one_instant() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    for store in stores() {
+        order_holds_past_a_thousand_messages_at_one_instant_on(store).await;
+    }
+}
+
+async fn order_holds_past_a_thousand_messages_at_one_instant_on(store: Arc<dyn MemoryStore>) {
     let config = ConversationConfig {
         strategy: HistoryStrategy::Full,
         max_turns: 10,

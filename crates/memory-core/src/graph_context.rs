@@ -1,9 +1,11 @@
-//! Agent context rendering (seed 004's `get_context_for_agent`): an entity's neighbourhood
+//! Agent context rendering: an entity's neighbourhood
 //! as compact text an agent can paste into a prompt, for any [`KnowledgeGraph`].
 
 use std::collections::{HashMap, HashSet};
 
-use memory_core::{GraphEntity, KnowledgeGraph, MemoryError, Namespace, Result, async_trait};
+use async_trait::async_trait;
+
+use crate::{GraphEntity, KnowledgeGraph, MemoryError, Namespace, Result};
 
 /// Longest description shown for an entity, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 160;
