@@ -139,10 +139,10 @@ pub(crate) async fn reindex(
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
-     terms, term_freqs, doc_len, context_len) \
+     terms, term_freqs, doc_len, context_len, metadata_exact) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
      $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
-     $15::text[], $16::jsonb, $17::integer, $18::integer) \
+     $15::text[], $16::jsonb, $17::integer, $18::integer, $19::text) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
@@ -150,7 +150,7 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
      last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
      embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, \
      term_freqs = EXCLUDED.term_freqs, doc_len = EXCLUDED.doc_len, \
-     context_len = EXCLUDED.context_len";
+     context_len = EXCLUDED.context_len, metadata_exact = EXCLUDED.metadata_exact";
 
 /// Replaces an existing item (its recall statistics kept); changes no row when it is missing.
 const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
@@ -158,7 +158,7 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
      last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
      terms = $15::text[], term_freqs = $16::jsonb, doc_len = $17::integer, \
-     context_len = $18::integer \
+     context_len = $18::integer, metadata_exact = $19::text \
      WHERE ns = $1::text AND id = $2::text";
 
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed

@@ -15,7 +15,7 @@ use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 struct Migration {
     version: u32,
@@ -24,7 +24,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
-const MIGRATIONS: [Migration; 2] = [
+const MIGRATIONS: [Migration; 3] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
@@ -34,6 +34,11 @@ const MIGRATIONS: [Migration; 2] = [
         version: 2,
         summary: "search terms as GIN-indexed text arrays, without the tsvector size limit",
         sql: MIGRATION_2,
+    },
+    Migration {
+        version: 3,
+        summary: "the exact JSON text of metadata that jsonb cannot give back (negative zero)",
+        sql: MIGRATION_3,
     },
 ];
 
@@ -164,6 +169,11 @@ ALTER TABLE {s}.pages ALTER COLUMN terms TYPE text[] COLLATE "C"
     USING tsvector_to_array(terms);
 CREATE INDEX pages_terms ON {s}.pages USING gin (terms);
 "#;
+
+// jsonb keeps numbers as numeric, which has no negative zero: metadata holding -0.0 read back
+// 0.0. Such metadata (and only such) is also kept as JSON text, which reads back exactly;
+// filters still use the jsonb column.
+const MIGRATION_3: &str = "ALTER TABLE {s}.memories ADD COLUMN metadata_exact text;";
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version    integer PRIMARY KEY,

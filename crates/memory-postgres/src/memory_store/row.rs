@@ -12,9 +12,10 @@ use crate::sql::{
 
 /// The columns of a memory, in the order [`decode`] reads them.
 pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
-     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
+     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding, \
+     m.metadata_exact";
 /// How many columns [`COLUMNS`] selects.
-pub(super) const COLUMN_COUNT: usize = 14;
+pub(super) const COLUMN_COUNT: usize = 15;
 
 /// An item encoded for its row, computed before the database is touched.
 pub(super) struct Encoded {
@@ -24,6 +25,9 @@ pub(super) struct Encoded {
     pub(super) kind: &'static str,
     pub(super) importance: f32,
     pub(super) metadata: serde_json::Value,
+    /// The metadata's JSON text when `jsonb` would not give it back exactly (see
+    /// [`exact_metadata`]).
+    pub(super) metadata_exact: Option<String>,
     pub(super) tags: Vec<String>,
     pub(super) source: Option<String>,
     pub(super) credibility: f32,
@@ -39,8 +43,9 @@ pub(super) struct Encoded {
 }
 
 impl Encoded {
-    /// The values of the columns `ns` to `context_len`, in the order of the upsert statement's columns.
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 18] {
+    /// The values of the columns `ns` to `metadata_exact`, in the order of the upsert
+    /// statement's columns.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 19] {
         [
             &self.ns,
             &self.id,
@@ -60,6 +65,7 @@ impl Encoded {
             &self.term_freqs,
             &self.doc_len,
             &self.context_len,
+            &self.metadata_exact,
         ]
     }
 }
@@ -100,7 +106,9 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
         None => None,
     };
     let indexed = memory_terms(&item.content, &item.tags, item.context());
+    let metadata_exact = exact_metadata(&item.metadata);
     Ok(Encoded {
+        metadata_exact,
         doc_len: indexed.length(0),
         context_len: indexed.length(1),
         terms: indexed.terms,
@@ -147,7 +155,10 @@ pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
             .map_err(|error| corrupt(&what, error))?,
         content: row.try_get(2).map_err(field)?,
         importance: row.try_get(4).map_err(field)?,
-        metadata: row.try_get(5).map_err(field)?,
+        metadata: match row.try_get::<_, Option<String>>(14).map_err(field)? {
+            Some(text) => serde_json::from_str(&text).map_err(|error| corrupt(&what, error))?,
+            None => row.try_get(5).map_err(field)?,
+        },
         source: row.try_get(7).map_err(field)?,
         credibility: row.try_get(8).map_err(field)?,
         created_at: decode_time(row.try_get(9).map_err(field)?),
@@ -157,4 +168,30 @@ pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
         embedding: row.try_get(13).map_err(field)?,
         id,
     })
+}
+
+/// The metadata's JSON text when the `jsonb` column cannot give it back exactly, `None`
+/// otherwise (almost always). `jsonb` keeps numbers as `numeric`, which has no negative zero,
+/// so a `-0.0` would read back as `0.0`; filters still read the `jsonb` column, where the two
+/// compare equal as they do in Rust.
+pub(super) fn exact_metadata(metadata: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let mut stack = vec![metadata];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Number(number) => {
+                if number.is_f64()
+                    && number
+                        .as_f64()
+                        .is_some_and(|x| x == 0.0 && x.is_sign_negative())
+                {
+                    return Some(metadata.to_string());
+                }
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(fields) => stack.extend(fields.values()),
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    None
 }

@@ -479,6 +479,51 @@ async fn records_round_trip_exactly() {
     assert!(!store.delete(&ns, "no\0such").await.unwrap());
 }
 
+/// The bits of every number of an item that PostgreSQL could normalise: importance,
+/// credibility, the embedding and the metadata's JSON text.
+fn number_bits(item: &MemoryItem) -> (u32, u32, Vec<u32>, String) {
+    (
+        item.importance.to_bits(),
+        item.credibility.to_bits(),
+        item.embedding
+            .iter()
+            .flatten()
+            .map(|value| value.to_bits())
+            .collect(),
+        item.metadata.to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_zero_round_trips_bit_for_bit() {
+    let schema = schema_or_skip!("fts_negative_zero");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("roundtrip").unwrap();
+    let entry = item(&ns, "z", "negative zero everywhere")
+        .with_importance(-0.0)
+        .unwrap()
+        .with_credibility(-0.0)
+        .unwrap()
+        .with_metadata(serde_json::json!({
+            "zero": -0.0, "list": [-0.0, 0.0, -1.5], "nested": {"deep": [-0.0]}
+        }))
+        .unwrap()
+        .with_embedding(vec![-0.0, 0.0, -1.0])
+        .unwrap();
+    store.save(entry.clone()).await.unwrap();
+    let back = store.get(&ns, "z").await.unwrap().unwrap();
+    assert_eq!(number_bits(&back), number_bits(&entry));
+    let listed = store.list(&MemoryFilter::new(ns.exact())).await.unwrap();
+    assert_eq!(number_bits(&listed[0]), number_bits(&entry));
+    // A metadata filter on the value still finds it.
+    let filtered = store
+        .list(&MemoryFilter::new(ns.exact()).with_metadata("zero", serde_json::json!(-0.0)))
+        .await
+        .unwrap();
+    assert_eq!(filtered.len(), 1);
+}
+
 /// Chinese text of `bytes` bytes or a little less whose bigrams are (almost all) distinct:
 /// ideographs drawn from the 20,992 of the CJK Unified Ideographs block by a full-period
 /// linear congruential generator, so consecutive pairs rarely repeat.

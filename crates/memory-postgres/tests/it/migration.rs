@@ -249,7 +249,7 @@ async fn a_changed_analyzer_rebuilds_the_search_columns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_1_schema_keeps_its_search_terms_through_migration_2() {
+async fn a_version_1_schema_migrates_with_its_search_terms() {
     let schema = schema_or_skip!("mig_v1_terms");
     let ns = Namespace::parse("v1").unwrap();
     {
@@ -266,7 +266,8 @@ async fn a_version_1_schema_keeps_its_search_terms_through_migration_2() {
         .await
         .unwrap();
     }
-    // Back to version 1 as released: tsvector columns of the same terms, without positions.
+    // Back to version 1 as released: tsvector columns of the same terms, without positions,
+    // and no exact metadata column.
     let client = schema.raw_client().await;
     client
         .batch_execute(&format!(
@@ -278,6 +279,7 @@ async fn a_version_1_schema_keeps_its_search_terms_through_migration_2() {
              ALTER TABLE \"{s}\".pages ALTER COLUMN terms TYPE tsvector
                  USING array_to_tsvector(terms);
              CREATE INDEX pages_terms ON \"{s}\".pages USING gin (terms);
+             ALTER TABLE \"{s}\".memories DROP COLUMN metadata_exact;
              DELETE FROM \"{s}\".schema_version WHERE version > 1;",
             s = schema.name
         ))
