@@ -9,6 +9,7 @@
 
 use std::hint::black_box;
 
+use agent_memory::Signal;
 use agent_memory::retrieve::scoring::{
     NGrams, frequency, recency, reference, temporal_weight, text_overlap,
 };
@@ -67,15 +68,14 @@ fn candidates(now: DateTime<Utc>) -> (Vec<Candidate>, Vec<String>) {
 
 /// The signals the default hybrid uses for a memory candidate, as the retriever computes them.
 fn hybrid_signals(candidate: &Candidate, best: f32, now: DateTime<Utc>) -> Signals {
-    Signals {
-        relevance: candidate.bm25 / best,
-        temporal: temporal_weight(candidate.updated_at, now),
-        reference: reference(candidate.references),
-        importance: candidate.importance,
-        frequency: frequency(candidate.access_count),
-        recency: recency(candidate.created_at, now, HALF_LIFE_HOURS),
-        ..Signals::default()
-    }
+    let mut signals = Signals::default();
+    signals[Signal::Relevance] = candidate.bm25 / best;
+    signals[Signal::Temporal] = temporal_weight(candidate.updated_at, now);
+    signals[Signal::Reference] = reference(candidate.references);
+    signals[Signal::Importance] = candidate.importance;
+    signals[Signal::Frequency] = frequency(candidate.access_count);
+    signals[Signal::Recency] = recency(candidate.created_at, now, HALF_LIFE_HOURS);
+    signals
 }
 
 /// Scores every candidate with `signals` and `weights`; returns the sum so nothing is elided.
@@ -110,9 +110,11 @@ fn scoring_benches(c: &mut Criterion) {
             next = (next + 1) % queries.len();
             // The query's n-grams are built once per recall, each candidate's per candidate.
             let grams = NGrams::of(black_box(&queries[next]));
-            black_box(score_all(&candidates, &weights, |candidate| Signals {
-                overlap: text_overlap(&grams, &[(&candidate.text, 1.0)]),
-                ..Signals::default()
+            black_box(score_all(&candidates, &weights, |candidate| {
+                Signals::only(
+                    Signal::Overlap,
+                    text_overlap(&grams, &[(&candidate.text, 1.0)]),
+                )
             }))
         })
     });
@@ -121,10 +123,7 @@ fn scoring_benches(c: &mut Criterion) {
     group.bench_function("relevance", |b| {
         b.iter(|| {
             black_box(score_all(black_box(&candidates), &weights, |candidate| {
-                Signals {
-                    relevance: candidate.bm25 / best,
-                    ..Signals::default()
-                }
+                Signals::only(Signal::Relevance, candidate.bm25 / best)
             }))
         })
     });
@@ -133,10 +132,10 @@ fn scoring_benches(c: &mut Criterion) {
     group.bench_function("graph_distance", |b| {
         b.iter(|| {
             black_box(score_all(black_box(&candidates), &weights, |candidate| {
-                Signals {
-                    graph: candidate.path_weight / (1 + candidate.hops) as f32,
-                    ..Signals::default()
-                }
+                Signals::only(
+                    Signal::Graph,
+                    candidate.path_weight / (1 + candidate.hops) as f32,
+                )
             }))
         })
     });
@@ -145,10 +144,7 @@ fn scoring_benches(c: &mut Criterion) {
     group.bench_function("temporal_weight", |b| {
         b.iter(|| {
             black_box(score_all(black_box(&candidates), &weights, |candidate| {
-                Signals {
-                    temporal: temporal_weight(candidate.updated_at, now),
-                    ..Signals::default()
-                }
+                Signals::only(Signal::Temporal, temporal_weight(candidate.updated_at, now))
             }))
         })
     });
@@ -157,10 +153,7 @@ fn scoring_benches(c: &mut Criterion) {
     group.bench_function("reference_count", |b| {
         b.iter(|| {
             black_box(score_all(black_box(&candidates), &weights, |candidate| {
-                Signals {
-                    reference: reference(candidate.references),
-                    ..Signals::default()
-                }
+                Signals::only(Signal::Reference, reference(candidate.references))
             }))
         })
     });

@@ -67,7 +67,9 @@ async fn main() -> agent_memory::Result<()> {
                 item.score,
                 memory.content,
                 item.breakdown.channels,
-                item.breakdown.value("embedding").unwrap_or(0.0)
+                item.breakdown
+                    .value(agent_memory::Signal::Embedding)
+                    .unwrap_or(0.0)
             );
         }
     }

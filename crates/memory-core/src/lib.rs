@@ -62,7 +62,7 @@ pub use crate::{
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},
     retrieval::{
-        Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, SignalScore,
+        Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,
     },
     search::CONTEXT_FIELD_WEIGHT,
     store::{MemoryStore, RecallEvent},

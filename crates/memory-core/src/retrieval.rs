@@ -19,8 +19,6 @@ pub enum Channel {
     /// Embedding similarity: memory-retrieve's optional embedding channel (its feature
     /// `embeddings`), over [`MemoryStore::search_similar`](crate::MemoryStore::search_similar).
     Embedding,
-    /// The short-term buffer.
-    ShortTerm,
     /// A memory next to a memory hit in time (conversation context).
     Context,
 }
@@ -86,12 +84,84 @@ pub struct ScoreBreakdown {
     pub signals: Vec<SignalScore>,
 }
 
+/// A signal of a result's score. The first ten are weighted by the scoring strategy;
+/// [`Signal::Rrf`] is the fused rank when reciprocal rank fusion replaces the weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signal {
+    /// The channel's own relevance (BM25F, graph keyword share), normalised by its best hit.
+    Relevance,
+    /// Text overlap with the raw query (n-gram Dice).
+    Overlap,
+    /// Graph distance from a matched entity.
+    Graph,
+    /// Time decay of the last update: `1 / (1 + days)`.
+    Temporal,
+    /// Reference count (pages referencing a page, relations of an entity).
+    Reference,
+    /// The record's importance.
+    Importance,
+    /// Access frequency.
+    Frequency,
+    /// Recency with a half-life.
+    Recency,
+    /// Conversation context: the relevance of a memory next to this one in time.
+    Context,
+    /// Embedding similarity to the query.
+    Embedding,
+    /// Reciprocal rank fusion of the channels' rankings.
+    Rrf,
+}
+
+impl Signal {
+    /// The signals a scoring strategy weighs, in order ([`Signal::index`] is the position).
+    pub const WEIGHTED: [Signal; 10] = [
+        Signal::Relevance,
+        Signal::Overlap,
+        Signal::Graph,
+        Signal::Temporal,
+        Signal::Reference,
+        Signal::Importance,
+        Signal::Frequency,
+        Signal::Recency,
+        Signal::Context,
+        Signal::Embedding,
+    ];
+
+    /// The position in [`Signal::WEIGHTED`]; [`Signal::Rrf`] comes after them all.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The lowercase name, as serialised.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Signal::Relevance => "relevance",
+            Signal::Overlap => "overlap",
+            Signal::Graph => "graph",
+            Signal::Temporal => "temporal",
+            Signal::Reference => "reference",
+            Signal::Importance => "importance",
+            Signal::Frequency => "frequency",
+            Signal::Recency => "recency",
+            Signal::Context => "context",
+            Signal::Embedding => "embedding",
+            Signal::Rrf => "rrf",
+        }
+    }
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One signal of a [`ScoreBreakdown`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignalScore {
-    /// `overlap`, `bm25`, `graph`, `temporal`, `reference`, `importance`, `frequency`,
-    /// `recency`, `context`, `rrf`, `embedding`.
-    pub name: std::borrow::Cow<'static, str>,
+    /// Which signal.
+    pub name: Signal,
     /// The signal's value, in `[0, 1]`.
     pub value: f32,
     /// Its contribution to the final score (value times normalised weight).
@@ -99,20 +169,20 @@ pub struct SignalScore {
 }
 
 impl ScoreBreakdown {
-    /// The value of the signal called `name`, if present.
-    pub fn value(&self, name: &str) -> Option<f32> {
+    /// The value of `signal`, if it took part.
+    pub fn value(&self, signal: Signal) -> Option<f32> {
         self.signals
             .iter()
-            .find(|signal| signal.name == name)
-            .map(|signal| signal.value)
+            .find(|score| score.name == signal)
+            .map(|score| score.value)
     }
 
-    /// The contribution of the signal called `name`, if present.
-    pub fn contribution(&self, name: &str) -> Option<f32> {
+    /// The contribution of `signal`, if it took part.
+    pub fn contribution(&self, signal: Signal) -> Option<f32> {
         self.signals
             .iter()
-            .find(|signal| signal.name == name)
-            .map(|signal| signal.contribution)
+            .find(|score| score.name == signal)
+            .map(|score| score.contribution)
     }
 }
 

@@ -14,7 +14,7 @@
 //! let found = memory.recall_with(&wiki.exact(), "LangGraph 的 StateGraph 状态管理原理？", &options).await?;
 //! let best = &found.items[0];
 //! assert_eq!(best.record.id(), "sg");
-//! assert!(best.breakdown.value("relevance").is_some());
+//! assert!(best.breakdown.value(memory_core::Signal::Relevance).is_some());
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```
 

@@ -1,94 +1,30 @@
 //! The retriever: one query, every channel in parallel, fused, scored, thresholded, ranked.
 
-mod channels;
+mod candidate;
 mod config;
+mod fusion;
+mod graph_channel;
+mod knowledge_channel;
+mod memory_channel;
+mod request;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use memory_core::{
-    Channel, Clock, EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore,
-    MemoryStore, Namespace, Result, RetrievalResult, RetrievalSource, Scope, ScoreBreakdown,
-    ScoredItem, SignalScore, SystemClock,
+    Clock, EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryStore,
+    Result, RetrievalResult, Scope, SystemClock,
 };
 use tracing::Instrument;
 
+use self::request::Request;
 use crate::keywords::AnalyzerKeywordExtractor;
-use crate::scoring::{NGrams, Signals, reciprocal_rank};
+use crate::scoring::NGrams;
 
 pub use self::config::{
     DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
     MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, RetrieverConfig,
 };
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum RecordType {
-    Memory,
-    Page,
-    Entity,
-}
-
-#[derive(Debug)]
-struct Candidate {
-    record: RetrievalSource,
-    channels: Found,
-    signals: Signals,
-}
-
-/// The channels that found a candidate, each with the candidate's rank there, kept inline
-/// (no allocation per candidate). Two suffice: a record comes from one channel, except a
-/// graph entity both matched and reached by traversal, and a memory found by keywords and by
-/// similarity (context neighbours are never hits, so no record has three).
-#[derive(Clone, Copy, Debug)]
-struct Found {
-    first: (Channel, usize),
-    second: Option<(Channel, usize)>,
-}
-
-impl Found {
-    fn new(channel: Channel, rank: usize) -> Self {
-        Self {
-            first: (channel, rank),
-            second: None,
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (Channel, usize)> + '_ {
-        std::iter::once(self.first).chain(self.second)
-    }
-
-    fn contains(&self, channel: Channel) -> bool {
-        self.iter().any(|(found, _)| found == channel)
-    }
-
-    /// Records a second channel (a third is never needed; it would be ignored).
-    fn add(&mut self, channel: Channel, rank: usize) {
-        if self.second.is_none() {
-            self.second = Some((channel, rank));
-        }
-    }
-}
-
-/// A record's identity across channels (owned: for the maps that merge channels).
-type Key = (RecordType, Namespace, String);
-
-impl Candidate {
-    /// The record's identity, borrowed from the record (the final order's tie-break).
-    fn key(&self) -> (RecordType, &Namespace, &str) {
-        match &self.record {
-            RetrievalSource::Memory(item) => (RecordType::Memory, &item.namespace, &item.id),
-            RetrievalSource::KnowledgePage(page) => (RecordType::Page, &page.namespace, &page.id),
-            RetrievalSource::GraphEntity(entity) => {
-                (RecordType::Entity, &entity.namespace, &entity.id)
-            }
-        }
-    }
-
-    fn owned_key(&self) -> Key {
-        let (kind, namespace, id) = self.key();
-        (kind, namespace.clone(), id.to_owned())
-    }
-}
 
 /// Combines a memory store with optional knowledge store and graph into one ranked recall.
 ///
@@ -236,17 +172,30 @@ impl Retriever {
                 query: query.to_owned(),
             });
         }
-        let now = self.clock.now();
-        let grams = if config.scoring.weights().overlap > 0.0 {
-            NGrams::of(query)
-        } else {
-            NGrams::default()
+        let weights = config.scoring.weights();
+        let request = Request {
+            scope,
+            query,
+            filter,
+            config,
+            weights,
+            grams: if weights.overlap > 0.0 {
+                NGrams::of(query)
+            } else {
+                NGrams::default()
+            },
+            now: self.clock.now(),
+            memory: &*self.memory,
+            knowledge: self.knowledge.as_deref(),
+            graph: self.graph.as_deref(),
+            keywords: &*self.keywords,
+            embedder: self.embedder.as_deref(),
         };
         let started = Instant::now();
         let (memories, pages, entities) = tokio::join!(
-            self.memory_channel(scope, query, filter, config, &grams, now),
-            self.knowledge_channel(scope, query, filter, config, &grams, now),
-            self.graph_channel(scope, query, filter, config, &grams),
+            memory_channel::gather(&request),
+            knowledge_channel::gather(&request),
+            graph_channel::gather(&request),
         );
         let (memories, memory_time) = memories?;
         let (pages, page_time) = pages?;
@@ -260,95 +209,7 @@ impl Retriever {
             graph_us = graph_time,
             "channels answered"
         );
-        let found_by = |channel: Channel| {
-            memories
-                .iter()
-                .any(|candidate| candidate.channels.contains(channel))
-        };
-        // How many channel lists took part: only reciprocal rank fusion needs it.
-        let active = match config.fusion {
-            Fusion::Weighted => 0,
-            Fusion::ReciprocalRank { .. } => [
-                found_by(Channel::Memory) || found_by(Channel::Context),
-                found_by(Channel::Embedding),
-                !pages.is_empty(),
-                !entities.is_empty(),
-            ]
-            .iter()
-            .filter(|active| **active)
-            .count(),
-        };
-        // Collected in place over the memory channel's buffer (no allocation when the other
-        // channels found nothing).
-        let mut candidates: Vec<Option<Candidate>> = memories.into_iter().map(Some).collect();
-        candidates.extend(pages.into_iter().map(Some));
-        candidates.extend(entities.into_iter().map(Some));
-        let total_found = candidates.len();
-        let weights = config.scoring.weights().prepare();
-        // Score every candidate cheaply and rank (score, index) pairs, so the candidates
-        // themselves never move; build the breakdowns only for what is returned.
-        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(candidates.len());
-        for (at, candidate) in candidates.iter().enumerate() {
-            let Some(candidate) = candidate else { continue };
-            let score = match config.fusion {
-                Fusion::Weighted => weights.score(&candidate.signals),
-                Fusion::ReciprocalRank { k } => {
-                    let mut ranks = [0usize; 2];
-                    let mut count = 0;
-                    for (_, rank) in candidate.channels.iter() {
-                        ranks[count] = rank;
-                        count += 1;
-                    }
-                    reciprocal_rank(&ranks[..count], k, active)
-                }
-            };
-            if score < config.min_score || score <= 0.0 {
-                continue;
-            }
-            scored.push((score, at));
-        }
-        let key_of = |at: usize| candidates[at].as_ref().map(Candidate::key);
-        let order = |a: &(f32, usize), b: &(f32, usize)| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| key_of(a.1).cmp(&key_of(b.1)))
-        };
-        if scored.len() > config.max_results {
-            scored.select_nth_unstable_by(config.max_results - 1, order);
-            scored.truncate(config.max_results);
-        }
-        scored.sort_unstable_by(order);
-        let mut items: Vec<ScoredItem> = Vec::with_capacity(scored.len());
-        items.extend(
-            scored
-                .into_iter()
-                .filter_map(|(score, at)| Some((score, candidates[at].take()?)))
-                .map(|(score, candidate)| {
-                    let mut signals = weights.breakdown(&candidate.signals);
-                    if let Fusion::ReciprocalRank { .. } = config.fusion {
-                        for signal in &mut signals {
-                            signal.contribution = 0.0;
-                        }
-                        signals.push(SignalScore {
-                            name: "rrf".into(),
-                            value: score,
-                            contribution: score,
-                        });
-                    }
-                    let breakdown = ScoreBreakdown {
-                        channels: candidate
-                            .channels
-                            .iter()
-                            .map(|(channel, _)| channel)
-                            .collect(),
-                        signals,
-                    };
-                    ScoredItem {
-                        record: candidate.record,
-                        score,
-                        breakdown,
-                    }
-                }),
-        );
+        let (items, total_found) = fusion::rank(memories, pages, entities, config);
         tracing::debug!(
             returned = items.len(),
             total_found,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, Result, SignalScore};
+use memory_core::{MemoryError, MemoryItem, Result, Signal, SignalScore};
 use serde::{Deserialize, Serialize};
 
 /// Weights of the hybrid score. Each is finite and `>= 0`, at least one is positive; they
@@ -88,19 +88,25 @@ impl ScoreWeights {
         }
     }
 
-    fn pairs(&self) -> [(&'static str, f32); SIGNALS] {
-        [
-            ("relevance", self.relevance),
-            ("overlap", self.overlap),
-            ("graph", self.graph),
-            ("temporal", self.temporal),
-            ("reference", self.reference),
-            ("importance", self.importance),
-            ("frequency", self.frequency),
-            ("recency", self.recency),
-            ("context", self.context),
-            ("embedding", self.embedding),
-        ]
+    /// The weight of `signal` (0 for [`Signal::Rrf`], which no weight applies to).
+    pub fn get(&self, signal: Signal) -> f32 {
+        match signal {
+            Signal::Relevance => self.relevance,
+            Signal::Overlap => self.overlap,
+            Signal::Graph => self.graph,
+            Signal::Temporal => self.temporal,
+            Signal::Reference => self.reference,
+            Signal::Importance => self.importance,
+            Signal::Frequency => self.frequency,
+            Signal::Recency => self.recency,
+            Signal::Context => self.context,
+            Signal::Embedding => self.embedding,
+            Signal::Rrf => 0.0,
+        }
+    }
+
+    fn pairs(&self) -> [(Signal, f32); SIGNALS] {
+        Signal::WEIGHTED.map(|signal| (signal, self.get(signal)))
     }
 
     /// Checks every weight.
@@ -112,7 +118,7 @@ impl ScoreWeights {
         for (name, weight) in self.pairs() {
             if !weight.is_finite() || weight < 0.0 {
                 return Err(MemoryError::invalid(
-                    &format!("weights.{name}"),
+                    &format!("weights.{}", name.as_str()),
                     format!("{weight} is not a finite number >= 0"),
                 ));
             }
@@ -189,45 +195,46 @@ impl ScoringStrategy {
     }
 }
 
-/// The signals of one candidate, each in `[0, 1]` (0 when it does not apply).
+/// The signals of one candidate, each in `[0, 1]` (0 when it does not apply), indexed by
+/// [`Signal`] (see [`ScoreWeights`] for what each measures; [`Signal::Rrf`] is computed by
+/// fusion, not carried by a candidate, and reads as 0 here unless set).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Signals {
-    /// See [`ScoreWeights::relevance`].
-    pub relevance: f32,
-    /// See [`ScoreWeights::overlap`].
-    pub overlap: f32,
-    /// See [`ScoreWeights::graph`].
-    pub graph: f32,
-    /// See [`ScoreWeights::temporal`].
-    pub temporal: f32,
-    /// See [`ScoreWeights::reference`].
-    pub reference: f32,
-    /// See [`ScoreWeights::importance`].
-    pub importance: f32,
-    /// See [`ScoreWeights::frequency`].
-    pub frequency: f32,
-    /// See [`ScoreWeights::recency`].
-    pub recency: f32,
-    /// See [`ScoreWeights::context`].
-    pub context: f32,
-    /// See [`ScoreWeights::embedding`].
-    pub embedding: f32,
-}
+pub struct Signals([f32; SIGNALS + 1]);
 
 impl Signals {
-    fn values(&self) -> [f32; SIGNALS] {
-        [
-            self.relevance,
-            self.overlap,
-            self.graph,
-            self.temporal,
-            self.reference,
-            self.importance,
-            self.frequency,
-            self.recency,
-            self.context,
-            self.embedding,
-        ]
+    /// The signals every memory carries whatever found it: temporal weight (of its last
+    /// update), importance, access frequency and recency (of its creation, with
+    /// `half_life_hours`).
+    pub fn of_memory(item: &MemoryItem, now: DateTime<Utc>, half_life_hours: f64) -> Self {
+        let now_secs = now.timestamp();
+        let mut signals = Self::default();
+        signals[Signal::Temporal] = temporal_weight_of_age(now_secs - item.updated_at.timestamp());
+        signals[Signal::Importance] = item.importance;
+        signals[Signal::Frequency] = frequency(item.access_count);
+        signals[Signal::Recency] =
+            recency_of_age(now_secs - item.created_at.timestamp(), half_life_hours);
+        signals
+    }
+
+    /// Only `signal`, at `value`.
+    pub fn only(signal: Signal, value: f32) -> Self {
+        let mut signals = Self::default();
+        signals[signal] = value;
+        signals
+    }
+}
+
+impl std::ops::Index<Signal> for Signals {
+    type Output = f32;
+
+    fn index(&self, signal: Signal) -> &f32 {
+        &self.0[signal.index()]
+    }
+}
+
+impl std::ops::IndexMut<Signal> for Signals {
+    fn index_mut(&mut self, signal: Signal) -> &mut f32 {
+        &mut self.0[signal.index()]
     }
 }
 
@@ -243,14 +250,14 @@ fn unit(value: f32) -> f32 {
 /// weight total, worked out once instead of per candidate.
 #[derive(Clone, Copy, Debug)]
 pub struct PreparedWeights {
-    /// `(signal index, name, weight)` of the signals with a positive weight, in signal order.
-    active: [(usize, &'static str, f32); SIGNALS],
+    /// `(signal, weight)` of the signals with a positive weight, in signal order.
+    active: [(Signal, f32); SIGNALS],
     len: usize,
     total: f32,
 }
 
-/// How many signals there are.
-const SIGNALS: usize = 10;
+/// How many weighted signals there are.
+const SIGNALS: usize = Signal::WEIGHTED.len();
 
 impl ScoreWeights {
     /// These weights prepared for [`PreparedWeights::score`] and
@@ -258,12 +265,12 @@ impl ScoreWeights {
     pub fn prepare(&self) -> PreparedWeights {
         let pairs = self.pairs();
         let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
-        let mut active = [(0, "", 0.0); SIGNALS];
+        let mut active = [(Signal::Relevance, 0.0); SIGNALS];
         let mut len = 0;
         if total.is_finite() && total > 0.0 {
-            for (index, (name, weight)) in pairs.into_iter().enumerate() {
+            for (signal, weight) in pairs {
                 if weight > 0.0 {
-                    active[len] = (index, name, weight);
+                    active[len] = (signal, weight);
                     len += 1;
                 }
             }
@@ -273,7 +280,7 @@ impl ScoreWeights {
 }
 
 impl PreparedWeights {
-    fn active(&self) -> &[(usize, &'static str, f32)] {
+    fn active(&self) -> &[(Signal, f32)] {
         &self.active[..self.len]
     }
 
@@ -283,11 +290,10 @@ impl PreparedWeights {
         if self.len == 0 {
             return 0.0;
         }
-        let values = signals.values();
         let score: f32 = self
             .active()
             .iter()
-            .map(|(index, _, weight)| unit(values[*index]) * weight)
+            .map(|(signal, weight)| unit(signals[*signal]) * weight)
             .sum();
         unit(score / self.total)
     }
@@ -295,25 +301,18 @@ impl PreparedWeights {
     /// Each positively weighted signal's value and its contribution (value times normalised
     /// weight), in signal order.
     pub fn breakdown(&self, signals: &Signals) -> Vec<SignalScore> {
-        let values = signals.values();
         self.active()
             .iter()
-            .map(|(index, name, weight)| {
-                let value = unit(values[*index]);
+            .map(|(signal, weight)| {
+                let value = unit(signals[*signal]);
                 SignalScore {
-                    name: (*name).into(),
+                    name: *signal,
                     value,
                     contribution: value * weight / self.total,
                 }
             })
             .collect()
     }
-}
-
-/// The weighted mean of `signals` (each clamped to `[0, 1]`) under `weights`, in `[0, 1]`;
-/// 0 when no weight is positive. To score many candidates, [`ScoreWeights::prepare`] once.
-pub fn weighted_score(weights: &ScoreWeights, signals: &Signals) -> f32 {
-    weights.prepare().score(signals)
 }
 
 /// The weighted score of `signals` and each signal's value and contribution. Signals with
@@ -496,14 +495,11 @@ mod tests {
     #[test]
     fn combine_normalises_and_explains() {
         let weights = ScoreWeights::seed();
-        let signals = Signals {
-            overlap: 1.0,
-            graph: 0.5,
-            temporal: 0.0,
-            reference: 1.0,
-            relevance: 0.9,
-            ..Signals::default()
-        };
+        let mut signals = Signals::default();
+        signals[Signal::Overlap] = 1.0;
+        signals[Signal::Graph] = 0.5;
+        signals[Signal::Reference] = 1.0;
+        signals[Signal::Relevance] = 0.9;
         let (score, breakdown) = combine(&weights, &signals);
         assert!(close(score, 0.5 + 0.1 + 0.2), "{score}");
         assert_eq!(breakdown.len(), 4, "zero-weight signals are left out");
@@ -516,18 +512,12 @@ mod tests {
                 overlap: 2.0,
                 ..ScoreWeights::seed()
             },
-            &Signals {
-                overlap: f32::NAN,
-                ..Signals::default()
-            },
+            &Signals::only(Signal::Overlap, f32::NAN),
         );
         assert_eq!(score, 0.0, "NaN signals count as 0");
         let (score, _) = combine(
             &ScoringStrategy::GraphDistance.weights(),
-            &Signals {
-                graph: 7.0,
-                ..Signals::default()
-            },
+            &Signals::only(Signal::Graph, 7.0),
         );
         assert_eq!(score, 1.0, "signals are clamped to [0, 1]");
     }

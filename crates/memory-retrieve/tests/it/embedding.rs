@@ -98,10 +98,13 @@ async fn a_synonym_is_found_by_similarity_alone() {
     assert_eq!(best.breakdown.channels, [Channel::Embedding]);
     let similarity = best
         .breakdown
-        .value("embedding")
+        .value(memory_core::Signal::Embedding)
         .expect("an embedding signal");
     assert!((similarity - 1.0).abs() < 1e-6, "{similarity}");
-    assert_eq!(best.breakdown.value("relevance"), Some(0.0));
+    assert_eq!(
+        best.breakdown.value(memory_core::Signal::Relevance),
+        Some(0.0)
+    );
     assert_eq!(
         found.items.len(),
         1,
@@ -128,8 +131,16 @@ async fn a_memory_found_by_both_channels_carries_both() {
         best.breakdown.channels,
         [Channel::Memory, Channel::Embedding]
     );
-    assert!(best.breakdown.value("relevance").is_some_and(|v| v > 0.0));
-    assert!(best.breakdown.value("embedding").is_some_and(|v| v > 0.99));
+    assert!(
+        best.breakdown
+            .value(memory_core::Signal::Relevance)
+            .is_some_and(|v| v > 0.0)
+    );
+    assert!(
+        best.breakdown
+            .value(memory_core::Signal::Embedding)
+            .is_some_and(|v| v > 0.99)
+    );
 }
 
 #[tokio::test]

@@ -156,7 +156,10 @@ async fn hybrid_uses_every_channel_and_explains() {
     let py = result.items.iter().find(|i| i.record.id() == "py");
     if let Some(py) = py {
         assert_eq!(py.breakdown.channels, [Channel::GraphTraversal]);
-        assert!(py.breakdown.value("graph").unwrap() < sg.breakdown.value("graph").unwrap());
+        assert!(
+            py.breakdown.value(memory_core::Signal::Graph).unwrap()
+                < sg.breakdown.value(memory_core::Signal::Graph).unwrap()
+        );
     }
 }
 
@@ -326,7 +329,10 @@ async fn reciprocal_rank_fusion() {
         .unwrap();
     assert!(!result.items.is_empty());
     for item in &result.items {
-        let rrf = item.breakdown.value("rrf").expect("rrf signal");
+        let rrf = item
+            .breakdown
+            .value(memory_core::Signal::Rrf)
+            .expect("rrf signal");
         assert!((rrf - item.score).abs() < 1e-6);
         assert!((0.0..=1.0).contains(&item.score));
     }
@@ -448,11 +454,25 @@ async fn conversation_context_lends_relevance_to_neighbours() {
     );
     let answer = &result.items[1];
     assert_eq!(answer.breakdown.channels, [Channel::Context]);
-    assert!((answer.breakdown.value("context").unwrap() - 1.0).abs() < 1e-6);
+    assert!(
+        (answer
+            .breakdown
+            .value(memory_core::Signal::Context)
+            .unwrap()
+            - 1.0)
+            .abs()
+            < 1e-6
+    );
     assert!((answer.score - 1.0 / 3.0).abs() < 1e-5);
     let before = &result.items[2];
     assert!(
-        (before.breakdown.value("context").unwrap() - 0.5).abs() < 1e-6,
+        (before
+            .breakdown
+            .value(memory_core::Signal::Context)
+            .unwrap()
+            - 0.5)
+            .abs()
+            < 1e-6,
         "the line before gets half"
     );
     let none = RetrieverConfig {

@@ -1,0 +1,65 @@
+//! The knowledge channel: page search, with each page's relevance, overlap, reference and
+//! time signals.
+
+use std::time::Instant;
+
+use memory_core::{Channel, PageQuery, Result, RetrievalSource, Signal};
+
+use super::candidate::{Candidate, Found};
+use super::request::Request;
+use crate::scoring::{Signals, recency, reference, temporal_weight, text_overlap};
+
+/// The pages of `request` as candidates, and the microseconds the channel took.
+pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64)> {
+    let Some(knowledge) = request.knowledge else {
+        return Ok((Vec::new(), 0));
+    };
+    let (config, filter) = (request.config, request.filter);
+    if !config.strategy.knowledge() || !filter.allows_semantic() {
+        return Ok((Vec::new(), 0));
+    }
+    let started = Instant::now();
+    let mut page_query = PageQuery::new(
+        request.scope.clone(),
+        request.query,
+        config.candidates_per_channel,
+    );
+    page_query.tags = filter.tags.clone();
+    let hits = knowledge.search(&page_query).await?;
+    let best = hits
+        .first()
+        .map_or(1.0, |hit| hit.score)
+        .max(f32::MIN_POSITIVE);
+    let now = request.now;
+    let out = hits
+        .into_iter()
+        .filter(|hit| filter.in_range(hit.page.updated_at))
+        .enumerate()
+        .map(|(rank, hit)| {
+            let page = hit.page;
+            let mut signals = Signals::default();
+            signals[Signal::Relevance] = hit.score / best;
+            if request.wants_overlap() {
+                signals[Signal::Overlap] = text_overlap(
+                    &request.grams,
+                    &[
+                        (&page.title, 3.0),
+                        (&page.summary, 2.0),
+                        (&page.content, 1.0),
+                    ],
+                );
+            }
+            signals[Signal::Temporal] = temporal_weight(page.updated_at, now);
+            signals[Signal::Reference] = reference(hit.referenced_by);
+            signals[Signal::Importance] = 0.5;
+            signals[Signal::Recency] =
+                recency(page.updated_at, now, config.recency_half_life_hours);
+            Candidate {
+                record: RetrievalSource::KnowledgePage(Box::new(page)),
+                channels: Found::new(Channel::Knowledge, rank + 1),
+                signals,
+            }
+        })
+        .collect();
+    Ok((out, started.elapsed().as_micros() as u64))
+}

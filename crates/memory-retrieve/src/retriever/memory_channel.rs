@@ -1,0 +1,245 @@
+//! The memory channel: keyword search over memories, with the embedding channel beside it
+//! when an embedder is set, and conversation context from the memories next to the hits.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::try_join_all;
+use memory_core::{
+    Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
+    Signal,
+};
+
+use super::candidate::{Candidate, Found, Key, RecordType};
+use super::request::Request;
+use super::{MAX_CONTEXT_SOURCES, RecallFilter};
+use crate::scoring::{Signals, text_overlap};
+
+/// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
+fn memory_filter(scope: &Scope, filter: &RecallFilter) -> MemoryFilter {
+    let mut memory_filter = MemoryFilter::new(scope.clone())
+        .with_time_range(filter.since, filter.until)
+        .with_kinds(filter.kinds());
+    memory_filter.tags = filter.tags.clone();
+    memory_filter
+}
+
+/// The memories of `request` as candidates, and the microseconds the channel took.
+pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64)> {
+    let config = request.config;
+    if !config.strategy.memory() {
+        return Ok((Vec::new(), 0));
+    }
+    let started = Instant::now();
+    let memory = request.memory;
+    let search = SearchQuery::new(
+        request.scope.clone(),
+        request.query,
+        config.candidates_per_channel,
+    )
+    .with_filter(memory_filter(request.scope, request.filter));
+    // Keyword search, and with an embedder the similarity search beside it.
+    let (hits, similar) = match request.embedder {
+        None => (memory.search(&search).await?, None),
+        Some(embedder) => {
+            let semantic = async {
+                let vector = crate::embedding::embed_checked(embedder, request.query).await?;
+                let hits = memory
+                    .search_similar(&search.filter, &vector, config.candidates_per_channel)
+                    .await?;
+                Ok::<_, memory_core::MemoryError>((vector, hits))
+            };
+            let (hits, semantic) = tokio::join!(memory.search(&search), semantic);
+            (hits?, Some(semantic?))
+        }
+    };
+    let (query_vector, similar) = match similar {
+        Some((vector, hits)) => (Some(vector), Some(hits)),
+        None => (None, None),
+    };
+    let query_vector = query_vector.as_deref();
+    let best = hits
+        .first()
+        .map_or(1.0, |hit| hit.score)
+        .max(f32::MIN_POSITIVE);
+    let mut out: Vec<Candidate> = hits
+        .into_iter()
+        .enumerate()
+        .map(|(rank, hit)| {
+            let item = hit.item;
+            let mut signals =
+                Signals::of_memory(&item, request.now, config.recency_half_life_hours);
+            signals[Signal::Relevance] = hit.score / best;
+            if request.wants_overlap() {
+                signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
+            }
+            if let Some(vector) = query_vector {
+                signals[Signal::Embedding] = crate::embedding::similarity(vector, &item);
+            }
+            Candidate {
+                record: RetrievalSource::Memory(item),
+                channels: Found::new(Channel::Memory, rank + 1),
+                signals,
+            }
+        })
+        .collect();
+    if let Some(similar) = similar {
+        merge_similar(&mut out, similar, request);
+    }
+    if request.weights.context > 0.0 && config.context_window > 0 {
+        add_context(&mut out, request, query_vector).await?;
+    }
+    Ok((out, started.elapsed().as_micros() as u64))
+}
+
+/// Merges the embedding channel's hits (those with a positive cosine) into the keyword hits:
+/// a memory found by both gains the `Embedding` channel; one found only by similarity becomes
+/// a candidate of that channel, with no keyword relevance.
+fn merge_similar(out: &mut Vec<Candidate>, similar: Vec<SearchHit>, request: &Request<'_>) {
+    let mut position: HashMap<Key, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(at, candidate)| (candidate.owned_key(), at))
+        .collect();
+    // Only a positive cosine relates a memory to the query: the rest would be candidates
+    // found by nothing, as keyword search never returns a document without a query word.
+    let related = similar.into_iter().filter(|hit| hit.score > 0.0);
+    for (rank, hit) in related.enumerate() {
+        let similarity = hit.score;
+        let key = (
+            RecordType::Memory,
+            hit.item.namespace.clone(),
+            hit.item.id.clone(),
+        );
+        match position.get(&key) {
+            Some(at) => {
+                let candidate = &mut out[*at];
+                candidate.channels.add(Channel::Embedding, rank + 1);
+                candidate.signals[Signal::Embedding] = similarity;
+            }
+            None => {
+                let item = hit.item;
+                let mut signals =
+                    Signals::of_memory(&item, request.now, request.config.recency_half_life_hours);
+                signals[Signal::Embedding] = similarity;
+                position.insert(key, out.len());
+                out.push(Candidate {
+                    record: RetrievalSource::Memory(item),
+                    channels: Found::new(Channel::Embedding, rank + 1),
+                    signals,
+                });
+            }
+        }
+    }
+}
+
+/// The memories within `window` of `item` in `(created_at, id)` order, each with its steps
+/// of halving: the memory right after gets the hit's full relevance (an answer follows its
+/// question), the one right before half, halved again per further step. The two reads run
+/// together.
+async fn neighbours_of(
+    request: &Request<'_>,
+    filter: &MemoryFilter,
+    item: &MemoryItem,
+    window: usize,
+) -> Result<Vec<(MemoryItem, i32)>> {
+    let mut scoped = filter.clone();
+    scoped.scope = item.namespace.exact();
+    let earlier = scoped
+        .clone()
+        .with_time_range(
+            None,
+            Some(item.created_at + chrono::Duration::microseconds(1)),
+        )
+        .newest_first()
+        .with_limit(2 * window + 1);
+    let later = scoped
+        .with_time_range(Some(item.created_at), None)
+        .with_limit(2 * window + 1);
+    let (before, after) =
+        tokio::try_join!(request.memory.list(&earlier), request.memory.list(&later))?;
+    let mut neighbours = Vec::new();
+    for (list, offset) in [(before, 1), (after, 0)] {
+        if let Some(at) = list.iter().position(|other| other.id == item.id) {
+            neighbours.extend(
+                list.into_iter()
+                    .skip(at + 1)
+                    .take(window)
+                    .enumerate()
+                    .map(|(step, other)| (other, step as i32 + offset)),
+            );
+        }
+    }
+    Ok(neighbours)
+}
+
+/// Gives the memories next to the best hits (within `context_window` on each side) the
+/// hit's relevance as the `context` signal (see [`neighbours_of`]). Neighbours that were not
+/// hits become candidates of the `Context` channel. The neighbourhoods are read together.
+async fn add_context(
+    out: &mut Vec<Candidate>,
+    request: &Request<'_>,
+    query_vector: Option<&[f32]>,
+) -> Result<()> {
+    let config = request.config;
+    let window = config.context_window;
+    let filter = memory_filter(request.scope, request.filter);
+    // Keyword hits lend context; a memory found by similarity alone has no relevance to
+    // lend.
+    let sources: Vec<(Arc<MemoryItem>, f32)> = out
+        .iter()
+        .filter(|candidate| candidate.channels.contains(Channel::Memory))
+        .take(MAX_CONTEXT_SOURCES)
+        .filter_map(|candidate| match &candidate.record {
+            RetrievalSource::Memory(item) => {
+                Some((item.clone(), candidate.signals[Signal::Relevance]))
+            }
+            _ => None,
+        })
+        .collect();
+    let neighbourhoods = try_join_all(
+        sources
+            .iter()
+            .map(|(item, _)| neighbours_of(request, &filter, item, window)),
+    )
+    .await?;
+    let mut position: HashMap<Key, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(at, candidate)| (candidate.owned_key(), at))
+        .collect();
+    for ((_, relevance), neighbours) in sources.iter().zip(neighbourhoods) {
+        for (neighbour, halvings) in neighbours {
+            let lent = relevance * 0.5f32.powi(halvings);
+            let key = (
+                RecordType::Memory,
+                neighbour.namespace.clone(),
+                neighbour.id.clone(),
+            );
+            match position.get(&key) {
+                Some(at) => {
+                    let signals = &mut out[*at].signals;
+                    signals[Signal::Context] = signals[Signal::Context].max(lent);
+                }
+                None => {
+                    let mut signals =
+                        Signals::of_memory(&neighbour, request.now, config.recency_half_life_hours);
+                    signals[Signal::Context] = lent;
+                    if let Some(vector) = query_vector {
+                        signals[Signal::Embedding] =
+                            crate::embedding::similarity(vector, &neighbour);
+                    }
+                    position.insert(key, out.len());
+                    let rank = out.len() + 1;
+                    out.push(Candidate {
+                        record: RetrievalSource::Memory(Arc::new(neighbour)),
+                        channels: Found::new(Channel::Context, rank),
+                        signals,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
