@@ -246,9 +246,16 @@ fn layering_problems(files: &[PathBuf]) -> Vec<String> {
 /// Every member crate takes the workspace's lints.
 fn manifest_problems() -> Vec<String> {
     let mut problems = Vec::new();
-    let mut manifests = vec![root().join("xtask/Cargo.toml"), root().join("benches/Cargo.toml")];
+    let mut manifests = vec![
+        root().join("xtask/Cargo.toml"),
+        root().join("benches/Cargo.toml"),
+    ];
     if let Ok(entries) = std::fs::read_dir(root().join("crates")) {
-        manifests.extend(entries.flatten().map(|entry| entry.path().join("Cargo.toml")));
+        manifests.extend(
+            entries
+                .flatten()
+                .map(|entry| entry.path().join("Cargo.toml")),
+        );
     }
     for manifest in manifests {
         let Ok(text) = std::fs::read_to_string(&manifest) else {
