@@ -184,6 +184,22 @@ impl TagConstraints {
             max_tags_per_entity,
         })
     }
+
+    /// The tags an entity keeps: duplicates dropped (the first kept), then at most
+    /// `max_tags_per_entity`, in their order. Every backend stores exactly these.
+    pub fn limit<'a>(&self, tags: impl IntoIterator<Item = &'a Tag>) -> Vec<Tag> {
+        let max = self.max_tags_per_entity;
+        let mut kept: Vec<Tag> = Vec::new();
+        for tag in tags {
+            if kept.len() >= max {
+                break;
+            }
+            if !kept.contains(tag) {
+                kept.push(tag.clone());
+            }
+        }
+        kept
+    }
 }
 
 /// The result of a multi-hop relation query.

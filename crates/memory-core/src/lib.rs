@@ -60,7 +60,9 @@ pub use crate::{
         SearchQuery, cosine_similarity, validate_embedding,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
-    recall::{DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats},
+    recall::{
+        DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats, least_valuable,
+    },
     retrieval::{
         Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,
     },

@@ -67,6 +67,66 @@ impl RecallStats {
     }
 }
 
+/// The `count` least valuable of `entries`, least valuable first: the eviction victims of a
+/// recall-based policy, in the order every backend must follow. An entry is
+/// `(value, created_at, key)` with `value` from [`RecallStats::value`]; entries compare by
+/// value ([`f64::total_cmp`]), then creation time, then key (the id), all ascending.
+///
+/// One pass with a heap bounded to `count`: `O(n log count)`, no copy of the entries.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// let t = |s| Utc.timestamp_opt(s, 0).unwrap();
+/// let entries = [(0.5, t(1), "a"), (0.1, t(3), "b"), (0.1, t(2), "c"), (0.9, t(0), "d")];
+/// assert_eq!(memory_core::least_valuable(entries, 3), ["c", "b", "a"]);
+/// ```
+pub fn least_valuable<K: Ord>(
+    entries: impl IntoIterator<Item = (f64, DateTime<Utc>, K)>,
+    count: usize,
+) -> Vec<K> {
+    use std::collections::BinaryHeap;
+
+    /// A max-heap entry: the top is the most valuable of those held.
+    struct Ranked<K>(f64, DateTime<Utc>, K);
+    impl<K: Ord> Ord for Ranked<K> {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0
+                .total_cmp(&other.0)
+                .then_with(|| self.1.cmp(&other.1))
+                .then_with(|| self.2.cmp(&other.2))
+        }
+    }
+    impl<K: Ord> PartialOrd for Ranked<K> {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl<K: Ord> PartialEq for Ranked<K> {
+        fn eq(&self, other: &Self) -> bool {
+            self.cmp(other).is_eq()
+        }
+    }
+    impl<K: Ord> Eq for Ranked<K> {}
+
+    if count == 0 {
+        return Vec::new();
+    }
+    let mut heap: BinaryHeap<Ranked<K>> = BinaryHeap::new();
+    for (value, created_at, key) in entries {
+        let entry = Ranked(value, created_at, key);
+        if heap.len() < count {
+            heap.push(entry);
+        } else if heap.peek().is_some_and(|top| entry < *top) {
+            heap.pop();
+            heap.push(entry);
+        }
+    }
+    heap.into_sorted_vec()
+        .into_iter()
+        .map(|Ranked(_, _, key)| key)
+        .collect()
+}
+
 /// Weights of the recall-value formula ([`RecallStats::value`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallBasedConfig {

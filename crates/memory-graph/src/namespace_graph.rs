@@ -127,18 +127,13 @@ fn index_remove(index: &mut BTreeMap<String, BTreeSet<Arc<str>>>, key: &str, id:
     }
 }
 
-/// Drops duplicate tags (keeping the first) and keeps at most `max_tags`.
+/// Drops duplicate tags (keeping the first) and keeps at most `max_tags`: the shared rule
+/// of [`TagConstraints::limit`](memory_core::TagConstraints::limit).
 pub(crate) fn limit_tags(tags: Vec<Tag>, max_tags: usize) -> Vec<Tag> {
-    let mut kept: Vec<Tag> = Vec::with_capacity(tags.len().min(max_tags));
-    for tag in tags {
-        if kept.len() >= max_tags {
-            break;
-        }
-        if !kept.contains(&tag) {
-            kept.push(tag);
-        }
+    memory_core::TagConstraints {
+        max_tags_per_entity: max_tags,
     }
-    kept
+    .limit(&tags)
 }
 
 impl NamespaceGraph {

@@ -473,31 +473,21 @@ impl MemoryStore for InMemoryStore {
         config: &memory_core::RecallBasedConfig,
         now: DateTime<Utc>,
     ) -> Result<Option<Vec<String>>> {
-        use std::collections::BinaryHeap;
         let Some(shard) = self.registry.get(namespace) else {
             return Ok(Some(Vec::new()));
         };
         let shard = read(&shard);
-        // Max-heap on (value, created_at, id): the top is the most valuable of those held.
-        let mut heap: BinaryHeap<(OrderedValue, DateTime<Utc>, &str)> =
-            BinaryHeap::with_capacity(count + 1);
-        for entry in shard.entries.iter().flatten() {
-            let key = (
-                OrderedValue(entry.stats.value(now, config)),
+        let entries = shard.entries.iter().flatten().map(|entry| {
+            (
+                entry.stats.value(now, config),
                 entry.item.created_at,
                 entry.item.id.as_str(),
-            );
-            if heap.len() < count {
-                heap.push(key);
-            } else if heap.peek().is_some_and(|top| key < *top) {
-                heap.pop();
-                heap.push(key);
-            }
-        }
+            )
+        });
         Ok(Some(
-            heap.into_sorted_vec()
+            memory_core::least_valuable(entries, count)
                 .into_iter()
-                .map(|(_, _, id)| id.to_owned())
+                .map(str::to_owned)
                 .collect(),
         ))
     }
@@ -514,23 +504,5 @@ impl MemoryStore for InMemoryStore {
             entry.stats = stats;
         }
         Ok(())
-    }
-}
-
-/// An `f64` with a total order (`total_cmp`), for heaps of recall values.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct OrderedValue(f64);
-
-impl Eq for OrderedValue {}
-
-impl PartialOrd for OrderedValue {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedValue {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
     }
 }

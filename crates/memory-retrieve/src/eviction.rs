@@ -11,9 +11,6 @@
 //! [`MemoryStore::least_valuable`] (the in-memory store ranks its entries in place, without
 //! copying them).
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
     DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
@@ -144,33 +141,6 @@ async fn evict_oldest(
     delete_all(store, oldest).await
 }
 
-/// A heap entry ordered by (value, created_at, id): the greatest is the most valuable, so a
-/// max-heap bounded to `excess` entries keeps the least valuable ones.
-struct Ranked {
-    value: f64,
-    item: MemoryItem,
-}
-
-impl PartialEq for Ranked {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Ranked {}
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Ranked {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.value
-            .total_cmp(&other.value)
-            .then_with(|| self.item.created_at.cmp(&other.item.created_at))
-            .then_with(|| self.item.id.cmp(&other.item.id))
-    }
-}
-
 /// The items of `namespace` that a recall-based pass would evict, least valuable first.
 ///
 /// # Errors
@@ -197,27 +167,23 @@ async fn least_valuable_of(
     now: DateTime<Utc>,
     excess: usize,
 ) -> Result<Vec<MemoryItem>> {
-    let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(excess + 1);
-    for item in store.list(&MemoryFilter::new(namespace.exact())).await? {
+    let items = store.list(&MemoryFilter::new(namespace.exact())).await?;
+    let mut entries = Vec::with_capacity(items.len());
+    for (at, item) in items.iter().enumerate() {
         let stats = store
             .recall_stats(namespace, &item.id)
             .await?
             .unwrap_or_default();
-        let ranked = Ranked {
-            value: stats.value(now, config),
-            item,
-        };
-        if heap.len() < excess {
-            heap.push(ranked);
-        } else if heap.peek().is_some_and(|top| ranked < *top) {
-            heap.pop();
-            heap.push(ranked);
-        }
+        entries.push((stats.value(now, config), item.created_at, (&*item.id, at)));
     }
-    Ok(heap
-        .into_sorted_vec()
+    let victims: Vec<usize> = memory_core::least_valuable(entries, excess)
         .into_iter()
-        .map(|ranked| ranked.item)
+        .map(|(_, at)| at)
+        .collect();
+    let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
+    Ok(victims
+        .into_iter()
+        .filter_map(|at| items.get_mut(at).and_then(Option::take))
         .collect())
 }
 
