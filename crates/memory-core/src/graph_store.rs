@@ -1,4 +1,4 @@
-//! The `KnowledgeGraph` trait, the seed's keyword matching rules, and the traversal
+//! The `KnowledgeGraph` trait, the keyword matching rule of entities, and the traversal
 //! algorithms every backend may reuse.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -81,7 +81,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>>;
 
-    /// Entities matching any keyword under the seed's rules ([`entity_matches_keyword`]):
+    /// Entities matching any keyword under the matching rule ([`entity_matches_keyword`]):
     /// name prefix (case-insensitive), tag exact (after normalisation), entity type exact
     /// (case-insensitive). Ordered by namespace, then id.
     ///
@@ -208,7 +208,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         Ok(out)
     }
 
-    /// Follows `relation_types` in order along outgoing relations from `start` (seed 004's
+    /// Follows `relation_types` in order along outgoing relations from `start` (the
     /// multi-hop query: `colleague_of` then `works_on` finds the projects of a colleague).
     /// Returns the end entities and every complete path to them.
     ///
@@ -362,7 +362,7 @@ pub fn sort_scored(results: &mut [ScoredEntity]) {
     });
 }
 
-/// The seed's matching rule for one keyword: the lowercased keyword is a prefix of the
+/// The matching rule for one keyword: the lowercased keyword is a prefix of the
 /// lowercased name, or equals the entity type (case-insensitive), or, normalised as a tag,
 /// equals one of the entity's tags. Blank keywords match nothing.
 pub fn entity_matches_keyword(entity: &GraphEntity, keyword: &str) -> bool {

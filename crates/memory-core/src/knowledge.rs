@@ -214,7 +214,7 @@ impl PageQuery {
     }
 }
 
-/// Which of the seed's match rules a page hit satisfied, kept as signals for scoring.
+/// Which of the page match rules a page hit satisfied, kept as signals for scoring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageMatchSignals {
     /// A query keyword is a prefix of the title (case-insensitive).
@@ -226,7 +226,7 @@ pub struct PageMatchSignals {
 }
 
 impl PageMatchSignals {
-    /// The seed's match rules for one page, shared by every backend: a keyword starts the
+    /// The page match rules for one page, shared by every backend: a keyword starts the
     /// title or one of its words (case-insensitive); a keyword normalised as a tag equals one of
     /// the page's tags; the summary contains a keyword. `keywords` come from
     /// [`page_rule_keywords`].

@@ -411,7 +411,7 @@ pub fn validate_embedding(embedding: &[f32]) -> Result<()> {
 pub struct MemoryFilter {
     /// The namespaces covered.
     pub scope: Scope,
-    /// Only items whose id starts with this prefix (the seed's `prefix`).
+    /// Only items whose id starts with this prefix (for ids that encode a kind or a source).
     #[serde(default)]
     pub id_prefix: Option<String>,
     /// Only items created at or after this time.

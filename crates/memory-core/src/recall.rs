@@ -39,7 +39,7 @@ impl RecallStats {
         }
     }
 
-    /// The seed's memory value:
+    /// The memory's recall value:
     /// `ln(1 + count) * recall_weight + mean * score_weight + recency * recency_weight`, where
     /// `recency = 1 / (1 + days since the last recall)` (0 when never recalled).
     ///
@@ -166,7 +166,7 @@ impl RecallBasedConfig {
     }
 }
 
-/// What to forget, and when (seed section 4.2).
+/// What to forget, and when.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "snake_case")]
 pub enum EvictionPolicy {
@@ -312,7 +312,7 @@ impl EvictionConfig {
     }
 }
 
-/// Importance decay (seed 003): after `grace_period_days`, importance is multiplied by
+/// Importance decay: after `grace_period_days`, importance is multiplied by
 /// `(1 - daily_rate)` per day; items under `min_threshold` become eviction candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecayConfig {

@@ -2,9 +2,9 @@
 //!
 //! [`PetGraph`] implements [`memory_core::KnowledgeGraph`] in memory: one petgraph
 //! `StableGraph` per namespace (removals never invalidate other nodes), with indexes for
-//! the seed's matching rules (name prefix, case-insensitive; tag exact; entity type exact),
+//! the matching rules (name prefix, case-insensitive; tag exact; entity type exact),
 //! a sorted tag index for [`find_tags`](memory_core::KnowledgeGraph::find_tags), and native
-//! breadth-first traversals: related entities with hop distance and path, seed 004's
+//! breadth-first traversals: related entities with hop distance and path, the
 //! multi-hop relation chains, and shortest paths. For graph scoring it offers
 //! [`degree`](memory_core::KnowledgeGraph::degree) and
 //! [`PetGraph::degree_centrality`]; the distance score is [`memory_core::distance_score`].

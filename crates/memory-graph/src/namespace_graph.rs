@@ -630,7 +630,7 @@ impl NamespaceGraph {
         Ok(out)
     }
 
-    /// Seed 004's multi-hop query, as the trait's default `multi_hop` but over node indexes.
+    /// The multi-hop query (follow relation types in order), as the trait's default `multi_hop` but over node indexes.
     /// The caller checks the chain's length.
     pub(crate) fn multi_hop(
         &self,

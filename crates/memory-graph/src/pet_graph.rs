@@ -48,7 +48,7 @@ pub struct PetGraph {
     tag_constraints: TagConstraints,
 }
 
-/// The seed's name for the in-memory knowledge graph.
+/// Another name for the in-memory knowledge graph.
 pub type InMemoryGraph = PetGraph;
 
 fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {

@@ -22,7 +22,7 @@ use crate::registry::{Registry, read, write};
 /// `O(n)` (it returns all of them, in order, with no sort); `search`
 /// `O(Σ postings of the query terms + k log k)`.
 ///
-/// Ranking: BM25F relevance, then boosted by the seed's match rules kept as signals:
+/// Ranking: BM25F relevance, then boosted by the page match rules (kept as signals):
 /// `× (1 + 0.5 title_prefix + 0.5 tag_exact + 0.25 summary_contains)`.
 #[derive(Debug)]
 pub struct InMemoryKnowledgeStore {

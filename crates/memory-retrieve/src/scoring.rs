@@ -60,8 +60,10 @@ impl Default for ScoreWeights {
 }
 
 impl ScoreWeights {
-    /// The seed's four-weight hybrid (overlap 0.5, graph 0.2, temporal 0.1, reference 0.2).
-    pub fn seed() -> Self {
+    /// A four-signal hybrid without channel relevance: text overlap 0.5, graph 0.2, temporal
+    /// 0.1, reference 0.2 (a ranking by the query's words as written, graph distance, age
+    /// and references).
+    pub fn overlap_hybrid() -> Self {
         Self {
             relevance: 0.0,
             overlap: 0.5,
@@ -133,7 +135,7 @@ impl ScoreWeights {
     }
 }
 
-/// How a candidate's score is computed (the seed's strategies plus channel relevance).
+/// How a candidate's score is computed (one signal alone, or a weighted hybrid).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "strategy", rename_all = "snake_case")]
 pub enum ScoringStrategy {
@@ -386,7 +388,7 @@ pub fn text_overlap(query: &NGrams, fields: &[(&str, f32)]) -> f32 {
     }
 }
 
-/// The seed's temporal weight: `1 / (1 + days since at)`; future times count as now.
+/// The temporal weight: `1 / (1 + days since at)`; future times count as now.
 pub fn temporal_weight(at: DateTime<Utc>, now: DateTime<Utc>) -> f32 {
     temporal_weight_of_age(now.timestamp() - at.timestamp())
 }
@@ -494,7 +496,7 @@ mod tests {
 
     #[test]
     fn combine_normalises_and_explains() {
-        let weights = ScoreWeights::seed();
+        let weights = ScoreWeights::overlap_hybrid();
         let mut signals = Signals::default();
         signals[Signal::Overlap] = 1.0;
         signals[Signal::Graph] = 0.5;
@@ -510,7 +512,7 @@ mod tests {
         let (score, _) = combine(
             &ScoreWeights {
                 overlap: 2.0,
-                ..ScoreWeights::seed()
+                ..ScoreWeights::overlap_hybrid()
             },
             &Signals::only(Signal::Overlap, f32::NAN),
         );
