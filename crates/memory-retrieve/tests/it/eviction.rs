@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig,
+    Clock, DecayConfig, EvictionPolicy, ManualClock, MemoryFilter, MemoryItem, MemoryStore,
+    Namespace, RecallBasedConfig,
 };
 use memory_inmem::InMemoryStore;
-use memory_retrieve::{decay, evict, eviction_order};
+use memory_retrieve::{Memory, Remember, decay, evict, eviction_order};
 
 fn t0() -> DateTime<Utc> {
     "2024-01-01T00:00:00Z".parse().unwrap()
@@ -325,4 +325,70 @@ mod properties {
             });
         }
     }
+}
+
+/// Decay configured on the builder runs in `maintain`: importance falls as the formula says
+/// once the grace period is over, a recall reinforces it, and a memory that falls under the
+/// threshold is forgotten.
+#[tokio::test]
+async fn decay_through_memory_maintain() {
+    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+    let config = DecayConfig {
+        daily_rate: 0.1,
+        min_threshold: 0.2,
+        grace_period_days: 2,
+    };
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .decay(config)
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("decay").unwrap();
+    let fading = memory
+        .remember_with(Remember::new(ns.clone(), "a fading fact").importance(0.8))
+        .await
+        .unwrap();
+    let lasting = memory
+        .remember_with(Remember::new(ns.clone(), "a lasting fact").importance(0.9))
+        .await
+        .unwrap();
+
+    // Within the grace period nothing changes.
+    clock.advance(chrono::Duration::days(2));
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!((report.decayed, report.evicted), (0, 0));
+
+    // Five days past it: 0.8 × 0.9^5.
+    clock.advance(chrono::Duration::days(5));
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!((report.decayed, report.evicted), (2, 0));
+    let item = memory.store().get(&ns, &fading).await.unwrap().unwrap();
+    let expected = 0.8 * 0.9f64.powi(5);
+    assert!(
+        (f64::from(item.importance) - expected).abs() < 1e-5,
+        "{}",
+        item.importance
+    );
+    // Idempotent for a given time.
+    let again = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(again.decayed, 0);
+
+    // The lasting fact is accessed (reinforced) today; eleven more days take the fading one
+    // under 0.2 (0.8 × 0.9^16 ≈ 0.15), and it is forgotten.
+    let mut reinforced = memory.store().get(&ns, &lasting).await.unwrap().unwrap();
+    reinforced.last_accessed = Some(clock.now());
+    memory.store().update(reinforced).await.unwrap();
+    clock.advance(chrono::Duration::days(11));
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(report.evicted, 1);
+    assert!(memory.store().get(&ns, &fading).await.unwrap().is_none());
+    let lasting = memory.store().get(&ns, &lasting).await.unwrap().unwrap();
+    // Reinforced at day 7 from its decayed importance: 0.9 × 0.9^5, then 11 days with 2 of
+    // grace: × 0.9^9.
+    let expected = 0.9 * 0.9f64.powi(5) * 0.9f64.powi(9);
+    assert!(
+        (f64::from(lasting.importance) - expected).abs() < 1e-4,
+        "{} vs {expected}",
+        lasting.importance
+    );
 }

@@ -1,12 +1,18 @@
 //! Concurrency stress: many tasks on a multi-threaded runtime remember, recall, update,
-//! forget, record recalls and maintain on shared namespaces. The final state matches the
-//! acknowledged operations, no recall count is lost, and the run finishes in bounded time.
+//! forget, record recalls and maintain on shared namespaces. Without eviction, the final
+//! state matches the acknowledged operations exactly, recall counts included; with a
+//! capacity that evicts during the run, every namespace stays within it and every memory
+//! left holds its last acknowledged text. The run finishes in bounded time.
+
+use std::collections::HashSet;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{EvictionConfig, EvictionPolicy, MemoryItem, Namespace, RetrievalSource};
+use memory_core::{
+    EvictionConfig, EvictionPolicy, MemoryError, MemoryItem, Namespace, RetrievalSource,
+};
 use memory_retrieve::{Memory, Remember};
 use tokio::sync::Mutex;
 
@@ -26,6 +32,18 @@ fn eviction() -> EvictionConfig {
     }
 }
 
+/// Each namespace receives about 80 distinct ids: a capacity of 30 evicts during the run.
+const CAPACITY: usize = 30;
+
+fn capacity() -> EvictionConfig {
+    EvictionConfig {
+        policy: EvictionPolicy::Capacity {
+            max_items: CAPACITY,
+        },
+        check_interval: 7,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mixed_operations_keep_every_acknowledged_write() {
     let memory = Memory::builder()
@@ -33,7 +51,17 @@ async fn mixed_operations_keep_every_acknowledged_write() {
         .recall_batch(5)
         .build()
         .unwrap();
-    mixed_operations(Arc::new(memory)).await;
+    mixed_operations(Arc::new(memory), None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mixed_operations_under_eviction_keep_capacity_and_last_writes() {
+    let memory = Memory::builder()
+        .eviction(capacity())
+        .recall_batch(5)
+        .build()
+        .unwrap();
+    mixed_operations(Arc::new(memory), Some(CAPACITY)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -49,26 +77,31 @@ async fn mixed_operations_on_sqlite_keep_every_acknowledged_write() {
         .recall_batch(5)
         .build()
         .unwrap();
-    mixed_operations(Arc::new(memory)).await;
+    mixed_operations(Arc::new(memory), None).await;
     sqlite.check_integrity().await.unwrap();
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
 
-async fn mixed_operations(memory: Arc<Memory>) {
+/// Runs the tasks; `capacity` is the eviction policy's bound, if it has one.
+async fn mixed_operations(memory: Arc<Memory>, capacity: Option<usize>) {
     let spaces: Vec<Namespace> = ["shared/a", "shared/b"]
         .iter()
         .map(|s| Namespace::parse(s).unwrap())
         .collect();
     // Expected final content and recall count per (namespace, id), filled by each task.
     let expected: Arc<Mutex<Expected>> = Arc::default();
+    // Ids forgotten at some point: a recall event batched before the forget may land after
+    // it, so their counts are not compared.
+    let forgotten: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
     let run = async {
         let mut tasks = Vec::new();
         for task in 0..TASKS {
             let memory = Arc::clone(&memory);
             let spaces = spaces.clone();
             let expected = Arc::clone(&expected);
+            let forgotten = Arc::clone(&forgotten);
             tasks.push(tokio::spawn(async move {
                 let mut mine: Expected = HashMap::new();
                 let mut recalled: HashMap<(String, String), u64> = HashMap::new();
@@ -95,8 +128,12 @@ async fn mixed_operations(memory: Arc<Memory>) {
                                     .unwrap()
                                     .with_id(id.clone())
                                     .unwrap();
-                                memory.store().update(item).await.unwrap();
-                                mine.get_mut(&key).unwrap().0 = Some(text);
+                                match memory.store().update(item).await {
+                                    Ok(()) => mine.get_mut(&key).unwrap().0 = Some(text),
+                                    // Evicted since it was written: nothing to update.
+                                    Err(MemoryError::NotFound(_)) if capacity.is_some() => {}
+                                    Err(error) => panic!("update {key:?}: {error}"),
+                                }
                             }
                         }
                         3 => {
@@ -124,6 +161,7 @@ async fn mixed_operations(memory: Arc<Memory>) {
                         }
                         _ => {
                             if round % 12 == 5 && memory.forget(ns, &id).await.unwrap() {
+                                forgotten.lock().await.insert(key.clone());
                                 mine.insert(key, (None, 0));
                             } else {
                                 memory.maintain(&ns.exact()).await.unwrap();
@@ -151,16 +189,32 @@ async fn mixed_operations(memory: Arc<Memory>) {
         .expect("the stress run deadlocked or stalled");
     memory.flush().await.unwrap();
     let expected = expected.lock().await;
+    let forgotten = forgotten.lock().await;
     let mut live = 0;
-    for ((ns, id), (text, _)) in expected.iter() {
+    let mut counted = 0;
+    for ((ns, id), (text, recalls)) in expected.iter() {
         let ns = Namespace::parse(ns).unwrap();
         let stored = memory.store().get(&ns, id).await.unwrap();
-        assert_eq!(
-            stored.as_ref().map(|item| item.content.clone()),
-            text.clone(),
-            "{ns}/{id}"
-        );
-        live += usize::from(text.is_some());
+        let stored_text = stored.as_ref().map(|item| item.content.clone());
+        match capacity {
+            // Without eviction: exactly what was acknowledged last.
+            None => assert_eq!(stored_text, text.clone(), "{ns}/{id}"),
+            // With eviction: evicted, or its last acknowledged text.
+            Some(_) => assert!(
+                stored_text.is_none() || stored_text == *text,
+                "{ns}/{id}: {stored_text:?} is not the last write {text:?}"
+            ),
+        }
+        live += usize::from(stored_text.is_some());
+        if capacity.is_none()
+            && text.is_some()
+            && !forgotten.contains(&(ns.to_string(), id.clone()))
+        {
+            let stats = memory.store().recall_stats(&ns, id).await.unwrap();
+            let count = stats.map_or(0, |stats| stats.recall_count);
+            assert_eq!(count, *recalls, "{ns}/{id}: direct and feedback recalls");
+            counted += 1;
+        }
     }
     let stats = memory
         .stats(&Namespace::parse("shared").unwrap().subtree())
@@ -170,7 +224,22 @@ async fn mixed_operations(memory: Arc<Memory>) {
         stats.total, live,
         "nothing but the acknowledged writes is stored"
     );
-    assert!(live > TASKS, "the run wrote a real amount: {live}");
+    match capacity {
+        None => {
+            assert!(live > TASKS, "the run wrote a real amount: {live}");
+            assert!(counted > TASKS, "recall counts were compared: {counted}");
+        }
+        Some(capacity) => {
+            for ns in &spaces {
+                let held = memory.store().count(&ns.exact()).await.unwrap();
+                assert!(held <= capacity, "{ns} holds {held}");
+            }
+            assert!(
+                expected.values().filter(|(text, _)| text.is_some()).count() > live,
+                "eviction deleted something during the run"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
