@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memory_core::search::{BM25_B, BM25_K1, PAGE_FIELD_WEIGHTS};
 use memory_core::{
     KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope, Tag,
@@ -12,14 +13,10 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::memory_store::{BM25_B as B, BM25_K1 as K1, REINDEX_BATCH, count, namespaces};
+use crate::memory_store::{REINDEX_BATCH, count, namespaces};
 use crate::sql::{
     IndexedTerms, decode_time, encode_time, index_terms, reject_nul, search_terms, to_count,
 };
-
-/// BM25F weights of the fields title, summary, tags and content: the same as the in-memory
-/// backend's field weights.
-pub const PAGE_FIELD_WEIGHTS: [f64; 4] = [3.0, 2.0, 3.0, 1.0];
 
 /// A [`KnowledgeStore`] in PostgreSQL.
 ///
@@ -30,8 +27,12 @@ pub const PAGE_FIELD_WEIGHTS: [f64; 4] = [3.0, 2.0, 3.0, 1.0];
 ///
 /// Search: the column `terms` holds the distinct terms (a `text[]`) of the shared analyzer's
 /// analysis of title, summary, tags and content, under a GIN index, and `term_freqs` each
-/// term's frequency per field; a query's terms are bound as one array (`terms && $1`). Hits are ranked by BM25F with [`PAGE_FIELD_WEIGHTS`] (per-field term frequencies and
-/// lengths, the in-memory backend's formula), computed in SQL over the searched scope, then
+/// term's frequency per field; a query's terms are bound as one array (`terms && $1`). Hits
+/// are ranked by BM25F as [`memory_core::search`] defines it, with
+/// [`PAGE_FIELD_WEIGHTS`](memory_core::search::PAGE_FIELD_WEIGHTS) (per-field term
+/// frequencies and lengths from the row; document counts, document frequencies and mean
+/// lengths from the page's own namespace, as the in-memory backend ranks each namespace of a
+/// scope on its own), computed in SQL, then
 /// multiplied by the boost of the seed's match rules (`1 + 0.5 title_prefix + 0.5 tag_exact +
 /// 0.25 summary_contains`, also the in-memory rule), reported in [`PageHit::signals`].
 ///
@@ -384,9 +385,11 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let [title, summary, tags, content] = PAGE_FIELD_WEIGHTS;
+        let [title, summary, tags, content] = PAGE_FIELD_WEIGHTS.map(f64::from);
+        let k1 = f64::from(BM25_K1);
+        let b = f64::from(BM25_B);
         let mut sql = self.db.sql(
-            "WITH matched AS (SELECT p.rid, p.title_len, p.summary_len, p.tags_len, \
+            "WITH matched AS (SELECT p.rid, p.ns, p.title_len, p.summary_len, p.tags_len, \
              p.content_len, p.term_freqs, (true",
         );
         if !query.tags.is_empty() {
@@ -398,13 +401,13 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         sql.and_scope("p.ns", &query.scope);
         sql.push(
             "), hits AS (SELECT x.*, t.term, x.term_freqs -> t.term AS tf, \
-             count(*) OVER (PARTITION BY t.term)::float8 AS df \
+             count(*) OVER (PARTITION BY x.ns, t.term)::float8 AS df \
              FROM matched x CROSS JOIN unnest(",
         )
         .bind(terms, "text[]")
         .push(
             ") AS t (term) WHERE x.term_freqs ? t.term), \
-             corpus AS MATERIALIZED (SELECT count(*)::float8 AS n, \
+             corpus AS MATERIALIZED (SELECT p.ns, count(*)::float8 AS n, \
              greatest(coalesce(avg(p.title_len), 0), 1)::float8 AS title, \
              greatest(coalesce(avg(p.summary_len), 0), 1)::float8 AS summary, \
              greatest(coalesce(avg(p.tags_len), 0), 1)::float8 AS tags, \
@@ -412,17 +415,18 @@ impl KnowledgeStore for PostgresKnowledgeStore {
              FROM {s}.pages p WHERE true",
         );
         sql.and_scope("p.ns", &query.scope);
-        // BM25F: each field's frequency times its weight over its length normalisation.
+        // BM25F: each field's frequency times its weight over its length normalisation;
+        // statistics per namespace.
         let field = |index: usize, weight: f64, length: &str, average: &str| {
             format!(
                 "{weight:?}::float8 * (h.tf ->> {index})::float8 \
-                 / (1 - {B:?}::float8 + {B:?}::float8 * h.{length} / c.{average})"
+                 / (1 - {b:?}::float8 + {b:?}::float8 * h.{length} / c.{average})"
             )
         };
         sql.push(&format!(
-            "), scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
-             FROM hits h CROSS JOIN corpus c \
+            " GROUP BY p.ns), scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({k1:?}::float8 + x.w))::real AS score \
+             FROM hits h JOIN corpus c ON c.ns = h.ns \
              CROSS JOIN LATERAL (SELECT {} + {} + {} + {} AS w) x \
              WHERE h.passes GROUP BY h.rid) \
              SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, s.score \

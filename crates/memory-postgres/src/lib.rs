@@ -62,8 +62,10 @@
 //! is never query syntax. (Not a `tsvector`: it holds at most 1 MiB of lexemes, less than the
 //! distinct bigrams of 1 MiB of Chinese.) Ranking is BM25F (memories: content with tags, and
 //! the context; pages: title, summary, tags and content) computed in SQL from per-field term
-//! frequencies kept beside the terms, with the in-memory backend's parameters
-//! ([`BM25_K1`], [`BM25_B`]), so scores match it.
+//! frequencies kept beside the terms, exactly as [`memory_core::search`] defines it for every
+//! backend: its constants, and statistics per namespace searched (a scope of several
+//! namespaces ranks each on its own and merges the hits by score, then id), so rankings
+//! match the in-memory backend's.
 //!
 //! # Concurrency and errors
 //!
@@ -102,8 +104,8 @@ use crate::database::Database;
 
 pub use crate::{
     graph_store::PostgresGraph,
-    knowledge_store::{PAGE_FIELD_WEIGHTS, PostgresKnowledgeStore},
-    memory_store::{BM25_B, BM25_K1, PostgresStore},
+    knowledge_store::PostgresKnowledgeStore,
+    memory_store::PostgresStore,
     options::{DEFAULT_SCHEMA, PostgresOptions, PostgresTls, TlsRoots},
     schema::SCHEMA_VERSION,
 };

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
+use memory_core::search::{BM25_B, BM25_K1, MEMORY_FIELD_WEIGHTS};
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore,
-    Namespace, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -17,14 +18,6 @@ use crate::error::{Context, corrupt};
 use crate::sql::{
     Sql, decode_time, encode_time, limit_value, reject_nul_json, search_terms, time_bound, to_count,
 };
-
-/// BM25 term-frequency saturation `k1`: the in-memory backend's value (a test checks).
-pub const BM25_K1: f64 = 1.2;
-/// BM25 length normalisation `b`: the in-memory backend's value (a test checks).
-pub const BM25_B: f64 = 0.5;
-
-const K1: f64 = BM25_K1;
-const B: f64 = BM25_B;
 
 mod row;
 
@@ -42,15 +35,17 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 /// The column `terms` holds the distinct terms (a `text[]`) of the shared
 /// [`Analyzer`](memory_core::text::Analyzer)'s analysis of two fields, as the in-memory
 /// backend indexes them: the content with the tags, and the item's
-/// [context](MemoryItem::context) (weighted [`CONTEXT_FIELD_WEIGHT`]); `term_freqs` holds each
-/// term's frequency per field. Both are written in the same statement as the row; `terms` is
-/// GIN-indexed, so content of any vocabulary up to the content limit is indexed. A query is
-/// analysed the same way and its terms are bound as one array (`terms && $1`), so no user
-/// text is query syntax. Hits are ranked by BM25F ([`BM25_K1`], [`BM25_B`], the in-memory
-/// backend's formula) computed in SQL: term frequencies and field lengths come from the row,
-/// document frequencies and average lengths from the searched scope. For a single-namespace
-/// scope the scores equal the in-memory backend's (up to rounding); a subtree scope takes its
-/// statistics over the whole subtree. The cost is one GIN lookup per query term, one key
+/// [context](MemoryItem::context) (weighted
+/// [`CONTEXT_FIELD_WEIGHT`](memory_core::search::CONTEXT_FIELD_WEIGHT)); `term_freqs` holds
+/// each term's frequency per field. Both are written in the same statement as the row;
+/// `terms` is GIN-indexed, so content of any vocabulary up to the content limit is indexed. A
+/// query is analysed the same way and its terms are bound as one array (`terms && $1`), so no
+/// user text is query syntax. Hits are ranked by BM25F as [`memory_core::search`] defines it
+/// (its constants, computed in SQL): term frequencies and field lengths come from the row;
+/// document counts, document frequencies and mean field lengths from the hit's own
+/// namespace, so a scope of several namespaces ranks each as the in-memory backend does and
+/// merges the hits by score, then id. The scores equal the in-memory backend's up to
+/// rounding. The cost is one GIN lookup per query term, one key
 /// lookup per matching row and query term, and an index-only aggregate over the scope's rows:
 /// linear in the number of terms, which the analyzer caps at
 /// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS) (a 16 KiB query over 5,000
@@ -326,40 +321,44 @@ impl MemoryStore for PostgresStore {
         if query.top_k == 0 || !filter_is_satisfiable(filter) {
             return Ok(Vec::new());
         }
-        let mut sql = self
-            .db
-            .sql("WITH matched AS (SELECT m.rid, m.doc_len, m.context_len, m.term_freqs, (true");
+        let mut sql = self.db.sql(
+            "WITH matched AS (SELECT m.rid, m.ns, m.doc_len, m.context_len, m.term_freqs, (true",
+        );
         and_conditions(&mut sql, filter);
         sql.push(") AS passes FROM {s}.memories m WHERE m.terms && ")
             .bind(terms.clone(), "text[]");
         sql.and_scope("m.ns", &filter.scope);
         sql.push(
-            "), hits AS (SELECT x.rid, x.doc_len, x.context_len, x.passes, t.term, \
+            "), hits AS (SELECT x.rid, x.ns, x.doc_len, x.context_len, x.passes, t.term, \
              (x.term_freqs -> t.term ->> 0)::float8 AS tf_content, \
              (x.term_freqs -> t.term ->> 1)::float8 AS tf_context, \
-             count(*) OVER (PARTITION BY t.term)::float8 AS df \
+             count(*) OVER (PARTITION BY x.ns, t.term)::float8 AS df \
              FROM matched x CROSS JOIN unnest(",
         )
         .bind(terms, "text[]")
         .push(
             ") AS t (term) WHERE x.term_freqs ? t.term), \
-             corpus AS MATERIALIZED (SELECT count(*)::float8 AS n, \
+             corpus AS MATERIALIZED (SELECT m.ns, count(*)::float8 AS n, \
              greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS content, \
              greatest(coalesce(avg(m.context_len), 0), 1)::float8 AS context \
              FROM {s}.memories m WHERE true",
         );
         sql.and_scope("m.ns", &filter.scope);
         // BM25F over the two fields: each field's frequency times its weight over its length
-        // normalisation, saturated by k1; document frequencies over the whole scope.
-        let context_weight = f64::from(CONTEXT_FIELD_WEIGHT);
+        // normalisation, saturated by k1; document counts, frequencies and mean lengths per
+        // namespace, as each namespace is ranked on its own.
+        let k1 = f64::from(BM25_K1);
+        let b = f64::from(BM25_B);
+        let [content_weight, context_weight] = MEMORY_FIELD_WEIGHTS.map(f64::from);
         sql.push(&format!(
-            "), scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({K1:?}::float8 + x.w))::real AS score \
-             FROM hits h CROSS JOIN corpus c \
+            " GROUP BY m.ns), scored AS (SELECT h.rid, \
+             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({k1:?}::float8 + x.w))::real AS score \
+             FROM hits h JOIN corpus c ON c.ns = h.ns \
              CROSS JOIN LATERAL (SELECT \
-               h.tf_content / (1 - {B:?}::float8 + {B:?}::float8 * h.doc_len / c.content) \
+               {content_weight:?}::float8 * h.tf_content \
+                 / (1 - {b:?}::float8 + {b:?}::float8 * h.doc_len / c.content) \
                + {context_weight:?}::float8 * h.tf_context \
-                 / (1 - {B:?}::float8 + {B:?}::float8 * h.context_len / c.context) AS w) x \
+                 / (1 - {b:?}::float8 + {b:?}::float8 * h.context_len / c.context) AS w) x \
              WHERE h.passes GROUP BY h.rid) \
              SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"

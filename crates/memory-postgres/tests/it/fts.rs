@@ -181,16 +181,6 @@ fn corpus() -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
-fn bm25_parameters_are_the_in_memory_backends() {
-    assert_eq!(memory_postgres::BM25_K1 as f32, memory_inmem::K1);
-    assert_eq!(memory_postgres::BM25_B as f32, memory_inmem::B);
-    assert_eq!(
-        memory_postgres::PAGE_FIELD_WEIGHTS.map(|weight| weight as f32),
-        memory_inmem::PAGE_FIELD_WEIGHTS
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bm25_ranking_matches_the_in_memory_backend() {
     let schema = schema_or_skip!("fts_bm25");
@@ -321,6 +311,101 @@ async fn page_ranking_matches_the_in_memory_backend() {
                 a.score,
                 b.score
             );
+        }
+    }
+}
+
+/// Hits as `(namespace, id)`, in order.
+fn memory_keys(hits: &[memory_core::SearchHit]) -> Vec<(String, String)> {
+    hits.iter()
+        .map(|hit| (hit.item.namespace.to_string(), hit.item.id.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_of_two_namespaces_ranks_each_on_its_own_statistics() {
+    let schema = schema_or_skip!("fts_two_namespaces");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let pages = backend.knowledge_store();
+    let reference = InMemoryStore::new();
+    let reference_pages = InMemoryKnowledgeStore::new();
+    let parent = Namespace::parse("fts/two").unwrap();
+    let big = parent.child("big").unwrap();
+    let small = parent.child("small").unwrap();
+    // "support" is common in the big namespace and rare in the small one, and the small
+    // namespace's documents are much shorter: statistics over both together would rank them
+    // differently than each namespace's own.
+    let mut documents: Vec<(Namespace, String, String)> = corpus()
+        .into_iter()
+        .map(|(id, text)| (big.clone(), id, text))
+        .collect();
+    for (id, text) in [
+        ("s1", "support lake"),
+        ("s2", "adoption"),
+        ("s3", "support"),
+        ("d03", "quiet words about nothing"),
+    ] {
+        documents.push((small.clone(), id.to_owned(), text.to_owned()));
+    }
+    for (ns, id, text) in &documents {
+        let entry = item(ns, id, text);
+        store.save(entry.clone()).await.unwrap();
+        reference.save(entry).await.unwrap();
+        let page = KnowledgePage::new(ns.clone(), id.as_str(), text.as_str())
+            .unwrap()
+            .with_content(format!("{text} {text}"));
+        pages.add_page(page.clone()).await.unwrap();
+        reference_pages.add_page(page).await.unwrap();
+    }
+    for query in [
+        "support",
+        "support lake",
+        "adoption",
+        "Caroline adoption support",
+        "lake sunrise",
+    ] {
+        for top_k in [3, 20] {
+            let search = SearchQuery::new(parent.subtree(), query, top_k);
+            let got = store.search(&search).await.unwrap();
+            let want = reference.search(&search).await.unwrap();
+            assert_eq!(
+                memory_keys(&got),
+                memory_keys(&want),
+                "memories for {query:?}, top {top_k}"
+            );
+            for (a, b) in got.iter().zip(&want) {
+                assert!(
+                    (a.score - b.score).abs() <= 1e-4 * b.score.abs().max(1.0),
+                    "score of {} for {query:?}: {} vs in-memory {}",
+                    a.item.id,
+                    a.score,
+                    b.score
+                );
+            }
+            let search = PageQuery::new(parent.subtree(), query, top_k);
+            let page_keys = |hits: Vec<memory_core::PageHit>| {
+                hits.into_iter()
+                    .map(|hit| (hit.page.namespace.to_string(), hit.page.id, hit.score))
+                    .collect::<Vec<_>>()
+            };
+            let got = page_keys(pages.search(&search).await.unwrap());
+            let want = page_keys(reference_pages.search(&search).await.unwrap());
+            assert_eq!(got.len(), want.len(), "pages for {query:?}, top {top_k}");
+            for (a, b) in got.iter().zip(&want) {
+                assert_eq!(
+                    (&a.0, &a.1),
+                    (&b.0, &b.1),
+                    "pages for {query:?}, top {top_k}"
+                );
+                assert!(
+                    (a.2 - b.2).abs() <= 1e-4 * b.2.abs().max(1.0),
+                    "score of page {} for {query:?}: {} vs in-memory {}",
+                    a.1,
+                    a.2,
+                    b.2
+                );
+            }
         }
     }
 }
