@@ -1,12 +1,18 @@
-//! Retrieval evaluation on conversations in the LoCoMo JSONL format.
+//! Retrieval evaluation on LoCoMo conversations (the JSONL format of its development split)
+//! and LongMemEval haystacks (the benchmark's own JSON, read by [`read_longmemeval`]).
 //!
-//! Protocol (as the data's README gives it): each conversation is its own namespace; its
-//! turns are remembered through the public API (text `[date] speaker: text`, the turn's
-//! timestamp as creation time, `dia_id` and speaker in metadata, and the previous turn as the
-//! memory's context, which search indexes with a lower weight); the clock is set to the
-//! conversation's last timestamp; each question is answered with one recall against that
-//! namespace only. Recall@k is the share of a question's evidence turns in the top k,
-//! averaged over questions; Hit@k the share of questions with any evidence in the top k.
+//! Protocol (as the data's READMEs give it): each conversation, or each LongMemEval
+//! question's haystack, is its own namespace; its turns are remembered through the public
+//! API (text `[date] speaker: text`, the session's time as creation time, the turn id and
+//! speaker in metadata, and the previous turn as the memory's context, which search indexes
+//! with a lower weight); the clock is set to the question's date (LongMemEval) or the
+//! conversation's last timestamp (LoCoMo); each question is answered with one recall against
+//! that namespace only. Recall@k is the share of a question's evidence turns in the top k,
+//! averaged over questions; Hit@k the share of questions with any evidence in the top k;
+//! NDCG@10 weighs each evidence turn by its rank. Where questions name their evidence
+//! sessions (LongMemEval), the turn ranking is mapped to sessions as the benchmark's own
+//! scorer does (the cut grows until k distinct sessions are covered): recall_any@k is the
+//! share of questions with an evidence session among them, recall_all@k with all of them.
 //!
 //! Questions are answered through [`Retriever::retrieve_with`](agent_memory::retrieve::Retriever::retrieve_with), which records no recall
 //! statistics, so the order of questions cannot change the results.
@@ -24,7 +30,10 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// The cut-offs reported.
-pub const KS: [usize; 4] = [1, 5, 10, 20];
+pub const KS: [usize; 5] = [1, 5, 10, 20, 50];
+
+/// The session cut-offs reported (LongMemEval).
+pub const SESSION_KS: [usize; 2] = [5, 10];
 
 /// One dialogue turn.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,6 +57,9 @@ pub struct Turn {
     pub text: String,
     /// Caption of a shared image, if any.
     pub blip_caption: Option<String>,
+    /// The session's id in the source data, when it has one (LongMemEval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// One question with its evidence turns.
@@ -64,8 +76,16 @@ pub struct Query {
     pub answer: String,
     /// `dia_id`s of the turns that answer it.
     pub evidence: Vec<String>,
-    /// 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
-    pub category: u32,
+    /// LoCoMo: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop; LongMemEval: the
+    /// question type.
+    #[serde(deserialize_with = "any_to_string")]
+    pub category: String,
+    /// When the question is asked (the clock of its recall), if the data says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<DateTime<Utc>>,
+    /// The ids of the sessions that answer it, when the data names them (LongMemEval).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence_sessions: Vec<String>,
 }
 
 fn any_to_string<'de, D: serde::Deserializer<'de>>(
@@ -124,6 +144,8 @@ pub struct EvalOptions {
     /// Ask each question this many times (at least once): the latency figures cover every
     /// ask, which steadies them on a busy machine; the metrics come from the first.
     pub repeat: usize,
+    /// Keep each question's ranking in the report ([`Report::ranked`]).
+    pub keep_ranked: bool,
 }
 
 impl Default for EvalOptions {
@@ -135,6 +157,7 @@ impl Default for EvalOptions {
             show_misses: false,
             turn_context: true,
             repeat: 1,
+            keep_ranked: false,
         }
     }
 }
@@ -160,6 +183,20 @@ pub struct Report {
     pub latency_us: BTreeMap<String, f64>,
     /// Total ingest time, milliseconds, and turns ingested.
     pub ingest: BTreeMap<String, f64>,
+    /// Each question's ranking, when [`EvalOptions::keep_ranked`] is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranked: Vec<Ranked>,
+}
+
+/// One question's ranking, for rescoring elsewhere.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ranked {
+    /// Question id.
+    pub qid: String,
+    /// The turn ids returned, best first.
+    pub turns: Vec<String>,
+    /// The sessions of those turns, in order of first appearance.
+    pub sessions: Vec<String>,
 }
 
 #[derive(Default)]
@@ -167,6 +204,10 @@ struct Sums {
     questions: usize,
     recall: [f64; KS.len()],
     hit: [f64; KS.len()],
+    ndcg: f64,
+    session_questions: usize,
+    any: [f64; SESSION_KS.len()],
+    all: [f64; SESSION_KS.len()],
 }
 
 impl Sums {
@@ -178,6 +219,20 @@ impl Sums {
             self.recall[slot] += found as f64 / evidence.len().max(1) as f64;
             self.hit[slot] += f64::from(u8::from(found > 0));
         }
+        self.ndcg += ndcg_at(ranked, evidence, 10);
+    }
+
+    fn add_sessions(&mut self, sessions: &[String], evidence: &[String]) {
+        if evidence.is_empty() {
+            return;
+        }
+        self.session_questions += 1;
+        for (slot, k) in SESSION_KS.iter().enumerate() {
+            let top = &sessions[..sessions.len().min(*k)];
+            let found = evidence.iter().filter(|e| top.contains(e)).count();
+            self.any[slot] += f64::from(u8::from(found > 0));
+            self.all[slot] += f64::from(u8::from(found == evidence.len()));
+        }
     }
 
     fn metrics(&self) -> Metrics {
@@ -187,11 +242,48 @@ impl Sums {
             values.insert(format!("recall@{k}"), 100.0 * self.recall[slot] / n);
             values.insert(format!("hit@{k}"), 100.0 * self.hit[slot] / n);
         }
+        values.insert("ndcg@10".into(), 100.0 * self.ndcg / n);
+        if self.session_questions > 0 {
+            let n = self.session_questions as f64;
+            for (slot, k) in SESSION_KS.iter().enumerate() {
+                values.insert(format!("recall_any@{k}"), 100.0 * self.any[slot] / n);
+                values.insert(format!("recall_all@{k}"), 100.0 * self.all[slot] / n);
+            }
+        }
         Metrics {
             questions: self.questions,
             values,
         }
     }
+}
+
+/// NDCG@k with binary relevance: each evidence turn at rank `i` (from 1) gains
+/// `1 / log2(i + 1)`, over the best possible gain.
+fn ndcg_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
+    let gain = |rank: usize| 1.0 / ((rank + 1) as f64).log2();
+    let dcg: f64 = ranked
+        .iter()
+        .take(k)
+        .enumerate()
+        .filter(|(_, id)| evidence.contains(id))
+        .map(|(at, _)| gain(at + 1))
+        .sum();
+    let ideal: f64 = (1..=evidence.len().min(k)).map(gain).sum();
+    if ideal > 0.0 { dcg / ideal } else { 0.0 }
+}
+
+/// The sessions of a turn ranking in order of first appearance (the cut grows until each
+/// new session is covered).
+fn session_ranking(ranked: &[String], session_of: &HashMap<&str, &str>) -> Vec<String> {
+    let mut sessions: Vec<String> = Vec::new();
+    for turn in ranked {
+        if let Some(session) = session_of.get(turn.as_str())
+            && !sessions.iter().any(|seen| seen == session)
+        {
+            sessions.push((*session).to_owned());
+        }
+    }
+    sessions
 }
 
 fn parse_time(turn: &Turn) -> Option<DateTime<Utc>> {
@@ -252,7 +344,8 @@ pub async fn evaluate(
             .push(query);
     }
     let mut overall = Sums::default();
-    let mut per_category: BTreeMap<u32, Sums> = BTreeMap::new();
+    let mut per_category: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut ranked_out: Vec<Ranked> = Vec::new();
     let mut latencies: Vec<f64> = Vec::new();
     let mut ingest_ms = 0.0;
     let total_questions = queries.len();
@@ -279,9 +372,13 @@ pub async fn evaluate(
             memory.remember_with(request).await?;
         }
         ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
-        clock.set(last);
+        let session_of: HashMap<&str, &str> = conv_turns
+            .iter()
+            .filter_map(|turn| Some((turn.dia_id.as_str(), turn.session_id.as_deref()?)))
+            .collect();
         let conv_questions = questions.get(conv_id).cloned().unwrap_or_default();
         for query in &conv_questions {
+            clock.set(query.asked_at.unwrap_or(last));
             // Each ask is timed to its answer, not to the drop of the answer; the metrics
             // come from the first.
             let mut first = None;
@@ -332,11 +429,19 @@ pub async fn evaluate(
                     eprintln!("   got  {r}: {text}");
                 }
             }
-            overall.add(&ranked, &query.evidence);
-            per_category
-                .entry(query.category)
-                .or_default()
-                .add(&ranked, &query.evidence);
+            let sessions = session_ranking(&ranked, &session_of);
+            let category = per_category.entry(query.category.clone()).or_default();
+            for sums in [&mut overall, category] {
+                sums.add(&ranked, &query.evidence);
+                sums.add_sessions(&sessions, &query.evidence_sessions);
+            }
+            if options.keep_ranked {
+                ranked_out.push(Ranked {
+                    qid: query.qid.clone(),
+                    turns: ranked,
+                    sessions,
+                });
+            }
         }
         if options.progress {
             let so_far = overall.metrics();
@@ -367,7 +472,7 @@ pub async fn evaluate(
         overall: overall.metrics(),
         per_category: per_category
             .into_iter()
-            .map(|(category, sums)| (category_name(category), sums.metrics()))
+            .map(|(category, sums)| (category_name(&category), sums.metrics()))
             .collect(),
         latency_us: BTreeMap::from([
             ("mean".into(), mean),
@@ -378,6 +483,7 @@ pub async fn evaluate(
             ("total_ms".into(), ingest_ms),
             ("turns".into(), turns.len() as f64),
         ]),
+        ranked: ranked_out,
     })
 }
 
@@ -394,38 +500,155 @@ fn sanitize(conv_id: &str) -> String {
         .collect()
 }
 
-fn category_name(category: u32) -> String {
+fn category_name(category: &str) -> String {
     match category {
-        1 => "1-multi-hop".into(),
-        2 => "2-temporal".into(),
-        3 => "3-open-domain".into(),
-        4 => "4-single-hop".into(),
-        other => format!("{other}"),
+        "1" => "1-multi-hop".into(),
+        "2" => "2-temporal".into(),
+        "3" => "3-open-domain".into(),
+        "4" => "4-single-hop".into(),
+        other => other.to_owned(),
     }
+}
+
+/// One question of a LongMemEval file, as the benchmark publishes it.
+#[derive(Deserialize)]
+struct LongMemEvalQuestion {
+    question_id: String,
+    question_type: String,
+    question: String,
+    #[serde(default, deserialize_with = "any_to_string")]
+    answer: String,
+    question_date: String,
+    haystack_dates: Vec<String>,
+    haystack_session_ids: Vec<String>,
+    haystack_sessions: Vec<Vec<LongMemEvalTurn>>,
+    #[serde(default)]
+    answer_session_ids: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct LongMemEvalTurn {
+    role: String,
+    content: String,
+    #[serde(default)]
+    has_answer: bool,
+}
+
+/// A LongMemEval date such as `2023/05/20 (Sat) 02:21`.
+fn parse_longmemeval_date(text: &str) -> Option<DateTime<Utc>> {
+    let (day, rest) = text.trim().split_once(' ')?;
+    let time = rest.rsplit(' ').next()?;
+    NaiveDateTime::parse_from_str(&format!("{day} {time}"), "%Y/%m/%d %H:%M")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// Reads a LongMemEval file (`longmemeval_s`, `_m`, `_oracle` or a development file in the
+/// same format) as turns and questions: each question's haystack becomes a conversation of
+/// its own, every turn one memory (the role as speaker, the session's date), evidence the
+/// turns marked `has_answer` and the sessions in `answer_session_ids`. Abstention questions
+/// (ids ending in `_abs`) have no evidence and are skipped.
+///
+/// # Errors
+/// I/O and parse errors as [`MemoryError::Serialization`]; a date that does not parse as
+/// [`MemoryError::InvalidInput`].
+pub fn read_longmemeval(path: &std::path::Path) -> Result<(Vec<Turn>, Vec<Query>)> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| MemoryError::serialization(format!("open {}", path.display()), e))?;
+    let questions: Vec<LongMemEvalQuestion> =
+        serde_json::from_reader(std::io::BufReader::new(file))
+            .map_err(|e| MemoryError::serialization(format!("read {}", path.display()), e))?;
+    let mut turns = Vec::new();
+    let mut queries = Vec::new();
+    for question in questions {
+        if question.question_id.ends_with("_abs") {
+            continue;
+        }
+        let asked_at = parse_longmemeval_date(&question.question_date)
+            .ok_or_else(|| MemoryError::invalid("question_date", &question.question_date))?;
+        let mut evidence = Vec::new();
+        let sessions = question
+            .haystack_sessions
+            .into_iter()
+            .zip(question.haystack_session_ids)
+            .zip(question.haystack_dates);
+        for (index, ((session, session_id), date)) in sessions.enumerate() {
+            let at = parse_longmemeval_date(&date)
+                .ok_or_else(|| MemoryError::invalid("haystack_dates", &date))?;
+            for (position, turn) in session.into_iter().enumerate() {
+                // By position: a haystack may hold two sessions with the same id.
+                let dia_id = format!("s{index}:{position}");
+                if turn.has_answer {
+                    evidence.push(dia_id.clone());
+                }
+                turns.push(Turn {
+                    conv_id: question.question_id.clone(),
+                    dia_id,
+                    session: index,
+                    turn: position,
+                    date: date.clone(),
+                    timestamp: Some(at.format("%Y-%m-%dT%H:%M:%S").to_string()),
+                    speaker: turn.role,
+                    text: turn.content,
+                    blip_caption: None,
+                    session_id: Some(session_id.clone()),
+                });
+            }
+        }
+        queries.push(Query {
+            qid: question.question_id.clone(),
+            conv_id: question.question_id,
+            question: question.question,
+            answer: question.answer,
+            evidence,
+            category: question.question_type,
+            asked_at: Some(asked_at),
+            evidence_sessions: question.answer_session_ids,
+        });
+    }
+    Ok((turns, queries))
 }
 
 /// The report as a table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    out.push_str("| split | questions | R@1 | R@5 | R@10 | R@20 | H@1 | H@5 | H@10 | H@20 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    let mut row = |name: &str, metrics: &Metrics| {
+    out.push_str("| split | questions | R@1 | R@5 | R@10 | R@20 | R@50 | H@1 | H@5 | H@10 | H@20 | NDCG@10 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut rows: Vec<(&str, &Metrics)> = vec![("overall", &report.overall)];
+    rows.extend(
+        report
+            .per_category
+            .iter()
+            .map(|(name, m)| (name.as_str(), m)),
+    );
+    for (name, metrics) in &rows {
         let v = |key: &str| metrics.values.get(key).copied().unwrap_or(0.0);
         out.push_str(&format!(
-            "| {name} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            "| {name} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
             metrics.questions,
             v("recall@1"),
             v("recall@5"),
             v("recall@10"),
             v("recall@20"),
+            v("recall@50"),
             v("hit@1"),
             v("hit@5"),
             v("hit@10"),
             v("hit@20"),
+            v("ndcg@10"),
         ));
-    };
-    row("overall", &report.overall);
-    for (name, metrics) in &report.per_category {
-        row(name, metrics);
+    }
+    if report.overall.values.contains_key("recall_any@5") {
+        out.push_str("\nsessions (from the turn ranking):\n\n| split | any@5 | any@10 | all@5 | all@10 |\n|---|---:|---:|---:|---:|\n");
+        for (name, metrics) in &rows {
+            let v = |key: &str| metrics.values.get(key).copied().unwrap_or(0.0);
+            out.push_str(&format!(
+                "| {name} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+                v("recall_any@5"),
+                v("recall_any@10"),
+                v("recall_all@5"),
+                v("recall_all@10"),
+            ));
+        }
     }
     let l = |key: &str| report.latency_us.get(key).copied().unwrap_or(0.0);
     out.push_str(&format!(

@@ -120,7 +120,9 @@ pub fn synthetic(conversations: usize, turns: usize, seed: u64) -> (Vec<Turn>, V
                     question: question.replace("{name}", speaker),
                     answer: answer.to_owned(),
                     evidence: vec![dia_id.clone()],
-                    category: 4,
+                    category: "4".into(),
+                    asked_at: None,
+                    evidence_sessions: Vec::new(),
                 });
                 fact.replace("{x}", proper)
             } else {
@@ -136,8 +138,65 @@ pub fn synthetic(conversations: usize, turns: usize, seed: u64) -> (Vec<Turn>, V
                 speaker: speaker.to_owned(),
                 text,
                 blip_caption: None,
+                session_id: None,
             });
         }
     }
     (all_turns, queries)
+}
+
+/// The conversations of [`synthetic`] in LongMemEval's JSON format: one question object per
+/// question, its haystack the question's whole conversation (a session per LoCoMo session,
+/// its id `syn-session-N`), its evidence turns marked `has_answer` and their sessions in
+/// `answer_session_ids`, asked a day after the conversation's last session.
+pub fn as_longmemeval(turns: &[Turn], queries: &[Query]) -> serde_json::Value {
+    use std::collections::BTreeMap;
+    let date = |timestamp: &Option<String>| {
+        timestamp
+            .as_deref()
+            .and_then(|t| chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S").ok())
+            .map(|t| t.format("%Y/%m/%d (%a) %H:%M").to_string())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for query in queries {
+        let mut sessions: BTreeMap<usize, Vec<&Turn>> = BTreeMap::new();
+        for turn in turns.iter().filter(|t| t.conv_id == query.conv_id) {
+            sessions.entry(turn.session).or_default().push(turn);
+        }
+        let session_id = |session: usize| format!("syn-session-{session}");
+        let answer_sessions: Vec<String> = sessions
+            .iter()
+            .filter(|(_, turns)| turns.iter().any(|t| query.evidence.contains(&t.dia_id)))
+            .map(|(session, _)| session_id(*session))
+            .collect();
+        let last = turns
+            .iter()
+            .filter(|t| t.conv_id == query.conv_id)
+            .filter_map(|t| t.timestamp.as_deref())
+            .max()
+            .and_then(|t| chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S").ok())
+            .map(|t| {
+                (t + chrono::Duration::days(1))
+                    .format("%Y/%m/%d (%a) %H:%M")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        out.push(serde_json::json!({
+            "question_id": query.qid.replace('/', "-"),
+            "question_type": "single-session-user",
+            "question": query.question,
+            "answer": query.answer,
+            "question_date": last,
+            "haystack_dates": sessions.values().map(|turns| date(&turns[0].timestamp)).collect::<Vec<_>>(),
+            "haystack_session_ids": sessions.keys().map(|s| session_id(*s)).collect::<Vec<_>>(),
+            "haystack_sessions": sessions.values().map(|turns| turns.iter().map(|t| serde_json::json!({
+                "role": t.speaker,
+                "content": t.text,
+                "has_answer": query.evidence.contains(&t.dia_id),
+            })).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "answer_session_ids": answer_sessions,
+        }));
+    }
+    serde_json::Value::Array(out)
 }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use agent_memory::inmem::InMemoryStore;
-use memory_benches::eval::{EvalOptions, evaluate, render};
-use memory_benches::synthetic::synthetic;
+use memory_benches::eval::{EvalOptions, evaluate, read_longmemeval, render};
+use memory_benches::synthetic::{as_longmemeval, synthetic};
 
 #[tokio::test]
 async fn synthetic_recall_is_well_above_random() {
@@ -38,4 +38,63 @@ async fn synthetic_recall_is_well_above_random() {
 fn synthetic_is_deterministic() {
     assert_eq!(synthetic(2, 50, 1), synthetic(2, 50, 1));
     assert_ne!(synthetic(2, 50, 1).0, synthetic(2, 50, 2).0);
+}
+
+/// The LongMemEval reader and the session-level metrics: the synthetic conversations written
+/// in LongMemEval's JSON format read back as one haystack per question, with the question's
+/// date as the clock, and rank as well as they do in their own format.
+#[tokio::test]
+async fn longmemeval_format_reads_and_scores_sessions() {
+    let (turns, queries) = synthetic(2, 60, 11);
+    let mut file = as_longmemeval(&turns, &queries);
+    // An abstention question is skipped.
+    if let serde_json::Value::Array(questions) = &mut file {
+        let mut abstention = questions[0].clone();
+        abstention["question_id"] = "q-9_abs".into();
+        questions.push(abstention);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "agent-memory-longmemeval-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let (haystacks, questions) = read_longmemeval(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        questions.len(),
+        queries.len(),
+        "the _abs question is skipped"
+    );
+    assert!(
+        questions
+            .iter()
+            .all(|q| q.asked_at.is_some() && !q.evidence_sessions.is_empty())
+    );
+    assert!(questions.iter().all(|q| q.evidence.len() == 1));
+    let options = EvalOptions {
+        keep_ranked: true,
+        ..EvalOptions::default()
+    };
+    let report = evaluate(
+        &haystacks,
+        &questions,
+        Arc::new(InMemoryStore::new()),
+        &options,
+    )
+    .await
+    .unwrap();
+    let values = &report.overall.values;
+    assert!(values["recall@10"] > 50.0, "{}", render(&report));
+    // Session recall from the turn ranking: at least as good as turn hits at the same cut.
+    assert!(
+        values["recall_any@5"] >= values["hit@5"] - 1e-9,
+        "{}",
+        render(&report)
+    );
+    assert!(values["recall_all@10"] >= values["recall_all@5"]);
+    assert!(values["ndcg@10"] > 0.0 && values["ndcg@10"] <= 100.0);
+    assert_eq!(report.ranked.len(), questions.len());
+    let first = &report.ranked[0];
+    assert!(first.sessions.iter().all(|s| s.starts_with("syn-session-")));
+    assert!(report.per_category.contains_key("single-session-user"));
 }

@@ -1,7 +1,8 @@
-//! `cargo xtask eval`: retrieval quality on LoCoMo-format conversations.
+//! `cargo xtask eval`: retrieval quality on LoCoMo conversations and LongMemEval haystacks.
 //!
 //! ```text
-//! cargo xtask eval [--memories FILE --queries FILE | --synthetic]
+//! cargo xtask eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic]
+//!                  [--ranked FILE] [--repeat N]
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
@@ -14,10 +15,12 @@ use std::sync::Arc;
 use agent_memory::MemoryStore;
 use agent_memory::inmem::InMemoryStore;
 use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, ScoringStrategy};
-use memory_benches::eval::{EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, render};
+use memory_benches::eval::{
+    EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, read_longmemeval, render,
+};
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --synthetic] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--repeat N] [--json FILE]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--repeat N] [--json FILE]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +38,8 @@ fn run() -> Result<(), String> {
     let mut memories = root.join("../shared/eval/locomo-dev/memories.jsonl");
     let mut queries = root.join("../shared/eval/locomo-dev/queries.jsonl");
     let mut synthetic = false;
+    let mut longmemeval: Option<PathBuf> = None;
+    let mut ranked: Option<PathBuf> = None;
     let mut backend = "inmem".to_owned();
     let mut json: Option<PathBuf> = None;
     let mut options = EvalOptions {
@@ -51,6 +56,8 @@ fn run() -> Result<(), String> {
             "--memories" => memories = PathBuf::from(value()?),
             "--queries" => queries = PathBuf::from(value()?),
             "--synthetic" => synthetic = true,
+            "--longmemeval" => longmemeval = Some(PathBuf::from(value()?)),
+            "--ranked" => ranked = Some(PathBuf::from(value()?)),
             "--backend" => backend = value()?,
             "--json" => json = Some(PathBuf::from(value()?)),
             "--no-date" => options.format = TextFormat::Speaker,
@@ -122,8 +129,11 @@ fn run() -> Result<(), String> {
             other => return Err(format!("unknown argument {other}; {}", usage())),
         }
     }
+    options.keep_ranked = ranked.is_some();
     let (turns, questions): (Vec<Turn>, Vec<Query>) = if synthetic {
         memory_benches::synthetic::synthetic(5, 200, 42)
+    } else if let Some(path) = &longmemeval {
+        read_longmemeval(path).map_err(|e| e.to_string())?
     } else {
         let turns = read_jsonl(&memories).map_err(|e| e.to_string())?;
         let questions = read_jsonl(&queries).map_err(|e| e.to_string())?;
@@ -153,6 +163,15 @@ fn run() -> Result<(), String> {
         .block_on(evaluate(&turns, &questions, store, &options))
         .map_err(|e| e.to_string())?;
     println!("{}", render(&report));
+    if let Some(path) = ranked {
+        let mut text = String::new();
+        for question in &report.ranked {
+            text.push_str(&serde_json::to_string(question).map_err(|e| e.to_string())?);
+            text.push('\n');
+        }
+        std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+        eprintln!("eval: wrote each question's ranking to {}", path.display());
+    }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
