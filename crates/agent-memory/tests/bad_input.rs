@@ -175,6 +175,22 @@ async fn limits_hold(b: &Backends, memory: &Memory, ns: &Namespace) {
         b.knowledge.add_page(page).await,
         "tags",
     );
+    // A negative zero weight is stored as 0.0 everywhere (SQLite cannot keep the sign).
+    let mut signed = MemoryItem::new(ns.clone(), "negative zero weights")
+        .unwrap()
+        .with_id("negative-zero")
+        .unwrap();
+    signed.importance = -0.0;
+    signed.credibility = -0.0;
+    b.store.save(signed).await.unwrap();
+    let read = b.store.get(ns, "negative-zero").await.unwrap().unwrap();
+    assert_eq!(
+        (read.importance.to_bits(), read.credibility.to_bits()),
+        (0, 0),
+        "{}: -0.0 reads back as 0.0",
+        b.name
+    );
+    memory.forget(ns, "negative-zero").await.unwrap();
     // Times every backend can store.
     let far = chrono::DateTime::parse_from_rfc3339("3000-01-01T00:00:00Z")
         .unwrap()

@@ -180,7 +180,8 @@ impl MemoryItem {
     /// [`MemoryError::InvalidInput`] naming `importance` unless it is finite and in `[0, 1]`.
     pub fn with_importance(mut self, importance: f32) -> Result<Self> {
         validate_unit("importance", importance)?;
-        self.importance = importance;
+        // -0.0 becomes 0.0: no backend keeps the sign of a zero weight.
+        self.importance = importance + 0.0;
         Ok(self)
     }
 
@@ -190,7 +191,7 @@ impl MemoryItem {
     /// [`MemoryError::InvalidInput`] naming `credibility` unless it is finite and in `[0, 1]`.
     pub fn with_credibility(mut self, credibility: f32) -> Result<Self> {
         validate_unit("credibility", credibility)?;
-        self.credibility = credibility;
+        self.credibility = credibility + 0.0;
         Ok(self)
     }
 

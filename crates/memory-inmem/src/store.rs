@@ -114,7 +114,10 @@ fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
 }
 
 impl Shard {
-    fn insert(&mut self, item: MemoryItem) {
+    fn insert(&mut self, mut item: MemoryItem) {
+        // -0.0 is stored as 0.0, as on every backend (SQLite cannot keep the sign).
+        item.importance += 0.0;
+        item.credibility += 0.0;
         let stats = match self.remove(&item.id) {
             Some(old) => old.stats,
             None => RecallStats::default(),
