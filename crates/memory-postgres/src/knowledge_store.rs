@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use memory_core::search::{BM25_B, BM25_K1, PAGE_FIELD_WEIGHTS};
 use memory_core::{
     KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope, Tag,
@@ -11,6 +10,7 @@ use memory_core::{
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::memory_store::{REINDEX_BATCH, count, namespaces};
@@ -385,57 +385,17 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let [title, summary, tags, content] = PAGE_FIELD_WEIGHTS.map(f64::from);
-        let k1 = f64::from(BM25_K1);
-        let b = f64::from(BM25_B);
-        let mut sql = self.db.sql(
-            "WITH matched AS (SELECT p.rid, p.ns, p.title_len, p.summary_len, p.tags_len, \
-             p.content_len, p.term_freqs, (true",
-        );
-        if !query.tags.is_empty() {
-            let wanted: Vec<String> = query.tags.iter().map(|t| t.as_str().to_owned()).collect();
-            sql.push(" AND p.tags @> ").bind(wanted, "text[]");
-        }
-        sql.push(") AS passes FROM {s}.pages p WHERE p.terms && ")
-            .bind(terms.clone(), "text[]");
-        sql.and_scope("p.ns", &query.scope);
+        let mut sql = bm25::scored(&self.db, &bm25::PAGES, terms, &query.scope, |sql| {
+            if !query.tags.is_empty() {
+                let wanted: Vec<String> =
+                    query.tags.iter().map(|t| t.as_str().to_owned()).collect();
+                sql.push(" AND p.tags @> ").bind(wanted, "text[]");
+            }
+        });
         sql.push(
-            "), hits AS (SELECT x.*, t.term, x.term_freqs -> t.term AS tf, \
-             count(*) OVER (PARTITION BY x.ns, t.term)::float8 AS df \
-             FROM matched x CROSS JOIN unnest(",
-        )
-        .bind(terms, "text[]")
-        .push(
-            ") AS t (term) WHERE x.term_freqs ? t.term), \
-             corpus AS MATERIALIZED (SELECT p.ns, count(*)::float8 AS n, \
-             greatest(coalesce(avg(p.title_len), 0), 1)::float8 AS title, \
-             greatest(coalesce(avg(p.summary_len), 0), 1)::float8 AS summary, \
-             greatest(coalesce(avg(p.tags_len), 0), 1)::float8 AS tags, \
-             greatest(coalesce(avg(p.content_len), 0), 1)::float8 AS content \
-             FROM {s}.pages p WHERE true",
+            "SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, s.score \
+             FROM scored s JOIN {s}.pages p ON p.rid = s.rid",
         );
-        sql.and_scope("p.ns", &query.scope);
-        // BM25F: each field's frequency times its weight over its length normalisation;
-        // statistics per namespace.
-        let field = |index: usize, weight: f64, length: &str, average: &str| {
-            format!(
-                "{weight:?}::float8 * (h.tf ->> {index})::float8 \
-                 / (1 - {b:?}::float8 + {b:?}::float8 * h.{length} / c.{average})"
-            )
-        };
-        sql.push(&format!(
-            " GROUP BY p.ns), scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({k1:?}::float8 + x.w))::real AS score \
-             FROM hits h JOIN corpus c ON c.ns = h.ns \
-             CROSS JOIN LATERAL (SELECT {} + {} + {} + {} AS w) x \
-             WHERE h.passes GROUP BY h.rid) \
-             SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags, s.score \
-             FROM scored s JOIN {{s}}.pages p ON p.rid = s.rid",
-            field(0, title, "title_len", "title"),
-            field(1, summary, "summary_len", "summary"),
-            field(2, tags, "tags_len", "tags"),
-            field(3, content, "content_len", "content"),
-        ));
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
         let keywords = memory_core::page_rule_keywords(&query.text);
         let mut candidates = Vec::with_capacity(rows.len());

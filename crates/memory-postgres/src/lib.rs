@@ -87,6 +87,7 @@
 //! unlike `timestamptz`), so records dated before 1678 or after 2261 are rejected with
 //! `InvalidInput`; so is text holding the NUL character, which PostgreSQL cannot store.
 
+mod bm25;
 mod database;
 mod error;
 mod graph_store;

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
-use memory_core::search::{BM25_B, BM25_K1, MEMORY_FIELD_WEIGHTS};
 use memory_core::{
     CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
     RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
@@ -13,6 +12,7 @@ use memory_core::{
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
@@ -321,46 +321,11 @@ impl MemoryStore for PostgresStore {
         if query.top_k == 0 || !filter_is_satisfiable(filter) {
             return Ok(Vec::new());
         }
-        let mut sql = self.db.sql(
-            "WITH matched AS (SELECT m.rid, m.ns, m.doc_len, m.context_len, m.term_freqs, (true",
-        );
-        and_conditions(&mut sql, filter);
-        sql.push(") AS passes FROM {s}.memories m WHERE m.terms && ")
-            .bind(terms.clone(), "text[]");
-        sql.and_scope("m.ns", &filter.scope);
-        sql.push(
-            "), hits AS (SELECT x.rid, x.ns, x.doc_len, x.context_len, x.passes, t.term, \
-             (x.term_freqs -> t.term ->> 0)::float8 AS tf_content, \
-             (x.term_freqs -> t.term ->> 1)::float8 AS tf_context, \
-             count(*) OVER (PARTITION BY x.ns, t.term)::float8 AS df \
-             FROM matched x CROSS JOIN unnest(",
-        )
-        .bind(terms, "text[]")
-        .push(
-            ") AS t (term) WHERE x.term_freqs ? t.term), \
-             corpus AS MATERIALIZED (SELECT m.ns, count(*)::float8 AS n, \
-             greatest(coalesce(avg(m.doc_len), 0), 1)::float8 AS content, \
-             greatest(coalesce(avg(m.context_len), 0), 1)::float8 AS context \
-             FROM {s}.memories m WHERE true",
-        );
-        sql.and_scope("m.ns", &filter.scope);
-        // BM25F over the two fields: each field's frequency times its weight over its length
-        // normalisation, saturated by k1; document counts, frequencies and mean lengths per
-        // namespace, as each namespace is ranked on its own.
-        let k1 = f64::from(BM25_K1);
-        let b = f64::from(BM25_B);
-        let [content_weight, context_weight] = MEMORY_FIELD_WEIGHTS.map(f64::from);
+        let mut sql = bm25::scored(&self.db, &bm25::MEMORIES, terms, &filter.scope, |sql| {
+            and_conditions(sql, filter);
+        });
         sql.push(&format!(
-            " GROUP BY m.ns), scored AS (SELECT h.rid, \
-             sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({k1:?}::float8 + x.w))::real AS score \
-             FROM hits h JOIN corpus c ON c.ns = h.ns \
-             CROSS JOIN LATERAL (SELECT \
-               {content_weight:?}::float8 * h.tf_content \
-                 / (1 - {b:?}::float8 + {b:?}::float8 * h.doc_len / c.content) \
-               + {context_weight:?}::float8 * h.tf_context \
-                 / (1 - {b:?}::float8 + {b:?}::float8 * h.context_len / c.context) AS w) x \
-             WHERE h.passes GROUP BY h.rid) \
-             SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
+            "SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"
         ));
         if filter.metadata.is_empty() {
