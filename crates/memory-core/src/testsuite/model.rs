@@ -90,10 +90,12 @@ fn item(ns: &Namespace, id: usize, word: usize, tick: i64) -> MemoryItem {
     .unwrap_or_else(|error| panic!("model: building item: {error}"))
 }
 
-/// Applies `ops` to `store` under `base` and to a model, checking each acknowledged result,
-/// then checks that every read agrees with the model: `get`, `list` (exact and subtree),
-/// `count`, `search` for every word (index consistency, delete completeness, isolation), and
-/// recall counts. `base` must be empty when called.
+/// Applies `ops` to `store` under `base` and to a model, checking each acknowledged result
+/// and, after each operation, the memory it touched (`get` and its recall count). Every
+/// eighth operation and at the end it checks that every read agrees with the model: `get`
+/// of every id in every namespace, `list` (exact and subtree), `count`, `search` for every
+/// word (index consistency, delete completeness, isolation), and recall counts. `base` must
+/// be empty when called.
 pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, ops: &[MemoryOp]) {
     let spaces = spaces(base);
     let mut model: BTreeMap<(usize, usize), Model> = BTreeMap::new();
@@ -102,7 +104,27 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
         .single()
         .unwrap_or_default();
     for (tick, op) in ops.iter().enumerate() {
-        let tick = tick as i64;
+        let touched = apply(store, &spaces, &mut model, op, tick as i64, recall_at).await;
+        if let Some((s, id)) = touched {
+            check_one(store, &spaces, &model, s, id).await;
+        }
+        if tick % 8 == 7 {
+            check_all(store, base, &spaces, &model).await;
+        }
+    }
+    check_all(store, base, &spaces, &model).await;
+}
+
+/// Applies one operation to the store and the model; returns the memory it touched.
+async fn apply(
+    store: &dyn MemoryStore,
+    spaces: &[Namespace],
+    model: &mut BTreeMap<(usize, usize), Model>,
+    op: &MemoryOp,
+    tick: i64,
+    recall_at: chrono::DateTime<Utc>,
+) -> Option<(usize, usize)> {
+    {
         match *op {
             MemoryOp::Save { space, id, word } => {
                 let (space, id, word) = (space % spaces.len(), id % 8, word % MODEL_WORDS.len());
@@ -111,6 +133,7 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                 }
                 let entry = model.entry((space, id)).or_default();
                 entry.word = word;
+                Some((space, id))
             }
             MemoryOp::Update { space, id, word } => {
                 let (space, id, word) = (space % spaces.len(), id % 8, word % MODEL_WORDS.len());
@@ -128,6 +151,7 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                         "model: update of a missing memory must be NotFound, got {result:?}"
                     ),
                 }
+                Some((space, id))
             }
             MemoryOp::Delete { space, id } => {
                 let (space, id) = (space % spaces.len(), id % 8);
@@ -140,6 +164,7 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                     model.remove(&(space, id)).is_some(),
                     "model: delete reports existence"
                 );
+                Some((space, id))
             }
             MemoryOp::Recall { space, id } => {
                 let (space, id) = (space % spaces.len(), id % 8);
@@ -152,6 +177,7 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                 if let Some(entry) = model.get_mut(&(space, id)) {
                     entry.recalls += 1;
                 }
+                Some((space, id))
             }
             MemoryOp::Clear { space } => {
                 let space = space % spaces.len();
@@ -166,10 +192,81 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                     before - model.len(),
                     "model: clear reports what it deleted"
                 );
+                None
             }
         }
     }
+}
+
+/// `get` of memory `id` in namespace `s` agrees with the model, recall count included.
+async fn check_one(
+    store: &dyn MemoryStore,
+    spaces: &[Namespace],
+    model: &BTreeMap<(usize, usize), Model>,
+    s: usize,
+    id: usize,
+) {
+    let space = &spaces[s];
+    let name = format!("m{id}");
+    let got = match store.get(space, &name).await {
+        Ok(got) => got,
+        Err(error) => panic!("model: get failed: {error}"),
+    };
+    match (got, model.get(&(s, id))) {
+        (None, None) => {}
+        (Some(item), Some(expected)) => {
+            assert_eq!(item.namespace, *space, "model: get isolation");
+            assert!(
+                item.content.ends_with(MODEL_WORDS[expected.word]),
+                "model: content of {name} in {space}"
+            );
+            let stats = match store.recall_stats(space, &name).await {
+                Ok(stats) => stats.map_or(0, |stats| stats.recall_count),
+                Err(error) => panic!("model: recall_stats failed: {error}"),
+            };
+            assert_eq!(
+                stats, expected.recalls,
+                "model: recall count of {name} in {space}"
+            );
+        }
+        (got, expected) => panic!(
+            "model: get of {name} in {space} is {:?}, the model has {expected:?}",
+            got.map(|item| item.content)
+        ),
+    }
+}
+
+/// Every read agrees with the model.
+async fn check_all(
+    store: &dyn MemoryStore,
+    base: &Namespace,
+    spaces: &[Namespace],
+    model: &BTreeMap<(usize, usize), Model>,
+) {
+    for s in 0..spaces.len() {
+        for id in 0..8 {
+            check_one(store, spaces, model, s, id).await;
+        }
+    }
     for (s, space) in spaces.iter().enumerate() {
+        // The subtree list holds this namespace's memories and those of every namespace
+        // under it.
+        let subtree = match store.list(&MemoryFilter::new(space.subtree())).await {
+            Ok(listed) => listed,
+            Err(error) => panic!("model: list failed: {error}"),
+        };
+        let mut got: Vec<(String, String)> = subtree
+            .iter()
+            .map(|item| (item.namespace.to_string(), item.id.clone()))
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String)> = model
+            .keys()
+            .filter(|(m, _)| space.subtree().contains(&spaces[*m]))
+            .map(|(m, id)| (spaces[*m].to_string(), format!("m{id}")))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "model: subtree list of {space}");
         let listed = match store.list(&MemoryFilter::new(space.exact())).await {
             Ok(listed) => listed,
             Err(error) => panic!("model: list failed: {error}"),
@@ -194,12 +291,10 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
                 "model: content of {}",
                 item.id
             );
-            let stats = store
-                .recall_stats(space, &item.id)
-                .await
-                .ok()
-                .flatten()
-                .map_or(0, |s| s.recall_count);
+            let stats = match store.recall_stats(space, &item.id).await {
+                Ok(stats) => stats.map_or(0, |stats| stats.recall_count),
+                Err(error) => panic!("model: recall_stats failed: {error}"),
+            };
             assert_eq!(
                 stats, expected.recalls,
                 "model: recall count of {} in {space}",
@@ -237,6 +332,9 @@ pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, 
             }
         }
     }
-    let total = store.count(&base.subtree()).await.unwrap_or(usize::MAX);
+    let total = match store.count(&base.subtree()).await {
+        Ok(total) => total,
+        Err(error) => panic!("model: count failed: {error}"),
+    };
     assert_eq!(total, model.len(), "model: count over the subtree");
 }
