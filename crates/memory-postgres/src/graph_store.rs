@@ -9,15 +9,12 @@ use memory_core::{
     MemoryError, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, distance_score,
     entity_matches_keyword, sort_scored,
 };
-use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt, pg_error};
-use crate::knowledge_store::decode_tags;
-use crate::memory_store::{count, namespaces};
-use crate::sql::reject_nul;
+use crate::sql::{count, namespaces, reject_nul};
 
 /// A [`KnowledgeGraph`] in PostgreSQL.
 ///
@@ -55,101 +52,9 @@ impl PostgresGraph {
     }
 }
 
-const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
-const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+mod row;
 
-struct EncodedEntity {
-    ns: String,
-    id: String,
-    name: String,
-    name_key: String,
-    entity_type: String,
-    type_key: String,
-    description: String,
-    tags: Vec<String>,
-}
-
-impl EncodedEntity {
-    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
-        [
-            &self.ns,
-            &self.id,
-            &self.name,
-            &self.name_key,
-            &self.entity_type,
-            &self.type_key,
-            &self.description,
-            &self.tags,
-        ]
-    }
-}
-
-/// Distinct tags, the first `limit` kept.
-fn limit_tags(tags: &[Tag], limit: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(tags.len().min(limit));
-    for tag in tags {
-        if out.len() == limit {
-            break;
-        }
-        if !out.iter().any(|kept| kept == tag.as_str()) {
-            out.push(tag.as_str().to_owned());
-        }
-    }
-    out
-}
-
-fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
-    entity.validate()?;
-    reject_nul("name", &entity.name)?;
-    reject_nul("entity_type", &entity.entity_type)?;
-    reject_nul("description", &entity.description)?;
-    Ok(EncodedEntity {
-        tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
-        ns: entity.namespace.as_str().to_owned(),
-        id: entity.id,
-        name_key: entity.name.to_lowercase(),
-        name: entity.name,
-        type_key: entity.entity_type.to_lowercase(),
-        entity_type: entity.entity_type,
-        description: entity.description,
-    })
-}
-
-/// Decodes the entity in the columns `first..first + 6` of `row` ([`COLUMNS`]' order).
-fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
-    let field = |error: tokio_postgres::Error| corrupt("an entity", error);
-    let ns: String = row.try_get(first).map_err(field)?;
-    let id: String = row.try_get(first + 1).map_err(field)?;
-    let what = format!("entity {id} in {ns}");
-    let tags: Vec<String> = row.try_get(first + 5).map_err(field)?;
-    Ok(GraphEntity {
-        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
-        tags: decode_tags(&what, &tags)?,
-        name: row.try_get(first + 2).map_err(field)?,
-        entity_type: row.try_get(first + 3).map_err(field)?,
-        description: row.try_get(first + 4).map_err(field)?,
-        id,
-    })
-}
-
-fn decode_relation(row: &Row) -> Result<GraphRelation> {
-    let field = |error: tokio_postgres::Error| corrupt("a relation", error);
-    let ns: String = row.try_get(0).map_err(field)?;
-    let source_id: String = row.try_get(1).map_err(field)?;
-    let target_id: String = row.try_get(2).map_err(field)?;
-    Ok(GraphRelation {
-        namespace: Namespace::parse(&ns).map_err(|error| {
-            corrupt(
-                format_args!("relation {source_id} -> {target_id} in {ns}"),
-                error,
-            )
-        })?,
-        relation_type: row.try_get(3).map_err(field)?,
-        weight: row.try_get(4).map_err(field)?,
-        source_id,
-        target_id,
-    })
-}
+use self::row::{COLUMNS, RELATION_COLUMNS, decode_entity, decode_relation, encode, limit_tags};
 
 fn storable(text: &str) -> bool {
     !text.contains('\0')

@@ -13,9 +13,9 @@ use tokio_postgres::types::ToSql;
 use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::memory_store::{REINDEX_BATCH, count, namespaces};
 use crate::sql::{
-    IndexedTerms, decode_time, encode_time, index_terms, reject_nul, search_terms, to_count,
+    IndexedTerms, REINDEX_BATCH, count, decode_time, encode_time, index_terms, namespaces,
+    reject_nul, search_terms, to_count,
 };
 
 /// A [`KnowledgeStore`] in PostgreSQL.

@@ -16,7 +16,8 @@ use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    Sql, decode_time, encode_time, limit_value, reject_nul_json, search_terms, time_bound, to_count,
+    REINDEX_BATCH, Sql, count, decode_time, encode_time, limit_value, namespaces, reject_nul_json,
+    search_terms, time_bound,
 };
 
 mod row;
@@ -69,9 +70,6 @@ impl PostgresStore {
         Self { db }
     }
 }
-
-/// Rows re-indexed per statement by [`reindex`].
-pub(crate) const REINDEX_BATCH: i64 = 1_000;
 
 /// Rebuilds `terms` and the field lengths of every memory with this build's analyzer, in batches of
 /// [`REINDEX_BATCH`] rows, inside the caller's transaction. Returns how many rows it rewrote.
@@ -576,28 +574,4 @@ impl MemoryStore for PostgresStore {
             .await?;
         Ok(())
     }
-}
-
-/// Runs a `SELECT DISTINCT ns ...` statement.
-pub(crate) async fn namespaces(db: &Database, sql: &Sql, what: &str) -> Result<Vec<Namespace>> {
-    let rows = db.query(sql, || what.to_owned()).await?;
-    rows.iter()
-        .map(|row| {
-            let text: String = row.try_get(0).map_err(|error| corrupt(what, error))?;
-            Namespace::parse(&text)
-                .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))
-        })
-        .collect()
-}
-
-/// Runs a `SELECT count(*) ...` statement.
-pub(crate) async fn count(db: &Database, sql: &Sql, what: &str) -> Result<usize> {
-    let rows = db.query(sql, || what.to_owned()).await?;
-    let value: i64 = rows
-        .first()
-        .map(|row| row.try_get(0))
-        .transpose()
-        .map_err(|error| corrupt(what, error))?
-        .unwrap_or(0);
-    Ok(to_count(value))
 }

@@ -4,8 +4,14 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, Result, Scope};
+use memory_core::{MemoryError, Namespace, Result, Scope};
 use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::corrupt;
+
+/// Rows re-indexed per statement when a migration rebuilds the search columns.
+pub(crate) const REINDEX_BATCH: i64 = 1_000;
 
 /// A bound value of a statement under construction.
 pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
@@ -254,6 +260,30 @@ pub(crate) fn to_count(value: i64) -> usize {
 /// A `usize` limit as a `bigint`.
 pub(crate) fn limit_value(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// Runs a `SELECT DISTINCT ns ...` statement.
+pub(crate) async fn namespaces(db: &Database, sql: &Sql, what: &str) -> Result<Vec<Namespace>> {
+    let rows = db.query(sql, || what.to_owned()).await?;
+    rows.iter()
+        .map(|row| {
+            let text: String = row.try_get(0).map_err(|error| corrupt(what, error))?;
+            Namespace::parse(&text)
+                .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))
+        })
+        .collect()
+}
+
+/// Runs a `SELECT count(*) ...` statement.
+pub(crate) async fn count(db: &Database, sql: &Sql, what: &str) -> Result<usize> {
+    let rows = db.query(sql, || what.to_owned()).await?;
+    let value: i64 = rows
+        .first()
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(|error| corrupt(what, error))?
+        .unwrap_or(0);
+    Ok(to_count(value))
 }
 
 #[cfg(test)]

@@ -1,0 +1,114 @@
+//! The row codec of the graph's tables: an entity encoded for its row (tags normalised and
+//! limited) before the database is touched, and entity and relation rows decoded back.
+
+use memory_core::{GraphEntity, GraphRelation, Namespace, Result, Tag, TagConstraints};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::error::corrupt;
+use crate::knowledge_store::decode_tags;
+use crate::sql::reject_nul;
+
+/// The columns of an entity, in the order [`decode_entity`] reads them.
+pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
+/// The columns of a relation, in the order [`decode_relation`] reads them.
+pub(super) const RELATION_COLUMNS: &str =
+    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+
+/// An entity encoded for its row, computed before the database is touched.
+pub(super) struct EncodedEntity {
+    pub(super) ns: String,
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) name_key: String,
+    pub(super) entity_type: String,
+    pub(super) type_key: String,
+    pub(super) description: String,
+    pub(super) tags: Vec<String>,
+}
+
+impl EncodedEntity {
+    /// The values of the columns `ns` to `tags`, in the order of the insert and update
+    /// statements' parameters.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.ns,
+            &self.id,
+            &self.name,
+            &self.name_key,
+            &self.entity_type,
+            &self.type_key,
+            &self.description,
+            &self.tags,
+        ]
+    }
+}
+
+/// Distinct tags, the first `limit` kept.
+pub(super) fn limit_tags(tags: &[Tag], limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tags.len().min(limit));
+    for tag in tags {
+        if out.len() == limit {
+            break;
+        }
+        if !out.iter().any(|kept| kept == tag.as_str()) {
+            out.push(tag.as_str().to_owned());
+        }
+    }
+    out
+}
+
+/// Validates an entity and encodes it for its row, its tags limited to `constraints`.
+pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
+    entity.validate()?;
+    reject_nul("name", &entity.name)?;
+    reject_nul("entity_type", &entity.entity_type)?;
+    reject_nul("description", &entity.description)?;
+    Ok(EncodedEntity {
+        tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
+        ns: entity.namespace.as_str().to_owned(),
+        id: entity.id,
+        name_key: entity.name.to_lowercase(),
+        name: entity.name,
+        type_key: entity.entity_type.to_lowercase(),
+        entity_type: entity.entity_type,
+        description: entity.description,
+    })
+}
+
+/// Decodes the entity in the columns `first..first + 6` of `row` ([`COLUMNS`]' order).
+pub(super) fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
+    let field = |error: tokio_postgres::Error| corrupt("an entity", error);
+    let ns: String = row.try_get(first).map_err(field)?;
+    let id: String = row.try_get(first + 1).map_err(field)?;
+    let what = format!("entity {id} in {ns}");
+    let tags: Vec<String> = row.try_get(first + 5).map_err(field)?;
+    Ok(GraphEntity {
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
+        tags: decode_tags(&what, &tags)?,
+        name: row.try_get(first + 2).map_err(field)?,
+        entity_type: row.try_get(first + 3).map_err(field)?,
+        description: row.try_get(first + 4).map_err(field)?,
+        id,
+    })
+}
+
+/// Decodes the relation in the columns of [`RELATION_COLUMNS`].
+pub(super) fn decode_relation(row: &Row) -> Result<GraphRelation> {
+    let field = |error: tokio_postgres::Error| corrupt("a relation", error);
+    let ns: String = row.try_get(0).map_err(field)?;
+    let source_id: String = row.try_get(1).map_err(field)?;
+    let target_id: String = row.try_get(2).map_err(field)?;
+    Ok(GraphRelation {
+        namespace: Namespace::parse(&ns).map_err(|error| {
+            corrupt(
+                format_args!("relation {source_id} -> {target_id} in {ns}"),
+                error,
+            )
+        })?,
+        relation_type: row.try_get(3).map_err(field)?,
+        weight: row.try_get(4).map_err(field)?,
+        source_id,
+        target_id,
+    })
+}
