@@ -153,8 +153,12 @@ async fn hybrid_uses_every_channel_and_explains() {
         sg.breakdown.channels.contains(&Channel::GraphMatch)
             || sg.breakdown.channels.contains(&Channel::GraphTraversal)
     );
-    let py = result.items.iter().find(|i| i.record.id() == "py");
-    if let Some(py) = py {
+    let py = result
+        .items
+        .iter()
+        .find(|i| i.record.id() == "py")
+        .expect("traversal reaches py");
+    {
         assert_eq!(py.breakdown.channels, [Channel::GraphTraversal]);
         assert!(
             py.breakdown.value(memory_core::Signal::Graph).unwrap()
