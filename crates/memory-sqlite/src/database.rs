@@ -84,6 +84,10 @@ impl SqliteOptions {
     }
 }
 
+/// How many prepared statements a connection keeps (rusqlite's default is 16, fewer than
+/// the stores use, so they would be prepared again and again).
+const STATEMENT_CACHE: usize = 128;
+
 /// One SQLite connection shared by the three stores of a backend.
 ///
 /// SQLite calls block, so [`call`](Self::call) runs them on tokio's blocking pool when a
@@ -162,7 +166,13 @@ impl Database {
         connection
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .context(|| format!("opening {display}: enabling the stable query planner"))?;
-        schema::migrate(&mut connection, display)?;
+        let what = format!("opening {display}: migrating the schema");
+        in_transaction(&mut connection, &what, |transaction| {
+            schema::migrate(transaction, display, &what)
+        })?;
+        // Statements are prepared once and cached by their text: the stores and the
+        // full-text index use a few dozen.
+        connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(Self {
             inner: Arc::new(Inner {
                 connection: Mutex::new(connection),
@@ -176,7 +186,8 @@ impl Database {
         self.inner.path.as_deref()
     }
 
-    fn location(&self) -> String {
+    /// The file path for messages, `:memory:` for an in-memory database.
+    pub(crate) fn location(&self) -> String {
         match self.path() {
             Some(path) => path.display().to_string(),
             None => ":memory:".to_owned(),
@@ -206,6 +217,40 @@ impl Database {
                 .map_err(|error| MemoryError::storage("running an sqlite call", error))?,
             Err(_) => run(),
         }
+    }
+
+    /// Runs `operation` in one read transaction (a deferred `BEGIN`), so its statements see
+    /// one snapshot of the file even while other connections write.
+    pub(crate) async fn read<T, F>(&self, what: &'static str, operation: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.call(move |connection| {
+            let transaction = connection
+                .transaction()
+                .context(|| format!("{what}: beginning a transaction"))?;
+            let out = operation(&transaction)?;
+            transaction
+                .commit()
+                .context(|| format!("{what}: ending the transaction"))?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Runs `operation` with the connection on the calling thread, blocking it (for work
+    /// that opening a database does before any store exists).
+    pub(crate) fn blocking<T>(
+        &self,
+        operation: impl FnOnce(&mut Connection) -> Result<T>,
+    ) -> Result<T> {
+        let mut connection = self
+            .inner
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        operation(&mut connection)
     }
 
     /// Runs `operation` in one write transaction (`BEGIN IMMEDIATE`): all of it is committed

@@ -9,8 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_f
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::memory_store::{count, namespaces};
-use crate::sql::{Sql, decode_tags, encode_tags};
+use crate::sql::{Sql, count, decode_tags, encode_tags, namespaces};
 
 /// A [`KnowledgeGraph`] in an SQLite database.
 ///

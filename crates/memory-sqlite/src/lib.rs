@@ -1,5 +1,5 @@
 //! The embedded persistent backend of agent-memory: memories, knowledge pages and the
-//! knowledge graph in one SQLite file, with FTS5 full-text search.
+//! knowledge graph in one SQLite file, with BM25F full-text search.
 //!
 //! [`SqliteBackend::open`] opens (or creates) the file and gives the three stores, which share
 //! one connection: [`SqliteStore`] ([`MemoryStore`](memory_core::MemoryStore)),
@@ -36,25 +36,29 @@
 //!
 //! # Search
 //!
-//! The FTS5 tables hold the terms of the shared [`Analyzer`](memory_core::text::Analyzer)
+//! The full-text index holds the terms of the shared [`Analyzer`](memory_core::text::Analyzer)
 //! (stemmed English, Chinese and Japanese bigrams), and queries are analysed the same way,
-//! so the SQLite and in-memory backends agree on what matches. User text becomes a list of
-//! double-quoted terms joined by `OR`: it is never FTS5 syntax, and `AND OR NEAR( "x` or
-//! `title:x*` search for those words. Each FTS row also carries tokens naming its namespace
-//! and their ancestors, and a scoped query requires its scope's token, so FTS5 leaves other
-//! tenants' records out before ranking. Memories are indexed with their tags, and their
-//! [context](memory_core::MemoryItem::context) as a second field, as in the in-memory
-//! backend. The file keeps a fingerprint of the analyzer and index layout that built its
-//! indexes; when a newer memory-core analyses text differently, the indexes are rebuilt from
-//! the records on open, so stored and query terms always agree.
+//! so the SQLite and in-memory backends agree on what matches: user text is only ever split
+//! into terms, never interpreted, so `AND OR NEAR( "x` or `title:x*` search for those words.
+//! Memories are indexed with their tags, and their [context](memory_core::MemoryItem::context)
+//! as a second field; pages by title, summary, tags and content.
 //!
-//! Ranking is `bm25()`. Its statistics are computed over the whole file, where the in-memory
-//! backend computes them per namespace, so scores (not matches) differ slightly between the
-//! two. FTS5 stores no document frequencies: `bm25()` counts them by reading each query
-//! term's whole posting list, and scores every match before the top `k` are cut, so a query
-//! made of very frequent words costs time in proportion to how many records hold them (tens
-//! of milliseconds at 100k matching records; about a millisecond in a namespace of a few
-//! thousand). The in-memory backend is faster at that scale; this one persists.
+//! Ranking is [`memory_core::search`]'s BM25F, the one every backend uses, with the
+//! statistics (record count, mean field lengths, document frequencies) of each record's own
+//! namespace: a search over a subtree ranks each namespace with its own, as the in-memory
+//! backend does, so the same records give the same hits in the same order and scores. The
+//! index is a set of tables written in the same transaction as each record: per namespace
+//! its statistics, per term its document frequency, and per record and term a posting with
+//! the frequencies and field lengths that scoring reads. A search reads the statistics of
+//! the namespaces in scope and the postings of the query's terms there, sums each record's
+//! score in Rust, and reads and decodes only the best rows. Its cost grows with the postings
+//! of the query's terms: about a millisecond for common words in a namespace of a few
+//! thousand records, more at a hundred thousand. The in-memory backend prunes with score
+//! bounds and is faster at that scale; this one persists.
+//!
+//! The file keeps a fingerprint of the analyzer and index layout that built its index; when
+//! a newer memory-core analyses text differently, the index is rebuilt from the records on
+//! open, so stored and query terms always agree.
 //!
 //! # Concurrency
 //!
@@ -73,11 +77,14 @@
 
 mod database;
 mod error;
+mod fulltext;
 mod graph_store;
 mod knowledge_store;
 mod memory_store;
+mod rebuild;
 mod schema;
 mod sql;
+mod terms;
 
 use std::path::Path;
 
@@ -89,7 +96,7 @@ use crate::error::Context;
 pub use crate::{
     database::{SqliteOptions, Synchronous},
     graph_store::SqliteGraph,
-    knowledge_store::{PAGE_COLUMN_WEIGHTS, SqliteKnowledgeStore},
+    knowledge_store::SqliteKnowledgeStore,
     memory_store::SqliteStore,
     schema::{APPLICATION_ID, SCHEMA_VERSION},
 };
@@ -125,10 +132,7 @@ impl SqliteBackend {
     /// [`MemoryError::Conflict`] when another connection holds the database locked past the
     /// busy timeout.
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
-        Ok(Self::from_database(
-            Database::open(path.as_ref(), &options)?,
-            &options,
-        ))
+        Self::from_database(Database::open(path.as_ref(), &options)?, &options)
     }
 
     /// A private in-memory database (for tests and throwaway sessions), gone when the last
@@ -145,19 +149,20 @@ impl SqliteBackend {
     /// # Errors
     /// [`MemoryError::Storage`] if SQLite cannot allocate it.
     pub fn open_in_memory_with(options: SqliteOptions) -> Result<Self> {
-        Ok(Self::from_database(
-            Database::open_in_memory(&options)?,
-            &options,
-        ))
+        Self::from_database(Database::open_in_memory(&options)?, &options)
     }
 
-    fn from_database(db: Database, options: &SqliteOptions) -> Self {
-        Self {
+    /// The stores over a migrated database, once its full-text index is current (rebuilt
+    /// from the records if the schema reports it stale).
+    fn from_database(db: Database, options: &SqliteOptions) -> Result<Self> {
+        let display = db.location();
+        db.blocking(|connection| rebuild::refresh(connection, &display))?;
+        Ok(Self {
             memories: SqliteStore::new(db.clone()),
             knowledge: SqliteKnowledgeStore::new(db.clone()),
             graph: SqliteGraph::new(db.clone(), options.tag_constraints),
             db,
-        }
+        })
     }
 
     /// The memory store. Clone it (cheap) or wrap it in an `Arc` to keep it.
@@ -190,8 +195,9 @@ impl SqliteBackend {
         self.db.path()
     }
 
-    /// Checks the database file (`PRAGMA integrity_check`) and both full-text indexes
-    /// (FTS5 `integrity-check`).
+    /// Checks the database file (`PRAGMA integrity_check`) and both full-text indexes: each
+    /// record is indexed exactly as its text analyses, and the namespace statistics and
+    /// document frequencies add up to the postings. Reads everything: `O(n)`.
     ///
     /// # Errors
     /// [`MemoryError::Storage`] naming the problems SQLite found, or the failure to check.
@@ -212,14 +218,12 @@ impl SqliteBackend {
                         source: None,
                     });
                 }
-                for table in ["memories_fts", "pages_fts"] {
-                    // The table name is one of two constants, not input.
-                    connection
-                        .execute(
-                            &format!("INSERT INTO {table} ({table}) VALUES ('integrity-check')"),
-                            [],
-                        )
-                        .context(|| format!("integrity check of the full-text index {table}"))?;
+                let problems = rebuild::check(connection)?;
+                if !problems.is_empty() {
+                    return Err(MemoryError::Storage {
+                        message: format!("full-text index check failed: {}", problems.join("; ")),
+                        source: None,
+                    });
                 }
                 Ok(())
             })

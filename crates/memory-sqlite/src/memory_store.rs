@@ -1,33 +1,42 @@
-//! [`SqliteStore`]: memory items with recall statistics, searched through FTS5.
+//! [`SqliteStore`]: memory items with recall statistics, searched through the full-text
+//! index with BM25F.
 
 use std::path::Path;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
-    CONTEXT_FIELD_WEIGHT, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
 use crate::database::Database;
-use crate::error::{Context, corrupt};
-use crate::sql::{
-    Sql, decode_time, encode_time, fts_document, fts_match, scope_tokens, time_bound, to_count,
-};
+use crate::error::Context;
+use crate::fulltext;
+use crate::sql::{Sql, count, decode_time, encode_time, namespaces, time_bound};
+use crate::terms::{Analyzed, QueryTerms};
 use crate::{SqliteBackend, SqliteOptions};
 
 /// A [`MemoryStore`] in an SQLite database.
 ///
 /// Items live in the `memories` table, keyed by `(ns, id)`, with their recall statistics in
-/// the same row. Full-text search goes through the contentless FTS5 table `memories_fts`,
-/// which holds the terms of the shared [`Analyzer`](memory_core::text::Analyzer) and is
-/// written in the same transaction as the row, so search agrees with the in-memory backend
-/// (stemming, stop words, Chinese bigrams) and is never out of step. Like the in-memory
-/// backend it indexes the content with the tags, and the item's
-/// [context](MemoryItem::context) as a second field. Hits are ranked by `bm25()` (context
-/// weighted [`CONTEXT_FIELD_WEIGHT`]); the query text is reduced to quoted terms, so it is
-/// never FTS5 syntax.
+/// the same row. Full-text search goes through the postings tables `memory_*`, which hold
+/// the terms of the shared [`Analyzer`](memory_core::text::Analyzer) with each namespace's
+/// statistics and are written in the same transaction as the row, so search agrees with the
+/// in-memory backend (stemming, stop words, Chinese bigrams) and is never out of step. Like
+/// the in-memory backend it indexes the content with the tags, and the item's
+/// [context](MemoryItem::context) as a second field, and ranks with
+/// [`memory_core::search`]'s BM25F over the statistics of each hit's namespace: the same
+/// records give the same hits in the same order, with the same scores. The query text is
+/// only ever analysed into terms, never interpreted.
+///
+/// Costs, with `n` items in a namespace:
+/// - `save`, `delete`: `O(terms of the item × log n)`; rewriting an item whose indexed text
+///   did not change leaves the index alone.
+/// - `search`: the postings of the query's terms in each namespace in scope, summed per
+///   item, then only the best rows are read and decoded.
+/// - `least_valuable`: one pass over the namespace's recall columns, `O(n log count)`.
 ///
 /// [`save_many`](MemoryStore::save_many) and [`record_recalls`](MemoryStore::record_recalls)
 /// are one transaction each: all or nothing.
@@ -63,16 +72,12 @@ impl SqliteStore {
     }
 }
 
+mod ranked;
+mod recall;
 mod row;
 mod similar;
 
-use self::row::{COLUMN_COUNT, COLUMNS, Encoded, Raw, encode, indexed_text, read_raw, read_raw_at};
-
-/// The ranking of a memory hit: `bm25()` over the content-and-tags column (weight 1) and the
-/// context column ([`CONTEXT_FIELD_WEIGHT`]); the scope column has weight 0.
-fn rank() -> String {
-    format!("bm25(memories_fts, 1.0, {CONTEXT_FIELD_WEIGHT:?}, 0.0)")
-}
+use self::row::{COLUMNS, Encoded, Raw, analyze, encode, read_raw, read_raw_at};
 
 fn find_rid(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {
     connection
@@ -115,10 +120,6 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
                 })
                 .context(what)?;
             transaction
-                .prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")
-                .and_then(|mut statement| statement.execute([rid]))
-                .context(what)?;
-            transaction
                 .prepare_cached("DELETE FROM memory_tags WHERE rid = ?1")
                 .and_then(|mut statement| statement.execute([rid]))
                 .context(what)?;
@@ -153,7 +154,7 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
             })
             .context(what)?,
     };
-    insert_terms(transaction, rid, [&item.terms, &item.context, &item.scope]).context(what)?;
+    fulltext::memories().put(transaction, rid, &item.ns, &item.doc)?;
     let mut insert_tag = transaction
         .prepare_cached("INSERT OR IGNORE INTO memory_tags (rid, tag) VALUES (?1, ?2)")
         .context(what)?;
@@ -163,48 +164,32 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
     Ok(())
 }
 
-/// Writes the FTS row `[terms, context, scope]` of the memory `rid`.
-fn insert_terms(
-    transaction: &Transaction<'_>,
-    rid: i64,
-    [terms, context, scope]: [&str; 3],
-) -> rusqlite::Result<usize> {
-    transaction
-        .prepare_cached(
-            "INSERT INTO memories_fts (rowid, terms, context, scope) VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![rid, terms, context, scope])
-}
-
-/// Fills the (empty) full-text index from the `memories` table, when the index is rebuilt.
-pub(crate) fn reindex(transaction: &Transaction<'_>) -> Result<()> {
-    let what = || "rebuilding the memory full-text index";
-    let rows = transaction
+/// Calls `each` with every memory's row id, namespace and analyzed search fields, for the
+/// rebuild and the check of the full-text index.
+pub(crate) fn for_each_document(
+    connection: &Connection,
+    mut each: impl FnMut(i64, &str, &Analyzed<2>) -> Result<()>,
+) -> Result<()> {
+    let what = || "reading every memory for the full-text index";
+    let mut statement = connection
         .prepare(&format!("SELECT m.rid, {COLUMNS} FROM memories m"))
-        .and_then(|mut statement| {
-            statement
-                .query_map([], |row| Ok((row.get::<_, i64>(0)?, read_raw_at(row, 1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
         .context(what)?;
-    for (rid, raw) in rows {
-        let item = raw.into_item()?;
-        let terms = fts_document(&indexed_text(&item));
-        let context = fts_document(item.context());
-        let scope = scope_tokens(&item.namespace);
-        insert_terms(transaction, rid, [&terms, &context, &scope]).context(what)?;
+    let mut rows = statement.query([]).context(what)?;
+    while let Some(row) = rows.next().context(what)? {
+        let rid: i64 = row.get(0).context(what)?;
+        let item = read_raw_at(row, 1).context(what)?.into_item()?;
+        each(rid, item.namespace.as_str(), &analyze(&item))?;
     }
     Ok(())
 }
 
 /// Deletes the row with this rid and its index entries (tags go by cascade).
-fn delete_rid(transaction: &Transaction<'_>, rid: i64) -> rusqlite::Result<()> {
+fn delete_rid(transaction: &Transaction<'_>, rid: i64) -> Result<()> {
+    fulltext::memories().remove(transaction, rid)?;
     transaction
-        .prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
-        .execute([rid])?;
-    transaction
-        .prepare_cached("DELETE FROM memories WHERE rid = ?1")?
-        .execute([rid])?;
+        .prepare_cached("DELETE FROM memories WHERE rid = ?1")
+        .and_then(|mut statement| statement.execute([rid]))
+        .context(|| format!("deleting memory row {rid}"))?;
     Ok(())
 }
 
@@ -236,65 +221,6 @@ fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
             .bind(tag.as_str().to_owned())
             .push(")");
     }
-}
-
-fn apply_recall(
-    transaction: &Transaction<'_>,
-    namespace: &str,
-    id: &str,
-    score: f32,
-    at: DateTime<Utc>,
-) -> Result<()> {
-    let what = || format!("recording a recall of memory {id} in {namespace}");
-    let at_nanos = encode_time("at", at)?;
-    let row = transaction
-        .prepare_cached(
-            "SELECT rid, recall_count, recall_total, last_recall_at, access_count, last_accessed \
-             FROM memories WHERE ns = ?1 AND id = ?2",
-        )
-        .and_then(|mut statement| {
-            statement
-                .query_row(params![namespace, id], |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, f64>(2)?,
-                        row.get::<_, Option<i64>>(3)?,
-                        row.get::<_, i64>(4)?,
-                        row.get::<_, Option<i64>>(5)?,
-                    ))
-                })
-                .optional()
-        })
-        .context(what)?;
-    let Some((rid, count, total, last_recall, access_count, last_accessed)) = row else {
-        return Ok(());
-    };
-    // The same arithmetic as every backend: RecallStats::record.
-    let mut stats = RecallStats {
-        recall_count: u64::try_from(count).unwrap_or(0),
-        total_score: total,
-        last_recall_at: last_recall.map(decode_time),
-    };
-    stats.record(score, at);
-    let last_recall = stats.last_recall_at.map_or(at_nanos, time_bound);
-    transaction
-        .prepare_cached(
-            "UPDATE memories SET recall_count = ?2, recall_total = ?3, last_recall_at = ?4, \
-             access_count = ?5, last_accessed = ?6 WHERE rid = ?1",
-        )
-        .and_then(|mut statement| {
-            statement.execute(params![
-                rid,
-                i64::try_from(stats.recall_count).unwrap_or(i64::MAX),
-                stats.total_score,
-                last_recall,
-                access_count.saturating_add(1),
-                last_accessed.map_or(at_nanos, |last| last.max(at_nanos)),
-            ])
-        })
-        .context(what)?;
-    Ok(())
 }
 
 fn query_items(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<MemoryItem>> {
@@ -343,7 +269,7 @@ impl MemoryStore for SqliteStore {
                 let Some(rid) = find_rid(transaction, &ns, &id)? else {
                     return Ok(false);
                 };
-                delete_rid(transaction, rid).context(|| format!("deleting memory {id} in {ns}"))?;
+                delete_rid(transaction, rid)?;
                 Ok(true)
             })
             .await
@@ -374,55 +300,20 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    /// BM25F over each namespace's statistics (`fulltext`), then the best rows are read and
+    /// decoded until `top_k` pass the filter (`ranked.rs`).
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some(expression) = fts_match("terms context", &query.text, &query.filter.scope) else {
-            return Ok(Vec::new());
-        };
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::new(&format!(
-            "SELECT {COLUMNS}, {} FROM memories_fts \
-             CROSS JOIN memories m ON m.rid = memories_fts.rowid WHERE memories_fts MATCH ",
-            rank()
-        ));
-        sql.bind(expression);
-        and_filter(&mut sql, &query.filter);
-        sql.push(&format!(" ORDER BY {}, m.id, m.ns", rank()));
-        if query.filter.metadata.is_empty() {
-            sql.push(" LIMIT ").bind(limit_value(query.top_k));
-        }
+        let Some(terms) = QueryTerms::new(&query.text) else {
+            return Ok(Vec::new());
+        };
         let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
-            .call(move |connection| {
-                let rows = connection
-                    .prepare_cached(&sql.text)
-                    .and_then(|mut statement| {
-                        statement
-                            .query_map(params_from_iter(sql.params.iter()), |row| {
-                                Ok((read_raw(row)?, row.get::<_, f64>(COLUMN_COUNT)?))
-                            })?
-                            .collect::<rusqlite::Result<Vec<_>>>()
-                    })
-                    .context(|| "searching memories")?;
-                let mut hits = Vec::with_capacity(rows.len().min(top_k));
-                for (raw, rank) in rows {
-                    let item = raw.into_item()?;
-                    if !filter.matches(&item) {
-                        continue;
-                    }
-                    // bm25() is negative, lower is better; its IDF is floored above zero, so
-                    // every match has a positive score.
-                    let score = (-rank as f32).max(f32::MIN_POSITIVE);
-                    hits.push(SearchHit {
-                        item: std::sync::Arc::new(item),
-                        score,
-                    });
-                    if hits.len() == top_k {
-                        break;
-                    }
-                }
-                Ok(hits)
+            .read("searching memories", move |transaction| {
+                let scored = fulltext::memories().score(transaction, &filter.scope, &terms)?;
+                ranked::best_hits(transaction, scored, &filter, top_k, "searching memories")
             })
             .await
     }
@@ -448,6 +339,7 @@ impl MemoryStore for SqliteStore {
     async fn clear(&self, scope: &Scope) -> Result<usize> {
         let mut sql = Sql::new("SELECT m.rid FROM memories m WHERE 1");
         sql.and_scope("m.ns", scope);
+        let scope = scope.clone();
         self.db
             .write("clearing memories", move |transaction| {
                 let what = || "clearing memories";
@@ -461,8 +353,12 @@ impl MemoryStore for SqliteStore {
                             .collect::<rusqlite::Result<Vec<i64>>>()
                     })
                     .context(what)?;
+                fulltext::memories().clear(transaction, &scope, &rids)?;
+                let mut delete = transaction
+                    .prepare_cached("DELETE FROM memories WHERE rid = ?1")
+                    .context(what)?;
                 for rid in &rids {
-                    delete_rid(transaction, *rid).context(what)?;
+                    delete.execute([rid]).context(what)?;
                 }
                 Ok(rids.len())
             })
@@ -549,7 +445,7 @@ impl MemoryStore for SqliteStore {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
             .write("recording a recall", move |transaction| {
-                apply_recall(transaction, &ns, &id, score, at)
+                recall::apply_recall(transaction, &ns, &id, score, at)
             })
             .await
     }
@@ -562,7 +458,7 @@ impl MemoryStore for SqliteStore {
         self.db
             .write("recording recalls", move |transaction| {
                 events.iter().try_for_each(|event| {
-                    apply_recall(
+                    recall::apply_recall(
                         transaction,
                         event.namespace.as_str(),
                         &event.id,
@@ -595,6 +491,23 @@ impl MemoryStore for SqliteStore {
                             .optional()
                     })
                     .context(|| format!("reading recall statistics of memory {id} in {ns}"))
+            })
+            .await
+    }
+
+    /// One statement over the namespace's recall columns, ranked in a bounded heap
+    /// (`eviction.rs`): `O(n log count)`, no item decoded.
+    async fn least_valuable(
+        &self,
+        namespace: &Namespace,
+        count: usize,
+        config: &RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<String>>> {
+        let (ns, config) = (namespace.as_str().to_owned(), *config);
+        self.db
+            .call(move |connection| {
+                recall::least_valuable(connection, &ns, count, &config, now).map(Some)
             })
             .await
     }
@@ -639,38 +552,4 @@ impl MemoryStore for SqliteStore {
             })
             .await
     }
-}
-
-/// Runs a `SELECT DISTINCT ns ...` statement.
-pub(crate) fn namespaces(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<Namespace>> {
-    let texts = connection
-        .prepare_cached(&sql.text)
-        .and_then(|mut statement| {
-            statement
-                .query_map(params_from_iter(sql.params.iter()), |row| {
-                    row.get::<_, String>(0)
-                })?
-                .collect::<rusqlite::Result<Vec<String>>>()
-        })
-        .context(|| what.to_owned())?;
-    texts
-        .iter()
-        .map(|text| {
-            Namespace::parse(text)
-                .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))
-        })
-        .collect()
-}
-
-/// Runs a `SELECT count(*) ...` statement.
-pub(crate) fn count(connection: &Connection, sql: &Sql, what: &str) -> Result<usize> {
-    connection
-        .prepare_cached(&sql.text)
-        .and_then(|mut statement| {
-            statement.query_row(params_from_iter(sql.params.iter()), |row| {
-                row.get::<_, i64>(0)
-            })
-        })
-        .map(to_count)
-        .context(|| what.to_owned())
 }

@@ -7,11 +7,10 @@
 use memory_core::{MemoryError, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
-use crate::database::in_transaction;
 use crate::error::Context;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
 pub const APPLICATION_ID: i32 = 0x414D_454D;
@@ -23,7 +22,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
-const MIGRATIONS: [Migration; 3] = [
+const MIGRATIONS: [Migration; 4] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
@@ -38,14 +37,13 @@ const MIGRATIONS: [Migration; 3] = [
         version: 3,
         summary: "namespace scope tokens in the full-text indexes, rebuilt from the records",
         sql: MIGRATION_3,
-        // The full-text tables are derived state: refresh_index rebuilds them right after.
+    },
+    Migration {
+        version: 4,
+        summary: "full-text postings with per-namespace statistics replace the FTS5 tables",
+        sql: MIGRATION_4,
     },
 ];
-
-fn reindex_all(transaction: &Transaction<'_>) -> Result<()> {
-    crate::memory_store::reindex(transaction)?;
-    crate::knowledge_store::reindex(transaction)
-}
 
 // Timestamps are INTEGER nanoseconds since the Unix epoch (UTC). Tags, references, metadata
 // are JSON text. The FTS5 tables are contentless: they hold the terms of the shared analyzer
@@ -154,11 +152,11 @@ INSERT OR IGNORE INTO memory_tags (rid, tag)
 
 // Version 2 ranked every full-text match in the file and only then dropped those outside
 // the scope, so a search in one tenant's namespace cost as much as a search of all of them.
-// The `scope` column holds tokens naming the record's namespace and its ancestors
-// (sql::scope_tokens); a scoped query requires its token, so FTS5 narrows to the scope
-// before ranking. Contentless tables cannot be altered or re-read, so both are recreated and
-// refilled from the records; since then they are treated as derived state (`FTS_TABLES`,
-// rebuilt by `refresh_index`), and the `meta` table records what built them.
+// The `scope` column held tokens naming the record's namespace and its ancestors (hashes of
+// them); a scoped query required its token, so FTS5 narrowed to the scope before ranking.
+// Contentless tables cannot be altered or re-read, so both were recreated and refilled from
+// the records; since then the full-text tables are derived state, rebuilt on open
+// (`crate::rebuild`), and the `meta` table records what built them.
 const MIGRATION_3: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 DROP TABLE memories_fts;
@@ -170,6 +168,18 @@ CREATE VIRTUAL TABLE pages_fts USING fts5 (
     title, summary, tags, content, scope,
     content = '', contentless_delete = 1, tokenize = 'ascii'
 );
+";
+
+// Version 3 ranked with FTS5's bm25(), whose statistics span the whole file and whose
+// parameters are fixed; every other backend ranks with memory-core's BM25F over the
+// statistics of the namespace searched. The FTS5 tables give way to postings tables with
+// per-namespace statistics (`crate::fulltext`). Those are derived state, created and filled
+// from the records by the rebuild that runs on open when the index fingerprint differs,
+// which it does after this migration (index layout 3). The version changes so that a build
+// that would write records without their postings refuses the file.
+const MIGRATION_4: &str = "
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS pages_fts;
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {
@@ -229,86 +239,71 @@ fn has_tables(display: &str) -> MemoryError {
     ))
 }
 
-/// Runs the migrations the database lacks, in one transaction.
-pub(crate) fn migrate(connection: &mut Connection, display: &str) -> Result<()> {
-    let what = format!("opening {display}: migrating the schema");
-    in_transaction(connection, &what, |transaction| {
-        // Read again under the write lock: another process may have migrated meanwhile.
-        let version = user_version(transaction, display)?;
-        if version > i64::from(SCHEMA_VERSION) {
-            return Err(newer(display, version));
-        }
-        if version == 0 && foreign_objects(transaction, display)? > 0 {
-            return Err(has_tables(display));
-        }
-        for migration in MIGRATIONS
-            .iter()
-            .filter(|migration| i64::from(migration.version) > version)
-        {
-            transaction.execute_batch(migration.sql).context(|| {
-                format!(
-                    "{what}: migration {} ({})",
-                    migration.version, migration.summary
-                )
-            })?;
-            transaction
-                .pragma_update(None, "user_version", migration.version)
-                .context(|| format!("{what}: recording version {}", migration.version))?;
-        }
-        refresh_index(transaction, &what)
-    })
+/// Runs the migrations the database lacks, in `transaction` (an immediate one, so no other
+/// connection migrates at the same time). The derived index is not
+/// touched: [`stale_index`] says whether it needs the rebuild (`crate::rebuild`).
+pub(crate) fn migrate(transaction: &Transaction<'_>, display: &str, what: &str) -> Result<()> {
+    // Read again under the write lock: another process may have migrated meanwhile.
+    let version = user_version(transaction, display)?;
+    if version > i64::from(SCHEMA_VERSION) {
+        return Err(newer(display, version));
+    }
+    if version == 0 && foreign_objects(transaction, display)? > 0 {
+        return Err(has_tables(display));
+    }
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|migration| i64::from(migration.version) > version)
+    {
+        transaction.execute_batch(migration.sql).context(|| {
+            format!(
+                "{what}: migration {} ({})",
+                migration.version, migration.summary
+            )
+        })?;
+        transaction
+            .pragma_update(None, "user_version", migration.version)
+            .context(|| format!("{what}: recording version {}", migration.version))?;
+    }
+    Ok(())
 }
 
-/// The layout of the full-text tables ([`FTS_TABLES`]); part of the index fingerprint, so a
-/// change rebuilds them. 1: `terms`, `scope` (schema 3); 2: the memory `context` column.
-const INDEX_LAYOUT: u32 = 2;
+/// The fingerprint of the index this build writes: the index layout
+/// ([`INDEX_LAYOUT`](crate::fulltext::INDEX_LAYOUT)) and the analyzer's behaviour.
+pub(crate) fn index_fingerprint() -> String {
+    format!(
+        "layout {} analyzer {}",
+        crate::fulltext::INDEX_LAYOUT,
+        crate::terms::analyzer_fingerprint()
+    )
+}
 
-/// The full-text tables. They are derived from the record tables (the shared analyzer's
-/// terms of each record), so they are not migrated: [`refresh_index`] drops and rebuilds them
-/// whenever this layout or the analyzer's behaviour differs from what built them.
-///
-/// Columns: `terms` (memories: content and tags), `context` (the memory's context field),
-/// title, summary, tags and content for pages, and `scope` (namespace tokens,
-/// `sql::scope_tokens`). Contentless, so the text is not stored twice; the `ascii` tokenizer
-/// keeps each analyzer term one token.
-const FTS_TABLES: &str = "
-DROP TABLE IF EXISTS memories_fts;
-CREATE VIRTUAL TABLE memories_fts USING fts5 (
-    terms, context, scope, content = '', contentless_delete = 1, tokenize = 'ascii'
-);
-DROP TABLE IF EXISTS pages_fts;
-CREATE VIRTUAL TABLE pages_fts USING fts5 (
-    title, summary, tags, content, scope,
-    content = '', contentless_delete = 1, tokenize = 'ascii'
-);
-";
-
-/// Rebuilds the full-text tables when they were built with another layout or by an analyzer
-/// that behaves differently from this build's (memory-core's analyzer changed): stored terms
-/// and query terms must come from the same analyzer. Records the fingerprint in `meta`.
-fn refresh_index(transaction: &Transaction<'_>, what: &str) -> Result<()> {
-    let fingerprint = format!(
-        "layout {INDEX_LAYOUT} analyzer {}",
-        crate::sql::analyzer_fingerprint()
-    );
-    let stored: Option<String> = transaction
+/// `Some(fingerprint)` when the derived index must be rebuilt: it is missing, or was built
+/// with another layout or by an analyzer that behaves differently (stored terms and query
+/// terms must come from the same analyzer); `fingerprint` is this build's, to record with
+/// [`record_index`] once rebuilt. `None` when the index is current.
+pub(crate) fn stale_index(connection: &Connection, what: &str) -> Result<Option<String>> {
+    let fingerprint = index_fingerprint();
+    let stored: Option<String> = connection
         .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
             row.get(0)
         })
         .optional()
         .context(|| format!("{what}: reading the index fingerprint"))?;
-    if stored.as_deref() == Some(fingerprint.as_str()) {
-        return Ok(());
-    }
-    transaction
-        .execute_batch(FTS_TABLES)
-        .context(|| format!("{what}: recreating the full-text indexes"))?;
-    reindex_all(transaction)?;
+    Ok((stored.as_deref() != Some(fingerprint.as_str())).then_some(fingerprint))
+}
+
+/// Records the fingerprint of a rebuilt index.
+pub(crate) fn record_index(
+    transaction: &Transaction<'_>,
+    fingerprint: &str,
+    what: &str,
+) -> Result<()> {
     transaction
         .execute(
             "INSERT INTO meta (key, value) VALUES ('index', ?1) \
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [&fingerprint],
+            [fingerprint],
         )
         .context(|| format!("{what}: recording the index fingerprint"))?;
     Ok(())
@@ -343,12 +338,27 @@ mod tests {
     #[test]
     fn migrating_twice_is_a_no_op() {
         let mut connection = Connection::open_in_memory().unwrap();
-        migrate(&mut connection, "test").unwrap();
-        migrate(&mut connection, "test").unwrap();
+        for _ in 0..2 {
+            let transaction = connection.transaction().unwrap();
+            migrate(&transaction, "test", "migrating").unwrap();
+            transaction.commit().unwrap();
+        }
         assert_eq!(
             user_version(&connection, "test").unwrap(),
             i64::from(SCHEMA_VERSION)
         );
         check_compatible(&connection, "test").unwrap();
+    }
+
+    #[test]
+    fn the_index_is_stale_until_its_fingerprint_is_recorded() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        let transaction = connection.transaction().unwrap();
+        migrate(&transaction, "test", "migrating").unwrap();
+        let fingerprint = stale_index(&transaction, "test").unwrap().unwrap();
+        assert_eq!(fingerprint, index_fingerprint());
+        record_index(&transaction, &fingerprint, "test").unwrap();
+        assert_eq!(stale_index(&transaction, "test").unwrap(), None);
+        transaction.commit().unwrap();
     }
 }

@@ -1,11 +1,11 @@
 //! Building parameterised SQL, and encoding values the way the schema stores them.
 
 use chrono::{DateTime, Utc};
-use memory_core::text::Analyzer;
 use memory_core::{MemoryError, Namespace, Result, Scope, Tag};
 use rusqlite::types::Value;
+use rusqlite::{Connection, params_from_iter};
 
-use crate::error::corrupt;
+use crate::error::{Context, corrupt};
 
 /// A statement under construction: text with `?` placeholders and their values in order.
 /// Every value from a caller is bound, never spliced into the text.
@@ -78,96 +78,6 @@ impl Sql {
     }
 }
 
-/// The analyzer every SQLite index and query uses: the same as every other backend's.
-pub(crate) fn analyzer() -> Analyzer {
-    Analyzer::default()
-}
-
-/// The analyzed terms of `text`, space-separated, as stored in an FTS5 column.
-pub(crate) fn fts_document(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    analyzer().for_each_term(text, |term| {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(term);
-    });
-    out
-}
-
-/// The distinct analyzed terms of the user's `text`, each a double-quoted FTS5 string (a `"`
-/// doubled), joined by `OR`. Quoted strings are never operators, column filters or prefix
-/// queries, so no user text is FTS5 syntax. `None` when the text has no searchable term.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms = analyzer().query_terms(text);
-    if terms.is_empty() {
-        return None;
-    }
-    let quoted: Vec<String> = terms
-        .iter()
-        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
-        .collect();
-    Some(quoted.join(" OR "))
-}
-
-/// The full `MATCH` expression: the user's terms ([`fts_query`]) restricted to the text
-/// `columns` (space-separated names), and, unless the scope is everything, the scope's token
-/// in the `scope` column, so FTS5 itself leaves out other namespaces before ranking.
-pub(crate) fn fts_match(columns: &str, text: &str, scope: &Scope) -> Option<String> {
-    let terms = fts_query(text)?;
-    let mut expression = format!("{{{columns}}} : ({terms})");
-    if let Some(token) = scope_token(scope) {
-        expression.push_str(" AND scope : \"");
-        expression.push_str(&token);
-        expression.push('"');
-    }
-    Some(expression)
-}
-
-/// A fingerprint of the shared analyzer's behaviour: a hash of its terms for a fixed probe
-/// text and for every stop word. The FTS tables hold analyzed terms, so a database indexed by
-/// an analyzer with another fingerprint is re-indexed on open (see `schema::migrate`).
-pub(crate) fn analyzer_fingerprint() -> String {
-    analyzer().fingerprint()
-}
-
-/// 64-bit FNV-1a. Persisted in the FTS `scope` column: never change it without a migration.
-fn fnv1a(text: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
-/// The scope tokens of a record in `namespace`, for the FTS `scope` column: `e<hash>` of the
-/// namespace (exact scopes) and `s<hash>` of it and of each enclosing namespace (subtree
-/// scopes). Hex digits only, so the `ascii` tokenizer keeps each one token. A hash collision
-/// only lets FTS5 pass a record that the SQL scope condition then removes.
-pub(crate) fn scope_tokens(namespace: &Namespace) -> String {
-    let mut out = format!("e{:016x}", fnv1a(namespace.as_str()));
-    let mut prefix = String::new();
-    for segment in namespace.segments() {
-        if !prefix.is_empty() {
-            prefix.push('/');
-        }
-        prefix.push_str(segment);
-        out.push_str(&format!(" s{:016x}", fnv1a(&prefix)));
-    }
-    out
-}
-
-/// The token a search in `scope` requires; `None` for every namespace.
-fn scope_token(scope: &Scope) -> Option<String> {
-    let namespace = scope.namespace.as_str();
-    match (scope.descendants, scope.namespace.is_root()) {
-        (true, true) => None,
-        (true, false) => Some(format!("s{:016x}", fnv1a(namespace))),
-        (false, _) => Some(format!("e{:016x}", fnv1a(namespace))),
-    }
-}
-
 /// A timestamp as stored: nanoseconds since the Unix epoch.
 ///
 /// # Errors
@@ -222,6 +132,40 @@ pub(crate) fn to_count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
 }
 
+/// Runs a `SELECT DISTINCT ns ...` statement.
+pub(crate) fn namespaces(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<Namespace>> {
+    let texts = connection
+        .prepare_cached(&sql.text)
+        .and_then(|mut statement| {
+            statement
+                .query_map(params_from_iter(sql.params.iter()), |row| {
+                    row.get::<_, String>(0)
+                })?
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .context(|| what.to_owned())?;
+    texts
+        .iter()
+        .map(|text| {
+            Namespace::parse(text)
+                .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))
+        })
+        .collect()
+}
+
+/// Runs a `SELECT count(*) ...` statement.
+pub(crate) fn count(connection: &Connection, sql: &Sql, what: &str) -> Result<usize> {
+    connection
+        .prepare_cached(&sql.text)
+        .and_then(|mut statement| {
+            statement.query_row(params_from_iter(sql.params.iter()), |row| {
+                row.get::<_, i64>(0)
+            })
+        })
+        .map(to_count)
+        .context(|| what.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,42 +191,6 @@ mod tests {
         let mut sql = Sql::new("x WHERE 1");
         sql.and_scope("ns", &Scope::all());
         assert_eq!(sql.text, "x WHERE 1");
-    }
-
-    #[test]
-    fn scope_tokens_cover_the_namespace_and_its_ancestors() {
-        let ns = Namespace::parse("a/b").unwrap();
-        let tokens = scope_tokens(&ns);
-        let tokens: Vec<&str> = tokens.split(' ').collect();
-        assert_eq!(tokens.len(), 3);
-        let exact = scope_token(&ns.exact()).unwrap();
-        let subtree = scope_token(&Namespace::parse("a").unwrap().subtree()).unwrap();
-        assert!(tokens.contains(&exact.as_str()) && tokens.contains(&subtree.as_str()));
-        let sibling = scope_token(&Namespace::parse("a/bb").unwrap().subtree()).unwrap();
-        assert!(!tokens.contains(&sibling.as_str()));
-        assert_eq!(scope_token(&Scope::all()), None);
-        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(
-            fts_match("terms", "cats", &ns.exact()),
-            Some(format!("{{terms}} : (\"cat\") AND scope : \"{exact}\""))
-        );
-        assert_eq!(fts_match("terms", "the", &ns.exact()), None);
-    }
-
-    #[test]
-    fn fts_queries_quote_every_term() {
-        assert_eq!(
-            fts_query("AND OR NEAR( \"unbalanced"),
-            Some("\"near\" OR \"unbalanc\"".into())
-        );
-        assert_eq!(fts_query("the of 🙂"), None);
-        assert_eq!(fts_query(""), None);
-        assert_eq!(
-            fts_query("状态管理"),
-            Some("\"状态\" OR \"态管\" OR \"管理\"".into())
-        );
-        assert_eq!(fts_document("Cats, cats!"), "cat cat");
     }
 
     #[test]

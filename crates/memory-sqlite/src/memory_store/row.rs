@@ -5,13 +5,12 @@ use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result};
 use rusqlite::Row;
 
 use crate::error::corrupt;
-use crate::sql::{decode_tags, decode_time, encode_tags, encode_time, fts_document, scope_tokens};
+use crate::sql::{decode_tags, decode_time, encode_tags, encode_time};
+use crate::terms::Analyzed;
 
 /// The columns of a memory, in the order [`read_raw_at`] reads them.
 pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
      m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
-/// How many columns [`COLUMNS`] selects.
-pub(super) const COLUMN_COUNT: usize = 14;
 
 /// An item encoded for its row, computed before the database is touched.
 pub(super) struct Encoded {
@@ -30,20 +29,15 @@ pub(super) struct Encoded {
     pub(super) last_accessed: Option<i64>,
     pub(super) access_count: i64,
     pub(super) embedding: Option<Vec<u8>>,
-    pub(super) terms: String,
-    pub(super) context: String,
-    pub(super) scope: String,
+    /// The analyzed search fields, for the full-text index.
+    pub(super) doc: Analyzed<2>,
 }
 
-/// The text of the main FTS column: the content and the tags (the in-memory backend's
-/// indexed text, so both match the same words).
-pub(super) fn indexed_text(item: &MemoryItem) -> String {
-    let mut text = item.content.clone();
-    for tag in &item.tags {
-        text.push(' ');
-        text.push_str(tag.as_str());
-    }
-    text
+/// The item's search fields ([`MemoryItem::search_fields`]: content with tags, context),
+/// analyzed for the full-text index.
+pub(super) fn analyze(item: &MemoryItem) -> Analyzed<2> {
+    let fields = item.search_fields();
+    Analyzed::new(fields.each_ref().map(|field| field.as_ref()))
 }
 
 pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
@@ -55,9 +49,7 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
         None => None,
     };
     Ok(Encoded {
-        terms: fts_document(&indexed_text(&item)),
-        context: fts_document(item.context()),
-        scope: scope_tokens(&item.namespace),
+        doc: analyze(&item),
         tags_json: encode_tags(&item.tags),
         tags: item
             .tags

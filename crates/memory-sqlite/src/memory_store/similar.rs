@@ -1,19 +1,13 @@
 //! Similarity search over stored embeddings, reading only what ranking needs: the ranking
 //! pass reads each candidate's row id and embedding blob, and whole rows are decoded only for
-//! the best few.
+//! the best few (`ranked.rs`).
 
 use memory_core::{CosineQuery, MemoryFilter, Result, SearchHit};
 use rusqlite::{Connection, params_from_iter};
 
-use super::{COLUMNS, and_filter, read_raw_at};
+use super::and_filter;
 use crate::error::{Context, corrupt};
 use crate::sql::Sql;
-
-/// Rows decoded per round of the second pass, at least (more rounds only when a metadata
-/// filter, checked after decoding, rejects some, or ties run past the cut).
-const CHUNK: usize = 64;
-/// Rows decoded per round at most: each is one bound parameter, and SQLite allows 32,766.
-const MAX_CHUNK: usize = 1024;
 
 /// The `top_k` items matching `filter` with the most similar embedding to `vector`, best
 /// first, ties by id then namespace (the trait's contract).
@@ -59,53 +53,12 @@ pub(super) fn search_similar(
             }
         }
     }
-    ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    // Second pass: decode rows best first until `top_k` have passed the filter and the next
-    // score is lower than the k-th (so every tie at the cut is in, to be ordered by id).
-    let mut hits: Vec<SearchHit> = Vec::new();
-    let mut next = 0;
-    while next < ranked.len() {
-        if hits.len() >= top_k && ranked[next].0 < hits[top_k - 1].score {
-            break;
-        }
-        let chunk = &ranked[next..ranked.len().min(next + top_k.clamp(CHUNK, MAX_CHUNK))];
-        next += chunk.len();
-        let mut fetch = Sql::new(&format!(
-            "SELECT m.rid, {COLUMNS} FROM memories m WHERE m.rid IN ("
-        ));
-        for (at, (_, rid)) in chunk.iter().enumerate() {
-            if at > 0 {
-                fetch.push(", ");
-            }
-            fetch.bind(*rid);
-        }
-        fetch.push(")");
-        let rows = connection
-            .prepare(&fetch.text)
-            .and_then(|mut statement| {
-                statement
-                    .query_map(params_from_iter(fetch.params.iter()), |row| {
-                        Ok((row.get::<_, i64>(0)?, read_raw_at(row, 1)?))
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .context(what)?;
-        let mut decoded = std::collections::HashMap::with_capacity(rows.len());
-        for (rid, raw) in rows {
-            decoded.insert(rid, raw.into_item()?);
-        }
-        for (score, rid) in chunk {
-            if let Some(item) = decoded.remove(rid)
-                && filter.matches(&item)
-            {
-                hits.push(SearchHit {
-                    item: std::sync::Arc::new(item),
-                    score: *score,
-                });
-            }
-        }
-        hits.sort_by(SearchHit::best_first);
-    }
-    hits.truncate(top_k);
-    Ok(hits)
+    // Second pass: decode rows best first until `top_k` have passed the filter.
+    super::ranked::best_hits(
+        connection,
+        ranked,
+        filter,
+        top_k,
+        "searching memories by embedding",
+    )
 }

@@ -1,5 +1,5 @@
-//! Full-text search: user text is never FTS5 syntax, and SQLite matches what the in-memory
-//! backend matches.
+//! Full-text search: user text is only ever analysed into terms, SQLite matches what the
+//! in-memory backend matches, and the integrity check finds a damaged index.
 
 use memory_core::text::Analyzer;
 use memory_core::{
@@ -362,4 +362,71 @@ async fn a_long_query_of_distinct_words_is_searched_with_its_first_terms() {
         .await
         .unwrap();
     assert_eq!(pages.len(), memory_core::text::MAX_QUERY_TERMS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_integrity_check_finds_a_damaged_index() {
+    let file = crate::common::TempDb::new("damaged-index");
+    let ns = Namespace::parse("fts/damaged").unwrap();
+    {
+        let backend = SqliteBackend::open(file.path()).unwrap();
+        for (id, text) in [
+            ("a", "the cat sat"),
+            ("b", "a cat and a dog"),
+            ("c", "dogs bark"),
+        ] {
+            backend
+                .memory_store()
+                .save(
+                    MemoryItem::new(ns.clone(), text)
+                        .unwrap()
+                        .with_id(id)
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+        }
+        backend
+            .knowledge_store()
+            .add_page(KnowledgePage::new(ns.clone(), "p", "Cats").unwrap())
+            .await
+            .unwrap();
+        backend.check_integrity().await.unwrap();
+    }
+    for damage in [
+        "DELETE FROM memory_postings WHERE (nid, term, rid) IN \
+         (SELECT nid, term, rid FROM memory_postings LIMIT 1)",
+        "UPDATE memory_postings SET tf0 = tf0 + 1 WHERE term = 'dog'",
+        "UPDATE memory_df SET df = df + 1 WHERE term = 'cat'",
+        "UPDATE memory_stats SET len0 = len0 + 1",
+        "DELETE FROM memory_docs WHERE rid = (SELECT min(rid) FROM memory_docs)",
+        "INSERT INTO memory_postings SELECT nid, 'zzz', rid, 1, 0, len0, len1 FROM memory_docs LIMIT 1",
+        "UPDATE memories SET content = 'changed behind the index' WHERE id = 'c'",
+        "DELETE FROM page_postings",
+    ] {
+        let connection = rusqlite::Connection::open(file.path()).unwrap();
+        assert!(connection.execute(damage, []).unwrap() > 0, "{damage}");
+        drop(connection);
+        let backend = SqliteBackend::open(file.path()).unwrap();
+        let error = backend.check_integrity().await.unwrap_err();
+        assert!(
+            error.to_string().contains("full-text index"),
+            "{damage}: {error}"
+        );
+        drop(backend);
+        // Undo: rebuild the index from the records.
+        let connection = rusqlite::Connection::open(file.path()).unwrap();
+        connection
+            .execute_batch(
+                "UPDATE memories SET content = 'dogs bark' WHERE id = 'c';
+                 UPDATE meta SET value = 'damaged' WHERE key = 'index';",
+            )
+            .unwrap();
+        drop(connection);
+        SqliteBackend::open(file.path())
+            .unwrap()
+            .check_integrity()
+            .await
+            .unwrap();
+    }
 }

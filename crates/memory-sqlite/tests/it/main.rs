@@ -6,6 +6,7 @@ mod conformance;
 mod crash;
 mod fts;
 mod migration;
+mod migration_v3;
 mod properties;
 mod similar;
 mod transfer;

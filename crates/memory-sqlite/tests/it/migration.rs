@@ -424,9 +424,12 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
     connection
         .execute_batch(
             "UPDATE meta SET value = 'another-analyzer' WHERE key = 'index';
-             INSERT INTO memories_fts (memories_fts) VALUES ('delete-all');
-             INSERT INTO pages_fts (pages_fts) VALUES ('delete-all');
-             INSERT INTO memories_fts (rowid, terms, scope) SELECT rid, 'zzz', '' FROM memories;",
+             DELETE FROM memory_postings;
+             DELETE FROM memory_df;
+             DELETE FROM page_postings;
+             DELETE FROM page_df;
+             INSERT INTO memory_postings (nid, term, rid, tf0, tf1, len0, len1)
+                 SELECT nid, 'zzz', rid, 1, 0, 1, 0 FROM memory_docs;",
         )
         .unwrap();
     drop(connection);

@@ -1,0 +1,178 @@
+//! Page search: BM25F over each namespace's statistics, times the boost of the match rules,
+//! with the best pages read and decoded last.
+
+use std::fmt::Write as _;
+
+use memory_core::{PageHit, PageMatchSignals, PageQuery, Result};
+use rusqlite::{Connection, OptionalExtension};
+
+use super::REFERENCED_BY;
+use super::row::{COLUMN_COUNT, COLUMNS, read_raw};
+use crate::error::Context;
+use crate::fulltext;
+use crate::sql::{decode_tags, to_count};
+use crate::terms::QueryTerms;
+
+/// Candidates whose match rules are computed per round after the first (which takes
+/// `top_k`), at least.
+const CHUNK: usize = 64;
+/// Candidates per round at most.
+const MAX_CHUNK: usize = 1024;
+
+/// A page that may make the cut, with its boosted score.
+struct Candidate {
+    score: f32,
+    ns: String,
+    id: String,
+    rid: i64,
+    signals: PageMatchSignals,
+}
+
+/// Best first: higher score, then namespace, then id (the in-memory backend's order: each
+/// namespace's best by id, merged by namespace and id).
+fn best_first(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.ns.cmp(&b.ns))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// The best `top_k` pages in the query's scope carrying its tags.
+///
+/// A page's score is its BM25F score (`fulltext`) times the boost of the match rules
+/// ([`PageMatchSignals::boost`]), which needs the title, summary and tags. Those are read
+/// for the best BM25F candidates first, a round at a time, until `top_k` candidates are
+/// held and no candidate left could reach the `top_k`-th score even with the largest boost:
+/// the boost is at most that of every rule matching, and an `f32` product grows with each
+/// factor, so the stop is exact. Whole pages are decoded for the hits alone.
+pub(super) fn search(
+    connection: &Connection,
+    query: &PageQuery,
+    terms: &QueryTerms,
+) -> Result<Vec<PageHit>> {
+    let what = || "searching pages";
+    let top_k = query.top_k;
+    let mut scored = fulltext::pages().score(connection, &query.scope, terms)?;
+    let keywords = memory_core::page_rule_keywords(&query.text);
+    let max_boost = PageMatchSignals {
+        title_prefix: true,
+        tag_exact: true,
+        summary_contains: true,
+    }
+    .boost();
+    let mut statement = connection
+        .prepare_cached(
+            "SELECT p.rid, p.ns, p.id, p.title, p.summary, p.tags \
+             FROM json_each(?1) AS j CROSS JOIN pages p ON p.rid = j.value",
+        )
+        .context(what)?;
+    let mut held: Vec<Candidate> = Vec::new();
+    let mut rest: &mut [(f32, i64)] = &mut scored;
+    let mut size = top_k.min(MAX_CHUNK);
+    while !rest.is_empty() && top_k > 0 {
+        if held.len() >= top_k {
+            let next = rest
+                .iter()
+                .map(|(score, _)| *score)
+                .max_by(f32::total_cmp)
+                .unwrap_or(f32::NEG_INFINITY);
+            if next * max_boost < held[top_k - 1].score {
+                break;
+            }
+        }
+        let take = size.min(rest.len());
+        if rest.len() > take {
+            rest.select_nth_unstable_by(take - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
+        let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(take);
+        rest = tail;
+        size = (size * 2).clamp(CHUNK, MAX_CHUNK);
+
+        let mut list = String::with_capacity(chunk.len() * 8 + 2);
+        list.push('[');
+        for (at, (_, rid)) in chunk.iter().enumerate() {
+            if at > 0 {
+                list.push(',');
+            }
+            let _ = write!(list, "{rid}");
+        }
+        list.push(']');
+        let relevance: std::collections::HashMap<i64, f32> =
+            chunk.iter().map(|(score, rid)| (*rid, *score)).collect();
+        let mut rows = statement.query([list]).context(what)?;
+        while let Some(row) = rows.next().context(what)? {
+            let rid: i64 = row.get(0).context(what)?;
+            let ns: String = row.get(1).context(what)?;
+            let id: String = row.get(2).context(what)?;
+            let tags = decode_tags(
+                &format_args!("page {id} in {ns}"),
+                &row.get::<_, String>(5).context(what)?,
+            )?;
+            if !query.tags.iter().all(|tag| tags.contains(tag)) {
+                continue;
+            }
+            let title: String = row.get(3).context(what)?;
+            let summary: String = row.get(4).context(what)?;
+            let signals = PageMatchSignals::compute(&title, &summary, &tags, &keywords);
+            let Some(score) = relevance.get(&rid) else {
+                continue;
+            };
+            held.push(Candidate {
+                score: score * signals.boost(),
+                ns,
+                id,
+                rid,
+                signals,
+            });
+        }
+        held.sort_by(best_first);
+        held.truncate(top_k);
+    }
+    let mut statement = connection
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS}, {REFERENCED_BY} FROM pages p WHERE p.rid = ?1"
+        ))
+        .context(|| "reading page hits")?;
+    let mut hits = Vec::with_capacity(held.len());
+    for candidate in held {
+        let row = statement
+            .query_row([candidate.rid], |row| {
+                Ok((read_raw(row)?, row.get::<_, i64>(COLUMN_COUNT)?))
+            })
+            .optional()
+            .context(|| format!("reading page {} in {}", candidate.id, candidate.ns))?;
+        let Some((raw, referenced_by)) = row else {
+            continue;
+        };
+        hits.push(PageHit {
+            page: raw.into_page()?,
+            score: candidate.score,
+            signals: candidate.signals,
+            referenced_by: to_count(referenced_by),
+        });
+    }
+    Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::{PageMatchSignals, Tag};
+
+    #[test]
+    fn match_rules() {
+        let keywords = memory_core::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
+        let tags = [Tag::new("state-graph").unwrap()];
+        let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
+        assert!(signals.title_prefix && !signals.tag_exact && !signals.summary_contains);
+        let signals = PageMatchSignals::compute(
+            "Nodes",
+            "graph theory",
+            &tags,
+            &memory_core::page_rule_keywords("State Graph"),
+        );
+        assert!(!signals.title_prefix && signals.summary_contains);
+        assert!(memory_core::page_rule_keywords("the a of").is_empty());
+        assert_eq!(PageMatchSignals::default().boost(), 1.0);
+    }
+}
