@@ -20,10 +20,12 @@
 //! implemented (the suite checks that statistics accumulate), and full-text search must
 //! match whole words (after the shared [`Analyzer`](crate::text::Analyzer)), Chinese included.
 
+mod eviction;
 mod graph;
 mod knowledge;
 mod memory;
 mod model;
+mod ranking;
 
 pub use graph::run_knowledge_graph;
 pub use knowledge::run_knowledge_store;

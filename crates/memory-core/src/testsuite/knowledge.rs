@@ -34,6 +34,7 @@ pub async fn run_knowledge_store(store: &dyn KnowledgeStore, base: &Namespace) {
     references(store, &child(base, "refs")).await;
     search(store, &child(base, "search")).await;
     isolation_and_clear(store, &child(base, "isolation")).await;
+    super::ranking::page_ranking(store, &child(base, "ranking")).await;
 }
 
 async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {

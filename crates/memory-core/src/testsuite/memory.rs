@@ -40,6 +40,8 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     recall_statistics(store, &child(base, "recall")).await;
     similarity_search(store, &child(base, "similar")).await;
     namespaces_and_clear(store, &child(base, "admin")).await;
+    super::ranking::memory_ranking(store, &child(base, "ranking")).await;
+    super::eviction::least_valuable(store, &child(base, "eviction")).await;
 }
 
 async fn crud(store: &dyn MemoryStore, ns: &Namespace) {
