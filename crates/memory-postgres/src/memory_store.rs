@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
     CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -20,6 +20,7 @@ use crate::sql::{
     search_terms, time_bound,
 };
 
+mod least_valuable;
 mod row;
 
 use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
@@ -57,7 +58,11 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 /// [`record_recall`](MemoryStore::record_recall) is one `UPDATE ... SET recall_count =
 /// recall_count + 1, ...`: the row lock makes concurrent increments from any number of tasks or
 /// processes add up, none lost. [`record_recalls`](MemoryStore::record_recalls) is one
-/// statement for the whole batch.
+/// statement for the whole batch. [`least_valuable`](MemoryStore::least_valuable), the
+/// victims of a recall-based eviction pass, is one query over the namespace's rows and their
+/// statistics (the value approximated in SQL to pick a few candidates, then computed exactly
+/// on them), so it returns exactly the victims the in-memory backend picks from the same
+/// statistics, instead of one round trip per item.
 ///
 /// Cheap to clone; clones share the pool.
 #[derive(Clone, Debug)]
@@ -534,6 +539,19 @@ impl MemoryStore for PostgresStore {
             total_score: row.try_get(1).map_err(field)?,
             last_recall_at: last.map(decode_time),
         }))
+    }
+
+    /// One query over the rows' own recall statistics (see the type's documentation).
+    async fn least_valuable(
+        &self,
+        namespace: &Namespace,
+        count: usize,
+        config: &RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<String>>> {
+        least_valuable::least_valuable(&self.db, namespace, count, config, now)
+            .await
+            .map(Some)
     }
 
     async fn set_recall_stats(

@@ -7,6 +7,7 @@ mod common;
 mod concurrency;
 mod conformance;
 mod errors;
+mod eviction;
 mod fts;
 mod graph;
 mod migration;
