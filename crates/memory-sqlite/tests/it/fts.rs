@@ -141,7 +141,7 @@ async fn operators_are_words_not_syntax() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_matches_what_the_in_memory_backend_matches() {
+async fn sqlite_ranks_exactly_as_the_in_memory_backend() {
     let sqlite = SqliteBackend::open_in_memory().unwrap();
     let memory = InMemoryStore::new();
     let ns = Namespace::parse("fts/agree").unwrap();
@@ -194,23 +194,22 @@ async fn sqlite_matches_what_the_in_memory_backend_matches() {
         "nothing matches this",
     ] {
         let search = SearchQuery::new(ns.exact(), query, 20);
-        let mut from_sqlite: Vec<String> = sqlite
+        // The same hits, in the same order, with the same scores to the bit.
+        let from_sqlite: Vec<(String, u32)> = sqlite
             .memory_store()
             .search(&search)
             .await
             .unwrap()
             .into_iter()
-            .map(|hit| hit.item.id.clone())
+            .map(|hit| (hit.item.id.clone(), hit.score.to_bits()))
             .collect();
-        let mut from_memory: Vec<String> = memory
+        let from_memory: Vec<(String, u32)> = memory
             .search(&search)
             .await
             .unwrap()
             .into_iter()
-            .map(|hit| hit.item.id.clone())
+            .map(|hit| (hit.item.id.clone(), hit.score.to_bits()))
             .collect();
-        from_sqlite.sort();
-        from_memory.sort();
         assert_eq!(from_sqlite, from_memory, "query {query:?}");
     }
 }
@@ -428,5 +427,107 @@ async fn the_integrity_check_finds_a_damaged_index() {
             .check_integrity()
             .await
             .unwrap();
+    }
+}
+
+/// A deterministic generator (xorshift), for the corpus below.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filtered_searches_over_several_namespaces_rank_as_in_memory() {
+    use memory_core::{MemoryKind, Scope};
+    const WORDS: [&str; 14] = [
+        "apple", "river", "stone", "garden", "violin", "coffee", "winter", "letter", "bread",
+        "market", "quiet", "bright", "travel", "sister",
+    ];
+    let sqlite = SqliteBackend::open_in_memory().unwrap();
+    let memory = InMemoryStore::new();
+    let spaces = ["t/a", "t/a/b", "t/c", "u"].map(|ns| Namespace::parse(ns).unwrap());
+    let kinds = [
+        MemoryKind::Episodic,
+        MemoryKind::Semantic,
+        MemoryKind::LongTerm,
+    ];
+    let mut rng = Xorshift(0x2545_F491_4F6C_DD1D);
+    let start = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+    let mut items = Vec::new();
+    for i in 0..240 {
+        let ns = &spaces[rng.below(spaces.len())];
+        let length = 1 + rng.below(if i % 5 == 0 { 40 } else { 8 });
+        let text: Vec<&str> = (0..length).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+        let mut item = MemoryItem::new(ns.clone(), text.join(" "))
+            .unwrap()
+            .with_id(format!("{:02}-{i:03}", rng.below(30)))
+            .unwrap()
+            .with_kind(kinds[rng.below(kinds.len())])
+            .with_created_at(start + chrono::Duration::seconds(rng.below(1000) as i64))
+            .with_tags([WORDS[rng.below(4)]])
+            .unwrap();
+        if i % 3 == 0 {
+            item = item.with_context(WORDS[rng.below(WORDS.len())]);
+        }
+        if i % 4 == 0 {
+            item.metadata["speaker"] = serde_json::json!(if i % 8 == 0 { "ann" } else { "bo" });
+        }
+        items.push(item);
+    }
+    sqlite
+        .memory_store()
+        .save_many(items.clone())
+        .await
+        .unwrap();
+    memory.save_many(items).await.unwrap();
+    let t = Namespace::parse("t").unwrap();
+    let filters = [
+        MemoryFilter::new(t.subtree()),
+        MemoryFilter::new(spaces[0].exact()),
+        MemoryFilter::new(Scope::all()),
+        MemoryFilter::new(t.subtree()).with_kinds([MemoryKind::Semantic]),
+        MemoryFilter::new(t.subtree()).with_tags(["river"]).unwrap(),
+        MemoryFilter::new(t.subtree()).with_time_range(
+            Some(start + chrono::Duration::seconds(200)),
+            Some(start + chrono::Duration::seconds(700)),
+        ),
+        MemoryFilter::new(t.subtree()).with_id_prefix("1"),
+        MemoryFilter::new(Scope::all()).with_metadata("speaker", serde_json::json!("ann")),
+    ];
+    for filter in &filters {
+        for text in [
+            "apple",
+            "river stone",
+            "quiet winter letter",
+            "coffee bread market travel",
+            "sister",
+        ] {
+            for top_k in [1, 5, 50] {
+                let query =
+                    SearchQuery::new(filter.scope.clone(), text, top_k).with_filter(filter.clone());
+                let hits = |hits: Vec<memory_core::SearchHit>| {
+                    hits.into_iter()
+                        .map(|hit| {
+                            (
+                                hit.item.namespace.to_string(),
+                                hit.item.id.clone(),
+                                hit.score.to_bits(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    hits(sqlite.memory_store().search(&query).await.unwrap()),
+                    hits(memory.search(&query).await.unwrap()),
+                    "{text:?} top {top_k} with {filter:?}"
+                );
+            }
+        }
     }
 }
