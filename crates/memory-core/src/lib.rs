@@ -32,6 +32,7 @@ mod stores;
 pub mod text;
 pub mod transfer;
 mod validate;
+mod vector;
 
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
@@ -55,10 +56,7 @@ pub use crate::{
         PageMatchSignals, PageQuery, page_rule_keywords,
     },
     knowledge_store::KnowledgeStore,
-    memory::{
-        CONTEXT_METADATA_KEY, CosineQuery, MemoryFilter, MemoryItem, MemoryKind, SearchHit,
-        SearchQuery, cosine_similarity, validate_embedding,
-    },
+    memory::{CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, SearchHit, SearchQuery},
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{
         DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats, least_valuable,
@@ -75,4 +73,5 @@ pub use crate::{
         validate_len, validate_metadata, validate_non_negative, validate_tag_count, validate_text,
         validate_time, validate_unit,
     },
+    vector::{CosineQuery, cosine_similarity, validate_embedding},
 };

@@ -205,7 +205,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         vector: &[f32],
         top_k: usize,
     ) -> Result<Vec<SearchHit>> {
-        crate::memory::validate_embedding(vector)?;
+        crate::vector::validate_embedding(vector)?;
         if top_k == 0 {
             return Ok(Vec::new());
         }

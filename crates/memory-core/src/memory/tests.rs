@@ -1,0 +1,144 @@
+//! Tests of memory items, filters and queries.
+
+use super::*;
+use crate::vector::{cosine_similarity, exact_dot_and_norm};
+
+fn ns() -> Namespace {
+    Namespace::parse("u/a").unwrap()
+}
+
+#[test]
+fn cosine_similarity_is_exact_enough_and_total() {
+    let close = |a: Option<f32>, b: f32| a.is_some_and(|a| (a - b).abs() < 1e-6);
+    assert!(close(cosine_similarity(&[1.0, 0.0], &[3.0, 0.0]), 1.0));
+    assert!(close(cosine_similarity(&[1.0, 0.0], &[0.0, 2.0]), 0.0));
+    assert!(close(cosine_similarity(&[1.0, 0.0], &[-1.0, 0.0]), -1.0));
+    assert_eq!(cosine_similarity(&[1.0, 0.0], &[1.0, 0.0, 0.0]), None);
+    assert_eq!(cosine_similarity(&[], &[]), None);
+    assert_eq!(cosine_similarity(&[0.0; 16], &[1.0; 16]), None);
+    assert_eq!(cosine_similarity(&[1.0; 16], &[0.0; 16]), None);
+    // Beyond f32's range for squares, and below it: the exact fallback still compares.
+    let huge = [3e30f32; 20];
+    let tiny = [2e-30f32; 20];
+    assert!(close(cosine_similarity(&huge, &huge), 1.0));
+    assert!(close(cosine_similarity(&tiny, &tiny), 1.0));
+    assert!(close(cosine_similarity(&tiny, &[-1.0; 20]), -1.0));
+    // Against the exact f64 value, on pseudo-random vectors of embedding length.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    };
+    for length in [1, 7, 8, 9, 384, 1536] {
+        let a: Vec<f32> = (0..length).map(|_| next()).collect();
+        let b: Vec<f32> = (0..length).map(|_| next()).collect();
+        let (dot, norm_b) = exact_dot_and_norm(&a, &b);
+        let norm_a = exact_dot_and_norm(&a, &a).1;
+        let exact = (dot / (norm_a.sqrt() * norm_b.sqrt())) as f32;
+        let fast = cosine_similarity(&a, &b).expect("comparable");
+        assert!((fast - exact).abs() < 1e-5, "{length}: {fast} vs {exact}");
+    }
+}
+
+#[test]
+fn construction_validates() {
+    assert!(MemoryItem::new(ns(), "   ").is_err());
+    assert!(MemoryItem::new(Namespace::root(), "x").is_err());
+    assert!(MemoryItem::new(ns(), "x".repeat(DEFAULT_MAX_CONTENT_BYTES + 1)).is_err());
+    let item = MemoryItem::new(ns(), "hello").unwrap();
+    assert!(item.clone().with_id("").is_err());
+    assert!(item.clone().with_importance(f32::NAN).is_err());
+    assert!(item.clone().with_importance(1.5).is_err());
+    assert!(item.clone().with_credibility(-0.1).is_err());
+    assert!(item.clone().with_metadata(serde_json::json!([1])).is_err());
+    assert!(item.clone().with_embedding(vec![]).is_err());
+    assert!(item.clone().with_embedding(vec![f32::NAN]).is_err());
+    assert!(item.clone().with_tags(["ok", "bad!"]).is_err());
+    let mut mutated = item.clone();
+    mutated.importance = f32::INFINITY;
+    let error = mutated.validate().unwrap_err();
+    assert!(error.to_string().contains("importance"), "{error}");
+}
+
+#[test]
+fn serde_round_trip() {
+    let item = MemoryItem::new(ns(), "likes rust")
+        .unwrap()
+        .with_kind(MemoryKind::Semantic)
+        .with_tags(["Rust Lang"])
+        .unwrap()
+        .with_metadata(serde_json::json!({"speaker": "x"}))
+        .unwrap()
+        .with_embedding(vec![0.1, 0.2])
+        .unwrap()
+        .with_source("chat");
+    let text = serde_json::to_string(&item).unwrap();
+    let back: MemoryItem = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, item);
+    assert!(text.contains("\"semantic\""));
+}
+
+#[test]
+fn kinds_parse() {
+    for kind in MemoryKind::ALL {
+        assert_eq!(MemoryKind::parse(kind.as_str()).unwrap(), kind);
+    }
+    assert!(MemoryKind::parse("other").is_err());
+}
+
+#[test]
+fn filter_matches() {
+    let item = MemoryItem::new(ns(), "x")
+        .unwrap()
+        .with_id("m-1")
+        .unwrap()
+        .with_tags(["a"])
+        .unwrap()
+        .with_metadata(serde_json::json!({"k": 1}))
+        .unwrap();
+    assert!(MemoryFilter::new(ns()).matches(&item));
+    assert!(!MemoryFilter::new(Namespace::parse("u").unwrap()).matches(&item));
+    assert!(MemoryFilter::new(Namespace::parse("u").unwrap().subtree()).matches(&item));
+    assert!(MemoryFilter::new(ns()).with_id_prefix("m-").matches(&item));
+    assert!(!MemoryFilter::new(ns()).with_id_prefix("n").matches(&item));
+    assert!(
+        !MemoryFilter::new(ns())
+            .with_kinds([MemoryKind::Semantic])
+            .matches(&item)
+    );
+    assert!(
+        MemoryFilter::new(ns())
+            .with_tags(["A"])
+            .unwrap()
+            .matches(&item)
+    );
+    assert!(
+        !MemoryFilter::new(ns())
+            .with_tags(["b"])
+            .unwrap()
+            .matches(&item)
+    );
+    assert!(
+        MemoryFilter::new(ns())
+            .with_metadata("k", serde_json::json!(1))
+            .matches(&item)
+    );
+    assert!(
+        !MemoryFilter::new(ns())
+            .with_metadata("k", serde_json::json!(2))
+            .matches(&item)
+    );
+    let later = item.created_at + chrono::Duration::seconds(1);
+    assert!(
+        !MemoryFilter::new(ns())
+            .with_time_range(Some(later), None)
+            .matches(&item)
+    );
+    assert!(
+        !MemoryFilter::new(ns())
+            .with_time_range(None, Some(item.created_at))
+            .matches(&item)
+    );
+}

@@ -1,0 +1,219 @@
+//! What a caller hands `Memory`: [`Remember`] (a memory to store, with its options) and
+//! [`RecallOptions`] (per-call overrides of the retrieval settings), and what
+//! [`Memory::stats`](super::Memory::stats) returns.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use memory_core::{MemoryKind, Namespace};
+use serde::{Deserialize, Serialize};
+
+use crate::retriever::{Fusion, RecallFilter, RetrievalStrategy, RetrieverConfig};
+use crate::scoring::ScoringStrategy;
+
+/// What to remember: text plus its kind, importance, tags, metadata and time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remember {
+    /// The namespace (tenant / agent / session) it belongs to.
+    pub namespace: Namespace,
+    /// The text.
+    pub text: String,
+    /// Its kind, default episodic.
+    pub kind: MemoryKind,
+    /// Its importance in `[0, 1]`, default 0.5.
+    pub importance: f32,
+    /// Tags (normalised on build).
+    pub tags: Vec<String>,
+    /// Metadata, a JSON object.
+    pub metadata: serde_json::Value,
+    /// Creation time; default the clock's now (set it when replaying old conversations).
+    pub created_at: Option<DateTime<Utc>>,
+    /// An explicit id; default a fresh one.
+    pub id: Option<String>,
+    /// Where it came from.
+    pub source: Option<String>,
+    /// Text that situates it, indexed with a lower weight (see
+    /// [`memory_core::CONTEXT_METADATA_KEY`]); for a dialogue turn, the message it answers.
+    pub context: Option<String>,
+}
+
+impl Remember {
+    /// `text` in `namespace`, with defaults for the rest.
+    pub fn new(namespace: Namespace, text: impl Into<String>) -> Self {
+        Self {
+            namespace,
+            text: text.into(),
+            kind: MemoryKind::Episodic,
+            importance: 0.5,
+            tags: Vec::new(),
+            metadata: serde_json::json!({}),
+            created_at: None,
+            id: None,
+            source: None,
+            context: None,
+        }
+    }
+
+    /// Sets the context: text that situates the memory, searchable but not part of it.
+    pub fn context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+
+    /// Sets the kind.
+    pub fn kind(mut self, kind: MemoryKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the importance.
+    pub fn importance(mut self, importance: f32) -> Self {
+        self.importance = importance;
+        self
+    }
+
+    /// Sets the tags.
+    pub fn tags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tags: I) -> Self {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn metadata(mut self, metadata: serde_json::Value) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets the creation time.
+    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.created_at = Some(at);
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the source.
+    pub fn source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+}
+
+/// Per-call recall options. Each field that is set overrides that one setting of the
+/// [`Memory`]'s retriever config for this call; the others keep the memory's values (so a
+/// per-call `max_results` keeps, say, the embedding weights the builder installed).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RecallOptions {
+    /// Which channels.
+    pub strategy: Option<RetrievalStrategy>,
+    /// How each candidate is scored.
+    pub scoring: Option<ScoringStrategy>,
+    /// How channels are fused.
+    pub fusion: Option<Fusion>,
+    /// Most results returned.
+    pub max_results: Option<usize>,
+    /// Results under this score are dropped.
+    pub min_score: Option<f32>,
+    /// Traversal depth from matched entities.
+    pub graph_depth: Option<usize>,
+    /// Metadata conditions (kinds, time range, tags).
+    pub filter: RecallFilter,
+}
+
+impl RecallOptions {
+    /// At most `n` results.
+    pub fn max_results(mut self, n: usize) -> Self {
+        self.max_results = Some(n);
+        self
+    }
+
+    /// Only these kinds.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = MemoryKind>) -> Self {
+        self.filter.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Only these channels.
+    pub fn strategy(mut self, strategy: RetrievalStrategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// This scoring strategy.
+    pub fn scoring(mut self, scoring: ScoringStrategy) -> Self {
+        self.scoring = Some(scoring);
+        self
+    }
+
+    /// This fusion of the channels.
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = Some(fusion);
+        self
+    }
+
+    /// Drop results under `score`.
+    pub fn min_score(mut self, score: f32) -> Self {
+        self.min_score = Some(score);
+        self
+    }
+
+    /// Traverse the graph this deep from matched entities.
+    pub fn graph_depth(mut self, depth: usize) -> Self {
+        self.graph_depth = Some(depth);
+        self
+    }
+
+    /// These metadata conditions.
+    pub fn filter(mut self, filter: RecallFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// `config` with this call's overrides applied.
+    pub fn apply_to(&self, config: &RetrieverConfig) -> RetrieverConfig {
+        let mut config = config.clone();
+        if let Some(strategy) = self.strategy {
+            config.strategy = strategy;
+        }
+        if let Some(scoring) = self.scoring {
+            config.scoring = scoring;
+        }
+        if let Some(fusion) = self.fusion {
+            config.fusion = fusion;
+        }
+        if let Some(max) = self.max_results {
+            config.max_results = max;
+        }
+        if let Some(min) = self.min_score {
+            config.min_score = min;
+        }
+        if let Some(depth) = self.graph_depth {
+            config.graph_depth = depth;
+        }
+        config
+    }
+}
+
+/// Counts from [`Memory::stats`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// Items in the scope.
+    pub total: usize,
+    /// Items per kind.
+    pub per_kind: BTreeMap<MemoryKind, usize>,
+    /// Items per namespace.
+    pub per_namespace: BTreeMap<String, usize>,
+    /// Mean `access_count` over the items.
+    pub mean_access: f64,
+    /// The largest namespace's share of the per-namespace capacity, when a capacity is set.
+    pub capacity_use: Option<f64>,
+    /// Knowledge pages in the scope.
+    pub pages: usize,
+    /// Graph entities in the scope.
+    pub entities: usize,
+}
