@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memory_core::{
     GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED,
-    MemoryError, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, distance_score,
-    entity_matches_keyword, sort_scored,
+    MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints,
+    distance_score, entity_matches_keyword, sort_scored,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -35,9 +35,14 @@ use crate::sql::{count, namespaces, reject_nul};
 /// the order memory-core's default algorithm explores (the earlier-reached parent first, then
 /// outgoing before incoming, then relation type and other end), so the results, paths, scores
 /// and order are exactly the trait default's; only the round trips differ (one instead of one
-/// per visited entity). [`multi_hop`](KnowledgeGraph::multi_hop) and
-/// [`shortest_path`](KnowledgeGraph::shortest_path) use memory-core's defaults over
-/// [`relations_of`](KnowledgeGraph::relations_of).
+/// per visited entity). [`shortest_path`](KnowledgeGraph::shortest_path) is the same walk,
+/// stopped once the goal is reached, with the default search's limit on the entities reached
+/// applied entity by entity, and the path followed back through the parents in the same
+/// query. [`multi_hop`](KnowledgeGraph::multi_hop) is one recursive query that follows the
+/// chain of relation types hop by hop, keeping the reached entities as a set and the paths in
+/// the default algorithm's order, at most [`MAX_TRAVERSAL_VISITED`] per hop. Each returns
+/// exactly what memory-core's default returns (the same results, paths and order) in one
+/// round trip instead of one per visited entity.
 ///
 /// Cheap to clone; clones share the pool.
 #[derive(Clone, Debug)]
@@ -53,76 +58,14 @@ impl PostgresGraph {
 }
 
 mod row;
+mod traversal;
 
 use self::row::{COLUMNS, RELATION_COLUMNS, decode_entity, decode_relation, encode, limit_tags};
+use self::traversal::GET_RELATED;
 
 fn storable(text: &str) -> bool {
     !text.contains('\0')
 }
-
-/// The breadth-first walk of [`KnowledgeGraph::get_related`]; `$1` namespace, `$2` start,
-/// `$3` depth, `$4` the most entities reached.
-///
-/// The working table of each iteration is one level: a row per entity reached at that level
-/// (with its rank in the level, its parent and the relation that reached it) plus one `meta`
-/// row carrying the ids visited so far. The recursive term reads the level through an inner
-/// `WITH` (PostgreSQL allows the recursive reference once, so the inner CTE lets the term use
-/// it for both the frontier and the visited set). Candidates are the relations of the level's
-/// entities to entities not visited yet; `DISTINCT ON` keeps, for each newly reached entity,
-/// the first candidate in exploration order `(parent rank, outgoing before incoming, relation
-/// type)` and `row_number()` ranks the new level in that order, which is the order the trait's
-/// default algorithm discovers entities in.
-const GET_RELATED: &str = r#"
-WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type, rel_weight,
-                     visited, meta) AS (
-    SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", NULL::text COLLATE "C",
-           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real, NULL::text[], false
-    UNION ALL
-    SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
-    UNION ALL (
-        WITH level AS (SELECT * FROM walk),
-        seen AS (SELECT l.visited FROM level l WHERE l.meta),
-        candidates AS (
-            SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
-                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
-            FROM level l CROSS JOIN LATERAL (
-                SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
-                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
-                FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
-                UNION ALL
-                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
-                FROM {s}.relations r
-                WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
-            ) AS x
-            WHERE NOT l.meta AND l.hops < $3::integer
-              AND (SELECT cardinality(s.visited) FROM seen s) <= $4::integer
-        ),
-        fresh AS (
-            SELECT DISTINCT ON (c.other) c.* FROM candidates c
-            WHERE c.other NOT IN (SELECT unnest(s.visited) FROM seen s)
-            ORDER BY c.other, c.parent_rank, c.dir, c.rel_type
-        ),
-        ranked AS (
-            SELECT f.*, row_number() OVER (ORDER BY f.parent_rank, f.dir, f.rel_type, f.other)
-                   AS rank
-            FROM fresh f
-        )
-        SELECT r.other, r.hops, r.rank, r.parent, r.rel_source, r.rel_target, r.rel_type,
-               r.rel_weight, NULL::text[], false
-        FROM ranked r
-        UNION ALL
-        SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL,
-               s.visited || ARRAY(SELECT r.other FROM ranked r), true
-        FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
-    )
-)
-SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
-       e.ns, e.id, e.name, e.entity_type, e.description, e.tags
-FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
-WHERE NOT w.meta AND w.hops > 0
-ORDER BY w.hops, w.rank
-LIMIT $4::integer
-"#;
 
 #[async_trait]
 impl KnowledgeGraph for PostgresGraph {
@@ -548,6 +491,26 @@ impl KnowledgeGraph for PostgresGraph {
         }
         sort_scored(&mut out);
         Ok(out)
+    }
+
+    /// One recursive query (see the type's documentation).
+    async fn multi_hop(
+        &self,
+        namespace: &Namespace,
+        start: &str,
+        relation_types: &[String],
+    ) -> Result<MultiHopResult> {
+        traversal::multi_hop(&self.db, namespace, start, relation_types).await
+    }
+
+    /// One recursive query (see the type's documentation).
+    async fn shortest_path(
+        &self,
+        namespace: &Namespace,
+        from: &str,
+        to: &str,
+    ) -> Result<Option<Vec<GraphRelation>>> {
+        traversal::shortest_path(&self.db, namespace, from, to).await
     }
 
     async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {

@@ -228,3 +228,244 @@ async fn get_related_stops_at_the_visited_limit_like_the_default() {
     let reference = DefaultTraversal(graph.clone());
     assert_eq!(related, reference.get_related(&ns, "hub", 3).await.unwrap());
 }
+
+/// The same entities and relations in the in-memory graph.
+async fn in_memory_copy(graph: &PostgresGraph, scope: &Scope) -> memory_graph::PetGraph {
+    let copy = memory_graph::PetGraph::new();
+    for entity in graph.list_entities(scope).await.unwrap() {
+        copy.add_entity(entity).await.unwrap();
+    }
+    for relation in graph.list_relations(scope).await.unwrap() {
+        copy.add_relation(relation).await.unwrap();
+    }
+    copy
+}
+
+/// `multi_hop` and `shortest_path` of the PostgreSQL graph, the trait's defaults over it and
+/// the in-memory graph agree, for every start, goal and chain given.
+async fn assert_traversals_agree(
+    graph: &PostgresGraph,
+    ns: &Namespace,
+    starts: &[String],
+    goals: &[String],
+    chains: &[Vec<String>],
+) {
+    let reference = DefaultTraversal(graph.clone());
+    let in_memory = in_memory_copy(graph, &ns.exact()).await;
+    for start in starts {
+        for chain in chains {
+            let got = graph.multi_hop(ns, start, chain).await.unwrap();
+            let want = reference.multi_hop(ns, start, chain).await.unwrap();
+            assert_eq!(got, want, "multi_hop from {start} along {chain:?}: default");
+            let want = in_memory.multi_hop(ns, start, chain).await.unwrap();
+            assert_eq!(
+                got, want,
+                "multi_hop from {start} along {chain:?}: in memory"
+            );
+        }
+        for goal in goals {
+            let got = graph.shortest_path(ns, start, goal).await.unwrap();
+            let want = reference.shortest_path(ns, start, goal).await.unwrap();
+            assert_eq!(got, want, "shortest_path {start} -> {goal}: default");
+            let want = in_memory.shortest_path(ns, start, goal).await.unwrap();
+            assert_eq!(got, want, "shortest_path {start} -> {goal}: in memory");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_hop_and_shortest_path_equal_the_default_and_the_in_memory_graph() {
+    let schema = schema_or_skip!("graph_paths");
+    let backend = schema.connect().await;
+    let graph = backend.graph();
+    let ids = |prefix: &str, count: usize| -> Vec<String> {
+        (0..count).map(|i| format!("{prefix}{i:02}")).collect()
+    };
+    let chain = |types: &[&str]| -> Vec<String> { types.iter().map(|t| (*t).to_owned()).collect() };
+
+    // A chain of 40 entities: paths of up to 32 hops only.
+    let line = Namespace::parse("paths/chain").unwrap();
+    let nodes = ids("c", 40);
+    for id in &nodes {
+        graph
+            .add_entity(GraphEntity::new(line.clone(), id.as_str(), "C", "x").unwrap())
+            .await
+            .unwrap();
+    }
+    for pair in nodes.windows(2) {
+        let relation = GraphRelation::new(
+            line.clone(),
+            pair[0].as_str(),
+            pair[1].as_str(),
+            "next",
+            0.5,
+        )
+        .unwrap();
+        graph.add_relation(relation).await.unwrap();
+    }
+    let long: Vec<String> = vec!["next".to_owned(); 32];
+    assert_eq!(
+        graph.multi_hop(&line, "c00", &long).await.unwrap().results,
+        ["c32"]
+    );
+    assert_eq!(
+        graph
+            .shortest_path(&line, "c00", "c32")
+            .await
+            .unwrap()
+            .map(|path| path.len()),
+        Some(32)
+    );
+    assert_eq!(
+        graph.shortest_path(&line, "c00", "c33").await.unwrap(),
+        None
+    );
+    assert!(graph.multi_hop(&line, "c00", &[]).await.is_err());
+    let too_long: Vec<String> = vec!["next".to_owned(); 33];
+    assert!(matches!(
+        graph.multi_hop(&line, "c00", &too_long).await,
+        Err(memory_core::MemoryError::InvalidInput(_))
+    ));
+    assert!(matches!(
+        graph.shortest_path(&line, "c00", "nobody").await,
+        Err(memory_core::MemoryError::NotFound(_))
+    ));
+    assert!(matches!(
+        graph.multi_hop(&line, "no\0body", &long).await,
+        Err(memory_core::MemoryError::NotFound(_))
+    ));
+    let goals: Vec<String> = ["c00", "c01", "c20", "c31", "c32", "c33", "c39"]
+        .map(String::from)
+        .to_vec();
+    let starts: Vec<String> = ["c00", "c07", "c39"].map(String::from).to_vec();
+    assert_traversals_agree(
+        graph,
+        &line,
+        &starts,
+        &goals,
+        &[
+            chain(&["next"]),
+            chain(&["next", "next", "next"]),
+            long.clone(),
+            chain(&["next", "nul\0"]),
+        ],
+    )
+    .await;
+
+    // A branching graph: ten layers of five, each entity related to every entity of the next
+    // layer by two types, and back by a third: 5^9 paths along nine hops, over the limit.
+    let layers = Namespace::parse("paths/layers").unwrap();
+    let width = 5;
+    let depth = 10;
+    let id = |layer: usize, index: usize| format!("l{layer}n{index}");
+    for layer in 0..depth {
+        for index in 0..width {
+            let entity = GraphEntity::new(layers.clone(), id(layer, index), "N", "x").unwrap();
+            graph.add_entity(entity).await.unwrap();
+        }
+    }
+    let weights = [0.25f32, 0.5, 0.75, 1.0];
+    for layer in 0..depth - 1 {
+        for from in 0..width {
+            for to in 0..width {
+                for (kind, relation_type) in ["a", "b"].into_iter().enumerate() {
+                    if (from + to + kind) % 3 == 0 {
+                        continue;
+                    }
+                    let relation = GraphRelation::new(
+                        layers.clone(),
+                        id(layer, from),
+                        id(layer + 1, to),
+                        relation_type,
+                        weights[(from * 3 + to + kind) % 4],
+                    )
+                    .unwrap();
+                    graph.add_relation(relation).await.unwrap();
+                }
+                let back = GraphRelation::new(
+                    layers.clone(),
+                    id(layer + 1, to),
+                    id(layer, from),
+                    "back",
+                    0.5,
+                )
+                .unwrap();
+                graph.add_relation(back).await.unwrap();
+            }
+        }
+    }
+    let starts: Vec<String> = vec![id(0, 0), id(0, 3), id(4, 2)];
+    let goals: Vec<String> = vec![id(0, 1), id(3, 3), id(9, 4), id(5, 0)];
+    assert_traversals_agree(
+        graph,
+        &layers,
+        &starts,
+        &goals,
+        &[
+            chain(&["a"]),
+            chain(&["a", "b", "back", "a"]),
+            chain(&["a", "a", "a", "a", "a", "a", "a", "a", "a"]),
+            chain(&["b", "a", "b", "a", "b", "a", "b", "a", "b"]),
+            chain(&["back", "a"]),
+        ],
+    )
+    .await;
+    let many = graph
+        .multi_hop(&layers, &id(0, 0), &chain(&["a"; 9]))
+        .await
+        .unwrap();
+    assert_eq!(
+        many.paths.len(),
+        MAX_TRAVERSAL_VISITED,
+        "the paths stop at the limit"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shortest_path_stops_at_the_visited_limit_like_the_default() {
+    let schema = schema_or_skip!("graph_path_limit");
+    let backend = schema.connect().await;
+    let graph = backend.graph();
+    let ns = Namespace::parse("wide").unwrap();
+    // start -> a1, a2, a3; a1 -> leaves; a2 -> near; a3 -> far (and a leaf -> deep). The
+    // default search expands a1 first: with 9,996 leaves it has reached 10,000 entities
+    // and still expands a2 (finding near, the 10,001st), then stops before a3 (never finding
+    // far).
+    let leaves = MAX_TRAVERSAL_VISITED - 4;
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "INSERT INTO \"{s}\".entities (ns, id, name, name_key, entity_type, type_key, description, tags)
+             SELECT 'wide', id, 'N', 'n', 'x', 'x', '', '{{}}'
+             FROM unnest(ARRAY['start', 'a1', 'a2', 'a3', 'near', 'far', 'deep']) AS id;
+             INSERT INTO \"{s}\".entities (ns, id, name, name_key, entity_type, type_key, description, tags)
+             SELECT 'wide', 'leaf' || lpad(i::text, 6, '0'), 'Leaf', 'leaf', 'x', 'x', '', '{{}}'
+             FROM generate_series(1, {leaves}) AS i;
+             INSERT INTO \"{s}\".relations (ns, source_id, target_id, relation_type, weight)
+             VALUES ('wide', 'start', 'a1', 'has', 1), ('wide', 'start', 'a2', 'has', 1),
+                    ('wide', 'start', 'a3', 'has', 1), ('wide', 'a2', 'near', 'has', 1),
+                    ('wide', 'a3', 'far', 'has', 1), ('wide', 'leaf000001', 'deep', 'has', 1);
+             INSERT INTO \"{s}\".relations (ns, source_id, target_id, relation_type, weight)
+             SELECT 'wide', 'a1', 'leaf' || lpad(i::text, 6, '0'), 'has', 0.5
+             FROM generate_series(1, {leaves}) AS i;",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let reference = DefaultTraversal(graph.clone());
+    for (goal, found) in [
+        ("a3", true),
+        ("leaf009996", true),
+        ("near", true),
+        ("far", false),
+        ("deep", false),
+    ] {
+        let got = graph.shortest_path(&ns, "start", goal).await.unwrap();
+        assert_eq!(got.is_some(), found, "{goal}");
+        assert_eq!(
+            got,
+            reference.shortest_path(&ns, "start", goal).await.unwrap(),
+            "{goal}"
+        );
+    }
+}

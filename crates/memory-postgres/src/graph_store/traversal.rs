@@ -1,0 +1,360 @@
+//! The graph's traversals, each one recursive query (one round trip): the breadth-first walk
+//! of `get_related`, the relation chains of `multi_hop` and the breadth-first search of
+//! `shortest_path`, with the results of memory-core's default algorithms.
+
+use memory_core::{
+    GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult,
+    Namespace, Result,
+};
+use tokio_postgres::types::ToSql;
+
+use crate::database::Database;
+use crate::error::{Context, corrupt};
+
+/// The breadth-first walk of [`KnowledgeGraph::get_related`]; `$1` namespace, `$2` start,
+/// `$3` depth, `$4` the most entities reached.
+///
+/// The working table of each iteration is one level: a row per entity reached at that level
+/// (with its rank in the level, its parent and the relation that reached it) plus one `meta`
+/// row carrying the ids visited so far. The recursive term reads the level through an inner
+/// `WITH` (PostgreSQL allows the recursive reference once, so the inner CTE lets the term use
+/// it for both the frontier and the visited set). Candidates are the relations of the level's
+/// entities to entities not visited yet; `DISTINCT ON` keeps, for each newly reached entity,
+/// the first candidate in exploration order `(parent rank, outgoing before incoming, relation
+/// type)` and `row_number()` ranks the new level in that order, which is the order the trait's
+/// default algorithm discovers entities in.
+pub(super) const GET_RELATED: &str = r#"
+WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type, rel_weight,
+                     visited, meta) AS (
+    SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", NULL::text COLLATE "C",
+           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real, NULL::text[], false
+    UNION ALL
+    SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
+    UNION ALL (
+        WITH level AS (SELECT * FROM walk),
+        seen AS (SELECT l.visited FROM level l WHERE l.meta),
+        candidates AS (
+            SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
+                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
+            FROM level l CROSS JOIN LATERAL (
+                SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
+                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
+                FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
+                UNION ALL
+                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
+                FROM {s}.relations r
+                WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
+            ) AS x
+            WHERE NOT l.meta AND l.hops < $3::integer
+              AND (SELECT cardinality(s.visited) FROM seen s) <= $4::integer
+        ),
+        fresh AS (
+            SELECT DISTINCT ON (c.other) c.* FROM candidates c
+            WHERE c.other NOT IN (SELECT unnest(s.visited) FROM seen s)
+            ORDER BY c.other, c.parent_rank, c.dir, c.rel_type
+        ),
+        ranked AS (
+            SELECT f.*, row_number() OVER (ORDER BY f.parent_rank, f.dir, f.rel_type, f.other)
+                   AS rank
+            FROM fresh f
+        )
+        SELECT r.other, r.hops, r.rank, r.parent, r.rel_source, r.rel_target, r.rel_type,
+               r.rel_weight, NULL::text[], false
+        FROM ranked r
+        UNION ALL
+        SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL,
+               s.visited || ARRAY(SELECT r.other FROM ranked r), true
+        FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
+    )
+)
+SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
+       e.ns, e.id, e.name, e.entity_type, e.description, e.tags
+FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
+WHERE NOT w.meta AND w.hops > 0
+ORDER BY w.hops, w.rank
+LIMIT $4::integer
+"#;
+
+/// The relation chains of [`KnowledgeGraph::multi_hop`](memory_core::KnowledgeGraph::multi_hop);
+/// `$1` namespace, `$2` start, `$3` the relation types in order, `$4` the most paths kept per
+/// hop.
+///
+/// `states` holds the distinct entities reached after each hop (set semantics, so a dense
+/// graph never multiplies them); `paths` the paths themselves, as the ids along them and the
+/// weights of their relations. The default algorithm extends, hop by hop, the paths of each
+/// entity in id order, along its relations of the hop's type in target order, and keeps the
+/// first `$4` extensions in that order; each entity's paths stay in the order they were added
+/// (parent id, then the parent path's own rank). `kept` numbers the extensions in that
+/// order, and the next level ranks each entity's paths in it. An entity can be reached with
+/// every path dropped by the limit: it is still a result, as in the default.
+///
+/// The rows: one of kind 0 when the start exists; the results (kind 1) in id order; the paths
+/// (kind 2) by end entity and rank.
+const MULTI_HOP: &str = r#"
+WITH RECURSIVE states (node, step) AS (
+    SELECT $2::text COLLATE "C", 0
+    UNION
+    SELECT r.target_id, s.step + 1
+    FROM states s JOIN {s}.relations r
+      ON r.ns = $1::text AND r.source_id = s.node
+     AND r.relation_type = ($3::text[])[s.step + 1]
+    WHERE s.step < cardinality($3::text[])
+),
+paths (node, step, rank, nodes, weights) AS (
+    SELECT $2::text COLLATE "C", 0, 1::bigint, ARRAY[$2::text COLLATE "C"], ARRAY[]::real[]
+    UNION ALL (
+        WITH level AS (SELECT * FROM paths),
+        extended AS (
+            SELECT r.target_id AS node, l.step + 1 AS step, l.node AS parent,
+                   l.rank AS parent_rank, l.nodes || r.target_id AS nodes,
+                   l.weights || r.weight AS weights
+            FROM level l JOIN {s}.relations r
+              ON r.ns = $1::text AND r.source_id = l.node
+             AND r.relation_type = ($3::text[])[l.step + 1]
+            WHERE l.step < cardinality($3::text[])
+        ),
+        kept AS (
+            SELECT e.*, row_number() OVER (ORDER BY e.parent, e.node, e.parent_rank) AS nth
+            FROM extended e
+        )
+        SELECT k.node, k.step,
+               row_number() OVER (PARTITION BY k.node ORDER BY k.parent, k.parent_rank),
+               k.nodes, k.weights
+        FROM kept k WHERE k.nth <= $4::bigint
+    )
+)
+SELECT 0 AS kind, e.id AS node, 0::bigint AS rank, NULL::text[] AS nodes,
+       NULL::real[] AS weights
+FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2::text
+UNION ALL
+SELECT 1, s.node, 0, NULL, NULL FROM states s WHERE s.step = cardinality($3::text[])
+UNION ALL
+SELECT 2, p.node, p.rank, p.nodes, p.weights FROM paths p
+WHERE p.step = cardinality($3::text[])
+ORDER BY 1, 2, 3
+"#;
+
+/// The breadth-first search of
+/// [`KnowledgeGraph::shortest_path`](memory_core::KnowledgeGraph::shortest_path); `$1`
+/// namespace, `$2` from, `$3` to, `$4` the most hops, `$5` the most entities reached.
+///
+/// `walk` is [`GET_RELATED`]'s level-by-level walk, which reaches every entity through the
+/// relation the default search reaches it by, plus each entity's parent's rank, and stops
+/// once `$3` is reached. The default search expands entities one by one and stops before
+/// expanding one when more than `$5` entities were reached: `found` keeps `$3` only if the
+/// entities reached before its parent was expanded (all those of earlier levels, and those
+/// of its level reached from parents ranked before its own) number at most `$5`. `path`
+/// follows the parents back to the start.
+///
+/// One row: whether each end exists, and the path's relations (source, target, type and
+/// weight arrays, start first; `NULL` when there is none).
+const SHORTEST_PATH: &str = r#"
+WITH RECURSIVE walk (node, hops, rank, parent, parent_rank, rel_source, rel_target, rel_type,
+                     rel_weight, visited, meta) AS (
+    SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", 0::bigint,
+           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real,
+           NULL::text[], false
+    UNION ALL
+    SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
+    UNION ALL (
+        WITH level AS (SELECT * FROM walk),
+        seen AS (SELECT l.visited FROM level l WHERE l.meta),
+        candidates AS (
+            SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
+                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
+            FROM level l CROSS JOIN LATERAL (
+                SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
+                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
+                FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
+                UNION ALL
+                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
+                FROM {s}.relations r
+                WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
+            ) AS x
+            WHERE NOT l.meta AND l.hops < $4::integer
+              AND (SELECT cardinality(s.visited) FROM seen s) <= $5::integer
+              AND NOT EXISTS (SELECT 1 FROM seen s WHERE $3::text = ANY(s.visited))
+        ),
+        fresh AS (
+            SELECT DISTINCT ON (c.other) c.* FROM candidates c
+            WHERE c.other NOT IN (SELECT unnest(s.visited) FROM seen s)
+            ORDER BY c.other, c.parent_rank, c.dir, c.rel_type
+        ),
+        ranked AS (
+            SELECT f.*, row_number() OVER (ORDER BY f.parent_rank, f.dir, f.rel_type, f.other)
+                   AS rank
+            FROM fresh f
+        )
+        SELECT r.other, r.hops, r.rank, r.parent, r.parent_rank, r.rel_source, r.rel_target,
+               r.rel_type, r.rel_weight, NULL::text[], false
+        FROM ranked r
+        UNION ALL
+        SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL,
+               s.visited || ARRAY(SELECT r.other FROM ranked r), true
+        FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
+    )
+),
+found AS (
+    SELECT w.* FROM walk w
+    WHERE NOT w.meta AND w.hops > 0 AND w.node = $3::text
+      AND 1 + (SELECT count(*) FROM walk x
+               WHERE NOT x.meta AND x.hops > 0
+                 AND (x.hops < w.hops OR (x.hops = w.hops AND x.parent_rank < w.parent_rank)))
+          <= $5::integer
+),
+path (node, parent, hops, rel_source, rel_target, rel_type, rel_weight) AS (
+    SELECT f.node, f.parent, f.hops, f.rel_source, f.rel_target, f.rel_type, f.rel_weight
+    FROM found f
+    UNION ALL
+    SELECT w.node, w.parent, w.hops, w.rel_source, w.rel_target, w.rel_type, w.rel_weight
+    FROM path p JOIN walk w
+      ON NOT w.meta AND w.hops > 0 AND w.hops = p.hops - 1 AND w.node = p.parent
+)
+SELECT EXISTS (SELECT 1 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2::text),
+       EXISTS (SELECT 1 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $3::text),
+       (SELECT array_agg(p.rel_source ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(p.rel_target ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(p.rel_type ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(p.rel_weight ORDER BY p.hops) FROM path p)
+"#;
+
+fn storable(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+fn not_found(namespace: &Namespace, id: &str) -> MemoryError {
+    MemoryError::NotFound(format!("entity {id} in {namespace}"))
+}
+
+/// [`KnowledgeGraph::multi_hop`](memory_core::KnowledgeGraph::multi_hop) in one statement
+/// ([`MULTI_HOP`]), after the chain's length is checked.
+pub(super) async fn multi_hop(
+    db: &Database,
+    namespace: &Namespace,
+    start: &str,
+    relation_types: &[String],
+) -> Result<MultiHopResult> {
+    if relation_types.is_empty() || relation_types.len() > MAX_TRAVERSAL_DEPTH {
+        return Err(MemoryError::invalid(
+            "relation_types",
+            format!("needs 1 to {MAX_TRAVERSAL_DEPTH} relation types"),
+        ));
+    }
+    if !storable(start) {
+        return Err(not_found(namespace, start));
+    }
+    // A type no stored relation can have: the chain ends nowhere (the start must exist).
+    let types: Vec<String> = if relation_types.iter().all(|t| storable(t)) {
+        relation_types.to_vec()
+    } else {
+        vec![String::new(); relation_types.len()]
+    };
+    let ns = namespace.as_str().to_owned();
+    let start = start.to_owned();
+    let most = i64::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i64::MAX);
+    let what = || format!("following relations from entity {start} in {namespace}");
+    let client = db.client(&what()).await?;
+    let statement = client
+        .prepare_cached(&db.qualify(MULTI_HOP))
+        .await
+        .context(what)?;
+    let params: [&(dyn ToSql + Sync); 4] = [&ns, &start, &types, &most];
+    let rows = client.query(&statement, &params).await.context(what)?;
+    drop(client);
+    let mut exists = false;
+    let mut results = Vec::new();
+    let mut paths = Vec::new();
+    for row in &rows {
+        let field = |error: tokio_postgres::Error| corrupt(what(), error);
+        let kind: i32 = row.try_get(0).map_err(field)?;
+        match kind {
+            0 => exists = true,
+            1 => results.push(row.try_get(1).map_err(field)?),
+            _ => {
+                let nodes: Vec<String> = row.try_get(3).map_err(field)?;
+                let weights: Vec<f32> = row.try_get(4).map_err(field)?;
+                if nodes.len() != types.len() + 1 || weights.len() != types.len() {
+                    return Err(corrupt(what(), "a path of the wrong length"));
+                }
+                let path = (0..types.len())
+                    .map(|hop| GraphRelation {
+                        namespace: namespace.clone(),
+                        source_id: nodes[hop].clone(),
+                        target_id: nodes[hop + 1].clone(),
+                        relation_type: types[hop].clone(),
+                        weight: weights[hop],
+                    })
+                    .collect();
+                paths.push(path);
+            }
+        }
+    }
+    if !exists {
+        return Err(not_found(namespace, &start));
+    }
+    Ok(MultiHopResult { results, paths })
+}
+
+/// [`KnowledgeGraph::shortest_path`](memory_core::KnowledgeGraph::shortest_path) in one
+/// statement ([`SHORTEST_PATH`]).
+pub(super) async fn shortest_path(
+    db: &Database,
+    namespace: &Namespace,
+    from: &str,
+    to: &str,
+) -> Result<Option<Vec<GraphRelation>>> {
+    for id in [from, to] {
+        if !storable(id) {
+            return Err(not_found(namespace, id));
+        }
+    }
+    let ns = namespace.as_str().to_owned();
+    let (start, goal) = (from.to_owned(), to.to_owned());
+    let depth = i32::try_from(MAX_TRAVERSAL_DEPTH).unwrap_or(i32::MAX);
+    let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
+    let what = || format!("finding a path from entity {from} to {to} in {namespace}");
+    let client = db.client(&what()).await?;
+    let statement = client
+        .prepare_cached(&db.qualify(SHORTEST_PATH))
+        .await
+        .context(what)?;
+    let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &goal, &depth, &most];
+    let row = client.query_one(&statement, &params).await.context(what)?;
+    drop(client);
+    let field = |error: tokio_postgres::Error| corrupt(what(), error);
+    for (column, id) in [(0, from), (1, to)] {
+        let exists: bool = row.try_get(column).map_err(field)?;
+        if !exists {
+            return Err(not_found(namespace, id));
+        }
+    }
+    if from == to {
+        return Ok(Some(Vec::new()));
+    }
+    let sources: Option<Vec<String>> = row.try_get(2).map_err(field)?;
+    let Some(sources) = sources else {
+        return Ok(None);
+    };
+    let targets: Vec<String> = row.try_get(3).map_err(field)?;
+    let types: Vec<String> = row.try_get(4).map_err(field)?;
+    let weights: Vec<f32> = row.try_get(5).map_err(field)?;
+    if [targets.len(), types.len(), weights.len()] != [sources.len(); 3] {
+        return Err(corrupt(what(), "a path with arrays of different lengths"));
+    }
+    Ok(Some(
+        sources
+            .into_iter()
+            .zip(targets)
+            .zip(types.into_iter().zip(weights))
+            .map(
+                |((source_id, target_id), (relation_type, weight))| GraphRelation {
+                    namespace: namespace.clone(),
+                    source_id,
+                    target_id,
+                    relation_type,
+                    weight,
+                },
+            )
+            .collect(),
+    ))
+}
