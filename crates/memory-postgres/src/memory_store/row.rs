@@ -123,8 +123,9 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
         last_accessed,
         access_count,
         kind: item.kind.as_str(),
-        importance: item.importance,
-        credibility: item.credibility,
+        // -0.0 is stored as 0.0 by every backend (SQLite's REAL cannot keep the sign).
+        importance: item.importance + 0.0,
+        credibility: item.credibility + 0.0,
         metadata: item.metadata,
         embedding: item.embedding,
         ns: item.namespace.as_str().to_owned(),
