@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use agent_memory::prelude::*;
 use agent_memory::retrieve::Memory;
 use agent_memory::{EvictionPolicy, RecallBasedConfig};
@@ -160,5 +162,178 @@ proptest! {
                 backend.cleanup().await;
             }
         });
+    }
+}
+
+/// Forgetting by value: under a value-based capacity the least valuable go first (low
+/// importance, old, unused), not simply the oldest; an important memory never recalled
+/// survives. Pinned memories survive every policy, TTL and decay included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn value_based_forgetting_and_pinning() {
+    use agent_memory::retrieve::Remember;
+    use agent_memory::{DecayConfig, EvictionConfig, ManualClock, ValueBasedConfig};
+    use chrono::Duration;
+
+    for backend in backends("value").await {
+        let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+        let memory = Memory::builder()
+            .store(Arc::clone(&backend.store))
+            .knowledge(Arc::clone(&backend.knowledge))
+            .graph(Arc::clone(&backend.graph))
+            .clock(clock.clone())
+            .eviction(EvictionConfig {
+                policy: EvictionPolicy::ValueBased(ValueBasedConfig {
+                    max_items: 4,
+                    decay_rate: 0.01,
+                }),
+                check_interval: 100,
+            })
+            .build()
+            .expect("valid settings");
+        let ns = Namespace::parse("value").unwrap();
+        // The oldest memory is the most important one: capacity by age would drop it first.
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "the user's name is Ada")
+                    .id("name")
+                    .importance(1.0),
+            )
+            .await
+            .unwrap();
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "an old trivial note")
+                    .id("pinned")
+                    .importance(0.1)
+                    .pinned(),
+            )
+            .await
+            .unwrap();
+        for i in 0..6 {
+            clock.advance(Duration::days(10));
+            memory
+                .remember_with(
+                    Remember::new(ns.clone(), format!("small talk number {i}"))
+                        .id(format!("talk-{i}"))
+                        .importance(0.2),
+                )
+                .await
+                .unwrap();
+        }
+        let held = backend.store.count(&ns.exact()).await.unwrap();
+        assert!(held <= 4, "{}: {held} over capacity", backend.name);
+        let alive = |id: &'static str| {
+            let store = Arc::clone(&backend.store);
+            let ns = ns.clone();
+            async move { store.get(&ns, id).await.unwrap().is_some() }
+        };
+        assert!(
+            alive("name").await,
+            "{}: the important memory stays",
+            backend.name
+        );
+        assert!(
+            alive("pinned").await,
+            "{}: the pinned memory stays",
+            backend.name
+        );
+        assert!(
+            !alive("talk-0").await,
+            "{}: old small talk goes first",
+            backend.name
+        );
+        assert!(
+            alive("talk-5").await,
+            "{}: the newest small talk stays",
+            backend.name
+        );
+
+        // TTL and decay spare the pinned memory too.
+        let memory = Memory::builder()
+            .store(Arc::clone(&backend.store))
+            .clock(clock.clone())
+            .eviction(EvictionConfig {
+                policy: EvictionPolicy::Ttl { ttl_secs: 86_400 },
+                check_interval: 1,
+            })
+            .decay(DecayConfig {
+                daily_rate: 0.5,
+                min_threshold: 0.05,
+                grace_period_days: 0,
+            })
+            .build()
+            .unwrap();
+        clock.advance(Duration::days(30));
+        memory.maintain(&ns.subtree()).await.unwrap();
+        let left: Vec<String> = backend
+            .store
+            .list(&agent_memory::MemoryFilter::new(ns.exact()))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|item| item.id)
+            .collect();
+        assert_eq!(left, ["pinned"], "{}", backend.name);
+        let pinned = backend.store.get(&ns, "pinned").await.unwrap().unwrap();
+        assert_eq!(pinned.importance, 0.1, "{}: not decayed", backend.name);
+        // Unpinned, it goes at the next pass.
+        assert!(memory.pin(&ns, "pinned", false).await.unwrap());
+        memory.maintain(&ns.subtree()).await.unwrap();
+        assert_eq!(
+            backend.store.count(&ns.exact()).await.unwrap(),
+            0,
+            "{}",
+            backend.name
+        );
+        backend.cleanup().await;
+    }
+}
+
+/// Capacity by age and by recall value never picks a pinned memory, even when it is the
+/// oldest or the least recalled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_memories_survive_capacity_and_recall_value() {
+    use agent_memory::retrieve::Remember;
+
+    let policies = [
+        EvictionPolicy::Capacity { max_items: 3 },
+        EvictionPolicy::RecallBased(RecallBasedConfig {
+            max_items: 3,
+            ..RecallBasedConfig::default()
+        }),
+    ];
+    for policy in policies {
+        for backend in backends("pinned").await {
+            let memory = backend.memory(policy.clone(), 100);
+            let ns = Namespace::parse("pinned").unwrap();
+            memory
+                .remember_with(
+                    Remember::new(ns.clone(), "keep me always")
+                        .id("keep")
+                        .pinned(),
+                )
+                .await
+                .unwrap();
+            for i in 0..10 {
+                let id = memory
+                    .remember(&ns, &format!("passing thought {i}"))
+                    .await
+                    .unwrap();
+                // Every other memory is recalled, so the pinned one is the least valuable.
+                backend
+                    .store
+                    .record_recall(&ns, &id, 0.9, chrono::Utc::now())
+                    .await
+                    .unwrap();
+            }
+            let held = backend.store.count(&ns.exact()).await.unwrap();
+            assert!(held <= 3, "{} {policy:?}: {held}", backend.name);
+            assert!(
+                backend.store.get(&ns, "keep").await.unwrap().is_some(),
+                "{} {policy:?}: the pinned memory survives",
+                backend.name
+            );
+            backend.cleanup().await;
+        }
     }
 }

@@ -56,10 +56,14 @@ pub use crate::{
         PageMatchSignals, PageQuery, page_rule_keywords,
     },
     knowledge_store::KnowledgeStore,
-    memory::{CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, SearchHit, SearchQuery},
+    memory::{
+        CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, PINNED_METADATA_KEY, SearchHit,
+        SearchQuery,
+    },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{
-        DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats, least_valuable,
+        DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats,
+        ValueBasedConfig, least_valuable, memory_value,
     },
     retrieval::{
         Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,

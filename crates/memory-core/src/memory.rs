@@ -119,6 +119,10 @@ pub struct MemoryItem {
 /// already!", but it is not part of the content. Keys starting with `_` are reserved.
 pub const CONTEXT_METADATA_KEY: &str = "_context";
 
+/// Metadata key that pins a memory (`true`): a pinned memory is never evicted, decayed or
+/// compressed by maintenance; only `forget` removes it.
+pub const PINNED_METADATA_KEY: &str = "_pinned";
+
 fn default_importance() -> f32 {
     0.5
 }
@@ -291,6 +295,29 @@ impl MemoryItem {
                 CONTEXT_METADATA_KEY.to_owned(),
                 serde_json::Value::String(context.into()),
             );
+        }
+        self
+    }
+
+    /// Whether the memory is pinned ([`PINNED_METADATA_KEY`]).
+    pub fn is_pinned(&self) -> bool {
+        self.metadata
+            .get(PINNED_METADATA_KEY)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Pins the memory, or unpins it ([`PINNED_METADATA_KEY`]).
+    pub fn with_pinned(mut self, pinned: bool) -> Self {
+        if let Some(object) = self.metadata.as_object_mut() {
+            if pinned {
+                object.insert(
+                    PINNED_METADATA_KEY.to_owned(),
+                    serde_json::Value::Bool(true),
+                );
+            } else {
+                object.remove(PINNED_METADATA_KEY);
+            }
         }
         self
     }

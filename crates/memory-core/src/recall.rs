@@ -166,6 +166,61 @@ impl RecallBasedConfig {
     }
 }
 
+/// Capacity by value: the items of lowest [`memory_value`] go first.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ValueBasedConfig {
+    /// Most items kept, at least 1.
+    pub max_items: usize,
+    /// λ, the daily rate of the value's time decay `e^(−λ·age_days)`, finite and `>= 0`;
+    /// default 0.005 (the time factor halves in about 139 days).
+    pub decay_rate: f64,
+}
+
+impl Default for ValueBasedConfig {
+    fn default() -> Self {
+        Self {
+            max_items: 10_000,
+            decay_rate: 0.005,
+        }
+    }
+}
+
+impl ValueBasedConfig {
+    /// Checks `max_items > 0` and the rate.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `max_items` or `decay_rate`.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_items == 0 {
+            return Err(MemoryError::invalid("max_items", "must be at least 1"));
+        }
+        validate_non_negative("decay_rate", self.decay_rate)
+    }
+}
+
+/// What a memory is worth keeping at `now`:
+/// `importance × (0.6 × e^(−λ·age_days) + 0.4 × min(ln(1 + access_count) / 5, 1))`,
+/// with λ the `decay_rate` and the age counted from creation. Important memories outlive
+/// unimportant ones, an old memory is worth less unless it is used, and use saturates (an
+/// item accessed about 150 times has all the credit use can give).
+///
+/// ```
+/// use chrono::Duration;
+/// use memory_core::{MemoryItem, Namespace, memory_value};
+/// let item = MemoryItem::new(Namespace::parse("u")?, "x")?.with_importance(0.8)?;
+/// let now = item.created_at + Duration::days(100);
+/// let expected = 0.8 * (0.6 * (-0.5f64).exp());
+/// assert!((memory_value(&item, now, 0.005) - expected).abs() < 1e-6);
+/// # Ok::<(), memory_core::MemoryError>(())
+/// ```
+pub fn memory_value(item: &crate::MemoryItem, now: DateTime<Utc>, decay_rate: f64) -> f64 {
+    let age_days = (now - item.created_at).num_milliseconds().max(0) as f64 / 86_400_000.0;
+    let time = (-decay_rate * age_days).exp();
+    let use_ = ((item.access_count as f64).ln_1p() / 5.0).min(1.0);
+    f64::from(item.importance) * (0.6 * time + 0.4 * use_)
+}
+
 /// What to forget, and when.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "snake_case")]
@@ -185,6 +240,9 @@ pub enum EvictionPolicy {
     },
     /// Keep the `max_items` of highest recall value; evict the lowest.
     RecallBased(RecallBasedConfig),
+    /// Keep the `max_items` of highest [`memory_value`] (importance, age and use); evict
+    /// the lowest.
+    ValueBased(ValueBasedConfig),
     /// TTL first, then capacity by recall value (if `recall` is set) or by age.
     Hybrid {
         /// Optional time to live, seconds.
@@ -205,6 +263,7 @@ impl EvictionPolicy {
             EvictionPolicy::None | EvictionPolicy::Ttl { .. } => None,
             EvictionPolicy::Capacity { max_items } => Some(*max_items),
             EvictionPolicy::RecallBased(config) => Some(config.max_items),
+            EvictionPolicy::ValueBased(config) => Some(config.max_items),
             EvictionPolicy::Hybrid {
                 max_items, recall, ..
             } => recall.as_ref().map(|r| r.max_items).or(*max_items),
@@ -254,6 +313,7 @@ impl EvictionPolicy {
             EvictionPolicy::Ttl { ttl_secs } => check_ttl(*ttl_secs),
             EvictionPolicy::Capacity { max_items } => check_cap(*max_items),
             EvictionPolicy::RecallBased(config) => config.validate(),
+            EvictionPolicy::ValueBased(config) => config.validate(),
             EvictionPolicy::Hybrid {
                 ttl_secs,
                 max_items,

@@ -3,18 +3,22 @@
 //! Policies apply per namespace: a capacity of 1 000 means each namespace (tenant, agent or
 //! session) keeps at most 1 000 items, so one tenant's writes never evict another's memories.
 //!
+//! Pinned memories ([`MemoryItem::is_pinned`]) are exempt from every policy and from decay:
+//! only `forget` removes them, so a namespace whose memories are all pinned may exceed its
+//! capacity.
+//!
 //! Costs per pass and namespace (`n` items, `e` evicted): TTL and Capacity use the store's
-//! time-ordered `list` (for the in-memory store `O(log n + e)`); RecallBased reads the recall
-//! statistics of every item and keeps the `e` least valuable in a bounded heap,
-//! `O(n log e)`. Passes run every `check_interval` writes, so the amortised cost per write is
-//! `O(n / check_interval)` at worst. A backend supplies a faster pass through
-//! [`MemoryStore::least_valuable`] (the in-memory store ranks its entries in place, without
-//! copying them).
+//! time-ordered `list` (for the in-memory store `O(log n + e)`); RecallBased and ValueBased
+//! rank every item and keep the `e` least valuable in a bounded heap, `O(n log e)`. A backend
+//! supplies a faster RecallBased pass through [`MemoryStore::least_valuable`] (the in-memory
+//! store ranks its entries in place; the SQL backends rank in one query). Through `Memory`,
+//! a pass frees a sixteenth of the capacity at once, so its cost is shared by the writes
+//! that follow.
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
     DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig, Result, Scope,
+    RecallBasedConfig, Result, Scope, ValueBasedConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -101,9 +105,12 @@ pub(crate) async fn namespace_pass(
     }
     let keep = capacity.saturating_sub(headroom).max(1);
     let excess = count - keep;
-    report.evicted = match policy.recall_config() {
-        Some(config) => evict_least_valuable(store, namespace, config, now, excess).await?,
-        None => evict_oldest(store, namespace, excess).await?,
+    report.evicted = match (policy, policy.recall_config()) {
+        (EvictionPolicy::ValueBased(config), _) => {
+            evict_lowest_value(store, namespace, config, now, excess).await?
+        }
+        (_, Some(config)) => evict_least_valuable(store, namespace, config, now, excess).await?,
+        _ => evict_oldest(store, namespace, excess).await?,
     };
     Ok((report, count.saturating_sub(report.evicted)))
 }
@@ -127,18 +134,60 @@ async fn expire(
     let ttl = Duration::seconds(i64::try_from(ttl_secs).unwrap_or(i64::MAX).min(1 << 40));
     let cutoff = now - ttl;
     let filter = MemoryFilter::new(namespace.exact()).with_time_range(None, Some(cutoff));
-    delete_all(store, store.list(&filter).await?).await
+    let mut expired = store.list(&filter).await?;
+    expired.retain(|item| !item.is_pinned());
+    delete_all(store, expired).await
 }
 
-async fn evict_oldest(
-    store: &dyn MemoryStore,
-    namespace: &Namespace,
-    excess: usize,
-) -> Result<usize> {
+/// Deletes the `excess` oldest unpinned memories of `namespace`. The oldest `excess` are read
+/// first; only when one of them is pinned is the whole namespace read, in time order.
+async fn evict_oldest(store: &dyn MemoryStore, namespace: &Namespace, excess: usize) -> Result<usize> {
     let oldest = store
         .list(&MemoryFilter::new(namespace.exact()).with_limit(excess))
         .await?;
-    delete_all(store, oldest).await
+    if !oldest.iter().any(MemoryItem::is_pinned) {
+        return delete_all(store, oldest).await;
+    }
+    let unpinned: Vec<MemoryItem> = store
+        .list(&MemoryFilter::new(namespace.exact()))
+        .await?
+        .into_iter()
+        .filter(|item| !item.is_pinned())
+        .take(excess)
+        .collect();
+    delete_all(store, unpinned).await
+}
+
+/// Deletes the `excess` unpinned memories of lowest [`memory_core::memory_value`].
+async fn evict_lowest_value(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    config: &ValueBasedConfig,
+    now: DateTime<Utc>,
+    excess: usize,
+) -> Result<usize> {
+    let items = store.list(&MemoryFilter::new(namespace.exact())).await?;
+    let entries = items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| !item.is_pinned())
+        .map(|(at, item)| {
+            (
+                memory_core::memory_value(item, now, config.decay_rate),
+                item.created_at,
+                (&*item.id, at),
+            )
+        });
+    let victims: Vec<usize> = memory_core::least_valuable(entries, excess)
+        .into_iter()
+        .map(|(_, at)| at)
+        .collect();
+    let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
+    let victims = victims
+        .into_iter()
+        .filter_map(|at| items.get_mut(at).and_then(Option::take))
+        .collect();
+    delete_all(store, victims).await
 }
 
 /// The items of `namespace` that a recall-based pass would evict, least valuable first.
@@ -170,6 +219,9 @@ async fn least_valuable_of(
     let items = store.list(&MemoryFilter::new(namespace.exact())).await?;
     let mut entries = Vec::with_capacity(items.len());
     for (at, item) in items.iter().enumerate() {
+        if item.is_pinned() {
+            continue;
+        }
         let stats = store
             .recall_stats(namespace, &item.id)
             .await?
@@ -195,14 +247,13 @@ async fn evict_least_valuable(
     excess: usize,
 ) -> Result<usize> {
     // The backend's own pass when it has one, else read every item and its statistics.
+    // Pinned memories are never victims: when the backend's pass names one, the whole
+    // namespace is ranked without them.
     if let Some(ids) = store.least_valuable(namespace, excess, config, now).await? {
-        let mut deleted = 0;
-        for id in ids {
-            if store.delete(namespace, &id).await? {
-                deleted += 1;
-            }
+        let victims = store.get_many(namespace, &ids).await?;
+        if !victims.iter().any(MemoryItem::is_pinned) {
+            return delete_all(store, victims).await;
         }
-        return Ok(deleted);
     }
     let victims = least_valuable_of(store, namespace, config, now, excess).await?;
     delete_all(store, victims).await
@@ -228,6 +279,9 @@ pub async fn decay(
     config.validate()?;
     let mut report = MaintenanceReport::default();
     for item in store.list(&MemoryFilter::new(scope.clone())).await? {
+        if item.is_pinned() {
+            continue;
+        }
         let state = item.metadata.get(DECAY_METADATA_KEY);
         let stored_base = state
             .and_then(|s| s.get("base"))

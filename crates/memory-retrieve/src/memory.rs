@@ -129,6 +129,9 @@ impl Memory {
             if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
                 item = item.with_context(context);
             }
+            if request.pinned {
+                item = item.with_pinned(true);
+            }
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
             {
@@ -292,6 +295,21 @@ impl Memory {
             }
         }
         Ok(out)
+    }
+
+    /// Pins memory `id` of `namespace` (`pinned`), or unpins it: a pinned memory is never
+    /// evicted, decayed or compressed by maintenance. Returns whether the memory exists.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn pin(&self, namespace: &Namespace, id: &str, pinned: bool) -> Result<bool> {
+        let Some(item) = self.store.get(namespace, id).await? else {
+            return Ok(false);
+        };
+        if item.is_pinned() != pinned {
+            self.store.update(item.with_pinned(pinned)).await?;
+        }
+        Ok(true)
     }
 
     /// Forgets one memory. Returns whether it existed.

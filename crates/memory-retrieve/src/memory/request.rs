@@ -35,6 +35,9 @@ pub struct Remember {
     /// Text that situates it, indexed with a lower weight (see
     /// [`memory_core::CONTEXT_METADATA_KEY`]); for a dialogue turn, the message it answers.
     pub context: Option<String>,
+    /// Pinned: never evicted, decayed or compressed (see
+    /// [`memory_core::PINNED_METADATA_KEY`]).
+    pub pinned: bool,
 }
 
 impl Remember {
@@ -51,7 +54,14 @@ impl Remember {
             id: None,
             source: None,
             context: None,
+            pinned: false,
         }
+    }
+
+    /// Pins the memory: maintenance never evicts, decays or compresses it.
+    pub fn pinned(mut self) -> Self {
+        self.pinned = true;
+        self
     }
 
     /// Sets the context: text that situates the memory, searchable but not part of it.
