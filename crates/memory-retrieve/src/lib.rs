@@ -37,7 +37,9 @@ pub use crate::{
     },
     feedback::RecallRecorder,
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
-    memory::{Memory, MemoryBuilder, MemoryStats, RecallOptions, Remember},
+    memory::{
+        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,
+    },
     prompt::estimate_tokens,
     retriever::{
         DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,

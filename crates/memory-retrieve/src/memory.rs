@@ -16,10 +16,12 @@ use crate::feedback::RecallRecorder;
 use crate::prompt::{max_chars_within, one_line, render_section};
 use crate::retriever::Retriever;
 
+mod background;
 mod builder;
 mod request;
 mod upkeep;
 
+pub use self::background::{MaintenanceHandle, PassReport};
 pub use self::builder::MemoryBuilder;
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 

@@ -392,3 +392,35 @@ async fn decay_through_memory_maintain() {
         lasting.importance
     );
 }
+
+/// Scheduled maintenance expires what its policy says without anyone calling `maintain`,
+/// reports each pass, and stops cleanly: no pass runs after `stop` returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawned_maintenance_runs_and_stops() {
+    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+    let memory = Arc::new(
+        Memory::builder()
+            .clock(clock.clone())
+            .eviction(memory_core::EvictionConfig {
+                policy: EvictionPolicy::Ttl { ttl_secs: 3_600 },
+                check_interval: 1_000,
+            })
+            .build()
+            .unwrap(),
+    );
+    let ns = Namespace::parse("scheduled").unwrap();
+    for i in 0..5 {
+        memory.remember(&ns, &format!("note {i}")).await.unwrap();
+    }
+    clock.advance(Duration::hours(2));
+    let mut handle = memory.spawn_maintenance(std::time::Duration::from_millis(5), ns.subtree());
+    let first = handle.wait_for(1).await.expect("a pass ran");
+    assert_eq!(first.report.map(|r| r.expired), Some(5));
+    assert_eq!(memory.store().count(&ns.subtree()).await.unwrap(), 0);
+    let later = handle.wait_for(3).await.expect("passes go on");
+    assert!(later.passes >= 3);
+    // `stop` returns once the task has ended (a pass under way finishes first), so the
+    // memory is no longer shared with it.
+    handle.stop().await;
+    assert_eq!(Arc::strong_count(&memory), 1, "the task is gone");
+}
