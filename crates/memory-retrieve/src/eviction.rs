@@ -141,7 +141,11 @@ async fn expire(
 
 /// Deletes the `excess` oldest unpinned memories of `namespace`. The oldest `excess` are read
 /// first; only when one of them is pinned is the whole namespace read, in time order.
-async fn evict_oldest(store: &dyn MemoryStore, namespace: &Namespace, excess: usize) -> Result<usize> {
+async fn evict_oldest(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    excess: usize,
+) -> Result<usize> {
     let oldest = store
         .list(&MemoryFilter::new(namespace.exact()).with_limit(excess))
         .await?;
@@ -262,7 +266,8 @@ async fn evict_least_valuable(
 /// Metadata key holding an item's decay state: `{"base": importance, "since": rfc3339}`.
 pub const DECAY_METADATA_KEY: &str = "_decay";
 
-/// Applies importance decay to every item in `scope`: after the grace period, importance is
+/// Applies importance decay to every item in `scope` but pinned memories and short-term
+/// memories (conversation messages): after the grace period, importance is
 /// `base × (1 − daily_rate)^(days − grace)` where `base` is the importance when the item was
 /// last reinforced (created, or last recalled). Items that fall under `min_threshold` are
 /// deleted when `forget_below_threshold` is set. Idempotent for a given `now`.
@@ -279,7 +284,9 @@ pub async fn decay(
     config.validate()?;
     let mut report = MaintenanceReport::default();
     for item in store.list(&MemoryFilter::new(scope.clone())).await? {
-        if item.is_pinned() {
+        // Pinned memories never decay; nor do conversation messages (short-term memory),
+        // which their conversation's own window and capacity govern.
+        if item.is_pinned() || item.kind == memory_core::MemoryKind::ShortTerm {
             continue;
         }
         let state = item.metadata.get(DECAY_METADATA_KEY);

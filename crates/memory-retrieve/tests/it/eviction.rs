@@ -424,3 +424,44 @@ async fn spawned_maintenance_runs_and_stops() {
     handle.stop().await;
     assert_eq!(Arc::strong_count(&memory), 1, "the task is gone");
 }
+
+/// Decay never deletes conversation messages: short-term memories are exempt, however old,
+/// while long-term ones of the same age decay and are forgotten.
+#[tokio::test]
+async fn decay_spares_conversation_messages() {
+    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .decay(DecayConfig {
+            daily_rate: 0.5,
+            min_threshold: 0.2,
+            grace_period_days: 0,
+        })
+        .build()
+        .unwrap();
+    let session = Namespace::parse("user/session-1").unwrap();
+    let conversation = memory
+        .conversation(
+            session.clone(),
+            memory_retrieve::ConversationConfig::default(),
+        )
+        .await
+        .unwrap();
+    for i in 0..5 {
+        conversation
+            .add_message(memory_retrieve::Message::new(
+                memory_retrieve::Role::User,
+                format!("message {i}"),
+            ))
+            .await
+            .unwrap();
+    }
+    memory
+        .remember(&session, "a long-term note of the same age")
+        .await
+        .unwrap();
+    clock.advance(Duration::days(30));
+    let report = memory.maintain(&session.subtree()).await.unwrap();
+    assert_eq!(report.evicted, 1, "the long-term note decayed away");
+    assert_eq!(conversation.get_history().await.unwrap().len(), 5);
+}
