@@ -57,8 +57,8 @@ pub use crate::{
     },
     knowledge_store::KnowledgeStore,
     memory::{
-        CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, PINNED_METADATA_KEY, SearchHit,
-        SearchQuery,
+        CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, ORIGINAL_METADATA_KEY,
+        PINNED_METADATA_KEY, SearchHit, SearchQuery,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{

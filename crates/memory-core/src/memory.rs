@@ -119,6 +119,12 @@ pub struct MemoryItem {
 /// already!", but it is not part of the content. Keys starting with `_` are reserved.
 pub const CONTEXT_METADATA_KEY: &str = "_context";
 
+/// Metadata key holding a compressed memory's original text: the compressed text replaces
+/// the content (what is searched and shown), and the original stays here, returned by
+/// [`MemoryItem::original`]. Its size counts against the content limit, not the metadata
+/// limit.
+pub const ORIGINAL_METADATA_KEY: &str = "_original";
+
 /// Metadata key that pins a memory (`true`): a pinned memory is never evicted, decayed or
 /// compressed by maintenance; only `forget` removes it.
 pub const PINNED_METADATA_KEY: &str = "_pinned";
@@ -265,6 +271,12 @@ impl MemoryItem {
         validate_unit("credibility", self.credibility)?;
         validate_tag_count(&self.tags)?;
         validate_metadata(&self.metadata)?;
+        if let Some(original) = self.metadata.get(ORIGINAL_METADATA_KEY) {
+            let original = original
+                .as_str()
+                .ok_or_else(|| MemoryError::invalid("metadata", "_original must be text"))?;
+            validate_len("original", original, DEFAULT_MAX_CONTENT_BYTES)?;
+        }
         validate_len("context", self.context(), MAX_CONTEXT_BYTES)?;
         validate_time("created_at", self.created_at)?;
         validate_time("updated_at", self.updated_at)?;
@@ -297,6 +309,41 @@ impl MemoryItem {
             );
         }
         self
+    }
+
+    /// Whether the memory was compressed ([`MemoryItem::compressed`]).
+    pub fn is_compressed(&self) -> bool {
+        self.metadata.get(ORIGINAL_METADATA_KEY).is_some()
+    }
+
+    /// The original text of a compressed memory, or the content of one that is not.
+    pub fn original(&self) -> &str {
+        self.metadata
+            .get(ORIGINAL_METADATA_KEY)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(&self.content)
+    }
+
+    /// The memory compressed to `text`: `text` becomes the content (searched and shown) and
+    /// the original is kept ([`ORIGINAL_METADATA_KEY`]). Compressing again keeps the first
+    /// original.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `content` for empty or oversized text.
+    pub fn compressed(mut self, text: impl Into<String>) -> Result<Self> {
+        let text = text.into();
+        validate_text("content", &text, DEFAULT_MAX_CONTENT_BYTES)?;
+        if !self.is_compressed()
+            && let Some(object) = self.metadata.as_object_mut()
+        {
+            let original = std::mem::take(&mut self.content);
+            object.insert(
+                ORIGINAL_METADATA_KEY.to_owned(),
+                serde_json::Value::String(original),
+            );
+        }
+        self.content = text;
+        Ok(self)
     }
 
     /// Whether the memory is pinned ([`PINNED_METADATA_KEY`]).

@@ -191,6 +191,17 @@ pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
                     if key.contains('\0') {
                         return Err(nul());
                     }
+                    // A compressed memory's original text counts against the content limit
+                    // (MemoryItem::validate), not this one.
+                    if depth == 1
+                        && key == crate::memory::ORIGINAL_METADATA_KEY
+                        && let serde_json::Value::String(original) = item
+                    {
+                        if original.contains('\0') {
+                            return Err(nul());
+                        }
+                        continue;
+                    }
                     bytes = bytes.saturating_add(key.len() + 3);
                     stack.push((item, depth + 1));
                 }

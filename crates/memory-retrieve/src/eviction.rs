@@ -31,6 +31,8 @@ pub struct MaintenanceReport {
     pub decayed: usize,
     /// Items deleted by capacity or recall value, or because decay took them under the threshold.
     pub evicted: usize,
+    /// Stale memories compressed (with a compression configured).
+    pub compressed: usize,
     /// Eviction passes run by writes since the last maintenance that failed (each logged
     /// when it happened); the writes themselves succeeded. This maintenance pass redoes
     /// their work.
@@ -42,6 +44,7 @@ impl MaintenanceReport {
         self.expired += other.expired;
         self.decayed += other.decayed;
         self.evicted += other.evicted;
+        self.compressed += other.compressed;
         self.failed_write_passes += other.failed_write_passes;
     }
 }

@@ -18,6 +18,7 @@
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```
 
+mod compression;
 mod conversation;
 mod embedding;
 mod eviction;
@@ -29,6 +30,7 @@ mod retriever;
 pub mod scoring;
 
 pub use crate::{
+    compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},
     conversation::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
     },

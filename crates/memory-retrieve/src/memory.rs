@@ -10,6 +10,7 @@ use memory_core::{
 };
 use tracing::Instrument;
 
+use crate::compression::{CompressionConfig, Summarizer, compress_stale};
 use crate::conversation::{ConversationConfig, ConversationMemory};
 use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
@@ -51,6 +52,7 @@ pub struct Memory {
     recorder: RecallRecorder,
     eviction: EvictionConfig,
     decay: Option<DecayConfig>,
+    compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     writes: upkeep::WriteTracker,
 }
 
@@ -299,6 +301,21 @@ impl Memory {
         Ok(out)
     }
 
+    /// Compresses memory `id` of `namespace` to `text`: `text` replaces what is searched and
+    /// shown, the original is kept ([`MemoryItem::original`]) and the memory says it is
+    /// compressed. Returns whether the memory exists.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming `content`
+    /// for empty or oversized text; store errors.
+    pub async fn compress(&self, namespace: &Namespace, id: &str, text: &str) -> Result<bool> {
+        let Some(item) = self.store.get(namespace, id).await? else {
+            return Ok(false);
+        };
+        self.store.update(item.compressed(text)?).await?;
+        Ok(true)
+    }
+
     /// Pins memory `id` of `namespace` (`pinned`), or unpins it: a pinned memory is never
     /// evicted, decayed or compressed by maintenance. Returns whether the memory exists.
     ///
@@ -338,7 +355,8 @@ impl Memory {
         Ok(deleted)
     }
 
-    /// Runs TTL, decay and eviction on `scope` now, after writing pending recall feedback.
+    /// Runs TTL, decay, eviction and (when configured) compression on `scope` now, after
+    /// writing pending recall feedback.
     ///
     /// # Errors
     /// Store errors.
@@ -359,6 +377,10 @@ impl Memory {
             let evicted = evict(&*self.store, scope, &self.eviction.policy, now).await?;
             report.expired += evicted.expired;
             report.evicted += evicted.evicted;
+            if let Some((config, summarizer)) = &self.compression {
+                report.compressed =
+                    compress_stale(&*self.store, scope, config, &**summarizer, now).await?;
+            }
             tracing::debug!(
                 expired = report.expired,
                 decayed = report.decayed,
@@ -392,6 +414,7 @@ impl Memory {
         };
         let mut access = 0u64;
         for item in &items {
+            stats.compressed += usize::from(item.is_compressed());
             *stats.per_kind.entry(item.kind).or_default() += 1;
             *stats
                 .per_namespace
@@ -403,6 +426,11 @@ impl Memory {
             0.0
         } else {
             access as f64 / items.len() as f64
+        };
+        stats.compression_rate = if items.is_empty() {
+            0.0
+        } else {
+            stats.compressed as f64 / items.len() as f64
         };
         let capacity = self.eviction.policy.capacity();
         stats.capacity_use = capacity.map(|cap| {

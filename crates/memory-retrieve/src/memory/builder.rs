@@ -10,6 +10,7 @@ use memory_graph::PetGraph;
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
 
 use super::Memory;
+use crate::compression::{CompressionConfig, ExtractiveSummarizer, Summarizer};
 use crate::feedback::RecallRecorder;
 use crate::keywords::AnalyzerKeywordExtractor;
 use crate::retriever::{Retriever, RetrieverConfig};
@@ -25,6 +26,7 @@ pub struct MemoryBuilder {
     retriever: RetrieverConfig,
     eviction: EvictionConfig,
     decay: Option<DecayConfig>,
+    compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     recall_batch: usize,
     #[cfg(feature = "embeddings")]
     embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
@@ -92,6 +94,22 @@ impl MemoryBuilder {
         self
     }
 
+    /// Compression of stale memories by [`Memory::maintain`], with the
+    /// [`ExtractiveSummarizer`] (no model needed).
+    pub fn compression(self, config: CompressionConfig) -> Self {
+        self.compression_with(config, Arc::new(ExtractiveSummarizer))
+    }
+
+    /// Compression of stale memories by [`Memory::maintain`], with your summarizer.
+    pub fn compression_with(
+        mut self,
+        config: CompressionConfig,
+        summarizer: Arc<dyn Summarizer>,
+    ) -> Self {
+        self.compression = Some((config, summarizer));
+        self
+    }
+
     /// Importance decay, applied by [`Memory::maintain`].
     pub fn decay(mut self, decay: DecayConfig) -> Self {
         self.decay = Some(decay);
@@ -152,6 +170,7 @@ impl MemoryBuilder {
             retriever,
             eviction: self.eviction,
             decay: self.decay,
+            compression: self.compression,
             writes: super::upkeep::WriteTracker::default(),
         }
     }

@@ -220,6 +220,10 @@ pub struct MemoryStats {
     pub per_namespace: BTreeMap<String, usize>,
     /// Mean `access_count` over the items.
     pub mean_access: f64,
+    /// Compressed items (their originals kept).
+    pub compressed: usize,
+    /// The share of items that are compressed, in `[0, 1]`.
+    pub compression_rate: f64,
     /// The largest namespace's share of the per-namespace capacity, when a capacity is set.
     pub capacity_use: Option<f64>,
     /// Knowledge pages in the scope.

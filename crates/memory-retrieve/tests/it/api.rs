@@ -302,3 +302,81 @@ async fn recall_options_override_field_by_field() {
         .unwrap();
     assert_eq!(memory_ids(&found).len(), 1);
 }
+
+/// Compression keeps the original: the compressed text is what search finds and recall
+/// shows, the original comes back on request, and stats count it. Maintenance compresses
+/// stale long memories (not fresh, short, pinned ones) with the extractive summarizer.
+#[tokio::test]
+async fn compression_keeps_originals() {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().unwrap();
+    let stores: [Arc<dyn memory_core::MemoryStore>; 2] = [
+        Arc::new(memory_inmem::InMemoryStore::new()),
+        Arc::new(sqlite.memory_store().clone()),
+    ];
+    for store in stores {
+        let clock = clock();
+        let memory = Memory::builder()
+            .store(store.clone())
+            .clock(clock.clone())
+            .compression(memory_retrieve::CompressionConfig {
+                older_than_days: 10,
+                max_tokens: 16,
+            })
+            .build()
+            .unwrap();
+        let ns = Namespace::parse("compress").unwrap();
+        let long = "We planned the trip to Lisbon in May. The flights were cheap on Tuesday. \
+            My sister will join us for the first week. We still need a hotel near the river. \
+            The weather should be warm and dry.";
+        let id = memory.remember(&ns, long).await.unwrap();
+        assert!(
+            memory
+                .compress(&ns, &id, "Lisbon trip in May")
+                .await
+                .unwrap()
+        );
+        let item = store.get(&ns, &id).await.unwrap().unwrap();
+        assert_eq!(item.content, "Lisbon trip in May");
+        assert_eq!(item.original(), long);
+        assert!(item.is_compressed());
+        let found = memory.recall(&ns.exact(), "Lisbon").await.unwrap();
+        assert_eq!(memory_ids(&found), [id.clone()]);
+        let found = memory.recall(&ns.exact(), "hotel river").await.unwrap();
+        assert!(
+            memory_ids(&found).is_empty(),
+            "the original is not searched"
+        );
+        let stats = memory.stats(&ns.subtree()).await.unwrap();
+        assert_eq!((stats.compressed, stats.compression_rate), (1, 1.0));
+        assert!(!memory.compress(&ns, "missing", "x").await.unwrap());
+
+        // Maintenance: a stale long memory is compressed within the budget; a pinned one and
+        // a short one are not; a fresh one waits.
+        let stale = memory.remember(&ns, long).await.unwrap();
+        let pinned = memory
+            .remember_with(Remember::new(ns.clone(), long).pinned())
+            .await
+            .unwrap();
+        let short = memory.remember(&ns, "a short note").await.unwrap();
+        clock.advance(Duration::days(11));
+        let fresh = memory.remember(&ns, long).await.unwrap();
+        let report = memory.maintain(&ns.subtree()).await.unwrap();
+        assert_eq!(report.compressed, 1);
+        let item = store.get(&ns, &stale).await.unwrap().unwrap();
+        assert!(item.is_compressed());
+        assert!(
+            memory_retrieve::estimate_tokens(&item.content) <= 16,
+            "{}",
+            item.content
+        );
+        assert!(
+            item.content
+                .split(". ")
+                .all(|piece| long.contains(piece.trim_end_matches('.')))
+        );
+        for untouched in [&pinned, &short, &fresh] {
+            let item = store.get(&ns, untouched).await.unwrap().unwrap();
+            assert!(!item.is_compressed(), "{untouched}");
+        }
+    }
+}
