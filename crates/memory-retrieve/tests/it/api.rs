@@ -340,7 +340,7 @@ async fn compression_keeps_originals() {
         assert_eq!(item.original(), long);
         assert!(item.is_compressed());
         let found = memory.recall(&ns.exact(), "Lisbon").await.unwrap();
-        assert_eq!(memory_ids(&found), [id.clone()]);
+        assert_eq!(memory_ids(&found), std::slice::from_ref(&id));
         let found = memory.recall(&ns.exact(), "hotel river").await.unwrap();
         assert!(
             memory_ids(&found).is_empty(),
