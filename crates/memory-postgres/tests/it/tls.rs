@@ -39,7 +39,11 @@ async fn verified_tls_connections_store_and_search() {
         name: unique_schema("tls"),
     };
     let tls = PostgresTls::Required(TlsRoots::PemFile(ca));
-    let backend = PostgresBackend::connect(&url, schema.options().with_tls(tls))
+    // A name of its own, so the server's statistics can tell this backend's sessions apart.
+    let application = unique_schema("tls_app");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let named = format!("{url}{separator}application_name={application}");
+    let backend = PostgresBackend::connect(&named, schema.options().with_tls(tls))
         .await
         .unwrap_or_else(|error| panic!("a verified TLS connection: {error}"));
     let ns = Namespace::parse("tls/agent").expect("a namespace");
@@ -58,6 +62,20 @@ async fn verified_tls_connections_store_and_search() {
         .expect("searched over TLS");
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].item.id, "m1");
+    // Every session the backend holds is encrypted, as the server sees it.
+    let observer = crate::common::raw_client(&url).await;
+    let row = observer
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE s.ssl) \
+             FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) \
+             WHERE a.application_name = $1",
+            &[&application],
+        )
+        .await
+        .expect("reading pg_stat_ssl");
+    let (sessions, encrypted): (i64, i64) = (row.get(0), row.get(1));
+    assert!(sessions > 0, "the backend's sessions are visible");
+    assert_eq!(encrypted, sessions, "every session is encrypted");
 }
 
 #[tokio::test]
