@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use memory_core::{
     Clock, DecayConfig, EvictionConfig, KnowledgeGraph, KnowledgeGraphExt, KnowledgeStore,
-    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallEvent, Result, RetrievalResult,
-    RetrievalSource, Scope,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, Result,
+    RetrievalResult, RetrievalSource, Scope,
 };
 use tracing::Instrument;
 
@@ -14,7 +14,7 @@ use crate::compression::{CompressionConfig, Summarizer, compress_stale};
 use crate::conversation::{ConversationConfig, ConversationMemory};
 use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
-use crate::prompt::{max_chars_within, one_line, render_section};
+use crate::prompt::{estimate_tokens, max_chars_within, one_line, render_section};
 use crate::retriever::Retriever;
 
 mod background;
@@ -231,6 +231,100 @@ impl Memory {
             self.recorder.record(events).await?;
         }
         Ok(result)
+    }
+
+    /// [`recall_context`](Self::recall_context) for an agent in a conversation: the last
+    /// `turns` messages of `session` (its short-term memory) come first, in order and
+    /// without a search ("Recent conversation:", the newest kept when the budget is short),
+    /// then the recalled memories, pages and graph context in what is left of `max_tokens`.
+    ///
+    /// # Errors
+    /// As [`recall`](Self::recall); [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput)
+    /// for the root namespace as `session`.
+    pub async fn recall_context_in(
+        &self,
+        session: &Namespace,
+        turns: usize,
+        scope: &Scope,
+        query: &str,
+        max_tokens: usize,
+    ) -> Result<String> {
+        session.require_record_namespace()?;
+        let mut recent = self
+            .store
+            .list(
+                &MemoryFilter::new(session.exact())
+                    .with_kinds([MemoryKind::ShortTerm])
+                    .newest_first()
+                    .with_limit(turns),
+            )
+            .await?;
+        // Newest first: as many of the newest as fit, then shown oldest first.
+        let title = "Recent conversation:";
+        let mut used = estimate_tokens(title) + 1;
+        let mut kept = Vec::new();
+        for item in recent.drain(..) {
+            let role = item
+                .metadata
+                .get("role")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("user")
+                .to_owned();
+            let line = format!("- {role}: {}", one_line(&item.content));
+            let cost = estimate_tokens(&line) + 1;
+            if used + cost > max_tokens {
+                break;
+            }
+            used += cost;
+            kept.push(line);
+        }
+        let mut out = String::new();
+        if !kept.is_empty() {
+            out.push_str(title);
+            out.push('\n');
+            for line in kept.iter().rev() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        } else {
+            used = 0;
+        }
+        out.push_str(
+            &self
+                .recall_context(scope, query, max_tokens.saturating_sub(used))
+                .await?,
+        );
+        Ok(out)
+    }
+
+    /// Promotes message `id` of conversation `session` to long-term memory: a copy of it
+    /// ("role: text") as an episodic memory of the session's namespace with `importance`,
+    /// which recall finds (short-term messages are left out of recall by default). Returns
+    /// the new memory's id, or `None` when the message does not exist.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming
+    /// `importance`; store errors.
+    pub async fn promote(
+        &self,
+        session: &Namespace,
+        id: &str,
+        importance: f32,
+    ) -> Result<Option<String>> {
+        let Some(message) = self.store.get(session, id).await? else {
+            return Ok(None);
+        };
+        let role = message
+            .metadata
+            .get("role")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("user");
+        let request = Remember::new(session.clone(), format!("{role}: {}", message.content))
+            .kind(MemoryKind::Episodic)
+            .importance(importance)
+            .created_at(message.created_at)
+            .metadata(serde_json::json!({ "promoted_from": id }));
+        self.remember_with(request).await.map(Some)
     }
 
     /// The best results rendered as prompt-ready text within `max_tokens` (estimated):

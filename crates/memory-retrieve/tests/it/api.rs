@@ -380,3 +380,96 @@ async fn compression_keeps_originals() {
         }
     }
 }
+
+/// The short-term layer: the last turns of a session lead the context, in order and without
+/// a search, the newest kept when the budget is short; a promoted message becomes a
+/// long-term memory that recall finds.
+#[tokio::test]
+async fn recent_turns_lead_the_context_and_promotion_reaches_recall() {
+    let memory = Memory::builder().clock(clock()).build().unwrap();
+    let session = Namespace::parse("user-7/session-1").unwrap();
+    let conversation = memory
+        .conversation(session.clone(), ConversationConfig::default())
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        ids.push(
+            conversation
+                .add_message(Message::new(role, format!("turn {i} about gardening")))
+                .await
+                .unwrap(),
+        );
+    }
+    memory
+        .remember(&session, "the user grows tomatoes")
+        .await
+        .unwrap();
+    let context = memory
+        .recall_context_in(&session, 4, &session.subtree(), "tomatoes", 200)
+        .await
+        .unwrap();
+    let lines: Vec<&str> = context.lines().collect();
+    assert_eq!(
+        lines[..5],
+        [
+            "Recent conversation:",
+            "- user: turn 6 about gardening",
+            "- assistant: turn 7 about gardening",
+            "- user: turn 8 about gardening",
+            "- assistant: turn 9 about gardening",
+        ]
+    );
+    assert!(
+        context.contains("Relevant memories:\n- the user grows tomatoes"),
+        "{context}"
+    );
+    assert!(memory_retrieve::estimate_tokens(&context) <= 200);
+    // A short budget keeps the newest turns.
+    let short = memory
+        .recall_context_in(&session, 4, &session.subtree(), "tomatoes", 18)
+        .await
+        .unwrap();
+    assert!(
+        short.contains("turn 9") && !short.contains("turn 6"),
+        "{short}"
+    );
+    assert!(memory_retrieve::estimate_tokens(&short) <= 18);
+
+    // Short-term messages stay out of recall until promoted.
+    let found = memory
+        .recall(&session.exact(), "turn 3 gardening")
+        .await
+        .unwrap();
+    assert!(
+        found
+            .items
+            .iter()
+            .all(|i| !i.record.text().contains("turn 3"))
+    );
+    let promoted = memory
+        .promote(&session, &ids[3], 0.8)
+        .await
+        .unwrap()
+        .unwrap();
+    let found = memory
+        .recall(&session.exact(), "turn 3 gardening")
+        .await
+        .unwrap();
+    assert_eq!(found.items[0].record.id(), promoted);
+    assert!(
+        found.items[0]
+            .record
+            .text()
+            .starts_with("assistant: turn 3")
+    );
+    assert_eq!(
+        memory.promote(&session, "missing", 0.5).await.unwrap(),
+        None
+    );
+}
