@@ -101,7 +101,8 @@ pub(crate) fn ci() -> Result<(), String> {
     Ok(())
 }
 
-/// Every feature combination of the facade compiles (the powerset of its capabilities).
+/// Every feature combination of the facade compiles: the powerset of its capabilities, then
+/// `embeddings`, `postgres-tls` and `full` each alone.
 pub(crate) fn features() -> Result<(), String> {
     let features = ["inmem", "graph", "retrieve", "sqlite", "postgres"];
     for mask in 0u32..(1 << features.len()) {
@@ -125,19 +126,24 @@ pub(crate) fn features() -> Result<(), String> {
         }
         run("cargo", &args, &[])?;
     }
-    run(
-        "cargo",
-        &[
-            "check",
-            "-p",
-            "agent-memory",
-            "--lib",
-            "--features",
-            "full",
-            "--quiet",
-        ],
-        &[],
-    )
+    // The two features that only add to another one, each on its own (with what it needs).
+    for extra in ["embeddings", "postgres-tls", "full"] {
+        run(
+            "cargo",
+            &[
+                "check",
+                "-p",
+                "agent-memory",
+                "--lib",
+                "--no-default-features",
+                "--features",
+                extra,
+                "--quiet",
+            ],
+            &[],
+        )?;
+    }
+    Ok(())
 }
 
 /// Architecture rules that a compiler does not check.
