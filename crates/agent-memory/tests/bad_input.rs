@@ -16,13 +16,17 @@ use agent_memory::{EvictionConfig, EvictionPolicy, PageQuery, RecallBasedConfig,
 
 type Backends = common::Backend;
 
-/// Asserts `result` is `InvalidInput` whose message names `field`.
+/// Asserts `result` is `InvalidInput` whose field is (or, for a nested setting such as
+/// `weights.relevance`, contains) `field`.
 fn invalid<T: std::fmt::Debug>(case: &str, result: Result<T>, field: &str) {
     match result {
-        Err(MemoryError::InvalidInput(message)) => {
+        Err(MemoryError::InvalidInput {
+            field: named,
+            problem,
+        }) => {
             assert!(
-                message.contains(field),
-                "{case}: message {message:?} should name {field}"
+                named.contains(field),
+                "{case}: the error names {named:?} ({problem}), not {field}"
             )
         }
         other => panic!("{case}: expected InvalidInput naming {field}, got {other:?}"),
@@ -370,7 +374,7 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
                 })
                 .build();
             assert!(
-                matches!(result, Err(MemoryError::InvalidInput(_))),
+                matches!(result, Err(MemoryError::InvalidInput { .. })),
                 "{}: zero ttl/capacity",
                 b.name
             );
@@ -404,17 +408,20 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
             .with_id("nope")
             .unwrap();
         assert!(
-            matches!(b.store.update(ghost).await, Err(MemoryError::NotFound(_))),
+            matches!(
+                b.store.update(ghost).await,
+                Err(MemoryError::NotFound { .. })
+            ),
             "{}",
             b.name
         );
         assert!(matches!(
             b.graph.set_entity_tags(&ns, "nope", vec![]).await,
-            Err(MemoryError::NotFound(_))
+            Err(MemoryError::NotFound { .. })
         ));
         assert!(matches!(
             b.graph.get_related(&ns, "nope", 2).await,
-            Err(MemoryError::NotFound(_))
+            Err(MemoryError::NotFound { .. })
         ));
         assert!(!b.knowledge.delete_page(&ns, "nope").await.unwrap());
 
@@ -449,7 +456,7 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
         assert!(
             matches!(
                 b.graph.add_relation(dangling).await,
-                Err(MemoryError::Graph(_))
+                Err(MemoryError::NotFound { .. })
             ),
             "{}",
             b.name
@@ -523,7 +530,7 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
             assert!(
                 matches!(
                     result,
-                    Err(MemoryError::Serialization { .. }) | Err(MemoryError::InvalidInput(_))
+                    Err(MemoryError::Serialization { .. }) | Err(MemoryError::InvalidInput { .. })
                 ),
                 "{}: malformed JSONL {input:?} gives a clear error, got {result:?}",
                 b.name

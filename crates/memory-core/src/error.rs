@@ -16,16 +16,29 @@ pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum MemoryError {
     /// The record does not exist (in the namespace that was asked).
-    #[error("not found: {0}")]
-    NotFound(String),
+    #[error("not found: {kind} {id} in {namespace}")]
+    NotFound {
+        /// `memory`, `page` or `entity`.
+        kind: &'static str,
+        /// The namespace that was asked.
+        namespace: String,
+        /// The record's id.
+        id: String,
+    },
 
     /// A record with this key already exists.
     #[error("already exists: {0}")]
     AlreadyExists(String),
 
-    /// The caller passed something the library does not accept; the message names the field.
-    #[error("invalid input: {0}")]
-    InvalidInput(String),
+    /// The caller passed something the library does not accept.
+    #[error("invalid input: {field}: {problem}")]
+    InvalidInput {
+        /// The field (or setting, or argument) at fault, such as `content` or
+        /// `weights.overlap`; for an import, prefixed with its line.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 
     /// The storage backend failed.
     #[error("storage error: {message}")]
@@ -71,33 +84,24 @@ pub enum MemoryError {
         source: Option<BoxError>,
     },
 
-    /// A graph invariant was violated (for example a relation to a missing entity).
-    #[error("graph error: {0}")]
-    Graph(String),
-
-    /// Retrieval failed in one of its channels.
-    #[error("retrieval error: {0}")]
-    Retrieval(String),
-
     /// A limit configured for safety (size, depth, count) was exceeded.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
 }
 
 impl MemoryError {
-    /// Whether the caller may reasonably retry or carry on: missing records, retrieval
-    /// failures, an unreachable backend, timeouts and transaction conflicts.
+    /// Whether the caller may reasonably retry or carry on: missing records, an unreachable
+    /// backend, timeouts and transaction conflicts.
     ///
     /// ```
     /// use memory_core::MemoryError;
-    /// assert!(MemoryError::NotFound("m1".into()).is_recoverable());
-    /// assert!(!MemoryError::InvalidInput("id: empty".into()).is_recoverable());
+    /// assert!(MemoryError::not_found("memory", "user-1", "m1").is_recoverable());
+    /// assert!(!MemoryError::invalid("id", "empty").is_recoverable());
     /// ```
     pub fn is_recoverable(&self) -> bool {
         matches!(
             self,
-            Self::NotFound(_)
-                | Self::Retrieval(_)
+            Self::NotFound { .. }
                 | Self::Unavailable { .. }
                 | Self::Timeout(_)
                 | Self::Conflict { .. }
@@ -106,7 +110,32 @@ impl MemoryError {
 
     /// An [`InvalidInput`](Self::InvalidInput) error naming `field`.
     pub fn invalid(field: &str, problem: impl std::fmt::Display) -> Self {
-        Self::InvalidInput(format!("{field}: {problem}"))
+        Self::InvalidInput {
+            field: field.to_owned(),
+            problem: problem.to_string(),
+        }
+    }
+
+    /// A [`NotFound`](Self::NotFound) error: no `kind` (`memory`, `page`, `entity`) with `id`
+    /// in `namespace`.
+    pub fn not_found(
+        kind: &'static str,
+        namespace: impl std::fmt::Display,
+        id: impl std::fmt::Display,
+    ) -> Self {
+        Self::NotFound {
+            kind,
+            namespace: namespace.to_string(),
+            id: id.to_string(),
+        }
+    }
+
+    /// The field an [`InvalidInput`](Self::InvalidInput) error names, if it is one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::InvalidInput { field, .. } => Some(field),
+            _ => None,
+        }
     }
 
     /// A [`Storage`](Self::Storage) error with a cause.

@@ -58,7 +58,7 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
         max_chars: usize,
     ) -> Result<String> {
         let Some(start) = self.get_entity(namespace, id).await? else {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         };
         let related = if depth == 0 {
             Vec::new()

@@ -58,7 +58,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// target and type.
     ///
     /// # Errors
-    /// [`MemoryError::Graph`] when either endpoint does not exist in the relation's
+    /// [`MemoryError::NotFound`] naming the first endpoint that does not exist in the relation's
     /// namespace; [`MemoryError::InvalidInput`] for an invalid relation (weight outside `[0, 1]`).
     async fn add_relation(&self, relation: GraphRelation) -> Result<()>;
 
@@ -159,7 +159,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         depth: usize,
     ) -> Result<Vec<ScoredEntity>> {
         if self.get_entity(namespace, id).await?.is_none() {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         }
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
         let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
@@ -228,9 +228,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             ));
         }
         if self.get_entity(namespace, start).await?.is_none() {
-            return Err(MemoryError::NotFound(format!(
-                "entity {start} in {namespace}"
-            )));
+            return Err(MemoryError::not_found("entity", namespace, start));
         }
         // Each state is an entity with the paths that reach it after the hops so far.
         let mut states: BTreeMap<String, Vec<Vec<GraphRelation>>> =
@@ -279,7 +277,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     ) -> Result<Option<Vec<GraphRelation>>> {
         for id in [from, to] {
             if self.get_entity(namespace, id).await?.is_none() {
-                return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+                return Err(MemoryError::not_found("entity", namespace, id));
             }
         }
         if from == to {

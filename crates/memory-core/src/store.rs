@@ -88,10 +88,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     async fn update(&self, item: MemoryItem) -> Result<()> {
         item.validate()?;
         if self.get(&item.namespace, &item.id).await?.is_none() {
-            return Err(MemoryError::NotFound(format!(
-                "memory {} in {}",
-                item.id, item.namespace
-            )));
+            return Err(MemoryError::not_found("memory", &item.namespace, &item.id));
         }
         self.save(item).await
     }

@@ -9,7 +9,7 @@ use crate::{KnowledgeGraph, KnowledgeStore, MemoryStore};
 /// Every persistent backend returns one (`SqliteBackend::stores`, `PostgresBackend::stores`)
 /// and `MemoryBuilder::stores` takes one, so opening a persistent memory is one line:
 ///
-/// ```ignore
+/// ```text
 /// let memory = Memory::builder().stores(SqliteBackend::open("agent.db")?.stores()).build()?;
 /// ```
 #[derive(Clone, Debug)]

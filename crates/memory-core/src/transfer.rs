@@ -480,13 +480,16 @@ async fn check_references(
                     continue;
                 }
                 if graph.get_entity(&relation.namespace, id).await?.is_none() {
-                    return Err(MemoryError::InvalidInput(format!(
-                        "import line {line}: relation {} -[{}]-> {} in {}: entity {id} is neither in the input nor in the graph",
-                        relation.source_id,
-                        relation.relation_type,
-                        relation.target_id,
-                        relation.namespace
-                    )));
+                    return Err(MemoryError::invalid(
+                        &format!("import line {line}"),
+                        format!(
+                            "relation {} -[{}]-> {} in {}: entity {id} is neither in the input nor in the graph",
+                            relation.source_id,
+                            relation.relation_type,
+                            relation.target_id,
+                            relation.namespace
+                        ),
+                    ));
                 }
                 known.insert(key);
             }
@@ -509,10 +512,10 @@ async fn import_page(store: &dyn KnowledgeStore, page: &KnowledgePage) -> Result
 /// Prefixes the messages that describe the input with its line.
 fn at_line(error: MemoryError, line: usize) -> MemoryError {
     match error {
-        MemoryError::InvalidInput(message) => {
-            MemoryError::InvalidInput(format!("import line {line}: {message}"))
-        }
-        MemoryError::Graph(message) => MemoryError::Graph(format!("import line {line}: {message}")),
+        MemoryError::InvalidInput { field, problem } => MemoryError::InvalidInput {
+            field: format!("import line {line}: {field}"),
+            problem,
+        },
         other => other,
     }
 }

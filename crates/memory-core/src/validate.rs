@@ -441,7 +441,9 @@ mod tests {
     fn units() {
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.01, 1.01] {
             let error = validate_unit("weight", bad).unwrap_err();
-            assert!(matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("weight")));
+            assert!(
+                matches!(error, MemoryError::InvalidInput { field: ref m, .. } if m.starts_with("weight"))
+            );
         }
         for ok in [0.0, 0.5, 1.0] {
             assert!(validate_unit("weight", ok).is_ok());

@@ -108,7 +108,7 @@ pub(crate) struct NamespaceGraph {
 }
 
 fn not_found(id: &str, namespace: &Namespace) -> MemoryError {
-    MemoryError::NotFound(format!("entity {id} in {namespace}"))
+    MemoryError::not_found("entity", namespace, id)
 }
 
 fn index_insert<K: Ord>(index: &mut BTreeMap<K, BTreeSet<Arc<str>>>, key: K, id: &Arc<str>) {
@@ -335,13 +335,9 @@ impl NamespaceGraph {
 
     /// Adds a validated relation or updates the weight of the existing one.
     pub(crate) fn add_relation(&mut self, relation: &GraphRelation) -> Result<()> {
-        let endpoint = |id: &str, role: &str| {
-            self.node(id).ok_or_else(|| {
-                MemoryError::Graph(format!(
-                    "add relation {} -{}-> {} in {}: {role} entity {id} does not exist",
-                    relation.source_id, relation.relation_type, relation.target_id, self.namespace
-                ))
-            })
+        let endpoint = |id: &str, _role: &str| {
+            self.node(id)
+                .ok_or_else(|| MemoryError::not_found("entity", &self.namespace, id))
         };
         let source = endpoint(&relation.source_id, "source")?;
         let target = endpoint(&relation.target_id, "target")?;

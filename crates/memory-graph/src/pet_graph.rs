@@ -202,7 +202,7 @@ impl PetGraph {
                 .map(|neighbours| (neighbours, graph.entity_count()))
         });
         let Some(Some((neighbours, entities))) = counts else {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         };
         if entities <= 1 {
             return Ok(0.0);
@@ -215,7 +215,7 @@ impl PetGraph {
     }
 
     fn missing(namespace: &Namespace, id: &str) -> MemoryError {
-        MemoryError::NotFound(format!("entity {id} in {namespace}"))
+        MemoryError::not_found("entity", namespace, id)
     }
 }
 
@@ -226,7 +226,7 @@ impl KnowledgeGraph for PetGraph {
         entity.tags = self.limit(std::mem::take(&mut entity.tags));
         let namespace = entity.namespace.clone();
         self.write_namespace(&namespace, true, |graph| graph.insert_entity(entity))
-            .unwrap_or_else(|| Err(MemoryError::Graph(format!("add entity in {namespace}"))))
+            .unwrap_or_else(|| Err(MemoryError::not_found("namespace", &namespace, &namespace)))
     }
 
     async fn update_entity(&self, mut entity: GraphEntity) -> Result<()> {
@@ -263,10 +263,11 @@ impl KnowledgeGraph for PetGraph {
             graph.add_relation(&relation)
         })
         .unwrap_or_else(|| {
-            Err(MemoryError::Graph(format!(
-                "add relation {} -{}-> {} in {}: the namespace has no entities",
-                relation.source_id, relation.relation_type, relation.target_id, relation.namespace
-            )))
+            Err(MemoryError::not_found(
+                "entity",
+                &relation.namespace,
+                &relation.source_id,
+            ))
         })
     }
 

@@ -155,7 +155,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
 
     async fn update_page(&self, mut page: KnowledgePage) -> Result<()> {
         page.validate()?;
-        let missing = || MemoryError::NotFound(format!("page {} in {}", page.id, page.namespace));
+        let missing = || MemoryError::not_found("page", &page.namespace, &page.id);
         let shard = self.registry.get(&page.namespace).ok_or_else(missing)?;
         let mut shard = write(&shard);
         let Some(existing) = shard.pages.get(&page.id) else {

@@ -394,9 +394,7 @@ impl MemoryStore for InMemoryStore {
 
     async fn update(&self, item: MemoryItem) -> Result<()> {
         item.validate()?;
-        let missing = || {
-            memory_core::MemoryError::NotFound(format!("memory {} in {}", item.id, item.namespace))
-        };
+        let missing = || memory_core::MemoryError::not_found("memory", &item.namespace, &item.id);
         let shard = self.registry.get(&item.namespace).ok_or_else(missing)?;
         let mut shard = write(&shard);
         if shard.entry(&item.id).is_none() {

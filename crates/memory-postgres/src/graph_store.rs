@@ -111,10 +111,7 @@ impl KnowledgeGraph for PostgresGraph {
             .await
             .context(what)?;
         if updated == 0 {
-            return Err(MemoryError::NotFound(format!(
-                "entity {} in {}",
-                entity.id, entity.ns
-            )));
+            return Err(MemoryError::not_found("entity", &entity.ns, &entity.id));
         }
         Ok(())
     }
@@ -191,27 +188,26 @@ impl KnowledgeGraph for PostgresGraph {
         if written > 0 {
             return Ok(());
         }
-        let mut missing = Vec::new();
+        // The first endpoint that does not exist (the source when both were removed
+        // concurrently after the insert failed).
         for endpoint in [&relation.source_id, &relation.target_id] {
             if self
                 .get_entity(&relation.namespace, endpoint)
                 .await?
                 .is_none()
-                && !missing.contains(&endpoint)
             {
-                missing.push(endpoint);
+                return Err(MemoryError::not_found(
+                    "entity",
+                    &relation.namespace,
+                    endpoint,
+                ));
             }
         }
-        let missing = if missing.is_empty() {
-            "an endpoint was removed concurrently".to_owned()
-        } else {
-            missing
-                .iter()
-                .map(|id| format!("entity {id} does not exist"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        Err(MemoryError::Graph(format!("{}: {missing}", describe())))
+        Err(MemoryError::not_found(
+            "entity",
+            &relation.namespace,
+            &relation.source_id,
+        ))
     }
 
     async fn remove_relation(
@@ -361,7 +357,7 @@ impl KnowledgeGraph for PostgresGraph {
             self.constraints.max_tags_per_entity,
         );
         if !storable(id) {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         }
         let mut sql = self.db.sql("UPDATE {s}.entities SET tags = ");
         sql.bind(tags, "text[]")
@@ -376,7 +372,7 @@ impl KnowledgeGraph for PostgresGraph {
             })
             .await?;
         if updated == 0 {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         }
         Ok(())
     }
@@ -437,7 +433,7 @@ impl KnowledgeGraph for PostgresGraph {
         depth: usize,
     ) -> Result<Vec<ScoredEntity>> {
         if self.get_entity(namespace, id).await?.is_none() {
-            return Err(MemoryError::NotFound(format!("entity {id} in {namespace}")));
+            return Err(MemoryError::not_found("entity", namespace, id));
         }
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
         if depth == 0 {

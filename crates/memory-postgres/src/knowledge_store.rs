@@ -354,10 +354,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             .and_then(|row| row.try_get(0))
             .context(what)?;
         if updated == 0 {
-            return Err(MemoryError::NotFound(format!(
-                "page {} in {}",
-                page.id, page.ns
-            )));
+            return Err(MemoryError::not_found("page", &page.ns, &page.id));
         }
         Ok(())
     }

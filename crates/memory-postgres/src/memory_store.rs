@@ -389,10 +389,7 @@ impl MemoryStore for PostgresStore {
             .await
             .context(what)?;
         if changed == 0 {
-            return Err(MemoryError::NotFound(format!(
-                "memory {} in {}",
-                encoded.id, encoded.ns
-            )));
+            return Err(MemoryError::not_found("memory", &encoded.ns, &encoded.id));
         }
         Ok(())
     }

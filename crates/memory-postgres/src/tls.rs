@@ -95,7 +95,7 @@ mod tests {
                 .err()
                 .unwrap_or_else(|| panic!("{} was accepted", path.display()));
             assert!(
-                matches!(error, MemoryError::InvalidInput(_)),
+                matches!(error, MemoryError::InvalidInput { .. }),
                 "{}: {error:?}",
                 path.display()
             );

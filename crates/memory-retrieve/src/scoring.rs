@@ -533,7 +533,7 @@ mod tests {
             };
             let error = weights.validate().unwrap_err();
             assert!(
-                matches!(error, MemoryError::InvalidInput(ref m) if m.contains("weights.overlap")),
+                matches!(error, MemoryError::InvalidInput { field: ref m, .. } if m.contains("weights.overlap")),
                 "{error}"
             );
         }

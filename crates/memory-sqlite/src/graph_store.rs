@@ -246,10 +246,7 @@ impl KnowledgeGraph for SqliteGraph {
             .write("updating an entity", move |transaction| {
                 let what = format!("updating entity {} in {}", entity.id, entity.ns);
                 let Some(rid) = find_entity(transaction, &entity.ns, &entity.id)? else {
-                    return Err(MemoryError::NotFound(format!(
-                        "entity {} in {}",
-                        entity.id, entity.ns
-                    )));
+                    return Err(MemoryError::not_found("entity", &entity.ns, &entity.id));
                 };
                 transaction
                     .prepare_cached(
@@ -306,10 +303,7 @@ impl KnowledgeGraph for SqliteGraph {
                 let ns = relation.namespace.as_str();
                 for endpoint in [&relation.source_id, &relation.target_id] {
                     if find_entity(transaction, ns, endpoint)?.is_none() {
-                        return Err(MemoryError::Graph(format!(
-                            "relation {} -[{}]-> {} in {ns}: entity {endpoint} does not exist",
-                            relation.source_id, relation.relation_type, relation.target_id
-                        )));
+                        return Err(MemoryError::not_found("entity", ns, endpoint));
                     }
                 }
                 transaction
@@ -510,7 +504,7 @@ impl KnowledgeGraph for SqliteGraph {
             .write("setting entity tags", move |transaction| {
                 let what = format!("setting the tags of entity {id} in {ns}");
                 let Some(rid) = find_entity(transaction, &ns, &id)? else {
-                    return Err(MemoryError::NotFound(format!("entity {id} in {ns}")));
+                    return Err(MemoryError::not_found("entity", &ns, &id));
                 };
                 transaction
                     .prepare_cached("UPDATE entities SET tags = ?2 WHERE rid = ?1")

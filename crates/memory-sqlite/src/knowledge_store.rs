@@ -175,10 +175,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         self.db
             .write("updating a page", move |transaction| {
                 let Some(rid) = find_page(transaction, &page.ns, &page.id)? else {
-                    return Err(MemoryError::NotFound(format!(
-                        "page {} in {}",
-                        page.id, page.ns
-                    )));
+                    return Err(MemoryError::not_found("page", &page.ns, &page.id));
                 };
                 clear_refs(transaction, &page.ns, &page.id)?;
                 // created_at is kept from the stored page.

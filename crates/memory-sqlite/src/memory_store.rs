@@ -378,10 +378,7 @@ impl MemoryStore for SqliteStore {
         self.db
             .write("updating a memory", move |transaction| {
                 if find_rid(transaction, &encoded.ns, &encoded.id)?.is_none() {
-                    return Err(MemoryError::NotFound(format!(
-                        "memory {} in {}",
-                        encoded.id, encoded.ns
-                    )));
+                    return Err(MemoryError::not_found("memory", &encoded.ns, &encoded.id));
                 }
                 write_item(transaction, &encoded)
             })

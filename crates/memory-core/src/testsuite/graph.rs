@@ -57,7 +57,7 @@ async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {
             graph
                 .add_relation(relation(ns, "a", "ghost", "knows", 0.5))
                 .await,
-            Err(MemoryError::Graph(_))
+            Err(MemoryError::NotFound { .. })
         ),
         "a relation to a missing entity is a graph error"
     );
@@ -66,7 +66,7 @@ async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     assert!(
         matches!(
             graph.add_relation(bad).await,
-            Err(MemoryError::InvalidInput(_))
+            Err(MemoryError::InvalidInput { .. })
         ),
         "NaN weight"
     );
@@ -109,7 +109,7 @@ async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     let ghost = entity(ns, "ghost", "G", "x", &[]);
     assert!(matches!(
         graph.update_entity(ghost).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 
     assert!(
@@ -283,7 +283,7 @@ async fn matching_and_tags(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         .set_entity_tags(ns, "st", vec!["ok".into(), "c++".into()])
         .await;
     assert!(
-        matches!(result, Err(MemoryError::InvalidInput(_))),
+        matches!(result, Err(MemoryError::InvalidInput { .. })),
         "invalid tags are rejected"
     );
     let after = must(graph.get_entity(ns, "st"), "get")
@@ -293,7 +293,7 @@ async fn matching_and_tags(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     assert_eq!(after, tags, "a rejected tag set changes nothing");
     assert!(matches!(
         graph.set_entity_tags(ns, "ghost", vec![]).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
     let mut wide = entity(ns, "wide", "Wide", "x", &[]);
     wide.tags = crate::Tag::normalize_all((0..20).map(|i| format!("w{i}"))).unwrap_or_default();
@@ -375,7 +375,7 @@ async fn traversal(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     );
     assert!(matches!(
         graph.get_related(ns, "ghost", 2).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 
     let chain = vec!["colleague_of".to_owned(), "works_on".to_owned()];
@@ -403,7 +403,7 @@ async fn traversal(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     );
     assert!(matches!(
         graph.multi_hop(ns, "zhang", &[]).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
 
     let path = must(graph.shortest_path(ns, "li", "react"), "shortest_path").await;
@@ -445,7 +445,7 @@ async fn isolation_and_clear(graph: &dyn KnowledgeGraph, ns: &Namespace) {
             graph
                 .add_relation(relation(&a, "x", "y", "knows", 1.0))
                 .await,
-            Err(MemoryError::Graph(_))
+            Err(MemoryError::NotFound { .. })
         ),
         "relations never cross namespaces"
     );

@@ -63,7 +63,7 @@ async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {
     assert!(
         matches!(
             store.update_page(bad).await,
-            Err(MemoryError::InvalidInput(_))
+            Err(MemoryError::InvalidInput { .. })
         ),
         "invalid update"
     );
@@ -71,7 +71,7 @@ async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {
     assert!(
         matches!(
             store.update_page(missing).await,
-            Err(MemoryError::NotFound(_))
+            Err(MemoryError::NotFound { .. })
         ),
         "update missing"
     );

@@ -79,7 +79,10 @@ async fn crud(store: &dyn MemoryStore, ns: &Namespace) {
     );
     let missing = item(ns, "nope", "x", 0);
     assert!(
-        matches!(store.update(missing).await, Err(MemoryError::NotFound(_))),
+        matches!(
+            store.update(missing).await,
+            Err(MemoryError::NotFound { .. })
+        ),
         "update of a missing item is NotFound"
     );
     assert_eq!(
@@ -133,8 +136,8 @@ async fn validation(store: &dyn MemoryStore, ns: &Namespace) {
     bad_cases.push(("namespace", root));
     for (field, bad) in bad_cases {
         match store.save(bad).await {
-            Err(MemoryError::InvalidInput(message)) => {
-                assert!(message.contains(field), "error {message:?} names {field}")
+            Err(MemoryError::InvalidInput { field: named, .. }) => {
+                assert_eq!(named, field, "the error names the field")
             }
             other => panic!("conformance: invalid {field} must be InvalidInput, got {other:?}"),
         }
@@ -525,7 +528,7 @@ async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
         assert!(
             matches!(
                 store.search_similar(&exact, bad, 3).await,
-                Err(MemoryError::InvalidInput(_))
+                Err(MemoryError::InvalidInput { .. })
             ),
             "a bad query vector is InvalidInput"
         );

@@ -147,7 +147,7 @@ async fn apply(
                         entry.word = word;
                     }
                     None => assert!(
-                        matches!(result, Err(crate::MemoryError::NotFound(_))),
+                        matches!(result, Err(crate::MemoryError::NotFound { .. })),
                         "model: update of a missing memory must be NotFound, got {result:?}"
                     ),
                 }

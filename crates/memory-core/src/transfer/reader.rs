@@ -27,26 +27,33 @@ pub(super) fn read_numbered(reader: &mut dyn BufRead, max_line_bytes: usize) -> 
         })?;
         record.validate().map_err(|error| at_line(error, line))?;
         if !header.scope.contains(record.namespace()) {
-            return Err(MemoryError::InvalidInput(format!(
-                "import line {line}: namespace {} is outside the exported scope {}",
-                record.namespace(),
-                header.scope.namespace
-            )));
+            return Err(MemoryError::invalid(
+                &format!("import line {line}"),
+                format!(
+                    "namespace {} is outside the exported scope {}",
+                    record.namespace(),
+                    header.scope.namespace
+                ),
+            ));
         }
         counts.add(&record);
         records.push((line, record));
     }
     let Some(header) = header else {
-        return Err(MemoryError::InvalidInput(format!(
-            "import: the input is empty; expected the {FORMAT} header on line 1"
-        )));
+        return Err(MemoryError::invalid(
+            "import",
+            format!("the input is empty; expected the {FORMAT} header on line 1"),
+        ));
     };
     if let Some(announced) = header.counts
         && announced != counts
     {
-        return Err(MemoryError::InvalidInput(format!(
-            "import: the header announces {announced:?} but the input holds {counts:?} (truncated or edited?)"
-        )));
+        return Err(MemoryError::invalid(
+            "import",
+            format!(
+                "the header announces {announced:?} but the input holds {counts:?} (truncated or edited?)"
+            ),
+        ));
     }
     Ok((header, records))
 }
@@ -86,9 +93,12 @@ fn next_line<'a>(
 
 fn parse_header(text: &str, line: usize) -> Result<Header> {
     let not_header = || {
-        MemoryError::InvalidInput(format!(
-            "import line {line}: not an {FORMAT} header (expected {{\"format\":\"{FORMAT}\",\"version\":{VERSION},...}})"
-        ))
+        MemoryError::invalid(
+            &format!("import line {line}"),
+            format!(
+                "not an {FORMAT} header (expected {{\"format\":\"{FORMAT}\",\"version\":{VERSION},...}})"
+            ),
+        )
     };
     let value: serde_json::Value = serde_json::from_str(text).map_err(|_| not_header())?;
     if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
@@ -97,9 +107,12 @@ fn parse_header(text: &str, line: usize) -> Result<Header> {
     match value.get("version").and_then(serde_json::Value::as_u64) {
         Some(version) if (1..=u64::from(VERSION)).contains(&version) => {}
         Some(version) => {
-            return Err(MemoryError::InvalidInput(format!(
-                "import line {line}: format version {version} is not supported (this build reads 1 to {VERSION})"
-            )));
+            return Err(MemoryError::invalid(
+                &format!("import line {line}"),
+                format!(
+                    "format version {version} is not supported (this build reads 1 to {VERSION})"
+                ),
+            ));
         }
         None => return Err(not_header()),
     }

@@ -101,7 +101,7 @@ fn bad_input_is_an_error_naming_the_line() {
     let (header, records) = sample();
     let good = encode(&header, &records);
     let lines: Vec<&str> = good.lines().collect();
-    let invalid = |e: &MemoryError| matches!(e, MemoryError::InvalidInput(_));
+    let invalid = |e: &MemoryError| matches!(e, MemoryError::InvalidInput { .. });
     let serialization = |e: &MemoryError| matches!(e, MemoryError::Serialization { .. });
     check_error("", invalid, "empty");
     check_error("   \n\n", invalid, "empty");

@@ -86,7 +86,7 @@ async fn works_through_a_trait_object() {
     );
     assert!(matches!(
         graph.context_for_agent(&ns, "ghost", 2, 100).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 }
 

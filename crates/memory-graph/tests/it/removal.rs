@@ -14,7 +14,7 @@ async fn relations_to_missing_entities_are_graph_errors() {
             .add_relation(relation(&ns, from, to, "knows", 0.5))
             .await;
         assert!(
-            matches!(&result, Err(MemoryError::Graph(m)) if m.contains("ghost")),
+            matches!(&result, Err(MemoryError::NotFound { id, .. }) if id == "ghost"),
             "{from} -> {to}: {result:?}"
         );
     }
@@ -23,18 +23,18 @@ async fn relations_to_missing_entities_are_graph_errors() {
     let result = graph
         .add_relation(relation(&other, "zhang", "li", "knows", 0.5))
         .await;
-    assert!(matches!(result, Err(MemoryError::Graph(_))));
+    assert!(matches!(result, Err(MemoryError::NotFound { .. })));
     // Invalid relations are input errors, checked before the endpoints.
     let mut bad = relation(&ns, "zhang", "ghost", "knows", 0.5);
     bad.weight = 1.5;
     assert!(
-        matches!(graph.add_relation(bad).await, Err(MemoryError::InvalidInput(m)) if m.contains("weight"))
+        matches!(graph.add_relation(bad).await, Err(MemoryError::InvalidInput { field: m, .. }) if m == "weight")
     );
     let mut bad = relation(&ns, "zhang", "li", "knows", 0.5);
     bad.relation_type = "  ".into();
     assert!(matches!(
         graph.add_relation(bad).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
     assert_eq!(graph.relation_count(&ns), 5, "nothing was added");
     assert!(
@@ -91,7 +91,7 @@ async fn removing_an_entity_cascades_to_relations_and_indexes() {
         graph
             .multi_hop(&ns, "project-alpha", &["uses".into()])
             .await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 
     // Re-adding the id gives a fresh entity without the old relations.
@@ -143,12 +143,12 @@ async fn update_keeps_relations_and_reindexes() {
     li.name = " ".into();
     assert!(matches!(
         graph.update_entity(li).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
     let stranger = entity(&crate::ns("remove/update-elsewhere"), "li", "Li", "x", &[]);
     assert!(matches!(
         graph.update_entity(stranger).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 }
 
@@ -298,19 +298,19 @@ async fn invalid_entities_are_rejected() {
     bad.namespace = memory_core::Namespace::root();
     assert!(matches!(
         graph.add_entity(bad.clone()).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
     bad.namespace = ns("remove/invalid");
     bad.id = "a\nb".into();
     assert!(matches!(
         graph.add_entity(bad.clone()).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
     bad.id = "e".into();
     bad.entity_type = String::new();
     assert!(matches!(
         graph.add_entity(bad).await,
-        Err(MemoryError::InvalidInput(_))
+        Err(MemoryError::InvalidInput { .. })
     ));
     assert!(
         graph
@@ -321,6 +321,6 @@ async fn invalid_entities_are_rejected() {
     );
     assert!(matches!(
         graph.degree_centrality(&ns("remove/invalid"), "e"),
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 }

@@ -60,7 +60,7 @@ async fn a_rejected_tag_changes_nothing() {
             .set_entity_tags(&ns, "e", vec!["fine".into(), bad.to_owned()])
             .await;
         assert!(
-            matches!(result, Err(MemoryError::InvalidInput(_))),
+            matches!(result, Err(MemoryError::InvalidInput { .. })),
             "{bad:?}"
         );
     }
@@ -77,13 +77,13 @@ async fn a_rejected_tag_changes_nothing() {
     );
     assert!(matches!(
         graph.set_entity_tags(&ns, "ghost", vec!["ok".into()]).await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
     assert!(matches!(
         graph
             .set_entity_tags(&crate::ns("tags/no-such-namespace"), "e", vec![])
             .await,
-        Err(MemoryError::NotFound(_))
+        Err(MemoryError::NotFound { .. })
     ));
 }
 

@@ -223,7 +223,7 @@ fn storable(text: &str) -> bool {
 }
 
 fn not_found(namespace: &Namespace, id: &str) -> MemoryError {
-    MemoryError::NotFound(format!("entity {id} in {namespace}"))
+    MemoryError::not_found("entity", namespace, id)
 }
 
 /// [`KnowledgeGraph::multi_hop`](memory_core::KnowledgeGraph::multi_hop) in one statement

@@ -557,7 +557,7 @@ async fn records_round_trip_exactly() {
     bad.content = "nul \0 inside".into();
     let error = store.save(bad).await.unwrap_err();
     assert!(
-        matches!(error, memory_core::MemoryError::InvalidInput(ref m) if m.contains("content")),
+        matches!(error, memory_core::MemoryError::InvalidInput { field: ref m, .. } if m.contains("content")),
         "{error}"
     );
     assert_eq!(store.get(&ns, "no\0such").await.unwrap(), None);

@@ -324,15 +324,15 @@ async fn multi_hop_and_shortest_path_equal_the_default_and_the_in_memory_graph()
     let too_long: Vec<String> = vec!["next".to_owned(); 33];
     assert!(matches!(
         graph.multi_hop(&line, "c00", &too_long).await,
-        Err(memory_core::MemoryError::InvalidInput(_))
+        Err(memory_core::MemoryError::InvalidInput { .. })
     ));
     assert!(matches!(
         graph.shortest_path(&line, "c00", "nobody").await,
-        Err(memory_core::MemoryError::NotFound(_))
+        Err(memory_core::MemoryError::NotFound { .. })
     ));
     assert!(matches!(
         graph.multi_hop(&line, "no\0body", &long).await,
-        Err(memory_core::MemoryError::NotFound(_))
+        Err(memory_core::MemoryError::NotFound { .. })
     ));
     let goals: Vec<String> = ["c00", "c01", "c20", "c31", "c32", "c33", "c39"]
         .map(String::from)

@@ -152,7 +152,7 @@ async fn bad_options_are_refused_before_connecting() {
             .await
             .unwrap_err();
         assert!(
-            matches!(error, MemoryError::InvalidInput(ref message) if message.contains(field)),
+            matches!(error, MemoryError::InvalidInput { field: ref message, .. } if message.contains(field)),
             "{error}"
         );
     }
@@ -162,7 +162,7 @@ async fn bad_options_are_refused_before_connecting() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(error, MemoryError::InvalidInput(_)), "{error}");
+    assert!(matches!(error, MemoryError::InvalidInput { .. }), "{error}");
     assert!(
         !error.to_string().contains("secret"),
         "no password in messages: {error}"

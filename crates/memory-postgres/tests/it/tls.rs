@@ -127,7 +127,7 @@ async fn unreadable_roots_fail_before_connecting() {
         .err()
         .unwrap_or_else(|| panic!("a missing CA file was accepted"));
     assert!(
-        matches!(error, memory_core::MemoryError::InvalidInput(_)),
+        matches!(error, memory_core::MemoryError::InvalidInput { .. }),
         "{error:?}"
     );
 }

@@ -367,7 +367,7 @@ async fn a_failed_import_leaves_postgres_unchanged() {
         )
         .await;
         assert!(
-            matches!(result, Err(MemoryError::InvalidInput(_))),
+            matches!(result, Err(MemoryError::InvalidInput { .. })),
             "{name}: {result:?}"
         );
         assert_eq!(snapshot(&backend).await, before, "{name} changed the store");

@@ -186,7 +186,7 @@ async fn builder_rejects_bad_weights() {
     };
     assert!(matches!(
         Memory::builder().retriever_config(bad).build().unwrap_err(),
-        MemoryError::InvalidInput(_)
+        MemoryError::InvalidInput { .. }
     ));
     let bad = EvictionConfig {
         policy: EvictionPolicy::None,
@@ -194,7 +194,7 @@ async fn builder_rejects_bad_weights() {
     };
     assert!(matches!(
         Memory::builder().eviction(bad).build().unwrap_err(),
-        MemoryError::InvalidInput(_)
+        MemoryError::InvalidInput { .. }
     ));
 }
 

@@ -202,7 +202,7 @@ async fn bad_config_is_rejected_on(store: Arc<dyn MemoryStore>) {
         let result = ConversationMemory::open(store.clone(), session.clone(), config).await;
         assert!(matches!(
             result,
-            Err(memory_core::MemoryError::InvalidInput(_))
+            Err(memory_core::MemoryError::InvalidInput { .. })
         ));
     }
     let empty = ConversationMemory::open(store, session, ConversationConfig::default())

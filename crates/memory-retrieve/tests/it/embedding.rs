@@ -154,7 +154,10 @@ async fn a_provider_breaking_its_dimension_is_refused_and_nothing_is_stored() {
         .remember(&ns, "I drive a car")
         .await
         .expect_err("a vector of the wrong length");
-    assert!(matches!(error, MemoryError::InvalidInput(_)), "{error:?}");
+    assert!(
+        matches!(error, MemoryError::InvalidInput { .. }),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("dimension"), "{error}");
     assert_eq!(memory.store().count(&ns.exact()).await.expect("counted"), 0);
 }

@@ -166,7 +166,7 @@ async fn invalid_policies_are_rejected() {
     ] {
         assert!(matches!(
             evict(&*store, &ns.subtree(), &policy, t0()).await,
-            Err(memory_core::MemoryError::InvalidInput(_))
+            Err(memory_core::MemoryError::InvalidInput { .. })
         ));
     }
     assert_eq!(

@@ -379,7 +379,7 @@ async fn invalid_settings_are_rejected() {
             .await
             .unwrap_err();
         assert!(
-            matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("weights.")),
+            matches!(error, MemoryError::InvalidInput { field: ref m, .. } if m.starts_with("weights.")),
             "{error}"
         );
     }
@@ -403,7 +403,7 @@ async fn invalid_settings_are_rejected() {
     ] {
         assert!(matches!(
             f.retriever.clone().with_config(config).unwrap_err(),
-            MemoryError::InvalidInput(_)
+            MemoryError::InvalidInput { .. }
         ));
     }
     let huge = "word ".repeat(10_000);
@@ -412,7 +412,9 @@ async fn invalid_settings_are_rejected() {
         .retrieve(&f.ns.exact(), &huge)
         .await
         .unwrap_err();
-    assert!(matches!(error, MemoryError::InvalidInput(ref m) if m.starts_with("query")));
+    assert!(
+        matches!(error, MemoryError::InvalidInput { field: ref m, .. } if m.starts_with("query"))
+    );
 }
 
 #[tokio::test]

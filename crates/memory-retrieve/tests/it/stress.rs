@@ -131,7 +131,7 @@ async fn mixed_operations(memory: Arc<Memory>, capacity: Option<usize>) {
                                 match memory.store().update(item).await {
                                     Ok(()) => mine.get_mut(&key).unwrap().0 = Some(text),
                                     // Evicted since it was written: nothing to update.
-                                    Err(MemoryError::NotFound(_)) if capacity.is_some() => {}
+                                    Err(MemoryError::NotFound { .. }) if capacity.is_some() => {}
                                     Err(error) => panic!("update {key:?}: {error}"),
                                 }
                             }

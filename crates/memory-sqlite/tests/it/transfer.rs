@@ -490,7 +490,7 @@ async fn check_failed_imports_change_nothing(
         )
         .await;
         assert!(
-            matches!(result, Err(MemoryError::InvalidInput(_))),
+            matches!(result, Err(MemoryError::InvalidInput { .. })),
             "{name}: {result:?}"
         );
         assert_eq!(
