@@ -31,7 +31,7 @@ use crate::vectors::Vectors;
 ///   non-matching entries of the time range.
 /// - `search`: at most `O(Σ postings of the query terms)`, usually far less: MaxScore pruning
 ///   skips documents that hold only frequent terms once `k` better ones are known
-///   ([`Bm25Index::top_k`]); BM25 statistics are per namespace.
+///   (MaxScore pruning, or a dense pass on small shards); BM25 statistics are per namespace.
 /// - `record_recall`, `recall_stats`: `O(1)`.
 ///
 /// ```

@@ -114,7 +114,7 @@ impl Remember {
 }
 
 /// Per-call recall options. Each field that is set overrides that one setting of the
-/// [`Memory`]'s retriever config for this call; the others keep the memory's values (so a
+/// [`Memory`](super::Memory)'s retriever config for this call; the others keep the memory's values (so a
 /// per-call `max_results` keeps, say, the embedding weights the builder installed).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
@@ -209,7 +209,7 @@ impl RecallOptions {
     }
 }
 
-/// Counts from [`Memory::stats`].
+/// Counts from [`Memory::stats`](super::Memory::stats).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryStats {
     /// Items in the scope.
