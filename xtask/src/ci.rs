@@ -222,8 +222,9 @@ fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// memory-retrieve uses the in-memory backends only for the builder's defaults; no test
-/// hides behind `#[ignore]` or `#[should_panic]`.
+/// memory-retrieve uses the in-memory backends only for the builder's defaults; the BM25
+/// constants and field weights are defined in memory-core alone; no test hides behind
+/// `#[ignore]` or `#[should_panic]`.
 fn layering_problems(files: &[PathBuf]) -> Vec<String> {
     let mut problems = Vec::new();
     let retrieve = root().join("crates/memory-retrieve/src");
@@ -238,6 +239,26 @@ fn layering_problems(files: &[PathBuf]) -> Vec<String> {
                 "{} uses a backend crate; only memory/builder.rs may (for the defaults)",
                 file.display()
             ));
+        }
+        // The ranking's constants have one home, memory_core::search.
+        if !file.starts_with(root().join("crates/memory-core")) {
+            for line in text.lines() {
+                let line = line.trim_start();
+                let defines = line.starts_with("const ")
+                    || line.starts_with("pub const ")
+                    || line.starts_with("pub(crate) const ");
+                if defines
+                    && ["K1:", " B:", "_WEIGHTS:", "BM25_"]
+                        .iter()
+                        .any(|name| line.contains(name))
+                {
+                    problems.push(format!(
+                        "{} defines a ranking constant ({}); use memory_core::search",
+                        file.display(),
+                        line.trim()
+                    ));
+                }
+            }
         }
         let is_xtask = file.starts_with(root().join("xtask"));
         for attribute in ["#[ignore", "#[should_panic"] {
