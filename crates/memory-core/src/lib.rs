@@ -46,14 +46,11 @@ pub use crate::{
         TagConstraints,
     },
     graph_context::KnowledgeGraphExt,
-    graph_store::{
-        KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, distance_score,
-        entity_matches_keyword, other_end, sort_scored,
-    },
+    graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
         KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
-        PageMatchSignals, PageQuery, page_rule_keywords,
+        PageMatchSignals, PageQuery,
     },
     knowledge_store::KnowledgeStore,
     memory::{
@@ -63,7 +60,7 @@ pub use crate::{
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{
         DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats,
-        ValueBasedConfig, least_valuable, memory_value,
+        ValueBasedConfig, memory_value,
     },
     retrieval::{
         Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,
@@ -73,9 +70,23 @@ pub use crate::{
     stores::Stores,
     validate::{
         DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,
-        MAX_METADATA_DEPTH, MAX_TAG_LEN, MAX_TAGS, Tag, drop_json, new_id, validate_id,
-        validate_len, validate_metadata, validate_non_negative, validate_tag_count, validate_text,
-        validate_time, validate_unit,
+        MAX_METADATA_DEPTH, MAX_TAG_LEN, MAX_TAGS, Tag, new_id,
     },
-    vector::{CosineQuery, cosine_similarity, validate_embedding},
+    vector::cosine_similarity,
 };
+
+/// For backend authors: the helpers every backend uses to agree with the others (validation
+/// of what a caller stores, graph scoring and ordering, the page match rules, the eviction
+/// order, vector math). A program that only uses the memory does not need them.
+pub mod backend {
+    pub use crate::{
+        graph_store::{distance_score, entity_matches_keyword, other_end, sort_scored},
+        knowledge::page_rule_keywords,
+        recall::least_valuable,
+        validate::{
+            drop_json, validate_id, validate_len, validate_metadata, validate_non_negative,
+            validate_tag_count, validate_text, validate_time, validate_unit,
+        },
+        vector::{CosineQuery, validate_embedding},
+    };
+}

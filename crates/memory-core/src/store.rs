@@ -208,7 +208,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         }
         let mut all = filter.clone();
         all.limit = None;
-        let query = crate::CosineQuery::new(vector);
+        let query = crate::backend::CosineQuery::new(vector);
         let mut hits: Vec<SearchHit> = self
             .list(&all)
             .await?

@@ -63,9 +63,10 @@ use std::io::{BufRead, Write};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::validate::validate_id;
 use crate::{
     GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
-    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallStats, Result, Scope, validate_id,
+    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallStats, Result, Scope,
 };
 
 /// The `format` of the header line.

@@ -7,7 +7,7 @@
 //! breadth-first traversals: related entities with hop distance and path, the
 //! multi-hop relation chains, and shortest paths. For graph scoring it offers
 //! [`degree`](memory_core::KnowledgeGraph::degree) and
-//! [`PetGraph::degree_centrality`]; the distance score is [`memory_core::distance_score`].
+//! [`PetGraph::degree_centrality`]; the distance score is [`memory_core::backend::distance_score`].
 //!
 //! [`KnowledgeGraphExt::context_for_agent`] renders an entity's neighbourhood as compact
 //! text for a prompt, over any `KnowledgeGraph` backend.

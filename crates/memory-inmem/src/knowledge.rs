@@ -181,7 +181,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         if shards.is_empty() {
             return Ok(Vec::new());
         }
-        let keywords = memory_core::page_rule_keywords(&query.text);
+        let keywords = memory_core::backend::page_rule_keywords(&query.text);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {

@@ -322,7 +322,7 @@ impl MemoryStore for InMemoryStore {
         vector: &[f32],
         top_k: usize,
     ) -> Result<Vec<SearchHit>> {
-        memory_core::validate_embedding(vector)?;
+        memory_core::backend::validate_embedding(vector)?;
         if top_k == 0 {
             return Ok(Vec::new());
         }
@@ -331,7 +331,7 @@ impl MemoryStore for InMemoryStore {
                 .then_with(|| a.1.item.id.cmp(&b.1.item.id))
                 .then_with(|| a.1.item.namespace.cmp(&b.1.item.namespace))
         };
-        let query = memory_core::CosineQuery::new(vector);
+        let query = memory_core::backend::CosineQuery::new(vector);
         let passes = slab_filter(filter);
         let mut out: Vec<SearchHit> = Vec::new();
         for (_, shard) in self.registry.shards(&filter.scope) {
@@ -486,7 +486,7 @@ impl MemoryStore for InMemoryStore {
             )
         });
         Ok(Some(
-            memory_core::least_valuable(entries, count)
+            memory_core::backend::least_valuable(entries, count)
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),

@@ -1,7 +1,7 @@
 //! Embeddings stored contiguously by slot, so a similarity scan streams memory instead of
 //! chasing one allocation per item.
 
-use memory_core::CosineQuery;
+use memory_core::backend::CosineQuery;
 
 /// The embeddings of a namespace's items, one row of `dimension` values per slot.
 ///

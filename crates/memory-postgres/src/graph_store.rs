@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memory_core::backend::{distance_score, entity_matches_keyword, sort_scored};
 use memory_core::{
     GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED,
     MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints,
-    distance_score, entity_matches_keyword, sort_scored,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;

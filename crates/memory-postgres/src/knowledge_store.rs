@@ -394,7 +394,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
              FROM scored s JOIN {s}.pages p ON p.rid = s.rid",
         );
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
-        let keywords = memory_core::page_rule_keywords(&query.text);
+        let keywords = memory_core::backend::page_rule_keywords(&query.text);
         let mut candidates = Vec::with_capacity(rows.len());
         for row in &rows {
             let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
@@ -540,7 +540,8 @@ mod tests {
 
     #[test]
     fn match_rules() {
-        let keywords = memory_core::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        let keywords =
+            memory_core::backend::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
         assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
         let tags = [Tag::new("state-graph").unwrap()];
         let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
@@ -549,10 +550,10 @@ mod tests {
             "Nodes",
             "graph theory",
             &tags,
-            &memory_core::page_rule_keywords("State Graph"),
+            &memory_core::backend::page_rule_keywords("State Graph"),
         );
         assert!(!signals.title_prefix && signals.summary_contains);
-        assert!(memory_core::page_rule_keywords("the a of").is_empty());
+        assert!(memory_core::backend::page_rule_keywords("the a of").is_empty());
         assert_eq!(PageMatchSignals::default().boost(), 1.0);
     }
 }

@@ -27,7 +27,7 @@ pub(crate) async fn embed_checked(
             ),
         ));
     }
-    memory_core::validate_embedding(&vector)?;
+    memory_core::backend::validate_embedding(&vector)?;
     Ok(vector)
 }
 

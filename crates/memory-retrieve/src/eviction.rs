@@ -185,7 +185,7 @@ async fn evict_lowest_value(
                 (&*item.id, at),
             )
         });
-    let victims: Vec<usize> = memory_core::least_valuable(entries, excess)
+    let victims: Vec<usize> = memory_core::backend::least_valuable(entries, excess)
         .into_iter()
         .map(|(_, at)| at)
         .collect();
@@ -235,7 +235,7 @@ async fn least_valuable_of(
             .unwrap_or_default();
         entries.push((stats.value(now, config), item.created_at, (&*item.id, at)));
     }
-    let victims: Vec<usize> = memory_core::least_valuable(entries, excess)
+    let victims: Vec<usize> = memory_core::backend::least_valuable(entries, excess)
         .into_iter()
         .map(|(_, at)| at)
         .collect();

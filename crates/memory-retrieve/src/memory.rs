@@ -114,8 +114,8 @@ impl Memory {
             let mut request = request;
             // Metadata first: a refused value may be nested too deep to drop recursively.
             let metadata = std::mem::take(&mut request.metadata);
-            if let Err(error) = memory_core::validate_metadata(&metadata) {
-                memory_core::drop_json(metadata);
+            if let Err(error) = memory_core::backend::validate_metadata(&metadata) {
+                memory_core::backend::drop_json(metadata);
                 return Err(error);
             }
             let mut item = MemoryItem::new(request.namespace.clone(), request.text)?

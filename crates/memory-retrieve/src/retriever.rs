@@ -147,7 +147,7 @@ impl Retriever {
         config: &RetrieverConfig,
     ) -> Result<RetrievalResult> {
         config.validate()?;
-        memory_core::validate_len("query", query, config.max_query_bytes)?;
+        memory_core::backend::validate_len("query", query, config.max_query_bytes)?;
         let span =
             tracing::debug_span!("recall", scope = %scope.namespace, strategy = ?config.strategy);
         // Attached to the future, not entered: a span entered across an await is reported

@@ -1,9 +1,10 @@
 //! [`SqliteGraph`]: the knowledge graph as tables of entities, tags and relations.
 
 use async_trait::async_trait;
+use memory_core::backend::entity_matches_keyword;
 use memory_core::{
     GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, Scope, Tag,
-    TagConstraints, entity_matches_keyword,
+    TagConstraints,
 };
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
 

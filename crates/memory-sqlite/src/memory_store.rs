@@ -326,7 +326,7 @@ impl MemoryStore for SqliteStore {
         vector: &[f32],
         top_k: usize,
     ) -> Result<Vec<SearchHit>> {
-        memory_core::validate_embedding(vector)?;
+        memory_core::backend::validate_embedding(vector)?;
         if top_k == 0 {
             return Ok(Vec::new());
         }

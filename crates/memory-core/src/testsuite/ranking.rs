@@ -384,7 +384,7 @@ pub(super) async fn page_ranking(store: &dyn KnowledgeStore, ns: &Namespace) {
     ];
     for (scope, label) in scopes {
         for query in PAGE_QUERIES {
-            let keywords = crate::page_rule_keywords(query);
+            let keywords = crate::backend::page_rule_keywords(query);
             let mut expected: Vec<(f32, usize)> =
                 reference_scores(&docs, &PAGE_FIELD_WEIGHTS, query)
                     .into_iter()

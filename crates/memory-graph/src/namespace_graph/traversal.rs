@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+use memory_core::backend::{distance_score, sort_scored};
 use memory_core::{
-    GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result,
-    ScoredEntity, distance_score, sort_scored,
+    GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result, ScoredEntity,
 };
 use petgraph::Direction;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};

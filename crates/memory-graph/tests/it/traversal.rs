@@ -140,7 +140,7 @@ async fn scores_use_hops_and_path_weights() {
     for scored in &related {
         assert_eq!(
             scored.score,
-            memory_core::distance_score(scored.hops, &scored.path)
+            memory_core::backend::distance_score(scored.hops, &scored.path)
         );
     }
 }

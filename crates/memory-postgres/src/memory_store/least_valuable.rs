@@ -59,7 +59,7 @@ FROM band b WHERE b.nth <= $7::bigint";
 
 /// The ids of the `count` memories of `namespace` with the lowest
 /// [`RecallStats::value`] under `config` at `now`, least valuable first, ties by
-/// `(created_at, id)`: exactly [`memory_core::least_valuable`] over every item, in one query
+/// `(created_at, id)`: exactly [`memory_core::backend::least_valuable`] over every item, in one query
 /// that returns the candidates ([`LEAST_VALUABLE`]) and the exact formula on them.
 pub(super) async fn least_valuable(
     db: &Database,
@@ -116,5 +116,5 @@ pub(super) async fn least_valuable(
         };
         candidates.push((stats.value(now, config), decode_time(created_at), id));
     }
-    Ok(memory_core::least_valuable(candidates, count))
+    Ok(memory_core::backend::least_valuable(candidates, count))
 }

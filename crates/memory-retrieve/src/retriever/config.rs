@@ -116,7 +116,7 @@ impl RetrieverConfig {
                 format!("must be 1 to {MAX_RESULTS_LIMIT}"),
             ));
         }
-        memory_core::validate_unit("min_score", self.min_score)?;
+        memory_core::backend::validate_unit("min_score", self.min_score)?;
         if self.graph_depth > MAX_TRAVERSAL_DEPTH {
             return Err(MemoryError::invalid(
                 "graph_depth",

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use futures::future::try_join_all;
-use memory_core::{Channel, GraphEntity, Result, RetrievalSource, Signal, entity_matches_keyword};
+use memory_core::backend::entity_matches_keyword;
+use memory_core::{Channel, GraphEntity, Result, RetrievalSource, Signal};
 
 use super::MAX_EXPANDED_ENTITIES;
 use super::candidate::{Candidate, Found, Key, RecordType};

@@ -53,7 +53,7 @@ pub(super) fn search(
     let what = || "searching pages";
     let top_k = query.top_k;
     let mut scored = fulltext::pages().score(connection, &query.scope, terms)?;
-    let keywords = memory_core::page_rule_keywords(&query.text);
+    let keywords = memory_core::backend::page_rule_keywords(&query.text);
     let max_boost = PageMatchSignals {
         title_prefix: true,
         tag_exact: true,
@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn match_rules() {
-        let keywords = memory_core::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        let keywords =
+            memory_core::backend::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
         assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
         let tags = [Tag::new("state-graph").unwrap()];
         let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
@@ -169,10 +170,10 @@ mod tests {
             "Nodes",
             "graph theory",
             &tags,
-            &memory_core::page_rule_keywords("State Graph"),
+            &memory_core::backend::page_rule_keywords("State Graph"),
         );
         assert!(!signals.title_prefix && signals.summary_contains);
-        assert!(memory_core::page_rule_keywords("the a of").is_empty());
+        assert!(memory_core::backend::page_rule_keywords("the a of").is_empty());
         assert_eq!(PageMatchSignals::default().boost(), 1.0);
     }
 }

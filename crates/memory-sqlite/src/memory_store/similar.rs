@@ -2,7 +2,8 @@
 //! pass reads each candidate's row id and embedding blob, and whole rows are decoded only for
 //! the best few (`ranked.rs`).
 
-use memory_core::{CosineQuery, MemoryFilter, Result, SearchHit};
+use memory_core::backend::CosineQuery;
+use memory_core::{MemoryFilter, Result, SearchHit};
 use rusqlite::{Connection, params_from_iter};
 
 use super::and_filter;
