@@ -2,4 +2,5 @@
 //! API of `serve`, and the MCP server of `mcp`.
 
 mod cli;
+mod http;
 mod support;

@@ -70,3 +70,126 @@ pub(crate) fn run_json(dir: &TempDir, args: &[&str]) -> (i32, serde_json::Value)
     });
     (output.status.code().unwrap_or(-1), value)
 }
+
+/// A running `agent-memory serve`, stopped (SIGTERM, then kill) when dropped.
+pub(crate) struct Server {
+    pub(crate) child: std::process::Child,
+    pub(crate) address: String,
+}
+
+/// The admin key the tests' servers run with.
+pub(crate) const ADMIN_KEY: &str = "test-admin-key-0123456789";
+
+impl Server {
+    /// Starts a server on `store_args` (e.g. `--store x.db`) and waits for its address.
+    pub(crate) fn start(dir: &TempDir, store_args: &[String], extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = command(dir)
+            .args(store_args)
+            .args(["serve", "--listen", "127.0.0.1:0", "--admin-key", ADMIN_KEY])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agent-memory serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("the server printed its address before exiting")
+                .expect("read stderr");
+            if let Some(address) = line.strip_prefix("agent-memory listening on http://") {
+                break address.to_owned();
+            }
+        };
+        // Keep draining the logs so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, address }
+    }
+
+    /// Sends one request; returns the status and the body.
+    pub(crate) fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&str>,
+    ) -> (u16, String) {
+        request(&self.address, method, path, key, body).expect("the server answers")
+    }
+
+    /// Sends one JSON request; returns the status and the JSON body.
+    pub(crate) fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let body = body.map(|body| body.to_string());
+        let (status, text) = self.raw(method, path, key, body.as_deref());
+        let value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        (status, value)
+    }
+
+    /// Creates a key for `namespace` with the admin key.
+    pub(crate) fn key_for(&self, namespace: &str) -> String {
+        let (status, body) = self.call(
+            "POST",
+            "/v1/keys",
+            Some(ADMIN_KEY),
+            Some(serde_json::json!({ "namespace": namespace, "name": "test" })),
+        );
+        assert_eq!(status, 201, "{body}");
+        body["key"].as_str().expect("a key").to_owned()
+    }
+
+    /// Stops the server with SIGTERM and returns its exit code.
+    pub(crate) fn stop(mut self) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait for the server");
+        status.code()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends one HTTP/1.1 request to `address`; `None` when the connection fails.
+pub(crate) fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<&str>,
+) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    let body = body.unwrap_or("");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !body.is_empty() {
+        request.push_str("Content-Type: application/json\r\n");
+    }
+    if let Some(key) = key {
+        request.push_str(&format!("Authorization: Bearer {key}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
