@@ -235,6 +235,9 @@ pub(crate) struct ServeArgs {
     /// Deadline of one request, in milliseconds. Default 30000.
     #[arg(long, env = "AGENT_MEMORY_REQUEST_TIMEOUT_MS", value_name = "MS")]
     pub(crate) request_timeout_ms: Option<u64>,
+    /// The tool set of the MCP server on /mcp.
+    #[arg(long, value_enum, default_value = "native")]
+    pub(crate) mcp_compat: Compat,
 }
 
 /// Which MCP tools to offer.

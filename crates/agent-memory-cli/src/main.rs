@@ -47,7 +47,10 @@ fn main() -> std::process::ExitCode {
     match outcome {
         Ok(outcome) => {
             let mut stdout = std::io::stdout().lock();
-            let written = if json {
+            let written = if outcome.json.is_null() && outcome.text.is_empty() {
+                // The MCP server: standard output carried the protocol.
+                Ok(())
+            } else if json {
                 serde_json::to_writer(&mut stdout, &outcome.json)
                     .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(stdout))

@@ -21,13 +21,18 @@ use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use utoipa::OpenApi;
 
-pub(crate) use self::api::presented_key;
-pub(crate) use self::auth::{Caller, Keys};
+use self::api::presented_key;
+pub(crate) use self::auth::Caller;
+use self::auth::Keys;
 use self::metrics::Metrics;
-use crate::cli::ServeArgs;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::cli::{Compat, ServeArgs};
 use crate::commands::{Outcome, Settings};
 use crate::config::{self, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
 use crate::failure::{ErrorKind, Failure};
+use crate::mcp::MemoryServer;
 
 /// What every handler shares.
 #[derive(Clone, Debug)]
@@ -89,8 +94,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         metrics: Metrics::default(),
         timeout: Duration::from_millis(timeout_ms),
     }));
-    let shutdown = tokio_util_free_token();
-    let app = router(state.clone(), max_body, shutdown.clone());
+    let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .map_err(|error| {
@@ -106,7 +110,8 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
-            shutdown.notify_waiters();
+            // Open MCP event streams end, so the stop does not wait on them.
+            stop_streams();
         })
         .await
         .map_err(|error| Failure::internal(format!("serving: {error}")))?;
@@ -117,11 +122,6 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         json: json!({ "stopped": true, "address": address.to_string() }),
         text: String::new(),
     })
-}
-
-/// A notification fired when the server begins to stop (for long-lived MCP streams).
-fn tokio_util_free_token() -> Arc<tokio::sync::Notify> {
-    Arc::new(tokio::sync::Notify::new())
 }
 
 fn init_logs() {
@@ -158,13 +158,25 @@ async fn shutdown_signal() {
     tracing::info!("stopping: finishing the requests in flight");
 }
 
-/// The routes.
-pub(crate) fn router(
-    state: AppState,
-    max_body: usize,
-    shutdown: Arc<tokio::sync::Notify>,
-) -> Router {
-    let _ = &shutdown;
+/// Ends the MCP event streams.
+type StopStreams = Box<dyn FnOnce() + Send>;
+
+/// The routes, and what ends the MCP streams at shutdown.
+pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Router, StopStreams) {
+    let mut config = StreamableHttpServerConfig::default();
+    config.max_request_body_bytes = max_body;
+    // Keys guard every request, so any Host may reach the server it listens as.
+    config = config.disable_allowed_hosts();
+    let token = config.cancellation_token.clone();
+    let memory = Arc::clone(&state.memory);
+    let mcp = StreamableHttpService::new(
+        move || Ok(MemoryServer::new(Arc::clone(&memory), compat, None)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mcp = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
     let v1 = Router::new()
         .route("/memories", post(api::remember).get(api::list_memories))
         .route("/memories/batch", post(api::remember_batch))
@@ -198,8 +210,9 @@ pub(crate) fn router(
         .route("/graph/relations/delete", post(api::delete_relation))
         .route("/keys", post(api::create_key).get(api::list_keys))
         .route("/keys/{id}", delete(api::revoke_key));
-    Router::new()
+    let app = Router::new()
         .nest("/v1", v1)
+        .merge(mcp)
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .route("/metrics", get(metrics_text))
@@ -207,7 +220,24 @@ pub(crate) fn router(
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state)
+        .with_state(state);
+    (app, Box::new(move || token.cancel()))
+}
+
+/// Lets an MCP request through with its caller, from its API key.
+async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let caller = state
+        .keys
+        .caller(&state.memory, presented_key(&parts))
+        .await;
+    match caller {
+        Ok(caller) => {
+            parts.extensions.insert(caller);
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(failure) => failure.into_response(),
+    }
 }
 
 async fn openapi() -> impl IntoResponse {

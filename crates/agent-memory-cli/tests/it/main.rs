@@ -3,4 +3,5 @@
 
 mod cli;
 mod http;
+mod mcp;
 mod support;

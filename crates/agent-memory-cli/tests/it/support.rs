@@ -119,6 +119,18 @@ impl Server {
         request(&self.address, method, path, key, body).expect("the server answers")
     }
 
+    /// Sends one request with extra headers; returns the status, the head and the body.
+    pub(crate) fn raw_with_headers(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, String)],
+        body: Option<&str>,
+    ) -> (u16, String, String) {
+        request_full(&self.address, method, path, key, headers, body).expect("the server answers")
+    }
+
     /// Sends one JSON request; returns the status and the JSON body.
     pub(crate) fn call(
         &self,
@@ -170,6 +182,19 @@ pub(crate) fn request(
     key: Option<&str>,
     body: Option<&str>,
 ) -> Option<(u16, String)> {
+    request_full(address, method, path, key, &[], body).map(|(status, _, body)| (status, body))
+}
+
+/// Sends one HTTP/1.1 request with extra headers; returns the status, the head and the body
+/// (de-chunked).
+pub(crate) fn request_full(
+    address: &str,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    headers: &[(&str, String)],
+    body: Option<&str>,
+) -> Option<(u16, String, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address).ok()?;
     let body = body.unwrap_or("");
@@ -183,6 +208,9 @@ pub(crate) fn request(
     if let Some(key) = key {
         request.push_str(&format!("Authorization: Bearer {key}\r\n"));
     }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
     request.push_str("\r\n");
     request.push_str(body);
     stream.write_all(request.as_bytes()).ok()?;
@@ -191,5 +219,28 @@ pub(crate) fn request(
     let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n")?;
     let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, body.to_owned()))
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Some((status, head.to_owned(), body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
 }
