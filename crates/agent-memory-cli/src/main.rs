@@ -28,14 +28,19 @@ fn main() -> std::process::ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() {
-                ExitCode::Usage
+            if !error.use_stderr() {
+                // Help and version, on stdout.
+                let _ = error.print();
+                return ExitCode::Ok.into();
+            }
+            if std::env::args_os().any(|arg| arg == "--json") {
+                let message = error.render().to_string();
+                let message = message.trim().trim_start_matches("error: ");
+                Failure::new(failure::ErrorKind::Usage, message).report(true);
             } else {
-                ExitCode::Ok
-            };
-            // Help and version go to stdout, usage errors to stderr, as clap renders them.
-            let _ = error.print();
-            return code.into();
+                let _ = error.print();
+            }
+            return ExitCode::Usage.into();
         }
     };
     let json = cli.json;

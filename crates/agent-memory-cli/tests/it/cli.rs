@@ -108,6 +108,9 @@ fn bad_input_has_meaningful_exit_codes() {
     // Usage: an unknown command.
     let output = run(&dir, &["remmber", "x"]);
     assert_eq!(output.status.code(), Some(2));
+    let (code, usage) = run_json(&dir, &["remmber", "x"]);
+    assert_eq!(code, 2);
+    assert_eq!(usage["error"]["kind"], "usage", "{usage}");
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("remember"),
         "suggests the command"
