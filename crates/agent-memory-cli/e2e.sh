@@ -56,11 +56,12 @@ start_server "$work/schema.db"
 key="$(new_key e2e)"
 venv="$target/e2e-venv"
 [ -x "$venv/bin/st" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q schemathesis; }
-"$venv/bin/st" run "http://$address/openapi.json" \
+# schemathesis keeps its state in the current directory: run it in the scratch one.
+(cd "$work" && "$venv/bin/st" run "http://$address/openapi.json" \
   -H "Authorization: Bearer $key" \
   --max-examples "$examples" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-  --exclude-path /v1/keys --exclude-path '/v1/keys/{id}'
+  --exclude-path /v1/keys --exclude-path '/v1/keys/{id}')
 
 echo "==> MCP Inspector CLI 0.15.0: tools/list over stdio"
 npx -y @modelcontextprotocol/inspector@0.15.0 --cli "$bin" --store "$work/mcp.db" -n e2e mcp --method tools/list |
