@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# End-to-end checks of the built `agent-memory` from the outside:
+#   1. schemathesis (PyPI) against /openapi.json of a running server, bounded examples;
+#   2. the MCP Inspector CLI 0.15.0 (npm) listing the tools over stdio and over HTTP;
+#   3. a load test from a second process (wrk) of HTTP recall on a 10k-memory namespace on
+#      SQLite, printing throughput and latency percentiles.
+# Usage: bash crates/agent-memory-cli/e2e.sh   (from the workspace root; needs python3 with
+# venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
+# Environment: E2E_EXAMPLES (schemathesis examples per operation, default 10),
+# E2E_SECONDS (load duration, default 10), CARGO_TARGET_DIR (default ./target).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+examples="${E2E_EXAMPLES:-10}"
+seconds="${E2E_SECONDS:-10}"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "==> building agent-memory (release)"
+cargo build --release -p agent-memory-cli --manifest-path "$root/Cargo.toml"
+bin="$target/release/agent-memory"
+admin="e2e-admin-$(date +%s)-$RANDOM$RANDOM"
+
+# Starts a server on $1 (store) with extra flags; sets $address.
+start_server() {
+  local store="$1"
+  shift
+  local log="$work/server-$RANDOM.log"
+  AGENT_MEMORY_LOG=warn "$bin" --store "$store" serve --listen 127.0.0.1:0 --admin-key "$admin" "$@" 2>"$log" &
+  pids+=("$!")
+  for _ in $(seq 1 100); do
+    address="$(sed -n 's|^agent-memory listening on http://||p' "$log" | head -1)"
+    [ -n "$address" ] && return 0
+    sleep 0.1
+  done
+  echo "the server did not start:" >&2
+  cat "$log" >&2
+  return 1
+}
+
+new_key() {
+  curl -fsS -X POST "http://$address/v1/keys" -H "Authorization: Bearer $admin" \
+    -H 'Content-Type: application/json' -d "{\"namespace\":\"$1\",\"name\":\"e2e\"}" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])'
+}
+
+echo "==> schemathesis against /openapi.json ($examples examples per operation)"
+start_server "$work/schema.db"
+key="$(new_key e2e)"
+venv="$target/e2e-venv"
+[ -x "$venv/bin/st" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q schemathesis; }
+# schemathesis keeps its state in the current directory: run it in the scratch one.
+(cd "$work" && "$venv/bin/st" run "http://$address/openapi.json" \
+  -H "Authorization: Bearer $key" \
+  --max-examples "$examples" \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+  --exclude-path /v1/keys --exclude-path '/v1/keys/{id}')
+
+echo "==> MCP Inspector CLI 0.15.0: tools/list over stdio"
+npx -y @modelcontextprotocol/inspector@0.15.0 --cli "$bin" --store "$work/mcp.db" -n e2e mcp --method tools/list |
+  python3 -c 'import json,sys; tools=[t["name"] for t in json.load(sys.stdin)["tools"]]; print("stdio tools:", tools); assert "recall" in tools'
+
+echo "==> MCP Inspector CLI 0.15.0: tools/list over Streamable HTTP"
+start_server "$work/mcp-http.db" --no-auth
+npx -y @modelcontextprotocol/inspector@0.15.0 --cli "http://$address/mcp" --transport http --method tools/list |
+  python3 -c 'import json,sys; tools=[t["name"] for t in json.load(sys.stdin)["tools"]]; print("http tools:", tools); assert "recall" in tools'
+
+echo "==> load: HTTP recall on a 10k-memory namespace (SQLite), wrk for ${seconds}s"
+command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
+start_server "$work/load.db"
+key="$(new_key load)"
+python3 - "$address" "$key" <<'PY'
+import json, sys, urllib.request, random
+address, key = sys.argv[1], sys.argv[2]
+words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu".split()
+rng = random.Random(7)
+for batch in range(10):
+    memories = [{"text": " ".join(rng.choice(words) for _ in range(12)) + f" note {batch * 1000 + i}"} for i in range(1000)]
+    request = urllib.request.Request(f"http://{address}/v1/memories/batch", data=json.dumps({"memories": memories}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    urllib.request.urlopen(request).read()
+print("seeded 10000 memories")
+PY
+cat > "$work/recall.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $key"
+local queries = {"alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"}
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, "/v1/recall", nil, '{"query":"' .. queries[(n % #queries) + 1] .. '","limit":10}')
+end
+LUA
+wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address"
+echo "e2e: all checks passed"

@@ -1,0 +1,98 @@
+//! Opens the memory the `--store` URL or path names: SQLite, PostgreSQL or in memory.
+
+use agent_memory::{Memory, PostgresBackend, PostgresOptions, SqliteBackend};
+
+use crate::failure::{ErrorKind, Failure};
+
+/// Which backend a `--store` value names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreLocation {
+    /// `memory:`: kept in the process only.
+    InMemory,
+    /// `postgres://…` or `postgresql://…`.
+    Postgres(String),
+    /// Anything else (optionally `sqlite:`-prefixed): a SQLite file.
+    Sqlite(String),
+}
+
+impl StoreLocation {
+    /// Reads a `--store` value.
+    pub(crate) fn parse(store: &str) -> Self {
+        if store == "memory:" || store == ":memory:" {
+            StoreLocation::InMemory
+        } else if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+            StoreLocation::Postgres(store.to_owned())
+        } else {
+            let path = store
+                .strip_prefix("sqlite://")
+                .or_else(|| store.strip_prefix("sqlite:"));
+            StoreLocation::Sqlite(path.unwrap_or(store).to_owned())
+        }
+    }
+}
+
+/// Opens the memory at `location`.
+///
+/// # Errors
+/// Storage or unavailable failures, with a hint naming the store.
+pub(crate) async fn open(
+    location: &StoreLocation,
+    postgres_schema: Option<&str>,
+) -> Result<Memory, Failure> {
+    let stores = match location {
+        StoreLocation::InMemory => return Ok(Memory::in_memory()),
+        StoreLocation::Sqlite(path) => SqliteBackend::open(path)
+            .map_err(|error| {
+                let failure = Failure::from(error);
+                let hint = format!(
+                    "check that the directory of {path} exists and is writable, and that the file is an agent-memory SQLite store (or choose another with --store)"
+                );
+                failure.with_hint(hint)
+            })?
+            .stores(),
+        StoreLocation::Postgres(url) => {
+            let mut options = PostgresOptions::default();
+            if let Some(schema) = postgres_schema {
+                options = options.with_schema(schema);
+            }
+            PostgresBackend::connect(url, options)
+                .await
+                .map_err(|error| {
+                    let failure = Failure::from(error);
+                    if failure.kind == ErrorKind::InvalidInput {
+                        failure
+                    } else {
+                        failure.with_hint(
+                            "check that the PostgreSQL server in --store is running, reachable and accepts this user and database",
+                        )
+                    }
+                })?
+                .stores()
+        }
+    };
+    Ok(Memory::builder().stores(stores).build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_values_name_their_backend() {
+        let cases = [
+            ("memory:", StoreLocation::InMemory),
+            ("./a.db", StoreLocation::Sqlite("./a.db".into())),
+            (
+                "sqlite:/tmp/b.db",
+                StoreLocation::Sqlite("/tmp/b.db".into()),
+            ),
+            (
+                "postgres://u@h/d",
+                StoreLocation::Postgres("postgres://u@h/d".into()),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(StoreLocation::parse(text), expected, "{text}");
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The command line: global options and one subcommand each for remember, recall, context,
+//! forget, stats, maintain, export, import, serve and mcp.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::failure::EXIT_CODES_HELP;
+
+/// Long-term memory for LLM agents: remember, recall, and serve it over HTTP and MCP.
+#[derive(Debug, Parser)]
+#[command(name = "agent-memory", version, after_help = EXIT_CODES_HELP)]
+pub(crate) struct Cli {
+    /// Where memories live: a SQLite file path (default ./agent-memory.db), a
+    /// postgres://user@host:port/database URL, or `memory:` (kept in the process only).
+    #[arg(
+        long,
+        global = true,
+        env = "AGENT_MEMORY_STORE",
+        value_name = "PATH|URL"
+    )]
+    pub(crate) store: Option<String>,
+
+    /// The namespace (tenant) to work in, e.g. `user-42` or `acme/agent-a`; reads cover it
+    /// and everything under it. Default `default`.
+    #[arg(
+        long,
+        short = 'n',
+        global = true,
+        env = "AGENT_MEMORY_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub(crate) namespace: Option<String>,
+
+    /// A TOML configuration file; default $XDG_CONFIG_HOME/agent-memory/config.toml when it
+    /// exists. Flags win over environment variables, which win over the file.
+    #[arg(long, global = true, env = "AGENT_MEMORY_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// The PostgreSQL schema to use (PostgreSQL stores only). Default `agent_memory`.
+    #[arg(
+        long,
+        global = true,
+        env = "AGENT_MEMORY_POSTGRES_SCHEMA",
+        value_name = "SCHEMA"
+    )]
+    pub(crate) postgres_schema: Option<String>,
+
+    /// Print one JSON document on stdout (the result, or `{"error": ...}`) instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Remember a piece of text; prints its id.
+    Remember(RememberArgs),
+    /// Find the memories, pages and entities that best answer a query.
+    Recall(RecallArgs),
+    /// Prompt-ready text for a query, within a token budget.
+    Context(ContextArgs),
+    /// Forget one memory by id, or every memory of the namespace that matches filters.
+    Forget(ForgetArgs),
+    /// Counts per kind and namespace, pages and entities.
+    Stats,
+    /// Run expiry, decay and eviction on the namespace now.
+    Maintain,
+    /// Write the namespace's records as JSON lines (agent-memory-jsonl).
+    Export(ExportArgs),
+    /// Read records from JSON lines: an agent-memory export, or an MCP memory server's
+    /// memory.jsonl (entities, relations and observations).
+    Import(ImportArgs),
+    /// Serve the HTTP API (with its OpenAPI document and the MCP server on /mcp).
+    Serve(ServeArgs),
+    /// Serve MCP on standard input and output, for an MCP client to start.
+    Mcp(McpArgs),
+}
+
+/// The kinds of memory, as the command line spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum KindArg {
+    /// Recent working context (conversation turns).
+    ShortTerm,
+    /// Durable knowledge.
+    LongTerm,
+    /// An event or experience.
+    Episodic,
+    /// A fact or concept.
+    Semantic,
+}
+
+impl From<KindArg> for agent_memory::MemoryKind {
+    fn from(kind: KindArg) -> Self {
+        match kind {
+            KindArg::ShortTerm => agent_memory::MemoryKind::ShortTerm,
+            KindArg::LongTerm => agent_memory::MemoryKind::LongTerm,
+            KindArg::Episodic => agent_memory::MemoryKind::Episodic,
+            KindArg::Semantic => agent_memory::MemoryKind::Semantic,
+        }
+    }
+}
+
+/// `remember`.
+#[derive(Debug, Args)]
+pub(crate) struct RememberArgs {
+    /// The text to remember; `-` reads it from standard input.
+    pub(crate) text: String,
+    /// Its kind.
+    #[arg(long, value_enum, default_value = "episodic")]
+    pub(crate) kind: KindArg,
+    /// Its importance, from 0 to 1.
+    #[arg(long, default_value_t = 0.5)]
+    pub(crate) importance: f32,
+    /// A tag (repeat for several).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// Where it came from.
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// Text that situates it (searchable, not part of it), e.g. the question it answers.
+    #[arg(long)]
+    pub(crate) context: Option<String>,
+    /// Metadata, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) metadata: Option<String>,
+    /// An explicit id (an existing memory with this id is replaced); default a fresh one.
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+}
+
+/// `recall`.
+#[derive(Debug, Args)]
+pub(crate) struct RecallArgs {
+    /// What to look for, in plain words.
+    pub(crate) query: String,
+    /// Most results.
+    #[arg(long, short = 'k', default_value_t = 10)]
+    pub(crate) limit: usize,
+    /// Only these kinds (repeat for several); default all but short-term.
+    #[arg(long = "kind", value_enum)]
+    pub(crate) kinds: Vec<KindArg>,
+    /// Only records carrying every one of these tags.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// Show each result's score breakdown: the channels that found it and every signal's
+    /// value and contribution.
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+/// `context`.
+#[derive(Debug, Args)]
+pub(crate) struct ContextArgs {
+    /// What the prompt is about.
+    pub(crate) query: String,
+    /// The token budget (estimated).
+    #[arg(long, default_value_t = 500)]
+    pub(crate) max_tokens: usize,
+}
+
+/// `forget`.
+#[derive(Debug, Args)]
+pub(crate) struct ForgetArgs {
+    /// The id of the memory to forget (in the namespace exactly).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub(crate) id: Option<String>,
+    /// Forget every memory in the namespace and under it that matches --kind and --tag.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// With --all: only these kinds.
+    #[arg(long = "kind", value_enum, requires = "all")]
+    pub(crate) kinds: Vec<KindArg>,
+    /// With --all: only memories carrying every one of these tags.
+    #[arg(long = "tag", value_name = "TAG", requires = "all")]
+    pub(crate) tags: Vec<String>,
+}
+
+/// `export`.
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The file to write; default standard output (not with --json).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// Export every namespace, not only --namespace.
+    #[arg(long)]
+    pub(crate) all_namespaces: bool,
+}
+
+/// The formats `import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ImportFormat {
+    /// Decide from the first line.
+    Auto,
+    /// An `agent-memory export` (agent-memory-jsonl); records keep their namespaces.
+    AgentMemory,
+    /// The MCP reference memory server's memory.jsonl, into --namespace.
+    McpMemory,
+}
+
+/// `import`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The file to read; `-` reads standard input.
+    pub(crate) input: PathBuf,
+    /// The file's format.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) format: ImportFormat,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on. Default 127.0.0.1:8080.
+    #[arg(long, env = "AGENT_MEMORY_LISTEN", value_name = "HOST:PORT")]
+    pub(crate) listen: Option<String>,
+    /// The admin key, which manages API keys (POST/GET/DELETE /v1/keys).
+    #[arg(
+        long,
+        env = "AGENT_MEMORY_ADMIN_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub(crate) admin_key: Option<String>,
+    /// Accept requests without a key, with access to every namespace (local use only).
+    #[arg(long, env = "AGENT_MEMORY_NO_AUTH")]
+    pub(crate) no_auth: bool,
+    /// Largest request body accepted, in bytes. Default 2 MiB.
+    #[arg(long, env = "AGENT_MEMORY_MAX_BODY_BYTES", value_name = "BYTES")]
+    pub(crate) max_body_bytes: Option<usize>,
+    /// Deadline of one request, in milliseconds. Default 30000.
+    #[arg(long, env = "AGENT_MEMORY_REQUEST_TIMEOUT_MS", value_name = "MS")]
+    pub(crate) request_timeout_ms: Option<u64>,
+    /// The tool set of the MCP server on /mcp.
+    #[arg(long, value_enum, default_value = "native")]
+    pub(crate) mcp_compat: Compat,
+}
+
+/// Which MCP tools to offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Compat {
+    /// This library's tools: remember, recall, context, forget and graph operations.
+    Native,
+    /// The nine tools of the reference MCP memory server (create_entities, read_graph, ...).
+    ServerMemory,
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The tool set to offer.
+    #[arg(long, value_enum, default_value = "native")]
+    pub(crate) compat: Compat,
+}

@@ -1,0 +1,104 @@
+//! Settings from three places, in order of precedence: flags, environment variables (both
+//! read by clap), then the optional TOML configuration file, then the defaults.
+//!
+//! ```toml
+//! # ~/.config/agent-memory/config.toml
+//! store = "postgres://agent@db.internal:5432/memory"
+//! namespace = "acme"
+//! listen = "0.0.0.0:8080"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::failure::Failure;
+
+/// The store when nothing says otherwise.
+pub(crate) const DEFAULT_STORE: &str = "./agent-memory.db";
+/// The namespace when nothing says otherwise.
+pub(crate) const DEFAULT_NAMESPACE: &str = "default";
+/// Where `serve` listens when nothing says otherwise.
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The largest request body `serve` accepts by default.
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// The default deadline of one request to `serve`.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+
+/// The configuration file's keys; each is the flag's name with `_` for `-`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct ConfigFile {
+    /// As `--store`.
+    pub(crate) store: Option<String>,
+    /// As `--namespace`.
+    pub(crate) namespace: Option<String>,
+    /// As `--postgres-schema`.
+    pub(crate) postgres_schema: Option<String>,
+    /// As `serve --listen`.
+    pub(crate) listen: Option<String>,
+    /// As `serve --admin-key`.
+    pub(crate) admin_key: Option<String>,
+    /// As `serve --no-auth`.
+    pub(crate) no_auth: Option<bool>,
+    /// As `serve --max-body-bytes`.
+    pub(crate) max_body_bytes: Option<usize>,
+    /// As `serve --request-timeout-ms`.
+    pub(crate) request_timeout_ms: Option<u64>,
+}
+
+impl ConfigFile {
+    /// Reads the file named by `--config` (which must exist), else the default file when it
+    /// exists, else nothing.
+    ///
+    /// # Errors
+    /// Invalid input for a file that cannot be read or is not valid TOML of known keys.
+    pub(crate) fn load(explicit: Option<&Path>) -> Result<Self, Failure> {
+        let (path, required) = match explicit {
+            Some(path) => (path.to_path_buf(), true),
+            None => match default_path() {
+                Some(path) => (path, false),
+                None => return Ok(Self::default()),
+            },
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if !required && error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(error) => {
+                return Err(Failure::invalid(
+                    "config",
+                    format!(
+                        "cannot read the configuration file {}: {error}",
+                        path.display()
+                    ),
+                )
+                .with_hint("pass an existing file to --config (or AGENT_MEMORY_CONFIG)"));
+            }
+        };
+        toml::from_str(&text).map_err(|error| {
+            Failure::invalid(
+                "config",
+                format!("configuration file {}: {error}", path.display()),
+            )
+            .with_hint(
+                "the file is TOML with the keys store, namespace, postgres_schema, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms",
+            )
+        })
+    }
+}
+
+/// `$XDG_CONFIG_HOME/agent-memory/config.toml`, or `~/.config/agent-memory/config.toml`.
+fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("agent-memory").join("config.toml"))
+}
+
+/// The first value that is set: flag or environment (`cli`), then the file, then `default`.
+pub(crate) fn pick<T>(cli: Option<T>, file: Option<T>, default: T) -> T {
+    cli.or(file).unwrap_or(default)
+}

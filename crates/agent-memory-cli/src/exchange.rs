@@ -1,0 +1,314 @@
+//! `export` and `import`: the project's JSON lines (`agent-memory-jsonl`, through
+//! `memory_core::transfer`), and the MCP reference memory server's `memory.jsonl`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Cursor, Read, Write};
+
+use agent_memory::transfer::{self, RecordCounts};
+use agent_memory::{MemoryError, MemoryItem, Scope};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use crate::cli::{ExportArgs, ImportArgs, ImportFormat};
+use crate::commands::{Outcome, Settings};
+use crate::failure::Failure;
+use crate::observations::{self, McpLine};
+
+/// `export`: the namespace (or every namespace) as agent-memory-jsonl.
+pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outcome, Failure> {
+    if settings.json && args.output.is_none() {
+        return Err(Failure::invalid(
+            "output",
+            "export --json writes its result on stdout, so the records need a file",
+        )
+        .with_hint("add --output FILE, or leave out --json to write the records on stdout"));
+    }
+    let scope = if args.all_namespaces {
+        Scope::all()
+    } else {
+        settings.namespace.subtree()
+    };
+    let memory = settings.open().await?;
+    memory.flush().await?;
+    let mut writer: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(std::io::BufWriter::new(File::create(path).map_err(
+            |error| {
+                Failure::invalid(
+                    "output",
+                    format!("cannot create {}: {error}", path.display()),
+                )
+            },
+        )?)),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    };
+    let counts = transfer::export_jsonl(
+        &scope,
+        Some(&**memory.store()),
+        Some(&**memory.knowledge()),
+        Some(&**memory.graph()),
+        &mut writer,
+    )
+    .await?;
+    let summary = format!(
+        "exported {} memories, {} pages, {} entities, {} relations",
+        counts.memories, counts.pages, counts.entities, counts.relations
+    );
+    Ok(Outcome {
+        json: json!({ "exported": counts }),
+        // On stdout the records are the output; the summary would corrupt them.
+        text: if args.output.is_some() {
+            summary
+        } else {
+            String::new()
+        },
+    })
+}
+
+/// A progress bar on standard error: drawn only on a terminal and without `--json`.
+fn progress(settings: &Settings, length: Option<u64>, template: &str) -> ProgressBar {
+    let target = if settings.json {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(length, target);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// `import`: reads the whole input, checks it, then writes it.
+pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outcome, Failure> {
+    let (reader, length): (Box<dyn BufRead + Send>, Option<u64>) = if args.input.as_os_str() == "-"
+    {
+        (Box::new(BufReader::new(std::io::stdin())), None)
+    } else {
+        let file = File::open(&args.input).map_err(|error| {
+            Failure::invalid(
+                "input",
+                format!("cannot open {}: {error}", args.input.display()),
+            )
+            .with_hint("pass an existing file, or `-` to read standard input")
+        })?;
+        let length = file.metadata().ok().map(|metadata| metadata.len());
+        (Box::new(BufReader::new(file)), length)
+    };
+    let bar = progress(
+        settings,
+        length,
+        "{spinner} reading {bytes}/{total_bytes} [{bar:30}] {msg}",
+    );
+    let mut reader = bar.wrap_read(reader);
+    let mut first = String::new();
+    // Blank lines before the first record are allowed by both formats.
+    while first.trim().is_empty() {
+        first.clear();
+        let read = reader
+            .read_line(&mut first)
+            .map_err(|error| Failure::invalid("input", format!("reading the input: {error}")))?;
+        if read == 0 {
+            break;
+        }
+    }
+    let format = match args.format {
+        ImportFormat::Auto => detect(&first)?,
+        other => other,
+    };
+    let mut input = Cursor::new(first.into_bytes()).chain(reader);
+    let outcome = match format {
+        ImportFormat::McpMemory => import_mcp(settings, &mut input, &bar).await,
+        _ => import_native(settings, &mut input, &bar).await,
+    };
+    bar.finish_and_clear();
+    outcome
+}
+
+/// The format of an input from its first line.
+fn detect(first: &str) -> Result<ImportFormat, Failure> {
+    let value: serde_json::Value = serde_json::from_str(first.trim()).map_err(|error| {
+        Failure::invalid("input", format!("line 1 is not JSON: {error}")).with_hint(
+            "import reads JSON lines: an `agent-memory export`, or an MCP memory server's memory.jsonl",
+        )
+    })?;
+    if value.get("format").and_then(|f| f.as_str()) == Some(transfer::FORMAT) {
+        Ok(ImportFormat::AgentMemory)
+    } else if matches!(
+        value.get("type").and_then(|t| t.as_str()),
+        Some("entity" | "relation")
+    ) {
+        Ok(ImportFormat::McpMemory)
+    } else {
+        Err(Failure::invalid(
+            "input",
+            "line 1 is neither an agent-memory-jsonl header nor an MCP memory entity or relation",
+        )
+        .with_hint("choose the format with --format agent-memory or --format mcp-memory"))
+    }
+}
+
+async fn import_native(
+    settings: &Settings,
+    input: &mut (dyn BufRead + Send),
+    bar: &ProgressBar,
+) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    bar.set_message("checking and writing");
+    let report = transfer::import_jsonl(
+        input,
+        Some(&**memory.store()),
+        Some(&**memory.knowledge()),
+        Some(&**memory.graph()),
+    )
+    .await?;
+    let counts = report.imported;
+    Ok(Outcome {
+        json: json!({
+            "format": "agent-memory",
+            "imported": counts,
+            "skipped": report.skipped,
+            "ignored": report.ignored,
+        }),
+        text: summary(&counts),
+    })
+}
+
+fn summary(counts: &RecordCounts) -> String {
+    format!(
+        "imported {} memories, {} pages, {} entities, {} relations",
+        counts.memories, counts.pages, counts.entities, counts.relations
+    )
+}
+
+/// Imports a `memory.jsonl` into the namespace: all lines are read and checked before the
+/// first write, so a bad line changes nothing.
+async fn import_mcp(
+    settings: &Settings,
+    input: &mut (dyn BufRead + Send),
+    bar: &ProgressBar,
+) -> Result<Outcome, Failure> {
+    let namespace = &settings.namespace;
+    // Entities by name, in file order of first appearance; a repeated entity adds its
+    // observations to the first.
+    let mut entities: BTreeMap<String, (usize, observations::McpEntity)> = BTreeMap::new();
+    let mut relations = Vec::new();
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = input.read_line(&mut line).map_err(|error| {
+            Failure::invalid("input", format!("reading line {}: {error}", number + 1))
+        })?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: McpLine = serde_json::from_str(line.trim()).map_err(|error| {
+            Failure::invalid("input", format!("line {number}: {error}")).with_hint(
+                "each line must be {\"type\":\"entity\",\"name\",\"entityType\",\"observations\"} or {\"type\":\"relation\",\"from\",\"to\",\"relationType\"}",
+            )
+        })?;
+        match parsed {
+            McpLine::Entity(entity) => {
+                let at = |error: Failure| Failure {
+                    message: format!("line {number}: {}", error.message),
+                    ..error
+                };
+                observations::entity(namespace, &entity).map_err(at)?;
+                for text in &entity.observations {
+                    observations::observation(namespace, &entity.name, text).map_err(at)?;
+                }
+                match entities.get_mut(&entity.name) {
+                    Some((_, known)) => known.observations.extend(entity.observations),
+                    None => {
+                        entities.insert(entity.name.clone(), (number, entity));
+                    }
+                }
+            }
+            McpLine::Relation(relation) => {
+                observations::relation(namespace, &relation).map_err(|error| Failure {
+                    message: format!("line {number}: {}", error.message),
+                    ..error
+                })?;
+                relations.push((number, relation));
+            }
+        }
+    }
+    let memory = settings.open().await?;
+    let graph = memory.graph();
+    let mut known: HashSet<&str> = entities.keys().map(String::as_str).collect();
+    for (number, relation) in &relations {
+        for end in [&relation.from, &relation.to] {
+            if known.contains(end.as_str()) {
+                continue;
+            }
+            if graph.get_entity(namespace, end).await?.is_none() {
+                return Err(Failure::invalid(
+                    "input",
+                    format!(
+                        "line {number}: relation {} -[{}]-> {}: entity {end:?} is neither in the file nor in namespace {namespace}",
+                        relation.from, relation.relation_type, relation.to
+                    ),
+                ));
+            }
+            known.insert(end);
+        }
+    }
+    let mut ordered: Vec<_> = entities.into_values().collect();
+    ordered.sort_by_key(|(number, _)| *number);
+    let total = ordered.len() + relations.len() + 1;
+    bar.set_length(total as u64);
+    bar.set_position(0);
+    if let Ok(style) = ProgressStyle::with_template("{spinner} writing {pos}/{len} [{bar:30}]") {
+        bar.set_style(style);
+    }
+    let mut items: Vec<MemoryItem> = Vec::new();
+    let mut observation_count = 0;
+    for (_, entity) in &ordered {
+        let graph_entity = observations::entity(namespace, entity)?;
+        match graph.add_entity(graph_entity.clone()).await {
+            Err(MemoryError::AlreadyExists { .. }) => graph.update_entity(graph_entity).await?,
+            other => other?,
+        }
+        for text in &entity.observations {
+            items.push(observations::observation(namespace, &entity.name, text)?);
+        }
+        bar.inc(1);
+    }
+    // Duplicate observations of one entity share an id: keep one.
+    let mut seen = HashSet::new();
+    items.retain(|item| seen.insert(item.id.clone()));
+    observation_count += items.len();
+    if !items.is_empty() {
+        memory.store().save_many(items).await?;
+    }
+    bar.inc(1);
+    for (_, relation) in &relations {
+        graph
+            .add_relation(observations::relation(namespace, relation)?)
+            .await?;
+        bar.inc(1);
+    }
+    Ok(Outcome {
+        json: json!({
+            "format": "mcp-memory",
+            "namespace": namespace.as_str(),
+            "imported": {
+                "entities": ordered.len(),
+                "relations": relations.len(),
+                "observations": observation_count,
+            },
+        }),
+        text: format!(
+            "imported {} entities, {} relations, {} observations into {}",
+            ordered.len(),
+            relations.len(),
+            observation_count,
+            namespace
+        ),
+    })
+}

@@ -1,0 +1,240 @@
+//! What went wrong, in one shape for the three faces: an exit code for the commands, an HTTP
+//! status and a JSON body for the API, a tool error for MCP; each with a hint saying what to do.
+
+use agent_memory::MemoryError;
+use serde::Serialize;
+
+/// The exit codes of `agent-memory`, documented in `--help` and the README.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExitCode {
+    /// 0: the command did what it was asked.
+    Ok = 0,
+    /// 1: an unexpected failure inside the program.
+    Internal = 1,
+    /// 2: the command line was wrong (unknown command or option, missing argument).
+    Usage = 2,
+    /// 3: the input was refused: an invalid value, a bad file, a record that exists already.
+    InvalidInput = 3,
+    /// 4: the record asked for does not exist.
+    NotFound = 4,
+    /// 5: the store failed or could not be reached; retrying later may succeed.
+    Storage = 5,
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(code: ExitCode) -> Self {
+        std::process::ExitCode::from(code as u8)
+    }
+}
+
+/// The exit codes as `--help` shows them.
+pub(crate) const EXIT_CODES_HELP: &str = "Exit codes:
+  0  ok
+  1  internal error
+  2  usage: unknown command or option, missing or malformed argument
+  3  invalid input: a value, file or record was refused (the message names it)
+  4  not found: no record with that id in that namespace
+  5  storage: the store failed or is unreachable (retrying later may succeed)";
+
+/// The kind of a failure, as the `kind` of a JSON error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ErrorKind {
+    /// The command line or request was malformed.
+    Usage,
+    /// A value was refused; `field` names it when known.
+    InvalidInput,
+    /// A record with this key exists already.
+    AlreadyExists,
+    /// The record does not exist.
+    NotFound,
+    /// No or an unknown API key.
+    Unauthorized,
+    /// The API key does not cover the namespace asked for.
+    Forbidden,
+    /// The request body is larger than the server accepts.
+    PayloadTooLarge,
+    /// The store failed.
+    Storage,
+    /// The store could not be reached or timed out; retry later.
+    Unavailable,
+    /// The request took longer than the server's deadline.
+    Timeout,
+    /// A failure inside the program.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The exit code of a command that failed this way.
+    pub(crate) fn exit_code(self) -> ExitCode {
+        match self {
+            ErrorKind::Usage => ExitCode::Usage,
+            ErrorKind::InvalidInput
+            | ErrorKind::AlreadyExists
+            | ErrorKind::PayloadTooLarge
+            | ErrorKind::Unauthorized
+            | ErrorKind::Forbidden => ExitCode::InvalidInput,
+            ErrorKind::NotFound => ExitCode::NotFound,
+            ErrorKind::Storage | ErrorKind::Unavailable | ErrorKind::Timeout => ExitCode::Storage,
+            ErrorKind::Internal => ExitCode::Internal,
+        }
+    }
+
+    /// The HTTP status of a request that failed this way.
+    pub(crate) fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::Usage | ErrorKind::InvalidInput => 400,
+            ErrorKind::Unauthorized => 401,
+            ErrorKind::Forbidden => 403,
+            ErrorKind::NotFound => 404,
+            ErrorKind::AlreadyExists => 409,
+            ErrorKind::PayloadTooLarge => 413,
+            ErrorKind::Storage | ErrorKind::Internal => 500,
+            ErrorKind::Unavailable => 503,
+            ErrorKind::Timeout => 504,
+        }
+    }
+
+    /// What to do about it.
+    fn hint(self) -> &'static str {
+        match self {
+            ErrorKind::Usage => "run `agent-memory --help` or `agent-memory <command> --help`",
+            ErrorKind::InvalidInput => {
+                "correct the value the message names; `agent-memory <command> --help` says what each option accepts"
+            }
+            ErrorKind::AlreadyExists => "choose another id, or forget the existing record first",
+            ErrorKind::NotFound => {
+                "check the id and the namespace (--namespace, or the request's namespace): records are only found in their own namespace"
+            }
+            ErrorKind::Unauthorized => {
+                "send an API key as `Authorization: Bearer <key>`; the admin creates keys with POST /v1/keys"
+            }
+            ErrorKind::Forbidden => {
+                "use a namespace under your key's prefix, or ask the admin for a key that covers it"
+            }
+            ErrorKind::PayloadTooLarge => {
+                "send a smaller body (split a batch), or raise the server's --max-body-bytes"
+            }
+            ErrorKind::Storage => {
+                "check that the store (--store or AGENT_MEMORY_STORE) exists, is writable and is not used by an incompatible version"
+            }
+            ErrorKind::Unavailable => {
+                "check that the store's server is running and reachable, then retry"
+            }
+            ErrorKind::Timeout => {
+                "retry; if it keeps happening, ask for less (a smaller limit or batch)"
+            }
+            ErrorKind::Internal => {
+                "this is a bug: please report it with the command that caused it"
+            }
+        }
+    }
+}
+
+/// A failure: its kind, a message, the field at fault when known, and a hint.
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub(crate) struct Failure {
+    /// What kind of failure.
+    pub(crate) kind: ErrorKind,
+    /// What went wrong, naming the value or record.
+    pub(crate) message: String,
+    /// The input field at fault, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) field: Option<String>,
+    /// What to do about it.
+    pub(crate) hint: String,
+}
+
+impl Failure {
+    /// A failure of `kind` with `message` and the kind's hint.
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            field: None,
+            hint: kind.hint().to_owned(),
+        }
+    }
+
+    /// Invalid input naming `field`.
+    pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Self {
+        let mut failure = Self::new(ErrorKind::InvalidInput, message);
+        failure.field = Some(field.to_owned());
+        failure
+    }
+
+    /// An unexpected failure.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// Replaces the hint.
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = hint.into();
+        self
+    }
+
+    /// The exit code for this failure.
+    pub(crate) fn exit_code(&self) -> ExitCode {
+        self.kind.exit_code()
+    }
+
+    /// Writes the failure: `{"error": {...}}` on stdout with `--json` (so stdout always
+    /// holds one JSON document), else `error: ...` and the hint on stderr.
+    pub(crate) fn report(&self, json: bool) {
+        if json {
+            let body = serde_json::json!({ "error": self });
+            println!("{body}");
+        } else {
+            eprintln!("error: {}", self.message);
+            eprintln!("hint: {}", self.hint);
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<MemoryError> for Failure {
+    fn from(error: MemoryError) -> Self {
+        let kind = match &error {
+            MemoryError::NotFound { .. } => ErrorKind::NotFound,
+            MemoryError::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            MemoryError::InvalidInput { .. }
+            | MemoryError::LimitExceeded { .. }
+            | MemoryError::Serialization { .. } => ErrorKind::InvalidInput,
+            MemoryError::Unavailable { .. } | MemoryError::Conflict { .. } => {
+                ErrorKind::Unavailable
+            }
+            MemoryError::Timeout { .. } => ErrorKind::Timeout,
+            MemoryError::Storage { .. } => ErrorKind::Storage,
+            _ => ErrorKind::Internal,
+        };
+        let message = error.to_string();
+        let field = error.field().map(str::to_owned);
+        Self {
+            kind,
+            field,
+            hint: kind.hint().to_owned(),
+            message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_input_names_its_field() {
+        let failure = Failure::from(MemoryError::invalid("importance", "2 is outside [0, 1]"));
+        assert_eq!(failure.kind, ErrorKind::InvalidInput);
+        assert_eq!(failure.field.as_deref(), Some("importance"));
+        assert_eq!(failure.exit_code(), ExitCode::InvalidInput);
+        let other = Failure::from(MemoryError::invalid("import line 3", "bad"));
+        assert_eq!(other.field.as_deref(), Some("import line 3"));
+    }
+}

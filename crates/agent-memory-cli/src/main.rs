@@ -1,0 +1,83 @@
+//! `agent-memory`: long-term memory for LLM agents from the shell, over HTTP and over MCP.
+//!
+//! One binary, three faces: commands (`remember`, `recall`, `context`, `forget`, `stats`,
+//! `maintain`, `export`, `import`), an HTTP API (`serve`, with an OpenAPI document and the
+//! MCP server on `/mcp`) and an MCP server on standard input and output (`mcp`). The store
+//! is one URL or path (`--store`): a SQLite file (the default, `./agent-memory.db`),
+//! `postgres://…`, or `memory:`. Exit codes are listed in [`failure::ExitCode`].
+
+mod backend;
+mod cli;
+mod commands;
+mod config;
+mod exchange;
+mod failure;
+mod mcp;
+mod observations;
+mod serve;
+mod views;
+
+use std::io::Write;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+use crate::failure::{ExitCode, Failure};
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            if !error.use_stderr() {
+                // Help and version, on stdout.
+                let _ = error.print();
+                return ExitCode::Ok.into();
+            }
+            if std::env::args_os().any(|arg| arg == "--json") {
+                let message = error.render().to_string();
+                let message = message.trim().trim_start_matches("error: ");
+                Failure::new(failure::ErrorKind::Usage, message).report(true);
+            } else {
+                let _ = error.print();
+            }
+            return ExitCode::Usage.into();
+        }
+    };
+    let json = cli.json;
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::internal(format!("starting the async runtime: {error}")))
+        .and_then(|runtime| runtime.block_on(commands::run(cli)));
+    match outcome {
+        Ok(outcome) => {
+            let mut stdout = std::io::stdout().lock();
+            let written = if outcome.json.is_null() && outcome.text.is_empty() {
+                // The MCP server: standard output carried the protocol.
+                Ok(())
+            } else if json {
+                serde_json::to_writer(&mut stdout, &outcome.json)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(stdout))
+            } else if outcome.text.is_empty() {
+                Ok(())
+            } else {
+                writeln!(stdout, "{}", outcome.text.trim_end_matches('\n'))
+            };
+            match written.and_then(|()| stdout.flush()) {
+                Ok(()) => ExitCode::Ok.into(),
+                // A closed pipe (`agent-memory recall x | head -1`) is not worth a message.
+                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::Ok.into(),
+                Err(error) => {
+                    let failure = Failure::internal(format!("writing the result: {error}"));
+                    failure.report(json);
+                    failure.exit_code().into()
+                }
+            }
+        }
+        Err(failure) => {
+            failure.report(json);
+            failure.exit_code().into()
+        }
+    }
+}

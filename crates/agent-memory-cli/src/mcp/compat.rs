@@ -1,0 +1,482 @@
+//! The nine tools of the reference MCP memory server, with its argument names and result
+//! shapes, on this library's graph and memories (see [`crate::observations`]). Reads are
+//! paginated: `read_graph` and `search_nodes` take `limit` and `cursor` and return
+//! `nextCursor` while more remains, so no call returns an unbounded graph.
+
+use std::collections::{BTreeSet, HashSet};
+
+use agent_memory::{Memory, MemoryError, Namespace, SearchQuery};
+use rmcp::model::Tool;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::native::paging;
+use super::{arguments, schema};
+use crate::failure::Failure;
+use crate::observations::{
+    self, ENTITY_KEY, McpEntity, McpRelation, observation_id, to_mcp_entity, to_mcp_relation,
+};
+use crate::serve::Caller;
+
+/// The default and largest page of entities.
+const DEFAULT_PAGE: usize = 50;
+const MAX_PAGE: usize = 200;
+/// Most names `open_nodes` takes at once.
+const MAX_NAMES: usize = 200;
+
+fn entity_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "description": "The name of the entity"},
+            "entityType": {"type": "string", "minLength": 1, "description": "The type of the entity"},
+            "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents associated with the entity"}
+        },
+        "required": ["name", "entityType", "observations"],
+        "additionalProperties": false
+    })
+}
+
+fn relation_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "from": {"type": "string", "minLength": 1, "description": "The name of the entity where the relation starts"},
+            "to": {"type": "string", "minLength": 1, "description": "The name of the entity where the relation ends"},
+            "relationType": {"type": "string", "minLength": 1, "description": "The type of the relation"}
+        },
+        "required": ["from", "to", "relationType"],
+        "additionalProperties": false
+    })
+}
+
+fn page_properties() -> Value {
+    json!({
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": DEFAULT_PAGE, "description": "Most entities in this page."},
+        "cursor": {"type": "string", "description": "The nextCursor of the previous page; leave out for the first page."}
+    })
+}
+
+/// The reference server's tools.
+pub(super) fn tools() -> Vec<Tool> {
+    let mut search = json!({
+        "type": "object",
+        "properties": {"query": {"type": "string", "minLength": 1, "description": "The search query to match against entity names, types, and observation content"}},
+        "required": ["query"],
+        "additionalProperties": false
+    });
+    let mut read = json!({"type": "object", "properties": {}, "additionalProperties": false});
+    for target in [&mut search, &mut read] {
+        if let (Some(properties), Some(extra)) = (
+            target["properties"].as_object_mut(),
+            page_properties().as_object(),
+        ) {
+            properties.extend(extra.clone());
+        }
+    }
+    vec![
+        Tool::new(
+            "create_entities",
+            "Create multiple new entities in the knowledge graph. Entities whose name exists already are left as they are and not returned.",
+            schema(json!({
+                "type": "object",
+                "properties": {"entities": {"type": "array", "items": entity_schema()}},
+                "required": ["entities"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "create_relations",
+            "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice. Both entities must exist.",
+            schema(json!({
+                "type": "object",
+                "properties": {"relations": {"type": "array", "items": relation_schema()}},
+                "required": ["relations"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "add_observations",
+            "Add new observations to existing entities in the knowledge graph. Returns the observations that were new.",
+            schema(json!({
+                "type": "object",
+                "properties": {"observations": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "entityName": {"type": "string", "minLength": 1, "description": "The name of the entity to add the observations to"},
+                        "contents": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents to add"}
+                    },
+                    "required": ["entityName", "contents"],
+                    "additionalProperties": false
+                }}},
+                "required": ["observations"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "delete_entities",
+            "Delete multiple entities and their associated relations and observations from the knowledge graph.",
+            schema(json!({
+                "type": "object",
+                "properties": {"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}},
+                "required": ["entityNames"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "delete_observations",
+            "Delete specific observations from entities in the knowledge graph.",
+            schema(json!({
+                "type": "object",
+                "properties": {"deletions": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "entityName": {"type": "string", "minLength": 1, "description": "The name of the entity containing the observations"},
+                        "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observations to delete"}
+                    },
+                    "required": ["entityName", "observations"],
+                    "additionalProperties": false
+                }}},
+                "required": ["deletions"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "delete_relations",
+            "Delete multiple relations from the knowledge graph.",
+            schema(json!({
+                "type": "object",
+                "properties": {"relations": {"type": "array", "items": relation_schema(), "description": "An array of relations to delete"}},
+                "required": ["relations"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "read_graph",
+            "Read the knowledge graph a page of entities at a time: each page holds entities with their observations and the relations that start from them. Pass nextCursor back to read on.",
+            schema(read),
+        ),
+        Tool::new(
+            "search_nodes",
+            "Search for nodes in the knowledge graph based on a query: entities whose name or type contains it, or whose observations match it. Returns a page of entities and the relations among them.",
+            schema(search),
+        ),
+        Tool::new(
+            "open_nodes",
+            "Open specific nodes in the knowledge graph by their names: the entities with their observations, and the relations among them.",
+            schema(json!({
+                "type": "object",
+                "properties": {"names": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_NAMES, "description": "An array of entity names to retrieve"}},
+                "required": ["names"],
+                "additionalProperties": false
+            })),
+        ),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entities {
+    entities: Vec<McpEntity>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Relations {
+    relations: Vec<McpRelation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ObservationAdd {
+    entity_name: String,
+    contents: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Observations {
+    observations: Vec<ObservationAdd>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EntityNames {
+    entity_names: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ObservationDeletion {
+    entity_name: String,
+    observations: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Deletions {
+    deletions: Vec<ObservationDeletion>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Page {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Search {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Names {
+    names: Vec<String>,
+}
+
+/// Runs tool `name` in the caller's namespace.
+pub(super) async fn call(
+    memory: &Memory,
+    caller: &Caller,
+    name: &str,
+    raw: Option<Map<String, Value>>,
+) -> Result<Value, Failure> {
+    let namespace = caller.namespace(None)?;
+    let graph = memory.graph();
+    match name {
+        "create_entities" => {
+            let args: Entities = arguments(raw)?;
+            // Check everything before the first write.
+            let mut items = Vec::new();
+            for entity in &args.entities {
+                observations::entity(&namespace, entity)?;
+                for text in &entity.observations {
+                    items.push(observations::observation(&namespace, &entity.name, text)?);
+                }
+            }
+            let mut created = Vec::new();
+            let mut fresh = HashSet::new();
+            for entity in &args.entities {
+                match graph
+                    .add_entity(observations::entity(&namespace, entity)?)
+                    .await
+                {
+                    Ok(()) => {
+                        fresh.insert(entity.name.clone());
+                        created.push(entity.clone());
+                    }
+                    Err(MemoryError::AlreadyExists { .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            items.retain(|item| {
+                item.metadata
+                    .get(ENTITY_KEY)
+                    .and_then(Value::as_str)
+                    .is_some_and(|name| fresh.contains(name))
+            });
+            if !items.is_empty() {
+                memory.store().save_many(items).await?;
+            }
+            Ok(json!(created))
+        }
+        "create_relations" => {
+            let args: Relations = arguments(raw)?;
+            let mut relations = Vec::new();
+            for relation in &args.relations {
+                relations.push(observations::relation(&namespace, relation)?);
+            }
+            let mut created = Vec::new();
+            for (relation, shown) in relations.into_iter().zip(&args.relations) {
+                let exists = graph
+                    .relations_of(&namespace, &relation.source_id)
+                    .await?
+                    .iter()
+                    .any(|r| {
+                        r.source_id == relation.source_id
+                            && r.target_id == relation.target_id
+                            && r.relation_type == relation.relation_type
+                    });
+                if !exists {
+                    graph.add_relation(relation).await?;
+                    created.push(shown.clone());
+                }
+            }
+            Ok(json!(created))
+        }
+        "add_observations" => {
+            let args: Observations = arguments(raw)?;
+            let mut results = Vec::new();
+            let mut items = Vec::new();
+            for add in &args.observations {
+                if graph
+                    .get_entity(&namespace, &add.entity_name)
+                    .await?
+                    .is_none()
+                {
+                    return Err(Failure::new(
+                        crate::failure::ErrorKind::NotFound,
+                        format!("Entity with name {} not found", add.entity_name),
+                    ));
+                }
+                let existing: HashSet<String> =
+                    observations::observations_of(memory, &namespace, &add.entity_name)
+                        .await?
+                        .into_iter()
+                        .map(|item| item.content)
+                        .collect();
+                let mut added = Vec::new();
+                for text in &add.contents {
+                    if !existing.contains(text) && !added.contains(text) {
+                        items.push(observations::observation(
+                            &namespace,
+                            &add.entity_name,
+                            text,
+                        )?);
+                        added.push(text.clone());
+                    }
+                }
+                results.push(json!({ "entityName": add.entity_name, "addedObservations": added }));
+            }
+            if !items.is_empty() {
+                memory.store().save_many(items).await?;
+            }
+            Ok(json!(results))
+        }
+        "delete_entities" => {
+            let args: EntityNames = arguments(raw)?;
+            for name in &args.entity_names {
+                for item in observations::observations_of(memory, &namespace, name).await? {
+                    memory.forget(&namespace, &item.id).await?;
+                }
+                graph.remove_entity(&namespace, name).await?;
+            }
+            Ok(json!({ "deleted": args.entity_names }))
+        }
+        "delete_observations" => {
+            let args: Deletions = arguments(raw)?;
+            for deletion in &args.deletions {
+                for text in &deletion.observations {
+                    memory
+                        .forget(&namespace, &observation_id(&deletion.entity_name, text))
+                        .await?;
+                }
+            }
+            Ok(json!({ "deleted": true }))
+        }
+        "delete_relations" => {
+            let args: Relations = arguments(raw)?;
+            for relation in &args.relations {
+                graph
+                    .remove_relation(
+                        &namespace,
+                        &relation.from,
+                        &relation.to,
+                        &relation.relation_type,
+                    )
+                    .await?;
+            }
+            Ok(json!({ "deleted": args.relations.len() }))
+        }
+        "read_graph" => {
+            let args: Page = arguments(raw)?;
+            let (offset, limit) =
+                paging(args.limit, args.cursor.as_deref(), DEFAULT_PAGE, MAX_PAGE)?;
+            let entities = graph.list_entities(&namespace.exact()).await?;
+            let total = entities.len();
+            let page: Vec<_> = entities.into_iter().skip(offset).take(limit).collect();
+            let mut shown = Vec::with_capacity(page.len());
+            let mut relations = Vec::new();
+            for entity in &page {
+                shown.push(to_mcp_entity(memory, entity).await?);
+                for relation in graph.relations_of(&namespace, &entity.id).await? {
+                    if relation.source_id == entity.id {
+                        relations.push(to_mcp_relation(&relation));
+                    }
+                }
+            }
+            let end = offset.saturating_add(page.len());
+            Ok(graph_page(shown, relations, (end < total).then_some(end)))
+        }
+        "search_nodes" => {
+            let args: Search = arguments(raw)?;
+            let (offset, limit) =
+                paging(args.limit, args.cursor.as_deref(), DEFAULT_PAGE, MAX_PAGE)?;
+            let needle = args.query.to_lowercase();
+            let mut names = BTreeSet::new();
+            for entity in graph.list_entities(&namespace.exact()).await? {
+                if entity.name.to_lowercase().contains(&needle)
+                    || entity.entity_type.to_lowercase().contains(&needle)
+                {
+                    names.insert(entity.id);
+                }
+            }
+            let hits = memory
+                .store()
+                .search(&SearchQuery::new(namespace.exact(), &args.query, 1000))
+                .await?;
+            for hit in hits {
+                if let Some(name) = hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str) {
+                    names.insert(name.to_owned());
+                }
+            }
+            let total = names.len();
+            let page: Vec<String> = names.into_iter().skip(offset).take(limit).collect();
+            let end = offset.saturating_add(page.len());
+            open(memory, &namespace, &page, (end < total).then_some(end)).await
+        }
+        "open_nodes" => {
+            let args: Names = arguments(raw)?;
+            if args.names.len() > MAX_NAMES {
+                return Err(Failure::invalid(
+                    "names",
+                    format!("{} names is more than {MAX_NAMES}", args.names.len()),
+                ));
+            }
+            open(memory, &namespace, &args.names, None).await
+        }
+        other => Err(Failure::invalid("name", format!("unknown tool {other:?}"))),
+    }
+}
+
+fn graph_page(entities: Vec<McpEntity>, relations: Vec<McpRelation>, next: Option<usize>) -> Value {
+    let mut value = json!({ "entities": entities, "relations": relations });
+    if let Some(next) = next {
+        value["nextCursor"] = Value::String(next.to_string());
+    }
+    value
+}
+
+/// The named entities with their observations and the relations among them.
+async fn open(
+    memory: &Memory,
+    namespace: &Namespace,
+    names: &[String],
+    next: Option<usize>,
+) -> Result<Value, Failure> {
+    let graph = memory.graph();
+    let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+    let mut entities = Vec::new();
+    let mut relations = Vec::new();
+    for name in names {
+        let Some(entity) = graph.get_entity(namespace, name).await? else {
+            continue;
+        };
+        entities.push(to_mcp_entity(memory, &entity).await?);
+        for relation in graph.relations_of(namespace, name).await? {
+            if relation.source_id == *name && wanted.contains(relation.target_id.as_str()) {
+                relations.push(to_mcp_relation(&relation));
+            }
+        }
+    }
+    Ok(graph_page(entities, relations, next))
+}

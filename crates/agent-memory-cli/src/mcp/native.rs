@@ -1,0 +1,449 @@
+//! This library's MCP tools: remember, recall, context, forget, and the knowledge graph.
+
+use agent_memory::{GraphEntity, GraphRelation, Memory, MemoryError, MemoryKind, Remember};
+use rmcp::model::{Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{arguments, schema};
+use crate::commands::recall_options;
+use crate::failure::{ErrorKind, Failure};
+use crate::serve::Caller;
+use crate::views::{EntityView, RecallView, RelationView};
+
+/// Most entities in one page of `list_entities`.
+const MAX_PAGE: usize = 100;
+/// Most relations shown with one entity.
+const MAX_RELATIONS: usize = 100;
+
+const NAMESPACE: &str = "Optional sub-namespace to work in, under the one this connection is scoped to (e.g. `project-x` or `sessions/42`). Leave it out to use the connection's namespace; reads then cover everything under it.";
+
+fn tool(name: &'static str, description: &'static str, input: Value, read_only: bool) -> Tool {
+    let mut tool = Tool::new(name, description, schema(input));
+    let mut annotations = ToolAnnotations::default();
+    annotations.read_only_hint = Some(read_only);
+    annotations.destructive_hint = Some(name == "forget" || name == "delete_entity");
+    annotations.open_world_hint = Some(false);
+    tool.annotations = Some(annotations);
+    tool
+}
+
+/// The tools with their schemas and descriptions, written for a model.
+pub(super) fn tools() -> Vec<Tool> {
+    let kinds = json!(["short_term", "long_term", "episodic", "semantic"]);
+    vec![
+        tool(
+            "remember",
+            "Store one durable memory: a fact, preference, decision or event stated in one self-contained sentence (name the people and things; do not write 'he' or 'it'). Returns the memory's id once it is stored. Use it whenever the user tells you something worth knowing in a later conversation.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "minLength": 1, "description": "The memory, self-contained, e.g. 'Dana prefers meetings after 10am'."},
+                    "kind": {"type": "string", "enum": kinds, "default": "episodic", "description": "semantic for facts and preferences, episodic for events, long_term for standing instructions, short_term for scratch notes."},
+                    "importance": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5, "description": "How much it matters; important memories rank higher and are evicted last."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Short topic labels, e.g. ['travel', 'dana']."},
+                    "context": {"type": "string", "description": "What situates the memory (the question it answers); searchable but not part of it."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "recall",
+            "Search long-term memory. Returns the best matching memories, knowledge pages and graph entities, best first, each with its id, text and score. Ask in plain words about what you need ('Dana meeting preferences'); set explain to see why each result ranked where it did.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "Most results."},
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": kinds}, "description": "Only these kinds; default all but short_term."},
+                    "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "context",
+            "Get prompt-ready background for a topic: the most relevant memories and knowledge as short bullet lists, within a token budget. Use it at the start of a task to load what you know about it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "The topic or task."},
+                    "max_tokens": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 500, "description": "The budget for the returned text, in tokens (estimated)."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "forget",
+            "Delete one memory by its id (from remember or recall), e.g. when it is wrong or the user asks you to forget it. Fails with not_found when there is no such memory.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                    "namespace": {"type": "string", "description": "The memory's namespace, as recall returned it; default the connection's namespace."}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "add_entity",
+            "Create or replace a knowledge-graph entity (a person, project, place, tool...). Its id is how relations refer to it; reuse ids rather than creating duplicates.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "A stable id, e.g. 'dana' or 'project-apollo'."},
+                    "name": {"type": "string", "minLength": 1, "description": "The display name."},
+                    "entity_type": {"type": "string", "minLength": 1, "description": "What it is: person, project, organization, ..."},
+                    "description": {"type": "string", "description": "One or two sentences about it."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Topic labels."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id", "name", "entity_type"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "add_relation",
+            "Relate two existing entities with a typed, directed relation in active voice (source works_at target). Adding the same relation again updates its weight.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "source_id": {"type": "string", "minLength": 1, "description": "The source entity's id."},
+                    "target_id": {"type": "string", "minLength": 1, "description": "The target entity's id."},
+                    "relation_type": {"type": "string", "minLength": 1, "description": "The relation in active voice, e.g. works_at, manages, depends_on."},
+                    "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 1, "description": "How strong the relation is."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["source_id", "target_id", "relation_type"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "get_entity",
+            "Read one entity with its relations (at most 100).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The entity's id."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "list_entities",
+            "Page through the graph's entities, at most `limit` at a time; pass the returned next_cursor to get the next page.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 50},
+                    "cursor": {"type": "string", "description": "The next_cursor of the previous page."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "delete_entity",
+            "Delete an entity and every relation from or to it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The entity's id."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    text: String,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    importance: Option<f32>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    context: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    kinds: Vec<String>,
+    #[serde(default)]
+    explain: bool,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextArgs {
+    query: String,
+    #[serde(default)]
+    max_tokens: Option<usize>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntityArgs {
+    id: String,
+    name: String,
+    entity_type: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelationArgs {
+    source_id: String,
+    target_id: String,
+    relation_type: String,
+    #[serde(default)]
+    weight: Option<f32>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+/// The offset and size of a page.
+pub(super) fn paging(
+    limit: Option<usize>,
+    cursor: Option<&str>,
+    default: usize,
+    max: usize,
+) -> Result<(usize, usize), Failure> {
+    let limit = limit.unwrap_or(default);
+    if limit == 0 || limit > max {
+        return Err(Failure::invalid(
+            "limit",
+            format!("limit {limit} is outside 1 to {max}"),
+        ));
+    }
+    let offset = match cursor.filter(|c| !c.is_empty()) {
+        None => 0,
+        Some(cursor) => cursor.parse().map_err(|_| {
+            Failure::invalid(
+                "cursor",
+                format!("cursor {cursor:?} is not one this server gave"),
+            )
+        })?,
+    };
+    Ok((offset, limit))
+}
+
+/// Runs tool `name`.
+pub(super) async fn call(
+    memory: &Memory,
+    caller: &Caller,
+    name: &str,
+    raw: Option<Map<String, Value>>,
+) -> Result<Value, Failure> {
+    match name {
+        "remember" => {
+            let args: RememberArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let mut request = Remember::new(namespace.clone(), args.text).tags(args.tags);
+            if let Some(kind) = &args.kind {
+                request = request.kind(MemoryKind::parse(kind)?);
+            }
+            if let Some(importance) = args.importance {
+                request = request.importance(importance);
+            }
+            if let Some(context) = args.context {
+                request = request.context(context);
+            }
+            let id = memory.remember_with(request).await?;
+            Ok(json!({ "id": id, "namespace": namespace.as_str() }))
+        }
+        "recall" => {
+            let args: RecallArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let limit = args.limit.unwrap_or(10);
+            if limit > 50 {
+                return Err(Failure::invalid(
+                    "limit",
+                    format!("limit {limit} is above 50"),
+                ));
+            }
+            let kinds = args
+                .kinds
+                .iter()
+                .map(|kind| MemoryKind::parse(kind))
+                .collect::<Result<Vec<_>, _>>()?;
+            let options = recall_options(limit, kinds, Vec::new())?;
+            let result = memory
+                .recall_with(&namespace.subtree(), &args.query, &options)
+                .await?;
+            to_value(&RecallView::new(&result, args.explain))
+        }
+        "context" => {
+            let args: ContextArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let max_tokens = args.max_tokens.unwrap_or(500);
+            if max_tokens == 0 || max_tokens > 100_000 {
+                return Err(Failure::invalid(
+                    "max_tokens",
+                    format!("max_tokens {max_tokens} is outside 1 to 100000"),
+                ));
+            }
+            let context = memory
+                .recall_context(&namespace.subtree(), &args.query, max_tokens)
+                .await?;
+            Ok(json!({ "context": context }))
+        }
+        "forget" => {
+            let args: IdArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            if memory.forget(&namespace, &args.id).await? {
+                Ok(json!({ "forgotten": 1, "id": args.id }))
+            } else {
+                Err(Failure::new(
+                    ErrorKind::NotFound,
+                    format!("no memory {:?} in namespace {namespace}", args.id),
+                ))
+            }
+        }
+        "add_entity" => {
+            let args: EntityArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let entity = GraphEntity::new(namespace, args.id, args.name, args.entity_type)?
+                .with_description(args.description)
+                .with_tags(&args.tags)?;
+            let graph = memory.graph();
+            match graph.add_entity(entity.clone()).await {
+                Err(MemoryError::AlreadyExists { .. }) => {
+                    graph.update_entity(entity.clone()).await?
+                }
+                other => other?,
+            }
+            to_value(&EntityView::from(&entity))
+        }
+        "add_relation" => {
+            let args: RelationArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let relation = GraphRelation::new(
+                namespace,
+                args.source_id,
+                args.target_id,
+                args.relation_type,
+                args.weight.unwrap_or(1.0),
+            )?;
+            memory.graph().add_relation(relation.clone()).await?;
+            to_value(&RelationView::from(&relation))
+        }
+        "get_entity" => {
+            let args: IdArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let Some(entity) = memory.graph().get_entity(&namespace, &args.id).await? else {
+                return Err(Failure::new(
+                    ErrorKind::NotFound,
+                    format!("no entity {:?} in namespace {namespace}", args.id),
+                ));
+            };
+            let relations = memory.graph().relations_of(&namespace, &args.id).await?;
+            let truncated = relations.len() > MAX_RELATIONS;
+            let relations: Vec<RelationView> = relations
+                .iter()
+                .take(MAX_RELATIONS)
+                .map(RelationView::from)
+                .collect();
+            Ok(json!({
+                "entity": EntityView::from(&entity),
+                "relations": relations,
+                "relations_truncated": truncated,
+            }))
+        }
+        "list_entities" => {
+            let args: ListArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let (offset, limit) = paging(args.limit, args.cursor.as_deref(), 50, MAX_PAGE)?;
+            let entities = memory.graph().list_entities(&namespace.subtree()).await?;
+            let total = entities.len();
+            let page: Vec<EntityView> = entities
+                .iter()
+                .skip(offset)
+                .take(limit)
+                .map(EntityView::from)
+                .collect();
+            let end = offset.saturating_add(page.len());
+            let mut value = json!({ "entities": page });
+            if end < total {
+                value["next_cursor"] = Value::String(end.to_string());
+            }
+            Ok(value)
+        }
+        "delete_entity" => {
+            let args: IdArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            if memory.graph().remove_entity(&namespace, &args.id).await? {
+                Ok(json!({ "deleted": 1, "id": args.id }))
+            } else {
+                Err(Failure::new(
+                    ErrorKind::NotFound,
+                    format!("no entity {:?} in namespace {namespace}", args.id),
+                ))
+            }
+        }
+        other => Err(Failure::invalid("name", format!("unknown tool {other:?}"))),
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, Failure> {
+    serde_json::to_value(value).map_err(|error| Failure::internal(error.to_string()))
+}

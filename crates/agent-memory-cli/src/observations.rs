@@ -1,0 +1,160 @@
+//! The knowledge graph of the MCP reference memory server, on this library: an entity is a
+//! graph entity whose id is its name, a relation a graph relation of weight 1, and each
+//! observation a semantic memory tied to its entity (metadata `entity`, the entity's name as
+//! its context), so observations are recalled like any memory.
+
+use agent_memory::{
+    GraphEntity, GraphRelation, Memory, MemoryFilter, MemoryItem, MemoryKind, Namespace, Scope,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::failure::Failure;
+
+/// The metadata key naming an observation's entity.
+pub(crate) const ENTITY_KEY: &str = "entity";
+
+/// An entity as the reference server writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct McpEntity {
+    /// Its name, unique in the graph.
+    pub(crate) name: String,
+    /// Its type.
+    pub(crate) entity_type: String,
+    /// What is known about it.
+    #[serde(default)]
+    pub(crate) observations: Vec<String>,
+}
+
+/// A relation as the reference server writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct McpRelation {
+    /// The source entity's name.
+    pub(crate) from: String,
+    /// The target entity's name.
+    pub(crate) to: String,
+    /// The relation type, in active voice.
+    pub(crate) relation_type: String,
+}
+
+/// One line of the reference server's `memory.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum McpLine {
+    /// An entity.
+    Entity(McpEntity),
+    /// A relation.
+    Relation(McpRelation),
+}
+
+/// The id of observation `text` of entity `entity`: the same observation always has the
+/// same id, so adding it twice or importing a file twice keeps one memory.
+pub(crate) fn observation_id(entity: &str, text: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(entity.as_bytes());
+    hasher.update([0]);
+    hasher.update(text.as_bytes());
+    let digest = hasher.finalize();
+    let mut id = String::from("obs-");
+    for byte in &digest[..12] {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}
+
+/// The memory holding observation `text` of entity `entity`.
+pub(crate) fn observation(
+    namespace: &Namespace,
+    entity: &str,
+    text: &str,
+) -> Result<MemoryItem, Failure> {
+    Ok(MemoryItem::new(namespace.clone(), text)?
+        .with_id(observation_id(entity, text))?
+        .with_kind(MemoryKind::Semantic)
+        .with_metadata(serde_json::json!({ ENTITY_KEY: entity }))?
+        .with_context(entity))
+}
+
+/// The entity `entity`.
+pub(crate) fn entity(namespace: &Namespace, entity: &McpEntity) -> Result<GraphEntity, Failure> {
+    Ok(GraphEntity::new(
+        namespace.clone(),
+        &entity.name,
+        &entity.name,
+        &entity.entity_type,
+    )?)
+}
+
+/// The relation `relation`.
+pub(crate) fn relation(
+    namespace: &Namespace,
+    relation: &McpRelation,
+) -> Result<GraphRelation, Failure> {
+    Ok(GraphRelation::new(
+        namespace.clone(),
+        &relation.from,
+        &relation.to,
+        &relation.relation_type,
+        1.0,
+    )?)
+}
+
+/// The observations of entity `name`, oldest first.
+pub(crate) async fn observations_of(
+    memory: &Memory,
+    namespace: &Namespace,
+    name: &str,
+) -> Result<Vec<MemoryItem>, Failure> {
+    let filter = MemoryFilter::new(Scope::from(namespace))
+        .with_metadata(ENTITY_KEY, serde_json::Value::String(name.to_owned()));
+    Ok(memory.store().list(&filter).await?)
+}
+
+/// An entity with its observations, as the reference server shows it.
+pub(crate) async fn to_mcp_entity(
+    memory: &Memory,
+    entity: &GraphEntity,
+) -> Result<McpEntity, Failure> {
+    let observations = observations_of(memory, &entity.namespace, &entity.id)
+        .await?
+        .into_iter()
+        .map(|item| item.content)
+        .collect();
+    Ok(McpEntity {
+        name: entity.id.clone(),
+        entity_type: entity.entity_type.clone(),
+        observations,
+    })
+}
+
+/// A relation as the reference server shows it.
+pub(crate) fn to_mcp_relation(relation: &GraphRelation) -> McpRelation {
+    McpRelation {
+        from: relation.source_id.clone(),
+        to: relation.target_id.clone(),
+        relation_type: relation.relation_type.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_the_reference_format_parse() {
+        let entity: McpLine = serde_json::from_str(
+            r#"{"type":"entity","name":"Ada","entityType":"person","observations":["writes programs"]}"#,
+        )
+        .unwrap();
+        assert!(matches!(entity, McpLine::Entity(e) if e.observations == ["writes programs"]));
+        let relation: McpLine = serde_json::from_str(
+            r#"{"type":"relation","from":"Ada","to":"Babbage","relationType":"works_with"}"#,
+        )
+        .unwrap();
+        assert!(matches!(relation, McpLine::Relation(r) if r.relation_type == "works_with"));
+        assert_eq!(observation_id("a", "b"), observation_id("a", "b"));
+        assert_ne!(observation_id("a", "b"), observation_id("ab", ""));
+    }
+}

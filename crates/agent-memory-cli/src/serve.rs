@@ -1,0 +1,300 @@
+//! `agent-memory serve`: the HTTP API, its OpenAPI document, health, metrics, and the MCP
+//! server on `/mcp`.
+//!
+//! Every write answers only once the store has it. On SIGINT or SIGTERM the server stops
+//! accepting connections, finishes the requests in flight, writes pending recall statistics
+//! and exits, so no acknowledged write is lost.
+
+mod api;
+mod auth;
+mod metrics;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_memory::Memory;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use serde_json::json;
+use utoipa::OpenApi;
+
+use self::api::presented_key;
+pub(crate) use self::auth::Caller;
+use self::auth::Keys;
+use self::metrics::Metrics;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::cli::{Compat, ServeArgs};
+use crate::commands::{Outcome, Settings};
+use crate::config::{self, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
+use crate::failure::{ErrorKind, Failure};
+use crate::mcp::MemoryServer;
+
+/// What every handler shares.
+#[derive(Clone, Debug)]
+pub(crate) struct AppState(Arc<Shared>);
+
+/// The shared parts of the server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The memory.
+    pub(crate) memory: Arc<Memory>,
+    /// The API keys.
+    pub(crate) keys: Keys,
+    /// Request metrics.
+    metrics: Metrics,
+    /// The deadline of one request.
+    timeout: Duration,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// Serves the HTTP API until SIGINT or SIGTERM.
+pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome, Failure> {
+    init_logs();
+    let file = &settings.file;
+    let listen = config::pick(args.listen, file.listen.clone(), DEFAULT_LISTEN.to_owned());
+    let admin_key = args.admin_key.or_else(|| file.admin_key.clone());
+    let open = args.no_auth || file.no_auth.unwrap_or(false);
+    let max_body = config::pick(
+        args.max_body_bytes,
+        file.max_body_bytes,
+        DEFAULT_MAX_BODY_BYTES,
+    );
+    let timeout_ms = config::pick(
+        args.request_timeout_ms,
+        file.request_timeout_ms,
+        DEFAULT_REQUEST_TIMEOUT_MS,
+    );
+    if admin_key.as_deref().is_some_and(|key| key.len() < 16) {
+        return Err(
+            Failure::invalid("admin_key", "the admin key is shorter than 16 characters")
+                .with_hint("choose a long random admin key, e.g. `openssl rand -hex 32`"),
+        );
+    }
+    if admin_key.is_none() && !open {
+        tracing::warn!(
+            "no admin key: API keys cannot be created; pass --admin-key (or AGENT_MEMORY_ADMIN_KEY)"
+        );
+    }
+    let memory = Arc::new(settings.open().await?);
+    let state = AppState(Arc::new(Shared {
+        memory: Arc::clone(&memory),
+        keys: Keys::new(admin_key, open)?,
+        metrics: Metrics::default(),
+        timeout: Duration::from_millis(timeout_ms),
+    }));
+    let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|error| {
+            Failure::invalid("listen", format!("cannot listen on {listen}: {error}"))
+                .with_hint("choose a free address with --listen HOST:PORT (port 0 picks one)")
+        })?;
+    let address = listener
+        .local_addr()
+        .map_err(|error| Failure::internal(error.to_string()))?;
+    // The address on stderr, for whoever started the server (port 0 picks a free one).
+    eprintln!("agent-memory listening on http://{address}");
+    tracing::info!(%address, open, "serving");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // Open MCP event streams end, so the stop does not wait on them.
+            stop_streams();
+        })
+        .await
+        .map_err(|error| Failure::internal(format!("serving: {error}")))?;
+    // Every request has finished: write what recalls left pending.
+    memory.flush().await?;
+    tracing::info!("stopped");
+    Ok(Outcome {
+        json: json!({ "stopped": true, "address": address.to_string() }),
+        text: String::new(),
+    })
+}
+
+fn init_logs() {
+    let level = std::env::var("AGENT_MEMORY_LOG")
+        .ok()
+        .and_then(|level| level.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("stopping: finishing the requests in flight");
+}
+
+/// Ends the MCP event streams.
+type StopStreams = Box<dyn FnOnce() + Send>;
+
+/// The routes, and what ends the MCP streams at shutdown.
+pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Router, StopStreams) {
+    let mut config = StreamableHttpServerConfig::default();
+    config.max_request_body_bytes = max_body;
+    // Keys guard every request, so any Host may reach the server it listens as.
+    config = config.disable_allowed_hosts();
+    let token = config.cancellation_token.clone();
+    let memory = Arc::clone(&state.memory);
+    let mcp = StreamableHttpService::new(
+        move || Ok(MemoryServer::new(Arc::clone(&memory), compat, None)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mcp = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
+    let v1 = Router::new()
+        .route("/memories", post(api::remember).get(api::list_memories))
+        .route("/memories/batch", post(api::remember_batch))
+        .route("/memories/forget", post(api::forget_scope))
+        .route(
+            "/memories/{id}",
+            get(api::get_memory).delete(api::forget_memory),
+        )
+        .route("/recall", post(api::recall))
+        .route("/context", post(api::context))
+        .route("/stats", get(api::stats))
+        .route("/pages", get(api::list_pages))
+        .route(
+            "/pages/{id}",
+            put(api::put_page)
+                .get(api::get_page)
+                .delete(api::delete_page),
+        )
+        .route(
+            "/graph/entities",
+            get(api::list_entities).post(api::put_entity),
+        )
+        .route(
+            "/graph/entities/{id}",
+            get(api::get_entity).delete(api::delete_entity),
+        )
+        .route(
+            "/graph/relations",
+            get(api::list_relations).post(api::add_relation),
+        )
+        .route("/graph/relations/delete", post(api::delete_relation))
+        .route("/keys", post(api::create_key).get(api::list_keys))
+        .route("/keys/{id}", delete(api::revoke_key));
+    let app = Router::new()
+        .nest("/v1", v1)
+        .merge(mcp)
+        .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz))
+        .route("/metrics", get(metrics_text))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state);
+    (app, Box::new(move || token.cancel()))
+}
+
+/// Lets an MCP request through with its caller, from its API key.
+async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let caller = state
+        .keys
+        .caller(&state.memory, presented_key(&parts))
+        .await;
+    match caller {
+        Ok(caller) => {
+            parts.extensions.insert(caller);
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn openapi() -> impl IntoResponse {
+    axum::Json(api::ApiDoc::openapi())
+}
+
+async fn metrics_text(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+}
+
+async fn not_found(request: Request) -> Failure {
+    Failure::new(
+        ErrorKind::NotFound,
+        format!("no route {} {}", request.method(), request.uri().path()),
+    )
+    .with_hint("GET /openapi.json lists every route")
+}
+
+/// Times out, logs and counts every request.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    // MCP streams stay open as long as the client wants; every other request has a deadline.
+    let response = if route.starts_with("/mcp") {
+        next.run(request).await
+    } else {
+        match tokio::time::timeout(state.timeout, next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the request took longer than {} ms",
+                    state.timeout.as_millis()
+                ),
+            )
+            .into_response(),
+        }
+    };
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    state.metrics.record(&method, &route, status, elapsed);
+    tracing::info!(
+        method,
+        route,
+        status,
+        micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}

@@ -1,0 +1,289 @@
+//! API keys: who is calling, and which namespaces they may touch.
+//!
+//! A key is 32 random bytes in hex behind `am_`; the server keeps only its SHA-256 digest,
+//! as a graph entity in a reserved namespace of the store, so every server on the same
+//! store (PostgreSQL) knows the same keys and a revocation holds at once. Each key is
+//! scoped to a namespace prefix and covers it and what lies under it, segment by segment:
+//! a key for `acme` reaches `acme` and `acme/agent-a`, never `acme-2` or `other`. The admin
+//! key (a flag or variable, never stored) manages keys and reaches every namespace.
+
+use agent_memory::{GraphEntity, Memory, MemoryError, Namespace};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::failure::{ErrorKind, Failure};
+
+/// The first segment of the namespace that holds the keys; no request may name it.
+pub(crate) const SYSTEM_SEGMENT: &str = "agent-memory-system";
+/// The namespace of the keys.
+const KEYS_NAMESPACE: &str = "agent-memory-system/api-keys";
+/// The entity type of a key.
+const KEY_TYPE: &str = "api-key";
+
+/// Who sent a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// The admin key, or anyone when the server runs without authentication.
+    Admin,
+    /// A key scoped to this namespace prefix.
+    Tenant(Namespace),
+}
+
+impl Caller {
+    /// The namespace a request works in: the one it names, else the key's prefix (for the
+    /// admin, `default`).
+    ///
+    /// # Errors
+    /// Invalid input for a malformed namespace or the reserved one; forbidden for a
+    /// namespace the key does not cover.
+    pub(crate) fn namespace(&self, asked: Option<&str>) -> Result<Namespace, Failure> {
+        let namespace = match (asked.filter(|text| !text.trim().is_empty()), self) {
+            (Some(text), _) => parse(text)?,
+            (None, Caller::Tenant(prefix)) => prefix.clone(),
+            (None, Caller::Admin) => parse(crate::config::DEFAULT_NAMESPACE)?,
+        };
+        if let Caller::Tenant(prefix) = self
+            && !prefix.is_ancestor_of(&namespace)
+        {
+            return Err(Failure::new(
+                ErrorKind::Forbidden,
+                format!(
+                    "this key covers namespace {prefix} and what lies under it, not {namespace}"
+                ),
+            ));
+        }
+        Ok(namespace)
+    }
+
+    /// Whether the caller may manage keys.
+    pub(crate) fn require_admin(&self) -> Result<(), Failure> {
+        match self {
+            Caller::Admin => Ok(()),
+            Caller::Tenant(_) => Err(Failure::new(
+                ErrorKind::Forbidden,
+                "only the admin key manages API keys",
+            )
+            .with_hint("send the admin key given to `agent-memory serve --admin-key`")),
+        }
+    }
+}
+
+/// A namespace named by a request: valid, not the root, not the reserved one.
+pub(crate) fn parse(text: &str) -> Result<Namespace, Failure> {
+    let namespace = crate::commands::parse_namespace(text)?;
+    if namespace.segments().next() == Some(SYSTEM_SEGMENT) {
+        return Err(Failure::invalid(
+            "namespace",
+            format!("namespace {namespace} is reserved for the server"),
+        ));
+    }
+    Ok(namespace)
+}
+
+fn digest(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    hex(&digest)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Compares two strings in time independent of where they differ.
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What is kept of a key, in its entity's description.
+#[derive(Debug, Serialize, Deserialize)]
+struct KeyRecord {
+    prefix: String,
+    created_at: String,
+}
+
+/// A key as the admin sees it: never the key itself.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub(crate) struct KeyInfo {
+    /// The key's id (the start of its digest), for revoking it.
+    pub(crate) id: String,
+    /// A label.
+    pub(crate) name: String,
+    /// The namespace prefix it covers.
+    pub(crate) namespace: String,
+    /// When it was created (RFC 3339).
+    pub(crate) created_at: String,
+}
+
+/// A new key: shown once, at creation.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub(crate) struct NewKey {
+    /// The key to send as `Authorization: Bearer <key>`; it cannot be shown again.
+    pub(crate) key: String,
+    /// What is kept of it.
+    #[serde(flatten)]
+    pub(crate) info: KeyInfo,
+}
+
+/// The keys, kept in the store.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    admin_key: Option<String>,
+    open: bool,
+    namespace: Namespace,
+}
+
+impl Keys {
+    /// The keys of a server with this admin key; `open` lets every request in as admin.
+    pub(crate) fn new(admin_key: Option<String>, open: bool) -> Result<Self, Failure> {
+        Ok(Self {
+            admin_key,
+            open,
+            namespace: Namespace::parse(KEYS_NAMESPACE)?,
+        })
+    }
+
+    /// Who sent the request with this `Authorization` value.
+    pub(crate) async fn caller(
+        &self,
+        memory: &Memory,
+        presented: Option<&str>,
+    ) -> Result<Caller, Failure> {
+        if self.open {
+            return Ok(Caller::Admin);
+        }
+        let Some(key) = presented.filter(|key| !key.is_empty()) else {
+            return Err(Failure::new(ErrorKind::Unauthorized, "no API key was sent"));
+        };
+        if let Some(admin) = &self.admin_key
+            && constant_time_eq(admin, key)
+        {
+            return Ok(Caller::Admin);
+        }
+        let entity = memory
+            .graph()
+            .get_entity(&self.namespace, &digest(key))
+            .await?;
+        match entity {
+            Some(entity) if entity.entity_type == KEY_TYPE => {
+                let record: KeyRecord =
+                    serde_json::from_str(&entity.description).map_err(|error| {
+                        Failure::internal(format!("a stored key is unreadable: {error}"))
+                    })?;
+                Ok(Caller::Tenant(Namespace::parse(&record.prefix)?))
+            }
+            _ => Err(Failure::new(
+                ErrorKind::Unauthorized,
+                "the API key is not known",
+            )),
+        }
+    }
+
+    /// Creates a key for `prefix`.
+    pub(crate) async fn create(
+        &self,
+        memory: &Memory,
+        name: &str,
+        prefix: &str,
+    ) -> Result<NewKey, Failure> {
+        let prefix = parse(prefix)?;
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|error| Failure::internal(format!("no random bytes for a key: {error}")))?;
+        let key = format!("am_{}", hex(&bytes));
+        let hash = digest(&key);
+        let record = KeyRecord {
+            prefix: prefix.to_string(),
+            created_at: Utc::now().to_rfc3339(),
+        };
+        let description =
+            serde_json::to_string(&record).map_err(|error| Failure::internal(error.to_string()))?;
+        let label = if name.trim().is_empty() { "key" } else { name };
+        let entity = GraphEntity::new(self.namespace.clone(), &hash, label, KEY_TYPE)?
+            .with_description(description);
+        memory.graph().add_entity(entity).await?;
+        Ok(NewKey {
+            key,
+            info: KeyInfo {
+                id: hash[..16].to_owned(),
+                name: label.to_owned(),
+                namespace: record.prefix,
+                created_at: record.created_at,
+            },
+        })
+    }
+
+    /// Every key, without secrets.
+    pub(crate) async fn list(&self, memory: &Memory) -> Result<Vec<KeyInfo>, Failure> {
+        let entities = memory
+            .graph()
+            .list_entities(&self.namespace.exact())
+            .await?;
+        Ok(entities
+            .iter()
+            .filter(|entity| entity.entity_type == KEY_TYPE)
+            .filter_map(|entity| {
+                let record: KeyRecord = serde_json::from_str(&entity.description).ok()?;
+                Some(KeyInfo {
+                    id: entity.id.get(..16).unwrap_or(&entity.id).to_owned(),
+                    name: entity.name.clone(),
+                    namespace: record.prefix,
+                    created_at: record.created_at,
+                })
+            })
+            .collect())
+    }
+
+    /// Revokes the key with this id. Returns whether it existed.
+    pub(crate) async fn revoke(&self, memory: &Memory, id: &str) -> Result<bool, Failure> {
+        if id.len() < 16 {
+            return Ok(false);
+        }
+        let entities = memory
+            .graph()
+            .list_entities(&self.namespace.exact())
+            .await?;
+        for entity in entities {
+            if entity.entity_type == KEY_TYPE && entity.id.starts_with(id) {
+                return Ok(memory
+                    .graph()
+                    .remove_entity(&self.namespace, &entity.id)
+                    .await?);
+            }
+        }
+        Ok(false)
+    }
+
+    /// A cheap read of the store, for readiness.
+    pub(crate) async fn probe(&self, memory: &Memory) -> Result<(), MemoryError> {
+        memory
+            .store()
+            .count(&self.namespace.exact())
+            .await
+            .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_covers_whole_segments_only() {
+        let acme = Caller::Tenant(Namespace::parse("acme").unwrap());
+        assert!(acme.namespace(Some("acme")).is_ok());
+        assert!(acme.namespace(Some("acme/agent-a")).is_ok());
+        assert_eq!(acme.namespace(None).unwrap().as_str(), "acme");
+        for other in ["acme-2", "other", "acm", "agent-memory-system/api-keys"] {
+            assert!(acme.namespace(Some(other)).is_err(), "{other}");
+        }
+        assert!(
+            Caller::Admin
+                .namespace(Some("agent-memory-system"))
+                .is_err()
+        );
+        assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abd"));
+    }
+}

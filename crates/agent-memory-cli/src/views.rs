@@ -1,0 +1,297 @@
+//! The JSON shapes of records and results, shared by `--json`, the HTTP API and MCP, each
+//! with its OpenAPI schema.
+
+use agent_memory::{
+    GraphEntity, GraphRelation, KnowledgePage, MemoryItem, PageIndexEntry, RetrievalResult,
+    RetrievalSource, ScoredItem,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A remembered memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct MemoryView {
+    /// Its id, unique within its namespace.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// The text.
+    pub(crate) content: String,
+    /// `short_term`, `long_term`, `episodic` or `semantic`.
+    pub(crate) kind: String,
+    /// Importance in [0, 1].
+    pub(crate) importance: f32,
+    /// Tags (normalised: lowercase, dashes).
+    pub(crate) tags: Vec<String>,
+    /// Metadata, a JSON object.
+    #[schema(value_type = Object)]
+    pub(crate) metadata: serde_json::Value,
+    /// Where it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) source: Option<String>,
+    /// Text that situates it (searchable, not part of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<String>,
+    /// When it was created (RFC 3339).
+    pub(crate) created_at: String,
+    /// When it last changed (RFC 3339).
+    pub(crate) updated_at: String,
+    /// How many times it was recalled.
+    pub(crate) access_count: u64,
+}
+
+impl From<&MemoryItem> for MemoryView {
+    fn from(item: &MemoryItem) -> Self {
+        let context = item.context();
+        let mut metadata = item.metadata.clone();
+        if let Some(object) = metadata.as_object_mut() {
+            object.remove(agent_memory::CONTEXT_METADATA_KEY);
+        }
+        Self {
+            id: item.id.clone(),
+            namespace: item.namespace.to_string(),
+            content: item.content.clone(),
+            kind: item.kind.as_str().to_owned(),
+            importance: item.importance,
+            tags: item.tags.iter().map(ToString::to_string).collect(),
+            metadata,
+            source: item.source.clone(),
+            context: (!context.is_empty()).then(|| context.to_owned()),
+            created_at: item.created_at.to_rfc3339(),
+            updated_at: item.updated_at.to_rfc3339(),
+            access_count: item.access_count,
+        }
+    }
+}
+
+/// One signal of a score: its value and what it added to the score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct SignalView {
+    /// The signal (relevance, recency, importance, ...).
+    pub(crate) name: String,
+    /// Its value in [0, 1].
+    pub(crate) value: f32,
+    /// Its weighted contribution to the score.
+    pub(crate) contribution: f32,
+}
+
+/// Why a result scored what it did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct Explanation {
+    /// The retrieval channels that found it.
+    pub(crate) channels: Vec<String>,
+    /// Every signal's value and contribution.
+    pub(crate) signals: Vec<SignalView>,
+}
+
+/// One recall result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct RecallHit {
+    /// What it is: `memory`, `page` or `entity`.
+    pub(crate) source: String,
+    /// Its id.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// Its text (a memory's content; a page's title and summary; an entity's name).
+    pub(crate) text: String,
+    /// Its score; higher is better.
+    pub(crate) score: f32,
+    /// The score breakdown, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) explanation: Option<Explanation>,
+}
+
+impl RecallHit {
+    /// The result as a hit, with its breakdown when `explain`.
+    pub(crate) fn new(scored: &ScoredItem, explain: bool) -> Self {
+        let source = match &scored.record {
+            RetrievalSource::Memory(_) => "memory",
+            RetrievalSource::KnowledgePage(_) => "page",
+            RetrievalSource::GraphEntity(_) => "entity",
+        };
+        let explanation = explain.then(|| Explanation {
+            channels: scored
+                .breakdown
+                .channels
+                .iter()
+                .map(|channel| {
+                    serde_json::to_value(channel)
+                        .ok()
+                        .and_then(|value| value.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| format!("{channel:?}"))
+                })
+                .collect(),
+            signals: scored
+                .breakdown
+                .signals
+                .iter()
+                .map(|signal| SignalView {
+                    name: signal.name.to_string(),
+                    value: signal.value,
+                    contribution: signal.contribution,
+                })
+                .collect(),
+        });
+        Self {
+            source: source.to_owned(),
+            id: scored.record.id().to_owned(),
+            namespace: scored.record.namespace().to_string(),
+            text: scored.record.text(),
+            score: scored.score,
+            explanation,
+        }
+    }
+}
+
+/// What a recall found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct RecallView {
+    /// The query.
+    pub(crate) query: String,
+    /// The results, best first.
+    pub(crate) results: Vec<RecallHit>,
+    /// How many candidates were found before the cut.
+    pub(crate) total_found: usize,
+}
+
+impl RecallView {
+    /// The view of `result`.
+    pub(crate) fn new(result: &RetrievalResult, explain: bool) -> Self {
+        Self {
+            query: result.query.clone(),
+            results: result
+                .items
+                .iter()
+                .map(|item| RecallHit::new(item, explain))
+                .collect(),
+            total_found: result.total_found,
+        }
+    }
+}
+
+/// A knowledge page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct PageView {
+    /// Its id.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// The title.
+    pub(crate) title: String,
+    /// A short summary.
+    pub(crate) summary: String,
+    /// The body.
+    pub(crate) content: String,
+    /// Tags.
+    pub(crate) tags: Vec<String>,
+    /// Ids of pages it refers to.
+    pub(crate) references: Vec<String>,
+    /// When it was created (RFC 3339).
+    pub(crate) created_at: String,
+    /// When it last changed (RFC 3339).
+    pub(crate) updated_at: String,
+}
+
+impl From<&KnowledgePage> for PageView {
+    fn from(page: &KnowledgePage) -> Self {
+        Self {
+            id: page.id.clone(),
+            namespace: page.namespace.to_string(),
+            title: page.title.clone(),
+            summary: page.summary.clone(),
+            content: page.content.clone(),
+            tags: page.tags.iter().map(ToString::to_string).collect(),
+            references: page.references.clone(),
+            created_at: page.created_at.to_rfc3339(),
+            updated_at: page.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// A line of the page index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct PageIndexView {
+    /// Its id.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// The title.
+    pub(crate) title: String,
+    /// The summary.
+    pub(crate) summary: String,
+    /// Tags.
+    pub(crate) tags: Vec<String>,
+    /// How many pages refer to it.
+    pub(crate) referenced_by: usize,
+}
+
+impl From<&PageIndexEntry> for PageIndexView {
+    fn from(entry: &PageIndexEntry) -> Self {
+        Self {
+            id: entry.id.clone(),
+            namespace: entry.namespace.to_string(),
+            title: entry.title.clone(),
+            summary: entry.summary.clone(),
+            tags: entry.tags.iter().map(ToString::to_string).collect(),
+            referenced_by: entry.referenced_by,
+        }
+    }
+}
+
+/// A knowledge-graph entity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct EntityView {
+    /// Its id, unique within its namespace.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// Its display name.
+    pub(crate) name: String,
+    /// Its type (person, project, ...).
+    pub(crate) entity_type: String,
+    /// A description.
+    pub(crate) description: String,
+    /// Tags.
+    pub(crate) tags: Vec<String>,
+}
+
+impl From<&GraphEntity> for EntityView {
+    fn from(entity: &GraphEntity) -> Self {
+        Self {
+            id: entity.id.clone(),
+            namespace: entity.namespace.to_string(),
+            name: entity.name.clone(),
+            entity_type: entity.entity_type.clone(),
+            description: entity.description.clone(),
+            tags: entity.tags.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// A directed, typed, weighted relation between two entities of one namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct RelationView {
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// The source entity's id.
+    pub(crate) source_id: String,
+    /// The target entity's id.
+    pub(crate) target_id: String,
+    /// The relation type (works_at, knows, ...).
+    pub(crate) relation_type: String,
+    /// Its weight in [0, 1].
+    pub(crate) weight: f32,
+}
+
+impl From<&GraphRelation> for RelationView {
+    fn from(relation: &GraphRelation) -> Self {
+        Self {
+            namespace: relation.namespace.to_string(),
+            source_id: relation.source_id.clone(),
+            target_id: relation.target_id.clone(),
+            relation_type: relation.relation_type.clone(),
+            weight: relation.weight,
+        }
+    }
+}

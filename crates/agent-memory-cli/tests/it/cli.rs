@@ -1,0 +1,256 @@
+//! The commands on a temporary SQLite file.
+
+use crate::support::{TempDir, command, run, run_json};
+
+#[test]
+fn remember_recall_forget_stats() {
+    let dir = TempDir::new("cycle");
+    let (code, remembered) = run_json(
+        &dir,
+        &[
+            "-n",
+            "user-42",
+            "remember",
+            "The user prefers Rust for systems programming",
+            "--kind",
+            "semantic",
+            "--tag",
+            "Languages",
+        ],
+    );
+    assert_eq!(code, 0, "{remembered}");
+    let id = remembered["id"].as_str().expect("an id").to_owned();
+    assert_eq!(remembered["namespace"], "user-42");
+    run_json(
+        &dir,
+        &[
+            "-n",
+            "user-42",
+            "remember",
+            "The user has a cat called Miso",
+        ],
+    );
+
+    let (code, found) = run_json(
+        &dir,
+        &[
+            "-n",
+            "user-42",
+            "recall",
+            "programming language",
+            "--explain",
+        ],
+    );
+    assert_eq!(code, 0, "{found}");
+    let first = &found["results"][0];
+    assert_eq!(first["id"], id.as_str(), "{found}");
+    assert_eq!(first["source"], "memory");
+    assert!(
+        first["explanation"]["signals"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty()),
+        "{found}"
+    );
+
+    // Another tenant sees nothing of user-42.
+    let (_, other) = run_json(&dir, &["-n", "user-4", "recall", "programming language"]);
+    assert_eq!(other["results"], serde_json::json!([]), "{other}");
+
+    let (code, context) = run_json(
+        &dir,
+        &["-n", "user-42", "context", "what does the user like?"],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        context["context"]
+            .as_str()
+            .is_some_and(|c| c.contains("Rust")),
+        "{context}"
+    );
+
+    let (code, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
+    assert_eq!(code, 0);
+    assert_eq!(stats["total"], 2, "{stats}");
+
+    let (code, forgotten) = run_json(&dir, &["-n", "user-42", "forget", &id]);
+    assert_eq!(code, 0, "{forgotten}");
+    let (code, again) = run_json(&dir, &["-n", "user-42", "forget", &id]);
+    assert_eq!(code, 4, "forgetting twice is not found: {again}");
+    assert_eq!(again["error"]["kind"], "not_found");
+
+    let (_, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
+    assert_eq!(stats["total"], 1, "{stats}");
+
+    let (code, all) = run_json(&dir, &["-n", "user-42", "forget", "--all"]);
+    assert_eq!(code, 0);
+    assert_eq!(all["forgotten"], 1);
+
+    let (code, maintained) = run_json(&dir, &["-n", "user-42", "maintain"]);
+    assert_eq!(code, 0);
+    assert_eq!(maintained["evicted"], 0);
+}
+
+#[test]
+fn text_output_is_for_people() {
+    let dir = TempDir::new("text");
+    let output = run(&dir, &["remember", "Paris is the capital of France"]);
+    assert!(output.status.success());
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    assert!(!id.is_empty());
+    let output = run(&dir, &["recall", "capital of France"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains(&id) && text.contains("Paris"), "{text}");
+}
+
+#[test]
+fn bad_input_has_meaningful_exit_codes() {
+    let dir = TempDir::new("bad");
+    // Usage: an unknown command.
+    let output = run(&dir, &["remmber", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+    let (code, usage) = run_json(&dir, &["remmber", "x"]);
+    assert_eq!(code, 2);
+    assert_eq!(usage["error"]["kind"], "usage", "{usage}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("remember"),
+        "suggests the command"
+    );
+    // Invalid input: importance out of range, empty text, bad metadata, bad namespace.
+    for args in [
+        &["remember", "x", "--importance", "2"][..],
+        &["remember", "   "],
+        &["remember", "x", "--metadata", "{not json"],
+        &["-n", "a//b", "stats"],
+        &["recall", "x", "--limit", "0"],
+    ] {
+        let (code, value) = run_json(&dir, args);
+        assert_eq!(code, 3, "{args:?}: {value}");
+        assert_eq!(value["error"]["kind"], "invalid_input", "{args:?}");
+        assert!(
+            value["error"]["hint"]
+                .as_str()
+                .is_some_and(|h| !h.is_empty())
+        );
+    }
+    let (_, value) = run_json(&dir, &["remember", "x", "--importance", "2"]);
+    assert_eq!(value["error"]["field"], "importance", "{value}");
+    // Storage: a store in a directory that does not exist.
+    let output = command(&dir)
+        .args(["--store", "/nonexistent/dir/x.db", "stats"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        output.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("hint:"));
+}
+
+#[test]
+fn configuration_file_environment_and_flags_in_that_order() {
+    let dir = TempDir::new("config");
+    let file = dir.path().join("am.toml");
+    std::fs::write(&file, "namespace = \"from-file\"\n").expect("write config");
+    let store = dir.path().join("store.db");
+    let remember = |extra: &[&str], env: Option<&str>| {
+        let mut cmd = command(&dir);
+        cmd.arg("--config")
+            .arg(&file)
+            .arg("--store")
+            .arg(&store)
+            .arg("--json");
+        if let Some(ns) = env {
+            cmd.env("AGENT_MEMORY_NAMESPACE", ns);
+        }
+        let output = cmd
+            .args(extra)
+            .args(["remember", "x"])
+            .output()
+            .expect("run");
+        let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        value["namespace"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(remember(&[], None), "from-file");
+    assert_eq!(remember(&[], Some("from-env")), "from-env");
+    assert_eq!(
+        remember(&["-n", "from-flag"], Some("from-env")),
+        "from-flag"
+    );
+    std::fs::write(&file, "nmespace = \"typo\"\n").expect("write config");
+    let output = command(&dir)
+        .arg("--config")
+        .arg(&file)
+        .arg("stats")
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nmespace"));
+}
+
+#[test]
+fn export_then_import_elsewhere_and_the_mcp_memory_format() {
+    let dir = TempDir::new("transfer");
+    run_json(
+        &dir,
+        &["-n", "team", "remember", "Deploys happen on Tuesdays"],
+    );
+    let dump = dir.path().join("dump.jsonl");
+    let (code, exported) = run_json(
+        &dir,
+        &["-n", "team", "export", "-o", dump.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{exported}");
+    assert_eq!(exported["exported"]["memories"], 1);
+
+    let other = TempDir::new("transfer-target");
+    let (code, imported) = run_json(&other, &["import", dump.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{imported}");
+    assert_eq!(imported["imported"]["memories"], 1);
+    let (_, found) = run_json(&other, &["-n", "team", "recall", "deploys"]);
+    assert_eq!(
+        found["results"].as_array().map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+
+    let mcp = dir.path().join("memory.jsonl");
+    std::fs::write(
+        &mcp,
+        concat!(
+            r#"{"type":"entity","name":"Ada","entityType":"person","observations":["Writes the first program","Likes mathematics"]}"#,
+            "\n",
+            r#"{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}"#,
+            "\n",
+            r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
+            "\n"
+        ),
+    )
+    .expect("write memory.jsonl");
+    let (code, imported) = run_json(
+        &other,
+        &["-n", "kb", "import", mcp.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{imported}");
+    assert_eq!(imported["format"], "mcp-memory");
+    assert_eq!(imported["imported"]["observations"], 2);
+    let (_, found) = run_json(&other, &["-n", "kb", "recall", "mathematics"]);
+    assert_eq!(found["results"][0]["text"], "Likes mathematics", "{found}");
+    let (_, stats) = run_json(&other, &["-n", "kb", "stats"]);
+    assert_eq!(stats["entities"], 2, "{stats}");
+
+    // A relation to an unknown entity refuses the whole file.
+    std::fs::write(
+        &mcp,
+        r#"{"type":"relation","from":"Ada","to":"Nobody","relationType":"knows"}"#,
+    )
+    .expect("write");
+    let (code, refused) = run_json(
+        &other,
+        &["-n", "kb2", "import", mcp.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 3, "{refused}");
+    let (_, stats) = run_json(&other, &["-n", "kb2", "stats"]);
+    assert_eq!(stats["entities"], 0);
+}

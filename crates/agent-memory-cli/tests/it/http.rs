@@ -1,0 +1,478 @@
+//! The HTTP API of `agent-memory serve`, end to end, on SQLite (and on PostgreSQL when
+//! AGENT_MEMORY_TEST_POSTGRES_URL is set, each test in its own schema).
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use proptest::test_runner::{Config, TestRunner};
+
+use crate::support::{ADMIN_KEY, Server, TempDir, command, request};
+
+/// The store arguments of each backend under test.
+fn backends(dir: &TempDir, label: &str) -> Vec<(String, Vec<String>)> {
+    let sqlite = dir.path().join("serve.db").to_string_lossy().into_owned();
+    let mut all = vec![("sqlite".to_owned(), vec!["--store".to_owned(), sqlite])];
+    match std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => {
+            let schema = format!("cli_{label}_{}", std::process::id());
+            all.push((
+                "postgres".to_owned(),
+                vec![
+                    "--store".to_owned(),
+                    url,
+                    "--postgres-schema".to_owned(),
+                    schema,
+                ],
+            ));
+        }
+        _ => eprintln!(
+            "AGENT_MEMORY_TEST_POSTGRES_URL is unset: the PostgreSQL run of {label} was skipped"
+        ),
+    }
+    all
+}
+
+/// Drops the PostgreSQL schema of a test's store arguments, if any, when dropped.
+struct DropSchema(Vec<String>);
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let [_, url, _, schema] = self.0.as_slice() else {
+            return;
+        };
+        let (url, schema) = (url.clone(), schema.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            if let Ok((client, connection)) =
+                tokio_postgres::connect(&url, tokio_postgres::NoTls).await
+            {
+                tokio::spawn(connection);
+                let _ = client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                    .await;
+            }
+        });
+    }
+}
+
+#[test]
+fn the_api_end_to_end() {
+    let dir = TempDir::new("http");
+    for (backend, store) in backends(&dir, "api") {
+        let server = Server::start(&dir, &store, &[]);
+        let _schema = DropSchema(store.clone());
+        api_scenario(&server, &backend);
+        assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
+    }
+}
+
+fn api_scenario(server: &Server, backend: &str) {
+    let (status, health) = server.call("GET", "/healthz", None, None);
+    assert_eq!((status, &health["status"]), (200, &json!("ok")));
+    assert_eq!(server.call("GET", "/readyz", None, None).0, 200);
+
+    // No key, an unknown key, a tenant key on the admin routes.
+    let (status, body) = server.call("POST", "/v1/recall", None, Some(json!({"query": "x"})));
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["kind"], "unauthorized");
+    assert_eq!(
+        server.call("GET", "/v1/stats", Some("am_nope"), None).0,
+        401
+    );
+    let key = server.key_for("acme");
+    assert_eq!(server.call("GET", "/v1/keys", Some(&key), None).0, 403);
+
+    // Remember one, then a batch; a bad batch changes nothing.
+    let (status, one) = server.call(
+        "POST",
+        "/v1/memories",
+        Some(&key),
+        Some(json!({"text": "The deploy runs on Tuesdays", "kind": "semantic", "tags": ["ops"]})),
+    );
+    assert_eq!(status, 201, "{backend}: {one}");
+    assert_eq!(one["namespace"], "acme");
+    let id = one["id"].as_str().expect("id").to_owned();
+    let (status, batch) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": [
+            {"text": "Alice owns the billing service", "namespace": "acme/team-a"},
+            {"text": "Bob owns the search service"}
+        ]})),
+    );
+    assert_eq!(status, 201, "{batch}");
+    assert_eq!(batch["memories"].as_array().map(Vec::len), Some(2));
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": [{"text": "fine"}, {"text": "bad", "importance": 7}]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["kind"], "invalid_input");
+    assert_eq!(refused["error"]["field"], "importance", "{refused}");
+
+    // Recall with the breakdown, context, get, list with paging.
+    let (status, found) = server.call(
+        "POST",
+        "/v1/recall",
+        Some(&key),
+        Some(json!({"query": "billing", "explain": true})),
+    );
+    assert_eq!(status, 200, "{found}");
+    assert!(
+        found["results"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Alice")),
+        "{found}"
+    );
+    assert!(found["results"][0]["explanation"]["signals"].is_array());
+    let (status, context) = server.call(
+        "POST",
+        "/v1/context",
+        Some(&key),
+        Some(json!({"query": "deploy day", "max_tokens": 100})),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        context["context"]
+            .as_str()
+            .is_some_and(|c| c.contains("Tuesdays")),
+        "{context}"
+    );
+    let (status, got) = server.call("GET", &format!("/v1/memories/{id}"), Some(&key), None);
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["tags"], json!(["ops"]));
+    let (status, first) = server.call("GET", "/v1/memories?limit=2", Some(&key), None);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(2));
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let (_, second) = server.call(
+        "GET",
+        &format!("/v1/memories?limit=2&cursor={cursor}"),
+        Some(&key),
+        None,
+    );
+    assert_eq!(
+        second["items"].as_array().map(Vec::len),
+        Some(1),
+        "{second}"
+    );
+    assert!(second.get("next_cursor").is_none());
+
+    // Another tenant's namespace is forbidden; a sibling with a common prefix too.
+    for namespace in ["other", "acme-2"] {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/recall",
+            Some(&key),
+            Some(json!({"query": "billing", "namespace": namespace})),
+        );
+        assert_eq!(status, 403, "{namespace}: {body}");
+        assert_eq!(body["error"]["kind"], "forbidden");
+    }
+
+    // Pages and the graph.
+    let (status, page) = server.call(
+        "PUT",
+        "/v1/pages/runbook",
+        Some(&key),
+        Some(json!({"title": "Deploy runbook", "summary": "How to deploy", "tags": ["ops"]})),
+    );
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        server.call("GET", "/v1/pages", Some(&key), None).1["items"][0]["id"],
+        "runbook"
+    );
+    for (id, name) in [("alice", "Alice"), ("billing", "Billing")] {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/graph/entities",
+            Some(&key),
+            Some(json!({"id": id, "name": name, "entity_type": "thing"})),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let relation = json!({"source_id": "alice", "target_id": "billing", "relation_type": "owns"});
+    assert_eq!(
+        server
+            .call(
+                "POST",
+                "/v1/graph/relations",
+                Some(&key),
+                Some(relation.clone())
+            )
+            .0,
+        200
+    );
+    let (status, bad) = server.call(
+        "POST",
+        "/v1/graph/relations",
+        Some(&key),
+        Some(json!({"source_id": "alice", "target_id": "nobody", "relation_type": "owns"})),
+    );
+    assert_eq!(status, 404, "a relation to a missing entity: {bad}");
+    assert_eq!(bad["error"]["kind"], "not_found", "{bad}");
+    let (_, detail) = server.call("GET", "/v1/graph/entities/alice", Some(&key), None);
+    assert_eq!(detail["relations"][0]["target_id"], "billing", "{detail}");
+    assert_eq!(
+        server
+            .call("GET", "/v1/graph/relations", Some(&key), None)
+            .1["items"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        server
+            .call(
+                "POST",
+                "/v1/graph/relations/delete",
+                Some(&key),
+                Some(relation.clone())
+            )
+            .0,
+        200
+    );
+    assert_eq!(
+        server
+            .call(
+                "POST",
+                "/v1/graph/relations/delete",
+                Some(&key),
+                Some(relation)
+            )
+            .0,
+        404
+    );
+    let (_, stats) = server.call("GET", "/v1/stats", Some(&key), None);
+    assert_eq!(
+        (
+            stats["total"].as_u64(),
+            stats["pages"].as_u64(),
+            stats["entities"].as_u64()
+        ),
+        (Some(3), Some(1), Some(2)),
+        "{stats}"
+    );
+
+    // Forget one, then by scope; not found after.
+    assert_eq!(
+        server
+            .call("DELETE", &format!("/v1/memories/{id}"), Some(&key), None)
+            .0,
+        200
+    );
+    let (status, gone) = server.call("DELETE", &format!("/v1/memories/{id}"), Some(&key), None);
+    assert_eq!(status, 404);
+    assert_eq!(gone["error"]["kind"], "not_found");
+    let (status, forgot) = server.call(
+        "POST",
+        "/v1/memories/forget",
+        Some(&key),
+        Some(json!({"namespace": "acme/team-a"})),
+    );
+    assert_eq!(
+        (status, forgot["forgotten"].as_u64()),
+        (200, Some(1)),
+        "{forgot}"
+    );
+
+    // Malformed bodies are structured errors; so are unknown routes.
+    let (status, body) = server.call("POST", "/v1/recall", Some(&key), Some(json!({"qery": "x"})));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["kind"], "invalid_input");
+    let (status, body) = server.raw("POST", "/v1/recall", Some(&key), Some("{not json"));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(server.call("GET", "/v1/nothing", Some(&key), None).0, 404);
+
+    // Keys: list without secrets, revoke.
+    let (_, keys) = server.call("GET", "/v1/keys", Some(ADMIN_KEY), None);
+    let listed = keys["keys"].as_array().expect("keys");
+    assert!(listed.iter().all(|k| k.get("key").is_none()));
+    let key_id = listed
+        .iter()
+        .find(|k| k["namespace"] == "acme")
+        .and_then(|k| k["id"].as_str())
+        .expect("acme key")
+        .to_owned();
+    assert_eq!(
+        server
+            .call(
+                "DELETE",
+                &format!("/v1/keys/{key_id}"),
+                Some(ADMIN_KEY),
+                None
+            )
+            .0,
+        200
+    );
+    assert_eq!(
+        server.call("GET", "/v1/stats", Some(&key), None).0,
+        401,
+        "a revoked key"
+    );
+
+    // The OpenAPI document and the metrics.
+    let (status, doc) = server.call("GET", "/openapi.json", None, None);
+    assert_eq!(status, 200);
+    assert!(doc["paths"]["/v1/recall"]["post"].is_object(), "{doc}");
+    let (status, metrics) = server.raw("GET", "/metrics", None, None);
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains(
+            "agent_memory_http_requests_total{method=\"POST\",route=\"/v1/recall\",status=\"200\"}"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("agent_memory_http_request_duration_seconds_bucket"));
+}
+
+#[test]
+fn limits_are_enforced() {
+    let dir = TempDir::new("limits");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &["--max-body-bytes", "1024"]);
+    let key = server.key_for("acme");
+    let big = "x".repeat(4096);
+    let (status, body) = server.call(
+        "POST",
+        "/v1/memories",
+        Some(&key),
+        Some(json!({"text": big})),
+    );
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["kind"], "payload_too_large");
+    let (status, body) = server.call("GET", "/v1/memories?limit=100000", Some(&key), None);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["field"], "limit");
+}
+
+#[test]
+fn a_stop_loses_no_acknowledged_write() {
+    let dir = TempDir::new("shutdown");
+    let db = dir.path().join("s.db").to_string_lossy().into_owned();
+    let store = vec!["--store".to_owned(), db.clone()];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    let writer = {
+        let address = server.address.clone();
+        let key = key.clone();
+        std::thread::spawn(move || {
+            let mut acknowledged = 0u64;
+            for index in 0..100_000 {
+                let body = json!({"text": format!("memory number {index}")}).to_string();
+                match request(&address, "POST", "/v1/memories", Some(&key), Some(&body)) {
+                    Some((201, _)) => acknowledged += 1,
+                    _ => break,
+                }
+            }
+            acknowledged
+        })
+    };
+    // Let some writes land, then stop in the middle of the stream.
+    while server.call("GET", "/v1/stats", Some(&key), None).1["total"]
+        .as_u64()
+        .unwrap_or(0)
+        < 20
+    {
+        std::thread::yield_now();
+    }
+    assert_eq!(server.stop(), Some(0));
+    let acknowledged: u64 = writer.join().expect("writer");
+    let output = command(&dir)
+        .args(["--store", &db, "-n", "acme", "--json", "stats"])
+        .output()
+        .expect("stats");
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let stored = stats["total"].as_u64().expect("total");
+    assert!(
+        stored >= acknowledged,
+        "acknowledged {acknowledged}, stored {stored}"
+    );
+    assert!(
+        stored <= acknowledged + 1,
+        "at most the write in flight: {acknowledged} vs {stored}"
+    );
+}
+
+/// A key scoped to one tenant never sees another tenant's records, whatever the names
+/// (prefixes of each other included) and wherever under its prefix the other writes.
+#[test]
+fn a_key_never_sees_another_tenants_records() {
+    let dir = TempDir::new("isolation");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let names = vec!["acme", "acme-2", "acm", "acme/team", "other", "a"];
+    let strategy = (
+        prop::sample::select(names.clone()),
+        prop::sample::select(names),
+        prop::option::of(prop::sample::select(vec!["x", "team", "y/z"])),
+        "[a-z]{6,10}",
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 12,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let outcome = runner.run(&strategy, |(writer, reader, sub, word)| {
+        let writer_key = server.key_for(writer);
+        let reader_key = server.key_for(reader);
+        let namespace = match sub {
+            Some(sub) => format!("{writer}/{sub}"),
+            None => writer.to_owned(),
+        };
+        let text = format!("secret {word} of {namespace}");
+        let (status, body) = server.call(
+            "POST",
+            "/v1/memories",
+            Some(&writer_key),
+            Some(json!({"text": text, "namespace": namespace})),
+        );
+        prop_assert_eq!(status, 201, "{}", body);
+        let id = body["id"].as_str().unwrap_or_default().to_owned();
+        let under = |seen: &str| seen == reader || seen.starts_with(&format!("{reader}/"));
+        let covered = under(&namespace);
+
+        let (_, found) = server.call(
+            "POST",
+            "/v1/recall",
+            Some(&reader_key),
+            Some(json!({"query": word})),
+        );
+        let (_, listed) = server.call("GET", "/v1/memories?limit=500", Some(&reader_key), None);
+        let hits = found["results"].as_array().into_iter().flatten();
+        let items = listed["items"].as_array().into_iter().flatten();
+        for hit in hits.chain(items) {
+            let seen = hit["namespace"].as_str().unwrap_or_default();
+            prop_assert!(under(seen), "{} saw {}", reader, hit);
+        }
+        let path = format!("/v1/memories/{id}?namespace={namespace}");
+        let (status, _) = server.call("GET", &path, Some(&reader_key), None);
+        prop_assert_eq!(status, if covered { 200 } else { 403 });
+        let (status, _) = server.call(
+            "POST",
+            "/v1/recall",
+            Some(&reader_key),
+            Some(json!({"query": word, "namespace": namespace})),
+        );
+        prop_assert_eq!(status, if covered { 200 } else { 403 });
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
+}

@@ -1,0 +1,7 @@
+//! Drives the built `agent-memory` binary: the commands on a temporary SQLite file, the HTTP
+//! API of `serve`, and the MCP server of `mcp`.
+
+mod cli;
+mod http;
+mod mcp;
+mod support;

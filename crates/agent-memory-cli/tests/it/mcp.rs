@@ -1,0 +1,357 @@
+//! The MCP server: `agent-memory mcp` on stdio, spoken to in JSON-RPC, and `/mcp` of
+//! `agent-memory serve` over Streamable HTTP.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{ChildStdin, ChildStdout, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, TempDir, command};
+
+/// A client on the server's standard input and output.
+struct Stdio_ {
+    child: std::process::Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Stdio_ {
+    fn start(dir: &TempDir, args: &[&str]) -> Self {
+        let mut child = command(dir)
+            .arg("--store")
+            .arg(dir.path().join("mcp.db"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start agent-memory mcp");
+        let input = child.stdin.take().expect("stdin");
+        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut client = Self {
+            child,
+            input,
+            output,
+            next_id: 1,
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "it", "version": "0"}
+            }),
+        );
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "agent-memory",
+            "{init}"
+        );
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.input, "{message}").expect("write to the server");
+        self.input.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let read = self
+                .output
+                .read_line(&mut line)
+                .expect("read from the server");
+            assert!(read > 0, "the server closed its output");
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC message");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// A tool's result as JSON: its structured content, else its text parsed.
+    fn payload(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.call(tool, arguments);
+        let result = &response["result"];
+        assert_eq!(result["isError"], false, "{tool}: {response}");
+        if let Some(structured) = result.get("structuredContent") {
+            return structured.clone();
+        }
+        result["content"][0]["text"]
+            .as_str()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null)
+    }
+}
+
+impl Drop for Stdio_ {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_remember_then_recall() {
+    let dir = TempDir::new("mcp-stdio");
+    let mut client = Stdio_::start(&dir, &["-n", "acme", "mcp"]);
+    let tools = client.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    for expected in [
+        "remember",
+        "recall",
+        "context",
+        "forget",
+        "add_entity",
+        "add_relation",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let remember = &tools["result"]["tools"][0];
+    assert_eq!(
+        remember["inputSchema"]["required"],
+        json!(["text"]),
+        "{remember}"
+    );
+
+    let stored = client.call(
+        "remember",
+        json!({"text": "Dana prefers meetings after 10am", "kind": "semantic"}),
+    );
+    assert_eq!(stored["result"]["isError"], false, "{stored}");
+    let id = stored["result"]["structuredContent"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    assert_eq!(stored["result"]["structuredContent"]["namespace"], "acme");
+
+    let found = client.call("recall", json!({"query": "when does Dana like meetings?"}));
+    let results = &found["result"]["structuredContent"]["results"];
+    assert_eq!(results[0]["id"], id.as_str(), "{found}");
+    assert!(
+        found["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("10am"))
+    );
+
+    // Bad arguments and another tenant's namespace are tool errors the model can read.
+    let bad = client.call("remember", json!({"txt": "typo"}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    let other = client.call("recall", json!({"query": "Dana", "namespace": "other"}));
+    assert_eq!(other["result"]["isError"], true, "{other}");
+    assert!(
+        other["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("forbidden"))
+    );
+    let gone = client.call("forget", json!({"id": id}));
+    assert_eq!(gone["result"]["isError"], false, "{gone}");
+    let again = client.call("forget", json!({"id": id}));
+    assert_eq!(again["result"]["isError"], true, "{again}");
+}
+
+#[test]
+fn stdio_compat_server_memory() {
+    let dir = TempDir::new("mcp-compat");
+    let mut client = Stdio_::start(&dir, &["-n", "kb", "mcp", "--compat", "server-memory"]);
+    let tools = client.request("tools/list", json!({}));
+    let mut names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "add_observations",
+            "create_entities",
+            "create_relations",
+            "delete_entities",
+            "delete_observations",
+            "delete_relations",
+            "open_nodes",
+            "read_graph",
+            "search_nodes"
+        ]
+    );
+    let created = client.payload(
+        "create_entities",
+        json!({"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["Writes the first program"]},
+            {"name": "Engine", "entityType": "machine", "observations": []}
+        ]}),
+    );
+    assert_eq!(created.as_array().map(Vec::len), Some(2), "{created}");
+    let related = client.payload(
+        "create_relations",
+        json!({"relations": [{"from": "Ada", "to": "Engine", "relationType": "programs"}]}),
+    );
+    assert_eq!(related.as_array().map(Vec::len), Some(1), "{related}");
+    let added = client.payload(
+        "add_observations",
+        json!({"observations": [{"entityName": "Ada", "contents": ["Likes mathematics", "Writes the first program"]}]}),
+    );
+    assert_eq!(
+        added[0]["addedObservations"],
+        json!(["Likes mathematics"]),
+        "{added}"
+    );
+    let found = client.payload("search_nodes", json!({"query": "mathematics"}));
+    let entities = &found["entities"];
+    assert_eq!(entities[0]["name"], "Ada", "{found}");
+    assert_eq!(
+        entities[0]["observations"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    let page = client.payload("read_graph", json!({"limit": 1}));
+    let graph = &page;
+    assert_eq!(
+        graph["entities"].as_array().map(Vec::len),
+        Some(1),
+        "{page}"
+    );
+    let cursor = graph["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let rest = client.payload("read_graph", json!({"limit": 1, "cursor": cursor}));
+    assert!(rest.get("nextCursor").is_none(), "{rest}");
+
+    let opened = client.payload("open_nodes", json!({"names": ["Ada", "Engine"]}));
+    assert_eq!(
+        opened["relations"][0]["relationType"], "programs",
+        "{opened}"
+    );
+    client.payload(
+        "delete_observations",
+        json!({"deletions": [{"entityName": "Ada", "observations": ["Likes mathematics"]}]}),
+    );
+    client.payload(
+        "delete_relations",
+        json!({"relations": [{"from": "Ada", "to": "Engine", "relationType": "programs"}]}),
+    );
+    client.payload("delete_entities", json!({"entityNames": ["Engine"]}));
+    let opened = client.payload("open_nodes", json!({"names": ["Ada", "Engine"]}));
+    let graph = &opened;
+    assert_eq!(
+        graph["entities"].as_array().map(Vec::len),
+        Some(1),
+        "{opened}"
+    );
+    assert_eq!(
+        graph["entities"][0]["observations"],
+        json!(["Writes the first program"])
+    );
+    assert_eq!(graph["relations"], json!([]));
+}
+
+/// Reads the JSON-RPC message of a Streamable HTTP response: plain JSON, or the `data:`
+/// line of an event stream.
+fn message_of(body: &str) -> Value {
+    if let Ok(value) = serde_json::from_str(body) {
+        return value;
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|value| value.get("id").is_some())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn streamable_http_on_serve() {
+    let dir = TempDir::new("mcp-http");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    let post = |session: Option<&str>, key: Option<&str>, body: Value| {
+        let mut headers = vec![("Accept", "application/json, text/event-stream".to_owned())];
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id", session.to_owned()));
+            headers.push(("Mcp-Protocol-Version", "2025-06-18".to_owned()));
+        }
+        server.raw_with_headers("POST", "/mcp", key, &headers, Some(&body.to_string()))
+    };
+    let (status, _, body) = post(
+        None,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(status, 401, "{body}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+    let (status, head, body) = post(None, Some(&key), init);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    let session = session.as_deref();
+    assert_eq!(
+        message_of(&body)["result"]["serverInfo"]["name"],
+        "agent-memory",
+        "{body}"
+    );
+    let (status, _, _) = post(
+        session,
+        Some(&key),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!(status == 202 || status == 200, "{status}");
+    let (status, _, body) = post(
+        session,
+        Some(&key),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"text": "The office is in Lisbon"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        message_of(&body)["result"]["structuredContent"]["namespace"],
+        "acme",
+        "{body}"
+    );
+    let (_, _, body) = post(
+        session,
+        Some(&key),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": "office city"}}}),
+    );
+    let message = message_of(&body);
+    assert!(
+        message["result"]["structuredContent"]["results"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Lisbon")),
+        "{body}"
+    );
+    // The key's tenant holds over MCP too.
+    let (_, _, body) = post(
+        session,
+        Some(&key),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": "office", "namespace": "other"}}}),
+    );
+    assert_eq!(message_of(&body)["result"]["isError"], true, "{body}");
+    assert_eq!(server.stop(), Some(0));
+}
