@@ -7,7 +7,9 @@
 # Usage: bash crates/agent-memory-cli/e2e.sh   (from the workspace root; needs python3 with
 # venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
 # Environment: E2E_EXAMPLES (schemathesis examples per operation, default 10),
-# E2E_SECONDS (load duration, default 10), CARGO_TARGET_DIR (default ./target).
+# E2E_SECONDS (load duration, default 10), E2E_PROFILE (release, the default, for load
+# figures that mean something; debug reuses the test build, as CI does), CARGO_TARGET_DIR
+# (default ./target).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -23,9 +25,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "==> building agent-memory (release)"
-cargo build --release -p agent-memory-cli --manifest-path "$root/Cargo.toml"
-bin="$target/release/agent-memory"
+profile="${E2E_PROFILE:-release}"
+echo "==> building agent-memory ($profile)"
+if [ "$profile" = release ]; then
+  cargo build --release -p agent-memory-cli --manifest-path "$root/Cargo.toml"
+else
+  cargo build -p agent-memory-cli --manifest-path "$root/Cargo.toml"
+fi
+bin="$target/$profile/agent-memory"
 admin="e2e-admin-$(date +%s)-$RANDOM$RANDOM"
 
 # Starts a server on $1 (store) with extra flags; sets $address.
@@ -88,6 +95,10 @@ for batch in range(10):
     urllib.request.urlopen(request).read()
 print("seeded 10000 memories")
 PY
+# Nothing acknowledged is lost: the server holds every memory it accepted.
+stored="$(curl -fsS "http://$address/v1/stats?namespace=load" -H "Authorization: Bearer $key" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')"
+[ "$stored" = 10000 ] || { echo "e2e: $stored memories stored of 10000 acknowledged" >&2; exit 1; }
 cat > "$work/recall.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -99,5 +110,10 @@ request = function()
   return wrk.format(nil, "/v1/recall", nil, '{"query":"' .. queries[(n % #queries) + 1] .. '","limit":10}')
 end
 LUA
-wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address"
+wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
+# Every response was a success.
+if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
+  echo "e2e: the load test saw failed requests" >&2
+  exit 1
+fi
 echo "e2e: all checks passed"
