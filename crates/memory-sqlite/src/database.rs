@@ -303,4 +303,35 @@ mod tests {
             "the stable query planner must be on: see `Database::prepare`"
         );
     }
+
+    /// The durability the docs promise: a file opened with default options commits with
+    /// `synchronous = FULL` (2) in WAL mode; `Synchronous::Normal` is 1 when asked for.
+    #[tokio::test]
+    async fn files_sync_fully_by_default() {
+        let dir = std::env::temp_dir().join(format!("agent-memory-sync-{}", memory_core::new_id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let read = |database: Database| async move {
+            database
+                .call(|connection| {
+                    let sync: i64 = connection
+                        .pragma_query_value(None, "synchronous", |row| row.get(0))
+                        .map_err(|error| MemoryError::storage("reading synchronous", error))?;
+                    let journal: String = connection
+                        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+                        .map_err(|error| MemoryError::storage("reading journal_mode", error))?;
+                    Ok((sync, journal))
+                })
+                .await
+                .expect("read")
+        };
+        let full = Database::open(&dir.join("full.db"), &SqliteOptions::default()).expect("opened");
+        assert_eq!(read(full).await, (2, "wal".to_owned()));
+        let normal = Database::open(
+            &dir.join("normal.db"),
+            &SqliteOptions::default().with_synchronous(Synchronous::Normal),
+        )
+        .expect("opened");
+        assert_eq!(read(normal).await.0, 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

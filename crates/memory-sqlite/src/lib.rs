@@ -126,6 +126,12 @@ impl SqliteBackend {
     /// Opens the database file at `path`, creating it if needed: switches it to the WAL
     /// journal and migrates an older schema. Blocks while it does (usually milliseconds).
     ///
+    /// Opening takes the write lock for a moment, even when nothing needs changing: it must
+    /// check the schema version and the derived index's fingerprint under the lock that a
+    /// migrating or rebuilding process holds, or it could read a half-migrated file. So a
+    /// second process opening the file waits (up to the busy timeout) while another writes.
+    /// There is no read-only open: every store takes writes (recall statistics included).
+    ///
     /// # Errors
     /// [`MemoryError::Storage`] when the file cannot be opened, is not an SQLite database,
     /// belongs to another application, or has a newer schema than this build reads;
