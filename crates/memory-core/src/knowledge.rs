@@ -200,9 +200,49 @@ pub struct PageQuery {
     pub tags: Vec<Tag>,
     /// How many hits to return at most.
     pub top_k: usize,
+    /// The text's analysed terms when the caller analysed it already; `None` means
+    /// "analyse `text`".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<Vec<String>>,
+    /// The keywords of the page match rules when the caller chose them already (a recall
+    /// passes its keyword extractor's); `None` means [`page_rule_keywords`] of `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keywords: Option<Vec<String>>,
 }
 
 impl PageQuery {
+    /// The terms to search with: [`terms`](Self::terms) when set, else
+    /// [`Analyzer::query_terms`](crate::text::Analyzer::query_terms) of the text.
+    pub fn analysed_terms(&self) -> std::borrow::Cow<'_, [String]> {
+        match &self.terms {
+            Some(terms) => std::borrow::Cow::Borrowed(terms),
+            None => {
+                std::borrow::Cow::Owned(crate::text::Analyzer::default().query_terms(&self.text))
+            }
+        }
+    }
+
+    /// The keywords of the page match rules: [`keywords`](Self::keywords) when set, else
+    /// [`page_rule_keywords`] of the text.
+    pub fn rule_keywords(&self) -> std::borrow::Cow<'_, [String]> {
+        match &self.keywords {
+            Some(keywords) => std::borrow::Cow::Borrowed(keywords),
+            None => std::borrow::Cow::Owned(page_rule_keywords(&self.text)),
+        }
+    }
+
+    /// This query with its terms analysed already.
+    pub fn with_terms(mut self, terms: Vec<String>) -> Self {
+        self.terms = Some(terms);
+        self
+    }
+
+    /// This query with the page match rules' keywords chosen already.
+    pub fn with_keywords(mut self, keywords: Vec<String>) -> Self {
+        self.keywords = Some(keywords);
+        self
+    }
+
     /// The best `top_k` pages in `scope` for `text`.
     pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
         Self {
@@ -210,6 +250,8 @@ impl PageQuery {
             text: text.into(),
             tags: Vec::new(),
             top_k,
+            terms: None,
+            keywords: None,
         }
     }
 }

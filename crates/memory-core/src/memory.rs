@@ -523,15 +523,37 @@ pub struct SearchQuery {
     pub filter: MemoryFilter,
     /// How many hits to return at most.
     pub top_k: usize,
+    /// The text's analysed terms when the caller analysed it already (a recall analyses its
+    /// query once for every channel and backend); `None` means "analyse `text`".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<Vec<String>>,
 }
 
 impl SearchQuery {
+    /// The terms to search with: [`terms`](Self::terms) when set, else
+    /// [`Analyzer::query_terms`](crate::text::Analyzer::query_terms) of the text.
+    pub fn analysed_terms(&self) -> std::borrow::Cow<'_, [String]> {
+        match &self.terms {
+            Some(terms) => std::borrow::Cow::Borrowed(terms),
+            None => {
+                std::borrow::Cow::Owned(crate::text::Analyzer::default().query_terms(&self.text))
+            }
+        }
+    }
+
+    /// This query with its terms analysed already (see [`terms`](Self::terms)).
+    pub fn with_terms(mut self, terms: Vec<String>) -> Self {
+        self.terms = Some(terms);
+        self
+    }
+
     /// The best `top_k` items in `scope` for `text`.
     pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
         Self {
             text: text.into(),
             filter: MemoryFilter::new(scope),
             top_k,
+            terms: None,
         }
     }
 

@@ -199,6 +199,7 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// The analyzed, de-duplicated terms of a query.
+    #[cfg(test)]
     pub(crate) fn query_terms(&self, text: &str) -> Vec<String> {
         self.analyzer.query_terms(text)
     }

@@ -181,12 +181,12 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         if shards.is_empty() {
             return Ok(Vec::new());
         }
-        let keywords = memory_core::backend::page_rule_keywords(&query.text);
+        let keywords = query.rule_keywords();
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {
             let shard = read(&shard);
-            let terms = terms.get_or_insert_with(|| shard.index.query_terms(&query.text));
+            let terms = terms.get_or_insert_with(|| query.analysed_terms().into_owned());
             if terms.is_empty() {
                 return Ok(Vec::new());
             }

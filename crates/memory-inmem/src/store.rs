@@ -282,7 +282,7 @@ impl MemoryStore for InMemoryStore {
         let mut terms: Option<Vec<String>> = None;
         for (_, shard) in shards {
             let shard = read(&shard);
-            let terms = terms.get_or_insert_with(|| shard.index.query_terms(&query.text));
+            let terms = terms.get_or_insert_with(|| query.analysed_terms().into_owned());
             if terms.is_empty() {
                 return Ok(Vec::new());
             }

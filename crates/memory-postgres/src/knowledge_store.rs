@@ -15,7 +15,7 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
     IndexedTerms, REINDEX_BATCH, count, decode_time, encode_time, index_terms, namespaces,
-    reject_nul, search_terms, to_count,
+    nonempty, reject_nul, to_count,
 };
 
 /// A [`KnowledgeStore`] in PostgreSQL.
@@ -376,7 +376,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
     }
 
     async fn search(&self, query: &PageQuery) -> Result<Vec<PageHit>> {
-        let Some(terms) = search_terms(&query.text) else {
+        let Some(terms) = nonempty(query.analysed_terms().into_owned()) else {
             return Ok(Vec::new());
         };
         if query.top_k == 0 {
@@ -394,7 +394,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
              FROM scored s JOIN {s}.pages p ON p.rid = s.rid",
         );
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
-        let keywords = memory_core::backend::page_rule_keywords(&query.text);
+        let keywords = query.rule_keywords().into_owned();
         let mut candidates = Vec::with_capacity(rows.len());
         for row in &rows {
             let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);

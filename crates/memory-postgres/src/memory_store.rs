@@ -16,8 +16,8 @@ use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{
-    REINDEX_BATCH, Sql, count, decode_time, encode_time, limit_value, namespaces, reject_nul_json,
-    search_terms, time_bound,
+    REINDEX_BATCH, Sql, count, decode_time, encode_time, limit_value, namespaces, nonempty,
+    reject_nul_json, time_bound,
 };
 
 mod least_valuable;
@@ -317,7 +317,7 @@ impl MemoryStore for PostgresStore {
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some(terms) = search_terms(&query.text) else {
+        let Some(terms) = nonempty(query.analysed_terms().into_owned()) else {
             return Ok(Vec::new());
         };
         let filter = &query.filter;

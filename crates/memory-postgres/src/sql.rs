@@ -185,8 +185,13 @@ impl IndexedTerms {
 /// [`Analyzer::query_terms`](memory_core::text::Analyzer::query_terms)), bound as one
 /// `text[]` parameter, so no user text is ever query syntax. `None` when the text has no
 /// searchable term.
+#[cfg(test)]
 pub(crate) fn search_terms(text: &str) -> Option<Vec<String>> {
-    let terms = analyzer().query_terms(text);
+    nonempty(analyzer().query_terms(text))
+}
+
+/// `terms`, or `None` when there is none to search with.
+pub(crate) fn nonempty(terms: Vec<String>) -> Option<Vec<String>> {
     (!terms.is_empty()).then_some(terms)
 }
 

@@ -188,7 +188,8 @@ impl Retriever {
             memory: &*self.memory,
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),
-            keywords: &*self.keywords,
+            terms: memory_core::text::Analyzer::default().query_terms(query),
+            keywords: self.keywords.extract(query),
             embedder: self.embedder.as_deref(),
         };
         let started = Instant::now();

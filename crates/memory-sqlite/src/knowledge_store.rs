@@ -226,7 +226,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let Some(terms) = QueryTerms::new(&query.text) else {
+        let Some(terms) = QueryTerms::of(&query.analysed_terms()) else {
             return Ok(Vec::new());
         };
         let query = query.clone();

@@ -306,7 +306,7 @@ impl MemoryStore for SqliteStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let Some(terms) = QueryTerms::new(&query.text) else {
+        let Some(terms) = QueryTerms::of(&query.analysed_terms()) else {
             return Ok(Vec::new());
         };
         let (filter, top_k) = (query.filter.clone(), query.top_k);

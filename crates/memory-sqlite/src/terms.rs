@@ -108,14 +108,20 @@ pub(crate) struct QueryTerms {
 
 impl QueryTerms {
     /// The terms of `text`; `None` when it has no searchable term.
+    #[cfg(test)]
     pub(crate) fn new(text: &str) -> Option<Self> {
-        let terms = analyzer().query_terms(text);
+        Self::of(&analyzer().query_terms(text))
+    }
+
+    /// Analysed `terms` (a query's, see `SearchQuery::analysed_terms`); `None` when there is
+    /// none.
+    pub(crate) fn of(terms: &[String]) -> Option<Self> {
         if terms.is_empty() {
             return None;
         }
         Some(Self {
             count: terms.len(),
-            json: serde_json::Value::from(terms).to_string(),
+            json: serde_json::Value::from(terms.to_vec()).to_string(),
         })
     }
 }

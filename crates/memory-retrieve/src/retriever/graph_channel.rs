@@ -30,11 +30,11 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     if !graph.may_have_entities(scope).await? {
         return Ok((Vec::new(), started.elapsed().as_micros() as u64));
     }
-    let keywords = request.keywords.extract(request.query);
+    let keywords = &request.keywords;
     if keywords.is_empty() {
         return Ok((Vec::new(), 0));
     }
-    let matched = graph.find_by_keywords(scope, &keywords).await?;
+    let matched = graph.find_by_keywords(scope, keywords).await?;
     // Each entity's share of the keywords it matches, computed once.
     let mut matched: Vec<(f32, GraphEntity)> = matched
         .into_iter()

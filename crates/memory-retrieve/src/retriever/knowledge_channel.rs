@@ -25,6 +25,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         config.candidates_per_channel,
     );
     page_query.tags = filter.tags.clone();
+    let page_query = page_query
+        .with_terms(request.terms.clone())
+        .with_keywords(request.keywords.clone());
     let hits = knowledge.search(&page_query).await?;
     let best = hits
         .first()

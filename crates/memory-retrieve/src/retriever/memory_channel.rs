@@ -38,7 +38,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         request.query,
         config.candidates_per_channel,
     )
-    .with_filter(memory_filter(request.scope, request.filter));
+    .with_filter(memory_filter(request.scope, request.filter))
+    .with_terms(request.terms.clone());
     // Keyword search, and with an embedder the similarity search beside it.
     let (hits, similar) = match request.embedder {
         None => (memory.search(&search).await?, None),

@@ -1,9 +1,7 @@
 //! [`Request`]: one recall as every channel sees it, built once per call.
 
 use chrono::{DateTime, Utc};
-use memory_core::{
-    EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryStore, Scope,
-};
+use memory_core::{EmbeddingProvider, KnowledgeGraph, KnowledgeStore, MemoryStore, Scope};
 
 use super::{RecallFilter, RetrieverConfig};
 use crate::scoring::{NGrams, ScoreWeights};
@@ -19,11 +17,16 @@ pub(super) struct Request<'a> {
     pub(super) weights: ScoreWeights,
     /// The query's n-grams; empty unless the overlap signal has weight.
     pub(super) grams: NGrams,
+    /// The query analysed once for every channel and backend: its search terms
+    /// (`Analyzer::query_terms`) ...
+    pub(super) terms: Vec<String>,
+    /// ... and its keywords, by the memory's keyword extractor, for the graph's matching
+    /// and the page match rules alike.
+    pub(super) keywords: Vec<String>,
     pub(super) now: DateTime<Utc>,
     pub(super) memory: &'a dyn MemoryStore,
     pub(super) knowledge: Option<&'a dyn KnowledgeStore>,
     pub(super) graph: Option<&'a dyn KnowledgeGraph>,
-    pub(super) keywords: &'a dyn KeywordExtractor,
     pub(super) embedder: Option<&'a dyn EmbeddingProvider>,
 }
 

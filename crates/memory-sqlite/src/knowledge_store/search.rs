@@ -53,7 +53,7 @@ pub(super) fn search(
     let what = || "searching pages";
     let top_k = query.top_k;
     let mut scored = fulltext::pages().score(connection, &query.scope, terms)?;
-    let keywords = memory_core::backend::page_rule_keywords(&query.text);
+    let keywords = query.rule_keywords().into_owned();
     let max_boost = PageMatchSignals {
         title_prefix: true,
         tag_exact: true,
