@@ -78,7 +78,7 @@ impl RecallStats {
 /// use chrono::{TimeZone, Utc};
 /// let t = |s| Utc.timestamp_opt(s, 0).unwrap();
 /// let entries = [(0.5, t(1), "a"), (0.1, t(3), "b"), (0.1, t(2), "c"), (0.9, t(0), "d")];
-/// assert_eq!(memory_core::least_valuable(entries, 3), ["c", "b", "a"]);
+/// assert_eq!(memory_core::backend::least_valuable(entries, 3), ["c", "b", "a"]);
 /// ```
 pub fn least_valuable<K: Ord>(
     entries: impl IntoIterator<Item = (f64, DateTime<Utc>, K)>,
