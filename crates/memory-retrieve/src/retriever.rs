@@ -189,7 +189,8 @@ impl Retriever {
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),
             terms: memory_core::text::Analyzer::default().query_terms(query),
-            keywords: self.keywords.extract(query),
+            keywords: std::sync::OnceLock::new(),
+            extractor: &*self.keywords,
             embedder: self.embedder.as_deref(),
         };
         let started = Instant::now();

@@ -30,7 +30,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     if !graph.may_have_entities(scope).await? {
         return Ok((Vec::new(), started.elapsed().as_micros() as u64));
     }
-    let keywords = &request.keywords;
+    let keywords = request.keywords();
     if keywords.is_empty() {
         return Ok((Vec::new(), 0));
     }

@@ -25,9 +25,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         config.candidates_per_channel,
     );
     page_query.tags = filter.tags.clone();
-    let page_query = page_query
-        .with_terms(request.terms.clone())
-        .with_keywords(request.keywords.clone());
+    // The page match rules keep their own keywords (the query's words as written): see
+    // `page_rule_keywords`.
+    let page_query = page_query.with_terms(request.terms.clone());
     let hits = knowledge.search(&page_query).await?;
     let best = hits
         .first()

@@ -1,7 +1,9 @@
 //! [`Request`]: one recall as every channel sees it, built once per call.
 
 use chrono::{DateTime, Utc};
-use memory_core::{EmbeddingProvider, KnowledgeGraph, KnowledgeStore, MemoryStore, Scope};
+use memory_core::{
+    EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryStore, Scope,
+};
 
 use super::{RecallFilter, RetrieverConfig};
 use crate::scoring::{NGrams, ScoreWeights};
@@ -17,12 +19,13 @@ pub(super) struct Request<'a> {
     pub(super) weights: ScoreWeights,
     /// The query's n-grams; empty unless the overlap signal has weight.
     pub(super) grams: NGrams,
-    /// The query analysed once for every channel and backend: its search terms
-    /// (`Analyzer::query_terms`) ...
+    /// The query's search terms (`Analyzer::query_terms`), analysed once for every channel
+    /// and backend.
     pub(super) terms: Vec<String>,
-    /// ... and its keywords, by the memory's keyword extractor, for the graph's matching
-    /// and the page match rules alike.
-    pub(super) keywords: Vec<String>,
+    /// The query's keywords for the graph's matching, by the memory's keyword extractor:
+    /// extracted on first use, so a recall whose graph holds nothing in scope pays nothing.
+    pub(super) keywords: std::sync::OnceLock<Vec<String>>,
+    pub(super) extractor: &'a dyn KeywordExtractor,
     pub(super) now: DateTime<Utc>,
     pub(super) memory: &'a dyn MemoryStore,
     pub(super) knowledge: Option<&'a dyn KnowledgeStore>,
@@ -31,6 +34,12 @@ pub(super) struct Request<'a> {
 }
 
 impl Request<'_> {
+    /// The query's keywords (see [`Request::keywords`]).
+    pub(super) fn keywords(&self) -> &[String] {
+        self.keywords
+            .get_or_init(|| self.extractor.extract(self.query))
+    }
+
     /// Whether the overlap signal is computed.
     pub(super) fn wants_overlap(&self) -> bool {
         self.weights.overlap > 0.0
