@@ -35,7 +35,7 @@ pub const MEMORY_FIELD_WEIGHTS: [f32; 2] = [1.0, CONTEXT_FIELD_WEIGHT];
 pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
 
 /// The inverse document frequency of a term found in `df` of `docs` documents; positive.
-#[inline]
+#[inline(always)]
 pub fn bm25_idf(docs: f32, df: f32) -> f32 {
     ((docs - df + 0.5) / (df + 0.5)).ln_1p()
 }
@@ -57,7 +57,7 @@ pub fn length_factors<const N: usize>(docs: f32, total_len: &[u64; N]) -> [f32; 
 
 /// One term's BM25F score in a document: `idf · w / (K1 + w)`, where `w` sums each field's
 /// weighted, length-normalised term frequency (`length_factor` from [`length_factors`]).
-#[inline]
+#[inline(always)]
 pub fn bm25f<const N: usize>(
     weights: &[f32; N],
     length_factor: &[f32; N],
