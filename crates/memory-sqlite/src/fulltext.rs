@@ -1,14 +1,13 @@
 //! The full-text index of memories and of pages: postings with per-namespace BM25F
 //! statistics, written in the same transaction as each record.
 //!
-//! Each index (`memory_*` over two fields, `page_*` over four) is three tables:
+//! Each index (`memory_*` over two fields, `page_*` over four) is four tables:
 //! - `<p>_stats (nid, ns, docs, len0..)`: one row per namespace holding records, with its
 //!   record count and each field's total length. `nid` names the namespace in the others.
+//! - `<p>_df (nid, term, df)`: how many records of the namespace hold the term.
 //! - `<p>_postings (nid, term, rid, tf0.., len0..)`: one row per record and distinct term,
 //!   with the term's frequency in each field and the record's field lengths, so scoring a
-//!   candidate reads nothing else. A term's document frequency in a namespace is the
-//!   number of its postings there, counted as a search reads them: no per-term counter is
-//!   written with each record, so indexing a record writes one row per distinct term.
+//!   candidate reads nothing else.
 //! - `<p>_docs (rid, nid, len0.., terms)`: each record's field lengths and its terms with
 //!   their frequencies ([`Analyzed::encode_terms`]), so a record leaves the index exactly
 //!   as it came in, and a rewrite whose terms did not change leaves the index alone.
@@ -35,9 +34,8 @@ use crate::terms::{Analyzed, decode_terms};
 
 /// The layout of the index tables; part of the index fingerprint, so a change rebuilds
 /// them. 1: FTS5 `terms` and `scope` columns (schema 3); 2: the memory `context` column;
-/// 3: postings with per-namespace statistics (schema 4); 4: no `<p>_df` tables, document
-/// frequencies are counted from the postings.
-pub(crate) const INDEX_LAYOUT: u32 = 4;
+/// 3: postings with per-namespace statistics (schema 4).
+pub(crate) const INDEX_LAYOUT: u32 = 3;
 
 /// One full-text index over records with `N` weighted fields.
 #[derive(Debug)]
@@ -55,6 +53,9 @@ struct Statements {
     add_stats: String,
     sub_stats: String,
     drop_empty_stats: String,
+    add_df: String,
+    drop_last_df: String,
+    sub_df: String,
     add_posting: String,
     drop_posting: String,
     add_doc: String,
@@ -63,9 +64,10 @@ struct Statements {
     read_posting: String,
     /// `SELECT nid, docs, len0.. FROM <p>_stats s WHERE s.docs > 0`, for a scope condition.
     stats_in: String,
-    /// The postings of the query's terms in one namespace, each term's together.
+    /// The postings of the query's terms in one namespace, with each term's df.
     postings: String,
     clear_postings: String,
+    clear_df: String,
     clear_stats: String,
 }
 
@@ -113,6 +115,12 @@ impl Statements {
             ),
             sub_stats: format!("UPDATE {p}_stats SET docs = docs - 1, {subtracted} WHERE nid = ?1"),
             drop_empty_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1 AND docs <= 0"),
+            add_df: format!(
+                "INSERT INTO {p}_df (nid, term, df) VALUES (?1, ?2, 1) \
+                 ON CONFLICT (nid, term) DO UPDATE SET df = df + 1"
+            ),
+            drop_last_df: format!("DELETE FROM {p}_df WHERE nid = ?1 AND term = ?2 AND df <= 1"),
+            sub_df: format!("UPDATE {p}_df SET df = df - 1 WHERE nid = ?1 AND term = ?2"),
             add_posting: format!(
                 "INSERT INTO {p}_postings (nid, term, rid, {tf}, {len}) VALUES (?1, ?2, ?3, {})",
                 placeholders(4, 2 * n)
@@ -131,17 +139,18 @@ impl Statements {
             ),
             stats_in: format!("SELECT s.nid, s.docs, {len} FROM {p}_stats s WHERE s.docs > 0"),
             postings: format!(
-                "SELECT p.term, p.rid, {posting_tf}, {posting_len} FROM {p}_postings p \
-                 WHERE p.nid = ?1 AND p.term IN (SELECT value FROM json_each(?2))"
+                "SELECT d.df, p.rid, {posting_tf}, {posting_len} FROM {p}_df d \
+                 CROSS JOIN {p}_postings p ON p.nid = d.nid AND p.term = d.term \
+                 WHERE d.nid = ?1 AND d.term IN (SELECT value FROM json_each(?2))"
             ),
             clear_postings: format!("DELETE FROM {p}_postings WHERE nid = ?1"),
+            clear_df: format!("DELETE FROM {p}_df WHERE nid = ?1"),
             clear_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1"),
         }
     }
 }
 
-/// The tables of the index with prefix `p` over `n` fields, created empty (and the
-/// `<p>_df` table of layout 3 dropped).
+/// The tables of the index with prefix `p` over `n` fields, created empty.
 fn table_sql(p: &str, n: usize) -> String {
     let lens = (0..n)
         .map(|field| format!("len{field} INTEGER NOT NULL"))
@@ -159,6 +168,10 @@ fn table_sql(p: &str, n: usize) -> String {
          CREATE TABLE {p}_stats (
              nid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL, {lens}
          );
+         CREATE TABLE {p}_df (
+             nid INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+             PRIMARY KEY (nid, term)
+         ) WITHOUT ROWID;
          CREATE TABLE {p}_postings (
              nid INTEGER NOT NULL, term TEXT NOT NULL, rid INTEGER NOT NULL, {tfs}, {lens},
              PRIMARY KEY (nid, term, rid)
@@ -238,8 +251,8 @@ impl<const N: usize> FullText<N> {
     }
 
     /// Removes every record of the namespaces in `scope` from the index, given the row ids
-    /// of those records: each namespace's postings and statistics go by range, not term by
-    /// term.
+    /// of those records: each namespace's postings, frequencies and statistics go by range,
+    /// not term by term.
     pub(crate) fn clear(&self, connection: &Connection, scope: &Scope, rids: &[i64]) -> Result<()> {
         let what = || format!("clearing the {} full-text index", self.prefix);
         let mut sql = Sql::new(&format!(
@@ -257,7 +270,11 @@ impl<const N: usize> FullText<N> {
                     .collect::<rusqlite::Result<Vec<i64>>>()
             })
             .context(what)?;
-        for text in [&self.sql.clear_postings, &self.sql.clear_stats] {
+        for text in [
+            &self.sql.clear_postings,
+            &self.sql.clear_df,
+            &self.sql.clear_stats,
+        ] {
             let mut statement = connection.prepare_cached(text).context(what)?;
             for nid in &nids {
                 statement.execute([nid]).context(what)?;
@@ -317,6 +334,10 @@ impl<const N: usize> FullText<N> {
                 None => return Err(crate::error::corrupt(what(), "no namespace row")),
             }
         };
+        let mut add_df = connection.prepare_cached(&self.sql.add_df).context(what)?;
+        for (term, _) in &doc.terms {
+            add_df.execute((nid, term)).context(what)?;
+        }
         self.write_entry(connection, nid, rid, doc, terms)
     }
 
@@ -364,8 +385,15 @@ impl<const N: usize> FullText<N> {
         let mut drop_posting = connection
             .prepare_cached(&self.sql.drop_posting)
             .context(what)?;
+        let mut drop_last_df = connection
+            .prepare_cached(&self.sql.drop_last_df)
+            .context(what)?;
+        let mut sub_df = connection.prepare_cached(&self.sql.sub_df).context(what)?;
         for term in decode_terms::<N>(rid, &stored.terms)? {
             drop_posting.execute((nid, term, rid)).context(what)?;
+            if drop_last_df.execute((nid, term)).context(what)? == 0 {
+                sub_df.execute((nid, term)).context(what)?;
+            }
         }
         let mut sub_stats = connection
             .prepare_cached(&self.sql.sub_stats)

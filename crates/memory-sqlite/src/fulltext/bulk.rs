@@ -1,6 +1,6 @@
 //! Filling an empty index from every record at once (the rebuild): postings and entries are
-//! written as records come, the statistics are counted in memory and written once at the
-//! end, instead of one upsert per record.
+//! written as records come, frequencies and statistics are counted in memory and written
+//! once at the end, instead of one upsert per term and record.
 
 use std::collections::HashMap;
 
@@ -16,6 +16,8 @@ struct Counted<const N: usize> {
     nid: i64,
     docs: i64,
     len: [u64; N],
+    /// Records holding each term.
+    df: HashMap<String, i64>,
 }
 
 /// An empty index being filled.
@@ -48,17 +50,26 @@ impl<'i, const N: usize> Bulk<'i, N> {
                 nid: next,
                 docs: 0,
                 len: [0; N],
+                df: HashMap::new(),
             }),
         };
         counted.docs += 1;
         for (total, len) in counted.len.iter_mut().zip(doc.len) {
             *total += u64::from(len);
         }
+        for (term, _) in &doc.terms {
+            match counted.df.get_mut(term) {
+                Some(df) => *df += 1,
+                None => {
+                    counted.df.insert(term.clone(), 1);
+                }
+            }
+        }
         self.index
             .write_entry(connection, counted.nid, rid, doc, &doc.encode_terms())
     }
 
-    /// Writes the counted statistics.
+    /// Writes the counted frequencies and statistics.
     pub(crate) fn finish(self, connection: &Connection) -> Result<()> {
         let prefix = self.index.prefix;
         let what = || format!("writing the {prefix} index statistics");
@@ -67,6 +78,11 @@ impl<'i, const N: usize> Bulk<'i, N> {
                 "INSERT INTO {prefix}_stats (nid, ns, docs, {}) VALUES ({})",
                 columns("len", N),
                 placeholders(1, 3 + N)
+            ))
+            .context(what)?;
+        let mut add_df = connection
+            .prepare(&format!(
+                "INSERT INTO {prefix}_df (nid, term, df) VALUES (?1, ?2, ?3)"
             ))
             .context(what)?;
         for (ns, counted) in self.namespaces {
@@ -82,6 +98,12 @@ impl<'i, const N: usize> Bulk<'i, N> {
                     .context(what)?;
             }
             add_stats.raw_execute().context(what)?;
+            // In key order, so each insert appends to the table's B-tree.
+            let mut df: Vec<(String, i64)> = counted.df.into_iter().collect();
+            df.sort_unstable();
+            for (term, count) in df {
+                add_df.execute((counted.nid, term, count)).context(what)?;
+            }
         }
         Ok(())
     }

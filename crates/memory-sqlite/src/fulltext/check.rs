@@ -1,5 +1,5 @@
 //! The integrity check of an index: every record is indexed as its text analyses now, and
-//! the statistics add up to the entries.
+//! the frequencies and statistics add up to the postings and entries.
 
 use memory_core::Result;
 use rusqlite::{Connection, OptionalExtension};
@@ -123,6 +123,14 @@ impl<const N: usize> Check<'_, N> {
                      ON a.nid = s.nid WHERE ?1 = ?1 AND (a.docs IS NOT s.docs{differ})"
                 ),
                 "namespace statistics that differ from their records",
+            ),
+            (
+                format!(
+                    "SELECT count(*) FROM {p}_df d FULL JOIN \
+                     (SELECT nid, term, count(*) AS df FROM {p}_postings GROUP BY nid, term) c \
+                     ON c.nid = d.nid AND c.term = d.term WHERE ?1 = ?1 AND c.df IS NOT d.df"
+                ),
+                "document frequencies that differ from the postings",
             ),
         ];
         for (sql, problem) in checks {

@@ -33,14 +33,6 @@ impl Hasher for RidHasher {
     }
 }
 
-/// The postings of one query term in one namespace, as read: each record's row id, the
-/// term's frequency in each field and the record's field lengths. Their number is the
-/// term's document frequency there.
-struct TermPostings<const N: usize> {
-    term: String,
-    postings: Vec<(i64, [u16; N], [u32; N])>,
-}
-
 /// A namespace in scope: its id, record count and total field lengths.
 struct Namespace<const N: usize> {
     nid: i64,
@@ -57,8 +49,7 @@ impl<const N: usize> FullText<N> {
     /// the order they are read in does not matter) and rounded to `f32` once.
     ///
     /// Cost: one statistics row per namespace in scope, and per namespace one index range
-    /// per query term, each as long as the term's postings there. A term's postings are
-    /// read before they are scored: their number is its document frequency.
+    /// per query term, each as long as the term's postings there.
     pub(crate) fn score(
         &self,
         connection: &Connection,
@@ -74,50 +65,31 @@ impl<const N: usize> FullText<N> {
         let direct = terms.count == 1 && namespaces.len() == 1;
         let mut scored: Vec<(f32, i64)> = Vec::new();
         let mut sums: HashMap<i64, f64, BuildHasherDefault<RidHasher>> = HashMap::default();
-        let mut read: Vec<TermPostings<N>> = Vec::with_capacity(terms.count);
         for namespace in &namespaces {
             let length_factor = length_factors(namespace.docs, &namespace.total_len);
-            read.clear();
             let mut rows = statement
                 .query((namespace.nid, &terms.json))
                 .context(what)?;
+            let (mut df, mut idf) = (-1i64, 0.0f32);
+            let mut tf = [0u16; N];
+            let mut len = [0u32; N];
             while let Some(row) = rows.next().context(what)? {
-                let term = row
-                    .get_ref(0)
-                    .and_then(|term| Ok(term.as_str()?))
-                    .context(what)?;
+                let term_df: i64 = row.get(0).context(what)?;
+                if term_df != df {
+                    df = term_df;
+                    idf = bm25_idf(namespace.docs, df as f32);
+                }
                 let rid: i64 = row.get(1).context(what)?;
-                let mut tf = [0u16; N];
-                let mut len = [0u32; N];
                 for field in 0..N {
                     tf[field] = u16::try_from(row.get::<_, i64>(2 + field).context(what)?)
                         .unwrap_or(u16::MAX);
                     len[field] = to_len(row.get(2 + N + field).context(what)?);
                 }
-                // A term's postings come together, so its group is almost always the last.
-                let at = match read.iter().rposition(|group| group.term == term) {
-                    Some(at) => at,
-                    None => {
-                        read.push(TermPostings {
-                            term: term.to_owned(),
-                            postings: Vec::new(),
-                        });
-                        read.len() - 1
-                    }
-                };
-                if let Some(group) = read.get_mut(at) {
-                    group.postings.push((rid, tf, len));
-                }
-            }
-            for group in &read {
-                let idf = bm25_idf(namespace.docs, group.postings.len() as f32);
-                for (rid, tf, len) in &group.postings {
-                    let score = bm25f(&self.weights, &length_factor, tf, len, idf);
-                    if direct {
-                        scored.push((score, *rid));
-                    } else {
-                        *sums.entry(*rid).or_insert(0.0) += f64::from(score);
-                    }
+                let score = bm25f(&self.weights, &length_factor, &tf, &len, idf);
+                if direct {
+                    scored.push((score, rid));
+                } else {
+                    *sums.entry(rid).or_insert(0.0) += f64::from(score);
                 }
             }
         }

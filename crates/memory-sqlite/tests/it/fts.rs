@@ -396,6 +396,7 @@ async fn the_integrity_check_finds_a_damaged_index() {
         "DELETE FROM memory_postings WHERE (nid, term, rid) IN \
          (SELECT nid, term, rid FROM memory_postings LIMIT 1)",
         "UPDATE memory_postings SET tf0 = tf0 + 1 WHERE term = 'dog'",
+        "UPDATE memory_df SET df = df + 1 WHERE term = 'cat'",
         "UPDATE memory_stats SET len0 = len0 + 1",
         "DELETE FROM memory_docs WHERE rid = (SELECT min(rid) FROM memory_docs)",
         "INSERT INTO memory_postings SELECT nid, 'zzz', rid, 1, 0, len0, len1 FROM memory_docs LIMIT 1",

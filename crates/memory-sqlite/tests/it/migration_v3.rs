@@ -339,7 +339,7 @@ async fn version_3_database_upgrades_to_postings_that_rank_like_the_in_memory_ba
             row.get(0)
         })
         .unwrap();
-    assert!(fingerprint.starts_with("layout 4 "), "{fingerprint}");
+    assert!(fingerprint.starts_with("layout 3 "), "{fingerprint}");
     let again = SqliteBackend::open(file.path()).unwrap();
     let hits = again
         .memory_store()
