@@ -343,6 +343,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn match_rules() {
+        let keywords = page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
+        assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
+        let tags = [Tag::new("state-graph").unwrap()];
+        let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
+        assert!(signals.title_prefix && !signals.tag_exact && !signals.summary_contains);
+        let signals = PageMatchSignals::compute(
+            "Nodes",
+            "graph theory",
+            &tags,
+            &page_rule_keywords("State Graph"),
+        );
+        assert!(!signals.title_prefix && signals.summary_contains);
+        assert!(page_rule_keywords("the a of").is_empty());
+        assert_eq!(PageMatchSignals::default().boost(), 1.0);
+    }
+
+    #[test]
     fn validation_and_serde() {
         let ns = Namespace::parse("kb").unwrap();
         assert!(KnowledgePage::new(ns.clone(), "", "t").is_err());

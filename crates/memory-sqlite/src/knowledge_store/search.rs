@@ -153,27 +153,3 @@ pub(super) fn search(
     }
     Ok(hits)
 }
-
-#[cfg(test)]
-mod tests {
-    use memory_core::{PageMatchSignals, Tag};
-
-    #[test]
-    fn match_rules() {
-        let keywords =
-            memory_core::backend::page_rule_keywords("LangGraph 的 StateGraph 状态管理原理？");
-        assert_eq!(keywords, ["langgraph", "stategraph", "状态管理原理"]);
-        let tags = [Tag::new("state-graph").unwrap()];
-        let signals = PageMatchSignals::compute("StateGraph 状态管理", "核心", &tags, &keywords);
-        assert!(signals.title_prefix && !signals.tag_exact && !signals.summary_contains);
-        let signals = PageMatchSignals::compute(
-            "Nodes",
-            "graph theory",
-            &tags,
-            &memory_core::backend::page_rule_keywords("State Graph"),
-        );
-        assert!(!signals.title_prefix && signals.summary_contains);
-        assert!(memory_core::backend::page_rule_keywords("the a of").is_empty());
-        assert_eq!(PageMatchSignals::default().boost(), 1.0);
-    }
-}
