@@ -1,5 +1,6 @@
 //! Knowledge-graph entities, relations, and traversal results.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::validate::{validate_id, validate_len, validate_text, validate_unit};
@@ -100,6 +101,15 @@ pub struct GraphRelation {
     pub relation_type: String,
     /// Strength in `[0, 1]`.
     pub weight: f32,
+    /// From when the relation holds in the world (open when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// Until when it holds, exclusive (open when `None`). A relation of a single-valued type
+    /// is closed here when a newer one from the same source replaces it
+    /// ([`KnowledgeGraphExt::relate`](crate::KnowledgeGraphExt::relate)); traversals follow
+    /// only relations current at the time they run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 impl GraphRelation {
@@ -121,6 +131,8 @@ impl GraphRelation {
             target_id: target_id.into(),
             relation_type: relation_type.into(),
             weight,
+            valid_from: None,
+            valid_until: None,
         };
         relation.validate()?;
         Ok(relation)
@@ -135,7 +147,50 @@ impl GraphRelation {
         validate_id("source_id", &self.source_id)?;
         validate_id("target_id", &self.target_id)?;
         validate_text("relation_type", &self.relation_type, 128)?;
-        validate_unit("weight", self.weight)
+        validate_unit("weight", self.weight)?;
+        if let Some(from) = self.valid_from {
+            crate::validate::validate_time("valid_from", from)?;
+        }
+        if let Some(until) = self.valid_until {
+            crate::validate::validate_time("valid_until", until)?;
+        }
+        if let (Some(from), Some(until)) = (self.valid_from, self.valid_until)
+            && until < from
+        {
+            return Err(MemoryError::invalid(
+                "valid_until",
+                "must not be before valid_from",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets when the relation holds in the world; either end may be open.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `valid_from`
+    /// or `valid_until`.
+    pub fn with_validity(
+        mut self,
+        from: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    ) -> Result<Self> {
+        self.valid_from = from;
+        self.valid_until = until;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Whether the relation holds at `at`: `valid_from <= at < valid_until`, open ends
+    /// unbounded.
+    pub fn holds_at(&self, at: DateTime<Utc>) -> bool {
+        self.valid_from.is_none_or(|from| from <= at) && self.valid_until.is_none_or(|u| u > at)
+    }
+
+    /// Whether the relation is current at `now`: not closed by then (`valid_until > now` or
+    /// open). A relation announced for later is current, as for memories.
+    pub fn is_current_at(&self, now: DateTime<Utc>) -> bool {
+        self.valid_until.is_none_or(|until| until > now)
     }
 }
 

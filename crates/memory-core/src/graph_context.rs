@@ -5,7 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 
-use crate::{GraphEntity, KnowledgeGraph, MemoryError, Namespace, Result};
+use chrono::{DateTime, Utc};
+
+use crate::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, ScoredEntity};
 
 /// Longest description shown for an entity, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 160;
@@ -46,6 +48,41 @@ pub trait KnowledgeGraphExt: KnowledgeGraph {
         depth: usize,
         max_chars: usize,
     ) -> Result<String>;
+
+    /// Adds `relation`; when `single_valued`, a relation of its type holds one value per
+    /// source at a time, so every other relation of that type from the same source that is
+    /// still current at the new one's start (`valid_from`, else `now`) is closed there
+    /// (its `valid_until` set) instead of staying current beside it. Returns the closed
+    /// relations. Re-adding a closed relation (same source, target and type) reopens it:
+    /// a relation keeps one interval per target.
+    ///
+    /// # Errors
+    /// As [`add_relation`](KnowledgeGraph::add_relation); a relation that starts before the
+    /// one it would close ends is refused with [`MemoryError::InvalidInput`] naming
+    /// `valid_from`, and nothing is changed.
+    async fn relate(
+        &self,
+        relation: GraphRelation,
+        single_valued: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<GraphRelation>>;
+
+    /// The entities reachable from `id` within `depth` hops over relations that held at
+    /// `at` ([`GraphRelation::holds_at`]), nearest first, as
+    /// [`get_related`](KnowledgeGraph::get_related) orders them: the graph as it was then.
+    /// A breadth-first walk over [`relations_of`](KnowledgeGraph::relations_of), bounded by
+    /// [`MAX_TRAVERSAL_VISITED`](crate::MAX_TRAVERSAL_VISITED) entities.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `depth` past
+    /// [`MAX_TRAVERSAL_DEPTH`](crate::MAX_TRAVERSAL_DEPTH); backend errors.
+    async fn related_as_of(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<ScoredEntity>>;
 }
 
 #[async_trait]
@@ -78,7 +115,11 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
             if !text.push_line(&header(entity)) {
                 break;
             }
+            let now = Utc::now();
             for relation in self.relations_of(namespace, &entity.id).await? {
+                if !relation.is_current_at(now) {
+                    continue;
+                }
                 let outgoing = relation.source_id == entity.id;
                 let other = if outgoing {
                     &relation.target_id
@@ -108,6 +149,99 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
             }
         }
         Ok(text.into_string())
+    }
+
+    async fn relate(
+        &self,
+        relation: GraphRelation,
+        single_valued: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<GraphRelation>> {
+        relation.validate()?;
+        let mut closed = Vec::new();
+        if single_valued {
+            let start = relation.valid_from.unwrap_or(now);
+            for old in self
+                .relations_of(&relation.namespace, &relation.source_id)
+                .await?
+            {
+                if old.source_id != relation.source_id
+                    || old.relation_type != relation.relation_type
+                    || old.target_id == relation.target_id
+                    || !old.is_current_at(start)
+                {
+                    continue;
+                }
+                if old.valid_from.is_some_and(|from| from > start) {
+                    return Err(MemoryError::invalid(
+                        "valid_from",
+                        format!(
+                            "the relation starts before the current {} relation to {} it would close",
+                            old.relation_type, old.target_id
+                        ),
+                    ));
+                }
+                let mut old = old;
+                old.valid_until = Some(start);
+                closed.push(old);
+            }
+        }
+        // Add the new relation first: it names its endpoints, and a missing one fails the
+        // call before any old relation is closed.
+        self.add_relation(relation).await?;
+        for old in &closed {
+            self.add_relation(old.clone()).await?;
+        }
+        Ok(closed)
+    }
+
+    async fn related_as_of(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        depth: usize,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<ScoredEntity>> {
+        if depth > crate::MAX_TRAVERSAL_DEPTH {
+            return Err(MemoryError::invalid(
+                "depth",
+                format!("at most {}", crate::MAX_TRAVERSAL_DEPTH),
+            ));
+        }
+        if self.get_entity(namespace, id).await?.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut seen: HashSet<String> = HashSet::from([id.to_owned()]);
+        let mut frontier: Vec<(String, Vec<GraphRelation>)> = vec![(id.to_owned(), Vec::new())];
+        let mut found = Vec::new();
+        for hops in 1..=depth {
+            let mut next = Vec::new();
+            for (from, path) in &frontier {
+                for relation in self.relations_of(namespace, from).await? {
+                    if !relation.holds_at(at) {
+                        continue;
+                    }
+                    let other = crate::backend::other_end(&relation, from).to_owned();
+                    if seen.len() >= crate::MAX_TRAVERSAL_VISITED || !seen.insert(other.clone()) {
+                        continue;
+                    }
+                    let mut path = path.clone();
+                    path.push(relation);
+                    if let Some(entity) = self.get_entity(namespace, &other).await? {
+                        found.push(ScoredEntity {
+                            score: crate::backend::distance_score(hops, &path),
+                            entity,
+                            hops,
+                            path: path.clone(),
+                        });
+                    }
+                    next.push((other, path));
+                }
+            }
+            frontier = next;
+        }
+        crate::backend::sort_scored(&mut found);
+        Ok(found)
     }
 }
 

@@ -27,6 +27,12 @@ pub const MAX_TRAVERSAL_VISITED: usize = 10_000;
 ///   [`tag_constraints`](Self::tag_constraints) on every write.
 /// - Traversals follow relations in both directions, visit each entity once (cycles are
 ///   safe), clamp `depth` to [`MAX_TRAVERSAL_DEPTH`] and stop at [`MAX_TRAVERSAL_VISITED`].
+/// - Traversals ([`get_related`](Self::get_related), [`multi_hop`](Self::multi_hop),
+///   [`shortest_path`](Self::shortest_path)) follow only relations current when they run
+///   ([`GraphRelation::is_current_at`] the wall clock); [`relations_of`](Self::relations_of),
+///   [`list_relations`](Self::list_relations) and [`degree`](Self::degree) see every stored
+///   relation, closed ones included. The graph as it was at another time is
+///   [`KnowledgeGraphExt::related_as_of`](crate::KnowledgeGraphExt::related_as_of).
 #[async_trait]
 pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// Adds an entity (tags normalised and truncated).
@@ -162,6 +168,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             return Err(MemoryError::not_found("entity", namespace, id));
         }
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
+        let now = chrono::Utc::now();
         let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
         let mut paths: HashMap<String, Vec<GraphRelation>> =
             HashMap::from([(id.to_owned(), Vec::new())]);
@@ -172,6 +179,9 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             for current in &frontier {
                 let base = paths.get(current).cloned().unwrap_or_default();
                 for relation in self.relations_of(namespace, current).await? {
+                    if !relation.is_current_at(now) {
+                        continue;
+                    }
                     let other = other_end(&relation, current).to_owned();
                     if !visited.insert(other.clone()) {
                         continue;
@@ -230,6 +240,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         if self.get_entity(namespace, start).await?.is_none() {
             return Err(MemoryError::not_found("entity", namespace, start));
         }
+        let now = chrono::Utc::now();
         // Each state is an entity with the paths that reach it after the hops so far.
         let mut states: BTreeMap<String, Vec<Vec<GraphRelation>>> =
             BTreeMap::from([(start.to_owned(), vec![Vec::new()])]);
@@ -238,7 +249,10 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             let mut path_count = 0usize;
             for (node, node_paths) in &states {
                 for relation in self.relations_of(namespace, node).await? {
-                    if relation.source_id != *node || relation.relation_type != *relation_type {
+                    if relation.source_id != *node
+                        || relation.relation_type != *relation_type
+                        || !relation.is_current_at(now)
+                    {
                         continue;
                     }
                     let entry = next.entry(relation.target_id.clone()).or_default();
@@ -283,6 +297,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         if from == to {
             return Ok(Some(Vec::new()));
         }
+        let now = chrono::Utc::now();
         let mut came_from: HashMap<String, GraphRelation> = HashMap::new();
         let mut visited: HashSet<String> = HashSet::from([from.to_owned()]);
         let mut queue = VecDeque::from([(from.to_owned(), 0usize)]);
@@ -291,6 +306,9 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
                 break;
             }
             for relation in self.relations_of(namespace, &current).await? {
+                if !relation.is_current_at(now) {
+                    continue;
+                }
                 let other = other_end(&relation, &current).to_owned();
                 if !visited.insert(other.clone()) {
                     continue;

@@ -16,6 +16,7 @@
 //! ```
 
 mod error;
+mod fact;
 mod graph;
 mod graph_context;
 mod graph_store;
@@ -41,6 +42,10 @@ pub use async_trait::async_trait;
 
 pub use crate::{
     error::{BoxError, MemoryError, Result},
+    fact::{
+        EndReason, Ended, Lineage, MAX_FACT_KEY_LEN, MAX_FACT_LINKS, MAX_REASON_LEN, TimeView,
+        normalize_fact_key, push_link,
+    },
     graph::{
         DEFAULT_MAX_TAGS_PER_ENTITY, GraphEntity, GraphRelation, MultiHopResult, ScoredEntity,
         TagConstraints,

@@ -8,7 +8,7 @@ use crate::validate::{
     validate_metadata, validate_tag_count, validate_text, validate_time, validate_unit,
 };
 use crate::vector::validate_embedding;
-use crate::{MemoryError, Namespace, Result, Scope, Tag};
+use crate::{Ended, MemoryError, Namespace, Result, Scope, Tag, TimeView};
 
 /// What kind of memory an item is, after the cognitive model of short- and long-term memory.
 #[derive(
@@ -111,6 +111,26 @@ pub struct MemoryItem {
     /// An optional embedding vector, for the feature-gated embedding channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<Vec<f32>>,
+    /// The fact this memory states, as a normalised key naming a subject and an attribute
+    /// (`"user.city"`, see [`normalize_fact_key`](crate::normalize_fact_key)). A newer memory
+    /// with the same key supersedes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_key: Option<String>,
+    /// From when the fact holds in the world (open when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// Until when the fact holds in the world, exclusive (open when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<DateTime<Utc>>,
+    /// When and why the memory stopped being believed; `None` while it is current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+    /// The ids of the memories this one superseded, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
+    /// The ids of memories found to state something else about the same thing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts_with: Vec<String>,
 }
 
 /// Metadata key of a memory's *context*: text that situates it (for a dialogue turn, the
@@ -163,6 +183,12 @@ impl MemoryItem {
             last_accessed: None,
             access_count: 0,
             embedding: None,
+            fact_key: None,
+            valid_from: None,
+            valid_until: None,
+            ended: None,
+            supersedes: Vec::new(),
+            conflicts_with: Vec::new(),
         };
         item.validate()?;
         Ok(item)
@@ -246,6 +272,36 @@ impl MemoryItem {
         self
     }
 
+    /// Sets the fact key, normalised ([`normalize_fact_key`](crate::normalize_fact_key)).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `fact_key`.
+    pub fn with_fact_key(mut self, key: &str) -> Result<Self> {
+        self.fact_key = Some(crate::normalize_fact_key(key)?);
+        Ok(self)
+    }
+
+    /// Sets when the fact holds in the world; either end may be open.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `valid_from` or `valid_until` for a time outside
+    /// the storable range or an interval that ends before it starts.
+    pub fn with_validity(
+        mut self,
+        from: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    ) -> Result<Self> {
+        self.valid_from = from;
+        self.valid_until = until;
+        crate::fact::validate_fact_fields(&self)?;
+        Ok(self)
+    }
+
+    /// Whether the memory is still believed (not superseded or retracted).
+    pub fn is_current(&self) -> bool {
+        self.ended.is_none()
+    }
+
     /// Sets the embedding.
     ///
     /// # Errors
@@ -289,7 +345,7 @@ impl MemoryItem {
         if let Some(embedding) = &self.embedding {
             validate_embedding(embedding)?;
         }
-        Ok(())
+        crate::fact::validate_fact_fields(self)
     }
 
     /// The indexed context ([`CONTEXT_METADATA_KEY`]), empty when there is none.
@@ -414,6 +470,13 @@ pub struct MemoryFilter {
     /// Newest first instead of oldest first.
     #[serde(default)]
     pub newest_first: bool,
+    /// Which records by time: every one (the default), the current ones, or those held true
+    /// at a time (see [`TimeView`]).
+    #[serde(default)]
+    pub view: TimeView,
+    /// Only items with this (normalised) fact key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_key: Option<String>,
 }
 
 impl MemoryFilter {
@@ -429,7 +492,24 @@ impl MemoryFilter {
             metadata: Vec::new(),
             limit: None,
             newest_first: false,
+            view: TimeView::All,
+            fact_key: None,
         }
+    }
+
+    /// Only the records `view` admits.
+    pub fn with_view(mut self, view: TimeView) -> Self {
+        self.view = view;
+        self
+    }
+
+    /// Only items stating the fact `key` (normalised first).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `fact_key`.
+    pub fn with_fact_key(mut self, key: &str) -> Result<Self> {
+        self.fact_key = Some(crate::normalize_fact_key(key)?);
+        Ok(self)
     }
 
     /// Only ids with this prefix.
@@ -502,6 +582,11 @@ impl MemoryFilter {
                 .metadata
                 .iter()
                 .all(|(key, value)| item.metadata.get(key.as_str()) == Some(value))
+            && self.view.admits(item)
+            && self
+                .fact_key
+                .as_ref()
+                .is_none_or(|key| item.fact_key.as_ref() == Some(key))
     }
 
     /// Whether the filter restricts anything beyond scope and time (then an index on time
@@ -511,6 +596,8 @@ impl MemoryFilter {
             || !self.kinds.is_empty()
             || !self.tags.is_empty()
             || !self.metadata.is_empty()
+            || self.view != TimeView::All
+            || self.fact_key.is_some()
     }
 }
 

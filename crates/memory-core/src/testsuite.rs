@@ -21,6 +21,7 @@
 //! match whole words (after the shared [`Analyzer`](crate::text::Analyzer)), Chinese included.
 
 mod eviction;
+mod facts;
 mod graph;
 mod knowledge;
 mod memory;

@@ -31,6 +31,7 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     matching_and_tags(graph, &child(base, "tags")).await;
     traversal(graph, &child(base, "walk")).await;
     isolation_and_clear(graph, &child(base, "isolation")).await;
+    super::facts::run_graph_facts(graph, &child(base, "facts")).await;
 }
 
 async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {
