@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use memory_core::{GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
 use petgraph::Direction;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
@@ -25,6 +27,15 @@ struct Node {
 struct Edge {
     relation_type: Arc<str>,
     weight: f32,
+    valid_from: Option<DateTime<Utc>>,
+    valid_until: Option<DateTime<Utc>>,
+}
+
+impl Edge {
+    /// Whether a traversal at `now` follows the edge ([`GraphRelation::is_current_at`]).
+    fn is_current_at(&self, now: DateTime<Utc>) -> bool {
+        self.valid_until.is_none_or(|until| until > now)
+    }
 }
 
 /// One step of a traversal from a node: a relation and the entity at its other end, in the
@@ -344,6 +355,8 @@ impl NamespaceGraph {
         if let Some(edge) = self.find_edge(source, target, &relation.relation_type) {
             if let Some(weight) = self.graph.edge_weight_mut(edge) {
                 weight.weight = relation.weight;
+                weight.valid_from = relation.valid_from;
+                weight.valid_until = relation.valid_until;
             }
             return Ok(());
         }
@@ -351,6 +364,8 @@ impl NamespaceGraph {
         let edge = Edge {
             relation_type,
             weight: relation.weight,
+            valid_from: relation.valid_from,
+            valid_until: relation.valid_until,
         };
         self.graph
             .try_add_edge(source, target, edge)
@@ -402,6 +417,8 @@ impl NamespaceGraph {
             target_id: self.node_id(target).to_owned(),
             relation_type: weight.relation_type.to_string(),
             weight: weight.weight,
+            valid_from: weight.valid_from,
+            valid_until: weight.valid_until,
         })
     }
 
@@ -415,8 +432,17 @@ impl NamespaceGraph {
     /// The relations of `node` in `relations_of` order: outgoing first, then incoming (self
     /// loops once, as outgoing), each group by relation type then the other endpoint's id.
     fn steps(&self, node: NodeIndex) -> Vec<Step> {
+        self.steps_at(node, None)
+    }
+
+    /// [`steps`](Self::steps) over the relations current at `now` only (all when `None`).
+    fn steps_at(&self, node: NodeIndex, now: Option<DateTime<Utc>>) -> Vec<Step> {
+        let follows = |edge: &Edge| now.is_none_or(|now| edge.is_current_at(now));
         let mut keyed: Vec<(bool, &str, &str, Step)> = Vec::new();
         for edge in self.graph.edges_directed(node, Direction::Outgoing) {
+            if !follows(edge.weight()) {
+                continue;
+            }
             let other = edge.target();
             keyed.push((
                 false,
@@ -430,7 +456,7 @@ impl NamespaceGraph {
         }
         for edge in self.graph.edges_directed(node, Direction::Incoming) {
             let other = edge.source();
-            if other == node {
+            if other == node || !follows(edge.weight()) {
                 continue;
             }
             keyed.push((

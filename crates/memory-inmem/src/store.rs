@@ -9,7 +9,7 @@ use memory_core::search::MEMORY_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
     MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, RecallStats, Result,
-    Scope, SearchHit, SearchQuery,
+    Scope, SearchHit, SearchQuery, TimeView,
 };
 
 use crate::bm25::Bm25Index;
@@ -27,8 +27,8 @@ use crate::vectors::Vectors;
 /// - `save`, `delete`: `O(log n + terms of the item)`.
 /// - `get`: `O(1)`.
 /// - `list`: `O(log n + m)` for scope, time range and limit (each namespace of a subtree
-///   scope is merged); attribute filters (kind, tags, metadata, id prefix) skip the
-///   non-matching entries of the time range.
+///   scope is merged), and for a fact key over that fact's versions alone; attribute
+///   filters (kind, tags, metadata, id prefix, time view) skip the non-matching entries.
 /// - `search`: at most `O(Σ postings of the query terms)`, usually far less: MaxScore pruning
 ///   skips documents that hold only frequent terms once `k` better ones are known
 ///   (MaxScore pruning, or a dense pass on small shards); BM25 statistics are per namespace.
@@ -55,6 +55,9 @@ struct Shard {
     /// id -> slot in `entries`.
     by_id: HashMap<String, u32>,
     by_time: BTreeSet<(DateTime<Utc>, String)>,
+    /// fact key -> the `(created_at, id)` of the items stating it: a fact's versions are
+    /// listed without a scan of the namespace.
+    by_fact_key: HashMap<String, BTreeSet<(DateTime<Utc>, String)>>,
     /// The items by slot (a slab: the search index scores slots, so a hit needs no hashing).
     entries: Vec<Option<Entry>>,
     free_slots: Vec<u32>,
@@ -91,6 +94,7 @@ impl Default for Shard {
         Self {
             by_id: HashMap::new(),
             by_time: BTreeSet::new(),
+            by_fact_key: HashMap::new(),
             entries: Vec::new(),
             free_slots: Vec::new(),
             index: Bm25Index::new(Analyzer::default(), MEMORY_FIELD_WEIGHTS),
@@ -103,8 +107,11 @@ impl Default for Shard {
 /// so the scope holds; kind and time are read from the entry's copies (no hashing, no visit
 /// to the item); only id prefix, tags and metadata need the item itself.
 fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
-    let cheap_only =
-        filter.id_prefix.is_none() && filter.tags.is_empty() && filter.metadata.is_empty();
+    let cheap_only = filter.id_prefix.is_none()
+        && filter.tags.is_empty()
+        && filter.metadata.is_empty()
+        && filter.view == TimeView::All
+        && filter.fact_key.is_none();
     move |entry: &Entry| {
         (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
             && filter.since.is_none_or(|since| entry.created_at >= since)
@@ -133,6 +140,12 @@ impl Shard {
         self.index.insert(slot, &item.id, [&content, &context]);
         self.vectors.set(slot, item.embedding.as_deref());
         self.by_time.insert((item.created_at, item.id.clone()));
+        if let Some(key) = &item.fact_key {
+            self.by_fact_key
+                .entry(key.clone())
+                .or_default()
+                .insert((item.created_at, item.id.clone()));
+        }
         self.by_id.insert(item.id.clone(), slot);
         self.entries[slot as usize] = Some(Entry {
             kind: item.kind,
@@ -146,8 +159,16 @@ impl Shard {
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let slot = self.by_id.remove(id)?;
         let entry = self.entries.get_mut(slot as usize).and_then(Option::take)?;
-        self.by_time
-            .remove(&(entry.item.created_at, entry.item.id.clone()));
+        let key = (entry.item.created_at, entry.item.id.clone());
+        if let Some(fact_key) = &entry.item.fact_key
+            && let Some(versions) = self.by_fact_key.get_mut(fact_key)
+        {
+            versions.remove(&key);
+            if versions.is_empty() {
+                self.by_fact_key.remove(fact_key);
+            }
+        }
+        self.by_time.remove(&key);
         self.index.remove(entry.slot);
         self.vectors.clear(entry.slot);
         self.free_slots.push(entry.slot);
@@ -179,7 +200,14 @@ impl Shard {
             Some(until) => Bound::Excluded((until, String::new())),
             None => Bound::Unbounded,
         };
-        let range = self.by_time.range((lower, upper));
+        let index = match &filter.fact_key {
+            Some(key) => match self.by_fact_key.get(key) {
+                Some(versions) => versions,
+                None => return Vec::new(),
+            },
+            None => &self.by_time,
+        };
+        let range = index.range((lower, upper));
         let pick = |(_, id): &(DateTime<Utc>, String)| {
             self.entry(id)
                 .map(|entry| &*entry.item)
@@ -274,7 +302,9 @@ impl MemoryStore for InMemoryStore {
             && filter.metadata.is_empty()
             && filter.kinds.is_empty()
             && filter.since.is_none()
-            && filter.until.is_none();
+            && filter.until.is_none()
+            && filter.view == TimeView::All
+            && filter.fact_key.is_none();
         let passes = slab_filter(filter);
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;

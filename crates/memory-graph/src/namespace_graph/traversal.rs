@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+use chrono::Utc;
 use memory_core::backend::{distance_score, sort_scored};
 use memory_core::{
     GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result, ScoredEntity,
@@ -32,6 +33,7 @@ impl NamespaceGraph {
 
     /// Breadth-first traversal, as the trait's default `get_related` but over node indexes.
     pub(crate) fn related(&self, id: &str, depth: usize) -> Result<Vec<ScoredEntity>> {
+        let now = Utc::now();
         let start = self
             .node(id)
             .ok_or_else(|| not_found(id, &self.namespace))?;
@@ -43,7 +45,7 @@ impl NamespaceGraph {
         'levels: for hops in 1..=depth {
             let mut next = Vec::new();
             for &current in &frontier {
-                for step in self.steps(current) {
+                for step in self.steps_at(current, Some(now)) {
                     if !visited.insert(step.other) {
                         continue;
                     }
@@ -85,6 +87,7 @@ impl NamespaceGraph {
         start: &str,
         relation_types: &[String],
     ) -> Result<MultiHopResult> {
+        let now = Utc::now();
         let start_node = self
             .node(start)
             .ok_or_else(|| not_found(start, &self.namespace))?;
@@ -98,7 +101,10 @@ impl NamespaceGraph {
                 let mut edges: Vec<(&str, NodeIndex, EdgeIndex)> = self
                     .graph
                     .edges_directed(*node, Direction::Outgoing)
-                    .filter(|edge| *edge.weight().relation_type == **relation_type)
+                    .filter(|edge| {
+                        *edge.weight().relation_type == **relation_type
+                            && edge.weight().is_current_at(now)
+                    })
                     .map(|edge| (self.node_id(edge.target()), edge.target(), edge.id()))
                     .collect();
                 edges.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -134,6 +140,7 @@ impl NamespaceGraph {
 
     /// A shortest path, as the trait's default `shortest_path` but over node indexes.
     pub(crate) fn shortest_path(&self, from: &str, to: &str) -> Result<Option<Vec<GraphRelation>>> {
+        let now = Utc::now();
         let from_node = self
             .node(from)
             .ok_or_else(|| not_found(from, &self.namespace))?;
@@ -150,7 +157,7 @@ impl NamespaceGraph {
             if hops >= MAX_TRAVERSAL_DEPTH || visited.len() > MAX_TRAVERSAL_VISITED {
                 break;
             }
-            for step in self.steps(current) {
+            for step in self.steps_at(current, Some(now)) {
                 if !visited.insert(step.other) {
                     continue;
                 }
