@@ -75,7 +75,8 @@ async fn remember_all(memory: &Memory, namespace: &Namespace, docs: &[String]) -
                     .created_at(start + Duration::minutes(i as i64)),
             )
             .await
-            .expect("remember");
+            .expect("remember")
+            .id;
         ids.push(id);
     }
     ids

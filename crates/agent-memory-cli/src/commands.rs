@@ -138,7 +138,7 @@ async fn remember(settings: &Settings, args: RememberArgs) -> Result<Outcome, Fa
         request = request.id(id);
     }
     let memory = settings.open().await?;
-    let id = memory.remember_with(request).await?;
+    let id = memory.remember_with(request).await?.id;
     Ok(Outcome {
         json: json!({ "id": id, "namespace": settings.namespace.as_str() }),
         text: id,

@@ -8,8 +8,10 @@ pub use memory_core::*;
 #[cfg(feature = "retrieve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
 pub use memory_retrieve::{
-    MaintenanceReport, Memory, MemoryBuilder, MemoryStats, RecallFilter, RecallOptions, Remember,
-    RetrievalStrategy, RetrieverConfig, ScoreWeights, ScoringStrategy,
+    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, DuplicatePolicy, FactsConfig,
+    MaintenanceReport, Memory, MemoryBuilder, MemoryStats, Outcome, RecallFilter, RecallOptions,
+    RecallView, Remember, Remembered, RetrievalStrategy, RetrieverConfig, RuleConflictDetector,
+    ScoreWeights, ScoringStrategy,
 };
 
 // The backends, each behind its feature.
@@ -54,5 +56,5 @@ pub mod prelude {
         Stores, Tag,
     };
     #[cfg(feature = "retrieve")]
-    pub use memory_retrieve::{Memory, RecallOptions, Remember};
+    pub use memory_retrieve::{Memory, Outcome, RecallOptions, RecallView, Remember, Remembered};
 }

@@ -127,7 +127,10 @@ pub fn normalize_fact_key(key: &str) -> Result<String> {
     if key.len() > MAX_FACT_KEY_LEN {
         return Err(MemoryError::invalid(
             "fact_key",
-            format!("{} bytes exceeds the limit of {MAX_FACT_KEY_LEN}", key.len()),
+            format!(
+                "{} bytes exceeds the limit of {MAX_FACT_KEY_LEN}",
+                key.len()
+            ),
         ));
     }
     if key.chars().any(char::is_control) {
@@ -312,10 +315,20 @@ mod tests {
         let mut bad = item();
         bad.valid_from = Some(at(5));
         bad.valid_until = Some(at(4));
-        assert!(bad.validate().unwrap_err().to_string().contains("valid_until"));
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("valid_until")
+        );
         let mut bad = item();
         bad.supersedes = (0..=MAX_FACT_LINKS).map(|i| i.to_string()).collect();
-        assert!(bad.validate().unwrap_err().to_string().contains("supersedes"));
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("supersedes")
+        );
         let mut bad = item();
         bad.ended = Some(Ended {
             at: at(3),

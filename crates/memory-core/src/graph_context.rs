@@ -7,7 +7,9 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
-use crate::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, ScoredEntity};
+use crate::{
+    GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, ScoredEntity,
+};
 
 /// Longest description shown for an entity, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 160;

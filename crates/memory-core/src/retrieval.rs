@@ -85,7 +85,8 @@ pub struct ScoreBreakdown {
 }
 
 /// A signal of a result's score. The first ten are weighted by the scoring strategy;
-/// [`Signal::Rrf`] is the fused rank when reciprocal rank fusion replaces the weights.
+/// [`Signal::Rrf`] is the fused rank when reciprocal rank fusion replaces the weights;
+/// [`Signal::Stale`] marks a penalty for a memory no longer current.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Signal {
@@ -111,6 +112,11 @@ pub enum Signal {
     Embedding,
     /// Reciprocal rank fusion of the channels' rankings.
     Rrf,
+    /// A penalty, not a weighted signal: the memory is no longer current (superseded or
+    /// retracted, shown because the recall asked for every memory) or a newer memory
+    /// contradicts it. Its value is the factor the score was multiplied by; its contribution
+    /// the (negative) change of the score.
+    Stale,
 }
 
 impl Signal {
@@ -147,6 +153,7 @@ impl Signal {
             Signal::Context => "context",
             Signal::Embedding => "embedding",
             Signal::Rrf => "rrf",
+            Signal::Stale => "stale",
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct MaintenanceReport {
     /// when it happened); the writes themselves succeeded. This maintenance pass redoes
     /// their work.
     pub failed_write_passes: usize,
+    /// Pairs of current memories flagged as contradicting each other (the consistency
+    /// check; [`Memory::conflicts`](crate::Memory::conflicts) lists them).
+    pub conflicts_found: usize,
 }
 
 impl MaintenanceReport {
@@ -46,6 +49,7 @@ impl MaintenanceReport {
         self.evicted += other.evicted;
         self.compressed += other.compressed;
         self.failed_write_passes += other.failed_write_passes;
+        self.conflicts_found += other.conflicts_found;
     }
 }
 

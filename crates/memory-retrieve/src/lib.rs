@@ -22,6 +22,7 @@ mod compression;
 mod conversation;
 mod embedding;
 mod eviction;
+mod facts;
 mod feedback;
 mod keywords;
 mod memory;
@@ -37,16 +38,21 @@ pub use crate::{
     eviction::{
         DECAY_METADATA_KEY, MaintenanceReport, decay, evict, evict_namespace, eviction_order,
     },
+    facts::{
+        Conflict, ConflictDetector, ConflictPolicy, DuplicatePolicy, FactsConfig, Outcome,
+        Remembered, RuleConflictDetector, similarity,
+    },
     feedback::RecallRecorder,
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
     memory::{
-        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,
+        ConflictPair, MAX_HISTORY, MaintenanceHandle, Memory, MemoryBuilder, MemoryStats,
+        PassReport, RecallOptions, Remember,
     },
     prompt::estimate_tokens,
     retriever::{
         DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-        MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, Retriever,
-        RetrieverConfig,
+        MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RecallView, RetrievalStrategy,
+        Retriever, RetrieverConfig, STALE_FACTOR,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
 };

@@ -19,11 +19,13 @@ use crate::retriever::Retriever;
 
 mod background;
 mod builder;
+mod facts;
 mod request;
 mod upkeep;
 
 pub use self::background::{MaintenanceHandle, PassReport};
 pub use self::builder::MemoryBuilder;
+pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
 /// The one handle an agent keeps. Share it behind an `Arc`; every method takes `&self`.
@@ -54,6 +56,9 @@ pub struct Memory {
     decay: Option<DecayConfig>,
     compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     writes: upkeep::WriteTracker,
+    facts: crate::facts::FactsConfig,
+    detector: Arc<dyn crate::facts::ConflictDetector>,
+    single_valued: std::collections::HashSet<String>,
 }
 
 impl Memory {
@@ -93,11 +98,17 @@ impl Memory {
     /// # Errors
     /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) for empty or oversized text or the root namespace.
     pub async fn remember(&self, namespace: &Namespace, text: &str) -> Result<String> {
-        self.remember_with(Remember::new(namespace.clone(), text))
-            .await
+        Ok(self
+            .remember_with(Remember::new(namespace.clone(), text))
+            .await?
+            .id)
     }
 
-    /// Remembers with every option. Returns the id once the memory is stored.
+    /// Remembers with every option, reconciling the new memory with the stored ones (see
+    /// [`crate::facts`]): a duplicate is merged into the memory it repeats, a memory with a
+    /// fact key supersedes the current one of that key, and memories it contradicts are
+    /// flagged. Returns what happened once everything is stored; the memory and the stored
+    /// ones it changed are written together (one transaction on the SQL backends).
     ///
     /// With an eviction policy, the write keeps its namespace within the policy's capacity
     /// (a pass runs when the namespace goes over it, and a full pass with TTL every
@@ -106,8 +117,12 @@ impl Memory {
     /// [`Memory::maintain`] as [`MaintenanceReport::failed_write_passes`].
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad field; store errors.
-    pub async fn remember_with(&self, request: Remember) -> Result<String> {
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the bad
+    /// field; [`MemoryError::AlreadyExists`](memory_core::MemoryError::AlreadyExists) or
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when the
+    /// [`FactsConfig`](crate::FactsConfig) rejects duplicates or conflicts; store errors.
+    /// Nothing is stored when it fails.
+    pub async fn remember_with(&self, request: Remember) -> Result<crate::Remembered> {
         let span =
             tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
         async move {
@@ -136,17 +151,29 @@ impl Memory {
             if request.pinned {
                 item = item.with_pinned(true);
             }
+            if let Some(key) = &request.fact_key {
+                item = item.with_fact_key(key)?;
+            }
+            if request.valid_from.is_some() || request.valid_until.is_some() {
+                item = item.with_validity(request.valid_from, request.valid_until)?;
+            }
+            if let Some(credibility) = request.credibility {
+                item = item.with_credibility(credibility)?;
+            }
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
             {
                 let vector = crate::embedding::embed_checked(&**embedder, &item.content).await?;
                 item = item.with_embedding(vector)?;
             }
-            let id = item.id.clone();
-            self.store.save(item).await?;
+            let plan = self.reconcile(item, self.clock.now()).await?;
+            match <[MemoryItem; 1]>::try_from(plan.writes) {
+                Ok([item]) => self.store.save(item).await?,
+                Err(writes) => self.store.save_many(writes).await?,
+            }
             // The write is committed: what follows never turns it into an error.
             self.keep_within_capacity(&request.namespace).await;
-            Ok(id)
+            Ok(plan.remembered)
         }
         .instrument(span)
         .await
@@ -324,7 +351,7 @@ impl Memory {
             .importance(importance)
             .created_at(message.created_at)
             .metadata(serde_json::json!({ "promoted_from": id }));
-        self.remember_with(request).await.map(Some)
+        self.remember_with(request).await.map(|done| Some(done.id))
     }
 
     /// The best results rendered as prompt-ready text within `max_tokens` (estimated):
@@ -425,12 +452,31 @@ impl Memory {
         Ok(true)
     }
 
-    /// Forgets one memory. Returns whether it existed.
+    /// Forgets a memory: a hard delete of it and of every version of its fact
+    /// ([`history`](Self::history)), so nothing of it stays. A memory that flagged it as
+    /// contradicting keeps the bare id in its [`conflicts_with`](MemoryItem::conflicts_with),
+    /// which then names nothing and is ignored: rewriting that memory here could undo a
+    /// concurrent write to it. Returns whether it existed.
     ///
     /// # Errors
     /// Store errors.
     pub async fn forget(&self, namespace: &Namespace, id: &str) -> Result<bool> {
-        self.store.delete(namespace, id).await
+        let Some(item) = self.store.get(namespace, id).await? else {
+            return Ok(false);
+        };
+        // A hard delete leaves nothing behind: the fact's other versions go too, and the
+        // memories flagged as contradicting it lose the link.
+        let versions =
+            if item.fact_key.is_some() || item.ended.is_some() || !item.supersedes.is_empty() {
+                self.history(namespace, id).await?
+            } else {
+                vec![item]
+            };
+        let mut existed = false;
+        for version in &versions {
+            existed |= self.store.delete(namespace, &version.id).await?;
+        }
+        Ok(existed)
     }
 
     /// Forgets every memory matching `filter` (its limit is ignored). Returns how many.
@@ -475,6 +521,7 @@ impl Memory {
                 report.compressed =
                     compress_stale(&*self.store, scope, config, &**summarizer, now).await?;
             }
+            report.conflicts_found = self.conflicts(scope).await?.len();
             tracing::debug!(
                 expired = report.expired,
                 decayed = report.decayed,

@@ -7,6 +7,7 @@ mod graph_channel;
 mod knowledge_channel;
 mod memory_channel;
 mod request;
+mod staleness;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,8 +24,10 @@ use crate::scoring::NGrams;
 
 pub use self::config::{
     DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-    MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RetrievalStrategy, RetrieverConfig,
+    MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RecallView, RetrievalStrategy,
+    RetrieverConfig,
 };
+pub use self::staleness::STALE_FACTOR;
 
 /// Combines a memory store with optional knowledge store and graph into one ranked recall.
 ///
@@ -211,7 +214,8 @@ impl Retriever {
             graph_us = graph_time,
             "channels answered"
         );
-        let (items, total_found) = fusion::rank(memories, pages, entities, config);
+        let stale = staleness::mark(&memories, &request).await?;
+        let (items, total_found) = fusion::rank(memories, pages, entities, config, &stale);
         tracing::debug!(
             returned = items.len(),
             total_found,

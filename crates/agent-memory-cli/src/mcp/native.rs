@@ -308,7 +308,7 @@ pub(super) async fn call(
             if let Some(context) = args.context {
                 request = request.context(context);
             }
-            let id = memory.remember_with(request).await?;
+            let id = memory.remember_with(request).await?.id;
             Ok(json!({ "id": id, "namespace": namespace.as_str() }))
         }
         "recall" => {

@@ -290,7 +290,7 @@ pub(crate) async fn remember(
 ) -> Result<(StatusCode, Json<Remembered>), Failure> {
     let request = body.into_remember(&caller)?;
     let namespace = request.namespace.to_string();
-    let id = state.memory.remember_with(request).await?;
+    let id = state.memory.remember_with(request).await?.id;
     Ok((StatusCode::CREATED, Json(Remembered { id, namespace })))
 }
 

@@ -48,7 +48,9 @@ async fn round_trip(store: &dyn MemoryStore, ns: &Namespace) {
         .unwrap_or_else(|error| panic!("conformance: validity: {error}"));
     item.ended = Some(Ended {
         at: at(30),
-        reason: EndReason::Superseded { by: "berlin".into() },
+        reason: EndReason::Superseded {
+            by: "berlin".into(),
+        },
     });
     item.supersedes = vec!["lyon".into()];
     item.conflicts_with = vec!["rome".into(), "nice".into()];
@@ -83,7 +85,9 @@ async fn views(store: &dyn MemoryStore, ns: &Namespace) {
     paris.valid_until = Some(at(10));
     paris.ended = Some(Ended {
         at: at(10),
-        reason: EndReason::Superseded { by: "berlin".into() },
+        reason: EndReason::Superseded {
+            by: "berlin".into(),
+        },
     });
     let mut berlin = fact(ns, "berlin", "the user lives in Berlin", 10);
     berlin.valid_from = Some(at(10));
@@ -176,9 +180,8 @@ async fn views(store: &dyn MemoryStore, ns: &Namespace) {
     );
     assert_eq!(search(TimeView::AsOf(at(5))).await, ["paris", "tea"]);
     // top_k counts only admitted hits: a one-hit search in the current view still finds one.
-    let one = SearchQuery::new(ns.clone(), "the user lives in Paris", 1).with_filter(
-        MemoryFilter::new(ns.clone()).with_view(TimeView::Current(at(15))),
-    );
+    let one = SearchQuery::new(ns.clone(), "the user lives in Paris", 1)
+        .with_filter(MemoryFilter::new(ns.clone()).with_view(TimeView::Current(at(15))));
     let hits = must(store.search(&one), "search top 1").await;
     assert_eq!(hits.len(), 1, "the cut comes after the view");
     assert_ne!(hits[0].item.id, "paris");
@@ -217,7 +220,11 @@ pub(super) async fn run_graph_facts(graph: &dyn KnowledgeGraph, base: &Namespace
         .map(|scored| scored.entity.id)
         .collect();
     assert_eq!(reached, ["berlin"], "traversal skips closed relations");
-    let hop = must(graph.multi_hop(&ns, "u", &["lives_in".to_owned()]), "multi_hop").await;
+    let hop = must(
+        graph.multi_hop(&ns, "u", &["lives_in".to_owned()]),
+        "multi_hop",
+    )
+    .await;
     assert_eq!(hop.results, ["berlin"], "multi_hop skips closed relations");
     assert!(
         must(graph.shortest_path(&ns, "u", "paris"), "shortest_path")

@@ -11,6 +11,7 @@ use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
 
 use super::Memory;
 use crate::compression::{CompressionConfig, ExtractiveSummarizer, Summarizer};
+use crate::facts::{ConflictDetector, FactsConfig, RuleConflictDetector};
 use crate::feedback::RecallRecorder;
 use crate::keywords::AnalyzerKeywordExtractor;
 use crate::retriever::{Retriever, RetrieverConfig};
@@ -28,6 +29,9 @@ pub struct MemoryBuilder {
     decay: Option<DecayConfig>,
     compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     recall_batch: usize,
+    facts: FactsConfig,
+    detector: Option<Arc<dyn ConflictDetector>>,
+    single_valued: Vec<String>,
     #[cfg(feature = "embeddings")]
     embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
 }
@@ -116,6 +120,31 @@ impl MemoryBuilder {
         self
     }
 
+    /// How `remember` reconciles new memories with stored ones: duplicates, conflicts
+    /// (default [`FactsConfig::default`]: merge duplicates, flag conflicts).
+    pub fn facts(mut self, facts: FactsConfig) -> Self {
+        self.facts = facts;
+        self
+    }
+
+    /// The conflict detector (default [`RuleConflictDetector`]).
+    pub fn conflict_detector(mut self, detector: Arc<dyn ConflictDetector>) -> Self {
+        self.detector = Some(detector);
+        self
+    }
+
+    /// Relation types that hold one value per source at a time (`lives_in`, `works_at`):
+    /// [`Memory::relate`] closes the current relation of such a type when a new one from the
+    /// same source arrives (see [`KnowledgeGraphExt::relate`](memory_core::KnowledgeGraphExt::relate)).
+    pub fn single_valued_relations<I, S>(mut self, relation_types: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.single_valued = relation_types.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Recall events per feedback write (default 64).
     pub fn recall_batch(mut self, events: usize) -> Self {
         self.recall_batch = events;
@@ -129,6 +158,7 @@ impl MemoryBuilder {
     pub fn build(self) -> Result<Memory> {
         self.retriever.validate()?;
         self.eviction.validate()?;
+        self.facts.validate()?;
         if let Some(decay) = &self.decay {
             decay.validate()?;
         }
@@ -172,6 +202,11 @@ impl MemoryBuilder {
             decay: self.decay,
             compression: self.compression,
             writes: super::upkeep::WriteTracker::default(),
+            facts: self.facts,
+            detector: self
+                .detector
+                .unwrap_or_else(|| Arc::new(RuleConflictDetector::default())),
+            single_valued: self.single_valued.into_iter().collect(),
         }
     }
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use memory_core::{MemoryKind, Namespace};
 use serde::{Deserialize, Serialize};
 
-use crate::retriever::{Fusion, RecallFilter, RetrievalStrategy, RetrieverConfig};
+use crate::retriever::{Fusion, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig};
 use crate::scoring::ScoringStrategy;
 
 /// What to remember: text plus its kind, importance, tags, metadata and time.
@@ -38,6 +38,15 @@ pub struct Remember {
     /// Pinned: never evicted, decayed or compressed (see
     /// [`memory_core::PINNED_METADATA_KEY`]).
     pub pinned: bool,
+    /// The fact it states (`"user.city"`): it supersedes the current memory of that key.
+    pub fact_key: Option<String>,
+    /// From when the fact holds in the world.
+    pub valid_from: Option<DateTime<Utc>>,
+    /// Until when the fact holds in the world.
+    pub valid_until: Option<DateTime<Utc>>,
+    /// How far the source is trusted, in `[0, 1]` (default 1): a memory never supersedes a
+    /// more credible one automatically.
+    pub credibility: Option<f32>,
 }
 
 impl Remember {
@@ -55,7 +64,31 @@ impl Remember {
             source: None,
             context: None,
             pinned: false,
+            fact_key: None,
+            valid_from: None,
+            valid_until: None,
+            credibility: None,
         }
+    }
+
+    /// Sets the fact key (a subject and an attribute, `"user.city"`): the memory supersedes
+    /// the current memory with this key in its namespace, which stays in its history.
+    pub fn fact_key(mut self, key: impl Into<String>) -> Self {
+        self.fact_key = Some(key.into());
+        self
+    }
+
+    /// Sets when the fact holds in the world; either end may be open.
+    pub fn valid(mut self, from: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Self {
+        self.valid_from = from;
+        self.valid_until = until;
+        self
+    }
+
+    /// Sets the credibility of its source, in `[0, 1]`.
+    pub fn credibility(mut self, credibility: f32) -> Self {
+        self.credibility = Some(credibility);
+        self
     }
 
     /// Pins the memory: maintenance never evicts, decays or compresses it.
@@ -145,6 +178,18 @@ impl RecallOptions {
     /// Only these kinds.
     pub fn kinds(mut self, kinds: impl IntoIterator<Item = MemoryKind>) -> Self {
         self.filter.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Which memories by time (default the current ones; see [`RecallView`]).
+    pub fn view(mut self, view: RecallView) -> Self {
+        self.filter.view = view;
+        self
+    }
+
+    /// What was held true at `at`: [`RecallView::AsOf`].
+    pub fn as_of(mut self, at: DateTime<Utc>) -> Self {
+        self.filter.view = RecallView::AsOf(at);
         self
     }
 

@@ -176,6 +176,34 @@ pub struct RecallFilter {
     pub until: Option<DateTime<Utc>>,
     /// Only records carrying all of these tags.
     pub tags: Vec<Tag>,
+    /// Which memories by time: the current ones (default), those held true at a time, or
+    /// all, superseded and retracted ones included and marked [`Signal::Stale`](memory_core::Signal::Stale).
+    pub view: RecallView,
+}
+
+/// The time view of a recall (see [`TimeView`](memory_core::TimeView), which it becomes at
+/// the recall's clock time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "view", content = "at", rename_all = "snake_case")]
+pub enum RecallView {
+    /// What is believed now: superseded, retracted and expired memories are left out.
+    #[default]
+    Current,
+    /// What was held true at this time.
+    AsOf(DateTime<Utc>),
+    /// Every memory; those no longer current rank below the current ones, marked.
+    All,
+}
+
+impl RecallView {
+    /// The store view at `now`.
+    pub fn at(self, now: DateTime<Utc>) -> memory_core::TimeView {
+        match self {
+            RecallView::Current => memory_core::TimeView::Current(now),
+            RecallView::AsOf(at) => memory_core::TimeView::AsOf(at),
+            RecallView::All => memory_core::TimeView::All,
+        }
+    }
 }
 
 impl RecallFilter {

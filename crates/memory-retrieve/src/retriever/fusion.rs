@@ -3,7 +3,12 @@
 
 use memory_core::{Channel, ScoreBreakdown, ScoredItem, Signal, SignalScore};
 
+use std::collections::HashMap;
+
+use memory_core::RetrievalSource;
+
 use super::candidate::Candidate;
+use super::staleness::{STALE_FACTOR, StaleMarks};
 use super::{Fusion, RetrieverConfig};
 use crate::scoring::reciprocal_rank;
 
@@ -13,6 +18,7 @@ pub(super) fn rank(
     pages: Vec<Candidate>,
     entities: Vec<Candidate>,
     config: &RetrieverConfig,
+    stale: &StaleMarks,
 ) -> (Vec<ScoredItem>, usize) {
     let found_by = |channel: Channel| {
         memories
@@ -56,10 +62,27 @@ pub(super) fn rank(
                 reciprocal_rank(&ranks[..count], k, active)
             }
         };
+        let score = if stale.is_empty() {
+            score
+        } else {
+            penalise(candidate, score, stale)
+        };
         if score < config.min_score || score <= 0.0 {
             continue;
         }
         scored.push((score, at));
+    }
+    // The unpenalised scores of the stale candidates, for their breakdowns.
+    let mut penalised: HashMap<usize, f32> = HashMap::new();
+    if !stale.is_empty() {
+        below_newer_rivals(
+            &mut scored,
+            &candidates,
+            stale,
+            &mut penalised,
+            &weights,
+            config,
+        );
     }
     let key_of = |at: usize| candidates[at].as_ref().map(Candidate::key);
     let order = |a: &(f32, usize), b: &(f32, usize)| {
@@ -75,8 +98,8 @@ pub(super) fn rank(
     items.extend(
         scored
             .into_iter()
-            .filter_map(|(score, at)| Some((score, candidates[at].take()?)))
-            .map(|(score, candidate)| {
+            .filter_map(|(score, at)| Some((score, at, candidates[at].take()?)))
+            .map(|(score, at, candidate)| {
                 let mut signals = weights.breakdown(&candidate.signals);
                 if let Fusion::ReciprocalRank { .. } = config.fusion {
                     for signal in &mut signals {
@@ -86,6 +109,13 @@ pub(super) fn rank(
                         name: Signal::Rrf,
                         value: score,
                         contribution: score,
+                    });
+                }
+                if let Some(before) = penalised.get(&at) {
+                    signals.push(SignalScore {
+                        name: Signal::Stale,
+                        value: STALE_FACTOR,
+                        contribution: score - before,
                     });
                 }
                 let breakdown = ScoreBreakdown {
@@ -104,4 +134,59 @@ pub(super) fn rank(
             }),
     );
     (items, total_found)
+}
+
+/// `score` times [`STALE_FACTOR`] when `candidate` is a stale memory.
+fn penalise(candidate: &Candidate, score: f32, stale: &StaleMarks) -> f32 {
+    match &candidate.record {
+        RetrievalSource::Memory(item) if stale.get(&item.namespace, &item.id).is_some() => {
+            score * STALE_FACTOR
+        }
+        _ => score,
+    }
+}
+
+/// Records the unpenalised score of every stale candidate in `penalised`, and puts each
+/// stale memory below its newer rivals that are scored too (just under the lowest of them).
+fn below_newer_rivals(
+    scored: &mut [(f32, usize)],
+    candidates: &[Option<Candidate>],
+    stale: &StaleMarks,
+    penalised: &mut HashMap<usize, f32>,
+    weights: &crate::scoring::PreparedWeights,
+    config: &RetrieverConfig,
+) {
+    let memory = |at: usize| match candidates[at].as_ref().map(|c| &c.record) {
+        Some(RetrievalSource::Memory(item)) => Some(&**item),
+        _ => None,
+    };
+    let scores: HashMap<(&memory_core::Namespace, &str), f32> = scored
+        .iter()
+        .filter_map(|&(score, at)| {
+            memory(at).map(|item| ((&item.namespace, item.id.as_str()), score))
+        })
+        .collect();
+    for (score, at) in scored.iter_mut() {
+        let Some(item) = memory(*at) else { continue };
+        let Some(rivals) = stale.get(&item.namespace, &item.id) else {
+            continue;
+        };
+        let before = match config.fusion {
+            Fusion::Weighted => candidates[*at]
+                .as_ref()
+                .map_or(*score / STALE_FACTOR, |c| weights.score(&c.signals)),
+            Fusion::ReciprocalRank { .. } => *score / STALE_FACTOR,
+        };
+        penalised.insert(*at, before);
+        let lowest_rival = rivals
+            .iter()
+            .filter_map(|rival| scores.get(&(&item.namespace, rival.as_str())))
+            .copied()
+            .reduce(f32::min);
+        if let Some(rival) = lowest_rival
+            && *score >= rival
+        {
+            *score = rival * 0.99;
+        }
+    }
 }

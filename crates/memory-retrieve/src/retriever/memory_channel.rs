@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
     Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
@@ -17,10 +18,11 @@ use super::{MAX_CONTEXT_SOURCES, RecallFilter};
 use crate::scoring::{Signals, text_overlap};
 
 /// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
-fn memory_filter(scope: &Scope, filter: &RecallFilter) -> MemoryFilter {
+fn memory_filter(scope: &Scope, filter: &RecallFilter, now: DateTime<Utc>) -> MemoryFilter {
     let mut memory_filter = MemoryFilter::new(scope.clone())
         .with_time_range(filter.since, filter.until)
-        .with_kinds(filter.kinds());
+        .with_kinds(filter.kinds())
+        .with_view(filter.view.at(now));
     memory_filter.tags = filter.tags.clone();
     memory_filter
 }
@@ -38,7 +40,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         request.query,
         config.candidates_per_channel,
     )
-    .with_filter(memory_filter(request.scope, request.filter))
+    .with_filter(memory_filter(request.scope, request.filter, request.now))
     .with_terms(request.terms.clone());
     // Keyword search, and with an embedder the similarity search beside it.
     let (hits, similar) = match request.embedder {
@@ -185,7 +187,7 @@ async fn add_context(
 ) -> Result<()> {
     let config = request.config;
     let window = config.context_window;
-    let filter = memory_filter(request.scope, request.filter);
+    let filter = memory_filter(request.scope, request.filter, request.now);
     // Keyword hits lend context; a memory found by similarity alone has no relevance to
     // lend.
     let sources: Vec<(Arc<MemoryItem>, f32)> = out

@@ -38,11 +38,13 @@ async fn remember_recall_forget() {
                 .importance(0.9),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let engineer = memory
         .remember_with(Remember::new(user.clone(), "用户是软件工程师").kind(MemoryKind::Semantic))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     memory.remember(&user, "上次讨论了异步编程").await.unwrap();
     let found = memory.recall(&user.subtree(), "编程").await.unwrap();
     let ids = memory_ids(&found);
@@ -322,6 +324,8 @@ async fn compression_keeps_originals() {
                 older_than_days: 10,
                 max_tokens: 16,
             })
+            // The same text is stored several times on purpose: no duplicate merging.
+            .facts(memory_retrieve::FactsConfig::off())
             .build()
             .unwrap();
         let ns = Namespace::parse("compress").unwrap();
@@ -356,7 +360,8 @@ async fn compression_keeps_originals() {
         let pinned = memory
             .remember_with(Remember::new(ns.clone(), long).pinned())
             .await
-            .unwrap();
+            .unwrap()
+            .id;
         let short = memory.remember(&ns, "a short note").await.unwrap();
         clock.advance(Duration::days(11));
         let fresh = memory.remember(&ns, long).await.unwrap();

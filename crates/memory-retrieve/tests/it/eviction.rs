@@ -347,11 +347,13 @@ async fn decay_through_memory_maintain() {
     let fading = memory
         .remember_with(Remember::new(ns.clone(), "a fading fact").importance(0.8))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let lasting = memory
         .remember_with(Remember::new(ns.clone(), "a lasting fact").importance(0.9))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
 
     // Within the grace period nothing changes.
     clock.advance(chrono::Duration::days(2));

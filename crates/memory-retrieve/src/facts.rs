@@ -1,0 +1,430 @@
+//! Facts that change, on the write path: duplicates merged, fact keys superseding, and
+//! conflicts detected without an LLM.
+//!
+//! [`Memory::remember_with`](crate::Memory::remember_with) reconciles each new memory with
+//! the memories of its namespace that resemble it most: the store's own full-text index is
+//! asked for the best [`FactsConfig::candidates`] matches of the new text (a BM25 self-match,
+//! never a scan of the namespace), and those few are compared with the new one:
+//!
+//! 1. **Duplicates**: the same kind and a [`similarity`] of their analysed terms at least
+//!    [`FactsConfig::duplicate_similarity`] (1.0 means the same terms), their contexts too
+//!    when both have one. By default the new memory is merged into the stored one
+//!    ([`DuplicatePolicy`]).
+//! 2. **Fact keys**: a memory with the [fact key](memory_core::MemoryItem::fact_key) of a
+//!    current memory supersedes it, unless its source is less credible.
+//! 3. **Conflicts**: a [`ConflictDetector`] flags candidates that state something else about
+//!    the same thing; [`ConflictPolicy`] decides what a flag does.
+//!
+//! Conversation messages ([`MemoryKind::ShortTerm`](memory_core::MemoryKind::ShortTerm)) are
+//! events, not statements: they are stored as they come.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::text::Analyzer;
+use memory_core::{MemoryError, MemoryItem, Result};
+use serde::{Deserialize, Serialize};
+
+/// What `remember` does with text its namespace already holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DuplicatePolicy {
+    /// Store it again as a separate memory.
+    KeepBoth,
+    /// Keep one memory and count the repetition as a reinforcement: access count plus one,
+    /// the larger importance and credibility, the tags of both, the later time as its last
+    /// update.
+    #[default]
+    Merge,
+    /// Refuse the write with [`MemoryError::AlreadyExists`] naming the stored memory.
+    Reject,
+}
+
+/// What a detected conflict does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictPolicy {
+    /// Link both memories ([`conflicts_with`](MemoryItem::conflicts_with)) and report it;
+    /// recall ranks the older below the newer.
+    #[default]
+    Flag,
+    /// The newer memory supersedes the older, as a fact key would (a less credible source
+    /// never supersedes a more credible one: that pair is flagged instead).
+    SupersedeOlder,
+    /// Refuse the write with [`MemoryError::Conflict`].
+    Reject,
+}
+
+/// How `remember` reconciles a new memory with the stored ones.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FactsConfig {
+    /// What a duplicate does.
+    pub duplicates: DuplicatePolicy,
+    /// The [`similarity`] from which two memories are duplicates, in `(0, 1]`. Default 0.9:
+    /// restatements with a changed stop word or word order merge, a changed value does not
+    /// (one changed word in a ten-word statement is 9/11 ≈ 0.82).
+    pub duplicate_similarity: f32,
+    /// What a detected conflict does.
+    pub conflicts: ConflictPolicy,
+    /// How many of the most similar stored memories are compared with a new one (the
+    /// search's `top_k`); 0 turns duplicate and conflict detection off.
+    pub candidates: usize,
+}
+
+impl Default for FactsConfig {
+    fn default() -> Self {
+        Self {
+            duplicates: DuplicatePolicy::Merge,
+            duplicate_similarity: 0.9,
+            conflicts: ConflictPolicy::Flag,
+            candidates: 8,
+        }
+    }
+}
+
+impl FactsConfig {
+    /// No reconciliation: every memory is stored as given (fact keys still supersede).
+    pub fn off() -> Self {
+        Self {
+            duplicates: DuplicatePolicy::KeepBoth,
+            candidates: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Checks the fields.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `duplicate_similarity` outside `(0, 1]` or
+    /// `candidates` over 100.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.duplicate_similarity > 0.0 && self.duplicate_similarity <= 1.0) {
+            return Err(MemoryError::invalid(
+                "duplicate_similarity",
+                "must be in (0, 1]",
+            ));
+        }
+        if self.candidates > 100 {
+            return Err(MemoryError::invalid("candidates", "at most 100"));
+        }
+        Ok(())
+    }
+}
+
+/// What `remember` did with a new memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Stored as a new memory.
+    Added,
+    /// A duplicate of a stored memory, merged into it: nothing new was stored.
+    Merged {
+        /// The memory it was merged into.
+        into: String,
+    },
+    /// Stored, and it replaced these memories (now ended, kept as history).
+    Superseded {
+        /// The memories it superseded.
+        old: Vec<String>,
+    },
+    /// Stored as history: a current memory of the same fact started later, so the new one
+    /// was superseded by it at once (a replay of older statements).
+    Outdated {
+        /// The current memory that supersedes it.
+        by: String,
+    },
+}
+
+/// A stored memory that a new one contradicts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Conflict {
+    /// The stored memory's id.
+    pub id: String,
+    /// Why the detector flagged it.
+    pub reason: String,
+}
+
+/// The result of [`Memory::remember_with`](crate::Memory::remember_with).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Remembered {
+    /// The id the text lives under: the new memory's, or the one it was merged into.
+    pub id: String,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The stored memories found to contradict it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Decides which stored memories a new one contradicts. The default is
+/// [`RuleConflictDetector`]; an LLM judge can implement it too.
+#[async_trait]
+pub trait ConflictDetector: Send + Sync + Debug {
+    /// The candidates (the stored memories most similar to `new`, best first, duplicates
+    /// and memories of the same fact key already set apart) that `new` contradicts.
+    ///
+    /// # Errors
+    /// Whatever the detector's backend reports; the write fails with it and stores nothing.
+    async fn detect(
+        &self,
+        new: &MemoryItem,
+        candidates: &[Arc<MemoryItem>],
+    ) -> Result<Vec<Conflict>>;
+}
+
+/// The similarity of two texts: the Jaccard index of their sets of analysed terms (stems,
+/// stop words dropped), in `[0, 1]`; 1 for the same terms, whatever their order. Two texts
+/// without a searchable term are similar (1) only when both are empty of terms.
+pub fn similarity(a: &str, b: &str) -> f32 {
+    let analyzer = Analyzer::default();
+    let a: HashSet<String> = analyzer.query_terms(a).into_iter().collect();
+    let b: HashSet<String> = analyzer.query_terms(b).into_iter().collect();
+    jaccard(&a, &b)
+}
+
+fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let shared = a.intersection(b).count();
+    shared as f32 / (a.len() + b.len() - shared) as f32
+}
+
+/// Whether `new` duplicates `old` under `config`: the same kind, similar content, and
+/// similar contexts when both have one (a message is a different event in another context).
+pub(crate) fn is_duplicate(new: &MemoryItem, old: &MemoryItem, config: &FactsConfig) -> bool {
+    new.kind == old.kind
+        && similarity(&new.content, &old.content) >= config.duplicate_similarity
+        && (new.context().is_empty()
+            || old.context().is_empty()
+            || similarity(new.context(), old.context()) >= config.duplicate_similarity)
+}
+
+/// The deterministic conflict detector: two statements conflict when they say nearly the
+/// same words and differ only in a value: a number or a date, a negation, or one named
+/// value (a capitalised word that is not the first of its sentence).
+///
+/// Words are compared as the shared analyzer stems them, without its stop words (negations
+/// are kept). A pair is considered only when both texts have at most
+/// [`max_words`](Self::max_words) words (long passages restate and hedge too much for word
+/// differences to mean a contradiction), at most [`max_changed`](Self::max_changed) words
+/// differ on each side, and they share at least as many words as either side changed.
+/// Then they conflict when one negates what the other states (nothing else changed but one
+/// word), or when each side's changes include a value and at most one changed word is not a
+/// value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleConflictDetector {
+    /// Longest text compared, in words. Default 40.
+    pub max_words: usize,
+    /// Most differing words on each side. Default 3.
+    pub max_changed: usize,
+}
+
+impl Default for RuleConflictDetector {
+    fn default() -> Self {
+        Self {
+            max_words: 40,
+            max_changed: 3,
+        }
+    }
+}
+
+/// Words that turn a statement into its opposite.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't",
+    "won't", "can't", "cannot", "nobody", "nothing", "neither", "nor",
+];
+
+const MONTHS_AND_DAYS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "yesterday",
+    "today",
+    "tomorrow",
+];
+
+/// One word of a statement: its comparison key (the analyzer's stem, or the negation
+/// itself; `None` for a stop word), and whether it names a value.
+#[derive(Debug)]
+struct Word {
+    key: Option<String>,
+    value: bool,
+}
+
+/// The words of `text` (runs of letters, digits and apostrophes), at most `limit + 1` of
+/// them (enough to know the text is too long). A capitalised word names a value unless it
+/// starts a sentence.
+fn words(text: &str, limit: usize) -> Vec<Word> {
+    let is_word_char = |c: char| c.is_alphanumeric() || c == '\'' || c == '’';
+    let analyzer = Analyzer::default();
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    let mut rest = text;
+    while out.len() <= limit {
+        let Some(begin) = rest.find(is_word_char) else {
+            break;
+        };
+        if rest[..begin].contains(['.', '!', '?', '\n']) {
+            sentence_start = true;
+        }
+        rest = &rest[begin..];
+        let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
+        let raw = &rest[..end];
+        rest = &rest[end..];
+        let lower = raw.to_lowercase().replace('’', "'");
+        let numeric = raw.chars().any(|c| c.is_ascii_digit());
+        let capitalised = raw.chars().next().is_some_and(char::is_uppercase);
+        let value = numeric
+            || MONTHS_AND_DAYS.contains(&lower.as_str())
+            || (capitalised && !sentence_start && lower != "i");
+        let key = if NEGATIONS.contains(&lower.as_str()) {
+            Some(lower)
+        } else {
+            analyzer.query_terms(raw).into_iter().next()
+        };
+        out.push(Word { key, value });
+        sentence_start = false;
+    }
+    out
+}
+
+impl RuleConflictDetector {
+    /// Why `new` contradicts `old`, if it does.
+    pub fn explain(&self, new: &str, old: &str) -> Option<String> {
+        let new_words = words(new, self.max_words);
+        let old_words = words(old, self.max_words);
+        if new_words.len() > self.max_words || old_words.len() > self.max_words {
+            return None;
+        }
+        let keys = |list: &[Word]| -> HashSet<String> {
+            list.iter().filter_map(|word| word.key.clone()).collect()
+        };
+        let a = keys(&new_words);
+        let b = keys(&old_words);
+        let shared = a.intersection(&b).count();
+        let only_new: Vec<&String> = a.difference(&b).collect();
+        let only_old: Vec<&String> = b.difference(&a).collect();
+        let changed = only_new.len().max(only_old.len());
+        if changed == 0 || changed > self.max_changed || shared < changed {
+            return None;
+        }
+        let negation = |list: &[&String]| list.iter().any(|w| NEGATIONS.contains(&w.as_str()));
+        if negation(&only_new) != negation(&only_old) && only_new.len() + only_old.len() <= 2 {
+            return Some("one statement negates the other".to_owned());
+        }
+        let is_value = |list: &[Word], key: &str| {
+            list.iter()
+                .any(|word| word.value && word.key.as_deref() == Some(key))
+        };
+        let new_values: Vec<&&String> = only_new
+            .iter()
+            .filter(|w| is_value(&new_words, w))
+            .collect();
+        let old_values: Vec<&&String> = only_old
+            .iter()
+            .filter(|w| is_value(&old_words, w))
+            .collect();
+        let plain = only_new.len() - new_values.len() + only_old.len() - old_values.len();
+        match (new_values.first(), old_values.first()) {
+            (Some(new_value), Some(old_value)) if plain <= 1 => Some(format!(
+                "the same statement with another value: {old_value:?} became {new_value:?}"
+            )),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl ConflictDetector for RuleConflictDetector {
+    async fn detect(
+        &self,
+        new: &MemoryItem,
+        candidates: &[Arc<MemoryItem>],
+    ) -> Result<Vec<Conflict>> {
+        Ok(candidates
+            .iter()
+            .filter_map(|old| {
+                self.explain(&new.content, &old.content)
+                    .map(|reason| Conflict {
+                        id: old.id.clone(),
+                        reason,
+                    })
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn similarity_is_term_overlap() {
+        assert_eq!(similarity("The user likes tea", "the user LIKES tea!"), 1.0);
+        assert_eq!(similarity("likes tea", "tea, likes"), 1.0);
+        assert!(similarity("the user likes green tea", "the user likes black coffee") < 0.5);
+        assert_eq!(similarity("", "..."), 1.0);
+        assert_eq!(similarity("tea", ""), 0.0);
+    }
+
+    #[test]
+    fn values_numbers_dates_and_negations_conflict() {
+        let detector = RuleConflictDetector::default();
+        for (new, old) in [
+            ("The user lives in Berlin.", "The user lives in Paris."),
+            ("My flight leaves at 9am", "My flight leaves at 7am"),
+            ("The meeting is on Friday", "The meeting is on Monday"),
+            ("Alice does not eat meat", "Alice eats meat"),
+            ("The team has 12 engineers", "The team has 9 engineers"),
+        ] {
+            assert!(
+                detector.explain(new, old).is_some(),
+                "{new:?} vs {old:?} should conflict"
+            );
+        }
+    }
+
+    #[test]
+    fn different_topics_and_restatements_do_not_conflict() {
+        let detector = RuleConflictDetector::default();
+        for (new, old) in [
+            ("The user lives in Berlin.", "The user lives in Berlin."),
+            (
+                "The user lives in Berlin",
+                "The user loves Berlin techno clubs",
+            ),
+            ("Paris is lovely in spring.", "Berlin is lovely in spring."),
+            ("I went hiking with Mel", "I went swimming yesterday"),
+            ("Thanks!", "Thanks, Mel!"),
+            ("The user likes green tea", "The user likes black tea"),
+        ] {
+            assert_eq!(
+                detector.explain(new, old),
+                None,
+                "{new:?} vs {old:?} should not conflict"
+            );
+        }
+        let long = "word ".repeat(60);
+        assert_eq!(detector.explain(&long, &long.replace("word", "Word")), None);
+    }
+}

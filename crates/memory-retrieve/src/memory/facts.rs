@@ -1,0 +1,420 @@
+//! The [`Memory`] side of facts that change: reconciling a new memory with the stored ones
+//! (see [`crate::facts`]), explicit supersession and retraction, history, conflicts, and
+//! relations of single-valued types.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memory_core::{
+    EndReason, Ended, GraphRelation, KnowledgeGraphExt, MAX_REASON_LEN, MAX_TAGS, MemoryError,
+    MemoryFilter, MemoryItem, MemoryKind, Namespace, Result, Scope, SearchQuery, TimeView,
+    push_link,
+};
+use serde::{Deserialize, Serialize};
+
+use super::Memory;
+use crate::facts::{Conflict, ConflictPolicy, DuplicatePolicy, Outcome, Remembered, is_duplicate};
+
+/// Most versions [`Memory::history`] follows.
+pub const MAX_HISTORY: usize = 1024;
+
+/// Two current memories of one namespace flagged as contradicting each other.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConflictPair {
+    /// Their namespace.
+    pub namespace: Namespace,
+    /// The older memory (by when it starts to hold, then recording time, then id).
+    pub older: String,
+    /// The newer memory.
+    pub newer: String,
+}
+
+/// The writes one `remember` makes, and what it reports.
+pub(super) struct Plan {
+    pub(super) writes: Vec<MemoryItem>,
+    pub(super) remembered: Remembered,
+}
+
+/// When a statement starts to hold, for ordering the versions of a fact.
+fn start(item: &MemoryItem) -> (DateTime<Utc>, DateTime<Utc>, &str) {
+    (
+        item.valid_from.unwrap_or(item.created_at),
+        item.created_at,
+        &item.id,
+    )
+}
+
+/// Ends `old` where `new` begins: `old` is superseded by `new` (recorded when `new` was),
+/// its validity closed at `new`'s start, and `new` lists it.
+fn supersede_with(old: &mut MemoryItem, new: &mut MemoryItem) {
+    let begins = new.valid_from.unwrap_or(new.created_at);
+    let until = old.valid_until.map_or(begins, |until| until.min(begins));
+    old.valid_until = Some(old.valid_from.map_or(until, |from| until.max(from)));
+    old.ended = Some(Ended {
+        at: new.created_at.max(old.created_at),
+        reason: EndReason::Superseded { by: new.id.clone() },
+    });
+    push_link(&mut new.supersedes, &old.id);
+}
+
+/// Records on the new memory that it contradicts `old`. The link is kept on the memory
+/// written later only: flagging never rewrites a stored memory, so it cannot undo a
+/// concurrent update of it (recall and [`Memory::conflicts`] read the link from either
+/// end).
+fn link_conflict(new: &mut MemoryItem, old: &MemoryItem) {
+    push_link(&mut new.conflicts_with, &old.id);
+}
+
+/// The stored duplicate `old` reinforced by a repetition `new`.
+fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
+    let mut merged = old.clone();
+    merged.access_count = merged.access_count.saturating_add(1);
+    merged.importance = merged.importance.max(new.importance);
+    merged.credibility = merged.credibility.max(new.credibility);
+    for tag in &new.tags {
+        if merged.tags.len() < MAX_TAGS && !merged.tags.contains(tag) {
+            merged.tags.push(tag.clone());
+        }
+    }
+    merged.updated_at = merged.updated_at.max(new.created_at);
+    if merged.fact_key.is_none() {
+        merged.fact_key.clone_from(&new.fact_key);
+    }
+    if merged.source.is_none() {
+        merged.source.clone_from(&new.source);
+    }
+    merged
+}
+
+impl Memory {
+    /// Decides what storing `item` writes: the item itself, and the stored memories it
+    /// supersedes or conflicts with; or only the duplicate it merges into.
+    pub(super) async fn reconcile(&self, mut item: MemoryItem, now: DateTime<Utc>) -> Result<Plan> {
+        let added = |item: MemoryItem, outcome: Outcome, conflicts: Vec<Conflict>| Plan {
+            remembered: Remembered {
+                id: item.id.clone(),
+                outcome,
+                conflicts,
+            },
+            writes: vec![item],
+        };
+        if item.kind == MemoryKind::ShortTerm {
+            return Ok(added(item, Outcome::Added, Vec::new()));
+        }
+        let namespace = item.namespace.clone();
+        let config = &self.facts;
+        let candidates: Vec<Arc<MemoryItem>> = if config.candidates == 0 {
+            Vec::new()
+        } else {
+            let query =
+                SearchQuery::new(namespace.exact(), item.content.clone(), config.candidates)
+                    .with_filter(
+                        MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
+                    );
+            self.store
+                .search(&query)
+                .await?
+                .into_iter()
+                .map(|hit| hit.item)
+                .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
+                .collect()
+        };
+        if config.duplicates != DuplicatePolicy::KeepBoth
+            && let Some(duplicate) = candidates.iter().find(|old| {
+                is_duplicate(&item, old, config)
+                    && (old.fact_key.is_none()
+                        || item.fact_key.is_none()
+                        || old.fact_key == item.fact_key)
+            })
+        {
+            if config.duplicates == DuplicatePolicy::Reject {
+                return Err(MemoryError::AlreadyExists(format!(
+                    "memory {} in {namespace} already holds this text",
+                    duplicate.id
+                )));
+            }
+            let merged = merge(duplicate, &item);
+            return Ok(Plan {
+                remembered: Remembered {
+                    id: merged.id.clone(),
+                    outcome: Outcome::Merged {
+                        into: merged.id.clone(),
+                    },
+                    conflicts: Vec::new(),
+                },
+                writes: vec![merged],
+            });
+        }
+
+        let mut touched: Vec<MemoryItem> = Vec::new();
+        let mut handled: HashSet<String> = HashSet::new();
+        let mut superseded: Vec<String> = Vec::new();
+        let mut outdated_by: Option<String> = None;
+        let mut conflicts: Vec<Conflict> = Vec::new();
+        // Fact keys: the current versions of the fact, found through the key's index.
+        if let Some(key) = item.fact_key.clone() {
+            let mut filter = MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now));
+            filter.fact_key = Some(key);
+            for mut old in self.store.list(&filter).await? {
+                if old.id == item.id {
+                    continue;
+                }
+                self.settle(
+                    &mut item,
+                    &mut old,
+                    "a more credible memory states this fact",
+                )
+                .apply(&mut superseded, &mut outdated_by, &mut conflicts);
+                touched.push(old);
+            }
+        }
+        // Conflicts among the most similar memories (those of another fact key state
+        // another fact; those of this key were settled above).
+        handled.extend(touched.iter().map(|old| old.id.clone()));
+        let rivals: Vec<Arc<MemoryItem>> = candidates
+            .iter()
+            .filter(|old| {
+                !handled.contains(old.id.as_str())
+                    && (old.fact_key.is_none() || item.fact_key.is_none())
+            })
+            .cloned()
+            .collect();
+        let detected = if rivals.is_empty() {
+            Vec::new()
+        } else {
+            self.detector.detect(&item, &rivals).await?
+        };
+        for conflict in detected {
+            let Some(old) = rivals.iter().find(|old| old.id == conflict.id) else {
+                continue;
+            };
+            let mut old = (**old).clone();
+            match config.conflicts {
+                ConflictPolicy::Reject => {
+                    return Err(MemoryError::Conflict {
+                        message: format!(
+                            "memory {} in {namespace} contradicts the new one: {}",
+                            old.id, conflict.reason
+                        ),
+                        source: None,
+                    });
+                }
+                ConflictPolicy::Flag => {
+                    link_conflict(&mut item, &old);
+                    conflicts.push(conflict);
+                }
+                ConflictPolicy::SupersedeOlder => {
+                    let settled = self.settle(&mut item, &mut old, &conflict.reason);
+                    if settled.changes_old() {
+                        touched.push(old);
+                    }
+                    settled.apply(&mut superseded, &mut outdated_by, &mut conflicts);
+                }
+            }
+        }
+        let outcome = match (outdated_by, superseded.is_empty()) {
+            (Some(by), _) => Outcome::Outdated { by },
+            (None, false) => Outcome::Superseded { old: superseded },
+            (None, true) => Outcome::Added,
+        };
+        let mut plan = added(item, outcome, conflicts);
+        plan.writes.extend(touched);
+        Ok(plan)
+    }
+
+    /// Settles two statements of one fact: the later one supersedes the earlier, unless the
+    /// later one's source is less credible (then both are flagged as conflicting).
+    fn settle(&self, new: &mut MemoryItem, old: &mut MemoryItem, reason: &str) -> Settled {
+        if new.credibility < old.credibility {
+            link_conflict(new, old);
+            return Settled::Conflict(Conflict {
+                id: old.id.clone(),
+                reason: reason.to_owned(),
+            });
+        }
+        if start(new) >= start(old) {
+            supersede_with(old, new);
+            Settled::Superseded(old.id.clone())
+        } else {
+            supersede_with(new, old);
+            Settled::Outdated(old.id.clone())
+        }
+    }
+
+    /// Ends `old` and makes `new` its successor, as a fact key would: `old` leaves default
+    /// recall, its validity ends where `new`'s begins, and both stay in the history.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
+    /// `new` when both ids are the same, or `old` when it already ended.
+    pub async fn supersede(&self, namespace: &Namespace, old: &str, new: &str) -> Result<()> {
+        if old == new {
+            return Err(MemoryError::invalid(
+                "new",
+                "a memory cannot supersede itself",
+            ));
+        }
+        let mut old_item = self.require(namespace, old).await?;
+        let mut new_item = self.require(namespace, new).await?;
+        if old_item.ended.is_some() {
+            return Err(MemoryError::invalid(
+                "old",
+                format!("memory {old} already ended"),
+            ));
+        }
+        supersede_with(&mut old_item, &mut new_item);
+        self.store.save_many(vec![old_item, new_item]).await
+    }
+
+    /// Withdraws a memory without a replacement: it leaves default recall and stays in the
+    /// history, with `reason` and the time.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
+    /// `reason` when it is longer than [`MAX_REASON_LEN`], or `id` when it already ended.
+    pub async fn retract(&self, namespace: &Namespace, id: &str, reason: &str) -> Result<()> {
+        memory_core::backend::validate_len("reason", reason, MAX_REASON_LEN)?;
+        let mut item = self.require(namespace, id).await?;
+        if item.ended.is_some() {
+            return Err(MemoryError::invalid(
+                "id",
+                format!("memory {id} already ended"),
+            ));
+        }
+        item.ended = Some(Ended {
+            at: self.clock.now().max(item.created_at),
+            reason: EndReason::Retracted {
+                reason: reason.to_owned(),
+            },
+        });
+        self.store.save(item).await
+    }
+
+    /// Every version of the fact memory `id` states, in order (by when each starts to hold,
+    /// then when it was recorded): the memories linked to it by supersession, and those
+    /// with its fact key. Each carries how it ended ([`MemoryItem::ended`]): what replaced
+    /// it and when, or why it was retracted. At most [`MAX_HISTORY`] versions.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] for a missing memory; store errors.
+    pub async fn history(&self, namespace: &Namespace, id: &str) -> Result<Vec<MemoryItem>> {
+        let first = self.require(namespace, id).await?;
+        let mut seen: HashSet<String> = HashSet::from([first.id.clone()]);
+        let mut keys: HashSet<String> = HashSet::new();
+        let mut queue: VecDeque<MemoryItem> = VecDeque::from([first]);
+        let mut versions: Vec<MemoryItem> = Vec::new();
+        while let Some(item) = queue.pop_front() {
+            let mut next: Vec<String> = item.supersedes.clone();
+            if let Some(by) = item.ended.as_ref().and_then(Ended::superseded_by) {
+                next.push(by.to_owned());
+            }
+            if let Some(key) = &item.fact_key
+                && keys.insert(key.clone())
+            {
+                let mut filter = MemoryFilter::new(namespace.exact()).with_limit(MAX_HISTORY);
+                filter.fact_key = Some(key.clone());
+                for version in self.store.list(&filter).await? {
+                    if seen.len() < MAX_HISTORY && seen.insert(version.id.clone()) {
+                        queue.push_back(version);
+                    }
+                }
+            }
+            next.retain(|id| !seen.contains(id));
+            next.truncate(MAX_HISTORY.saturating_sub(seen.len()));
+            seen.extend(next.iter().cloned());
+            queue.extend(self.store.get_many(namespace, &next).await?);
+            versions.push(item);
+        }
+        versions.sort_by(|a, b| start(a).cmp(&start(b)));
+        Ok(versions)
+    }
+
+    /// The pairs of current memories in `scope` flagged as contradicting each other: the
+    /// consistency check that [`maintain`](Self::maintain) counts. Reads every memory of the
+    /// scope, as maintenance does.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn conflicts(&self, scope: &Scope) -> Result<Vec<ConflictPair>> {
+        let now = self.clock.now();
+        let mut pairs = Vec::new();
+        for namespace in self.store.list_namespaces(scope).await? {
+            let items = self
+                .store
+                .list(&MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)))
+                .await?;
+            let current: std::collections::HashMap<&str, &MemoryItem> =
+                items.iter().map(|item| (item.id.as_str(), item)).collect();
+            let mut seen: HashSet<(&str, &str)> = HashSet::new();
+            for item in &items {
+                for rival in &item.conflicts_with {
+                    let Some(other) = current.get(rival.as_str()) else {
+                        continue;
+                    };
+                    let (older, newer) = if start(item) < start(other) {
+                        (item, *other)
+                    } else {
+                        (*other, item)
+                    };
+                    if seen.insert((older.id.as_str(), newer.id.as_str())) {
+                        pairs.push(ConflictPair {
+                            namespace: namespace.clone(),
+                            older: older.id.clone(),
+                            newer: newer.id.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// Adds a graph relation at the clock's time; a relation of a type declared
+    /// single-valued ([`MemoryBuilder::single_valued_relations`](super::MemoryBuilder::single_valued_relations))
+    /// closes the current one of that type from the same source. Returns the closed
+    /// relations.
+    ///
+    /// # Errors
+    /// As [`KnowledgeGraphExt::relate`].
+    pub async fn relate(&self, relation: GraphRelation) -> Result<Vec<GraphRelation>> {
+        let single = self.single_valued.contains(&relation.relation_type);
+        self.graph.relate(relation, single, self.clock.now()).await
+    }
+
+    async fn require(&self, namespace: &Namespace, id: &str) -> Result<MemoryItem> {
+        self.store
+            .get(namespace, id)
+            .await?
+            .ok_or_else(|| MemoryError::not_found("memory", namespace, id))
+    }
+}
+
+/// How [`Memory::settle`] settled a pair.
+enum Settled {
+    Superseded(String),
+    Outdated(String),
+    Conflict(Conflict),
+}
+
+impl Settled {
+    /// Whether settling changed the stored memory (it must be written back).
+    fn changes_old(&self) -> bool {
+        !matches!(self, Settled::Conflict(_))
+    }
+
+    fn apply(
+        self,
+        superseded: &mut Vec<String>,
+        outdated_by: &mut Option<String>,
+        conflicts: &mut Vec<Conflict>,
+    ) {
+        match self {
+            Settled::Superseded(id) => superseded.push(id),
+            Settled::Outdated(id) => {
+                outdated_by.get_or_insert(id);
+            }
+            Settled::Conflict(conflict) => conflicts.push(conflict),
+        }
+    }
+}
