@@ -130,10 +130,10 @@ pub enum Outcome {
         /// The memories it superseded.
         old: Vec<String>,
     },
-    /// Stored as history: a current memory of the same fact started later, so the new one
-    /// was superseded by it at once (a replay of older statements).
+    /// Stored as history: a version of the same fact that starts later was stored already,
+    /// so the new one is superseded by it at once (a replay of older statements).
     Outdated {
-        /// The current memory that supersedes it.
+        /// The later version that supersedes it.
         by: String,
     },
 }
@@ -193,10 +193,23 @@ fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -> f32 {
     shared as f32 / (a.len() + b.len() - shared) as f32
 }
 
-/// Whether `new` duplicates `old` under `config`: the same kind, similar content, and
-/// similar contexts when both have one (a message is a different event in another context).
+/// How many negations `text` holds (the analyzer drops them as stop words, so "does not eat
+/// meat" and "eats meat" have the same terms; they are no duplicates).
+fn negations(text: &str) -> usize {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|word| {
+            let word = word.to_lowercase().replace('’', "'");
+            NEGATIONS.contains(&word.as_str())
+        })
+        .count()
+}
+
+/// Whether `new` duplicates `old` under `config`: the same kind, the same negations,
+/// similar content, and similar contexts when both have one (a message is a different
+/// event in another context).
 pub(crate) fn is_duplicate(new: &MemoryItem, old: &MemoryItem, config: &FactsConfig) -> bool {
     new.kind == old.kind
+        && negations(&new.content) == negations(&old.content)
         && similarity(&new.content, &old.content) >= config.duplicate_similarity
         && (new.context().is_empty()
             || old.context().is_empty()

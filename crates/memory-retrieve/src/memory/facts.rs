@@ -156,17 +156,66 @@ impl Memory {
         if let Some(key) = item.fact_key.clone() {
             let mut filter = MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now));
             filter.fact_key = Some(key);
+            let mut outdated = false;
             for mut old in self.store.list(&filter).await? {
                 if old.id == item.id {
                     continue;
                 }
-                self.settle(
+                if item.credibility >= old.credibility && start(&item) < start(&old) {
+                    // A later version exists: settled below against the whole history.
+                    outdated = true;
+                    handled.insert(old.id.clone());
+                    continue;
+                }
+                let settled = self.settle(
                     &mut item,
                     &mut old,
                     "a more credible memory states this fact",
-                )
-                .apply(&mut superseded, &mut outdated_by, &mut conflicts);
-                touched.push(old);
+                );
+                if settled.changes_old() {
+                    touched.push(old);
+                } else {
+                    handled.insert(old.id.clone());
+                }
+                settled.apply(&mut superseded, &mut outdated_by, &mut conflicts);
+            }
+            if outdated {
+                // An older statement arrived late: it takes its place in the history, between
+                // the version that held before it (which now holds only until it begins) and
+                // the one that followed (which supersedes it at once).
+                filter.view = TimeView::All;
+                let versions: Vec<MemoryItem> = self
+                    .store
+                    .list(&filter)
+                    .await?
+                    .into_iter()
+                    .filter(|version| {
+                        version.id != item.id && !touched.iter().any(|old| old.id == version.id)
+                    })
+                    .collect();
+                let mut before: Option<MemoryItem> = None;
+                let mut after: Option<MemoryItem> = None;
+                for version in versions {
+                    if start(&version) < start(&item) {
+                        if before.as_ref().is_none_or(|b| start(b) < start(&version)) {
+                            before = Some(version);
+                        }
+                    } else if after.as_ref().is_none_or(|a| start(&version) < start(a)) {
+                        after = Some(version);
+                    }
+                }
+                if let Some(mut after) = after {
+                    supersede_with(&mut item, &mut after);
+                    outdated_by = Some(after.id.clone());
+                    touched.push(after);
+                }
+                if let Some(mut before) = before {
+                    let begins = item.valid_from.unwrap_or(item.created_at);
+                    if before.valid_until.is_none_or(|until| until > begins) {
+                        supersede_with(&mut before, &mut item);
+                        touched.push(before);
+                    }
+                }
             }
         }
         // Conflicts among the most similar memories (those of another fact key state

@@ -111,7 +111,13 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
     };
     for item in items {
         if !believed_at(item, at) {
-            mark_newer(item, None);
+            // Ranked below its successor when both are shown.
+            let by = item
+                .ended
+                .as_ref()
+                .and_then(memory_core::Ended::superseded_by)
+                .filter(|by| known.contains_key(&(&item.namespace, *by)));
+            mark_newer(item, by);
         }
         // A conflict link is kept by the memory written later; either end may be the
         // older statement (a replay of old messages writes older statements later).
