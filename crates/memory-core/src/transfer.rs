@@ -1,13 +1,13 @@
 //! Export and import of a scope's records as versioned JSON lines, from any backend to any
 //! backend (in-memory to SQLite, SQLite to PostgreSQL, ...).
 //!
-//! # The `agent-memory-jsonl` format, version 1
+//! # The `agent-memory-jsonl` format, version 2
 //!
 //! UTF-8 text, one JSON object per line (`\n`, or `\r\n`; blank lines are ignored). The first
 //! line is the [`Header`]:
 //!
 //! ```text
-//! {"format":"agent-memory-jsonl","version":1,"scope":{"namespace":"user-1","descendants":true},"exported_at":"2026-01-02T03:04:05Z","counts":{"memories":2,"recall_stats":1,"pages":1,"entities":2,"relations":1}}
+//! {"format":"agent-memory-jsonl","version":2,"scope":{"namespace":"user-1","descendants":true},"exported_at":"2026-01-02T03:04:05Z","counts":{"memories":2,"recall_stats":1,"pages":1,"entities":2,"relations":1}}
 //! ```
 //!
 //! Every further line is one [`Record`], tagged by `"type"`, with the record's own fields
@@ -29,9 +29,17 @@
 //!
 //! [`export_jsonl`] writes memories (each followed by its recall statistics when it was ever
 //! recalled), then pages, entities and relations, each group in its store's listing order.
-//! Readers ignore fields they do not know (a later version-1 writer may add optional fields),
-//! refuse an unknown `type` and a `version` above [`VERSION`], and check the header's
-//! `counts`, when present, against the records read, so a truncated file is refused.
+//! Readers ignore fields they do not know (a later writer of the same version may add
+//! optional fields), refuse an unknown `type` and a `version` above [`VERSION`], and check
+//! the header's `counts`, when present, against the records read, so a truncated file is
+//! refused.
+//!
+//! Version 2 carries facts that change: a memory's `fact_key`, `valid_from`, `valid_until`,
+//! `ended` (when and why it stopped being believed), `supersedes` and `conflicts_with`, and
+//! a relation's `valid_from` / `valid_until`, each written only when set. Superseded and
+//! retracted memories are exported with the rest, so the history survives the move. The
+//! version changed because a version-1 reader would ignore these fields and import history
+//! as current facts; version-1 files (which hold no history) still import.
 //!
 //! # Atomicity
 //!
@@ -72,7 +80,7 @@ use crate::{
 /// The `format` of the header line.
 pub const FORMAT: &str = "agent-memory-jsonl";
 /// The format version this build writes, and the newest it reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Longest line read, in bytes; a longer one is [`MemoryError::LimitExceeded`].
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 

@@ -18,7 +18,18 @@ fn sample() -> (Header, Vec<Record>) {
         .unwrap()
         .with_embedding(vec![0.1, -0.2])
         .unwrap()
-        .with_created_at(at);
+        .with_created_at(at)
+        .with_fact_key("ann.drink")
+        .unwrap()
+        .with_validity(Some(at), Some(at + chrono::Duration::days(3)))
+        .unwrap();
+    let mut item = item;
+    item.ended = Some(crate::Ended {
+        at,
+        reason: crate::EndReason::Superseded { by: "m2".into() },
+    });
+    item.supersedes = vec!["m0".into()];
+    item.conflicts_with = vec!["m9".into()];
     let stats = RecallStats {
         recall_count: 2,
         total_score: 1.5,
@@ -33,7 +44,10 @@ fn sample() -> (Header, Vec<Record>) {
         .unwrap()
         .with_tags(["x"])
         .unwrap();
-    let relation = GraphRelation::new(ns("u/b"), "e", "e", "self", 0.25).unwrap();
+    let relation = GraphRelation::new(ns("u/b"), "e", "e", "self", 0.25)
+        .unwrap()
+        .with_validity(None, Some(at))
+        .unwrap();
     let records = vec![
         Record::Memory(item),
         Record::RecallStats(RecallStatsRecord::new(ns("u/a"), "m1", stats)),
@@ -68,7 +82,7 @@ fn round_trip_of_every_record_type() {
     let (header, records) = sample();
     let text = encode(&header, &records);
     assert_eq!(text.lines().count(), 6);
-    assert!(text.starts_with("{\"format\":\"agent-memory-jsonl\",\"version\":1,"));
+    assert!(text.starts_with("{\"format\":\"agent-memory-jsonl\",\"version\":2,"));
     assert!(
         text.lines()
             .nth(2)
@@ -108,12 +122,12 @@ fn bad_input_is_an_error_naming_the_line() {
     check_error("not json\n", invalid, "line 1");
     check_error("{\"format\":\"other\",\"version\":1}\n", invalid, "line 1");
     check_error(
-        &good.replacen("\"version\":1", "\"version\":2", 1),
+        &good.replacen("\"version\":2", "\"version\":3", 1),
         invalid,
-        "version 2",
+        "version 3",
     );
     check_error(
-        &good.replacen("\"version\":1", "\"version\":0", 1),
+        &good.replacen("\"version\":2", "\"version\":0", 1),
         invalid,
         "version 0",
     );
@@ -200,4 +214,19 @@ async fn export_without_stores_is_a_header_and_imports_to_nothing() {
         .unwrap();
     assert_eq!(report.imported.total(), 0);
     assert_eq!(report.skipped, header.counts.unwrap());
+}
+
+/// A version-1 file, as the release before facts wrote it, still reads: its records have
+/// no fact fields, which read as none.
+#[test]
+fn version_1_files_still_read() {
+    let text = "{\"format\":\"agent-memory-jsonl\",\"version\":1,\"scope\":{\"namespace\":\"u\",\"descendants\":true},\"exported_at\":\"2026-01-02T03:04:05Z\",\"counts\":{\"memories\":1,\"recall_stats\":0,\"pages\":0,\"entities\":0,\"relations\":0}}\n\
+        {\"type\":\"memory\",\"id\":\"m1\",\"namespace\":\"u\",\"content\":\"likes tea\",\"kind\":\"semantic\",\"importance\":0.5,\"metadata\":{},\"tags\":[],\"source\":null,\"credibility\":1.0,\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\",\"last_accessed\":null,\"access_count\":0}\n";
+    let dump = read(text).unwrap();
+    assert_eq!(dump.header.version, 1);
+    let Record::Memory(item) = &dump.records[0] else {
+        panic!("{:?}", dump.records)
+    };
+    assert_eq!(item.content, "likes tea");
+    assert!(item.fact_key.is_none() && item.ended.is_none() && item.supersedes.is_empty());
 }
