@@ -14,7 +14,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt, pg_error};
-use crate::sql::{count, namespaces, reject_nul};
+use crate::sql::{count, decode_time, encode_time, namespaces, reject_nul, time_bound};
 
 /// A [`KnowledgeGraph`] in PostgreSQL.
 ///
@@ -43,6 +43,14 @@ use crate::sql::{count, namespaces, reject_nul};
 /// the default algorithm's order, at most [`MAX_TRAVERSAL_VISITED`] per hop. Each returns
 /// exactly what memory-core's default returns (the same results, paths and order) in one
 /// round trip instead of one per visited entity.
+///
+/// Relations keep their validity (`valid_from`, `valid_until`); re-adding a relation replaces
+/// its weight and validity, so adding it without an end reopens it. The three traversals
+/// follow only relations current when they run (`valid_until` open or after the wall clock
+/// of the calling process, bound as a parameter), and the relations they return carry their
+/// validity; [`relations_of`](KnowledgeGraph::relations_of),
+/// [`list_relations`](KnowledgeGraph::list_relations) and [`degree`](KnowledgeGraph::degree)
+/// see closed relations too.
 ///
 /// Cheap to clone; clones share the pool.
 #[derive(Clone, Debug)]
@@ -163,21 +171,31 @@ impl KnowledgeGraph for PostgresGraph {
         let client = self.db.client(&what()).await?;
         let statement = client
             .prepare_cached(&self.db.qualify(
-                "INSERT INTO {s}.relations (ns, source_id, target_id, relation_type, weight) \
-                 SELECT $1::text, $2::text, $3::text, $4::text, $5::real \
+                "INSERT INTO {s}.relations (ns, source_id, target_id, relation_type, weight, \
+                 valid_from, valid_until) \
+                 SELECT $1::text, $2::text, $3::text, $4::text, $5::real, $6::bigint, $7::bigint \
                  WHERE EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $2::text) \
                  AND EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $3::text) \
                  ON CONFLICT (ns, source_id, relation_type, target_id) \
-                 DO UPDATE SET weight = EXCLUDED.weight",
+                 DO UPDATE SET weight = EXCLUDED.weight, valid_from = EXCLUDED.valid_from, \
+                 valid_until = EXCLUDED.valid_until",
             ))
             .await
             .context(what)?;
-        let params: [&(dyn ToSql + Sync); 5] = [
+        let valid_from = (relation.valid_from)
+            .map(|at| encode_time("valid_from", at))
+            .transpose()?;
+        let valid_until = (relation.valid_until)
+            .map(|at| encode_time("valid_until", at))
+            .transpose()?;
+        let params: [&(dyn ToSql + Sync); 7] = [
             &ns,
             &relation.source_id,
             &relation.target_id,
             &relation.relation_type,
             &relation.weight,
+            &valid_from,
+            &valid_until,
         ];
         let written = match client.execute(&statement, &params).await {
             Ok(written) => written,
@@ -443,13 +461,15 @@ impl KnowledgeGraph for PostgresGraph {
         let start = id.to_owned();
         let depth = i32::try_from(depth).unwrap_or(i32::MAX);
         let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
+        // Only relations current now are followed (the wall clock, not the database's).
+        let now = time_bound(chrono::Utc::now());
         let what = || format!("walking the graph from entity {id} in {namespace}");
         let client = self.db.client(&what()).await?;
         let statement = client
             .prepare_cached(&self.db.qualify(GET_RELATED))
             .await
             .context(what)?;
-        let params: [&(dyn ToSql + Sync); 4] = [&ns, &start, &depth, &most];
+        let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &depth, &most, &now];
         let rows = client.query(&statement, &params).await.context(what)?;
         drop(client);
         // Rows come level by level, so a parent's path is known before its children's.
@@ -461,12 +481,16 @@ impl KnowledgeGraph for PostgresGraph {
             let node: String = row.try_get(0).map_err(field)?;
             let hops: i32 = row.try_get(1).map_err(field)?;
             let parent: String = row.try_get(2).map_err(field)?;
+            let valid_from: Option<i64> = row.try_get(7).map_err(field)?;
+            let valid_until: Option<i64> = row.try_get(8).map_err(field)?;
             let relation = GraphRelation {
                 namespace: namespace.clone(),
                 source_id: row.try_get(3).map_err(field)?,
                 target_id: row.try_get(4).map_err(field)?,
                 relation_type: row.try_get(5).map_err(field)?,
                 weight: row.try_get(6).map_err(field)?,
+                valid_from: valid_from.map(decode_time),
+                valid_until: valid_until.map(decode_time),
             };
             let mut path = paths.get(&parent).cloned().ok_or_else(|| {
                 corrupt(
@@ -479,7 +503,7 @@ impl KnowledgeGraph for PostgresGraph {
             let score = distance_score(hops, &path);
             paths.insert(node, path.clone());
             out.push(ScoredEntity {
-                entity: decode_entity(row, 7)?,
+                entity: decode_entity(row, 9)?,
                 hops,
                 path,
                 score,

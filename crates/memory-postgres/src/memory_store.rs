@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
     CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
+    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery, TimeView,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -52,6 +52,20 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
 /// linear in the number of terms, which the analyzer caps at
 /// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS) (a 16 KiB query over 5,000
 /// matching memories takes about 90 ms on a 2-core machine).
+///
+/// # Facts and time views
+///
+/// The fact fields of an item ([`fact_key`](MemoryItem::fact_key),
+/// [`valid_from`](MemoryItem::valid_from), [`valid_until`](MemoryItem::valid_until) and the
+/// end, with the links of [`Lineage`](memory_core::Lineage) as its JSON text) are columns of
+/// the row, with a copy of the end's time (`ended_at`) to filter on. A filter's
+/// [`view`](MemoryFilter::view) and [`fact_key`](MemoryFilter::fact_key) are conditions of
+/// the statement, exactly [`TimeView::admits_parts`] with the view's time bound as a parameter
+/// (never the database's clock): a list's limit and a search's `top_k` count only the items
+/// they admit, and a search's statistics still cover the whole namespace, ended items
+/// included, as every backend's do. Listing by fact key is served by a partial index on
+/// `(ns, fact_key, created_at, id)`. The default filter ([`TimeView::All`], no key) adds no
+/// condition.
 ///
 /// # Recall statistics
 ///
@@ -137,10 +151,12 @@ pub(crate) async fn reindex(
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
-     terms, term_freqs, doc_len, context_len, metadata_exact) \
+     terms, term_freqs, doc_len, context_len, metadata_exact, fact_key, valid_from, valid_until, \
+     ended_at, lineage) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
      $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
-     $15::text[], $16::jsonb, $17::integer, $18::integer, $19::text) \
+     $15::text[], $16::jsonb, $17::integer, $18::integer, $19::text, $20::text, $21::bigint, \
+     $22::bigint, $23::bigint, $24::text) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
@@ -148,7 +164,10 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
      last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
      embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, \
      term_freqs = EXCLUDED.term_freqs, doc_len = EXCLUDED.doc_len, \
-     context_len = EXCLUDED.context_len, metadata_exact = EXCLUDED.metadata_exact";
+     context_len = EXCLUDED.context_len, metadata_exact = EXCLUDED.metadata_exact, \
+     fact_key = EXCLUDED.fact_key, valid_from = EXCLUDED.valid_from, \
+     valid_until = EXCLUDED.valid_until, ended_at = EXCLUDED.ended_at, \
+     lineage = EXCLUDED.lineage";
 
 /// Replaces an existing item (its recall statistics kept); changes no row when it is missing.
 const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
@@ -156,7 +175,9 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
      last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
      terms = $15::text[], term_freqs = $16::jsonb, doc_len = $17::integer, \
-     context_len = $18::integer, metadata_exact = $19::text \
+     context_len = $18::integer, metadata_exact = $19::text, fact_key = $20::text, \
+     valid_from = $21::bigint, valid_until = $22::bigint, ended_at = $23::bigint, \
+     lineage = $24::text \
      WHERE ns = $1::text AND id = $2::text";
 
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
@@ -179,6 +200,7 @@ fn storable(text: &str) -> bool {
 /// Whether the filter can match anything at all (see [`storable`]).
 fn filter_is_satisfiable(filter: &MemoryFilter) -> bool {
     filter.id_prefix.as_deref().is_none_or(storable)
+        && filter.fact_key.as_deref().is_none_or(storable)
         && filter
             .metadata
             .iter()
@@ -187,8 +209,14 @@ fn filter_is_satisfiable(filter: &MemoryFilter) -> bool {
 
 /// Appends every condition of `filter` except its scope: time range, kinds, id prefix, tags
 /// (GIN `@>`), metadata (GIN `@>` plus exact `->` equality; the caller checks the decoded item
-/// again, since jsonb compares numbers by value where serde_json compares their form).
+/// again, since jsonb compares numbers by value where serde_json compares their form), fact
+/// key and time view ([`and_view`]). A filter of every record ([`TimeView::All`], no fact
+/// key) adds nothing for the last two.
 fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
+    if let Some(key) = &filter.fact_key {
+        sql.push(" AND m.fact_key = ").bind(key.clone(), "text");
+    }
+    and_view(sql, filter.view);
     if let Some(since) = filter.since {
         sql.push(" AND m.created_at >= ")
             .bind(time_bound(since), "bigint");
@@ -229,6 +257,59 @@ fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
             .bind(key.clone(), "text")
             .push(" = ")
             .bind(value.clone(), "jsonb");
+    }
+}
+
+/// Appends the conditions of a time view, exactly [`TimeView::admits_parts`] over the
+/// columns `created_at`, `valid_from`, `valid_until` and `ended_at`, the view's time bound as
+/// a parameter (never the database's clock).
+fn and_view(sql: &mut Sql, view: TimeView) {
+    match view {
+        TimeView::All => {}
+        TimeView::Current(now) => {
+            sql.push(" AND m.ended_at IS NULL");
+            and_open_or_after(sql, "m.valid_until", now);
+        }
+        TimeView::AsOf(at) => {
+            match at.timestamp_nanos_opt() {
+                Some(nanos) => {
+                    sql.push(" AND m.created_at <= ").bind(nanos, "bigint");
+                    sql.push(" AND (m.valid_from IS NULL OR m.valid_from <= ")
+                        .bind(nanos, "bigint")
+                        .push(")");
+                }
+                // Every stored time is later: nothing was recorded by then.
+                None if at.timestamp() < 0 => {
+                    sql.push(" AND false");
+                }
+                // Every stored time is earlier.
+                None => {}
+            }
+            and_open_or_after(sql, "m.ended_at", at);
+            and_open_or_after(sql, "m.valid_until", at);
+        }
+    }
+}
+
+/// Appends ` AND (column IS NULL OR column > at)` for a nullable time column, exact also for
+/// a time outside the stored range (where no bound parameter could stand for it).
+fn and_open_or_after(sql: &mut Sql, column: &str, at: DateTime<Utc>) {
+    match at.timestamp_nanos_opt() {
+        Some(nanos) => {
+            sql.push(" AND (")
+                .push(column)
+                .push(" IS NULL OR ")
+                .push(column)
+                .push(" > ")
+                .bind(nanos, "bigint")
+                .push(")");
+        }
+        // Every stored time is later.
+        None if at.timestamp() < 0 => {}
+        // Every stored time is earlier: only an open end passes.
+        None => {
+            sql.push(" AND ").push(column).push(" IS NULL");
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 struct Migration {
     version: u32,
@@ -24,7 +24,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
-const MIGRATIONS: [Migration; 3] = [
+const MIGRATIONS: [Migration; 4] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
@@ -39,6 +39,11 @@ const MIGRATIONS: [Migration; 3] = [
         version: 3,
         summary: "the exact JSON text of metadata that jsonb cannot give back (negative zero)",
         sql: MIGRATION_3,
+    },
+    Migration {
+        version: 4,
+        summary: "facts that change: fact keys, validity, ends and links of memories, validity of relations",
+        sql: MIGRATION_4,
     },
 ];
 
@@ -174,6 +179,32 @@ CREATE INDEX pages_terms ON {s}.pages USING gin (terms);
 // 0.0. Such metadata (and only such) is also kept as JSON text, which reads back exactly;
 // filters still use the jsonb column.
 const MIGRATION_3: &str = "ALTER TABLE {s}.memories ADD COLUMN metadata_exact text;";
+
+// Facts that change (memory_core::fact): a memory may state a fact (`fact_key`), hold in the
+// world for an interval (`valid_from`, `valid_until`, nanoseconds like every time column),
+// and end, superseded or retracted, with links to the memories it supersedes or conflicts
+// with. The links and the end are kept as memory_core::Lineage's JSON text (`lineage`, NULL
+// when there are none; text, not jsonb: no query looks inside it, and the text reads back
+// as it was written); `ended_at` copies the end's time so time views (`MemoryFilter::view`)
+// filter in SQL, before a search's top-k cut. Lists by fact key ("the newest memory stating
+// user.city") are served by a partial index holding only memories with a key, so rows
+// without one (every row written before this version) cost it nothing. Relations gain their
+// validity interval: traversals follow only relations current when they run. Every column
+// is nullable without a default, so adding it rewrites no row and every existing record
+// reads back unchanged, with no fact fields.
+const MIGRATION_4: &str = r#"
+ALTER TABLE {s}.memories
+    ADD COLUMN fact_key    text COLLATE "C",
+    ADD COLUMN valid_from  bigint,
+    ADD COLUMN valid_until bigint,
+    ADD COLUMN ended_at    bigint,
+    ADD COLUMN lineage     text;
+CREATE INDEX memories_by_fact_key ON {s}.memories (ns, fact_key, created_at, id)
+    WHERE fact_key IS NOT NULL;
+ALTER TABLE {s}.relations
+    ADD COLUMN valid_from  bigint,
+    ADD COLUMN valid_until bigint;
+"#;
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version    integer PRIMARY KEY,

@@ -7,13 +7,13 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::corrupt;
 use crate::knowledge_store::decode_tags;
-use crate::sql::reject_nul;
+use crate::sql::{decode_time, reject_nul};
 
 /// The columns of an entity, in the order [`decode_entity`] reads them.
 pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
 /// The columns of a relation, in the order [`decode_relation`] reads them.
 pub(super) const RELATION_COLUMNS: &str =
-    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
 
 /// An entity encoded for its row, computed before the database is touched.
 pub(super) struct EncodedEntity {
@@ -99,6 +99,8 @@ pub(super) fn decode_relation(row: &Row) -> Result<GraphRelation> {
     let ns: String = row.try_get(0).map_err(field)?;
     let source_id: String = row.try_get(1).map_err(field)?;
     let target_id: String = row.try_get(2).map_err(field)?;
+    let valid_from: Option<i64> = row.try_get(5).map_err(field)?;
+    let valid_until: Option<i64> = row.try_get(6).map_err(field)?;
     Ok(GraphRelation {
         namespace: Namespace::parse(&ns).map_err(|error| {
             corrupt(
@@ -108,6 +110,8 @@ pub(super) fn decode_relation(row: &Row) -> Result<GraphRelation> {
         })?,
         relation_type: row.try_get(3).map_err(field)?,
         weight: row.try_get(4).map_err(field)?,
+        valid_from: valid_from.map(decode_time),
+        valid_until: valid_until.map(decode_time),
         source_id,
         target_id,
     })

@@ -10,9 +10,12 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
+use crate::sql::{decode_time, time_bound};
 
-/// The breadth-first walk of [`KnowledgeGraph::get_related`]; `$1` namespace, `$2` start,
-/// `$3` depth, `$4` the most entities reached.
+/// The breadth-first walk of
+/// [`KnowledgeGraph::get_related`](memory_core::KnowledgeGraph::get_related); `$1` namespace,
+/// `$2` start, `$3` depth, `$4` the most entities reached, `$5` now (nanoseconds): only
+/// relations current then (`valid_until` open or later) are followed.
 ///
 /// The working table of each iteration is one level: a row per entity reached at that level
 /// (with its rank in the level, its parent and the relation that reached it) plus one `meta`
@@ -25,25 +28,32 @@ use crate::error::{Context, corrupt};
 /// default algorithm discovers entities in.
 pub(super) const GET_RELATED: &str = r#"
 WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type, rel_weight,
-                     visited, meta) AS (
+                     rel_from, rel_until, visited, meta) AS (
     SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", NULL::text COLLATE "C",
-           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real, NULL::text[], false
+           NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real, NULL::bigint,
+           NULL::bigint, NULL::text[], false
     UNION ALL
-    SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
+    SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"],
+           true
     UNION ALL (
         WITH level AS (SELECT * FROM walk),
         seen AS (SELECT l.visited FROM level l WHERE l.meta),
         candidates AS (
             SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
-                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
+                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.rel_from,
+                   x.rel_until, x.other
             FROM level l CROSS JOIN LATERAL (
                 SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
-                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
+                       r.relation_type AS rel_type, r.weight AS rel_weight,
+                       r.valid_from AS rel_from, r.valid_until AS rel_until, r.target_id AS other
                 FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
+                  AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
                 UNION ALL
-                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
+                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from,
+                       r.valid_until, r.source_id
                 FROM {s}.relations r
                 WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
+                  AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
             ) AS x
             WHERE NOT l.meta AND l.hops < $3::integer
               AND (SELECT cardinality(s.visited) FROM seen s) <= $4::integer
@@ -59,16 +69,16 @@ WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type,
             FROM fresh f
         )
         SELECT r.other, r.hops, r.rank, r.parent, r.rel_source, r.rel_target, r.rel_type,
-               r.rel_weight, NULL::text[], false
+               r.rel_weight, r.rel_from, r.rel_until, NULL::text[], false
         FROM ranked r
         UNION ALL
-        SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL,
+        SELECT NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                s.visited || ARRAY(SELECT r.other FROM ranked r), true
         FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
     )
 )
 SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
-       e.ns, e.id, e.name, e.entity_type, e.description, e.tags
+       w.rel_from, w.rel_until, e.ns, e.id, e.name, e.entity_type, e.description, e.tags
 FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
 WHERE NOT w.meta AND w.hops > 0
 ORDER BY w.hops, w.rank
@@ -77,11 +87,11 @@ LIMIT $4::integer
 
 /// The relation chains of [`KnowledgeGraph::multi_hop`](memory_core::KnowledgeGraph::multi_hop);
 /// `$1` namespace, `$2` start, `$3` the relation types in order, `$4` the most paths kept per
-/// hop.
+/// hop, `$5` now (nanoseconds): only relations current then are followed.
 ///
 /// `states` holds the distinct entities reached after each hop (set semantics, so a dense
 /// graph never multiplies them); `paths` the paths themselves, as the ids along them and the
-/// weights of their relations. The default algorithm extends, hop by hop, the paths of each
+/// weights and validity bounds of their relations. The default algorithm extends, hop by hop, the paths of each
 /// entity in id order, along its relations of the hop's type in target order, and keeps the
 /// first `$4` extensions in that order; each entity's paths stay in the order they were added
 /// (parent id, then the parent path's own rank). `kept` numbers the extensions in that
@@ -98,19 +108,24 @@ WITH RECURSIVE states (node, step) AS (
     FROM states s JOIN {s}.relations r
       ON r.ns = $1::text AND r.source_id = s.node
      AND r.relation_type = ($3::text[])[s.step + 1]
+     AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
     WHERE s.step < cardinality($3::text[])
 ),
-paths (node, step, rank, nodes, weights) AS (
-    SELECT $2::text COLLATE "C", 0, 1::bigint, ARRAY[$2::text COLLATE "C"], ARRAY[]::real[]
+paths (node, step, rank, nodes, weights, froms, untils) AS (
+    SELECT $2::text COLLATE "C", 0, 1::bigint, ARRAY[$2::text COLLATE "C"], ARRAY[]::real[],
+           ARRAY[]::bigint[], ARRAY[]::bigint[]
     UNION ALL (
         WITH level AS (SELECT * FROM paths),
         extended AS (
             SELECT r.target_id AS node, l.step + 1 AS step, l.node AS parent,
                    l.rank AS parent_rank, l.nodes || r.target_id AS nodes,
-                   l.weights || r.weight AS weights
+                   l.weights || r.weight AS weights,
+                   array_append(l.froms, r.valid_from) AS froms,
+                   array_append(l.untils, r.valid_until) AS untils
             FROM level l JOIN {s}.relations r
               ON r.ns = $1::text AND r.source_id = l.node
              AND r.relation_type = ($3::text[])[l.step + 1]
+             AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
             WHERE l.step < cardinality($3::text[])
         ),
         kept AS (
@@ -119,24 +134,26 @@ paths (node, step, rank, nodes, weights) AS (
         )
         SELECT k.node, k.step,
                row_number() OVER (PARTITION BY k.node ORDER BY k.parent, k.parent_rank),
-               k.nodes, k.weights
+               k.nodes, k.weights, k.froms, k.untils
         FROM kept k WHERE k.nth <= $4::bigint
     )
 )
 SELECT 0 AS kind, e.id AS node, 0::bigint AS rank, NULL::text[] AS nodes,
-       NULL::real[] AS weights
+       NULL::real[] AS weights, NULL::bigint[] AS froms, NULL::bigint[] AS untils
 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2::text
 UNION ALL
-SELECT 1, s.node, 0, NULL, NULL FROM states s WHERE s.step = cardinality($3::text[])
+SELECT 1, s.node, 0, NULL, NULL, NULL, NULL FROM states s
+WHERE s.step = cardinality($3::text[])
 UNION ALL
-SELECT 2, p.node, p.rank, p.nodes, p.weights FROM paths p
+SELECT 2, p.node, p.rank, p.nodes, p.weights, p.froms, p.untils FROM paths p
 WHERE p.step = cardinality($3::text[])
 ORDER BY 1, 2, 3
 "#;
 
 /// The breadth-first search of
 /// [`KnowledgeGraph::shortest_path`](memory_core::KnowledgeGraph::shortest_path); `$1`
-/// namespace, `$2` from, `$3` to, `$4` the most hops, `$5` the most entities reached.
+/// namespace, `$2` from, `$3` to, `$4` the most hops, `$5` the most entities reached, `$6`
+/// now (nanoseconds): only relations current then are followed.
 ///
 /// `walk` is [`GET_RELATED`]'s level-by-level walk, which reaches every entity through the
 /// relation the default search reaches it by, plus each entity's parent's rank, and stops
@@ -146,30 +163,36 @@ ORDER BY 1, 2, 3
 /// of its level reached from parents ranked before its own) number at most `$5`. `path`
 /// follows the parents back to the start.
 ///
-/// One row: whether each end exists, and the path's relations (source, target, type and
-/// weight arrays, start first; `NULL` when there is none).
+/// One row: whether each end exists, and the path's relations (source, target, type, weight,
+/// `valid_from` and `valid_until` arrays, start first; `NULL` when there is none).
 const SHORTEST_PATH: &str = r#"
 WITH RECURSIVE walk (node, hops, rank, parent, parent_rank, rel_source, rel_target, rel_type,
-                     rel_weight, visited, meta) AS (
+                     rel_weight, rel_from, rel_until, visited, meta) AS (
     SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", 0::bigint,
            NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::text COLLATE "C", NULL::real,
-           NULL::text[], false
+           NULL::bigint, NULL::bigint, NULL::text[], false
     UNION ALL
-    SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, ARRAY[$2::text COLLATE "C"], true
+    SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+           ARRAY[$2::text COLLATE "C"], true
     UNION ALL (
         WITH level AS (SELECT * FROM walk),
         seen AS (SELECT l.visited FROM level l WHERE l.meta),
         candidates AS (
             SELECT l.node AS parent, l.rank AS parent_rank, l.hops + 1 AS hops, x.dir,
-                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.other
+                   x.rel_source, x.rel_target, x.rel_type, x.rel_weight, x.rel_from,
+                   x.rel_until, x.other
             FROM level l CROSS JOIN LATERAL (
                 SELECT 0 AS dir, r.source_id AS rel_source, r.target_id AS rel_target,
-                       r.relation_type AS rel_type, r.weight AS rel_weight, r.target_id AS other
+                       r.relation_type AS rel_type, r.weight AS rel_weight,
+                       r.valid_from AS rel_from, r.valid_until AS rel_until, r.target_id AS other
                 FROM {s}.relations r WHERE r.ns = $1::text AND r.source_id = l.node
+                  AND (r.valid_until IS NULL OR r.valid_until > $6::bigint)
                 UNION ALL
-                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.source_id
+                SELECT 1, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from,
+                       r.valid_until, r.source_id
                 FROM {s}.relations r
                 WHERE r.ns = $1::text AND r.target_id = l.node AND r.source_id <> l.node
+                  AND (r.valid_until IS NULL OR r.valid_until > $6::bigint)
             ) AS x
             WHERE NOT l.meta AND l.hops < $4::integer
               AND (SELECT cardinality(s.visited) FROM seen s) <= $5::integer
@@ -186,10 +209,10 @@ WITH RECURSIVE walk (node, hops, rank, parent, parent_rank, rel_source, rel_targ
             FROM fresh f
         )
         SELECT r.other, r.hops, r.rank, r.parent, r.parent_rank, r.rel_source, r.rel_target,
-               r.rel_type, r.rel_weight, NULL::text[], false
+               r.rel_type, r.rel_weight, r.rel_from, r.rel_until, NULL::text[], false
         FROM ranked r
         UNION ALL
-        SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL,
+        SELECT NULL, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
                s.visited || ARRAY(SELECT r.other FROM ranked r), true
         FROM seen s WHERE EXISTS (SELECT 1 FROM ranked)
     )
@@ -202,11 +225,14 @@ found AS (
                  AND (x.hops < w.hops OR (x.hops = w.hops AND x.parent_rank < w.parent_rank)))
           <= $5::integer
 ),
-path (node, parent, hops, rel_source, rel_target, rel_type, rel_weight) AS (
-    SELECT f.node, f.parent, f.hops, f.rel_source, f.rel_target, f.rel_type, f.rel_weight
+path (node, parent, hops, rel_source, rel_target, rel_type, rel_weight, rel_from,
+      rel_until) AS (
+    SELECT f.node, f.parent, f.hops, f.rel_source, f.rel_target, f.rel_type, f.rel_weight,
+           f.rel_from, f.rel_until
     FROM found f
     UNION ALL
-    SELECT w.node, w.parent, w.hops, w.rel_source, w.rel_target, w.rel_type, w.rel_weight
+    SELECT w.node, w.parent, w.hops, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
+           w.rel_from, w.rel_until
     FROM path p JOIN walk w
       ON NOT w.meta AND w.hops > 0 AND w.hops = p.hops - 1 AND w.node = p.parent
 )
@@ -215,7 +241,9 @@ SELECT EXISTS (SELECT 1 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2:
        (SELECT array_agg(p.rel_source ORDER BY p.hops) FROM path p),
        (SELECT array_agg(p.rel_target ORDER BY p.hops) FROM path p),
        (SELECT array_agg(p.rel_type ORDER BY p.hops) FROM path p),
-       (SELECT array_agg(p.rel_weight ORDER BY p.hops) FROM path p)
+       (SELECT array_agg(p.rel_weight ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(p.rel_from ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(p.rel_until ORDER BY p.hops) FROM path p)
 "#;
 
 fn storable(text: &str) -> bool {
@@ -252,13 +280,14 @@ pub(super) async fn multi_hop(
     let ns = namespace.as_str().to_owned();
     let start = start.to_owned();
     let most = i64::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i64::MAX);
+    let now = time_bound(chrono::Utc::now());
     let what = || format!("following relations from entity {start} in {namespace}");
     let client = db.client(&what()).await?;
     let statement = client
         .prepare_cached(&db.qualify(MULTI_HOP))
         .await
         .context(what)?;
-    let params: [&(dyn ToSql + Sync); 4] = [&ns, &start, &types, &most];
+    let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &types, &most, &now];
     let rows = client.query(&statement, &params).await.context(what)?;
     drop(client);
     let mut exists = false;
@@ -273,7 +302,11 @@ pub(super) async fn multi_hop(
             _ => {
                 let nodes: Vec<String> = row.try_get(3).map_err(field)?;
                 let weights: Vec<f32> = row.try_get(4).map_err(field)?;
-                if nodes.len() != types.len() + 1 || weights.len() != types.len() {
+                let froms: Vec<Option<i64>> = row.try_get(5).map_err(field)?;
+                let untils: Vec<Option<i64>> = row.try_get(6).map_err(field)?;
+                if nodes.len() != types.len() + 1
+                    || [weights.len(), froms.len(), untils.len()] != [types.len(); 3]
+                {
                     return Err(corrupt(what(), "a path of the wrong length"));
                 }
                 let path = (0..types.len())
@@ -283,6 +316,8 @@ pub(super) async fn multi_hop(
                         target_id: nodes[hop + 1].clone(),
                         relation_type: types[hop].clone(),
                         weight: weights[hop],
+                        valid_from: froms[hop].map(decode_time),
+                        valid_until: untils[hop].map(decode_time),
                     })
                     .collect();
                 paths.push(path);
@@ -312,13 +347,14 @@ pub(super) async fn shortest_path(
     let (start, goal) = (from.to_owned(), to.to_owned());
     let depth = i32::try_from(MAX_TRAVERSAL_DEPTH).unwrap_or(i32::MAX);
     let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
+    let now = time_bound(chrono::Utc::now());
     let what = || format!("finding a path from entity {from} to {to} in {namespace}");
     let client = db.client(&what()).await?;
     let statement = client
         .prepare_cached(&db.qualify(SHORTEST_PATH))
         .await
         .context(what)?;
-    let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &goal, &depth, &most];
+    let params: [&(dyn ToSql + Sync); 6] = [&ns, &start, &goal, &depth, &most, &now];
     let row = client.query_one(&statement, &params).await.context(what)?;
     drop(client);
     let field = |error: tokio_postgres::Error| corrupt(what(), error);
@@ -338,23 +374,29 @@ pub(super) async fn shortest_path(
     let targets: Vec<String> = row.try_get(3).map_err(field)?;
     let types: Vec<String> = row.try_get(4).map_err(field)?;
     let weights: Vec<f32> = row.try_get(5).map_err(field)?;
-    if [targets.len(), types.len(), weights.len()] != [sources.len(); 3] {
+    let froms: Vec<Option<i64>> = row.try_get(6).map_err(field)?;
+    let untils: Vec<Option<i64>> = row.try_get(7).map_err(field)?;
+    let lengths = [
+        targets.len(),
+        types.len(),
+        weights.len(),
+        froms.len(),
+        untils.len(),
+    ];
+    if lengths != [sources.len(); 5] {
         return Err(corrupt(what(), "a path with arrays of different lengths"));
     }
     Ok(Some(
-        sources
-            .into_iter()
-            .zip(targets)
-            .zip(types.into_iter().zip(weights))
-            .map(
-                |((source_id, target_id), (relation_type, weight))| GraphRelation {
-                    namespace: namespace.clone(),
-                    source_id,
-                    target_id,
-                    relation_type,
-                    weight,
-                },
-            )
+        (0..sources.len())
+            .map(|hop| GraphRelation {
+                namespace: namespace.clone(),
+                source_id: sources[hop].clone(),
+                target_id: targets[hop].clone(),
+                relation_type: types[hop].clone(),
+                weight: weights[hop],
+                valid_from: froms[hop].map(decode_time),
+                valid_until: untils[hop].map(decode_time),
+            })
             .collect(),
     ))
 }

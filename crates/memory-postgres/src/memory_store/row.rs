@@ -1,7 +1,7 @@
 //! The row codec of the `memories` table: an item encoded for its row (with its search
 //! columns) before the database is touched, and a row decoded back into an item.
 
-use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use memory_core::{Lineage, MemoryError, MemoryItem, MemoryKind, Namespace, Result};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -13,9 +13,9 @@ use crate::sql::{
 /// The columns of a memory, in the order [`decode`] reads them.
 pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
      m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding, \
-     m.metadata_exact";
+     m.metadata_exact, m.fact_key, m.valid_from, m.valid_until, m.lineage";
 /// How many columns [`COLUMNS`] selects.
-pub(super) const COLUMN_COUNT: usize = 15;
+pub(super) const COLUMN_COUNT: usize = 19;
 
 /// An item encoded for its row, computed before the database is touched.
 pub(super) struct Encoded {
@@ -40,12 +40,19 @@ pub(super) struct Encoded {
     pub(super) term_freqs: serde_json::Value,
     pub(super) doc_len: i32,
     pub(super) context_len: i32,
+    pub(super) fact_key: Option<String>,
+    pub(super) valid_from: Option<i64>,
+    pub(super) valid_until: Option<i64>,
+    /// The time of [`MemoryItem::ended`], the column time views filter on.
+    pub(super) ended_at: Option<i64>,
+    /// [`Lineage::to_json`]: the end and the links, `None` when there are none.
+    pub(super) lineage: Option<String>,
 }
 
 impl Encoded {
-    /// The values of the columns `ns` to `metadata_exact`, in the order of the upsert
-    /// statement's columns.
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 19] {
+    /// The values of the columns `ns` to `lineage`, in the order of the upsert statement's
+    /// columns.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 24] {
         [
             &self.ns,
             &self.id,
@@ -66,6 +73,11 @@ impl Encoded {
             &self.doc_len,
             &self.context_len,
             &self.metadata_exact,
+            &self.fact_key,
+            &self.valid_from,
+            &self.valid_until,
+            &self.ended_at,
+            &self.lineage,
         ]
     }
 }
@@ -83,7 +95,7 @@ pub(super) fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
 
 /// The search columns of a memory, two fields: content with tags (as the in-memory backend
 /// indexes them), then the context ([`MemoryItem::context`], metadata
-/// [`CONTEXT_METADATA_KEY`]).
+/// [`CONTEXT_METADATA_KEY`](memory_core::CONTEXT_METADATA_KEY)).
 pub(super) fn memory_terms<T: AsRef<str>>(
     content: &str,
     tags: &[T],
@@ -101,14 +113,17 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
     reject_nul_json("metadata", &item.metadata)?;
     let access_count = i64::try_from(item.access_count)
         .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
-    let last_accessed = match item.last_accessed {
-        Some(at) => Some(encode_time("last_accessed", at)?),
-        None => None,
-    };
+    let last_accessed = encode_optional_time("last_accessed", item.last_accessed)?;
     let indexed = memory_terms(&item.content, &item.tags, item.context());
     let metadata_exact = exact_metadata(&item.metadata);
+    let lineage = Lineage::to_json(&item);
     Ok(Encoded {
         metadata_exact,
+        valid_from: encode_optional_time("valid_from", item.valid_from)?,
+        valid_until: encode_optional_time("valid_until", item.valid_until)?,
+        ended_at: encode_optional_time("ended", item.ended.as_ref().map(|ended| ended.at))?,
+        lineage,
+        fact_key: item.fact_key,
         doc_len: indexed.length(0),
         context_len: indexed.length(1),
         terms: indexed.terms,
@@ -146,7 +161,10 @@ pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
     let tags: Vec<String> = row.try_get(6).map_err(field)?;
     let access_count: i64 = row.try_get(12).map_err(field)?;
     let last_accessed: Option<i64> = row.try_get(11).map_err(field)?;
-    Ok(MemoryItem {
+    let valid_from: Option<i64> = row.try_get(16).map_err(field)?;
+    let valid_until: Option<i64> = row.try_get(17).map_err(field)?;
+    let lineage: Option<String> = row.try_get(18).map_err(field)?;
+    let mut item = MemoryItem {
         namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
         kind: MemoryKind::parse(&kind).map_err(|error| corrupt(&what, error))?,
         tags: tags
@@ -167,8 +185,24 @@ pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
         last_accessed: last_accessed.map(decode_time),
         access_count: u64::try_from(access_count).unwrap_or(0),
         embedding: row.try_get(13).map_err(field)?,
+        fact_key: row.try_get(15).map_err(field)?,
+        valid_from: valid_from.map(decode_time),
+        valid_until: valid_until.map(decode_time),
+        ended: None,
+        supersedes: Vec::new(),
+        conflicts_with: Vec::new(),
         id,
-    })
+    };
+    Lineage::apply_json(&mut item, lineage.as_deref()).map_err(|error| corrupt(&what, error))?;
+    Ok(item)
+}
+
+/// [`encode_time`] of a time that may be absent.
+fn encode_optional_time(
+    field: &str,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Option<i64>> {
+    at.map(|at| encode_time(field, at)).transpose()
 }
 
 /// The metadata's JSON text when the `jsonb` column cannot give it back exactly, `None`

@@ -469,3 +469,85 @@ async fn shortest_path_stops_at_the_visited_limit_like_the_default() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traversals_follow_current_relations_like_the_default() {
+    let schema = schema_or_skip!("graph_validity");
+    let backend = schema.connect().await;
+    let graph = backend.graph();
+    let ns = Namespace::parse("validity").unwrap();
+    let year = |y: i32| {
+        chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, y, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap()
+    };
+    // Open; closed in the past; closing in the future; starting in the future (current).
+    let validities = [
+        (None, None),
+        (Some(year(2020)), Some(year(2021))),
+        (None, Some(year(2100))),
+        (Some(year(2100)), None),
+        (None, Some(year(2001))),
+    ];
+    let count = 12;
+    let id = |i: usize| format!("n{:02}", i % count);
+    for i in 0..count {
+        graph
+            .add_entity(GraphEntity::new(ns.clone(), id(i), "N", "x").unwrap())
+            .await
+            .unwrap();
+    }
+    let mut nth = 0;
+    for i in 0..count {
+        for (step, relation_type) in [(1, "a"), (3, "b"), (5, "a")] {
+            let (from, until) = validities[nth % validities.len()];
+            nth += 1;
+            let relation = GraphRelation::new(ns.clone(), id(i), id(i + step), relation_type, 0.5)
+                .unwrap()
+                .with_validity(from, until)
+                .unwrap();
+            graph.add_relation(relation).await.unwrap();
+        }
+    }
+    let stored = graph.list_relations(&ns.exact()).await.unwrap();
+    assert_eq!(stored.len(), 3 * count);
+    assert!(
+        stored
+            .iter()
+            .any(|relation| relation.valid_until == Some(year(2021))),
+        "validity is stored"
+    );
+    let reference = DefaultTraversal(graph.clone());
+    let chains: Vec<Vec<String>> = [vec!["a"], vec!["a", "b"], vec!["b", "a", "a"]]
+        .iter()
+        .map(|chain| chain.iter().map(|t| (*t).to_owned()).collect())
+        .collect();
+    for start in 0..count {
+        let start = id(start);
+        for depth in [1, 2, 4] {
+            let got = graph.get_related(&ns, &start, depth).await.unwrap();
+            let want = reference.get_related(&ns, &start, depth).await.unwrap();
+            assert_eq!(got, want, "get_related from {start}, depth {depth}");
+            for scored in &got {
+                assert!(
+                    scored
+                        .path
+                        .iter()
+                        .all(|relation| relation.is_current_at(chrono::Utc::now())),
+                    "only current relations are followed"
+                );
+            }
+        }
+        for chain in &chains {
+            let got = graph.multi_hop(&ns, &start, chain).await.unwrap();
+            let want = reference.multi_hop(&ns, &start, chain).await.unwrap();
+            assert_eq!(got, want, "multi_hop from {start} along {chain:?}");
+        }
+        for goal in 0..count {
+            let goal = id(goal);
+            let got = graph.shortest_path(&ns, &start, &goal).await.unwrap();
+            let want = reference.shortest_path(&ns, &start, &goal).await.unwrap();
+            assert_eq!(got, want, "shortest_path {start} -> {goal}");
+        }
+    }
+}

@@ -8,6 +8,7 @@ mod concurrency;
 mod conformance;
 mod errors;
 mod eviction;
+mod facts;
 mod fts;
 mod graph;
 mod migration;

@@ -1,10 +1,13 @@
 //! Schema creation and versioned migrations: concurrent connects, explicit migration, newer
-//! schemas refused, bad schema names refused before any SQL runs.
+//! schemas refused, bad schema names refused before any SQL runs, and databases written by
+//! earlier releases opened by this one (`from_v3`).
 
 use memory_core::{MemoryError, MemoryItem, MemoryStore, Namespace};
 use memory_postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION};
 
 use crate::common::schema_or_skip;
+
+mod from_v3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_connects_migrate_a_fresh_schema_once() {
@@ -267,7 +270,7 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         .unwrap();
     }
     // Back to version 1 as released: tsvector columns of the same terms, without positions,
-    // and no exact metadata column.
+    // no exact metadata column and no fact columns.
     let client = schema.raw_client().await;
     client
         .batch_execute(&format!(
@@ -279,7 +282,10 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
              ALTER TABLE \"{s}\".pages ALTER COLUMN terms TYPE tsvector
                  USING array_to_tsvector(terms);
              CREATE INDEX pages_terms ON \"{s}\".pages USING gin (terms);
-             ALTER TABLE \"{s}\".memories DROP COLUMN metadata_exact;
+             ALTER TABLE \"{s}\".memories DROP COLUMN metadata_exact, DROP COLUMN fact_key,
+                 DROP COLUMN valid_from, DROP COLUMN valid_until, DROP COLUMN ended_at,
+                 DROP COLUMN lineage;
+             ALTER TABLE \"{s}\".relations DROP COLUMN valid_from, DROP COLUMN valid_until;
              DELETE FROM \"{s}\".schema_version WHERE version > 1;",
             s = schema.name
         ))
