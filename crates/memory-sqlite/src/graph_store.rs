@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_f
 
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::sql::{Sql, count, decode_tags, encode_tags, namespaces};
+use crate::sql::{Sql, count, decode_tags, decode_time, encode_tags, encode_time, namespaces};
 
 /// A [`KnowledgeGraph`] in an SQLite database.
 ///
@@ -33,6 +33,9 @@ use crate::sql::{Sql, count, decode_tags, encode_tags, namespaces};
 /// cyclic graphs). The defaults give exactly the results, order and limits of every other
 /// backend; the cost is one indexed query per visited entity, fine for the neighbourhoods
 /// retrieval walks (depth 1 to 3). [`degree`](KnowledgeGraph::degree) is one `count(*)`.
+/// Relations keep their validity (`valid_from`, `valid_until` columns); the defaults follow
+/// only relations current when they run, while `relations_of`, `list_relations` and
+/// `degree` see every stored one.
 ///
 /// Cheap to clone; clones share the connection.
 #[derive(Clone, Debug)]
@@ -48,7 +51,8 @@ impl SqliteGraph {
 }
 
 const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
-const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight";
+const RELATION_COLUMNS: &str =
+    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
 
 struct EncodedEntity {
     ns: String,
@@ -117,20 +121,39 @@ fn decode_entity((ns, id, name, entity_type, description, tags): RawEntity) -> R
     })
 }
 
-type RawRelation = (String, String, String, String, f64);
+/// A relation's row as read, before decoding.
+struct RawRelation {
+    ns: String,
+    source_id: String,
+    target_id: String,
+    relation_type: String,
+    weight: f64,
+    valid_from: Option<i64>,
+    valid_until: Option<i64>,
+}
 
 fn read_relation(row: &Row<'_>) -> rusqlite::Result<RawRelation> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-    ))
+    Ok(RawRelation {
+        ns: row.get(0)?,
+        source_id: row.get(1)?,
+        target_id: row.get(2)?,
+        relation_type: row.get(3)?,
+        weight: row.get(4)?,
+        valid_from: row.get(5)?,
+        valid_until: row.get(6)?,
+    })
 }
 
 fn decode_relation(
-    (ns, source_id, target_id, relation_type, weight): RawRelation,
+    RawRelation {
+        ns,
+        source_id,
+        target_id,
+        relation_type,
+        weight,
+        valid_from,
+        valid_until,
+    }: RawRelation,
 ) -> Result<GraphRelation> {
     Ok(GraphRelation {
         namespace: Namespace::parse(&ns).map_err(|error| {
@@ -143,6 +166,8 @@ fn decode_relation(
         target_id,
         relation_type,
         weight: weight as f32,
+        valid_from: valid_from.map(decode_time),
+        valid_until: valid_until.map(decode_time),
     })
 }
 
@@ -297,8 +322,18 @@ impl KnowledgeGraph for SqliteGraph {
             .await
     }
 
+    /// Inserts the relation, or replaces the weight and validity of the one with the same
+    /// source, target and type: re-adding a closed relation without `valid_until` reopens it.
     async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
         relation.validate()?;
+        let valid_from = relation
+            .valid_from
+            .map(|at| encode_time("valid_from", at))
+            .transpose()?;
+        let valid_until = relation
+            .valid_until
+            .map(|at| encode_time("valid_until", at))
+            .transpose()?;
         self.db
             .write("adding a relation", move |transaction| {
                 let ns = relation.namespace.as_str();
@@ -309,10 +344,11 @@ impl KnowledgeGraph for SqliteGraph {
                 }
                 transaction
                     .prepare_cached(
-                        "INSERT INTO relations (ns, source_id, target_id, relation_type, weight) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
+                        "INSERT INTO relations (ns, source_id, target_id, relation_type, weight, \
+                         valid_from, valid_until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
                          ON CONFLICT (ns, source_id, target_id, relation_type) \
-                         DO UPDATE SET weight = excluded.weight",
+                         DO UPDATE SET weight = excluded.weight, valid_from = excluded.valid_from, \
+                         valid_until = excluded.valid_until",
                     )
                     .and_then(|mut statement| {
                         statement.execute(params![
@@ -321,6 +357,8 @@ impl KnowledgeGraph for SqliteGraph {
                             relation.target_id,
                             relation.relation_type,
                             f64::from(relation.weight),
+                            valid_from,
+                            valid_until,
                         ])
                     })
                     .context(|| {

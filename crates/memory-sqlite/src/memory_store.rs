@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
     MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    RecallStats, Result, Scope, SearchHit, SearchQuery, TimeView,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
@@ -30,6 +30,12 @@ use crate::{SqliteBackend, SqliteOptions};
 /// [`memory_core::search`]'s BM25F over the statistics of each hit's namespace: the same
 /// records give the same hits in the same order, with the same scores. The query text is
 /// only ever analysed into terms, never interpreted.
+///
+/// The fields of facts that change (fact key, validity, end time) are columns of the row,
+/// with the rest of the lineage as JSON ([`Lineage`](memory_core::Lineage)), so a filter's
+/// [`TimeView`] and fact key are SQL conditions: in a search they turn rows away before the
+/// `top_k` cut, like tags and kinds, and the default view adds no condition. Listing one
+/// fact's versions in a namespace reads an index on `(ns, fact_key, created_at, id)`.
 ///
 /// Costs, with `n` items in a namespace:
 /// - `save`, `delete`: `O(terms of the item × log n)`; rewriting an item whose indexed text
@@ -99,7 +105,9 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
                 .prepare_cached(
                     "UPDATE memories SET content = ?2, kind = ?3, importance = ?4, metadata = ?5, \
                      tags = ?6, source = ?7, credibility = ?8, created_at = ?9, updated_at = ?10, \
-                     last_accessed = ?11, access_count = ?12, embedding = ?13 WHERE rid = ?1",
+                     last_accessed = ?11, access_count = ?12, embedding = ?13, fact_key = ?14, \
+                     valid_from = ?15, valid_until = ?16, ended_at = ?17, lineage = ?18 \
+                     WHERE rid = ?1",
                 )
                 .and_then(|mut statement| {
                     statement.execute(params![
@@ -116,6 +124,11 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
                         item.last_accessed,
                         item.access_count,
                         item.embedding,
+                        item.fact_key,
+                        item.valid_from,
+                        item.valid_until,
+                        item.ended_at,
+                        item.lineage,
                     ])
                 })
                 .context(what)?;
@@ -128,8 +141,10 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
         None => transaction
             .prepare_cached(
                 "INSERT INTO memories (ns, id, content, kind, importance, metadata, tags, source, \
-                 credibility, created_at, updated_at, last_accessed, access_count, embedding) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING rid",
+                 credibility, created_at, updated_at, last_accessed, access_count, embedding, \
+                 fact_key, valid_from, valid_until, ended_at, lineage) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
+                 ?17, ?18, ?19) RETURNING rid",
             )
             .and_then(|mut statement| {
                 statement.query_row(
@@ -148,6 +163,11 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
                         item.last_accessed,
                         item.access_count,
                         item.embedding,
+                        item.fact_key,
+                        item.valid_from,
+                        item.valid_until,
+                        item.ended_at,
+                        item.lineage,
                     ],
                     |row| row.get::<_, i64>(0),
                 )
@@ -194,7 +214,8 @@ fn delete_rid(transaction: &Transaction<'_>, rid: i64) -> Result<()> {
 }
 
 /// Appends every condition of `filter` that SQL can check: scope, time range, kinds, id
-/// prefix, tags. Metadata conditions are checked on the decoded item.
+/// prefix, tags, time view, fact key. Metadata conditions are checked on the decoded item.
+/// The default view ([`TimeView::All`]) and no fact key add nothing.
 fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
     sql.and_scope("m.ns", &filter.scope);
     if let Some(since) = filter.since {
@@ -221,6 +242,52 @@ fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
             .bind(tag.as_str().to_owned())
             .push(")");
     }
+    if let Some(key) = &filter.fact_key {
+        sql.push(" AND m.fact_key = ").bind(key.clone());
+    }
+    and_view(sql, filter.view);
+}
+
+/// Appends the conditions of `view`, exactly [`TimeView::admits_parts`] over the columns
+/// (NULL is an open end, or no end). Bounds saturate ([`time_bound`]): every stored time is
+/// within them, so a view outside the storable range compares as it would in memory.
+fn and_view(sql: &mut Sql, view: TimeView) {
+    match view {
+        TimeView::All => {}
+        TimeView::Current(now) => {
+            sql.push(" AND m.ended_at IS NULL AND (m.valid_until IS NULL OR m.valid_until > ")
+                .bind(time_bound(now))
+                .push(")");
+        }
+        TimeView::AsOf(at) => {
+            let at = time_bound(at);
+            sql.push(" AND m.created_at <= ")
+                .bind(at)
+                .push(" AND (m.ended_at IS NULL OR m.ended_at > ")
+                .bind(at)
+                .push(") AND (m.valid_from IS NULL OR m.valid_from <= ")
+                .bind(at)
+                .push(") AND (m.valid_until IS NULL OR m.valid_until > ")
+                .bind(at)
+                .push(")");
+        }
+    }
+}
+
+/// The statement of [`list`](MemoryStore::list): the filter's SQL conditions in time order.
+fn list_sql(filter: &MemoryFilter) -> Sql {
+    let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE 1"));
+    and_filter(&mut sql, filter);
+    sql.push(if filter.newest_first {
+        " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
+    } else {
+        " ORDER BY m.created_at, m.id, m.ns"
+    });
+    // Metadata is checked after decoding, so the limit can only go to SQL without it.
+    if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
+        sql.push(" LIMIT ").bind(limit_value(limit));
+    }
+    sql
 }
 
 fn query_items(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<MemoryItem>> {
@@ -276,17 +343,7 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE 1"));
-        and_filter(&mut sql, filter);
-        sql.push(if filter.newest_first {
-            " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
-        } else {
-            " ORDER BY m.created_at, m.id, m.ns"
-        });
-        // Metadata is checked after decoding, so the limit can only go to SQL without it.
-        if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
-            sql.push(" LIMIT ").bind(limit_value(limit));
-        }
+        let sql = list_sql(filter);
         let filter = filter.clone();
         self.db
             .call(move |connection| {
@@ -548,5 +605,49 @@ impl MemoryStore for SqliteStore {
                 Ok(())
             })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(connection: &Connection, sql: &Sql) -> String {
+        let text = format!("EXPLAIN QUERY PLAN {}", sql.text);
+        let mut statement = connection.prepare(&text).unwrap();
+        let rows = statement
+            .query_map(params_from_iter(sql.params.iter()), |row| {
+                row.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap()
+            .join("; ")
+    }
+
+    #[test]
+    fn listing_a_fact_reads_its_index_and_the_default_view_adds_no_condition() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        let transaction = connection.transaction().unwrap();
+        crate::schema::migrate(&transaction, "test", "migrating").unwrap();
+        transaction.commit().unwrap();
+        let ns = Namespace::parse("user-1").unwrap();
+
+        let keyed = MemoryFilter::new(ns.exact())
+            .with_fact_key("user.city")
+            .unwrap();
+        let text = plan(&connection, &list_sql(&keyed));
+        assert!(text.contains("memories_by_fact_key"), "{text}");
+        assert!(!text.contains("TEMP B-TREE"), "{text}");
+
+        let plain = list_sql(&MemoryFilter::new(ns.exact()));
+        let viewed =
+            list_sql(&MemoryFilter::new(ns.exact()).with_view(TimeView::Current(Utc::now())));
+        assert!(!plain.text.contains("ended_at"), "{}", plain.text);
+        assert!(
+            viewed.text.contains("m.ended_at IS NULL"),
+            "{}",
+            viewed.text
+        );
     }
 }

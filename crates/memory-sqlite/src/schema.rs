@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 use crate::error::Context;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
 pub const APPLICATION_ID: i32 = 0x414D_454D;
@@ -22,7 +22,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
-const MIGRATIONS: [Migration; 4] = [
+const MIGRATIONS: [Migration; 5] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
@@ -42,6 +42,11 @@ const MIGRATIONS: [Migration; 4] = [
         version: 4,
         summary: "full-text postings with per-namespace statistics replace the FTS5 tables",
         sql: MIGRATION_4,
+    },
+    Migration {
+        version: 5,
+        summary: "facts that change: fact key, validity and lineage of memories, validity of relations",
+        sql: MIGRATION_5,
     },
 ];
 
@@ -180,6 +185,27 @@ CREATE VIRTUAL TABLE pages_fts USING fts5 (
 const MIGRATION_4: &str = "
 DROP TABLE IF EXISTS memories_fts;
 DROP TABLE IF EXISTS pages_fts;
+";
+
+// Memories state facts that change (memory_core::fact): a fact key, when the fact holds in
+// the world, and how the memory ended with what it supersedes or conflicts with; relations
+// hold in the world for a time too. Reads filter by time view and fact key in SQL, so the
+// times are columns of their own (`ended_at` copies the end time out of `lineage`, the
+// `Lineage::to_json` text, NULL when the memory has no links). The index on the fact key
+// lists a fact's versions in one namespace in time order without a scan (it holds only
+// keyed rows). The version changes so that a build that would drop these fields on rewrite
+// refuses the file. Every new column is NULL in existing rows, which is what those records
+// mean: no key, always valid, never ended, no links.
+const MIGRATION_5: &str = "
+ALTER TABLE memories ADD COLUMN fact_key TEXT;
+ALTER TABLE memories ADD COLUMN valid_from INTEGER;
+ALTER TABLE memories ADD COLUMN valid_until INTEGER;
+ALTER TABLE memories ADD COLUMN ended_at INTEGER;
+ALTER TABLE memories ADD COLUMN lineage TEXT;
+CREATE INDEX memories_by_fact_key ON memories (ns, fact_key, created_at, id)
+    WHERE fact_key IS NOT NULL;
+ALTER TABLE relations ADD COLUMN valid_from INTEGER;
+ALTER TABLE relations ADD COLUMN valid_until INTEGER;
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {

@@ -1,7 +1,8 @@
 //! The row codec of the `memories` table: an item encoded for its row before the database
 //! is touched, and a row read back and decoded into an item.
 
-use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use chrono::{DateTime, Utc};
+use memory_core::{Lineage, MemoryError, MemoryItem, MemoryKind, Namespace, Result};
 use rusqlite::Row;
 
 use crate::error::corrupt;
@@ -10,7 +11,8 @@ use crate::terms::Analyzed;
 
 /// The columns of a memory, in the order [`read_raw_at`] reads them.
 pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m.metadata, m.tags, m.source, \
-     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding";
+     m.credibility, m.created_at, m.updated_at, m.last_accessed, m.access_count, m.embedding, \
+     m.fact_key, m.valid_from, m.valid_until, m.lineage";
 
 /// An item encoded for its row, computed before the database is touched.
 pub(super) struct Encoded {
@@ -29,6 +31,13 @@ pub(super) struct Encoded {
     pub(super) last_accessed: Option<i64>,
     pub(super) access_count: i64,
     pub(super) embedding: Option<Vec<u8>>,
+    pub(super) fact_key: Option<String>,
+    pub(super) valid_from: Option<i64>,
+    pub(super) valid_until: Option<i64>,
+    /// `ended.at`, a column of its own so that time views filter in SQL.
+    pub(super) ended_at: Option<i64>,
+    /// [`Lineage::to_json`]: the end, superseded and conflicting ids; `None` without links.
+    pub(super) lineage: Option<String>,
     /// The analyzed search fields, for the full-text index.
     pub(super) doc: Analyzed<2>,
 }
@@ -44,11 +53,16 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
     item.validate()?;
     let access_count = i64::try_from(item.access_count)
         .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
-    let last_accessed = match item.last_accessed {
-        Some(at) => Some(encode_time("last_accessed", at)?),
-        None => None,
-    };
+    let last_accessed = encode_optional_time("last_accessed", item.last_accessed)?;
+    let valid_from = encode_optional_time("valid_from", item.valid_from)?;
+    let valid_until = encode_optional_time("valid_until", item.valid_until)?;
+    let ended_at = encode_optional_time("ended", item.ended.as_ref().map(|ended| ended.at))?;
+    let lineage = Lineage::to_json(&item);
     Ok(Encoded {
+        valid_from,
+        valid_until,
+        ended_at,
+        lineage,
         doc: analyze(&item),
         tags_json: encode_tags(&item.tags),
         tags: item
@@ -68,10 +82,15 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
             .embedding
             .map(|values| values.iter().flat_map(|v| v.to_le_bytes()).collect()),
         ns: item.namespace.as_str().to_owned(),
+        fact_key: item.fact_key,
         id: item.id,
         content: item.content,
         source: item.source,
     })
+}
+
+fn encode_optional_time(field: &str, at: Option<DateTime<Utc>>) -> Result<Option<i64>> {
+    at.map(|at| encode_time(field, at)).transpose()
 }
 
 /// The row of a memory as read, before decoding.
@@ -90,6 +109,10 @@ pub(super) struct Raw {
     pub(super) last_accessed: Option<i64>,
     pub(super) access_count: i64,
     pub(super) embedding: Option<Vec<u8>>,
+    pub(super) fact_key: Option<String>,
+    pub(super) valid_from: Option<i64>,
+    pub(super) valid_until: Option<i64>,
+    pub(super) lineage: Option<String>,
 }
 
 pub(super) fn read_raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -113,6 +136,10 @@ pub(super) fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Raw> {
         last_accessed: row.get(at + 11)?,
         access_count: row.get(at + 12)?,
         embedding: row.get(at + 13)?,
+        fact_key: row.get(at + 14)?,
+        valid_from: row.get(at + 15)?,
+        valid_until: row.get(at + 16)?,
+        lineage: row.get(at + 17)?,
     })
 }
 
@@ -141,7 +168,7 @@ impl Raw {
                 )
             }
         };
-        Ok(MemoryItem {
+        let mut item = MemoryItem {
             id: self.id,
             namespace,
             content: self.content,
@@ -156,6 +183,15 @@ impl Raw {
             last_accessed: self.last_accessed.map(decode_time),
             access_count: u64::try_from(self.access_count).unwrap_or(0),
             embedding,
-        })
+            fact_key: self.fact_key,
+            valid_from: self.valid_from.map(decode_time),
+            valid_until: self.valid_until.map(decode_time),
+            ended: None,
+            supersedes: Vec::new(),
+            conflicts_with: Vec::new(),
+        };
+        Lineage::apply_json(&mut item, self.lineage.as_deref())
+            .map_err(|error| corrupt(format_args!("lineage of {what}"), error))?;
+        Ok(item)
     }
 }

@@ -7,6 +7,7 @@ mod crash;
 mod fts;
 mod migration;
 mod migration_v3;
+mod migration_v4;
 mod properties;
 mod similar;
 mod transfer;
