@@ -1,0 +1,321 @@
+"""Type stubs of the native module (the Rust crate agent-memory-py)."""
+
+import builtins
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, final
+
+__version__: str
+
+Time = datetime | str | float
+"""A time: a ``datetime`` (naive ones are UTC), an RFC 3339 string, or epoch seconds."""
+
+Kind = Literal["short_term", "long_term", "episodic", "semantic"]
+
+@final
+class MemoryRecord:
+    """A stored memory."""
+
+    @property
+    def id(self) -> str:
+        """Its id, unique within its namespace."""
+    @property
+    def namespace(self) -> str:
+        """Its namespace (``user-1/agent``)."""
+    @property
+    def text(self) -> str:
+        """The text (for a compressed memory, the compressed text)."""
+    @property
+    def kind(self) -> Kind:
+        """``short_term``, ``long_term``, ``episodic`` or ``semantic``."""
+    @property
+    def importance(self) -> float:
+        """Importance in [0, 1]."""
+    @property
+    def tags(self) -> list[str]:
+        """Tags, normalised (lowercase, dashes)."""
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Metadata (the library's reserved ``_`` keys are attributes instead)."""
+    @property
+    def source(self) -> str | None:
+        """Where it came from, if given."""
+    @property
+    def context(self) -> str | None:
+        """Text that situates it (searchable, not part of it), if any."""
+    @property
+    def pinned(self) -> bool:
+        """Whether maintenance leaves it alone."""
+    @property
+    def original(self) -> str:
+        """The text before compression (the text itself if never compressed)."""
+    @property
+    def credibility(self) -> float:
+        """How far its source is trusted, in [0, 1]."""
+    @property
+    def created_at(self) -> datetime:
+        """When it was remembered (aware, UTC)."""
+    @property
+    def updated_at(self) -> datetime:
+        """When it last changed."""
+    @property
+    def last_accessed(self) -> datetime | None:
+        """When it was last recalled, if ever."""
+    @property
+    def access_count(self) -> int:
+        """How many times it was recalled."""
+    @property
+    def fact_key(self) -> str | None:
+        """The fact it states (``user.city``), if any."""
+    @property
+    def valid_from(self) -> datetime | None:
+        """From when the fact holds in the world, if given."""
+    @property
+    def valid_until(self) -> datetime | None:
+        """Until when the fact holds in the world, if given."""
+    @property
+    def ended(self) -> dict[str, Any] | None:
+        """How it stopped being believed: ``{"at", "reason", "by" | "into" | "why"}``, or None."""
+    @property
+    def supersedes(self) -> list[str]:
+        """The ids of the memories it superseded, oldest first."""
+    @property
+    def conflicts_with(self) -> list[str]:
+        """The ids of memories found to contradict it."""
+    def to_dict(self) -> dict[str, Any]:
+        """Every attribute as a dict."""
+
+@final
+class Hit:
+    """One recall result: a memory, a knowledge page or a graph entity."""
+
+    @property
+    def source(self) -> Literal["memory", "page", "entity"]:
+        """What it is."""
+    @property
+    def id(self) -> str:
+        """Its id."""
+    @property
+    def namespace(self) -> str:
+        """Its namespace."""
+    @property
+    def text(self) -> str:
+        """A memory's text; a page's title and summary; an entity's name, type, description."""
+    @property
+    def score(self) -> float:
+        """The score in [0, 1]; higher is better."""
+    @property
+    def record(self) -> MemoryRecord | None:
+        """The memory found; None for a page or an entity."""
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A memory's metadata; empty for pages and entities."""
+    @property
+    def breakdown(self) -> dict[str, Any]:
+        """Why it scored what it did: ``{"channels": [...], "signals": {name: {"value",
+        "contribution"}}}``."""
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as a dict: source, id, namespace, text, score, metadata, breakdown."""
+
+@final
+class RecallResult:
+    """What a recall found: a sequence of hits, best first."""
+
+    @property
+    def query(self) -> str:
+        """The query as given."""
+    @property
+    def total_found(self) -> int:
+        """Candidates scored before the threshold and the cut."""
+    @property
+    def hits(self) -> list[Hit]:
+        """The hits as a list."""
+    def texts(self) -> list[str]:
+        """The hits' texts, best first."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Hit: ...
+    def __iter__(self) -> Iterator[Hit]: ...
+    def __bool__(self) -> bool: ...
+
+@final
+class Remembered:
+    """What ``remember`` did."""
+
+    @property
+    def id(self) -> str:
+        """The id the text lives under: the new memory's, or the one it merged into."""
+    @property
+    def outcome(self) -> Literal["added", "merged", "superseded", "outdated"]:
+        """``added``; ``merged`` (a duplicate: nothing new stored); ``superseded`` (it
+        replaced older memories of its fact); ``outdated`` (stored as history)."""
+    @property
+    def superseded(self) -> list[str]:
+        """The memories it superseded (outcome ``superseded``)."""
+    @property
+    def outdated_by(self) -> str | None:
+        """The later version that supersedes it (outcome ``outdated``)."""
+    @property
+    def conflicts(self) -> list[dict[str, str]]:
+        """Stored memories it contradicts: ``{"id", "reason"}``."""
+
+@final
+class Memory:
+    """Long-term memory for an agent: remember text, recall the best of it for a query with
+    each score explained, build prompt context, forget, maintain.
+
+    ``Memory()`` keeps everything in this process; ``Memory("agent.db")`` in a SQLite file;
+    ``Memory("postgres://user@host/db")`` on a PostgreSQL server (``postgres_schema``
+    names the schema). Namespaces are strings like ``"user-42/agent-a/session-7"``; reads
+    cover a namespace and everything under it (only it with ``exact=True``; ``""`` is all).
+
+    Settings are dicts with the Rust field names: ``eviction`` (``{"policy":
+    "value_based", "max_items": 1000}``, ``{"policy": "capacity", "max_items": 100}``,
+    ``{"policy": "ttl", "ttl_secs": 86400}``...), ``check_interval``, ``decay``,
+    ``facts`` and ``retriever``. Every method releases the GIL while the library works.
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        postgres_schema: str | None = None,
+        eviction: str | Mapping[str, Any] | None = None,
+        check_interval: int | None = None,
+        decay: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        retriever: Mapping[str, Any] | None = None,
+        single_valued_relations: Sequence[str] | None = None,
+    ) -> None: ...
+    @property
+    def location(self) -> str:
+        """``:memory:``, the SQLite path, or the PostgreSQL server."""
+    def remember(
+        self,
+        namespace: str,
+        text: str,
+        *,
+        kind: Kind | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+        source: str | None = None,
+        context: str | None = None,
+        fact_key: str | None = None,
+        created_at: Time | None = None,
+        pinned: bool = False,
+        valid_from: Time | None = None,
+        valid_until: Time | None = None,
+        credibility: float | None = None,
+    ) -> Remembered:
+        """Remembers ``text`` in ``namespace``, reconciled with what is stored: duplicates
+        merge, a ``fact_key`` supersedes the current memory of that key, contradictions
+        are flagged.
+
+        :raises InvalidInputError: naming the bad argument (``content``, ``importance``,
+            ``namespace``, ``metadata``, ``tag``...).
+        """
+    def put(
+        self,
+        namespace: str,
+        id: str,
+        text: str,
+        *,
+        kind: Kind | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        context: str | None = None,
+    ) -> None:
+        """Stores ``text`` under ``id`` as given, replacing the memory with that id (its
+        creation time and recall statistics kept): a key-value write, without
+        reconciliation or an eviction pass."""
+    def recall(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        exact: bool = False,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        kinds: Sequence[Kind] | None = None,
+        tags: Sequence[str] | None = None,
+        since: Time | None = None,
+        until: Time | None = None,
+        view: Literal["current", "all"] | None = None,
+        as_of: Time | None = None,
+        strategy: Literal["hybrid", "memory_only", "knowledge_only", "graph_only"] | None = None,
+        scoring: str | Mapping[str, Any] | None = None,
+        fusion: str | Mapping[str, Any] | None = None,
+        graph_depth: int | None = None,
+    ) -> RecallResult:
+        """The best memories, pages and entities for ``query``, best first, each with its
+        score breakdown. Options override the retrieval settings for this call."""
+    def context(
+        self,
+        namespace: str,
+        query: str,
+        max_tokens: int = 500,
+        *,
+        exact: bool = False,
+        session: str | None = None,
+        turns: int = 10,
+    ) -> str:
+        """Prompt-ready text of the best results within ``max_tokens``; with ``session``,
+        that conversation's last ``turns`` messages first."""
+    def forget(self, namespace: str, id: str) -> bool:
+        """Deletes memory ``id`` and every version of its fact. Returns whether it existed."""
+    def clear(self, namespace: str, *, exact: bool = False) -> int:
+        """Deletes every memory in (and under) ``namespace``; returns how many."""
+    def get(self, namespace: str, id: str) -> MemoryRecord | None:
+        """Memory ``id`` of ``namespace``, or None."""
+    def list(
+        self,
+        namespace: str = "",
+        *,
+        exact: bool = False,
+        kinds: Sequence[Kind] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        fact_key: str | None = None,
+        id_prefix: str | None = None,
+        since: Time | None = None,
+        until: Time | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+        view: Literal["current", "all"] = "current",
+    ) -> builtins.list[MemoryRecord]:
+        """The memories matching every condition, oldest first (or newest first)."""
+    def namespaces(self, prefix: str = "") -> builtins.list[str]:
+        """The namespaces holding memories, in and under ``prefix``, sorted."""
+    def history(self, namespace: str, id: str) -> builtins.list[MemoryRecord]:
+        """The versions of memory ``id``'s fact, oldest first."""
+    def supersede(self, namespace: str, old: str, new: str) -> None:
+        """Marks memory ``new`` as superseding memory ``old``."""
+    def retract(self, namespace: str, id: str, reason: str) -> None:
+        """Withdraws memory ``id`` without a replacement; it stays in its history."""
+    def pin(self, namespace: str, id: str, pinned: bool = True) -> bool:
+        """Pins (or unpins) memory ``id``. Returns whether it exists."""
+    def compress(self, namespace: str, id: str, text: str) -> bool:
+        """Replaces memory ``id``'s text with ``text``, keeping the original."""
+    def conflicts(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, str]]:
+        """Pairs of current memories flagged as contradicting: ``{"namespace", "older", "newer"}``."""
+    def stats(self, namespace: str = "", *, exact: bool = False) -> dict[str, Any]:
+        """Counts: ``total``, ``per_kind``, ``per_namespace``, ``mean_access``, ``compressed``,
+        ``compression_rate``, ``capacity_use``, ``pages``, ``entities``."""
+    def maintain(self, namespace: str = "", *, exact: bool = False) -> dict[str, int]:
+        """Runs TTL, decay, eviction and compression now; returns what it did."""
+    def flush(self) -> None:
+        """Writes pending recall statistics."""
+    def close(self) -> None:
+        """Writes pending recall statistics (the memory stays usable)."""
+    def __enter__(self) -> Memory: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool: ...

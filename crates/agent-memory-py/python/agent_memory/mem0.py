@@ -1,0 +1,496 @@
+"""A mem0-shaped layer: ``add``, ``search``, ``get_all``, ``get``, ``update``, ``delete``,
+``delete_all``, ``history`` and ``reset`` with mem0's arguments and result dicts, so code
+written for ``mem0.Memory`` changes little::
+
+    from agent_memory.mem0 import Memory       # instead of: from mem0 import Memory
+
+    m = Memory()                                # or Memory("memories.db")
+    m.add("I like hiking in the Alps", user_id="alice")
+    m.search("hobbies", user_id="alice", limit=3)["results"][0]["memory"]
+
+What differs from mem0:
+
+- **No model is called.** mem0's ``add`` asks an LLM to extract facts (``infer=True``) and
+  embeds them; here each message is stored as it is (``infer`` and ``prompt`` are
+  ignored), reconciled by the library's rules instead: a repeated statement merges into
+  the stored one (event ``NONE``). Search is by words (BM25 with the library's signals),
+  not by embedding similarity, so a query must share words (or their stems) with a memory.
+- **Scores** are the library's, in [0, 1], with ``threshold`` (default 0.05) as the
+  minimum; mem0's are similarities.
+- **Ids** are the library's (not UUIDs). ``get``, ``update``, ``delete`` and ``history`` by
+  id look through the layer's namespaces, a scan of ids in Rust.
+- **Where memories live**: ``user_id``, ``agent_id`` and ``run_id`` become the namespace
+  ``<prefix>/user:<id>/agent:<id>/run:<id>`` (absent ones left out) and are kept in the
+  metadata. Searching by the leading ids (a user; a user's agent) reads that namespace's
+  subtree; an id further down given alone (``agent_id`` without ``user_id``) filters the
+  wider search's results, of which the best 1,000 are looked at.
+- **Messages**: each message of a list is one memory (``system`` messages are skipped),
+  with its role in the metadata and the previous message as its searchable context.
+- ``update`` replaces the text in place; ``history`` lists the versions the library keeps
+  (facts superseded through ``agent_memory.Memory``), not mem0's edit log.
+- Filters take exact values, ``"*"``, the operators ``eq``, ``ne``, ``in``, ``nin``,
+  ``gt``, ``gte``, ``lt``, ``lte``, ``contains``, ``icontains``, and ``AND``/``OR``/``NOT``.
+  Both mem0 forms are accepted: ``search(q, user_id=...)`` and
+  ``search(q, filters={"user_id": ...})``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from datetime import datetime
+from typing import Any
+
+from agent_memory._labels import encode_label
+from agent_memory._native import Memory as _NativeMemory
+from agent_memory._native import MemoryRecord
+from agent_memory.errors import InvalidInputError, NotFoundError
+
+__all__ = ["Memory", "AsyncMemory"]
+
+_IDS = ("user_id", "agent_id", "run_id")
+_SEGMENT = {"user_id": "user", "agent_id": "agent", "run_id": "run"}
+# Shown at the top of a result, as mem0 does; the rest of the metadata goes under "metadata".
+_PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role")
+_MAX_RESULTS = 1000
+
+
+def _view(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    metadata = record.metadata
+    view: dict[str, Any] = {
+        "id": record.id,
+        "memory": record.text,
+        "hash": hashlib.md5(record.text.encode("utf-8"), usedforsecurity=False).hexdigest(),
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+    }
+    if score is not None:
+        view["score"] = score
+    for key in _PROMOTED:
+        if key in metadata:
+            view[key] = metadata[key]
+    rest = {key: value for key, value in metadata.items() if key not in _PROMOTED}
+    if rest:
+        view["metadata"] = rest
+    return view
+
+
+def _messages(messages: Any) -> list[tuple[str, str]]:
+    """``(role, text)`` pairs from a string, a message dict or a list of them."""
+    if isinstance(messages, str):
+        return [("user", messages)]
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    if not isinstance(messages, Sequence):
+        raise InvalidInputError(
+            "invalid input: messages: expected a string, a message dict or a list of them",
+            field="messages",
+            problem="expected a string, a message dict or a list of them",
+        )
+    pairs = []
+    for message in messages:
+        if isinstance(message, str):
+            pairs.append(("user", message))
+            continue
+        if not isinstance(message, Mapping):
+            raise InvalidInputError(
+                "invalid input: messages: each message is a dict with role and content",
+                field="messages",
+                problem="each message is a dict with role and content",
+            )
+        role = str(message.get("role", "user"))
+        content = message.get("content", "")
+        if isinstance(content, list):  # multimodal parts: keep the text ones
+            content = " ".join(
+                part.get("text", "") for part in content if isinstance(part, Mapping)
+            )
+        if role != "system" and isinstance(content, str) and content.strip():
+            pairs.append((role, content))
+    return pairs
+
+
+def _matches(value: Any, condition: Any) -> bool:
+    if condition == "*":
+        return value is not None
+    if isinstance(condition, Mapping):
+        return all(_operator(value, op, operand) for op, operand in condition.items())
+    return value == condition
+
+
+def _operator(value: Any, op: str, operand: Any) -> bool:
+    if op == "eq":
+        return value == operand
+    if op == "ne":
+        return value != operand
+    if op == "in":
+        return value in operand
+    if op == "nin":
+        return value not in operand
+    if op in ("contains", "icontains"):
+        if not isinstance(value, str) or not isinstance(operand, str):
+            return False
+        return operand.lower() in value.lower() if op == "icontains" else operand in value
+    if op in ("gt", "gte", "lt", "lte"):
+        try:
+            left, right = float(value), float(operand)
+        except (TypeError, ValueError):
+            return False
+        return {"gt": left > right, "gte": left >= right, "lt": left < right, "lte": left <= right}[op]
+    raise InvalidInputError(
+        f"invalid input: filters: unsupported operator {op!r}",
+        field="filters",
+        problem=f"unsupported operator {op!r}",
+    )
+
+
+def _passes(metadata: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
+    for key, condition in filters.items():
+        if key == "AND":
+            if not all(_passes(metadata, each) for each in condition):
+                return False
+        elif key == "OR":
+            if not any(_passes(metadata, each) for each in condition):
+                return False
+        elif key == "NOT":
+            if any(_passes(metadata, each) for each in condition):
+                return False
+        elif not _matches(metadata.get(key), condition):
+            return False
+    return True
+
+
+class Memory:
+    """mem0's ``Memory`` API on agent-memory. ``store`` is what
+    :class:`agent_memory.Memory` takes (nothing: in this process; a SQLite path; a
+    PostgreSQL URL), or pass ``memory=`` an existing one. Everything lives under the
+    namespace ``prefix``."""
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        memory: _NativeMemory | None = None,
+        prefix: str = "mem0",
+        **memory_options: Any,
+    ) -> None:
+        self.memory = memory if memory is not None else _NativeMemory(store, **memory_options)
+        self.prefix = prefix.strip("/")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None = None) -> Memory:
+        """mem0's constructor from a dict. Only ``store`` (or ``path``) and ``prefix`` are
+        read; the LLM, embedder and vector store settings do not apply."""
+        config = dict(config or {})
+        return cls(config.get("store", config.get("path")), prefix=config.get("prefix", "mem0"))
+
+    # Scopes.
+
+    def _ids(self, given: Mapping[str, Any], filters: Mapping[str, Any] | None) -> dict[str, str]:
+        ids = {key: value for key, value in given.items() if value is not None}
+        for key in _IDS:
+            if filters and filters.get(key) is not None:
+                ids.setdefault(key, filters[key])
+        for key, value in ids.items():
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(
+                    f"invalid input: {key}: must be a non-empty string",
+                    field=key,
+                    problem="must be a non-empty string",
+                )
+        return {key: ids[key].strip() for key in _IDS if key in ids}
+
+    def _namespace(self, ids: Mapping[str, str]) -> str:
+        """The namespace a memory with these ids lives in."""
+        segments = [self.prefix]
+        for key in _IDS:
+            if key in ids:
+                segments.append(f"{_SEGMENT[key]}:{encode_label(ids[key])}")
+        return "/".join(segments)
+
+    def _scope(self, ids: Mapping[str, str]) -> str:
+        """The widest namespace holding every memory with these ids: the leading ones."""
+        segments = [self.prefix]
+        for key in _IDS:
+            if key not in ids:
+                break
+            segments.append(f"{_SEGMENT[key]}:{encode_label(ids[key])}")
+        return "/".join(segments)
+
+    @staticmethod
+    def _require(ids: Mapping[str, str], call: str) -> None:
+        if not ids:
+            raise InvalidInputError(
+                f"invalid input: user_id: {call} needs at least one of user_id, agent_id, run_id",
+                field="user_id",
+                problem=f"{call} needs at least one of user_id, agent_id, run_id",
+            )
+
+    def _find(self, memory_id: str) -> MemoryRecord | None:
+        for record in self.memory.list(self.prefix, id_prefix=memory_id, view="all"):
+            if record.id == memory_id:
+                return record
+        return None
+
+    def _found(self, memory_id: str) -> MemoryRecord:
+        record = self._find(memory_id)
+        if record is None:
+            raise NotFoundError(
+                f"not found: memory {memory_id} in {self.prefix}",
+                kind="memory",
+                namespace=self.prefix,
+                id=memory_id,
+            )
+        return record
+
+    # mem0's methods.
+
+    def add(
+        self,
+        messages: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        prompt: str | None = None,
+        timestamp: datetime | str | float | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Stores each message as a memory of the user/agent/run. Returns ``{"results":
+        [{"id", "memory", "event"}]}``; ``event`` is ``ADD``, ``NONE`` (merged into the
+        stored memory with the same statement, whose id is given) or ``UPDATE`` (it
+        superseded older ones). ``infer`` and ``prompt`` are ignored: no model is called."""
+        del infer, prompt  # no model is called
+        ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, None)
+        self._require(ids, "add")
+        namespace = self._namespace(ids)
+        base = {**(metadata or {}), **ids}
+        if memory_type is not None:
+            base["memory_type"] = memory_type
+        results = []
+        previous: str | None = None
+        for role, text in _messages(messages):
+            done = self.memory.remember(
+                namespace,
+                text,
+                metadata={**base, "role": role},
+                context=previous,
+                created_at=timestamp,
+            )
+            previous = text
+            event = {"added": "ADD", "merged": "NONE", "superseded": "UPDATE"}.get(done.outcome, "ADD")
+            results.append({"id": done.id, "memory": text, "event": event})
+        return {"results": results}
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The best memories for ``query`` among those of the ids given, best first, each
+        with its ``score``. ``limit`` (or ``top_k``) defaults to 20."""
+        ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, filters)
+        self._require(ids, "search")
+        wanted = limit if limit is not None else (top_k if top_k is not None else 20)
+        conditions = {**(filters or {}), **ids}
+        scope = self._scope(ids)
+        # Ids below the scope, and metadata filters, are checked on the results.
+        narrow = any(key not in _IDS or key not in self._leading(ids) for key in conditions)
+        result = self.memory.recall(
+            scope,
+            query,
+            max_results=_MAX_RESULTS if narrow else max(1, min(wanted, _MAX_RESULTS)),
+            min_score=threshold,
+            strategy="memory_only",
+        )
+        found = []
+        for hit in result:
+            record = hit.record
+            if record is None or not _passes(record.metadata, conditions):
+                continue
+            found.append(_view(record, hit.score))
+            if len(found) >= wanted:
+                break
+        return {"results": found}
+
+    @staticmethod
+    def _leading(ids: Mapping[str, str]) -> set[str]:
+        leading = set()
+        for key in _IDS:
+            if key not in ids:
+                break
+            leading.add(key)
+        return leading
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The memories of the ids given, newest first; ``limit`` (or ``top_k``) defaults
+        to 20."""
+        ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, filters)
+        self._require(ids, "get_all")
+        wanted = limit if limit is not None else (top_k if top_k is not None else 20)
+        conditions = {**(filters or {}), **ids}
+        extra = {key: value for key, value in conditions.items() if key not in _IDS}
+        records = self.memory.list(
+            self._scope(ids),
+            metadata=ids,
+            newest_first=True,
+            limit=None if extra else wanted,
+        )
+        found = [_view(record) for record in records if _passes(record.metadata, conditions)]
+        return {"results": found[:wanted]}
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory with this id, or None."""
+        record = self._find(memory_id)
+        return None if record is None else _view(record)
+
+    def update(self, memory_id: str, data: str) -> dict[str, str]:
+        """Replaces the memory's text, keeping its id, metadata and creation time.
+
+        :raises NotFoundError: when there is no such memory.
+        """
+        record = self._found(memory_id)
+        self.memory.put(
+            record.namespace,
+            record.id,
+            data,
+            kind=record.kind,
+            importance=record.importance,
+            tags=record.tags,
+            metadata=record.metadata,
+            source=record.source,
+            context=record.context,
+        )
+        return {"message": "Memory updated successfully!"}
+
+    def delete(self, memory_id: str) -> dict[str, str]:
+        """Deletes the memory (and the versions of its fact).
+
+        :raises NotFoundError: when there is no such memory.
+        """
+        record = self._found(memory_id)
+        self.memory.forget(record.namespace, record.id)
+        return {"message": "Memory deleted successfully!"}
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, str]:
+        """Deletes every memory of the ids given."""
+        ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, None)
+        self._require(ids, "delete_all")
+        if set(ids) == self._leading(ids):
+            self.memory.clear(self._scope(ids))
+        else:
+            for record in self.memory.list(self._scope(ids), metadata=ids, view="all"):
+                self.memory.forget(record.namespace, record.id)
+        return {"message": "Memories deleted successfully!"}
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The versions the library keeps of the memory's fact, oldest first: dicts with
+        ``id``, ``memory_id``, ``old_memory``, ``new_memory``, ``event`` and times."""
+        record = self._found(memory_id)
+        versions = self.memory.history(record.namespace, record.id)
+        events = []
+        previous: str | None = None
+        for version in versions:
+            events.append(
+                {
+                    "id": version.id,
+                    "memory_id": memory_id,
+                    "old_memory": previous,
+                    "new_memory": version.text,
+                    "event": "ADD" if previous is None else "UPDATE",
+                    "created_at": version.created_at.isoformat(),
+                    "updated_at": version.updated_at.isoformat(),
+                    "is_deleted": False,
+                }
+            )
+            previous = version.text
+        return events
+
+    def reset(self) -> None:
+        """Deletes every memory of this layer (everything under ``prefix``)."""
+        self.memory.clear(self.prefix)
+
+
+class AsyncMemory:
+    """mem0's ``AsyncMemory``: :class:`Memory`'s methods as coroutines, each run in a
+    worker thread (``loop.run_in_executor``) with the GIL released while Rust works."""
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        memory: _NativeMemory | None = None,
+        prefix: str = "mem0",
+        executor: Executor | None = None,
+        **memory_options: Any,
+    ) -> None:
+        self.sync = Memory(store, memory=memory, prefix=prefix, **memory_options)
+        self._executor = executor
+
+    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        call = functools.partial(getattr(self.sync, name), *args, **kwargs)
+        return await loop.run_in_executor(self._executor, call)
+
+    async def add(self, messages: Any, **options: Any) -> dict[str, list[dict[str, Any]]]:
+        """See :meth:`Memory.add`."""
+        return await self._run("add", messages, **options)
+
+    async def search(self, query: str, **options: Any) -> dict[str, list[dict[str, Any]]]:
+        """See :meth:`Memory.search`."""
+        return await self._run("search", query, **options)
+
+    async def get_all(self, **options: Any) -> dict[str, list[dict[str, Any]]]:
+        """See :meth:`Memory.get_all`."""
+        return await self._run("get_all", **options)
+
+    async def get(self, memory_id: str) -> dict[str, Any] | None:
+        """See :meth:`Memory.get`."""
+        return await self._run("get", memory_id)
+
+    async def update(self, memory_id: str, data: str) -> dict[str, str]:
+        """See :meth:`Memory.update`."""
+        return await self._run("update", memory_id, data)
+
+    async def delete(self, memory_id: str) -> dict[str, str]:
+        """See :meth:`Memory.delete`."""
+        return await self._run("delete", memory_id)
+
+    async def delete_all(self, **options: Any) -> dict[str, str]:
+        """See :meth:`Memory.delete_all`."""
+        return await self._run("delete_all", **options)
+
+    async def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """See :meth:`Memory.history`."""
+        return await self._run("history", memory_id)
+
+    async def reset(self) -> None:
+        """See :meth:`Memory.reset`."""
+        return await self._run("reset")

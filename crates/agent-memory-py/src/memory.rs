@@ -1,0 +1,749 @@
+//! `agent_memory.Memory`: the Rust `Memory` behind a Python class. Every method converts
+//! its arguments while holding the GIL, then runs the library's future on the module's
+//! runtime with the GIL released (see `runtime`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_memory::{
+    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, Memory, MemoryFilter, MemoryItem,
+    PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView, Remember,
+    RetrieverConfig, SqliteBackend, Tag, TimeView,
+};
+use chrono::Utc;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::convert::{from_json, from_python, record_namespace, scope, to_json, to_time};
+use crate::errors::{invalid, to_py_err};
+use crate::results::{Recalled, Record, Remembered};
+use crate::runtime::{block_on, block_on_detached};
+
+/// Where a `Memory` keeps its records, from the `store` argument.
+enum Location {
+    InMemory,
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    fn parse(store: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(store) = store.filter(|store| !store.is_none()) else {
+            return Ok(Location::InMemory);
+        };
+        if let Ok(text) = store.cast::<PyString>() {
+            let text = text.to_str()?;
+            return Ok(if matches!(text, ":memory:" | "memory:") {
+                Location::InMemory
+            } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+                Location::Postgres(text.to_owned())
+            } else {
+                let path = text
+                    .strip_prefix("sqlite://")
+                    .or_else(|| text.strip_prefix("sqlite:"))
+                    .unwrap_or(text);
+                Location::Sqlite(PathBuf::from(path))
+            });
+        }
+        // An os.PathLike: a SQLite file.
+        store
+            .extract::<PathBuf>()
+            .map(Location::Sqlite)
+            .map_err(|_| {
+                invalid(
+                    store.py(),
+                    "store",
+                    "expected a path, a postgres:// URL or \":memory:\"",
+                )
+            })
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Location::InMemory => ":memory:".into(),
+            Location::Sqlite(path) => path.display().to_string(),
+            // The URL may hold a password: show the server only.
+            Location::Postgres(url) => {
+                let host = url.rsplit('@').next().unwrap_or(url);
+                let host = host.split_once("://").map_or(host, |(_, rest)| rest);
+                format!("postgres://…@{host}")
+            }
+        }
+    }
+}
+
+/// Settings given as a dict over the defaults: the fields it names replace the default's.
+fn over_default<T>(value: &Bound<'_, PyAny>, field: &str) -> PyResult<T>
+where
+    T: Default + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut merged =
+        serde_json::to_value(T::default()).map_err(|error| invalid(value.py(), field, error))?;
+    let given = to_json(value, field)?;
+    match (merged.as_object_mut(), given) {
+        (Some(defaults), serde_json::Value::Object(given)) => defaults.extend(given),
+        _ => return Err(invalid(value.py(), field, "expected a dict")),
+    }
+    serde_json::from_value(merged).map_err(|error| invalid(value.py(), field, error))
+}
+
+/// A tagged setting (`{"policy": ...}`, `{"strategy": ...}`) given as a dict, or as the tag
+/// alone when the variant has no fields.
+fn tagged<T: serde::de::DeserializeOwned>(
+    value: &Bound<'_, PyAny>,
+    tag: &str,
+    field: &str,
+) -> PyResult<T> {
+    if let Ok(name) = value.cast::<PyString>() {
+        let json = serde_json::json!({ tag: name.to_str()? });
+        return serde_json::from_value(json).map_err(|error| invalid(value.py(), field, error));
+    }
+    from_python(value, field)
+}
+
+fn tags(py: Python<'_>, tags: Option<Vec<String>>) -> PyResult<Vec<Tag>> {
+    Tag::normalize_all(tags.unwrap_or_default()).map_err(|error| to_py_err(py, error))
+}
+
+fn metadata(value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json::Value> {
+    match value.filter(|value| !value.is_none()) {
+        None => Ok(serde_json::json!({})),
+        Some(value) => to_json(value, "metadata"),
+    }
+}
+
+fn records(items: Vec<MemoryItem>) -> Vec<Record> {
+    items.into_iter().map(Record::new).collect()
+}
+
+/// Long-term memory for an agent: remember text, recall the best of it for a query with
+/// each score explained, build prompt context, forget, maintain.
+///
+/// `Memory()` keeps everything in this process; `Memory("agent.db")` in a SQLite file (made
+/// if missing; other processes may open it too); `Memory("postgres://user@host/db")` on a
+/// PostgreSQL server (`postgres_schema` names the schema, default `agent_memory`).
+///
+/// Namespaces are strings like `"user-42/agent-a/session-7"` (segments of letters, digits
+/// and `-_.:@`). Reads take a namespace and cover it and everything under it, or only it
+/// with `exact=True`; `""` covers every namespace.
+///
+/// Builder settings are dicts with the Rust types' field names: `eviction` (an
+/// `EvictionPolicy`, e.g. `{"policy": "value_based", "max_items": 1000}`), `check_interval`,
+/// `decay` (`{"daily_rate": 0.01, ...}`), `facts` (`{"duplicates": "merge", ...}`) and
+/// `retriever` (`{"max_results": 20, "min_score": 0.05, ...}`).
+///
+/// Every method releases the GIL while the library works, so threads may share one Memory.
+/// Errors raise subclasses of `agent_memory.MemoryError`.
+#[pyclass(frozen, module = "agent_memory", name = "Memory")]
+pub(crate) struct PyMemory {
+    inner: Arc<Memory>,
+    location: String,
+}
+
+impl Drop for PyMemory {
+    fn drop(&mut self) {
+        // Recall statistics still buffered would be lost with the last handle.
+        if Arc::strong_count(&self.inner) == 1 {
+            let inner = Arc::clone(&self.inner);
+            block_on_detached(async move { inner.flush().await });
+        }
+    }
+}
+
+#[pymethods]
+impl PyMemory {
+    #[new]
+    #[pyo3(signature = (
+        store = None,
+        *,
+        postgres_schema = None,
+        eviction = None,
+        check_interval = None,
+        decay = None,
+        facts = None,
+        retriever = None,
+        single_valued_relations = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn new(
+        py: Python<'_>,
+        store: Option<&Bound<'_, PyAny>>,
+        postgres_schema: Option<String>,
+        eviction: Option<&Bound<'_, PyAny>>,
+        check_interval: Option<usize>,
+        decay: Option<&Bound<'_, PyAny>>,
+        facts: Option<&Bound<'_, PyAny>>,
+        retriever: Option<&Bound<'_, PyAny>>,
+        single_valued_relations: Option<Vec<String>>,
+    ) -> PyResult<Self> {
+        let location = Location::parse(store)?;
+        let mut builder = Memory::builder();
+        if eviction.is_some() || check_interval.is_some() {
+            let mut config = EvictionConfig::default();
+            if let Some(eviction) = eviction {
+                config.policy = tagged::<EvictionPolicy>(eviction, "policy", "eviction")?;
+            }
+            if let Some(interval) = check_interval {
+                config.check_interval = interval;
+            }
+            builder = builder.eviction(config);
+        }
+        if let Some(decay) = decay {
+            builder = builder.decay(over_default::<DecayConfig>(decay, "decay")?);
+        }
+        if let Some(facts) = facts {
+            builder = builder.facts(from_python::<FactsConfig>(facts, "facts")?);
+        }
+        if let Some(retriever) = retriever {
+            builder =
+                builder.retriever_config(from_python::<RetrieverConfig>(retriever, "retriever")?);
+        }
+        if let Some(relations) = single_valued_relations {
+            builder = builder.single_valued_relations(relations);
+        }
+        let describe = location.describe();
+        let memory = block_on(py, async move {
+            let builder = match location {
+                Location::InMemory => builder,
+                Location::Sqlite(path) => builder.stores(SqliteBackend::open(path)?.stores()),
+                Location::Postgres(url) => {
+                    let mut options = PostgresOptions::default();
+                    if let Some(schema) = postgres_schema {
+                        options = options.with_schema(schema);
+                    }
+                    builder.stores(PostgresBackend::connect(&url, options).await?.stores())
+                }
+            };
+            builder.build()
+        })?;
+        Ok(Self {
+            inner: Arc::new(memory),
+            location: describe,
+        })
+    }
+
+    /// Where the records live: `:memory:`, the SQLite path, or the PostgreSQL server.
+    #[getter]
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Remembers `text` in `namespace`, reconciled with what is stored: a duplicate merges
+    /// into the memory it repeats, a memory with a `fact_key` supersedes the current one of
+    /// that key, and contradicted memories are flagged. Returns what happened.
+    ///
+    /// `kind` is `episodic` (default), `semantic`, `long_term` or `short_term`; `importance`
+    /// in [0, 1] (default 0.5); `metadata` a JSON-like dict; `created_at` a datetime (naive
+    /// means UTC), an RFC 3339 string or epoch seconds; `context` text that situates it
+    /// (searched with a lower weight, not part of it); `pinned` keeps maintenance away;
+    /// `valid_from`/`valid_until` when the fact holds; `credibility` of its source in [0, 1].
+    #[pyo3(signature = (
+        namespace,
+        text,
+        *,
+        kind = None,
+        importance = None,
+        tags = None,
+        metadata = None,
+        id = None,
+        source = None,
+        context = None,
+        fact_key = None,
+        created_at = None,
+        pinned = false,
+        valid_from = None,
+        valid_until = None,
+        credibility = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn remember(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        text: String,
+        kind: Option<&str>,
+        importance: Option<f32>,
+        tags: Option<Vec<String>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        id: Option<String>,
+        source: Option<String>,
+        context: Option<String>,
+        fact_key: Option<String>,
+        created_at: Option<&Bound<'_, PyAny>>,
+        pinned: bool,
+        valid_from: Option<&Bound<'_, PyAny>>,
+        valid_until: Option<&Bound<'_, PyAny>>,
+        credibility: Option<f32>,
+    ) -> PyResult<Remembered> {
+        let mut request = Remember::new(record_namespace(py, namespace)?, text);
+        if let Some(name) = kind {
+            request = request.kind(crate::convert::kind(py, name)?);
+        }
+        if let Some(importance) = importance {
+            request = request.importance(importance);
+        }
+        if let Some(tags) = tags {
+            request = request.tags(tags);
+        }
+        request = request.metadata(self::metadata(metadata)?);
+        if let Some(id) = id {
+            request = request.id(id);
+        }
+        if let Some(source) = source {
+            request = request.source(source);
+        }
+        if let Some(context) = context {
+            request = request.context(context);
+        }
+        if let Some(key) = fact_key {
+            request = request.fact_key(key);
+        }
+        if let Some(at) = created_at {
+            request = request.created_at(to_time(at, "created_at")?);
+        }
+        if pinned {
+            request = request.pinned();
+        }
+        if valid_from.is_some() || valid_until.is_some() {
+            request = request.valid(
+                valid_from.map(|at| to_time(at, "valid_from")).transpose()?,
+                valid_until
+                    .map(|at| to_time(at, "valid_until"))
+                    .transpose()?,
+            );
+        }
+        if let Some(credibility) = credibility {
+            request = request.credibility(credibility);
+        }
+        let memory = &self.inner;
+        block_on(py, memory.remember_with(request)).map(Remembered::new)
+    }
+
+    /// Stores `text` under `id` in `namespace` as given, replacing the memory with that id
+    /// if there is one (its creation time and recall statistics are kept): a key-value
+    /// write, without the duplicate and fact reconciliation of `remember` and without an
+    /// eviction pass (`maintain` still bounds the namespace).
+    #[pyo3(signature = (
+        namespace,
+        id,
+        text,
+        *,
+        kind = None,
+        importance = None,
+        tags = None,
+        metadata = None,
+        source = None,
+        context = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn put(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        id: String,
+        text: String,
+        kind: Option<&str>,
+        importance: Option<f32>,
+        tags: Option<Vec<String>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        source: Option<String>,
+        context: Option<String>,
+    ) -> PyResult<()> {
+        let namespace = record_namespace(py, namespace)?;
+        let kind = kind
+            .map(|name| crate::convert::kind(py, name))
+            .transpose()?;
+        let metadata = self::metadata(metadata)?;
+        let store = Arc::clone(self.inner.store());
+        block_on(py, async move {
+            agent_memory::backend::validate_metadata(&metadata)?;
+            let mut item = MemoryItem::new(namespace.clone(), text)?
+                .with_id(id)?
+                .with_metadata(metadata)?
+                .with_tags(tags.unwrap_or_default())?;
+            if let Some(kind) = kind {
+                item = item.with_kind(kind);
+            }
+            if let Some(importance) = importance {
+                item = item.with_importance(importance)?;
+            }
+            if let Some(source) = source {
+                item = item.with_source(source);
+            }
+            if let Some(context) = context.filter(|context| !context.trim().is_empty()) {
+                item = item.with_context(context);
+            }
+            if let Some(existing) = store.get(&namespace, &item.id).await? {
+                item.created_at = existing.created_at;
+            }
+            store.save(item).await
+        })
+    }
+
+    /// The best memories, knowledge pages and graph entities in `namespace` (and under it,
+    /// unless `exact`) for `query`, best first, each with its score breakdown.
+    ///
+    /// Options override the memory's retrieval settings for this call: `max_results`
+    /// (1 to 1000, default 20), `min_score`, `kinds` (default: every kind but
+    /// `short_term`), `tags` (all required), `since`/`until` (creation time), `view`
+    /// (`current`, the default, or `all` to include superseded and retracted memories),
+    /// `as_of` (what was held true then), `strategy` (`hybrid`, `memory_only`,
+    /// `knowledge_only`, `graph_only`), `scoring` (`{"strategy": "hybrid", "relevance":
+    /// 0.7, ...}` or a strategy name), `fusion` (`weighted` or `{"fusion":
+    /// "reciprocal_rank", "k": 60}`), `graph_depth`.
+    #[pyo3(signature = (
+        namespace,
+        query,
+        *,
+        exact = false,
+        max_results = None,
+        min_score = None,
+        kinds = None,
+        tags = None,
+        since = None,
+        until = None,
+        view = None,
+        as_of = None,
+        strategy = None,
+        scoring = None,
+        fusion = None,
+        graph_depth = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn recall(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        query: &str,
+        exact: bool,
+        max_results: Option<usize>,
+        min_score: Option<f32>,
+        kinds: Option<Vec<String>>,
+        tags: Option<Vec<String>>,
+        since: Option<&Bound<'_, PyAny>>,
+        until: Option<&Bound<'_, PyAny>>,
+        view: Option<&str>,
+        as_of: Option<&Bound<'_, PyAny>>,
+        strategy: Option<&Bound<'_, PyAny>>,
+        scoring: Option<&Bound<'_, PyAny>>,
+        fusion: Option<&Bound<'_, PyAny>>,
+        graph_depth: Option<usize>,
+    ) -> PyResult<Recalled> {
+        let scope = scope(py, namespace, exact)?;
+        let mut options = RecallOptions::default();
+        if let Some(max) = max_results {
+            options = options.max_results(max);
+        }
+        if let Some(min) = min_score {
+            options = options.min_score(min);
+        }
+        if let Some(depth) = graph_depth {
+            options = options.graph_depth(depth);
+        }
+        if let Some(strategy) = strategy {
+            options = options.strategy(from_python(strategy, "strategy")?);
+        }
+        if let Some(scoring) = scoring {
+            options = options.scoring(tagged(scoring, "strategy", "scoring")?);
+        }
+        if let Some(fusion) = fusion {
+            options = options.fusion(tagged(fusion, "fusion", "fusion")?);
+        }
+        let has_filter = kinds.is_some()
+            || tags.is_some()
+            || since.is_some()
+            || until.is_some()
+            || view.is_some()
+            || as_of.is_some();
+        if has_filter {
+            let mut filter = RecallFilter {
+                kinds: crate::convert::kinds(py, &kinds.unwrap_or_default())?,
+                tags: self::tags(py, tags)?,
+                since: since.map(|at| to_time(at, "since")).transpose()?,
+                until: until.map(|at| to_time(at, "until")).transpose()?,
+                ..RecallFilter::default()
+            };
+            filter.view = match (view, as_of) {
+                (_, Some(at)) => RecallView::AsOf(to_time(at, "as_of")?),
+                (None | Some("current"), None) => RecallView::Current,
+                (Some("all"), None) => RecallView::All,
+                (Some(other), None) => {
+                    return Err(invalid(
+                        py,
+                        "view",
+                        format!("{other:?} is not one of current, all"),
+                    ));
+                }
+            };
+            options = options.filter(filter);
+        }
+        let memory = &self.inner;
+        block_on(py, memory.recall_with(&scope, query, &options)).map(Recalled::new)
+    }
+
+    /// The best results rendered as prompt-ready text within `max_tokens` (estimated):
+    /// memories as a bullet list, then pages and entities, then the best entity's graph
+    /// neighbourhood. With `session` (a conversation's namespace), its last `turns` messages
+    /// come first.
+    #[pyo3(signature = (namespace, query, max_tokens = 500, *, exact = false, session = None, turns = 10))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn context(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        query: &str,
+        max_tokens: usize,
+        exact: bool,
+        session: Option<&str>,
+        turns: usize,
+    ) -> PyResult<String> {
+        let scope = scope(py, namespace, exact)?;
+        let session = session.map(|name| record_namespace(py, name)).transpose()?;
+        let memory = &self.inner;
+        block_on(py, async move {
+            match session {
+                Some(session) => {
+                    memory
+                        .recall_context_in(&session, turns, &scope, query, max_tokens)
+                        .await
+                }
+                None => memory.recall_context(&scope, query, max_tokens).await,
+            }
+        })
+    }
+
+    /// Forgets memory `id` of `namespace` and every version of its fact. Returns whether
+    /// it existed.
+    fn forget(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.forget(&namespace, id))
+    }
+
+    /// Deletes every memory in `namespace` (and under it, unless `exact`); `""` is
+    /// everything. Returns how many. Pages and graph entities are kept.
+    #[pyo3(signature = (namespace, *, exact = false))]
+    fn clear(&self, py: Python<'_>, namespace: &str, exact: bool) -> PyResult<usize> {
+        let scope = scope(py, namespace, exact)?;
+        let store = Arc::clone(self.inner.store());
+        block_on(py, async move { store.clear(&scope).await })
+    }
+
+    /// Memory `id` of `namespace`, or None.
+    fn get(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<Option<Record>> {
+        let namespace = record_namespace(py, namespace)?;
+        let store = Arc::clone(self.inner.store());
+        block_on(py, async move { store.get(&namespace, id).await })
+            .map(|item| item.map(Record::new))
+    }
+
+    /// The memories in `namespace` (and under it, unless `exact`), oldest first (or newest
+    /// first), matching every condition given: `kinds`, `tags`, `metadata` (keys with
+    /// exactly these values), `fact_key`, `id_prefix`, `since`/`until`. `view` is `current` (default:
+    /// superseded and retracted memories left out) or `all`.
+    #[pyo3(signature = (
+        namespace = "",
+        *,
+        exact = false,
+        kinds = None,
+        tags = None,
+        metadata = None,
+        fact_key = None,
+        id_prefix = None,
+        since = None,
+        until = None,
+        limit = None,
+        newest_first = false,
+        view = "current",
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn list(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        exact: bool,
+        kinds: Option<Vec<String>>,
+        tags: Option<Vec<String>>,
+        metadata: Option<&Bound<'_, PyDict>>,
+        fact_key: Option<&str>,
+        id_prefix: Option<String>,
+        since: Option<&Bound<'_, PyAny>>,
+        until: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+        newest_first: bool,
+        view: &str,
+    ) -> PyResult<Vec<Record>> {
+        let mut filter = MemoryFilter::new(scope(py, namespace, exact)?)
+            .with_kinds(crate::convert::kinds(py, &kinds.unwrap_or_default())?)
+            .with_time_range(
+                since.map(|at| to_time(at, "since")).transpose()?,
+                until.map(|at| to_time(at, "until")).transpose()?,
+            );
+        filter.tags = self::tags(py, tags)?;
+        if let Some(metadata) = metadata {
+            for (key, value) in metadata.iter() {
+                let key: String = key
+                    .extract()
+                    .map_err(|_| invalid(py, "metadata", "dictionary keys must be strings"))?;
+                filter = filter.with_metadata(key, to_json(&value, "metadata")?);
+            }
+        }
+        if let Some(key) = fact_key {
+            filter = filter
+                .with_fact_key(key)
+                .map_err(|error| to_py_err(py, error))?;
+        }
+        if let Some(prefix) = id_prefix {
+            filter = filter.with_id_prefix(prefix);
+        }
+        if let Some(limit) = limit {
+            filter = filter.with_limit(limit);
+        }
+        if newest_first {
+            filter = filter.newest_first();
+        }
+        filter = filter.with_view(match view {
+            "current" => TimeView::Current(Utc::now()),
+            "all" => TimeView::All,
+            other => {
+                return Err(invalid(
+                    py,
+                    "view",
+                    format!("{other:?} is not one of current, all"),
+                ));
+            }
+        });
+        let store = Arc::clone(self.inner.store());
+        block_on(py, async move { store.list(&filter).await }).map(records)
+    }
+
+    /// The namespaces holding memories, in and under `prefix` (`""`: all), sorted.
+    #[pyo3(signature = (prefix = ""))]
+    fn namespaces(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
+        let scope = scope(py, prefix, false)?;
+        let store = Arc::clone(self.inner.store());
+        let namespaces = block_on(py, async move { store.list_namespaces(&scope).await })?;
+        Ok(namespaces.iter().map(|ns| ns.as_str().to_owned()).collect())
+    }
+
+    /// The versions of memory `id`'s fact, oldest first (the memory alone if it has no
+    /// history).
+    fn history(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<Vec<Record>> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.history(&namespace, id)).map(records)
+    }
+
+    /// Marks memory `new` as superseding memory `old` (same namespace).
+    fn supersede(&self, py: Python<'_>, namespace: &str, old: &str, new: &str) -> PyResult<()> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.supersede(&namespace, old, new))
+    }
+
+    /// Withdraws memory `id` without a replacement; it stays in its history.
+    fn retract(&self, py: Python<'_>, namespace: &str, id: &str, reason: &str) -> PyResult<()> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.retract(&namespace, id, reason))
+    }
+
+    /// Pins memory `id` (or unpins it with `pinned=False`). Returns whether it exists.
+    #[pyo3(signature = (namespace, id, pinned = true))]
+    fn pin(&self, py: Python<'_>, namespace: &str, id: &str, pinned: bool) -> PyResult<bool> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.pin(&namespace, id, pinned))
+    }
+
+    /// Replaces memory `id`'s text with a shorter `text`, keeping the original. Returns
+    /// whether it exists.
+    fn compress(&self, py: Python<'_>, namespace: &str, id: &str, text: &str) -> PyResult<bool> {
+        let namespace = record_namespace(py, namespace)?;
+        let memory = &self.inner;
+        block_on(py, memory.compress(&namespace, id, text))
+    }
+
+    /// Pairs of current memories flagged as contradicting each other: dicts with
+    /// `namespace`, `older` and `newer`.
+    #[pyo3(signature = (namespace = "", *, exact = false))]
+    fn conflicts<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let scope = scope(py, namespace, exact)?;
+        let memory = &self.inner;
+        let pairs = block_on(py, memory.conflicts(&scope))?;
+        let list = PyList::empty(py);
+        for pair in pairs {
+            let dict = PyDict::new(py);
+            dict.set_item("namespace", pair.namespace.as_str())?;
+            dict.set_item("older", pair.older)?;
+            dict.set_item("newer", pair.newer)?;
+            list.append(dict)?;
+        }
+        Ok(list)
+    }
+
+    /// Counts in `namespace` and under it (`""`: everything): `total`, `per_kind`,
+    /// `per_namespace`, `mean_access`, `compressed`, `compression_rate`, `capacity_use`
+    /// (with a capacity set), `pages`, `entities`.
+    #[pyo3(signature = (namespace = "", *, exact = false))]
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scope = scope(py, namespace, exact)?;
+        let memory = &self.inner;
+        let stats = block_on(py, memory.stats(&scope))?;
+        let json = serde_json::to_value(stats).map_err(|error| invalid(py, "stats", error))?;
+        from_json(py, &json)
+    }
+
+    /// Runs TTL, decay, eviction and (when configured) compression on `namespace` and
+    /// under it now, after writing pending recall statistics. Returns counts: `expired`,
+    /// `decayed`, `evicted`, `compressed`, `failed_write_passes`, `conflicts_found`.
+    #[pyo3(signature = (namespace = "", *, exact = false))]
+    fn maintain<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scope = scope(py, namespace, exact)?;
+        let memory = &self.inner;
+        let report = block_on(py, memory.maintain(&scope))?;
+        let json = serde_json::to_value(report).map_err(|error| invalid(py, "maintain", error))?;
+        from_json(py, &json)
+    }
+
+    /// Writes pending recall statistics now.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let memory = &self.inner;
+        block_on(py, memory.flush())
+    }
+
+    /// Writes pending recall statistics; the memory stays usable (the store closes when
+    /// the last reference to it goes).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.flush(py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.flush(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Memory({:?})", self.location)
+    }
+}
