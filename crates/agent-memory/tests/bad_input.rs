@@ -92,7 +92,8 @@ async fn limits_hold(b: &Backends, memory: &Memory, ns: &Namespace) {
             Remember::new(ns.clone(), "deep metadata").metadata(nested(MAX_METADATA_DEPTH)),
         )
         .await
-        .unwrap_or_else(|e| panic!("{}: deepest metadata: {e}", b.name));
+        .unwrap_or_else(|e| panic!("{}: deepest metadata: {e}", b.name))
+        .id;
     let read = b.store.get(ns, &deepest).await.unwrap().unwrap();
     assert_eq!(read.metadata, nested(MAX_METADATA_DEPTH), "{}", b.name);
     b.store

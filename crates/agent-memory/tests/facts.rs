@@ -80,7 +80,7 @@ async fn a_fact_key_supersedes_and_keeps_the_history() {
             .recall(&ns.subtree(), "where does the user live")
             .await
             .unwrap();
-        assert_eq!(memory_ids(&now), [berlin.id.clone()], "{name}");
+        assert_eq!(memory_ids(&now), [berlin.id.as_str()], "{name}");
         // As of day 5: Paris only.
         let then = memory
             .recall_with(
@@ -90,7 +90,7 @@ async fn a_fact_key_supersedes_and_keeps_the_history() {
             )
             .await
             .unwrap();
-        assert_eq!(memory_ids(&then), [paris.id.clone()], "{name}");
+        assert_eq!(memory_ids(&then), [paris.id.as_str()], "{name}");
         // Everything: both, Paris marked stale and ranked below Berlin.
         let all = memory
             .recall_with(
@@ -122,7 +122,7 @@ async fn a_fact_key_supersedes_and_keeps_the_history() {
         assert_eq!(ended.superseded_by(), Some(berlin.id.as_str()), "{name}");
         assert_eq!(ended.at, day(10), "{name}");
         assert_eq!(history[0].valid_until, Some(day(10)), "{name}");
-        assert_eq!(history[1].supersedes, [paris.id.clone()], "{name}");
+        assert_eq!(history[1].supersedes, [paris.id.as_str()], "{name}");
         assert_eq!(memory.history(&ns, &berlin.id).await.unwrap(), history);
 
         // A replayed older statement lands in history, not in front.
@@ -145,7 +145,7 @@ async fn a_fact_key_supersedes_and_keeps_the_history() {
             .recall(&ns.subtree(), "where does the user live")
             .await
             .unwrap();
-        assert_eq!(memory_ids(&now), [berlin.id.clone()], "{name}");
+        assert_eq!(memory_ids(&now), [berlin.id.as_str()], "{name}");
 
         // Forget leaves nothing: every version goes.
         assert!(memory.forget(&ns, &berlin.id).await.unwrap(), "{name}");
@@ -363,7 +363,7 @@ async fn conflicts_without_keys_are_flagged_ranked_and_settled_by_policy() {
             .recall(&ns.subtree(), "where does Alice live")
             .await
             .unwrap();
-        assert_eq!(memory_ids(&found), [new.id.clone()], "{name}");
+        assert_eq!(memory_ids(&found), [new.id.as_str()], "{name}");
 
         let strict = builder(&backend, &clock)
             .facts(FactsConfig {
@@ -619,6 +619,125 @@ async fn keyed_facts_agree_with_a_model() {
                 }
             }
         }
+        backend.cleanup().await;
+    }
+}
+
+/// Maintenance folds an old session's episodes into one summary that links its sources;
+/// the sources leave default recall and stay in the history; explicit consolidation checks
+/// its input.
+#[tokio::test]
+async fn old_sessions_are_consolidated_into_linked_summaries() {
+    for backend in common::backends("facts_consolidate").await {
+        let clock = Arc::new(ManualClock::new(day(100)));
+        let name = backend.name;
+        let memory = builder(&backend, &clock)
+            .consolidation(agent_memory::retrieve::ConsolidationConfig {
+                min_group: 3,
+                max_tokens: 24,
+                ..Default::default()
+            })
+            .build()
+            .unwrap();
+        let ns = Namespace::parse("consolidate").unwrap();
+        let texts = [
+            "We hiked the ridge trail above the lake on Saturday.",
+            "The ridge trail was muddy after the rain.",
+            "We saw two eagles near the summit cairn.",
+            "Lunch was sandwiches at the summit hut.",
+        ];
+        let mut sources = Vec::new();
+        for (n, text) in texts.iter().enumerate() {
+            let done = memory
+                .remember_with(
+                    Remember::new(ns.clone(), *text)
+                        .metadata(serde_json::json!({"session": "hike"}))
+                        .tags([format!("t{n}")])
+                        .importance(0.3 + n as f32 / 10.0)
+                        .created_at(day(n as i64)),
+                )
+                .await
+                .unwrap();
+            sources.push(done.id);
+        }
+        let small = memory
+            .remember_with(
+                Remember::new(ns.clone(), "Booked a dentist appointment.")
+                    .metadata(serde_json::json!({"session": "errands"}))
+                    .created_at(day(2)),
+            )
+            .await
+            .unwrap()
+            .id;
+        let report = memory.maintain(&ns.subtree()).await.unwrap();
+        assert_eq!((report.consolidated, report.summaries), (4, 1), "{name}");
+        let all = backend
+            .store
+            .list(&agent_memory::MemoryFilter::new(ns.exact()))
+            .await
+            .unwrap();
+        let summary = all
+            .iter()
+            .find(|item| !item.supersedes.is_empty())
+            .expect("a summary");
+        assert_eq!(summary.supersedes, sources, "{name}");
+        assert_eq!(summary.kind, MemoryKind::LongTerm, "{name}");
+        assert!((summary.importance - 0.6).abs() < 1e-6, "{name}");
+        assert_eq!(summary.tags.len(), 4, "{name}");
+        assert!(
+            agent_memory::retrieve::estimate_tokens(&summary.content) <= 24,
+            "{name}: {}",
+            summary.content
+        );
+        for item in all.iter().filter(|item| sources.contains(&item.id)) {
+            let ended = item.ended.as_ref().expect("ended");
+            assert_eq!(
+                ended.reason,
+                EndReason::Consolidated {
+                    into: summary.id.clone()
+                },
+                "{name}"
+            );
+        }
+        let small_item = all.iter().find(|item| item.id == small).unwrap();
+        assert!(small_item.ended.is_none(), "{name}: a small group stays");
+        let found = memory
+            .recall(&ns.subtree(), "ridge trail summit")
+            .await
+            .unwrap();
+        assert_eq!(memory_ids(&found), [summary.id.as_str()], "{name}");
+        let everything = memory
+            .recall_with(
+                &ns.subtree(),
+                "ridge trail summit",
+                &RecallOptions::default().view(RecallView::All),
+            )
+            .await
+            .unwrap();
+        assert_eq!(memory_ids(&everything).len(), 5, "{name}");
+        assert_eq!(memory_ids(&everything)[0], summary.id, "{name}");
+        let history = memory.history(&ns, &sources[0]).await.unwrap();
+        assert_eq!(history.len(), 5, "{name}");
+        // A second pass has nothing left to fold.
+        let again = memory.maintain(&ns.subtree()).await.unwrap();
+        assert_eq!((again.consolidated, again.summaries), (0, 0), "{name}");
+
+        for (ids, field) in [
+            (vec![small.clone()], "ids"),
+            (vec![small.clone(), small.clone()], "ids"),
+            (vec![small.clone(), sources[0].clone()], "ids"),
+        ] {
+            match memory.consolidate(&ns, &ids, 50).await {
+                Err(MemoryError::InvalidInput { field: got, .. }) => assert_eq!(got, field),
+                other => panic!("{name}: {ids:?}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            memory
+                .consolidate(&ns, &[small.clone(), "missing".to_owned()], 50)
+                .await,
+            Err(MemoryError::NotFound { .. })
+        ));
         backend.cleanup().await;
     }
 }

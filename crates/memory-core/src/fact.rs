@@ -37,6 +37,12 @@ pub enum EndReason {
         /// The id of the memory that replaced it (same namespace).
         by: String,
     },
+    /// It was consolidated with others into one summary memory, which lists it in
+    /// [`supersedes`](MemoryItem::supersedes). Still true, no longer recalled by default.
+    Consolidated {
+        /// The id of the summary memory (same namespace).
+        into: String,
+    },
     /// It was withdrawn without a replacement.
     Retracted {
         /// Why, as the caller gave it.
@@ -59,6 +65,16 @@ impl Ended {
     pub fn superseded_by(&self) -> Option<&str> {
         match &self.reason {
             EndReason::Superseded { by } => Some(by),
+            EndReason::Consolidated { .. } | EndReason::Retracted { .. } => None,
+        }
+    }
+
+    /// The memory that took this one's place: the one that superseded it, or the summary
+    /// it was consolidated into.
+    pub fn successor(&self) -> Option<&str> {
+        match &self.reason {
+            EndReason::Superseded { by } => Some(by),
+            EndReason::Consolidated { into } => Some(into),
             EndReason::Retracted { .. } => None,
         }
     }
@@ -174,6 +190,7 @@ pub(crate) fn validate_fact_fields(item: &MemoryItem) -> Result<()> {
         validate_time("ended", ended.at)?;
         match &ended.reason {
             EndReason::Superseded { by } => validate_id("superseded_by", by)?,
+            EndReason::Consolidated { into } => validate_id("consolidated_into", into)?,
             EndReason::Retracted { reason } => validate_len("reason", reason, MAX_REASON_LEN)?,
         }
     }

@@ -63,6 +63,11 @@ pub struct Message {
     pub tool_call_id: Option<String>,
     /// Whether compaction replaced the original content.
     pub compacted: bool,
+    /// How much the message matters, in `[0, 1]`, when the caller knows (a user stating a
+    /// preference, say); with [`ConversationConfig::promote_at`], an important message is
+    /// also kept as a long-term memory. `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f32>,
 }
 
 impl Message {
@@ -74,7 +79,14 @@ impl Message {
             content: content.into(),
             tool_call_id: None,
             compacted: false,
+            importance: None,
         }
+    }
+
+    /// Sets the importance.
+    pub fn with_importance(mut self, importance: f32) -> Self {
+        self.importance = Some(importance);
+        self
     }
 
     /// A tool result answering `tool_call_id`.
@@ -125,6 +137,13 @@ pub struct ConversationConfig {
     pub max_messages: Option<usize>,
     /// Tool-result compaction (`None`: never).
     pub compact: Option<CompactConfig>,
+    /// Promotion by importance: a message added with an importance at or above this is
+    /// also stored as an episodic (long-term) memory in the session's
+    /// [`promoted_namespace`], as
+    /// [`Memory::promote`](crate::Memory::promote) would, so it outlives the window and
+    /// the capacity of the conversation. `None` (the default): promotion is explicit only.
+    #[serde(default)]
+    pub promote_at: Option<f32>,
 }
 
 impl Default for ConversationConfig {
@@ -134,6 +153,7 @@ impl Default for ConversationConfig {
             max_turns: 20,
             max_messages: Some(1000),
             compact: None,
+            promote_at: None,
         }
     }
 }
@@ -150,6 +170,9 @@ impl ConversationConfig {
         }
         if self.max_messages == Some(0) {
             return Err(MemoryError::invalid("max_messages", "must be at least 1"));
+        }
+        if let Some(threshold) = self.promote_at {
+            memory_core::backend::validate_unit("promote_at", threshold)?;
         }
         if let Some(compact) = self.compact
             && compact.reserved_tokens >= compact.context_window
@@ -177,6 +200,20 @@ pub struct ConversationMemory {
 }
 
 const SEQ_WIDTH: usize = 12;
+
+/// The last segment of [`promoted_namespace`].
+pub const PROMOTED_SEGMENT: &str = "long-term";
+
+/// Where a conversation's promoted messages live: the child `long-term` of the session's
+/// namespace. The session's own namespace holds its messages only, so the window, the
+/// capacity and the history never see the promoted copies; a recall over the session's
+/// subtree (or any ancestor's) finds them.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] when the session is at the deepest namespace level.
+pub fn promoted_namespace(session: &Namespace) -> Result<Namespace> {
+    session.child(PROMOTED_SEGMENT)
+}
 
 impl ConversationMemory {
     /// The conversation stored in namespace `session` of `store`, continuing any history
@@ -260,13 +297,36 @@ impl ConversationMemory {
         if let Some(call) = &message.tool_call_id {
             metadata["tool_call_id"] = serde_json::Value::String(call.clone());
         }
+        if let Some(importance) = message.importance {
+            memory_core::backend::validate_unit("importance", importance)?;
+            metadata["importance"] = serde_json::json!(importance);
+        }
         let item = MemoryItem::new(self.session.clone(), message.content)?
             .with_id(id.clone())?
             .with_kind(MemoryKind::ShortTerm)
             .with_metadata(metadata)?
             .with_source("conversation")
             .with_created_at(at);
-        self.store.save(item).await?;
+        let promoted = match (message.importance, self.config.promote_at) {
+            (Some(importance), Some(threshold)) if importance >= threshold => Some(
+                MemoryItem::new(
+                    promoted_namespace(&self.session)?,
+                    format!("{}: {}", message.role.as_str(), item.content),
+                )?
+                .with_id(format!("promoted-{id}"))?
+                .with_kind(MemoryKind::Episodic)
+                .with_importance(importance)?
+                .with_metadata(serde_json::json!({ "promoted_from": id }))?
+                .with_source("conversation")
+                .with_created_at(at),
+            ),
+            _ => None,
+        };
+        match promoted {
+            // The message and its long-term copy are stored together.
+            Some(promoted) => self.store.save_many(vec![item, promoted]).await?,
+            None => self.store.save(item).await?,
+        }
         self.evict().await?;
         self.compact().await?;
         Ok(id)
@@ -420,6 +480,11 @@ fn to_message(item: MemoryItem) -> Message {
             .get("compacted")
             .and_then(|c| c.as_bool())
             .unwrap_or(false),
+        importance: item
+            .metadata
+            .get("importance")
+            .and_then(serde_json::Value::as_f64)
+            .map(|value| value as f32),
         id: item.id,
         content: item.content,
     }

@@ -40,6 +40,10 @@ pub struct MaintenanceReport {
     /// Pairs of current memories flagged as contradicting each other (the consistency
     /// check; [`Memory::conflicts`](crate::Memory::conflicts) lists them).
     pub conflicts_found: usize,
+    /// Memories folded into summaries by consolidation (with a consolidation configured).
+    pub consolidated: usize,
+    /// Summary memories written by consolidation.
+    pub summaries: usize,
 }
 
 impl MaintenanceReport {
@@ -50,6 +54,8 @@ impl MaintenanceReport {
         self.compressed += other.compressed;
         self.failed_write_passes += other.failed_write_passes;
         self.conflicts_found += other.conflicts_found;
+        self.consolidated += other.consolidated;
+        self.summaries += other.summaries;
     }
 }
 

@@ -33,7 +33,8 @@ pub mod scoring;
 pub use crate::{
     compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},
     conversation::{
-        CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
+        CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message,
+        PROMOTED_SEGMENT, Role, promoted_namespace,
     },
     eviction::{
         DECAY_METADATA_KEY, MaintenanceReport, decay, evict, evict_namespace, eviction_order,
@@ -45,8 +46,8 @@ pub use crate::{
     feedback::RecallRecorder,
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
     memory::{
-        ConflictPair, MAX_HISTORY, MaintenanceHandle, Memory, MemoryBuilder, MemoryStats,
-        PassReport, RecallOptions, Remember,
+        CONSOLIDATED_METADATA_KEY, ConflictPair, ConsolidationConfig, MAX_HISTORY,
+        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,
     },
     prompt::estimate_tokens,
     retriever::{

@@ -19,12 +19,14 @@ use crate::retriever::Retriever;
 
 mod background;
 mod builder;
+mod consolidate;
 mod facts;
 mod request;
 mod upkeep;
 
 pub use self::background::{MaintenanceHandle, PassReport};
 pub use self::builder::MemoryBuilder;
+pub use self::consolidate::{CONSOLIDATED_METADATA_KEY, ConsolidationConfig};
 pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
@@ -57,6 +59,7 @@ pub struct Memory {
     compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     writes: upkeep::WriteTracker,
     facts: crate::facts::FactsConfig,
+    consolidation: Option<ConsolidationConfig>,
     detector: Arc<dyn crate::facts::ConflictDetector>,
     single_valued: std::collections::HashSet<String>,
 }
@@ -325,9 +328,11 @@ impl Memory {
     }
 
     /// Promotes message `id` of conversation `session` to long-term memory: a copy of it
-    /// ("role: text") as an episodic memory of the session's namespace with `importance`,
-    /// which recall finds (short-term messages are left out of recall by default). Returns
-    /// the new memory's id, or `None` when the message does not exist.
+    /// ("role: text") as an episodic memory with `importance` in the session's
+    /// [`promoted_namespace`](crate::promoted_namespace) (`<session>/long-term`), which
+    /// recall over the session's subtree finds (short-term messages are left out of recall
+    /// by default) and the conversation's window and capacity never touch. Returns the new
+    /// memory's id, or `None` when the message does not exist.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming
@@ -346,11 +351,14 @@ impl Memory {
             .get("role")
             .and_then(serde_json::Value::as_str)
             .unwrap_or("user");
-        let request = Remember::new(session.clone(), format!("{role}: {}", message.content))
-            .kind(MemoryKind::Episodic)
-            .importance(importance)
-            .created_at(message.created_at)
-            .metadata(serde_json::json!({ "promoted_from": id }));
+        let request = Remember::new(
+            crate::conversation::promoted_namespace(session)?,
+            format!("{role}: {}", message.content),
+        )
+        .kind(MemoryKind::Episodic)
+        .importance(importance)
+        .created_at(message.created_at)
+        .metadata(serde_json::json!({ "promoted_from": id }));
         self.remember_with(request).await.map(|done| Some(done.id))
     }
 
@@ -495,8 +503,9 @@ impl Memory {
         Ok(deleted)
     }
 
-    /// Runs TTL, decay, eviction and (when configured) compression on `scope` now, after
-    /// writing pending recall feedback.
+    /// Runs TTL, decay, eviction and (when configured) compression and consolidation on
+    /// `scope` now, after writing pending recall feedback, then counts the conflicting
+    /// pairs of current memories (the consistency check).
     ///
     /// # Errors
     /// Store errors.
@@ -520,6 +529,11 @@ impl Memory {
             if let Some((config, summarizer)) = &self.compression {
                 report.compressed =
                     compress_stale(&*self.store, scope, config, &**summarizer, now).await?;
+            }
+            if let Some(config) = &self.consolidation {
+                let (folded, summaries) = self.consolidate_stale(scope, config, now).await?;
+                report.consolidated = folded;
+                report.summaries = summaries;
             }
             report.conflicts_found = self.conflicts(scope).await?.len();
             tracing::debug!(

@@ -10,6 +10,7 @@ use memory_graph::PetGraph;
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
 
 use super::Memory;
+use super::consolidate::ConsolidationConfig;
 use crate::compression::{CompressionConfig, ExtractiveSummarizer, Summarizer};
 use crate::facts::{ConflictDetector, FactsConfig, RuleConflictDetector};
 use crate::feedback::RecallRecorder;
@@ -30,6 +31,7 @@ pub struct MemoryBuilder {
     compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
     recall_batch: usize,
     facts: FactsConfig,
+    consolidation: Option<ConsolidationConfig>,
     detector: Option<Arc<dyn ConflictDetector>>,
     single_valued: Vec<String>,
     #[cfg(feature = "embeddings")]
@@ -127,6 +129,14 @@ impl MemoryBuilder {
         self
     }
 
+    /// Consolidation of old episodic memories into summaries by [`Memory::maintain`] (see
+    /// [`ConsolidationConfig`]); the summarizer is the compression's, else
+    /// [`ExtractiveSummarizer`].
+    pub fn consolidation(mut self, config: ConsolidationConfig) -> Self {
+        self.consolidation = Some(config);
+        self
+    }
+
     /// The conflict detector (default [`RuleConflictDetector`]).
     pub fn conflict_detector(mut self, detector: Arc<dyn ConflictDetector>) -> Self {
         self.detector = Some(detector);
@@ -159,6 +169,9 @@ impl MemoryBuilder {
         self.retriever.validate()?;
         self.eviction.validate()?;
         self.facts.validate()?;
+        if let Some(consolidation) = &self.consolidation {
+            consolidation.validate()?;
+        }
         if let Some(decay) = &self.decay {
             decay.validate()?;
         }
@@ -203,6 +216,7 @@ impl MemoryBuilder {
             compression: self.compression,
             writes: super::upkeep::WriteTracker::default(),
             facts: self.facts,
+            consolidation: self.consolidation,
             detector: self
                 .detector
                 .unwrap_or_else(|| Arc::new(RuleConflictDetector::default())),

@@ -355,7 +355,7 @@ impl Memory {
         let mut versions: Vec<MemoryItem> = Vec::new();
         while let Some(item) = queue.pop_front() {
             let mut next: Vec<String> = item.supersedes.clone();
-            if let Some(by) = item.ended.as_ref().and_then(Ended::superseded_by) {
+            if let Some(by) = item.ended.as_ref().and_then(Ended::successor) {
                 next.push(by.to_owned());
             }
             if let Some(key) = &item.fact_key

@@ -463,10 +463,14 @@ async fn recent_turns_lead_the_context_and_promotion_reaches_recall() {
         .unwrap()
         .unwrap();
     let found = memory
-        .recall(&session.exact(), "turn 3 gardening")
+        .recall(&session.subtree(), "turn 3 gardening")
         .await
         .unwrap();
     assert_eq!(found.items[0].record.id(), promoted);
+    assert_eq!(
+        found.items[0].record.namespace(),
+        &memory_retrieve::promoted_namespace(&session).unwrap()
+    );
     assert!(
         found.items[0]
             .record

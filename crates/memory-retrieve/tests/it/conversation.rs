@@ -46,6 +46,7 @@ async fn sliding_window_keeps_system_and_last_turns_on(store: Arc<dyn MemoryStor
         max_turns: 2,
         max_messages: None,
         compact: None,
+        promote_at: None,
     };
     let memory = open(store.clone(), config.clone()).await;
     memory
@@ -93,6 +94,7 @@ async fn capacity_evicts_whole_oldest_messages_on(store: Arc<dyn MemoryStore>) {
         max_turns: 10,
         max_messages: Some(3),
         compact: None,
+        promote_at: None,
     };
     let memory = open(store.clone(), config).await;
     for i in 0..5 {
@@ -128,6 +130,7 @@ async fn compaction_replaces_old_tool_results_only_on(store: Arc<dyn MemoryStore
         max_turns: 10,
         max_messages: None,
         compact: Some(compact),
+        promote_at: None,
     };
     let memory = open(store, config).await;
     memory
@@ -190,6 +193,10 @@ async fn bad_config_is_rejected_on(store: Arc<dyn MemoryStore>) {
             ..Default::default()
         },
         ConversationConfig {
+            promote_at: Some(1.5),
+            ..Default::default()
+        },
+        ConversationConfig {
             compact: Some(CompactConfig {
                 context_window: 10,
                 reserved_tokens: 10,
@@ -233,6 +240,7 @@ async fn order_holds_past_a_thousand_messages_at_one_instant_on(store: Arc<dyn M
         max_turns: 10,
         max_messages: Some(1_500),
         compact: None,
+        promote_at: None,
     };
     let memory = open(store.clone(), config.clone()).await;
     for i in 0..1_200 {
@@ -262,4 +270,70 @@ async fn order_holds_past_a_thousand_messages_at_one_instant_on(store: Arc<dyn M
     );
     assert_eq!(reopened.clear().await.unwrap(), 1_500);
     assert!(reopened.get_history().await.unwrap().is_empty());
+}
+
+/// A message added with an importance at or above `promote_at` is kept as a long-term
+/// memory too, which outlives the conversation's capacity and is found by recall; an
+/// unimportant one is not; a bad importance is refused and stores nothing.
+#[tokio::test]
+async fn important_messages_are_promoted() {
+    for store in stores() {
+        important_messages_are_promoted_on(store).await;
+    }
+}
+
+async fn important_messages_are_promoted_on(store: Arc<dyn MemoryStore>) {
+    let memory = memory_retrieve::Memory::builder()
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let session = Namespace::parse("user-1/agent/session-1").unwrap();
+    let config = ConversationConfig {
+        max_messages: Some(2),
+        promote_at: Some(0.8),
+        ..Default::default()
+    };
+    let chat = memory.conversation(session.clone(), config).await.unwrap();
+    let kept = chat
+        .add_message(
+            Message::new(Role::User, "My daughter is allergic to peanuts").with_importance(0.9),
+        )
+        .await
+        .unwrap();
+    chat.add_message(Message::new(Role::User, "What a lovely morning").with_importance(0.2))
+        .await
+        .unwrap();
+    chat.add_message(Message::new(Role::Assistant, "Indeed it is"))
+        .await
+        .unwrap();
+    // The capacity dropped the important message from the conversation...
+    let history = chat.get_history().await.unwrap();
+    assert_eq!(
+        contents(&history),
+        ["What a lovely morning", "Indeed it is"]
+    );
+    assert_eq!(history[0].importance, Some(0.2));
+    // ...but its long-term copy stays and recall finds it.
+    let long_term = memory_retrieve::promoted_namespace(&session).unwrap();
+    let promoted = store
+        .get(&long_term, &format!("promoted-{kept}"))
+        .await
+        .unwrap()
+        .expect("promoted copy");
+    assert_eq!(promoted.kind, memory_core::MemoryKind::Episodic);
+    assert_eq!(promoted.importance, 0.9);
+    let found = memory
+        .recall(&session.subtree(), "peanut allergy")
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(found.items[0].record.id(), promoted.id);
+    let before = store.count(&session.exact()).await.unwrap();
+    let refused = chat
+        .add_message(Message::new(Role::User, "x").with_importance(f32::NAN))
+        .await;
+    assert!(
+        matches!(refused, Err(memory_core::MemoryError::InvalidInput { ref field, .. }) if field == "importance")
+    );
+    assert_eq!(store.count(&session.exact()).await.unwrap(), before);
 }

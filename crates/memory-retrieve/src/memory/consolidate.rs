@@ -1,0 +1,215 @@
+//! Consolidation: many old memories (an old session's episodes) become one summary memory
+//! that links to its sources; the sources leave default recall and stay in the history.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use memory_core::{
+    EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
+    Namespace, Result, Scope, TimeView,
+};
+use serde::{Deserialize, Serialize};
+
+use super::Memory;
+use crate::compression::{ExtractiveSummarizer, Summarizer};
+
+/// Metadata key of a summary memory: how many memories it consolidates.
+pub const CONSOLIDATED_METADATA_KEY: &str = "consolidated_from";
+
+/// When maintenance consolidates: the current episodic memories of a namespace older than
+/// `older_than_days`, neither pinned nor keyed facts, grouped by the value of the metadata
+/// key `group_by` (a conversation's `session`, say); every group of at least `min_group`
+/// becomes one summary of at most `max_tokens` (groups larger than
+/// [`MAX_FACT_LINKS`] are consolidated in chunks of that size).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConsolidationConfig {
+    /// Age in days before a memory may be consolidated; default 30.
+    pub older_than_days: u32,
+    /// Fewest memories in a group worth a summary; default 5.
+    pub min_group: usize,
+    /// The summary's size; default 200.
+    pub max_tokens: usize,
+    /// The metadata key whose value groups memories; default `session`.
+    pub group_by: String,
+}
+
+impl Default for ConsolidationConfig {
+    fn default() -> Self {
+        Self {
+            older_than_days: 30,
+            min_group: 5,
+            max_tokens: 200,
+            group_by: "session".to_owned(),
+        }
+    }
+}
+
+impl ConsolidationConfig {
+    /// Checks the numbers.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `min_group` under 2 or `max_tokens` of 0.
+    pub fn validate(&self) -> Result<()> {
+        if self.min_group < 2 {
+            return Err(MemoryError::invalid("min_group", "must be at least 2"));
+        }
+        if self.max_tokens == 0 {
+            return Err(MemoryError::invalid("max_tokens", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Whether maintenance may fold `item` into a summary.
+fn consolidable(item: &MemoryItem) -> bool {
+    item.kind == MemoryKind::Episodic
+        && item.ended.is_none()
+        && item.fact_key.is_none()
+        && !item.is_pinned()
+        && item.metadata.get(CONSOLIDATED_METADATA_KEY).is_none()
+}
+
+impl Memory {
+    /// Consolidates memories `ids` of `namespace` into one summary memory (long-term, the
+    /// sources' summary within `max_tokens` by the memory's summarizer, their largest
+    /// importance, their tags, the newest source's time, sources listed in
+    /// [`supersedes`](MemoryItem::supersedes)). The sources end as
+    /// [`EndReason::Consolidated`]: out of default recall, kept for
+    /// [`RecallView::All`](crate::RecallView::All) and [`history`](Self::history). All are
+    /// written together. Returns the summary's id.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `ids` for fewer than 2 or more than
+    /// [`MAX_FACT_LINKS`] ids, a repeated id, or a source that already ended;
+    /// [`MemoryError::NotFound`] for a missing source; summarizer and store errors.
+    pub async fn consolidate(
+        &self,
+        namespace: &Namespace,
+        ids: &[String],
+        max_tokens: usize,
+    ) -> Result<String> {
+        if ids.len() < 2 || ids.len() > MAX_FACT_LINKS {
+            return Err(MemoryError::invalid(
+                "ids",
+                format!("needs 2 to {MAX_FACT_LINKS} memories"),
+            ));
+        }
+        let mut unique = ids.to_vec();
+        unique.sort();
+        unique.dedup();
+        if unique.len() != ids.len() {
+            return Err(MemoryError::invalid("ids", "an id is repeated"));
+        }
+        let sources = self.store.get_many(namespace, ids).await?;
+        if let Some(missing) = ids
+            .iter()
+            .find(|id| !sources.iter().any(|item| &item.id == *id))
+        {
+            return Err(MemoryError::not_found("memory", namespace, missing));
+        }
+        if let Some(ended) = sources.iter().find(|item| item.ended.is_some()) {
+            return Err(MemoryError::invalid(
+                "ids",
+                format!("memory {} already ended", ended.id),
+            ));
+        }
+        let now = self.clock.now();
+        self.fold(sources, max_tokens.max(1), now).await
+    }
+
+    /// Writes the summary of `sources` (at least two current memories of one namespace, in
+    /// time order) and ends them. Returns the summary's id.
+    async fn fold(
+        &self,
+        mut sources: Vec<MemoryItem>,
+        max_tokens: usize,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        sources.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let texts: Vec<&str> = sources.iter().map(|item| item.content.as_str()).collect();
+        let summarizer: &dyn Summarizer = match &self.compression {
+            Some((_, summarizer)) => &**summarizer,
+            None => &ExtractiveSummarizer,
+        };
+        let text = summarizer.summarize(&texts, max_tokens).await?;
+        let Some(last) = sources.last() else {
+            return Err(MemoryError::invalid("ids", "no memory to consolidate"));
+        };
+        let mut summary = MemoryItem::new(last.namespace.clone(), text)?
+            .with_kind(MemoryKind::LongTerm)
+            .with_created_at(last.created_at)
+            .with_metadata(serde_json::json!({ CONSOLIDATED_METADATA_KEY: sources.len() }))?;
+        summary.importance = sources
+            .iter()
+            .map(|item| item.importance)
+            .fold(0.0, f32::max);
+        for item in &sources {
+            for tag in &item.tags {
+                if summary.tags.len() < MAX_TAGS && !summary.tags.contains(tag) {
+                    summary.tags.push(tag.clone());
+                }
+            }
+        }
+        summary.supersedes = sources.iter().map(|item| item.id.clone()).collect();
+        let id = summary.id.clone();
+        for item in &mut sources {
+            item.ended = Some(Ended {
+                at: now.max(item.created_at),
+                reason: EndReason::Consolidated { into: id.clone() },
+            });
+        }
+        let mut writes = vec![summary];
+        writes.extend(sources);
+        self.store.save_many(writes).await?;
+        Ok(id)
+    }
+
+    /// The consolidation pass of [`maintain`](Self::maintain): see [`ConsolidationConfig`].
+    /// Returns how many memories were folded into how many summaries.
+    pub(super) async fn consolidate_stale(
+        &self,
+        scope: &Scope,
+        config: &ConsolidationConfig,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize)> {
+        let cutoff = now - Duration::days(i64::from(config.older_than_days));
+        let (mut folded, mut summaries) = (0, 0);
+        for namespace in self.store.list_namespaces(scope).await? {
+            let filter = MemoryFilter::new(namespace.exact())
+                .with_kinds([MemoryKind::Episodic])
+                .with_time_range(None, Some(cutoff))
+                .with_view(TimeView::Current(now));
+            let mut groups: BTreeMap<String, Vec<MemoryItem>> = BTreeMap::new();
+            for item in self.store.list(&filter).await? {
+                if !consolidable(&item) {
+                    continue;
+                }
+                let Some(group) = item.metadata.get(config.group_by.as_str()) else {
+                    continue;
+                };
+                let group = match group {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                groups.entry(group).or_default().push(item);
+            }
+            for (_, group) in groups {
+                if group.len() < config.min_group {
+                    continue;
+                }
+                let mut group = group.into_iter().peekable();
+                while group.peek().is_some() {
+                    let chunk: Vec<MemoryItem> = group.by_ref().take(MAX_FACT_LINKS).collect();
+                    if chunk.len() < 2 {
+                        break;
+                    }
+                    folded += chunk.len();
+                    summaries += 1;
+                    self.fold(chunk, config.max_tokens, now).await?;
+                }
+            }
+        }
+        Ok((folded, summaries))
+    }
+}
