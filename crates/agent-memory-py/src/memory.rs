@@ -743,7 +743,7 @@ impl PyMemory {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!("Memory({:?})", self.location)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("Memory({})", crate::results::repr(py, &self.location))
     }
 }

@@ -37,6 +37,14 @@ fn user_metadata<'py>(py: Python<'py>, item: &MemoryItem) -> PyResult<Bound<'py,
     Ok(dict)
 }
 
+/// Python's `repr` of a string (`'text'`), for the classes' own reprs.
+pub(crate) fn repr(py: Python<'_>, text: &str) -> String {
+    pyo3::types::PyString::new(py, text)
+        .repr()
+        .map(|repr| repr.to_string())
+        .unwrap_or_else(|_| format!("{text:?}"))
+}
+
 /// An `f32` as the Python float that prints the same (`0.7`, not `0.699999988079071`).
 pub(crate) fn float(value: f32) -> f64 {
     // Display gives the shortest text that reads back as the same f32.
@@ -243,13 +251,13 @@ impl Record {
         Ok(dict)
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "MemoryRecord(id={:?}, namespace={:?}, text={:?}, kind={:?})",
-            self.item.id,
-            self.item.namespace.as_str(),
-            self.item.content,
-            self.item.kind.as_str()
+            "MemoryRecord(id={}, namespace={}, text={}, kind={})",
+            repr(py, &self.item.id),
+            repr(py, self.item.namespace.as_str()),
+            repr(py, &self.item.content),
+            repr(py, self.item.kind.as_str())
         )
     }
 }
@@ -363,13 +371,13 @@ impl Hit {
         Ok(dict)
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "Hit(source={:?}, id={:?}, score={:.4}, text={:?})",
-            self.source(),
-            self.id(),
+            "Hit(source={}, id={}, score={:.4}, text={})",
+            repr(py, self.source()),
+            repr(py, self.id()),
             self.score(),
-            self.text()
+            repr(py, &self.text())
         )
     }
 }
@@ -449,10 +457,10 @@ impl Recalled {
         !self.result.items.is_empty()
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "RecallResult(query={:?}, hits={}, total_found={})",
-            self.result.query,
+            "RecallResult(query={}, hits={}, total_found={})",
+            repr(py, &self.result.query),
             self.result.items.len(),
             self.result.total_found
         )
@@ -523,11 +531,11 @@ impl Remembered {
         Ok(list)
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "Remembered(id={:?}, outcome={:?}, conflicts={})",
-            self.inner.id,
-            self.outcome(),
+            "Remembered(id={}, outcome={}, conflicts={})",
+            repr(py, &self.inner.id),
+            repr(py, self.outcome()),
             self.inner.conflicts.len()
         )
     }

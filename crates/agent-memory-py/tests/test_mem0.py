@@ -1,0 +1,159 @@
+"""The mem0-shaped layer: mem0's calls and result shapes on agent-memory."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent_memory import InvalidInputError, Memory as NativeMemory, NotFoundError
+from agent_memory.mem0 import AsyncMemory, Memory
+
+
+@pytest.fixture
+def m() -> Memory:
+    return Memory()
+
+
+def test_add_search_get_all(m: Memory) -> None:
+    added = m.add("I like hiking in the Alps", user_id="alice", metadata={"topic": "hobby"})
+    [result] = added["results"]
+    assert result["event"] == "ADD" and result["memory"] == "I like hiking in the Alps"
+    m.add("I like sailing", user_id="bob")
+
+    found = m.search("hiking", user_id="alice", limit=3)["results"]
+    assert [f["memory"] for f in found] == ["I like hiking in the Alps"]
+    hit = found[0]
+    assert hit["id"] == result["id"] and hit["user_id"] == "alice" and hit["role"] == "user"
+    assert hit["metadata"] == {"topic": "hobby"} and 0 < hit["score"] <= 1
+    assert set(hit) >= {"id", "memory", "hash", "created_at", "updated_at", "score"}
+    # mem0 2.x's form: ids in filters, top_k.
+    assert m.search("hiking", filters={"user_id": "alice"}, top_k=1)["results"][0]["id"] == hit["id"]
+    assert m.search("hiking", user_id="bob")["results"] == []
+
+    everything = m.get_all(user_id="alice")["results"]
+    assert [e["id"] for e in everything] == [hit["id"]] and "score" not in everything[0]
+    assert m.get(hit["id"])["memory"] == "I like hiking in the Alps"
+    assert m.get("missing") is None
+
+
+def test_messages_roles_and_duplicates(m: Memory) -> None:
+    conversation = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "What tea do you recommend?"},
+        {"role": "assistant", "content": "Green tea from Kyoto."},
+    ]
+    results = m.add(conversation, user_id="alice", agent_id="tea-bot")["results"]
+    assert [r["memory"] for r in results] == ["What tea do you recommend?", "Green tea from Kyoto."]
+    again = m.add("Green tea from Kyoto.", user_id="alice", agent_id="tea-bot")["results"][0]
+    assert again["event"] == "NONE" and again["id"] == results[1]["id"]
+    answer = m.search("tea", user_id="alice", agent_id="tea-bot")["results"]
+    assert {a["role"] for a in answer} == {"user", "assistant"}
+    assert all(a["agent_id"] == "tea-bot" for a in answer)
+
+
+def test_scoping_by_user_agent_and_run(m: Memory) -> None:
+    m.add("Alice asked the travel agent about Lisbon flights", user_id="alice", agent_id="travel")
+    m.add("Alice asked the cooking agent about flights of wine", user_id="alice", agent_id="cook")
+    m.add("Bob asked the travel agent about Oslo flights", user_id="bob", agent_id="travel", run_id="r1")
+    m.add("The travel agent's own note about flights", agent_id="travel")
+
+    def memories(**ids):
+        return sorted(r["memory"].split()[0] for r in m.search("flights", **ids)["results"])
+
+    assert memories(user_id="alice") == ["Alice", "Alice"]
+    assert memories(user_id="alice", agent_id="travel") == ["Alice"]
+    # An agent across users, as mem0 filters it.
+    assert memories(agent_id="travel") == ["Alice", "Bob", "The"]
+    assert memories(run_id="r1") == ["Bob"]
+    assert memories(user_id="bob", run_id="r1") == ["Bob"]
+    assert len(m.get_all(agent_id="travel")["results"]) == 3
+    assert len(m.get_all(user_id="alice", limit=1)["results"]) == 1
+    m.delete_all(agent_id="travel")
+    assert memories(user_id="alice") == ["Alice"]
+    m.delete_all(user_id="bob")
+    assert m.get_all(user_id="bob")["results"] == []
+
+
+def test_metadata_filters(m: Memory) -> None:
+    for n, topic in enumerate(["food", "food", "sport"]):
+        m.add(f"note {n} on {topic} matters", user_id="u", metadata={"topic": topic, "n": n})
+    search = lambda filters: sorted(r["metadata"]["n"] for r in m.search("matters", user_id="u", filters=filters)["results"])  # noqa: E731
+    assert search({"topic": "food"}) == [0, 1]
+    assert search({"n": {"gte": 1}}) == [1, 2]
+    assert search({"topic": {"in": ["sport"]}}) == [2]
+    assert search({"topic": {"nin": ["sport"]}, "n": {"lt": 1}}) == [0]
+    assert search({"topic": {"icontains": "SPO"}}) == [2]
+    assert search({"OR": [{"n": 0}, {"n": 2}]}) == [0, 2]
+    assert search({"NOT": [{"topic": "food"}]}) == [2]
+    assert search({"AND": [{"topic": "food"}, {"n": {"ne": 0}}]}) == [1]
+    assert search({"topic": "*"}) == [0, 1, 2]
+    listed = m.get_all(user_id="u", filters={"topic": "sport"})["results"]
+    assert [r["metadata"]["n"] for r in listed] == [2]
+    with pytest.raises(InvalidInputError):
+        m.search("matters", user_id="u", filters={"n": {"between": [1, 2]}})
+
+
+def test_update_delete_history_reset(m: Memory) -> None:
+    memory_id = m.add("I live in Paris", user_id="alice", metadata={"k": 1})["results"][0]["id"]
+    assert m.update(memory_id, "I live in Berlin") == {"message": "Memory updated successfully!"}
+    updated = m.get(memory_id)
+    assert updated["memory"] == "I live in Berlin" and updated["metadata"] == {"k": 1}
+    assert updated["user_id"] == "alice"
+    history = m.history(memory_id)
+    assert history[0]["memory_id"] == memory_id and history[0]["event"] == "ADD"
+    assert m.delete(memory_id) == {"message": "Memory deleted successfully!"}
+    assert m.get(memory_id) is None
+    with pytest.raises(NotFoundError):
+        m.delete(memory_id)
+    with pytest.raises(NotFoundError):
+        m.update(memory_id, "x")
+    m.add("something else", user_id="carol")
+    m.reset()
+    assert m.get_all(user_id="carol")["results"] == []
+
+
+def test_ids_are_required_and_checked(m: Memory) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        m.add("no owner")
+    assert caught.value.field == "user_id"
+    with pytest.raises(InvalidInputError):
+        m.search("anything")
+    with pytest.raises(InvalidInputError) as caught:
+        m.add("x", user_id="   ")
+    assert caught.value.field == "user_id"
+    with pytest.raises(InvalidInputError) as caught:
+        m.add(42, user_id="u")  # type: ignore[arg-type]
+    assert caught.value.field == "messages"
+    # Any characters in ids.
+    m.add("ids may hold spaces and slashes", user_id="Ada Lovelace/1815")
+    assert m.search("slashes", user_id="Ada Lovelace/1815")["results"][0]["user_id"] == "Ada Lovelace/1815"
+
+
+def test_shares_a_native_memory_and_from_config(tmp_path) -> None:
+    native = NativeMemory()
+    layer = Memory(memory=native, prefix="apps/mem0")
+    layer.add("shared with the native API", user_id="u")
+    assert native.namespaces() == ["apps/mem0/user:u"]
+    path = tmp_path / "mem0.db"
+    Memory.from_config({"store": str(path), "llm": {"provider": "ignored"}}).add("kept", user_id="u")
+    assert Memory(str(path)).get_all(user_id="u")["results"][0]["memory"] == "kept"
+
+
+def test_async_layer() -> None:
+    async def main() -> None:
+        m = AsyncMemory()
+        added = await m.add("I like asynchronous code", user_id="alice")
+        memory_id = added["results"][0]["id"]
+        assert (await m.search("asynchronous", user_id="alice"))["results"][0]["id"] == memory_id
+        assert len((await m.get_all(user_id="alice"))["results"]) == 1
+        assert (await m.get(memory_id))["memory"] == "I like asynchronous code"
+        await m.update(memory_id, "I like async code")
+        assert len(await m.history(memory_id)) == 1
+        await m.delete(memory_id)
+        await m.add("x y z", user_id="alice")
+        await m.delete_all(user_id="alice")
+        await m.reset()
+        assert (await m.get_all(user_id="alice"))["results"] == []
+
+    asyncio.run(main())

@@ -1,0 +1,273 @@
+"""Every method of Memory and what it returns."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from agent_memory import Hit, Memory, MemoryRecord, RecallResult, Remembered
+
+
+def test_remember_and_recall_with_explained_scores(any_memory: Memory) -> None:
+    done = any_memory.remember("user-42", "The user likes the Rust programming language")
+    assert isinstance(done, Remembered)
+    assert done.outcome == "added" and done.conflicts == [] and done.superseded == []
+    any_memory.remember("user-42", "The user has a cat called Miso")
+
+    result = any_memory.recall("user-42", "programming")
+    assert isinstance(result, RecallResult)
+    assert result.query == "programming" and result.total_found >= 1 and len(result) == 1
+    best = result[0]
+    assert isinstance(best, Hit)
+    assert best.source == "memory" and best.id == done.id and best.namespace == "user-42"
+    assert "Rust" in best.text and 0.0 < best.score <= 1.0
+    breakdown = best.breakdown
+    assert breakdown["channels"] == ["memory"]
+    relevance = breakdown["signals"]["relevance"]
+    assert relevance["value"] == 1.0 and relevance["contribution"] == pytest.approx(0.7)
+    total = sum(signal["contribution"] for signal in breakdown["signals"].values())
+    assert total == pytest.approx(best.score, abs=1e-5)
+    assert best.to_dict()["breakdown"] == breakdown
+
+
+def test_result_is_a_sequence(memory: Memory) -> None:
+    for n in range(5):
+        memory.remember("u", f"note {n} about gardening and tomatoes", id=f"n{n}")
+    result = memory.recall("u", "gardening", max_results=3)
+    assert len(result) == 3 and bool(result)
+    assert [hit.id for hit in result] == [hit.id for hit in result.hits]
+    assert result[-1].id == result.hits[2].id
+    assert result.texts() == [hit.text for hit in result]
+    with pytest.raises(IndexError):
+        result[3]
+    with pytest.raises(IndexError):
+        result[-4]
+    assert not memory.recall("u", "astronomy")
+    assert "RecallResult" in repr(result) and "Hit" in repr(result[0])
+
+
+def test_remember_with_every_option(memory: Memory) -> None:
+    at = datetime(2024, 5, 17, 9, 30, 12, 345678, tzinfo=timezone.utc)
+    metadata = {"speaker": "Ada", "n": 3, "big": 2**63, "ratio": 0.25, "ok": True, "none": None,
+                "list": [1, "two", [3.5]], "nested": {"a": {"b": "c"}}}
+    done = memory.remember(
+        "user-1/agent",
+        "Ada finished the marathon in Berlin",
+        kind="semantic",
+        importance=0.9,
+        tags=["Sport", "running events"],
+        metadata=metadata,
+        id="fact-1",
+        source="chat",
+        context="How did the race go?",
+        created_at=at,
+        pinned=True,
+        valid_from=at,
+        valid_until=at + timedelta(days=36500),
+        credibility=0.8,
+    )
+    assert done.id == "fact-1"
+    record = memory.get("user-1/agent", "fact-1")
+    assert isinstance(record, MemoryRecord)
+    assert record.text == "Ada finished the marathon in Berlin"
+    assert record.kind == "semantic" and record.importance == 0.9 and record.credibility == 0.8
+    assert record.tags == ["sport", "running-events"]
+    assert record.metadata == metadata
+    assert record.source == "chat" and record.context == "How did the race go?"
+    assert record.pinned and record.original == record.text
+    assert record.created_at == at and record.valid_from == at
+    assert record.valid_until == at + timedelta(days=36500)
+    assert record.access_count == 0 and record.last_accessed is None
+    assert record.ended is None and record.fact_key is None
+    as_dict = record.to_dict()
+    assert as_dict["id"] == "fact-1" and as_dict["metadata"] == metadata
+    # The context is searchable, so a question finds its answer.
+    assert memory.recall("user-1", "race", kinds=["semantic"])[0].id == "fact-1"
+
+
+def test_times_in_every_form(memory: Memory) -> None:
+    naive = datetime(2023, 1, 2, 3, 4, 5)
+    memory.remember("t", "naive time", id="a", created_at=naive)
+    memory.remember("t", "string time", id="b", created_at="2023-01-02T04:04:05+01:00")
+    memory.remember("t", "epoch time", id="c", created_at=1672628645.5)
+    expected = naive.replace(tzinfo=timezone.utc)
+    assert memory.get("t", "a").created_at == expected
+    assert memory.get("t", "b").created_at == expected
+    assert memory.get("t", "c").created_at == expected + timedelta(milliseconds=500)
+
+
+def test_recall_options(memory: Memory) -> None:
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    memory.remember("u", "The user visited Lisbon for the conference", kind="episodic", tags=["travel"], created_at=old)
+    memory.remember("u", "Lisbon is the capital of Portugal", kind="semantic")
+    memory.remember("u/s1", "user: I will visit Lisbon again", kind="short_term")
+
+    assert len(memory.recall("u", "Lisbon")) == 2  # short-term messages are left out
+    assert len(memory.recall("u", "Lisbon", kinds=["short_term"])) == 1
+    assert [h.text for h in memory.recall("u", "Lisbon", kinds=["semantic"])] == ["Lisbon is the capital of Portugal"]
+    assert len(memory.recall("u", "Lisbon", tags=["travel"])) == 1
+    assert len(memory.recall("u", "Lisbon", since=datetime(2021, 1, 1))) == 1
+    assert len(memory.recall("u", "Lisbon", until=datetime(2021, 1, 1))) == 1
+    assert len(memory.recall("u", "Lisbon", max_results=1)) == 1
+    assert len(memory.recall("u", "Lisbon", min_score=0.99)) == 0
+    assert len(memory.recall("u/s1", "Lisbon", exact=True, kinds=["short_term"])) == 1
+    assert len(memory.recall("u", "Lisbon", exact=True, kinds=["short_term"])) == 0
+    assert len(memory.recall("", "Lisbon")) == 2  # "" is every namespace
+    assert len(memory.recall("u", "Lisbon", strategy="memory_only")) == 2
+    assert len(memory.recall("u", "Lisbon", strategy="graph_only")) == 0
+    only_relevance = memory.recall("u", "Lisbon", scoring="relevance")
+    assert set(only_relevance[0].breakdown["signals"]) == {"relevance"}
+    weighted = memory.recall("u", "Lisbon", scoring={"strategy": "hybrid", "relevance": 1.0, "importance": 0.0})
+    assert weighted[0].breakdown["signals"]["relevance"]["contribution"] > 0
+    rrf = memory.recall("u", "Lisbon", fusion={"fusion": "reciprocal_rank", "k": 60})
+    assert "rrf" in rrf[0].breakdown["signals"]
+    assert len(memory.recall("u", "Lisbon", graph_depth=0)) == 2
+
+
+def test_facts_supersede_history_and_views(memory: Memory) -> None:
+    paris = memory.remember("user-7", "The user lives in Paris", fact_key="user.city")
+    berlin = memory.remember("user-7", "The user moved to Berlin", fact_key="user.city")
+    assert berlin.outcome == "superseded" and berlin.superseded == [paris.id]
+    assert [h.id for h in memory.recall("user-7", "where does the user live")] == [berlin.id]
+    everything = memory.recall("user-7", "user", view="all")
+    assert {h.id for h in everything} == {paris.id, berlin.id}
+    stale = next(h for h in everything if h.id == paris.id)
+    assert "stale" in stale.breakdown["signals"]
+    old = memory.get("user-7", paris.id)
+    assert old.ended["reason"] == "superseded" and old.ended["by"] == berlin.id
+    assert memory.get("user-7", berlin.id).supersedes == [paris.id]
+    assert memory.get("user-7", berlin.id).fact_key == "user.city"
+    assert [r.id for r in memory.history("user-7", berlin.id)] == [paris.id, berlin.id]
+    # As of a time before Berlin was remembered, Paris was the answer.
+    before = memory.get("user-7", paris.id).created_at + timedelta(microseconds=1)
+    if before < memory.get("user-7", berlin.id).created_at:
+        assert [h.id for h in memory.recall("user-7", "user lives", as_of=before)] == [paris.id]
+    assert [r.id for r in memory.list("user-7")] == [berlin.id]
+    assert {r.id for r in memory.list("user-7", view="all")} == {paris.id, berlin.id}
+    assert [r.id for r in memory.list("user-7", fact_key="user.city", view="all")] == [paris.id, berlin.id]
+
+
+def test_duplicates_merge_and_conflicts_flag(memory: Memory) -> None:
+    first = memory.remember("u", "The user is 30 years old")
+    again = memory.remember("u", "The user is 30 years old")
+    assert again.outcome == "merged" and again.id == first.id
+    later = memory.remember("u", "The user is 31 years old")
+    assert [c["id"] for c in later.conflicts] == [first.id] and later.conflicts[0]["reason"]
+    assert memory.conflicts("u") == [{"namespace": "u", "older": first.id, "newer": later.id}]
+    assert memory.maintain("u")["conflicts_found"] == 1
+
+
+def test_supersede_retract_pin_compress(memory: Memory) -> None:
+    a = memory.remember("u", "The meeting is on Monday").id
+    b = memory.remember("u", "The meeting moved to Tuesday morning").id
+    memory.supersede("u", a, b)
+    assert memory.get("u", a).ended["by"] == b
+    memory.retract("u", b, "cancelled")
+    assert memory.get("u", b).ended == {"at": memory.get("u", b).ended["at"], "reason": "retracted", "why": "cancelled"}
+    assert memory.recall("u", "meeting").hits == []
+
+    c = memory.remember("u", "A long story about the first trip to the mountains with friends").id
+    assert memory.pin("u", c) and memory.get("u", c).pinned
+    assert memory.pin("u", c, False) and not memory.get("u", c).pinned
+    assert not memory.pin("u", "missing")
+    assert memory.compress("u", c, "Mountain trip with friends")
+    record = memory.get("u", c)
+    assert record.text == "Mountain trip with friends"
+    assert record.original.startswith("A long story")
+    assert not memory.compress("u", "missing", "x")
+
+
+def test_put_replaces_by_id(memory: Memory) -> None:
+    memory.put("kv", "k1", "first text", metadata={"v": 1})
+    created = memory.get("kv", "k1").created_at
+    memory.put("kv", "k1", "first text", metadata={"v": 2}, kind="semantic", importance=0.7, tags=["x"])
+    record = memory.get("kv", "k1")
+    assert record.metadata == {"v": 2} and record.kind == "semantic" and record.tags == ["x"]
+    assert record.created_at == created and record.updated_at >= created
+    # No duplicate merging: the same text under another id is another memory.
+    memory.put("kv", "k2", "first text")
+    assert len(memory.list("kv")) == 2
+
+
+def test_context_and_conversation(memory: Memory) -> None:
+    memory.remember("user-42", "The user likes the Rust programming language")
+    memory.remember("user-42/chat", "user: hello there", kind="short_term")
+    text = memory.context("user-42", "what does the user like?", 200)
+    assert text.startswith("Relevant memories:") and "Rust" in text
+    with_session = memory.context("user-42", "Rust", 200, session="user-42/chat", turns=5)
+    assert with_session.startswith("Recent conversation:") and "hello there" in with_session
+    assert memory.context("user-42", "Rust", 1) == ""
+
+
+def test_forget_clear_get_list_namespaces(memory: Memory) -> None:
+    ids = [memory.remember("a/b", f"memory number {n} about apples", tags=["fruit"] if n % 2 else [],
+                           metadata={"n": n, "even": n % 2 == 0}).id for n in range(4)]
+    memory.remember("a/c", "another about pears")
+    memory.remember("z", "elsewhere entirely")
+    assert memory.namespaces() == ["a/b", "a/c", "z"]
+    assert memory.namespaces("a") == ["a/b", "a/c"]
+    assert [r.id for r in memory.list("a/b")] == ids
+    assert [r.id for r in memory.list("a/b", newest_first=True, limit=2)] == ids[::-1][:2]
+    assert len(memory.list("a")) == 5 and len(memory.list("a", exact=True)) == 0
+    assert len(memory.list()) == 6
+    assert [r.id for r in memory.list("a", tags=["fruit"])] == [ids[1], ids[3]]
+    assert [r.id for r in memory.list("a", metadata={"even": True})] == [ids[0], ids[2]]
+    assert [r.id for r in memory.list("a", id_prefix=ids[2])] == [ids[2]]
+    assert len(memory.list("a", kinds=["semantic"])) == 0
+    assert memory.forget("a/b", ids[0]) and not memory.forget("a/b", ids[0])
+    assert memory.get("a/b", ids[0]) is None
+    assert memory.clear("a") == 4
+    assert memory.namespaces() == ["z"]
+
+
+def test_stats_maintain_and_eviction() -> None:
+    memory = Memory(eviction={"policy": "capacity", "max_items": 4}, check_interval=1)
+    for n in range(10):
+        memory.remember("u", f"distinct memory {n} about topic {n * 7}", id=f"m{n}")
+    stats = memory.stats("u")
+    assert stats["total"] <= 4 and stats["per_kind"] == {"episodic": stats["total"]}
+    assert stats["per_namespace"] == {"u": stats["total"]}
+    assert stats["capacity_use"] <= 1.0 and stats["pages"] == 0 and stats["entities"] == 0
+    report = memory.maintain("u")
+    assert set(report) >= {"expired", "decayed", "evicted", "compressed", "failed_write_passes", "conflicts_found"}
+    assert all(isinstance(value, int) for value in report.values())
+
+
+def test_recall_statistics_and_flush(memory: Memory) -> None:
+    done = memory.remember("u", "Recall statistics are recorded for every hit")
+    for _ in range(3):
+        memory.recall("u", "statistics")
+    memory.flush()
+    record = memory.get("u", done.id)
+    assert record.access_count >= 3 and record.last_accessed is not None
+    assert memory.stats("u")["mean_access"] >= 3
+
+
+def test_settings_from_dicts() -> None:
+    memory = Memory(
+        retriever={"max_results": 1, "min_score": 0.0},
+        facts={"duplicates": "keep_both"},
+        decay={"daily_rate": 0.5},
+        single_valued_relations=["lives_in"],
+    )
+    memory.remember("u", "same words twice here")
+    assert memory.remember("u", "same words twice here").outcome == "added"
+    memory.remember("u", "another with words")
+    assert len(memory.recall("u", "words")) == 1
+
+
+def test_context_manager_and_repr(sqlite_path) -> None:
+    with Memory(sqlite_path) as memory:
+        memory.remember("u", "kept in a file")
+        assert memory.location == str(sqlite_path)
+        assert repr(memory) == f"Memory({str(sqlite_path)!r})"
+    assert Memory().location == ":memory:"
+    assert Memory(":memory:").location == ":memory:"
+    assert Memory(f"sqlite:{sqlite_path}").recall("u", "file")[0].text == "kept in a file"
+
+
+def test_version() -> None:
+    import agent_memory
+
+    assert agent_memory.__version__.count(".") == 2
