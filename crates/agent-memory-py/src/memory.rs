@@ -733,6 +733,29 @@ impl PyMemory {
         self.flush(py)
     }
 
+    /// For `bench/recall.py`: recalls each of `queries` in `namespace` with default
+    /// options, timing each call inside Rust (one `.await` each, no Python in between), and
+    /// returns the durations in seconds: the library's own cost, to set beside `recall`'s.
+    fn _time_recall(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        queries: Vec<String>,
+    ) -> PyResult<Vec<f64>> {
+        let scope = scope(py, namespace, false)?;
+        let memory = &self.inner;
+        block_on(py, async move {
+            let mut durations = Vec::with_capacity(queries.len());
+            for query in &queries {
+                let started = std::time::Instant::now();
+                let result = memory.recall(&scope, query).await?;
+                durations.push(started.elapsed().as_secs_f64());
+                drop(result);
+            }
+            Ok(durations)
+        })
+    }
+
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
