@@ -21,7 +21,7 @@ use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use utoipa::OpenApi;
 
-use self::api::presented_key;
+use self::api::{admin, graph, memories, pages, presented_key, recall};
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
 use self::metrics::Metrics;
@@ -178,43 +178,46 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
     let v1 = Router::new()
-        .route("/memories", post(api::remember).get(api::list_memories))
-        .route("/memories/batch", post(api::remember_batch))
-        .route("/memories/forget", post(api::forget_scope))
+        .route(
+            "/memories",
+            post(memories::remember).get(memories::list_memories),
+        )
+        .route("/memories/batch", post(memories::remember_batch))
+        .route("/memories/forget", post(memories::forget_scope))
         .route(
             "/memories/{id}",
-            get(api::get_memory).delete(api::forget_memory),
+            get(memories::get_memory).delete(memories::forget_memory),
         )
-        .route("/recall", post(api::recall))
-        .route("/context", post(api::context))
-        .route("/stats", get(api::stats))
-        .route("/pages", get(api::list_pages))
+        .route("/recall", post(recall::recall))
+        .route("/context", post(recall::context))
+        .route("/stats", get(recall::stats))
+        .route("/pages", get(pages::list_pages))
         .route(
             "/pages/{id}",
-            put(api::put_page)
-                .get(api::get_page)
-                .delete(api::delete_page),
+            put(pages::put_page)
+                .get(pages::get_page)
+                .delete(pages::delete_page),
         )
         .route(
             "/graph/entities",
-            get(api::list_entities).post(api::put_entity),
+            get(graph::list_entities).post(graph::put_entity),
         )
         .route(
             "/graph/entities/{id}",
-            get(api::get_entity).delete(api::delete_entity),
+            get(graph::get_entity).delete(graph::delete_entity),
         )
         .route(
             "/graph/relations",
-            get(api::list_relations).post(api::add_relation),
+            get(graph::list_relations).post(graph::add_relation),
         )
-        .route("/graph/relations/delete", post(api::delete_relation))
-        .route("/keys", post(api::create_key).get(api::list_keys))
-        .route("/keys/{id}", delete(api::revoke_key));
+        .route("/graph/relations/delete", post(graph::delete_relation))
+        .route("/keys", post(admin::create_key).get(admin::list_keys))
+        .route("/keys/{id}", delete(admin::revoke_key));
     let app = Router::new()
         .nest("/v1", v1)
         .merge(mcp)
-        .route("/healthz", get(api::healthz))
-        .route("/readyz", get(api::readyz))
+        .route("/healthz", get(admin::healthz))
+        .route("/readyz", get(admin::readyz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi))
         .fallback(not_found)

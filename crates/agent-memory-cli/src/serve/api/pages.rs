@@ -1,0 +1,141 @@
+//! Knowledge pages.
+
+use agent_memory::{KnowledgePage, MemoryError};
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, page_of,
+    paging, scope_of,
+};
+use crate::failure::Failure;
+use crate::serve::AppState;
+use crate::views::{PageIndexView, PageView};
+
+/// A page to write.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PageRequest {
+    /// The namespace; default the key's prefix.
+    #[serde(default)]
+    pub(crate) namespace: Option<String>,
+    /// The title.
+    pub(crate) title: String,
+    /// A short summary.
+    #[serde(default)]
+    pub(crate) summary: String,
+    /// The body.
+    #[serde(default)]
+    pub(crate) content: String,
+    /// Tags.
+    #[serde(default)]
+    pub(crate) tags: Vec<String>,
+    /// Ids of pages it refers to.
+    #[serde(default)]
+    pub(crate) references: Vec<String>,
+}
+
+/// A page of the page index.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PageList {
+    /// The pages' index lines.
+    pub(crate) items: Vec<PageIndexView>,
+    /// The cursor of the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// The page index, a page at a time.
+#[utoipa::path(get, path = "/v1/pages", tag = "pages", params(PageQuery),
+    responses((status = 200, body = PageList), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn list_pages(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> Result<Json<PageList>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
+    let index = state
+        .memory
+        .knowledge()
+        .get_index(&scope_of(&namespace, query.exact))
+        .await?;
+    let (page, next_cursor) = page_of(index, offset, limit);
+    Ok(Json(PageList {
+        items: page.iter().map(PageIndexView::from).collect(),
+        next_cursor,
+    }))
+}
+
+/// Writes a page (creates it, or replaces the page with this id).
+#[utoipa::path(put, path = "/v1/pages/{id}", tag = "pages", request_body = PageRequest,
+    params(("id" = String, Path, description = "The page's id")),
+    responses((status = 200, body = PageView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn put_page(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<PageRequest>,
+) -> Result<Json<PageView>, Failure> {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let page = KnowledgePage::new(namespace.clone(), &id, body.title)?
+        .with_summary(body.summary)
+        .with_content(body.content)
+        .with_tags(&body.tags)?
+        .with_references(&body.references)?;
+    let knowledge = state.memory.knowledge();
+    match knowledge.add_page(page.clone()).await {
+        Err(MemoryError::AlreadyExists { .. }) => knowledge.update_page(page).await?,
+        other => other?,
+    }
+    match knowledge.get_page(&namespace, &id).await? {
+        Some(page) => Ok(Json(PageView::from(&page))),
+        None => Err(not_found("page", &id, &namespace)),
+    }
+}
+
+/// One page.
+#[utoipa::path(get, path = "/v1/pages/{id}", tag = "pages",
+    params(("id" = String, Path, description = "The page's id"), NamespaceQuery),
+    responses((status = 200, body = PageView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn get_page(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
+) -> Result<Json<PageView>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    match state.memory.knowledge().get_page(&namespace, &id).await? {
+        Some(page) => Ok(Json(PageView::from(&page))),
+        None => Err(not_found("page", &id, &namespace)),
+    }
+}
+
+/// Deletes a page.
+#[utoipa::path(delete, path = "/v1/pages/{id}", tag = "pages",
+    params(("id" = String, Path, description = "The page's id"), NamespaceQuery),
+    responses((status = 200, body = Forgotten), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn delete_page(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
+) -> Result<Json<Forgotten>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    if state
+        .memory
+        .knowledge()
+        .delete_page(&namespace, &id)
+        .await?
+    {
+        Ok(Json(Forgotten { forgotten: 1 }))
+    } else {
+        Err(not_found("page", &id, &namespace))
+    }
+}

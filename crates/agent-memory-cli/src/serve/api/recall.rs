@@ -1,0 +1,147 @@
+//! Recall, context and stats.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, parse_kind};
+use crate::commands::{parse_tags, recall_options};
+use crate::failure::Failure;
+use crate::serve::AppState;
+use crate::views::RecallView;
+
+/// A recall.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RecallRequest {
+    /// The namespace; it and those under it are searched. Default the key's prefix.
+    #[serde(default)]
+    pub(crate) namespace: Option<String>,
+    /// What to look for, in plain words.
+    pub(crate) query: String,
+    /// Most results, 1 to 1000, default 10.
+    #[serde(default)]
+    pub(crate) limit: Option<usize>,
+    /// Only these kinds; default all but short_term.
+    #[serde(default)]
+    pub(crate) kinds: Vec<String>,
+    /// Only records with all these tags.
+    #[serde(default)]
+    pub(crate) tags: Vec<String>,
+    /// Include each result's score breakdown.
+    #[serde(default)]
+    pub(crate) explain: bool,
+}
+
+/// Finds the memories, pages and entities that best answer a query.
+#[utoipa::path(post, path = "/v1/recall", tag = "recall", request_body = RecallRequest,
+    responses((status = 200, body = RecallView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn recall(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiJson(body): ApiJson<RecallRequest>,
+) -> Result<Json<RecallView>, Failure> {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let kinds = body
+        .kinds
+        .iter()
+        .map(|kind| parse_kind(kind))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = recall_options(body.limit.unwrap_or(10), kinds, parse_tags(&body.tags)?)?;
+    let result = state
+        .memory
+        .recall_with(&namespace.subtree(), &body.query, &options)
+        .await?;
+    Ok(Json(RecallView::new(&result, body.explain)))
+}
+
+/// A context request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContextRequest {
+    /// The namespace; it and those under it are searched. Default the key's prefix.
+    #[serde(default)]
+    pub(crate) namespace: Option<String>,
+    /// What the prompt is about.
+    pub(crate) query: String,
+    /// The token budget, 1 to 100000, default 500.
+    #[serde(default)]
+    pub(crate) max_tokens: Option<usize>,
+}
+
+/// Prompt-ready text.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ContextResponse {
+    /// The text, within the budget.
+    pub(crate) context: String,
+}
+
+/// Prompt-ready text for a query within a token budget.
+#[utoipa::path(post, path = "/v1/context", tag = "recall", request_body = ContextRequest,
+    responses((status = 200, body = ContextResponse), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn context(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiJson(body): ApiJson<ContextRequest>,
+) -> Result<Json<ContextResponse>, Failure> {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let max_tokens = body.max_tokens.unwrap_or(500);
+    if max_tokens == 0 || max_tokens > 100_000 {
+        return Err(Failure::invalid(
+            "max_tokens",
+            format!("max_tokens {max_tokens} is outside 1 to 100000"),
+        ));
+    }
+    let context = state
+        .memory
+        .recall_context(&namespace.subtree(), &body.query, max_tokens)
+        .await?;
+    Ok(Json(ContextResponse { context }))
+}
+
+/// Counts of a namespace and those under it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StatsView {
+    /// Memories.
+    pub(crate) total: usize,
+    /// Memories per kind.
+    pub(crate) per_kind: BTreeMap<String, usize>,
+    /// Memories per namespace.
+    pub(crate) per_namespace: BTreeMap<String, usize>,
+    /// Mean recalls per memory.
+    pub(crate) mean_access: f64,
+    /// Knowledge pages.
+    pub(crate) pages: usize,
+    /// Graph entities.
+    pub(crate) entities: usize,
+}
+
+/// Counts per kind and namespace, pages and entities.
+#[utoipa::path(get, path = "/v1/stats", tag = "recall", params(NamespaceQuery),
+    responses((status = 200, body = StatsView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn stats(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
+) -> Result<Json<StatsView>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    let stats = state.memory.stats(&namespace.subtree()).await?;
+    Ok(Json(StatsView {
+        total: stats.total,
+        per_kind: stats
+            .per_kind
+            .iter()
+            .map(|(kind, count)| (kind.as_str().to_owned(), *count))
+            .collect(),
+        per_namespace: stats.per_namespace,
+        mean_access: stats.mean_access,
+        pages: stats.pages,
+        entities: stats.entities,
+    }))
+}
