@@ -109,14 +109,14 @@ def _compare(actual: Any, expected: Any) -> bool:
             and len(actual) == len(expected)
             and all(_compare(a, e) for a, e in zip(actual, expected))
         )
-    return actual == expected
+    return bool(actual == expected)
 
 
 def _operator(actual: Any, operator: str, operand: Any) -> bool:
     if operator == "$eq":
-        return actual == operand
+        return bool(actual == operand)
     if operator == "$ne":
-        return actual != operand
+        return bool(actual != operand)
     if operator in ("$gt", "$gte", "$lt", "$lte"):
         try:
             left, right = float(actual), float(operand)
@@ -314,7 +314,8 @@ class AgentMemoryStore(BaseStore):
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, PutOp):
-                results.append(self._put(op))
+                self._put(op)
+                results.append(None)
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(op))
             else:

@@ -40,10 +40,10 @@ import asyncio
 import functools
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_memory._labels import encode_label
 from agent_memory._native import Memory as _NativeMemory
@@ -51,6 +51,8 @@ from agent_memory._native import MemoryRecord
 from agent_memory.errors import InvalidInputError, NotFoundError
 
 __all__ = ["Memory", "AsyncMemory"]
+
+T = TypeVar("T")
 
 _IDS = ("user_id", "agent_id", "run_id")
 _SEGMENT = {"user_id": "user", "agent_id": "agent", "run_id": "run"}
@@ -118,18 +120,18 @@ def _matches(value: Any, condition: Any) -> bool:
         return value is not None
     if isinstance(condition, Mapping):
         return all(_operator(value, op, operand) for op, operand in condition.items())
-    return value == condition
+    return bool(value == condition)
 
 
 def _operator(value: Any, op: str, operand: Any) -> bool:
     if op == "eq":
-        return value == operand
+        return bool(value == operand)
     if op == "ne":
-        return value != operand
+        return bool(value != operand)
     if op == "in":
-        return value in operand
+        return bool(value in operand)
     if op == "nin":
-        return value not in operand
+        return bool(value not in operand)
     if op in ("contains", "icontains"):
         if not isinstance(value, str) or not isinstance(operand, str):
             return False
@@ -454,43 +456,42 @@ class AsyncMemory:
         self.sync = Memory(store, memory=memory, prefix=prefix, **memory_options)
         self._executor = executor
 
-    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, method: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        call = functools.partial(getattr(self.sync, name), *args, **kwargs)
-        return await loop.run_in_executor(self._executor, call)
+        return await loop.run_in_executor(self._executor, functools.partial(method, *args, **kwargs))
 
     async def add(self, messages: Any, **options: Any) -> dict[str, list[dict[str, Any]]]:
         """See :meth:`Memory.add`."""
-        return await self._run("add", messages, **options)
+        return await self._run(self.sync.add, messages, **options)
 
     async def search(self, query: str, **options: Any) -> dict[str, list[dict[str, Any]]]:
         """See :meth:`Memory.search`."""
-        return await self._run("search", query, **options)
+        return await self._run(self.sync.search, query, **options)
 
     async def get_all(self, **options: Any) -> dict[str, list[dict[str, Any]]]:
         """See :meth:`Memory.get_all`."""
-        return await self._run("get_all", **options)
+        return await self._run(self.sync.get_all, **options)
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """See :meth:`Memory.get`."""
-        return await self._run("get", memory_id)
+        return await self._run(self.sync.get, memory_id)
 
     async def update(self, memory_id: str, data: str) -> dict[str, str]:
         """See :meth:`Memory.update`."""
-        return await self._run("update", memory_id, data)
+        return await self._run(self.sync.update, memory_id, data)
 
     async def delete(self, memory_id: str) -> dict[str, str]:
         """See :meth:`Memory.delete`."""
-        return await self._run("delete", memory_id)
+        return await self._run(self.sync.delete, memory_id)
 
     async def delete_all(self, **options: Any) -> dict[str, str]:
         """See :meth:`Memory.delete_all`."""
-        return await self._run("delete_all", **options)
+        return await self._run(self.sync.delete_all, **options)
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
         """See :meth:`Memory.history`."""
-        return await self._run("history", memory_id)
+        return await self._run(self.sync.history, memory_id)
 
     async def reset(self) -> None:
         """See :meth:`Memory.reset`."""
-        return await self._run("reset")
+        return await self._run(self.sync.reset)
