@@ -29,6 +29,26 @@ pub struct GraphEntity {
     /// Retrieval tags, most relevant first.
     #[serde(default)]
     pub tags: Vec<Tag>,
+    /// When the entity was added: set to now by [`GraphEntity::new`], kept by
+    /// [`update_entity`](crate::KnowledgeGraph::update_entity) when the stored entity has
+    /// one. `None` means unknown: an entity exported before entities had a creation time, or
+    /// stored by a graph that kept none. A knowledge lifecycle policy never expires an entity
+    /// by TTL when it has neither a creation time nor a recorded access (it cannot tell how
+    /// old it is), but counts it against a capacity, where it ranks as the least recently
+    /// active. The Unix epoch would have been the other choice, and would have expired every
+    /// old entity at the first maintenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    /// How many times a recall returned the entity, counted by
+    /// [`KnowledgeGraph::record_accesses`](crate::KnowledgeGraph::record_accesses). Graphs
+    /// keep it across `update_entity` and `set_entity_tags`; `add_entity` (and so an import
+    /// of a new entity) stores the value given. Written only when not zero.
+    #[serde(default, skip_serializing_if = "crate::knowledge::is_zero")]
+    pub access_count: u64,
+    /// When a recall last returned the entity (the latest access recorded); `None` when
+    /// never. Kept across updates like [`access_count`](Self::access_count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_accessed: Option<DateTime<Utc>>,
 }
 
 impl GraphEntity {
@@ -49,6 +69,9 @@ impl GraphEntity {
             entity_type: entity_type.into(),
             description: String::new(),
             tags: Vec::new(),
+            created_at: Some(Utc::now()),
+            access_count: 0,
+            last_accessed: None,
         };
         entity.validate()?;
         Ok(entity)
@@ -73,6 +96,20 @@ impl GraphEntity {
         Ok(self)
     }
 
+    /// Sets the creation time (`None`: unknown).
+    pub fn with_created_at(mut self, at: Option<DateTime<Utc>>) -> Self {
+        self.created_at = at;
+        self
+    }
+
+    /// When the entity was last in use: the later of its creation and its last access;
+    /// `None` when neither is known. Knowledge lifecycle policies expire an entity by this
+    /// time (never when it is `None`) and, among entities accessed equally often, evict the
+    /// least recently active first (`None` first).
+    pub fn last_active(&self) -> Option<DateTime<Utc>> {
+        self.created_at.max(self.last_accessed)
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -83,7 +120,13 @@ impl GraphEntity {
         validate_text("name", &self.name, 1024)?;
         validate_text("entity_type", &self.entity_type, 128)?;
         validate_len("description", &self.description, 64 * 1024)?;
-        Ok(())
+        if let Some(at) = self.created_at {
+            crate::validate::validate_time("created_at", at)?;
+        }
+        if let Some(at) = self.last_accessed {
+            crate::validate::validate_time("last_accessed", at)?;
+        }
+        crate::knowledge::validate_access_count(self.access_count)
     }
 }
 
@@ -283,6 +326,30 @@ mod tests {
         let back: GraphEntity =
             serde_json::from_str(&serde_json::to_string(&entity).unwrap()).unwrap();
         assert_eq!(back, entity);
+        assert!(
+            entity.created_at.is_some(),
+            "new entities know when they were made"
+        );
+        assert_eq!(entity.last_active(), entity.created_at);
+        let mut old: GraphEntity =
+            serde_json::from_str(r#"{"id":"e","namespace":"g","name":"N","entity_type":"t"}"#)
+                .unwrap();
+        assert_eq!(
+            (old.created_at, old.access_count, old.last_accessed),
+            (None, 0, None)
+        );
+        assert_eq!(old.last_active(), None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("created_at"));
+        let at = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        old.last_accessed = Some(at);
+        assert_eq!(old.last_active(), Some(at));
+        old.access_count = u64::MAX;
+        assert!(
+            old.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("access_count")
+        );
         for weight in [f32::NAN, f32::INFINITY, -0.5, 1.5] {
             let error = GraphRelation::new(ns.clone(), "a", "b", "r", weight).unwrap_err();
             assert!(error.to_string().contains("weight"));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    GraphEntity, GraphRelation, MemoryError, MultiHopResult, Namespace, Result, Scope,
+    AccessEvent, GraphEntity, GraphRelation, MemoryError, MultiHopResult, Namespace, Result, Scope,
     ScoredEntity, Tag, TagConstraints,
 };
 
@@ -23,6 +23,9 @@ pub const MAX_TRAVERSAL_VISITED: usize = 10_000;
 /// - Entities are keyed by `(namespace, id)`; relations join two entities of one namespace
 ///   and are unique by `(source, target, relation_type)`.
 /// - Removing an entity removes its relations and its tag-index entries.
+/// - `add_entity` stores the entity as given, creation time and access statistics
+///   included; `update_entity` and `set_entity_tags` keep the stored `access_count` and
+///   `last_accessed`, and `update_entity` keeps the stored `created_at` unless it is `None`.
 /// - Tags are normalised with [`Tag::new`] and truncated to
 ///   [`tag_constraints`](Self::tag_constraints) on every write.
 /// - Traversals follow relations in both directions, visit each entity once (cycles are
@@ -42,7 +45,8 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// [`MemoryError::InvalidInput`] for an invalid entity.
     async fn add_entity(&self, entity: GraphEntity) -> Result<()>;
 
-    /// Replaces an existing entity's fields, keeping its relations.
+    /// Replaces an existing entity's fields, keeping its relations, its access statistics
+    /// and its creation time (the given one is stored only when the stored one is unknown).
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when it does not exist.
@@ -343,6 +347,20 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         Ok(true)
     }
 
+    /// Records that recalls returned these entities: each event adds one to its entity's
+    /// `access_count` and moves `last_accessed` to the event's time when later (see
+    /// [`AccessEvent::tally`]). Events naming an entity that does not exist are ignored.
+    /// Backends apply a batch in one transaction where they have them. The default records
+    /// nothing, so a graph without access statistics still works.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `at` for a time outside the storable range;
+    /// backend errors.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let _ = events;
+        Ok(())
+    }
+
     /// The number of relations touching `id` (degree centrality, the graph's reference count).
     ///
     /// # Errors
@@ -500,6 +518,9 @@ macro_rules! forward_knowledge_graph {
             }
             async fn may_have_entities(&self, scope: &Scope) -> Result<bool> {
                 (**self).may_have_entities(scope).await
+            }
+            async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+                (**self).record_accesses(events).await
             }
         }
     };

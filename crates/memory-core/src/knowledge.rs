@@ -52,6 +52,32 @@ pub struct KnowledgePage {
     pub created_at: DateTime<Utc>,
     /// When the page was last changed.
     pub updated_at: DateTime<Utc>,
+    /// How many times a recall returned the page, counted by
+    /// [`KnowledgeStore::record_accesses`](crate::KnowledgeStore::record_accesses). Stores
+    /// keep it across [`update_page`](crate::KnowledgeStore::update_page); `add_page` (and so
+    /// an import) stores the value given. Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub access_count: u64,
+    /// When a recall last returned the page (the latest access recorded); `None` when never.
+    /// Kept across updates like [`access_count`](Self::access_count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_accessed: Option<DateTime<Utc>>,
+}
+
+/// Whether a count is zero, for `skip_serializing_if`.
+pub(crate) fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Checks an access count: every backend stores counts as signed 64-bit integers.
+pub(crate) fn validate_access_count(count: u64) -> Result<()> {
+    if i64::try_from(count).is_err() {
+        return Err(crate::MemoryError::invalid(
+            "access_count",
+            format!("{count} is larger than 2^63 - 1"),
+        ));
+    }
+    Ok(())
 }
 
 impl KnowledgePage {
@@ -76,6 +102,8 @@ impl KnowledgePage {
             references: Vec::new(),
             created_at: now,
             updated_at: now,
+            access_count: 0,
+            last_accessed: None,
         };
         page.validate()?;
         Ok(page)
@@ -139,7 +167,7 @@ impl KnowledgePage {
     /// # Errors
     /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming the first bad
     /// field (`id`, `namespace`, `title`, `summary`, `content`, `tags`, `created_at`,
-    /// `updated_at`, `references`).
+    /// `updated_at`, `last_accessed`, `access_count`, `references`).
     pub fn validate(&self) -> Result<()> {
         validate_id("id", &self.id)?;
         self.namespace.require_record_namespace()?;
@@ -149,10 +177,22 @@ impl KnowledgePage {
         validate_tag_count(&self.tags)?;
         validate_time("created_at", self.created_at)?;
         validate_time("updated_at", self.updated_at)?;
+        if let Some(at) = self.last_accessed {
+            validate_time("last_accessed", at)?;
+        }
+        validate_access_count(self.access_count)?;
         for reference in &self.references {
             validate_id("references", reference)?;
         }
         Ok(())
+    }
+
+    /// When the page was last in use: the later of its last change and its last access.
+    /// Knowledge lifecycle policies expire a page by this time and, among pages accessed
+    /// equally often, evict the least recently active first.
+    pub fn last_active(&self) -> DateTime<Utc> {
+        self.last_accessed
+            .map_or(self.updated_at, |at| at.max(self.updated_at))
     }
 
     /// The page's entry in the index, with `referenced_by` back-references.
@@ -386,5 +426,26 @@ mod tests {
         let mut bad = page.clone();
         bad.summary = "x".repeat(MAX_SUMMARY_BYTES + 1);
         assert!(bad.validate().unwrap_err().to_string().contains("summary"));
+        // Access statistics: written only when set, read back, defaults when absent.
+        let json = serde_json::to_string(&page).unwrap();
+        assert!(!json.contains("access_count") && !json.contains("last_accessed"));
+        assert_eq!(page.last_active(), page.updated_at);
+        let mut used = page.clone();
+        used.access_count = 3;
+        used.last_accessed = Some(page.updated_at + chrono::Duration::days(2));
+        let back: KnowledgePage =
+            serde_json::from_str(&serde_json::to_string(&used).unwrap()).unwrap();
+        assert_eq!(back, used);
+        assert_eq!(
+            used.last_active(),
+            page.updated_at + chrono::Duration::days(2)
+        );
+        used.access_count = u64::MAX;
+        assert!(
+            used.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("access_count")
+        );
     }
 }

@@ -1,11 +1,98 @@
 //! The `KnowledgeStore` trait: knowledge pages and their index.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
+use crate::validate::validate_time;
 use crate::{KnowledgePage, Namespace, PageHit, PageIndexEntry, PageQuery, Result, Scope};
+
+/// One access to a knowledge page or a graph entity: a recall returned it at `at`.
+/// [`KnowledgeStore::record_accesses`] and
+/// [`KnowledgeGraph::record_accesses`](crate::KnowledgeGraph::record_accesses) take them in
+/// batches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessEvent {
+    /// The record's namespace.
+    pub namespace: Namespace,
+    /// The page or entity id.
+    pub id: String,
+    /// When it was accessed.
+    pub at: DateTime<Utc>,
+}
+
+impl AccessEvent {
+    /// An access to record `id` of `namespace` at `at`.
+    pub fn new(namespace: Namespace, id: impl Into<String>, at: DateTime<Utc>) -> Self {
+        Self {
+            namespace,
+            id: id.into(),
+            at,
+        }
+    }
+
+    /// The accesses of a batch per record, in order of first appearance: how many there
+    /// were and the latest time. Every backend applies a batch this way (the count added
+    /// with saturation, `last_accessed` set to the later of the stored time and the latest
+    /// access), so they agree; a batch applies as a whole.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `at` for a
+    /// time outside the storable range (nothing of the batch should then be written).
+    pub fn tally(events: &[AccessEvent]) -> Result<Vec<AccessTally<'_>>> {
+        let mut out: Vec<AccessTally<'_>> = Vec::new();
+        let mut seen: HashMap<(&Namespace, &str), usize> = HashMap::new();
+        for event in events {
+            validate_time("at", event.at)?;
+            let key = (&event.namespace, event.id.as_str());
+            match seen.get(&key) {
+                Some(&index) => {
+                    let tally = &mut out[index];
+                    tally.count = tally.count.saturating_add(1);
+                    tally.last = tally.last.max(event.at);
+                }
+                None => {
+                    seen.insert(key, out.len());
+                    out.push(AccessTally {
+                        namespace: &event.namespace,
+                        id: &event.id,
+                        count: 1,
+                        last: event.at,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The accesses of one record in a batch ([`AccessEvent::tally`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessTally<'a> {
+    /// The record's namespace.
+    pub namespace: &'a Namespace,
+    /// The record's id.
+    pub id: &'a str,
+    /// How many accesses the batch holds.
+    pub count: u64,
+    /// The latest of their times.
+    pub last: DateTime<Utc>,
+}
+
+impl AccessTally<'_> {
+    /// Applies the accesses to stored statistics: the count added (saturating at
+    /// `2^63 - 1`, the largest count every backend stores), the last access the later one.
+    pub fn apply(&self, access_count: &mut u64, last_accessed: &mut Option<DateTime<Utc>>) {
+        *access_count = access_count
+            .saturating_add(self.count)
+            .min(i64::MAX.unsigned_abs());
+        *last_accessed = Some(last_accessed.map_or(self.last, |at| at.max(self.last)));
+    }
+}
 
 /// Storage of [`KnowledgePage`]s with a browsable index and search.
 ///
@@ -14,6 +101,8 @@ use crate::{KnowledgePage, Namespace, PageHit, PageIndexEntry, PageQuery, Result
 /// - `referenced_by` counts the existing pages of the same namespace whose `references`
 ///   name the page (a page referring to itself does not count).
 /// - Reads never leave their namespace or scope; a deleted page is gone from every read.
+/// - `add_page` stores the page as given, access statistics included; `update_page` keeps
+///   the stored `created_at`, `access_count` and `last_accessed` (the store keeps those).
 #[async_trait]
 pub trait KnowledgeStore: Send + Sync + Debug + 'static {
     /// Adds a new page.
@@ -82,6 +171,21 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
             .map_or(0, |entry| entry.referenced_by))
     }
 
+    /// Records that recalls returned these pages: each event adds one to its page's
+    /// `access_count` and moves `last_accessed` to the event's time when later (see
+    /// [`AccessEvent::tally`]). Events naming a page that does not exist are ignored. Backends
+    /// apply a batch in one transaction where they have them. The default records nothing,
+    /// so a store without access statistics still works (a knowledge lifecycle policy then
+    /// sees every page as never accessed).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `at` for a
+    /// time outside the storable range; backend errors.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let _ = events;
+        Ok(())
+    }
+
     /// Every page in `scope`, in index order (for export).
     ///
     /// # Errors
@@ -134,6 +238,9 @@ macro_rules! forward_knowledge_store {
             }
             async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {
                 (**self).list_pages(scope).await
+            }
+            async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+                (**self).record_accesses(events).await
             }
         }
     };

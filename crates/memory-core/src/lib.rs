@@ -57,7 +57,7 @@ pub use crate::{
         KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
         PageMatchSignals, PageQuery,
     },
-    knowledge_store::KnowledgeStore,
+    knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},
     memory::{
         CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, ORIGINAL_METADATA_KEY,
         PINNED_METADATA_KEY, SearchHit, SearchQuery,

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Expectations beyond the required methods: `record_recall` and `recall_stats` must be
-//! implemented (the suite checks that statistics accumulate), and full-text search must
+//! implemented, and so must `record_accesses` of pages and entities (the suite checks that
+//! statistics accumulate), and full-text search must
 //! match whole words (after the shared [`Analyzer`](crate::text::Analyzer)), Chinese included.
 
 mod eviction;

@@ -41,6 +41,15 @@
 //! version changed because a version-1 reader would ignore these fields and import history
 //! as current facts; version-1 files (which hold no history) still import.
 //!
+//! Version 2 also carries the access statistics of pages and entities (`access_count`,
+//! `last_accessed`, written only when a recall returned the record) and an entity's
+//! `created_at`. They are optional fields of the same version, so a file without them (a
+//! version-1 file, or one written before they existed) reads with no accesses and, for an
+//! entity, an unknown creation time, which a knowledge lifecycle policy never expires by
+//! TTL. Imported pages and new entities keep the file's statistics; an entity the graph
+//! holds already is updated in place (its relations stay) and keeps the graph's creation
+//! time and statistics.
+//!
 //! # Atomicity
 //!
 //! [`import_jsonl`] reads and validates the whole input before writing anything: every

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use memory_core::{GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
+use memory_core::{AccessTally, GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
 use petgraph::Direction;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -231,20 +231,38 @@ impl NamespaceGraph {
         Ok(())
     }
 
-    /// Replaces an entity's fields (tags already limited), keeping its relations.
-    pub(crate) fn update_entity(&mut self, entity: GraphEntity) -> Result<()> {
+    /// Replaces an entity's fields (tags already limited), keeping its relations, its access
+    /// statistics and its creation time (unless unknown).
+    pub(crate) fn update_entity(&mut self, mut entity: GraphEntity) -> Result<()> {
         let node = self
             .node(&entity.id)
             .ok_or_else(|| not_found(&entity.id, &self.namespace))?;
         let Some(slot) = self.graph.node_weight_mut(node) else {
             return Err(not_found(&entity.id, &self.namespace));
         };
+        entity.created_at = slot.entity.created_at.or(entity.created_at);
+        entity.access_count = slot.entity.access_count;
+        entity.last_accessed = slot.entity.last_accessed;
         let id = Arc::clone(&slot.id);
         let new_keys = IndexKeys::of(&entity);
         let old = std::mem::replace(&mut slot.entity, entity);
         self.unindex_keys(&id, &IndexKeys::of(&old));
         self.index_keys(&id, new_keys);
         Ok(())
+    }
+
+    /// Counts a batch's accesses to entity `id` ([`AccessTally::apply`]); an unknown id is
+    /// ignored.
+    pub(crate) fn record_access(&mut self, tally: &AccessTally<'_>) {
+        if let Some(slot) = self
+            .node(tally.id)
+            .and_then(|node| self.graph.node_weight_mut(node))
+        {
+            tally.apply(
+                &mut slot.entity.access_count,
+                &mut slot.entity.last_accessed,
+            );
+        }
     }
 
     /// Replaces an entity's tags (already normalised and limited).

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use memory_core::{
-    GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MemoryError, MultiHopResult,
-    Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, async_trait,
+    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MemoryError,
+    MultiHopResult, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, async_trait,
 };
 
 use crate::namespace_graph::{NamespaceGraph, PreparedKeyword, limit_tags};
@@ -439,5 +439,18 @@ impl KnowledgeGraph for PetGraph {
         Ok(self
             .read_namespace(namespace, |graph| graph.degree(id))
             .unwrap_or(0))
+    }
+
+    /// Applies the batch namespace by namespace, each under its write lock (taken once per
+    /// namespace), `O(1)` per event.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let mut tallies = AccessEvent::tally(events)?;
+        tallies.sort_by(|a, b| a.namespace.cmp(b.namespace));
+        for group in tallies.chunk_by(|a, b| a.namespace == b.namespace) {
+            self.write_namespace(group[0].namespace, false, |graph| {
+                group.iter().for_each(|tally| graph.record_access(tally));
+            });
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use memory_core::search::PAGE_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
-    KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
+    AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope,
 };
 
@@ -20,7 +20,8 @@ use crate::registry::{Registry, read, write};
 /// Costs, with `n` pages in the namespace: `add_page`, `update_page`, `delete_page`
 /// `O(log n + terms + references)`; `get_page`, `reference_count` `O(1)`; `get_index`
 /// `O(n)` (it returns all of them, in order, with no sort); `search`
-/// `O(Σ postings of the query terms + k log k)`.
+/// `O(Σ postings of the query terms + k log k)`; `record_accesses` `O(1)` per event, under
+/// the lock of each namespace it touches (taken once per namespace and batch).
 ///
 /// Ranking: BM25F relevance, then boosted by the page match rules (kept as signals):
 /// `× (1 + 0.5 title_prefix + 0.5 tag_exact + 0.25 summary_contains)`.
@@ -161,7 +162,10 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         let Some(existing) = shard.pages.get(&page.id) else {
             return Err(missing());
         };
+        // The store's bookkeeping is kept: creation time and access statistics.
         page.created_at = existing.page.created_at;
+        page.access_count = existing.page.access_count;
+        page.last_accessed = existing.page.last_accessed;
         shard.insert(page);
         Ok(())
     }
@@ -266,6 +270,25 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             .registry
             .get(namespace)
             .map_or(0, |shard| read(&shard).referenced_by(id)))
+    }
+
+    /// Applies the batch namespace by namespace, each under its lock: a read in another
+    /// namespace may see one namespace's accesses before another's.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let mut tallies = AccessEvent::tally(events)?;
+        tallies.sort_by(|a, b| a.namespace.cmp(b.namespace));
+        for group in tallies.chunk_by(|a, b| a.namespace == b.namespace) {
+            let Some(shard) = self.registry.get(group[0].namespace) else {
+                continue;
+            };
+            let mut shard = write(&shard);
+            for tally in group {
+                if let Some(entry) = shard.pages.get_mut(tally.id) {
+                    tally.apply(&mut entry.page.access_count, &mut entry.page.last_accessed);
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memory_core::backend::{distance_score, entity_matches_keyword, sort_scored};
 use memory_core::{
-    GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED,
-    MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints,
+    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH,
+    MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity,
+    Tag, TagConstraints,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -84,13 +85,15 @@ impl KnowledgeGraph for PostgresGraph {
         let statement = client
             .prepare_cached(&self.db.qualify(
                 "INSERT INTO {s}.entities (ns, id, name, name_key, entity_type, type_key, \
-                 description, tags) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
-                 $6::text, $7::text, $8::text[]) ON CONFLICT (ns, id) DO NOTHING",
+                 description, tags, created_at, access_count, last_accessed) \
+                 VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
+                 $6::text, $7::text, $8::text[], $9::bigint, $10::bigint, $11::bigint) \
+                 ON CONFLICT (ns, id) DO NOTHING",
             ))
             .await
             .context(what)?;
         let inserted = client
-            .execute(&statement, &entity.params())
+            .execute(&statement, &entity.insert_params())
             .await
             .context(what)?;
         if inserted == 0 {
@@ -108,9 +111,11 @@ impl KnowledgeGraph for PostgresGraph {
         let client = self.db.client(&what()).await?;
         let statement = client
             .prepare_cached(&self.db.qualify(
+                // The access statistics stay; created_at too, unless unknown.
                 "UPDATE {s}.entities SET name = $3::text, name_key = $4::text, \
                  entity_type = $5::text, type_key = $6::text, description = $7::text, \
-                 tags = $8::text[] WHERE ns = $1::text AND id = $2::text",
+                 tags = $8::text[], created_at = coalesce(created_at, $9::bigint) \
+                 WHERE ns = $1::text AND id = $2::text",
             ))
             .await
             .context(what)?;
@@ -531,6 +536,12 @@ impl KnowledgeGraph for PostgresGraph {
         to: &str,
     ) -> Result<Option<Vec<GraphRelation>>> {
         traversal::shortest_path(&self.db, namespace, from, to).await
+    }
+
+    /// One statement for the whole batch: an `UPDATE ... FROM unnest(...)` of the batch's
+    /// accesses tallied per record, so concurrent batches add up.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        crate::sql::record_accesses(&self.db, "entities", events).await
     }
 
     async fn degree(&self, namespace: &Namespace, id: &str) -> Result<usize> {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use memory_core::{
-    KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
+    AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, Result, Scope, Tag,
 };
 use tokio_postgres::Row;
@@ -48,8 +48,8 @@ impl PostgresKnowledgeStore {
     }
 }
 
-const COLUMNS: &str =
-    "p.ns, p.id, p.title, p.summary, p.content, p.tags, p.refs, p.created_at, p.updated_at";
+const COLUMNS: &str = "p.ns, p.id, p.title, p.summary, p.content, p.tags, p.refs, \
+     p.created_at, p.updated_at, p.access_count, p.last_accessed";
 const ORDER: &str = " ORDER BY p.ns, p.title_key, p.id";
 const REFERENCED_BY: &str =
     "(SELECT count(*) FROM {s}.page_refs r WHERE r.ns = p.ns AND r.target_id = p.id)";
@@ -68,6 +68,8 @@ struct EncodedPage {
     refs: Vec<String>,
     created_at: i64,
     updated_at: i64,
+    access_count: i64,
+    last_accessed: Option<i64>,
     terms: Vec<String>,
     term_freqs: serde_json::Value,
     lengths: [i32; 4],
@@ -75,7 +77,7 @@ struct EncodedPage {
 
 impl EncodedPage {
     /// The values of [`INSERT`], in its order.
-    fn insert_params(&self) -> [&(dyn ToSql + Sync); 17] {
+    fn insert_params(&self) -> [&(dyn ToSql + Sync); 19] {
         [
             &self.ns,
             &self.id,
@@ -94,6 +96,8 @@ impl EncodedPage {
             &self.lengths[2],
             &self.lengths[3],
             &self.refs,
+            &self.access_count,
+            &self.last_accessed,
         ]
     }
 
@@ -218,6 +222,12 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
         refs,
         created_at: encode_time("created_at", page.created_at)?,
         updated_at: encode_time("updated_at", page.updated_at)?,
+        // validate() checked that the count fits.
+        access_count: i64::try_from(page.access_count).unwrap_or(i64::MAX),
+        last_accessed: page
+            .last_accessed
+            .map(|at| encode_time("last_accessed", at))
+            .transpose()?,
         ns: page.namespace.as_str().to_owned(),
         id: page.id,
         title: page.title,
@@ -232,15 +242,17 @@ fn encode(page: KnowledgePage) -> Result<EncodedPage> {
 /// row exists.)
 const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, title, title_key, summary, \
      content, tags, refs, created_at, updated_at, terms, term_freqs, title_len, summary_len, \
-     tags_len, content_len) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
-     $6::text, $7::text[], $8::text[], $9::bigint, $10::bigint, $11::text[], \
-     $12::jsonb, $13::integer, $14::integer, $15::integer, $16::integer) \
+     tags_len, content_len, access_count, last_accessed) VALUES ($1::text, $2::text, $3::text, \
+     $4::text, $5::text, $6::text, $7::text[], $8::text[], $9::bigint, $10::bigint, \
+     $11::text[], $12::jsonb, $13::integer, $14::integer, $15::integer, $16::integer, \
+     $18::bigint, $19::bigint) \
      ON CONFLICT (ns, id) DO NOTHING RETURNING ns, id), \
      refs AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
      SELECT page.ns, page.id, target FROM page, unnest($17::text[]) AS target) \
      SELECT count(*) FROM page";
 
-/// Replaces an existing page's fields (keeping `created_at`) and its references, in one
+/// Replaces an existing page's fields (keeping `created_at` and the access statistics) and
+/// its references, in one
 /// statement; returns no row when the page is missing. The old references are deleted and the
 /// new ones inserted by two sub-statements that see the same snapshot, so they must not touch
 /// the same rows: only references that are no longer listed are deleted, and only new ones
@@ -275,6 +287,11 @@ fn decode(row: &Row) -> Result<KnowledgePage> {
         references: row.try_get(6).map_err(field)?,
         created_at: decode_time(row.try_get(7).map_err(field)?),
         updated_at: decode_time(row.try_get(8).map_err(field)?),
+        access_count: u64::try_from(row.try_get::<_, i64>(9).map_err(field)?).unwrap_or(0),
+        last_accessed: row
+            .try_get::<_, Option<i64>>(10)
+            .map_err(field)?
+            .map(decode_time),
         id,
     })
 }
@@ -436,8 +453,8 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         let mut pages: HashMap<i64, (KnowledgePage, i64)> = HashMap::with_capacity(rows.len());
         for row in &rows {
             let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
-            let referenced_by: i64 = row.try_get(9).map_err(field)?;
-            let rid: i64 = row.try_get(10).map_err(field)?;
+            let referenced_by: i64 = row.try_get(11).map_err(field)?;
+            let rid: i64 = row.try_get(12).map_err(field)?;
             pages.insert(rid, (decode(row)?, referenced_by));
         }
         // A page deleted between the two statements is left out.
@@ -522,6 +539,12 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             &format!("counting references to page {id} in {namespace}"),
         )
         .await
+    }
+
+    /// One statement for the whole batch: an `UPDATE ... FROM unnest(...)` of the batch's
+    /// accesses tallied per record, so concurrent batches add up.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        crate::sql::record_accesses(&self.db, "pages", events).await
     }
 
     async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {

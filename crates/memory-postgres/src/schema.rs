@@ -42,7 +42,7 @@ const MIGRATIONS: [Migration; 4] = [
     },
     Migration {
         version: 4,
-        summary: "facts that change: fact keys, validity, ends and links of memories, validity of relations",
+        summary: "facts that change: fact keys, validity, ends and links of memories, validity of relations; access statistics of pages and entities, creation time of entities",
         sql: MIGRATION_4,
     },
 ];
@@ -192,6 +192,13 @@ const MIGRATION_3: &str = "ALTER TABLE {s}.memories ADD COLUMN metadata_exact te
 // validity interval: traversals follow only relations current when they run. Every column
 // is nullable without a default, so adding it rewrites no row and every existing record
 // reads back unchanged, with no fact fields.
+//
+// Pages and entities gain access statistics (how often a recall returned them, and when it
+// last did, for knowledge lifecycle policies) and entities their creation time. The counts
+// default to 0, a constant default that PostgreSQL (11 and later) records in the catalogue
+// without rewriting rows; the times are NULL: never accessed, and for an existing entity an
+// unknown creation time, which a TTL never expires since nothing says how old it is. No
+// index: a lifecycle pass reads a namespace's rows anyway.
 const MIGRATION_4: &str = r#"
 ALTER TABLE {s}.memories
     ADD COLUMN fact_key    text COLLATE "C",
@@ -204,6 +211,13 @@ CREATE INDEX memories_by_fact_key ON {s}.memories (ns, fact_key, created_at, id)
 ALTER TABLE {s}.relations
     ADD COLUMN valid_from  bigint,
     ADD COLUMN valid_until bigint;
+ALTER TABLE {s}.pages
+    ADD COLUMN access_count  bigint NOT NULL DEFAULT 0,
+    ADD COLUMN last_accessed bigint;
+ALTER TABLE {s}.entities
+    ADD COLUMN created_at    bigint,
+    ADD COLUMN access_count  bigint NOT NULL DEFAULT 0,
+    ADD COLUMN last_accessed bigint;
 "#;
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (

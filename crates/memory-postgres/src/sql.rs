@@ -291,6 +291,58 @@ pub(crate) async fn count(db: &Database, sql: &Sql, what: &str) -> Result<usize>
     Ok(to_count(value))
 }
 
+/// Records a batch of accesses to `table` (`pages` or `entities`, the crate's fixed names,
+/// never caller text) in one statement: the batch is tallied per record
+/// ([`AccessEvent::tally`](memory_core::AccessEvent::tally)), then one `UPDATE ... FROM
+/// unnest(...)` adds each record's count to `access_count` (saturating at `i64::MAX`, as
+/// [`AccessTally::apply`](memory_core::AccessTally::apply) does) and moves `last_accessed`
+/// to the latest access. Concurrent batches add up: each row's update reads the committed
+/// count under its row lock. Records that do not exist, and ids holding NUL (which no
+/// stored record has), are skipped.
+pub(crate) async fn record_accesses(
+    db: &Database,
+    table: &'static str,
+    events: &[memory_core::AccessEvent],
+) -> Result<()> {
+    let tallies = memory_core::AccessEvent::tally(events)?;
+    let mut namespaces = Vec::with_capacity(tallies.len());
+    let mut ids = Vec::with_capacity(tallies.len());
+    let mut counts = Vec::with_capacity(tallies.len());
+    let mut times = Vec::with_capacity(tallies.len());
+    for tally in &tallies {
+        if tally.id.contains('\0') {
+            continue;
+        }
+        namespaces.push(tally.namespace.as_str());
+        ids.push(tally.id);
+        counts.push(i64::try_from(tally.count).unwrap_or(i64::MAX));
+        times.push(encode_time("at", tally.last)?);
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let what = || format!("recording {} accesses in {table}", ids.len());
+    let client = db.client(&what()).await?;
+    let statement = client
+        .prepare_cached(&db.qualify(&format!(
+            "UPDATE {{s}}.{table} AS t SET \
+             access_count = CASE WHEN t.access_count > 9223372036854775807 - a.n \
+             THEN 9223372036854775807 ELSE t.access_count + a.n END, \
+             last_accessed = greatest(t.last_accessed, a.last) \
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) \
+             AS a (ns, id, n, last) \
+             WHERE t.ns = a.ns AND t.id = a.id"
+        )))
+        .await
+        .map_err(|error| crate::error::pg_error(what(), error))?;
+    let params: [&(dyn ToSql + Sync); 4] = [&namespaces, &ids, &counts, &times];
+    client
+        .execute(&statement, &params)
+        .await
+        .map_err(|error| crate::error::pg_error(what(), error))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,11 @@
 //! [`SqliteGraph`]: the knowledge graph as tables of entities, tags and relations.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use memory_core::backend::entity_matches_keyword;
 use memory_core::{
-    GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, Scope, Tag,
-    TagConstraints,
+    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, Scope,
+    Tag, TagConstraints,
 };
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
 
@@ -50,7 +51,8 @@ impl SqliteGraph {
     }
 }
 
-const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
+const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
+     e.created_at, e.access_count, e.last_accessed";
 const RELATION_COLUMNS: &str =
     "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
 
@@ -64,6 +66,9 @@ struct EncodedEntity {
     description: String,
     tags_json: String,
     tags: Vec<String>,
+    created_at: Option<i64>,
+    access_count: i64,
+    last_accessed: Option<i64>,
 }
 
 /// Distinct tags, the first `limit` kept.
@@ -83,7 +88,13 @@ fn limit_tags(tags: &[Tag], limit: usize) -> Vec<Tag> {
 fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
     entity.validate()?;
     let tags = limit_tags(&entity.tags, constraints.max_tags_per_entity);
+    let time =
+        |field: &str, at: Option<DateTime<Utc>>| at.map(|at| encode_time(field, at)).transpose();
     Ok(EncodedEntity {
+        created_at: time("created_at", entity.created_at)?,
+        // validate() checked that the count fits.
+        access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
+        last_accessed: time("last_accessed", entity.last_accessed)?,
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
         name_key: entity.name.to_lowercase(),
@@ -96,28 +107,45 @@ fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEnt
     })
 }
 
-type RawEntity = (String, String, String, String, String, String);
-
-fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-    ))
+/// An entity's row as read, before decoding.
+struct RawEntity {
+    ns: String,
+    id: String,
+    name: String,
+    entity_type: String,
+    description: String,
+    tags: String,
+    created_at: Option<i64>,
+    access_count: i64,
+    last_accessed: Option<i64>,
 }
 
-fn decode_entity((ns, id, name, entity_type, description, tags): RawEntity) -> Result<GraphEntity> {
-    let what = format!("entity {id} in {ns}");
+fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
+    Ok(RawEntity {
+        ns: row.get(0)?,
+        id: row.get(1)?,
+        name: row.get(2)?,
+        entity_type: row.get(3)?,
+        description: row.get(4)?,
+        tags: row.get(5)?,
+        created_at: row.get(6)?,
+        access_count: row.get(7)?,
+        last_accessed: row.get(8)?,
+    })
+}
+
+fn decode_entity(raw: RawEntity) -> Result<GraphEntity> {
+    let what = format!("entity {} in {}", raw.id, raw.ns);
     Ok(GraphEntity {
-        namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
-        tags: decode_tags(&what, &tags)?,
-        id,
-        name,
-        entity_type,
-        description,
+        namespace: Namespace::parse(&raw.ns).map_err(|error| corrupt(&what, error))?,
+        tags: decode_tags(&what, &raw.tags)?,
+        id: raw.id,
+        name: raw.name,
+        entity_type: raw.entity_type,
+        description: raw.description,
+        created_at: raw.created_at.map(decode_time),
+        access_count: u64::try_from(raw.access_count).unwrap_or(0),
+        last_accessed: raw.last_accessed.map(decode_time),
     })
 }
 
@@ -243,7 +271,8 @@ impl KnowledgeGraph for SqliteGraph {
                 let rid: i64 = transaction
                     .prepare_cached(
                         "INSERT INTO entities (ns, id, name, name_key, entity_type, type_key, \
-                         description, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING rid",
+                         description, tags, created_at, access_count, last_accessed) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING rid",
                     )
                     .and_then(|mut statement| {
                         statement.query_row(
@@ -256,6 +285,9 @@ impl KnowledgeGraph for SqliteGraph {
                                 entity.type_key,
                                 entity.description,
                                 entity.tags_json,
+                                entity.created_at,
+                                entity.access_count,
+                                entity.last_accessed,
                             ],
                             |row| row.get(0),
                         )
@@ -276,8 +308,10 @@ impl KnowledgeGraph for SqliteGraph {
                 };
                 transaction
                     .prepare_cached(
+                        // The access statistics stay; created_at too, unless unknown.
                         "UPDATE entities SET name = ?2, name_key = ?3, entity_type = ?4, \
-                         type_key = ?5, description = ?6, tags = ?7 WHERE rid = ?1",
+                         type_key = ?5, description = ?6, tags = ?7, \
+                         created_at = coalesce(created_at, ?8) WHERE rid = ?1",
                     )
                     .and_then(|mut statement| {
                         statement.execute(params![
@@ -288,6 +322,7 @@ impl KnowledgeGraph for SqliteGraph {
                             entity.type_key,
                             entity.description,
                             entity.tags_json,
+                            entity.created_at,
                         ])
                     })
                     .context(|| what.clone())?;
@@ -599,6 +634,19 @@ impl KnowledgeGraph for SqliteGraph {
         sql.and_scope("e.ns", scope).push(" ORDER BY e.ns");
         self.db
             .call(move |connection| namespaces(connection, &sql, "listing entity namespaces"))
+            .await
+    }
+
+    /// One transaction for the batch: an `UPDATE` by `(ns, id)` per entity it names.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let tallies = crate::sql::encode_accesses(events)?;
+        if tallies.is_empty() {
+            return Ok(());
+        }
+        self.db
+            .write("recording entity accesses", move |transaction| {
+                crate::sql::apply_accesses(transaction, "entities", &tallies)
+            })
             .await
     }
 

@@ -6,8 +6,8 @@ mod search;
 
 use async_trait::async_trait;
 use memory_core::{
-    KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry, PageQuery,
-    Result, Scope,
+    AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
+    PageQuery, Result, Scope,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
@@ -132,8 +132,8 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                 let rid: i64 = transaction
                     .prepare_cached(
                         "INSERT INTO pages (ns, id, title, title_key, summary, content, tags, \
-                         refs, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING rid",
+                         refs, created_at, updated_at, access_count, last_accessed) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING rid",
                     )
                     .and_then(|mut statement| {
                         statement.query_row(
@@ -148,6 +148,8 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                                 page.refs_json,
                                 page.created_at,
                                 page.updated_at,
+                                page.access_count,
+                                page.last_accessed,
                             ],
                             |row| row.get(0),
                         )
@@ -178,7 +180,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                     return Err(MemoryError::not_found("page", &page.ns, &page.id));
                 };
                 clear_refs(transaction, &page.ns, &page.id)?;
-                // created_at is kept from the stored page.
+                // created_at and the access statistics are kept from the stored page.
                 transaction
                     .prepare_cached(
                         "UPDATE pages SET title = ?2, title_key = ?3, summary = ?4, content = ?5, \
@@ -341,6 +343,19 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                     })
                     .map(to_count)
                     .context(|| format!("counting references to page {id} in {ns}"))
+            })
+            .await
+    }
+
+    /// One transaction for the batch: an `UPDATE` by `(ns, id)` per page it names.
+    async fn record_accesses(&self, events: &[AccessEvent]) -> Result<()> {
+        let tallies = crate::sql::encode_accesses(events)?;
+        if tallies.is_empty() {
+            return Ok(());
+        }
+        self.db
+            .write("recording page accesses", move |transaction| {
+                crate::sql::apply_accesses(transaction, "pages", &tallies)
             })
             .await
     }

@@ -45,7 +45,7 @@ const MIGRATIONS: [Migration; 5] = [
     },
     Migration {
         version: 5,
-        summary: "facts that change: fact key, validity and lineage of memories, validity of relations",
+        summary: "facts that change: fact key, validity and lineage of memories, validity of relations; access statistics of pages and entities, creation time of entities",
         sql: MIGRATION_5,
     },
 ];
@@ -196,6 +196,12 @@ DROP TABLE IF EXISTS pages_fts;
 // keyed rows). The version changes so that a build that would drop these fields on rewrite
 // refuses the file. Every new column is NULL in existing rows, which is what those records
 // mean: no key, always valid, never ended, no links.
+//
+// Pages and entities gain access statistics (how often a recall returned them and when it
+// last did, for knowledge lifecycle policies) and entities their creation time. Existing
+// rows read as never accessed (`access_count` 0, `last_accessed` NULL) and, for entities, of
+// unknown age (`created_at` NULL): a TTL never expires them, since nothing says how old they
+// are. No index: a lifecycle pass reads a namespace's rows in order anyway.
 const MIGRATION_5: &str = "
 ALTER TABLE memories ADD COLUMN fact_key TEXT;
 ALTER TABLE memories ADD COLUMN valid_from INTEGER;
@@ -206,6 +212,11 @@ CREATE INDEX memories_by_fact_key ON memories (ns, fact_key, created_at, id)
     WHERE fact_key IS NOT NULL;
 ALTER TABLE relations ADD COLUMN valid_from INTEGER;
 ALTER TABLE relations ADD COLUMN valid_until INTEGER;
+ALTER TABLE pages ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pages ADD COLUMN last_accessed INTEGER;
+ALTER TABLE entities ADD COLUMN created_at INTEGER;
+ALTER TABLE entities ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entities ADD COLUMN last_accessed INTEGER;
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {

@@ -207,3 +207,57 @@ mod tests {
         assert_eq!(time_bound(far), i64::MAX);
     }
 }
+
+/// A batch's accesses to one page or entity, encoded for its row ([`AccessEvent::tally`]).
+#[derive(Debug)]
+pub(crate) struct EncodedAccess {
+    ns: String,
+    id: String,
+    count: i64,
+    last: i64,
+}
+
+/// The batch's accesses per record, checked and encoded before the database is touched.
+pub(crate) fn encode_accesses(events: &[memory_core::AccessEvent]) -> Result<Vec<EncodedAccess>> {
+    memory_core::AccessEvent::tally(events)?
+        .into_iter()
+        .map(|tally| {
+            Ok(EncodedAccess {
+                ns: tally.namespace.as_str().to_owned(),
+                id: tally.id.to_owned(),
+                count: i64::try_from(tally.count).unwrap_or(i64::MAX),
+                last: encode_time("at", tally.last)?,
+            })
+        })
+        .collect()
+}
+
+/// Adds the accesses to `table`'s `access_count` (saturating at `i64::MAX`, as
+/// [`AccessTally::apply`](memory_core::AccessTally::apply) does) and moves `last_accessed`
+/// to the latest access, one `UPDATE` by `(ns, id)` per record, in the caller's
+/// transaction. Rows that do not exist are not touched. `table` is one of the crate's
+/// fixed table names, never caller text.
+pub(crate) fn apply_accesses(
+    transaction: &rusqlite::Transaction<'_>,
+    table: &'static str,
+    accesses: &[EncodedAccess],
+) -> Result<()> {
+    let sql = format!(
+        "UPDATE {table} SET access_count = CASE WHEN access_count > 9223372036854775807 - ?3 \
+         THEN 9223372036854775807 ELSE access_count + ?3 END, \
+         last_accessed = max(coalesce(last_accessed, ?4), ?4) WHERE ns = ?1 AND id = ?2"
+    );
+    let what = || format!("recording accesses in {table}");
+    let mut statement = transaction.prepare_cached(&sql).context(what)?;
+    for access in accesses {
+        statement
+            .execute(rusqlite::params![
+                access.ns,
+                access.id,
+                access.count,
+                access.last
+            ])
+            .context(what)?;
+    }
+    Ok(())
+}

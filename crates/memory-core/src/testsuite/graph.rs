@@ -1,7 +1,10 @@
 //! Conformance checks for [`KnowledgeGraph`].
 
+use chrono::{DateTime, Utc};
+
 use super::child;
-use crate::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
+use super::knowledge::{at, unstorable};
+use crate::{AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
 
 fn entity(ns: &Namespace, id: &str, name: &str, kind: &str, tags: &[&str]) -> GraphEntity {
     GraphEntity::new(ns.clone(), id, name, kind)
@@ -31,7 +34,171 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     matching_and_tags(graph, &child(base, "tags")).await;
     traversal(graph, &child(base, "walk")).await;
     isolation_and_clear(graph, &child(base, "isolation")).await;
+    access_statistics(graph, &child(base, "access")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
+}
+
+type Stats = (Option<DateTime<Utc>>, u64, Option<DateTime<Utc>>);
+
+async fn stats(graph: &dyn KnowledgeGraph, ns: &Namespace, id: &str) -> Stats {
+    let entity = must(graph.get_entity(ns, id), "get_entity")
+        .await
+        .unwrap_or_else(|| panic!("conformance: entity {id} vanished"));
+    (entity.created_at, entity.access_count, entity.last_accessed)
+}
+
+async fn access_statistics(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let other = child(ns, "other");
+    // Creation time and statistics given to add_entity are stored and read back exactly.
+    let mut used = entity(ns, "used", "Used", "thing", &["kept"]).with_created_at(Some(at(1)));
+    used.access_count = 5;
+    used.last_accessed = Some(at(10));
+    must(graph.add_entity(used.clone()), "add_entity").await;
+    assert_eq!(
+        must(graph.get_entity(ns, "used"), "get_entity").await,
+        Some(used.clone()),
+        "add_entity stores created_at, access_count and last_accessed"
+    );
+    let unknown = entity(ns, "unknown", "Unknown age", "thing", &[]).with_created_at(None);
+    must(graph.add_entity(unknown.clone()), "add_entity").await;
+    assert_eq!(
+        must(graph.get_entity(ns, "unknown"), "get_entity").await,
+        Some(unknown.clone()),
+        "an unknown creation time reads back as unknown"
+    );
+    assert_eq!(
+        must(graph.list_entities(&ns.exact()), "list_entities").await,
+        vec![unknown.clone(), used.clone()],
+        "list_entities carries the statistics"
+    );
+    assert_eq!(
+        must(
+            graph.find_by_keywords(&ns.exact(), &["used".into()]),
+            "find_by_keywords"
+        )
+        .await,
+        vec![used.clone()],
+        "find_by_keywords carries the statistics"
+    );
+    must(
+        graph.add_relation(relation(ns, "used", "unknown", "near", 0.5)),
+        "add_relation",
+    )
+    .await;
+    let related = must(graph.get_related(ns, "unknown", 1), "get_related").await;
+    assert_eq!(
+        related.first().map(|scored| &scored.entity),
+        Some(&used),
+        "traversals carry the statistics"
+    );
+
+    let fresh = entity(ns, "fresh", "Fresh", "thing", &[]).with_created_at(Some(at(2)));
+    must(graph.add_entity(fresh.clone()), "add_entity").await;
+    must(
+        graph.add_entity(entity(&other, "fresh", "Other fresh", "thing", &[])),
+        "add_entity",
+    )
+    .await;
+    must(graph.record_accesses(&[]), "record_accesses of nothing").await;
+    must(
+        graph.record_accesses(&[
+            AccessEvent::new(ns.clone(), "fresh", at(100)),
+            AccessEvent::new(ns.clone(), "ghost", at(100)),
+            AccessEvent::new(ns.clone(), "fresh", at(300)),
+            AccessEvent::new(other.clone(), "fresh", at(400)),
+            AccessEvent::new(ns.clone(), "fresh", at(200)),
+            AccessEvent::new(ns.clone(), "used", at(5)),
+        ]),
+        "record_accesses",
+    )
+    .await;
+    assert_eq!(
+        stats(graph, ns, "fresh").await,
+        (Some(at(2)), 3, Some(at(300))),
+        "accesses add up and last_accessed is the latest"
+    );
+    assert_eq!(
+        stats(graph, ns, "used").await,
+        (Some(at(1)), 6, Some(at(10))),
+        "an earlier access never moves last_accessed back"
+    );
+    let (_, count, last) = stats(graph, &other, "fresh").await;
+    assert_eq!(
+        (count, last),
+        (1, Some(at(400))),
+        "accesses stay in their namespace"
+    );
+    assert_eq!(
+        must(graph.get_entity(ns, "ghost"), "get_entity").await,
+        None,
+        "an access to a missing entity is ignored and creates nothing"
+    );
+
+    // update_entity and set_entity_tags keep what the graph counted and when it was made.
+    let mut changed = fresh.clone().with_created_at(Some(at(50)));
+    changed.description = "edited".into();
+    changed.access_count = 0;
+    changed.last_accessed = None;
+    must(graph.update_entity(changed), "update_entity").await;
+    let stored = must(graph.get_entity(ns, "fresh"), "get_entity")
+        .await
+        .unwrap_or_else(|| panic!("conformance: entity fresh vanished"));
+    assert_eq!(stored.description, "edited");
+    assert_eq!(
+        (stored.created_at, stored.access_count, stored.last_accessed),
+        (Some(at(2)), 3, Some(at(300))),
+        "update_entity keeps created_at, access_count and last_accessed"
+    );
+    must(
+        graph.set_entity_tags(ns, "fresh", vec!["tagged".into()]),
+        "set_entity_tags",
+    )
+    .await;
+    assert_eq!(
+        stats(graph, ns, "fresh").await,
+        (Some(at(2)), 3, Some(at(300))),
+        "set_entity_tags keeps the statistics"
+    );
+    // An unknown creation time is learnt from an update that knows it.
+    must(
+        graph.update_entity(unknown.clone().with_created_at(Some(at(7)))),
+        "update_entity",
+    )
+    .await;
+    assert_eq!(
+        stats(graph, ns, "unknown").await,
+        (Some(at(7)), 0, None),
+        "update_entity fills an unknown created_at"
+    );
+
+    // A batch holding a time no backend stores is refused whole.
+    let refused = graph
+        .record_accesses(&[
+            AccessEvent::new(ns.clone(), "fresh", at(500)),
+            AccessEvent::new(ns.clone(), "fresh", unstorable()),
+        ])
+        .await;
+    assert!(
+        matches!(refused, Err(MemoryError::InvalidInput { ref field, .. }) if field == "at"),
+        "an unstorable access time is InvalidInput naming at: {refused:?}"
+    );
+    assert_eq!(
+        stats(graph, ns, "fresh").await,
+        (Some(at(2)), 3, Some(at(300))),
+        "a refused batch changes nothing"
+    );
+    // A removed entity takes its statistics with it.
+    assert!(must(graph.remove_entity(ns, "fresh"), "remove_entity").await);
+    must(
+        graph.record_accesses(&[AccessEvent::new(ns.clone(), "fresh", at(600))]),
+        "record_accesses",
+    )
+    .await;
+    assert_eq!(
+        must(graph.get_entity(ns, "fresh"), "get_entity").await,
+        None
+    );
+    must(graph.clear(&ns.subtree()), "clear").await;
 }
 
 async fn entities_and_relations(graph: &dyn KnowledgeGraph, ns: &Namespace) {

@@ -1,7 +1,9 @@
 //! Conformance checks for [`KnowledgeStore`].
 
+use chrono::{DateTime, Duration, Utc};
+
 use super::child;
-use crate::{KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageQuery};
+use crate::{AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageQuery};
 
 fn page(
     ns: &Namespace,
@@ -34,7 +36,152 @@ pub async fn run_knowledge_store(store: &dyn KnowledgeStore, base: &Namespace) {
     references(store, &child(base, "refs")).await;
     search(store, &child(base, "search")).await;
     isolation_and_clear(store, &child(base, "isolation")).await;
+    access_statistics(store, &child(base, "access")).await;
     super::ranking::page_ranking(store, &child(base, "ranking")).await;
+}
+
+/// A time with nanoseconds, so a store that rounds times fails.
+pub(super) fn at(seconds: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000 + seconds, 123_456_789)
+        .unwrap_or_else(|| panic!("conformance: bad time {seconds}"))
+}
+
+/// A time no backend can store (the year 3000).
+pub(super) fn unstorable() -> DateTime<Utc> {
+    DateTime::from_timestamp(32_503_680_000, 0).unwrap_or_else(|| panic!("conformance: bad time"))
+}
+
+async fn stats(
+    store: &dyn KnowledgeStore,
+    ns: &Namespace,
+    id: &str,
+) -> (u64, Option<DateTime<Utc>>) {
+    let page = must(store.get_page(ns, id), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("conformance: page {id} vanished"));
+    (page.access_count, page.last_accessed)
+}
+
+async fn access_statistics(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let other = child(ns, "other");
+    // Statistics given to add_page are stored and read back exactly, by every read.
+    let mut used = page(ns, "used", "Used page", "statistics", &[], &[]);
+    used.access_count = 5;
+    used.last_accessed = Some(at(10));
+    must(store.add_page(used.clone()), "add_page").await;
+    assert_eq!(
+        must(store.get_page(ns, "used"), "get_page").await,
+        Some(used.clone()),
+        "add_page stores access_count and last_accessed"
+    );
+    assert_eq!(
+        must(store.list_pages(&ns.exact()), "list_pages").await,
+        vec![used.clone()],
+        "list_pages carries the access statistics"
+    );
+    let hits = must(
+        store.search(&PageQuery::new(ns.exact(), "statistics", 5)),
+        "search",
+    )
+    .await;
+    assert_eq!(
+        hits.first().map(|hit| &hit.page),
+        Some(&used),
+        "search hits carry the access statistics"
+    );
+
+    let fresh = page(ns, "fresh", "Fresh page", "", &[], &[]);
+    must(store.add_page(fresh.clone()), "add_page").await;
+    must(
+        store.add_page(page(&other, "fresh", "Other fresh page", "", &[], &[])),
+        "add_page",
+    )
+    .await;
+    assert_eq!(
+        stats(store, ns, "fresh").await,
+        (0, None),
+        "a new page was never accessed"
+    );
+    must(store.record_accesses(&[]), "record_accesses of nothing").await;
+    must(
+        store.record_accesses(&[
+            AccessEvent::new(ns.clone(), "fresh", at(100)),
+            AccessEvent::new(ns.clone(), "ghost", at(100)),
+            AccessEvent::new(ns.clone(), "fresh", at(300)),
+            AccessEvent::new(other.clone(), "fresh", at(400)),
+            AccessEvent::new(ns.clone(), "fresh", at(200)),
+            AccessEvent::new(ns.clone(), "used", at(5)),
+        ]),
+        "record_accesses",
+    )
+    .await;
+    assert_eq!(
+        stats(store, ns, "fresh").await,
+        (3, Some(at(300))),
+        "accesses add up and last_accessed is the latest"
+    );
+    assert_eq!(
+        stats(store, ns, "used").await,
+        (6, Some(at(10))),
+        "an earlier access never moves last_accessed back"
+    );
+    assert_eq!(
+        stats(store, &other, "fresh").await,
+        (1, Some(at(400))),
+        "accesses stay in their namespace"
+    );
+    assert_eq!(
+        must(store.get_page(ns, "ghost"), "get_page").await,
+        None,
+        "an access to a missing page is ignored and creates nothing"
+    );
+    must(
+        store.record_accesses(&[AccessEvent::new(ns.clone(), "fresh", at(50))]),
+        "record_accesses",
+    )
+    .await;
+    assert_eq!(stats(store, ns, "fresh").await, (4, Some(at(300))));
+
+    // update_page keeps what the store counted.
+    let mut changed = fresh.clone();
+    changed.title = "Fresh page, edited".into();
+    changed.updated_at = fresh.updated_at + Duration::seconds(1);
+    must(store.update_page(changed), "update_page").await;
+    let stored = must(store.get_page(ns, "fresh"), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("conformance: page fresh vanished"));
+    assert_eq!(stored.title, "Fresh page, edited");
+    assert_eq!(
+        (stored.access_count, stored.last_accessed),
+        (4, Some(at(300))),
+        "update_page keeps access_count and last_accessed"
+    );
+
+    // A batch holding a time no backend stores is refused whole.
+    let refused = store
+        .record_accesses(&[
+            AccessEvent::new(ns.clone(), "fresh", at(500)),
+            AccessEvent::new(ns.clone(), "fresh", unstorable()),
+        ])
+        .await;
+    assert!(
+        matches!(refused, Err(MemoryError::InvalidInput { ref field, .. }) if field == "at"),
+        "an unstorable access time is InvalidInput naming at: {refused:?}"
+    );
+    assert_eq!(
+        stats(store, ns, "fresh").await,
+        (4, Some(at(300))),
+        "a refused batch changes nothing"
+    );
+    // Deleted pages take their statistics with them.
+    assert!(must(store.delete_page(ns, "fresh"), "delete_page").await);
+    must(
+        store.record_accesses(&[AccessEvent::new(ns.clone(), "fresh", at(600))]),
+        "record_accesses",
+    )
+    .await;
+    assert_eq!(must(store.get_page(ns, "fresh"), "get_page").await, None);
+    must(store.clear(&ns.subtree()), "clear").await;
 }
 
 async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {

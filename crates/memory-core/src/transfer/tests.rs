@@ -35,15 +35,20 @@ fn sample() -> (Header, Vec<Record>) {
         total_score: 1.5,
         last_recall_at: Some(at),
     };
-    let page = KnowledgePage::new(ns("u/a"), "p", "Title")
+    let mut page = KnowledgePage::new(ns("u/a"), "p", "Title")
         .unwrap()
         .with_references(["q"])
         .unwrap()
         .with_created_at(at);
-    let entity = GraphEntity::new(ns("u/b"), "e", "E", "thing")
+    page.access_count = 4;
+    page.last_accessed = Some(at + chrono::Duration::hours(1));
+    let mut entity = GraphEntity::new(ns("u/b"), "e", "E", "thing")
         .unwrap()
         .with_tags(["x"])
-        .unwrap();
+        .unwrap()
+        .with_created_at(Some(at));
+    entity.access_count = 2;
+    entity.last_accessed = Some(at + chrono::Duration::hours(2));
     let relation = GraphRelation::new(ns("u/b"), "e", "e", "self", 0.25)
         .unwrap()
         .with_validity(None, Some(at))
@@ -89,6 +94,17 @@ fn round_trip_of_every_record_type() {
             .unwrap()
             .starts_with("{\"type\":\"recall_stats\"")
     );
+    for (line, field) in [
+        (3, "\"access_count\":4"),
+        (3, "\"last_accessed\":"),
+        (4, "\"created_at\":"),
+        (4, "\"access_count\":2"),
+    ] {
+        assert!(
+            text.lines().nth(line).unwrap().contains(field),
+            "line {line} lacks {field}"
+        );
+    }
     let dump = read(&text).unwrap();
     assert_eq!(dump.header, header);
     assert_eq!(dump.records, records);
@@ -151,6 +167,10 @@ fn bad_input_is_an_error_naming_the_line() {
     check_error(&with_line(3, "{\"id\":\"p\"}"), serialization, "line 4");
     let blank_title = lines[3].replace("\"title\":\"Title\"", "\"title\":\"  \"");
     check_error(&with_line(3, &blank_title), invalid, "line 4: title");
+    let huge_count = lines[3].replace("\"access_count\":4", "\"access_count\":9223372036854775808");
+    check_error(&with_line(3, &huge_count), invalid, "line 4: access_count");
+    let far_access = lines[4].replace("\"created_at\":\"2023", "\"created_at\":\"3023");
+    check_error(&with_line(4, &far_access), invalid, "line 5: created_at");
     let bad_weight = lines[5].replace("0.25", "7.5");
     check_error(&with_line(5, &bad_weight), invalid, "line 6: weight");
     let outside = lines[4].replace("\"u/b\"", "\"elsewhere\"");
@@ -217,11 +237,14 @@ async fn export_without_stores_is_a_header_and_imports_to_nothing() {
 }
 
 /// A version-1 file, as the release before facts wrote it, still reads: its records have
-/// no fact fields, which read as none.
+/// no fact fields, which read as none, and its pages and entities no access statistics or
+/// entity creation time, which read as never accessed and unknown.
 #[test]
 fn version_1_files_still_read() {
-    let text = "{\"format\":\"agent-memory-jsonl\",\"version\":1,\"scope\":{\"namespace\":\"u\",\"descendants\":true},\"exported_at\":\"2026-01-02T03:04:05Z\",\"counts\":{\"memories\":1,\"recall_stats\":0,\"pages\":0,\"entities\":0,\"relations\":0}}\n\
-        {\"type\":\"memory\",\"id\":\"m1\",\"namespace\":\"u\",\"content\":\"likes tea\",\"kind\":\"semantic\",\"importance\":0.5,\"metadata\":{},\"tags\":[],\"source\":null,\"credibility\":1.0,\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\",\"last_accessed\":null,\"access_count\":0}\n";
+    let text = "{\"format\":\"agent-memory-jsonl\",\"version\":1,\"scope\":{\"namespace\":\"u\",\"descendants\":true},\"exported_at\":\"2026-01-02T03:04:05Z\",\"counts\":{\"memories\":1,\"recall_stats\":0,\"pages\":1,\"entities\":1,\"relations\":0}}\n\
+        {\"type\":\"memory\",\"id\":\"m1\",\"namespace\":\"u\",\"content\":\"likes tea\",\"kind\":\"semantic\",\"importance\":0.5,\"metadata\":{},\"tags\":[],\"source\":null,\"credibility\":1.0,\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\",\"last_accessed\":null,\"access_count\":0}\n\
+        {\"type\":\"page\",\"id\":\"p\",\"namespace\":\"u\",\"title\":\"Tea\",\"summary\":\"\",\"content\":\"\",\"tags\":[],\"references\":[],\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\"}\n\
+        {\"type\":\"entity\",\"id\":\"e\",\"namespace\":\"u\",\"name\":\"Tea\",\"entity_type\":\"drink\",\"description\":\"\",\"tags\":[]}\n";
     let dump = read(text).unwrap();
     assert_eq!(dump.header.version, 1);
     let Record::Memory(item) = &dump.records[0] else {
@@ -229,4 +252,16 @@ fn version_1_files_still_read() {
     };
     assert_eq!(item.content, "likes tea");
     assert!(item.fact_key.is_none() && item.ended.is_none() && item.supersedes.is_empty());
+    let Record::Page(page) = &dump.records[1] else {
+        panic!("{:?}", dump.records)
+    };
+    assert_eq!((page.access_count, page.last_accessed), (0, None));
+    let Record::Entity(entity) = &dump.records[2] else {
+        panic!("{:?}", dump.records)
+    };
+    assert_eq!(
+        (entity.created_at, entity.access_count, entity.last_accessed),
+        (None, 0, None)
+    );
+    assert_eq!(entity.last_active(), None);
 }

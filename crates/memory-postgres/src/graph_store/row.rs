@@ -7,10 +7,11 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::corrupt;
 use crate::knowledge_store::decode_tags;
-use crate::sql::{decode_time, reject_nul};
+use crate::sql::{decode_time, encode_time, reject_nul};
 
 /// The columns of an entity, in the order [`decode_entity`] reads them.
-pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags";
+pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
+     e.created_at, e.access_count, e.last_accessed";
 /// The columns of a relation, in the order [`decode_relation`] reads them.
 pub(super) const RELATION_COLUMNS: &str =
     "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
@@ -25,12 +26,15 @@ pub(super) struct EncodedEntity {
     pub(super) type_key: String,
     pub(super) description: String,
     pub(super) tags: Vec<String>,
+    pub(super) created_at: Option<i64>,
+    pub(super) access_count: i64,
+    pub(super) last_accessed: Option<i64>,
 }
 
 impl EncodedEntity {
-    /// The values of the columns `ns` to `tags`, in the order of the insert and update
-    /// statements' parameters.
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+    /// The values of the columns `ns` to `tags` and `created_at`, in the order of the
+    /// update statement's parameters.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.ns,
             &self.id,
@@ -40,6 +44,25 @@ impl EncodedEntity {
             &self.type_key,
             &self.description,
             &self.tags,
+            &self.created_at,
+        ]
+    }
+
+    /// The values of the columns `ns` to `tags`, `created_at` and the access statistics, in
+    /// the order of the insert statement's parameters.
+    pub(super) fn insert_params(&self) -> [&(dyn ToSql + Sync); 11] {
+        [
+            &self.ns,
+            &self.id,
+            &self.name,
+            &self.name_key,
+            &self.entity_type,
+            &self.type_key,
+            &self.description,
+            &self.tags,
+            &self.created_at,
+            &self.access_count,
+            &self.last_accessed,
         ]
     }
 }
@@ -64,7 +87,14 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
     reject_nul("name", &entity.name)?;
     reject_nul("entity_type", &entity.entity_type)?;
     reject_nul("description", &entity.description)?;
+    let time = |field: &str, at: Option<chrono::DateTime<chrono::Utc>>| {
+        at.map(|at| encode_time(field, at)).transpose()
+    };
     Ok(EncodedEntity {
+        created_at: time("created_at", entity.created_at)?,
+        // validate() checked that the count fits.
+        access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
+        last_accessed: time("last_accessed", entity.last_accessed)?,
         tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
@@ -76,14 +106,20 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
     })
 }
 
-/// Decodes the entity in the columns `first..first + 6` of `row` ([`COLUMNS`]' order).
+/// Decodes the entity in the columns `first..first + 9` of `row` ([`COLUMNS`]' order).
 pub(super) fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
     let field = |error: tokio_postgres::Error| corrupt("an entity", error);
     let ns: String = row.try_get(first).map_err(field)?;
     let id: String = row.try_get(first + 1).map_err(field)?;
     let what = format!("entity {id} in {ns}");
     let tags: Vec<String> = row.try_get(first + 5).map_err(field)?;
+    let created_at: Option<i64> = row.try_get(first + 6).map_err(field)?;
+    let access_count: i64 = row.try_get(first + 7).map_err(field)?;
+    let last_accessed: Option<i64> = row.try_get(first + 8).map_err(field)?;
     Ok(GraphEntity {
+        created_at: created_at.map(decode_time),
+        access_count: u64::try_from(access_count).unwrap_or(0),
+        last_accessed: last_accessed.map(decode_time),
         namespace: Namespace::parse(&ns).map_err(|error| corrupt(&what, error))?,
         tags: decode_tags(&what, &tags)?,
         name: row.try_get(first + 2).map_err(field)?,

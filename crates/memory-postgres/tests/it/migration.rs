@@ -270,7 +270,7 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         .unwrap();
     }
     // Back to version 1 as released: tsvector columns of the same terms, without positions,
-    // no exact metadata column and no fact columns.
+    // no exact metadata column, no fact columns and no access statistics.
     let client = schema.raw_client().await;
     client
         .batch_execute(&format!(
@@ -286,6 +286,9 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
                  DROP COLUMN valid_from, DROP COLUMN valid_until, DROP COLUMN ended_at,
                  DROP COLUMN lineage;
              ALTER TABLE \"{s}\".relations DROP COLUMN valid_from, DROP COLUMN valid_until;
+             ALTER TABLE \"{s}\".pages DROP COLUMN access_count, DROP COLUMN last_accessed;
+             ALTER TABLE \"{s}\".entities DROP COLUMN created_at, DROP COLUMN access_count,
+                 DROP COLUMN last_accessed;
              DELETE FROM \"{s}\".schema_version WHERE version > 1;",
             s = schema.name
         ))

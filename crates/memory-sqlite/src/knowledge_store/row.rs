@@ -11,10 +11,10 @@ use crate::sql::{
 use crate::terms::Analyzed;
 
 /// The columns of a page, in the order [`read_raw`] reads them.
-pub(super) const COLUMNS: &str =
-    "p.ns, p.id, p.title, p.summary, p.content, p.tags, p.refs, p.created_at, p.updated_at";
+pub(super) const COLUMNS: &str = "p.ns, p.id, p.title, p.summary, p.content, p.tags, p.refs, \
+     p.created_at, p.updated_at, p.access_count, p.last_accessed";
 /// How many columns [`COLUMNS`] selects.
-pub(super) const COLUMN_COUNT: usize = 9;
+pub(super) const COLUMN_COUNT: usize = 11;
 
 /// A page encoded for its row, computed before the database is touched.
 pub(super) struct EncodedPage {
@@ -30,6 +30,8 @@ pub(super) struct EncodedPage {
     pub(super) refs: Vec<String>,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
+    pub(super) access_count: i64,
+    pub(super) last_accessed: Option<i64>,
     /// The analyzed search fields, for the full-text index.
     pub(super) doc: Analyzed<4>,
 }
@@ -57,6 +59,12 @@ pub(super) fn encode(page: KnowledgePage) -> Result<EncodedPage> {
         refs,
         created_at: encode_time("created_at", page.created_at)?,
         updated_at: encode_time("updated_at", page.updated_at)?,
+        // validate() checked that the count fits.
+        access_count: i64::try_from(page.access_count).unwrap_or(i64::MAX),
+        last_accessed: page
+            .last_accessed
+            .map(|at| encode_time("last_accessed", at))
+            .transpose()?,
         ns: page.namespace.as_str().to_owned(),
         id: page.id,
         title: page.title,
@@ -76,6 +84,8 @@ pub(super) struct RawPage {
     refs: String,
     created_at: i64,
     updated_at: i64,
+    access_count: i64,
+    last_accessed: Option<i64>,
 }
 
 /// Reads the [`COLUMNS`].
@@ -95,6 +105,8 @@ pub(super) fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<RawPage>
         refs: row.get(at + 6)?,
         created_at: row.get(at + 7)?,
         updated_at: row.get(at + 8)?,
+        access_count: row.get(at + 9)?,
+        last_accessed: row.get(at + 10)?,
     })
 }
 
@@ -111,6 +123,8 @@ impl RawPage {
             content: self.content,
             created_at: decode_time(self.created_at),
             updated_at: decode_time(self.updated_at),
+            access_count: u64::try_from(self.access_count).unwrap_or(0),
+            last_accessed: self.last_accessed.map(decode_time),
         })
     }
 }

@@ -1,6 +1,8 @@
 //! A version-4 database, as the released crate wrote it, upgrades to version 5 (facts that
-//! change): every record reads back exactly as written, with no fact key, no validity, no
-//! end and no links; search ranks the records as before; and the new fields can be written.
+//! change, access statistics of pages and entities): every record reads back exactly as
+//! written, with no fact key, no validity, no end and no links, pages and entities never
+//! accessed and entities of unknown age; search ranks the records as before; and the new
+//! fields can be written.
 //!
 //! `tests/fixtures/v4.sqlite` was written by memory-sqlite at commit 0fb7fb2 (schema 4)
 //! through its public API: the memories, page, entities and relations below, three
@@ -10,9 +12,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    EndReason, Ended, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgeGraphExt, KnowledgePage,
-    KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageQuery,
-    RecallStats, SearchHit, SearchQuery, TimeView,
+    AccessEvent, EndReason, Ended, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgeGraphExt,
+    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
+    PageQuery, RecallStats, SearchHit, SearchQuery, TimeView,
 };
 use memory_inmem::InMemoryStore;
 use memory_sqlite::{SCHEMA_VERSION, SqliteBackend};
@@ -102,18 +104,24 @@ fn pages() -> Vec<KnowledgePage> {
     ]
 }
 
+/// The entities as the fixture holds them: schema 4 kept no creation time, so they read
+/// back with none (unknown), and never accessed.
 fn entities() -> Vec<GraphEntity> {
     vec![
         GraphEntity::new(user(), "alice", "Alice", "person")
             .unwrap()
             .with_description("Adopted a grey cat")
             .with_tags(["family"])
-            .unwrap(),
-        GraphEntity::new(user(), "bob", "Bob", "person").unwrap(),
+            .unwrap()
+            .with_created_at(None),
+        GraphEntity::new(user(), "bob", "Bob", "person")
+            .unwrap()
+            .with_created_at(None),
         GraphEntity::new(user(), "miso", "Miso", "animal")
             .unwrap()
             .with_tags(["pets", "cat"])
-            .unwrap(),
+            .unwrap()
+            .with_created_at(None),
     ]
 }
 
@@ -266,12 +274,10 @@ async fn version_4_records_read_back_exactly_after_the_upgrade() {
 
     let knowledge = backend.knowledge_store();
     for page in pages() {
-        assert_eq!(
-            knowledge.get_page(&page.namespace, &page.id).await.unwrap(),
-            Some(page.clone()),
-            "page {}",
-            page.id
-        );
+        let read = knowledge.get_page(&page.namespace, &page.id).await.unwrap();
+        assert_eq!(read.as_ref(), Some(&page), "page {}", page.id);
+        let read = read.unwrap();
+        assert_eq!((read.access_count, read.last_accessed), (0, None));
     }
     assert_eq!(knowledge.reference_count(&user(), "dogs").await.unwrap(), 1);
     let found = knowledge
@@ -281,9 +287,13 @@ async fn version_4_records_read_back_exactly_after_the_upgrade() {
     assert_eq!(found.first().map(|hit| hit.page.id.as_str()), Some("cats"));
 
     let graph = backend.graph();
-    assert_eq!(
-        graph.list_entities(&user().exact()).await.unwrap(),
-        entities()
+    let listed = graph.list_entities(&user().exact()).await.unwrap();
+    assert_eq!(listed, entities());
+    assert!(
+        listed.iter().all(|entity| entity.created_at.is_none()
+            && entity.access_count == 0
+            && entity.last_accessed.is_none()),
+        "old entities are of unknown age and never accessed: {listed:?}"
     );
     assert_eq!(
         graph.relations_of(&user(), "alice").await.unwrap(),
@@ -404,6 +414,38 @@ async fn facts_are_written_and_read_after_the_upgrade() {
             .unwrap()
             .is_some()
     );
+    // Migrated pages and entities count accesses; an update fills an unknown creation time.
+    let seen = t0() + Duration::days(6);
+    let accesses = [
+        AccessEvent::new(user(), "cats", seen),
+        AccessEvent::new(user(), "cats", seen - Duration::hours(1)),
+        AccessEvent::new(user(), "alice", seen),
+    ];
+    backend
+        .knowledge_store()
+        .record_accesses(&accesses)
+        .await
+        .unwrap();
+    graph.record_accesses(&accesses).await.unwrap();
+    let cats = backend
+        .knowledge_store()
+        .get_page(&user(), "cats")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((cats.access_count, cats.last_accessed), (2, Some(seen)));
+    let alice = graph.get_entity(&user(), "alice").await.unwrap().unwrap();
+    assert_eq!((alice.access_count, alice.last_accessed), (1, Some(seen)));
+    graph
+        .update_entity(alice.clone().with_created_at(Some(t0())))
+        .await
+        .unwrap();
+    let alice = graph.get_entity(&user(), "alice").await.unwrap().unwrap();
+    assert_eq!(
+        (alice.created_at, alice.access_count),
+        (Some(t0()), 1),
+        "update_entity fills an unknown created_at and keeps the count"
+    );
     backend.check_integrity().await.unwrap();
     drop(backend);
 
@@ -411,6 +453,10 @@ async fn facts_are_written_and_read_after_the_upgrade() {
     assert_eq!(
         again.memory_store().get(&user(), "m5").await.unwrap(),
         Some(go)
+    );
+    assert_eq!(
+        again.graph().get_entity(&user(), "alice").await.unwrap(),
+        Some(alice)
     );
     assert_eq!(
         again.memory_store().get(&user(), "m2").await.unwrap(),

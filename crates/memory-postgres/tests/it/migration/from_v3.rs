@@ -6,9 +6,9 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use memory_core::text::Analyzer;
 use memory_core::{
-    EndReason, Ended, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore,
-    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageQuery, RecallStats,
-    SearchQuery, TimeView,
+    AccessEvent, EndReason, Ended, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage,
+    KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, PageQuery,
+    RecallStats, SearchQuery, TimeView,
 };
 use memory_inmem::InMemoryStore;
 use memory_postgres::SCHEMA_VERSION;
@@ -338,14 +338,20 @@ async fn a_version_3_database_reads_back_unchanged_and_takes_facts() {
         .unwrap()
         .with_created_at(at(4));
     insert_page_v3(&client, &quoted, &page).await;
+    // Version 3 kept no creation time of entities: they read back with none (unknown).
     let entities = [
-        GraphEntity::new(ns.clone(), "user", "User", "person").unwrap(),
+        GraphEntity::new(ns.clone(), "user", "User", "person")
+            .unwrap()
+            .with_created_at(None),
         GraphEntity::new(ns.clone(), "miso", "Miso", "cat")
             .unwrap()
             .with_description("a tabby")
             .with_tags(["pets"])
-            .unwrap(),
-        GraphEntity::new(ns.clone(), "sofa", "Sofa", "furniture").unwrap(),
+            .unwrap()
+            .with_created_at(None),
+        GraphEntity::new(ns.clone(), "sofa", "Sofa", "furniture")
+            .unwrap()
+            .with_created_at(None),
     ];
     for entity in &entities {
         insert_entity_v3(&client, &quoted, entity).await;
@@ -453,11 +459,13 @@ async fn a_version_3_database_reads_back_unchanged_and_takes_facts() {
         }
     }
 
-    // The page, the entities and the relations read back unchanged.
+    // The page, the entities and the relations read back unchanged, never accessed.
     let pages = backend.knowledge_store();
+    let read = pages.get_page(&ns, "cats").await.unwrap();
+    assert_eq!(read.as_ref(), Some(&page));
     assert_eq!(
-        pages.get_page(&ns, "cats").await.unwrap().as_ref(),
-        Some(&page)
+        read.map(|page| (page.access_count, page.last_accessed)),
+        Some((0, None))
     );
     let hits = pages
         .search(&PageQuery::new(ns.exact(), "tabby cat", 5))
@@ -467,11 +475,33 @@ async fn a_version_3_database_reads_back_unchanged_and_takes_facts() {
     assert_eq!(hits[0].page, page);
     let graph = backend.graph();
     for entity in &entities {
+        let read = graph.get_entity(&ns, &entity.id).await.unwrap();
+        assert_eq!(read.as_ref(), Some(entity));
         assert_eq!(
-            graph.get_entity(&ns, &entity.id).await.unwrap().as_ref(),
-            Some(entity)
+            read.map(|e| (e.created_at, e.access_count, e.last_accessed)),
+            Some((None, 0, None)),
+            "old entities are of unknown age and never accessed"
         );
     }
+    // Migrated pages and entities count accesses; an update fills an unknown creation time.
+    let accesses = [
+        AccessEvent::new(ns.clone(), "cats", at(8)),
+        AccessEvent::new(ns.clone(), "cats", at(7)),
+        AccessEvent::new(ns.clone(), "miso", at(8)),
+    ];
+    pages.record_accesses(&accesses).await.unwrap();
+    graph.record_accesses(&accesses).await.unwrap();
+    let cats = pages.get_page(&ns, "cats").await.unwrap().unwrap();
+    assert_eq!((cats.access_count, cats.last_accessed), (2, Some(at(8))));
+    graph
+        .update_entity(entities[1].clone().with_created_at(Some(at(1))))
+        .await
+        .unwrap();
+    let miso = graph.get_entity(&ns, "miso").await.unwrap().unwrap();
+    assert_eq!(
+        (miso.created_at, miso.access_count, miso.last_accessed),
+        (Some(at(1)), 1, Some(at(8)))
+    );
     assert_eq!(
         graph.list_relations(&ns.exact()).await.unwrap(),
         [sleeps.clone(), owns.clone()]
