@@ -66,14 +66,24 @@ pub(crate) enum Command {
     Context(ContextArgs),
     /// Forget one memory by id, or every memory of the namespace that matches filters.
     Forget(ForgetArgs),
+    /// Every version of the fact a memory states, oldest first, each with how it ended.
+    History(HistoryArgs),
+    /// Withdraw a memory without a replacement: it leaves recall and stays in its history.
+    Retract(RetractArgs),
+    /// Mark a memory as replaced by a newer one: the old one leaves recall and stays in the
+    /// history of the new one.
+    Supersede(SupersedeArgs),
+    /// Fold several memories into one summary memory that lists them; they leave recall and
+    /// stay in its history.
+    Consolidate(ConsolidateArgs),
     /// Counts per kind and namespace, pages and entities.
     Stats,
     /// Run expiry, decay and eviction on the namespace now.
     Maintain,
     /// Write the namespace's records as JSON lines (agent-memory-jsonl).
     Export(ExportArgs),
-    /// Read records from JSON lines: an agent-memory export, or an MCP memory server's
-    /// memory.jsonl (entities, relations and observations).
+    /// Read records: an agent-memory export, an MCP memory server's memory.jsonl
+    /// (entities, relations and observations), or LoCoMo or LongMemEval conversations.
     Import(ImportArgs),
     /// Serve the HTTP API (with its OpenAPI document and the MCP server on /mcp).
     Serve(ServeArgs),
@@ -131,6 +141,24 @@ pub(crate) struct RememberArgs {
     /// An explicit id (an existing memory with this id is replaced); default a fresh one.
     #[arg(long)]
     pub(crate) id: Option<String>,
+    /// When it was said or happened (RFC 3339, or YYYY-MM-DD); default now. Set it when
+    /// replaying older conversations: recall --as-of sees what was known at a time.
+    #[arg(long, value_name = "TIME")]
+    pub(crate) created_at: Option<String>,
+    /// The fact it states, as subject.attribute (e.g. `user.city`): it supersedes the current
+    /// memory with this key, which stays in its history.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) fact_key: Option<String>,
+    /// From when the fact holds in the world (RFC 3339, or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) valid_from: Option<String>,
+    /// Until when the fact holds in the world (RFC 3339, or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) valid_until: Option<String>,
+    /// How far the source is trusted, from 0 to 1 (default 1): a memory never supersedes a
+    /// more credible one; the two are flagged as conflicting instead.
+    #[arg(long, value_name = "0..1")]
+    pub(crate) credibility: Option<f32>,
 }
 
 /// `recall`.
@@ -148,9 +176,54 @@ pub(crate) struct RecallArgs {
     #[arg(long = "tag", value_name = "TAG")]
     pub(crate) tags: Vec<String>,
     /// Show each result's score breakdown: the channels that found it and every signal's
-    /// value and contribution.
+    /// value and contribution (`stale` marks a memory ranked down because it ended or a newer
+    /// one contradicts it).
     #[arg(long)]
     pub(crate) explain: bool,
+    /// Recall what was held true at this time (RFC 3339, or YYYY-MM-DD) instead of now.
+    #[arg(long, value_name = "TIME", conflicts_with = "include_ended")]
+    pub(crate) as_of: Option<String>,
+    /// Include memories that ended (superseded, retracted, consolidated), ranked below the
+    /// current ones and marked.
+    #[arg(long)]
+    pub(crate) include_ended: bool,
+}
+
+/// `history`.
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    /// The id of any version of the fact (in the namespace exactly).
+    pub(crate) id: String,
+}
+
+/// `retract`.
+#[derive(Debug, Args)]
+pub(crate) struct RetractArgs {
+    /// The id of the memory to retract (in the namespace exactly).
+    pub(crate) id: String,
+    /// Why it is withdrawn (kept in its history).
+    #[arg(long, default_value = "")]
+    pub(crate) reason: String,
+}
+
+/// `supersede`.
+#[derive(Debug, Args)]
+pub(crate) struct SupersedeArgs {
+    /// The id of the memory that no longer holds.
+    pub(crate) old: String,
+    /// The id of the memory that replaces it.
+    pub(crate) new: String,
+}
+
+/// `consolidate`.
+#[derive(Debug, Args)]
+pub(crate) struct ConsolidateArgs {
+    /// The ids of the memories to fold together (2 to 64, in the namespace exactly).
+    #[arg(required = true, num_args = 2..)]
+    pub(crate) ids: Vec<String>,
+    /// The summary's size, in tokens (estimated).
+    #[arg(long, default_value_t = 200)]
+    pub(crate) max_tokens: usize,
 }
 
 /// `context`.
@@ -200,6 +273,13 @@ pub(crate) enum ImportFormat {
     AgentMemory,
     /// The MCP reference memory server's memory.jsonl, into --namespace.
     McpMemory,
+    /// LoCoMo conversations as JSON lines, one dialogue turn a line (`conv_id`, `dia_id`,
+    /// `session`, `date`, `timestamp`, `speaker`, `text`, `blip_caption`): each
+    /// conversation into its own namespace under --namespace.
+    Locomo,
+    /// LongMemEval's JSON (a list of questions with their haystack sessions): each
+    /// question's haystack into its own namespace under --namespace.
+    Longmemeval,
 }
 
 /// `import`.

@@ -7,13 +7,17 @@ use std::io::Read;
 use agent_memory::{
     Memory, MemoryFilter, MemoryKind, Namespace, RecallFilter, RecallOptions, Remember, Tag,
 };
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::json;
 
 use crate::backend::{self, StoreLocation};
-use crate::cli::{Cli, Command, ContextArgs, ForgetArgs, KindArg, RecallArgs, RememberArgs};
+use crate::cli::{
+    Cli, Command, ConsolidateArgs, ContextArgs, ForgetArgs, HistoryArgs, KindArg, RecallArgs,
+    RememberArgs, RetractArgs, SupersedeArgs,
+};
 use crate::config::{self, ConfigFile};
 use crate::failure::{ErrorKind, Failure};
-use crate::views::RecallView;
+use crate::views::{MemoryView, RecallView, RememberedView};
 
 /// What a command printed: one JSON document for `--json`, and text otherwise.
 #[derive(Debug)]
@@ -84,6 +88,10 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         Command::Recall(args) => recall(&settings, args).await,
         Command::Context(args) => context(&settings, args).await,
         Command::Forget(args) => forget(&settings, args).await,
+        Command::History(args) => history(&settings, args).await,
+        Command::Retract(args) => retract(&settings, args).await,
+        Command::Supersede(args) => supersede(&settings, args).await,
+        Command::Consolidate(args) => consolidate(&settings, args).await,
         Command::Stats => stats(&settings).await,
         Command::Maintain => maintain(&settings).await,
         Command::Export(args) => crate::exchange::export(&settings, args).await,
@@ -98,6 +106,75 @@ pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<Tag>, Failure> {
     tags.iter()
         .map(|tag| Tag::new(tag).map_err(Failure::from))
         .collect()
+}
+
+/// A time given by the user: RFC 3339 (`2024-05-01T09:30:00Z`), a date and time without
+/// offset (taken as UTC), or a date (midnight UTC).
+pub(crate) fn parse_time(field: &str, text: &str) -> Result<DateTime<Utc>, Failure> {
+    let text = text.trim();
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"] {
+        if let Ok(time) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(time.and_utc());
+        }
+    }
+    if let Some(midnight) = NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|date| date.and_hms_opt(0, 0, 0))
+    {
+        return Ok(midnight.and_utc());
+    }
+    Err(
+        Failure::invalid(field, format!("{field}: {text:?} is not a time"))
+            .with_hint("write a time as RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01)"),
+    )
+}
+
+/// Which memories a recall sees by time: what holds now (the default), what was held true
+/// at `as_of`, or every memory with `include_ended`.
+pub(crate) fn with_time_view(
+    options: RecallOptions,
+    as_of: Option<&str>,
+    include_ended: bool,
+) -> Result<RecallOptions, Failure> {
+    match (as_of.filter(|text| !text.trim().is_empty()), include_ended) {
+        (Some(_), true) => Err(Failure::invalid(
+            "as_of",
+            "as_of and include_ended exclude each other",
+        )
+        .with_hint("ask for what held at a time (as_of), or for every memory (include_ended)")),
+        (Some(at), false) => Ok(options.as_of(parse_time("as_of", at)?)),
+        (None, true) => Ok(options.view(agent_memory::RecallView::All)),
+        (None, false) => Ok(options),
+    }
+}
+
+/// The fact options of a remember request: key, validity and credibility.
+pub(crate) fn with_fact(
+    mut request: Remember,
+    fact_key: Option<String>,
+    valid_from: Option<&str>,
+    valid_until: Option<&str>,
+    credibility: Option<f32>,
+) -> Result<Remember, Failure> {
+    if let Some(key) = fact_key.filter(|key| !key.trim().is_empty()) {
+        request = request.fact_key(key);
+    }
+    let from = valid_from
+        .map(|text| parse_time("valid_from", text))
+        .transpose()?;
+    let until = valid_until
+        .map(|text| parse_time("valid_until", text))
+        .transpose()?;
+    if from.is_some() || until.is_some() {
+        request = request.valid(from, until);
+    }
+    if let Some(credibility) = credibility {
+        request = request.credibility(credibility);
+    }
+    Ok(request)
 }
 
 fn kinds(kinds: &[KindArg]) -> Vec<MemoryKind> {
@@ -137,12 +214,34 @@ async fn remember(settings: &Settings, args: RememberArgs) -> Result<Outcome, Fa
     if let Some(id) = args.id {
         request = request.id(id);
     }
+    if let Some(at) = &args.created_at {
+        request = request.created_at(parse_time("created_at", at)?);
+    }
+    let request = with_fact(
+        request,
+        args.fact_key,
+        args.valid_from.as_deref(),
+        args.valid_until.as_deref(),
+        args.credibility,
+    )?;
     let memory = settings.open().await?;
-    let id = memory.remember_with(request).await?.id;
+    let remembered = memory.remember_with(request).await?;
+    let view = RememberedView::new(&settings.namespace, &remembered);
+    if !settings.json
+        && let Some(note) = view.note()
+    {
+        // Standard output keeps only the id, for scripts; what reconciling did goes to people.
+        eprintln!("{note}");
+    }
     Ok(Outcome {
-        json: json!({ "id": id, "namespace": settings.namespace.as_str() }),
-        text: id,
+        json: to_json(&view)?,
+        text: view.id,
     })
+}
+
+/// A view as JSON.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value).map_err(|error| Failure::internal(error.to_string()))
 }
 
 /// The recall options of a request.
@@ -167,6 +266,7 @@ pub(crate) fn recall_options(
 
 async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failure> {
     let options = recall_options(args.limit, kinds(&args.kinds), parse_tags(&args.tags)?)?;
+    let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
     let memory = settings.open().await?;
     let result = memory
         .recall_with(&settings.namespace.subtree(), &args.query, &options)
@@ -179,9 +279,14 @@ async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failur
         text.push_str("nothing found");
     }
     for hit in &view.results {
+        let ended = hit
+            .ended
+            .as_ref()
+            .map(|ended| format!("[{}] ", ended.kind))
+            .unwrap_or_default();
         let _ = writeln!(
             text,
-            "{:.3}  {:<6}  {}  {}",
+            "{:.3}  {:<6}  {}  {ended}{}",
             hit.score,
             hit.source,
             hit.id,
@@ -280,5 +385,88 @@ async fn maintain(settings: &Settings) -> Result<Outcome, Failure> {
             "expired {}, decayed {}, evicted {}",
             report.expired, report.decayed, report.evicted
         ),
+    })
+}
+
+async fn history(settings: &Settings, args: HistoryArgs) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    let versions = memory.history(&settings.namespace, &args.id).await?;
+    let views: Vec<MemoryView> = versions.iter().map(MemoryView::from).collect();
+    let mut text = String::new();
+    for version in &views {
+        let state = match &version.ended {
+            None => "current".to_owned(),
+            Some(ended) => match (&ended.by, &ended.reason) {
+                (Some(by), _) => format!("{} by {by} at {}", ended.kind, ended.at),
+                (None, Some(reason)) if !reason.is_empty() => {
+                    format!("{} at {}: {reason}", ended.kind, ended.at)
+                }
+                _ => format!("{} at {}", ended.kind, ended.at),
+            },
+        };
+        let _ = writeln!(
+            text,
+            "{}  {}  {}  ({state})",
+            version.valid_from.as_deref().unwrap_or(&version.created_at),
+            version.id,
+            one_line(&version.content)
+        );
+    }
+    Ok(Outcome {
+        json: json!({ "id": args.id, "versions": to_json(&views)? }),
+        text,
+    })
+}
+
+async fn retract(settings: &Settings, args: RetractArgs) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    memory
+        .retract(&settings.namespace, &args.id, &args.reason)
+        .await?;
+    let retracted = memory
+        .store()
+        .get(&settings.namespace, &args.id)
+        .await?
+        .map(|item| MemoryView::from(&item));
+    Ok(Outcome {
+        json: to_json(&retracted)?,
+        text: format!("retracted {}", args.id),
+    })
+}
+
+async fn supersede(settings: &Settings, args: SupersedeArgs) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    memory
+        .supersede(&settings.namespace, &args.old, &args.new)
+        .await?;
+    Ok(Outcome {
+        json: json!({ "old": args.old, "new": args.new, "namespace": settings.namespace.as_str() }),
+        text: format!("{} supersedes {}", args.new, args.old),
+    })
+}
+
+async fn consolidate(settings: &Settings, args: ConsolidateArgs) -> Result<Outcome, Failure> {
+    if args.max_tokens == 0 || args.max_tokens > 100_000 {
+        return Err(Failure::invalid(
+            "max_tokens",
+            format!("max_tokens {} is outside 1 to 100000", args.max_tokens),
+        ));
+    }
+    let memory = settings.open().await?;
+    let id = memory
+        .consolidate(&settings.namespace, &args.ids, args.max_tokens)
+        .await?;
+    let summary = memory
+        .store()
+        .get(&settings.namespace, &id)
+        .await?
+        .map(|item| MemoryView::from(&item));
+    let text = summary.as_ref().map_or_else(
+        || id.clone(),
+        |view| format!("{id}  {}", one_line(&view.content)),
+    );
+    Ok(Outcome {
+        json: json!({ "id": id, "consolidated": args.ids, "summary": to_json(&summary)? }),
+        text,
     })
 }

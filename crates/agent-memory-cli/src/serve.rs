@@ -21,7 +21,7 @@ use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use utoipa::OpenApi;
 
-use self::api::{admin, graph, memories, pages, presented_key, recall};
+use self::api::{admin, facts, graph, memories, pages, presented_key, recall};
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
 use self::metrics::Metrics;
@@ -186,8 +186,15 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         .route("/memories/forget", post(memories::forget_scope))
         .route(
             "/memories/{id}",
-            get(memories::get_memory).delete(memories::forget_memory),
+            get(memories::get_memory)
+                .delete(memories::forget_memory)
+                .patch(memories::update_memory)
+                .put(memories::put_memory),
         )
+        .route("/memories/{id}/history", get(facts::history))
+        .route("/memories/{id}/retract", post(facts::retract))
+        .route("/memories/{id}/supersede", post(facts::supersede))
+        .route("/memories/consolidate", post(facts::consolidate))
         .route("/recall", post(recall::recall))
         .route("/context", post(recall::context))
         .route("/stats", get(recall::stats))

@@ -2,8 +2,8 @@
 //! with its OpenAPI schema.
 
 use agent_memory::{
-    GraphEntity, GraphRelation, KnowledgePage, MemoryItem, PageIndexEntry, RetrievalResult,
-    RetrievalSource, ScoredItem,
+    EndReason, Ended, GraphEntity, GraphRelation, KnowledgePage, MemoryItem, Outcome,
+    PageIndexEntry, Remembered, RetrievalResult, RetrievalSource, ScoredItem,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -38,6 +38,158 @@ pub(crate) struct MemoryView {
     pub(crate) updated_at: String,
     /// How many times it was recalled.
     pub(crate) access_count: u64,
+    /// How far its source is trusted, in [0, 1] (default 1).
+    pub(crate) credibility: f32,
+    /// The fact it states (`user.city`), if it states one: a newer memory with the same key
+    /// supersedes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fact_key: Option<String>,
+    /// From when the fact holds in the world (RFC 3339), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) valid_from: Option<String>,
+    /// Until when the fact holds in the world (RFC 3339), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) valid_until: Option<String>,
+    /// When and why it stopped being believed; absent while it is current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ended: Option<EndedView>,
+    /// The memories it replaced (superseded or consolidated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) supersedes: Vec<String>,
+    /// The memories it was flagged as contradicting.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) conflicts_with: Vec<String>,
+}
+
+/// When and why a memory stopped being believed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct EndedView {
+    /// When it ended (RFC 3339).
+    pub(crate) at: String,
+    /// `superseded` (a newer memory replaced it), `consolidated` (folded into a summary) or
+    /// `retracted` (withdrawn without a replacement).
+    pub(crate) kind: String,
+    /// The memory that took its place: the one that superseded it, or the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) by: Option<String>,
+    /// Why it was retracted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+}
+
+impl From<&Ended> for EndedView {
+    fn from(ended: &Ended) -> Self {
+        let (kind, reason) = match &ended.reason {
+            EndReason::Superseded { .. } => ("superseded", None),
+            EndReason::Consolidated { .. } => ("consolidated", None),
+            EndReason::Retracted { reason } => ("retracted", Some(reason.clone())),
+        };
+        Self {
+            at: ended.at.to_rfc3339(),
+            kind: kind.to_owned(),
+            by: ended.successor().map(str::to_owned),
+            reason,
+        }
+    }
+}
+
+/// A stored memory that a new one contradicts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct ConflictView {
+    /// The stored memory's id.
+    pub(crate) id: String,
+    /// Why they were found to contradict each other.
+    pub(crate) reason: String,
+}
+
+/// What `remember` did: the id the text lives under, and how it was reconciled with the
+/// memories already stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct RememberedView {
+    /// The id the text lives under: the new memory's, or the one it was merged into.
+    pub(crate) id: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// `added` (stored as new), `merged` (a duplicate of memory `into`: nothing new was
+    /// stored), `superseded` (stored, replacing the memories in `old`) or `outdated` (stored
+    /// as history: the later version `by` replaces it at once).
+    pub(crate) outcome: String,
+    /// With `merged`: the memory it was merged into.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) into: Option<String>,
+    /// With `superseded`: the memories it replaced (ended, kept as history).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub(crate) old: Vec<String>,
+    /// With `outdated`: the later version that replaces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) by: Option<String>,
+    /// The stored memories found to contradict it.
+    pub(crate) conflicts: Vec<ConflictView>,
+}
+
+impl RememberedView {
+    /// The view of what remembering in `namespace` did.
+    pub(crate) fn new(namespace: &agent_memory::Namespace, remembered: &Remembered) -> Self {
+        let mut view = Self {
+            id: remembered.id.clone(),
+            namespace: namespace.to_string(),
+            outcome: String::new(),
+            into: None,
+            old: Vec::new(),
+            by: None,
+            conflicts: remembered
+                .conflicts
+                .iter()
+                .map(|conflict| ConflictView {
+                    id: conflict.id.clone(),
+                    reason: conflict.reason.clone(),
+                })
+                .collect(),
+        };
+        view.outcome = match &remembered.outcome {
+            Outcome::Added => "added",
+            Outcome::Merged { into } => {
+                view.into = Some(into.clone());
+                "merged"
+            }
+            Outcome::Superseded { old } => {
+                view.old.clone_from(old);
+                "superseded"
+            }
+            Outcome::Outdated { by } => {
+                view.by = Some(by.clone());
+                "outdated"
+            }
+        }
+        .to_owned();
+        view
+    }
+
+    /// Whether a new memory was stored (not merged into an existing one).
+    pub(crate) fn stored_new(&self) -> bool {
+        self.outcome != "merged"
+    }
+
+    /// What happened, in words, when more than adding: for people reading a terminal.
+    pub(crate) fn note(&self) -> Option<String> {
+        let mut notes = Vec::new();
+        if let Some(into) = &self.into {
+            notes.push(format!("merged into {into}, which already said this"));
+        }
+        if !self.old.is_empty() {
+            notes.push(format!("supersedes {}", self.old.join(", ")));
+        }
+        if let Some(by) = &self.by {
+            notes.push(format!("stored as history: {by} is a later version"));
+        }
+        for conflict in &self.conflicts {
+            notes.push(format!(
+                "conflicts with {}: {}",
+                conflict.id, conflict.reason
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("\n"))
+    }
 }
 
 impl From<&MemoryItem> for MemoryView {
@@ -60,6 +212,13 @@ impl From<&MemoryItem> for MemoryView {
             created_at: item.created_at.to_rfc3339(),
             updated_at: item.updated_at.to_rfc3339(),
             access_count: item.access_count,
+            credibility: item.credibility,
+            fact_key: item.fact_key.clone(),
+            valid_from: item.valid_from.map(|at| at.to_rfc3339()),
+            valid_until: item.valid_until.map(|at| at.to_rfc3339()),
+            ended: item.ended.as_ref().map(EndedView::from),
+            supersedes: item.supersedes.clone(),
+            conflicts_with: item.conflicts_with.clone(),
         }
     }
 }
@@ -97,6 +256,13 @@ pub(crate) struct RecallHit {
     pub(crate) text: String,
     /// Its score; higher is better.
     pub(crate) score: f32,
+    /// A memory's fact key, if it states one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fact_key: Option<String>,
+    /// When and why a memory stopped being believed: only ended memories shown by an
+    /// `as_of` or `include_ended` recall carry it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ended: Option<EndedView>,
     /// The score breakdown, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) explanation: Option<Explanation>,
@@ -105,10 +271,14 @@ pub(crate) struct RecallHit {
 impl RecallHit {
     /// The result as a hit, with its breakdown when `explain`.
     pub(crate) fn new(scored: &ScoredItem, explain: bool) -> Self {
-        let source = match &scored.record {
-            RetrievalSource::Memory(_) => "memory",
-            RetrievalSource::KnowledgePage(_) => "page",
-            RetrievalSource::GraphEntity(_) => "entity",
+        let (source, fact_key, ended) = match &scored.record {
+            RetrievalSource::Memory(item) => (
+                "memory",
+                item.fact_key.clone(),
+                item.ended.as_ref().map(EndedView::from),
+            ),
+            RetrievalSource::KnowledgePage(_) => ("page", None, None),
+            RetrievalSource::GraphEntity(_) => ("entity", None, None),
         };
         let explanation = explain.then(|| Explanation {
             channels: scored
@@ -139,6 +309,8 @@ impl RecallHit {
             namespace: scored.record.namespace().to_string(),
             text: scored.record.text(),
             score: scored.score,
+            fact_key,
+            ended,
             explanation,
         }
     }

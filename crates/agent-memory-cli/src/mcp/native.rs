@@ -1,4 +1,5 @@
-//! This library's MCP tools: remember, recall, context, forget, and the knowledge graph.
+//! This library's MCP tools: remember, recall, context, forget, the history of facts
+//! (history, retract, supersede), and the knowledge graph.
 
 use agent_memory::{GraphEntity, GraphRelation, Memory, MemoryError, MemoryKind, Remember};
 use rmcp::model::{Tool, ToolAnnotations};
@@ -6,10 +7,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{arguments, schema};
-use crate::commands::recall_options;
+use crate::commands::{recall_options, with_fact, with_time_view};
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::Caller;
-use crate::views::{EntityView, RecallView, RelationView};
+use crate::views::{EntityView, MemoryView, RecallView, RelationView, RememberedView};
 
 /// Most entities in one page of `list_entities`.
 const MAX_PAGE: usize = 100;
@@ -34,7 +35,7 @@ pub(super) fn tools() -> Vec<Tool> {
     vec![
         tool(
             "remember",
-            "Store one durable memory: a fact, preference, decision or event stated in one self-contained sentence (name the people and things; do not write 'he' or 'it'). Returns the memory's id once it is stored. Use it whenever the user tells you something worth knowing in a later conversation.",
+            "Store one durable memory: a fact, preference, decision or event stated in one self-contained sentence (name the people and things; do not write 'he' or 'it'). Returns the memory's id once it is stored, and what happened: `added`, `merged` (memory `into` already said this), `superseded` (it replaced the memories in `old`) or `outdated` (a later version `by` exists), plus any stored memories it contradicts (`conflicts`: resolve them with supersede or retract). Use it whenever the user tells you something worth knowing in a later conversation.",
             json!({
                 "type": "object",
                 "properties": {
@@ -43,6 +44,10 @@ pub(super) fn tools() -> Vec<Tool> {
                     "importance": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5, "description": "How much it matters; important memories rank higher and are evicted last."},
                     "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Short topic labels, e.g. ['travel', 'dana']."},
                     "context": {"type": "string", "description": "What situates the memory (the question it answers); searchable but not part of it."},
+                    "fact_key": {"type": "string", "maxLength": 256, "description": "Name the fact it states as subject.attribute (e.g. 'dana.city', 'user.employer') when it may change later: a newer memory with the same key replaces it in recall, and history keeps both."},
+                    "valid_from": {"type": "string", "format": "date-time", "description": "From when the fact holds in the world (RFC 3339), if the user said."},
+                    "valid_until": {"type": "string", "format": "date-time", "description": "Until when the fact holds in the world (RFC 3339), if the user said."},
+                    "credibility": {"type": "number", "minimum": 0, "maximum": 1, "description": "How far the source is trusted (default 1): lower it for hearsay or guesses; a less credible memory never replaces a more credible one."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["text"],
@@ -60,6 +65,8 @@ pub(super) fn tools() -> Vec<Tool> {
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "Most results."},
                     "kinds": {"type": "array", "items": {"type": "string", "enum": kinds}, "description": "Only these kinds; default all but short_term."},
                     "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},
+                    "as_of": {"type": "string", "format": "date-time", "description": "Recall what was believed at this time (RFC 3339) instead of now."},
+                    "include_ended": {"type": "boolean", "default": false, "description": "Also return memories that were superseded or retracted (marked `ended`), ranked below current ones."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["query"],
@@ -92,6 +99,50 @@ pub(super) fn tools() -> Vec<Tool> {
                     "namespace": {"type": "string", "description": "The memory's namespace, as recall returned it; default the connection's namespace."}
                 },
                 "required": ["id"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "history",
+            "Show every version of the fact a memory states, oldest first, each with what replaced it and when (or why it was retracted). Use it to answer 'what did I say before?' or to check how a fact changed.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The id of any version of the fact."},
+                    "namespace": {"type": "string", "description": "The memory's namespace, as recall returned it; default the connection's namespace."}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "retract",
+            "Withdraw a memory that turned out wrong, without a replacement: it leaves recall and stays in its history with the reason. Prefer this to forget when the record of the mistake matters.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                    "reason": {"type": "string", "maxLength": 4096, "description": "Why it is withdrawn."},
+                    "namespace": {"type": "string", "description": "The memory's namespace, as recall returned it; default the connection's namespace."}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "supersede",
+            "Mark memory `old` as replaced by memory `new` (both stored already), e.g. to settle a conflict that remember reported: the old one leaves recall and stays in the history.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "old": {"type": "string", "minLength": 1, "description": "The id of the memory that no longer holds."},
+                    "new": {"type": "string", "minLength": 1, "description": "The id of the memory that replaces it."},
+                    "namespace": {"type": "string", "description": "The namespace of both memories; default the connection's namespace."}
+                },
+                "required": ["old", "new"],
                 "additionalProperties": false
             }),
             false,
@@ -189,6 +240,14 @@ struct RememberArgs {
     #[serde(default)]
     context: Option<String>,
     #[serde(default)]
+    fact_key: Option<String>,
+    #[serde(default)]
+    valid_from: Option<String>,
+    #[serde(default)]
+    valid_until: Option<String>,
+    #[serde(default)]
+    credibility: Option<f32>,
+    #[serde(default)]
     namespace: Option<String>,
 }
 
@@ -202,6 +261,29 @@ struct RecallArgs {
     kinds: Vec<String>,
     #[serde(default)]
     explain: bool,
+    #[serde(default)]
+    as_of: Option<String>,
+    #[serde(default)]
+    include_ended: bool,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetractArgs {
+    id: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupersedeArgs {
+    old: String,
+    new: String,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -308,8 +390,15 @@ pub(super) async fn call(
             if let Some(context) = args.context {
                 request = request.context(context);
             }
-            let id = memory.remember_with(request).await?.id;
-            Ok(json!({ "id": id, "namespace": namespace.as_str() }))
+            let request = with_fact(
+                request,
+                args.fact_key,
+                args.valid_from.as_deref(),
+                args.valid_until.as_deref(),
+                args.credibility,
+            )?;
+            let remembered = memory.remember_with(request).await?;
+            to_value(&RememberedView::new(&namespace, &remembered))
         }
         "recall" => {
             let args: RecallArgs = arguments(raw)?;
@@ -327,6 +416,7 @@ pub(super) async fn call(
                 .map(|kind| MemoryKind::parse(kind))
                 .collect::<Result<Vec<_>, _>>()?;
             let options = recall_options(limit, kinds, Vec::new())?;
+            let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
             let result = memory
                 .recall_with(&namespace.subtree(), &args.query, &options)
                 .await?;
@@ -358,6 +448,25 @@ pub(super) async fn call(
                     format!("no memory {:?} in namespace {namespace}", args.id),
                 ))
             }
+        }
+        "history" => {
+            let args: IdArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let versions = memory.history(&namespace, &args.id).await?;
+            let versions: Vec<MemoryView> = versions.iter().map(MemoryView::from).collect();
+            Ok(json!({ "id": args.id, "versions": versions }))
+        }
+        "retract" => {
+            let args: RetractArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            memory.retract(&namespace, &args.id, &args.reason).await?;
+            Ok(json!({ "retracted": args.id, "namespace": namespace.as_str() }))
+        }
+        "supersede" => {
+            let args: SupersedeArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            memory.supersede(&namespace, &args.old, &args.new).await?;
+            Ok(json!({ "old": args.old, "new": args.new, "namespace": namespace.as_str() }))
         }
         "add_entity" => {
             let args: EntityArgs = arguments(raw)?;

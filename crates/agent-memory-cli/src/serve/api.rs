@@ -3,6 +3,7 @@
 //! by resource in the submodules, and the OpenAPI description of them all.
 
 pub(crate) mod admin;
+pub(crate) mod facts;
 pub(crate) mod graph;
 pub(crate) mod memories;
 pub(crate) mod pages;
@@ -23,8 +24,8 @@ use super::AppState;
 use super::auth::{Caller, KeyInfo, NewKey};
 use crate::failure::{ErrorKind, Failure};
 use crate::views::{
-    EntityView, Explanation, MemoryView, PageIndexView, PageView, RecallHit, RecallView,
-    RelationView, SignalView,
+    ConflictView, EndedView, EntityView, Explanation, MemoryView, PageIndexView, PageView,
+    RecallHit, RecallView, RelationView, RememberedView, SignalView,
 };
 
 /// The page size of list endpoints when none is asked for.
@@ -131,14 +132,7 @@ fn parse_kind(text: &str) -> Result<MemoryKind, Failure> {
 }
 
 fn parse_time(field: &str, text: &str) -> Result<DateTime<Utc>, Failure> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|time| time.with_timezone(&Utc))
-        .map_err(|error| {
-            Failure::invalid(
-                field,
-                format!("{field}: {text:?} is not an RFC 3339 time: {error}"),
-            )
-        })
+    crate::commands::parse_time(field, text)
 }
 
 fn comma_list(text: Option<&str>) -> Vec<String> {
@@ -189,6 +183,7 @@ fn page_of<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<Str
 pub(crate) struct NamespaceQuery {
     /// The namespace; default the key's prefix.
     #[serde(default)]
+    #[param(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
 }
 
@@ -221,12 +216,14 @@ pub(crate) struct PageQuery {
     /// The namespace; default the key's prefix. Namespaces under it are listed too unless
     /// `exact` is true.
     #[serde(default)]
+    #[param(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// Only this namespace, not those under it.
     #[serde(default)]
     pub(crate) exact: Option<bool>,
     /// Page size, 1 to 500, default 50.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 500)]
     pub(crate) limit: Option<usize>,
     /// The `next_cursor` of the previous page.
     #[serde(default)]
@@ -258,7 +255,9 @@ impl utoipa::Modify for SecurityAddon {
     ),
     paths(
         memories::remember, memories::remember_batch, memories::list_memories,
-        memories::get_memory, memories::forget_memory, memories::forget_scope, recall::recall,
+        memories::get_memory, memories::forget_memory, memories::forget_scope,
+        memories::update_memory, memories::put_memory, facts::history, facts::retract,
+        facts::supersede, facts::consolidate, recall::recall,
         recall::context, recall::stats, pages::list_pages, pages::put_page, pages::get_page,
         pages::delete_page, graph::list_entities, graph::put_entity, graph::get_entity,
         graph::delete_entity, graph::list_relations, graph::add_relation,
@@ -267,7 +266,8 @@ impl utoipa::Modify for SecurityAddon {
     ),
     components(schemas(
         ErrorBody, Failure, ErrorKind, MemoryView, RecallView, RecallHit, Explanation,
-        SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey
+        SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey,
+        RememberedView, ConflictView, EndedView
     )),
     modifiers(&SecurityAddon)
 )]

@@ -2,6 +2,7 @@
 //! API of `serve`, and the MCP server of `mcp`.
 
 mod cli;
+mod facts;
 mod http;
 mod mcp;
 mod support;

@@ -165,6 +165,47 @@ fn stdio_remember_then_recall() {
 }
 
 #[test]
+fn stdio_facts_that_change() {
+    let dir = TempDir::new("mcp-facts");
+    let mut client = Stdio_::start(&dir, &["-n", "acme", "mcp"]);
+    let first = client.payload(
+        "remember",
+        json!({"text": "Dana works at Initech", "fact_key": "dana.employer", "kind": "semantic"}),
+    );
+    assert_eq!(first["outcome"], "added", "{first}");
+    let second = client.payload(
+        "remember",
+        json!({"text": "Dana now works at Globex", "fact_key": "dana.employer", "kind": "semantic"}),
+    );
+    assert_eq!(second["outcome"], "superseded", "{second}");
+    assert_eq!(second["old"], json!([first["id"]]), "{second}");
+    let history = client.payload("history", json!({"id": first["id"]}));
+    let versions: Vec<&Value> = history["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(versions.len(), 2, "{history}");
+    assert_eq!(versions[0]["ended"]["by"], second["id"], "{history}");
+    let all = client.payload(
+        "recall",
+        json!({"query": "where does Dana work", "include_ended": true}),
+    );
+    assert_eq!(all["results"].as_array().map(Vec::len), Some(2), "{all}");
+    let now = client.payload("recall", json!({"query": "where does Dana work"}));
+    assert_eq!(now["results"].as_array().map(Vec::len), Some(1), "{now}");
+
+    let lunch = client.payload("remember", json!({"text": "Lunch is at noon"}));
+    let later = client.payload("remember", json!({"text": "Lunch moved to one o'clock"}));
+    let settled = client.payload("supersede", json!({"old": lunch["id"], "new": later["id"]}));
+    assert_eq!(settled["old"], lunch["id"], "{settled}");
+    let retracted = client.payload("retract", json!({"id": later["id"], "reason": "cancelled"}));
+    assert_eq!(retracted["retracted"], later["id"], "{retracted}");
+    let again = client.call("retract", json!({"id": later["id"]}));
+    assert_eq!(again["result"]["isError"], true, "{again}");
+}
+
+#[test]
 fn stdio_compat_server_memory() {
     let dir = TempDir::new("mcp-compat");
     let mut client = Stdio_::start(&dir, &["-n", "kb", "mcp", "--compat", "server-memory"]);

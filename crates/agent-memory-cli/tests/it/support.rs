@@ -244,3 +244,53 @@ fn dechunk(mut body: &str) -> String {
     }
     out
 }
+
+/// The store arguments of each backend under test.
+pub(crate) fn backends(dir: &TempDir, label: &str) -> Vec<(String, Vec<String>)> {
+    let sqlite = dir.path().join("serve.db").to_string_lossy().into_owned();
+    let mut all = vec![("sqlite".to_owned(), vec!["--store".to_owned(), sqlite])];
+    match std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => {
+            let schema = format!("cli_{label}_{}", std::process::id());
+            all.push((
+                "postgres".to_owned(),
+                vec![
+                    "--store".to_owned(),
+                    url,
+                    "--postgres-schema".to_owned(),
+                    schema,
+                ],
+            ));
+        }
+        _ => eprintln!(
+            "AGENT_MEMORY_TEST_POSTGRES_URL is unset: the PostgreSQL run of {label} was skipped"
+        ),
+    }
+    all
+}
+
+/// Drops the PostgreSQL schema of a test's store arguments, if any, when dropped.
+pub(crate) struct DropSchema(pub(crate) Vec<String>);
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let [_, url, _, schema] = self.0.as_slice() else {
+            return;
+        };
+        let (url, schema) = (url.clone(), schema.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            if let Ok((client, connection)) =
+                tokio_postgres::connect(&url, tokio_postgres::NoTls).await
+            {
+                tokio::spawn(connection);
+                let _ = client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                    .await;
+            }
+        });
+    }
+}

@@ -21,6 +21,7 @@ use crate::views::{EntityView, RelationView};
 pub(crate) struct EntityRequest {
     /// The namespace; default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// Its id, unique in the namespace; an entity with this id is replaced (its relations stay).
     pub(crate) id: String,
@@ -147,6 +148,7 @@ pub(crate) async fn delete_entity(
 pub(crate) struct RelationRequest {
     /// The namespace of both entities; default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// The source entity's id.
     pub(crate) source_id: String,

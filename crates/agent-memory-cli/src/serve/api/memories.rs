@@ -12,31 +12,37 @@ use super::{
     ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found, page_of,
     paging, parse_kind, parse_time, scope_of,
 };
+use crate::commands::with_fact;
 use crate::failure::Failure;
 use crate::serve::AppState;
 use crate::serve::auth::Caller;
-use crate::views::MemoryView;
+use crate::views::{MemoryView, RememberedView};
 
 /// Most memories in one batch.
 pub(crate) const MAX_BATCH: usize = 1000;
 
 /// A memory to remember.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RememberRequest {
     /// The namespace; default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// The text (1 byte to 1 MiB).
+    #[schema(min_length = 1, max_length = 1048576)]
     pub(crate) text: String,
     /// `short_term`, `long_term`, `episodic` (default) or `semantic`.
     #[serde(default)]
+    #[schema(pattern = "^(short_term|long_term|episodic|semantic)$")]
     pub(crate) kind: Option<String>,
     /// Importance in [0, 1], default 0.5.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     pub(crate) importance: Option<f32>,
-    /// Tags.
+    /// Tags (at most 64, each at most 64 bytes).
     #[serde(default)]
+    #[schema(max_items = 64)]
     pub(crate) tags: Vec<String>,
     /// Metadata, a JSON object.
     #[serde(default)]
@@ -45,15 +51,36 @@ pub(crate) struct RememberRequest {
     /// Where it came from.
     #[serde(default)]
     pub(crate) source: Option<String>,
-    /// Text that situates it (searchable, not part of it).
+    /// Text that situates it (searchable, not part of it), at most 64 KiB.
     #[serde(default)]
+    #[schema(max_length = 65536)]
     pub(crate) context: Option<String>,
     /// An explicit id; a memory with this id in the namespace is replaced.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 256)]
     pub(crate) id: Option<String>,
     /// When it happened (RFC 3339); default now.
     #[serde(default)]
+    #[schema(format = DateTime)]
     pub(crate) created_at: Option<String>,
+    /// The fact it states, as subject.attribute (`user.city`): it supersedes the current
+    /// memory with this key in the namespace, which stays in its history.
+    #[serde(default)]
+    #[schema(max_length = 256)]
+    pub(crate) fact_key: Option<String>,
+    /// From when the fact holds in the world (RFC 3339).
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub(crate) valid_from: Option<String>,
+    /// Until when the fact holds in the world (RFC 3339).
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub(crate) valid_until: Option<String>,
+    /// How far the source is trusted, in [0, 1] (default 1): a memory never supersedes a
+    /// more credible one; the pair is flagged as conflicting instead.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
+    pub(crate) credibility: Option<f32>,
 }
 
 impl RememberRequest {
@@ -80,12 +107,20 @@ impl RememberRequest {
         if let Some(at) = &self.created_at {
             request = request.created_at(parse_time("created_at", at)?);
         }
-        Ok(request)
+        with_fact(
+            request,
+            self.fact_key,
+            self.valid_from.as_deref(),
+            self.valid_until.as_deref(),
+            self.credibility,
+        )
     }
 }
 
-/// The memory built from a request, checked as `Memory::remember_with` checks it.
-fn item_of(request: Remember) -> Result<MemoryItem, Failure> {
+/// Checks a request as `Memory::remember_with` checks it, without storing anything: the
+/// memory it would build.
+fn check(request: &Remember) -> Result<MemoryItem, Failure> {
+    let request = request.clone();
     agent_memory::backend::validate_metadata(&request.metadata)?;
     let mut item = MemoryItem::new(request.namespace, request.text)?
         .with_kind(request.kind)
@@ -96,37 +131,45 @@ fn item_of(request: Remember) -> Result<MemoryItem, Failure> {
     if let Some(id) = request.id {
         item = item.with_id(id)?;
     }
-    if let Some(source) = request.source {
-        item = item.with_source(source);
-    }
     if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
         item = item.with_context(context);
+    }
+    if let Some(key) = &request.fact_key {
+        item = item.with_fact_key(key)?;
+    }
+    if request.valid_from.is_some() || request.valid_until.is_some() {
+        item = item.with_validity(request.valid_from, request.valid_until)?;
+    }
+    if let Some(credibility) = request.credibility {
+        item = item.with_credibility(credibility)?;
     }
     Ok(item)
 }
 
-/// A remembered memory's id.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Remembered {
-    /// Its id.
-    pub(crate) id: String,
-    /// Its namespace.
-    pub(crate) namespace: String,
-}
-
-/// Remembers one memory; answers once it is stored.
+/// Remembers one memory, reconciled with the stored ones: a duplicate is merged into the
+/// memory it repeats (200, outcome `merged`), a memory with a fact key supersedes the
+/// current one of that key, and memories it contradicts are listed in `conflicts`. Answers
+/// once everything is stored.
 #[utoipa::path(post, path = "/v1/memories", tag = "memories", request_body = RememberRequest,
-    responses((status = 201, body = Remembered), (status = "4XX", body = ErrorBody)),
+    responses((status = 201, description = "Stored", body = RememberedView),
+        (status = 200, description = "Merged into a stored duplicate", body = RememberedView),
+        (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn remember(
     State(state): State<AppState>,
     Auth(caller): Auth,
     ApiJson(body): ApiJson<RememberRequest>,
-) -> Result<(StatusCode, Json<Remembered>), Failure> {
+) -> Result<(StatusCode, Json<RememberedView>), Failure> {
     let request = body.into_remember(&caller)?;
-    let namespace = request.namespace.to_string();
-    let id = state.memory.remember_with(request).await?.id;
-    Ok((StatusCode::CREATED, Json(Remembered { id, namespace })))
+    let namespace = request.namespace.clone();
+    let remembered = state.memory.remember_with(request).await?;
+    let view = RememberedView::new(&namespace, &remembered);
+    let status = if view.stored_new() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view)))
 }
 
 /// Several memories at once.
@@ -134,18 +177,22 @@ pub(crate) async fn remember(
 #[serde(deny_unknown_fields)]
 pub(crate) struct BatchRequest {
     /// The memories (at most 1000); each may name its namespace.
+    #[schema(max_items = 1000)]
     pub(crate) memories: Vec<RememberRequest>,
 }
 
-/// The ids of a batch, in request order.
+/// What a batch did, in request order.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct BatchRemembered {
-    /// The memories, in request order.
-    pub(crate) memories: Vec<Remembered>,
+    /// What remembering each memory did, in request order.
+    pub(crate) memories: Vec<RememberedView>,
 }
 
-/// Remembers a batch: every memory is checked first, then all are stored together (one
-/// transaction on SQLite and PostgreSQL); a bad one refuses the batch.
+/// Remembers a batch: every memory is checked first (a bad one refuses the batch and
+/// nothing is stored), then each is remembered in order as `POST /v1/memories` would:
+/// reconciled with the stored memories (the batch's earlier ones included) and kept within
+/// its namespace's capacity. Should the store fail part way, the memories before the
+/// failing one stay stored and the error says how many.
 #[utoipa::path(post, path = "/v1/memories/batch", tag = "memories", request_body = BatchRequest,
     responses((status = 201, body = BatchRemembered), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
@@ -163,28 +210,119 @@ pub(crate) async fn remember_batch(
             ),
         ));
     }
-    let mut items = Vec::with_capacity(body.memories.len());
+    let at = |index: usize| {
+        move |failure: Failure| Failure {
+            message: format!("memories[{index}]: {}", failure.message),
+            ..failure
+        }
+    };
+    let mut requests = Vec::with_capacity(body.memories.len());
     for (index, request) in body.memories.into_iter().enumerate() {
-        let item = request
-            .into_remember(&caller)
-            .and_then(item_of)
-            .map_err(|failure| Failure {
-                message: format!("memories[{index}]: {}", failure.message),
-                ..failure
-            })?;
-        items.push(item);
+        let request = request.into_remember(&caller).map_err(at(index))?;
+        check(&request).map_err(at(index))?;
+        requests.push(request);
     }
-    let memories = items
-        .iter()
-        .map(|item| Remembered {
-            id: item.id.clone(),
-            namespace: item.namespace.to_string(),
-        })
-        .collect();
-    if !items.is_empty() {
-        state.memory.store().save_many(items).await?;
+    let mut memories = Vec::with_capacity(requests.len());
+    for (index, request) in requests.into_iter().enumerate() {
+        let namespace = request.namespace.clone();
+        let remembered = state.memory.remember_with(request).await.map_err(|error| {
+            let failure = Failure::from(error);
+            Failure {
+                message: format!(
+                    "memories[{index}]: {} (the {index} before it are stored)",
+                    failure.message
+                ),
+                ..failure
+            }
+        })?;
+        memories.push(RememberedView::new(&namespace, &remembered));
     }
     Ok((StatusCode::CREATED, Json(BatchRemembered { memories })))
+}
+
+/// Changes to a memory: only the fields given change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateRequest {
+    /// The memory's namespace; default the key's prefix.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
+    pub(crate) namespace: Option<String>,
+    /// The new text (1 byte to 1 MiB).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 1048576)]
+    pub(crate) content: Option<String>,
+    /// The new tags, replacing the old ones (at most 64).
+    #[serde(default)]
+    #[schema(max_items = 64)]
+    pub(crate) tags: Option<Vec<String>>,
+    /// The new importance, in [0, 1].
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
+    pub(crate) importance: Option<f32>,
+    /// The new metadata, a JSON object replacing the old one (the library's own keys, those
+    /// starting with `_`, are kept).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub(crate) metadata: Option<serde_json::Value>,
+}
+
+/// Changes a memory's text, tags, importance or metadata (PUT and PATCH alike change only
+/// the fields given); answers with the memory as stored.
+#[utoipa::path(patch, path = "/v1/memories/{id}", tag = "memories",
+    request_body = UpdateRequest,
+    params(("id" = String, Path, description = "The memory's id")),
+    responses((status = 200, body = MemoryView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn update_memory(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UpdateRequest>,
+) -> Result<Json<MemoryView>, Failure> {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let store = state.memory.store();
+    let Some(mut item) = store.get(&namespace, &id).await? else {
+        return Err(not_found("memory", &id, &namespace));
+    };
+    if let Some(content) = body.content {
+        // Checked as a new memory's text is.
+        item.content = MemoryItem::new(namespace.clone(), content)?.content;
+    }
+    if let Some(tags) = body.tags {
+        item = item.with_tags(tags)?;
+    }
+    if let Some(importance) = body.importance {
+        item = item.with_importance(importance)?;
+    }
+    if let Some(mut metadata) = body.metadata {
+        if let (Some(new), Some(old)) = (metadata.as_object_mut(), item.metadata.as_object()) {
+            for (key, value) in old {
+                if key.starts_with('_') && !new.contains_key(key) {
+                    new.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        item = item.with_metadata(metadata)?;
+    }
+    item.updated_at = Utc::now().max(item.created_at);
+    store.update(item.clone()).await?;
+    Ok(Json(MemoryView::from(&item)))
+}
+
+/// Same as PATCH: changes only the fields given.
+#[utoipa::path(put, path = "/v1/memories/{id}", tag = "memories",
+    request_body = UpdateRequest,
+    params(("id" = String, Path, description = "The memory's id")),
+    responses((status = 200, body = MemoryView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn put_memory(
+    state: State<AppState>,
+    auth: Auth,
+    id: Path<String>,
+    body: ApiJson<UpdateRequest>,
+) -> Result<Json<MemoryView>, Failure> {
+    update_memory(state, auth, id, body).await
 }
 
 /// One memory.
@@ -212,6 +350,7 @@ pub(crate) struct ListQuery {
     /// The namespace; default the key's prefix. Namespaces under it are listed too unless
     /// `exact` is true.
     #[serde(default)]
+    #[param(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// Only this namespace, not those under it.
     #[serde(default)]
@@ -230,6 +369,7 @@ pub(crate) struct ListQuery {
     pub(crate) until: Option<String>,
     /// Page size, 1 to 500, default 50.
     #[serde(default)]
+    #[param(minimum = 1, maximum = 500)]
     pub(crate) limit: Option<usize>,
     /// The `next_cursor` of the previous page.
     #[serde(default)]
@@ -311,6 +451,7 @@ pub(crate) async fn forget_memory(
 pub(crate) struct ForgetRequest {
     /// The namespace; default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// Only this namespace, not those under it.
     #[serde(default)]

@@ -20,6 +20,7 @@ use crate::views::{PageIndexView, PageView};
 pub(crate) struct PageRequest {
     /// The namespace; default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// The title.
     pub(crate) title: String,

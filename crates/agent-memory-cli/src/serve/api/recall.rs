@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, parse_kind};
-use crate::commands::{parse_tags, recall_options};
+use crate::commands::{parse_tags, recall_options, with_time_view};
 use crate::failure::Failure;
 use crate::serve::AppState;
 use crate::views::RecallView;
@@ -19,21 +19,53 @@ use crate::views::RecallView;
 pub(crate) struct RecallRequest {
     /// The namespace; it and those under it are searched. Default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
-    /// What to look for, in plain words.
+    /// What to look for, in plain words (at most 16 KiB).
+    #[schema(max_length = 16384)]
     pub(crate) query: String,
     /// Most results, 1 to 1000, default 10.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
     pub(crate) limit: Option<usize>,
     /// Only these kinds; default all but short_term.
     #[serde(default)]
+    #[schema(inline, value_type = Vec<KindName>)]
     pub(crate) kinds: Vec<String>,
     /// Only records with all these tags.
     #[serde(default)]
+    #[schema(max_items = 64)]
     pub(crate) tags: Vec<String>,
-    /// Include each result's score breakdown.
+    /// Include each result's score breakdown (`stale` marks a memory ranked down because it
+    /// ended or a newer memory contradicts it).
     #[serde(default)]
     pub(crate) explain: bool,
+    /// Recall what was held true at this time (RFC 3339) instead of now.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub(crate) as_of: Option<String>,
+    /// Include memories that ended (superseded, retracted, consolidated), ranked below the
+    /// current ones and marked with `ended`. Not with `as_of`.
+    #[serde(default)]
+    pub(crate) include_ended: bool,
+}
+
+/// A kind of memory.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(
+    dead_code,
+    reason = "only its schema is used: requests carry kinds as strings"
+)]
+pub(crate) enum KindName {
+    /// Recent working context (conversation turns).
+    ShortTerm,
+    /// Durable knowledge.
+    LongTerm,
+    /// An event or experience.
+    Episodic,
+    /// A fact or concept.
+    Semantic,
 }
 
 /// Finds the memories, pages and entities that best answer a query.
@@ -52,6 +84,7 @@ pub(crate) async fn recall(
         .map(|kind| parse_kind(kind))
         .collect::<Result<Vec<_>, _>>()?;
     let options = recall_options(body.limit.unwrap_or(10), kinds, parse_tags(&body.tags)?)?;
+    let options = with_time_view(options, body.as_of.as_deref(), body.include_ended)?;
     let result = state
         .memory
         .recall_with(&namespace.subtree(), &body.query, &options)
@@ -65,11 +98,14 @@ pub(crate) async fn recall(
 pub(crate) struct ContextRequest {
     /// The namespace; it and those under it are searched. Default the key's prefix.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
-    /// What the prompt is about.
+    /// What the prompt is about (at most 16 KiB).
+    #[schema(max_length = 16384)]
     pub(crate) query: String,
     /// The token budget, 1 to 100000, default 500.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100000)]
     pub(crate) max_tokens: Option<usize>,
 }
 
