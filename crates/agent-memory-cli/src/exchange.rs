@@ -1,5 +1,6 @@
 //! `export` and `import`: the project's JSON lines (`agent-memory-jsonl`, through
-//! `memory_core::transfer`), and the MCP reference memory server's `memory.jsonl`.
+//! `memory_core::transfer`), the MCP reference memory server's `memory.jsonl`, and (through
+//! [`crate::conversations`]) LoCoMo and LongMemEval conversations.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
@@ -119,7 +120,15 @@ pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outc
     let mut input = Cursor::new(first.into_bytes()).chain(reader);
     let outcome = match format {
         ImportFormat::McpMemory => import_mcp(settings, &mut input, &bar).await,
-        _ => import_native(settings, &mut input, &bar).await,
+        ImportFormat::Locomo => {
+            crate::conversations::import(settings, &mut input, &bar, false).await
+        }
+        ImportFormat::Longmemeval => {
+            crate::conversations::import(settings, &mut input, &bar, true).await
+        }
+        ImportFormat::Auto | ImportFormat::AgentMemory => {
+            import_native(settings, &mut input, &bar).await
+        }
     };
     bar.finish_and_clear();
     outcome
@@ -127,6 +136,9 @@ pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outc
 
 /// The format of an input from its first line.
 fn detect(first: &str) -> Result<ImportFormat, Failure> {
+    if first.trim_start().starts_with('[') {
+        return Ok(ImportFormat::Longmemeval);
+    }
     let value: serde_json::Value = serde_json::from_str(first.trim()).map_err(|error| {
         Failure::invalid("input", format!("line 1 is not JSON: {error}")).with_hint(
             "import reads JSON lines: an `agent-memory export`, or an MCP memory server's memory.jsonl",
@@ -139,6 +151,8 @@ fn detect(first: &str) -> Result<ImportFormat, Failure> {
         Some("entity" | "relation")
     ) {
         Ok(ImportFormat::McpMemory)
+    } else if value.get("conv_id").is_some() && value.get("dia_id").is_some() {
+        Ok(ImportFormat::Locomo)
     } else {
         Err(Failure::invalid(
             "input",

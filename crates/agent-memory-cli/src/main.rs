@@ -10,6 +10,7 @@ mod backend;
 mod cli;
 mod commands;
 mod config;
+mod conversations;
 mod exchange;
 mod failure;
 mod mcp;

@@ -6,6 +6,16 @@
 //! scoped to a namespace prefix and covers it and what lies under it, segment by segment:
 //! a key for `acme` reaches `acme` and `acme/agent-a`, never `acme-2` or `other`. The admin
 //! key (a flag or variable, never stored) manages keys and reaches every namespace.
+//!
+//! Known keys are cached by digest for [`CACHE_TTL`] (at most [`CACHE_CAPACITY`] of them),
+//! so a request costs one SHA-256 and a map lookup instead of a read of the store. Creating
+//! or revoking a key through this server empties the cache at once; a key revoked through
+//! another server on the same store stops working here within the TTL. Unknown keys are
+//! never cached: a key created elsewhere works at once.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use agent_memory::{GraphEntity, Memory, MemoryError, Namespace};
 use chrono::Utc;
@@ -82,13 +92,24 @@ pub(crate) fn parse(text: &str) -> Result<Namespace, Failure> {
     Ok(namespace)
 }
 
+/// How long a known key is trusted without reading the store again.
+pub(crate) const CACHE_TTL: Duration = Duration::from_secs(5);
+/// Most keys cached at once; a full cache is emptied.
+pub(crate) const CACHE_CAPACITY: usize = 4096;
+
 fn digest(key: &str) -> String {
     let digest = Sha256::digest(key.as_bytes());
     hex(&digest)
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
 }
 
 /// Compares two strings in time independent of where they differ.
@@ -133,6 +154,8 @@ pub(crate) struct Keys {
     admin_key: Option<String>,
     open: bool,
     namespace: Namespace,
+    /// Known keys by digest: the prefix each covers and when it was read from the store.
+    cache: Mutex<HashMap<String, (Namespace, Instant)>>,
 }
 
 impl Keys {
@@ -142,6 +165,7 @@ impl Keys {
             admin_key,
             open,
             namespace: Namespace::parse(KEYS_NAMESPACE)?,
+            cache: Mutex::new(HashMap::new()),
         })
     }
 
@@ -162,23 +186,57 @@ impl Keys {
         {
             return Ok(Caller::Admin);
         }
-        let entity = memory
-            .graph()
-            .get_entity(&self.namespace, &digest(key))
-            .await?;
+        let hash = digest(key);
+        if let Some(prefix) = self.cached(&hash) {
+            return Ok(Caller::Tenant(prefix));
+        }
+        let entity = memory.graph().get_entity(&self.namespace, &hash).await?;
         match entity {
             Some(entity) if entity.entity_type == KEY_TYPE => {
                 let record: KeyRecord =
                     serde_json::from_str(&entity.description).map_err(|error| {
                         Failure::internal(format!("a stored key is unreadable: {error}"))
                     })?;
-                Ok(Caller::Tenant(Namespace::parse(&record.prefix)?))
+                let prefix = Namespace::parse(&record.prefix)?;
+                self.remember(hash, prefix.clone());
+                Ok(Caller::Tenant(prefix))
             }
             _ => Err(Failure::new(
                 ErrorKind::Unauthorized,
                 "the API key is not known",
             )),
         }
+    }
+
+    /// The prefix of a key known within the TTL.
+    fn cached(&self, hash: &str) -> Option<Namespace> {
+        let cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache
+            .get(hash)
+            .filter(|(_, read)| read.elapsed() < CACHE_TTL)
+            .map(|(prefix, _)| prefix.clone())
+    }
+
+    fn remember(&self, hash: String, prefix: Namespace) {
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(hash, (prefix, Instant::now()));
+    }
+
+    /// Forgets every cached key (after a key changed).
+    fn invalidate(&self) {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     /// Creates a key for `prefix`.
@@ -204,6 +262,7 @@ impl Keys {
         let entity = GraphEntity::new(self.namespace.clone(), &hash, label, KEY_TYPE)?
             .with_description(description);
         memory.graph().add_entity(entity).await?;
+        self.invalidate();
         Ok(NewKey {
             key,
             info: KeyInfo {
@@ -247,10 +306,13 @@ impl Keys {
             .await?;
         for entity in entities {
             if entity.entity_type == KEY_TYPE && entity.id.starts_with(id) {
-                return Ok(memory
+                let removed = memory
                     .graph()
                     .remove_entity(&self.namespace, &entity.id)
-                    .await?);
+                    .await;
+                // Whatever the store answered, no cached copy may outlive the revocation.
+                self.invalidate();
+                return Ok(removed?);
             }
         }
         Ok(false)
@@ -285,5 +347,27 @@ mod tests {
                 .is_err()
         );
         assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abd"));
+    }
+
+    #[test]
+    fn digests_are_lowercase_hex() {
+        assert_eq!(
+            digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_invalidated() {
+        let keys = Keys::new(None, false).unwrap();
+        let acme = Namespace::parse("acme").unwrap();
+        for index in 0..CACHE_CAPACITY + 10 {
+            keys.remember(format!("h{index}"), acme.clone());
+        }
+        assert!(keys.cache.lock().unwrap().len() <= CACHE_CAPACITY);
+        keys.remember("x".to_owned(), acme.clone());
+        assert_eq!(keys.cached("x"), Some(acme));
+        keys.invalidate();
+        assert_eq!(keys.cached("x"), None);
     }
 }

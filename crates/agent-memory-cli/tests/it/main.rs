@@ -2,6 +2,7 @@
 //! API of `serve`, and the MCP server of `mcp`.
 
 mod cli;
+mod conversations;
 mod facts;
 mod http;
 mod mcp;

@@ -1,0 +1,374 @@
+//! `import --format locomo|longmemeval`: benchmark conversations as memories, each
+//! conversation (a LoCoMo conversation, a LongMemEval question's haystack) in its own
+//! namespace under `--namespace`, every turn remembered through `Memory::remember_with` as
+//! the project's evaluation does: text `[date] speaker: text`, the session's time as its
+//! creation time, the turn id, speaker and session in metadata, and the previous turn as its
+//! context. The whole file is read and checked before the first write.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use agent_memory::{MemoryKind, Namespace, Outcome as FactOutcome, Remember};
+use chrono::{DateTime, NaiveDateTime, Utc};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::commands::{Outcome, Settings};
+use crate::failure::Failure;
+
+/// One LoCoMo turn, as a line of the development split's `memories.jsonl`.
+#[derive(Debug, Deserialize)]
+struct LocomoTurn {
+    conv_id: String,
+    dia_id: String,
+    #[serde(default)]
+    session: serde_json::Value,
+    #[serde(default)]
+    date: String,
+    #[serde(default)]
+    timestamp: Option<String>,
+    speaker: String,
+    text: String,
+    #[serde(default)]
+    blip_caption: Option<String>,
+}
+
+/// One LongMemEval question with its haystack.
+#[derive(Debug, Deserialize)]
+struct LongMemEvalQuestion {
+    question_id: String,
+    haystack_dates: Vec<String>,
+    #[serde(default)]
+    haystack_session_ids: Vec<String>,
+    haystack_sessions: Vec<Vec<LongMemEvalTurn>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LongMemEvalTurn {
+    role: String,
+    content: String,
+}
+
+/// A turn ready to remember.
+#[derive(Debug)]
+struct Turn {
+    id: String,
+    text: String,
+    /// The bare `speaker: text`, the next turn's context.
+    said: String,
+    at: DateTime<Utc>,
+    metadata: serde_json::Value,
+}
+
+/// The turns of one conversation, in order.
+#[derive(Debug)]
+struct Conversation {
+    namespace: Namespace,
+    turns: Vec<Turn>,
+}
+
+/// A conversation id as a namespace segment.
+fn segment(id: &str) -> String {
+    let cleaned: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "conversation".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+fn child(parent: &Namespace, id: &str, line: &str) -> Result<Namespace, Failure> {
+    parent.child(&segment(id)).map_err(|error| {
+        Failure::invalid(
+            "input",
+            format!("{line}: conversation {id:?} cannot be a namespace under {parent}: {error}"),
+        )
+    })
+}
+
+/// A LoCoMo `timestamp` (`2023-05-08T13:56:00`, or RFC 3339).
+fn locomo_time(text: &str) -> Option<DateTime<Utc>> {
+    NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M:%S")
+        .map(|time| time.and_utc())
+        .ok()
+        .or_else(|| {
+            DateTime::parse_from_rfc3339(text.trim())
+                .ok()
+                .map(|time| time.with_timezone(&Utc))
+        })
+}
+
+/// A LongMemEval date such as `2023/05/20 (Sat) 02:21`.
+fn longmemeval_time(text: &str) -> Option<DateTime<Utc>> {
+    let (day, rest) = text.trim().split_once(' ')?;
+    let time = rest.rsplit(' ').next()?;
+    NaiveDateTime::parse_from_str(&format!("{day} {time}"), "%Y/%m/%d %H:%M")
+        .ok()
+        .map(|time| time.and_utc())
+}
+
+/// Reads LoCoMo JSON lines: turns grouped by `conv_id`, in file order.
+fn read_locomo(
+    input: &mut (dyn BufRead + Send),
+    parent: &Namespace,
+) -> Result<Vec<Conversation>, Failure> {
+    let mut conversations: Vec<Conversation> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last: BTreeMap<usize, DateTime<Utc>> = BTreeMap::new();
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = input.read_line(&mut line).map_err(|error| {
+            Failure::invalid("input", format!("reading line {}: {error}", number + 1))
+        })?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let turn: LocomoTurn = serde_json::from_str(line.trim()).map_err(|error| {
+            Failure::invalid("input", format!("line {number}: {error}")).with_hint(
+                "each line must be a LoCoMo turn {\"conv_id\", \"dia_id\", \"session\", \"date\", \"timestamp\", \"speaker\", \"text\", \"blip_caption\"}",
+            )
+        })?;
+        let at_line = format!("line {number}");
+        let position = match index.get(&turn.conv_id) {
+            Some(position) => *position,
+            None => {
+                conversations.push(Conversation {
+                    namespace: child(parent, &turn.conv_id, &at_line)?,
+                    turns: Vec::new(),
+                });
+                index.insert(turn.conv_id.clone(), conversations.len() - 1);
+                conversations.len() - 1
+            }
+        };
+        let previous = last
+            .get(&position)
+            .copied()
+            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+        let at = match turn.timestamp.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(text) => locomo_time(text).ok_or_else(|| {
+                Failure::invalid(
+                    "input",
+                    format!("{at_line}: timestamp {text:?} is not a time"),
+                )
+            })?,
+            None => previous,
+        };
+        last.insert(position, previous.max(at));
+        let date = if turn.date.trim().is_empty() {
+            at.format("%Y-%m-%d").to_string()
+        } else {
+            turn.date.clone()
+        };
+        let mut text = format!("[{date}] {}: {}", turn.speaker, turn.text);
+        if let Some(caption) = turn
+            .blip_caption
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+        {
+            text.push_str(" [shares an image: ");
+            text.push_str(caption);
+            text.push(']');
+        }
+        conversations[position].turns.push(Turn {
+            metadata: json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}),
+            said: format!("{}: {}", turn.speaker, turn.text),
+            id: turn.dia_id,
+            text,
+            at,
+        });
+    }
+    Ok(conversations)
+}
+
+/// Reads LongMemEval's JSON: each question's haystack, a conversation.
+fn read_longmemeval(
+    input: &mut (dyn BufRead + Send),
+    parent: &Namespace,
+) -> Result<Vec<Conversation>, Failure> {
+    let questions: Vec<LongMemEvalQuestion> =
+        serde_json::from_reader(input).map_err(|error| {
+            Failure::invalid("input", format!("not LongMemEval JSON: {error}")).with_hint(
+                "the file must be a JSON list of questions with haystack_dates, haystack_session_ids and haystack_sessions",
+            )
+        })?;
+    let mut conversations = Vec::with_capacity(questions.len());
+    for (number, question) in questions.into_iter().enumerate() {
+        let at_question = format!("question {} ({})", number + 1, question.question_id);
+        if question.haystack_dates.len() != question.haystack_sessions.len() {
+            return Err(Failure::invalid(
+                "input",
+                format!(
+                    "{at_question}: {} haystack dates for {} sessions",
+                    question.haystack_dates.len(),
+                    question.haystack_sessions.len()
+                ),
+            ));
+        }
+        let mut turns = Vec::new();
+        let sessions = question
+            .haystack_sessions
+            .into_iter()
+            .zip(question.haystack_dates)
+            .enumerate();
+        for (index, (session, date)) in sessions {
+            let at = longmemeval_time(&date).ok_or_else(|| {
+                Failure::invalid(
+                    "input",
+                    format!("{at_question}: haystack date {date:?} is not a time"),
+                )
+            })?;
+            let session_id = question.haystack_session_ids.get(index).cloned();
+            for (position, turn) in session.into_iter().enumerate() {
+                // By position: a haystack may hold two sessions with the same id.
+                let id = format!("s{index}:{position}");
+                turns.push(Turn {
+                    text: format!("[{date}] {}: {}", turn.role, turn.content),
+                    said: format!("{}: {}", turn.role, turn.content),
+                    metadata: json!({"dia_id": id, "speaker": turn.role, "session": index, "session_id": session_id}),
+                    id,
+                    at,
+                });
+            }
+        }
+        conversations.push(Conversation {
+            namespace: child(parent, &question.question_id, &at_question)?,
+            turns,
+        });
+    }
+    Ok(conversations)
+}
+
+/// The requests of a conversation's turns, each checked as `remember` would check it.
+fn requests(conversation: &Conversation, source: &str) -> Result<Vec<Remember>, Failure> {
+    let mut previous: Option<&str> = None;
+    let mut out = Vec::with_capacity(conversation.turns.len());
+    for turn in &conversation.turns {
+        let mut request = Remember::new(conversation.namespace.clone(), turn.text.clone())
+            .id(turn.id.clone())
+            .kind(MemoryKind::Episodic)
+            .created_at(turn.at)
+            .metadata(turn.metadata.clone())
+            .source(source);
+        if let Some(context) = previous {
+            request = request.context(context);
+        }
+        previous = Some(&turn.said);
+        agent_memory::MemoryItem::new(request.namespace.clone(), request.text.clone())
+            .and_then(|item| item.with_id(turn.id.clone()))
+            .and_then(|item| item.with_metadata(turn.metadata.clone()))
+            .map_err(|error| {
+                let failure = Failure::from(error);
+                Failure {
+                    message: format!(
+                        "turn {} of {}: {}",
+                        turn.id, conversation.namespace, failure.message
+                    ),
+                    ..failure
+                }
+            })?;
+        out.push(request);
+    }
+    Ok(out)
+}
+
+/// Imports LoCoMo (`longmemeval` false) or LongMemEval conversations.
+pub(crate) async fn import(
+    settings: &Settings,
+    input: &mut (dyn BufRead + Send),
+    bar: &ProgressBar,
+    longmemeval: bool,
+) -> Result<Outcome, Failure> {
+    let parent = &settings.namespace;
+    bar.set_message("reading");
+    let (conversations, format) = if longmemeval {
+        (read_longmemeval(input, parent)?, "longmemeval")
+    } else {
+        (read_locomo(input, parent)?, "locomo")
+    };
+    let mut all = Vec::with_capacity(conversations.len());
+    for conversation in &conversations {
+        all.push((&conversation.namespace, requests(conversation, format)?));
+    }
+    let total: usize = all.iter().map(|(_, requests)| requests.len()).sum();
+    let memory = settings.open().await?;
+    bar.set_length(total as u64);
+    bar.set_position(0);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} remembering turn {pos}/{len} [{bar:30}] {per_sec} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    let (mut added, mut merged, mut superseded, mut outdated, mut conflicts) = (0, 0, 0, 0, 0);
+    let mut namespaces = Vec::with_capacity(all.len());
+    for (namespace, requests) in all {
+        bar.set_message(namespace.to_string());
+        for request in requests {
+            let remembered = memory.remember_with(request).await?;
+            match remembered.outcome {
+                FactOutcome::Merged { .. } => merged += 1,
+                FactOutcome::Superseded { .. } => superseded += 1,
+                FactOutcome::Outdated { .. } => outdated += 1,
+                _ => added += 1,
+            }
+            conflicts += remembered.conflicts.len();
+            bar.inc(1);
+        }
+        namespaces.push(namespace.to_string());
+    }
+    // Pending recall statistics and eviction passes are written before the process exits.
+    memory.flush().await?;
+    Ok(Outcome {
+        json: json!({
+            "format": format,
+            "conversations": namespaces.len(),
+            "namespaces": namespaces,
+            "turns": total,
+            "outcomes": {
+                "added": added,
+                "merged": merged,
+                "superseded": superseded,
+                "outdated": outdated,
+            },
+            "conflicts": conflicts,
+        }),
+        text: format!(
+            "imported {total} turns of {} conversations under {parent} ({added} added, {merged} merged into a repeated turn, {conflicts} conflicts flagged)",
+            namespaces.len()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_of_both_formats_parse() {
+        assert_eq!(
+            locomo_time("2023-05-08T13:56:00").map(|t| t.to_rfc3339()),
+            Some("2023-05-08T13:56:00+00:00".to_owned())
+        );
+        assert_eq!(
+            longmemeval_time("2023/05/20 (Sat) 02:21").map(|t| t.to_rfc3339()),
+            Some("2023-05-20T02:21:00+00:00".to_owned())
+        );
+        assert_eq!(longmemeval_time("yesterday"), None);
+        assert_eq!(segment("conv 26/a"), "conv-26-a");
+    }
+}

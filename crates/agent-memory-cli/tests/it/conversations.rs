@@ -1,0 +1,145 @@
+//! `import --format locomo|longmemeval` on tiny conversations written here (no benchmark
+//! data in the repository): each conversation in its own namespace, every turn a memory
+//! with its time, speaker and turn id, found by recall in its namespace only.
+
+use serde_json::json;
+
+use crate::support::{TempDir, run_json};
+
+#[test]
+fn locomo_conversations_import_each_into_its_namespace() {
+    let dir = TempDir::new("locomo");
+    let turns = [
+        json!({"conv_id": "conv-1", "dia_id": "D1:1", "session": 1, "turn": 0,
+            "date": "1:56 pm on 8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+            "speaker": "Ana", "text": "I adopted a greyhound called Comet", "blip_caption": null}),
+        json!({"conv_id": "conv-1", "dia_id": "D1:2", "session": 1, "turn": 1,
+            "date": "1:56 pm on 8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+            "speaker": "Ben", "text": "What a lovely name!", "blip_caption": "a dog on a sofa"}),
+        json!({"conv_id": "conv-2", "dia_id": "D1:1", "session": 1, "turn": 0,
+            "date": "9 June, 2023", "timestamp": "2023-06-09T10:00:00",
+            "speaker": "Cy", "text": "My sister runs a bakery in Porto", "blip_caption": null}),
+    ];
+    let text: String = turns.iter().map(|turn| format!("{turn}\n")).collect();
+    let path = dir.path().join("locomo.jsonl");
+    std::fs::write(&path, text).expect("write the file");
+    let path = path.to_string_lossy().into_owned();
+
+    // Detected from the first line, like the other formats.
+    let (code, report) = run_json(&dir, &["-n", "bench", "import", &path]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["format"], "locomo");
+    assert_eq!(report["turns"], 3);
+    assert_eq!(
+        report["namespaces"],
+        json!(["bench/conv-1", "bench/conv-2"])
+    );
+
+    let (_, found) = run_json(&dir, &["-n", "bench/conv-1", "recall", "greyhound Comet"]);
+    let hit = &found["results"][0];
+    assert_eq!(hit["id"], "D1:1", "{found}");
+    assert_eq!(hit["namespace"], "bench/conv-1");
+    assert!(
+        hit["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[1:56 pm on 8 May, 2023] Ana: I adopted")),
+        "{found}"
+    );
+    let (_, other) = run_json(&dir, &["-n", "bench/conv-2", "recall", "greyhound Comet"]);
+    assert_eq!(other["results"], json!([]), "{other}");
+
+    let (_, listed) = run_json(&dir, &["-n", "bench/conv-1", "export", "-o", "out.jsonl"]);
+    assert_eq!(listed["exported"]["memories"], 2, "{listed}");
+    let exported = std::fs::read_to_string(dir.path().join("out.jsonl")).expect("export");
+    let second = exported
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|record| record["id"] == "D1:2")
+        .expect("D1:2 exported");
+    let text = serde_json::to_string(&second).unwrap_or_default();
+    assert!(text.contains("2023-05-08T13:56:00"), "its time: {text}");
+    assert!(text.contains("\"speaker\":\"Ben\""), "its speaker: {text}");
+    assert!(
+        text.contains("Ana: I adopted a greyhound"),
+        "the previous turn as context: {text}"
+    );
+    assert!(text.contains("shares an image: a dog on a sofa"), "{text}");
+
+    // A bad line changes nothing.
+    std::fs::write(
+        dir.path().join("bad.jsonl"),
+        format!("{}\n{{\"conv_id\": 3}}\n", turns[0]),
+    )
+    .expect("write");
+    let (code, bad) = run_json(
+        &dir,
+        &["-n", "fresh", "import", "--format", "locomo", "bad.jsonl"],
+    );
+    assert_eq!(code, 3, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 2")),
+        "{bad}"
+    );
+    let (_, stats) = run_json(&dir, &["-n", "fresh", "stats"]);
+    assert_eq!(stats["total"], 0, "{stats}");
+}
+
+#[test]
+fn longmemeval_haystacks_import_each_into_its_namespace() {
+    let dir = TempDir::new("longmemeval");
+    let questions = json!([
+        {"question_id": "q1", "question_type": "knowledge-update",
+         "question": "Where do I keep my sneakers?", "answer": "in the closet",
+         "question_date": "2023/06/23 (Fri) 07:31",
+         "haystack_dates": ["2023/04/30 (Sun) 13:59", "2023/05/02 (Tue) 05:35"],
+         "haystack_session_ids": ["a", "b"],
+         "haystack_sessions": [
+            [{"role": "user", "content": "I keep my old sneakers under the bed"},
+             {"role": "assistant", "content": "Good to know."}],
+            [{"role": "user", "content": "I moved my sneakers to a shoe rack in the closet", "has_answer": true}]
+         ],
+         "answer_session_ids": ["b"]},
+        {"question_id": "q2_abs", "question_type": "single-session-user",
+         "question": "What is my cat's name?", "answer": "none",
+         "question_date": "2023/06/23 (Fri) 07:31",
+         "haystack_dates": ["2023/05/01 (Mon) 09:00"],
+         "haystack_session_ids": ["c"],
+         "haystack_sessions": [[{"role": "user", "content": "I have a parrot named Kiwi"}]],
+         "answer_session_ids": []}
+    ]);
+    std::fs::write(dir.path().join("lme.json"), questions.to_string()).expect("write");
+    let (code, report) = run_json(&dir, &["-n", "lme", "import", "lme.json"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["format"], "longmemeval");
+    assert_eq!(report["turns"], 4);
+    assert_eq!(report["namespaces"], json!(["lme/q1", "lme/q2_abs"]));
+    let (_, found) = run_json(
+        &dir,
+        &["-n", "lme/q1", "recall", "sneakers shoe rack closet"],
+    );
+    assert_eq!(found["results"][0]["id"], "s1:0", "{found}");
+    assert!(
+        found["results"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[2023/05/02 (Tue) 05:35] user: I moved")),
+        "{found}"
+    );
+    let (_, parrot) = run_json(&dir, &["-n", "lme/q1", "recall", "parrot Kiwi"]);
+    assert_eq!(parrot["results"], json!([]), "another haystack: {parrot}");
+
+    std::fs::write(dir.path().join("bad.json"), "[{\"question_id\": \"x\"}]").expect("write");
+    let (code, bad) = run_json(
+        &dir,
+        &[
+            "-n",
+            "lme2",
+            "import",
+            "--format",
+            "longmemeval",
+            "bad.json",
+        ],
+    );
+    assert_eq!(code, 3, "{bad}");
+}
