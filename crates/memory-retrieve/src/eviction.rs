@@ -44,6 +44,21 @@ pub struct MaintenanceReport {
     pub consolidated: usize,
     /// Summary memories written by consolidation.
     pub summaries: usize,
+    /// Knowledge pages deleted because no recall or change touched them within the
+    /// [`KnowledgePolicy`](crate::KnowledgePolicy)'s `page_ttl_days`.
+    #[serde(default)]
+    pub pages_expired: usize,
+    /// Knowledge pages deleted to bring a namespace down to `max_pages`.
+    #[serde(default)]
+    pub pages_evicted: usize,
+    /// Graph entities (with their relations) removed because no recall touched them within
+    /// `entity_ttl_days` of their creation or last recall.
+    #[serde(default)]
+    pub entities_expired: usize,
+    /// Graph entities (with their relations) removed to bring a namespace down to
+    /// `max_entities`.
+    #[serde(default)]
+    pub entities_evicted: usize,
 }
 
 impl MaintenanceReport {

@@ -25,6 +25,7 @@ mod eviction;
 mod facts;
 mod feedback;
 mod keywords;
+mod knowledge_upkeep;
 mod memory;
 mod prompt;
 mod retriever;
@@ -45,6 +46,7 @@ pub use crate::{
     },
     feedback::RecallRecorder,
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
+    knowledge_upkeep::KnowledgePolicy,
     memory::{
         CONSOLIDATED_METADATA_KEY, ConflictPair, ConsolidationConfig, MAX_HISTORY,
         MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,

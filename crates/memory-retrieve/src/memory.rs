@@ -62,6 +62,7 @@ pub struct Memory {
     consolidation: Option<ConsolidationConfig>,
     detector: Arc<dyn crate::facts::ConflictDetector>,
     single_valued: std::collections::HashSet<String>,
+    knowledge_upkeep: crate::knowledge_upkeep::KnowledgeUpkeep,
 }
 
 impl Memory {
@@ -108,9 +109,9 @@ impl Memory {
     }
 
     /// Remembers with every option, reconciling the new memory with the stored ones (see
-    /// [`crate::facts`]): a duplicate is merged into the memory it repeats, a memory with a
-    /// fact key supersedes the current one of that key, and memories it contradicts are
-    /// flagged. Returns what happened once everything is stored; the memory and the stored
+    /// [`FactsConfig`](crate::FactsConfig)): a duplicate is merged into the memory it
+    /// repeats, a memory with a fact key supersedes the current one of that key, and
+    /// memories it contradicts are flagged. Returns what happened once everything is stored; the memory and the stored
     /// ones it changed are written together (one transaction on the SQL backends).
     ///
     /// With an eviction policy, the write keeps its namespace within the policy's capacity
@@ -260,6 +261,7 @@ impl Memory {
         if !events.is_empty() {
             self.recorder.record(events).await?;
         }
+        self.knowledge_upkeep.record(&result.items, now).await?;
         Ok(result)
     }
 
@@ -505,7 +507,9 @@ impl Memory {
 
     /// Runs TTL, decay, eviction and (when configured) compression and consolidation on
     /// `scope` now, after writing pending recall feedback, then counts the conflicting
-    /// pairs of current memories (the consistency check).
+    /// pairs of current memories (the consistency check). With a
+    /// [`KnowledgePolicy`](crate::KnowledgePolicy), pages and entities are expired and
+    /// evicted too, after their pending accesses are written.
     ///
     /// # Errors
     /// Store errors.
@@ -513,6 +517,7 @@ impl Memory {
         let span = tracing::debug_span!("maintain", scope = %scope.namespace);
         async move {
             self.recorder.flush().await?;
+            self.knowledge_upkeep.flush().await?;
             let now = self.clock.now();
             let mut report = MaintenanceReport {
                 failed_write_passes: self.writes.take_failed_passes(),
@@ -526,6 +531,9 @@ impl Memory {
             let evicted = evict(&*self.store, scope, &self.eviction.policy, now).await?;
             report.expired += evicted.expired;
             report.evicted += evicted.evicted;
+            self.knowledge_upkeep
+                .enforce(scope, now, &mut report)
+                .await?;
             if let Some((config, summarizer)) = &self.compression {
                 report.compressed =
                     compress_stale(&*self.store, scope, config, &**summarizer, now).await?;
@@ -548,12 +556,14 @@ impl Memory {
         .await
     }
 
-    /// Writes pending recall feedback now.
+    /// Writes pending recall feedback now (of memories, and the accesses of pages and
+    /// entities).
     ///
     /// # Errors
     /// Store errors.
     pub async fn flush(&self) -> Result<()> {
-        self.recorder.flush().await
+        self.recorder.flush().await?;
+        self.knowledge_upkeep.flush().await
     }
 
     /// Counts per kind and namespace, mean access count, capacity use, pages and entities.

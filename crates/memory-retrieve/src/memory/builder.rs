@@ -34,6 +34,7 @@ pub struct MemoryBuilder {
     consolidation: Option<ConsolidationConfig>,
     detector: Option<Arc<dyn ConflictDetector>>,
     single_valued: Vec<String>,
+    knowledge_policy: crate::KnowledgePolicy,
     #[cfg(feature = "embeddings")]
     embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
 }
@@ -155,7 +156,15 @@ impl MemoryBuilder {
         self
     }
 
-    /// Recall events per feedback write (default 64).
+    /// Bounds on the pages and entities of each namespace, applied by [`Memory::maintain`]
+    /// (default: none). Recall records page and entity accesses either way.
+    pub fn knowledge_policy(mut self, policy: crate::KnowledgePolicy) -> Self {
+        self.knowledge_policy = policy;
+        self
+    }
+
+    /// Recall events per feedback write (default 64; also the batch of page and entity
+    /// accesses).
     pub fn recall_batch(mut self, events: usize) -> Self {
         self.recall_batch = events;
         self
@@ -175,6 +184,7 @@ impl MemoryBuilder {
         if let Some(decay) = &self.decay {
             decay.validate()?;
         }
+        self.knowledge_policy.validate()?;
         Ok(self.assemble())
     }
 
@@ -205,6 +215,12 @@ impl MemoryBuilder {
             self.recall_batch
         };
         Memory {
+            knowledge_upkeep: crate::knowledge_upkeep::KnowledgeUpkeep::new(
+                Arc::clone(&knowledge),
+                Arc::clone(&graph),
+                self.knowledge_policy,
+                batch,
+            ),
             recorder: RecallRecorder::new(Arc::clone(&store), batch),
             store,
             knowledge,
