@@ -162,6 +162,29 @@ pub fn normalize_fact_key(key: &str) -> Result<String> {
         .join("_"))
 }
 
+/// Checks a validity interval (of a memory or a relation): both ends storable, the end
+/// not before the start.
+pub(crate) fn validate_validity(
+    from: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+) -> Result<()> {
+    if let Some(from) = from {
+        validate_time("valid_from", from)?;
+    }
+    if let Some(until) = until {
+        validate_time("valid_until", until)?;
+    }
+    if let (Some(from), Some(until)) = (from, until)
+        && until < from
+    {
+        return Err(MemoryError::invalid(
+            "valid_until",
+            "must not be before valid_from",
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the fact fields of an item (called by [`MemoryItem::validate`]).
 pub(crate) fn validate_fact_fields(item: &MemoryItem) -> Result<()> {
     if let Some(key) = &item.fact_key
@@ -172,20 +195,7 @@ pub(crate) fn validate_fact_fields(item: &MemoryItem) -> Result<()> {
             "must be normalised (see normalize_fact_key)",
         ));
     }
-    if let Some(from) = item.valid_from {
-        validate_time("valid_from", from)?;
-    }
-    if let Some(until) = item.valid_until {
-        validate_time("valid_until", until)?;
-    }
-    if let (Some(from), Some(until)) = (item.valid_from, item.valid_until)
-        && until < from
-    {
-        return Err(MemoryError::invalid(
-            "valid_until",
-            "must not be before valid_from",
-        ));
-    }
+    validate_validity(item.valid_from, item.valid_until)?;
     if let Some(ended) = &item.ended {
         validate_time("ended", ended.at)?;
         match &ended.reason {

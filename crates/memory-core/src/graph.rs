@@ -191,21 +191,7 @@ impl GraphRelation {
         validate_id("target_id", &self.target_id)?;
         validate_text("relation_type", &self.relation_type, 128)?;
         validate_unit("weight", self.weight)?;
-        if let Some(from) = self.valid_from {
-            crate::validate::validate_time("valid_from", from)?;
-        }
-        if let Some(until) = self.valid_until {
-            crate::validate::validate_time("valid_until", until)?;
-        }
-        if let (Some(from), Some(until)) = (self.valid_from, self.valid_until)
-            && until < from
-        {
-            return Err(MemoryError::invalid(
-                "valid_until",
-                "must not be before valid_from",
-            ));
-        }
-        Ok(())
+        crate::fact::validate_validity(self.valid_from, self.valid_until)
     }
 
     /// Sets when the relation holds in the world; either end may be open.
