@@ -2,7 +2,10 @@
 # End-to-end checks of the built `agent-memory` from the outside:
 #   1. schemathesis (PyPI) against /openapi.json of a running server, bounded examples;
 #   2. the MCP Inspector CLI 0.15.0 (npm) listing the tools over stdio and over HTTP;
-#   3. a load test from a second process (wrk) of HTTP recall on a 10k-memory namespace on
+#   3. `mcp --compat server-memory` against the reference MCP memory server
+#      (@modelcontextprotocol/server-memory from npm): the same tool calls to both, the same
+#      entities, relations and observations back, and its memory.jsonl imported into ours;
+#   4. a load test from a second process (wrk) of HTTP recall on a 10k-memory namespace on
 #      SQLite, printing throughput and latency percentiles.
 # Usage: bash crates/agent-memory-cli/e2e.sh   (from the workspace root; needs python3 with
 # venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
@@ -79,26 +82,36 @@ start_server "$work/mcp-http.db" --no-auth
 npx -y @modelcontextprotocol/inspector@0.15.0 --cli "http://$address/mcp" --transport http --method tools/list |
   python3 -c 'import json,sys; tools=[t["name"] for t in json.load(sys.stdin)["tools"]]; print("http tools:", tools); assert "recall" in tools'
 
-echo "==> load: HTTP recall on a 10k-memory namespace (SQLite), wrk for ${seconds}s"
+echo "==> compatibility with the reference MCP memory server (npm), over stdio"
+node_dir="$target/e2e-node"
+reference="$node_dir/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
+[ -f "$reference" ] || npm install --prefix "$node_dir" --no-audit --no-fund --silent \
+  @modelcontextprotocol/server-memory@2026.8.31
+node "$root/crates/agent-memory-cli/e2e/compat.mjs" "$reference" "$bin" "$work"
+
+echo "==> load: HTTP recall on a 10k-memory namespace (SQLite) with remember traffic beside it, wrk for ${seconds}s"
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
-start_server "$work/load.db"
-key="$(new_key load)"
-python3 - "$address" "$key" <<'PY'
-import json, sys, urllib.request, random
-address, key = sys.argv[1], sys.argv[2]
+# The 10,000 memories are imported in one transaction (remembering them one by one, each
+# reconciled with those before it, is the import's job, not the load test's).
+python3 - "$work/seed.jsonl" <<'PY'
+import json, sys, random
 words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu".split()
 rng = random.Random(7)
-for batch in range(10):
-    memories = [{"text": " ".join(rng.choice(words) for _ in range(12)) + f" note {batch * 1000 + i}"} for i in range(1000)]
-    request = urllib.request.Request(f"http://{address}/v1/memories/batch", data=json.dumps({"memories": memories}).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
-    urllib.request.urlopen(request).read()
-print("seeded 10000 memories")
+with open(sys.argv[1], "w") as out:
+    out.write(json.dumps({"format": "agent-memory-jsonl", "version": 2,
+        "scope": {"namespace": "load", "descendants": True},
+        "exported_at": "2026-01-01T00:00:00Z",
+        "counts": {"memories": 10000, "recall_stats": 0, "pages": 0, "entities": 0, "relations": 0}}) + "\n")
+    for i in range(10000):
+        out.write(json.dumps({"type": "memory", "id": f"seed-{i}", "namespace": "load",
+            "content": " ".join(rng.choice(words) for _ in range(12)) + f" note {i}",
+            "kind": "episodic", "importance": 0.5, "metadata": {}, "tags": [], "source": None,
+            "credibility": 1.0, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "last_accessed": None, "access_count": 0}) + "\n")
 PY
-# Nothing acknowledged is lost: the server holds every memory it accepted.
-stored="$(curl -fsS "http://$address/v1/stats?namespace=load" -H "Authorization: Bearer $key" |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')"
-[ "$stored" = 10000 ] || { echo "e2e: $stored memories stored of 10000 acknowledged" >&2; exit 1; }
+"$bin" --store "$work/load.db" --json import --format agent-memory "$work/seed.jsonl"
+start_server "$work/load.db"
+key="$(new_key load)"
 cat > "$work/recall.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -110,10 +123,34 @@ request = function()
   return wrk.format(nil, "/v1/recall", nil, '{"query":"' .. queries[(n % #queries) + 1] .. '","limit":10}')
 end
 LUA
+# A writer beside the load: one remember after another, each counted once acknowledged.
+python3 - "$address" "$key" "$seconds" > "$work/writes.txt" <<'PY' &
+import json, sys, time, urllib.request
+address, key, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+acknowledged, started, index = 0, time.monotonic(), 0
+while time.monotonic() - started < seconds:
+    body = json.dumps({"text": f"load write {index}: the build {index} passed on runner {index % 7}"}).encode()
+    request = urllib.request.Request(f"http://{address}/v1/memories", data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request) as response:
+        if response.status in (200, 201) and json.load(response)["outcome"] != "merged":
+            acknowledged += 1
+    index += 1
+print(acknowledged)
+PY
+writer=$!
 wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
+wait "$writer"
+acknowledged="$(cat "$work/writes.txt")"
 # Every response was a success.
 if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
   echo "e2e: the load test saw failed requests" >&2
   exit 1
 fi
+# Nothing acknowledged is lost: the server holds the seed and every write it acknowledged.
+stored="$(curl -fsS "http://$address/v1/stats?namespace=load" -H "Authorization: Bearer $key" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')"
+expected=$((10000 + acknowledged))
+echo "remembered during the load: $acknowledged acknowledged; stored $stored of $expected"
+[ "$stored" = "$expected" ] || { echo "e2e: $stored memories stored, $expected expected" >&2; exit 1; }
 echo "e2e: all checks passed"

@@ -172,6 +172,13 @@ impl ServerHandler for MemoryServer {
             },
         };
         Ok(match outcome {
+            Ok(value) if self.compat == Compat::ServerMemory => {
+                // The reference server's text (what most clients read) beside the object.
+                let text = compat::text_of(&request.name, &value);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(value);
+                result
+            }
             Ok(value) => success(value),
             Err(failure) => failure_result(&failure),
         }

@@ -158,12 +158,12 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "search_nodes",
-            "Search for nodes in the knowledge graph based on a query: entities whose name or type contains it, or whose observations match it. Returns a page of entities and the relations among them.",
+            "Search for nodes in the knowledge graph based on a query: entities whose name or type contains it, or whose observations match its words. Returns a page of entities and the relations from or to them.",
             schema(search),
         ),
         Tool::new(
             "open_nodes",
-            "Open specific nodes in the knowledge graph by their names: the entities with their observations, and the relations among them.",
+            "Open specific nodes in the knowledge graph by their names: the entities with their observations, and the relations from or to them.",
             schema(json!({
                 "type": "object",
                 "properties": {"names": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_NAMES, "description": "An array of entity names to retrieve"}},
@@ -287,7 +287,7 @@ pub(super) async fn call(
             if !items.is_empty() {
                 memory.store().save_many(items).await?;
             }
-            Ok(json!(created))
+            Ok(json!({ "entities": created }))
         }
         "create_relations" => {
             let args: Relations = arguments(raw)?;
@@ -311,7 +311,7 @@ pub(super) async fn call(
                     created.push(shown.clone());
                 }
             }
-            Ok(json!(created))
+            Ok(json!({ "relations": created }))
         }
         "add_observations" => {
             let args: Observations = arguments(raw)?;
@@ -350,7 +350,7 @@ pub(super) async fn call(
             if !items.is_empty() {
                 memory.store().save_many(items).await?;
             }
-            Ok(json!(results))
+            Ok(json!({ "results": results }))
         }
         "delete_entities" => {
             let args: EntityNames = arguments(raw)?;
@@ -360,7 +360,7 @@ pub(super) async fn call(
                 }
                 graph.remove_entity(&namespace, name).await?;
             }
-            Ok(json!({ "deleted": args.entity_names }))
+            Ok(json!({ "success": true, "message": "Entities deleted successfully" }))
         }
         "delete_observations" => {
             let args: Deletions = arguments(raw)?;
@@ -371,7 +371,7 @@ pub(super) async fn call(
                         .await?;
                 }
             }
-            Ok(json!({ "deleted": true }))
+            Ok(json!({ "success": true, "message": "Observations deleted successfully" }))
         }
         "delete_relations" => {
             let args: Relations = arguments(raw)?;
@@ -385,7 +385,7 @@ pub(super) async fn call(
                     )
                     .await?;
             }
-            Ok(json!({ "deleted": args.relations.len() }))
+            Ok(json!({ "success": true, "message": "Relations deleted successfully" }))
         }
         "read_graph" => {
             let args: Page = arguments(raw)?;
@@ -456,7 +456,9 @@ fn graph_page(entities: Vec<McpEntity>, relations: Vec<McpRelation>, next: Optio
     value
 }
 
-/// The named entities with their observations and the relations among them.
+/// The named entities with their observations, and the relations with at least one end
+/// among them (as the reference server answers since it lets callers discover a node's
+/// connections), each once.
 async fn open(
     memory: &Memory,
     namespace: &Namespace,
@@ -464,19 +466,46 @@ async fn open(
     next: Option<usize>,
 ) -> Result<Value, Failure> {
     let graph = memory.graph();
-    let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
     let mut entities = Vec::new();
     let mut relations = Vec::new();
+    let mut seen: HashSet<(String, String, String)> = HashSet::new();
+    let mut opened: HashSet<&str> = HashSet::new();
     for name in names {
+        if !opened.insert(name.as_str()) {
+            continue;
+        }
         let Some(entity) = graph.get_entity(namespace, name).await? else {
             continue;
         };
         entities.push(to_mcp_entity(memory, &entity).await?);
         for relation in graph.relations_of(namespace, name).await? {
-            if relation.source_id == *name && wanted.contains(relation.target_id.as_str()) {
+            let key = (
+                relation.source_id.clone(),
+                relation.target_id.clone(),
+                relation.relation_type.clone(),
+            );
+            if seen.insert(key) {
                 relations.push(to_mcp_relation(&relation));
             }
         }
     }
     Ok(graph_page(entities, relations, next))
+}
+
+/// The text a client reads of a tool's result, as the reference server writes it: the list
+/// a write returns, a sentence for a deletion, the graph for a read.
+pub(super) fn text_of(name: &str, structured: &Value) -> String {
+    let shown = match name {
+        "create_entities" => &structured["entities"],
+        "create_relations" => &structured["relations"],
+        "add_observations" => &structured["results"],
+        "delete_entities" | "delete_observations" | "delete_relations" => {
+            return structured["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+        }
+        _ => structured,
+    };
+    serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string())
 }

@@ -6,7 +6,7 @@ use std::process::{ChildStdin, ChildStdout, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, TempDir, command};
+use crate::support::{DropSchema, Server, TempDir, backends, command};
 
 /// A client on the server's standard input and output.
 struct Stdio_ {
@@ -17,10 +17,9 @@ struct Stdio_ {
 }
 
 impl Stdio_ {
-    fn start(dir: &TempDir, args: &[&str]) -> Self {
+    fn start(dir: &TempDir, store: &[String], args: &[&str]) -> Self {
         let mut child = command(dir)
-            .arg("--store")
-            .arg(dir.path().join("mcp.db"))
+            .args(store)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -103,7 +102,15 @@ impl Drop for Stdio_ {
 #[test]
 fn stdio_remember_then_recall() {
     let dir = TempDir::new("mcp-stdio");
-    let mut client = Stdio_::start(&dir, &["-n", "acme", "mcp"]);
+    for (backend, store) in backends(&dir, "mcp_stdio") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(&dir, &store, &["-n", "acme", "mcp"]);
+        stdio_scenario(&mut client);
+        eprintln!("{backend}: passed");
+    }
+}
+
+fn stdio_scenario(client: &mut Stdio_) {
     let tools = client.request("tools/list", json!({}));
     let names: Vec<&str> = tools["result"]["tools"]
         .as_array()
@@ -167,7 +174,15 @@ fn stdio_remember_then_recall() {
 #[test]
 fn stdio_facts_that_change() {
     let dir = TempDir::new("mcp-facts");
-    let mut client = Stdio_::start(&dir, &["-n", "acme", "mcp"]);
+    for (backend, store) in backends(&dir, "mcp_facts") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(&dir, &store, &["-n", "acme", "mcp"]);
+        facts_scenario(&mut client);
+        eprintln!("{backend}: passed");
+    }
+}
+
+fn facts_scenario(client: &mut Stdio_) {
     let first = client.payload(
         "remember",
         json!({"text": "Dana works at Initech", "fact_key": "dana.employer", "kind": "semantic"}),
@@ -208,7 +223,19 @@ fn stdio_facts_that_change() {
 #[test]
 fn stdio_compat_server_memory() {
     let dir = TempDir::new("mcp-compat");
-    let mut client = Stdio_::start(&dir, &["-n", "kb", "mcp", "--compat", "server-memory"]);
+    for (backend, store) in backends(&dir, "mcp_compat") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(
+            &dir,
+            &store,
+            &["-n", "kb", "mcp", "--compat", "server-memory"],
+        );
+        compat_scenario(&mut client);
+        eprintln!("{backend}: passed");
+    }
+}
+
+fn compat_scenario(client: &mut Stdio_) {
     let tools = client.request("tools/list", json!({}));
     let mut names: Vec<&str> = tools["result"]["tools"]
         .as_array()
@@ -238,18 +265,26 @@ fn stdio_compat_server_memory() {
             {"name": "Engine", "entityType": "machine", "observations": []}
         ]}),
     );
-    assert_eq!(created.as_array().map(Vec::len), Some(2), "{created}");
+    assert_eq!(
+        created["entities"].as_array().map(Vec::len),
+        Some(2),
+        "{created}"
+    );
     let related = client.payload(
         "create_relations",
         json!({"relations": [{"from": "Ada", "to": "Engine", "relationType": "programs"}]}),
     );
-    assert_eq!(related.as_array().map(Vec::len), Some(1), "{related}");
+    assert_eq!(
+        related["relations"].as_array().map(Vec::len),
+        Some(1),
+        "{related}"
+    );
     let added = client.payload(
         "add_observations",
         json!({"observations": [{"entityName": "Ada", "contents": ["Likes mathematics", "Writes the first program"]}]}),
     );
     assert_eq!(
-        added[0]["addedObservations"],
+        added["results"][0]["addedObservations"],
         json!(["Likes mathematics"]),
         "{added}"
     );
@@ -319,11 +354,15 @@ fn message_of(body: &str) -> Value {
 #[test]
 fn streamable_http_on_serve() {
     let dir = TempDir::new("mcp-http");
-    let store = vec![
-        "--store".to_owned(),
-        dir.path().join("s.db").to_string_lossy().into_owned(),
-    ];
-    let server = Server::start(&dir, &store, &[]);
+    for (backend, store) in backends(&dir, "mcp_http") {
+        let _schema = DropSchema(store.clone());
+        let server = Server::start(&dir, &store, &[]);
+        streamable_http_scenario(&server);
+        assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
+    }
+}
+
+fn streamable_http_scenario(server: &Server) {
     let key = server.key_for("acme");
     let post = |session: Option<&str>, key: Option<&str>, body: Value| {
         let mut headers = vec![("Accept", "application/json, text/event-stream".to_owned())];
@@ -394,5 +433,4 @@ fn streamable_http_on_serve() {
         "params": {"name": "recall", "arguments": {"query": "office", "namespace": "other"}}}),
     );
     assert_eq!(message_of(&body)["result"]["isError"], true, "{body}");
-    assert_eq!(server.stop(), Some(0));
 }
