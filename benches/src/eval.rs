@@ -14,15 +14,22 @@
 //! scorer does (the cut grows until k distinct sessions are covered): recall_any@k is the
 //! share of questions with an evidence session among them, recall_all@k with all of them.
 //!
+//! Turns are written with [`Memory::remember_with`] under [`EvalOptions::facts`] (by default
+//! [`FactsConfig::default`]: a repeated turn is merged into the stored one, which then
+//! stands for both, and a turn that contradicts a stored one is flagged); the report counts
+//! what it did ([`WriteCounts`]), and [`FactsConfig::off`] stores every turn as it comes.
+//!
 //! Questions are answered through [`Retriever::retrieve_with`](agent_memory::retrieve::Retriever::retrieve_with), which records no recall
 //! statistics, so the order of questions cannot change the results.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_memory::retrieve::{Memory, RecallFilter, Remember, RetrieverConfig};
+use agent_memory::retrieve::{
+    FactsConfig, Memory, Outcome, RecallFilter, Remember, Remembered, RetrieverConfig,
+};
 use agent_memory::{
     ManualClock, MemoryError, MemoryKind, MemoryStore, Namespace, Result, RetrievalSource,
 };
@@ -150,6 +157,11 @@ pub struct EvalOptions {
     pub repeat: usize,
     /// Keep each question's ranking in the report ([`Report::ranked`]).
     pub keep_ranked: bool,
+    /// How `remember` reconciles each turn with the stored ones (default
+    /// [`FactsConfig::default`]; [`FactsConfig::off`] stores every turn as it comes).
+    pub facts: FactsConfig,
+    /// Print each turn merged into another or flagged as contradicting one, with both texts.
+    pub show_facts: bool,
 }
 
 impl Default for EvalOptions {
@@ -162,6 +174,8 @@ impl Default for EvalOptions {
             turn_context: true,
             repeat: 1,
             keep_ranked: false,
+            facts: FactsConfig::default(),
+            show_facts: false,
         }
     }
 }
@@ -190,6 +204,68 @@ pub struct Report {
     /// Each question's ranking, when [`EvalOptions::keep_ranked`] is set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranked: Vec<Ranked>,
+    /// What `remember` did with the turns.
+    #[serde(default)]
+    pub writes: WriteCounts,
+}
+
+/// What `remember` did with the turns of an evaluation: how many it stored, merged into a
+/// stored turn (that turn's id then never ranks), or flagged as contradicting stored turns.
+/// Nearly nothing contradicts in a conversation benchmark, so flags there are false flags.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriteCounts {
+    /// Turns remembered.
+    pub writes: usize,
+    /// Turns merged into a stored duplicate (nothing new stored).
+    pub merged: usize,
+    /// Turns whose write reported at least one conflict.
+    pub flagged: usize,
+    /// Conflicts reported, over all turns.
+    pub conflicts: usize,
+    /// Turns that superseded or were outdated by a stored one.
+    pub superseded: usize,
+    /// Evidence turns of the questions that were merged into another turn.
+    pub evidence_merged: usize,
+    /// Questions with at least one evidence turn merged into another turn.
+    pub questions_with_merged_evidence: usize,
+    /// Each merged turn and the turn it was merged into, `conversation/turn` ids.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merges: Vec<(String, String)>,
+    /// Each flagged turn and a stored turn it was flagged against, `conversation/turn` ids.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<(String, String)>,
+}
+
+impl WriteCounts {
+    /// Flagged writes in percent of writes.
+    pub fn flag_rate(&self) -> f64 {
+        100.0 * self.flagged as f64 / self.writes.max(1) as f64
+    }
+
+    /// Counts one write's outcome; `conv_id` prefixes the ids kept.
+    fn add(&mut self, conv_id: &str, turn_id: &str, remembered: &Remembered) {
+        self.writes += 1;
+        match &remembered.outcome {
+            Outcome::Merged { into } => {
+                self.merged += 1;
+                self.merges
+                    .push((format!("{conv_id}/{turn_id}"), format!("{conv_id}/{into}")));
+            }
+            Outcome::Superseded { .. } | Outcome::Outdated { .. } => self.superseded += 1,
+            Outcome::Added => {}
+        }
+        if !remembered.conflicts.is_empty() {
+            self.flagged += 1;
+            self.conflicts += remembered.conflicts.len();
+            for conflict in &remembered.conflicts {
+                self.flags.push((
+                    format!("{conv_id}/{turn_id}"),
+                    format!("{conv_id}/{}", conflict.id),
+                ));
+            }
+        }
+    }
 }
 
 /// One question's ranking, for rescoring elsewhere.
@@ -334,6 +410,7 @@ pub async fn evaluate(
         .store(store)
         .clock(clock.clone())
         .retriever_config(config.clone())
+        .facts(options.facts.clone())
         .build()?;
 
     let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
@@ -352,12 +429,14 @@ pub async fn evaluate(
     let mut ranked_out: Vec<Ranked> = Vec::new();
     let mut latencies: Vec<f64> = Vec::new();
     let mut ingest_ms = 0.0;
+    let mut writes = WriteCounts::default();
     let total_questions = queries.len();
     for (index, (conv_id, conv_turns)) in by_conv.iter().enumerate() {
         let namespace = Namespace::parse("locomo")?.child(&sanitize(conv_id))?;
         let started = Instant::now();
         let mut last = DateTime::<Utc>::UNIX_EPOCH;
         let mut previous: Option<String> = None;
+        let mut merged_here: HashSet<&str> = HashSet::new();
         for turn in conv_turns {
             let at = parse_time(turn).unwrap_or(last);
             last = last.max(at);
@@ -373,7 +452,14 @@ pub async fn evaluate(
                 _ => request,
             };
             previous = Some(format!("{}: {}", turn.speaker, turn.text));
-            memory.remember_with(request).await?;
+            let remembered = memory.remember_with(request).await?;
+            if options.show_facts {
+                show_reconciled(turn, &remembered, conv_turns);
+            }
+            if remembered.id != turn.dia_id {
+                merged_here.insert(turn.dia_id.as_str());
+            }
+            writes.add(conv_id, &turn.dia_id, &remembered);
         }
         ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
         let session_of: HashMap<&str, &str> = conv_turns
@@ -382,6 +468,13 @@ pub async fn evaluate(
             .collect();
         let conv_questions = questions.get(conv_id).cloned().unwrap_or_default();
         for query in &conv_questions {
+            let lost = query
+                .evidence
+                .iter()
+                .filter(|e| merged_here.contains(e.as_str()))
+                .count();
+            writes.evidence_merged += lost;
+            writes.questions_with_merged_evidence += usize::from(lost > 0);
             clock.set(query.asked_at.unwrap_or(last));
             // Each ask is timed to its answer, not to the drop of the answer; the metrics
             // come from the first.
@@ -488,7 +581,38 @@ pub async fn evaluate(
             ("turns".into(), turns.len() as f64),
         ]),
         ranked: ranked_out,
+        writes,
     })
+}
+
+/// Prints a turn that was merged into another or flagged against others, with their texts.
+fn show_reconciled(turn: &Turn, remembered: &Remembered, conv_turns: &[&Turn]) {
+    let text_of = |id: &str| {
+        conv_turns
+            .iter()
+            .find(|t| t.dia_id == id)
+            .map_or("?", |t| t.text.as_str())
+    };
+    if let Outcome::Merged { into } = &remembered.outcome {
+        eprintln!(
+            "MERGED {}/{} into {into}\n   new: {}\n   old: {}",
+            turn.conv_id,
+            turn.dia_id,
+            turn.text,
+            text_of(into)
+        );
+    }
+    for conflict in &remembered.conflicts {
+        eprintln!(
+            "FLAGGED {}/{} against {} ({})\n   new: {}\n   old: {}",
+            turn.conv_id,
+            turn.dia_id,
+            conflict.id,
+            conflict.reason,
+            turn.text,
+            text_of(&conflict.id)
+        );
+    }
 }
 
 fn sanitize(conv_id: &str) -> String {
@@ -556,8 +680,20 @@ pub fn render(report: &Report) -> String {
         }
     }
     let l = |key: &str| report.latency_us.get(key).copied().unwrap_or(0.0);
+    let w = &report.writes;
     out.push_str(&format!(
-        "\nquery latency: mean {:.1} us, median {:.1} us, p95 {:.1} us; ingest {:.0} ms for {} turns\n",
+        "\nwrites: {}, merged: {}, flagged: {} ({:.1}%), conflicts: {}, superseded: {}; evidence turns merged away: {} (in {} questions)\n",
+        w.writes,
+        w.merged,
+        w.flagged,
+        w.flag_rate(),
+        w.conflicts,
+        w.superseded,
+        w.evidence_merged,
+        w.questions_with_merged_evidence,
+    ));
+    out.push_str(&format!(
+        "query latency: mean {:.1} us, median {:.1} us, p95 {:.1} us; ingest {:.0} ms for {} turns\n",
         l("mean"), l("median"), l("p95"),
         report.ingest.get("total_ms").copied().unwrap_or(0.0),
         report.ingest.get("turns").copied().unwrap_or(0.0),

@@ -27,6 +27,8 @@ async fn synthetic_recall_is_well_above_random() {
         render(&report)
     );
     assert_eq!(report.overall.questions, queries.len());
+    assert_eq!(report.writes.writes, turns.len(), "every turn is counted");
+    assert!(report.writes.merged <= report.writes.writes);
     assert!(report.latency_us["median"] > 0.0);
     let json = serde_json::to_value(&report).unwrap();
     for key in ["recall@1", "recall@5", "recall@10", "recall@20", "hit@10"] {

@@ -445,6 +445,9 @@ fn print_summary(home: &Path, since: Option<SystemTime>) {
     );
 }
 
+/// `cargo xtask eval [ARGS]`: the `eval` binary of `memory-benches`, built in release mode,
+/// with `ARGS` as they are (`--facts` for the changing-facts benchmark, `--no-facts` to
+/// ingest without reconciliation; `--help` lists them all).
 pub(crate) fn eval(args: &[String]) -> Result<(), String> {
     let mut cargo_args = vec![
         "run",

@@ -5,7 +5,8 @@
 //! - `features`: only the facade's feature combinations.
 //! - `tidy`: only the tidy checks.
 //! - `bench [--quick] [criterion args]`: the benchmarks, then a summary table.
-//! - `eval [options]`: retrieval quality on LoCoMo-format conversations (see `eval --help`).
+//! - `eval [options]`: retrieval quality on LoCoMo-format conversations and LongMemEval
+//!   haystacks, or with `--facts` the generated changing-facts benchmark (see `eval --help`).
 //! - `fuzz [--time SECONDS] [TARGET...]`: the cargo-fuzz targets, each for a given time.
 //! - `soak [--count N] [--capacity N]`: N writes into a bounded store, printing memory use.
 

@@ -6,21 +6,29 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--show-misses] [--json FILE]
+//!                  [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts]
+//!                  [--json FILE]
+//! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
 //! ```
+//!
+//! `--facts` runs the generated changing-facts benchmark ([`memory_benches::facts`]) with
+//! fact keys, with the default conflict detector and without detection, instead of a
+//! conversation set. `--no-facts` ingests the conversations with `FactsConfig::off()` (no
+//! duplicate merging or conflict flags).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::MemoryStore;
 use agent_memory::inmem::InMemoryStore;
+use agent_memory::retrieve::FactsConfig;
 use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, ScoringStrategy};
 use memory_benches::eval::{
     EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, read_longmemeval, render,
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--repeat N] [--json FILE]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +46,8 @@ fn run() -> Result<(), String> {
     let mut memories = root.join("../shared/eval/locomo-dev/memories.jsonl");
     let mut queries = root.join("../shared/eval/locomo-dev/queries.jsonl");
     let mut synthetic = false;
+    let mut facts = false;
+    let mut facts_spec = memory_benches::facts::FactsSpec::default();
     let mut longmemeval: Option<PathBuf> = None;
     let mut ranked: Option<PathBuf> = None;
     let mut backend = "inmem".to_owned();
@@ -56,6 +66,14 @@ fn run() -> Result<(), String> {
             "--memories" => memories = PathBuf::from(value()?),
             "--queries" => queries = PathBuf::from(value()?),
             "--synthetic" => synthetic = true,
+            "--facts" => facts = true,
+            "--subjects" => {
+                facts_spec.subjects = value()?.parse().map_err(|e| format!("--subjects: {e}"))?;
+            }
+            "--seed" => facts_spec.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--k" => facts_spec.k = value()?.parse().map_err(|e| format!("--k: {e}"))?,
+            "--no-facts" => options.facts = FactsConfig::off(),
+            "--show-facts" => options.show_facts = true,
             "--longmemeval" => longmemeval = Some(PathBuf::from(value()?)),
             "--ranked" => ranked = Some(PathBuf::from(value()?)),
             "--backend" => backend = value()?,
@@ -129,6 +147,9 @@ fn run() -> Result<(), String> {
             other => return Err(format!("unknown argument {other}; {}", usage())),
         }
     }
+    if facts {
+        return run_facts(&facts_spec);
+    }
     options.keep_ranked = ranked.is_some();
     let (turns, questions): (Vec<Turn>, Vec<Query>) = if synthetic {
         memory_benches::synthetic::synthetic(5, 200, 42)
@@ -180,9 +201,33 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// The PostgreSQL memory store of `--backend postgres`: schema `am_eval` on the server named
-/// by `AGENT_MEMORY_POSTGRES_URL` (else `AGENT_MEMORY_TEST_POSTGRES_URL`, else the local
-/// development server), emptied first so every run starts from nothing.
+/// `--facts`: the changing-facts benchmark in every mode, as tables on stdout.
+fn run_facts(spec: &memory_benches::facts::FactsSpec) -> Result<(), String> {
+    use memory_benches::facts::{FactsMode, generate, render, run};
+    let set = generate(spec);
+    eprintln!(
+        "eval --facts: {} memories, {} facts, seed {}",
+        set.statements.len(),
+        set.facts.len(),
+        spec.seed
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut reports = Vec::new();
+    for mode in FactsMode::ALL {
+        eprintln!("eval --facts: {}", mode.name());
+        reports.push(
+            runtime
+                .block_on(run(&set, mode, spec.k))
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    print!("{}", render(&set, &reports));
+    Ok(())
+}
+
 /// A fresh SQLite file under the system's temporary directory (removed first if it exists).
 fn sqlite_store() -> Result<Arc<dyn MemoryStore>, String> {
     let path = std::env::temp_dir().join("agent-memory-eval.db");
@@ -194,6 +239,9 @@ fn sqlite_store() -> Result<Arc<dyn MemoryStore>, String> {
     Ok(Arc::new(backend.memory_store().clone()))
 }
 
+/// The PostgreSQL memory store of `--backend postgres`: schema `am_eval` on the server named
+/// by `AGENT_MEMORY_POSTGRES_URL` (else `AGENT_MEMORY_TEST_POSTGRES_URL`, else the local
+/// development server), emptied first so every run starts from nothing.
 async fn postgres_store() -> Result<Arc<dyn MemoryStore>, String> {
     use agent_memory::postgres::{PostgresBackend, PostgresOptions};
     let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
