@@ -5,5 +5,6 @@ mod conversation;
 #[cfg(feature = "embeddings")]
 mod embedding;
 mod eviction;
+mod maintenance_crash;
 mod retrieval;
 mod stress;
