@@ -24,10 +24,13 @@ pub(crate) struct EntityRequest {
     #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// Its id, unique in the namespace; an entity with this id is replaced (its relations stay).
+    #[schema(min_length = 1, max_length = 256)]
     pub(crate) id: String,
     /// Its display name.
+    #[schema(min_length = 1)]
     pub(crate) name: String,
     /// Its type (person, project, ...).
+    #[schema(min_length = 1)]
     pub(crate) entity_type: String,
     /// A description.
     #[serde(default)]
@@ -151,13 +154,17 @@ pub(crate) struct RelationRequest {
     #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
     /// The source entity's id.
+    #[schema(min_length = 1, max_length = 256)]
     pub(crate) source_id: String,
     /// The target entity's id.
+    #[schema(min_length = 1, max_length = 256)]
     pub(crate) target_id: String,
     /// The relation type (works_at, knows, ...).
+    #[schema(min_length = 1)]
     pub(crate) relation_type: String,
     /// Its weight in [0, 1], default 1 (ignored when deleting).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     pub(crate) weight: Option<f32>,
 }
 

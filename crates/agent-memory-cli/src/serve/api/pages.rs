@@ -22,16 +22,19 @@ pub(crate) struct PageRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
-    /// The title.
+    /// The title (at most 1 KiB).
+    #[schema(min_length = 1, max_length = 1024)]
     pub(crate) title: String,
-    /// A short summary.
+    /// A short summary (at most 16 KiB).
     #[serde(default)]
+    #[schema(max_length = 16384)]
     pub(crate) summary: String,
     /// The body.
     #[serde(default)]
     pub(crate) content: String,
-    /// Tags.
+    /// Tags (at most 64).
     #[serde(default)]
+    #[schema(max_items = 64)]
     pub(crate) tags: Vec<String>,
     /// Ids of pages it refers to.
     #[serde(default)]
