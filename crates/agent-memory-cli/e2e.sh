@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the built `agent-memory` from the outside:
 #   1. schemathesis (PyPI) against /openapi.json of a running server, bounded examples;
-#   2. the MCP Inspector CLI 0.15.0 (npm) listing the tools over stdio and over HTTP;
+#   2. the MCP Inspector CLI 0.15.0 (npm) listing the tools, then calling remember and
+#      recall, over stdio and over HTTP;
 #   3. `mcp --compat server-memory` against the reference MCP memory server
 #      (@modelcontextprotocol/server-memory from npm): the same tool calls to both, the same
 #      entities, relations and observations back, and its memory.jsonl imported into ours;
@@ -76,11 +77,24 @@ venv="$target/e2e-venv"
 echo "==> MCP Inspector CLI 0.15.0: tools/list over stdio"
 npx -y @modelcontextprotocol/inspector@0.15.0 --cli "$bin" --store "$work/mcp.db" -n e2e mcp --method tools/list |
   python3 -c 'import json,sys; tools=[t["name"] for t in json.load(sys.stdin)["tools"]]; print("stdio tools:", tools); assert "recall" in tools'
+inspect_stdio() { npx -y @modelcontextprotocol/inspector@0.15.0 --cli "$bin" --store "$work/mcp.db" -n e2e mcp "$@"; }
+echo "==> MCP Inspector CLI 0.15.0: tools/call remember, then recall, over stdio"
+inspect_stdio --method tools/call --tool-name remember \
+  --tool-arg 'text=The e2e office is in Lisbon' --tool-arg fact_key=office.city |
+  python3 -c 'import json,sys; r=json.load(sys.stdin); print("stdio remember:", r["structuredContent"]); assert not r.get("isError")'
+inspect_stdio --method tools/call --tool-name recall --tool-arg 'query=where is the office' |
+  python3 -c 'import json,sys; r=json.load(sys.stdin); hits=r["structuredContent"]["results"]; print("stdio recall:", hits[0]["text"]); assert "Lisbon" in hits[0]["text"]'
 
 echo "==> MCP Inspector CLI 0.15.0: tools/list over Streamable HTTP"
 start_server "$work/mcp-http.db" --no-auth
 npx -y @modelcontextprotocol/inspector@0.15.0 --cli "http://$address/mcp" --transport http --method tools/list |
   python3 -c 'import json,sys; tools=[t["name"] for t in json.load(sys.stdin)["tools"]]; print("http tools:", tools); assert "recall" in tools'
+inspect_http() { npx -y @modelcontextprotocol/inspector@0.15.0 --cli "http://$address/mcp" --transport http "$@"; }
+echo "==> MCP Inspector CLI 0.15.0: tools/call remember, then recall, over Streamable HTTP"
+inspect_http --method tools/call --tool-name remember --tool-arg 'text=The e2e warehouse is in Porto' |
+  python3 -c 'import json,sys; r=json.load(sys.stdin); print("http remember:", r["structuredContent"]); assert not r.get("isError")'
+inspect_http --method tools/call --tool-name recall --tool-arg 'query=where is the warehouse' |
+  python3 -c 'import json,sys; r=json.load(sys.stdin); hits=r["structuredContent"]["results"]; print("http recall:", hits[0]["text"]); assert "Porto" in hits[0]["text"]'
 
 echo "==> compatibility with the reference MCP memory server (npm), over stdio"
 node_dir="$target/e2e-node"

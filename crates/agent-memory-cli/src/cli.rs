@@ -1,5 +1,6 @@
 //! The command line: global options and one subcommand each for remember, recall, context,
-//! forget, stats, maintain, export, import, serve and mcp.
+//! forget, history, retract, supersede, consolidate, stats, maintain, export, import, serve
+//! and mcp.
 
 use std::path::PathBuf;
 
