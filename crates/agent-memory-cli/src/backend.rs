@@ -1,6 +1,9 @@
 //! Opens the memory the `--store` URL or path names: SQLite, PostgreSQL or in memory.
 
-use agent_memory::{Memory, PostgresBackend, PostgresOptions, SqliteBackend};
+use agent_memory::{
+    EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
+    SqliteBackend,
+};
 
 use crate::failure::{ErrorKind, Failure};
 
@@ -31,16 +34,37 @@ impl StoreLocation {
     }
 }
 
-/// Opens the memory at `location`.
+/// The memory's settings: a capacity per namespace, when one is given.
+fn configured(builder: MemoryBuilder, max_memories: Option<usize>) -> Result<Memory, Failure> {
+    let builder = match max_memories {
+        Some(0) => {
+            return Err(Failure::invalid(
+                "max_memories",
+                "max_memories must be at least 1",
+            ));
+        }
+        Some(max_items) => builder.eviction(EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items },
+            ..EvictionConfig::default()
+        }),
+        None => builder,
+    };
+    Ok(builder.build()?)
+}
+
+/// Opens the memory at `location`, keeping at most `max_memories` in each namespace when
+/// given.
 ///
 /// # Errors
 /// Storage or unavailable failures, with a hint naming the store.
 pub(crate) async fn open(
     location: &StoreLocation,
     postgres_schema: Option<&str>,
+    max_memories: Option<usize>,
 ) -> Result<Memory, Failure> {
     let stores = match location {
-        StoreLocation::InMemory => return Ok(Memory::in_memory()),
+        // The builder's stores are in memory unless given.
+        StoreLocation::InMemory => return configured(Memory::builder(), max_memories),
         StoreLocation::Sqlite(path) => SqliteBackend::open(path)
             .map_err(|error| {
                 let failure = Failure::from(error);
@@ -70,7 +94,7 @@ pub(crate) async fn open(
                 .stores()
         }
     };
-    Ok(Memory::builder().stores(stores).build()?)
+    configured(Memory::builder().stores(stores), max_memories)
 }
 
 #[cfg(test)]

@@ -47,6 +47,16 @@ pub(crate) struct Cli {
     )]
     pub(crate) postgres_schema: Option<String>,
 
+    /// Keep at most this many memories in each namespace: a write that goes over evicts the
+    /// least valuable ones (pinned memories are never evicted). Default: no limit.
+    #[arg(
+        long,
+        global = true,
+        env = "AGENT_MEMORY_MAX_MEMORIES",
+        value_name = "N"
+    )]
+    pub(crate) max_memories: Option<usize>,
+
     /// Print one JSON document on stdout (the result, or `{"error": ...}`) instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,

@@ -37,6 +37,8 @@ pub(crate) struct Settings {
     pub(crate) namespace: Namespace,
     /// The PostgreSQL schema, if set.
     pub(crate) postgres_schema: Option<String>,
+    /// The capacity of each namespace, if set.
+    pub(crate) max_memories: Option<usize>,
     /// Whether the result is printed as JSON.
     pub(crate) json: bool,
     /// The configuration file's values, for the commands' own settings.
@@ -46,7 +48,12 @@ pub(crate) struct Settings {
 impl Settings {
     /// Opens the memory.
     pub(crate) async fn open(&self) -> Result<Memory, Failure> {
-        backend::open(&self.store, self.postgres_schema.as_deref()).await
+        backend::open(
+            &self.store,
+            self.postgres_schema.as_deref(),
+            self.max_memories,
+        )
+        .await
     }
 }
 
@@ -80,6 +87,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         store: StoreLocation::parse(&store),
         namespace: parse_namespace(&namespace)?,
         postgres_schema: cli.postgres_schema.or_else(|| file.postgres_schema.clone()),
+        max_memories: cli.max_memories.or(file.max_memories),
         json: cli.json,
         file,
     };

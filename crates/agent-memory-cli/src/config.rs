@@ -35,6 +35,8 @@ pub(crate) struct ConfigFile {
     pub(crate) namespace: Option<String>,
     /// As `--postgres-schema`.
     pub(crate) postgres_schema: Option<String>,
+    /// As `--max-memories`.
+    pub(crate) max_memories: Option<usize>,
     /// As `serve --listen`.
     pub(crate) listen: Option<String>,
     /// As `serve --admin-key`.
@@ -83,7 +85,7 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms",
             )
         })
     }

@@ -441,3 +441,46 @@ fn facts_from_the_command_line() {
         "{output:?}"
     );
 }
+
+#[test]
+fn batches_keep_each_namespace_within_its_capacity() {
+    let dir = TempDir::new("capacity");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+        "--max-memories".to_owned(),
+        "3".to_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("cap");
+    let memories: Vec<Value> = [
+        "Ana plays the cello",
+        "Bo collects stamps",
+        "Cy runs marathons",
+        "Di grows tomatoes",
+        "Ed repairs bicycles",
+    ]
+    .iter()
+    .map(|text| json!({"text": text}))
+    .collect();
+    let (status, batch) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": memories})),
+    );
+    assert_eq!(status, 201, "{batch}");
+    let (_, stats) = server.call("GET", "/v1/stats", Some(&key), None);
+    assert_eq!(stats["total"], 3, "evicted down to the capacity: {stats}");
+    let (_, other) = server.call(
+        "POST",
+        "/v1/memories",
+        Some(&key),
+        Some(json!({"text": "Fay sails", "namespace": "cap/other"})),
+    );
+    assert_eq!(other["outcome"], "added", "{other}");
+    let (_, stats) = server.call("GET", "/v1/stats", Some(&key), None);
+    assert_eq!(stats["per_namespace"]["cap"], 3, "{stats}");
+    assert_eq!(stats["per_namespace"]["cap/other"], 1, "{stats}");
+    assert_eq!(server.stop(), Some(0));
+}
