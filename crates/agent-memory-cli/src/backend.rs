@@ -34,8 +34,23 @@ impl StoreLocation {
     }
 }
 
-/// The memory's settings: a capacity per namespace, when one is given.
-fn configured(builder: MemoryBuilder, max_memories: Option<usize>) -> Result<Memory, Failure> {
+/// How the memory is tuned beyond its store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    /// The capacity of each namespace, if any.
+    pub(crate) max_memories: Option<usize>,
+    /// Recall events per write of recall statistics, if not the library's default.
+    pub(crate) recall_batch: Option<usize>,
+}
+
+/// The memory's settings: a capacity per namespace and the batch of recall statistics,
+/// when given.
+fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure> {
+    let builder = match tuning.recall_batch {
+        Some(events) => builder.recall_batch(events),
+        None => builder,
+    };
+    let max_memories = tuning.max_memories;
     let builder = match max_memories {
         Some(0) => {
             return Err(Failure::invalid(
@@ -52,19 +67,18 @@ fn configured(builder: MemoryBuilder, max_memories: Option<usize>) -> Result<Mem
     Ok(builder.build()?)
 }
 
-/// Opens the memory at `location`, keeping at most `max_memories` in each namespace when
-/// given.
+/// Opens the memory at `location`, tuned by `tuning`.
 ///
 /// # Errors
 /// Storage or unavailable failures, with a hint naming the store.
 pub(crate) async fn open(
     location: &StoreLocation,
     postgres_schema: Option<&str>,
-    max_memories: Option<usize>,
+    tuning: Tuning,
 ) -> Result<Memory, Failure> {
     let stores = match location {
         // The builder's stores are in memory unless given.
-        StoreLocation::InMemory => return configured(Memory::builder(), max_memories),
+        StoreLocation::InMemory => return configured(Memory::builder(), tuning),
         StoreLocation::Sqlite(path) => SqliteBackend::open(path)
             .map_err(|error| {
                 let failure = Failure::from(error);
@@ -94,7 +108,7 @@ pub(crate) async fn open(
                 .stores()
         }
     };
-    configured(Memory::builder().stores(stores), max_memories)
+    configured(Memory::builder().stores(stores), tuning)
 }
 
 #[cfg(test)]

@@ -48,12 +48,17 @@ pub(crate) struct Settings {
 impl Settings {
     /// Opens the memory.
     pub(crate) async fn open(&self) -> Result<Memory, Failure> {
-        backend::open(
-            &self.store,
-            self.postgres_schema.as_deref(),
-            self.max_memories,
-        )
-        .await
+        self.open_tuned(None).await
+    }
+
+    /// Opens the memory, writing recall statistics every `recall_batch` recall events when
+    /// given (a server batches more than a command that recalls once).
+    pub(crate) async fn open_tuned(&self, recall_batch: Option<usize>) -> Result<Memory, Failure> {
+        let tuning = backend::Tuning {
+            max_memories: self.max_memories,
+            recall_batch,
+        };
+        backend::open(&self.store, self.postgres_schema.as_deref(), tuning).await
     }
 }
 

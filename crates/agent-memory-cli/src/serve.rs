@@ -34,6 +34,9 @@ use crate::config::{self, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUES
 use crate::failure::{ErrorKind, Failure};
 use crate::mcp::MemoryServer;
 
+/// Recall events per write of recall statistics in a server.
+const RECALL_BATCH: usize = 1024;
+
 /// What every handler shares.
 #[derive(Clone, Debug)]
 pub(crate) struct AppState(Arc<Shared>);
@@ -87,7 +90,10 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
             "no admin key: API keys cannot be created; pass --admin-key (or AGENT_MEMORY_ADMIN_KEY)"
         );
     }
-    let memory = Arc::new(settings.open().await?);
+    // Recall statistics are written a batch at a time, each write holding the SQLite store's
+    // one connection for a commit: under load, fewer and larger batches keep recalls from
+    // queueing behind them (they are written at a stop too, and are statistics only).
+    let memory = Arc::new(settings.open_tuned(Some(RECALL_BATCH)).await?);
     let state = AppState(Arc::new(Shared {
         memory: Arc::clone(&memory),
         keys: Keys::new(admin_key, open)?,
