@@ -11,7 +11,8 @@
 # Usage: bash crates/agent-memory-cli/e2e.sh   (from the workspace root; needs python3 with
 # venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
 # Environment: E2E_EXAMPLES (schemathesis examples per operation, default 10),
-# E2E_SECONDS (load duration, default 10), E2E_PROFILE (release, the default, for load
+# E2E_SECONDS (load duration, default 10), E2E_RATE (also recall at this steady rate, e.g.
+# 500, and report p50/p99 from the scheduled send; unset by default), E2E_PROFILE (release, the default, for load
 # figures that mean something; debug reuses the test build, as CI does), CARGO_TARGET_DIR
 # (default ./target).
 set -euo pipefail
@@ -156,6 +157,14 @@ writer=$!
 wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
 wait "$writer"
 acknowledged="$(cat "$work/writes.txt")"
+# With E2E_RATE set: recall at that steady rate (open loop), with rare-word and
+# frequent-word queries.
+if [ -n "${E2E_RATE:-}" ]; then
+  python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" "$E2E_RATE" "$seconds" 8 \
+    '["1234", "5678", "42", "999", "3141"]'
+  python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" 20 "$seconds" 8 \
+    '["alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"]'
+fi
 # Every response was a success.
 if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
   echo "e2e: the load test saw failed requests" >&2
