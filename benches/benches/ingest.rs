@@ -6,6 +6,8 @@
 //! dropped outside the timing:
 //! - `agent_memory_remember`: `Memory::remember_with` one memory at a time (in-memory
 //!   backends): validation, a fresh id, analysis and the BM25 index update.
+//! - `agent_memory_remember_no_facts`: the same with `FactsConfig::off()`: no search for
+//!   duplicates and conflicts per write, so the difference is what reconciliation costs.
 //! - `agent_memory_sqlite`: the same calls on our SQLite backend in a temporary file: each
 //!   memory is its own durable transaction (WAL, `synchronous = FULL`), as an agent's writes are.
 //! - `tantivy`: `add_document` for each, then `commit`, in an in-RAM index with one indexing
@@ -13,7 +15,8 @@
 //! - `sqlite_fts5`: `INSERT` into `fts5(body)` in one transaction, in an in-memory database.
 //!
 //! Group `ingest_into_100000`: the cost of remembering when the namespace already holds
-//! 100 000 memories, ours only (the SQLite backend against the in-memory one). Each iteration
+//! 100 000 memories, ours only (the SQLite backend against the in-memory one, each with and
+//! without reconciliation). Each iteration
 //! remembers 1 000 new memories; the untimed setup forgets the previous iteration's, so the
 //! store stays at 100 000 however long criterion measures.
 
@@ -23,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_memory::inmem::InMemoryStore;
-use agent_memory::retrieve::{Memory, Remember};
+use agent_memory::retrieve::{FactsConfig, Memory, Remember};
 use agent_memory::sqlite::SqliteBackend;
 use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace};
 use chrono::{DateTime, Duration, Utc};
@@ -204,6 +207,25 @@ fn ingest_benches(c: &mut Criterion) {
         )
     });
 
+    // The same without reconciliation (no duplicate or conflict search per write): what
+    // facts that change cost `remember`.
+    group.bench_function("agent_memory_remember_no_facts", |b| {
+        b.iter_batched(
+            || {
+                Memory::builder()
+                    .store(Arc::new(InMemoryStore::new()))
+                    .facts(FactsConfig::off())
+                    .build()
+                    .expect("the settings are valid")
+            },
+            |memory| {
+                black_box(runtime.block_on(remember_all(&memory, &namespace, &docs)));
+                memory
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
     group.bench_function("agent_memory_sqlite", |b| {
         b.iter_batched(
             OursSqlite::open,
@@ -277,9 +299,25 @@ fn ingest_into_full(c: &mut Criterion, runtime: &Runtime, namespace: &Namespace)
     group.sample_size(10);
     // Iterations of tens of milliseconds or more: the same count in every sample.
     group.sampling_mode(SamplingMode::Flat);
+    // The same stores without reconciliation: what facts that change cost `remember`.
+    let unreconciled = |memory: &Memory| {
+        Memory::builder()
+            .stores(agent_memory::Stores {
+                memories: Arc::clone(memory.store()),
+                knowledge: Arc::clone(memory.knowledge()),
+                graph: Arc::clone(memory.graph()),
+            })
+            .facts(FactsConfig::off())
+            .build()
+            .expect("the settings are valid")
+    };
+    let in_memory_plain = unreconciled(&in_memory);
+    let sqlite_plain = unreconciled(&sqlite.memory);
     for (name, memory) in [
         ("agent_memory_remember", &in_memory),
+        ("agent_memory_remember_no_facts", &in_memory_plain),
         ("agent_memory_sqlite", &sqlite.memory),
+        ("agent_memory_sqlite_no_facts", &sqlite_plain),
     ] {
         // The ids remembered by the last iteration, forgotten by the next setup.
         let remembered = std::cell::RefCell::new(Vec::<String>::new());

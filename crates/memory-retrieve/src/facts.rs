@@ -18,7 +18,7 @@
 //! Conversation messages ([`MemoryKind::ShortTerm`](memory_core::MemoryKind::ShortTerm)) are
 //! events, not statements: they are stored as they come.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -179,10 +179,79 @@ pub trait ConflictDetector: Send + Sync + Debug {
 /// stop words dropped), in `[0, 1]`; 1 for the same terms, whatever their order. Two texts
 /// without a searchable term are similar (1) only when both are empty of terms.
 pub fn similarity(a: &str, b: &str) -> f32 {
-    let analyzer = Analyzer::default();
-    let a: HashSet<String> = analyzer.query_terms(a).into_iter().collect();
-    let b: HashSet<String> = analyzer.query_terms(b).into_iter().collect();
-    jaccard(&a, &b)
+    let mut vocabulary = Vocabulary::default();
+    jaccard(&vocabulary.terms(a), &vocabulary.terms(b))
+}
+
+/// The analysed keys of words, remembered for one write: a new memory is compared with a
+/// few candidates that share most of its words, so each distinct word is analysed once.
+#[derive(Default)]
+pub(crate) struct Vocabulary {
+    keys: HashMap<String, Option<String>>,
+}
+
+impl Vocabulary {
+    /// The key of a word as written (see [`key_of`]).
+    fn key(&mut self, raw: &str) -> Option<String> {
+        if let Some(key) = self.keys.get(raw) {
+            return key.clone();
+        }
+        let key = key_of(raw);
+        self.keys.insert(raw.to_owned(), key.clone());
+        key
+    }
+
+    /// The distinct keys of `text`. Text with CJK characters is read by the analyzer whole
+    /// (it splits such runs into bigrams, which words of a statement are not).
+    fn terms(&mut self, text: &str) -> HashSet<String> {
+        let mut terms = HashSet::new();
+        if text.chars().any(memory_core::text::is_cjk) {
+            Analyzer::default().for_each_term(text, |term| {
+                if !terms.contains(term) {
+                    terms.insert(term.to_owned());
+                }
+            });
+            return terms;
+        }
+        for raw in text
+            .split(|c: char| !is_word_char(c))
+            .filter(|w| !w.is_empty())
+        {
+            if let Some(key) = self.key(raw) {
+                terms.insert(key);
+            }
+        }
+        terms
+    }
+
+    /// Whether `text`'s terms have a Jaccard index of at least `threshold` with `terms`;
+    /// stops reading as soon as too many of its terms are missing from `terms`.
+    fn at_least(&mut self, terms: &HashSet<String>, text: &str, threshold: f32) -> bool {
+        if text.chars().any(memory_core::text::is_cjk) {
+            return jaccard(terms, &self.terms(text)) >= threshold;
+        }
+        // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
+        // `text` outside `terms` already fails, whatever follows.
+        let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
+        let mut shared: HashSet<String> = HashSet::new();
+        let mut extra: HashSet<String> = HashSet::new();
+        for raw in text
+            .split(|c: char| !is_word_char(c))
+            .filter(|w| !w.is_empty())
+        {
+            let Some(key) = self.key(raw) else { continue };
+            if terms.contains(&key) {
+                shared.insert(key);
+            } else {
+                extra.insert(key);
+                if extra.len() > allowed {
+                    return false;
+                }
+            }
+        }
+        let union = terms.len() + extra.len();
+        union == 0 || shared.len() as f32 >= threshold * union as f32
+    }
 }
 
 fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -> f32 {
@@ -196,24 +265,66 @@ fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -> f32 {
 /// How many negations `text` holds (the analyzer drops them as stop words, so "does not eat
 /// meat" and "eats meat" have the same terms; they are no duplicates).
 fn negations(text: &str) -> usize {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .filter(|word| {
-            let word = word.to_lowercase().replace('’', "'");
-            NEGATIONS.contains(&word.as_str())
-        })
+    text.split(|c: char| !is_word_char(c))
+        .filter(|word| is_negation(word))
         .count()
 }
 
-/// Whether `new` duplicates `old` under `config`: the same kind, the same negations,
-/// similar content, and similar contexts when both have one (a message is a different
-/// event in another context).
-pub(crate) fn is_duplicate(new: &MemoryItem, old: &MemoryItem, config: &FactsConfig) -> bool {
-    new.kind == old.kind
-        && negations(&new.content) == negations(&old.content)
-        && similarity(&new.content, &old.content) >= config.duplicate_similarity
-        && (new.context().is_empty()
-            || old.context().is_empty()
-            || similarity(new.context(), old.context()) >= config.duplicate_similarity)
+/// Whether `word` (as written) is one of [`NEGATIONS`], whatever its case and apostrophe.
+fn is_negation(word: &str) -> bool {
+    word.len() <= 8
+        && NEGATIONS.iter().any(|negation| {
+            negation.len() == word.len()
+                && negation
+                    .chars()
+                    .zip(word.chars())
+                    .all(|(n, w)| n == w.to_ascii_lowercase() || (n == '\'' && w == '’'))
+        })
+}
+
+/// A new memory prepared once for comparison with every candidate: its terms, its
+/// context's terms and its negations, with the vocabulary of the write.
+pub(crate) struct Prepared {
+    vocabulary: Vocabulary,
+    content: HashSet<String>,
+    context: Option<HashSet<String>>,
+    negations: usize,
+}
+
+impl Prepared {
+    pub(crate) fn of(item: &MemoryItem) -> Self {
+        let mut vocabulary = Vocabulary::default();
+        let context = item.context();
+        Self {
+            content: vocabulary.terms(&item.content),
+            context: (!context.is_empty()).then(|| vocabulary.terms(context)),
+            negations: negations(&item.content),
+            vocabulary,
+        }
+    }
+
+    /// Whether `new` (prepared as `self`) duplicates `old` under `config`: the same kind,
+    /// the same negations, similar content, and similar contexts when both have one (a
+    /// message is a different event in another context).
+    pub(crate) fn duplicates(
+        &mut self,
+        new: &MemoryItem,
+        old: &MemoryItem,
+        config: &FactsConfig,
+    ) -> bool {
+        let threshold = config.duplicate_similarity;
+        new.kind == old.kind
+            && self
+                .vocabulary
+                .at_least(&self.content, &old.content, threshold)
+            && negations(&old.content) == self.negations
+            && match &self.context {
+                Some(context) if !old.context().is_empty() => {
+                    self.vocabulary.at_least(context, old.context(), threshold)
+                }
+                _ => true,
+            }
+    }
 }
 
 /// The deterministic conflict detector: two statements conflict when they say nearly the
@@ -221,15 +332,20 @@ pub(crate) fn is_duplicate(new: &MemoryItem, old: &MemoryItem, config: &FactsCon
 /// value (a capitalised word that is not the first of its sentence).
 ///
 /// Words are compared as the shared analyzer stems them, without its stop words (negations
-/// are kept). A pair is considered only when both texts have at most
-/// [`max_words`](Self::max_words) words (long passages restate and hedge too much for word
-/// differences to mean a contradiction), at most [`max_changed`](Self::max_changed) words
+/// are kept); a transcript line's date note and speaker label are not part of the
+/// statement. A pair is considered only when both texts have from
+/// [`min_words`](Self::min_words) to [`max_words`](Self::max_words) words (long passages
+/// restate and hedge too much for word differences to mean a contradiction), at most [`max_changed`](Self::max_changed) words
 /// differ on each side, and they share at least as many words as either side changed.
 /// Then they conflict when one negates what the other states (nothing else changed but one
-/// word), or when each side's changes include a value and at most one changed word is not a
-/// value.
+/// word), or when one value replaces one value (a name of two words changing is another
+/// subject) with at most one other word changed, unless a value both share comes after the
+/// changed one in both (then the change is whom the statement is about).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleConflictDetector {
+    /// Shortest text compared, in words (stop words included). Default 3: greetings and
+    /// exclamations ("Bye Joanna!") state no fact.
+    pub min_words: usize,
     /// Longest text compared, in words. Default 40.
     pub max_words: usize,
     /// Most differing words on each side. Default 3.
@@ -239,6 +355,7 @@ pub struct RuleConflictDetector {
 impl Default for RuleConflictDetector {
     fn default() -> Self {
         Self {
+            min_words: 3,
             max_words: 40,
             max_changed: 3,
         }
@@ -284,19 +401,57 @@ struct Word {
     value: bool,
 }
 
-/// The words of `text` (runs of letters, digits and apostrophes), at most `limit + 1` of
-/// them (enough to know the text is too long). A capitalised word names a value unless it
-/// starts a sentence.
-fn words(text: &str, limit: usize) -> Vec<Word> {
-    let is_word_char = |c: char| c.is_alphanumeric() || c == '\'' || c == '’';
-    let analyzer = Analyzer::default();
-    let mut out = Vec::new();
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '\'' || c == '’'
+}
+
+/// `text` without what introduces a transcript line rather than states something: a
+/// leading bracketed or parenthesised note (`[3 May 2023]`) and a speaker label (`Ann:`,
+/// `Ann Lee:`, up to three words before a colon).
+fn statement(text: &str) -> &str {
+    let mut rest = text.trim_start();
+    for (open, close) in [('[', ']'), ('(', ')')] {
+        if rest.starts_with(open)
+            && let Some(end) = rest.find(close)
+        {
+            rest = rest[end + close.len_utf8()..].trim_start();
+        }
+    }
+    if let Some(colon) = rest.find(':')
+        && colon <= 48
+        && rest[..colon].split_whitespace().count() <= 3
+        && rest[..colon]
+            .chars()
+            .all(|c| is_word_char(c) || c.is_whitespace() || c == '.')
+        && !rest[..colon].chars().any(|c| c.is_ascii_digit())
+    {
+        rest = rest[colon + 1..].trim_start();
+    }
+    rest
+}
+
+/// The comparison key of a word as written: the negation itself, else the analyzer's
+/// stem (`None` for a stop word).
+fn key_of(raw: &str) -> Option<String> {
+    if is_negation(raw) {
+        return Some(raw.to_lowercase().replace('’', "'"));
+    }
+    let mut key = None;
+    Analyzer::default().for_each_term(raw, |term| {
+        if key.is_none() {
+            key = Some(term.to_owned());
+        }
+    });
+    key
+}
+
+/// Calls `visit` with each word of `text`'s statement (see [`statement`]; runs of letters,
+/// digits and apostrophes) and whether it names a value (a number, a month or day, or a
+/// capitalised word that does not start a sentence), until `visit` returns `false`.
+fn for_each_word(text: &str, mut visit: impl FnMut(&str, bool) -> bool) {
     let mut sentence_start = true;
-    let mut rest = text;
-    while out.len() <= limit {
-        let Some(begin) = rest.find(is_word_char) else {
-            break;
-        };
+    let mut rest = statement(text);
+    while let Some(begin) = rest.find(is_word_char) {
         if rest[..begin].contains(['.', '!', '?', '\n']) {
             sentence_start = true;
         }
@@ -304,35 +459,76 @@ fn words(text: &str, limit: usize) -> Vec<Word> {
         let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
         let raw = &rest[..end];
         rest = &rest[end..];
-        let lower = raw.to_lowercase().replace('’', "'");
         let numeric = raw.chars().any(|c| c.is_ascii_digit());
         let capitalised = raw.chars().next().is_some_and(char::is_uppercase);
         let value = numeric
-            || MONTHS_AND_DAYS.contains(&lower.as_str())
-            || (capitalised && !sentence_start && lower != "i");
-        let key = if NEGATIONS.contains(&lower.as_str()) {
-            Some(lower)
-        } else {
-            analyzer.query_terms(raw).into_iter().next()
-        };
-        out.push(Word { key, value });
+            || MONTHS_AND_DAYS
+                .iter()
+                .any(|name| raw.eq_ignore_ascii_case(name))
+            || (capitalised && !sentence_start && raw != "I");
         sentence_start = false;
+        if !visit(raw, value) {
+            break;
+        }
     }
+}
+
+/// The words of `text`'s statement with their keys, at most `limit + 1` of them (enough to
+/// know the text is too long).
+fn words(text: &str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word> {
+    let mut out = Vec::new();
+    for_each_word(text, |raw, value| {
+        out.push(Word {
+            key: vocabulary.key(raw),
+            value,
+        });
+        out.len() <= limit
+    });
     out
 }
 
 impl RuleConflictDetector {
     /// Why `new` contradicts `old`, if it does.
     pub fn explain(&self, new: &str, old: &str) -> Option<String> {
-        let new_words = words(new, self.max_words);
-        let old_words = words(old, self.max_words);
-        if new_words.len() > self.max_words || old_words.len() > self.max_words {
+        let mut vocabulary = Vocabulary::default();
+        let new_words = words(new, self.max_words, &mut vocabulary);
+        if !(self.min_words..=self.max_words).contains(&new_words.len()) {
+            return None;
+        }
+        self.explain_words(&new_words, old, &mut vocabulary)
+    }
+
+    /// [`explain`](Self::explain) with the new statement's words read once.
+    fn explain_words(
+        &self,
+        new_words: &[Word],
+        old: &str,
+        vocabulary: &mut Vocabulary,
+    ) -> Option<String> {
+        // Read the old statement, and stop as soon as too many words differ: most
+        // candidates are not restatements.
+        let new_keys: HashSet<&str> = new_words.iter().filter_map(|w| w.key.as_deref()).collect();
+        let mut old_words: Vec<Word> = Vec::new();
+        let mut unmatched: HashSet<String> = HashSet::new();
+        let mut too_different = false;
+        for_each_word(old, |raw, value| {
+            let key = vocabulary.key(raw);
+            if let Some(key) = &key
+                && !new_keys.contains(key.as_str())
+            {
+                unmatched.insert(key.clone());
+            }
+            old_words.push(Word { key, value });
+            too_different = unmatched.len() > self.max_changed || old_words.len() > self.max_words;
+            !too_different
+        });
+        if too_different || old_words.len() < self.min_words {
             return None;
         }
         let keys = |list: &[Word]| -> HashSet<String> {
             list.iter().filter_map(|word| word.key.clone()).collect()
         };
-        let a = keys(&new_words);
+        let a = keys(new_words);
         let b = keys(&old_words);
         let shared = a.intersection(&b).count();
         let only_new: Vec<&String> = a.difference(&b).collect();
@@ -345,25 +541,43 @@ impl RuleConflictDetector {
         if negation(&only_new) != negation(&only_old) && only_new.len() + only_old.len() <= 2 {
             return Some("one statement negates the other".to_owned());
         }
-        let is_value = |list: &[Word], key: &str| {
+        // The first position of a value word with this key.
+        let value_at = |list: &[Word], key: &str| {
             list.iter()
-                .any(|word| word.value && word.key.as_deref() == Some(key))
+                .position(|word| word.value && word.key.as_deref() == Some(key))
         };
-        let new_values: Vec<&&String> = only_new
+        let new_values: Vec<(&String, usize)> = only_new
             .iter()
-            .filter(|w| is_value(&new_words, w))
+            .filter_map(|w| Some((*w, value_at(new_words, w)?)))
             .collect();
-        let old_values: Vec<&&String> = only_old
+        let old_values: Vec<(&String, usize)> = only_old
             .iter()
-            .filter(|w| is_value(&old_words, w))
+            .filter_map(|w| Some((*w, value_at(&old_words, w)?)))
             .collect();
         let plain = only_new.len() - new_values.len() + only_old.len() - old_values.len();
-        match (new_values.first(), old_values.first()) {
-            (Some(new_value), Some(old_value)) if plain <= 1 => Some(format!(
-                "the same statement with another value: {old_value:?} became {new_value:?}"
-            )),
-            _ => None,
+        // One value for another (a name of several words is several changes: another
+        // subject, not another value), and at most one other word.
+        let ([(new_value, new_at)], [(old_value, old_at)]) = (&new_values[..], &old_values[..])
+        else {
+            return None;
+        };
+        if plain > 1 {
+            return None;
         }
+        // A named value both statements share after the changed one means the change is
+        // whom the statement is about ("Hugo lives in Lisbon" / "Chloe lives in Lisbon").
+        let about_another = a.intersection(&b).any(|key| {
+            matches!(
+                (value_at(new_words, key), value_at(&old_words, key)),
+                (Some(n), Some(o)) if n > *new_at && o > *old_at
+            )
+        });
+        if about_another {
+            return None;
+        }
+        Some(format!(
+            "the same statement with another value: {old_value:?} became {new_value:?}"
+        ))
     }
 }
 
@@ -374,10 +588,15 @@ impl ConflictDetector for RuleConflictDetector {
         new: &MemoryItem,
         candidates: &[Arc<MemoryItem>],
     ) -> Result<Vec<Conflict>> {
+        let mut vocabulary = Vocabulary::default();
+        let new_words = words(&new.content, self.max_words, &mut vocabulary);
+        if !(self.min_words..=self.max_words).contains(&new_words.len()) {
+            return Ok(Vec::new());
+        }
         Ok(candidates
             .iter()
             .filter_map(|old| {
-                self.explain(&new.content, &old.content)
+                self.explain_words(&new_words, &old.content, &mut vocabulary)
                     .map(|reason| Conflict {
                         id: old.id.clone(),
                         reason,
@@ -409,6 +628,10 @@ mod tests {
             ("The meeting is on Friday", "The meeting is on Monday"),
             ("Alice does not eat meat", "Alice eats meat"),
             ("The team has 12 engineers", "The team has 9 engineers"),
+            (
+                "[8 May 2023] Ann: Alice moved to Berlin",
+                "[1 May 2023] Ann: Alice moved to Paris",
+            ),
         ] {
             assert!(
                 detector.explain(new, old).is_some(),
@@ -429,6 +652,22 @@ mod tests {
             ("Paris is lovely in spring.", "Berlin is lovely in spring."),
             ("I went hiking with Mel", "I went swimming yesterday"),
             ("Thanks!", "Thanks, Mel!"),
+            (
+                "These days Hugo K. is living in Lisbon",
+                "These days Chloe L. is living in Lisbon",
+            ),
+            (
+                "These days Hugo is living in Lisbon",
+                "These days Chloe is living in Lisbon",
+            ),
+            (
+                "[3 May 2023] Ann: Can't wait too!",
+                "[4 May 2023] Bob: Agreed!",
+            ),
+            (
+                "[3 May 2023] Ann: Bye Joanna!",
+                "[5 May 2023] Ann: Bye Nate!",
+            ),
             ("The user likes green tea", "The user likes black tea"),
         ] {
             assert_eq!(

@@ -14,7 +14,7 @@ use memory_core::{
 use serde::{Deserialize, Serialize};
 
 use super::Memory;
-use crate::facts::{Conflict, ConflictPolicy, DuplicatePolicy, Outcome, Remembered, is_duplicate};
+use crate::facts::{Conflict, ConflictPolicy, DuplicatePolicy, Outcome, Prepared, Remembered};
 
 /// Most versions [`Memory::history`] follows.
 pub const MAX_HISTORY: usize = 1024;
@@ -120,9 +120,10 @@ impl Memory {
                 .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
                 .collect()
         };
+        let mut prepared = Prepared::of(&item);
         if config.duplicates != DuplicatePolicy::KeepBoth
             && let Some(duplicate) = candidates.iter().find(|old| {
-                is_duplicate(&item, old, config)
+                prepared.duplicates(&item, old, config)
                     && (old.fact_key.is_none()
                         || item.fact_key.is_none()
                         || old.fact_key == item.fact_key)
