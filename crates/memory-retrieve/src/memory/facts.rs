@@ -36,6 +36,25 @@ pub(super) struct Plan {
     pub(super) remembered: Remembered,
 }
 
+/// Most terms of a new memory its self-match search asks for.
+const SELF_MATCH_TERMS: usize = 10;
+
+/// The terms the search for a new memory's near-duplicates and rivals uses: its
+/// [`SELF_MATCH_TERMS`] longest distinct terms (longer words are rarer, so they single out
+/// the memories that share the text; ties in order of appearance). A memory that repeats or
+/// contradicts the new one holds nearly all of them, so it ranks at the top however long the
+/// text is, and the search costs what a short query costs instead of one of up to 128
+/// terms over the whole namespace.
+fn self_match_terms(content: &str) -> Vec<String> {
+    let mut terms = memory_core::text::Analyzer::default().query_terms(content);
+    if terms.len() > SELF_MATCH_TERMS {
+        // Stable: equal lengths keep their order of appearance.
+        terms.sort_by_key(|term| std::cmp::Reverse(term.chars().count()));
+        terms.truncate(SELF_MATCH_TERMS);
+    }
+    terms
+}
+
 /// When a statement starts to hold, for ordering the versions of a fact.
 fn start(item: &MemoryItem) -> (DateTime<Utc>, DateTime<Utc>, &str) {
     (
@@ -107,18 +126,24 @@ impl Memory {
         let candidates: Vec<Arc<MemoryItem>> = if config.candidates == 0 {
             Vec::new()
         } else {
-            let query =
-                SearchQuery::new(namespace.exact(), item.content.clone(), config.candidates)
-                    .with_filter(
-                        MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
-                    );
-            self.store
-                .search(&query)
-                .await?
-                .into_iter()
-                .map(|hit| hit.item)
-                .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
-                .collect()
+            let terms = self_match_terms(&item.content);
+            if terms.is_empty() {
+                Vec::new()
+            } else {
+                let query =
+                    SearchQuery::new(namespace.exact(), item.content.clone(), config.candidates)
+                        .with_filter(
+                            MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
+                        )
+                        .with_terms(terms);
+                self.store
+                    .search(&query)
+                    .await?
+                    .into_iter()
+                    .map(|hit| hit.item)
+                    .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
+                    .collect()
+            }
         };
         let mut prepared = Prepared::of(&item);
         if config.duplicates != DuplicatePolicy::KeepBoth
