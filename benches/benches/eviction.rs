@@ -8,6 +8,10 @@
 //! `eviction_10000` (throughput in evicted memories per second):
 //! - `capacity`: `EvictionPolicy::Capacity`, the oldest go.
 //! - `recall_based`: `EvictionPolicy::RecallBased`, the least valuable by recall statistics go.
+//!
+//! Group `maintain_100000`: one whole `Memory::maintain` pass over 100 000 memories in
+//! memory (see [`maintenance_pass`]); group `recall_during_maintain_100000`: recall on that
+//! namespace idle, and while scheduled passes run back to back.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -138,6 +142,95 @@ fn eviction_benches(c: &mut Criterion) {
             )
         });
     }
+    group.finish();
+    maintenance_pass(c, &runtime);
+}
+
+/// Memories in the namespace of `maintain_100000`.
+const MAINTAINED: usize = 100_000;
+
+/// `maintain_100000`: one `Memory::maintain` pass over a namespace of 100 000 memories in
+/// memory, with a capacity policy above the count (nothing to evict, so every iteration
+/// does the same work: the capacity check, the TTL scan, and the consistency check that
+/// reads every memory's conflict links). The lifecycle target is a pass under 1 s.
+fn maintenance_pass(c: &mut Criterion, runtime: &Runtime) {
+    let (texts, _) = corpus(TEXTS, 0, SEED ^ 0x100);
+    let namespace = Namespace::parse("bench/maintain").expect("a valid namespace");
+    let memory = agent_memory::retrieve::Memory::builder()
+        .store(std::sync::Arc::new(InMemoryStore::new()))
+        .eviction(agent_memory::EvictionConfig {
+            policy: EvictionPolicy::Capacity {
+                max_items: 2 * MAINTAINED,
+            },
+            check_interval: 1_000,
+        })
+        .build()
+        .expect("valid settings");
+    let start = Utc::now() - Duration::days(400);
+    runtime.block_on(async {
+        for chunk in 0..MAINTAINED / 10_000 {
+            let items = (0..10_000)
+                .map(|offset| {
+                    let i = chunk * 10_000 + offset;
+                    MemoryItem::new(namespace.clone(), texts[i % TEXTS].as_str())
+                        .map(|item| item.with_created_at(start + Duration::minutes(i as i64)))
+                        .expect("a valid item")
+                })
+                .collect();
+            memory.store().save_many(items).await.expect("save_many");
+        }
+    });
+    let scope = namespace.subtree();
+    let mut group = c.benchmark_group(format!("maintain_{MAINTAINED}"));
+    group.throughput(Throughput::Elements(MAINTAINED as u64));
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.bench_function("in_memory_pass", |b| {
+        b.iter(|| {
+            let report = runtime
+                .block_on(memory.maintain(&scope))
+                .expect("maintenance pass");
+            assert_eq!(report.evicted, 0, "nothing over capacity");
+            black_box(report)
+        })
+    });
+    group.finish();
+
+    // Recall on the same namespace, idle and while passes run back to back on another
+    // worker: what a pass costs the agent that keeps recalling.
+    let memory = std::sync::Arc::new(memory);
+    let workers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let query = "remember the project meeting notes";
+    let mut group = c.benchmark_group(format!("recall_during_maintain_{MAINTAINED}"));
+    group.sample_size(50);
+    group.bench_function("idle", |b| {
+        b.iter(|| {
+            black_box(
+                workers
+                    .block_on(memory.recall(&scope, query))
+                    .expect("recall"),
+            )
+        })
+    });
+    let passes = {
+        // The task runs on the workers' runtime.
+        let _runtime = workers.enter();
+        memory.spawn_maintenance(std::time::Duration::from_millis(1), scope.clone())
+    };
+    group.bench_function("during_passes", |b| {
+        b.iter(|| {
+            black_box(
+                workers
+                    .block_on(memory.recall(&scope, query))
+                    .expect("recall"),
+            )
+        })
+    });
+    workers.block_on(passes.stop());
     group.finish();
 }
 
