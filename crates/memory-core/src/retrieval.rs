@@ -86,7 +86,8 @@ pub struct ScoreBreakdown {
 
 /// A signal of a result's score. The first ten are weighted by the scoring strategy;
 /// [`Signal::Rrf`] is the fused rank when reciprocal rank fusion replaces the weights;
-/// [`Signal::Stale`] marks a penalty for a memory no longer current.
+/// [`Signal::Stale`] marks a penalty for a memory no longer current; [`Signal::Rerank`] is
+/// the reranking stage's share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Signal {
@@ -117,6 +118,9 @@ pub enum Signal {
     /// contradicts it. Its value is the factor the score was multiplied by; its contribution
     /// the (negative) change of the score.
     Stale,
+    /// A reranking stage's score (memory-retrieve's `Reranker`): its value is the
+    /// reranker's score in `[0, 1]`, its contribution the change of the final score.
+    Rerank,
 }
 
 impl Signal {
@@ -154,6 +158,7 @@ impl Signal {
             Signal::Embedding => "embedding",
             Signal::Rrf => "rrf",
             Signal::Stale => "stale",
+            Signal::Rerank => "rerank",
         }
     }
 }
