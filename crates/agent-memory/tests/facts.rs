@@ -513,7 +513,7 @@ async fn single_valued_relations_close_the_old_value() {
             .await
             .unwrap()
             .into_iter()
-            .map(|scored| scored.entity.id)
+            .map(|scored| scored.entity.id.clone())
             .collect();
         now.sort();
         assert_eq!(now, ["berlin", "rust"], "{name}");
@@ -522,7 +522,7 @@ async fn single_valued_relations_close_the_old_value() {
             .await
             .unwrap()
             .into_iter()
-            .map(|scored| scored.entity.id)
+            .map(|scored| scored.entity.id.clone())
             .collect();
         then.sort();
         assert_eq!(then, ["paris", "rust"], "{name}");

@@ -1,5 +1,7 @@
 //! Knowledge-graph entities, relations, and traversal results.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -224,15 +226,19 @@ impl GraphRelation {
 }
 
 /// An entity reached by a traversal, with how it was reached.
+///
+/// The entity and the path's relations are shared (`Arc`): a traversal reaching hundreds of
+/// entities over paths that share their first hops hands out references to what the graph
+/// holds instead of copying every entity and relation. Serialized as plain values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScoredEntity {
     /// The reached entity.
-    pub entity: GraphEntity,
+    pub entity: Arc<GraphEntity>,
     /// Hops from the start (1 for a direct neighbour).
     pub hops: usize,
     /// The relations walked from the start to this entity, in order. Relations are followed
     /// in both directions; each keeps its stored direction.
-    pub path: Vec<GraphRelation>,
+    pub path: Vec<Arc<GraphRelation>>,
     /// Graph distance score: `1 / (1 + hops)` times the product of the path's weights.
     pub score: f32,
 }

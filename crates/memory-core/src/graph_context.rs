@@ -2,6 +2,7 @@
 //! as compact text an agent can paste into a prompt, for any [`KnowledgeGraph`].
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -104,7 +105,7 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
         } else {
             self.get_related(namespace, id, depth).await?
         };
-        let entities: Vec<GraphEntity> = std::iter::once(start)
+        let entities: Vec<Arc<GraphEntity>> = std::iter::once(Arc::new(start))
             .chain(related.into_iter().map(|scored| scored.entity))
             .collect();
         let names: HashMap<&str, String> = entities
@@ -232,9 +233,9 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
                     if let Some(entity) = self.get_entity(namespace, &other).await? {
                         found.push(ScoredEntity {
                             score: crate::backend::distance_score(hops, &path),
-                            entity,
+                            entity: Arc::new(entity),
                             hops,
-                            path: path.clone(),
+                            path: path.iter().cloned().map(Arc::new).collect(),
                         });
                     }
                     next.push((other, path));

@@ -1,6 +1,7 @@
 //! The `KnowledgeGraph` trait, the keyword matching rule of entities, and the traversal
 //! algorithms every backend may reuse.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -93,7 +94,8 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
 
     /// Entities matching any keyword under the matching rule ([`entity_matches_keyword`]):
     /// name prefix (case-insensitive), tag exact (after normalisation), entity type exact
-    /// (case-insensitive). Ordered by namespace, then id.
+    /// (case-insensitive). Ordered by namespace, then id. The entities are shared (`Arc`), so
+    /// an in-memory graph returns what it holds without copying.
     ///
     /// # Errors
     /// Backend errors only.
@@ -101,7 +103,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         &self,
         scope: &Scope,
         keywords: &[String],
-    ) -> Result<Vec<GraphEntity>>;
+    ) -> Result<Vec<Arc<GraphEntity>>>;
 
     /// The distinct tags in `scope` that start with `prefix` (lowercased), sorted.
     ///
@@ -174,7 +176,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
         let now = chrono::Utc::now();
         let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
-        let mut paths: HashMap<String, Vec<GraphRelation>> =
+        let mut paths: HashMap<String, Vec<Arc<GraphRelation>>> =
             HashMap::from([(id.to_owned(), Vec::new())]);
         let mut frontier = vec![id.to_owned()];
         let mut reached = Vec::new();
@@ -191,7 +193,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
                         continue;
                     }
                     let mut path = base.clone();
-                    path.push(relation);
+                    path.push(Arc::new(relation));
                     paths.insert(other.clone(), path);
                     next.push(other.clone());
                     reached.push((other, hops));
@@ -211,7 +213,7 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
                 let path = paths.remove(&other).unwrap_or_default();
                 let score = distance_score(hops, &path);
                 out.push(ScoredEntity {
-                    entity,
+                    entity: Arc::new(entity),
                     hops,
                     path,
                     score,
@@ -380,9 +382,13 @@ pub fn other_end<'a>(relation: &'a GraphRelation, from: &str) -> &'a str {
 }
 
 /// The graph-distance score of an entity reached over `path` in `hops` hops:
-/// `1 / (1 + hops)` times the product of the path's weights.
-pub fn distance_score(hops: usize, path: &[GraphRelation]) -> f32 {
-    let weight: f32 = path.iter().map(|relation| relation.weight).product();
+/// `1 / (1 + hops)` times the product of the path's weights. The path holds relations or
+/// shared relations ([`ScoredEntity::path`]).
+pub fn distance_score<R: Borrow<GraphRelation>>(hops: usize, path: &[R]) -> f32 {
+    let weight: f32 = path
+        .iter()
+        .map(|relation| relation.borrow().weight)
+        .product();
     (weight / (1.0 + hops as f32)).clamp(0.0, 1.0)
 }
 
@@ -457,7 +463,7 @@ macro_rules! forward_knowledge_graph {
                 &self,
                 scope: &Scope,
                 keywords: &[String],
-            ) -> Result<Vec<GraphEntity>> {
+            ) -> Result<Vec<Arc<GraphEntity>>> {
                 (**self).find_by_keywords(scope, keywords).await
             }
             async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {

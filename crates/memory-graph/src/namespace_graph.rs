@@ -1,34 +1,95 @@
-//! One namespace's graph: a petgraph `StableGraph` with its id, name, type and tag indexes,
-//! and the native traversals. Everything here is synchronous; `PetGraph` wraps it in locks.
+//! One namespace's graph: entities and relations in slabs, each entity's relations kept
+//! contiguous and in traversal order, with id, name, type and tag indexes, and the native
+//! traversals. Everything here is synchronous; `PetGraph` wraps it in locks.
+//!
+//! Layout. An entity is a slot of `nodes` (a `u32` index) holding its shared entity and its
+//! adjacency: one `Vec` of half-edges, outgoing first, then incoming (a self loop only
+//! once, as outgoing), each group ordered by relation type then the other endpoint's id:
+//! the order of [`KnowledgeGraph::relations_of`](memory_core::KnowledgeGraph::relations_of)
+//! and so the order every traversal expands a node in. A traversal step reads one
+//! contiguous array per expanded entity instead of chasing a linked list of edges, and
+//! never sorts. Adding a relation inserts into two sorted arrays (`O(degree)` moves).
+//!
+//! A relation is a slot of `edges`; its public form (`Arc<GraphRelation>`) is built the
+//! first time a traversal puts it in a path and shared by every later result.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::ops::Bound;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 
 use memory_core::{AccessTally, GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
-use petgraph::Direction;
-use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
-/// A node: the stored entity, with its id shared by the indexes.
+/// An index into `nodes` or `edges`.
+type Slot = u32;
+
+/// A slab index no slot has.
+const NO_SLOT: Slot = Slot::MAX;
+
+/// The top bit of [`HalfEdge::kind`]: the relation has a `valid_until` (it may be closed).
+const CLOSES: u32 = 1 << 31;
+
+/// The first eight bytes of an id, big-endian, zero-padded: `key(a) < key(b)` implies
+/// `a < b`, so most id comparisons are one integer comparison.
+fn id_key(id: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let len = id.len().min(8);
+    bytes[..len].copy_from_slice(&id.as_bytes()[..len]);
+    u64::from_be_bytes(bytes)
+}
+
+/// An entity slot.
 #[derive(Debug)]
 struct Node {
     id: Arc<str>,
-    entity: GraphEntity,
-    /// Outgoing and incoming relation counts, to pick the shorter list when looking a
-    /// relation up between two hubs.
-    outgoing: usize,
-    incoming: usize,
+    /// [`id_key`] of `id`.
+    key: u64,
+    entity: Arc<GraphEntity>,
+    /// The node's relations in traversal order (see the module docs).
+    adjacency: Vec<HalfEdge>,
+    /// How many of `adjacency` are outgoing (they come first).
+    outgoing: u32,
 }
 
-/// An edge: the relation type (interned per namespace) and its weight.
+impl Node {
+    fn outgoing(&self) -> &[HalfEdge] {
+        &self.adjacency[..self.outgoing as usize]
+    }
+
+    #[cfg(test)]
+    fn incoming(&self) -> &[HalfEdge] {
+        &self.adjacency[self.outgoing as usize..]
+    }
+}
+
+/// One end's view of a relation: the entity at the other end, the relation's slot, and its
+/// interned type (with [`CLOSES`] set when it has a `valid_until`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HalfEdge {
+    other: Slot,
+    edge: Slot,
+    kind: u32,
+}
+
+impl HalfEdge {
+    fn relation_type(self) -> u32 {
+        self.kind & !CLOSES
+    }
+}
+
+/// A relation slot.
 #[derive(Debug)]
 struct Edge {
-    relation_type: Arc<str>,
+    source: Slot,
+    target: Slot,
+    relation_type: u32,
     weight: f32,
     valid_from: Option<DateTime<Utc>>,
     valid_until: Option<DateTime<Utc>>,
+    /// The public form, built by the first traversal that needs it.
+    shared: OnceLock<Arc<GraphRelation>>,
 }
 
 impl Edge {
@@ -36,14 +97,6 @@ impl Edge {
     fn is_current_at(&self, now: DateTime<Utc>) -> bool {
         self.valid_until.is_none_or(|until| until > now)
     }
-}
-
-/// One step of a traversal from a node: a relation and the entity at its other end, in the
-/// order of [`KnowledgeGraph::relations_of`](memory_core::KnowledgeGraph::relations_of).
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    edge: EdgeIndex,
-    other: NodeIndex,
 }
 
 /// The index keys of an entity: lowercased name and type, tags.
@@ -96,23 +149,34 @@ impl PreparedKeyword {
     }
 }
 
+/// The entities of one index key, by slot.
+type Posting = BTreeSet<Slot>;
+
 /// The graph of one namespace with its indexes.
 ///
-/// Invariants: `ids`, `names`, `entity_types` and `tags` list exactly the nodes of `graph`;
-/// no index keeps an empty set; `Node::outgoing`/`incoming` count the node's edges.
+/// Invariants: `ids`, `names`, `entity_types` and `tags` list exactly the live nodes; no
+/// index keeps an empty set; every live edge appears once in its source's outgoing
+/// half-edges and, unless it is a self loop, once in its target's incoming half-edges, in
+/// traversal order; `free_nodes` and `free_edges` list exactly the empty slots.
 #[derive(Debug)]
 pub(crate) struct NamespaceGraph {
     namespace: Namespace,
-    graph: StableGraph<Node, Edge>,
-    ids: HashMap<Arc<str>, NodeIndex>,
-    /// Lowercased name -> ids, sorted so a name prefix is a range scan.
-    names: BTreeMap<String, BTreeSet<Arc<str>>>,
-    /// Lowercased entity type -> ids.
-    entity_types: HashMap<String, BTreeSet<Arc<str>>>,
-    /// Tag -> ids, sorted so a tag prefix is a range scan.
-    tags: BTreeMap<String, BTreeSet<Arc<str>>>,
-    /// Interned relation types, so a million relations share a few strings.
-    relation_types: HashSet<Arc<str>>,
+    nodes: Vec<Option<Node>>,
+    free_nodes: Vec<Slot>,
+    edges: Vec<Option<Edge>>,
+    free_edges: Vec<Slot>,
+    edge_count: usize,
+    ids: HashMap<Arc<str>, Slot>,
+    /// Lowercased name -> entities, sorted so a name prefix is a range scan.
+    names: BTreeMap<String, Posting>,
+    /// Lowercased entity type -> entities.
+    entity_types: HashMap<String, Posting>,
+    /// Tag -> entities, sorted so a tag prefix is a range scan.
+    tags: BTreeMap<String, Posting>,
+    /// Interned relation types: a million relations share a few strings, and a half-edge
+    /// carries its type as a number.
+    relation_types: Vec<Arc<str>>,
+    relation_type_ids: HashMap<Arc<str>, u32>,
     /// Set when the graph was cleared and dropped from the namespace map: writers that
     /// still hold it must look the namespace up again.
     pub(crate) retired: bool,
@@ -122,13 +186,13 @@ fn not_found(id: &str, namespace: &Namespace) -> MemoryError {
     MemoryError::not_found("entity", namespace, id)
 }
 
-fn index_insert<K: Ord>(index: &mut BTreeMap<K, BTreeSet<Arc<str>>>, key: K, id: &Arc<str>) {
-    index.entry(key).or_default().insert(Arc::clone(id));
+fn index_insert<K: Ord>(index: &mut BTreeMap<K, Posting>, key: K, slot: Slot) {
+    index.entry(key).or_default().insert(slot);
 }
 
-fn index_remove(index: &mut BTreeMap<String, BTreeSet<Arc<str>>>, key: &str, id: &str) {
+fn index_remove(index: &mut BTreeMap<String, Posting>, key: &str, slot: Slot) {
     if let Some(set) = index.get_mut(key) {
-        set.remove(id);
+        set.remove(&slot);
         if set.is_empty() {
             index.remove(key);
         }
@@ -149,61 +213,100 @@ impl NamespaceGraph {
     pub(crate) fn new(namespace: Namespace) -> Self {
         Self {
             namespace,
-            graph: StableGraph::new(),
+            nodes: Vec::new(),
+            free_nodes: Vec::new(),
+            edges: Vec::new(),
+            free_edges: Vec::new(),
+            edge_count: 0,
             ids: HashMap::new(),
             names: BTreeMap::new(),
             entity_types: HashMap::new(),
             tags: BTreeMap::new(),
-            relation_types: HashSet::new(),
+            relation_types: Vec::new(),
+            relation_type_ids: HashMap::new(),
             retired: false,
         }
     }
 
     /// How many entities the namespace holds.
     pub(crate) fn entity_count(&self) -> usize {
-        self.graph.node_count()
+        self.ids.len()
     }
 
     /// How many relations the namespace holds.
     pub(crate) fn relation_count(&self) -> usize {
-        self.graph.edge_count()
+        self.edge_count
     }
 
-    fn node(&self, id: &str) -> Option<NodeIndex> {
+    fn slot(&self, id: &str) -> Option<Slot> {
         self.ids.get(id).copied()
     }
 
-    fn node_id(&self, node: NodeIndex) -> &str {
-        self.graph.node_weight(node).map_or("", |n| &n.id)
+    fn node(&self, slot: Slot) -> Option<&Node> {
+        self.nodes.get(slot as usize).and_then(Option::as_ref)
     }
 
-    /// The stored entity.
-    pub(crate) fn entity(&self, id: &str) -> Option<&GraphEntity> {
-        let node = self.node(id)?;
-        self.graph.node_weight(node).map(|n| &n.entity)
+    fn node_mut(&mut self, slot: Slot) -> Option<&mut Node> {
+        self.nodes.get_mut(slot as usize).and_then(Option::as_mut)
     }
 
-    fn index_keys(&mut self, id: &Arc<str>, keys: IndexKeys) {
-        index_insert(&mut self.names, keys.name, id);
-        self.entity_types
-            .entry(keys.entity_type)
-            .or_default()
-            .insert(Arc::clone(id));
-        for tag in keys.tags {
-            index_insert(&mut self.tags, tag, id);
+    fn edge(&self, slot: Slot) -> Option<&Edge> {
+        self.edges.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    fn node_id(&self, slot: Slot) -> &str {
+        self.node(slot).map_or("", |node| &node.id)
+    }
+
+    /// Compares two live nodes by id.
+    fn cmp_ids(&self, a: Slot, b: Slot) -> Ordering {
+        match (self.node(a), self.node(b)) {
+            (Some(a), Some(b)) => a.key.cmp(&b.key).then_with(|| a.id.cmp(&b.id)),
+            _ => a.cmp(&b),
         }
     }
 
-    fn unindex_keys(&mut self, id: &str, keys: &IndexKeys) {
-        index_remove(&mut self.names, &keys.name, id);
+    /// The traversal order of two half-edges of one direction: relation type, then the
+    /// other endpoint's id.
+    fn cmp_half_edges(&self, a: HalfEdge, b: HalfEdge) -> Ordering {
+        let (type_a, type_b) = (a.relation_type(), b.relation_type());
+        let by_type = if type_a == type_b {
+            Ordering::Equal
+        } else {
+            self.relation_types[type_a as usize].cmp(&self.relation_types[type_b as usize])
+        };
+        by_type
+            .then_with(|| self.cmp_ids(a.other, b.other))
+            .then(a.edge.cmp(&b.edge))
+    }
+
+    /// The stored entity.
+    pub(crate) fn entity(&self, id: &str) -> Option<&Arc<GraphEntity>> {
+        let slot = self.slot(id)?;
+        self.node(slot).map(|node| &node.entity)
+    }
+
+    fn index_keys(&mut self, slot: Slot, keys: IndexKeys) {
+        index_insert(&mut self.names, keys.name, slot);
+        self.entity_types
+            .entry(keys.entity_type)
+            .or_default()
+            .insert(slot);
+        for tag in keys.tags {
+            index_insert(&mut self.tags, tag, slot);
+        }
+    }
+
+    fn unindex_keys(&mut self, slot: Slot, keys: &IndexKeys) {
+        index_remove(&mut self.names, &keys.name, slot);
         if let Some(set) = self.entity_types.get_mut(&keys.entity_type) {
-            set.remove(id);
+            set.remove(&slot);
             if set.is_empty() {
                 self.entity_types.remove(&keys.entity_type);
             }
         }
         for tag in &keys.tags {
-            index_remove(&mut self.tags, tag, id);
+            index_remove(&mut self.tags, tag, slot);
         }
     }
 
@@ -216,188 +319,294 @@ impl NamespaceGraph {
             )));
         }
         let id: Arc<str> = Arc::from(entity.id.as_str());
+        let slot = match self.free_nodes.pop() {
+            Some(slot) => slot,
+            None => Slot::try_from(self.nodes.len())
+                .ok()
+                .filter(|slot| *slot != NO_SLOT)
+                .ok_or_else(|| {
+                    MemoryError::LimitExceeded(format!(
+                        "add entity {id} in {}: too many entities",
+                        self.namespace
+                    ))
+                })?,
+        };
         let keys = IndexKeys::of(&entity);
         let node = Node {
+            key: id_key(&id),
             id: Arc::clone(&id),
-            entity,
+            entity: Arc::new(entity),
+            adjacency: Vec::new(),
             outgoing: 0,
-            incoming: 0,
         };
-        let index = self.graph.try_add_node(node).map_err(|error| {
-            MemoryError::LimitExceeded(format!("add entity {id} in {}: {error}", self.namespace))
-        })?;
-        self.ids.insert(Arc::clone(&id), index);
-        self.index_keys(&id, keys);
+        if slot as usize == self.nodes.len() {
+            self.nodes.push(Some(node));
+        } else {
+            self.nodes[slot as usize] = Some(node);
+        }
+        self.ids.insert(id, slot);
+        self.index_keys(slot, keys);
         Ok(())
     }
 
     /// Replaces an entity's fields (tags already limited), keeping its relations, its access
     /// statistics and its creation time (unless unknown).
     pub(crate) fn update_entity(&mut self, mut entity: GraphEntity) -> Result<()> {
-        let node = self
-            .node(&entity.id)
+        let slot = self
+            .slot(&entity.id)
             .ok_or_else(|| not_found(&entity.id, &self.namespace))?;
-        let Some(slot) = self.graph.node_weight_mut(node) else {
-            return Err(not_found(&entity.id, &self.namespace));
+        let namespace = self.namespace.clone();
+        let Some(node) = self.node_mut(slot) else {
+            return Err(not_found(&entity.id, &namespace));
         };
-        entity.created_at = slot.entity.created_at.or(entity.created_at);
-        entity.access_count = slot.entity.access_count;
-        entity.last_accessed = slot.entity.last_accessed;
-        let id = Arc::clone(&slot.id);
+        entity.created_at = node.entity.created_at.or(entity.created_at);
+        entity.access_count = node.entity.access_count;
+        entity.last_accessed = node.entity.last_accessed;
         let new_keys = IndexKeys::of(&entity);
-        let old = std::mem::replace(&mut slot.entity, entity);
-        self.unindex_keys(&id, &IndexKeys::of(&old));
-        self.index_keys(&id, new_keys);
+        let old = std::mem::replace(&mut node.entity, Arc::new(entity));
+        self.unindex_keys(slot, &IndexKeys::of(&old));
+        self.index_keys(slot, new_keys);
         Ok(())
     }
 
     /// Counts a batch's accesses to entity `id` ([`AccessTally::apply`]); an unknown id is
     /// ignored.
     pub(crate) fn record_access(&mut self, tally: &AccessTally<'_>) {
-        if let Some(slot) = self
-            .node(tally.id)
-            .and_then(|node| self.graph.node_weight_mut(node))
-        {
-            tally.apply(
-                &mut slot.entity.access_count,
-                &mut slot.entity.last_accessed,
-            );
+        let Some(slot) = self.slot(tally.id) else {
+            return;
+        };
+        if let Some(node) = self.node_mut(slot) {
+            // Results already handed out keep the entity as it was when they were made.
+            let entity = Arc::make_mut(&mut node.entity);
+            tally.apply(&mut entity.access_count, &mut entity.last_accessed);
         }
     }
 
     /// Replaces an entity's tags (already normalised and limited).
     pub(crate) fn set_tags(&mut self, id: &str, tags: Vec<Tag>) -> Result<()> {
-        let node = self
-            .node(id)
+        let slot = self
+            .slot(id)
             .ok_or_else(|| not_found(id, &self.namespace))?;
-        let Some(slot) = self.graph.node_weight_mut(node) else {
-            return Err(not_found(id, &self.namespace));
+        let namespace = self.namespace.clone();
+        let Some(node) = self.node_mut(slot) else {
+            return Err(not_found(id, &namespace));
         };
-        let shared_id = Arc::clone(&slot.id);
-        let old = std::mem::replace(&mut slot.entity.tags, tags.clone());
+        let old = std::mem::replace(&mut Arc::make_mut(&mut node.entity).tags, tags.clone());
         for tag in &old {
-            index_remove(&mut self.tags, tag.as_str(), id);
+            index_remove(&mut self.tags, tag.as_str(), slot);
         }
         for tag in &tags {
-            index_insert(&mut self.tags, tag.as_str().to_owned(), &shared_id);
+            index_insert(&mut self.tags, tag.as_str().to_owned(), slot);
         }
         Ok(())
     }
 
     /// Removes an entity, its relations and its index entries.
     pub(crate) fn remove_entity(&mut self, id: &str) -> bool {
-        let Some(node) = self.ids.remove(id) else {
+        let Some(slot) = self.ids.remove(id) else {
             return false;
         };
-        let neighbours: Vec<(NodeIndex, Direction)> = self
-            .graph
-            .edges_directed(node, Direction::Outgoing)
-            .map(|edge| (edge.target(), Direction::Incoming))
-            .chain(
-                self.graph
-                    .edges_directed(node, Direction::Incoming)
-                    .map(|edge| (edge.source(), Direction::Outgoing)),
-            )
-            .filter(|(other, _)| *other != node)
-            .collect();
-        for (other, direction) in neighbours {
-            if let Some(weight) = self.graph.node_weight_mut(other) {
-                match direction {
-                    Direction::Outgoing => weight.outgoing = weight.outgoing.saturating_sub(1),
-                    Direction::Incoming => weight.incoming = weight.incoming.saturating_sub(1),
-                }
+        let Some(node) = self.nodes.get_mut(slot as usize).and_then(Option::take) else {
+            return true;
+        };
+        for (position, half) in node.adjacency.iter().enumerate() {
+            let outgoing = position < node.outgoing as usize;
+            if half.other != slot {
+                self.detach(half.other, half.edge, !outgoing);
+            }
+            if let Some(edge) = self.edges.get_mut(half.edge as usize)
+                && edge.take().is_some()
+            {
+                self.free_edges.push(half.edge);
+                self.edge_count -= 1;
             }
         }
-        if let Some(removed) = self.graph.remove_node(node) {
-            self.unindex_keys(id, &IndexKeys::of(&removed.entity));
-        }
+        self.free_nodes.push(slot);
+        self.unindex_keys(slot, &IndexKeys::of(&node.entity));
         true
+    }
+
+    /// Removes the half-edge of `edge` from `slot`'s outgoing (`outgoing`) or incoming list.
+    fn detach(&mut self, slot: Slot, edge: Slot, outgoing: bool) {
+        let Some(node) = self.node_mut(slot) else {
+            return;
+        };
+        let range = if outgoing {
+            0..node.outgoing as usize
+        } else {
+            node.outgoing as usize..node.adjacency.len()
+        };
+        if let Some(position) = node.adjacency[range.clone()]
+            .iter()
+            .position(|half| half.edge == edge)
+        {
+            node.adjacency.remove(range.start + position);
+            if outgoing {
+                node.outgoing -= 1;
+            }
+        }
     }
 
     /// Removes everything; returns how many entities there were.
     pub(crate) fn clear(&mut self) -> usize {
-        let count = self.graph.node_count();
-        self.graph.clear();
+        let count = self.ids.len();
+        self.nodes.clear();
+        self.free_nodes.clear();
+        self.edges.clear();
+        self.free_edges.clear();
+        self.edge_count = 0;
         self.ids.clear();
         self.names.clear();
         self.entity_types.clear();
         self.tags.clear();
         self.relation_types.clear();
+        self.relation_type_ids.clear();
         count
     }
 
-    fn intern_relation_type(&mut self, relation_type: &str) -> Arc<str> {
-        if let Some(existing) = self.relation_types.get(relation_type) {
-            return Arc::clone(existing);
+    fn intern_relation_type(&mut self, relation_type: &str) -> Result<u32> {
+        if let Some(&existing) = self.relation_type_ids.get(relation_type) {
+            return Ok(existing);
         }
+        let id = u32::try_from(self.relation_types.len())
+            .ok()
+            .filter(|id| id & CLOSES == 0)
+            .ok_or_else(|| {
+                MemoryError::LimitExceeded(format!(
+                    "relation type {relation_type} in {}: too many relation types",
+                    self.namespace
+                ))
+            })?;
         let interned: Arc<str> = Arc::from(relation_type);
-        self.relation_types.insert(Arc::clone(&interned));
-        interned
+        self.relation_types.push(Arc::clone(&interned));
+        self.relation_type_ids.insert(interned, id);
+        Ok(id)
     }
 
-    /// The edge `source -relation_type-> target`, scanning the shorter of the source's
-    /// outgoing and the target's incoming lists.
-    fn find_edge(
-        &self,
-        source: NodeIndex,
-        target: NodeIndex,
-        relation_type: &str,
-    ) -> Option<EdgeIndex> {
-        let outgoing = self.graph.node_weight(source).map_or(0, |n| n.outgoing);
-        let incoming = self.graph.node_weight(target).map_or(0, |n| n.incoming);
-        if outgoing <= incoming {
-            self.graph
-                .edges_directed(source, Direction::Outgoing)
-                .find(|edge| {
-                    edge.target() == target && &*edge.weight().relation_type == relation_type
-                })
-                .map(|edge| edge.id())
+    /// The edge `source -relation_type-> target`: a binary search of the source's outgoing
+    /// half-edges, which are ordered by type then target.
+    fn find_edge(&self, source: Slot, target: Slot, relation_type: &str) -> Option<Slot> {
+        let relation_type = *self.relation_type_ids.get(relation_type)?;
+        let outgoing = self.node(source)?.outgoing();
+        let probe = HalfEdge {
+            other: target,
+            edge: 0,
+            kind: relation_type,
+        };
+        let start =
+            outgoing.partition_point(|half| self.cmp_half_edges(*half, probe) == Ordering::Less);
+        outgoing[start..]
+            .iter()
+            .take_while(|half| half.other == target && half.relation_type() == relation_type)
+            .map(|half| half.edge)
+            .next()
+    }
+
+    /// Inserts `half` into `slot`'s outgoing or incoming half-edges, in order.
+    fn attach(&mut self, slot: Slot, half: HalfEdge, outgoing: bool) {
+        let Some(node) = self.node(slot) else {
+            return;
+        };
+        let range = if outgoing {
+            0..node.outgoing as usize
         } else {
-            self.graph
-                .edges_directed(target, Direction::Incoming)
-                .find(|edge| {
-                    edge.source() == source && &*edge.weight().relation_type == relation_type
-                })
-                .map(|edge| edge.id())
+            node.outgoing as usize..node.adjacency.len()
+        };
+        let position = range.start
+            + node.adjacency[range]
+                .partition_point(|other| self.cmp_half_edges(*other, half) == Ordering::Less);
+        if let Some(node) = self.node_mut(slot) {
+            node.adjacency.insert(position, half);
+            if outgoing {
+                node.outgoing += 1;
+            }
         }
     }
 
-    /// Adds a validated relation or updates the weight of the existing one.
+    /// Adds a validated relation or updates the weight and validity of the existing one.
     pub(crate) fn add_relation(&mut self, relation: &GraphRelation) -> Result<()> {
-        let endpoint = |id: &str, _role: &str| {
-            self.node(id)
+        let endpoint = |id: &str| {
+            self.slot(id)
                 .ok_or_else(|| MemoryError::not_found("entity", &self.namespace, id))
         };
-        let source = endpoint(&relation.source_id, "source")?;
-        let target = endpoint(&relation.target_id, "target")?;
-        if let Some(edge) = self.find_edge(source, target, &relation.relation_type) {
-            if let Some(weight) = self.graph.edge_weight_mut(edge) {
-                weight.weight = relation.weight;
-                weight.valid_from = relation.valid_from;
-                weight.valid_until = relation.valid_until;
-            }
+        let source = endpoint(&relation.source_id)?;
+        let target = endpoint(&relation.target_id)?;
+        let closes = if relation.valid_until.is_some() {
+            CLOSES
+        } else {
+            0
+        };
+        if let Some(slot) = self.find_edge(source, target, &relation.relation_type) {
+            let Some(edge) = self.edges.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return Ok(());
+            };
+            edge.weight = relation.weight;
+            edge.valid_from = relation.valid_from;
+            edge.valid_until = relation.valid_until;
+            edge.shared = OnceLock::new();
+            let kind = edge.relation_type | closes;
+            let mut retag = |node: Slot| {
+                if let Some(node) = self.node_mut(node) {
+                    for half in node.adjacency.iter_mut().filter(|half| half.edge == slot) {
+                        half.kind = kind;
+                    }
+                }
+            };
+            retag(source);
+            retag(target);
             return Ok(());
         }
-        let relation_type = self.intern_relation_type(&relation.relation_type);
+        let relation_type = self.intern_relation_type(&relation.relation_type)?;
+        let slot = match self.free_edges.pop() {
+            Some(slot) => slot,
+            None => Slot::try_from(self.edges.len())
+                .ok()
+                .filter(|slot| *slot != NO_SLOT)
+                .ok_or_else(|| {
+                    MemoryError::LimitExceeded(format!(
+                        "add relation {} -{}-> {} in {}: too many relations",
+                        relation.source_id,
+                        relation.relation_type,
+                        relation.target_id,
+                        self.namespace
+                    ))
+                })?,
+        };
         let edge = Edge {
+            source,
+            target,
             relation_type,
             weight: relation.weight,
             valid_from: relation.valid_from,
             valid_until: relation.valid_until,
+            shared: OnceLock::new(),
         };
-        self.graph
-            .try_add_edge(source, target, edge)
-            .map_err(|error| {
-                MemoryError::LimitExceeded(format!(
-                    "add relation {} -{}-> {} in {}: {error}",
-                    relation.source_id, relation.relation_type, relation.target_id, self.namespace
-                ))
-            })?;
-        if let Some(weight) = self.graph.node_weight_mut(source) {
-            weight.outgoing += 1;
+        if slot as usize == self.edges.len() {
+            self.edges.push(Some(edge));
+        } else {
+            self.edges[slot as usize] = Some(edge);
         }
-        if let Some(weight) = self.graph.node_weight_mut(target) {
-            weight.incoming += 1;
+        self.edge_count += 1;
+        let kind = relation_type | closes;
+        self.attach(
+            source,
+            HalfEdge {
+                other: target,
+                edge: slot,
+                kind,
+            },
+            true,
+        );
+        if source != target {
+            self.attach(
+                target,
+                HalfEdge {
+                    other: source,
+                    edge: slot,
+                    kind,
+                },
+                false,
+            );
         }
         Ok(())
     }
@@ -409,164 +618,137 @@ impl NamespaceGraph {
         target_id: &str,
         relation_type: &str,
     ) -> bool {
-        let (Some(source), Some(target)) = (self.node(source_id), self.node(target_id)) else {
+        let (Some(source), Some(target)) = (self.slot(source_id), self.slot(target_id)) else {
             return false;
         };
         let Some(edge) = self.find_edge(source, target, relation_type) else {
             return false;
         };
-        self.graph.remove_edge(edge);
-        if let Some(weight) = self.graph.node_weight_mut(source) {
-            weight.outgoing = weight.outgoing.saturating_sub(1);
+        self.detach(source, edge, true);
+        if source != target {
+            self.detach(target, edge, false);
         }
-        if let Some(weight) = self.graph.node_weight_mut(target) {
-            weight.incoming = weight.incoming.saturating_sub(1);
+        if let Some(slot) = self.edges.get_mut(edge as usize) {
+            *slot = None;
         }
+        self.free_edges.push(edge);
+        self.edge_count -= 1;
         true
     }
 
-    /// The public form of an edge.
-    fn relation(&self, edge: EdgeIndex) -> Option<GraphRelation> {
-        let (source, target) = self.graph.edge_endpoints(edge)?;
-        let weight = self.graph.edge_weight(edge)?;
+    /// The public form of an edge, built anew.
+    fn relation(&self, slot: Slot) -> Option<GraphRelation> {
+        let edge = self.edge(slot)?;
         Some(GraphRelation {
             namespace: self.namespace.clone(),
-            source_id: self.node_id(source).to_owned(),
-            target_id: self.node_id(target).to_owned(),
-            relation_type: weight.relation_type.to_string(),
-            weight: weight.weight,
-            valid_from: weight.valid_from,
-            valid_until: weight.valid_until,
+            source_id: self.node_id(edge.source).to_owned(),
+            target_id: self.node_id(edge.target).to_owned(),
+            relation_type: self.relation_types[edge.relation_type as usize].to_string(),
+            weight: edge.weight,
+            valid_from: edge.valid_from,
+            valid_until: edge.valid_until,
         })
     }
 
-    fn relations(&self, edges: impl IntoIterator<Item = EdgeIndex>) -> Vec<GraphRelation> {
+    /// The public form of an edge, shared: built once, then handed out by reference count.
+    fn shared_relation(&self, slot: Slot) -> Option<Arc<GraphRelation>> {
+        let edge = self.edge(slot)?;
+        if let Some(shared) = edge.shared.get() {
+            return Some(Arc::clone(shared));
+        }
+        let built = Arc::new(self.relation(slot)?);
+        Some(Arc::clone(edge.shared.get_or_init(|| built)))
+    }
+
+    fn relations(&self, edges: impl IntoIterator<Item = Slot>) -> Vec<GraphRelation> {
         edges
             .into_iter()
             .filter_map(|edge| self.relation(edge))
             .collect()
     }
 
-    /// The relations of `node` in `relations_of` order: outgoing first, then incoming (self
-    /// loops once, as outgoing), each group by relation type then the other endpoint's id.
-    fn steps(&self, node: NodeIndex) -> Vec<Step> {
-        self.steps_at(node, None)
-    }
-
-    /// [`steps`](Self::steps) over the relations current at `now` only (all when `None`).
-    fn steps_at(&self, node: NodeIndex, now: Option<DateTime<Utc>>) -> Vec<Step> {
-        let follows = |edge: &Edge| now.is_none_or(|now| edge.is_current_at(now));
-        let mut keyed: Vec<(bool, &str, &str, Step)> = Vec::new();
-        for edge in self.graph.edges_directed(node, Direction::Outgoing) {
-            if !follows(edge.weight()) {
-                continue;
-            }
-            let other = edge.target();
-            keyed.push((
-                false,
-                &edge.weight().relation_type,
-                self.node_id(other),
-                Step {
-                    edge: edge.id(),
-                    other,
-                },
-            ));
-        }
-        for edge in self.graph.edges_directed(node, Direction::Incoming) {
-            let other = edge.source();
-            if other == node || !follows(edge.weight()) {
-                continue;
-            }
-            keyed.push((
-                true,
-                &edge.weight().relation_type,
-                self.node_id(other),
-                Step {
-                    edge: edge.id(),
-                    other,
-                },
-            ));
-        }
-        keyed.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| {
-                    // Relation types are interned: the same pointer is the same type.
-                    if std::ptr::eq(a.1, b.1) {
-                        std::cmp::Ordering::Equal
-                    } else {
-                        a.1.cmp(b.1)
-                    }
-                })
-                .then_with(|| a.2.cmp(b.2))
-        });
-        keyed.into_iter().map(|(_, _, _, step)| step).collect()
-    }
-
     /// Every relation with `id` as source or target, in the trait's order.
     pub(crate) fn relations_of(&self, id: &str) -> Vec<GraphRelation> {
-        match self.node(id) {
-            Some(node) => self.relations(self.steps(node).into_iter().map(|step| step.edge)),
+        match self.slot(id).and_then(|slot| self.node(slot)) {
+            Some(node) => self.relations(node.adjacency.iter().map(|half| half.edge)),
             None => Vec::new(),
         }
     }
 
     /// How many relations touch `id` (a self loop counts once).
     pub(crate) fn degree(&self, id: &str) -> usize {
-        let Some(node) = self.node(id) else {
-            return 0;
-        };
-        let outgoing = self.graph.edges_directed(node, Direction::Outgoing).count();
-        let incoming = self
-            .graph
-            .edges_directed(node, Direction::Incoming)
-            .filter(|edge| edge.source() != node)
-            .count();
-        outgoing + incoming
+        self.slot(id)
+            .and_then(|slot| self.node(slot))
+            .map_or(0, |node| node.adjacency.len())
     }
 
     /// How many distinct other entities `id` is related to, `None` for a missing entity.
     pub(crate) fn neighbour_count(&self, id: &str) -> Option<usize> {
-        let node = self.node(id)?;
-        let neighbours: HashSet<NodeIndex> = self
-            .graph
-            .neighbors_undirected(node)
-            .filter(|other| *other != node)
+        let slot = self.slot(id)?;
+        let node = self.node(slot)?;
+        let neighbours: HashSet<Slot> = node
+            .adjacency
+            .iter()
+            .map(|half| half.other)
+            .filter(|other| *other != slot)
             .collect();
         Some(neighbours.len())
     }
 
-    /// The ids of the entities matching any keyword, sorted.
-    pub(crate) fn matching_ids(&self, keywords: &[PreparedKeyword]) -> BTreeSet<Arc<str>> {
-        let mut out = BTreeSet::new();
+    /// Adds the slots of the entities matching any keyword to `out`, unordered and possibly
+    /// repeated, each with its [`id_key`].
+    fn matching_slots(&self, keywords: &[PreparedKeyword], out: &mut Vec<(u64, Slot)>) {
+        let mut add = |posting: &Posting| {
+            out.extend(
+                posting
+                    .iter()
+                    .filter_map(|&slot| self.node(slot).map(|node| (node.key, slot))),
+            );
+        };
         for keyword in keywords {
-            for (name, ids) in self.names.range(keyword.lower.clone()..) {
+            for (name, posting) in self
+                .names
+                .range::<str, _>((Bound::Included(keyword.lower.as_str()), Bound::Unbounded))
+            {
                 if !name.starts_with(&keyword.lower) {
                     break;
                 }
-                out.extend(ids.iter().cloned());
+                add(posting);
             }
-            if let Some(ids) = self.entity_types.get(&keyword.lower) {
-                out.extend(ids.iter().cloned());
+            if let Some(posting) = self.entity_types.get(&keyword.lower) {
+                add(posting);
             }
             if let Some(tag) = &keyword.tag
-                && let Some(ids) = self.tags.get(tag.as_str())
+                && let Some(posting) = self.tags.get(tag.as_str())
             {
-                out.extend(ids.iter().cloned());
+                add(posting);
             }
         }
-        out
     }
 
-    /// The entities with these ids, in the given order.
-    pub(crate) fn entities(&self, ids: &BTreeSet<Arc<str>>) -> Vec<GraphEntity> {
-        ids.iter()
-            .filter_map(|id| self.entity(id).cloned())
+    /// The entities matching any keyword, ordered by id.
+    pub(crate) fn matching(&self, keywords: &[PreparedKeyword]) -> Vec<Arc<GraphEntity>> {
+        let mut found = Vec::new();
+        self.matching_slots(keywords, &mut found);
+        found.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| self.cmp_ids(a.1, b.1))
+                .then(a.1.cmp(&b.1))
+        });
+        found.dedup_by_key(|(_, slot)| *slot);
+        found
+            .into_iter()
+            .filter_map(|(_, slot)| self.node(slot).map(|node| Arc::clone(&node.entity)))
             .collect()
     }
 
     /// Adds the tags starting with `prefix` (already lowercased) to `out`.
     pub(crate) fn tags_with_prefix(&self, prefix: &str, out: &mut BTreeSet<String>) {
-        for tag in self.tags.range(prefix.to_owned()..).map(|(tag, _)| tag) {
+        for tag in self
+            .tags
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .map(|(tag, _)| tag)
+        {
             if !tag.starts_with(prefix) {
                 break;
             }
@@ -581,75 +763,129 @@ impl NamespaceGraph {
 
     /// Every entity, ordered by id.
     pub(crate) fn sorted_entities(&self) -> Vec<GraphEntity> {
-        let mut entities: Vec<&Node> = self.graph.node_weights().collect();
+        let mut entities: Vec<&Node> = self.nodes.iter().flatten().collect();
         entities.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        entities.into_iter().map(|n| n.entity.clone()).collect()
+        entities
+            .into_iter()
+            .map(|node| GraphEntity::clone(&node.entity))
+            .collect()
     }
 
     /// Every relation, ordered by source, type, target.
     pub(crate) fn sorted_relations(&self) -> Vec<GraphRelation> {
-        let mut edges: Vec<(&str, &str, &str, EdgeIndex)> = self
-            .graph
-            .edge_references()
-            .map(|edge| {
-                (
-                    self.node_id(edge.source()),
-                    &*edge.weight().relation_type,
-                    self.node_id(edge.target()),
-                    edge.id(),
-                )
+        let mut edges: Vec<(&str, &str, &str, Slot)> = self
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, edge)| {
+                let edge = edge.as_ref()?;
+                Some((
+                    self.node_id(edge.source),
+                    &*self.relation_types[edge.relation_type as usize],
+                    self.node_id(edge.target),
+                    Slot::try_from(slot).ok()?,
+                ))
             })
             .collect();
         edges.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         self.relations(edges.into_iter().map(|(_, _, _, edge)| edge))
     }
 
-    /// Checks every invariant of the indexes; for tests.
+    /// Checks every invariant of the indexes and the adjacency; for tests.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
-        if self.ids.len() != self.graph.node_count() {
+        let live = self.nodes.iter().flatten().count();
+        if self.ids.len() != live || live + self.free_nodes.len() != self.nodes.len() {
             return Err(format!(
-                "{} ids for {} nodes",
+                "{} ids, {live} live nodes, {} free of {} slots",
                 self.ids.len(),
-                self.graph.node_count()
+                self.free_nodes.len(),
+                self.nodes.len()
+            ));
+        }
+        let live_edges = self.edges.iter().flatten().count();
+        if live_edges != self.edge_count || live_edges + self.free_edges.len() != self.edges.len() {
+            return Err(format!(
+                "{live_edges} live edges, count {}",
+                self.edge_count
             ));
         }
         let mut names = 0;
         let mut types = 0;
         let mut tags = 0;
-        for node in self.graph.node_indices() {
-            let Some(weight) = self.graph.node_weight(node) else {
-                return Err("missing node weight".into());
+        let mut half_edges = 0;
+        for (slot, node) in self.nodes.iter().enumerate() {
+            let Some(node) = node else {
+                continue;
             };
-            let id = &*weight.id;
-            if self.ids.get(id) != Some(&node) || weight.entity.id != id {
+            let slot = Slot::try_from(slot).map_err(|error| error.to_string())?;
+            let id = &*node.id;
+            if self.ids.get(id) != Some(&slot) || node.entity.id != id || node.key != id_key(id) {
                 return Err(format!("id index wrong for {id}"));
             }
-            let in_index = |set: Option<&BTreeSet<Arc<str>>>| set.is_some_and(|s| s.contains(id));
-            if !in_index(self.names.get(&weight.entity.name.to_lowercase())) {
+            let in_index = |set: Option<&Posting>| set.is_some_and(|s| s.contains(&slot));
+            if !in_index(self.names.get(&node.entity.name.to_lowercase())) {
                 return Err(format!("name index misses {id}"));
             }
             if !in_index(
                 self.entity_types
-                    .get(&weight.entity.entity_type.to_lowercase()),
+                    .get(&node.entity.entity_type.to_lowercase()),
             ) {
                 return Err(format!("type index misses {id}"));
             }
-            for tag in &weight.entity.tags {
+            for tag in &node.entity.tags {
                 if !in_index(self.tags.get(tag.as_str())) {
                     return Err(format!("tag index misses {id}/{tag}"));
                 }
             }
             names += 1;
             types += 1;
-            tags += weight.entity.tags.len();
-            let outgoing = self.graph.edges_directed(node, Direction::Outgoing).count();
-            let incoming = self.graph.edges_directed(node, Direction::Incoming).count();
-            if outgoing != weight.outgoing || incoming != weight.incoming {
-                return Err(format!("degree counts wrong for {id}"));
+            tags += node.entity.tags.len();
+            for (group, outgoing) in [(node.outgoing(), true), (node.incoming(), false)] {
+                if group
+                    .windows(2)
+                    .any(|pair| self.cmp_half_edges(pair[0], pair[1]) != Ordering::Less)
+                {
+                    return Err(format!("half-edges of {id} out of order"));
+                }
+                for half in group {
+                    let Some(edge) = self.edge(half.edge) else {
+                        return Err(format!("{id} names a removed edge"));
+                    };
+                    let (this, other) = if outgoing {
+                        (edge.source, edge.target)
+                    } else {
+                        (edge.target, edge.source)
+                    };
+                    let closes = if edge.valid_until.is_some() {
+                        CLOSES
+                    } else {
+                        0
+                    };
+                    if this != slot
+                        || other != half.other
+                        || half.kind != edge.relation_type | closes
+                        || (!outgoing && edge.source == edge.target)
+                    {
+                        return Err(format!("a half-edge of {id} disagrees with its edge"));
+                    }
+                }
+                half_edges += group.len();
             }
         }
-        let count = |sets: &mut dyn Iterator<Item = &BTreeSet<Arc<str>>>| {
+        let self_loops = self
+            .edges
+            .iter()
+            .flatten()
+            .filter(|edge| edge.source == edge.target)
+            .count();
+        if half_edges != 2 * self.edge_count - self_loops {
+            return Err(format!(
+                "{half_edges} half-edges for {} edges",
+                self.edge_count
+            ));
+        }
+        let count = |sets: &mut dyn Iterator<Item = &Posting>| {
             let mut total = 0;
             for set in sets {
                 if set.is_empty() {

@@ -2,6 +2,7 @@
 //! recursive query.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::backend::{distance_score, entity_matches_keyword, sort_scored};
@@ -295,7 +296,7 @@ impl KnowledgeGraph for PostgresGraph {
         &self,
         scope: &Scope,
         keywords: &[String],
-    ) -> Result<Vec<GraphEntity>> {
+    ) -> Result<Vec<Arc<GraphEntity>>> {
         let usable: Vec<&String> = keywords
             .iter()
             .filter(|keyword| !keyword.trim().is_empty() && storable(keyword))
@@ -337,7 +338,7 @@ impl KnowledgeGraph for PostgresGraph {
                 .iter()
                 .any(|keyword| entity_matches_keyword(entity, keyword))
         });
-        Ok(entities)
+        Ok(entities.into_iter().map(Arc::new).collect())
     }
 
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
@@ -478,7 +479,7 @@ impl KnowledgeGraph for PostgresGraph {
         let rows = client.query(&statement, &params).await.context(what)?;
         drop(client);
         // Rows come level by level, so a parent's path is known before its children's.
-        let mut paths: HashMap<String, Vec<GraphRelation>> =
+        let mut paths: HashMap<String, Vec<Arc<GraphRelation>>> =
             HashMap::from([(start.clone(), Vec::new())]);
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -503,12 +504,12 @@ impl KnowledgeGraph for PostgresGraph {
                     format_args!("{node} reached before its parent {parent}"),
                 )
             })?;
-            path.push(relation);
+            path.push(Arc::new(relation));
             let hops = usize::try_from(hops).unwrap_or(0);
             let score = distance_score(hops, &path);
             paths.insert(node, path.clone());
             out.push(ScoredEntity {
-                entity: decode_entity(row, 9)?,
+                entity: Arc::new(decode_entity(row, 9)?),
                 hops,
                 path,
                 score,

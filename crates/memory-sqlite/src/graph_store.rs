@@ -1,5 +1,7 @@
 //! [`SqliteGraph`]: the knowledge graph as tables of entities, tags and relations.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::backend::entity_matches_keyword;
@@ -478,7 +480,7 @@ impl KnowledgeGraph for SqliteGraph {
         &self,
         scope: &Scope,
         keywords: &[String],
-    ) -> Result<Vec<GraphEntity>> {
+    ) -> Result<Vec<Arc<GraphEntity>>> {
         let usable: Vec<&String> = keywords
             .iter()
             .filter(|keyword| !keyword.trim().is_empty())
@@ -522,7 +524,7 @@ impl KnowledgeGraph for SqliteGraph {
                         .iter()
                         .any(|keyword| entity_matches_keyword(entity, keyword))
                 });
-                Ok(entities)
+                Ok(entities.into_iter().map(Arc::new).collect())
             })
             .await
     }

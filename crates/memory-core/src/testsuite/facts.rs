@@ -217,7 +217,7 @@ pub(super) async fn run_graph_facts(graph: &dyn KnowledgeGraph, base: &Namespace
     let reached: Vec<String> = must(graph.get_related(&ns, "u", 2), "get_related")
         .await
         .into_iter()
-        .map(|scored| scored.entity.id)
+        .map(|scored| scored.entity.id.clone())
         .collect();
     assert_eq!(reached, ["berlin"], "traversal skips closed relations");
     let hop = must(

@@ -24,7 +24,7 @@ async fn must<T>(future: impl Future<Output = crate::Result<T>>, what: &str) -> 
     }
 }
 
-fn names(entities: &[GraphEntity]) -> Vec<&str> {
+fn names(entities: &[std::sync::Arc<GraphEntity>]) -> Vec<&str> {
     entities.iter().map(|e| e.id.as_str()).collect()
 }
 
@@ -77,7 +77,7 @@ async fn access_statistics(graph: &dyn KnowledgeGraph, ns: &Namespace) {
             "find_by_keywords"
         )
         .await,
-        vec![used.clone()],
+        vec![std::sync::Arc::new(used.clone())],
         "find_by_keywords carries the statistics"
     );
     must(
@@ -87,7 +87,7 @@ async fn access_statistics(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     .await;
     let related = must(graph.get_related(ns, "unknown", 1), "get_related").await;
     assert_eq!(
-        related.first().map(|scored| &scored.entity),
+        related.first().map(|scored| &*scored.entity),
         Some(&used),
         "traversals carry the statistics"
     );

@@ -76,9 +76,9 @@ fn indexes_follow_updates_and_removals() {
     let find = |graph: &NamespaceGraph, keyword: &str| -> Vec<String> {
         let prepared = PreparedKeyword::prepare_all(&[keyword.to_owned()]);
         graph
-            .matching_ids(&prepared)
+            .matching(&prepared)
             .iter()
-            .map(|id| id.to_string())
+            .map(|entity| entity.id.clone())
             .collect()
     };
     assert_eq!(find(&graph, "alp"), ["a"]);

@@ -1,124 +1,196 @@
 //! The native traversals of one namespace's graph: related entities by breadth-first
-//! search (hops, paths, scores), multi-hop relation chains and shortest paths, each bounded
-//! by `MAX_TRAVERSAL_DEPTH` and `MAX_TRAVERSAL_VISITED`.
+//! search (hops, paths, scores), multi-hop relation chains and shortest paths by a
+//! bidirectional breadth-first search, each bounded by `MAX_TRAVERSAL_DEPTH` and
+//! `MAX_TRAVERSAL_VISITED`.
+//!
+//! Every traversal walks slots and the contiguous half-edge arrays, marks visited entities
+//! in a bit set, and builds the public forms (shared entities and relations) only for what
+//! it returns.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use chrono::Utc;
-use memory_core::backend::{distance_score, sort_scored};
+use chrono::{DateTime, Utc};
+use memory_core::backend::distance_score;
 use memory_core::{
     GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result, ScoredEntity,
 };
-use petgraph::Direction;
-use petgraph::stable_graph::{EdgeIndex, NodeIndex};
-use petgraph::visit::EdgeRef;
 
-use super::{NamespaceGraph, not_found};
+use super::{CLOSES, HalfEdge, NO_SLOT, NamespaceGraph, Slot, not_found};
 
-impl NamespaceGraph {
-    /// The relations from the start to `node`, following the BFS parent pointers.
-    fn path_to(
-        &self,
-        mut node: NodeIndex,
-        parents: &HashMap<NodeIndex, (NodeIndex, EdgeIndex)>,
-    ) -> Vec<GraphRelation> {
-        let mut edges = Vec::new();
-        while let Some(&(previous, edge)) = parents.get(&node) {
-            edges.push(edge);
-            node = previous;
-        }
-        edges.reverse();
-        self.relations(edges)
+/// A set of slots, one bit each.
+struct SlotSet(Vec<u64>);
+
+impl SlotSet {
+    fn new(slots: usize) -> Self {
+        Self(vec![0; slots.div_ceil(64)])
     }
 
-    /// Breadth-first traversal, as the trait's default `get_related` but over node indexes.
+    /// Adds `slot`; returns whether it was absent.
+    fn insert(&mut self, slot: Slot) -> bool {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        match self.0.get_mut(word) {
+            Some(bits) if *bits & bit == 0 => {
+                *bits |= bit;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// An entity reached by a breadth-first search: its slot, the index (in the search's list)
+/// of the entity it was reached from, and the relation it was reached by.
+#[derive(Clone, Copy)]
+struct Reached {
+    slot: Slot,
+    parent: u32,
+    edge: Slot,
+}
+
+impl NamespaceGraph {
+    /// Whether a traversal at `now` follows `half` (see [`Edge::is_current_at`]); only a
+    /// relation with a `valid_until` is looked up.
+    fn follows(&self, half: HalfEdge, now: DateTime<Utc>) -> bool {
+        half.kind & CLOSES == 0 || self.edge(half.edge).is_some_and(|e| e.is_current_at(now))
+    }
+
+    /// The half-edges of `slot` in traversal order.
+    fn adjacency(&self, slot: Slot) -> &[HalfEdge] {
+        self.node(slot).map_or(&[], |node| &node.adjacency)
+    }
+
+    /// Breadth-first traversal, with the results of the trait's default `get_related`.
     pub(crate) fn related(&self, id: &str, depth: usize) -> Result<Vec<ScoredEntity>> {
         let now = Utc::now();
         let start = self
-            .node(id)
+            .slot(id)
             .ok_or_else(|| not_found(id, &self.namespace))?;
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
-        let mut visited: HashSet<NodeIndex> = HashSet::from([start]);
-        let mut parents: HashMap<NodeIndex, (NodeIndex, EdgeIndex)> = HashMap::new();
-        let mut reached: Vec<(NodeIndex, usize)> = Vec::new();
-        let mut frontier = vec![start];
+        let mut visited = SlotSet::new(self.nodes.len());
+        visited.insert(start);
+        let mut visited_count = 1usize;
+        // `reached[0]` is the start; each level is a range of `reached`.
+        let mut reached = vec![Reached {
+            slot: start,
+            parent: u32::MAX,
+            edge: NO_SLOT,
+        }];
+        let mut hops_of = vec![0u32];
+        let mut level = 0..1;
         'levels: for hops in 1..=depth {
-            let mut next = Vec::new();
-            for &current in &frontier {
-                for step in self.steps_at(current, Some(now)) {
-                    if !visited.insert(step.other) {
+            let next_start = reached.len();
+            for parent in level.clone() {
+                let current = reached[parent].slot;
+                for &half in self.adjacency(current) {
+                    if !self.follows(half, now) || !visited.insert(half.other) {
                         continue;
                     }
-                    parents.insert(step.other, (current, step.edge));
-                    next.push(step.other);
-                    reached.push((step.other, hops));
-                    if visited.len() > MAX_TRAVERSAL_VISITED {
+                    visited_count += 1;
+                    reached.push(Reached {
+                        slot: half.other,
+                        parent: u32::try_from(parent).unwrap_or(u32::MAX),
+                        edge: half.edge,
+                    });
+                    hops_of.push(u32::try_from(hops).unwrap_or(u32::MAX));
+                    if visited_count > MAX_TRAVERSAL_VISITED {
                         break 'levels;
                     }
                 }
             }
-            if next.is_empty() {
+            if reached.len() == next_start {
                 break;
             }
-            frontier = next;
+            level = next_start..reached.len();
         }
-        let mut out: Vec<ScoredEntity> = reached
-            .into_iter()
-            .filter_map(|(node, hops)| {
-                let entity = self.graph.node_weight(node)?.entity.clone();
-                let path = self.path_to(node, &parents);
-                let score = distance_score(hops, &path);
-                Some(ScoredEntity {
-                    entity,
-                    hops,
-                    path,
-                    score,
-                })
-            })
-            .collect();
-        sort_scored(&mut out);
+        // Paths in discovery order: a parent's path is built before its children's.
+        let mut paths: Vec<Vec<Arc<GraphRelation>>> = Vec::with_capacity(reached.len());
+        paths.push(Vec::new());
+        let mut keyed = Vec::with_capacity(reached.len().saturating_sub(1));
+        for (index, entry) in reached.iter().enumerate().skip(1) {
+            let parent_path = paths
+                .get(entry.parent as usize)
+                .map_or(&[][..], Vec::as_slice);
+            let mut path = Vec::with_capacity(parent_path.len() + 1);
+            path.extend(parent_path.iter().cloned());
+            path.extend(self.shared_relation(entry.edge));
+            let hops = hops_of[index];
+            let score = distance_score(hops as usize, &path);
+            let key = self.node(entry.slot).map_or(0, |node| node.key);
+            keyed.push((hops, score, key, index));
+            paths.push(path);
+        }
+        // The order of `sort_scored`: hops, score descending, id.
+        keyed.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then(b.1.total_cmp(&a.1))
+                .then(a.2.cmp(&b.2))
+                .then_with(|| self.cmp_ids(reached[a.3].slot, reached[b.3].slot))
+        });
+        let mut out = Vec::with_capacity(keyed.len());
+        for (hops, score, _, index) in keyed {
+            let Some(node) = self.node(reached[index].slot) else {
+                continue;
+            };
+            out.push(ScoredEntity {
+                entity: Arc::clone(&node.entity),
+                hops: hops as usize,
+                path: std::mem::take(&mut paths[index]),
+                score,
+            });
+        }
         Ok(out)
     }
 
-    /// The multi-hop query (follow relation types in order), as the trait's default `multi_hop` but over node indexes.
-    /// The caller checks the chain's length.
+    /// The multi-hop query (follow relation types in order), with the results of the
+    /// trait's default `multi_hop`. The caller checks the chain's length.
     pub(crate) fn multi_hop(
         &self,
         start: &str,
         relation_types: &[String],
     ) -> Result<MultiHopResult> {
         let now = Utc::now();
-        let start_node = self
-            .node(start)
+        let start_slot = self
+            .slot(start)
             .ok_or_else(|| not_found(start, &self.namespace))?;
-        type States<'a> = BTreeMap<&'a str, (NodeIndex, Vec<Vec<EdgeIndex>>)>;
+        type States<'a> = BTreeMap<&'a str, (Slot, Vec<Vec<Slot>>)>;
         let mut states: States<'_> =
-            BTreeMap::from([(self.node_id(start_node), (start_node, vec![Vec::new()]))]);
+            BTreeMap::from([(self.node_id(start_slot), (start_slot, vec![Vec::new()]))]);
         for relation_type in relation_types {
             let mut next: States<'_> = BTreeMap::new();
+            let Some(&wanted) = self.relation_type_ids.get(relation_type.as_str()) else {
+                states = next;
+                break;
+            };
             let mut path_count = 0usize;
-            for (node, node_paths) in states.values() {
-                let mut edges: Vec<(&str, NodeIndex, EdgeIndex)> = self
-                    .graph
-                    .edges_directed(*node, Direction::Outgoing)
-                    .filter(|edge| {
-                        *edge.weight().relation_type == **relation_type
-                            && edge.weight().is_current_at(now)
-                    })
-                    .map(|edge| (self.node_id(edge.target()), edge.target(), edge.id()))
-                    .collect();
-                edges.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (target_id, target, edge) in edges {
+            for (slot, node_paths) in states.values() {
+                let Some(node) = self.node(*slot) else {
+                    continue;
+                };
+                // Outgoing half-edges are ordered by type, then target id.
+                let outgoing = node.outgoing();
+                let first = outgoing.partition_point(|half| {
+                    half.relation_type() != wanted
+                        && self.relation_types[half.relation_type() as usize].as_ref()
+                            < relation_type.as_str()
+                });
+                for &half in outgoing[first..]
+                    .iter()
+                    .take_while(|half| half.relation_type() == wanted)
+                {
+                    if !self.follows(half, now) {
+                        continue;
+                    }
                     let entry = next
-                        .entry(target_id)
-                        .or_insert_with(|| (target, Vec::new()));
+                        .entry(self.node_id(half.other))
+                        .or_insert_with(|| (half.other, Vec::new()));
                     for path in node_paths {
                         if path_count >= MAX_TRAVERSAL_VISITED {
                             break;
                         }
                         let mut extended = Vec::with_capacity(path.len() + 1);
                         extended.extend_from_slice(path);
-                        extended.push(edge);
+                        extended.push(half.edge);
                         entry.1.push(extended);
                         path_count += 1;
                     }
@@ -138,36 +210,243 @@ impl NamespaceGraph {
         Ok(MultiHopResult { results, paths })
     }
 
-    /// A shortest path, as the trait's default `shortest_path` but over node indexes.
+    /// A shortest path by a bidirectional breadth-first search, the same path the trait's
+    /// default (one-sided) search returns.
+    ///
+    /// The two searches expand whole levels, the cheaper frontier first (fewer half-edges
+    /// to read), until they meet: with `a` levels from `from` and `b` from `to`, the
+    /// distance is `a + b`. Several shortest paths may exist; the default search returns
+    /// the one its breadth-first tree holds. Every shortest path lies in the set of
+    /// entities whose two distances add up to the distance, and the parent the default
+    /// search gives such an entity is in that set too, so a breadth-first search from
+    /// `from` restricted to the set, in the same expansion order, gives every entity of it
+    /// the same parent: the path to `to` is the default's.
+    ///
+    /// Limits: at most `MAX_TRAVERSAL_DEPTH` hops; each side stops expanding once it has
+    /// reached more than `MAX_TRAVERSAL_VISITED` entities, and the search gives up when
+    /// both have. Either side reaches far fewer entities than the one-sided search, so
+    /// this search finds every path the default finds, and some the default gives up on.
     pub(crate) fn shortest_path(&self, from: &str, to: &str) -> Result<Option<Vec<GraphRelation>>> {
         let now = Utc::now();
-        let from_node = self
-            .node(from)
+        let from_slot = self
+            .slot(from)
             .ok_or_else(|| not_found(from, &self.namespace))?;
-        let to_node = self
-            .node(to)
+        let to_slot = self
+            .slot(to)
             .ok_or_else(|| not_found(to, &self.namespace))?;
-        if from_node == to_node {
+        if from_slot == to_slot {
             return Ok(Some(Vec::new()));
         }
-        let mut parents: HashMap<NodeIndex, (NodeIndex, EdgeIndex)> = HashMap::new();
-        let mut visited: HashSet<NodeIndex> = HashSet::from([from_node]);
-        let mut queue = VecDeque::from([(from_node, 0usize)]);
-        while let Some((current, hops)) = queue.pop_front() {
-            if hops >= MAX_TRAVERSAL_DEPTH || visited.len() > MAX_TRAVERSAL_VISITED {
-                break;
+        let Some((distance, forward, backward, meeting)) = self.meet(from_slot, to_slot, now)
+        else {
+            return Ok(None);
+        };
+        let path = self.first_shortest_path(
+            from_slot, to_slot, distance, &forward, &backward, meeting, now,
+        );
+        Ok(path.map(|edges| self.relations(edges)))
+    }
+
+    /// The two searches of [`shortest_path`](Self::shortest_path): the distance, each
+    /// side's distances, and the level (from `from`) where they met.
+    fn meet(
+        &self,
+        from: Slot,
+        to: Slot,
+        now: DateTime<Utc>,
+    ) -> Option<(usize, Distances, Distances, usize)> {
+        let mut sides = [Side::new(from), Side::new(to)];
+        loop {
+            let levels = sides[0].level + sides[1].level;
+            if levels >= MAX_TRAVERSAL_DEPTH {
+                return None;
             }
-            for step in self.steps_at(current, Some(now)) {
-                if !visited.insert(step.other) {
-                    continue;
+            let open = |side: &Side| {
+                !side.frontier.is_empty() && side.distances.len() <= MAX_TRAVERSAL_VISITED
+            };
+            let pick = match (open(&sides[0]), open(&sides[1])) {
+                (false, false) => return None,
+                (true, false) => 0,
+                (false, true) => 1,
+                (true, true) => {
+                    let cost = |side: &Side| -> usize {
+                        side.frontier
+                            .iter()
+                            .map(|&slot| self.adjacency(slot).len())
+                            .sum()
+                    };
+                    usize::from(cost(&sides[1]) < cost(&sides[0]))
                 }
-                parents.insert(step.other, (current, step.edge));
-                if step.other == to_node {
-                    return Ok(Some(self.path_to(to_node, &parents)));
-                }
-                queue.push_back((step.other, hops + 1));
+            };
+            let [forward, backward] = &mut sides;
+            let (side, other) = if pick == 0 {
+                (forward, &*backward)
+            } else {
+                (backward, &*forward)
+            };
+            let met = side.expand(self, other, now);
+            if met {
+                let [forward, backward] = sides;
+                let distance = forward.level + backward.level;
+                return Some((
+                    distance,
+                    forward.distances,
+                    backward.distances,
+                    forward.level,
+                ));
             }
         }
-        Ok(None)
+    }
+
+    /// The path the default search finds, given both searches' distances (see
+    /// [`shortest_path`](Self::shortest_path)): a breadth-first search from `from` over the
+    /// entities on shortest paths only, level by level, in traversal order.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the state of one search, passed once"
+    )]
+    fn first_shortest_path(
+        &self,
+        from: Slot,
+        to: Slot,
+        distance: usize,
+        forward: &Distances,
+        backward: &Distances,
+        meeting: usize,
+        now: DateTime<Utc>,
+    ) -> Option<Vec<Slot>> {
+        // `on_path[slot]` = its distance from `from`, for entities on a shortest path.
+        let mut on_path: Distances = HashMap::new();
+        let mut layers: Vec<Vec<Slot>> = vec![Vec::new(); distance + 1];
+        for (&slot, &level) in forward {
+            if level as usize == meeting
+                && backward.get(&slot) == Some(&((distance - meeting) as u32))
+            {
+                layers[meeting].push(slot);
+                on_path.insert(slot, level);
+            }
+        }
+        // Towards `from`: an entity one level nearer `from` and adjacent to the layer.
+        for level in (0..meeting).rev() {
+            let (nearer, layer) = layers.split_at_mut(level + 1);
+            for &slot in &layer[0] {
+                for &half in self.adjacency(slot) {
+                    if forward.get(&half.other) == Some(&(level as u32))
+                        && self.follows(half, now)
+                        && !on_path.contains_key(&half.other)
+                    {
+                        on_path.insert(half.other, level as u32);
+                        nearer[level].push(half.other);
+                    }
+                }
+            }
+        }
+        // Towards `to`: an entity one level nearer `to` and adjacent to the layer.
+        for level in meeting + 1..=distance {
+            let (farther, layer) = layers.split_at_mut(level);
+            for &slot in &farther[level - 1] {
+                for &half in self.adjacency(slot) {
+                    if backward.get(&half.other) == Some(&((distance - level) as u32))
+                        && self.follows(half, now)
+                        && !on_path.contains_key(&half.other)
+                    {
+                        on_path.insert(half.other, level as u32);
+                        layer[0].push(half.other);
+                    }
+                }
+            }
+        }
+        // The restricted search, in the default's expansion order.
+        let mut parents: HashMap<Slot, (Slot, Slot)> = HashMap::new();
+        let mut level_nodes = vec![from];
+        for level in 1..=distance {
+            let mut next = Vec::new();
+            for &current in &level_nodes {
+                for &half in self.adjacency(current) {
+                    if on_path.get(&half.other) != Some(&(level as u32))
+                        || parents.contains_key(&half.other)
+                        || !self.follows(half, now)
+                    {
+                        continue;
+                    }
+                    parents.insert(half.other, (current, half.edge));
+                    next.push(half.other);
+                }
+            }
+            level_nodes = next;
+        }
+        let mut edges = Vec::with_capacity(distance);
+        let mut cursor = to;
+        while cursor != from {
+            let &(parent, edge) = parents.get(&cursor)?;
+            edges.push(edge);
+            cursor = parent;
+        }
+        edges.reverse();
+        Some(edges)
+    }
+}
+
+/// Distances from one end, by slot.
+type Distances = HashMap<Slot, u32>;
+
+/// One side of the bidirectional search.
+struct Side {
+    distances: Distances,
+    frontier: Vec<Slot>,
+    /// The level of `frontier`.
+    level: usize,
+}
+
+impl Side {
+    fn new(start: Slot) -> Self {
+        Self {
+            distances: HashMap::from([(start, 0)]),
+            frontier: vec![start],
+            level: 0,
+        }
+    }
+
+    /// Expands the frontier by one level; returns whether the new level touches `other`.
+    fn expand(&mut self, graph: &NamespaceGraph, other: &Side, now: DateTime<Utc>) -> bool {
+        let level = u32::try_from(self.level + 1).unwrap_or(u32::MAX);
+        let mut next = Vec::new();
+        let mut met = false;
+        for &slot in &self.frontier {
+            for &half in graph.adjacency(slot) {
+                if self.distances.contains_key(&half.other) || !graph.follows(half, now) {
+                    continue;
+                }
+                self.distances.insert(half.other, level);
+                next.push(half.other);
+                met |= other.distances.contains_key(&half.other);
+            }
+        }
+        self.frontier = next;
+        self.level += 1;
+        met
+    }
+}
+
+impl std::fmt::Debug for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Side")
+            .field("reached", &self.distances.len())
+            .field("level", &self.level)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod ordering {
+    use super::*;
+
+    #[test]
+    fn slot_set_inserts_once() {
+        let mut set = SlotSet::new(130);
+        assert!(set.insert(0));
+        assert!(set.insert(129));
+        assert!(!set.insert(129));
+        assert!(!set.insert(500), "out of range is never inserted");
     }
 }

@@ -43,8 +43,8 @@ pub(crate) fn relation(
 }
 
 /// The ids of `entities`, in order.
-pub(crate) fn ids(entities: &[GraphEntity]) -> Vec<&str> {
-    entities.iter().map(|e| e.id.as_str()).collect()
+pub(crate) fn ids<E: std::borrow::Borrow<GraphEntity>>(entities: &[E]) -> Vec<&str> {
+    entities.iter().map(|e| e.borrow().id.as_str()).collect()
 }
 
 /// Seed 004's example graph: project-alpha, zhang (leads) and li (works on), react and

@@ -134,7 +134,7 @@ async fn update_keeps_relations_and_reindexes() {
                 .find_by_keywords(&ns.exact(), &[keyword.to_owned()])
                 .await
                 .unwrap();
-            found.into_iter().map(|e| e.id).collect::<Vec<_>>()
+            found.iter().map(|e| e.id.clone()).collect::<Vec<_>>()
         }
     };
     assert_eq!(by("li s").await, ["li"]);

@@ -443,7 +443,7 @@ impl KnowledgeGraph for DefaultAlgorithms {
         &self,
         scope: &Scope,
         keywords: &[String],
-    ) -> Result<Vec<GraphEntity>> {
+    ) -> Result<Vec<std::sync::Arc<GraphEntity>>> {
         self.0.find_by_keywords(scope, keywords).await
     }
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
@@ -531,4 +531,177 @@ async fn native_traversals_agree_with_the_default_algorithms() {
             );
         }
     }
+}
+
+/// Dense graphs have many shortest paths of the same length: the bidirectional search must
+/// still return the one the default (one-sided) search returns, with closed relations,
+/// self loops and removals in the mix, and traversals must agree after every change.
+#[tokio::test]
+async fn dense_graphs_agree_with_the_default_after_changes() {
+    let relation_types = ["a", "b"];
+    let past = chrono::DateTime::from_timestamp(1_000_000_000, 0).unwrap();
+    let future = chrono::DateTime::from_timestamp(4_000_000_000, 0).unwrap();
+    for seed in 1..=8u64 {
+        let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let ns = ns(&format!("walk/dense-{seed}"));
+        let reference = DefaultAlgorithms(PetGraph::new());
+        let n = 60 + rng.below(60) as usize;
+        let id = |i: u64| format!("n{i:03}");
+        for i in 0..n {
+            reference
+                .add_entity(entity(&ns, &id(i as u64), "n", "x", &[]))
+                .await
+                .unwrap();
+        }
+        for _ in 0..4 * n {
+            let (from, to) = (id(rng.below(n as u64)), id(rng.below(n as u64)));
+            let kind = relation_types[rng.below(2) as usize];
+            let weight = (1 + rng.below(10)) as f32 / 10.0;
+            let mut relation = relation(&ns, &from, &to, kind, weight);
+            match rng.below(8) {
+                0 => relation = relation.with_validity(None, Some(past)).unwrap(),
+                1 => relation = relation.with_validity(None, Some(future)).unwrap(),
+                _ => {}
+            }
+            reference.add_relation(relation).await.unwrap();
+        }
+        let native = &reference.0;
+        for round in 0..3 {
+            for _ in 0..40 {
+                let (from, to) = (id(rng.below(n as u64)), id(rng.below(n as u64)));
+                let depth = 1 + rng.below(4) as usize;
+                assert_eq!(
+                    native.shortest_path(&ns, &from, &to).await.unwrap(),
+                    reference.shortest_path(&ns, &from, &to).await.unwrap(),
+                    "shortest_path {from} {to} (seed {seed}, round {round})"
+                );
+                assert_eq!(
+                    native.get_related(&ns, &from, depth).await.unwrap(),
+                    reference.get_related(&ns, &from, depth).await.unwrap(),
+                    "get_related {from} {depth} (seed {seed}, round {round})"
+                );
+                let chain = chain(&["a", "b"][..1 + rng.below(2) as usize]);
+                assert_eq!(
+                    native.multi_hop(&ns, &from, &chain).await.unwrap(),
+                    reference.multi_hop(&ns, &from, &chain).await.unwrap(),
+                    "multi_hop {from} {chain:?} (seed {seed}, round {round})"
+                );
+            }
+            // Change the graph: remove some entities and relations, close others.
+            for _ in 0..n / 10 {
+                let victim = id(rng.below(n as u64));
+                native.remove_entity(&ns, &victim).await.unwrap();
+                native
+                    .add_entity(entity(&ns, &victim, "n", "x", &[]))
+                    .await
+                    .unwrap();
+            }
+            for relation in native.list_relations(&ns.exact()).await.unwrap() {
+                match rng.below(10) {
+                    0 => {
+                        native
+                            .remove_relation(
+                                &ns,
+                                &relation.source_id,
+                                &relation.target_id,
+                                &relation.relation_type,
+                            )
+                            .await
+                            .unwrap();
+                    }
+                    1 => {
+                        let closed = relation.with_validity(None, Some(past)).unwrap();
+                        native.add_relation(closed).await.unwrap();
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The default search gives up once it has reached `MAX_TRAVERSAL_VISITED` entities; the
+/// bidirectional search reaches few entities from each end, so it still finds a path
+/// between two entities whose neighbourhoods are large.
+#[tokio::test]
+async fn shortest_path_finds_paths_beyond_the_one_sided_limit() {
+    let ns = ns("walk/two-stars");
+    let graph = PetGraph::new();
+    for id in ["left", "right", "bridge"] {
+        graph
+            .add_entity(entity(&ns, id, id, "x", &[]))
+            .await
+            .unwrap();
+    }
+    // Two hubs with leaves, joined through `bridge`: left -> bridge -> right. The left
+    // star alone is more than the one-sided search may reach.
+    let leaves = |hub: &str| {
+        if hub == "left" {
+            MAX_TRAVERSAL_VISITED + 10
+        } else {
+            100
+        }
+    };
+    for hub in ["left", "right"] {
+        for i in 0..leaves(hub) {
+            let id = format!("{hub}-leaf{i:05}");
+            graph
+                .add_entity(entity(&ns, &id, "leaf", "x", &[]))
+                .await
+                .unwrap();
+            graph
+                .add_relation(relation(&ns, hub, &id, "has", 1.0))
+                .await
+                .unwrap();
+        }
+    }
+    graph
+        .add_relation(relation(&ns, "left", "bridge", "to", 1.0))
+        .await
+        .unwrap();
+    graph
+        .add_relation(relation(&ns, "bridge", "right", "to", 1.0))
+        .await
+        .unwrap();
+    let far = format!("right-leaf{:05}", leaves("right") - 1);
+    let reference = DefaultAlgorithms(PetGraph::new());
+    for entity in graph.list_entities(&ns.exact()).await.unwrap() {
+        reference.add_entity(entity).await.unwrap();
+    }
+    for relation in graph.list_relations(&ns.exact()).await.unwrap() {
+        reference.add_relation(relation).await.unwrap();
+    }
+    assert_eq!(
+        reference
+            .shortest_path(&ns, "left-leaf00000", &far)
+            .await
+            .unwrap(),
+        None,
+        "the one-sided search stops inside the left star"
+    );
+    let path = graph
+        .shortest_path(&ns, "left-leaf00000", &far)
+        .await
+        .unwrap()
+        .expect("the bidirectional search meets in the middle");
+    let steps: Vec<(&str, &str)> = path
+        .iter()
+        .map(|r| (r.source_id.as_str(), r.target_id.as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("left", "left-leaf00000"),
+            ("left", "bridge"),
+            ("bridge", "right"),
+            ("right", far.as_str()),
+        ]
+    );
+    // Where the default finds a path, both agree.
+    let found = reference.shortest_path(&ns, "bridge", &far).await.unwrap();
+    assert_eq!(found.as_ref().map(Vec::len), Some(2));
+    assert_eq!(
+        graph.shortest_path(&ns, "bridge", &far).await.unwrap(),
+        found
+    );
 }

@@ -49,7 +49,7 @@ impl KnowledgeGraph for DefaultTraversal {
         &self,
         scope: &Scope,
         keywords: &[String],
-    ) -> Result<Vec<GraphEntity>> {
+    ) -> Result<Vec<std::sync::Arc<GraphEntity>>> {
         self.0.find_by_keywords(scope, keywords).await
     }
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {

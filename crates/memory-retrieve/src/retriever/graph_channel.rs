@@ -2,6 +2,7 @@
 //! from them by traversal.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::future::try_join_all;
@@ -36,7 +37,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     }
     let matched = graph.find_by_keywords(scope, keywords).await?;
     // Each entity's share of the keywords it matches, computed once.
-    let mut matched: Vec<(f32, GraphEntity)> = matched
+    let mut matched: Vec<(f32, Arc<GraphEntity>)> = matched
         .into_iter()
         .map(|entity| {
             let share = keywords
@@ -65,7 +66,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             Candidate {
                 signals,
                 channels: Found::new(Channel::GraphMatch, rank),
-                record: RetrievalSource::GraphEntity(Box::new(entity.clone())),
+                record: RetrievalSource::GraphEntity(Box::new(GraphEntity::clone(entity))),
             },
         );
     }
@@ -100,7 +101,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
                             Candidate {
                                 signals: Signals::only(Signal::Graph, reached.score),
                                 channels: Found::new(Channel::GraphTraversal, rank),
-                                record: RetrievalSource::GraphEntity(Box::new(reached.entity)),
+                                record: RetrievalSource::GraphEntity(Box::new(
+                                    Arc::unwrap_or_clone(reached.entity),
+                                )),
                             },
                         );
                     }
