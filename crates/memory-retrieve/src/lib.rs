@@ -21,6 +21,7 @@
 mod compression;
 mod conversation;
 mod embedding;
+mod enrich;
 mod eviction;
 mod facts;
 mod feedback;
@@ -28,6 +29,7 @@ mod keywords;
 mod knowledge_upkeep;
 mod memory;
 mod prompt;
+mod rerank;
 mod retriever;
 pub mod scoring;
 
@@ -36,6 +38,10 @@ pub use crate::{
     conversation::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message,
         PROMOTED_SEGMENT, Role, promoted_namespace,
+    },
+    enrich::{
+        Enricher, Enrichment, EnrichmentConfig, EnrichmentStats, EntityMention, MEMORY_NODE_TYPE,
+        MENTIONS, RelationMention, RuleEnricher, memory_node_id, memory_of_node,
     },
     eviction::{
         DECAY_METADATA_KEY, MaintenanceReport, decay, evict, evict_namespace, eviction_order,
@@ -52,6 +58,7 @@ pub use crate::{
         MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,
     },
     prompt::estimate_tokens,
+    rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
         DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
         MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RecallView, RetrievalStrategy,

@@ -20,6 +20,7 @@ use crate::retriever::Retriever;
 mod background;
 mod builder;
 mod consolidate;
+mod enrich;
 mod facts;
 mod request;
 mod upkeep;
@@ -63,6 +64,8 @@ pub struct Memory {
     detector: Arc<dyn crate::facts::ConflictDetector>,
     single_valued: std::collections::HashSet<String>,
     knowledge_upkeep: crate::knowledge_upkeep::KnowledgeUpkeep,
+    /// The enrichment queue and worker, with an enricher.
+    enrichment: Option<enrich::Pipeline>,
 }
 
 impl Memory {
@@ -176,6 +179,11 @@ impl Memory {
                 Err(writes) => self.store.save_many(writes).await?,
             }
             // The write is committed: what follows never turns it into an error.
+            if let Some(enrichment) = &self.enrichment {
+                enrichment
+                    .enqueue(&request.namespace, &plan.remembered.id)
+                    .await;
+            }
             self.keep_within_capacity(&request.namespace).await;
             Ok(plan.remembered)
         }
@@ -485,6 +493,10 @@ impl Memory {
         let mut existed = false;
         for version in &versions {
             existed |= self.store.delete(namespace, &version.id).await?;
+            if self.enrichment.is_some() {
+                let node = crate::enrich::memory_node_id(&version.id);
+                self.graph.remove_entity(namespace, &node).await?;
+            }
         }
         Ok(existed)
     }
@@ -557,11 +569,15 @@ impl Memory {
     }
 
     /// Writes pending recall feedback now (of memories, and the accesses of pages and
-    /// entities).
+    /// entities), after waiting for the enrichment of every memory remembered before the
+    /// call (with an enricher; a batch that fails is retried with backoff first).
     ///
     /// # Errors
     /// Store errors.
     pub async fn flush(&self) -> Result<()> {
+        if let Some(enrichment) = &self.enrichment {
+            enrichment.flush().await;
+        }
         self.recorder.flush().await?;
         self.knowledge_upkeep.flush().await
     }

@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use self::request::Request;
 use crate::keywords::AnalyzerKeywordExtractor;
+use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
@@ -42,6 +43,7 @@ pub struct Retriever {
     clock: Arc<dyn Clock>,
     config: RetrieverConfig,
     embedder: Option<Arc<dyn EmbeddingProvider>>,
+    reranker: Option<(Arc<dyn Reranker>, RerankConfig)>,
 }
 
 impl Retriever {
@@ -55,7 +57,26 @@ impl Retriever {
             clock: Arc::new(SystemClock),
             config: RetrieverConfig::default(),
             embedder: None,
+            reranker: None,
         }
+    }
+
+    /// Adds the reranking stage: after fusion, the best `config.depth` candidates are
+    /// rescored by `reranker` (its share in the breakdown as [`Signal::Rerank`](memory_core::Signal::Rerank))
+    /// and sorted again; the `min_score` and `max_results` cut comes after it. A reranker
+    /// that fails leaves the fused order (logged).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming `depth`
+    /// or `weight`.
+    pub fn with_reranker(
+        mut self,
+        reranker: Arc<dyn Reranker>,
+        config: RerankConfig,
+    ) -> Result<Self> {
+        config.validate()?;
+        self.reranker = Some((reranker, config));
+        Ok(self)
     }
 
     /// Adds the embedding channel (feature `embeddings`): each recall embeds the query with
@@ -114,6 +135,14 @@ impl Retriever {
         config.validate()?;
         self.config = config;
         Ok(self)
+    }
+
+    pub(crate) fn set_reranker_unchecked(
+        &mut self,
+        reranker: Arc<dyn Reranker>,
+        config: RerankConfig,
+    ) {
+        self.reranker = Some((reranker, config));
     }
 
     pub(crate) fn set_config_unchecked(&mut self, config: RetrieverConfig) {
@@ -202,9 +231,11 @@ impl Retriever {
             knowledge_channel::gather(&request),
             graph_channel::gather(&request),
         );
-        let (memories, memory_time) = memories?;
+        let (mut memories, memory_time) = memories?;
         let (pages, page_time) = pages?;
-        let (entities, graph_time) = entities?;
+        let graph_found = entities?;
+        let (entities, graph_time) = (graph_found.entities, graph_found.micros);
+        graph_channel::merge_linked(&mut memories, &graph_found.linked, graph_found.memories);
         tracing::debug!(
             memory_candidates = memories.len(),
             memory_us = memory_time,
@@ -215,7 +246,20 @@ impl Retriever {
             "channels answered"
         );
         let stale = staleness::mark(&memories, &request).await?;
-        let (items, total_found) = fusion::rank(memories, pages, entities, config, &stale);
+        let (items, total_found) = match &self.reranker {
+            None => fusion::rank(memories, pages, entities, config, &stale),
+            Some((reranker, rerank)) => {
+                // Fused wide and without the threshold: the cut comes after the reranker.
+                let mut wide = config.clone();
+                wide.max_results = config.max_results.max(rerank.depth);
+                wide.min_score = 0.0;
+                let (items, total_found) = fusion::rank(memories, pages, entities, &wide, &stale);
+                let mut items = crate::rerank::apply(&**reranker, rerank, query, items).await;
+                items.retain(|item| item.score >= config.min_score && item.score > 0.0);
+                items.truncate(config.max_results);
+                (items, total_found)
+            }
+        };
         tracing::debug!(
             returned = items.len(),
             total_found,

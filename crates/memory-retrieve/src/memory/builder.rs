@@ -35,6 +35,14 @@ pub struct MemoryBuilder {
     detector: Option<Arc<dyn ConflictDetector>>,
     single_valued: Vec<String>,
     knowledge_policy: crate::KnowledgePolicy,
+    enricher: Option<(
+        Arc<dyn crate::enrich::Enricher>,
+        crate::enrich::EnrichmentConfig,
+    )>,
+    reranker: Option<(
+        Arc<dyn crate::rerank::Reranker>,
+        crate::rerank::RerankConfig,
+    )>,
     #[cfg(feature = "embeddings")]
     embedder: Option<Arc<dyn memory_core::EmbeddingProvider>>,
 }
@@ -47,6 +55,44 @@ impl MemoryBuilder {
     #[cfg(feature = "embeddings")]
     pub fn embedder(mut self, embedder: Arc<dyn memory_core::EmbeddingProvider>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Enriches every remembered memory off the write path with `enricher` (for example
+    /// [`RuleEnricher`](crate::RuleEnricher), no model needed) and default
+    /// [`EnrichmentConfig`](crate::EnrichmentConfig): entities, relations and the memory's
+    /// links to the entities it mentions go to the graph, where recall's graph channel finds
+    /// the memory through them. See [`enricher_with`](Self::enricher_with).
+    pub fn enricher(self, enricher: Arc<dyn crate::enrich::Enricher>) -> Self {
+        self.enricher_with(enricher, crate::enrich::EnrichmentConfig::default())
+    }
+
+    /// [`enricher`](Self::enricher) with settings: the queue's bound, the batch size, the
+    /// retries and their backoff, the timeout. [`Memory::remember`] stores the memory and
+    /// queues it; a worker on the caller's tokio runtime enriches in batches;
+    /// [`Memory::flush`] waits for the queue.
+    pub fn enricher_with(
+        mut self,
+        enricher: Arc<dyn crate::enrich::Enricher>,
+        config: crate::enrich::EnrichmentConfig,
+    ) -> Self {
+        self.enricher = Some((enricher, config));
+        self
+    }
+
+    /// The reranking stage with default [`RerankConfig`](crate::RerankConfig) (see
+    /// [`Retriever::with_reranker`]).
+    pub fn reranker(self, reranker: Arc<dyn crate::rerank::Reranker>) -> Self {
+        self.reranker_with(reranker, crate::rerank::RerankConfig::default())
+    }
+
+    /// The reranking stage with settings (see [`Retriever::with_reranker`]).
+    pub fn reranker_with(
+        mut self,
+        reranker: Arc<dyn crate::rerank::Reranker>,
+        config: crate::rerank::RerankConfig,
+    ) -> Self {
+        self.reranker = Some((reranker, config));
         self
     }
 
@@ -185,6 +231,12 @@ impl MemoryBuilder {
             decay.validate()?;
         }
         self.knowledge_policy.validate()?;
+        if let Some((_, config)) = &self.enricher {
+            config.validate()?;
+        }
+        if let Some((_, config)) = &self.reranker {
+            config.validate()?;
+        }
         Ok(self.assemble())
     }
 
@@ -209,6 +261,13 @@ impl MemoryBuilder {
         if let Some(embedder) = self.embedder {
             retriever = retriever.with_embedder(embedder);
         }
+        if let Some((reranker, config)) = self.reranker {
+            // Validated by `build`; `assemble` alone builds only the defaults.
+            retriever.set_reranker_unchecked(reranker, config);
+        }
+        let enrichment = self.enricher.map(|(enricher, config)| {
+            super::enrich::Pipeline::new(enricher, config, Arc::clone(&store), Arc::clone(&graph))
+        });
         let batch = if self.recall_batch == 0 {
             64
         } else {
@@ -237,6 +296,7 @@ impl MemoryBuilder {
                 .detector
                 .unwrap_or_else(|| Arc::new(RuleConflictDetector::default())),
             single_valued: self.single_valued.into_iter().collect(),
+            enrichment,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The graph channel: entities matched by the query's keywords, and the entities reached
-//! from them by traversal.
+//! The graph channel: entities matched by the query's keywords, the entities reached
+//! from them by traversal, and the memories linked to those entities by enrichment (see
+//! [`crate::enrich`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,17 +8,42 @@ use std::time::Instant;
 
 use futures::future::try_join_all;
 use memory_core::backend::entity_matches_keyword;
-use memory_core::{Channel, GraphEntity, Result, RetrievalSource, Signal};
+use memory_core::{Channel, GraphEntity, MemoryFilter, Namespace, Result, RetrievalSource, Signal};
 
 use super::MAX_EXPANDED_ENTITIES;
 use super::candidate::{Candidate, Found, Key, RecordType};
 use super::request::Request;
+use crate::enrich::{MEMORY_NODE_TYPE, memory_of_node};
 use crate::scoring::{Signals, reference, text_overlap};
 
-/// The entities of `request` as candidates, and the microseconds the channel took.
-pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64)> {
+/// What the graph channel found.
+#[derive(Debug, Default)]
+pub(super) struct GraphFound {
+    /// The entities, as candidates.
+    pub(super) entities: Vec<Candidate>,
+    /// Every memory linked to a matched or reached entity, with its graph score (the sum of
+    /// the traversal scores of its nodes, at most 1).
+    pub(super) linked: HashMap<(Namespace, String), f32>,
+    /// The best linked memories as candidates (read from the store), for those the memory
+    /// channel did not find.
+    pub(super) memories: Vec<Candidate>,
+    /// Microseconds the channel took.
+    pub(super) micros: u64,
+}
+
+impl GraphFound {
+    fn empty(micros: u64) -> Self {
+        Self {
+            micros,
+            ..Self::default()
+        }
+    }
+}
+
+/// The entities (and linked memories) of `request`.
+pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     let Some(graph) = request.graph else {
-        return Ok((Vec::new(), 0));
+        return Ok(GraphFound::empty(0));
     };
     let (config, filter, scope) = (request.config, request.filter, request.scope);
     if !config.strategy.graph()
@@ -25,17 +51,19 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         || filter.since.is_some()
         || filter.until.is_some()
     {
-        return Ok((Vec::new(), 0));
+        return Ok(GraphFound::empty(0));
     }
     let started = Instant::now();
     if !graph.may_have_entities(scope).await? {
-        return Ok((Vec::new(), started.elapsed().as_micros() as u64));
+        return Ok(GraphFound::empty(started.elapsed().as_micros() as u64));
     }
     let keywords = request.keywords();
     if keywords.is_empty() {
-        return Ok((Vec::new(), 0));
+        return Ok(GraphFound::empty(0));
     }
-    let matched = graph.find_by_keywords(scope, keywords).await?;
+    let mut matched = graph.find_by_keywords(scope, keywords).await?;
+    // Memory nodes are reached through entities only.
+    matched.retain(|entity| entity.entity_type != MEMORY_NODE_TYPE);
     // Each entity's share of the keywords it matches, computed once.
     let mut matched: Vec<(f32, Arc<GraphEntity>)> = matched
         .into_iter()
@@ -51,6 +79,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     matched.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
     matched.truncate(config.candidates_per_channel);
     let mut found: HashMap<Key, Candidate> = HashMap::new();
+    let mut linked: HashMap<(Namespace, String), f32> = HashMap::new();
     let mut rank = 0;
     for (share, entity) in &matched {
         rank += 1;
@@ -80,6 +109,15 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             });
         for related in try_join_all(expanded).await? {
             for reached in related {
+                if reached.entity.entity_type == MEMORY_NODE_TYPE {
+                    if let Some(memory) = memory_of_node(&reached.entity.id) {
+                        let score = linked
+                            .entry((reached.entity.namespace.clone(), memory.to_owned()))
+                            .or_default();
+                        *score = (*score + reached.score).min(1.0);
+                    }
+                    continue;
+                }
                 let key = (
                     RecordType::Entity,
                     reached.entity.namespace.clone(),
@@ -143,5 +181,97 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         candidate.signals[Signal::Importance] = 0.5;
         out.push(candidate);
     }
-    Ok((out, started.elapsed().as_micros() as u64))
+    let memories = linked_memories(request, &linked).await?;
+    Ok(GraphFound {
+        entities: out,
+        linked,
+        memories,
+        micros: started.elapsed().as_micros() as u64,
+    })
+}
+
+/// The best `candidates_per_channel` memories of `linked` (graph score, then namespace and
+/// id) that pass the recall's filter, read from the store, as candidates.
+async fn linked_memories(
+    request: &Request<'_>,
+    linked: &HashMap<(Namespace, String), f32>,
+) -> Result<Vec<Candidate>> {
+    if linked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut best: Vec<(&(Namespace, String), f32)> =
+        linked.iter().map(|(key, score)| (key, *score)).collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    best.truncate(request.config.candidates_per_channel);
+    let mut by_namespace: HashMap<&Namespace, Vec<String>> = HashMap::new();
+    for ((namespace, id), _) in &best {
+        by_namespace.entry(namespace).or_default().push(id.clone());
+    }
+    let reads = by_namespace
+        .iter()
+        .map(|(namespace, ids)| request.memory.get_many(namespace, ids));
+    let filter = request.filter;
+    let mut memory_filter = MemoryFilter::new(request.scope.clone())
+        .with_time_range(filter.since, filter.until)
+        .with_kinds(filter.kinds())
+        .with_view(filter.view.at(request.now));
+    memory_filter.tags = filter.tags.clone();
+    let mut out = Vec::new();
+    for items in try_join_all(reads).await? {
+        for item in items {
+            if !memory_filter.matches(&item) {
+                continue;
+            }
+            let Some(score) = linked.get(&(item.namespace.clone(), item.id.clone())) else {
+                continue;
+            };
+            let mut signals =
+                Signals::of_memory(&item, request.now, request.config.recency_half_life_hours);
+            signals[Signal::Graph] = *score;
+            if request.wants_overlap() {
+                signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
+            }
+            let rank = best
+                .iter()
+                .position(|((namespace, id), _)| *namespace == item.namespace && *id == item.id)
+                .map_or(best.len(), |at| at + 1);
+            out.push(Candidate {
+                signals,
+                channels: Found::new(Channel::GraphTraversal, rank),
+                record: RetrievalSource::Memory(std::sync::Arc::new(item)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Merges the graph channel's memories into the memory channel's: a memory both found gets
+/// the graph signal (and the channel); one only the graph found joins the candidates.
+pub(super) fn merge_linked(
+    memories: &mut Vec<Candidate>,
+    linked: &HashMap<(Namespace, String), f32>,
+    found: Vec<Candidate>,
+) {
+    if linked.is_empty() {
+        return;
+    }
+    let mut rank = 0;
+    let mut known: HashMap<Key, usize> = HashMap::with_capacity(memories.len());
+    for (at, candidate) in memories.iter_mut().enumerate() {
+        if let RetrievalSource::Memory(item) = &candidate.record
+            && let Some(score) = linked.get(&(item.namespace.clone(), item.id.clone()))
+        {
+            rank += 1;
+            candidate.signals[Signal::Graph] = candidate.signals[Signal::Graph].max(*score);
+            if !candidate.channels.contains(Channel::GraphTraversal) {
+                candidate.channels.add(Channel::GraphTraversal, rank);
+            }
+        }
+        known.insert(candidate.owned_key(), at);
+    }
+    for candidate in found {
+        if !known.contains_key(&candidate.owned_key()) {
+            memories.push(candidate);
+        }
+    }
 }

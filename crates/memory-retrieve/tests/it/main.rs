@@ -4,6 +4,7 @@ mod api;
 mod conversation;
 #[cfg(feature = "embeddings")]
 mod embedding;
+mod enrich;
 mod eviction;
 mod maintenance_crash;
 mod retrieval;

@@ -1,0 +1,264 @@
+//! The enrichment pipeline of a [`Memory`]: a bounded queue of stored memories and one
+//! worker on the caller's tokio runtime that enriches them in batches, off the write path.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::FutureExt;
+use memory_core::{KnowledgeGraph, MemoryError, MemoryItem, MemoryStore, Namespace, Result};
+use tokio::sync::{mpsc, watch};
+
+use super::Memory;
+use crate::enrich::{Enricher, Enrichment, EnrichmentConfig, EnrichmentStats, TagCache};
+
+/// A stored memory waiting for enrichment.
+type Job = (Namespace, String);
+
+/// The queue, the worker's share and the progress `flush` waits on.
+#[derive(Debug)]
+pub(super) struct Pipeline {
+    sender: mpsc::Sender<Job>,
+    /// Taken by the first enqueue, which spawns the worker on the caller's runtime.
+    receiver: Mutex<Option<mpsc::Receiver<Job>>>,
+    worker: Arc<Worker>,
+}
+
+/// What the worker reads and writes.
+#[derive(Debug)]
+struct Worker {
+    enricher: Arc<dyn Enricher>,
+    store: Arc<dyn MemoryStore>,
+    graph: Arc<dyn KnowledgeGraph>,
+    config: EnrichmentConfig,
+    queued: AtomicU64,
+    /// Memories finished (enriched, failed or missing): `flush` waits for it to reach what
+    /// was queued.
+    done: watch::Sender<u64>,
+    stats: Mutex<EnrichmentStats>,
+}
+
+impl Pipeline {
+    pub(super) fn new(
+        enricher: Arc<dyn Enricher>,
+        config: EnrichmentConfig,
+        store: Arc<dyn MemoryStore>,
+        graph: Arc<dyn KnowledgeGraph>,
+    ) -> Self {
+        let (sender, receiver) = mpsc::channel(config.queue_capacity.max(1));
+        Self {
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+            worker: Arc::new(Worker {
+                enricher,
+                store,
+                graph,
+                config,
+                queued: AtomicU64::new(0),
+                done: watch::Sender::new(0),
+                stats: Mutex::new(EnrichmentStats::default()),
+            }),
+        }
+    }
+
+    /// Queues memory `id` of `namespace`, waiting for room when the queue is full. Starts
+    /// the worker on the current runtime the first time. Never fails: without a runtime the
+    /// memory is left unenriched (logged).
+    pub(super) async fn enqueue(&self, namespace: &Namespace, id: &str) {
+        let receiver = self
+            .receiver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(receiver) = receiver {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(run(Arc::clone(&self.worker), receiver));
+                }
+                Err(_) => {
+                    tracing::warn!("no tokio runtime: enrichment is off");
+                    return;
+                }
+            }
+        }
+        // Counted once in the queue: a caller that stops waiting for room (its future
+        // dropped) leaves nothing for flush to wait on.
+        if self
+            .sender
+            .send((namespace.clone(), id.to_owned()))
+            .await
+            .is_ok()
+        {
+            self.worker.queued.fetch_add(1, Ordering::SeqCst);
+            self.worker.stats().queued += 1;
+        } else {
+            tracing::warn!(%namespace, id, "the enrichment worker is gone: memory not enriched");
+        }
+    }
+
+    /// Waits until every memory queued before the call is enriched (or given up).
+    pub(super) async fn flush(&self) {
+        let target = self.worker.queued.load(Ordering::SeqCst);
+        let mut done = self.worker.done.subscribe();
+        // The sender lives in the worker's share, so waiting never fails while we hold it.
+        let _ = done.wait_for(|finished| *finished >= target).await;
+    }
+
+    pub(super) fn stats(&self) -> EnrichmentStats {
+        *self.worker.stats()
+    }
+}
+
+impl Worker {
+    fn stats(&self) -> std::sync::MutexGuard<'_, EnrichmentStats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn finish(&self, memories: u64, count: impl FnOnce(&mut EnrichmentStats)) {
+        count(&mut self.stats());
+        self.done.send_modify(|finished| *finished += memories);
+    }
+
+    /// The stored memories of `jobs`, in queue order (forgotten ones left out).
+    async fn load(&self, jobs: &[Job]) -> Result<Vec<MemoryItem>> {
+        let mut by_namespace: BTreeMap<&Namespace, Vec<String>> = BTreeMap::new();
+        for (namespace, id) in jobs {
+            let ids = by_namespace.entry(namespace).or_default();
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
+        }
+        let mut found = Vec::with_capacity(jobs.len());
+        for (namespace, ids) in by_namespace {
+            found.extend(self.store.get_many(namespace, &ids).await?);
+        }
+        let mut out = Vec::with_capacity(found.len());
+        for (namespace, id) in jobs {
+            if let Some(at) = found
+                .iter()
+                .position(|item| item.namespace == *namespace && item.id == *id)
+            {
+                out.push(found.swap_remove(at));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls the enricher on `items`, retrying with backoff; `None` when every attempt failed.
+    async fn enrich(&self, items: &[MemoryItem]) -> Option<Vec<Enrichment>> {
+        let config = &self.config;
+        let mut wait = config.backoff;
+        for attempt in 1..=config.max_attempts {
+            let call = AssertUnwindSafe(self.enricher.enrich(items)).catch_unwind();
+            let error = match tokio::time::timeout(config.timeout, call).await {
+                Ok(Ok(Ok(enrichments))) if enrichments.len() == items.len() => {
+                    return Some(enrichments);
+                }
+                Ok(Ok(Ok(enrichments))) => MemoryError::invalid(
+                    "enrichments",
+                    format!(
+                        "{} enrichments for {} memories",
+                        enrichments.len(),
+                        items.len()
+                    ),
+                ),
+                Ok(Ok(Err(error))) => error,
+                Ok(Err(_panic)) => MemoryError::invalid("enricher", "panicked"),
+                Err(_elapsed) => MemoryError::invalid(
+                    "enricher",
+                    format!("no answer within {} ms", config.timeout.as_millis()),
+                ),
+            };
+            if attempt == config.max_attempts {
+                tracing::warn!(
+                    %error,
+                    attempts = attempt,
+                    memories = items.len(),
+                    "enrichment failed; the memories stay stored without links"
+                );
+                break;
+            }
+            tracing::debug!(%error, attempt, "enrichment failed; retrying");
+            self.stats().retries += 1;
+            tokio::time::sleep(wait).await;
+            wait = wait.saturating_mul(2);
+        }
+        None
+    }
+
+    async fn process(&self, jobs: Vec<Job>) {
+        let total = jobs.len() as u64;
+        let items = match self.load(&jobs).await {
+            Ok(items) => items,
+            Err(error) => {
+                tracing::warn!(%error, "enrichment could not read the queued memories");
+                self.finish(total, |stats| stats.failed += total);
+                return;
+            }
+        };
+        let missing = total - items.len() as u64;
+        if items.is_empty() {
+            self.finish(total, |stats| stats.missing += missing);
+            return;
+        }
+        let Some(enrichments) = self.enrich(&items).await else {
+            let failed = items.len() as u64;
+            self.finish(total, |stats| {
+                stats.missing += missing;
+                stats.failed += failed;
+            });
+            return;
+        };
+        let (mut enriched, mut failed) = (0u64, 0u64);
+        let mut tags = TagCache::new();
+        for (item, enrichment) in items.iter().zip(&enrichments) {
+            let outcome = crate::enrich::apply(
+                &*self.graph,
+                &*self.store,
+                item,
+                enrichment,
+                self.config.update_memories,
+                &mut tags,
+            )
+            .await;
+            match outcome {
+                Ok(()) => enriched += 1,
+                Err(error) => {
+                    failed += 1;
+                    tracing::warn!(%error, id = %item.id, namespace = %item.namespace, "enrichment not applied");
+                }
+            }
+        }
+        self.finish(total, |stats| {
+            stats.missing += missing;
+            stats.enriched += enriched;
+            stats.failed += failed;
+        });
+    }
+}
+
+/// The worker: takes up to `batch_size` queued memories at a time until the queue closes
+/// (the [`Memory`] is dropped).
+async fn run(worker: Arc<Worker>, mut receiver: mpsc::Receiver<Job>) {
+    let batch_size = worker.config.batch_size.max(1);
+    while let Some(first) = receiver.recv().await {
+        let mut jobs = Vec::with_capacity(batch_size);
+        jobs.push(first);
+        while jobs.len() < batch_size {
+            match receiver.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        worker.process(jobs).await;
+    }
+}
+
+impl Memory {
+    /// What the enrichment worker has done so far; `None` without an enricher (see
+    /// [`MemoryBuilder::enricher`](crate::MemoryBuilder::enricher)).
+    pub fn enrichment_stats(&self) -> Option<EnrichmentStats> {
+        self.enrichment.as_ref().map(Pipeline::stats)
+    }
+}

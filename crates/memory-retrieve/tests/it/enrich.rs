@@ -1,0 +1,500 @@
+//! Enrichment off the write path: links in the graph, the graph channel following them,
+//! failures that never lose a memory, back-pressure, and the reranking stage.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    Channel, MemoryError, MemoryItem, Namespace, Result, RetrievalResult, RetrievalSource, Signal,
+};
+use memory_retrieve::{
+    Enricher, Enrichment, EnrichmentConfig, Memory, MemoryBuilder, RerankConfig, Reranker,
+    RetrieverConfig, RuleEnricher, memory_node_id,
+};
+use tokio::sync::Semaphore;
+
+fn ns(name: &str) -> Namespace {
+    Namespace::parse(name).unwrap()
+}
+
+fn ids(result: &RetrievalResult) -> Vec<String> {
+    result
+        .items
+        .iter()
+        .filter_map(|item| match &item.record {
+            RetrievalSource::Memory(memory) => Some(memory.id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn quick() -> EnrichmentConfig {
+    EnrichmentConfig {
+        backoff: Duration::from_millis(10),
+        timeout: Duration::from_millis(100),
+        max_attempts: 3,
+        ..EnrichmentConfig::default()
+    }
+}
+
+/// Remembers the sister story; returns the id of the memory only the graph can reach.
+async fn sister_story(memory: &Memory, namespace: &Namespace) -> (String, String) {
+    let first = memory
+        .remember(
+            namespace,
+            "Caroline's sister Anna moved to Lisbon in spring.",
+        )
+        .await
+        .unwrap();
+    let second = memory
+        .remember(namespace, "Anna paints sunsets every weekend.")
+        .await
+        .unwrap();
+    (first, second)
+}
+
+async fn check_links(builder: MemoryBuilder, with_enricher: bool) {
+    let builder = if with_enricher {
+        builder.enricher(Arc::new(RuleEnricher))
+    } else {
+        builder
+    };
+    let memory = builder.build().unwrap();
+    let family = ns("family");
+    let (first, second) = sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    let found = memory
+        .recall(&family.exact(), "What is Caroline's sister into?")
+        .await
+        .unwrap();
+    let found_ids = ids(&found);
+    assert!(found_ids.contains(&first), "{found_ids:?}");
+    if !with_enricher {
+        assert!(
+            !found_ids.contains(&second),
+            "without links nothing reaches the second memory: {found_ids:?}"
+        );
+        return;
+    }
+    let reached = found
+        .items
+        .iter()
+        .find(|item| item.record.id() == second)
+        .unwrap_or_else(|| {
+            panic!("the sister's memory is reached through the graph: {found_ids:?}")
+        });
+    assert!(
+        reached
+            .breakdown
+            .channels
+            .contains(&Channel::GraphTraversal)
+    );
+    assert!(reached.breakdown.value(Signal::Graph).unwrap_or(0.0) > 0.0);
+    let graph = memory.graph();
+    let anna = graph.get_entity(&family, "anna").await.unwrap().unwrap();
+    assert_eq!(anna.name, "Anna");
+    let relations = graph.relations_of(&family, "caroline").await.unwrap();
+    assert!(
+        relations
+            .iter()
+            .any(|r| r.target_id == "anna" && r.relation_type == "sister"),
+        "{relations:?}"
+    );
+    let node = memory_node_id(&second);
+    let links = graph.relations_of(&family, &node).await.unwrap();
+    assert!(
+        links
+            .iter()
+            .any(|r| r.target_id == "anna" && r.relation_type == "mentions")
+    );
+    let stats = memory.enrichment_stats().unwrap();
+    assert_eq!((stats.queued, stats.enriched, stats.failed), (2, 2, 0));
+    // Forgetting the memory removes its node and links.
+    assert!(memory.forget(&family, &second).await.unwrap());
+    assert!(graph.get_entity(&family, &node).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn memories_reach_entities_in_memory() {
+    check_links(Memory::builder(), true).await;
+    check_links(Memory::builder(), false).await;
+}
+
+#[tokio::test]
+async fn memories_reach_entities_on_sqlite() {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().unwrap();
+    check_links(Memory::builder().stores(sqlite.stores()), true).await;
+}
+
+#[tokio::test]
+async fn namespaces_keep_their_links_apart() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let (a, b) = (ns("team-a"), ns("team-b"));
+    sister_story(&memory, &a).await;
+    let other = memory
+        .remember(&b, "Anna bakes bread for the market.")
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    let found = memory
+        .recall(&a.exact(), "What is Caroline's sister into?")
+        .await
+        .unwrap();
+    assert!(!ids(&found).contains(&other));
+    let anna_b = memory.graph().relations_of(&b, "anna").await.unwrap();
+    assert_eq!(anna_b.len(), 1, "only team-b's memory links to its Anna");
+    assert!(
+        memory
+            .graph()
+            .get_entity(&b, "caroline")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// An enricher that fails as told, counting its calls.
+#[derive(Debug)]
+struct Broken {
+    calls: AtomicUsize,
+    /// How many first calls fail before it answers well (`usize::MAX`: always).
+    failures: usize,
+    how: Failure,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    Error,
+    WrongCount,
+    Panic,
+    Hang,
+}
+
+#[async_trait]
+impl Enricher for Broken {
+    async fn enrich(&self, memories: &[MemoryItem]) -> Result<Vec<Enrichment>> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        if call >= self.failures {
+            return RuleEnricher.enrich(memories).await;
+        }
+        match self.how {
+            Failure::Error => Err(MemoryError::Timeout("model down".into())),
+            Failure::WrongCount => Ok(Vec::new()),
+            Failure::Panic => panic!("enricher bug"),
+            Failure::Hang => std::future::pending().await,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_enrichers_never_lose_or_block_a_memory() {
+    for how in [
+        Failure::Error,
+        Failure::WrongCount,
+        Failure::Panic,
+        Failure::Hang,
+    ] {
+        let enricher = Arc::new(Broken {
+            calls: AtomicUsize::new(0),
+            failures: usize::MAX,
+            how,
+        });
+        let memory = Memory::builder()
+            .enricher_with(enricher.clone(), quick())
+            .build()
+            .unwrap();
+        let user = ns("user");
+        let id = memory
+            .remember(&user, "Caroline adopted a dog named Pixel")
+            .await
+            .unwrap();
+        memory.flush().await.unwrap();
+        let stats = memory.enrichment_stats().unwrap();
+        assert_eq!((stats.enriched, stats.failed), (0, 1), "{how:?}");
+        assert_eq!(stats.retries, 2, "{how:?}: three attempts");
+        assert_eq!(enricher.calls.load(Ordering::SeqCst), 3, "{how:?}");
+        assert!(memory.store().get(&user, &id).await.unwrap().is_some());
+        let found = memory.recall(&user.exact(), "dog Pixel").await.unwrap();
+        assert_eq!(ids(&found), std::slice::from_ref(&id), "{how:?}");
+        assert!(
+            memory
+                .graph()
+                .get_entity(&user, &memory_node_id(&id))
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flaky_enricher_is_retried_until_it_answers() {
+    let enricher = Arc::new(Broken {
+        calls: AtomicUsize::new(0),
+        failures: 2,
+        how: Failure::Error,
+    });
+    let memory = Memory::builder()
+        .enricher_with(enricher.clone(), quick())
+        .build()
+        .unwrap();
+    let user = ns("user");
+    let id = memory
+        .remember(&user, "Melanie runs in Boston")
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    let stats = memory.enrichment_stats().unwrap();
+    assert_eq!((stats.enriched, stats.failed, stats.retries), (1, 0, 2));
+    let links = memory
+        .graph()
+        .relations_of(&user, &memory_node_id(&id))
+        .await
+        .unwrap();
+    let targets: Vec<&str> = links.iter().map(|r| r.target_id.as_str()).collect();
+    assert_eq!(targets, ["boston", "melanie"]);
+}
+
+/// An enricher that waits for a permit per call.
+#[derive(Debug)]
+struct Gated {
+    gate: Arc<Semaphore>,
+    batches: std::sync::Mutex<Vec<usize>>,
+}
+
+#[async_trait]
+impl Enricher for Gated {
+    async fn enrich(&self, memories: &[MemoryItem]) -> Result<Vec<Enrichment>> {
+        let permit = self.gate.acquire().await;
+        drop(permit);
+        self.batches.lock().unwrap().push(memories.len());
+        Ok(vec![Enrichment::default(); memories.len()])
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_queue_bound_pushes_back_and_batches_form() {
+    let gate = Arc::new(Semaphore::new(0));
+    let enricher = Arc::new(Gated {
+        gate: gate.clone(),
+        batches: std::sync::Mutex::new(Vec::new()),
+    });
+    let memory = Memory::builder()
+        .enricher_with(
+            enricher.clone(),
+            EnrichmentConfig {
+                queue_capacity: 2,
+                batch_size: 8,
+                timeout: Duration::from_secs(3600),
+                ..EnrichmentConfig::default()
+            },
+        )
+        .build()
+        .unwrap();
+    let user = ns("user");
+    // The worker takes the first memory and waits at the gate; two more fill the queue.
+    for n in 0..3 {
+        memory.remember(&user, &format!("note {n}")).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    // The fourth is stored, then waits for room in the queue.
+    let blocked =
+        tokio::time::timeout(Duration::from_secs(5), memory.remember(&user, "note 3")).await;
+    assert!(blocked.is_err(), "a full queue makes remember wait");
+    assert_eq!(memory.store().count(&user.exact()).await.unwrap(), 4);
+    gate.add_permits(100);
+    memory.remember(&user, "note 4").await.unwrap();
+    memory.flush().await.unwrap();
+    let stats = memory.enrichment_stats().unwrap();
+    // The memory whose remember was dropped while waiting was stored but never queued.
+    assert_eq!((stats.queued, stats.enriched), (4, 4));
+    let batches = enricher.batches.lock().unwrap().clone();
+    assert_eq!(batches.iter().sum::<usize>(), 4);
+    assert!(batches.iter().any(|&size| size > 1), "{batches:?}");
+}
+
+#[tokio::test]
+async fn invalid_settings_name_the_field() {
+    for (config, field) in [
+        (
+            EnrichmentConfig {
+                queue_capacity: 0,
+                ..EnrichmentConfig::default()
+            },
+            "queue_capacity",
+        ),
+        (
+            EnrichmentConfig {
+                batch_size: 0,
+                ..EnrichmentConfig::default()
+            },
+            "batch_size",
+        ),
+        (
+            EnrichmentConfig {
+                timeout: Duration::ZERO,
+                ..EnrichmentConfig::default()
+            },
+            "timeout",
+        ),
+    ] {
+        let error = Memory::builder()
+            .enricher_with(Arc::new(RuleEnricher), config)
+            .build()
+            .unwrap_err();
+        assert_eq!(error.field(), Some(field));
+    }
+    let error = Memory::builder()
+        .reranker_with(
+            Arc::new(Favourite("x".into())),
+            RerankConfig {
+                weight: 1.5,
+                ..RerankConfig::default()
+            },
+        )
+        .build()
+        .unwrap_err();
+    assert_eq!(error.field(), Some("weight"));
+}
+
+/// A reranker that gives 1 to documents containing its word and 0 to the others.
+#[derive(Debug)]
+struct Favourite(String);
+
+#[async_trait]
+impl Reranker for Favourite {
+    async fn rerank(&self, _query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        Ok(documents
+            .iter()
+            .map(|d| f32::from(u8::from(d.contains(self.0.as_str()))))
+            .collect())
+    }
+}
+
+/// A reranker that is down.
+#[derive(Debug)]
+struct Down;
+
+#[async_trait]
+impl Reranker for Down {
+    async fn rerank(&self, _query: &str, _documents: &[&str]) -> Result<Vec<f32>> {
+        Err(MemoryError::Timeout("reranker down".into()))
+    }
+}
+
+async fn garden(memory: &Memory) -> Vec<String> {
+    let user = ns("user");
+    let mut out = Vec::new();
+    for text in [
+        "garden garden garden tomatoes",
+        "garden notes about the shed",
+        "a garden party with zucchini",
+    ] {
+        out.push(memory.remember(&user, text).await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_reranker_runs_before_the_cut() {
+    let config = RetrieverConfig {
+        max_results: 1,
+        ..RetrieverConfig::default()
+    };
+    let plain = Memory::builder()
+        .retriever_config(config.clone())
+        .build()
+        .unwrap();
+    let plain_ids = garden(&plain).await;
+    let top = plain.recall(&ns("user").exact(), "garden").await.unwrap();
+    assert_eq!(ids(&top), [plain_ids[0].clone()]);
+    assert!(top.items[0].breakdown.value(Signal::Rerank).is_none());
+
+    let reranked = Memory::builder()
+        .retriever_config(config.clone())
+        .reranker_with(
+            Arc::new(Favourite("zucchini".into())),
+            RerankConfig {
+                depth: 10,
+                weight: 0.8,
+            },
+        )
+        .build()
+        .unwrap();
+    let reranked_ids = garden(&reranked).await;
+    let top = reranked
+        .recall(&ns("user").exact(), "garden")
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&top),
+        [reranked_ids[2].clone()],
+        "the third fused is first"
+    );
+    let item = &top.items[0];
+    assert_eq!(item.breakdown.value(Signal::Rerank), Some(1.0));
+    assert!(item.breakdown.contribution(Signal::Rerank).unwrap() > 0.0);
+
+    // min_score applies to the reranked score.
+    let strict = Memory::builder()
+        .retriever_config(RetrieverConfig {
+            max_results: 10,
+            min_score: 0.5,
+            ..RetrieverConfig::default()
+        })
+        .reranker_with(
+            Arc::new(Favourite("zucchini".into())),
+            RerankConfig {
+                depth: 10,
+                weight: 1.0,
+            },
+        )
+        .build()
+        .unwrap();
+    let strict_ids = garden(&strict).await;
+    let found = strict.recall(&ns("user").exact(), "garden").await.unwrap();
+    assert_eq!(ids(&found), [strict_ids[2].clone()]);
+
+    // A reranker that fails keeps the fused order.
+    let down = Memory::builder()
+        .retriever_config(config)
+        .reranker(Arc::new(Down))
+        .build()
+        .unwrap();
+    let down_ids = garden(&down).await;
+    let top = down.recall(&ns("user").exact(), "garden").await.unwrap();
+    assert_eq!(ids(&top), [down_ids[0].clone()]);
+}
+
+#[tokio::test]
+async fn the_term_reranker_prefers_full_coverage() {
+    let memory = Memory::builder()
+        .reranker_with(
+            Arc::new(memory_retrieve::TermReranker),
+            RerankConfig {
+                depth: 10,
+                weight: 1.0,
+            },
+        )
+        .build()
+        .unwrap();
+    let user = ns("user");
+    let partial = memory
+        .remember(&user, "adoption adoption adoption forms and adoption fees")
+        .await
+        .unwrap();
+    let full = memory
+        .remember(&user, "Caroline contacted the adoption agency")
+        .await
+        .unwrap();
+    let found = memory
+        .recall(&user.exact(), "Caroline adoption agency")
+        .await
+        .unwrap();
+    assert_eq!(ids(&found), [full, partial]);
+}
