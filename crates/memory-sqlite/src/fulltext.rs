@@ -1,32 +1,37 @@
-//! The full-text index of memories and of pages: postings with per-namespace BM25F
-//! statistics, written in the same transaction as each record.
+//! The full-text index of memories and of pages: postings in blocks with per-namespace
+//! BM25F statistics, written in the same transaction as each record.
 //!
-//! Each index (`memory_*` over two fields, `page_*` over four) is four tables:
+//! Each index (`memory_*` over two fields, `page_*` over four) is three tables:
 //! - `<p>_stats (nid, ns, docs, len0..)`: one row per namespace holding records, with its
 //!   record count and each field's total length. `nid` names the namespace in the others.
-//! - `<p>_df (nid, term, df)`: how many records of the namespace hold the term.
-//! - `<p>_postings (nid, term, rid, tf0.., len0..)`: one row per record and distinct term,
-//!   with the term's frequency in each field and the record's field lengths, so scoring a
-//!   candidate reads nothing else.
+//! - `<p>_blocks (nid, term, first, count, max_tf0.., min_len0.., data)`: a term's postings
+//!   in the namespace, in row-id order, a block of up to 128 (memories) or 64 (pages) per
+//!   row, each posting with the term's frequency in each field and the record's field
+//!   lengths, so scoring reads nothing else; the columns bound the score of every posting
+//!   in the block (see [`blocks`]). A term's document frequency is the sum of its blocks'
+//!   counts.
 //! - `<p>_docs (rid, nid, len0.., terms)`: each record's field lengths and its terms with
 //!   their frequencies ([`Analyzed::encode_terms`]), so a record leaves the index exactly
 //!   as it came in, and a rewrite whose terms did not change leaves the index alone.
 //!
 //! These tables are derived state: [`create_tables`] recreates them empty, and the rebuild
 //! fills them from the records. A search reads the statistics of the namespaces in scope
-//! (one row each) and the postings of the query's terms in each (an index range per
-//! term), never anything proportional to the namespace's size.
+//! (one row each) and the blocks of the query's terms in each (an index range per term, a
+//! row per block), and decodes only the blocks whose bound can still make the cut.
 
+mod blocks;
 mod bulk;
 mod check;
 mod score;
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use memory_core::search::{MEMORY_FIELD_WEIGHTS, PAGE_FIELD_WEIGHTS};
 use memory_core::{Result, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
+pub(crate) use self::blocks::Posting;
 pub(crate) use self::bulk::Bulk;
 use crate::error::Context;
 use crate::sql::Sql;
@@ -34,8 +39,9 @@ use crate::terms::{Analyzed, decode_terms};
 
 /// The layout of the index tables; part of the index fingerprint, so a change rebuilds
 /// them. 1: FTS5 `terms` and `scope` columns (schema 3); 2: the memory `context` column;
-/// 3: postings with per-namespace statistics (schema 4).
-pub(crate) const INDEX_LAYOUT: u32 = 3;
+/// 3: postings with per-namespace statistics (schema 4); 4: postings in blocks with score
+/// bounds, no table of document frequencies.
+pub(crate) const INDEX_LAYOUT: u32 = 4;
 
 /// One full-text index over records with `N` weighted fields.
 #[derive(Debug)]
@@ -44,6 +50,9 @@ pub(crate) struct FullText<const N: usize> {
     weights: [f32; N],
     /// The table prefix, `memory` or `page`.
     prefix: &'static str,
+    /// Postings per block at most: a block's row stays within what SQLite keeps in a B-tree
+    /// page of 4 KiB without overflow pages (about 1,000 bytes).
+    block_size: usize,
     sql: Statements,
 }
 
@@ -53,21 +62,22 @@ struct Statements {
     add_stats: String,
     sub_stats: String,
     drop_empty_stats: String,
-    add_df: String,
-    drop_last_df: String,
-    sub_df: String,
-    add_posting: String,
-    drop_posting: String,
     add_doc: String,
     read_doc: String,
     drop_doc: String,
-    read_posting: String,
+    /// The block holding or due to hold a row id: the last keyed at or below it.
+    block_at: String,
+    /// The first block keyed above a row id.
+    block_after: String,
+    /// The key of the first block keyed above a row id.
+    block_next: String,
+    put_block: String,
+    drop_block: String,
     /// `SELECT nid, docs, len0.. FROM <p>_stats s WHERE s.docs > 0`, for a scope condition.
     stats_in: String,
-    /// The postings of the query's terms in one namespace, with each term's df.
-    postings: String,
-    clear_postings: String,
-    clear_df: String,
+    /// Every block of a term in one namespace, in order, with its bounds.
+    term_blocks: String,
+    clear_blocks: String,
     clear_stats: String,
 }
 
@@ -90,21 +100,14 @@ fn placeholders(from: usize, n: usize) -> String {
 impl Statements {
     fn new(p: &str, n: usize) -> Self {
         let len = columns("len", n);
-        let tf = columns("tf", n);
+        let max_tf = columns("max_tf", n);
+        let min_len = columns("min_len", n);
         let added = (0..n)
             .map(|field| format!("len{field} = len{field} + excluded.len{field}"))
             .collect::<Vec<_>>()
             .join(", ");
         let subtracted = (0..n)
             .map(|field| format!("len{field} = len{field} - ?{}", field + 2))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let posting_len = (0..n)
-            .map(|field| format!("p.len{field}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let posting_tf = (0..n)
-            .map(|field| format!("p.tf{field}"))
             .collect::<Vec<_>>()
             .join(", ");
         Self {
@@ -115,66 +118,67 @@ impl Statements {
             ),
             sub_stats: format!("UPDATE {p}_stats SET docs = docs - 1, {subtracted} WHERE nid = ?1"),
             drop_empty_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1 AND docs <= 0"),
-            add_df: format!(
-                "INSERT INTO {p}_df (nid, term, df) VALUES (?1, ?2, 1) \
-                 ON CONFLICT (nid, term) DO UPDATE SET df = df + 1"
-            ),
-            drop_last_df: format!("DELETE FROM {p}_df WHERE nid = ?1 AND term = ?2 AND df <= 1"),
-            sub_df: format!("UPDATE {p}_df SET df = df - 1 WHERE nid = ?1 AND term = ?2"),
-            add_posting: format!(
-                "INSERT INTO {p}_postings (nid, term, rid, {tf}, {len}) VALUES (?1, ?2, ?3, {})",
-                placeholders(4, 2 * n)
-            ),
-            drop_posting: format!(
-                "DELETE FROM {p}_postings WHERE nid = ?1 AND term = ?2 AND rid = ?3"
-            ),
             add_doc: format!(
                 "INSERT INTO {p}_docs (rid, nid, {len}, terms) VALUES (?1, ?2, {})",
                 placeholders(3, n + 1)
             ),
             read_doc: format!("SELECT nid, {len}, terms FROM {p}_docs WHERE rid = ?1"),
             drop_doc: format!("DELETE FROM {p}_docs WHERE rid = ?1"),
-            read_posting: format!(
-                "SELECT {tf}, {len} FROM {p}_postings WHERE nid = ?1 AND term = ?2 AND rid = ?3"
+            block_at: format!(
+                "SELECT first, data FROM {p}_blocks WHERE nid = ?1 AND term = ?2 AND first <= ?3 \
+                 ORDER BY first DESC LIMIT 1"
+            ),
+            block_after: format!(
+                "SELECT first, data FROM {p}_blocks WHERE nid = ?1 AND term = ?2 AND first > ?3 \
+                 ORDER BY first LIMIT 1"
+            ),
+            block_next: format!(
+                "SELECT first FROM {p}_blocks WHERE nid = ?1 AND term = ?2 AND first > ?3 \
+                 ORDER BY first LIMIT 1"
+            ),
+            put_block: format!(
+                "INSERT OR REPLACE INTO {p}_blocks (nid, term, first, count, {max_tf}, {min_len}, data) \
+                 VALUES (?1, ?2, ?3, ?4, {})",
+                placeholders(5, 2 * n + 1)
+            ),
+            drop_block: format!(
+                "DELETE FROM {p}_blocks WHERE nid = ?1 AND term = ?2 AND first = ?3"
             ),
             stats_in: format!("SELECT s.nid, s.docs, {len} FROM {p}_stats s WHERE s.docs > 0"),
-            postings: format!(
-                "SELECT d.df, p.rid, {posting_tf}, {posting_len} FROM {p}_df d \
-                 CROSS JOIN {p}_postings p ON p.nid = d.nid AND p.term = d.term \
-                 WHERE d.nid = ?1 AND d.term IN (SELECT value FROM json_each(?2))"
+            term_blocks: format!(
+                "SELECT first, count, {max_tf}, {min_len}, data FROM {p}_blocks \
+                 WHERE nid = ?1 AND term = ?2 ORDER BY first"
             ),
-            clear_postings: format!("DELETE FROM {p}_postings WHERE nid = ?1"),
-            clear_df: format!("DELETE FROM {p}_df WHERE nid = ?1"),
+            clear_blocks: format!("DELETE FROM {p}_blocks WHERE nid = ?1"),
             clear_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1"),
         }
     }
 }
 
-/// The tables of the index with prefix `p` over `n` fields, created empty.
+/// The tables of the index with prefix `p` over `n` fields, created empty (the tables of
+/// earlier layouts dropped).
 fn table_sql(p: &str, n: usize) -> String {
     let lens = (0..n)
         .map(|field| format!("len{field} INTEGER NOT NULL"))
         .collect::<Vec<_>>()
         .join(", ");
-    let tfs = (0..n)
-        .map(|field| format!("tf{field} INTEGER NOT NULL"))
+    let bounds = (0..n)
+        .map(|field| format!("max_tf{field} INTEGER NOT NULL, min_len{field} INTEGER NOT NULL"))
         .collect::<Vec<_>>()
         .join(", ");
     format!(
         "DROP TABLE IF EXISTS {p}_stats;
          DROP TABLE IF EXISTS {p}_df;
          DROP TABLE IF EXISTS {p}_postings;
+         DROP TABLE IF EXISTS {p}_blocks;
          DROP TABLE IF EXISTS {p}_docs;
          CREATE TABLE {p}_stats (
              nid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL, {lens}
          );
-         CREATE TABLE {p}_df (
-             nid INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
-             PRIMARY KEY (nid, term)
-         ) WITHOUT ROWID;
-         CREATE TABLE {p}_postings (
-             nid INTEGER NOT NULL, term TEXT NOT NULL, rid INTEGER NOT NULL, {tfs}, {lens},
-             PRIMARY KEY (nid, term, rid)
+         CREATE TABLE {p}_blocks (
+             nid INTEGER NOT NULL, term TEXT NOT NULL, first INTEGER NOT NULL,
+             count INTEGER NOT NULL, {bounds}, data BLOB NOT NULL,
+             PRIMARY KEY (nid, term, first)
          ) WITHOUT ROWID;
          CREATE TABLE {p}_docs (
              rid INTEGER PRIMARY KEY, nid INTEGER NOT NULL, {lens}, terms BLOB NOT NULL
@@ -193,13 +197,13 @@ pub(crate) fn create_tables(connection: &Connection) -> Result<()> {
 /// The index of memories: content with tags, and context ([`MEMORY_FIELD_WEIGHTS`]).
 pub(crate) fn memories() -> &'static FullText<2> {
     static INDEX: OnceLock<FullText<2>> = OnceLock::new();
-    INDEX.get_or_init(|| FullText::new("memory", MEMORY_FIELD_WEIGHTS))
+    INDEX.get_or_init(|| FullText::new("memory", MEMORY_FIELD_WEIGHTS, 128))
 }
 
 /// The index of pages: title, summary, tags, content ([`PAGE_FIELD_WEIGHTS`]).
 pub(crate) fn pages() -> &'static FullText<4> {
     static INDEX: OnceLock<FullText<4>> = OnceLock::new();
-    INDEX.get_or_init(|| FullText::new("page", PAGE_FIELD_WEIGHTS))
+    INDEX.get_or_init(|| FullText::new("page", PAGE_FIELD_WEIGHTS, 64))
 }
 
 /// A record's entry in `<p>_docs`.
@@ -213,11 +217,68 @@ fn to_len(value: i64) -> u32 {
     u32::try_from(value).unwrap_or(0)
 }
 
+/// Postings of records being indexed in one transaction, written per term at the end
+/// ([`flush`](Self::flush)): a batch of records rewrites each term's last block once instead
+/// of once per record.
+#[derive(Debug)]
+pub(crate) struct Pending<const N: usize> {
+    /// Per namespace and term, the new postings.
+    postings: HashMap<(i64, String), Vec<Posting<N>>>,
+    /// The records whose postings are pending.
+    rids: std::collections::HashSet<i64>,
+}
+
+impl<const N: usize> Default for Pending<N> {
+    fn default() -> Self {
+        Self {
+            postings: HashMap::new(),
+            rids: std::collections::HashSet::new(),
+        }
+    }
+}
+
+impl<const N: usize> Pending<N> {
+    /// How many records have postings pending.
+    pub(crate) fn records(&self) -> usize {
+        self.rids.len()
+    }
+
+    fn add(&mut self, nid: i64, rid: i64, doc: &Analyzed<N>) {
+        self.rids.insert(rid);
+        for (term, tf) in &doc.terms {
+            let posting = Posting {
+                rid,
+                tf: *tf,
+                len: doc.len,
+            };
+            match self.postings.get_mut(&(nid, term.clone())) {
+                Some(list) => list.push(posting),
+                None => {
+                    self.postings.insert((nid, term.clone()), vec![posting]);
+                }
+            }
+        }
+    }
+
+    /// Writes the pending postings into `index`'s blocks, term by term in key order.
+    pub(crate) fn flush(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
+        let mut terms: Vec<((i64, String), Vec<Posting<N>>)> = self.postings.drain().collect();
+        self.rids.clear();
+        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for ((nid, term), mut postings) in terms {
+            postings.sort_unstable_by_key(|posting| posting.rid);
+            index.add_postings(connection, nid, &term, &postings)?;
+        }
+        Ok(())
+    }
+}
+
 impl<const N: usize> FullText<N> {
-    fn new(prefix: &'static str, weights: [f32; N]) -> Self {
+    fn new(prefix: &'static str, weights: [f32; N], block_size: usize) -> Self {
         Self {
             weights,
             prefix,
+            block_size,
             sql: Statements::new(prefix, N),
         }
     }
@@ -232,6 +293,27 @@ impl<const N: usize> FullText<N> {
         ns: &str,
         doc: &Analyzed<N>,
     ) -> Result<()> {
+        let mut pending = Pending::default();
+        self.put_pending(connection, rid, ns, doc, &mut pending)?;
+        pending.flush(connection, self)
+    }
+
+    /// [`put`](Self::put), with the new postings left in `pending` for one
+    /// [`Pending::flush`] of many records (before the transaction ends, and before anything
+    /// reads the postings).
+    pub(crate) fn put_pending(
+        &self,
+        connection: &Connection,
+        rid: i64,
+        ns: &str,
+        doc: &Analyzed<N>,
+        pending: &mut Pending<N>,
+    ) -> Result<()> {
+        if pending.rids.contains(&rid) {
+            // The record is rewritten within the batch: its pending postings go first, so
+            // that removing its entry finds them.
+            pending.flush(connection, self)?;
+        }
         let terms = doc.encode_terms();
         if let Some(stored) = self.read_doc(connection, rid)? {
             if stored.len == doc.len && stored.terms == terms {
@@ -239,7 +321,10 @@ impl<const N: usize> FullText<N> {
             }
             self.remove_doc(connection, rid, &stored)?;
         }
-        self.insert(connection, rid, ns, doc, &terms)
+        let nid = self.add_stats(connection, rid, ns, doc)?;
+        self.write_doc(connection, nid, rid, doc, &terms)?;
+        pending.add(nid, rid, doc);
+        Ok(())
     }
 
     /// Removes the record `rid` from the index, if it is there.
@@ -251,8 +336,8 @@ impl<const N: usize> FullText<N> {
     }
 
     /// Removes every record of the namespaces in `scope` from the index, given the row ids
-    /// of those records: each namespace's postings, frequencies and statistics go by range,
-    /// not term by term.
+    /// of those records: each namespace's blocks and statistics go by range, not term by
+    /// term.
     pub(crate) fn clear(&self, connection: &Connection, scope: &Scope, rids: &[i64]) -> Result<()> {
         let what = || format!("clearing the {} full-text index", self.prefix);
         let mut sql = Sql::new(&format!(
@@ -270,11 +355,7 @@ impl<const N: usize> FullText<N> {
                     .collect::<rusqlite::Result<Vec<i64>>>()
             })
             .context(what)?;
-        for text in [
-            &self.sql.clear_postings,
-            &self.sql.clear_df,
-            &self.sql.clear_stats,
-        ] {
+        for text in [&self.sql.clear_blocks, &self.sql.clear_stats] {
             let mut statement = connection.prepare_cached(text).context(what)?;
             for nid in &nids {
                 statement.execute([nid]).context(what)?;
@@ -310,39 +391,32 @@ impl<const N: usize> FullText<N> {
             .context(|| format!("reading the {} index entry of row {rid}", self.prefix))
     }
 
-    fn insert(
+    /// Counts the record in its namespace's statistics; returns the namespace's id.
+    fn add_stats(
         &self,
         connection: &Connection,
         rid: i64,
         ns: &str,
         doc: &Analyzed<N>,
-        terms: &[u8],
-    ) -> Result<()> {
+    ) -> Result<i64> {
         let what = || format!("indexing row {rid} of the {} index", self.prefix);
-        let nid: i64 = {
-            let mut statement = connection
-                .prepare_cached(&self.sql.add_stats)
-                .context(what)?;
-            statement.raw_bind_parameter(1, ns).context(what)?;
-            for (field, len) in doc.len.iter().enumerate() {
-                statement.raw_bind_parameter(2 + field, len).context(what)?;
-            }
-            let mut rows = statement.raw_query();
-            let row = rows.next().context(what)?;
-            match row {
-                Some(row) => row.get(0).context(what)?,
-                None => return Err(crate::error::corrupt(what(), "no namespace row")),
-            }
-        };
-        let mut add_df = connection.prepare_cached(&self.sql.add_df).context(what)?;
-        for (term, _) in &doc.terms {
-            add_df.execute((nid, term)).context(what)?;
+        let mut statement = connection
+            .prepare_cached(&self.sql.add_stats)
+            .context(what)?;
+        statement.raw_bind_parameter(1, ns).context(what)?;
+        for (field, len) in doc.len.iter().enumerate() {
+            statement.raw_bind_parameter(2 + field, len).context(what)?;
         }
-        self.write_entry(connection, nid, rid, doc, terms)
+        let mut rows = statement.raw_query();
+        let row = rows.next().context(what)?;
+        match row {
+            Some(row) => row.get(0).context(what),
+            None => Err(crate::error::corrupt(what(), "no namespace row")),
+        }
     }
 
-    /// Writes the record's postings and its `<p>_docs` row (not the statistics).
-    fn write_entry(
+    /// Writes the record's `<p>_docs` row.
+    fn write_doc(
         &self,
         connection: &Connection,
         nid: i64,
@@ -351,23 +425,6 @@ impl<const N: usize> FullText<N> {
         terms: &[u8],
     ) -> Result<()> {
         let what = || format!("indexing row {rid} of the {} index", self.prefix);
-        let mut add_posting = connection
-            .prepare_cached(&self.sql.add_posting)
-            .context(what)?;
-        for (term, tf) in &doc.terms {
-            add_posting.raw_bind_parameter(1, nid).context(what)?;
-            add_posting.raw_bind_parameter(2, term).context(what)?;
-            add_posting.raw_bind_parameter(3, rid).context(what)?;
-            for (field, (tf, len)) in tf.iter().zip(doc.len).enumerate() {
-                add_posting
-                    .raw_bind_parameter(4 + field, tf)
-                    .context(what)?;
-                add_posting
-                    .raw_bind_parameter(4 + N + field, len)
-                    .context(what)?;
-            }
-            add_posting.raw_execute().context(what)?;
-        }
         let mut add_doc = connection.prepare_cached(&self.sql.add_doc).context(what)?;
         add_doc.raw_bind_parameter(1, rid).context(what)?;
         add_doc.raw_bind_parameter(2, nid).context(what)?;
@@ -382,18 +439,8 @@ impl<const N: usize> FullText<N> {
     fn remove_doc(&self, connection: &Connection, rid: i64, stored: &StoredDoc<N>) -> Result<()> {
         let what = || format!("unindexing row {rid} of the {} index", self.prefix);
         let nid = stored.nid;
-        let mut drop_posting = connection
-            .prepare_cached(&self.sql.drop_posting)
-            .context(what)?;
-        let mut drop_last_df = connection
-            .prepare_cached(&self.sql.drop_last_df)
-            .context(what)?;
-        let mut sub_df = connection.prepare_cached(&self.sql.sub_df).context(what)?;
         for term in decode_terms::<N>(rid, &stored.terms)? {
-            drop_posting.execute((nid, term, rid)).context(what)?;
-            if drop_last_df.execute((nid, term)).context(what)? == 0 {
-                sub_df.execute((nid, term)).context(what)?;
-            }
+            self.remove_posting(connection, nid, term, rid)?;
         }
         let mut sub_stats = connection
             .prepare_cached(&self.sql.sub_stats)

@@ -48,13 +48,15 @@
 //! namespace: a search over a subtree ranks each namespace with its own, as the in-memory
 //! backend does, so the same records give the same hits in the same order and scores. The
 //! index is a set of tables written in the same transaction as each record: per namespace
-//! its statistics, per term its document frequency, and per record and term a posting with
-//! the frequencies and field lengths that scoring reads. A search reads the statistics of
-//! the namespaces in scope and the postings of the query's terms there, sums each record's
-//! score in Rust, and reads and decodes only the best rows. Its cost grows with the postings
-//! of the query's terms: about a millisecond for common words in a namespace of a few
-//! thousand records, more at a hundred thousand. The in-memory backend prunes with score
-//! bounds and is faster at that scale; this one persists.
+//! its statistics, and per term its postings in blocks of up to 128 (with the frequencies and
+//! field lengths scoring reads, and per block the largest frequency and shortest length, which
+//! bound the score of anything in it). A search reads the statistics of the namespaces in
+//! scope and one row per block of the query's terms, then prunes with MaxScore: records are
+//! visited through the terms that can still reach the `top_k`-th score, the others are looked
+//! up only for records their block bounds can lift to the cut, and a block is decoded only
+//! when it can matter. Only the best rows are then read and decoded. A batch of records
+//! ([`save_many`](memory_core::MemoryStore::save_many)) rewrites each term's last block
+//! once, not once per record.
 //!
 //! The file keeps a fingerprint of the analyzer and index layout that built its index; when
 //! a newer memory-core analyses text differently, the index is rebuilt from the records on

@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_i
 
 use crate::database::Database;
 use crate::error::Context;
-use crate::fulltext;
+use crate::fulltext::{self, Pending};
 use crate::sql::{Sql, count, decode_time, encode_time, namespaces, time_bound};
 use crate::terms::{Analyzed, QueryTerms};
 use crate::{SqliteBackend, SqliteOptions};
@@ -40,8 +40,9 @@ use crate::{SqliteBackend, SqliteOptions};
 /// Costs, with `n` items in a namespace:
 /// - `save`, `delete`: `O(terms of the item × log n)`; rewriting an item whose indexed text
 ///   did not change leaves the index alone.
-/// - `search`: the postings of the query's terms in each namespace in scope, summed per
-///   item, then only the best rows are read and decoded.
+/// - `search`: one row per block of postings of the query's terms in each namespace in
+///   scope, pruned to the items that can make the cut (MaxScore over per-block score
+///   bounds), then only the best rows are read and decoded.
 /// - `least_valuable`: one pass over the namespace's recall columns, `O(n log count)`.
 ///
 /// [`save_many`](MemoryStore::save_many) and [`record_recalls`](MemoryStore::record_recalls)
@@ -96,8 +97,13 @@ fn find_rid(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> 
         .context(|| format!("looking up memory {id} in {ns}"))
 }
 
-/// Inserts or replaces the item's row (keeping its recall statistics), its terms and its tags.
-fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
+/// Inserts or replaces the item's row (keeping its recall statistics), its terms and its tags;
+/// its new postings are left in `pending`, for one [`Pending::flush`] per transaction.
+fn write_item(
+    transaction: &Transaction<'_>,
+    item: &Encoded,
+    pending: &mut Pending<2>,
+) -> Result<()> {
     let what = || format!("saving memory {} in {}", item.id, item.ns);
     let rid = match find_rid(transaction, &item.ns, &item.id)? {
         Some(rid) => {
@@ -174,7 +180,7 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
             })
             .context(what)?,
     };
-    fulltext::memories().put(transaction, rid, &item.ns, &item.doc)?;
+    fulltext::memories().put_pending(transaction, rid, &item.ns, &item.doc, pending)?;
     let mut insert_tag = transaction
         .prepare_cached("INSERT OR IGNORE INTO memory_tags (rid, tag) VALUES (?1, ?2)")
         .context(what)?;
@@ -182,6 +188,15 @@ fn write_item(transaction: &Transaction<'_>, item: &Encoded) -> Result<()> {
         insert_tag.execute(params![rid, tag]).context(what)?;
     }
     Ok(())
+}
+
+/// Writes `items` in order ([`write_item`]), then their postings, each term's once.
+fn write_items(transaction: &Transaction<'_>, items: &[Encoded]) -> Result<()> {
+    let mut pending = Pending::default();
+    for item in items {
+        write_item(transaction, item, &mut pending)?;
+    }
+    pending.flush(transaction, fulltext::memories())
 }
 
 /// Calls `each` with every memory's row id, namespace and analyzed search fields, for the
@@ -312,7 +327,7 @@ impl MemoryStore for SqliteStore {
         let encoded = encode(item)?;
         self.db
             .write("saving a memory", move |transaction| {
-                write_item(transaction, &encoded)
+                write_items(transaction, std::slice::from_ref(&encoded))
             })
             .await
     }
@@ -357,8 +372,10 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
-    /// BM25F over each namespace's statistics (`fulltext`), then the best rows are read and
-    /// decoded until `top_k` pass the filter (`ranked.rs`).
+    /// BM25F over each namespace's statistics, pruned to the records that can make the cut
+    /// (`fulltext`), then the best rows are read and decoded until `top_k` pass the filter
+    /// (`ranked.rs`). A filter that can turn records away asks the index for more than
+    /// `top_k` (and four times more again while too few pass and more matched).
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         if query.top_k == 0 {
             return Ok(Vec::new());
@@ -369,8 +386,31 @@ impl MemoryStore for SqliteStore {
         let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
             .read("searching memories", move |transaction| {
-                let scored = fulltext::memories().score(transaction, &filter.scope, &terms)?;
-                ranked::best_hits(transaction, scored, &filter, top_k, "searching memories")
+                // Only the scope: every candidate passes, so the top k are the hits.
+                let scope_only = !filter.has_attribute_conditions()
+                    && filter.since.is_none()
+                    && filter.until.is_none();
+                let mut asked = if scope_only {
+                    top_k
+                } else {
+                    top_k.saturating_mul(2).saturating_add(8)
+                };
+                loop {
+                    let top =
+                        fulltext::memories().top(transaction, &filter.scope, &terms, asked)?;
+                    let complete = top.complete;
+                    let hits = ranked::best_hits(
+                        transaction,
+                        top.candidates,
+                        &filter,
+                        top_k,
+                        "searching memories",
+                    )?;
+                    if hits.len() >= top_k || complete {
+                        return Ok(hits);
+                    }
+                    asked = asked.saturating_mul(4);
+                }
             })
             .await
     }
@@ -437,7 +477,7 @@ impl MemoryStore for SqliteStore {
                 if find_rid(transaction, &encoded.ns, &encoded.id)?.is_none() {
                     return Err(MemoryError::not_found("memory", &encoded.ns, &encoded.id));
                 }
-                write_item(transaction, &encoded)
+                write_items(transaction, std::slice::from_ref(&encoded))
             })
             .await
     }
@@ -449,9 +489,7 @@ impl MemoryStore for SqliteStore {
         }
         self.db
             .write("saving memories", move |transaction| {
-                encoded
-                    .iter()
-                    .try_for_each(|item| write_item(transaction, item))
+                write_items(transaction, &encoded)
             })
             .await
     }

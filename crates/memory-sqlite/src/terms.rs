@@ -94,16 +94,14 @@ pub(crate) fn decode_terms<const N: usize>(
     Ok(out)
 }
 
-/// A query's terms as a search binds them: the distinct terms of the text
+/// A query's terms as a search reads them: the distinct terms of the text
 /// ([`Analyzer::query_terms`], at most
-/// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS)) as one JSON array, the one
-/// parameter the statements take, so a statement's text never depends on the query.
+/// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS)), each bound to the statement
+/// that reads its blocks, so a statement's text never depends on the query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct QueryTerms {
-    /// The terms as a JSON array of strings.
-    pub(crate) json: String,
-    /// How many terms.
-    pub(crate) count: usize,
+    /// The distinct terms, in the query's order.
+    pub(crate) terms: Vec<String>,
 }
 
 impl QueryTerms {
@@ -119,10 +117,13 @@ impl QueryTerms {
         if terms.is_empty() {
             return None;
         }
-        Some(Self {
-            count: terms.len(),
-            json: serde_json::Value::from(terms.to_vec()).to_string(),
-        })
+        let mut distinct: Vec<String> = Vec::with_capacity(terms.len());
+        for term in terms {
+            if !distinct.contains(term) {
+                distinct.push(term.clone());
+            }
+        }
+        Some(Self { terms: distinct })
     }
 }
 
@@ -153,15 +154,23 @@ mod tests {
     }
 
     #[test]
-    fn query_terms_are_one_json_array() {
+    fn query_terms_are_distinct_analysed_terms() {
         let terms = QueryTerms::new("AND OR NEAR( \"unbalanced").unwrap();
-        assert_eq!(terms.json, "[\"near\",\"unbalanc\"]");
-        assert_eq!(terms.count, 2);
+        assert_eq!(terms.terms, ["near", "unbalanc"]);
         assert_eq!(QueryTerms::new("the of 🙂"), None);
-        assert_eq!(QueryTerms::new("").map(|t| t.count), None);
+        assert_eq!(QueryTerms::new(""), None);
         assert_eq!(
-            QueryTerms::new("状态管理").map(|t| t.json),
-            Some("[\"状态\",\"态管\",\"管理\"]".into())
+            QueryTerms::new("状态管理").map(|t| t.terms),
+            Some(vec![
+                "状态".to_owned(),
+                "态管".to_owned(),
+                "管理".to_owned()
+            ])
+        );
+        let repeated = QueryTerms::of(&["cat".to_owned(), "dog".to_owned(), "cat".to_owned()]);
+        assert_eq!(
+            repeated.map(|t| t.terms),
+            Some(vec!["cat".to_owned(), "dog".to_owned()])
         );
     }
 }

@@ -1,29 +1,32 @@
-//! Filling an empty index from every record at once (the rebuild): postings and entries are
-//! written as records come, frequencies and statistics are counted in memory and written
-//! once at the end, instead of one upsert per term and record.
+//! Filling an empty index from every record at once (the rebuild): entries are written as
+//! records come, postings gathered per term and written in blocks every
+//! [`RECORDS_PER_FLUSH`] records, and statistics counted in memory and written once at the
+//! end, instead of one upsert per record.
 
 use std::collections::HashMap;
 
 use memory_core::Result;
 use rusqlite::Connection;
 
-use super::{FullText, columns, placeholders};
+use super::{FullText, Pending, columns, placeholders};
 use crate::error::Context;
 use crate::terms::Analyzed;
+
+/// Records whose postings are held in memory at most before they are written.
+const RECORDS_PER_FLUSH: usize = 20_000;
 
 /// A namespace's statistics being counted.
 struct Counted<const N: usize> {
     nid: i64,
     docs: i64,
     len: [u64; N],
-    /// Records holding each term.
-    df: HashMap<String, i64>,
 }
 
 /// An empty index being filled.
 pub(crate) struct Bulk<'i, const N: usize> {
     index: &'i FullText<N>,
     namespaces: HashMap<String, Counted<N>>,
+    pending: Pending<N>,
 }
 
 impl<'i, const N: usize> Bulk<'i, N> {
@@ -32,6 +35,7 @@ impl<'i, const N: usize> Bulk<'i, N> {
         Self {
             index,
             namespaces: HashMap::new(),
+            pending: Pending::default(),
         }
     }
 
@@ -50,27 +54,25 @@ impl<'i, const N: usize> Bulk<'i, N> {
                 nid: next,
                 docs: 0,
                 len: [0; N],
-                df: HashMap::new(),
             }),
         };
         counted.docs += 1;
         for (total, len) in counted.len.iter_mut().zip(doc.len) {
             *total += u64::from(len);
         }
-        for (term, _) in &doc.terms {
-            match counted.df.get_mut(term) {
-                Some(df) => *df += 1,
-                None => {
-                    counted.df.insert(term.clone(), 1);
-                }
-            }
-        }
+        let nid = counted.nid;
         self.index
-            .write_entry(connection, counted.nid, rid, doc, &doc.encode_terms())
+            .write_doc(connection, nid, rid, doc, &doc.encode_terms())?;
+        self.pending.add(nid, rid, doc);
+        if self.pending.records() >= RECORDS_PER_FLUSH {
+            self.pending.flush(connection, self.index)?;
+        }
+        Ok(())
     }
 
-    /// Writes the counted frequencies and statistics.
-    pub(crate) fn finish(self, connection: &Connection) -> Result<()> {
+    /// Writes the postings still held and the counted statistics.
+    pub(crate) fn finish(mut self, connection: &Connection) -> Result<()> {
+        self.pending.flush(connection, self.index)?;
         let prefix = self.index.prefix;
         let what = || format!("writing the {prefix} index statistics");
         let mut add_stats = connection
@@ -78,11 +80,6 @@ impl<'i, const N: usize> Bulk<'i, N> {
                 "INSERT INTO {prefix}_stats (nid, ns, docs, {}) VALUES ({})",
                 columns("len", N),
                 placeholders(1, 3 + N)
-            ))
-            .context(what)?;
-        let mut add_df = connection
-            .prepare(&format!(
-                "INSERT INTO {prefix}_df (nid, term, df) VALUES (?1, ?2, ?3)"
             ))
             .context(what)?;
         for (ns, counted) in self.namespaces {
@@ -98,12 +95,6 @@ impl<'i, const N: usize> Bulk<'i, N> {
                     .context(what)?;
             }
             add_stats.raw_execute().context(what)?;
-            // In key order, so each insert appends to the table's B-tree.
-            let mut df: Vec<(String, i64)> = counted.df.into_iter().collect();
-            df.sort_unstable();
-            for (term, count) in df {
-                add_df.execute((counted.nid, term, count)).context(what)?;
-            }
         }
         Ok(())
     }

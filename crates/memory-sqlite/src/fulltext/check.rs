@@ -1,10 +1,10 @@
 //! The integrity check of an index: every record is indexed as its text analyses now, and
 //! the frequencies and statistics add up to the postings and entries.
 
-use memory_core::Result;
-use rusqlite::{Connection, OptionalExtension};
+use memory_core::{MemoryError, Result};
+use rusqlite::Connection;
 
-use super::{FullText, to_len};
+use super::{FullText, blocks};
 use crate::error::Context;
 use crate::terms::Analyzed;
 
@@ -47,7 +47,6 @@ impl<const N: usize> Check<'_, N> {
         doc: &Analyzed<N>,
     ) -> Result<()> {
         let prefix = self.index.prefix;
-        let what = || format!("checking the {prefix} index entry of row {rid}");
         self.postings += i64::try_from(doc.terms.len()).unwrap_or(i64::MAX);
         let Some(stored) = self.index.read_doc(connection, rid)? else {
             self.problem(format!("{prefix} row {rid} is not indexed"));
@@ -59,24 +58,13 @@ impl<const N: usize> Check<'_, N> {
             ));
             return Ok(());
         }
-        let mut statement = connection
-            .prepare_cached(&self.index.sql.read_posting)
-            .context(what)?;
         for (term, tf) in &doc.terms {
-            let posting = statement
-                .query_row((stored.nid, term, rid), |row| {
-                    let mut stored_tf = [0u16; N];
-                    let mut len = [0u32; N];
-                    for field in 0..N {
-                        stored_tf[field] =
-                            u16::try_from(row.get::<_, i64>(field)?).unwrap_or(u16::MAX);
-                        len[field] = to_len(row.get(N + field)?);
-                    }
-                    Ok((stored_tf, len))
-                })
-                .optional()
-                .context(what)?;
-            if posting != Some((*tf, doc.len)) {
+            let posting = match self.index.read_posting(connection, stored.nid, term, rid) {
+                Ok(posting) => posting,
+                Err(MemoryError::Serialization { .. }) => None,
+                Err(error) => return Err(error),
+            };
+            if posting.map(|posting| (posting.tf, posting.len)) != Some((*tf, doc.len)) {
                 self.problem(format!(
                     "{prefix} row {rid}: the posting of {term:?} is missing or wrong"
                 ));
@@ -99,7 +87,7 @@ impl<const N: usize> Check<'_, N> {
             .collect::<String>();
         let checks = [
             (
-                format!("SELECT count(*) - ?1 FROM {p}_postings"),
+                format!("SELECT coalesce(sum(count), 0) - ?1 FROM {p}_blocks"),
                 "postings beyond the records' terms",
             ),
             (
@@ -124,14 +112,6 @@ impl<const N: usize> Check<'_, N> {
                 ),
                 "namespace statistics that differ from their records",
             ),
-            (
-                format!(
-                    "SELECT count(*) FROM {p}_df d FULL JOIN \
-                     (SELECT nid, term, count(*) AS df FROM {p}_postings GROUP BY nid, term) c \
-                     ON c.nid = d.nid AND c.term = d.term WHERE ?1 = ?1 AND c.df IS NOT d.df"
-                ),
-                "document frequencies that differ from the postings",
-            ),
         ];
         for (sql, problem) in checks {
             let count: i64 = connection
@@ -141,6 +121,72 @@ impl<const N: usize> Check<'_, N> {
                 self.problem(format!("{p} index: {count} {problem}"));
             }
         }
+        self.blocks(connection)?;
         Ok(self.problems)
+    }
+
+    /// Checks every block: its postings decode, in row-id order, none below its key or at or
+    /// above the next block's, as many as its count says, within its bounds.
+    fn blocks(&mut self, connection: &Connection) -> Result<()> {
+        let p = self.index.prefix;
+        let what = || format!("checking the {p} blocks");
+        let mut statement = connection
+            .prepare(&format!(
+                "SELECT nid, term, first, count, {}, {}, data FROM {p}_blocks \
+                 ORDER BY nid, term, first",
+                super::columns("max_tf", N),
+                super::columns("min_len", N)
+            ))
+            .context(what)?;
+        let mut rows = statement.query([]).context(what)?;
+        let mut previous: Option<(i64, String, i64)> = None;
+        let mut postings = Vec::new();
+        while let Some(row) = rows.next().context(what)? {
+            let nid: i64 = row.get(0).context(what)?;
+            let term: String = row.get(1).context(what)?;
+            let first: i64 = row.get(2).context(what)?;
+            let count: i64 = row.get(3).context(what)?;
+            let mut max_tf = [0u16; N];
+            let mut min_len = [0u32; N];
+            for field in 0..N {
+                max_tf[field] =
+                    u16::try_from(row.get::<_, i64>(4 + field).context(what)?).unwrap_or(0);
+                min_len[field] =
+                    u32::try_from(row.get::<_, i64>(4 + N + field).context(what)?).unwrap_or(0);
+            }
+            let data: Vec<u8> = row.get(4 + 2 * N).context(what)?;
+            postings.clear();
+            let name = format!("{p} block ({nid}, {term:?}, {first})");
+            if blocks::decode(first, &data, &mut postings).is_err() {
+                self.problem(format!("{name} does not decode"));
+                continue;
+            }
+            if let Some((last_nid, last_term, last_rid)) = &previous
+                && *last_nid == nid
+                && *last_term == term
+                && postings
+                    .first()
+                    .is_some_and(|posting| posting.rid <= *last_rid)
+            {
+                self.problem(format!("{name} overlaps the block before it"));
+            }
+            let sorted = postings.windows(2).all(|pair| pair[0].rid < pair[1].rid);
+            if !sorted || postings.first().is_some_and(|posting| posting.rid < first) {
+                self.problem(format!("{name} is out of order"));
+            }
+            if usize::try_from(count).ok() != Some(postings.len()) || postings.is_empty() {
+                self.problem(format!(
+                    "{name} holds {} postings, not {count}",
+                    postings.len()
+                ));
+            }
+            if blocks::bounds(&postings) != (max_tf, min_len) {
+                self.problem(format!("{name} has wrong bounds"));
+            }
+            previous = postings
+                .last()
+                .map(|posting| (nid, term, posting.rid.max(first)));
+        }
+        Ok(())
     }
 }

@@ -1,14 +1,17 @@
 //! BM25F scoring of a query's candidates, with the statistics of each candidate's own
-//! namespace, exactly as `memory-inmem` scores them.
+//! namespace, exactly as `memory-inmem` scores them: every match ([`FullText::score`]), or
+//! only those that can make a top k ([`FullText::top`], MaxScore over the blocks).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use memory_core::search::{bm25_idf, bm25f, length_factors};
 use memory_core::{Result, Scope};
 use rusqlite::{Connection, params_from_iter};
 
-use super::{FullText, to_len};
+use super::FullText;
+use super::blocks::{Posting, decode};
 use crate::error::Context;
 use crate::sql::Sql;
 use crate::terms::QueryTerms;
@@ -40,6 +43,178 @@ struct Namespace<const N: usize> {
     total_len: [u64; N],
 }
 
+/// A stored block as a search reads it: its key, size, bounds and undecoded postings.
+struct Block<const N: usize> {
+    first: i64,
+    count: u64,
+    max_tf: [u16; N],
+    min_len: [u32; N],
+    data: Vec<u8>,
+}
+
+/// Loosens a score bound so that float rounding never prunes a record that could tie.
+fn loosen(bound: f32) -> f32 {
+    bound * 1.0001 + 1e-6
+}
+
+/// The candidates of a pruned search ([`FullText::top`]).
+#[derive(Debug)]
+pub(crate) struct Top {
+    /// `(score, rid)` of every record scoring at least the `k`-th best score, in no order
+    /// (ties at the cut included, so a caller can order them by id).
+    pub(crate) candidates: Vec<(f32, i64)>,
+    /// Whether these are every match: fewer than `k` records matched, nothing was pruned.
+    pub(crate) complete: bool,
+}
+
+/// The `k` best scores seen (as bits: scores are positive, so their bits order as they do),
+/// and every record that scored at least the `k`-th when it was seen.
+struct Held {
+    k: usize,
+    best: BinaryHeap<Reverse<u32>>,
+    candidates: Vec<(f32, i64)>,
+}
+
+impl Held {
+    fn new(k: usize) -> Self {
+        Self {
+            k,
+            best: BinaryHeap::with_capacity(k.min(4096) + 1),
+            candidates: Vec::new(),
+        }
+    }
+
+    /// The score a record must reach to be held (ties included).
+    fn threshold(&self) -> f32 {
+        match self.best.peek() {
+            Some(Reverse(bits)) if self.best.len() >= self.k => f32::from_bits(*bits),
+            _ => f32::NEG_INFINITY,
+        }
+    }
+
+    fn offer(&mut self, score: f32, rid: i64) {
+        if score < self.threshold() {
+            return;
+        }
+        let bits = score.max(0.0).to_bits();
+        if self.best.len() < self.k {
+            self.best.push(Reverse(bits));
+        } else if self.best.peek().is_some_and(|Reverse(min)| bits > *min) {
+            self.best.pop();
+            self.best.push(Reverse(bits));
+        }
+        self.candidates.push((score, rid));
+        if self.candidates.len() > 4 * self.k + 64 {
+            let threshold = self.threshold();
+            self.candidates.retain(|(score, _)| *score >= threshold);
+        }
+    }
+
+    fn finish(mut self) -> Top {
+        let threshold = self.threshold();
+        self.candidates.retain(|(score, _)| *score >= threshold);
+        Top {
+            complete: self.best.len() < self.k,
+            candidates: self.candidates,
+        }
+    }
+}
+
+/// A term's blocks being walked in row-id order, decoded one at a time when needed.
+struct Cursor<'b, const N: usize> {
+    idf: f32,
+    blocks: &'b [Block<N>],
+    /// Per block, the best score any of its postings can have (loosened).
+    block_bounds: Vec<f32>,
+    /// The best of `block_bounds`.
+    bound: f32,
+    /// The block in hand.
+    block: usize,
+    /// Its postings once decoded (`decoded_block == block`).
+    decoded: Vec<Posting<N>>,
+    decoded_block: usize,
+    /// The next posting of the decoded block.
+    at: usize,
+}
+
+impl<const N: usize> Cursor<'_, N> {
+    fn move_to(&mut self, block: usize) {
+        if block != self.block {
+            self.block = block;
+            self.at = 0;
+        }
+    }
+
+    fn decode_current(&mut self) -> Result<()> {
+        if self.decoded_block != self.block {
+            self.decoded.clear();
+            let block = &self.blocks[self.block];
+            decode(block.first, &block.data, &mut self.decoded)?;
+            self.decoded_block = self.block;
+            self.at = 0;
+        }
+        Ok(())
+    }
+
+    /// The next posting, skipping without decoding the blocks whose bound is below `floor`;
+    /// `None` at the end.
+    fn current(&mut self, floor: f32) -> Result<Option<Posting<N>>> {
+        loop {
+            if self.block >= self.blocks.len() {
+                return Ok(None);
+            }
+            if self.decoded_block != self.block {
+                if self.block_bounds[self.block] < floor {
+                    self.move_to(self.block + 1);
+                    continue;
+                }
+                self.decode_current()?;
+            }
+            if let Some(posting) = self.decoded.get(self.at) {
+                return Ok(Some(*posting));
+            }
+            self.move_to(self.block + 1);
+        }
+    }
+
+    /// The block at or after the one in hand that would hold `rid`.
+    fn block_of(&self, rid: i64) -> usize {
+        let from = self.block.min(self.blocks.len());
+        from + self.blocks[from..]
+            .partition_point(|block| block.first <= rid)
+            .saturating_sub(1)
+    }
+
+    /// The bound of the block that would hold `rid` (0 when none can).
+    fn bound_at(&self, rid: i64) -> f32 {
+        let block = self.block_of(rid);
+        match self.blocks.get(block) {
+            Some(found) if found.first <= rid => self.block_bounds[block],
+            _ => 0.0,
+        }
+    }
+
+    /// The posting of `rid`, if this term has one; moves past it. `rid` is never below a
+    /// row id asked for before.
+    fn seek(&mut self, rid: i64) -> Result<Option<Posting<N>>> {
+        let block = self.block_of(rid);
+        if self.blocks.get(block).is_none_or(|found| found.first > rid) {
+            return Ok(None);
+        }
+        self.move_to(block);
+        self.decode_current()?;
+        let rest = &self.decoded[self.at..];
+        self.at += rest.partition_point(|posting| posting.rid < rid);
+        match self.decoded.get(self.at) {
+            Some(posting) if posting.rid == rid => {
+                self.at += 1;
+                Ok(Some(*posting))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 impl<const N: usize> FullText<N> {
     /// The BM25F score of every record in `scope` holding at least one of the query's
     /// terms, as `(score, rid)` in no particular order. Each record is scored with the
@@ -48,56 +223,235 @@ impl<const N: usize> FullText<N> {
     /// its own. Per-term scores are `f32`, summed in `f64` (exact for a query's terms, so
     /// the order they are read in does not matter) and rounded to `f32` once.
     ///
-    /// Cost: one statistics row per namespace in scope, and per namespace one index range
-    /// per query term, each as long as the term's postings there.
+    /// Cost: one statistics row per namespace in scope, and per namespace and query term its
+    /// blocks, all decoded.
     pub(crate) fn score(
         &self,
         connection: &Connection,
         scope: &Scope,
         terms: &QueryTerms,
     ) -> Result<Vec<(f32, i64)>> {
-        let what = || format!("searching the {} index", self.prefix);
         let namespaces = self.namespaces(connection, scope)?;
-        let mut statement = connection
-            .prepare_cached(&self.sql.postings)
-            .context(what)?;
-        // One term in one namespace: every posting is a whole score.
-        let direct = terms.count == 1 && namespaces.len() == 1;
-        let mut scored: Vec<(f32, i64)> = Vec::new();
         let mut sums: HashMap<i64, f64, BuildHasherDefault<RidHasher>> = HashMap::default();
+        let mut postings = Vec::new();
         for namespace in &namespaces {
             let length_factor = length_factors(namespace.docs, &namespace.total_len);
-            let mut rows = statement
-                .query((namespace.nid, &terms.json))
-                .context(what)?;
-            let (mut df, mut idf) = (-1i64, 0.0f32);
-            let mut tf = [0u16; N];
-            let mut len = [0u32; N];
-            while let Some(row) = rows.next().context(what)? {
-                let term_df: i64 = row.get(0).context(what)?;
-                if term_df != df {
-                    df = term_df;
-                    idf = bm25_idf(namespace.docs, df as f32);
+            for term in &terms.terms {
+                let blocks = self.term_blocks(connection, namespace.nid, term)?;
+                let df: u64 = blocks.iter().map(|block| block.count).sum();
+                if df == 0 {
+                    continue;
                 }
-                let rid: i64 = row.get(1).context(what)?;
-                for field in 0..N {
-                    tf[field] = u16::try_from(row.get::<_, i64>(2 + field).context(what)?)
-                        .unwrap_or(u16::MAX);
-                    len[field] = to_len(row.get(2 + N + field).context(what)?);
-                }
-                let score = bm25f(&self.weights, &length_factor, &tf, &len, idf);
-                if direct {
-                    scored.push((score, rid));
-                } else {
-                    *sums.entry(rid).or_insert(0.0) += f64::from(score);
+                let idf = bm25_idf(namespace.docs, df as f32);
+                for block in &blocks {
+                    postings.clear();
+                    decode(block.first, &block.data, &mut postings)?;
+                    for posting in &postings {
+                        let score = bm25f(
+                            &self.weights,
+                            &length_factor,
+                            &posting.tf,
+                            &posting.len,
+                            idf,
+                        );
+                        *sums.entry(posting.rid).or_insert(0.0) += f64::from(score);
+                    }
                 }
             }
         }
-        if !direct {
-            scored.reserve(sums.len());
-            scored.extend(sums.into_iter().map(|(rid, sum)| (sum as f32, rid)));
+        Ok(sums
+            .into_iter()
+            .map(|(rid, sum)| (sum as f32, rid))
+            .collect())
+    }
+
+    /// The records in `scope` that can rank among the `k` best for the query: every one
+    /// scoring at least the `k`-th best score (so ties at the cut are all there), with the
+    /// same scores as [`score`](Self::score) gives them.
+    ///
+    /// MaxScore over the blocks: records are visited in row-id order through the terms
+    /// whose bounds could still reach the cut on their own; the other terms are only looked
+    /// up for those records, and not at all when the bounds of the blocks that would hold
+    /// them cannot lift the record to the cut. A block is decoded only when visited or
+    /// looked into, and skipped undecoded when its bound plus every other term's cannot
+    /// reach the cut. Cost: one statistics row per namespace, one row per block of each query
+    /// term, and the decoding of the blocks that can matter.
+    pub(crate) fn top(
+        &self,
+        connection: &Connection,
+        scope: &Scope,
+        terms: &QueryTerms,
+        k: usize,
+    ) -> Result<Top> {
+        let mut held = Held::new(k.max(1));
+        for namespace in self.namespaces(connection, scope)? {
+            let lists = terms
+                .terms
+                .iter()
+                .map(|term| self.term_blocks(connection, namespace.nid, term))
+                .collect::<Result<Vec<_>>>()?;
+            self.top_in(&namespace, &lists, &mut held)?;
         }
-        Ok(scored)
+        Ok(held.finish())
+    }
+
+    /// [`top`](Self::top) within one namespace, whose terms' blocks are `lists`.
+    fn top_in(
+        &self,
+        namespace: &Namespace<N>,
+        lists: &[Vec<Block<N>>],
+        held: &mut Held,
+    ) -> Result<()> {
+        let length_factor = length_factors(namespace.docs, &namespace.total_len);
+        let mut cursors: Vec<Cursor<'_, N>> = Vec::with_capacity(lists.len());
+        for blocks in lists {
+            let df: u64 = blocks.iter().map(|block| block.count).sum();
+            if df == 0 {
+                continue;
+            }
+            let idf = bm25_idf(namespace.docs, df as f32);
+            let block_bounds: Vec<f32> = blocks
+                .iter()
+                .map(|block| {
+                    loosen(bm25f(
+                        &self.weights,
+                        &length_factor,
+                        &block.max_tf,
+                        &block.min_len,
+                        idf,
+                    ))
+                })
+                .collect();
+            let bound = block_bounds.iter().copied().fold(0.0f32, f32::max);
+            cursors.push(Cursor {
+                idf,
+                blocks,
+                block_bounds,
+                bound,
+                block: 0,
+                decoded: Vec::new(),
+                decoded_block: usize::MAX,
+                at: 0,
+            });
+        }
+        if cursors.is_empty() {
+            return Ok(());
+        }
+        // Ascending bounds; prefix[i] bounds the score of a record holding only terms 0..=i.
+        cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound));
+        let mut prefix = Vec::with_capacity(cursors.len());
+        let mut sum = 0.0f32;
+        for cursor in &cursors {
+            sum += cursor.bound;
+            prefix.push(sum);
+        }
+        let total_bound = sum;
+        let score = |posting: &Posting<N>, idf: f32| {
+            f64::from(bm25f(
+                &self.weights,
+                &length_factor,
+                &posting.tf,
+                &posting.len,
+                idf,
+            ))
+        };
+        let mut threshold = held.threshold();
+        let mut essential = 0usize;
+        while essential < cursors.len() && prefix[essential] < threshold {
+            essential += 1;
+        }
+        let mut block_bounds = vec![0.0f32; cursors.len()];
+        while essential < cursors.len() {
+            // The next record: the lowest row id among the essential terms.
+            let mut next: Option<i64> = None;
+            for cursor in &mut cursors[essential..] {
+                let floor = threshold - (total_bound - cursor.bound);
+                if let Some(posting) = cursor.current(floor)?
+                    && next.is_none_or(|rid| posting.rid < rid)
+                {
+                    next = Some(posting.rid);
+                }
+            }
+            let Some(rid) = next else {
+                break;
+            };
+            let mut total = 0.0f64;
+            for cursor in &mut cursors[essential..] {
+                if cursor.block < cursor.blocks.len()
+                    && cursor.decoded_block == cursor.block
+                    && let Some(posting) = cursor.decoded.get(cursor.at)
+                    && posting.rid == rid
+                {
+                    total += score(posting, cursor.idf);
+                    cursor.at += 1;
+                }
+            }
+            // The other terms, best bound first, while they can still lift it to the cut:
+            // first by the bounds of the blocks that would hold it, then by looking.
+            let mut pruned = false;
+            if essential > 0 && threshold > f32::NEG_INFINITY {
+                let mut rest = 0.0f32;
+                for (i, cursor) in cursors[..essential].iter().enumerate() {
+                    block_bounds[i] = cursor.bound_at(rid);
+                    rest += block_bounds[i];
+                }
+                if (total as f32) + rest < threshold {
+                    pruned = true;
+                }
+            }
+            if !pruned {
+                for i in (0..essential).rev() {
+                    if (total as f32) + prefix[i] < threshold {
+                        pruned = true;
+                        break;
+                    }
+                    if let Some(posting) = cursors[i].seek(rid)? {
+                        total += score(&posting, cursors[i].idf);
+                    }
+                }
+            }
+            let total = total as f32;
+            if pruned || total < threshold {
+                continue;
+            }
+            held.offer(total, rid);
+            let raised = held.threshold();
+            if raised > threshold {
+                threshold = raised;
+                while essential < cursors.len() && prefix[essential] < threshold {
+                    essential += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The blocks of `term` in namespace `nid`, in order.
+    fn term_blocks(&self, connection: &Connection, nid: i64, term: &str) -> Result<Vec<Block<N>>> {
+        let what = || format!("searching the {} index", self.prefix);
+        let mut statement = connection
+            .prepare_cached(&self.sql.term_blocks)
+            .context(what)?;
+        let mut rows = statement.query((nid, term)).context(what)?;
+        let mut blocks = Vec::new();
+        while let Some(row) = rows.next().context(what)? {
+            let mut block = Block {
+                first: row.get(0).context(what)?,
+                count: u64::try_from(row.get::<_, i64>(1).context(what)?).unwrap_or(0),
+                max_tf: [0; N],
+                min_len: [0; N],
+                data: Vec::new(),
+            };
+            for field in 0..N {
+                block.max_tf[field] =
+                    u16::try_from(row.get::<_, i64>(2 + field).context(what)?).unwrap_or(u16::MAX);
+                block.min_len[field] =
+                    u32::try_from(row.get::<_, i64>(2 + N + field).context(what)?).unwrap_or(0);
+            }
+            block.data = row.get(2 + 2 * N).context(what)?;
+            blocks.push(block);
+        }
+        Ok(blocks)
     }
 
     /// The namespaces in `scope` that hold records, with their statistics.

@@ -424,12 +424,11 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
     connection
         .execute_batch(
             "UPDATE meta SET value = 'another-analyzer' WHERE key = 'index';
-             DELETE FROM memory_postings;
-             DELETE FROM memory_df;
-             DELETE FROM page_postings;
-             DELETE FROM page_df;
-             INSERT INTO memory_postings (nid, term, rid, tf0, tf1, len0, len1)
-                 SELECT nid, 'zzz', rid, 1, 0, 1, 0 FROM memory_docs;",
+             DELETE FROM memory_blocks;
+             DELETE FROM page_blocks;
+             INSERT INTO memory_blocks (nid, term, first, count, max_tf0, max_tf1, min_len0,
+                 min_len1, data)
+                 SELECT nid, 'zzz', rid, 1, 1, 0, 1, 4294967295, x'0001000100' FROM memory_docs;",
         )
         .unwrap();
     drop(connection);

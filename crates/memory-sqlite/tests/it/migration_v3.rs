@@ -256,7 +256,7 @@ async fn version_3_database_upgrades_to_postings_that_rank_like_the_in_memory_ba
     assert_eq!(fts, 0, "the FTS5 tables are gone");
     let (postings, namespaces): (i64, i64) = connection
         .query_row(
-            "SELECT (SELECT count(*) FROM memory_postings), (SELECT count(*) FROM memory_stats)",
+            "SELECT (SELECT sum(count) FROM memory_blocks), (SELECT count(*) FROM memory_stats)",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
@@ -339,7 +339,7 @@ async fn version_3_database_upgrades_to_postings_that_rank_like_the_in_memory_ba
             row.get(0)
         })
         .unwrap();
-    assert!(fingerprint.starts_with("layout 3 "), "{fingerprint}");
+    assert!(fingerprint.starts_with("layout 4 "), "{fingerprint}");
     let again = SqliteBackend::open(file.path()).unwrap();
     let hits = again
         .memory_store()

@@ -311,7 +311,7 @@ async fn version_4_records_read_back_exactly_after_the_upgrade() {
         .await
         .unwrap()
         .into_iter()
-        .map(|scored| scored.entity.id)
+        .map(|scored| scored.entity.id.clone())
         .collect();
     reached.sort();
     assert_eq!(reached, ["bob", "miso"], "migrated relations are current");
