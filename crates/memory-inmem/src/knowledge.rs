@@ -11,6 +11,7 @@ use memory_core::{
 };
 
 use crate::bm25::{Bm25Index, top_k};
+use crate::page_search::best_boosted;
 use crate::registry::{Registry, read, write};
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
@@ -20,7 +21,8 @@ use crate::registry::{Registry, read, write};
 /// Costs, with `n` pages in the namespace: `add_page`, `update_page`, `delete_page`
 /// `O(log n + terms + references)`; `get_page`, `reference_count` `O(1)`; `get_index`
 /// `O(n)` (it returns all of them, in order, with no sort); `search`
-/// `O(Σ postings of the query terms + k log k)`; `record_accesses` `O(1)` per event, under
+/// `O(Σ postings of the query terms)` for the BM25F scores, then the match rules for about
+/// the `k` best only (see `page_search.rs`); `record_accesses` `O(1)` per event, under
 /// the lock of each namespace it touches (taken once per namespace and batch).
 ///
 /// Ranking: BM25F relevance, then boosted by the page match rules (kept as signals):
@@ -186,6 +188,12 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             return Ok(Vec::new());
         }
         let keywords = query.rule_keywords();
+        let max_boost = PageMatchSignals {
+            title_prefix: true,
+            tag_exact: true,
+            summary_contains: true,
+        }
+        .boost();
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {
@@ -194,22 +202,22 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut local = Vec::new();
-            shard.index.score_terms(terms, |slot, score| {
-                let Some(Some(id)) = shard.slots.get(slot as usize) else {
-                    return;
-                };
-                let Some(entry) = shard.pages.get(id) else {
-                    return;
-                };
+            let mut matches: Vec<(f32, u32)> = Vec::new();
+            shard
+                .index
+                .score_terms(terms, |slot, score| matches.push((score, slot)));
+            // The match rules' boost is worked out only for pages that can make the cut.
+            let local = best_boosted(matches, query.top_k, max_boost, |slot, score| {
+                let id = shard.slots.get(slot as usize)?.as_ref()?;
+                let entry = shard.pages.get(id)?;
                 if !query.tags.iter().all(|tag| entry.page.tags.contains(tag)) {
-                    return;
+                    return None;
                 }
                 let boost = page_signals(&entry.page, &keywords).boost();
-                local.push((score * boost, id.clone()));
+                Some((score * boost, id.clone()))
             });
             hits.extend(
-                top_k(local, query.top_k)
+                local
                     .into_iter()
                     .map(|(score, id)| (score, (namespace.clone(), id))),
             );

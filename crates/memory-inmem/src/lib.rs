@@ -20,6 +20,7 @@
 
 mod bm25;
 mod knowledge;
+mod page_search;
 mod registry;
 mod store;
 mod vectors;

@@ -1,0 +1,98 @@
+//! The cut of a page search: pages are ranked by their BM25F score times the boost of the
+//! match rules, and the boost (string comparisons over the title, summary and tags) is only
+//! worked out for pages that can still make the cut.
+
+/// Matches examined per round after the first (which takes `k`), at least.
+const CHUNK: usize = 64;
+
+/// The `k` best of `scored` (`(bm25, slot)` of every match) once each is boosted by
+/// `boost(slot, bm25)`, which gives `(score, key)` or `None` for a page the query turns away;
+/// best first, ties by key ascending. `max_boost` bounds every boost (at least 1).
+///
+/// Matches are taken best BM25F first, a round at a time (a linear selection, no full sort),
+/// and `boost` is called for them until `k` are held and no match left could reach the
+/// `k`-th score even with `max_boost`: a boosted score is at most the BM25F score times
+/// `max_boost`, and an `f32` product never shrinks when a factor grows, so the stop is
+/// exact. Cost: the selection over the matches, and `boost` for about `k` of them when few
+/// pages get a boost.
+pub(crate) fn best_boosted<K: Ord>(
+    mut scored: Vec<(f32, u32)>,
+    k: usize,
+    max_boost: f32,
+    mut boost: impl FnMut(u32, f32) -> Option<(f32, K)>,
+) -> Vec<(f32, K)> {
+    let mut held: Vec<(f32, K)> = Vec::new();
+    if k == 0 {
+        return held;
+    }
+    let by_bm25 = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let order = |a: &(f32, K), b: &(f32, K)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1));
+    let mut rest: &mut [(f32, u32)] = &mut scored;
+    let mut size = k;
+    while !rest.is_empty() {
+        if held.len() >= k {
+            let next = rest
+                .iter()
+                .map(|(score, _)| *score)
+                .max_by(f32::total_cmp)
+                .unwrap_or(f32::NEG_INFINITY);
+            if next * max_boost < held[k - 1].0 {
+                break;
+            }
+        }
+        let take = size.min(rest.len());
+        if rest.len() > take {
+            rest.select_nth_unstable_by(take - 1, by_bm25);
+        }
+        let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(take);
+        rest = tail;
+        size = (size * 2).max(CHUNK);
+        held.extend(chunk.iter().filter_map(|&(score, slot)| boost(slot, score)));
+        held.sort_unstable_by(order);
+        held.truncate(k);
+    }
+    held
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pruned cut equals boosting every match and sorting, for boosts that reorder the
+    /// matches, ties, and matches the query turns away.
+    #[test]
+    fn the_cut_equals_boosting_everything() {
+        let scored: Vec<(f32, u32)> = (0..500u32)
+            .map(|slot| (1.0 + (slot * 7 % 97) as f32 / 10.0, slot))
+            .collect();
+        let boost = |slot: u32, score: f32| {
+            if slot.is_multiple_of(11) {
+                return None;
+            }
+            let factor = match slot % 13 {
+                0 => 2.25,
+                1 => 1.5,
+                _ => 1.0,
+            };
+            Some((score * factor, slot))
+        };
+        for k in [1, 3, 10, 64, 200, 600] {
+            let mut expected: Vec<(f32, u32)> = scored
+                .iter()
+                .filter_map(|&(score, slot)| boost(slot, score))
+                .collect();
+            expected.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            expected.truncate(k);
+            let mut calls = 0;
+            let got = best_boosted(scored.clone(), k, 2.25, |slot, score| {
+                calls += 1;
+                boost(slot, score)
+            });
+            assert_eq!(got, expected, "k = {k}");
+            if k <= 10 {
+                assert!(calls < scored.len() / 2, "k = {k}: {calls} boosts computed");
+            }
+        }
+        assert!(best_boosted(scored, 0, 2.25, boost).is_empty());
+    }
+}
