@@ -18,6 +18,7 @@ use crate::prompt::{estimate_tokens, max_chars_within, one_line, render_section}
 use crate::retriever::Retriever;
 
 mod background;
+mod batch;
 mod builder;
 mod consolidate;
 mod enrich;

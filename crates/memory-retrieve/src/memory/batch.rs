@@ -1,0 +1,427 @@
+//! [`Memory::remember_many`]: many memories checked first, reconciled, and written in one
+//! store call ([`MemoryStore::save_many`](memory_core::MemoryStore::save_many), one
+//! transaction on the SQL backends).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use memory_core::{MAX_TAGS, MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use tracing::Instrument;
+
+use super::{Memory, Remember};
+use crate::facts::{DuplicatePolicy, Outcome, Prepared, Remembered};
+
+/// Prefixes the field of an [`MemoryError::InvalidInput`] with the request's place in the
+/// batch (`requests[3].text`); other errors pass through.
+fn at_index(index: usize, error: MemoryError) -> MemoryError {
+    match error {
+        MemoryError::InvalidInput { field, problem } => MemoryError::InvalidInput {
+            field: format!("requests[{index}].{field}"),
+            problem,
+        },
+        other => other,
+    }
+}
+
+/// The stored duplicate `old` reinforced by a repetition `new` (as a single `remember`
+/// merges it).
+fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
+    old.access_count = old.access_count.saturating_add(1);
+    old.importance = old.importance.max(new.importance);
+    old.credibility = old.credibility.max(new.credibility);
+    for tag in &new.tags {
+        if old.tags.len() < MAX_TAGS && !old.tags.contains(tag) {
+            old.tags.push(tag.clone());
+        }
+    }
+    old.updated_at = old.updated_at.max(new.created_at);
+    if old.fact_key.is_none() {
+        old.fact_key.clone_from(&new.fact_key);
+    }
+    if old.source.is_none() {
+        old.source.clone_from(&new.source);
+    }
+}
+
+/// The key under which memories of one batch are compared as duplicates: their namespace,
+/// and their distinct analysed terms in order (the same text, up to stop words, case,
+/// inflection and word order).
+fn duplicate_key(item: &MemoryItem) -> (Namespace, Vec<String>) {
+    let mut terms = memory_core::text::Analyzer::default().query_terms(&item.content);
+    terms.sort_unstable();
+    (item.namespace.clone(), terms)
+}
+
+/// The writes of a batch, in order, each memory once (its latest version).
+#[derive(Default)]
+struct Writes {
+    items: Vec<MemoryItem>,
+    /// Where each `(namespace, id)` is in `items`.
+    at: HashMap<(Namespace, String), usize>,
+}
+
+impl Writes {
+    fn get_mut(&mut self, namespace: &Namespace, id: &str) -> Option<&mut MemoryItem> {
+        let at = *self.at.get(&(namespace.clone(), id.to_owned()))?;
+        self.items.get_mut(at)
+    }
+
+    /// Adds `item`, replacing an earlier version of it in the batch.
+    fn put(&mut self, item: MemoryItem) {
+        let key = (item.namespace.clone(), item.id.clone());
+        match self.at.get(&key) {
+            Some(&at) => self.items[at] = item,
+            None => {
+                self.at.insert(key, self.items.len());
+                self.items.push(item);
+            }
+        }
+    }
+}
+
+impl Memory {
+    /// Remembers many memories with one store write: every request is checked before
+    /// anything is stored, each is reconciled with the stored memories as
+    /// [`remember_with`](Self::remember_with) reconciles one, and all the writes go to the
+    /// store in one [`save_many`](memory_core::MemoryStore::save_many) (one transaction on
+    /// SQLite and PostgreSQL, so the batch is stored wholly or not at all, with one commit
+    /// and one sync). Returns what happened to each request, in order.
+    ///
+    /// Reconciliation within the batch: a request is compared with the memories stored
+    /// before the call (duplicates, conflicts and fact keys, as one `remember` does), and
+    /// with the earlier requests of the batch only for duplicates of the same text (the same
+    /// analysed terms in one namespace, confirmed as `remember` confirms a duplicate): it
+    /// then merges into the earlier one. Near-duplicates and conflicts between requests of
+    /// one batch are not looked for, and two requests stating the same fact key in one
+    /// namespace are refused (remember the versions of one fact in order, one call each, so
+    /// each supersedes the one before). When two requests change the same stored memory,
+    /// merges into it add up; otherwise the later change is the one written.
+    ///
+    /// With an eviction policy, each request counts as one write to its namespace, and the
+    /// passes the writes ask for run after the batch is stored.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].text`) for
+    /// the first invalid request, or `requests[j].fact_key` for a fact key an earlier
+    /// request of the batch states in the same namespace;
+    /// [`MemoryError::AlreadyExists`] or [`MemoryError::Conflict`] when the
+    /// [`FactsConfig`](crate::FactsConfig) rejects a duplicate or conflict; store errors.
+    /// Nothing is stored when it fails.
+    pub async fn remember_many(&self, requests: Vec<Remember>) -> Result<Vec<Remembered>> {
+        let span = tracing::debug_span!("remember_many", count = requests.len());
+        self.remember_batch(requests).instrument(span).await
+    }
+
+    async fn remember_batch(&self, requests: Vec<Remember>) -> Result<Vec<Remembered>> {
+        let now = self.clock.now();
+        let mut items = Vec::with_capacity(requests.len());
+        let mut keys: HashMap<(Namespace, String), usize> = HashMap::new();
+        for (index, request) in requests.into_iter().enumerate() {
+            let item = self
+                .batch_item(request, now)
+                .map_err(|error| at_index(index, error))?;
+            if let Some(key) = &item.fact_key
+                && let Some(earlier) = keys.insert((item.namespace.clone(), key.clone()), index)
+            {
+                return Err(MemoryError::invalid(
+                    &format!("requests[{index}].fact_key"),
+                    format!(
+                        "requests[{earlier}] states fact {key} in {} too; remember the versions \
+                         of one fact in separate calls",
+                        item.namespace
+                    ),
+                ));
+            }
+            items.push(item);
+        }
+        if let Some(embedder) = self.retriever.embedder() {
+            let mut embedded = Vec::with_capacity(items.len());
+            for (index, mut item) in items.into_iter().enumerate() {
+                if item.embedding.is_none() {
+                    let vector = crate::embedding::embed_checked(&**embedder, &item.content)
+                        .await
+                        .map_err(|error| at_index(index, error))?;
+                    item = item
+                        .with_embedding(vector)
+                        .map_err(|error| at_index(index, error))?;
+                }
+                embedded.push(item);
+            }
+            items = embedded;
+        }
+
+        let namespaces: Vec<Namespace> = items.iter().map(|item| item.namespace.clone()).collect();
+        let mut writes = Writes::default();
+        let mut remembered = Vec::with_capacity(items.len());
+        // Per duplicate key, the requests of the batch stored as new memories.
+        let mut added: HashMap<(Namespace, Vec<String>), Vec<usize>> = HashMap::new();
+        let merge_in_batch = self.facts.duplicates != DuplicatePolicy::KeepBoth;
+        for (index, item) in items.into_iter().enumerate() {
+            if merge_in_batch && item.kind != MemoryKind::ShortTerm {
+                let key = duplicate_key(&item);
+                let earlier = added.get(&key).and_then(|earlier| {
+                    let mut prepared = Prepared::of(&item);
+                    earlier.iter().copied().find(|&at| {
+                        let old: &MemoryItem = &writes.items[at];
+                        prepared.duplicates(&item, old, &self.facts)
+                            && (old.fact_key.is_none()
+                                || item.fact_key.is_none()
+                                || old.fact_key == item.fact_key)
+                    })
+                });
+                if let Some(at) = earlier {
+                    if self.facts.duplicates == DuplicatePolicy::Reject {
+                        return Err(MemoryError::AlreadyExists(format!(
+                            "requests[{index}] repeats the text of memory {} in {}",
+                            writes.items[at].id, item.namespace
+                        )));
+                    }
+                    merge_into(&mut writes.items[at], &item);
+                    let into = writes.items[at].id.clone();
+                    remembered.push(Remembered {
+                        id: into.clone(),
+                        outcome: Outcome::Merged { into },
+                        conflicts: Vec::new(),
+                    });
+                    continue;
+                }
+                let new = item.clone();
+                let plan = self.reconcile(item, now).await?;
+                self.apply_plan(plan, &new, &mut writes, &mut remembered);
+                if matches!(
+                    remembered.last().map(|r| &r.outcome),
+                    Some(Outcome::Added | Outcome::Superseded { .. } | Outcome::Outdated { .. })
+                ) && let Some(&at) = writes.at.get(&(new.namespace.clone(), new.id.clone()))
+                {
+                    added.entry(key).or_default().push(at);
+                }
+            } else {
+                let new = item.clone();
+                let plan = self.reconcile(item, now).await?;
+                self.apply_plan(plan, &new, &mut writes, &mut remembered);
+            }
+        }
+        if !writes.items.is_empty() {
+            self.store.save_many(writes.items).await?;
+        }
+        // The batch is committed: what follows never turns it into an error.
+        for namespace in &namespaces {
+            self.keep_within_capacity(namespace).await;
+        }
+        Ok(remembered)
+    }
+
+    /// Adds a request's plan to the batch's writes: a merge into a memory the batch already
+    /// changes is applied to that version.
+    fn apply_plan(
+        &self,
+        plan: super::facts::Plan,
+        new: &MemoryItem,
+        writes: &mut Writes,
+        remembered: &mut Vec<Remembered>,
+    ) {
+        if let Outcome::Merged { into } = &plan.remembered.outcome
+            && let Some(pending) = writes.get_mut(&new.namespace, into)
+        {
+            merge_into(pending, new);
+        } else {
+            for write in plan.writes {
+                writes.put(write);
+            }
+        }
+        remembered.push(plan.remembered);
+    }
+
+    /// The memory a request asks for, checked as [`remember_with`](Self::remember_with)
+    /// checks it (without its embedding).
+    fn batch_item(&self, mut request: Remember, now: DateTime<Utc>) -> Result<MemoryItem> {
+        let metadata = std::mem::take(&mut request.metadata);
+        if let Err(error) = memory_core::backend::validate_metadata(&metadata) {
+            memory_core::backend::drop_json(metadata);
+            return Err(error);
+        }
+        let mut item = MemoryItem::new(request.namespace, request.text)?
+            .with_kind(request.kind)
+            .with_importance(request.importance)?
+            .with_tags(request.tags)?
+            .with_metadata(metadata)?
+            .with_created_at(request.created_at.unwrap_or(now));
+        if let Some(id) = request.id {
+            item = item.with_id(id)?;
+        }
+        if let Some(source) = request.source {
+            item = item.with_source(source);
+        }
+        if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
+            item = item.with_context(context);
+        }
+        if request.pinned {
+            item = item.with_pinned(true);
+        }
+        if let Some(key) = &request.fact_key {
+            item = item.with_fact_key(key)?;
+        }
+        if request.valid_from.is_some() || request.valid_until.is_some() {
+            item = item.with_validity(request.valid_from, request.valid_until)?;
+        }
+        if let Some(credibility) = request.credibility {
+            item = item.with_credibility(credibility)?;
+        }
+        Ok(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+    use memory_core::{MemoryError, MemoryFilter, MemoryStore, Namespace, TimeView};
+
+    use super::*;
+
+    fn user() -> Namespace {
+        Namespace::parse("user-1").unwrap()
+    }
+
+    async fn count(memory: &Memory) -> usize {
+        memory.store().count(&user().subtree()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_stored_in_order_with_an_outcome_each() {
+        let memory = Memory::in_memory();
+        let texts = [
+            "The user owns a red bicycle",
+            "The user plays the cello",
+            "Lunch was pasta",
+        ];
+        let done = memory
+            .remember_many(
+                texts
+                    .iter()
+                    .enumerate()
+                    .map(|(at, text)| Remember::new(user(), *text).id(format!("m{at}")))
+                    .collect(),
+            )
+            .await
+            .unwrap();
+        let ids: Vec<&str> = done.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["m0", "m1", "m2"]);
+        assert!(done.iter().all(|r| r.outcome == Outcome::Added));
+        let stored = memory.store().get(&user(), "m1").await.unwrap().unwrap();
+        assert_eq!(stored.content, texts[1]);
+        assert!(memory.remember_many(Vec::new()).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_invalid_request_fails_the_batch_naming_it_and_stores_nothing() {
+        let memory = Memory::in_memory();
+        let requests = vec![
+            Remember::new(user(), "fine"),
+            Remember::new(user(), "also fine"),
+            Remember::new(user(), "   "),
+        ];
+        let error = memory.remember_many(requests).await.unwrap_err();
+        assert_eq!(error.field(), Some("requests[2].content"), "{error}");
+        let bad_importance = vec![
+            Remember::new(user(), "fine"),
+            Remember::new(user(), "fine too").importance(7.0),
+        ];
+        let error = memory.remember_many(bad_importance).await.unwrap_err();
+        assert_eq!(error.field(), Some("requests[1].importance"), "{error}");
+        assert_eq!(count(&memory).await, 0);
+    }
+
+    #[tokio::test]
+    async fn repeated_text_merges_into_the_earlier_request_or_the_stored_memory() {
+        let memory = Memory::in_memory();
+        memory
+            .remember_with(Remember::new(user(), "The user's cat is called Miso").id("stored"))
+            .await
+            .unwrap();
+        let done = memory
+            .remember_many(vec![
+                Remember::new(user(), "The user drinks green tea every morning").id("tea"),
+                Remember::new(user(), "the user drinks green tea every morning").id("again"),
+                Remember::new(user(), "The user's cat is called Miso").id("cat-1"),
+                Remember::new(user(), "The user's cat is called Miso!").id("cat-2"),
+            ])
+            .await
+            .unwrap();
+        let into = |at: usize| match &done[at].outcome {
+            Outcome::Merged { into } => into.clone(),
+            other => panic!("request {at}: {other:?}"),
+        };
+        assert_eq!(done[0].outcome, Outcome::Added);
+        assert_eq!(into(1), "tea");
+        assert_eq!(into(2), "stored");
+        assert_eq!(into(3), "stored");
+        assert_eq!(count(&memory).await, 2);
+        // Both merges into the stored memory count.
+        let stored = memory
+            .store()
+            .get(&user(), "stored")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.access_count, 2);
+        let tea = memory.store().get(&user(), "tea").await.unwrap().unwrap();
+        assert_eq!(tea.access_count, 1);
+    }
+
+    #[tokio::test]
+    async fn fact_keys_supersede_stored_versions_and_may_not_repeat_in_a_batch() {
+        let memory = Memory::in_memory();
+        let t0 = Utc::now() - Duration::days(2);
+        memory
+            .remember_with(
+                Remember::new(user(), "The user lives in Paris")
+                    .id("paris")
+                    .fact_key("user.city")
+                    .created_at(t0),
+            )
+            .await
+            .unwrap();
+        let repeated = memory
+            .remember_many(vec![
+                Remember::new(user(), "The user lives in Lisbon").fact_key("user.city"),
+                Remember::new(user(), "Unrelated note"),
+                Remember::new(user(), "The user lives in Porto").fact_key("User.City"),
+            ])
+            .await
+            .unwrap_err();
+        assert_eq!(repeated.field(), Some("requests[2].fact_key"), "{repeated}");
+        assert!(matches!(repeated, MemoryError::InvalidInput { .. }));
+        assert_eq!(count(&memory).await, 1);
+
+        let done = memory
+            .remember_many(vec![
+                Remember::new(user(), "The user lives in Lisbon")
+                    .id("lisbon")
+                    .fact_key("user.city")
+                    .created_at(t0 + Duration::days(1)),
+                Remember::new(user(), "The user lives in Lisbon with a dog")
+                    .fact_key("user.pet")
+                    .created_at(t0 + Duration::days(1)),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(
+            done[0].outcome,
+            Outcome::Superseded {
+                old: vec!["paris".to_owned()]
+            }
+        );
+        let current = memory
+            .store()
+            .list(
+                &MemoryFilter::new(user().exact())
+                    .with_fact_key("user.city")
+                    .unwrap()
+                    .with_view(TimeView::Current(Utc::now())),
+            )
+            .await
+            .unwrap();
+        let ids: Vec<&str> = current.iter().map(|item| item.id.as_str()).collect();
+        assert_eq!(ids, ["lisbon"]);
+    }
+}
