@@ -149,8 +149,9 @@ impl PreparedKeyword {
     }
 }
 
-/// The entities of one index key, by slot.
-type Posting = BTreeSet<Slot>;
+/// The entities of one index key, as `(id key, slot)`: in id order but for ids that share
+/// their first eight bytes, and read without touching the entities.
+type Posting = BTreeSet<(u64, Slot)>;
 
 /// The graph of one namespace with its indexes.
 ///
@@ -186,13 +187,13 @@ fn not_found(id: &str, namespace: &Namespace) -> MemoryError {
     MemoryError::not_found("entity", namespace, id)
 }
 
-fn index_insert<K: Ord>(index: &mut BTreeMap<K, Posting>, key: K, slot: Slot) {
-    index.entry(key).or_default().insert(slot);
+fn index_insert<K: Ord>(index: &mut BTreeMap<K, Posting>, key: K, entry: (u64, Slot)) {
+    index.entry(key).or_default().insert(entry);
 }
 
-fn index_remove(index: &mut BTreeMap<String, Posting>, key: &str, slot: Slot) {
+fn index_remove(index: &mut BTreeMap<String, Posting>, key: &str, entry: (u64, Slot)) {
     if let Some(set) = index.get_mut(key) {
-        set.remove(&slot);
+        set.remove(&entry);
         if set.is_empty() {
             index.remove(key);
         }
@@ -287,26 +288,28 @@ impl NamespaceGraph {
     }
 
     fn index_keys(&mut self, slot: Slot, keys: IndexKeys) {
-        index_insert(&mut self.names, keys.name, slot);
+        let entry = (self.node(slot).map_or(0, |node| node.key), slot);
+        index_insert(&mut self.names, keys.name, entry);
         self.entity_types
             .entry(keys.entity_type)
             .or_default()
-            .insert(slot);
+            .insert(entry);
         for tag in keys.tags {
-            index_insert(&mut self.tags, tag, slot);
+            index_insert(&mut self.tags, tag, entry);
         }
     }
 
-    fn unindex_keys(&mut self, slot: Slot, keys: &IndexKeys) {
-        index_remove(&mut self.names, &keys.name, slot);
+    fn unindex_keys(&mut self, slot: Slot, key: u64, keys: &IndexKeys) {
+        let entry = (key, slot);
+        index_remove(&mut self.names, &keys.name, entry);
         if let Some(set) = self.entity_types.get_mut(&keys.entity_type) {
-            set.remove(&slot);
+            set.remove(&entry);
             if set.is_empty() {
                 self.entity_types.remove(&keys.entity_type);
             }
         }
         for tag in &keys.tags {
-            index_remove(&mut self.tags, tag, slot);
+            index_remove(&mut self.tags, tag, entry);
         }
     }
 
@@ -363,8 +366,9 @@ impl NamespaceGraph {
         entity.access_count = node.entity.access_count;
         entity.last_accessed = node.entity.last_accessed;
         let new_keys = IndexKeys::of(&entity);
+        let key = node.key;
         let old = std::mem::replace(&mut node.entity, Arc::new(entity));
-        self.unindex_keys(slot, &IndexKeys::of(&old));
+        self.unindex_keys(slot, key, &IndexKeys::of(&old));
         self.index_keys(slot, new_keys);
         Ok(())
     }
@@ -391,12 +395,13 @@ impl NamespaceGraph {
         let Some(node) = self.node_mut(slot) else {
             return Err(not_found(id, &namespace));
         };
+        let entry = (node.key, slot);
         let old = std::mem::replace(&mut Arc::make_mut(&mut node.entity).tags, tags.clone());
         for tag in &old {
-            index_remove(&mut self.tags, tag.as_str(), slot);
+            index_remove(&mut self.tags, tag.as_str(), entry);
         }
         for tag in &tags {
-            index_insert(&mut self.tags, tag.as_str().to_owned(), slot);
+            index_insert(&mut self.tags, tag.as_str().to_owned(), entry);
         }
         Ok(())
     }
@@ -422,7 +427,7 @@ impl NamespaceGraph {
             }
         }
         self.free_nodes.push(slot);
-        self.unindex_keys(slot, &IndexKeys::of(&node.entity));
+        self.unindex_keys(slot, node.key, &IndexKeys::of(&node.entity));
         true
     }
 
@@ -698,13 +703,7 @@ impl NamespaceGraph {
     /// Adds the slots of the entities matching any keyword to `out`, unordered and possibly
     /// repeated, each with its [`id_key`].
     fn matching_slots(&self, keywords: &[PreparedKeyword], out: &mut Vec<(u64, Slot)>) {
-        let mut add = |posting: &Posting| {
-            out.extend(
-                posting
-                    .iter()
-                    .filter_map(|&slot| self.node(slot).map(|node| (node.key, slot))),
-            );
-        };
+        let mut add = |posting: &Posting| out.extend(posting.iter().copied());
         for keyword in keywords {
             for (name, posting) in self
                 .names
@@ -730,12 +729,18 @@ impl NamespaceGraph {
     pub(crate) fn matching(&self, keywords: &[PreparedKeyword]) -> Vec<Arc<GraphEntity>> {
         let mut found = Vec::new();
         self.matching_slots(keywords, &mut found);
-        found.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| self.cmp_ids(a.1, b.1))
-                .then(a.1.cmp(&b.1))
-        });
-        found.dedup_by_key(|(_, slot)| *slot);
+        found.sort_unstable();
+        found.dedup();
+        // Ids that share their first eight bytes: order each such run by the whole id.
+        let mut start = 0;
+        while start < found.len() {
+            let key = found[start].0;
+            let end = start + found[start..].partition_point(|(other, _)| *other == key);
+            if end - start > 1 {
+                found[start..end].sort_unstable_by(|a, b| self.cmp_ids(a.1, b.1));
+            }
+            start = end;
+        }
         found
             .into_iter()
             .filter_map(|(_, slot)| self.node(slot).map(|node| Arc::clone(&node.entity)))
@@ -823,7 +828,8 @@ impl NamespaceGraph {
             if self.ids.get(id) != Some(&slot) || node.entity.id != id || node.key != id_key(id) {
                 return Err(format!("id index wrong for {id}"));
             }
-            let in_index = |set: Option<&Posting>| set.is_some_and(|s| s.contains(&slot));
+            let in_index =
+                |set: Option<&Posting>| set.is_some_and(|s| s.contains(&(node.key, slot)));
             if !in_index(self.names.get(&node.entity.name.to_lowercase())) {
                 return Err(format!("name index misses {id}"));
             }

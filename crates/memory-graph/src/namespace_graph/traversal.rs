@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memory_core::backend::distance_score;
 use memory_core::{
-    GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result, ScoredEntity,
+    GraphEntity, GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MultiHopResult, Result,
+    ScoredEntity,
 };
 
 use super::{CLOSES, HalfEdge, NO_SLOT, NamespaceGraph, Slot, not_found};
@@ -103,39 +103,66 @@ impl NamespaceGraph {
             }
             level = next_start..reached.len();
         }
-        // Paths in discovery order: a parent's path is built before its children's.
-        let mut paths: Vec<Vec<Arc<GraphRelation>>> = Vec::with_capacity(reached.len());
-        paths.push(Vec::new());
-        let mut keyed = Vec::with_capacity(reached.len().saturating_sub(1));
-        for (index, entry) in reached.iter().enumerate().skip(1) {
-            let parent_path = paths
-                .get(entry.parent as usize)
-                .map_or(&[][..], Vec::as_slice);
-            let mut path = Vec::with_capacity(parent_path.len() + 1);
-            path.extend(parent_path.iter().cloned());
-            path.extend(self.shared_relation(entry.edge));
-            let hops = hops_of[index];
-            let score = distance_score(hops as usize, &path);
-            let key = self.node(entry.slot).map_or(0, |node| node.key);
-            keyed.push((hops, score, key, index));
-            paths.push(path);
+        // Tight passes over the reached entities, each reading one slot per entity, so the
+        // loads of different entities overlap: the shared entities with their id keys, then
+        // the shared relations that reached them, then the products of the path weights.
+        let found = &reached[1..];
+        let mut entities: Vec<Option<(Arc<GraphEntity>, u64)>> = found
+            .iter()
+            .map(|entry| {
+                self.node(entry.slot)
+                    .map(|node| (Arc::clone(&node.entity), node.key))
+            })
+            .collect();
+        let relations: Vec<Option<Arc<GraphRelation>>> = found
+            .iter()
+            .map(|entry| self.shared_relation(entry.edge))
+            .collect();
+        // `distance_score` multiplies the weights in path order starting from 1: the
+        // product of a parent's path times the last weight is the same float.
+        let mut products = vec![1.0f32; reached.len()];
+        for (index, entry) in found.iter().enumerate() {
+            let weight = relations[index].as_ref().map_or(1.0, |r| r.weight);
+            products[index + 1] = products[entry.parent as usize] * weight;
+        }
+        let mut keyed: Vec<(u32, f32, u64, u32)> = Vec::with_capacity(found.len());
+        for (index, entity) in entities.iter().enumerate() {
+            let Some((_, key)) = entity else {
+                continue;
+            };
+            let hops = hops_of[index + 1];
+            let score = (products[index + 1] / (1.0 + hops as f32)).clamp(0.0, 1.0);
+            keyed.push((hops, score, *key, u32::try_from(index).unwrap_or(u32::MAX)));
         }
         // The order of `sort_scored`: hops, score descending, id.
         keyed.sort_unstable_by(|a, b| {
             a.0.cmp(&b.0)
                 .then(b.1.total_cmp(&a.1))
                 .then(a.2.cmp(&b.2))
-                .then_with(|| self.cmp_ids(reached[a.3].slot, reached[b.3].slot))
+                .then_with(|| self.cmp_ids(found[a.3 as usize].slot, found[b.3 as usize].slot))
         });
         let mut out = Vec::with_capacity(keyed.len());
         for (hops, score, _, index) in keyed {
-            let Some(node) = self.node(reached[index].slot) else {
+            let index = index as usize;
+            let Some((entity, _)) = entities[index].take() else {
                 continue;
             };
+            // The path, from the reached entity back to the start, then reversed.
+            let mut path = Vec::with_capacity(hops as usize);
+            let mut cursor = index;
+            loop {
+                path.extend(relations[cursor].iter().cloned());
+                let parent = found[cursor].parent as usize;
+                if parent == 0 {
+                    break;
+                }
+                cursor = parent - 1;
+            }
+            path.reverse();
             out.push(ScoredEntity {
-                entity: Arc::clone(&node.entity),
+                entity,
                 hops: hops as usize,
-                path: std::mem::take(&mut paths[index]),
+                path,
                 score,
             });
         }
