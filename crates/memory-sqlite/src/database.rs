@@ -15,9 +15,21 @@ use crate::schema;
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
 ///
-/// With the WAL journal both levels survive a crash of the process at any moment: a
-/// transaction is either wholly there after reopening or not at all. They differ on power
-/// loss or an operating-system crash.
+/// The database runs in WAL mode: a commit appends to the write-ahead log, and checkpoints
+/// copy the log into the database file. What each level risks:
+///
+/// | level | a crash of the process | power loss or an OS crash |
+/// |---|---|---|
+/// | [`Full`](Self::Full) (default) | nothing | nothing: a commit that returned is on disk |
+/// | [`Normal`](Self::Normal) | nothing | the last commits before the loss may be missing; the file stays consistent |
+/// | [`Off`](Self::Off) | nothing | the last commits may be missing, and the file may be corrupted |
+///
+/// `Full` syncs the log at every commit, so each single write pays one sync (milliseconds
+/// on many disks); a batch ([`MemoryStore::save_many`](memory_core::MemoryStore::save_many),
+/// `Memory::remember_many`) is one transaction and pays it once. `Normal` syncs only at
+/// checkpoints, which suits a cache or data that can be imported again. `Off` never syncs:
+/// only for a throwaway file, or a bulk load into a new file that is checked
+/// ([`check_integrity`](crate::SqliteBackend::check_integrity)) or redone after a crash.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Synchronous {
@@ -29,6 +41,10 @@ pub enum Synchronous {
     /// transactions; after power loss the most recent commits may be missing (the database
     /// is never corrupted).
     Normal,
+    /// `OFF`: nothing is ever synced. A crash of the process loses nothing that was
+    /// committed, but after power loss or an operating-system crash recent commits may be
+    /// missing and the database file may be corrupted.
+    Off,
 }
 
 impl Synchronous {
@@ -36,6 +52,7 @@ impl Synchronous {
         match self {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
+            Synchronous::Off => "OFF",
         }
     }
 }
@@ -329,7 +346,8 @@ mod tests {
     }
 
     /// The durability the docs promise: a file opened with default options commits with
-    /// `synchronous = FULL` (2) in WAL mode; `Synchronous::Normal` is 1 when asked for.
+    /// `synchronous = FULL` (2) in WAL mode; `Synchronous::Normal` is 1 and
+    /// `Synchronous::Off` 0 when asked for.
     #[tokio::test]
     async fn files_sync_fully_by_default() {
         let dir = std::env::temp_dir().join(format!("agent-memory-sync-{}", memory_core::new_id()));
@@ -356,6 +374,12 @@ mod tests {
         )
         .expect("opened");
         assert_eq!(read(normal).await.0, 1);
+        let off = Database::open(
+            &dir.join("off.db"),
+            &SqliteOptions::default().with_synchronous(Synchronous::Off),
+        )
+        .expect("opened");
+        assert_eq!(read(off).await.0, 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -26,7 +26,8 @@
 //! one row (a save with its index entries, `save_many`, `clear`, removing an entity with its
 //! relations) is one `BEGIN IMMEDIATE` transaction, so a crash at any moment leaves each
 //! change wholly applied or not at all. With the default [`Synchronous::Full`] a write that
-//! returned is on disk. A test kills a writing child process with SIGKILL at random moments
+//! returned is on disk; [`Synchronous`] says what `Normal` and `Off` risk for their speed. A
+//! batch (`save_many`, `Memory::remember_many`) is one transaction, so it pays one sync. A test kills a writing child process with SIGKILL at random moments
 //! and checks every acknowledged write afterwards.
 //!
 //! The schema is versioned in `PRAGMA user_version` and upgraded on open by migrations that
