@@ -514,7 +514,13 @@ async fn a_version_3_database_reads_back_unchanged_and_takes_facts() {
             .collect::<Vec<_>>(),
         ["miso", "sofa"]
     );
-    assert_eq!(reached[1].path, [owns.clone(), sleeps.clone()]);
+    assert_eq!(
+        reached[1].path,
+        [
+            std::sync::Arc::new(owns.clone()),
+            std::sync::Arc::new(sleeps.clone())
+        ]
+    );
 
     // Fact fields are written and read back on the migrated schema: a new fact through save,
     // an old memory given a key through update (its recall statistics kept).
