@@ -11,7 +11,9 @@
 //! never sorts. Adding a relation inserts into two sorted arrays (`O(degree)` moves).
 //!
 //! A relation is a slot of `edges`; its public form (`Arc<GraphRelation>`) is built the
-//! first time a traversal puts it in a path and shared by every later result.
+//! first time a traversal puts it in a path, kept on the half-edge the traversal crossed,
+//! and shared by every later result crossing it that way (so at most two copies of a
+//! relation, one per direction, are ever built).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -64,17 +66,30 @@ impl Node {
     }
 }
 
-/// One end's view of a relation: the entity at the other end, the relation's slot, and its
-/// interned type (with [`CLOSES`] set when it has a `valid_until`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One end's view of a relation: the entity at the other end, the relation's slot, its
+/// interned type (with [`CLOSES`] set when it has a `valid_until`), and the relation's
+/// public form once a traversal has put it in a path through this end. The cache lives
+/// here rather than in the relation's slot: a traversal reads the half-edge anyway when it
+/// expands an entity, so handing out the relation costs no extra memory access.
+#[derive(Debug)]
 struct HalfEdge {
     other: Slot,
     edge: Slot,
     kind: u32,
+    shared: OnceLock<Arc<GraphRelation>>,
 }
 
 impl HalfEdge {
-    fn relation_type(self) -> u32 {
+    fn new(other: Slot, edge: Slot, kind: u32) -> Self {
+        Self {
+            other,
+            edge,
+            kind,
+            shared: OnceLock::new(),
+        }
+    }
+
+    fn relation_type(&self) -> u32 {
         self.kind & !CLOSES
     }
 }
@@ -88,8 +103,6 @@ struct Edge {
     weight: f32,
     valid_from: Option<DateTime<Utc>>,
     valid_until: Option<DateTime<Utc>>,
-    /// The public form, built by the first traversal that needs it.
-    shared: OnceLock<Arc<GraphRelation>>,
 }
 
 impl Edge {
@@ -168,8 +181,9 @@ pub(crate) struct NamespaceGraph {
     free_edges: Vec<Slot>,
     edge_count: usize,
     ids: HashMap<Arc<str>, Slot>,
-    /// Lowercased name -> entities, sorted so a name prefix is a range scan.
-    names: BTreeMap<String, Posting>,
+    /// `(lowercased name, id key, slot)` of every entity: a name prefix is one range scan
+    /// of one tree (most names are unique, so a set per name would cost a tree per entity).
+    names: BTreeSet<(String, u64, Slot)>,
     /// Lowercased entity type -> entities.
     entity_types: HashMap<String, Posting>,
     /// Tag -> entities, sorted so a tag prefix is a range scan.
@@ -220,7 +234,7 @@ impl NamespaceGraph {
             free_edges: Vec::new(),
             edge_count: 0,
             ids: HashMap::new(),
-            names: BTreeMap::new(),
+            names: BTreeSet::new(),
             entity_types: HashMap::new(),
             tags: BTreeMap::new(),
             relation_types: Vec::new(),
@@ -269,7 +283,7 @@ impl NamespaceGraph {
 
     /// The traversal order of two half-edges of one direction: relation type, then the
     /// other endpoint's id.
-    fn cmp_half_edges(&self, a: HalfEdge, b: HalfEdge) -> Ordering {
+    fn cmp_half_edges(&self, a: &HalfEdge, b: &HalfEdge) -> Ordering {
         let (type_a, type_b) = (a.relation_type(), b.relation_type());
         let by_type = if type_a == type_b {
             Ordering::Equal
@@ -289,7 +303,7 @@ impl NamespaceGraph {
 
     fn index_keys(&mut self, slot: Slot, keys: IndexKeys) {
         let entry = (self.node(slot).map_or(0, |node| node.key), slot);
-        index_insert(&mut self.names, keys.name, entry);
+        self.names.insert((keys.name, entry.0, entry.1));
         self.entity_types
             .entry(keys.entity_type)
             .or_default()
@@ -301,7 +315,7 @@ impl NamespaceGraph {
 
     fn unindex_keys(&mut self, slot: Slot, key: u64, keys: &IndexKeys) {
         let entry = (key, slot);
-        index_remove(&mut self.names, &keys.name, entry);
+        self.names.remove(&(keys.name.clone(), entry.0, entry.1));
         if let Some(set) = self.entity_types.get_mut(&keys.entity_type) {
             set.remove(&entry);
             if set.is_empty() {
@@ -493,13 +507,9 @@ impl NamespaceGraph {
     fn find_edge(&self, source: Slot, target: Slot, relation_type: &str) -> Option<Slot> {
         let relation_type = *self.relation_type_ids.get(relation_type)?;
         let outgoing = self.node(source)?.outgoing();
-        let probe = HalfEdge {
-            other: target,
-            edge: 0,
-            kind: relation_type,
-        };
+        let probe = HalfEdge::new(target, 0, relation_type);
         let start =
-            outgoing.partition_point(|half| self.cmp_half_edges(*half, probe) == Ordering::Less);
+            outgoing.partition_point(|half| self.cmp_half_edges(half, &probe) == Ordering::Less);
         outgoing[start..]
             .iter()
             .take_while(|half| half.other == target && half.relation_type() == relation_type)
@@ -519,7 +529,7 @@ impl NamespaceGraph {
         };
         let position = range.start
             + node.adjacency[range]
-                .partition_point(|other| self.cmp_half_edges(*other, half) == Ordering::Less);
+                .partition_point(|other| self.cmp_half_edges(other, &half) == Ordering::Less);
         if let Some(node) = self.node_mut(slot) {
             node.adjacency.insert(position, half);
             if outgoing {
@@ -548,12 +558,12 @@ impl NamespaceGraph {
             edge.weight = relation.weight;
             edge.valid_from = relation.valid_from;
             edge.valid_until = relation.valid_until;
-            edge.shared = OnceLock::new();
             let kind = edge.relation_type | closes;
             let mut retag = |node: Slot| {
                 if let Some(node) = self.node_mut(node) {
                     for half in node.adjacency.iter_mut().filter(|half| half.edge == slot) {
                         half.kind = kind;
+                        half.shared = OnceLock::new();
                     }
                 }
             };
@@ -584,7 +594,6 @@ impl NamespaceGraph {
             weight: relation.weight,
             valid_from: relation.valid_from,
             valid_until: relation.valid_until,
-            shared: OnceLock::new(),
         };
         if slot as usize == self.edges.len() {
             self.edges.push(Some(edge));
@@ -593,25 +602,9 @@ impl NamespaceGraph {
         }
         self.edge_count += 1;
         let kind = relation_type | closes;
-        self.attach(
-            source,
-            HalfEdge {
-                other: target,
-                edge: slot,
-                kind,
-            },
-            true,
-        );
+        self.attach(source, HalfEdge::new(target, slot, kind), true);
         if source != target {
-            self.attach(
-                target,
-                HalfEdge {
-                    other: source,
-                    edge: slot,
-                    kind,
-                },
-                false,
-            );
+            self.attach(target, HalfEdge::new(source, slot, kind), false);
         }
         Ok(())
     }
@@ -655,14 +648,14 @@ impl NamespaceGraph {
         })
     }
 
-    /// The public form of an edge, shared: built once, then handed out by reference count.
-    fn shared_relation(&self, slot: Slot) -> Option<Arc<GraphRelation>> {
-        let edge = self.edge(slot)?;
-        if let Some(shared) = edge.shared.get() {
+    /// The public form of the relation of `half`, shared: built once per half-edge, then
+    /// handed out by reference count.
+    fn shared_relation(&self, half: &HalfEdge) -> Option<Arc<GraphRelation>> {
+        if let Some(shared) = half.shared.get() {
             return Some(Arc::clone(shared));
         }
-        let built = Arc::new(self.relation(slot)?);
-        Some(Arc::clone(edge.shared.get_or_init(|| built)))
+        let built = Arc::new(self.relation(half.edge)?);
+        Some(Arc::clone(half.shared.get_or_init(|| built)))
     }
 
     fn relations(&self, edges: impl IntoIterator<Item = Slot>) -> Vec<GraphRelation> {
@@ -703,24 +696,21 @@ impl NamespaceGraph {
     /// Adds the slots of the entities matching any keyword to `out`, unordered and possibly
     /// repeated, each with its [`id_key`].
     fn matching_slots(&self, keywords: &[PreparedKeyword], out: &mut Vec<(u64, Slot)>) {
-        let mut add = |posting: &Posting| out.extend(posting.iter().copied());
         for keyword in keywords {
-            for (name, posting) in self
-                .names
-                .range::<str, _>((Bound::Included(keyword.lower.as_str()), Bound::Unbounded))
-            {
+            let from = (keyword.lower.clone(), 0, 0);
+            for (name, key, slot) in self.names.range(from..) {
                 if !name.starts_with(&keyword.lower) {
                     break;
                 }
-                add(posting);
+                out.push((*key, *slot));
             }
             if let Some(posting) = self.entity_types.get(&keyword.lower) {
-                add(posting);
+                out.extend(posting.iter().copied());
             }
             if let Some(tag) = &keyword.tag
                 && let Some(posting) = self.tags.get(tag.as_str())
             {
-                add(posting);
+                out.extend(posting.iter().copied());
             }
         }
     }
@@ -830,7 +820,10 @@ impl NamespaceGraph {
             }
             let in_index =
                 |set: Option<&Posting>| set.is_some_and(|s| s.contains(&(node.key, slot)));
-            if !in_index(self.names.get(&node.entity.name.to_lowercase())) {
+            if !self
+                .names
+                .contains(&(node.entity.name.to_lowercase(), node.key, slot))
+            {
                 return Err(format!("name index misses {id}"));
             }
             if !in_index(
@@ -850,7 +843,7 @@ impl NamespaceGraph {
             for (group, outgoing) in [(node.outgoing(), true), (node.incoming(), false)] {
                 if group
                     .windows(2)
-                    .any(|pair| self.cmp_half_edges(pair[0], pair[1]) != Ordering::Less)
+                    .any(|pair| self.cmp_half_edges(&pair[0], &pair[1]) != Ordering::Less)
                 {
                     return Err(format!("half-edges of {id} out of order"));
                 }
@@ -901,7 +894,7 @@ impl NamespaceGraph {
             }
             Some(total)
         };
-        if count(&mut self.names.values()) != Some(names)
+        if self.names.len() != names
             || count(&mut self.entity_types.values()) != Some(types)
             || count(&mut self.tags.values()) != Some(tags)
         {

@@ -16,7 +16,7 @@ use memory_core::{
     ScoredEntity,
 };
 
-use super::{CLOSES, HalfEdge, NO_SLOT, NamespaceGraph, Slot, not_found};
+use super::{CLOSES, HalfEdge, NamespaceGraph, Slot, not_found};
 
 /// A set of slots, one bit each.
 struct SlotSet(Vec<u64>);
@@ -40,18 +40,18 @@ impl SlotSet {
 }
 
 /// An entity reached by a breadth-first search: its slot, the index (in the search's list)
-/// of the entity it was reached from, and the relation it was reached by.
+/// of the entity it was reached from, and the half-edge (of that entity) it was reached by.
 #[derive(Clone, Copy)]
-struct Reached {
+struct Reached<'graph> {
     slot: Slot,
     parent: u32,
-    edge: Slot,
+    via: Option<&'graph HalfEdge>,
 }
 
 impl NamespaceGraph {
     /// Whether a traversal at `now` follows `half` (see [`Edge::is_current_at`]); only a
     /// relation with a `valid_until` is looked up.
-    fn follows(&self, half: HalfEdge, now: DateTime<Utc>) -> bool {
+    fn follows(&self, half: &HalfEdge, now: DateTime<Utc>) -> bool {
         half.kind & CLOSES == 0 || self.edge(half.edge).is_some_and(|e| e.is_current_at(now))
     }
 
@@ -74,7 +74,7 @@ impl NamespaceGraph {
         let mut reached = vec![Reached {
             slot: start,
             parent: u32::MAX,
-            edge: NO_SLOT,
+            via: None,
         }];
         let mut hops_of = vec![0u32];
         let mut level = 0..1;
@@ -82,7 +82,7 @@ impl NamespaceGraph {
             let next_start = reached.len();
             for parent in level.clone() {
                 let current = reached[parent].slot;
-                for &half in self.adjacency(current) {
+                for half in self.adjacency(current) {
                     if !self.follows(half, now) || !visited.insert(half.other) {
                         continue;
                     }
@@ -90,7 +90,7 @@ impl NamespaceGraph {
                     reached.push(Reached {
                         slot: half.other,
                         parent: u32::try_from(parent).unwrap_or(u32::MAX),
-                        edge: half.edge,
+                        via: Some(half),
                     });
                     hops_of.push(u32::try_from(hops).unwrap_or(u32::MAX));
                     if visited_count > MAX_TRAVERSAL_VISITED {
@@ -116,7 +116,7 @@ impl NamespaceGraph {
             .collect();
         let relations: Vec<Option<Arc<GraphRelation>>> = found
             .iter()
-            .map(|entry| self.shared_relation(entry.edge))
+            .map(|entry| entry.via.and_then(|half| self.shared_relation(half)))
             .collect();
         // `distance_score` multiplies the weights in path order starting from 1: the
         // product of a parent's path times the last weight is the same float.
@@ -201,7 +201,7 @@ impl NamespaceGraph {
                         && self.relation_types[half.relation_type() as usize].as_ref()
                             < relation_type.as_str()
                 });
-                for &half in outgoing[first..]
+                for half in outgoing[first..]
                     .iter()
                     .take_while(|half| half.relation_type() == wanted)
                 {
@@ -357,7 +357,7 @@ impl NamespaceGraph {
         for level in (0..meeting).rev() {
             let (nearer, layer) = layers.split_at_mut(level + 1);
             for &slot in &layer[0] {
-                for &half in self.adjacency(slot) {
+                for half in self.adjacency(slot) {
                     if forward.get(&half.other) == Some(&(level as u32))
                         && self.follows(half, now)
                         && !on_path.contains_key(&half.other)
@@ -372,7 +372,7 @@ impl NamespaceGraph {
         for level in meeting + 1..=distance {
             let (farther, layer) = layers.split_at_mut(level);
             for &slot in &farther[level - 1] {
-                for &half in self.adjacency(slot) {
+                for half in self.adjacency(slot) {
                     if backward.get(&half.other) == Some(&((distance - level) as u32))
                         && self.follows(half, now)
                         && !on_path.contains_key(&half.other)
@@ -389,7 +389,7 @@ impl NamespaceGraph {
         for level in 1..=distance {
             let mut next = Vec::new();
             for &current in &level_nodes {
-                for &half in self.adjacency(current) {
+                for half in self.adjacency(current) {
                     if on_path.get(&half.other) != Some(&(level as u32))
                         || parents.contains_key(&half.other)
                         || !self.follows(half, now)
@@ -440,7 +440,7 @@ impl Side {
         let mut next = Vec::new();
         let mut met = false;
         for &slot in &self.frontier {
-            for &half in graph.adjacency(slot) {
+            for half in graph.adjacency(slot) {
                 if self.distances.contains_key(&half.other) || !graph.follows(half, now) {
                     continue;
                 }

@@ -613,6 +613,12 @@ async fn dense_graphs_agree_with_the_default_after_changes() {
                         let closed = relation.with_validity(None, Some(past)).unwrap();
                         native.add_relation(closed).await.unwrap();
                     }
+                    2 => {
+                        // A new weight: paths handed out from now on carry it.
+                        let mut reweighted = relation;
+                        reweighted.weight = (1 + rng.below(10)) as f32 / 10.0;
+                        native.add_relation(reweighted).await.unwrap();
+                    }
                     _ => {}
                 }
             }
