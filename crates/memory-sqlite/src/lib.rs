@@ -65,8 +65,10 @@
 //!
 //! # Concurrency
 //!
-//! SQLite calls block; they run on tokio's blocking pool (inline when no tokio runtime is
-//! running), never on the async worker threads. The stores of one backend share one
+//! SQLite calls block; they run on tokio's blocking pool when called from a task, never on
+//! the async worker threads. Where no worker waits (no tokio runtime, or a thread blocked in
+//! a multi-threaded runtime's `block_on`, such as `main` under `#[tokio::main]`) they run
+//! inline, without the blocking pool's two thread switches. The stores of one backend share one
 //! connection behind a mutex, so their calls run one at a time. Several backends, or several
 //! processes, may open the same file: WAL lets readers proceed during a write, and a writer
 //! waits up to the busy timeout for another's transaction, then fails with
