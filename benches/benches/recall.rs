@@ -10,6 +10,8 @@
 //!   breakdowns and the batched recall feedback; what an agent calls.
 //! - `agent_memory_sqlite`: the same recall on our SQLite backend (a temporary file), up to
 //!   100k memories.
+//! - `agent_memory_sqlite_store`: `SqliteStore::search` on that file, top 10: the SQLite
+//!   backend's own search, beside FTS5's `bm25()` on the same corpus.
 //! - `tantivy`: an in-RAM index (`Index::create_in_ram`), one TEXT field, default tokenizer
 //!   and BM25, the query's tokens as a disjunction of term queries, `TopDocs` 10.
 //! - `sqlite_fts5`: rusqlite with the bundled SQLite, an in-memory database,
@@ -26,7 +28,7 @@ use std::time::Instant;
 
 use agent_memory::inmem::InMemoryStore;
 use agent_memory::retrieve::{Memory, RecallOptions, Remember};
-use agent_memory::sqlite::SqliteBackend;
+use agent_memory::sqlite::{SqliteBackend, SqliteStore};
 use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace, Scope, SearchQuery};
 use chrono::{DateTime, Duration, Utc};
 use criterion::{Criterion, Throughput, criterion_main};
@@ -163,6 +165,7 @@ impl Drop for TempDatabase {
 /// Fields drop in order: the connection closes before the file is removed.
 struct OursSqlite {
     memory: Memory,
+    store: SqliteStore,
     _file: TempDatabase,
 }
 
@@ -203,6 +206,7 @@ impl OursSqlite {
             .expect("the default settings are valid");
         Self {
             memory,
+            store: backend.memory_store().clone(),
             _file: file,
         }
     }
@@ -418,6 +422,17 @@ fn search_size(c: &mut Criterion, runtime: &Runtime, n: usize, queries: &[String
                     &ours.options,
                     black_box(text),
                 )))
+            })
+        });
+        group.bench_function("agent_memory_sqlite_store", |b| {
+            b.iter(|| {
+                let text = query();
+                let hits = runtime.block_on(sqlite.store.search(&SearchQuery::new(
+                    ours.scope.clone(),
+                    black_box(text),
+                    TOP_K,
+                )));
+                black_box(hits.map(|hits| hits.len()).unwrap_or(0))
             })
         });
     }
