@@ -102,7 +102,8 @@ pub(crate) fn ci() -> Result<(), String> {
 }
 
 /// Every feature combination of the facade compiles: the powerset of its capabilities, then
-/// `embeddings`, `postgres-tls` and `full` each alone.
+/// the features that only add to another one (`embeddings`, `postgres-tls`, the model
+/// clients `llm`, `embeddings-http` and `rerank-http`) and `full`, each alone.
 pub(crate) fn features() -> Result<(), String> {
     let features = ["inmem", "graph", "retrieve", "sqlite", "postgres"];
     for mask in 0u32..(1 << features.len()) {
@@ -126,8 +127,16 @@ pub(crate) fn features() -> Result<(), String> {
         }
         run("cargo", &args, &[])?;
     }
-    // The two features that only add to another one, each on its own (with what it needs).
-    for extra in ["embeddings", "postgres-tls", "full"] {
+    // The features that only add to another one, each on its own (with what it needs): in the
+    // powerset they would multiply its length for no new combination of crates.
+    for extra in [
+        "embeddings",
+        "postgres-tls",
+        "llm",
+        "embeddings-http",
+        "rerank-http",
+        "full",
+    ] {
         run(
             "cargo",
             &[

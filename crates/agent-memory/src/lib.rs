@@ -8,10 +8,11 @@ pub use memory_core::*;
 #[cfg(feature = "retrieve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
 pub use memory_retrieve::{
-    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, DuplicatePolicy, FactsConfig,
-    MaintenanceReport, Memory, MemoryBuilder, MemoryStats, Outcome, RecallFilter, RecallOptions,
-    RecallView, Remember, Remembered, RetrievalStrategy, RetrieverConfig, RuleConflictDetector,
-    ScoreWeights, ScoringStrategy,
+    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, DuplicatePolicy, Enricher,
+    Enrichment, EnrichmentConfig, FactsConfig, MaintenanceReport, Memory, MemoryBuilder,
+    MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Remember, Remembered,
+    RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, RuleConflictDetector, RuleEnricher,
+    ScoreWeights, ScoringStrategy, TermReranker,
 };
 
 // The backends, each behind its feature.
@@ -35,6 +36,12 @@ pub use memory_graph as graph;
 #[cfg(feature = "inmem")]
 #[cfg_attr(docsrs, doc(cfg(feature = "inmem")))]
 pub use memory_inmem as inmem;
+#[cfg(any(feature = "llm", feature = "embeddings-http", feature = "rerank-http"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "llm", feature = "embeddings-http", feature = "rerank-http")))
+)]
+pub use memory_models as models;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use memory_postgres as postgres;

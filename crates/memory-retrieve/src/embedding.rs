@@ -31,6 +31,46 @@ pub(crate) async fn embed_checked(
     Ok(vector)
 }
 
+/// `texts` embedded by `provider` in one [`embed_batch`](EmbeddingProvider::embed_batch)
+/// call, each vector checked as by [`embed_checked`], and as many vectors as texts.
+///
+/// # Errors
+/// The provider's errors; [`MemoryError::InvalidInput`] naming `embedding` for a wrong
+/// count, a vector of the wrong length or a non-finite value.
+pub(crate) async fn embed_batch_checked(
+    provider: &dyn EmbeddingProvider,
+    texts: &[&str],
+) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let vectors = provider.embed_batch(texts).await?;
+    if vectors.len() != texts.len() {
+        return Err(MemoryError::invalid(
+            "embedding",
+            format!(
+                "the provider returned {} vectors for {} texts",
+                vectors.len(),
+                texts.len()
+            ),
+        ));
+    }
+    for vector in &vectors {
+        if vector.len() != provider.dimension() {
+            return Err(MemoryError::invalid(
+                "embedding",
+                format!(
+                    "the provider returned {} values, its dimension is {}",
+                    vector.len(),
+                    provider.dimension()
+                ),
+            ));
+        }
+        memory_core::backend::validate_embedding(vector)?;
+    }
+    Ok(vectors)
+}
+
 /// The `embedding` signal of `item` for a query vector: the cosine, negatives (and items
 /// without a comparable embedding) as 0.
 pub(crate) fn similarity(query: &[f32], item: &MemoryItem) -> f32 {

@@ -135,12 +135,22 @@ impl Memory {
             items.push(item);
         }
         if let Some(embedder) = self.retriever.embedder() {
+            // One embed_batch call for the whole batch: a provider over HTTP sends a few
+            // requests instead of one per memory.
+            let missing: Vec<usize> = (0..items.len())
+                .filter(|&index| items[index].embedding.is_none())
+                .collect();
+            let texts: Vec<&str> = missing
+                .iter()
+                .map(|&index| items[index].content.as_str())
+                .collect();
+            let vectors = crate::embedding::embed_batch_checked(&**embedder, &texts).await?;
+            let mut vectors = vectors.into_iter();
             let mut embedded = Vec::with_capacity(items.len());
             for (index, mut item) in items.into_iter().enumerate() {
-                if item.embedding.is_none() {
-                    let vector = crate::embedding::embed_checked(&**embedder, &item.content)
-                        .await
-                        .map_err(|error| at_index(index, error))?;
+                if item.embedding.is_none()
+                    && let Some(vector) = vectors.next()
+                {
                     item = item
                         .with_embedding(vector)
                         .map_err(|error| at_index(index, error))?;
@@ -205,6 +215,11 @@ impl Memory {
             self.store.save_many(writes.items).await?;
         }
         // The batch is committed: what follows never turns it into an error.
+        if let Some(enrichment) = &self.enrichment {
+            for (namespace, done) in namespaces.iter().zip(&remembered) {
+                enrichment.enqueue(namespace, &done.id).await;
+            }
+        }
         for namespace in &namespaces {
             self.keep_within_capacity(namespace).await;
         }

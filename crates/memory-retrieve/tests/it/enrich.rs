@@ -498,3 +498,75 @@ async fn the_term_reranker_prefers_full_coverage() {
         .unwrap();
     assert_eq!(ids(&found), [full, partial]);
 }
+
+#[tokio::test]
+async fn bulk_writes_are_enriched_too() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let done = memory
+        .remember_many(vec![
+            memory_retrieve::Remember::new(family.clone(), "Caroline's sister Anna moved."),
+            memory_retrieve::Remember::new(family.clone(), "Yesterday Anna painted."),
+        ])
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    assert_eq!(memory.enrichment_stats().unwrap().enriched, 2);
+    let links = memory
+        .graph()
+        .relations_of(&family, &memory_node_id(&done[1].id))
+        .await
+        .unwrap();
+    assert_eq!(links.len(), 1, "{links:?}");
+}
+
+/// An embedder that counts its batch calls.
+#[cfg(feature = "embeddings")]
+#[derive(Debug, Default)]
+struct CountingEmbedder {
+    batches: AtomicUsize,
+}
+
+#[cfg(feature = "embeddings")]
+#[async_trait]
+impl memory_core::EmbeddingProvider for CountingEmbedder {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(vec![text.len() as f32, 1.0])
+    }
+
+    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+    }
+
+    fn dimension(&self) -> usize {
+        2
+    }
+}
+
+#[cfg(feature = "embeddings")]
+#[tokio::test]
+async fn bulk_writes_embed_in_one_batch() {
+    let embedder = Arc::new(CountingEmbedder::default());
+    let memory = Memory::builder()
+        .embedder(embedder.clone())
+        .build()
+        .unwrap();
+    let user = ns("user");
+    let requests = ["one text", "another text", "a third"]
+        .into_iter()
+        .map(|text| memory_retrieve::Remember::new(user.clone(), text))
+        .collect();
+    let done = memory.remember_many(requests).await.unwrap();
+    assert_eq!(embedder.batches.load(Ordering::SeqCst), 1);
+    let stored = memory
+        .store()
+        .get(&user, &done[2].id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.embedding.as_deref(), Some(&[7.0, 1.0][..]));
+}

@@ -1,0 +1,107 @@
+//! The `/embeddings` provider: batching, order, dimension checks and failures.
+
+use std::time::Duration;
+
+use memory_core::{EmbeddingProvider, MemoryError};
+use memory_models::{EmbeddingConfig, HttpConfig, HttpEmbedder};
+
+use crate::server::{Reply, serve};
+
+fn embedder(base: &str, dimension: usize, batch_size: usize) -> HttpEmbedder {
+    let mut config = EmbeddingConfig::new(format!("{base}/v1"), "test-embed", dimension);
+    config.batch_size = batch_size;
+    config.http = HttpConfig::new(format!("{base}/v1")).with_retries(2, Duration::from_millis(1));
+    HttpEmbedder::new(config).unwrap()
+}
+
+fn answer(vectors: &[(usize, Vec<f32>)]) -> Reply {
+    let data: Vec<serde_json::Value> = vectors
+        .iter()
+        .map(|(index, embedding)| serde_json::json!({"object": "embedding", "index": index, "embedding": embedding}))
+        .collect();
+    Reply::Json(
+        200,
+        serde_json::json!({"object": "list", "data": data}).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn batches_are_split_and_kept_in_order() {
+    let server = serve(vec![
+        // Indexes out of order: the provider puts them back.
+        answer(&[(1, vec![0.0, 1.0]), (0, vec![1.0, 0.0])]),
+        answer(&[(0, vec![0.5, 0.5])]),
+    ])
+    .await;
+    let provider = embedder(&server.base, 2, 2);
+    let vectors = provider.embed_batch(&["a", "b", "c"]).await.unwrap();
+    assert_eq!(
+        vectors,
+        vec![vec![1.0, 0.0], vec![0.0, 1.0], vec![0.5, 0.5]]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/embeddings");
+    assert_eq!(requests[0].body["input"], serde_json::json!(["a", "b"]));
+    assert_eq!(requests[0].body["model"], "test-embed");
+    assert_eq!(requests[1].body["input"], serde_json::json!(["c"]));
+    assert_eq!(provider.dimension(), 2);
+}
+
+#[tokio::test]
+async fn wrong_dimensions_and_shapes_are_errors() {
+    let server = serve(vec![
+        answer(&[(0, vec![1.0, 0.0, 0.0])]),
+        answer(&[(0, vec![1.0, 0.0]), (1, vec![1.0, 0.0])]),
+        answer(&[(3, vec![1.0, 0.0])]),
+        Reply::Json(200, "{\"data\": 5}".into()),
+    ])
+    .await;
+    let provider = embedder(&server.base, 2, 8);
+    let error = provider.embed("a").await.unwrap_err();
+    assert_eq!(error.field(), Some("dimension"), "{error}");
+    assert!(error.to_string().contains("answered 3 values"), "{error}");
+    let error = provider.embed("a").await.unwrap_err();
+    assert!(
+        error.to_string().contains("2 vectors for 1 texts"),
+        "{error}"
+    );
+    let error = provider.embed("a").await.unwrap_err();
+    assert!(error.to_string().contains("index 3"), "{error}");
+    let error = provider.embed("a").await.unwrap_err();
+    assert!(
+        matches!(error, MemoryError::Serialization { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_and_outages_reported() {
+    let server = serve(vec![
+        Reply::Json(429, "{}".into()),
+        answer(&[(0, vec![1.0, 0.0])]),
+        Reply::Json(500, "{}".into()),
+        Reply::Json(500, "{}".into()),
+    ])
+    .await;
+    let provider = embedder(&server.base, 2, 8);
+    assert_eq!(provider.embed("a").await.unwrap(), vec![1.0, 0.0]);
+    let error = provider.embed("a").await.unwrap_err();
+    assert!(matches!(error, MemoryError::Unavailable { .. }), "{error}");
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[test]
+fn invalid_settings_name_the_field() {
+    let config = EmbeddingConfig::new("http://127.0.0.1:9/v1", "m", 0);
+    assert_eq!(
+        HttpEmbedder::new(config).unwrap_err().field(),
+        Some("dimension")
+    );
+    let mut config = EmbeddingConfig::new("http://127.0.0.1:9/v1", "m", 4);
+    config.batch_size = 0;
+    assert_eq!(
+        HttpEmbedder::new(config).unwrap_err().field(),
+        Some("batch_size")
+    );
+}
