@@ -223,7 +223,7 @@ fn to_len(value: i64) -> u32 {
 #[derive(Debug)]
 pub(crate) struct Pending<const N: usize> {
     /// Per namespace and term, the new postings.
-    postings: HashMap<(i64, String), Vec<Posting<N>>>,
+    postings: HashMap<i64, HashMap<String, Vec<Posting<N>>>>,
     /// The records whose postings are pending.
     rids: std::collections::HashSet<i64>,
 }
@@ -251,10 +251,11 @@ impl<const N: usize> Pending<N> {
                 tf: *tf,
                 len: doc.len,
             };
-            match self.postings.get_mut(&(nid, term.clone())) {
+            let terms = self.postings.entry(nid).or_default();
+            match terms.get_mut(term.as_str()) {
                 Some(list) => list.push(posting),
                 None => {
-                    self.postings.insert((nid, term.clone()), vec![posting]);
+                    terms.insert(term.clone(), vec![posting]);
                 }
             }
         }
@@ -262,12 +263,17 @@ impl<const N: usize> Pending<N> {
 
     /// Writes the pending postings into `index`'s blocks, term by term in key order.
     pub(crate) fn flush(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
-        let mut terms: Vec<((i64, String), Vec<Posting<N>>)> = self.postings.drain().collect();
+        let mut namespaces: Vec<(i64, HashMap<String, Vec<Posting<N>>>)> =
+            self.postings.drain().collect();
         self.rids.clear();
-        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for ((nid, term), mut postings) in terms {
-            postings.sort_unstable_by_key(|posting| posting.rid);
-            index.add_postings(connection, nid, &term, &postings)?;
+        namespaces.sort_unstable_by_key(|(nid, _)| *nid);
+        for (nid, terms) in namespaces {
+            let mut terms: Vec<(String, Vec<Posting<N>>)> = terms.into_iter().collect();
+            terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (term, mut postings) in terms {
+                postings.sort_unstable_by_key(|posting| posting.rid);
+                index.add_postings(connection, nid, &term, &postings)?;
+            }
         }
         Ok(())
     }
