@@ -10,6 +10,13 @@
 //!   duplicates and conflicts per write, so the difference is what reconciliation costs.
 //! - `agent_memory_sqlite`: the same calls on our SQLite backend in a temporary file: each
 //!   memory is its own durable transaction (WAL, `synchronous = FULL`), as an agent's writes are.
+//! - `agent_memory_sqlite_normal`: the same with `Synchronous::Normal` (the WAL is synced at
+//!   checkpoints only: a power loss may drop the last commits, never corrupts the file).
+//! - `agent_memory_sqlite_batch`: `Memory::remember_many` with every memory in one call on
+//!   SQLite: each is reconciled (a search of the store for duplicates and conflicts), then
+//!   all are written in one transaction with one sync.
+//! - `agent_memory_sqlite_batch_no_facts`: the same with `FactsConfig::off()`: validation,
+//!   analysis and the one transaction, the peer of FTS5's inserts in one transaction.
 //! - `tantivy`: `add_document` for each, then `commit`, in an in-RAM index with one indexing
 //!   thread (as ours) and the default tokenizer.
 //! - `sqlite_fts5`: `INSERT` into `fts5(body)` in one transaction, in an in-memory database.
@@ -27,7 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_memory::inmem::InMemoryStore;
 use agent_memory::retrieve::{FactsConfig, Memory, Remember};
-use agent_memory::sqlite::SqliteBackend;
+use agent_memory::sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace};
 use chrono::{DateTime, Duration, Utc};
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_main};
@@ -83,6 +90,25 @@ async fn remember_all(memory: &Memory, namespace: &Namespace, docs: &[String]) -
         ids.push(id);
     }
     ids
+}
+
+/// Remembers every document in one [`Memory::remember_many`] call, with creation times a
+/// minute apart. Returns how many were remembered.
+async fn remember_batch(memory: &Memory, namespace: &Namespace, docs: &[String]) -> usize {
+    let start: DateTime<Utc> = Utc::now() - Duration::minutes(docs.len() as i64);
+    let requests = docs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            Remember::new(namespace.clone(), text.as_str())
+                .created_at(start + Duration::minutes(i as i64))
+        })
+        .collect();
+    memory
+        .remember_many(requests)
+        .await
+        .expect("remember_many")
+        .len()
 }
 
 /// Fills `store` with `docs` in bulk (`save_many`, chunks of 10 000): the fill is not measured.
@@ -146,14 +172,23 @@ struct OursSqlite {
 
 impl OursSqlite {
     fn open() -> Self {
+        Self::open_with(Synchronous::Full, FactsConfig::default())
+    }
+
+    fn open_with(synchronous: Synchronous, facts: FactsConfig) -> Self {
         let file = TempDatabase::new();
-        let backend = SqliteBackend::open(&file.0).expect("open the SQLite backend");
+        let backend = SqliteBackend::open_with(
+            &file.0,
+            SqliteOptions::default().with_synchronous(synchronous),
+        )
+        .expect("open the SQLite backend");
         let memory = Memory::builder()
             .store(Arc::new(backend.memory_store().clone()))
             .knowledge(Arc::new(backend.knowledge_store().clone()))
             .graph(Arc::new(backend.graph().clone()))
+            .facts(facts)
             .build()
-            .expect("the default settings are valid");
+            .expect("the settings are valid");
         Self {
             memory,
             _file: file,
@@ -231,6 +266,39 @@ fn ingest_benches(c: &mut Criterion) {
             OursSqlite::open,
             |sqlite| {
                 black_box(runtime.block_on(remember_all(&sqlite.memory, &namespace, &docs)));
+                sqlite
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("agent_memory_sqlite_normal", |b| {
+        b.iter_batched(
+            || OursSqlite::open_with(Synchronous::Normal, FactsConfig::default()),
+            |sqlite| {
+                black_box(runtime.block_on(remember_all(&sqlite.memory, &namespace, &docs)));
+                sqlite
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("agent_memory_sqlite_batch", |b| {
+        b.iter_batched(
+            OursSqlite::open,
+            |sqlite| {
+                black_box(runtime.block_on(remember_batch(&sqlite.memory, &namespace, &docs)));
+                sqlite
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("agent_memory_sqlite_batch_no_facts", |b| {
+        b.iter_batched(
+            || OursSqlite::open_with(Synchronous::Full, FactsConfig::off()),
+            |sqlite| {
+                black_box(runtime.block_on(remember_batch(&sqlite.memory, &namespace, &docs)));
                 sqlite
             },
             BatchSize::PerIteration,

@@ -7,12 +7,20 @@
 //! - `search`: top 10.
 //! - `search_top30`: top 30, what the retriever asks each channel for by default.
 //! - `search_tagged`: top 10 of the pages carrying one frequent tag.
+//! - `sqlite_search`: top 10 from `SqliteKnowledgeStore::search` over the same pages in a
+//!   temporary file.
+//! - `memory_search`: the reference of the target (page search at most 3x memory search):
+//!   `InMemoryStore::search`, top 10, over 10 000 memories of the same corpus, same queries.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use agent_memory::inmem::InMemoryKnowledgeStore;
-use agent_memory::{KnowledgePage, KnowledgeStore, Namespace, PageQuery, Scope, Tag};
+use agent_memory::inmem::{InMemoryKnowledgeStore, InMemoryStore};
+use agent_memory::sqlite::{SqliteBackend, SqliteOptions, Synchronous};
+use agent_memory::{
+    KnowledgePage, KnowledgeStore, MemoryItem, MemoryStore, Namespace, PageQuery, Scope,
+    SearchQuery, Tag,
+};
 use chrono::{Duration, Utc};
 use criterion::{Criterion, Throughput, criterion_main};
 use memory_benches::corpus::{Rng, Zipf, corpus};
@@ -65,15 +73,73 @@ fn pages(namespace: &Namespace) -> Vec<KnowledgePage> {
         .collect()
 }
 
+/// A temporary database file, removed (with its WAL files) on drop.
+struct TempDatabase(std::path::PathBuf);
+
+impl TempDatabase {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "agent-memory-bench-knowledge-{}.db",
+            std::process::id()
+        ));
+        let database = Self(path);
+        database.remove();
+        database
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for TempDatabase {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
 fn knowledge_benches(c: &mut Criterion) {
     let runtime = runtime();
     let namespace = Namespace::parse("bench/wiki").expect("a valid namespace");
     let store = InMemoryKnowledgeStore::new();
+    let all_pages = pages(&namespace);
     let started = Instant::now();
     runtime.block_on(async {
-        for page in pages(&namespace) {
+        for page in all_pages.iter().cloned() {
             store.add_page(page).await.expect("add_page");
         }
+    });
+    // SQLite: loaded without syncs (the load is not measured), searched with the defaults.
+    let file = TempDatabase::new();
+    {
+        let loading = SqliteBackend::open_with(
+            &file.0,
+            SqliteOptions::default().with_synchronous(Synchronous::Off),
+        )
+        .expect("open the SQLite backend");
+        runtime.block_on(async {
+            for page in all_pages {
+                loading
+                    .knowledge_store()
+                    .add_page(page)
+                    .await
+                    .expect("add_page");
+            }
+        });
+    }
+    let sqlite = SqliteBackend::open(&file.0).expect("open the SQLite backend");
+    let memories = InMemoryStore::new();
+    let (contents, _) = corpus(PAGES, 0, SEED);
+    runtime.block_on(async {
+        let items = contents
+            .iter()
+            .map(|text| MemoryItem::new(namespace.clone(), text.as_str()).expect("a valid item"))
+            .collect();
+        memories.save_many(items).await.expect("save_many");
     });
     eprintln!(
         "knowledge_{PAGES}: added {PAGES} pages in {:.2}s",
@@ -125,7 +191,24 @@ fn knowledge_benches(c: &mut Criterion) {
             black_box(hits.map(|hits| hits.len()).unwrap_or(0))
         })
     });
+    group.bench_function("sqlite_search", |b| {
+        b.iter(|| {
+            let hits = runtime.block_on(sqlite.knowledge_store().search(black_box(&query(10))));
+            black_box(hits.map(|hits| hits.len()).unwrap_or(0))
+        })
+    });
+    let mut next_memory = 0usize;
+    group.bench_function("memory_search", |b| {
+        b.iter(|| {
+            next_memory = (next_memory + 1) % queries.len();
+            let search = SearchQuery::new(scope.clone(), queries[next_memory].as_str(), 10);
+            let hits = runtime.block_on(memories.search(black_box(&search)));
+            black_box(hits.map(|hits| hits.len()).unwrap_or(0))
+        })
+    });
     group.finish();
+    drop(sqlite);
+    drop(file);
 }
 
 /// The criterion group, in a private module: the `pub fn` that `criterion_group!` generates
