@@ -36,7 +36,7 @@ impl<T: Reranker + ?Sized> Reranker for Arc<T> {
 pub struct RerankConfig {
     /// How many of the best fused candidates are reranked (default 30).
     pub depth: usize,
-    /// The reranker's share of the final score, in `[0, 1]` (default 0.5): a reranked
+    /// The reranker's share of the final score, in `[0, 1]` (default 0.3): a reranked
     /// candidate scores `(1 - weight) * fused + weight * reranker`. Candidates below the
     /// depth keep only the fused share, so they stay below the reranked ones they were below.
     pub weight: f32,
@@ -46,7 +46,7 @@ impl Default for RerankConfig {
     fn default() -> Self {
         Self {
             depth: 30,
-            weight: 0.5,
+            weight: 0.3,
         }
     }
 }

@@ -107,10 +107,17 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
             .map(|(_, entity)| {
                 graph.get_related(&entity.namespace, &entity.id, config.graph_depth)
             });
-        for related in try_join_all(expanded).await? {
+        // Memories are linked through entities that name a query keyword as a whole word (or
+        // as a tag), not through those that only start with one ("car" is no "Caroline").
+        let naming: Vec<bool> = matched
+            .iter()
+            .take(MAX_EXPANDED_ENTITIES)
+            .map(|(_, entity)| names_keyword(entity, keywords))
+            .collect();
+        for (related, naming) in try_join_all(expanded).await?.into_iter().zip(naming) {
             for reached in related {
                 if reached.entity.entity_type == MEMORY_NODE_TYPE {
-                    if let Some(memory) = memory_of_node(&reached.entity.id) {
+                    if naming && let Some(memory) = memory_of_node(&reached.entity.id) {
                         let score = linked
                             .entry((reached.entity.namespace.clone(), memory.to_owned()))
                             .or_default();
@@ -187,6 +194,18 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         linked,
         memories,
         micros: started.elapsed().as_micros() as u64,
+    })
+}
+
+/// Whether one of `keywords` is a whole word of `entity`'s name, or one of its tags.
+fn names_keyword(entity: &GraphEntity, keywords: &[String]) -> bool {
+    let name = entity.name.to_lowercase();
+    let words: Vec<&str> = name
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    keywords.iter().any(|keyword| {
+        words.contains(&keyword.as_str()) || entity.tags.iter().any(|tag| tag.as_str() == keyword)
     })
 }
 
