@@ -162,6 +162,12 @@ pub struct EvalOptions {
     pub facts: FactsConfig,
     /// Print each turn merged into another or flagged as contradicting one, with both texts.
     pub show_facts: bool,
+    /// Enrich every turn with the rule-based enricher (entities and mention links in the
+    /// graph, followed by the graph channel); the enrichment is flushed after each
+    /// conversation's ingest and counted in its time.
+    pub enrich: bool,
+    /// Rerank with the default reranker (`TermReranker`) under these settings.
+    pub rerank: Option<agent_memory::retrieve::RerankConfig>,
 }
 
 impl Default for EvalOptions {
@@ -176,6 +182,8 @@ impl Default for EvalOptions {
             keep_ranked: false,
             facts: FactsConfig::default(),
             show_facts: false,
+            enrich: false,
+            rerank: None,
         }
     }
 }
@@ -406,12 +414,18 @@ pub async fn evaluate(
     config.min_score = 0.0;
     config.validate()?;
     let clock = Arc::new(ManualClock::new(DateTime::<Utc>::UNIX_EPOCH));
-    let memory = Memory::builder()
+    let mut builder = Memory::builder()
         .store(store)
         .clock(clock.clone())
         .retriever_config(config.clone())
-        .facts(options.facts.clone())
-        .build()?;
+        .facts(options.facts.clone());
+    if options.enrich {
+        builder = builder.enricher(Arc::new(agent_memory::retrieve::RuleEnricher));
+    }
+    if let Some(rerank) = options.rerank {
+        builder = builder.reranker_with(Arc::new(agent_memory::retrieve::TermReranker), rerank);
+    }
+    let memory = builder.build()?;
 
     let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
     for turn in turns {
@@ -461,6 +475,7 @@ pub async fn evaluate(
             }
             writes.add(conv_id, &turn.dia_id, &remembered);
         }
+        memory.flush().await?;
         ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
         let session_of: HashMap<&str, &str> = conv_turns
             .iter()

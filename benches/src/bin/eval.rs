@@ -7,28 +7,31 @@
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
 //!                  [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts]
-//!                  [--json FILE]
+//!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
 //! ```
 //!
 //! `--facts` runs the generated changing-facts benchmark ([`memory_benches::facts`]) with
 //! fact keys, with the default conflict detector and without detection, instead of a
 //! conversation set. `--no-facts` ingests the conversations with `FactsConfig::off()` (no
-//! duplicate merging or conflict flags).
+//! duplicate merging or conflict flags). `--enrich on` links every turn to the entities the
+//! rule-based enricher finds (the graph channel then follows the links); `--rerank on`
+//! reranks with the default `TermReranker` (`--rerank-weight W` sets its share and turns it
+//! on). Both are off by default.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::MemoryStore;
 use agent_memory::inmem::InMemoryStore;
-use agent_memory::retrieve::FactsConfig;
+use agent_memory::retrieve::{FactsConfig, RerankConfig};
 use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, ScoringStrategy};
 use memory_benches::eval::{
     EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, read_longmemeval, render,
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,6 +77,19 @@ fn run() -> Result<(), String> {
             "--k" => facts_spec.k = value()?.parse().map_err(|e| format!("--k: {e}"))?,
             "--no-facts" => options.facts = FactsConfig::off(),
             "--show-facts" => options.show_facts = true,
+            "--enrich" => options.enrich = on_off(&arg, &value()?)?,
+            "--rerank" => {
+                options.rerank = on_off(&arg, &value()?)?.then(RerankConfig::default);
+            }
+            "--rerank-weight" => {
+                let weight = value()?
+                    .parse()
+                    .map_err(|e| format!("--rerank-weight: {e}"))?;
+                options
+                    .rerank
+                    .get_or_insert_with(RerankConfig::default)
+                    .weight = weight;
+            }
             "--longmemeval" => longmemeval = Some(PathBuf::from(value()?)),
             "--ranked" => ranked = Some(PathBuf::from(value()?)),
             "--backend" => backend = value()?,
@@ -199,6 +215,15 @@ fn run() -> Result<(), String> {
         eprintln!("eval: wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The value of an on/off flag.
+fn on_off(flag: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{flag} takes on or off, not {other}")),
+    }
 }
 
 /// `--facts`: the changing-facts benchmark in every mode, as tables on stdout.
