@@ -70,7 +70,10 @@ impl MemoryBuilder {
     /// [`enricher`](Self::enricher) with settings: the queue's bound, the batch size, the
     /// retries and their backoff, the timeout. [`Memory::remember`] stores the memory and
     /// queues it; a worker on the caller's tokio runtime enriches in batches;
-    /// [`Memory::flush`] waits for the queue.
+    /// [`Memory::flush`] waits for the queue. The runtime needs its time driver
+    /// (`enable_time` or `enable_all`; `#[tokio::main]` has it) for the timeouts and
+    /// backoff; without it the worker stops at its first batch, logged, and the memories
+    /// stay stored without links.
     pub fn enricher_with(
         mut self,
         enricher: Arc<dyn crate::enrich::Enricher>,

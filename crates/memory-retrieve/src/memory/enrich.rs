@@ -238,9 +238,24 @@ impl Worker {
     }
 }
 
+/// Releases every `flush` when the worker ends, however it ends: the queue closed, or a
+/// panic outside the enricher's call (a runtime without its time driver panics at the
+/// first timeout), so that no caller waits for a worker that is gone.
+struct Release(Arc<Worker>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::error!("the enrichment worker stopped; memories stay stored, unenriched");
+        }
+        self.0.done.send_modify(|finished| *finished = u64::MAX);
+    }
+}
+
 /// The worker: takes up to `batch_size` queued memories at a time until the queue closes
 /// (the [`Memory`] is dropped).
 async fn run(worker: Arc<Worker>, mut receiver: mpsc::Receiver<Job>) {
+    let _release = Release(Arc::clone(&worker));
     let batch_size = worker.config.batch_size.max(1);
     while let Some(first) = receiver.recv().await {
         let mut jobs = Vec::with_capacity(batch_size);

@@ -570,3 +570,24 @@ async fn bulk_writes_embed_in_one_batch() {
         .unwrap();
     assert_eq!(stored.embedding.as_deref(), Some(&[7.0, 1.0][..]));
 }
+
+#[test]
+fn a_runtime_without_timers_never_hangs_flush() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let memory = Memory::builder()
+            .enricher(Arc::new(RuleEnricher))
+            .build()
+            .unwrap();
+        let user = ns("user");
+        let id = memory.remember(&user, "Caroline met Anna").await.unwrap();
+        memory.flush().await.unwrap();
+        assert!(memory.store().get(&user, &id).await.unwrap().is_some());
+        // The worker is gone: later memories are stored all the same.
+        let later = memory.remember(&user, "Anna met Caroline").await.unwrap();
+        memory.flush().await.unwrap();
+        assert!(memory.store().get(&user, &later).await.unwrap().is_some());
+    });
+}
