@@ -242,7 +242,7 @@ fn is_sentence_starter(word: &str) -> bool {
 ///   least two parts of letters ("state-machine") as `concept` entities.
 /// - **Dates**: "8 May 2023", "May 8, 2023" and ISO dates as `date` entities (named by the
 ///   ISO date, so each spelling reaches one entity).
-/// - **Relations**: "X's <word> Y" with X and Y names ("Caroline's sister Anna") relates X
+/// - **Relations**: "X's `<word>` Y" with X and Y names ("Caroline's sister Anna") relates X
 ///   to Y by the word (`sister`).
 ///
 /// Each entity is tagged with its name normalised as a tag ([`Tag::new`]: lowercase, words
@@ -343,7 +343,7 @@ impl RuleEnricher {
         for (_, name, _) in &names {
             add(&mut out, name, "name");
         }
-        // "X's <word> Y": X related to Y by the word.
+        // "X's `<word>` Y": X related to Y by the word.
         for (index, (start, name, possessive)) in names.iter().enumerate() {
             if !possessive {
                 continue;
