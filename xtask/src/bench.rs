@@ -19,7 +19,7 @@ usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CR
   --quick         short warm-up and measurement, 10 samples, no plots, the 10k-memory
                   ingest group at 2k (a few minutes on 2 cores once built)
   --bench NAME    run only this bench target (scoring, recall, ingest, knowledge, eviction, similar,
-                  graph); may be repeated; default all
+                  graph, enrich); may be repeated; default all
   --summary       do not run; print the table of every result criterion has stored
   FILTER          a criterion filter (regex on `group/function`), e.g. search_100000
   -- ARGS         passed to criterion as they are
