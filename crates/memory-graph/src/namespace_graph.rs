@@ -76,15 +76,18 @@ struct HalfEdge {
     other: Slot,
     edge: Slot,
     kind: u32,
+    /// The relation's weight (it fits the padding), so scores need no other read.
+    weight: f32,
     shared: OnceLock<Arc<GraphRelation>>,
 }
 
 impl HalfEdge {
-    fn new(other: Slot, edge: Slot, kind: u32) -> Self {
+    fn new(other: Slot, edge: Slot, kind: u32, weight: f32) -> Self {
         Self {
             other,
             edge,
             kind,
+            weight,
             shared: OnceLock::new(),
         }
     }
@@ -507,7 +510,7 @@ impl NamespaceGraph {
     fn find_edge(&self, source: Slot, target: Slot, relation_type: &str) -> Option<Slot> {
         let relation_type = *self.relation_type_ids.get(relation_type)?;
         let outgoing = self.node(source)?.outgoing();
-        let probe = HalfEdge::new(target, 0, relation_type);
+        let probe = HalfEdge::new(target, 0, relation_type, 0.0);
         let start =
             outgoing.partition_point(|half| self.cmp_half_edges(half, &probe) == Ordering::Less);
         outgoing[start..]
@@ -559,10 +562,12 @@ impl NamespaceGraph {
             edge.valid_from = relation.valid_from;
             edge.valid_until = relation.valid_until;
             let kind = edge.relation_type | closes;
+            let weight = relation.weight;
             let mut retag = |node: Slot| {
                 if let Some(node) = self.node_mut(node) {
                     for half in node.adjacency.iter_mut().filter(|half| half.edge == slot) {
                         half.kind = kind;
+                        half.weight = weight;
                         half.shared = OnceLock::new();
                     }
                 }
@@ -602,9 +607,17 @@ impl NamespaceGraph {
         }
         self.edge_count += 1;
         let kind = relation_type | closes;
-        self.attach(source, HalfEdge::new(target, slot, kind), true);
+        self.attach(
+            source,
+            HalfEdge::new(target, slot, kind, relation.weight),
+            true,
+        );
         if source != target {
-            self.attach(target, HalfEdge::new(source, slot, kind), false);
+            self.attach(
+                target,
+                HalfEdge::new(source, slot, kind, relation.weight),
+                false,
+            );
         }
         Ok(())
     }
@@ -725,7 +738,10 @@ impl NamespaceGraph {
         let mut start = 0;
         while start < found.len() {
             let key = found[start].0;
-            let end = start + found[start..].partition_point(|(other, _)| *other == key);
+            let mut end = start + 1;
+            while found.get(end).is_some_and(|(other, _)| *other == key) {
+                end += 1;
+            }
             if end - start > 1 {
                 found[start..end].sort_unstable_by(|a, b| self.cmp_ids(a.1, b.1));
             }
@@ -863,6 +879,7 @@ impl NamespaceGraph {
                     };
                     if this != slot
                         || other != half.other
+                        || half.weight.to_bits() != edge.weight.to_bits()
                         || half.kind != edge.relation_type | closes
                         || (!outgoing && edge.source == edge.target)
                     {

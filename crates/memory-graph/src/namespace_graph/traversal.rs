@@ -39,6 +39,16 @@ impl SlotSet {
     }
 }
 
+/// The bits of `value` as an unsigned integer ordered as [`f32::total_cmp`] orders floats.
+fn total_order_bits(value: f32) -> u32 {
+    let bits = value.to_bits();
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    }
+}
+
 /// An entity reached by a breadth-first search: its slot, the index (in the search's list)
 /// of the entity it was reached from, and the half-edge (of that entity) it was reached by.
 #[derive(Clone, Copy)]
@@ -122,28 +132,69 @@ impl NamespaceGraph {
         // product of a parent's path times the last weight is the same float.
         let mut products = vec![1.0f32; reached.len()];
         for (index, entry) in found.iter().enumerate() {
-            let weight = relations[index].as_ref().map_or(1.0, |r| r.weight);
+            let weight = entry.via.map_or(1.0, |half| half.weight);
             products[index + 1] = products[entry.parent as usize] * weight;
         }
-        let mut keyed: Vec<(u32, f32, u64, u32)> = Vec::with_capacity(found.len());
+        // The order of `sort_scored`: hops, score descending, id. The search reached the
+        // entities level by level, so each level is a contiguous slice already in hop order;
+        // within a level, one integer per entity (the score's bits in `f32::total_cmp`
+        // order, inverted for descending, above the entity's index) sorts by score, and
+        // each run of equal scores (the weights take few values, so runs are short) is
+        // then sorted by id.
+        let mut scores = vec![0.0f32; found.len()];
+        let mut keyed: Vec<u64> = Vec::with_capacity(found.len());
         for (index, entity) in entities.iter().enumerate() {
-            let Some((_, key)) = entity else {
+            if entity.is_none() {
                 continue;
-            };
+            }
             let hops = hops_of[index + 1];
             let score = (products[index + 1] / (1.0 + hops as f32)).clamp(0.0, 1.0);
-            keyed.push((hops, score, *key, u32::try_from(index).unwrap_or(u32::MAX)));
+            scores[index] = score;
+            keyed.push((u64::from(!total_order_bits(score)) << 32) | index as u64);
         }
-        // The order of `sort_scored`: hops, score descending, id.
-        keyed.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then(b.1.total_cmp(&a.1))
-                .then(a.2.cmp(&b.2))
-                .then_with(|| self.cmp_ids(found[a.3 as usize].slot, found[b.3 as usize].slot))
-        });
+        let index_of = |entry: u64| (entry & u64::from(u32::MAX)) as usize;
+        let id_key = |entry: u64| {
+            entities[index_of(entry)]
+                .as_ref()
+                .map_or(0, |(_, key)| *key)
+        };
+        let mut level_start = 0;
+        while level_start < keyed.len() {
+            let hops = hops_of[index_of(keyed[level_start]) + 1];
+            let mut level_end = level_start + 1;
+            while keyed
+                .get(level_end)
+                .is_some_and(|entry| hops_of[index_of(*entry) + 1] == hops)
+            {
+                level_end += 1;
+            }
+            let level = &mut keyed[level_start..level_end];
+            level.sort_unstable();
+            let mut run_start = 0;
+            while run_start < level.len() {
+                let score_bits = level[run_start] >> 32;
+                let mut run_end = run_start + 1;
+                while level
+                    .get(run_end)
+                    .is_some_and(|entry| entry >> 32 == score_bits)
+                {
+                    run_end += 1;
+                }
+                if run_end - run_start > 1 {
+                    level[run_start..run_end].sort_unstable_by(|a, b| {
+                        id_key(*a).cmp(&id_key(*b)).then_with(|| {
+                            self.cmp_ids(found[index_of(*a)].slot, found[index_of(*b)].slot)
+                        })
+                    });
+                }
+                run_start = run_end;
+            }
+            level_start = level_end;
+        }
         let mut out = Vec::with_capacity(keyed.len());
-        for (hops, score, _, index) in keyed {
-            let index = index as usize;
+        for entry in keyed {
+            let index = index_of(entry);
+            let (hops, score) = (hops_of[index + 1], scores[index]);
             let Some((entity, _)) = entities[index].take() else {
                 continue;
             };
@@ -467,6 +518,29 @@ impl std::fmt::Debug for Side {
 #[cfg(test)]
 mod ordering {
     use super::*;
+
+    #[test]
+    fn total_order_bits_order_like_total_cmp() {
+        let values = [
+            f32::NEG_INFINITY,
+            -1.5,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            0.25,
+            1.0,
+            f32::INFINITY,
+        ];
+        for a in values {
+            for b in values {
+                assert_eq!(
+                    total_order_bits(a).cmp(&total_order_bits(b)),
+                    a.total_cmp(&b),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn slot_set_inserts_once() {
