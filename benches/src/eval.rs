@@ -3,9 +3,10 @@
 //!
 //! Protocol (as the data's READMEs give it): each conversation, or each LongMemEval
 //! question's haystack, is its own namespace; its turns are remembered through the public
-//! API (text `[date] speaker: text`, the session's time as creation time, the turn id and
-//! speaker in metadata, and the previous turn as the memory's context, which search indexes
-//! with a lower weight); the clock is set to the question's date (LongMemEval) or the
+//! dialogue API ([`Memory::dialogue`]: text `[date] speaker: text`, the session's time as
+//! creation time, the speaker, its chat role when it is one (`user`, `assistant`), the
+//! session and the turn id in metadata, and the turns next to it in its session as the
+//! memory's context, which search indexes with a lower weight); the clock is set to the question's date (LongMemEval) or the
 //! conversation's last timestamp (LoCoMo); each question is answered with one recall against
 //! that namespace only. Recall@k is the share of a question's evidence turns in the top k,
 //! averaged over questions; Hit@k the share of questions with any evidence in the top k;
@@ -28,7 +29,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent_memory::retrieve::{
-    FactsConfig, Memory, Outcome, RecallFilter, Remember, Remembered, RetrieverConfig,
+    FactsConfig, Memory, Outcome, RecallFilter, Remember, Remembered, RetrieverConfig, Role,
+    Turn as DialogueTurn,
 };
 use agent_memory::{
     ManualClock, MemoryError, MemoryKind, MemoryStore, Namespace, Result, RetrievalSource,
@@ -150,7 +152,9 @@ pub struct EvalOptions {
     pub progress: bool,
     /// Print each question whose evidence is not in the top 10, with what was found instead.
     pub show_misses: bool,
-    /// Give each turn the previous turn as its context (indexed with a lower weight).
+    /// Write turns through the dialogue API ([`Memory::dialogue`]: each turn dated, with its
+    /// speaker, and its neighbours in the session as context); off, each turn is written
+    /// alone with [`Memory::remember_with`] in [`EvalOptions::format`].
     pub turn_context: bool,
     /// Ask each question this many times (at least once): the latency figures cover every
     /// ask, which steadies them on a busy machine; the metrics come from the first.
@@ -386,6 +390,12 @@ fn turn_text(turn: &Turn, format: TextFormat) -> String {
         TextFormat::DatedSpeaker => format!("[{}] {}: {}", turn.date, turn.speaker, turn.text),
         TextFormat::Speaker => format!("{}: {}", turn.speaker, turn.text),
     };
+    append_caption(&mut text, turn);
+    text
+}
+
+/// Appends the caption of the image a turn shares, if any.
+fn append_caption(text: &mut String, turn: &Turn) {
     if let Some(caption) = turn
         .blip_caption
         .as_deref()
@@ -395,7 +405,18 @@ fn turn_text(turn: &Turn, format: TextFormat) -> String {
         text.push_str(caption);
         text.push(']');
     }
-    text
+}
+
+/// The chat role a speaker's name stands for, when it is one (LongMemEval's turns are
+/// spoken by `user` and `assistant`; LoCoMo's by people).
+fn role_of(speaker: &str) -> Option<Role> {
+    match speaker {
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "system" => Some(Role::System),
+        "tool" => Some(Role::Tool),
+        _ => None,
+    }
 }
 
 /// Runs the evaluation over `turns` and `queries`, storing memories in stores made by
@@ -449,24 +470,39 @@ pub async fn evaluate(
         let namespace = Namespace::parse("locomo")?.child(&sanitize(conv_id))?;
         let started = Instant::now();
         let mut last = DateTime::<Utc>::UNIX_EPOCH;
-        let mut previous: Option<String> = None;
         let mut merged_here: HashSet<&str> = HashSet::new();
+        let mut dialogue = memory.dialogue(namespace.clone());
         for turn in conv_turns {
             let at = parse_time(turn).unwrap_or(last);
             last = last.max(at);
-            let request = Remember::new(namespace.clone(), turn_text(turn, options.format))
-                .id(turn.dia_id.clone())
-                .kind(MemoryKind::Episodic)
-                .created_at(at)
-                .metadata(serde_json::json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}))
-                .source("locomo");
-            // The turn's context is the turn it answers (the previous one in the conversation).
-            let request = match previous.take() {
-                Some(context) if options.turn_context => request.context(context),
-                _ => request,
+            // A dialogue refuses a turn with nothing said (a chat log may hold one).
+            if options.turn_context && turn.text.trim().is_empty() && turn.blip_caption.is_none() {
+                continue;
+            }
+            let remembered = if options.turn_context {
+                // As an application with a chat log would: the dialogue API, which dates each
+                // turn, names its speaker and gives it its neighbours as context.
+                let mut text = turn.text.clone();
+                append_caption(&mut text, turn);
+                let mut line = DialogueTurn::new(turn.speaker.clone(), text)
+                    .id(turn.dia_id.clone())
+                    .at(at)
+                    .session(turn.session.to_string())
+                    .metadata(serde_json::json!({"dia_id": turn.dia_id}))
+                    .source("locomo");
+                if let Some(role) = role_of(&turn.speaker) {
+                    line = line.role(role);
+                }
+                dialogue.add(line).await?
+            } else {
+                let request = Remember::new(namespace.clone(), turn_text(turn, options.format))
+                    .id(turn.dia_id.clone())
+                    .kind(MemoryKind::Episodic)
+                    .created_at(at)
+                    .metadata(serde_json::json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}))
+                    .source("locomo");
+                memory.remember_with(request).await?
             };
-            previous = Some(format!("{}: {}", turn.speaker, turn.text));
-            let remembered = memory.remember_with(request).await?;
             if options.show_facts {
                 show_reconciled(turn, &remembered, conv_turns);
             }

@@ -6,7 +6,8 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--no-facts]
+//!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
 //! ```
@@ -31,7 +32,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -97,6 +98,21 @@ fn run() -> Result<(), String> {
             "--no-date" => options.format = TextFormat::Speaker,
             "--show-misses" => options.show_misses = true,
             "--no-context" => options.turn_context = false,
+            "--role-weight" => {
+                // ROLE=WEIGHT, e.g. assistant=0.8; a weight of 1 removes the role's entry.
+                let spec = value()?;
+                let (role, weight) = spec
+                    .split_once('=')
+                    .ok_or_else(|| format!("--role-weight: expected ROLE=WEIGHT, got {spec:?}"))?;
+                let weight: f32 = weight
+                    .parse()
+                    .map_err(|e| format!("--role-weight {role}: {e}"))?;
+                if weight == 1.0 {
+                    options.config.role_weights.remove(role);
+                } else {
+                    options.config.role_weights.insert(role.to_owned(), weight);
+                }
+            }
             "--repeat" => {
                 options.repeat = value()?
                     .parse::<usize>()

@@ -54,15 +54,17 @@ pub use crate::{
     keywords::{AnalyzerKeywordExtractor, MAX_KEYWORDS},
     knowledge_upkeep::KnowledgePolicy,
     memory::{
-        CONSOLIDATED_METADATA_KEY, ConflictPair, ConsolidationConfig, MAX_HISTORY,
-        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, RecallOptions, Remember,
+        CONSOLIDATED_METADATA_KEY, ConflictPair, ConsolidationConfig, Dialogue, MAX_HISTORY,
+        MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, MaintenanceHandle, Memory, MemoryBuilder,
+        MemoryStats, PassReport, ROLE_METADATA_KEY, RecallOptions, Remember, SESSION_METADATA_KEY,
+        SPEAKER_METADATA_KEY, Turn,
     },
     prompt::estimate_tokens,
     rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
-        DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-        MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RecallView, RetrievalStrategy,
-        Retriever, RetrieverConfig, STALE_FACTOR,
+        DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
+        MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_ROLE_WEIGHTS,
+        RecallFilter, RecallView, RetrievalStrategy, Retriever, RetrieverConfig, STALE_FACTOR,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
 };

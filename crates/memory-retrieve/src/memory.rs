@@ -21,6 +21,7 @@ mod background;
 mod batch;
 mod builder;
 mod consolidate;
+mod dialogue;
 mod enrich;
 mod facts;
 mod request;
@@ -29,6 +30,10 @@ mod upkeep;
 pub use self::background::{MaintenanceHandle, PassReport};
 pub use self::builder::MemoryBuilder;
 pub use self::consolidate::{CONSOLIDATED_METADATA_KEY, ConsolidationConfig};
+pub use self::dialogue::{
+    Dialogue, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, ROLE_METADATA_KEY, SESSION_METADATA_KEY,
+    SPEAKER_METADATA_KEY, Turn,
+};
 pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 

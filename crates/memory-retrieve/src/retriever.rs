@@ -24,9 +24,9 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-    MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, RecallFilter, RecallView, RetrievalStrategy,
-    RetrieverConfig,
+    DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
+    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_ROLE_WEIGHTS, RecallFilter,
+    RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 

@@ -14,7 +14,7 @@ use memory_core::{
 
 use super::candidate::{Candidate, Found, Key, RecordType};
 use super::request::Request;
-use super::{MAX_CONTEXT_SOURCES, RecallFilter};
+use super::{MAX_CONTEXT_SOURCES, RecallFilter, RetrieverConfig};
 use crate::scoring::{Signals, text_overlap};
 
 /// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
@@ -73,7 +73,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             let item = hit.item;
             let mut signals =
                 Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-            signals[Signal::Relevance] = hit.score / best;
+            signals[Signal::Relevance] = hit.score / best * role_weight(config, &item);
             if request.wants_overlap() {
                 signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
             }
@@ -94,6 +94,19 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         add_context(&mut out, request, query_vector).await?;
     }
     Ok((out, started.elapsed().as_micros() as u64))
+}
+
+/// The weight of `item`'s role in keyword relevance ([`RetrieverConfig::role_weights`]).
+fn role_weight(config: &RetrieverConfig, item: &MemoryItem) -> f32 {
+    if config.role_weights.is_empty() {
+        return 1.0;
+    }
+    item.metadata
+        .get(crate::ROLE_METADATA_KEY)
+        .and_then(|role| role.as_str())
+        .and_then(|role| config.role_weights.get(role))
+        .copied()
+        .unwrap_or(1.0)
 }
 
 /// Merges the embedding channel's hits (those with a positive cosine) into the keyword hits:

@@ -2,6 +2,7 @@
 
 mod api;
 mod conversation;
+mod dialogue;
 #[cfg(feature = "embeddings")]
 mod embedding;
 mod enrich;

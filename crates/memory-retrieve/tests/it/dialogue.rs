@@ -1,0 +1,204 @@
+//! Dialogue ingest: turns dated and attributed, neighbours as context within a session, the
+//! role weight in ranking, and bad input refused with nothing stored; on the in-memory
+//! store and on SQLite.
+
+use std::sync::Arc;
+
+use memory_core::{MemoryError, MemoryStore, Namespace, RetrievalSource};
+use memory_inmem::InMemoryStore;
+use memory_retrieve::{FactsConfig, Memory, RetrieverConfig, Role, Turn};
+
+fn stores() -> Vec<Arc<dyn MemoryStore>> {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+    vec![
+        Arc::new(InMemoryStore::new()),
+        Arc::new(sqlite.memory_store().clone()),
+    ]
+}
+
+fn memory(store: Arc<dyn MemoryStore>, config: RetrieverConfig) -> Memory {
+    Memory::builder()
+        .store(store)
+        .facts(FactsConfig::off())
+        .retriever_config(config)
+        .build()
+        .expect("memory")
+}
+
+fn at(day: u32) -> chrono::DateTime<chrono::Utc> {
+    format!("2023-05-{day:02}T12:00:00Z").parse().expect("time")
+}
+
+fn ids(result: &memory_core::RetrievalResult) -> Vec<String> {
+    result
+        .items
+        .iter()
+        .filter_map(|item| match &item.record {
+            RetrievalSource::Memory(memory) => Some(memory.id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn turns_are_dated_attributed_and_lent_their_neighbours() {
+    for store in stores() {
+        let memory = memory(store, RetrieverConfig::default());
+        let namespace = Namespace::parse("chat/alice").unwrap();
+        let mut dialogue = memory.dialogue(namespace.clone());
+        let turns = [
+            ("a", "Caroline", "How long have you two been married?", "1"),
+            ("b", "Melanie", "Five years this June!", "1"),
+            ("c", "Caroline", "Congratulations, that is wonderful.", "1"),
+            ("d", "Melanie", "Guess what I painted yesterday.", "2"),
+        ];
+        for (id, speaker, text, session) in turns {
+            dialogue
+                .add(
+                    Turn::new(speaker, text)
+                        .id(id)
+                        .session(session)
+                        .at(at(8)),
+                )
+                .await
+                .unwrap();
+        }
+        let get = |id: &'static str| {
+            let memory = &memory;
+            let namespace = namespace.clone();
+            async move {
+                memory
+                    .store()
+                    .get(&namespace, id)
+                    .await
+                    .unwrap()
+                    .expect("stored")
+            }
+        };
+        let b = get("b").await;
+        assert_eq!(b.content, "[8 May 2023] Melanie: Five years this June!");
+        assert_eq!(b.metadata["speaker"], "Melanie");
+        assert_eq!(b.metadata["session"], "1");
+        // The turn before and the turn after, in that order.
+        assert_eq!(
+            b.context(),
+            "Caroline: How long have you two been married?\nCaroline: Congratulations, that is wonderful."
+        );
+        // The first turn has only the one after it; the last of a session only the one before.
+        assert_eq!(get("a").await.context(), "Melanie: Five years this June!");
+        assert_eq!(
+            get("c").await.context(),
+            "Melanie: Five years this June!"
+        );
+        // A new session starts without context.
+        assert_eq!(get("d").await.context(), "");
+
+        // The answer is found through the question it answers.
+        let found = memory
+            .recall(&namespace.exact(), "how long married")
+            .await
+            .unwrap();
+        let ranked = ids(&found);
+        assert!(ranked.contains(&"b".to_owned()), "{ranked:?}");
+        // ... but the question, which holds the words, ranks first.
+        assert_eq!(ranked.first().map(String::as_str), Some("a"));
+    }
+}
+
+#[tokio::test]
+async fn an_assistant_reply_counts_less_than_the_user_statement_it_restates() {
+    for (weight, want_first) in [(1.0f32, "reply"), (0.5, "statement")] {
+        for store in stores() {
+            let mut config = RetrieverConfig::default();
+            config.role_weights.insert("assistant".into(), weight);
+            let memory = memory(store, config);
+            let namespace = Namespace::parse("chat/bob").unwrap();
+            let mut dialogue = memory.dialogue(namespace.clone());
+            dialogue
+                .add(
+                    Turn::new("user", "I adopted a rescue greyhound named Pixel.")
+                        .role(Role::User)
+                        .id("statement")
+                        .at(at(1)),
+                )
+                .await
+                .unwrap();
+            dialogue
+                .add(
+                    Turn::new(
+                        "assistant",
+                        "Congratulations on adopting Pixel! A rescue greyhound adopted from a \
+                         shelter needs time: a greyhound adopted as a rescue is often shy.",
+                    )
+                    .role(Role::Assistant)
+                    .id("reply")
+                    .at(at(1)),
+                )
+                .await
+                .unwrap();
+            let reply = memory.store().get(&namespace, "reply").await.unwrap();
+            assert_eq!(reply.expect("stored").metadata["role"], "assistant");
+            let found = memory
+                .recall(&namespace.exact(), "adopted rescue greyhound")
+                .await
+                .unwrap();
+            assert_eq!(
+                ids(&found).first().map(String::as_str),
+                Some(want_first),
+                "assistant weight {weight}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_turns_are_refused_and_nothing_is_stored() {
+    for store in stores() {
+        let memory = memory(store, RetrieverConfig::default());
+        let namespace = Namespace::parse("chat/carol").unwrap();
+        let mut dialogue = memory.dialogue(namespace.clone());
+        let cases = [
+            (Turn::new("x".repeat(300), "hello"), "speaker"),
+            (Turn::new("user", "hello").session("s".repeat(300)), "session"),
+            (Turn::new("user", "   "), "text"),
+            (
+                Turn::new("user", "hello").metadata(serde_json::json!([1, 2])),
+                "metadata",
+            ),
+        ];
+        for (turn, field) in cases {
+            let error = dialogue.add(turn).await.expect_err(field);
+            assert!(
+                matches!(&error, MemoryError::InvalidInput { .. }),
+                "{error:?}"
+            );
+            assert_eq!(error.field(), Some(field));
+        }
+        assert_eq!(memory.store().count(&namespace.exact()).await.unwrap(), 0);
+        // A neighbour longer than a context may be is cut, not refused.
+        let long = "word ".repeat(20_000);
+        dialogue.add(Turn::new("user", long).id("long")).await.unwrap();
+        dialogue
+            .add(Turn::new("assistant", "short").id("short"))
+            .await
+            .unwrap();
+        let short = memory.store().get(&namespace, "short").await.unwrap();
+        assert_eq!(
+            short.expect("stored").context().len(),
+            memory_core::MAX_CONTEXT_BYTES
+        );
+    }
+}
+
+#[test]
+fn role_weights_are_validated() {
+    let mut config = RetrieverConfig::default();
+    config.role_weights.insert("assistant".into(), 1.5);
+    assert_eq!(config.validate().unwrap_err().field(), Some("role_weights"));
+    let mut config = RetrieverConfig::default();
+    config.role_weights.insert(String::new(), 0.5);
+    assert_eq!(config.validate().unwrap_err().field(), Some("role_weights"));
+    let mut config = RetrieverConfig::default();
+    config.role_weights.insert("tool".into(), f32::NAN);
+    assert_eq!(config.validate().unwrap_err().field(), Some("role_weights"));
+}
