@@ -11,7 +11,7 @@ use memory_core::{
 };
 
 use crate::bm25::{Bm25Index, top_k};
-use crate::page_search::best_boosted;
+use crate::page_search::{RuleKeywords, RuleText, best_boosted};
 use crate::registry::{Registry, read, write};
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
@@ -47,6 +47,8 @@ struct Shard {
 struct PageEntry {
     page: KnowledgePage,
     slot: u32,
+    /// The title and summary as the match rules read them.
+    rules: RuleText,
 }
 
 impl Default for Shard {
@@ -89,7 +91,9 @@ impl Shard {
                     .insert(page.id.clone());
             }
         }
-        self.pages.insert(page.id.clone(), PageEntry { page, slot });
+        let rules = RuleText::new(&page.title, &page.summary);
+        self.pages
+            .insert(page.id.clone(), PageEntry { page, slot, rules });
     }
 
     fn remove(&mut self, id: &str) -> Option<KnowledgePage> {
@@ -194,6 +198,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             summary_contains: true,
         }
         .boost();
+        let rules = RuleKeywords::new(&keywords);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {
@@ -213,7 +218,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 if !query.tags.iter().all(|tag| entry.page.tags.contains(tag)) {
                     return None;
                 }
-                let boost = page_signals(&entry.page, &keywords).boost();
+                let boost = rules.signals(&entry.rules, &entry.page.tags).boost();
                 Some((score * boost, id.clone()))
             });
             hits.extend(
