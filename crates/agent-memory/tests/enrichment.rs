@@ -65,7 +65,10 @@ async fn links_live_in_every_backend() {
             .find(|item| item.record.id() == painting)
             .unwrap_or_else(|| panic!("{name}: not reached through the graph"));
         assert!(
-            reached.breakdown.channels.contains(&Channel::GraphTraversal),
+            reached
+                .breakdown
+                .channels
+                .contains(&Channel::GraphTraversal),
             "{name}"
         );
         assert!(
