@@ -327,8 +327,36 @@ impl<const N: usize> FullText<N> {
             }
             self.remove_doc(connection, rid, &stored)?;
         }
+        self.add_pending(connection, rid, ns, doc, &terms, pending)
+    }
+
+    /// [`put_pending`](Self::put_pending) for a record just inserted, which the index cannot
+    /// hold yet (its row id is new: a deleted record's entry went with it).
+    pub(crate) fn put_new_pending(
+        &self,
+        connection: &Connection,
+        rid: i64,
+        ns: &str,
+        doc: &Analyzed<N>,
+        pending: &mut Pending<N>,
+    ) -> Result<()> {
+        if pending.rids.contains(&rid) {
+            return self.put_pending(connection, rid, ns, doc, pending);
+        }
+        self.add_pending(connection, rid, ns, doc, &doc.encode_terms(), pending)
+    }
+
+    fn add_pending(
+        &self,
+        connection: &Connection,
+        rid: i64,
+        ns: &str,
+        doc: &Analyzed<N>,
+        terms: &[u8],
+        pending: &mut Pending<N>,
+    ) -> Result<()> {
         let nid = self.add_stats(connection, rid, ns, doc)?;
-        self.write_doc(connection, nid, rid, doc, &terms)?;
+        self.write_doc(connection, nid, rid, doc, terms)?;
         pending.add(nid, rid, doc);
         Ok(())
     }

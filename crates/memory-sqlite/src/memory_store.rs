@@ -105,7 +105,7 @@ fn write_item(
     pending: &mut Pending<2>,
 ) -> Result<()> {
     let what = || format!("saving memory {} in {}", item.id, item.ns);
-    let rid = match find_rid(transaction, &item.ns, &item.id)? {
+    let (rid, new) = match find_rid(transaction, &item.ns, &item.id)? {
         Some(rid) => {
             transaction
                 .prepare_cached(
@@ -142,7 +142,7 @@ fn write_item(
                 .prepare_cached("DELETE FROM memory_tags WHERE rid = ?1")
                 .and_then(|mut statement| statement.execute([rid]))
                 .context(what)?;
-            rid
+            (rid, false)
         }
         None => transaction
             .prepare_cached(
@@ -178,9 +178,14 @@ fn write_item(
                     |row| row.get::<_, i64>(0),
                 )
             })
+            .map(|rid| (rid, true))
             .context(what)?,
     };
-    fulltext::memories().put_pending(transaction, rid, &item.ns, &item.doc, pending)?;
+    if new {
+        fulltext::memories().put_new_pending(transaction, rid, &item.ns, &item.doc, pending)?;
+    } else {
+        fulltext::memories().put_pending(transaction, rid, &item.ns, &item.doc, pending)?;
+    }
     let mut insert_tag = transaction
         .prepare_cached("INSERT OR IGNORE INTO memory_tags (rid, tag) VALUES (?1, ?2)")
         .context(what)?;
