@@ -165,8 +165,20 @@ impl Memory {
         let mut remembered = Vec::with_capacity(items.len());
         // Per duplicate key, the requests of the batch stored as new memories.
         let mut added: HashMap<(Namespace, Vec<String>), Vec<usize>> = HashMap::new();
-        let merge_in_batch = self.facts.duplicates != DuplicatePolicy::KeepBoth;
+        // As `remember` merges only the duplicates its search finds, so does the batch.
+        let merge_in_batch =
+            self.facts.duplicates != DuplicatePolicy::KeepBoth && self.facts.candidates > 0;
         for (index, item) in items.into_iter().enumerate() {
+            if self.facts.candidates == 0 && item.fact_key.is_none() {
+                // Nothing to reconcile: stored as it is, as `remember` would store it.
+                remembered.push(Remembered {
+                    id: item.id.clone(),
+                    outcome: Outcome::Added,
+                    conflicts: Vec::new(),
+                });
+                writes.put(item);
+                continue;
+            }
             if merge_in_batch && item.kind != MemoryKind::ShortTerm {
                 let key = duplicate_key(&item);
                 let earlier = added.get(&key).and_then(|earlier| {
@@ -381,6 +393,27 @@ mod tests {
         assert_eq!(stored.access_count, 2);
         let tea = memory.store().get(&user(), "tea").await.unwrap().unwrap();
         assert_eq!(tea.access_count, 1);
+    }
+
+    /// Without duplicate detection (`candidates` 0), a repeated text is stored twice, as two
+    /// `remember` calls would store it.
+    #[tokio::test]
+    async fn without_detection_every_request_is_stored() {
+        let facts = crate::FactsConfig {
+            candidates: 0,
+            ..crate::FactsConfig::default()
+        };
+        let memory = Memory::builder().facts(facts).build().unwrap();
+        let done = memory
+            .remember_many(vec![
+                Remember::new(user(), "The user drinks green tea"),
+                Remember::new(user(), "The user drinks green tea"),
+            ])
+            .await
+            .unwrap();
+        assert!(done.iter().all(|r| r.outcome == Outcome::Added));
+        assert_ne!(done[0].id, done[1].id);
+        assert_eq!(count(&memory).await, 2);
     }
 
     #[tokio::test]
