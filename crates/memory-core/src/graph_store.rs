@@ -285,7 +285,11 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
 
     /// A shortest path (fewest hops, relations followed in both directions) from `from` to
     /// `to`; `Some(vec![])` when they are the same entity, `None` when unconnected within
-    /// [`MAX_TRAVERSAL_DEPTH`] hops.
+    /// [`MAX_TRAVERSAL_DEPTH`] hops. Among several shortest paths, the one this breadth-first
+    /// search from `from` reaches first. A backend may search from both ends at once (the
+    /// in-memory graph does): it returns the same path whenever this search finds one, and
+    /// may find paths this search gives up on after reaching [`MAX_TRAVERSAL_VISITED`]
+    /// entities, since it reaches far fewer.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when either entity does not exist.
