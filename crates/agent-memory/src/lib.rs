@@ -8,11 +8,11 @@ pub use memory_core::*;
 #[cfg(feature = "retrieve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
 pub use memory_retrieve::{
-    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, DuplicatePolicy, Enricher,
+    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, Dialogue, DuplicatePolicy, Enricher,
     Enrichment, EnrichmentConfig, FactsConfig, MaintenanceReport, Memory, MemoryBuilder,
     MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Remember, Remembered,
     RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, RuleConflictDetector, RuleEnricher,
-    ScoreWeights, ScoringStrategy, TermReranker,
+    Role, ScoreWeights, ScoringStrategy, TermReranker, Turn,
 };
 
 // The backends, each behind its feature.

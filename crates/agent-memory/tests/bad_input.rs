@@ -544,7 +544,97 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
             b.name
         );
 
+        facts_and_dialogue_hold(&b, &memory, &ns).await;
+
         sentinel_is_intact(&b, &memory, &ns).await;
         b.cleanup().await;
     }
+}
+
+/// The changing-facts and dialogue entry points: fact keys, validity, credibility, explicit
+/// supersede and retract, dialogue turns and role weights. Each refusal names its field and
+/// stores nothing.
+async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) {
+    use agent_memory::retrieve::Turn;
+    use agent_memory::{MAX_FACT_KEY_LEN, MAX_REASON_LEN};
+
+    let before = b.store.count(&ns.subtree()).await.unwrap();
+    let long_key = "k".repeat(MAX_FACT_KEY_LEN + 1);
+    for key in ["", "   ", long_key.as_str()] {
+        invalid(
+            "fact key",
+            memory
+                .remember_with(Remember::new(ns.clone(), "the user lives in Paris").fact_key(key))
+                .await,
+            "fact_key",
+        );
+    }
+    let (early, late) = (
+        "2024-01-01T00:00:00Z".parse().unwrap(),
+        "2025-01-01T00:00:00Z".parse().unwrap(),
+    );
+    invalid(
+        "validity ends before it starts",
+        memory
+            .remember_with(Remember::new(ns.clone(), "a fact").valid(Some(late), Some(early)))
+            .await,
+        "valid",
+    );
+    for credibility in [f32::NAN, -0.5, 2.0] {
+        invalid(
+            "credibility",
+            memory
+                .remember_with(Remember::new(ns.clone(), "a fact").credibility(credibility))
+                .await,
+            "credibility",
+        );
+    }
+    invalid(
+        "supersede itself",
+        memory.supersede(ns, "sentinel", "sentinel").await,
+        "new",
+    );
+    assert!(
+        matches!(
+            memory.supersede(ns, "no-such-memory", "sentinel").await,
+            Err(MemoryError::NotFound { .. })
+        ),
+        "{}: superseding a missing memory is NotFound",
+        b.name
+    );
+    invalid(
+        "retract reason",
+        memory
+            .retract(ns, "sentinel", &"r".repeat(MAX_REASON_LEN + 1))
+            .await,
+        "reason",
+    );
+    let mut dialogue = memory.dialogue(ns.clone());
+    for (turn, field) in [
+        (Turn::new("x".repeat(1000), "hello"), "speaker"),
+        (Turn::new("user", "hello").session("s".repeat(1000)), "session"),
+        (Turn::new("user", " \n "), "text"),
+        (Turn::new("user", "hello").metadata(serde_json::json!("flat")), "metadata"),
+        (Turn::new("user", "nul \0 text"), "content"),
+    ] {
+        invalid("dialogue turn", dialogue.add(turn).await, field);
+    }
+    for weight in [f32::NAN, -0.1, 1.5] {
+        let mut config = RetrieverConfig::default();
+        config.role_weights.insert("assistant".into(), weight);
+        invalid(
+            "role weight",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config)
+                .build(),
+            "role_weights",
+        );
+    }
+    assert_eq!(
+        b.store.count(&ns.subtree()).await.unwrap(),
+        before,
+        "{}: refused facts and turns write nothing",
+        b.name
+    );
 }
