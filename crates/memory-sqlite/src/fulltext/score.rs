@@ -104,7 +104,7 @@ impl Held {
             self.best.push(Reverse(bits));
         }
         self.candidates.push((score, rid));
-        if self.candidates.len() > 4 * self.k + 64 {
+        if self.candidates.len() > self.k.saturating_mul(4).saturating_add(64) {
             let threshold = self.threshold();
             self.candidates.retain(|(score, _)| *score >= threshold);
         }

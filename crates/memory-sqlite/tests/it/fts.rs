@@ -618,7 +618,7 @@ async fn pruned_search_over_many_blocks_ranks_as_in_memory() {
             "apple river stone garden",
             "winter letter bread market",
         ] {
-            for top_k in [1, 10, 100] {
+            for top_k in [1, 10, 100, usize::MAX] {
                 let query =
                     SearchQuery::new(filter.scope.clone(), text, top_k).with_filter(filter.clone());
                 let hits = |hits: Vec<memory_core::SearchHit>| {
