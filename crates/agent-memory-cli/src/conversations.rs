@@ -1,14 +1,16 @@
 //! `import --format locomo|longmemeval`: benchmark conversations as memories, each
 //! conversation (a LoCoMo conversation, a LongMemEval question's haystack) in its own
-//! namespace under `--namespace`, every turn remembered through `Memory::remember_with` as
-//! the project's evaluation does: text `[date] speaker: text`, the session's time as its
-//! creation time, the turn id, speaker and session in metadata, and the previous turn as its
-//! context. The whole file is read and checked before the first write.
+//! namespace under `--namespace`, every turn remembered through the dialogue API
+//! (`Memory::dialogue`) as the project's evaluation does: text `[date] speaker: text`, the
+//! session's time as its creation time, the speaker, its chat role (LongMemEval's `user` and
+//! `assistant`), the session and the turn id in metadata, and the turns next to it in its
+//! session as its context. The whole file is read and checked before the first write; turns
+//! with nothing said are skipped and counted.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use agent_memory::{MemoryKind, Namespace, Outcome as FactOutcome, Remember};
+use agent_memory::{Namespace, Outcome as FactOutcome, Role};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
@@ -54,9 +56,10 @@ struct LongMemEvalTurn {
 #[derive(Debug)]
 struct Turn {
     id: String,
+    speaker: String,
+    role: Option<Role>,
     text: String,
-    /// The bare `speaker: text`, the next turn's context.
-    said: String,
+    session: String,
     at: DateTime<Utc>,
     metadata: serde_json::Value,
 }
@@ -170,12 +173,7 @@ fn read_locomo(
             None => previous,
         };
         last.insert(position, previous.max(at));
-        let date = if turn.date.trim().is_empty() {
-            at.format("%Y-%m-%d").to_string()
-        } else {
-            turn.date.clone()
-        };
-        let mut text = format!("[{date}] {}: {}", turn.speaker, turn.text);
+        let mut text = turn.text;
         if let Some(caption) = turn
             .blip_caption
             .as_deref()
@@ -185,11 +183,18 @@ fn read_locomo(
             text.push_str(caption);
             text.push(']');
         }
+        let session = match &turn.session {
+            serde_json::Value::String(session) => session.clone(),
+            serde_json::Value::Null => String::new(),
+            other => other.to_string(),
+        };
         conversations[position].turns.push(Turn {
-            metadata: json!({"dia_id": turn.dia_id, "speaker": turn.speaker, "session": turn.session}),
-            said: format!("{}: {}", turn.speaker, turn.text),
+            metadata: json!({"dia_id": turn.dia_id, "date": turn.date}),
             id: turn.dia_id,
+            speaker: turn.speaker,
+            role: None,
             text,
+            session,
             at,
         });
     }
@@ -238,9 +243,15 @@ fn read_longmemeval(
                 // By position: a haystack may hold two sessions with the same id.
                 let id = format!("s{index}:{position}");
                 turns.push(Turn {
-                    text: format!("[{date}] {}: {}", turn.role, turn.content),
-                    said: format!("{}: {}", turn.role, turn.content),
-                    metadata: json!({"dia_id": id, "speaker": turn.role, "session": index, "session_id": session_id}),
+                    metadata: json!({"dia_id": id, "session_id": session_id}),
+                    role: match turn.role.as_str() {
+                        "user" => Some(Role::User),
+                        "assistant" => Some(Role::Assistant),
+                        _ => None,
+                    },
+                    speaker: turn.role,
+                    text: turn.content,
+                    session: index.to_string(),
                     id,
                     at,
                 });
@@ -254,37 +265,50 @@ fn read_longmemeval(
     Ok(conversations)
 }
 
-/// The requests of a conversation's turns, each checked as `remember` would check it.
-fn requests(conversation: &Conversation, source: &str) -> Result<Vec<Remember>, Failure> {
-    let mut previous: Option<&str> = None;
+/// The dialogue turns of a conversation, each checked as the dialogue API would check it,
+/// and how many were skipped for having nothing said.
+fn requests(
+    conversation: &Conversation,
+    source: &str,
+) -> Result<(Vec<agent_memory::Turn>, usize), Failure> {
     let mut out = Vec::with_capacity(conversation.turns.len());
+    let mut skipped = 0;
     for turn in &conversation.turns {
-        let mut request = Remember::new(conversation.namespace.clone(), turn.text.clone())
-            .id(turn.id.clone())
-            .kind(MemoryKind::Episodic)
-            .created_at(turn.at)
-            .metadata(turn.metadata.clone())
-            .source(source);
-        if let Some(context) = previous {
-            request = request.context(context);
+        if turn.text.trim().is_empty() {
+            skipped += 1;
+            continue;
         }
-        previous = Some(&turn.said);
-        agent_memory::MemoryItem::new(request.namespace.clone(), request.text.clone())
+        let fail = |error: agent_memory::MemoryError| {
+            let failure = Failure::from(error);
+            Failure {
+                message: format!(
+                    "turn {} of {}: {}",
+                    turn.id, conversation.namespace, failure.message
+                ),
+                ..failure
+            }
+        };
+        if turn.speaker.len() > agent_memory::retrieve::MAX_SPEAKER_BYTES {
+            return Err(fail(agent_memory::MemoryError::invalid(
+                "speaker", "too long",
+            )));
+        }
+        agent_memory::MemoryItem::new(conversation.namespace.clone(), turn.text.clone())
             .and_then(|item| item.with_id(turn.id.clone()))
             .and_then(|item| item.with_metadata(turn.metadata.clone()))
-            .map_err(|error| {
-                let failure = Failure::from(error);
-                Failure {
-                    message: format!(
-                        "turn {} of {}: {}",
-                        turn.id, conversation.namespace, failure.message
-                    ),
-                    ..failure
-                }
-            })?;
-        out.push(request);
+            .map_err(fail)?;
+        let mut line = agent_memory::Turn::new(turn.speaker.clone(), turn.text.clone())
+            .id(turn.id.clone())
+            .at(turn.at)
+            .session(turn.session.clone())
+            .metadata(turn.metadata.clone())
+            .source(source);
+        if let Some(role) = turn.role {
+            line = line.role(role);
+        }
+        out.push(line);
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// Imports LoCoMo (`longmemeval` false) or LongMemEval conversations.
@@ -302,8 +326,11 @@ pub(crate) async fn import(
         (read_locomo(input, parent)?, "locomo")
     };
     let mut all = Vec::with_capacity(conversations.len());
+    let mut skipped = 0;
     for conversation in &conversations {
-        all.push((&conversation.namespace, requests(conversation, format)?));
+        let (turns, empty) = requests(conversation, format)?;
+        skipped += empty;
+        all.push((&conversation.namespace, turns));
     }
     let total: usize = all.iter().map(|(_, requests)| requests.len()).sum();
     let memory = settings.open().await?;
@@ -316,10 +343,11 @@ pub(crate) async fn import(
     }
     let (mut added, mut merged, mut superseded, mut outdated, mut conflicts) = (0, 0, 0, 0, 0);
     let mut namespaces = Vec::with_capacity(all.len());
-    for (namespace, requests) in all {
+    for (namespace, turns) in all {
         bar.set_message(namespace.to_string());
-        for request in requests {
-            let remembered = memory.remember_with(request).await?;
+        let mut dialogue = memory.dialogue(namespace.clone());
+        for turn in turns {
+            let remembered = dialogue.add(turn).await?;
             match remembered.outcome {
                 FactOutcome::Merged { .. } => merged += 1,
                 FactOutcome::Superseded { .. } => superseded += 1,
@@ -346,6 +374,7 @@ pub(crate) async fn import(
                 "outdated": outdated,
             },
             "conflicts": conflicts,
+            "skipped_empty": skipped,
         }),
         text: format!(
             "imported {total} turns of {} conversations under {parent} ({added} added, {merged} merged into a repeated turn, {conflicts} conflicts flagged)",

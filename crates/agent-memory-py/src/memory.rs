@@ -319,6 +319,105 @@ impl PyMemory {
         block_on(py, memory.remember_with(request)).map(Remembered::new)
     }
 
+    /// Remembers the turns of a dialogue in `namespace`, in order, as
+    /// `Memory::dialogue` does: each turn stored as `[date] speaker: text` with its role and
+    /// session in metadata, and the turns next to it in its session as its context (searched
+    /// with a lower weight), each reconciled as `remember` does. Returns what happened to
+    /// each turn.
+    ///
+    /// Each turn is a dict: `text` (required), `speaker`, `role` (`user`, `assistant`,
+    /// `system` or `tool`), `session`, `at` (a datetime, RFC 3339 string or epoch seconds),
+    /// `id`, `metadata`, `source`. The turns of one call form one stretch of dialogue: the
+    /// first turn of a later call is not linked to the last of this one, so pass a
+    /// conversation's turns together (or at least whole sessions). Turns are stored one by
+    /// one; when one is refused, those before it stay stored and the error names the field
+    /// and the turn's position.
+    #[pyo3(signature = (namespace, turns))]
+    fn remember_dialogue(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        turns: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<Remembered>> {
+        let namespace = record_namespace(py, namespace)?;
+        let mut parsed = Vec::with_capacity(turns.len());
+        for (position, turn) in turns.iter().enumerate() {
+            let field = |name: &str| format!("turns[{position}].{name}");
+            let turn = turn
+                .cast::<PyDict>()
+                .map_err(|_| invalid(py, &format!("turns[{position}]"), "must be a dict"))?;
+            let text: String = match turn.get_item("text")? {
+                Some(text) => text
+                    .extract()
+                    .map_err(|_| invalid(py, &field("text"), "must be a string"))?,
+                None => return Err(invalid(py, &field("text"), "is missing")),
+            };
+            let string = |name: &str| -> PyResult<Option<String>> {
+                match turn.get_item(name)? {
+                    None => Ok(None),
+                    Some(value) if value.is_none() => Ok(None),
+                    Some(value) => {
+                        // A session may be numbered.
+                        if let Ok(number) = value.extract::<i64>() {
+                            return Ok(Some(number.to_string()));
+                        }
+                        value
+                            .extract::<String>()
+                            .map(Some)
+                            .map_err(|_| invalid(py, &field(name), "must be a string"))
+                    }
+                }
+            };
+            let mut line =
+                agent_memory::retrieve::Turn::new(string("speaker")?.unwrap_or_default(), text);
+            if let Some(role) = string("role")? {
+                let role = serde_json::from_value(serde_json::Value::String(role.clone()))
+                    .map_err(|_| {
+                        invalid(
+                            py,
+                            &field("role"),
+                            format!("{role:?} is not user, assistant, system or tool"),
+                        )
+                    })?;
+                line = line.role(role);
+            }
+            if let Some(session) = string("session")? {
+                line = line.session(session);
+            }
+            if let Some(at) = turn.get_item("at")?.filter(|at| !at.is_none()) {
+                line = line.at(to_time(&at, &field("at"))?);
+            }
+            if let Some(id) = string("id")? {
+                line = line.id(id);
+            }
+            if let Some(source) = string("source")? {
+                line = line.source(source);
+            }
+            if let Some(metadata) = turn.get_item("metadata")?.filter(|m| !m.is_none()) {
+                line = line.metadata(to_json(&metadata, &field("metadata"))?);
+            }
+            parsed.push(line);
+        }
+        let memory = Arc::clone(&self.inner);
+        block_on(py, async move {
+            let mut dialogue = memory.dialogue(namespace);
+            let mut out = Vec::with_capacity(parsed.len());
+            for (position, turn) in parsed.into_iter().enumerate() {
+                let remembered = dialogue.add(turn).await.map_err(|error| match error {
+                    agent_memory::MemoryError::InvalidInput { field, problem } => {
+                        agent_memory::MemoryError::InvalidInput {
+                            field: format!("turns[{position}].{field}"),
+                            problem,
+                        }
+                    }
+                    other => other,
+                })?;
+                out.push(Remembered::new(remembered));
+            }
+            Ok(out)
+        })
+    }
+
     /// Stores `text` under `id` in `namespace` as given, replacing the memory with that id
     /// if there is one (its creation time and recall statistics are kept): a key-value
     /// write, without the duplicate and fact reconciliation of `remember` and without an

@@ -271,3 +271,43 @@ def test_version() -> None:
     import agent_memory
 
     assert agent_memory.__version__.count(".") == 2
+
+
+def test_remember_dialogue_links_neighbours_and_weighs_roles(any_memory: Memory) -> None:
+    at = datetime(2023, 5, 8, 12, tzinfo=timezone.utc)
+    done = any_memory.remember_dialogue(
+        "chat",
+        [
+            {"speaker": "user", "role": "user", "text": "I adopted a greyhound named Pixel.",
+             "id": "t0", "session": 1, "at": at},
+            {"speaker": "assistant", "role": "assistant", "id": "t1", "session": 1, "at": at,
+             "text": "Congratulations on the greyhound you adopted, enjoy the walks!"},
+            {"speaker": "user", "role": "user", "text": "Thanks, we walk daily.", "id": "t2",
+             "session": 2, "at": at},
+        ],
+    )
+    assert [d.id for d in done] == ["t0", "t1", "t2"]
+    first = any_memory.get("chat", "t0")
+    assert first is not None
+    assert first.text == "[8 May 2023] user: I adopted a greyhound named Pixel."
+    assert first.metadata["role"] == "user" and first.metadata["session"] == "1"
+    # The turn after it in its session is its context; a new session is not.
+    assert first.context == "assistant: Congratulations on the greyhound you adopted, enjoy the walks!"
+    assert any_memory.get("chat", "t2").context is None
+    # The user's own statement ranks above the assistant's restatement.
+    assert any_memory.recall("chat", "adopted greyhound")[0].id == "t0"
+
+
+def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
+    from agent_memory import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"text": "hi"}, {"text": "hello", "role": "robot"}])
+    assert error.value.field == "turns[1].role"
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"speaker": "user"}])
+    assert error.value.field == "turns[0].text"
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"text": "x", "speaker": "s" * 300}])
+    assert error.value.field == "turns[0].speaker"
+    assert memory.list("chat") == []

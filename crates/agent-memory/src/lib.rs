@@ -11,8 +11,8 @@ pub use memory_retrieve::{
     Conflict, ConflictDetector, ConflictPair, ConflictPolicy, Dialogue, DuplicatePolicy, Enricher,
     Enrichment, EnrichmentConfig, FactsConfig, MaintenanceReport, Memory, MemoryBuilder,
     MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Remember, Remembered,
-    RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, RuleConflictDetector, RuleEnricher,
-    Role, ScoreWeights, ScoringStrategy, TermReranker, Turn,
+    RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, Role, RuleConflictDetector,
+    RuleEnricher, ScoreWeights, ScoringStrategy, TermReranker, Turn,
 };
 
 // The backends, each behind its feature.

@@ -612,9 +612,15 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
     let mut dialogue = memory.dialogue(ns.clone());
     for (turn, field) in [
         (Turn::new("x".repeat(1000), "hello"), "speaker"),
-        (Turn::new("user", "hello").session("s".repeat(1000)), "session"),
+        (
+            Turn::new("user", "hello").session("s".repeat(1000)),
+            "session",
+        ),
         (Turn::new("user", " \n "), "text"),
-        (Turn::new("user", "hello").metadata(serde_json::json!("flat")), "metadata"),
+        (
+            Turn::new("user", "hello").metadata(serde_json::json!("flat")),
+            "metadata",
+        ),
         (Turn::new("user", "nul \0 text"), "content"),
     ] {
         invalid("dialogue turn", dialogue.add(turn).await, field);

@@ -42,7 +42,7 @@ fn locomo_conversations_import_each_into_its_namespace() {
     assert!(
         hit["text"]
             .as_str()
-            .is_some_and(|t| t.starts_with("[1:56 pm on 8 May, 2023] Ana: I adopted")),
+            .is_some_and(|t| t.starts_with("[8 May 2023] Ana: I adopted")),
         "{found}"
     );
     let (_, other) = run_json(&dir, &["-n", "bench/conv-2", "recall", "greyhound Comet"]);
@@ -62,6 +62,16 @@ fn locomo_conversations_import_each_into_its_namespace() {
     assert!(
         text.contains("Ana: I adopted a greyhound"),
         "the previous turn as context: {text}"
+    );
+    let first = exported
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|record| record["id"] == "D1:1")
+        .expect("D1:1 exported");
+    let first = serde_json::to_string(&first).unwrap_or_default();
+    assert!(
+        first.contains("Ben: What a lovely name!"),
+        "the next turn as context: {first}"
     );
     assert!(text.contains("shares an image: a dog on a sofa"), "{text}");
 
@@ -123,8 +133,20 @@ fn longmemeval_haystacks_import_each_into_its_namespace() {
     assert!(
         found["results"][0]["text"]
             .as_str()
-            .is_some_and(|t| t.starts_with("[2023/05/02 (Tue) 05:35] user: I moved")),
+            .is_some_and(|t| t.starts_with("[2 May 2023] user: I moved")),
         "{found}"
+    );
+    run_json(&dir, &["-n", "lme/q1", "export", "-o", "q1.jsonl"]);
+    let exported = std::fs::read_to_string(dir.path().join("q1.jsonl")).expect("export");
+    let reply = exported
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|record| record["id"] == "s0:1")
+        .expect("s0:1 exported");
+    let reply = serde_json::to_string(&reply).unwrap_or_default();
+    assert!(
+        reply.contains("\"role\":\"assistant\""),
+        "its role: {reply}"
     );
     let (_, parrot) = run_json(&dir, &["-n", "lme/q1", "recall", "parrot Kiwi"]);
     assert_eq!(parrot["results"], json!([]), "another haystack: {parrot}");

@@ -107,6 +107,12 @@ class AsyncMemory:
             credibility=credibility,
         )
 
+    async def remember_dialogue(
+        self, namespace: str, turns: Sequence[Mapping[str, Any]]
+    ) -> list[Remembered]:
+        """See :meth:`Memory.remember_dialogue`."""
+        return await self._run(self.memory.remember_dialogue, namespace, list(turns))
+
     async def put(self, namespace: str, id: str, text: str, **options: Any) -> None:
         """See :meth:`Memory.put`."""
         return await self._run(self.memory.put, namespace, id, text, **options)

@@ -191,6 +191,21 @@ class Memory:
     @property
     def location(self) -> str:
         """``:memory:``, the SQLite path, or the PostgreSQL server."""
+    def remember_dialogue(
+        self, namespace: str, turns: Sequence[Mapping[str, Any]]
+    ) -> list[Remembered]:
+        """Remembers the turns of a dialogue in order, each as ``[date] speaker: text`` with
+        its role and session in metadata and its neighbours in the session as context.
+
+        Each turn is a dict with ``text`` and optionally ``speaker``, ``role`` (``user``,
+        ``assistant``, ``system``, ``tool``), ``session``, ``at``, ``id``, ``metadata``,
+        ``source``. Pass a conversation's turns together: a later call starts a new
+        stretch of dialogue.
+
+        :raises InvalidInputError: naming the turn and field (``turns[3].role``); the turns
+            before it stay stored.
+        """
+
     def remember(
         self,
         namespace: str,

@@ -54,12 +54,7 @@ async fn turns_are_dated_attributed_and_lent_their_neighbours() {
         ];
         for (id, speaker, text, session) in turns {
             dialogue
-                .add(
-                    Turn::new(speaker, text)
-                        .id(id)
-                        .session(session)
-                        .at(at(8)),
-                )
+                .add(Turn::new(speaker, text).id(id).session(session).at(at(8)))
                 .await
                 .unwrap();
         }
@@ -86,10 +81,7 @@ async fn turns_are_dated_attributed_and_lent_their_neighbours() {
         );
         // The first turn has only the one after it; the last of a session only the one before.
         assert_eq!(get("a").await.context(), "Melanie: Five years this June!");
-        assert_eq!(
-            get("c").await.context(),
-            "Melanie: Five years this June!"
-        );
+        assert_eq!(get("c").await.context(), "Melanie: Five years this June!");
         // A new session starts without context.
         assert_eq!(get("d").await.context(), "");
 
@@ -159,7 +151,10 @@ async fn bad_turns_are_refused_and_nothing_is_stored() {
         let mut dialogue = memory.dialogue(namespace.clone());
         let cases = [
             (Turn::new("x".repeat(300), "hello"), "speaker"),
-            (Turn::new("user", "hello").session("s".repeat(300)), "session"),
+            (
+                Turn::new("user", "hello").session("s".repeat(300)),
+                "session",
+            ),
             (Turn::new("user", "   "), "text"),
             (
                 Turn::new("user", "hello").metadata(serde_json::json!([1, 2])),
@@ -177,7 +172,10 @@ async fn bad_turns_are_refused_and_nothing_is_stored() {
         assert_eq!(memory.store().count(&namespace.exact()).await.unwrap(), 0);
         // A neighbour longer than a context may be is cut, not refused.
         let long = "word ".repeat(20_000);
-        dialogue.add(Turn::new("user", long).id("long")).await.unwrap();
+        dialogue
+            .add(Turn::new("user", long).id("long"))
+            .await
+            .unwrap();
         dialogue
             .add(Turn::new("assistant", "short").id("short"))
             .await
