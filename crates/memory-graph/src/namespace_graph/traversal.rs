@@ -158,16 +158,20 @@ impl NamespaceGraph {
                     .map(|node| (Arc::clone(&node.entity), node.key))
             })
             .collect();
-        let relations: Vec<Option<Arc<GraphRelation>>> = found
+        let mut relations: Vec<Option<Arc<GraphRelation>>> = found
             .iter()
             .map(|entry| entry.via.and_then(|half| self.shared_relation(half)))
             .collect();
         // `distance_score` multiplies the weights in path order starting from 1: the
         // product of a parent's path times the last weight is the same float.
         let mut products = vec![1.0f32; reached.len()];
+        // Whether an entity's relation is on other paths too (it has children): when not,
+        // its path takes the reference instead of counting one more and dropping this one.
+        let mut has_children = vec![false; reached.len()];
         for (index, entry) in found.iter().enumerate() {
             let weight = entry.via.map_or(1.0, |half| half.weight);
             products[index + 1] = products[entry.parent as usize] * weight;
+            has_children[entry.parent as usize] = true;
         }
         // The order of `sort_scored`: hops, score descending, id. The search reached the
         // entities level by level, so each level is a contiguous slice already in hop order;
@@ -234,14 +238,15 @@ impl NamespaceGraph {
             };
             // The path, from the reached entity back to the start, then reversed.
             let mut path = Vec::with_capacity(hops as usize);
-            let mut cursor = index;
-            loop {
-                path.extend(relations[cursor].iter().cloned());
-                let parent = found[cursor].parent as usize;
-                if parent == 0 {
-                    break;
-                }
-                cursor = parent - 1;
+            path.extend(if has_children[index + 1] {
+                relations[index].clone()
+            } else {
+                relations[index].take()
+            });
+            let mut parent = found[index].parent as usize;
+            while parent != 0 {
+                path.extend(relations[parent - 1].iter().cloned());
+                parent = found[parent - 1].parent as usize;
             }
             path.reverse();
             out.push(ScoredEntity {
