@@ -7,7 +7,7 @@ use memory_core::search::PAGE_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
     AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
-    PageMatchSignals, PageQuery, Result, Scope,
+    PageMatchSignals, PageQuery, Result, Scope, Tag,
 };
 
 use crate::bm25::{Bm25Index, top_k};
@@ -38,8 +38,11 @@ struct Shard {
     toc: BTreeSet<(String, String)>,
     /// page id -> ids of existing pages (other than itself) referencing it
     referrers: HashMap<String, HashSet<String>>,
-    slots: Vec<Option<String>>,
+    /// Per index slot, the page in it: its id, and what the match rules read.
+    slots: Vec<Option<SlotEntry>>,
     free_slots: Vec<u32>,
+    /// How many pages carry each tag (a query whose keywords name none cannot match a tag).
+    tag_counts: HashMap<Tag, usize>,
     index: Bm25Index<4>,
 }
 
@@ -47,8 +50,15 @@ struct Shard {
 struct PageEntry {
     page: KnowledgePage,
     slot: u32,
+}
+
+/// A page as a search reads it from its index slot, without looking it up by id.
+#[derive(Debug)]
+struct SlotEntry {
+    id: String,
     /// The title and summary as the match rules read them.
     rules: RuleText,
+    tags: Vec<Tag>,
 }
 
 impl Default for Shard {
@@ -59,6 +69,7 @@ impl Default for Shard {
             referrers: HashMap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
+            tag_counts: HashMap::new(),
             index: Bm25Index::new(Analyzer::default(), PAGE_FIELD_WEIGHTS),
         }
     }
@@ -78,7 +89,14 @@ impl Shard {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.slots[slot as usize] = Some(page.id.clone());
+        self.slots[slot as usize] = Some(SlotEntry {
+            id: page.id.clone(),
+            rules: RuleText::new(&page.title, &page.summary),
+            tags: page.tags.clone(),
+        });
+        for tag in &page.tags {
+            *self.tag_counts.entry(tag.clone()).or_insert(0) += 1;
+        }
         let [title, summary, tags, content] = page.search_fields();
         self.index
             .insert(slot, &page.id, [&title, &summary, &tags, &content]);
@@ -91,9 +109,7 @@ impl Shard {
                     .insert(page.id.clone());
             }
         }
-        let rules = RuleText::new(&page.title, &page.summary);
-        self.pages
-            .insert(page.id.clone(), PageEntry { page, slot, rules });
+        self.pages.insert(page.id.clone(), PageEntry { page, slot });
     }
 
     fn remove(&mut self, id: &str) -> Option<KnowledgePage> {
@@ -102,6 +118,14 @@ impl Shard {
         self.index.remove(entry.slot);
         self.slots[entry.slot as usize] = None;
         self.free_slots.push(entry.slot);
+        for tag in &entry.page.tags {
+            if let Some(count) = self.tag_counts.get_mut(tag) {
+                *count -= 1;
+                if *count == 0 {
+                    self.tag_counts.remove(tag);
+                }
+            }
+        }
         for target in &entry.page.references {
             if let Some(set) = self.referrers.get_mut(target) {
                 set.remove(id);
@@ -192,12 +216,6 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             return Ok(Vec::new());
         }
         let keywords = query.rule_keywords();
-        let max_boost = PageMatchSignals {
-            title_prefix: true,
-            tag_exact: true,
-            summary_contains: true,
-        }
-        .boost();
         let rules = RuleKeywords::new(&keywords);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
@@ -211,19 +229,34 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             shard
                 .index
                 .score_terms(terms, |slot, score| matches.push((score, slot)));
+            // The largest boost a page of this shard can get: no keyword names a tag any
+            // page carries, no tag can match.
+            let max_boost = PageMatchSignals {
+                title_prefix: true,
+                tag_exact: rules.names_a_tag(|tag| shard.tag_counts.contains_key(tag)),
+                summary_contains: true,
+            }
+            .boost();
+            let slot_entry = |slot: u32| shard.slots.get(slot as usize).and_then(Option::as_ref);
+            let slot_id = |slot: u32| slot_entry(slot).map_or("", |entry| entry.id.as_str());
             // The match rules' boost is worked out only for pages that can make the cut.
-            let local = best_boosted(matches, query.top_k, max_boost, |slot, score| {
-                let id = shard.slots.get(slot as usize)?.as_ref()?;
-                let entry = shard.pages.get(id)?;
-                if !query.tags.iter().all(|tag| entry.page.tags.contains(tag)) {
-                    return None;
-                }
-                let boost = rules.signals(&entry.rules, &entry.page.tags).boost();
-                Some((score * boost, id.clone()))
-            });
+            let local = best_boosted(
+                matches,
+                query.top_k,
+                max_boost,
+                |slot, score| {
+                    let entry = slot_entry(slot)?;
+                    if !query.tags.iter().all(|tag| entry.tags.contains(tag)) {
+                        return None;
+                    }
+                    Some(score * rules.signals(&entry.rules, &entry.tags).boost())
+                },
+                |a, b| slot_id(a).cmp(slot_id(b)),
+            );
             hits.extend(
                 local
                     .into_iter()
+                    .map(|(score, slot)| (score, slot_id(slot).to_owned()))
                     .map(|(score, id)| (score, (namespace.clone(), id))),
             );
         }

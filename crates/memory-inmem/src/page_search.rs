@@ -8,8 +8,9 @@ use memory_core::{PageMatchSignals, Tag};
 const CHUNK: usize = 64;
 
 /// The `k` best of `scored` (`(bm25, slot)` of every match) once each is boosted by
-/// `boost(slot, bm25)`, which gives `(score, key)` or `None` for a page the query turns away;
-/// best first, ties by key ascending. `max_boost` bounds every boost (at least 1).
+/// `boost(slot, bm25)`, which gives the page's score or `None` for a page the query turns
+/// away; as `(score, slot)`, best first, ties in the order of `tie` (by id). `max_boost`
+/// bounds every boost (at least 1).
 ///
 /// Matches are taken best BM25F first, a round at a time (a linear selection, no full sort),
 /// and `boost` is called for them until `k` are held and no match left could reach the
@@ -17,18 +18,19 @@ const CHUNK: usize = 64;
 /// `max_boost`, and an `f32` product never shrinks when a factor grows, so the stop is
 /// exact. Cost: the selection over the matches, and `boost` for about `k` of them when few
 /// pages get a boost.
-pub(crate) fn best_boosted<K: Ord>(
+pub(crate) fn best_boosted(
     mut scored: Vec<(f32, u32)>,
     k: usize,
     max_boost: f32,
-    mut boost: impl FnMut(u32, f32) -> Option<(f32, K)>,
-) -> Vec<(f32, K)> {
-    let mut held: Vec<(f32, K)> = Vec::new();
+    mut boost: impl FnMut(u32, f32) -> Option<f32>,
+    tie: impl Fn(u32, u32) -> std::cmp::Ordering,
+) -> Vec<(f32, u32)> {
+    let mut held: Vec<(f32, u32)> = Vec::new();
     if k == 0 {
         return held;
     }
     let by_bm25 = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    let order = |a: &(f32, K), b: &(f32, K)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1));
+    let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then_with(|| tie(a.1, b.1));
     let mut rest: &mut [(f32, u32)] = &mut scored;
     let mut size = k;
     while !rest.is_empty() {
@@ -49,7 +51,11 @@ pub(crate) fn best_boosted<K: Ord>(
         let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(take);
         rest = tail;
         size = (size * 2).max(CHUNK);
-        held.extend(chunk.iter().filter_map(|&(score, slot)| boost(slot, score)));
+        held.extend(
+            chunk
+                .iter()
+                .filter_map(|&(score, slot)| boost(slot, score).map(|boosted| (boosted, slot))),
+        );
         held.sort_unstable_by(order);
         held.truncate(k);
     }
@@ -76,26 +82,34 @@ mod tests {
                 1 => 1.5,
                 _ => 1.0,
             };
-            Some((score * factor, slot))
+            Some(score * factor)
         };
+        // Ties by a key that is not the slot order: descending slots.
+        let tie = |a: u32, b: u32| b.cmp(&a);
         for k in [1, 3, 10, 64, 200, 600] {
             let mut expected: Vec<(f32, u32)> = scored
                 .iter()
-                .filter_map(|&(score, slot)| boost(slot, score))
+                .filter_map(|&(score, slot)| boost(slot, score).map(|boosted| (boosted, slot)))
                 .collect();
-            expected.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            expected.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(tie(a.1, b.1)));
             expected.truncate(k);
             let mut calls = 0;
-            let got = best_boosted(scored.clone(), k, 2.25, |slot, score| {
-                calls += 1;
-                boost(slot, score)
-            });
+            let got = best_boosted(
+                scored.clone(),
+                k,
+                2.25,
+                |slot, score| {
+                    calls += 1;
+                    boost(slot, score)
+                },
+                tie,
+            );
             assert_eq!(got, expected, "k = {k}");
             if k <= 10 {
                 assert!(calls < scored.len() / 2, "k = {k}: {calls} boosts computed");
             }
         }
-        assert!(best_boosted(scored, 0, 2.25, boost).is_empty());
+        assert!(best_boosted(scored, 0, 2.25, boost, tie).is_empty());
     }
 }
 
@@ -135,6 +149,14 @@ impl<'k> RuleKeywords<'k> {
                 .map(|keyword| (keyword.as_str(), Tag::new(keyword).ok()))
                 .collect(),
         }
+    }
+
+    /// Whether a keyword names a tag that `carried` says some page carries (else no page
+    /// can match a tag exactly).
+    pub(crate) fn names_a_tag(&self, carried: impl Fn(&Tag) -> bool) -> bool {
+        self.keywords
+            .iter()
+            .any(|(_, tag)| tag.as_ref().is_some_and(&carried))
     }
 
     /// Exactly [`PageMatchSignals::compute`] for the page with rule text `text` and `tags`.
@@ -201,7 +223,15 @@ mod rule_tests {
                 let expected = PageMatchSignals::compute(title, summary, &tags, &keywords);
                 let got = RuleKeywords::new(&keywords).signals(&text, &tags);
                 assert_eq!(got, expected, "{title:?} / {query:?}");
+                // A page whose tag matched is in a shard that carries the tag.
+                if expected.tag_exact {
+                    assert!(RuleKeywords::new(&keywords).names_a_tag(|tag| tags.contains(tag)));
+                }
             }
         }
+        let keywords = page_rule_keywords("café notes");
+        let notes = Tag::new("notes").unwrap();
+        assert!(RuleKeywords::new(&keywords).names_a_tag(|tag| *tag == notes));
+        assert!(!RuleKeywords::new(&keywords).names_a_tag(|_| false));
     }
 }
