@@ -5,45 +5,47 @@
 //!
 //! `cargo bench -p memory-benches --bench graph -- --quick` on the 2-core development
 //! machine while other builds ran on it (load average 3 to 5): figures moved by up to 2x
-//! between runs, so each cell is the median of the runs made (before: 5, after: 3), with
-//! their range. Before: one petgraph `StableGraph` per namespace (linked lists of edges,
-//! each expanded entity's relations sorted on every visit, results cloned). After: each
-//! entity's relations in one array kept in traversal order, results sharing the stored
-//! entities and relations (`Arc`), `shortest_path` searching from both ends.
+//! between runs, memory-bound ones most. Before: one petgraph `StableGraph` per namespace
+//! (linked lists of edges, each expanded entity's relations sorted on every visit,
+//! results cloned), the median of 5 runs with their range. After: each entity's relations
+//! in one array kept in traversal order, results sharing the stored entities and relations
+//! (`Arc`), `shortest_path` searching from both ends; the two full runs of the final code.
 //!
-//! | bench                        | before                  | after                  | target  |
-//! |------------------------------|-------------------------|------------------------|---------|
-//! | `get_related_depth_1`        | 37 µs (25-47)           | 3.2 µs (2.7-3.6)       |         |
-//! | `get_related_depth_2`        | 906 µs (610-1,469)      | 91 µs (84-95)          | 50 µs   |
-//! | `multi_hop_2`                | 2.2 µs (2.0-3.6)        | 1.5 µs (1.4-1.6)       |         |
-//! | `shortest_path`              | 4.9 ms (3.4-8.0)        | 142 µs (142-215)       | 200 µs  |
-//! | `find_by_keywords_selective` | 489 µs (361-837)        | 35 µs (34-38)          | 10 µs   |
-//! | `find_by_keywords_miss`      | 0.94 µs (0.67-1.5)      | 0.94 µs (0.83-0.99)    |         |
-//! | `find_tags_prefix`           | 0.80 µs (0.76-1.6)      | 1.1 µs (1.0-1.2)       |         |
+//! | bench                        | before                  | after           | target  |
+//! |------------------------------|-------------------------|-----------------|---------|
+//! | `get_related_depth_1`        | 37 µs (25-47)           | 3.4-3.5 µs      |         |
+//! | `get_related_depth_2`        | 906 µs (610-1,469)      | 89-92 µs        | 50 µs   |
+//! | `multi_hop_2`                | 2.2 µs (2.0-3.6)        | 1.6-1.9 µs      |         |
+//! | `shortest_path`              | 4.9 ms (3.4-8.0)        | 137-150 µs      | 200 µs  |
+//! | `find_by_keywords_selective` | 489 µs (361-837)        | 40-41 µs        | 10 µs   |
+//! | `find_by_keywords_miss`      | 0.94 µs (0.67-1.5)      | 1.0-1.1 µs      |         |
+//! | `find_tags_prefix`           | 0.80 µs (0.76-1.6)      | 1.1-1.2 µs      |         |
 //!
-//! The 215 µs of `shortest_path` is the one run before its maps hashed slots with a
-//! multiply instead of SipHash. Runs of `get_related_depth_2` alone (`-- get_related_depth_2`)
-//! gave 59 to 121 µs.
+//! `get_related_depth_2` run alone (`-- get_related_depth_2`), seven times: 53 to 59 µs
+//! six times, 100 µs once; earlier builds of the same layout gave 34 to 38 µs for
+//! `find_by_keywords_selective`. `find_by_keywords_miss` and `find_tags_prefix` (lookups
+//! that return nothing, or tag strings) stay within the runs' noise.
 //!
 //! Reference: networkx 3.6.1 (Python 3.11) on the same generated graph
 //! (`benches/networkx_graph.py`, one run on the same machine): the same two-hop query
 //! from the same 256 starts, returning every reached entity (the same 337 from the first
 //! start) with its path, `single_source_shortest_path` with `cutoff=2` over an undirected
-//! copy built beforehand, takes **2,702 µs**: 30x the steady state above, 7.6x the first
-//! traversal below. Its `bidirectional_shortest_path` between the same pairs takes 971 µs.
+//! copy built beforehand, takes **2,702 µs**: 29x to 51x the steady state above, 4.6x to
+//! 7.8x the first traversal below. Its `bidirectional_shortest_path` between the same
+//! pairs takes 971 µs, 6.5x to 7x ours.
 //!
 //! What the figures mean:
 //! - `get_related_depth_2` is the steady state. The first traversal over a relation builds
 //!   its shared form (`Arc<GraphRelation>`, four strings), kept on the half-edge for every
 //!   later result; the bench makes one pass over every start before measuring and prints
-//!   its mean: 348 to 408 µs.
+//!   its mean: 348 to 590 µs over five runs.
 //! - Sharing costs reference counts: cloning 1,097 `Arc`s into a `Vec` and dropping them
-//!   takes 32 to 36 µs on this machine in a standalone loop, which is the whole of
-//!   `find_by_keywords_selective` (1,097 entities): the 10 µs target would need results that
-//!   are not one `Arc` per entity. `get_related_depth_2` hands out 337 entities and about
-//!   500 relations, each a cache-missing atomic increment (perf puts much of the time on
-//!   the increments and on the first read of each expanded entity's relations), which is
-//!   why it misses 50 µs.
+//!   takes 32 to 36 µs on this machine in a standalone loop, nearly the whole of
+//!   `find_by_keywords_selective` (1,097 entities): the 10 µs target would need results
+//!   that are not one `Arc` per entity. `get_related_depth_2` hands out 337 entities and
+//!   about 650 references to relations, most a cache-missing atomic increment (perf puts
+//!   much of the time on the increments and on the first read of each expanded entity's
+//!   relations), which is why it misses 50 µs.
 //! - `shortest_path`: the bidirectional search connects all 256 pairs (4.1 hops on
 //!   average, so some pairs are five hops apart). The one-sided search before stopped
 //!   once it had reached 10,000 entities, which happens within four hops on this graph (two
