@@ -445,30 +445,30 @@ impl NamespaceGraph {
         }
         // Towards `from`: an entity one level nearer `from` and adjacent to the layer.
         for level in (0..meeting).rev() {
-            let (nearer, layer) = layers.split_at_mut(level + 1);
-            for &slot in &layer[0] {
+            let (lower, higher) = layers.split_at_mut(level + 1);
+            for &slot in &higher[0] {
                 for half in self.adjacency(slot) {
                     if forward.get(&half.other) == Some(&(level as u32))
                         && self.follows(half, now)
                         && !on_path.contains_key(&half.other)
                     {
                         on_path.insert(half.other, level as u32);
-                        nearer[level].push(half.other);
+                        lower[level].push(half.other);
                     }
                 }
             }
         }
         // Towards `to`: an entity one level nearer `to` and adjacent to the layer.
         for level in meeting + 1..=distance {
-            let (farther, layer) = layers.split_at_mut(level);
-            for &slot in &farther[level - 1] {
+            let (lower, higher) = layers.split_at_mut(level);
+            for &slot in &lower[level - 1] {
                 for half in self.adjacency(slot) {
                     if backward.get(&half.other) == Some(&((distance - level) as u32))
                         && self.follows(half, now)
                         && !on_path.contains_key(&half.other)
                     {
                         on_path.insert(half.other, level as u32);
-                        layer[0].push(half.other);
+                        higher[0].push(half.other);
                     }
                 }
             }
@@ -555,7 +555,7 @@ impl std::fmt::Debug for Side {
 }
 
 #[cfg(test)]
-mod ordering {
+mod tests {
     use super::*;
 
     #[test]
