@@ -11,7 +11,15 @@
 //!
 //! Group `maintain_100000`: one whole `Memory::maintain` pass over 100 000 memories in
 //! memory (see [`maintenance_pass`]); group `recall_during_maintain_100000`: recall on that
-//! namespace idle, and while scheduled passes run back to back.
+//! namespace idle, and while scheduled passes run back to back (criterion's mean; the
+//! 50th, 99th percentiles of 2 000 timed recalls of each are printed after it).
+//!
+//! Group `ingest_evicting_100000` (see [`ingest_evicting`]): 1 000 `remember` calls per
+//! iteration into a namespace of 100 000 memories in memory, with a capacity of 100 000
+//! (`evicting`: the writes that take the namespace over it run the eviction passes that
+//! keep it there) and without a policy (`unbounded`: the setup forgets the previous
+//! iteration's memories instead). Reconciliation is off in both, so the difference is what
+//! keeping the namespace bounded costs a write.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -230,7 +238,120 @@ fn maintenance_pass(c: &mut Criterion, runtime: &Runtime) {
             )
         })
     });
+    group.finish();
+    // Percentiles, which criterion does not report: the same recalls timed one by one.
+    let percentiles = |label: &str| {
+        let mut times: Vec<f64> = (0..2_000)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                black_box(
+                    workers
+                        .block_on(memory.recall(&scope, query))
+                        .expect("recall"),
+                );
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        eprintln!(
+            "recall_during_maintain_{MAINTAINED}/{label}: p50 {:.2} us, p99 {:.2} us",
+            times[times.len() / 2],
+            times[times.len() * 99 / 100]
+        );
+    };
+    percentiles("during_passes");
     workers.block_on(passes.stop());
+    percentiles("idle");
+    ingest_evicting(c, runtime);
+}
+
+/// Memories in the namespace of `ingest_evicting_100000`, and its capacity.
+const BOUNDED: usize = 100_000;
+/// Memories remembered per iteration of `ingest_evicting_100000`.
+const WRITES: usize = 1_000;
+
+/// `ingest_evicting_100000`: see the module docs.
+fn ingest_evicting(c: &mut Criterion, runtime: &Runtime) {
+    use agent_memory::retrieve::{FactsConfig, Memory};
+
+    let (texts, _) = corpus(BOUNDED + WRITES, 0, SEED ^ 0x200);
+    let (prefilled, batch) = texts.split_at(BOUNDED);
+    let build = |policy: EvictionPolicy| {
+        let memory = Memory::builder()
+            .store(std::sync::Arc::new(InMemoryStore::new()))
+            .facts(FactsConfig::off())
+            .eviction(agent_memory::EvictionConfig {
+                policy,
+                ..agent_memory::EvictionConfig::default()
+            })
+            .build()
+            .expect("valid settings");
+        let namespace = Namespace::parse("bench/bounded").expect("a valid namespace");
+        let start = Utc::now() - Duration::days(400);
+        runtime.block_on(async {
+            for (chunk, texts) in prefilled.chunks(10_000).enumerate() {
+                let items = texts
+                    .iter()
+                    .enumerate()
+                    .map(|(offset, text)| {
+                        let i = chunk * 10_000 + offset;
+                        MemoryItem::new(namespace.clone(), text.as_str())
+                            .map(|item| item.with_created_at(start + Duration::minutes(i as i64)))
+                            .expect("a valid item")
+                    })
+                    .collect();
+                memory.store().save_many(items).await.expect("save_many");
+            }
+        });
+        (memory, namespace)
+    };
+    let mut group = c.benchmark_group(format!("ingest_evicting_{BOUNDED}"));
+    group.throughput(Throughput::Elements(WRITES as u64));
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    for (name, policy) in [
+        (
+            "evicting",
+            EvictionPolicy::Capacity {
+                max_items: BOUNDED,
+            },
+        ),
+        ("unbounded", EvictionPolicy::None),
+    ] {
+        let (memory, namespace) = build(policy.clone());
+        let bounded = policy != EvictionPolicy::None;
+        let remembered = RefCell::new(Vec::<String>::new());
+        let forget = || {
+            let ids = std::mem::take(&mut *remembered.borrow_mut());
+            if !bounded {
+                runtime.block_on(async {
+                    for id in ids {
+                        memory.forget(&namespace, &id).await.expect("forget");
+                    }
+                });
+            }
+        };
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                &forget,
+                |()| {
+                    let ids = runtime.block_on(async {
+                        let mut ids = Vec::with_capacity(batch.len());
+                        for text in batch {
+                            ids.push(memory.remember(&namespace, text).await.expect("remember"));
+                        }
+                        ids
+                    });
+                    *remembered.borrow_mut() = black_box(ids);
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        let count = runtime
+            .block_on(memory.store().count(&namespace.subtree()))
+            .expect("count");
+        assert!(count <= BOUNDED || !bounded, "{name}: {count} memories");
+    }
     group.finish();
 }
 

@@ -93,6 +93,23 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         self.save(item).await
     }
 
+    /// Deletes the items `ids` of `namespace` (missing ones are skipped) with their recall
+    /// statistics. Returns how many existed. The default deletes one by one; a backend may
+    /// do it at once (the in-memory store updates its search index in one pass, which keeps
+    /// an eviction pass of thousands of memories cheap).
+    ///
+    /// # Errors
+    /// Backend errors only. On error, the items deleted before it stay deleted.
+    async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+        let mut deleted = 0;
+        for id in ids {
+            if self.delete(namespace, id).await? {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Saves many items; backends make this one transaction where they can.
     ///
     /// # Errors
@@ -254,6 +271,9 @@ macro_rules! forward_memory_store {
             }
             async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
                 (**self).delete(namespace, id).await
+            }
+            async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+                (**self).delete_many(namespace, ids).await
             }
             async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
                 (**self).list(filter).await

@@ -9,7 +9,7 @@
 //! search path (exhaustive, dense, pruned) gives the same bits, and ties break by id alone.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use memory_core::text::Analyzer;
 
@@ -172,6 +172,41 @@ impl<const N: usize> Bm25Index<N> {
             len,
         });
         self.doc_count += 1;
+    }
+
+    /// Removes the documents in `slots` (free slots are skipped): each touched term's list is
+    /// filtered once, so removing many documents costs one pass over their terms' postings
+    /// instead of one shift of each list per document.
+    pub(crate) fn remove_many(&mut self, slots: &[u32]) {
+        if slots.len() < 4 {
+            for slot in slots {
+                self.remove(*slot);
+            }
+            return;
+        }
+        let mut removed = vec![false; self.docs.len()];
+        let mut touched: HashSet<Box<str>> = HashSet::new();
+        for &slot in slots {
+            let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
+                continue;
+            };
+            removed[slot as usize] = true;
+            for (total, field_len) in self.total_len.iter_mut().zip(entry.len) {
+                *total -= u64::from(field_len);
+            }
+            self.doc_count -= 1;
+            touched.extend(entry.terms.into_vec());
+        }
+        for term in touched {
+            if let Some(entry) = self.postings.get_mut(&term) {
+                entry.list.retain(|posting| {
+                    !removed.get(posting.slot as usize).copied().unwrap_or(false)
+                });
+                if entry.list.is_empty() {
+                    self.postings.remove(&term);
+                }
+            }
+        }
     }
 
     /// Removes the document in `slot`, if any.

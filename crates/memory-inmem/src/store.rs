@@ -157,6 +157,24 @@ impl Shard {
     }
 
     fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.detach(id)?;
+        self.index.remove(entry.slot);
+        Some(entry)
+    }
+
+    /// Removes the memories `ids`, the search index's postings in one pass over their
+    /// terms; returns how many existed.
+    fn remove_many(&mut self, ids: &[String]) -> usize {
+        let slots: Vec<u32> = ids
+            .iter()
+            .filter_map(|id| self.detach(id).map(|entry| entry.slot))
+            .collect();
+        self.index.remove_many(&slots);
+        slots.len()
+    }
+
+    /// Removes memory `id` from everything but the search index.
+    fn detach(&mut self, id: &str) -> Option<Entry> {
         let slot = self.by_id.remove(id)?;
         let entry = self.entries.get_mut(slot as usize).and_then(Option::take)?;
         let key = (entry.item.created_at, entry.item.id.clone());
@@ -169,7 +187,6 @@ impl Shard {
             }
         }
         self.by_time.remove(&key);
-        self.index.remove(entry.slot);
         self.vectors.clear(entry.slot);
         self.free_slots.push(entry.slot);
         Some(entry)
@@ -275,6 +292,13 @@ impl MemoryStore for InMemoryStore {
             .registry
             .get(namespace)
             .is_some_and(|shard| write(&shard).remove(id).is_some()))
+    }
+
+    async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+        Ok(self
+            .registry
+            .get(namespace)
+            .map_or(0, |shard| write(&shard).remove_many(ids)))
     }
 
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {

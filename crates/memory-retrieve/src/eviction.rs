@@ -143,12 +143,17 @@ pub(crate) async fn namespace_pass(
     Ok((report, count.saturating_sub(report.evicted)))
 }
 
+/// Deletes `items`, namespace by namespace through [`MemoryStore::delete_many`] (the
+/// in-memory store then updates its index once per pass, not once per memory).
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
-    let mut deleted = 0;
+    let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<String>> =
+        std::collections::BTreeMap::new();
     for item in items {
-        if store.delete(&item.namespace, &item.id).await? {
-            deleted += 1;
-        }
+        by_namespace.entry(item.namespace).or_default().push(item.id);
+    }
+    let mut deleted = 0;
+    for (namespace, ids) in by_namespace {
+        deleted += store.delete_many(&namespace, &ids).await?;
     }
     Ok(deleted)
 }

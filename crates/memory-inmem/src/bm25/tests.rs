@@ -219,3 +219,52 @@ fn top_k_orders_and_breaks_ties() {
     );
     assert!(top_k(vec![(1.0, 1)], 0).is_empty());
 }
+
+/// Removing many documents at once leaves the index exactly as removing them one by one:
+/// the same postings, statistics and rankings, whatever is removed (free slots included).
+#[test]
+fn remove_many_equals_removing_one_by_one() {
+    let words = [
+        "rust", "tokio", "memory", "graph", "search", "index", "agent", "page",
+    ];
+    let build = || {
+        let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
+        for slot in 0..200u32 {
+            let text: Vec<&str> = (0..6)
+                .map(|i| words[(slot as usize * 7 + i * (slot as usize % 5 + 1)) % words.len()])
+                .collect();
+            index.insert(slot, &format!("id-{slot:04}"), [&text.join(" ")]);
+        }
+        index
+    };
+    let removed: Vec<u32> = (0..200)
+        .filter(|slot| slot % 3 == 0 || slot % 7 == 1)
+        .collect();
+    let mut one_by_one = build();
+    for slot in &removed {
+        one_by_one.remove(*slot);
+    }
+    let mut at_once = build();
+    // A slot twice and a slot never used are skipped.
+    let mut asked = removed.clone();
+    asked.extend([removed[0], 5_000]);
+    at_once.remove_many(&asked);
+    assert_eq!(at_once.len(), one_by_one.len());
+    assert_eq!(at_once.len(), 200 - removed.len());
+    assert_eq!(at_once.total_len, one_by_one.total_len);
+    for word in words {
+        let (a, b) = (search(&at_once, word), search(&one_by_one, word));
+        assert_eq!(a, b, "{word}");
+        assert!(a.iter().all(|(_, slot)| !removed.contains(slot)), "{word}");
+    }
+    let remaining = |index: &Bm25Index<1>| {
+        let mut terms: Vec<(String, Vec<u32>)> = index
+            .postings
+            .iter()
+            .map(|(term, list)| (term.to_string(), list.list.iter().map(|p| p.slot).collect()))
+            .collect();
+        terms.sort();
+        terms
+    };
+    assert_eq!(remaining(&at_once), remaining(&one_by_one));
+}
