@@ -209,6 +209,32 @@ impl<const N: usize> Bm25Index<N> {
         }
     }
 
+    /// Renumbers the slots: `map[old]` is a live slot's new number (the order of slots is
+    /// kept, so every list stays sorted), `u32::MAX` a free slot's; `len` live slots remain.
+    /// One pass over the postings, no re-analysis.
+    pub(crate) fn remap(&mut self, map: &[u32], len: usize) {
+        for entry in self.postings.values_mut() {
+            for posting in &mut entry.list {
+                posting.slot = map.get(posting.slot as usize).copied().unwrap_or(u32::MAX);
+            }
+            debug_assert!(entry.list.iter().all(|posting| posting.slot != u32::MAX));
+        }
+        let live = |old: usize| map.get(old).is_some_and(|new| *new != u32::MAX);
+        let mut docs = Vec::with_capacity(len);
+        let mut lens = Vec::with_capacity(len);
+        let mut keys = Vec::with_capacity(len);
+        for (old, doc) in std::mem::take(&mut self.docs).into_iter().enumerate() {
+            if live(old) {
+                docs.push(doc);
+                lens.push(self.lens.get(old).copied().unwrap_or([0; N]));
+                keys.push(self.keys.get(old).copied().unwrap_or(0));
+            }
+        }
+        self.docs = docs;
+        self.lens = lens;
+        self.keys = keys;
+    }
+
     /// Removes the document in `slot`, if any.
     pub(crate) fn remove(&mut self, slot: u32) {
         let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {

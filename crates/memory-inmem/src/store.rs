@@ -50,6 +50,9 @@ pub struct InMemoryStore {
     registry: Registry<Shard>,
 }
 
+/// Free slots below which a shard is never compacted (see [`Shard::compact`]).
+const COMPACT_AT: usize = 64;
+
 #[derive(Debug)]
 struct Shard {
     /// id -> slot in `entries`.
@@ -59,8 +62,12 @@ struct Shard {
     /// listed without a scan of the namespace.
     by_fact_key: HashMap<String, BTreeSet<(DateTime<Utc>, String)>>,
     /// The items by slot (a slab: the search index scores slots, so a hit needs no hashing).
+    /// A new item takes a new slot at the end, so it joins the end of every posting list
+    /// (a freed slot reused would insert in the middle of each, moving the rest); when half
+    /// the slots are free, [`Shard::compact`] renumbers the live ones.
     entries: Vec<Option<Entry>>,
-    free_slots: Vec<u32>,
+    /// Free slots in `entries`.
+    free: usize,
     index: Bm25Index<2>,
     /// The items' embeddings by slot, contiguous (derived: follows `entries`).
     vectors: Vectors,
@@ -96,7 +103,7 @@ impl Default for Shard {
             by_time: BTreeSet::new(),
             by_fact_key: HashMap::new(),
             entries: Vec::new(),
-            free_slots: Vec::new(),
+            free: 0,
             index: Bm25Index::new(Analyzer::default(), MEMORY_FIELD_WEIGHTS),
             vectors: Vectors::default(),
         }
@@ -129,13 +136,11 @@ impl Shard {
             Some(old) => old.stats,
             None => RecallStats::default(),
         };
-        let slot = match self.free_slots.pop() {
-            Some(slot) => slot,
-            None => {
-                self.entries.push(None);
-                (self.entries.len() - 1) as u32
-            }
-        };
+        if self.free >= COMPACT_AT.max(self.entries.len() / 2) {
+            self.compact();
+        }
+        self.entries.push(None);
+        let slot = (self.entries.len() - 1) as u32;
         let [content, context] = item.search_fields();
         self.index.insert(slot, &item.id, [&content, &context]);
         self.vectors.set(slot, item.embedding.as_deref());
@@ -154,6 +159,34 @@ impl Shard {
             stats,
             slot,
         });
+    }
+
+    /// Renumbers the live slots in order (the slab, the id map, the search index and the
+    /// embedding rows), freeing the rest: one pass over each, amortised over the removals
+    /// that freed half the slots.
+    fn compact(&mut self) {
+        let mut map = vec![u32::MAX; self.entries.len()];
+        let mut live = 0u32;
+        for (old, entry) in self.entries.iter().enumerate() {
+            if entry.is_some() {
+                map[old] = live;
+                live += 1;
+            }
+        }
+        self.entries = std::mem::take(&mut self.entries)
+            .into_iter()
+            .flatten()
+            .map(|mut entry| {
+                entry.slot = map[entry.slot as usize];
+                Some(entry)
+            })
+            .collect();
+        for slot in self.by_id.values_mut() {
+            *slot = map[*slot as usize];
+        }
+        self.index.remap(&map, live as usize);
+        self.vectors.remap(&map);
+        self.free = 0;
     }
 
     fn remove(&mut self, id: &str) -> Option<Entry> {
@@ -188,7 +221,7 @@ impl Shard {
         }
         self.by_time.remove(&key);
         self.vectors.clear(entry.slot);
-        self.free_slots.push(entry.slot);
+        self.free += 1;
         Some(entry)
     }
 

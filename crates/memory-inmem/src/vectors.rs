@@ -48,6 +48,34 @@ impl Vectors {
         self.present[slot] = true;
     }
 
+    /// Renumbers the rows as [`Bm25Index::remap`](crate::bm25::Bm25Index::remap) does:
+    /// `map[old]` is a live slot's new number, `u32::MAX` a free slot's.
+    pub(crate) fn remap(&mut self, map: &[u32]) {
+        let dimension = self.dimension;
+        let mut values = Vec::with_capacity(self.values.len());
+        let mut present = Vec::with_capacity(self.present.len());
+        let mut other = Vec::with_capacity(self.other.len());
+        for (old, new) in map.iter().enumerate() {
+            if *new == u32::MAX {
+                continue;
+            }
+            let is_present = self.present.get(old).copied().unwrap_or(false);
+            present.push(is_present);
+            other.push(self.other.get(old).copied().unwrap_or(false));
+            let row = self
+                .values
+                .get(old * dimension..(old + 1) * dimension)
+                .filter(|_| is_present);
+            match row {
+                Some(row) => values.extend_from_slice(row),
+                None => values.extend(std::iter::repeat_n(0.0, dimension)),
+            }
+        }
+        self.values = values;
+        self.present = present;
+        self.other = other;
+    }
+
     /// Forgets the embedding of `slot` (its item was removed or replaced).
     pub(crate) fn clear(&mut self, slot: u32) {
         let slot = slot as usize;
