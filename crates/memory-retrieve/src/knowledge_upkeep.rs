@@ -288,6 +288,11 @@ impl KnowledgeUpkeep {
             for namespace in self.graph.list_namespaces(scope).await? {
                 let mut kept = Vec::new();
                 for entity in self.graph.list_entities(&namespace.exact()).await? {
+                    // A memory's link node lives and dies with its memory (see `enrich`),
+                    // not by the entities' TTL or capacity.
+                    if entity.entity_type == crate::MEMORY_NODE_TYPE {
+                        continue;
+                    }
                     let expired = match (expire_before, entity.last_active()) {
                         (Some(cutoff), Some(active)) => active < cutoff,
                         // Unknown age: never expired by TTL.

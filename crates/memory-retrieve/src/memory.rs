@@ -624,7 +624,14 @@ impl Memory {
             stats.per_namespace.values().copied().max().unwrap_or(0) as f64 / cap as f64
         });
         stats.pages = self.knowledge.get_index(scope).await?.len();
-        stats.entities = self.graph.list_entities(scope).await?.len();
+        // Entities the agent knows of, not the link nodes enrichment keeps for memories.
+        stats.entities = self
+            .graph
+            .list_entities(scope)
+            .await?
+            .iter()
+            .filter(|entity| entity.entity_type != crate::MEMORY_NODE_TYPE)
+            .count();
         Ok(stats)
     }
 

@@ -273,6 +273,7 @@ pub struct MemoryStats {
     pub capacity_use: Option<f64>,
     /// Knowledge pages in the scope.
     pub pages: usize,
-    /// Graph entities in the scope.
+    /// Graph entities in the scope (the link nodes enrichment keeps for memories are not
+    /// counted).
     pub entities: usize,
 }

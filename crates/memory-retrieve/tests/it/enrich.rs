@@ -591,3 +591,53 @@ fn a_runtime_without_timers_never_hangs_flush() {
         assert!(memory.store().get(&user, &later).await.unwrap().is_some());
     });
 }
+
+/// The link nodes enrichment keeps for memories are not the agent's entities: `stats` does
+/// not count them, and a knowledge policy's entity capacity neither counts nor removes them
+/// (a memory's links live and die with the memory).
+#[tokio::test]
+async fn link_nodes_are_not_counted_or_evicted_as_entities() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .knowledge_policy(memory_retrieve::KnowledgePolicy {
+            max_entities: Some(1),
+            ..memory_retrieve::KnowledgePolicy::default()
+        })
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let (first, second) = sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    let all = memory.graph().list_entities(&family.exact()).await.unwrap();
+    let links = all
+        .iter()
+        .filter(|e| e.entity_type == memory_retrieve::MEMORY_NODE_TYPE)
+        .count();
+    assert_eq!(links, 2, "one link node per memory: {all:?}");
+    let stats = memory.stats(&family.subtree()).await.unwrap();
+    assert_eq!(stats.entities, all.len() - links);
+    memory.maintain(&family.subtree()).await.unwrap();
+    for id in [first, second] {
+        assert!(
+            memory
+                .graph()
+                .get_entity(&family, &memory_node_id(&id))
+                .await
+                .unwrap()
+                .is_some(),
+            "the link node of {id} survives the entity capacity"
+        );
+    }
+    let named = memory
+        .graph()
+        .list_entities(&family.exact())
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.entity_type != memory_retrieve::MEMORY_NODE_TYPE)
+        .count();
+    assert!(
+        named <= 1,
+        "the capacity bounds the named entities: {named}"
+    );
+}
