@@ -19,7 +19,11 @@
 //! (`evicting`: the writes that take the namespace over it run the eviction passes that
 //! keep it there) and without a policy (`unbounded`: the setup forgets the previous
 //! iteration's memories instead). Reconciliation is off in both, so the difference is what
-//! keeping the namespace bounded costs a write.
+//! keeping the namespace bounded costs a write. One quick run on 2 shared cores: 74.2 ms
+//! evicting against 66.2 ms unbounded (1.12x). Before deletes went through the index in
+//! one pass and new memories took new slots, the same run took 1.06 s against 196 ms:
+//! every evicted memory shifted each of its terms' posting lists, and every new memory
+//! reused a freed low slot and was inserted at the front of its lists.
 
 use std::cell::RefCell;
 use std::hint::black_box;
