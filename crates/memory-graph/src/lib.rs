@@ -1,20 +1,20 @@
-//! The knowledge graph of agent-memory, in memory.
+//! The knowledge graph of agent-memory, on petgraph.
 //!
-//! [`PetGraph`] implements [`memory_core::KnowledgeGraph`] in memory: one graph per
-//! namespace, entities in a slab (removals never invalidate other entities), each entity's
-//! relations in one contiguous array in traversal order, with indexes for
-//! the matching rules (name prefix, case-insensitive; tag exact; entity type exact),
-//! a sorted tag index for [`find_tags`](memory_core::KnowledgeGraph::find_tags), and native
-//! breadth-first traversals: related entities with hop distance and path, the
-//! multi-hop relation chains, and shortest paths (a bidirectional search). Results share
-//! the stored entities and relations (`Arc`). For graph scoring it offers
-//! [`degree`](memory_core::KnowledgeGraph::degree) and
+//! [`PetGraph`] implements [`memory_core::KnowledgeGraph`] in memory: one petgraph
+//! `StableGraph` per namespace (removals never invalidate other nodes), each entity's
+//! relations also kept grouped by node in one contiguous array in traversal order, with
+//! indexes for the matching rules (name prefix, case-insensitive; tag exact; entity type
+//! exact), a sorted tag index for [`find_tags`](memory_core::KnowledgeGraph::find_tags),
+//! and native breadth-first traversals over those arrays: related entities with hop
+//! distance and path, the multi-hop relation chains, and shortest paths (a bidirectional
+//! search). Results share the stored entities and relations (`Arc`). For graph scoring it
+//! offers [`degree`](memory_core::KnowledgeGraph::degree) and
 //! [`PetGraph::degree_centrality`]; the distance score is [`memory_core::backend::distance_score`].
 //!
 //! [`KnowledgeGraphExt::context_for_agent`] renders an entity's neighbourhood as compact
 //! text for a prompt, over any `KnowledgeGraph` backend.
 //!
-//! The layout stays inside this crate: the API speaks in entity ids.
+//! petgraph stays inside this crate: the API speaks in entity ids.
 //!
 //! ```
 //! use memory_core::{GraphEntity, GraphRelation, KnowledgeGraph, Namespace};

@@ -1,19 +1,23 @@
-//! One namespace's graph: entities and relations in slabs, each entity's relations kept
-//! contiguous and in traversal order, with id, name, type and tag indexes, and the native
-//! traversals. Everything here is synchronous; `PetGraph` wraps it in locks.
+//! One namespace's graph: a petgraph `StableGraph` with each entity's relations also kept
+//! grouped by node, contiguous and in traversal order, with id, name, type and tag indexes,
+//! and the native traversals. Everything here is synchronous; `PetGraph` wraps it in locks.
 //!
-//! Layout. An entity is a slot of `nodes` (a `u32` index) holding its shared entity and its
-//! adjacency: one `Vec` of half-edges, outgoing first, then incoming (a self loop only
-//! once, as outgoing), each group ordered by relation type then the other endpoint's id:
-//! the order of [`KnowledgeGraph::relations_of`](memory_core::KnowledgeGraph::relations_of)
-//! and so the order every traversal expands a node in. A traversal step reads one
-//! contiguous array per expanded entity instead of chasing a linked list of edges, and
-//! never sorts. Adding a relation inserts into two sorted arrays (`O(degree)` moves).
+//! Layout. The `StableGraph<Node, Edge>` (`u32` indices) stores the entities and relations:
+//! its node and edge indices are the slots everything else refers to, and petgraph owns
+//! their allocation, removal and stability (removing an entity or a relation never moves
+//! another). Each node weight holds the shared entity and its adjacency: one `Vec` of
+//! half-edges, outgoing first, then incoming (a self loop only once, as outgoing), each
+//! group ordered by relation type then the other endpoint's id: the order of
+//! [`KnowledgeGraph::relations_of`](memory_core::KnowledgeGraph::relations_of) and so the
+//! order every traversal expands a node in. petgraph keeps its own linked lists of edges
+//! up to date, but a traversal step reads the one contiguous array of the expanded entity
+//! instead of chasing those lists, and never sorts. Adding a relation is petgraph's `O(1)`
+//! link plus an insertion into two sorted arrays (`O(degree)` moves).
 //!
-//! A relation is a slot of `edges`; its public form (`Arc<GraphRelation>`) is built the
-//! first time a traversal puts it in a path, kept on the half-edge the traversal crossed,
-//! and shared by every later result crossing it that way (so at most two copies of a
-//! relation, one per direction, are ever built).
+//! A relation's public form (`Arc<GraphRelation>`) is built the first time a traversal
+//! puts it in a path, kept on the half-edge the traversal crossed, and shared by every
+//! later result crossing it that way (so at most two copies of a relation, one per
+//! direction, are ever built).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -23,12 +27,27 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, Utc};
 
 use memory_core::{AccessTally, GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
+use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
 
-/// An index into `nodes` or `edges`.
+/// A node or edge index of the `StableGraph`, as the number the indexes and half-edges
+/// store.
 type Slot = u32;
 
-/// A slab index no slot has.
-const NO_SLOT: Slot = Slot::MAX;
+/// The petgraph index of the entity in `slot`.
+fn node_index(slot: Slot) -> NodeIndex<Slot> {
+    NodeIndex::new(slot as usize)
+}
+
+/// The petgraph index of the relation in `slot`.
+fn edge_index(slot: Slot) -> EdgeIndex<Slot> {
+    EdgeIndex::new(slot as usize)
+}
+
+/// The slot of a petgraph index (always representable: the indices are `u32`).
+fn slot_of(index: usize) -> Slot {
+    Slot::try_from(index).unwrap_or(Slot::MAX)
+}
 
 /// The top bit of [`HalfEdge::kind`]: the relation has a `valid_until` (it may be closed).
 const CLOSES: u32 = 1 << 31;
@@ -42,11 +61,13 @@ fn id_key(id: &str) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// An entity slot.
+/// A node weight: an entity and its relations in traversal order.
+///
+/// Kept to 48 bytes (the id is read through `entity`), so with petgraph's two edge links
+/// a node slot takes 56 bytes and most slots a traversal reads sit in one cache line.
 #[derive(Debug)]
 struct Node {
-    id: Arc<str>,
-    /// [`id_key`] of `id`.
+    /// [`id_key`] of the entity's id.
     key: u64,
     entity: Arc<GraphEntity>,
     /// The node's relations in traversal order (see the module docs).
@@ -56,6 +77,11 @@ struct Node {
 }
 
 impl Node {
+    /// The entity's id.
+    fn id(&self) -> &str {
+        &self.entity.id
+    }
+
     fn outgoing(&self) -> &[HalfEdge] {
         &self.adjacency[..self.outgoing as usize]
     }
@@ -97,11 +123,9 @@ impl HalfEdge {
     }
 }
 
-/// A relation slot.
+/// An edge weight: a relation (petgraph holds its endpoints).
 #[derive(Debug)]
 struct Edge {
-    source: Slot,
-    target: Slot,
     relation_type: u32,
     weight: f32,
     valid_from: Option<DateTime<Utc>>,
@@ -171,18 +195,15 @@ type Posting = BTreeSet<(u64, Slot)>;
 
 /// The graph of one namespace with its indexes.
 ///
-/// Invariants: `ids`, `names`, `entity_types` and `tags` list exactly the live nodes; no
-/// index keeps an empty set; every live edge appears once in its source's outgoing
-/// half-edges and, unless it is a self loop, once in its target's incoming half-edges, in
-/// traversal order; `free_nodes` and `free_edges` list exactly the empty slots.
+/// Invariants: `ids`, `names`, `entity_types` and `tags` list exactly the nodes of
+/// `graph`; no index keeps an empty set; every edge of `graph` appears once in its
+/// source's outgoing half-edges and, unless it is a self loop, once in its target's
+/// incoming half-edges, in traversal order, and no half-edge names another.
 #[derive(Debug)]
 pub(crate) struct NamespaceGraph {
     namespace: Namespace,
-    nodes: Vec<Option<Node>>,
-    free_nodes: Vec<Slot>,
-    edges: Vec<Option<Edge>>,
-    free_edges: Vec<Slot>,
-    edge_count: usize,
+    /// The entities and relations; node and edge indices are the slots.
+    graph: StableGraph<Node, Edge, petgraph::Directed, Slot>,
     ids: HashMap<Arc<str>, Slot>,
     /// `(lowercased name, id key, slot)` of every entity: a name prefix is one range scan
     /// of one tree (most names are unique, so a set per name would cost a tree per entity).
@@ -231,11 +252,7 @@ impl NamespaceGraph {
     pub(crate) fn new(namespace: Namespace) -> Self {
         Self {
             namespace,
-            nodes: Vec::new(),
-            free_nodes: Vec::new(),
-            edges: Vec::new(),
-            free_edges: Vec::new(),
-            edge_count: 0,
+            graph: StableGraph::default(),
             ids: HashMap::new(),
             names: BTreeSet::new(),
             entity_types: HashMap::new(),
@@ -253,7 +270,7 @@ impl NamespaceGraph {
 
     /// How many relations the namespace holds.
     pub(crate) fn relation_count(&self) -> usize {
-        self.edge_count
+        self.graph.edge_count()
     }
 
     fn slot(&self, id: &str) -> Option<Slot> {
@@ -261,25 +278,37 @@ impl NamespaceGraph {
     }
 
     fn node(&self, slot: Slot) -> Option<&Node> {
-        self.nodes.get(slot as usize).and_then(Option::as_ref)
+        self.graph.node_weight(node_index(slot))
     }
 
     fn node_mut(&mut self, slot: Slot) -> Option<&mut Node> {
-        self.nodes.get_mut(slot as usize).and_then(Option::as_mut)
+        self.graph.node_weight_mut(node_index(slot))
     }
 
     fn edge(&self, slot: Slot) -> Option<&Edge> {
-        self.edges.get(slot as usize).and_then(Option::as_ref)
+        self.graph.edge_weight(edge_index(slot))
+    }
+
+    /// The source and target slots of an edge.
+    fn endpoints(&self, slot: Slot) -> Option<(Slot, Slot)> {
+        self.graph
+            .edge_endpoints(edge_index(slot))
+            .map(|(source, target)| (slot_of(source.index()), slot_of(target.index())))
+    }
+
+    /// One more than the highest slot of a live entity: a bound for per-slot tables.
+    fn node_bound(&self) -> usize {
+        self.graph.node_bound()
     }
 
     fn node_id(&self, slot: Slot) -> &str {
-        self.node(slot).map_or("", |node| &node.id)
+        self.node(slot).map_or("", Node::id)
     }
 
     /// Compares two live nodes by id.
     fn cmp_ids(&self, a: Slot, b: Slot) -> Ordering {
         match (self.node(a), self.node(b)) {
-            (Some(a), Some(b)) => a.key.cmp(&b.key).then_with(|| a.id.cmp(&b.id)),
+            (Some(a), Some(b)) => a.key.cmp(&b.key).then_with(|| a.id().cmp(b.id())),
             _ => a.cmp(&b),
         }
     }
@@ -338,32 +367,26 @@ impl NamespaceGraph {
                 entity.id, self.namespace
             )));
         }
-        let id: Arc<str> = Arc::from(entity.id.as_str());
-        let slot = match self.free_nodes.pop() {
-            Some(slot) => slot,
-            None => Slot::try_from(self.nodes.len())
-                .ok()
-                .filter(|slot| *slot != NO_SLOT)
-                .ok_or_else(|| {
-                    MemoryError::LimitExceeded(format!(
-                        "add entity {id} in {}: too many entities",
-                        self.namespace
-                    ))
-                })?,
+        let too_many = || {
+            MemoryError::LimitExceeded(format!(
+                "add entity {} in {}: too many entities",
+                entity.id, self.namespace
+            ))
         };
+        // Below this count petgraph has a vacant slot or room for a new one, so adding
+        // cannot fail (and a failed add would leave its count off by one).
+        if self.graph.node_count() >= NodeIndex::<Slot>::end().index() {
+            return Err(too_many());
+        }
+        let id: Arc<str> = Arc::from(entity.id.as_str());
         let keys = IndexKeys::of(&entity);
         let node = Node {
             key: id_key(&id),
-            id: Arc::clone(&id),
             entity: Arc::new(entity),
             adjacency: Vec::new(),
             outgoing: 0,
         };
-        if slot as usize == self.nodes.len() {
-            self.nodes.push(Some(node));
-        } else {
-            self.nodes[slot as usize] = Some(node);
-        }
+        let slot = slot_of(self.graph.add_node(node).index());
         self.ids.insert(id, slot);
         self.index_keys(slot, keys);
         Ok(())
@@ -428,7 +451,8 @@ impl NamespaceGraph {
         let Some(slot) = self.ids.remove(id) else {
             return false;
         };
-        let Some(node) = self.nodes.get_mut(slot as usize).and_then(Option::take) else {
+        // petgraph removes the node's edges with it; the other ends' half-edges go here.
+        let Some(node) = self.graph.remove_node(node_index(slot)) else {
             return true;
         };
         for (position, half) in node.adjacency.iter().enumerate() {
@@ -436,14 +460,7 @@ impl NamespaceGraph {
             if half.other != slot {
                 self.detach(half.other, half.edge, !outgoing);
             }
-            if let Some(edge) = self.edges.get_mut(half.edge as usize)
-                && edge.take().is_some()
-            {
-                self.free_edges.push(half.edge);
-                self.edge_count -= 1;
-            }
         }
-        self.free_nodes.push(slot);
         self.unindex_keys(slot, node.key, &IndexKeys::of(&node.entity));
         true
     }
@@ -472,11 +489,7 @@ impl NamespaceGraph {
     /// Removes everything; returns how many entities there were.
     pub(crate) fn clear(&mut self) -> usize {
         let count = self.ids.len();
-        self.nodes.clear();
-        self.free_nodes.clear();
-        self.edges.clear();
-        self.free_edges.clear();
-        self.edge_count = 0;
+        self.graph.clear();
         self.ids.clear();
         self.names.clear();
         self.entity_types.clear();
@@ -555,7 +568,7 @@ impl NamespaceGraph {
             0
         };
         if let Some(slot) = self.find_edge(source, target, &relation.relation_type) {
-            let Some(edge) = self.edges.get_mut(slot as usize).and_then(Option::as_mut) else {
+            let Some(edge) = self.graph.edge_weight_mut(edge_index(slot)) else {
                 return Ok(());
             };
             edge.weight = relation.weight;
@@ -576,36 +589,29 @@ impl NamespaceGraph {
             retag(target);
             return Ok(());
         }
-        let relation_type = self.intern_relation_type(&relation.relation_type)?;
-        let slot = match self.free_edges.pop() {
-            Some(slot) => slot,
-            None => Slot::try_from(self.edges.len())
-                .ok()
-                .filter(|slot| *slot != NO_SLOT)
-                .ok_or_else(|| {
-                    MemoryError::LimitExceeded(format!(
-                        "add relation {} -{}-> {} in {}: too many relations",
-                        relation.source_id,
-                        relation.relation_type,
-                        relation.target_id,
-                        self.namespace
-                    ))
-                })?,
+        let too_many = |namespace: &Namespace| {
+            MemoryError::LimitExceeded(format!(
+                "add relation {} -{}-> {} in {namespace}: too many relations",
+                relation.source_id, relation.relation_type, relation.target_id
+            ))
         };
+        // As for entities: below this count adding cannot fail.
+        if self.graph.edge_count() >= EdgeIndex::<Slot>::end().index() {
+            return Err(too_many(&self.namespace));
+        }
+        let relation_type = self.intern_relation_type(&relation.relation_type)?;
         let edge = Edge {
-            source,
-            target,
             relation_type,
             weight: relation.weight,
             valid_from: relation.valid_from,
             valid_until: relation.valid_until,
         };
-        if slot as usize == self.edges.len() {
-            self.edges.push(Some(edge));
-        } else {
-            self.edges[slot as usize] = Some(edge);
-        }
-        self.edge_count += 1;
+        // Both endpoints are live (found in `ids`) and the count is below the limit.
+        let slot = self
+            .graph
+            .try_add_edge(node_index(source), node_index(target), edge)
+            .map_err(|_| too_many(&self.namespace))?;
+        let slot = slot_of(slot.index());
         let kind = relation_type | closes;
         self.attach(
             source,
@@ -639,21 +645,18 @@ impl NamespaceGraph {
         if source != target {
             self.detach(target, edge, false);
         }
-        if let Some(slot) = self.edges.get_mut(edge as usize) {
-            *slot = None;
-        }
-        self.free_edges.push(edge);
-        self.edge_count -= 1;
+        self.graph.remove_edge(edge_index(edge));
         true
     }
 
     /// The public form of an edge, built anew.
     fn relation(&self, slot: Slot) -> Option<GraphRelation> {
         let edge = self.edge(slot)?;
+        let (source, target) = self.endpoints(slot)?;
         Some(GraphRelation {
             namespace: self.namespace.clone(),
-            source_id: self.node_id(edge.source).to_owned(),
-            target_id: self.node_id(edge.target).to_owned(),
+            source_id: self.node_id(source).to_owned(),
+            target_id: self.node_id(target).to_owned(),
             relation_type: self.relation_types[edge.relation_type as usize].to_string(),
             weight: edge.weight,
             valid_from: edge.valid_from,
@@ -774,8 +777,8 @@ impl NamespaceGraph {
 
     /// Every entity, ordered by id.
     pub(crate) fn sorted_entities(&self) -> Vec<GraphEntity> {
-        let mut entities: Vec<&Node> = self.nodes.iter().flatten().collect();
-        entities.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let mut entities: Vec<&Node> = self.graph.node_weights().collect();
+        entities.sort_unstable_by(|a, b| a.id().cmp(b.id()));
         entities
             .into_iter()
             .map(|node| GraphEntity::clone(&node.entity))
@@ -785,17 +788,15 @@ impl NamespaceGraph {
     /// Every relation, ordered by source, type, target.
     pub(crate) fn sorted_relations(&self) -> Vec<GraphRelation> {
         let mut edges: Vec<(&str, &str, &str, Slot)> = self
-            .edges
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, edge)| {
-                let edge = edge.as_ref()?;
-                Some((
-                    self.node_id(edge.source),
-                    &*self.relation_types[edge.relation_type as usize],
-                    self.node_id(edge.target),
-                    Slot::try_from(slot).ok()?,
-                ))
+            .graph
+            .edge_references()
+            .map(|edge| {
+                (
+                    self.node_id(slot_of(edge.source().index())),
+                    &*self.relation_types[edge.weight().relation_type as usize],
+                    self.node_id(slot_of(edge.target().index())),
+                    slot_of(edge.id().index()),
+                )
             })
             .collect();
         edges.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
@@ -805,33 +806,24 @@ impl NamespaceGraph {
     /// Checks every invariant of the indexes and the adjacency; for tests.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
-        let live = self.nodes.iter().flatten().count();
-        if self.ids.len() != live || live + self.free_nodes.len() != self.nodes.len() {
+        if self.ids.len() != self.graph.node_count() {
             return Err(format!(
-                "{} ids, {live} live nodes, {} free of {} slots",
+                "{} ids, {} nodes",
                 self.ids.len(),
-                self.free_nodes.len(),
-                self.nodes.len()
-            ));
-        }
-        let live_edges = self.edges.iter().flatten().count();
-        if live_edges != self.edge_count || live_edges + self.free_edges.len() != self.edges.len() {
-            return Err(format!(
-                "{live_edges} live edges, count {}",
-                self.edge_count
+                self.graph.node_count()
             ));
         }
         let mut names = 0;
         let mut types = 0;
         let mut tags = 0;
         let mut half_edges = 0;
-        for (slot, node) in self.nodes.iter().enumerate() {
-            let Some(node) = node else {
-                continue;
+        for index in self.graph.node_indices() {
+            let Some(node) = self.graph.node_weight(index) else {
+                return Err(format!("node {} has no weight", index.index()));
             };
-            let slot = Slot::try_from(slot).map_err(|error| error.to_string())?;
-            let id = &*node.id;
-            if self.ids.get(id) != Some(&slot) || node.entity.id != id || node.key != id_key(id) {
+            let slot = slot_of(index.index());
+            let id = node.id();
+            if self.ids.get(id) != Some(&slot) || node.key != id_key(id) {
                 return Err(format!("id index wrong for {id}"));
             }
             let in_index =
@@ -863,14 +855,34 @@ impl NamespaceGraph {
                 {
                     return Err(format!("half-edges of {id} out of order"));
                 }
+                // petgraph's own edge list of the direction (a self loop is outgoing only).
+                let direction = if outgoing {
+                    petgraph::Direction::Outgoing
+                } else {
+                    petgraph::Direction::Incoming
+                };
+                let mut listed: Vec<Slot> = self
+                    .graph
+                    .edges_directed(index, direction)
+                    .filter(|edge| outgoing || edge.source() != edge.target())
+                    .map(|edge| slot_of(edge.id().index()))
+                    .collect();
+                let mut grouped: Vec<Slot> = group.iter().map(|half| half.edge).collect();
+                listed.sort_unstable();
+                grouped.sort_unstable();
+                if listed != grouped {
+                    return Err(format!("half-edges of {id} disagree with petgraph's edges"));
+                }
                 for half in group {
-                    let Some(edge) = self.edge(half.edge) else {
+                    let (Some(edge), Some((source, target))) =
+                        (self.edge(half.edge), self.endpoints(half.edge))
+                    else {
                         return Err(format!("{id} names a removed edge"));
                     };
                     let (this, other) = if outgoing {
-                        (edge.source, edge.target)
+                        (source, target)
                     } else {
-                        (edge.target, edge.source)
+                        (target, source)
                     };
                     let closes = if edge.valid_until.is_some() {
                         CLOSES
@@ -881,7 +893,7 @@ impl NamespaceGraph {
                         || other != half.other
                         || half.weight.to_bits() != edge.weight.to_bits()
                         || half.kind != edge.relation_type | closes
-                        || (!outgoing && edge.source == edge.target)
+                        || (!outgoing && source == target)
                     {
                         return Err(format!("a half-edge of {id} disagrees with its edge"));
                     }
@@ -890,15 +902,14 @@ impl NamespaceGraph {
             }
         }
         let self_loops = self
-            .edges
-            .iter()
-            .flatten()
-            .filter(|edge| edge.source == edge.target)
+            .graph
+            .edge_references()
+            .filter(|edge| edge.source() == edge.target())
             .count();
-        if half_edges != 2 * self.edge_count - self_loops {
+        if half_edges != 2 * self.graph.edge_count() - self_loops {
             return Err(format!(
                 "{half_edges} half-edges for {} edges",
-                self.edge_count
+                self.graph.edge_count()
             ));
         }
         let count = |sets: &mut dyn Iterator<Item = &Posting>| {

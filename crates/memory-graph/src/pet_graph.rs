@@ -13,22 +13,20 @@ use crate::namespace_graph::{NamespaceGraph, PreparedKeyword, limit_tags};
 
 type SharedNamespace = Arc<RwLock<NamespaceGraph>>;
 
-/// The knowledge graph in memory: per namespace, entities in a slab, each with its
-/// relations in one contiguous array kept in traversal order.
+/// The knowledge graph in memory, on a petgraph `StableGraph` per namespace, with each
+/// entity's relations also kept grouped by node in one contiguous array in traversal order.
 ///
 /// Each namespace has its own graph with an id index, a sorted name index (case-insensitive
 /// prefix lookups are range scans), an entity-type index and a sorted tag index, so
 /// [`find_by_keywords`](KnowledgeGraph::find_by_keywords) and
 /// [`find_tags`](KnowledgeGraph::find_tags) never scan every entity. Traversals
 /// ([`get_related`](KnowledgeGraph::get_related), [`multi_hop`](KnowledgeGraph::multi_hop))
-/// walk slots and adjacency arrays directly and return the same results as the trait's
-/// default implementations; [`shortest_path`](KnowledgeGraph::shortest_path) is a
-/// bidirectional breadth-first search returning the default's path (and finding paths the
-/// default gives up on at [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED)).
+/// walk node indices and those adjacency arrays directly and return the same results as
+/// the trait's default implementations; [`shortest_path`](KnowledgeGraph::shortest_path)
+/// is a bidirectional breadth-first search returning the default's path (and finding
+/// paths the default gives up on at
+/// [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED)).
 /// Results share the stored entities and relations (`Arc`) instead of copying them.
-///
-/// The name is historical: the graph was a petgraph `StableGraph` per namespace, whose
-/// linked lists of edges cost a cache miss per step of a traversal.
 ///
 /// Concurrency: namespaces are locked independently (readers share, a writer is
 /// exclusive), and the methods never await while holding a lock. Cloning is not provided;

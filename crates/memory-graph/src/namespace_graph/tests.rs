@@ -241,3 +241,65 @@ fn self_loops_count_once() {
     graph.check_invariants().unwrap();
     assert_eq!(graph.degree("b"), 0);
 }
+
+#[test]
+fn removals_keep_other_slots_and_petgraph_edges_in_step() {
+    let mut graph = NamespaceGraph::new(ns());
+    for id in ["a", "b", "c"] {
+        graph.insert_entity(entity(id, id, "x", &[])).unwrap();
+    }
+    graph
+        .add_relation(&relation("a", "b", "knows", 1.0))
+        .unwrap();
+    graph
+        .add_relation(&relation("b", "c", "knows", 1.0))
+        .unwrap();
+    graph
+        .add_relation(&relation("c", "a", "knows", 1.0))
+        .unwrap();
+    let (b, c) = (graph.slot("b").unwrap(), graph.slot("c").unwrap());
+    let b_to_c = graph.find_edge(b, c, "knows").unwrap();
+
+    assert!(graph.remove_entity("a"));
+    graph.check_invariants().unwrap();
+    assert_eq!(graph.graph.node_count(), 2);
+    assert_eq!(
+        graph.graph.edge_count(),
+        1,
+        "petgraph dropped a's relations"
+    );
+    assert_eq!(graph.relation_count(), 1);
+    assert_eq!((graph.slot("b"), graph.slot("c")), (Some(b), Some(c)));
+    assert_eq!(graph.find_edge(b, c, "knows"), Some(b_to_c));
+    assert_eq!(graph.degree("b"), 1);
+    assert_eq!(graph.degree("c"), 1);
+
+    // A new entity takes a free slot; the survivors keep theirs.
+    graph.insert_entity(entity("d", "d", "x", &[])).unwrap();
+    graph
+        .add_relation(&relation("d", "b", "knows", 0.5))
+        .unwrap();
+    graph.check_invariants().unwrap();
+    assert_eq!((graph.slot("b"), graph.slot("c")), (Some(b), Some(c)));
+    let related: Vec<String> = graph
+        .related("d", 2)
+        .unwrap()
+        .iter()
+        .map(|found| found.entity.id.clone())
+        .collect();
+    assert_eq!(related, ["b", "c"]);
+
+    assert!(graph.remove_relation("b", "c", "knows"));
+    graph.check_invariants().unwrap();
+    assert_eq!(graph.graph.edge_count(), 1);
+    assert_eq!(graph.degree("c"), 0);
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn node_slots_stay_small() {
+    // The node weight plus petgraph's two `u32` edge links: traversals read one slot per
+    // expanded entity, so a slot should not straddle cache lines more than it must.
+    assert_eq!(std::mem::size_of::<Node>(), 48);
+    assert_eq!(std::mem::size_of::<Option<Node>>(), 48);
+}

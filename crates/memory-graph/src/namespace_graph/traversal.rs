@@ -3,7 +3,8 @@
 //! bidirectional breadth-first search, each bounded by `MAX_TRAVERSAL_DEPTH` and
 //! `MAX_TRAVERSAL_VISITED`.
 //!
-//! Every traversal walks slots and the contiguous half-edge arrays, marks visited entities
+//! Every traversal walks slots (the `StableGraph`'s node indices) and the contiguous
+//! half-edge arrays of the node weights, not petgraph's edge lists, marks visited entities
 //! in a bit set, and builds the public forms (shared entities and relations) only for what
 //! it returns.
 
@@ -111,7 +112,7 @@ impl NamespaceGraph {
             .slot(id)
             .ok_or_else(|| not_found(id, &self.namespace))?;
         let depth = depth.min(MAX_TRAVERSAL_DEPTH);
-        let mut visited = SlotSet::new(self.nodes.len());
+        let mut visited = SlotSet::new(self.node_bound());
         visited.insert(start);
         let mut visited_count = 1usize;
         // `reached[0]` is the start; each level is a range of `reached`.
