@@ -139,40 +139,8 @@ impl Memory {
         let span =
             tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
         async move {
-            let mut request = request;
-            // Metadata first: a refused value may be nested too deep to drop recursively.
-            let metadata = std::mem::take(&mut request.metadata);
-            if let Err(error) = memory_core::backend::validate_metadata(&metadata) {
-                memory_core::backend::drop_json(metadata);
-                return Err(error);
-            }
-            let mut item = MemoryItem::new(request.namespace.clone(), request.text)?
-                .with_kind(request.kind)
-                .with_importance(request.importance)?
-                .with_tags(request.tags)?
-                .with_metadata(metadata)?
-                .with_created_at(request.created_at.unwrap_or_else(|| self.clock.now()));
-            if let Some(id) = request.id {
-                item = item.with_id(id)?;
-            }
-            if let Some(source) = request.source {
-                item = item.with_source(source);
-            }
-            if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
-                item = item.with_context(context);
-            }
-            if request.pinned {
-                item = item.with_pinned(true);
-            }
-            if let Some(key) = &request.fact_key {
-                item = item.with_fact_key(key)?;
-            }
-            if request.valid_from.is_some() || request.valid_until.is_some() {
-                item = item.with_validity(request.valid_from, request.valid_until)?;
-            }
-            if let Some(credibility) = request.credibility {
-                item = item.with_credibility(credibility)?;
-            }
+            let namespace = request.namespace.clone();
+            let mut item = self.item_of(request, self.clock.now())?;
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
             {
@@ -186,11 +154,9 @@ impl Memory {
             }
             // The write is committed: what follows never turns it into an error.
             if let Some(enrichment) = &self.enrichment {
-                enrichment
-                    .enqueue(&request.namespace, &plan.remembered.id)
-                    .await;
+                enrichment.enqueue(&namespace, &plan.remembered.id).await;
             }
-            self.keep_within_capacity(&request.namespace).await;
+            self.keep_within_capacity(&namespace).await;
             Ok(plan.remembered)
         }
         .instrument(span)

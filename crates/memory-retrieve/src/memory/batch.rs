@@ -118,7 +118,7 @@ impl Memory {
         let mut keys: HashMap<(Namespace, String), usize> = HashMap::new();
         for (index, request) in requests.into_iter().enumerate() {
             let item = self
-                .batch_item(request, now)
+                .item_of(request, now)
                 .map_err(|error| at_index(index, error))?;
             if let Some(key) = &item.fact_key
                 && let Some(earlier) = keys.insert((item.namespace.clone(), key.clone()), index)
@@ -259,9 +259,11 @@ impl Memory {
         remembered.push(plan.remembered);
     }
 
-    /// The memory a request asks for, checked as [`remember_with`](Self::remember_with)
-    /// checks it (without its embedding).
-    fn batch_item(&self, mut request: Remember, now: DateTime<Utc>) -> Result<MemoryItem> {
+    /// The memory a request asks for, checked (without its embedding), created `now`
+    /// unless the request gives a time; [`remember_with`](Self::remember_with) and
+    /// [`remember_many`](Self::remember_many) both build theirs here.
+    pub(super) fn item_of(&self, mut request: Remember, now: DateTime<Utc>) -> Result<MemoryItem> {
+        // Metadata first: a refused value may be nested too deep to drop recursively.
         let metadata = std::mem::take(&mut request.metadata);
         if let Err(error) = memory_core::backend::validate_metadata(&metadata) {
             memory_core::backend::drop_json(metadata);
