@@ -33,14 +33,14 @@ pub struct HttpConfig {
     /// Sent as `Authorization: Bearer <key>` when set. Never logged or shown by `Debug`.
     pub api_key: Option<String>,
     /// How long one request may take, connection included (default 30 s).
-    #[serde(with = "millis")]
+    #[serde(with = "memory_retrieve::serde_millis")]
     pub timeout: Duration,
     /// Requests per call at most, the first included (default 3): 429, 5xx, timeouts and
     /// refused connections are retried, other errors are not.
     pub max_attempts: u32,
     /// The wait before the first retry, doubling with each retry (default 500 ms); a
     /// `Retry-After` header in seconds replaces it (up to 60 s).
-    #[serde(with = "millis")]
+    #[serde(with = "memory_retrieve::serde_millis")]
     pub backoff: Duration,
     /// Requests in flight at most, per client (default 4).
     pub max_concurrency: usize,
@@ -469,26 +469,6 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector> {
         })
         .clone()
         .map_err(|problem| MemoryError::invalid("base_url", format!("https: {problem}")))
-}
-
-/// Durations as whole milliseconds in configuration files.
-mod millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(
-        duration: &Duration,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
-    }
 }
 
 /// Truncates `text` to at most `max_chars` characters (at a character boundary).

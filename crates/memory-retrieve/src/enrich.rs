@@ -163,10 +163,10 @@ pub struct EnrichmentConfig {
     /// Calls per batch at most, the first included (default 4).
     pub max_attempts: u32,
     /// The wait before the first retry; it doubles with each retry (default 200 ms).
-    #[serde(with = "millis")]
+    #[serde(with = "crate::serde_millis")]
     pub backoff: Duration,
     /// How long one call of the enricher may take before it counts as failed (default 60 s).
-    #[serde(with = "millis")]
+    #[serde(with = "crate::serde_millis")]
     pub timeout: Duration,
     /// Whether the tags, importance and fact key an enricher finds are written to the
     /// memory itself (default `false`: only the graph is written). The memory's own values
@@ -217,26 +217,6 @@ impl EnrichmentConfig {
             return Err(MemoryError::invalid("timeout", "must be positive"));
         }
         Ok(())
-    }
-}
-
-/// Durations as whole milliseconds in configuration files.
-mod millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(
-        duration: &Duration,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
     }
 }
 

@@ -149,7 +149,10 @@ async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<u
     let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<String>> =
         std::collections::BTreeMap::new();
     for item in items {
-        by_namespace.entry(item.namespace).or_default().push(item.id);
+        by_namespace
+            .entry(item.namespace)
+            .or_default()
+            .push(item.id);
     }
     let mut deleted = 0;
     for (namespace, ids) in by_namespace {

@@ -368,7 +368,8 @@ const NEGATIONS: &[&str] = &[
     "won't", "can't", "cannot", "nobody", "nothing", "neither", "nor",
 ];
 
-const MONTHS_AND_DAYS: &[&str] = &[
+/// Month names in order, then day names (the enricher reads the first twelve as months).
+pub(crate) const MONTHS_AND_DAYS: &[&str] = &[
     "january",
     "february",
     "march",

@@ -32,6 +32,7 @@ mod prompt;
 mod rerank;
 mod retriever;
 pub mod scoring;
+pub mod serde_millis;
 
 pub use crate::{
     compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},

@@ -489,9 +489,11 @@ impl Memory {
         Ok(deleted)
     }
 
-    /// Runs TTL, decay, eviction and (when configured) compression and consolidation on
-    /// `scope` now, after writing pending recall feedback, then counts the conflicting
-    /// pairs of current memories (the consistency check). With a
+    /// Runs decay, (when configured) compression and consolidation, then TTL and eviction
+    /// on `scope` now, after writing pending recall feedback, then counts the conflicting
+    /// pairs of current memories (the consistency check). Eviction comes after
+    /// consolidation, whose summaries are new memories: a pass ends with every namespace
+    /// within the capacity. With a
     /// [`KnowledgePolicy`](crate::KnowledgePolicy), pages and entities are expired and
     /// evicted too, after their pending accesses are written.
     ///
@@ -512,12 +514,6 @@ impl Memory {
                 report.decayed = decayed.decayed;
                 report.evicted += decayed.evicted;
             }
-            let evicted = evict(&*self.store, scope, &self.eviction.policy, now).await?;
-            report.expired += evicted.expired;
-            report.evicted += evicted.evicted;
-            self.knowledge_upkeep
-                .enforce(scope, now, &mut report)
-                .await?;
             if let Some((config, summarizer)) = &self.compression {
                 report.compressed =
                     compress_stale(&*self.store, scope, config, &**summarizer, now).await?;
@@ -527,6 +523,12 @@ impl Memory {
                 report.consolidated = folded;
                 report.summaries = summaries;
             }
+            let evicted = evict(&*self.store, scope, &self.eviction.policy, now).await?;
+            report.expired += evicted.expired;
+            report.evicted += evicted.evicted;
+            self.knowledge_upkeep
+                .enforce(scope, now, &mut report)
+                .await?;
             report.conflicts_found = self.conflicts(scope).await?.len();
             tracing::debug!(
                 expired = report.expired,

@@ -9,20 +9,8 @@ use super::{Enricher, Enrichment, EntityMention, RelationMention};
 /// Entities per memory at most: a long text keeps its first names.
 const MAX_ENTITIES: usize = 16;
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
+/// The months, in order: the first twelve words of the facts module's month and day list.
+const MONTHS: &[&str] = crate::facts::MONTHS_AND_DAYS.split_at(12).0;
 
 /// Capitalised words that are no names: weekdays, months, greetings and pronoun forms that
 /// the stop-word list does not hold.

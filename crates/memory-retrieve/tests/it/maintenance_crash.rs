@@ -90,7 +90,10 @@ fn remove(path: &Path) {
     }
 }
 
-/// Old episodes in sessions of eight, more than the capacity allows.
+/// Old episodes in sessions of eight, more than the capacity allows: old enough to be
+/// consolidated (over 30 days) and to decay, not so old that decay forgets them all (at 150
+/// days an importance of 0.5 decays to about 0.12, above the 0.05 threshold), so whenever
+/// the kill lands (in the first pass or after several) the file holds memories to check.
 async fn populate(path: &Path) {
     let backend = SqliteBackend::open(path).unwrap();
     let items: Vec<MemoryItem> = (0..MEMORIES)
@@ -106,7 +109,7 @@ async fn populate(path: &Path) {
             .with_metadata(serde_json::json!({ "session": format!("s{}", n / 8) }))
             .unwrap()
             .with_created_at(
-                now() - chrono::Duration::days(400) + chrono::Duration::minutes(n as i64),
+                now() - chrono::Duration::days(150) + chrono::Duration::minutes(n as i64),
             )
         })
         .collect();
