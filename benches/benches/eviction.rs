@@ -314,12 +314,7 @@ fn ingest_evicting(c: &mut Criterion, runtime: &Runtime) {
     group.sample_size(10);
     group.sampling_mode(SamplingMode::Flat);
     for (name, policy) in [
-        (
-            "evicting",
-            EvictionPolicy::Capacity {
-                max_items: BOUNDED,
-            },
-        ),
+        ("evicting", EvictionPolicy::Capacity { max_items: BOUNDED }),
         ("unbounded", EvictionPolicy::None),
     ] {
         let (memory, namespace) = build(policy.clone());
