@@ -59,6 +59,10 @@ pub struct MaintenanceReport {
     /// `max_entities`.
     #[serde(default)]
     pub entities_evicted: usize,
+    /// Link nodes of enrichment (see [`MEMORY_NODE_TYPE`](crate::MEMORY_NODE_TYPE)) removed
+    /// because their memory is gone (evicted, expired, decayed or consolidated away).
+    #[serde(default)]
+    pub links_pruned: usize,
 }
 
 impl MaintenanceReport {

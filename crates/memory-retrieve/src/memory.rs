@@ -529,6 +529,9 @@ impl Memory {
             self.knowledge_upkeep
                 .enforce(scope, now, &mut report)
                 .await?;
+            if self.enrichment.is_some() {
+                report.links_pruned = self.prune_links(scope).await?;
+            }
             report.conflicts_found = self.conflicts(scope).await?.len();
             tracing::debug!(
                 expired = report.expired,

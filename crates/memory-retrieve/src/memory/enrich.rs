@@ -271,6 +271,44 @@ async fn run(worker: Arc<Worker>, mut receiver: mpsc::Receiver<Job>) {
 }
 
 impl Memory {
+    /// Removes the link nodes in `scope` whose memory no longer exists (a memory evicted,
+    /// expired or decayed away goes without its node: eviction works on the memory store
+    /// alone). One read of the link nodes and one batched read of their memories per
+    /// namespace. Returns how many were removed.
+    pub(super) async fn prune_links(&self, scope: &memory_core::Scope) -> Result<usize> {
+        let mut pruned = 0;
+        for namespace in self.graph.list_namespaces(scope).await? {
+            let links: Vec<(String, String)> = self
+                .graph
+                .list_entities(&namespace.exact())
+                .await?
+                .into_iter()
+                .filter(|entity| entity.entity_type == crate::MEMORY_NODE_TYPE)
+                .filter_map(|entity| {
+                    let memory = crate::memory_of_node(&entity.id)?.to_owned();
+                    Some((entity.id, memory))
+                })
+                .collect();
+            if links.is_empty() {
+                continue;
+            }
+            let ids: Vec<String> = links.iter().map(|(_, memory)| memory.clone()).collect();
+            let alive: std::collections::HashSet<String> = self
+                .store
+                .get_many(&namespace, &ids)
+                .await?
+                .into_iter()
+                .map(|item| item.id)
+                .collect();
+            for (node, memory) in links {
+                if !alive.contains(&memory) && self.graph.remove_entity(&namespace, &node).await? {
+                    pruned += 1;
+                }
+            }
+        }
+        Ok(pruned)
+    }
+
     /// What the enrichment worker has done so far; `None` without an enricher (see
     /// [`MemoryBuilder::enricher`](crate::MemoryBuilder::enricher)).
     pub fn enrichment_stats(&self) -> Option<EnrichmentStats> {

@@ -641,3 +641,28 @@ async fn link_nodes_are_not_counted_or_evicted_as_entities() {
         "the capacity bounds the named entities: {named}"
     );
 }
+
+/// A memory evicted by capacity leaves its link node behind until `maintain` prunes it;
+/// the links of the memories that stay are kept.
+#[tokio::test]
+async fn maintain_prunes_the_links_of_evicted_memories() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let (first, second) = sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    // The first memory goes as eviction would take it: from the store alone.
+    assert!(memory.store().delete(&family, &first).await.unwrap());
+    let node = |id: &str| {
+        let graph = Arc::clone(memory.graph());
+        let (family, id) = (family.clone(), memory_node_id(id));
+        async move { graph.get_entity(&family, &id).await.unwrap().is_some() }
+    };
+    assert!(node(&first).await, "left behind by a store-level delete");
+    let report = memory.maintain(&family.subtree()).await.unwrap();
+    assert_eq!(report.links_pruned, 1);
+    assert!(!node(&first).await, "pruned");
+    assert!(node(&second).await, "a live memory keeps its links");
+}
