@@ -64,7 +64,7 @@ pub use crate::{
     rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
         DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
-        MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_ROLE_WEIGHTS,
+        MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES,
         RecallFilter, RecallView, RetrievalStrategy, Retriever, RetrieverConfig, STALE_FACTOR,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},

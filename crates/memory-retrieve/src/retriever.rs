@@ -25,7 +25,7 @@ use crate::scoring::NGrams;
 
 pub use self::config::{
     DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
-    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_ROLE_WEIGHTS, RecallFilter,
+    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, RecallFilter,
     RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;

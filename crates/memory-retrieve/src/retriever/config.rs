@@ -20,7 +20,7 @@ pub const MAX_CONTEXT_SOURCES: usize = 10;
 /// Most matched entities expanded by traversal per query.
 pub const MAX_EXPANDED_ENTITIES: usize = 10;
 /// Most entries in [`RetrieverConfig::role_weights`].
-pub const MAX_ROLE_WEIGHTS: usize = 16;
+pub const MAX_WEIGHTED_ROLES: usize = 16;
 /// Weight of an assistant's turn in keyword relevance by default (see
 /// [`RetrieverConfig::role_weights`]).
 pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.8;
@@ -169,10 +169,10 @@ impl RetrieverConfig {
                 format!("must be at most {MAX_CONTEXT_WINDOW}"),
             ));
         }
-        if self.role_weights.len() > MAX_ROLE_WEIGHTS {
+        if self.role_weights.len() > MAX_WEIGHTED_ROLES {
             return Err(MemoryError::invalid(
                 "role_weights",
-                format!("at most {MAX_ROLE_WEIGHTS} roles"),
+                format!("at most {MAX_WEIGHTED_ROLES} roles"),
             ));
         }
         for (role, weight) in &self.role_weights {
