@@ -21,7 +21,7 @@ use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use utoipa::OpenApi;
 
-use self::api::{admin, facts, graph, memories, pages, presented_key, recall};
+use self::api::{admin, dialogue, facts, graph, memories, pages, presented_key, recall};
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
 use self::metrics::Metrics;
@@ -189,6 +189,7 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
             post(memories::remember).get(memories::list_memories),
         )
         .route("/memories/batch", post(memories::remember_batch))
+        .route("/dialogue", post(dialogue::remember_dialogue))
         .route("/memories/forget", post(memories::forget_scope))
         .route(
             "/memories/{id}",

@@ -3,6 +3,7 @@
 //! by resource in the submodules, and the OpenAPI description of them all.
 
 pub(crate) mod admin;
+pub(crate) mod dialogue;
 pub(crate) mod facts;
 pub(crate) mod graph;
 pub(crate) mod memories;
@@ -254,7 +255,8 @@ impl utoipa::Modify for SecurityAddon {
         description = "Long-term memory for LLM agents: remember, recall, knowledge pages and a knowledge graph, per namespace. Send an API key as `Authorization: Bearer <key>`; a key covers one namespace prefix, whole segments."
     ),
     paths(
-        memories::remember, memories::remember_batch, memories::list_memories,
+        memories::remember, memories::remember_batch, dialogue::remember_dialogue,
+        memories::list_memories,
         memories::get_memory, memories::forget_memory, memories::forget_scope,
         memories::update_memory, memories::put_memory, facts::history, facts::retract,
         facts::supersede, facts::consolidate, recall::recall,

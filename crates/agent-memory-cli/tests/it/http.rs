@@ -283,6 +283,57 @@ fn api_scenario(server: &Server, backend: &str) {
         "{metrics}"
     );
     assert!(metrics.contains("agent_memory_http_request_duration_seconds_bucket"));
+
+    // A dialogue: each turn dated and linked to its neighbours; a bad turn changes nothing.
+    let key = server.key_for("acme");
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/dialogue",
+        Some(&key),
+        Some(json!({"namespace": "acme/chat", "turns": [
+            {"speaker": "user", "text": "fine"},
+            {"speaker": "bot", "role": "robot", "text": "no"}
+        ]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "role", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("turns[1]")),
+        "{refused}"
+    );
+    let (status, chat) = server.call(
+        "POST",
+        "/v1/dialogue",
+        Some(&key),
+        Some(json!({"namespace": "acme/chat", "turns": [
+            {"speaker": "user", "role": "user", "text": "How long have you been married?",
+             "at": "2023-05-08T12:00:00Z", "session": "1", "id": "q"},
+            {"speaker": "assistant", "role": "assistant", "text": "Five years this June!",
+             "at": "2023-05-08T12:00:05Z", "session": "1", "id": "a"}
+        ]})),
+    );
+    assert_eq!(status, 201, "{chat}");
+    assert_eq!(chat["memories"].as_array().map(Vec::len), Some(2), "{chat}");
+    let (status, answer) = server.call(
+        "GET",
+        "/v1/memories/a?namespace=acme/chat",
+        Some(&key),
+        None,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["content"], "[8 May 2023] assistant: Five years this June!",
+        "{answer}"
+    );
+    assert_eq!(answer["metadata"]["role"], "assistant", "{answer}");
+    assert!(
+        answer
+            .to_string()
+            .contains("user: How long have you been married?"),
+        "the turn before it as context: {answer}"
+    );
 }
 
 #[test]
