@@ -21,6 +21,7 @@ use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use utoipa::OpenApi;
 
+pub(crate) use self::api::dialogue::{DialogueRequest, remember_turns};
 use self::api::{admin, dialogue, facts, graph, memories, pages, presented_key, recall};
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;

@@ -56,6 +56,38 @@ pub(super) fn tools() -> Vec<Tool> {
             false,
         ),
         tool(
+            "remember_dialogue",
+            "Store the turns of a conversation, in order: each turn is kept as '[date] speaker: text' with its role and session, and is searchable through the turns next to it (an answer is found by the question it answers). Use it to save a transcript; use remember for single facts.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "turns": {
+                        "type": "array",
+                        "maxItems": 1000,
+                        "description": "The turns, in order. Pass a conversation's turns together: a later call starts a new stretch.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "text": {"type": "string", "minLength": 1, "description": "What was said."},
+                                "speaker": {"type": "string", "maxLength": 256, "description": "Who said it (a name, or user / assistant)."},
+                                "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"], "description": "The speaker's role, when it is one."},
+                                "session": {"type": "string", "maxLength": 256, "description": "The session: context never crosses a change of session."},
+                                "at": {"type": "string", "format": "date-time", "description": "When it was said (RFC 3339); default now."},
+                                "id": {"type": "string", "minLength": 1, "maxLength": 256, "description": "An explicit id."},
+                                "metadata": {"type": "object", "description": "Extra metadata."}
+                            },
+                            "required": ["text"],
+                            "additionalProperties": false
+                        }
+                    },
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["turns"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
             "recall",
             "Search long-term memory. Returns the best matching memories, knowledge pages and graph entities, best first, each with its id, text and score. Ask in plain words about what you need ('Dana meeting preferences'); set explain to see why each result ranked where it did.",
             json!({
@@ -399,6 +431,12 @@ pub(super) async fn call(
             )?;
             let remembered = memory.remember_with(request).await?;
             to_value(&RememberedView::new(&namespace, &remembered))
+        }
+        "remember_dialogue" => {
+            let args: crate::serve::DialogueRequest = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let memories = crate::serve::remember_turns(memory, &namespace, args.turns).await?;
+            to_value(&json!({ "memories": memories }))
         }
         "recall" => {
             let args: RecallArgs = arguments(raw)?;

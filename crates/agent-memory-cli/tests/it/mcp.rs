@@ -169,6 +169,39 @@ fn stdio_scenario(client: &mut Stdio_) {
     assert_eq!(gone["result"]["isError"], false, "{gone}");
     let again = client.call("forget", json!({"id": id}));
     assert_eq!(again["result"]["isError"], true, "{again}");
+
+    // A transcript: the answer is found through the question it answers; a bad turn is a
+    // tool error naming it, and stores nothing.
+    let refused = client.call(
+        "remember_dialogue",
+        json!({"namespace": "acme/chat", "turns": [{"text": "hi"}, {"text": "x", "role": "robot"}]}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("turns[1]")),
+        "{refused}"
+    );
+    let chat = client.payload(
+        "remember_dialogue",
+        json!({"namespace": "acme/chat", "turns": [
+            {"speaker": "Caroline", "text": "How long have you two been married?", "session": "1"},
+            {"speaker": "Melanie", "text": "Five years this June!", "session": "1", "id": "answer"}
+        ]}),
+    );
+    assert_eq!(chat["memories"].as_array().map(Vec::len), Some(2), "{chat}");
+    let found = client.payload(
+        "recall",
+        json!({"query": "married how long", "namespace": "acme/chat", "limit": 5}),
+    );
+    let ids: Vec<&str> = found["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|hit| hit["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"answer"), "{found}");
 }
 
 #[test]

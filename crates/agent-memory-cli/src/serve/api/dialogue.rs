@@ -124,24 +124,37 @@ pub(crate) async fn remember_dialogue(
     Auth(caller): Auth,
     ApiJson(body): ApiJson<DialogueRequest>,
 ) -> Result<(StatusCode, Json<BatchRemembered>), Failure> {
-    if body.turns.len() > MAX_BATCH {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let memories = remember_turns(&state.memory, &namespace, body.turns).await?;
+    Ok((StatusCode::CREATED, Json(BatchRemembered { memories })))
+}
+
+/// Checks every turn, then remembers them in order in `namespace` through one
+/// `Memory::dialogue` (the HTTP endpoint and the MCP tool both call this). A bad turn
+/// refuses them all, naming `turns[i]` and its field; a store failure part way leaves the
+/// turns before it stored and says how many.
+pub(crate) async fn remember_turns(
+    memory: &agent_memory::Memory,
+    namespace: &agent_memory::Namespace,
+    requests: Vec<TurnRequest>,
+) -> Result<Vec<RememberedView>, Failure> {
+    if requests.len() > MAX_BATCH {
         return Err(Failure::invalid(
             "turns",
             format!(
                 "{} turns is more than the {MAX_BATCH} of one request",
-                body.turns.len()
+                requests.len()
             ),
         ));
     }
-    let namespace = caller.namespace(body.namespace.as_deref())?;
     let at = |index: usize| {
         move |failure: Failure| Failure {
             message: format!("turns[{index}]: {}", failure.message),
             ..failure
         }
     };
-    let mut turns = Vec::with_capacity(body.turns.len());
-    for (index, turn) in body.turns.into_iter().enumerate() {
+    let mut turns = Vec::with_capacity(requests.len());
+    for (index, turn) in requests.into_iter().enumerate() {
         let turn = turn.into_turn().map_err(at(index))?;
         // The text as the store will check it (the date the dialogue adds aside).
         agent_memory::MemoryItem::new(
@@ -151,7 +164,7 @@ pub(crate) async fn remember_dialogue(
         .map_err(|error| at(index)(Failure::from(error)))?;
         turns.push(turn);
     }
-    let mut dialogue = state.memory.dialogue(namespace.clone());
+    let mut dialogue = memory.dialogue(namespace.clone());
     let mut memories = Vec::with_capacity(turns.len());
     for (index, turn) in turns.into_iter().enumerate() {
         let remembered = dialogue.add(turn).await.map_err(|error| {
@@ -164,7 +177,7 @@ pub(crate) async fn remember_dialogue(
                 ..failure
             }
         })?;
-        memories.push(RememberedView::new(&namespace, &remembered));
+        memories.push(RememberedView::new(namespace, &remembered));
     }
-    Ok((StatusCode::CREATED, Json(BatchRemembered { memories })))
+    Ok(memories)
 }
