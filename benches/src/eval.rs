@@ -407,18 +407,6 @@ fn append_caption(text: &mut String, turn: &Turn) {
     }
 }
 
-/// The chat role a speaker's name stands for, when it is one (LongMemEval's turns are
-/// spoken by `user` and `assistant`; LoCoMo's by people).
-fn role_of(speaker: &str) -> Option<Role> {
-    match speaker {
-        "user" => Some(Role::User),
-        "assistant" => Some(Role::Assistant),
-        "system" => Some(Role::System),
-        "tool" => Some(Role::Tool),
-        _ => None,
-    }
-}
-
 /// Runs the evaluation over `turns` and `queries`, storing memories in stores made by
 /// `make_store` (one call for the whole run).
 ///
@@ -490,7 +478,8 @@ pub async fn evaluate(
                     .session(turn.session.to_string())
                     .metadata(serde_json::json!({"dia_id": turn.dia_id}))
                     .source("locomo");
-                if let Some(role) = role_of(&turn.speaker) {
+                // LongMemEval's turns are spoken by `user` and `assistant`, LoCoMo's by people.
+                if let Some(role) = Role::parse(&turn.speaker) {
                     line = line.role(role);
                 }
                 dialogue.add(line).await?

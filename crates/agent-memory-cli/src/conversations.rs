@@ -244,11 +244,7 @@ fn read_longmemeval(
                 let id = format!("s{index}:{position}");
                 turns.push(Turn {
                     metadata: json!({"dia_id": id, "session_id": session_id}),
-                    role: match turn.role.as_str() {
-                        "user" => Some(Role::User),
-                        "assistant" => Some(Role::Assistant),
-                        _ => None,
-                    },
+                    role: Role::parse(&turn.role),
                     speaker: turn.role,
                     text: turn.content,
                     session: index.to_string(),

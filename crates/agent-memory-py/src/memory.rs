@@ -371,14 +371,13 @@ impl PyMemory {
             let mut line =
                 agent_memory::retrieve::Turn::new(string("speaker")?.unwrap_or_default(), text);
             if let Some(role) = string("role")? {
-                let role = serde_json::from_value(serde_json::Value::String(role.clone()))
-                    .map_err(|_| {
-                        invalid(
-                            py,
-                            &field("role"),
-                            format!("{role:?} is not user, assistant, system or tool"),
-                        )
-                    })?;
+                let role = agent_memory::Role::parse(&role).ok_or_else(|| {
+                    invalid(
+                        py,
+                        &field("role"),
+                        format!("{role:?} is not user, assistant, system or tool"),
+                    )
+                })?;
                 line = line.role(role);
             }
             if let Some(session) = string("session")? {

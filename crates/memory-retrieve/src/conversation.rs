@@ -34,7 +34,8 @@ pub enum Role {
 }
 
 impl Role {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The role's name, as [`Role::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
             Role::User => "user",
@@ -43,7 +44,8 @@ impl Role {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    /// The role named `text` (`system`, `user`, `assistant`, `tool`), if it is one.
+    pub fn parse(text: &str) -> Option<Self> {
         [Role::System, Role::User, Role::Assistant, Role::Tool]
             .into_iter()
             .find(|r| r.as_str() == text)

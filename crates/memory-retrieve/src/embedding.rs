@@ -6,6 +6,21 @@ use memory_core::{EmbeddingProvider, MemoryError, MemoryItem, Result, cosine_sim
 #[cfg(feature = "embeddings")]
 use crate::{RetrieverConfig, ScoreWeights, ScoringStrategy};
 
+/// Checks one vector of `provider`: its dimension and finite values.
+fn check(provider: &dyn EmbeddingProvider, vector: &[f32]) -> Result<()> {
+    if vector.len() != provider.dimension() {
+        return Err(MemoryError::invalid(
+            "embedding",
+            format!(
+                "the provider returned {} values, its dimension is {}",
+                vector.len(),
+                provider.dimension()
+            ),
+        ));
+    }
+    memory_core::backend::validate_embedding(vector)
+}
+
 /// `text` embedded by `provider`, checked: as long as the provider's dimension, every value
 /// finite. A provider that breaks its own contract is reported, not trusted.
 ///
@@ -17,17 +32,7 @@ pub(crate) async fn embed_checked(
     text: &str,
 ) -> Result<Vec<f32>> {
     let vector = provider.embed(text).await?;
-    if vector.len() != provider.dimension() {
-        return Err(MemoryError::invalid(
-            "embedding",
-            format!(
-                "the provider returned {} values, its dimension is {}",
-                vector.len(),
-                provider.dimension()
-            ),
-        ));
-    }
-    memory_core::backend::validate_embedding(&vector)?;
+    check(provider, &vector)?;
     Ok(vector)
 }
 
@@ -56,17 +61,7 @@ pub(crate) async fn embed_batch_checked(
         ));
     }
     for vector in &vectors {
-        if vector.len() != provider.dimension() {
-            return Err(MemoryError::invalid(
-                "embedding",
-                format!(
-                    "the provider returned {} values, its dimension is {}",
-                    vector.len(),
-                    provider.dimension()
-                ),
-            ));
-        }
-        memory_core::backend::validate_embedding(vector)?;
+        check(provider, vector)?;
     }
     Ok(vectors)
 }

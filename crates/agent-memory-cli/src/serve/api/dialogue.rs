@@ -62,16 +62,12 @@ pub(crate) struct DialogueRequest {
 }
 
 fn role(text: &str) -> Result<Role, Failure> {
-    match text {
-        "user" => Ok(Role::User),
-        "assistant" => Ok(Role::Assistant),
-        "system" => Ok(Role::System),
-        "tool" => Ok(Role::Tool),
-        other => Err(Failure::invalid(
+    Role::parse(text).ok_or_else(|| {
+        Failure::invalid(
             "role",
-            format!("{other:?} is not user, assistant, system or tool"),
-        )),
-    }
+            format!("{text:?} is not user, assistant, system or tool"),
+        )
+    })
 }
 
 impl TurnRequest {
