@@ -99,6 +99,9 @@ pub(crate) fn success(value: Value) -> CallToolResult {
     result
 }
 
+/// A failed call: the message, kind and hint as text (for the model), and the error as the
+/// HTTP API shapes it (`{"error": {"kind", "message", "field", "hint"}}`) as structured
+/// content, so a program reads the field at fault without parsing the text.
 fn failure_result(failure: &Failure) -> CallToolResult {
     let text = format!(
         "{} ({}). {}",
@@ -106,7 +109,9 @@ fn failure_result(failure: &Failure) -> CallToolResult {
         kind_name(failure.kind),
         failure.hint
     );
-    CallToolResult::error(vec![ContentBlock::text(text)])
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(serde_json::json!({ "error": failure }));
+    result
 }
 
 fn kind_name(kind: ErrorKind) -> String {
