@@ -1,6 +1,6 @@
 //! The command line: global options and one subcommand each for remember, recall, context,
-//! forget, history, retract, supersede, consolidate, stats, maintain, export, import, serve
-//! and mcp.
+//! forget, history, retract, supersede, consolidate, conflicts, stats, maintain, export,
+//! import, serve and mcp.
 
 use std::path::PathBuf;
 
@@ -87,6 +87,9 @@ pub(crate) enum Command {
     /// Fold several memories into one summary memory that lists them; they leave recall and
     /// stay in its history.
     Consolidate(ConsolidateArgs),
+    /// The pairs of current memories flagged as contradicting each other, with both texts:
+    /// settle each with `supersede` or `retract`.
+    Conflicts,
     /// Counts per kind and namespace, pages and entities.
     Stats,
     /// Run expiry, decay and eviction on the namespace now.

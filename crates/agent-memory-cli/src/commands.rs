@@ -4,8 +4,11 @@
 use std::fmt::Write as _;
 use std::io::Read;
 
+use std::collections::{BTreeMap, HashMap};
+
 use agent_memory::{
-    Memory, MemoryFilter, MemoryKind, Namespace, RecallFilter, RecallOptions, Remember, Tag,
+    ConflictPair, Memory, MemoryFilter, MemoryItem, MemoryKind, Namespace, RecallFilter,
+    RecallOptions, Remember, Scope, Tag,
 };
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::json;
@@ -17,7 +20,7 @@ use crate::cli::{
 };
 use crate::config::{self, ConfigFile};
 use crate::failure::{ErrorKind, Failure};
-use crate::views::{MemoryView, RecallView, RememberedView};
+use crate::views::{ConflictPairView, MemoryView, RecallView, RememberedView};
 
 /// What a command printed: one JSON document for `--json`, and text otherwise.
 #[derive(Debug)]
@@ -105,6 +108,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         Command::Retract(args) => retract(&settings, args).await,
         Command::Supersede(args) => supersede(&settings, args).await,
         Command::Consolidate(args) => consolidate(&settings, args).await,
+        Command::Conflicts => conflicts(&settings).await,
         Command::Stats => stats(&settings).await,
         Command::Maintain => maintain(&settings).await,
         Command::Export(args) => crate::exchange::export(&settings, args).await,
@@ -480,6 +484,77 @@ async fn consolidate(settings: &Settings, args: ConsolidateArgs) -> Result<Outco
     );
     Ok(Outcome {
         json: json!({ "id": id, "consolidated": args.ids, "summary": to_json(&summary)? }),
+        text,
+    })
+}
+
+/// One page of the pairs of current memories in `scope` flagged as contradicting each other
+/// (see [`Memory::conflicts`]), from pair `offset`, at most `limit` of them, each with both
+/// memories as stored; and the offset of the next page while more remain. Finding the pairs
+/// reads every current memory of the scope, as maintenance does; only the page's memories
+/// are read again whole. A pair one of whose memories was forgotten meanwhile is left out.
+pub(crate) async fn conflict_page(
+    memory: &Memory,
+    scope: &Scope,
+    offset: usize,
+    limit: usize,
+) -> Result<(Vec<ConflictPairView>, Option<usize>), Failure> {
+    let pairs = memory.conflicts(scope).await?;
+    let total = pairs.len();
+    let page: Vec<ConflictPair> = pairs.into_iter().skip(offset).take(limit).collect();
+    let end = offset.saturating_add(page.len());
+    let mut wanted: BTreeMap<&Namespace, Vec<String>> = BTreeMap::new();
+    for pair in &page {
+        let ids = wanted.entry(&pair.namespace).or_default();
+        ids.push(pair.older.clone());
+        ids.push(pair.newer.clone());
+    }
+    let mut stored: HashMap<(String, String), MemoryItem> = HashMap::new();
+    for (namespace, ids) in wanted {
+        for item in memory.store().get_many(namespace, &ids).await? {
+            stored.insert((item.namespace.to_string(), item.id.clone()), item);
+        }
+    }
+    let view = |pair: &ConflictPair, id: &str| {
+        stored
+            .get(&(pair.namespace.to_string(), id.to_owned()))
+            .map(MemoryView::from)
+    };
+    let views = page
+        .iter()
+        .filter_map(|pair| {
+            Some(ConflictPairView {
+                namespace: pair.namespace.to_string(),
+                older: view(pair, &pair.older)?,
+                newer: view(pair, &pair.newer)?,
+            })
+        })
+        .collect();
+    Ok((views, (end < total).then_some(end)))
+}
+
+async fn conflicts(settings: &Settings) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    let (pairs, _) = conflict_page(&memory, &settings.namespace.subtree(), 0, usize::MAX).await?;
+    let mut text = String::new();
+    if pairs.is_empty() {
+        text.push_str("no conflicts");
+    }
+    for pair in &pairs {
+        let _ = writeln!(
+            text,
+            "{}  {}  {}\n{:width$}  {}  {}",
+            pair.namespace,
+            pair.older.id,
+            one_line(&pair.older.content),
+            "",
+            pair.newer.id,
+            one_line(&pair.newer.content),
+            width = pair.namespace.chars().count(),
+        );
+    }
+    Ok(Outcome {
+        json: json!({ "conflicts": to_json(&pairs)? }),
         text,
     })
 }

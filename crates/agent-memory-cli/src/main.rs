@@ -1,8 +1,8 @@
 //! `agent-memory`: long-term memory for LLM agents from the shell, over HTTP and over MCP.
 //!
 //! One binary, three faces: commands (`remember`, `recall`, `context`, `forget`, `history`,
-//! `retract`, `supersede`, `consolidate`, `stats`, `maintain`, `export`, `import`), an HTTP API (`serve`, with an OpenAPI document and the
-//! MCP server on `/mcp`) and an MCP server on standard input and output (`mcp`). The store
+//! `retract`, `supersede`, `consolidate`, `conflicts`, `stats`, `maintain`, `export`,
+//! `import`), an HTTP API (`serve`, with an OpenAPI document and the MCP server on `/mcp`) and an MCP server on standard input and output (`mcp`). The store
 //! is one URL or path (`--store`): a SQLite file (the default, `./agent-memory.db`),
 //! `postgres://…`, or `memory:`. Exit codes are listed in [`failure::ExitCode`].
 

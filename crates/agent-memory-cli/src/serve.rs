@@ -203,6 +203,7 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         .route("/memories/{id}/retract", post(facts::retract))
         .route("/memories/{id}/supersede", post(facts::supersede))
         .route("/memories/consolidate", post(facts::consolidate))
+        .route("/conflicts", get(facts::conflicts))
         .route("/recall", post(recall::recall))
         .route("/context", post(recall::context))
         .route("/stats", get(recall::stats))

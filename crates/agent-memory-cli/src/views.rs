@@ -102,6 +102,19 @@ pub(crate) struct ConflictView {
     pub(crate) reason: String,
 }
 
+/// Two current memories of one namespace flagged as contradicting each other, both as
+/// stored: settle the pair by superseding one with the other, or by retracting one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct ConflictPairView {
+    /// Their namespace.
+    pub(crate) namespace: String,
+    /// The memory that holds since earlier (by when it starts to hold, then when it was
+    /// recorded).
+    pub(crate) older: MemoryView,
+    /// The memory that holds since later.
+    pub(crate) newer: MemoryView,
+}
+
 /// What `remember` did: the id the text lives under, and how it was reconciled with the
 /// memories already stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -1,5 +1,5 @@
 //! This library's MCP tools: remember, recall, context, forget, the history of facts
-//! (history, retract, supersede), and the knowledge graph.
+//! (history, retract, supersede, conflicts), and the knowledge graph.
 
 use agent_memory::{GraphEntity, GraphRelation, Memory, MemoryError, MemoryKind, Remember};
 use rmcp::model::{Tool, ToolAnnotations};
@@ -7,13 +7,16 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{arguments, schema};
-use crate::commands::{recall_options, with_fact, with_time_view};
+use crate::commands::{conflict_page, recall_options, with_fact, with_time_view};
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::Caller;
 use crate::views::{EntityView, MemoryView, RecallView, RelationView, RememberedView};
 
 /// Most entities in one page of `list_entities`.
 const MAX_PAGE: usize = 100;
+/// The default and largest page of `conflicts` (each pair holds two whole memories).
+const DEFAULT_CONFLICTS: usize = 20;
+const MAX_CONFLICTS: usize = 100;
 /// Most relations shown with one entity.
 const MAX_RELATIONS: usize = 100;
 
@@ -178,6 +181,20 @@ pub(super) fn tools() -> Vec<Tool> {
                 "additionalProperties": false
             }),
             false,
+        ),
+        tool(
+            "conflicts",
+            "List the pairs of current memories that were flagged as contradicting each other (e.g. 'Alice lives in Paris' and 'Alice lives in Berlin'), each with both memories: `older` and `newer` by when each started to hold. Call it to check what is uncertain before relying on a fact, or to tidy memory. Settle a pair with supersede (old = the one that no longer holds, new = the one that does) or retract the wrong one; a settled pair leaves this list. Returns a page of `conflicts`; while more remain, pass the returned next_cursor as cursor to read on.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CONFLICTS, "default": DEFAULT_CONFLICTS, "description": "Most pairs in this page."},
+                    "cursor": {"type": "string", "description": "The next_cursor of the previous page; leave it out for the first page."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "additionalProperties": false
+            }),
+            true,
         ),
         tool(
             "add_entity",
@@ -505,6 +522,22 @@ pub(super) async fn call(
             let namespace = caller.namespace(args.namespace.as_deref())?;
             memory.supersede(&namespace, &args.old, &args.new).await?;
             Ok(json!({ "old": args.old, "new": args.new, "namespace": namespace.as_str() }))
+        }
+        "conflicts" => {
+            let args: ListArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let (offset, limit) = paging(
+                args.limit,
+                args.cursor.as_deref(),
+                DEFAULT_CONFLICTS,
+                MAX_CONFLICTS,
+            )?;
+            let (pairs, next) = conflict_page(memory, &namespace.subtree(), offset, limit).await?;
+            let mut value = json!({ "conflicts": to_value(&pairs)? });
+            if let Some(end) = next {
+                value["next_cursor"] = Value::String(end.to_string());
+            }
+            Ok(value)
         }
         "add_entity" => {
             let args: EntityArgs = arguments(raw)?;

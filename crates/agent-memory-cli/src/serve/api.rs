@@ -25,8 +25,8 @@ use super::AppState;
 use super::auth::{Caller, KeyInfo, NewKey};
 use crate::failure::{ErrorKind, Failure};
 use crate::views::{
-    ConflictView, EndedView, EntityView, Explanation, MemoryView, PageIndexView, PageView,
-    RecallHit, RecallView, RelationView, RememberedView, SignalView,
+    ConflictPairView, ConflictView, EndedView, EntityView, Explanation, MemoryView, PageIndexView,
+    PageView, RecallHit, RecallView, RelationView, RememberedView, SignalView,
 };
 
 /// The page size of list endpoints when none is asked for.
@@ -87,8 +87,20 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|query| Self(query.0))
-            .map_err(|rejection| Failure::invalid("query", rejection.body_text()))
+            .map_err(|rejection| {
+                let message = rejection.body_text();
+                Failure::invalid(query_field(&message).unwrap_or("query"), message.as_str())
+            })
     }
+}
+
+/// The parameter a query string's rejection names (`Failed to deserialize query string:
+/// limit: invalid digit found in string` names `limit`), if it names one.
+fn query_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Failed to deserialize query string: ")?;
+    let (field, _) = rest.split_once(": ")?;
+    (!field.is_empty() && field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some(field)
 }
 
 /// The caller, from the `Authorization: Bearer` (or `X-API-Key`) header.
@@ -259,7 +271,7 @@ impl utoipa::Modify for SecurityAddon {
         memories::list_memories,
         memories::get_memory, memories::forget_memory, memories::forget_scope,
         memories::update_memory, memories::put_memory, facts::history, facts::retract,
-        facts::supersede, facts::consolidate, recall::recall,
+        facts::supersede, facts::consolidate, facts::conflicts, recall::recall,
         recall::context, recall::stats, pages::list_pages, pages::put_page, pages::get_page,
         pages::delete_page, graph::list_entities, graph::put_entity, graph::get_entity,
         graph::delete_entity, graph::list_relations, graph::add_relation,
@@ -269,8 +281,26 @@ impl utoipa::Modify for SecurityAddon {
     components(schemas(
         ErrorBody, Failure, ErrorKind, MemoryView, RecallView, RecallHit, Explanation,
         SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey,
-        RememberedView, ConflictView, EndedView
+        RememberedView, ConflictView, ConflictPairView, EndedView
     )),
     modifiers(&SecurityAddon)
 )]
 pub(crate) struct ApiDoc;
+
+#[cfg(test)]
+mod tests {
+    use super::query_field;
+
+    #[test]
+    fn a_query_rejection_names_its_parameter() {
+        assert_eq!(
+            query_field("Failed to deserialize query string: limit: invalid digit found in string"),
+            Some("limit")
+        );
+        assert_eq!(
+            query_field("Failed to deserialize query string: invalid type: map"),
+            None
+        );
+        assert_eq!(query_field("something else: x"), None);
+    }
+}

@@ -484,3 +484,164 @@ fn batches_keep_each_namespace_within_its_capacity() {
     assert_eq!(stats["per_namespace"]["cap/other"], 1, "{stats}");
     assert_eq!(server.stop(), Some(0));
 }
+
+#[test]
+fn conflicts_over_http() {
+    let dir = TempDir::new("conflicts-http");
+    for (backend, store) in backends(&dir, "conflicts") {
+        let server = Server::start(&dir, &store, &[]);
+        let _schema = DropSchema(store.clone());
+        conflicts_scenario(&server, &backend);
+        assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
+    }
+}
+
+fn conflicts_scenario(server: &Server, backend: &str) {
+    let key = server.key_for("team");
+    let key = Some(key.as_str());
+    let remember = |body: Value| {
+        let (status, remembered) = server.call("POST", "/v1/memories", key, Some(body));
+        assert_eq!(status, 201, "{backend}: {remembered}");
+        remembered
+    };
+    let list = |query: &str| {
+        let (status, page) = server.call("GET", &format!("/v1/conflicts{query}"), key, None);
+        assert_eq!(status, 200, "{backend} {query}: {page}");
+        page
+    };
+    let (status, empty) = server.call("GET", "/v1/conflicts", key, None);
+    assert_eq!((status, &empty["items"]), (200, &json!([])), "{empty}");
+    let (_, doc) = server.call("GET", "/openapi.json", None, None);
+    let operation = &doc["paths"]["/v1/conflicts"]["get"];
+    let parameters: Vec<&str> = operation["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|parameter| parameter["name"].as_str())
+        .collect();
+    assert_eq!(
+        parameters,
+        ["namespace", "exact", "limit", "cursor"],
+        "{operation}"
+    );
+    assert!(
+        doc["components"]["schemas"]["ConflictPairView"]["properties"]["older"].is_object(),
+        "{doc}"
+    );
+
+    // Two statements the rule detector flags, in the key's namespace and one under it.
+    let paris = remember(json!({"text": "Alice lives in Paris", "kind": "semantic"}));
+    let berlin = remember(json!({"text": "Alice lives in Berlin", "kind": "semantic"}));
+    assert_eq!(berlin["conflicts"][0]["id"], paris["id"], "{berlin}");
+    let monday = remember(json!({"text": "The review is on Monday", "namespace": "team/ops"}));
+    let friday = remember(json!({"text": "The review is on Friday", "namespace": "team/ops"}));
+    assert_eq!(friday["conflicts"][0]["id"], monday["id"], "{friday}");
+
+    let all = list("");
+    let pairs = all["items"].as_array().expect("items");
+    assert_eq!(pairs.len(), 2, "{backend}: {all}");
+    assert!(all.get("next_cursor").is_none(), "{all}");
+    let alice = pairs
+        .iter()
+        .find(|pair| pair["namespace"] == "team")
+        .expect("the pair of team");
+    assert_eq!(alice["older"]["id"], paris["id"], "{all}");
+    assert_eq!(alice["older"]["content"], "Alice lives in Paris", "{all}");
+    assert_eq!(alice["newer"]["id"], berlin["id"], "{all}");
+    assert_eq!(
+        alice["newer"]["conflicts_with"],
+        json!([paris["id"]]),
+        "{all}"
+    );
+
+    // Pages, and the namespace alone.
+    let first = list("?limit=1");
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(1), "{first}");
+    let cursor = first["next_cursor"].as_str().expect("a second page");
+    let second = list(&format!("?limit=1&cursor={cursor}"));
+    assert_eq!(
+        second["items"].as_array().map(Vec::len),
+        Some(1),
+        "{second}"
+    );
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    assert_ne!(first["items"][0], second["items"][0]);
+    let exact = list("?namespace=team&exact=true");
+    assert_eq!(exact["items"][0]["newer"]["id"], berlin["id"], "{exact}");
+    assert_eq!(exact["items"].as_array().map(Vec::len), Some(1), "{exact}");
+    let ops = list("?namespace=team/ops");
+    assert_eq!(ops["items"][0]["older"]["id"], monday["id"], "{ops}");
+
+    // Another tenant sees none of them, and may not ask for them.
+    let other = server.key_for("team-2");
+    let (status, theirs) = server.call("GET", "/v1/conflicts", Some(&other), None);
+    assert_eq!((status, &theirs["items"]), (200, &json!([])), "{theirs}");
+    for query in ["?namespace=team", "?namespace=team/ops"] {
+        let (status, refused) =
+            server.call("GET", &format!("/v1/conflicts{query}"), Some(&other), None);
+        assert_eq!(status, 403, "{query}: {refused}");
+        assert_eq!(refused["error"]["kind"], "forbidden", "{refused}");
+    }
+
+    // Bad paging is refused, naming the field.
+    for (query, field) in [
+        ("?limit=0", "limit"),
+        ("?limit=501", "limit"),
+        ("?limit=many", "limit"),
+        ("?cursor=nowhere", "cursor"),
+        ("?cursor=-1", "cursor"),
+    ] {
+        let (status, bad) = server.call("GET", &format!("/v1/conflicts{query}"), key, None);
+        assert_eq!(status, 400, "{query}: {bad}");
+        assert_eq!(bad["error"]["kind"], "invalid_input", "{query}: {bad}");
+        assert_eq!(bad["error"]["field"], field, "{query}: {bad}");
+    }
+
+    // A settled pair leaves the list.
+    let (status, settled) = server.call(
+        "POST",
+        &format!(
+            "/v1/memories/{}/supersede",
+            paris["id"].as_str().unwrap_or_default()
+        ),
+        key,
+        Some(json!({"by": berlin["id"]})),
+    );
+    assert_eq!(status, 200, "{settled}");
+    let left = list("");
+    assert_eq!(left["items"].as_array().map(Vec::len), Some(1), "{left}");
+    assert_eq!(left["items"][0]["namespace"], "team/ops", "{left}");
+}
+
+#[test]
+fn conflicts_from_the_command_line() {
+    let dir = TempDir::new("conflicts-cli");
+    let run = |args: &[&str]| {
+        let mut all = vec!["-n", "user-9"];
+        all.extend_from_slice(args);
+        run_json(&dir, &all)
+    };
+    let (code, none) = run(&["conflicts"]);
+    assert_eq!((code, &none["conflicts"]), (0, &json!([])), "{none}");
+    let (_, paris) = run(&["remember", "Alice lives in Paris", "--kind", "semantic"]);
+    let (_, berlin) = run(&["remember", "Alice lives in Berlin", "--kind", "semantic"]);
+    assert_eq!(berlin["conflicts"][0]["id"], paris["id"], "{berlin}");
+    let (code, listed) = run(&["conflicts"]);
+    assert_eq!(code, 0, "{listed}");
+    assert_eq!(
+        listed["conflicts"][0]["older"]["id"], paris["id"],
+        "{listed}"
+    );
+    assert_eq!(
+        listed["conflicts"][0]["newer"]["id"], berlin["id"],
+        "{listed}"
+    );
+    let (_, elsewhere) = run_json(&dir, &["-n", "user-90", "conflicts"]);
+    assert_eq!(elsewhere["conflicts"], json!([]), "{elsewhere}");
+    let output = crate::support::run(&dir, &["-n", "user-9", "conflicts"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("Alice lives in Paris") && text.contains("Alice lives in Berlin"),
+        "{text}"
+    );
+}

@@ -498,6 +498,7 @@ fn isolation_property(server: &Server, cases: u32) {
             format!("/v1/memories/{id}?namespace={namespace}"),
             format!("/v1/memories/{id}/history?namespace={namespace}"),
             format!("/v1/graph/entities/{word}?namespace={namespace}"),
+            format!("/v1/conflicts?namespace={namespace}"),
         ] {
             let (status, body) = server.call("GET", &path, Some(&reader_key), None);
             prop_assert_eq!(status, if covered { 200 } else { 403 }, "{} {}", path, body);

@@ -125,6 +125,7 @@ fn stdio_scenario(client: &mut Stdio_) {
         "forget",
         "add_entity",
         "add_relation",
+        "conflicts",
     ] {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
@@ -251,6 +252,117 @@ fn facts_scenario(client: &mut Stdio_) {
     assert_eq!(retracted["retracted"], later["id"], "{retracted}");
     let again = client.call("retract", json!({"id": later["id"]}));
     assert_eq!(again["result"]["isError"], true, "{again}");
+}
+
+#[test]
+fn stdio_conflicts() {
+    let dir = TempDir::new("mcp-conflicts");
+    for (backend, store) in backends(&dir, "mcp_conflicts") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(&dir, &store, &["-n", "acme", "mcp"]);
+        conflicts_scenario(&mut client);
+        eprintln!("{backend}: passed");
+    }
+}
+
+fn conflicts_scenario(client: &mut Stdio_) {
+    let tools = client.request("tools/list", json!({}));
+    let tool = tools["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|tool| tool["name"] == "conflicts")
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+    let properties = &tool["inputSchema"]["properties"];
+    assert_eq!(properties["limit"]["maximum"], 100, "{tool}");
+    assert!(properties["cursor"].is_object() && properties["namespace"].is_object());
+    assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{tool}");
+
+    let empty = client.payload("conflicts", json!({}));
+    assert_eq!(empty["conflicts"], json!([]), "{empty}");
+    let paris = client.payload(
+        "remember",
+        json!({"text": "Alice lives in Paris", "kind": "semantic"}),
+    );
+    let berlin = client.payload(
+        "remember",
+        json!({"text": "Alice lives in Berlin", "kind": "semantic"}),
+    );
+    assert_eq!(berlin["conflicts"][0]["id"], paris["id"], "{berlin}");
+    let monday = client.payload(
+        "remember",
+        json!({"text": "The review is on Monday", "namespace": "acme/ops"}),
+    );
+    let friday = client.payload(
+        "remember",
+        json!({"text": "The review is on Friday", "namespace": "acme/ops"}),
+    );
+    assert_eq!(friday["conflicts"][0]["id"], monday["id"], "{friday}");
+
+    let all = client.payload("conflicts", json!({}));
+    assert_eq!(all["conflicts"].as_array().map(Vec::len), Some(2), "{all}");
+    let first = client.payload("conflicts", json!({"limit": 1}));
+    assert_eq!(
+        first["conflicts"].as_array().map(Vec::len),
+        Some(1),
+        "{first}"
+    );
+    let cursor = first["next_cursor"].as_str().expect("a second page");
+    let second = client.payload("conflicts", json!({"limit": 1, "cursor": cursor}));
+    assert_eq!(
+        second["conflicts"].as_array().map(Vec::len),
+        Some(1),
+        "{second}"
+    );
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    let ops = client.payload("conflicts", json!({"namespace": "acme/ops"}));
+    let pair = &ops["conflicts"][0];
+    assert_eq!(pair["namespace"], "acme/ops", "{ops}");
+    assert_eq!(pair["older"]["content"], "The review is on Monday", "{ops}");
+    assert_eq!(pair["newer"]["id"], friday["id"], "{ops}");
+
+    // Errors a model can read: the field named, another tenant refused.
+    for (arguments, field) in [
+        (json!({"limit": 0}), "limit"),
+        (json!({"limit": 101}), "limit"),
+        (json!({"cursor": "nowhere"}), "cursor"),
+    ] {
+        let refused = client.call("conflicts", arguments.clone());
+        let result = &refused["result"];
+        assert_eq!(result["isError"], true, "{refused}");
+        let error = &result["structuredContent"]["error"];
+        assert_eq!(error["kind"], "invalid_input", "{arguments}: {refused}");
+        assert_eq!(error["field"], field, "{arguments}: {refused}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with(field), "{arguments}: {text}");
+    }
+    let other = client.call("conflicts", json!({"namespace": "other"}));
+    assert_eq!(other["result"]["isError"], true, "{other}");
+    assert_eq!(
+        other["result"]["structuredContent"]["error"]["kind"], "forbidden",
+        "{other}"
+    );
+    assert!(
+        other["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("forbidden")),
+        "{other}"
+    );
+
+    // Settled, the pair leaves the list.
+    client.payload(
+        "supersede",
+        json!({"old": paris["id"], "new": berlin["id"]}),
+    );
+    let left = client.payload("conflicts", json!({}));
+    assert_eq!(
+        left["conflicts"].as_array().map(Vec::len),
+        Some(1),
+        "{left}"
+    );
+    assert_eq!(left["conflicts"][0]["namespace"], "acme/ops", "{left}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Facts that change: a memory's history, retraction, supersession, and consolidation of
-//! several memories into one summary.
+//! Facts that change: a memory's history, retraction, supersession, consolidation of
+//! several memories into one summary, and the pairs of memories flagged as contradicting
+//! each other.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -7,10 +8,12 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, not_found};
+use super::{
+    ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, PageQuery, not_found, paging, scope_of,
+};
 use crate::failure::Failure;
 use crate::serve::AppState;
-use crate::views::MemoryView;
+use crate::views::{ConflictPairView, MemoryView};
 
 /// The versions of a fact.
 #[derive(Debug, Serialize, ToSchema)]
@@ -190,4 +193,41 @@ pub(crate) async fn consolidate(
         )),
         None => Err(not_found("memory", &id, &namespace)),
     }
+}
+
+/// A page of conflicting pairs.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ConflictPage {
+    /// The pairs, namespace by namespace.
+    pub(crate) items: Vec<ConflictPairView>,
+    /// The cursor of the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// Lists the pairs of current memories flagged as contradicting each other (a remember
+/// reports them in `conflicts`; neither ended since), with both memories, a page at a time.
+/// Settle a pair with supersede or retract and it leaves the list. Finding the pairs reads
+/// every current memory of the namespace (and those under it unless `exact`).
+#[utoipa::path(get, path = "/v1/conflicts", tag = "facts", params(PageQuery),
+    responses((status = 200, body = ConflictPage), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn conflicts(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> Result<Json<ConflictPage>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
+    let (items, next) = crate::commands::conflict_page(
+        &state.memory,
+        &scope_of(&namespace, query.exact),
+        offset,
+        limit,
+    )
+    .await?;
+    Ok(Json(ConflictPage {
+        items,
+        next_cursor: next.map(|end| end.to_string()),
+    }))
 }
