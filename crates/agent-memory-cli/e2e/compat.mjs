@@ -130,6 +130,10 @@ const steps = [
   ["search_nodes", { query: "engine" }],
   ["search_nodes", { query: "person" }],
   ["search_nodes", { query: "mathematics" }],
+  // Parts of words, in another case: substrings of observations, names and types.
+  ["search_nodes", { query: "ATHEM" }],
+  ["search_nodes", { query: "never fin" }],
+  ["search_nodes", { query: "ngin" }],
   ["open_nodes", { names: ["Ada Lovelace", "Charles Babbage"] }],
   ["open_nodes", { names: ["Analytical Engine", "Nobody"] }],
 ];

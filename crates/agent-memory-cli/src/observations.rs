@@ -49,6 +49,9 @@ pub(crate) enum McpLine {
     Relation(McpRelation),
 }
 
+/// How the id of every observation starts.
+pub(crate) const OBSERVATION_PREFIX: &str = "obs-";
+
 /// The id of observation `text` of entity `entity`: the same observation always has the
 /// same id, so adding it twice or importing a file twice keeps one memory.
 pub(crate) fn observation_id(entity: &str, text: &str) -> String {
@@ -57,7 +60,7 @@ pub(crate) fn observation_id(entity: &str, text: &str) -> String {
     hasher.update([0]);
     hasher.update(text.as_bytes());
     let digest = hasher.finalize();
-    let mut id = String::from("obs-");
+    let mut id = String::from(OBSERVATION_PREFIX);
     for byte in &digest[..12] {
         id.push_str(&format!("{byte:02x}"));
     }

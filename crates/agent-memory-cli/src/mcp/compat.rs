@@ -2,10 +2,21 @@
 //! shapes, on this library's graph and memories (see [`crate::observations`]). Reads are
 //! paginated: `read_graph` and `search_nodes` take `limit` and `cursor` and return
 //! `nextCursor` while more remains, so no call returns an unbounded graph.
+//!
+//! `search_nodes` finds what the reference server finds: every entity whose name, type or
+//! any observation contains the query, ignoring case (`ali` finds an entity observed as
+//! "Alice likes tea"). Names and types are checked on the namespace's entities, listed
+//! anyway; observations on the namespace's observation memories, read in one listing (their
+//! ids share a prefix, so the store narrows to them), not entity by entity: one pass over
+//! what the namespace holds, as the reference server reads its whole file for each search.
+//! A substring cannot use the keyword index, hence the pass. The keyword search over the
+//! observations stays beside it, so an observation that holds the query's words in another
+//! form (`programs` for "wrote the first program") is found too: the answer holds everything
+//! the reference server's does, and these keyword matches besides.
 
 use std::collections::{BTreeSet, HashSet};
 
-use agent_memory::{Memory, MemoryError, Namespace, SearchQuery};
+use agent_memory::{Memory, MemoryError, MemoryFilter, MemoryKind, Namespace, SearchQuery};
 use rmcp::model::Tool;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -14,7 +25,8 @@ use super::native::paging;
 use super::{arguments, schema};
 use crate::failure::Failure;
 use crate::observations::{
-    self, ENTITY_KEY, McpEntity, McpRelation, observation_id, to_mcp_entity, to_mcp_relation,
+    self, ENTITY_KEY, McpEntity, McpRelation, OBSERVATION_PREFIX, observation_id, to_mcp_entity,
+    to_mcp_relation,
 };
 use crate::serve::Caller;
 
@@ -158,7 +170,7 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "search_nodes",
-            "Search for nodes in the knowledge graph based on a query: entities whose name or type contains it, or whose observations match its words. Returns a page of entities and the relations from or to them.",
+            "Search for nodes in the knowledge graph based on a query: entities whose name, type or any observation contains it (ignoring case), or whose observations hold its words. Returns a page of entities and the relations from or to them.",
             schema(search),
         ),
         Tool::new(
@@ -412,23 +424,48 @@ pub(super) async fn call(
             let (offset, limit) =
                 paging(args.limit, args.cursor.as_deref(), DEFAULT_PAGE, MAX_PAGE)?;
             let needle = args.query.to_lowercase();
+            let entities = graph.list_entities(&namespace.exact()).await?;
             let mut names = BTreeSet::new();
-            for entity in graph.list_entities(&namespace.exact()).await? {
+            for entity in &entities {
                 if entity.name.to_lowercase().contains(&needle)
                     || entity.entity_type.to_lowercase().contains(&needle)
                 {
-                    names.insert(entity.id);
+                    names.insert(entity.id.clone());
                 }
             }
-            let hits = memory
-                .store()
-                .search(&SearchQuery::new(namespace.exact(), &args.query, 1000))
-                .await?;
-            for hit in hits {
-                if let Some(name) = hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str) {
-                    names.insert(name.to_owned());
+            let others: HashSet<&str> = entities
+                .iter()
+                .map(|entity| entity.id.as_str())
+                .filter(|id| !names.contains(*id))
+                .collect();
+            let mut found = Vec::new();
+            if !others.is_empty() {
+                // Substrings of observations, as the reference server matches them.
+                let filter = MemoryFilter::new(namespace.exact())
+                    .with_kinds([MemoryKind::Semantic])
+                    .with_id_prefix(OBSERVATION_PREFIX);
+                for item in memory.store().list(&filter).await? {
+                    if let Some(name) = item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
+                        && others.contains(name)
+                        && item.content.to_lowercase().contains(&needle)
+                    {
+                        found.push(name.to_owned());
+                    }
+                }
+                // And the query's words, through the keyword index.
+                let hits = memory
+                    .store()
+                    .search(&SearchQuery::new(namespace.exact(), &args.query, 1000))
+                    .await?;
+                for hit in hits {
+                    if let Some(name) = hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
+                        && others.contains(name)
+                    {
+                        found.push(name.to_owned());
+                    }
                 }
             }
+            names.extend(found);
             let total = names.len();
             let page: Vec<String> = names.into_iter().skip(offset).take(limit).collect();
             let end = offset.saturating_add(page.len());

@@ -483,6 +483,55 @@ fn compat_scenario(client: &mut Stdio_) {
     assert_eq!(graph["relations"], json!([]));
 }
 
+#[test]
+fn stdio_compat_search_nodes_matches_parts_of_observations() {
+    let dir = TempDir::new("mcp-compat-search");
+    for (backend, store) in backends(&dir, "mcp_compat_search") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(
+            &dir,
+            &store,
+            &["-n", "kb", "mcp", "--compat", "server-memory"],
+        );
+        client.payload(
+            "create_entities",
+            json!({"entities": [
+                {"name": "Tea Party", "entityType": "event", "observations": ["Alice likes tea"]},
+                {"name": "Bob", "entityType": "person", "observations": ["Plays chess on Sundays"]},
+                {"name": "Carol", "entityType": "person", "observations": []}
+            ]}),
+        );
+        let names = |client: &mut Stdio_, query: &str| -> Vec<String> {
+            let found = client.payload("search_nodes", json!({"query": query}));
+            let mut names: Vec<String> = found["entities"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|entity| entity["name"].as_str().map(str::to_owned))
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        // A part of a word of another entity's observation, in any case, as the reference
+        // server finds it; across words too.
+        assert_eq!(names(&mut client, "ali"), ["Tea Party"], "{backend}");
+        assert_eq!(names(&mut client, "ALI"), ["Tea Party"], "{backend}");
+        assert_eq!(names(&mut client, "ys ch"), ["Bob"], "{backend}");
+        assert_eq!(names(&mut client, "unday"), ["Bob"], "{backend}");
+        // Names and types as before; nothing for what nobody holds.
+        assert_eq!(names(&mut client, "perso"), ["Bob", "Carol"], "{backend}");
+        assert_eq!(names(&mut client, "ea par"), ["Tea Party"], "{backend}");
+        assert!(names(&mut client, "zebra").is_empty(), "{backend}");
+        // A deleted observation is found no more.
+        client.payload(
+            "delete_observations",
+            json!({"deletions": [{"entityName": "Tea Party", "observations": ["Alice likes tea"]}]}),
+        );
+        assert!(names(&mut client, "ali").is_empty(), "{backend}");
+        eprintln!("{backend}: passed");
+    }
+}
+
 /// Reads the JSON-RPC message of a Streamable HTTP response: plain JSON, or the `data:`
 /// line of an event stream.
 fn message_of(body: &str) -> Value {
