@@ -569,7 +569,14 @@ impl MemoryFilter {
     /// Whether `item` passes every condition except the limit. Backends that cannot push a
     /// condition down to their index use this as the final check.
     pub fn matches(&self, item: &MemoryItem) -> bool {
-        self.scope.contains(&item.namespace)
+        self.scope.contains(&item.namespace) && self.matches_within_scope(item)
+    }
+
+    /// Whether `item` satisfies every condition but the scope: for a backend that read it
+    /// from a namespace the scope contains already (the namespace need not be compared
+    /// again for every candidate).
+    pub fn matches_within_scope(&self, item: &MemoryItem) -> bool {
+        self.view.admits(item)
             && self
                 .id_prefix
                 .as_ref()
@@ -582,7 +589,6 @@ impl MemoryFilter {
                 .metadata
                 .iter()
                 .all(|(key, value)| item.metadata.get(key.as_str()) == Some(value))
-            && self.view.admits(item)
             && self
                 .fact_key
                 .as_ref()

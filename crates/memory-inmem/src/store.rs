@@ -81,6 +81,11 @@ struct Entry {
     /// (recall feedback never changes them; an update replaces the whole entry).
     kind: MemoryKind,
     created_at: DateTime<Utc>,
+    /// The item's validity and end, copied for the same reason: a recall of what is current
+    /// (or held at a time) filters every candidate on them.
+    valid_from: Option<DateTime<Utc>>,
+    valid_until: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
     stats: RecallStats,
     slot: u32,
 }
@@ -111,19 +116,25 @@ impl Default for Shard {
 }
 
 /// `filter` as a test on slab entries of a shard its scope chose. The shard is the namespace,
-/// so the scope holds; kind and time are read from the entry's copies (no hashing, no visit
-/// to the item); only id prefix, tags and metadata need the item itself.
+/// so the scope holds and is not compared again; kind, creation time, validity and end are
+/// read from the entry's copies (no hashing, no visit to the item); only id prefix, tags,
+/// metadata and fact key need the item itself.
 fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
     let cheap_only = filter.id_prefix.is_none()
         && filter.tags.is_empty()
         && filter.metadata.is_empty()
-        && filter.view == TimeView::All
         && filter.fact_key.is_none();
     move |entry: &Entry| {
         (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
             && filter.since.is_none_or(|since| entry.created_at >= since)
             && filter.until.is_none_or(|until| entry.created_at < until)
-            && (cheap_only || filter.matches(&entry.item))
+            && filter.view.admits_parts(
+                entry.created_at,
+                entry.valid_from,
+                entry.valid_until,
+                entry.ended_at,
+            )
+            && (cheap_only || filter.matches_within_scope(&entry.item))
     }
 }
 
@@ -155,6 +166,9 @@ impl Shard {
         self.entries[slot as usize] = Some(Entry {
             kind: item.kind,
             created_at: item.created_at,
+            valid_from: item.valid_from,
+            valid_until: item.valid_until,
+            ended_at: item.ended.as_ref().map(|ended| ended.at),
             item: Arc::new(item),
             stats,
             slot,
@@ -261,7 +275,7 @@ impl Shard {
         let pick = |(_, id): &(DateTime<Utc>, String)| {
             self.entry(id)
                 .map(|entry| &*entry.item)
-                .filter(|item| filter.matches(item))
+                .filter(|item| filter.matches_within_scope(item))
                 .cloned()
         };
         if filter.newest_first {
