@@ -266,7 +266,9 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// Scores every document containing at least one of `terms`; calls `emit(slot, score)`
-    /// for each (in no particular order). Scores are BM25F, positive.
+    /// for each (in no particular order). Scores are BM25F, positive. The reference the
+    /// pruned searches are tested against.
+    #[cfg(test)]
     pub(crate) fn score_terms(&self, terms: &[String], mut emit: impl FnMut(u32, f32)) {
         if self.doc_count == 0 {
             return;
@@ -349,18 +351,67 @@ impl<const N: usize> Bm25Index<N> {
         if k == 0 || self.doc_count == 0 {
             return Vec::new();
         }
+        let (cursors, length_factor) = self.cursors(terms);
+        if self.docs.len() <= self.small_index_docs {
+            return self.dense_top_k(&cursors, &length_factor, k, &mut accept, &id_of);
+        }
+        self.max_score(
+            cursors,
+            &length_factor,
+            k,
+            1.0,
+            |slot, total| accept(slot).then_some(total),
+            &id_of,
+        )
+    }
+
+    /// The `k` best documents for `terms` once each document's BM25F score is passed through
+    /// `weigh(slot, bm25)`, which gives its final score (at most `max_factor` times the BM25F
+    /// score) or `None` to leave it out; highest final score first, equal scores by `id_of`.
+    /// MaxScore pruning as in [`top_k`](Self::top_k), with every bound scaled by
+    /// `max_factor`: a document is weighed only when its BM25F score times `max_factor` can
+    /// still reach the `k`-th final score, so `weigh` runs for few documents when few get a
+    /// large factor. Exact: the same list as weighing every match and sorting.
+    pub(crate) fn top_k_weighted<'a>(
+        &self,
+        terms: &[String],
+        k: usize,
+        max_factor: f32,
+        weigh: impl FnMut(u32, f32) -> Option<f32>,
+        id_of: impl Fn(u32) -> Option<&'a str>,
+    ) -> Vec<(f32, u32)> {
+        if k == 0 || self.doc_count == 0 {
+            return Vec::new();
+        }
+        let (cursors, length_factor) = self.cursors(terms);
+        self.max_score(
+            cursors,
+            &length_factor,
+            k,
+            max_factor.max(1.0),
+            weigh,
+            &id_of,
+        )
+    }
+
+    /// A cursor over each of `terms`' postings (terms without postings left out), with the
+    /// index's length factors.
+    fn cursors(&self, terms: &[String]) -> (Vec<Cursor<'_, N>>, [f32; N]) {
         let n = self.doc_count as f32;
         let length_factor = length_factors(n, &self.total_len);
-        let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
-            bm25f(&self.weights, &length_factor, tf, len, idf)
-        };
-        let mut cursors: Vec<Cursor<'_, N>> = terms
+        let cursors = terms
             .iter()
             .filter_map(|term| self.postings.get(term.as_str()))
             .filter(|entry| !entry.list.is_empty())
             .map(|entry| {
                 let idf = bm25_idf(n, entry.list.len() as f32);
-                let bound = score(&entry.max_tf, &entry.min_len, idf);
+                let bound = bm25f(
+                    &self.weights,
+                    &length_factor,
+                    &entry.max_tf,
+                    &entry.min_len,
+                    idf,
+                );
                 Cursor {
                     list: &entry.list,
                     at: 0,
@@ -369,9 +420,23 @@ impl<const N: usize> Bm25Index<N> {
                 }
             })
             .collect();
-        if self.docs.len() <= self.small_index_docs {
-            return self.dense_top_k(&cursors, &length_factor, k, &mut accept, &id_of);
-        }
+        (cursors, length_factor)
+    }
+
+    /// The MaxScore walk of [`top_k_weighted`](Self::top_k_weighted) (`max_factor` at least
+    /// 1; with 1 and `weigh` passing the score through, that of [`top_k`](Self::top_k)).
+    fn max_score<'a>(
+        &self,
+        mut cursors: Vec<Cursor<'_, N>>,
+        length_factor: &[f32; N],
+        k: usize,
+        max_factor: f32,
+        mut weigh: impl FnMut(u32, f32) -> Option<f32>,
+        id_of: &impl Fn(u32) -> Option<&'a str>,
+    ) -> Vec<(f32, u32)> {
+        let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
+            bm25f(&self.weights, length_factor, tf, len, idf)
+        };
         // Ascending bounds; prefix[i] bounds the score of a document holding only terms 0..=i.
         cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound));
         let mut prefix = Vec::with_capacity(cursors.len());
@@ -381,7 +446,7 @@ impl<const N: usize> Bm25Index<N> {
             sum += cursor.bound * 1.0001 + 1e-6;
             prefix.push(sum);
         }
-        let order = self.best_first(&id_of);
+        let order = self.best_first(id_of);
         let mut held: Vec<(f32, u32)> = Vec::with_capacity(k.min(1024) + 1);
         let mut threshold = f32::NEG_INFINITY;
         let mut essential = 0usize;
@@ -402,7 +467,7 @@ impl<const N: usize> Bm25Index<N> {
             }
             let mut pruned = false;
             for i in (0..essential).rev() {
-                if total as f32 + prefix[i] < threshold {
+                if (total as f32 + prefix[i]) * max_factor < threshold {
                     pruned = true;
                     break;
                 }
@@ -419,18 +484,18 @@ impl<const N: usize> Bm25Index<N> {
                 }
             }
             let total = total as f32;
-            if pruned || total < threshold {
+            if pruned || total * max_factor < threshold {
                 continue;
             }
-            let candidate = (total, doc);
-            // Not better than the worst held (a tie it loses): skip before the filter reads
-            // the document.
-            if held.len() == k && !order(&candidate, &held[k - 1]).is_lt() {
+            // Not better than the worst held (a tie it loses) even with the largest factor:
+            // skip before `weigh` reads the document.
+            if held.len() == k && !order(&(total * max_factor, doc), &held[k - 1]).is_lt() {
                 continue;
             }
-            if !accept(doc) {
+            let Some(weighed) = weigh(doc, total) else {
                 continue;
-            }
+            };
+            let candidate = (weighed, doc);
             if held.len() < k {
                 held.push(candidate);
                 if held.len() == k {
@@ -446,7 +511,7 @@ impl<const N: usize> Bm25Index<N> {
             } else {
                 continue;
             }
-            while essential < cursors.len() && prefix[essential] < threshold {
+            while essential < cursors.len() && prefix[essential] * max_factor < threshold {
                 essential += 1;
             }
             if essential == cursors.len() {

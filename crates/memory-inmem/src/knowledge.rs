@@ -11,7 +11,7 @@ use memory_core::{
 };
 
 use crate::bm25::{Bm25Index, top_k};
-use crate::page_search::{RuleKeywords, RuleText, best_boosted};
+use crate::page_search::{RuleKeywords, RuleText};
 use crate::registry::{Registry, read, write};
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
@@ -225,10 +225,6 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut matches: Vec<(f32, u32)> = Vec::new();
-            shard
-                .index
-                .score_terms(terms, |slot, score| matches.push((score, slot)));
             // The largest boost a page of this shard can get: no keyword names a tag any
             // page carries, no tag can match.
             let max_boost = PageMatchSignals {
@@ -239,9 +235,10 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             .boost();
             let slot_entry = |slot: u32| shard.slots.get(slot as usize).and_then(Option::as_ref);
             let slot_id = |slot: u32| slot_entry(slot).map_or("", |entry| entry.id.as_str());
-            // The match rules' boost is worked out only for pages that can make the cut.
-            let local = best_boosted(
-                matches,
+            // The same pruned BM25F walk as a memory search, with bounds scaled by the largest
+            // boost: the match rules' boost is worked out only for pages that can make the cut.
+            let local = shard.index.top_k_weighted(
+                terms,
                 query.top_k,
                 max_boost,
                 |slot, score| {
@@ -251,7 +248,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                     }
                     Some(score * rules.signals(&entry.rules, &entry.tags).boost())
                 },
-                |a, b| slot_id(a).cmp(slot_id(b)),
+                |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
             );
             hits.extend(
                 local

@@ -68,6 +68,7 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         seed ^= seed << 17;
         (seed % n as u64) as usize
     };
+    let (mut weighed_total, mut matched_total) = (0usize, 0usize);
     for round in 0..1200 {
         // Even rounds take the pruning path, odd rounds the small-index path.
         let small = if round % 2 == 0 { 0 } else { SMALL_INDEX_DOCS };
@@ -132,7 +133,61 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         for (a, b) in pruned.iter().zip(&all) {
             assert_eq!(a.0.to_bits(), b.0.to_bits(), "round {round}: the same bits");
         }
+        // Weighted: factors that reorder the matches (up to 2.25), and slots left out.
+        let weigh = |slot: u32, score: f32| {
+            if slot.is_multiple_of(11) {
+                return None;
+            }
+            Some(match slot % 13 {
+                0 => score * 2.25,
+                1 => score * 1.5,
+                _ => score,
+            })
+        };
+        let mut weighted = Vec::new();
+        index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
+            if let Some(score) = weigh(slot, score) {
+                weighted.push((score, slot));
+            }
+        });
+        weighted.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+        });
+        weighted.truncate(k);
+        let mut weighed = 0;
+        let got = index.top_k_weighted(
+            &index.query_terms(&query.join(" ")),
+            k,
+            2.25,
+            |slot, score| {
+                weighed += 1;
+                weigh(slot, score)
+            },
+            |slot| ids.get(slot as usize).map(String::as_str),
+        );
+        assert_eq!(
+            got, weighted,
+            "round {round}: weighted, query {query:?}, k {k}"
+        );
+        weighed_total += weighed;
+        matched_total += index
+            .query_terms(&query.join(" "))
+            .iter()
+            .map(|term| {
+                index
+                    .postings
+                    .get(term.as_str())
+                    .map_or(0, |e| e.list.len())
+            })
+            .max()
+            .unwrap_or(0);
     }
+    // Pruning skipped weighing some of the matches.
+    assert!(
+        weighed_total < matched_total,
+        "weighed {weighed_total} documents of at least {matched_total} matches"
+    );
     // Both small-index paths ran: the pruned one (rare terms first) and the full one.
     let pruned = PRUNED_DENSE.with(Cell::get);
     assert!(pruned >= 25, "the pruned dense path ran {pruned} times");
