@@ -185,30 +185,32 @@ pub fn similarity(a: &str, b: &str) -> f32 {
 
 /// The analysed keys of words, remembered for one write: a new memory is compared with a
 /// few candidates that share most of its words, so each distinct word is analysed once.
+/// Keys are shared (`Arc<str>`): a word's key is handed to every set that holds it without
+/// a copy.
 #[derive(Default)]
 pub(crate) struct Vocabulary {
-    keys: HashMap<String, Option<String>>,
+    keys: HashMap<Box<str>, Option<Arc<str>>>,
 }
 
 impl Vocabulary {
     /// The key of a word as written (see [`key_of`]).
-    fn key(&mut self, raw: &str) -> Option<String> {
+    fn key(&mut self, raw: &str) -> Option<Arc<str>> {
         if let Some(key) = self.keys.get(raw) {
             return key.clone();
         }
-        let key = key_of(raw);
-        self.keys.insert(raw.to_owned(), key.clone());
+        let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
+        self.keys.insert(raw.into(), key.clone());
         key
     }
 
     /// The distinct keys of `text`. Text with CJK characters is read by the analyzer whole
     /// (it splits such runs into bigrams, which words of a statement are not).
-    fn terms(&mut self, text: &str) -> HashSet<String> {
+    fn terms(&mut self, text: &str) -> HashSet<Arc<str>> {
         let mut terms = HashSet::new();
         if text.chars().any(memory_core::text::is_cjk) {
             Analyzer::default().for_each_term(text, |term| {
                 if !terms.contains(term) {
-                    terms.insert(term.to_owned());
+                    terms.insert(Arc::from(term));
                 }
             });
             return terms;
@@ -226,15 +228,15 @@ impl Vocabulary {
 
     /// Whether `text`'s terms have a Jaccard index of at least `threshold` with `terms`;
     /// stops reading as soon as too many of its terms are missing from `terms`.
-    fn at_least(&mut self, terms: &HashSet<String>, text: &str, threshold: f32) -> bool {
+    fn at_least(&mut self, terms: &HashSet<Arc<str>>, text: &str, threshold: f32) -> bool {
         if text.chars().any(memory_core::text::is_cjk) {
             return jaccard(terms, &self.terms(text)) >= threshold;
         }
         // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
         // `text` outside `terms` already fails, whatever follows.
         let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
-        let mut shared: HashSet<String> = HashSet::new();
-        let mut extra: HashSet<String> = HashSet::new();
+        let mut shared: HashSet<Arc<str>> = HashSet::new();
+        let mut extra: HashSet<Arc<str>> = HashSet::new();
         for raw in text
             .split(|c: char| !is_word_char(c))
             .filter(|w| !w.is_empty())
@@ -286,8 +288,8 @@ fn is_negation(word: &str) -> bool {
 /// context's terms and its negations, with the vocabulary of the write.
 pub(crate) struct Prepared {
     vocabulary: Vocabulary,
-    content: HashSet<String>,
-    context: Option<HashSet<String>>,
+    content: HashSet<Arc<str>>,
+    context: Option<HashSet<Arc<str>>>,
     negations: usize,
 }
 
@@ -398,7 +400,7 @@ pub(crate) const MONTHS_AND_DAYS: &[&str] = &[
 /// itself; `None` for a stop word), and whether it names a value.
 #[derive(Debug)]
 struct Word {
-    key: Option<String>,
+    key: Option<Arc<str>>,
     value: bool,
 }
 
@@ -496,28 +498,28 @@ impl RuleConflictDetector {
         if !(self.min_words..=self.max_words).contains(&new_words.len()) {
             return None;
         }
-        self.explain_words(&new_words, old, &mut vocabulary)
+        self.explain_words(&new_words, &keys_of(&new_words), old, &mut vocabulary)
     }
 
-    /// [`explain`](Self::explain) with the new statement's words read once.
+    /// [`explain`](Self::explain) with the new statement's words and their keys read once.
     fn explain_words(
         &self,
         new_words: &[Word],
+        a: &HashSet<Arc<str>>,
         old: &str,
         vocabulary: &mut Vocabulary,
     ) -> Option<String> {
         // Read the old statement, and stop as soon as too many words differ: most
         // candidates are not restatements.
-        let new_keys: HashSet<&str> = new_words.iter().filter_map(|w| w.key.as_deref()).collect();
         let mut old_words: Vec<Word> = Vec::new();
-        let mut unmatched: HashSet<String> = HashSet::new();
+        let mut unmatched: HashSet<Arc<str>> = HashSet::new();
         let mut too_different = false;
         for_each_word(old, |raw, value| {
             let key = vocabulary.key(raw);
             if let Some(key) = &key
-                && !new_keys.contains(key.as_str())
+                && !a.contains(key)
             {
-                unmatched.insert(key.clone());
+                unmatched.insert(Arc::clone(key));
             }
             old_words.push(Word { key, value });
             too_different = unmatched.len() > self.max_changed || old_words.len() > self.max_words;
@@ -526,19 +528,15 @@ impl RuleConflictDetector {
         if too_different || old_words.len() < self.min_words {
             return None;
         }
-        let keys = |list: &[Word]| -> HashSet<String> {
-            list.iter().filter_map(|word| word.key.clone()).collect()
-        };
-        let a = keys(new_words);
-        let b = keys(&old_words);
+        let b = keys_of(&old_words);
         let shared = a.intersection(&b).count();
-        let only_new: Vec<&String> = a.difference(&b).collect();
-        let only_old: Vec<&String> = b.difference(&a).collect();
+        let only_new: Vec<&Arc<str>> = a.difference(&b).collect();
+        let only_old: Vec<&Arc<str>> = b.difference(a).collect();
         let changed = only_new.len().max(only_old.len());
         if changed == 0 || changed > self.max_changed || shared < changed {
             return None;
         }
-        let negation = |list: &[&String]| list.iter().any(|w| NEGATIONS.contains(&w.as_str()));
+        let negation = |list: &[&Arc<str>]| list.iter().any(|w| NEGATIONS.contains(&&***w));
         if negation(&only_new) != negation(&only_old) && only_new.len() + only_old.len() <= 2 {
             return Some("one statement negates the other".to_owned());
         }
@@ -547,11 +545,11 @@ impl RuleConflictDetector {
             list.iter()
                 .position(|word| word.value && word.key.as_deref() == Some(key))
         };
-        let new_values: Vec<(&String, usize)> = only_new
+        let new_values: Vec<(&Arc<str>, usize)> = only_new
             .iter()
             .filter_map(|w| Some((*w, value_at(new_words, w)?)))
             .collect();
-        let old_values: Vec<(&String, usize)> = only_old
+        let old_values: Vec<(&Arc<str>, usize)> = only_old
             .iter()
             .filter_map(|w| Some((*w, value_at(&old_words, w)?)))
             .collect();
@@ -582,6 +580,11 @@ impl RuleConflictDetector {
     }
 }
 
+/// The distinct keys of `words`.
+fn keys_of(words: &[Word]) -> HashSet<Arc<str>> {
+    words.iter().filter_map(|word| word.key.clone()).collect()
+}
+
 #[async_trait]
 impl ConflictDetector for RuleConflictDetector {
     async fn detect(
@@ -594,10 +597,11 @@ impl ConflictDetector for RuleConflictDetector {
         if !(self.min_words..=self.max_words).contains(&new_words.len()) {
             return Ok(Vec::new());
         }
+        let new_keys = keys_of(&new_words);
         Ok(candidates
             .iter()
             .filter_map(|old| {
-                self.explain_words(&new_words, &old.content, &mut vocabulary)
+                self.explain_words(&new_words, &new_keys, &old.content, &mut vocabulary)
                     .map(|reason| Conflict {
                         id: old.id.clone(),
                         reason,
