@@ -18,6 +18,7 @@
 //! Conversation messages ([`MemoryKind::ShortTerm`](memory_core::MemoryKind::ShortTerm)) are
 //! events, not statements: they are stored as they come.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -179,28 +180,48 @@ pub trait ConflictDetector: Send + Sync + Debug {
 /// stop words dropped), in `[0, 1]`; 1 for the same terms, whatever their order. Two texts
 /// without a searchable term are similar (1) only when both are empty of terms.
 pub fn similarity(a: &str, b: &str) -> f32 {
-    let mut vocabulary = Vocabulary::default();
+    let mut vocabulary = Vocabulary;
     jaccard(&vocabulary.terms(a), &vocabulary.terms(b))
 }
 
-/// The analysed keys of words, remembered for one write: a new memory is compared with a
-/// few candidates that share most of its words, so each distinct word is analysed once.
-/// Keys are shared (`Arc<str>`): a word's key is handed to every set that holds it without
-/// a copy.
-#[derive(Default)]
-pub(crate) struct Vocabulary {
-    keys: HashMap<Box<str>, Option<Arc<str>>>,
+/// Words whose keys each thread remembers before its cache is emptied.
+const KEY_CACHE_WORDS: usize = 1 << 15;
+
+/// Longest word (in bytes) whose key is cached: longer ones are rare and analysed each time.
+const KEY_CACHE_WORD_LEN: usize = 64;
+
+thread_local! {
+    /// The keys of words as written, across writes: a new memory is compared with a few
+    /// candidates, and a namespace's statements repeat their words, so most words are
+    /// looked up instead of analysed.
+    static KEYS: RefCell<HashMap<Box<str>, Option<Arc<str>>>> = RefCell::new(HashMap::new());
 }
+
+/// The analysed keys of words (see [`key_of`]), from a per-thread cache. Keys are shared
+/// (`Arc<str>`): a word's key is handed to every set that holds it without a copy.
+#[derive(Default)]
+pub(crate) struct Vocabulary;
 
 impl Vocabulary {
     /// The key of a word as written (see [`key_of`]).
     fn key(&mut self, raw: &str) -> Option<Arc<str>> {
-        if let Some(key) = self.keys.get(raw) {
-            return key.clone();
+        if raw.len() > KEY_CACHE_WORD_LEN {
+            return key_of(raw).map(Arc::from);
         }
-        let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
-        self.keys.insert(raw.into(), key.clone());
-        key
+        KEYS.with(|cache| {
+            let Ok(mut cache) = cache.try_borrow_mut() else {
+                return key_of(raw).map(Arc::from);
+            };
+            if let Some(key) = cache.get(raw) {
+                return key.clone();
+            }
+            let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
+            if cache.len() >= KEY_CACHE_WORDS {
+                cache.clear();
+            }
+            cache.insert(raw.into(), key.clone());
+            key
+        })
     }
 
     /// The distinct keys of `text`. Text with CJK characters is read by the analyzer whole
@@ -295,7 +316,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     pub(crate) fn of(item: &MemoryItem) -> Self {
-        let mut vocabulary = Vocabulary::default();
+        let mut vocabulary = Vocabulary;
         let context = item.context();
         Self {
             content: vocabulary.terms(&item.content),
@@ -493,7 +514,7 @@ fn words(text: &str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word> {
 impl RuleConflictDetector {
     /// Why `new` contradicts `old`, if it does.
     pub fn explain(&self, new: &str, old: &str) -> Option<String> {
-        let mut vocabulary = Vocabulary::default();
+        let mut vocabulary = Vocabulary;
         let new_words = words(new, self.max_words, &mut vocabulary);
         if !(self.min_words..=self.max_words).contains(&new_words.len()) {
             return None;
@@ -592,7 +613,7 @@ impl ConflictDetector for RuleConflictDetector {
         new: &MemoryItem,
         candidates: &[Arc<MemoryItem>],
     ) -> Result<Vec<Conflict>> {
-        let mut vocabulary = Vocabulary::default();
+        let mut vocabulary = Vocabulary;
         let new_words = words(&new.content, self.max_words, &mut vocabulary);
         if !(self.min_words..=self.max_words).contains(&new_words.len()) {
             return Ok(Vec::new());
