@@ -52,13 +52,18 @@ fn slot_of(index: usize) -> Slot {
 /// The top bit of [`HalfEdge::kind`]: the relation has a `valid_until` (it may be closed).
 const CLOSES: u32 = 1 << 31;
 
-/// The first eight bytes of an id, big-endian, zero-padded: `key(a) < key(b)` implies
-/// `a < b`, so most id comparisons are one integer comparison.
-fn id_key(id: &str) -> u64 {
+/// The first eight bytes of a string, big-endian, zero-padded: `key(a) < key(b)` implies
+/// `a < b`, so most comparisons of ids or names are one integer comparison.
+fn prefix_key(text: &str) -> u64 {
     let mut bytes = [0u8; 8];
-    let len = id.len().min(8);
-    bytes[..len].copy_from_slice(&id.as_bytes()[..len]);
+    let len = text.len().min(8);
+    bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
     u64::from_be_bytes(bytes)
+}
+
+/// The [`prefix_key`] of an id.
+fn id_key(id: &str) -> u64 {
+    prefix_key(id)
 }
 
 /// A node weight: an entity and its relations in traversal order.
@@ -166,11 +171,25 @@ impl IndexKeys {
 pub(crate) struct PreparedKeyword {
     /// The trimmed, lowercased keyword (name prefix and entity type).
     lower: String,
+    /// [`prefix_key`] of `lower`.
+    key: u64,
+    /// The bits of a [`prefix_key`] that `lower` covers (its first eight bytes at most).
+    mask: u64,
     /// The keyword normalised as a tag, when it is a valid tag.
     tag: Option<Tag>,
 }
 
 impl PreparedKeyword {
+    /// Whether the lowercased name `name`, of [`prefix_key`] `key`, starts with the keyword:
+    /// an integer comparison for the first eight bytes, bytes beyond them compared only
+    /// when the keyword is longer.
+    fn prefixes(&self, key: u64, name: &str) -> bool {
+        let (name, keyword) = (name.as_bytes(), self.lower.as_bytes());
+        key & self.mask == self.key
+            && name.len() >= keyword.len()
+            && (keyword.len() <= 8 || name[8..].starts_with(&keyword[8..]))
+    }
+
     /// Prepares `keywords`, dropping blank ones (they match nothing).
     pub(crate) fn prepare_all(keywords: &[String]) -> Vec<Self> {
         keywords
@@ -180,8 +199,12 @@ impl PreparedKeyword {
                 if trimmed.is_empty() {
                     return None;
                 }
+                let lower = trimmed.to_lowercase();
+                let covered = lower.len().min(8) as u32 * 8;
                 Some(Self {
-                    lower: trimmed.to_lowercase(),
+                    key: prefix_key(&lower),
+                    mask: u64::MAX.checked_shl(64 - covered).unwrap_or(0),
+                    lower,
                     tag: Tag::new(trimmed).ok(),
                 })
             })
@@ -205,9 +228,11 @@ pub(crate) struct NamespaceGraph {
     /// The entities and relations; node and edge indices are the slots.
     graph: StableGraph<Node, Edge, petgraph::Directed, Slot>,
     ids: HashMap<Arc<str>, Slot>,
-    /// `(lowercased name, id key, slot)` of every entity: a name prefix is one range scan
-    /// of one tree (most names are unique, so a set per name would cost a tree per entity).
-    names: BTreeSet<(String, u64, Slot)>,
+    /// `(name key, lowercased name, id key, slot)` of every entity, the name key being the
+    /// [`prefix_key`] of the lowercased name (so the order is the names' order): a name
+    /// prefix is one range scan of one tree (most names are unique, so a set per name would
+    /// cost a tree per entity), comparing integers rather than strings.
+    names: BTreeSet<(u64, String, u64, Slot)>,
     /// Lowercased entity type -> entities.
     entity_types: HashMap<String, Posting>,
     /// Tag -> entities, sorted so a tag prefix is a range scan.
@@ -335,7 +360,8 @@ impl NamespaceGraph {
 
     fn index_keys(&mut self, slot: Slot, keys: IndexKeys) {
         let entry = (self.node(slot).map_or(0, |node| node.key), slot);
-        self.names.insert((keys.name, entry.0, entry.1));
+        self.names
+            .insert((prefix_key(&keys.name), keys.name, entry.0, entry.1));
         self.entity_types
             .entry(keys.entity_type)
             .or_default()
@@ -347,7 +373,8 @@ impl NamespaceGraph {
 
     fn unindex_keys(&mut self, slot: Slot, key: u64, keys: &IndexKeys) {
         let entry = (key, slot);
-        self.names.remove(&(keys.name.clone(), entry.0, entry.1));
+        self.names
+            .remove(&(prefix_key(&keys.name), keys.name.clone(), entry.0, entry.1));
         if let Some(set) = self.entity_types.get_mut(&keys.entity_type) {
             set.remove(&entry);
             if set.is_empty() {
@@ -713,9 +740,10 @@ impl NamespaceGraph {
     /// repeated, each with its [`id_key`].
     fn matching_slots(&self, keywords: &[PreparedKeyword], out: &mut Vec<(u64, Slot)>) {
         for keyword in keywords {
-            let from = (keyword.lower.clone(), 0, 0);
-            for (name, key, slot) in self.names.range(from..) {
-                if !name.starts_with(&keyword.lower) {
+            // The names starting with the keyword sort together, from the keyword itself.
+            let from = (keyword.key, keyword.lower.clone(), 0, 0);
+            for (name_key, name, key, slot) in self.names.range(from..) {
+                if !keyword.prefixes(*name_key, name) {
                     break;
                 }
                 out.push((*key, *slot));
@@ -735,24 +763,50 @@ impl NamespaceGraph {
     pub(crate) fn matching(&self, keywords: &[PreparedKeyword]) -> Vec<Arc<GraphEntity>> {
         let mut found = Vec::new();
         self.matching_slots(keywords, &mut found);
-        found.sort_unstable();
-        found.dedup();
-        // Ids that share their first eight bytes: order each such run by the whole id.
-        let mut start = 0;
-        while start < found.len() {
-            let key = found[start].0;
-            let mut end = start + 1;
-            while found.get(end).is_some_and(|(other, _)| *other == key) {
-                end += 1;
-            }
-            if end - start > 1 {
-                found[start..end].sort_unstable_by(|a, b| self.cmp_ids(a.1, b.1));
-            }
-            start = end;
+        if found.is_empty() {
+            return Vec::new();
         }
-        found
+        let bound = self.node_bound();
+        if found.len().saturating_mul(256) >= bound {
+            // Many matches for the graph's size: one bit per slot drops the repeats, and
+            // reading the bits back lists the matches in slot order, which is id order when
+            // the ids grew as the entities were added (then the sort below only checks it).
+            // Reading back costs a word per 64 slots: at most 4 words per match here.
+            let mut bits = vec![0u64; bound.div_ceil(64)];
+            for &(_, slot) in &found {
+                if let Some(word) = bits.get_mut(slot as usize / 64) {
+                    *word |= 1 << (slot % 64);
+                }
+            }
+            found.clear();
+            for (index, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let slot = slot_of(index * 64 + word.trailing_zeros() as usize);
+                    word &= word - 1;
+                    if let Some(node) = self.node(slot) {
+                        found.push((node.key, slot));
+                    }
+                }
+            }
+            found.sort_unstable();
+        } else {
+            found.sort_unstable();
+            found.dedup();
+        }
+        let mut entities: Vec<(u64, &Arc<GraphEntity>)> = found
+            .iter()
+            .filter_map(|&(key, slot)| Some((key, &self.node(slot)?.entity)))
+            .collect();
+        // Ids that share their first eight bytes: order each such run by the whole id.
+        for run in entities.chunk_by_mut(|a, b| a.0 == b.0) {
+            if run.len() > 1 {
+                run.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
+            }
+        }
+        entities
             .into_iter()
-            .filter_map(|(_, slot)| self.node(slot).map(|node| Arc::clone(&node.entity)))
+            .map(|(_, entity)| Arc::clone(entity))
             .collect()
     }
 
@@ -828,9 +882,10 @@ impl NamespaceGraph {
             }
             let in_index =
                 |set: Option<&Posting>| set.is_some_and(|s| s.contains(&(node.key, slot)));
+            let name = node.entity.name.to_lowercase();
             if !self
                 .names
-                .contains(&(node.entity.name.to_lowercase(), node.key, slot))
+                .contains(&(prefix_key(&name), name, node.key, slot))
             {
                 return Err(format!("name index misses {id}"));
             }

@@ -101,7 +101,7 @@ fn indexes_follow_updates_and_removals() {
     assert!(graph.remove_entity("a"));
     graph.check_invariants().unwrap();
     assert!(find(&graph, "z").is_empty());
-    assert!(!graph.names.iter().any(|(name, _, _)| name == "gamma"));
+    assert!(!graph.names.iter().any(|(_, name, _, _)| name == "gamma"));
     assert!(!graph.entity_types.contains_key("thing"));
 }
 
@@ -302,4 +302,87 @@ fn node_slots_stay_small() {
     // expanded entity, so a slot should not straddle cache lines more than it must.
     assert_eq!(std::mem::size_of::<Node>(), 48);
     assert_eq!(std::mem::size_of::<Option<Node>>(), 48);
+}
+
+/// Keyword matching against the rule applied to every entity, on ids added out of order
+/// (many sharing their first eight bytes) and names sharing long prefixes: both the few
+/// matches path and the many matches path, keywords shorter and longer than eight bytes.
+#[test]
+fn matching_agrees_with_the_rule_on_every_entity() {
+    let words = [
+        "memory agent",
+        "memory alpha",
+        "Mémoire",
+        "状态图",
+        "rust",
+        "Rust tokio",
+    ];
+    let kinds = ["person", "Project"];
+    let tag_pool = ["x", "y", "tag-1", "tag-2"];
+    let keywords = [
+        "m",
+        "memory",
+        "memory a",
+        "memory ag",
+        "MEMORY ALPHA 1",
+        "memory alpha 123",
+        "mémoire",
+        "状态",
+        "rust tok",
+        "rust tokio 7",
+        "project",
+        "tag-1",
+        "Tag 2",
+        "zzz",
+        "memory alpha 5999",
+    ];
+    for seed in 1..=6u64 {
+        let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut graph = NamespaceGraph::new(ns());
+        let count = 600;
+        for _ in 0..count {
+            // Ids in random order; the long ones share their first eight bytes.
+            let n = rng.below(100_000);
+            let id = if rng.below(2) == 0 {
+                format!("entity-{n:06}")
+            } else {
+                format!("e{n}")
+            };
+            let name = format!("{} {n}", words[rng.below(words.len() as u64) as usize]);
+            let kind = kinds[rng.below(2) as usize];
+            let tags: Vec<&str> = (0..rng.below(3))
+                .map(|_| tag_pool[rng.below(tag_pool.len() as u64) as usize])
+                .collect();
+            let _ = graph.insert_entity(entity(&id, &name, kind, &tags));
+        }
+        // Some removals leave free slots behind.
+        for entity in graph.sorted_entities().iter().step_by(7) {
+            graph.remove_entity(&entity.id);
+        }
+        graph.check_invariants().unwrap();
+        let all = graph.sorted_entities();
+        // Whole names: one or two matches among hundreds, the path without the bit set.
+        let mut keywords: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).collect();
+        keywords.extend(all.iter().take(3).map(|e| e.name.to_uppercase()));
+        for first in 0..keywords.len() {
+            for chosen in [
+                &keywords[first..=first],
+                &keywords[first..(first + 2).min(keywords.len())],
+            ] {
+                let chosen = chosen.to_vec();
+                let want: Vec<&str> = all
+                    .iter()
+                    .filter(|e| {
+                        chosen
+                            .iter()
+                            .any(|k| memory_core::backend::entity_matches_keyword(e, k))
+                    })
+                    .map(|e| e.id.as_str())
+                    .collect();
+                let found = graph.matching(&PreparedKeyword::prepare_all(&chosen));
+                let got: Vec<&str> = found.iter().map(|e| e.id.as_str()).collect();
+                assert_eq!(got, want, "seed {seed}, keywords {chosen:?}");
+            }
+        }
+    }
 }
