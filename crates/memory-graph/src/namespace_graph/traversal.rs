@@ -105,6 +105,20 @@ impl NamespaceGraph {
         self.node(slot).map_or(&[], |node| &node.adjacency)
     }
 
+    /// Reads the first half-edge of each of `slots` before a level is expanded: each is two
+    /// dependent cache misses (the node, then its array), and a loop doing nothing else
+    /// has them all in flight at once, where the expanding loop, busy with each entity's
+    /// half-edges, would wait for them one entity at a time.
+    fn touch_adjacencies(&self, slots: impl Iterator<Item = Slot>) {
+        let mut touched = 0u32;
+        for slot in slots {
+            if let Some(first) = self.adjacency(slot).first() {
+                touched ^= first.kind;
+            }
+        }
+        std::hint::black_box(touched);
+    }
+
     /// Breadth-first traversal, with the results of the trait's default `get_related`.
     pub(crate) fn related(&self, id: &str, depth: usize) -> Result<Vec<ScoredEntity>> {
         let now = Utc::now();
@@ -125,6 +139,7 @@ impl NamespaceGraph {
         let mut level = 0..1;
         'levels: for hops in 1..=depth {
             let next_start = reached.len();
+            self.touch_adjacencies(reached[level.clone()].iter().map(|entry| entry.slot));
             for parent in level.clone() {
                 let current = reached[parent].slot;
                 for half in self.adjacency(current) {
@@ -530,6 +545,7 @@ impl Side {
         let level = u32::try_from(self.level + 1).unwrap_or(u32::MAX);
         let mut next = Vec::new();
         let mut met = false;
+        graph.touch_adjacencies(self.frontier.iter().copied());
         for &slot in &self.frontier {
             for half in graph.adjacency(slot) {
                 if self.distances.contains_key(&half.other) || !graph.follows(half, now) {
