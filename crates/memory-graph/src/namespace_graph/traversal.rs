@@ -191,59 +191,37 @@ impl NamespaceGraph {
         }
         // The order of `sort_scored`: hops, score descending, id. The search reached the
         // entities level by level, so each level is a contiguous slice already in hop order;
-        // within a level, one integer per entity (the score's bits in `f32::total_cmp`
-        // order, inverted for descending, above the entity's index) sorts by score, and
-        // each run of equal scores (the weights take few values, so runs are short) is
-        // then sorted by id.
+        // within a level, one integer per entity sorts by score and id at once: the score's
+        // bits in `f32::total_cmp` order (inverted for descending), the id's first eight
+        // bytes, then the entity's index. Only entities of equal score whose ids share
+        // their first eight bytes are then compared by whole id.
         let mut scores = vec![0.0f32; found.len()];
-        let mut keyed: Vec<u64> = Vec::with_capacity(found.len());
+        let mut keyed: Vec<u128> = Vec::with_capacity(found.len());
         for (index, entity) in entities.iter().enumerate() {
-            if entity.is_none() {
+            let Some((_, id_key)) = entity else {
                 continue;
-            }
+            };
             let hops = hops_of[index + 1];
             let score = (products[index + 1] / (1.0 + hops as f32)).clamp(0.0, 1.0);
             scores[index] = score;
-            keyed.push((u64::from(!total_order_bits(score)) << 32) | index as u64);
+            keyed.push(
+                (u128::from(!total_order_bits(score)) << 96)
+                    | (u128::from(*id_key) << 32)
+                    | index as u128,
+            );
         }
-        let index_of = |entry: u64| (entry & u64::from(u32::MAX)) as usize;
-        let id_key = |entry: u64| {
-            entities[index_of(entry)]
-                .as_ref()
-                .map_or(0, |(_, key)| *key)
-        };
-        let mut level_start = 0;
-        while level_start < keyed.len() {
-            let hops = hops_of[index_of(keyed[level_start]) + 1];
-            let mut level_end = level_start + 1;
-            while keyed
-                .get(level_end)
-                .is_some_and(|entry| hops_of[index_of(*entry) + 1] == hops)
-            {
-                level_end += 1;
-            }
-            let level = &mut keyed[level_start..level_end];
+        let index_of = |entry: u128| (entry & u128::from(u32::MAX)) as usize;
+        for level in
+            keyed.chunk_by_mut(|a, b| hops_of[index_of(*a) + 1] == hops_of[index_of(*b) + 1])
+        {
             level.sort_unstable();
-            let mut run_start = 0;
-            while run_start < level.len() {
-                let score_bits = level[run_start] >> 32;
-                let mut run_end = run_start + 1;
-                while level
-                    .get(run_end)
-                    .is_some_and(|entry| entry >> 32 == score_bits)
-                {
-                    run_end += 1;
-                }
-                if run_end - run_start > 1 {
-                    level[run_start..run_end].sort_unstable_by(|a, b| {
-                        id_key(*a).cmp(&id_key(*b)).then_with(|| {
-                            self.cmp_ids(found[index_of(*a)].slot, found[index_of(*b)].slot)
-                        })
+            for run in level.chunk_by_mut(|a, b| a >> 32 == b >> 32) {
+                if run.len() > 1 {
+                    run.sort_unstable_by(|a, b| {
+                        self.cmp_ids(found[index_of(*a)].slot, found[index_of(*b)].slot)
                     });
                 }
-                run_start = run_end;
             }
-            level_start = level_end;
         }
         let mut out = Vec::with_capacity(keyed.len());
         for entry in keyed {

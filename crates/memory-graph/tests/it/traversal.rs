@@ -533,6 +533,43 @@ async fn native_traversals_agree_with_the_default_algorithms() {
     }
 }
 
+/// Long ids sharing their first eight bytes, added out of order, and two weights, so many
+/// entities of a level tie on score and are ordered by whole id.
+#[tokio::test]
+async fn equal_scores_order_by_whole_id_like_the_default() {
+    for seed in 1..=6u64 {
+        let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let ns = ns(&format!("walk/ties-{seed}"));
+        let reference = DefaultAlgorithms(PetGraph::new());
+        let n = 40 + rng.below(40);
+        let id = |i: u64| format!("entity-{:03}", (i * 37) % 1000);
+        for i in (0..n).rev() {
+            reference
+                .add_entity(entity(&ns, &id(i), "e", "x", &[]))
+                .await
+                .unwrap();
+        }
+        for _ in 0..3 * n {
+            let (from, to) = (id(rng.below(n)), id(rng.below(n)));
+            let weight = [0.5, 1.0][rng.below(2) as usize];
+            reference
+                .add_relation(relation(&ns, &from, &to, "r", weight))
+                .await
+                .unwrap();
+        }
+        let native = &reference.0;
+        for _ in 0..10 {
+            let from = id(rng.below(n));
+            let depth = 1 + rng.below(3) as usize;
+            assert_eq!(
+                native.get_related(&ns, &from, depth).await.unwrap(),
+                reference.get_related(&ns, &from, depth).await.unwrap(),
+                "get_related {from} {depth} (seed {seed})"
+            );
+        }
+    }
+}
+
 /// Dense graphs have many shortest paths of the same length: the bidirectional search must
 /// still return the one the default (one-sided) search returns, with closed relations,
 /// self loops and removals in the mix, and traversals must agree after every change.
