@@ -360,6 +360,7 @@ impl<const N: usize> Bm25Index<N> {
             &length_factor,
             k,
             1.0,
+            f32::NEG_INFINITY,
             |slot, total| accept(slot).then_some(total),
             &id_of,
         )
@@ -384,11 +385,42 @@ impl<const N: usize> Bm25Index<N> {
             return Vec::new();
         }
         let (cursors, length_factor) = self.cursors(terms);
+        // First the k best by BM25F alone among the documents `weigh` keeps, weighed: k
+        // documents reach the k-th of their final scores, so the final k-th score is at least
+        // that floor, and the weighted walk prunes from its first document on instead of from
+        // the k-th it happens to meet in slot order.
+        let mut weigh = weigh;
+        let mut weighed: Vec<(u32, f32)> = Vec::new();
+        let first = self.max_score(
+            cursors.clone(),
+            &length_factor,
+            k,
+            1.0,
+            f32::NEG_INFINITY,
+            |slot, total| {
+                let score = weigh(slot, total)?;
+                weighed.push((slot, score));
+                Some(total)
+            },
+            &id_of,
+        );
+        let mut floors: Vec<f32> = first
+            .iter()
+            .filter_map(|(_, slot)| weighed.iter().find(|(at, _)| at == slot))
+            .map(|(_, score)| *score)
+            .collect();
+        let floor = if floors.len() == k {
+            floors.sort_unstable_by(|a, b| b.total_cmp(a));
+            floors[k - 1]
+        } else {
+            f32::NEG_INFINITY
+        };
         self.max_score(
             cursors,
             &length_factor,
             k,
             max_factor.max(1.0),
+            floor,
             weigh,
             &id_of,
         )
@@ -425,12 +457,15 @@ impl<const N: usize> Bm25Index<N> {
 
     /// The MaxScore walk of [`top_k_weighted`](Self::top_k_weighted) (`max_factor` at least
     /// 1; with 1 and `weigh` passing the score through, that of [`top_k`](Self::top_k)).
+    /// `floor` is a final score that `k` documents are known to reach (`-∞` when none is
+    /// known): nothing below it is held, and the walk prunes against it from the start.
     fn max_score<'a>(
         &self,
         mut cursors: Vec<Cursor<'_, N>>,
         length_factor: &[f32; N],
         k: usize,
         max_factor: f32,
+        floor: f32,
         mut weigh: impl FnMut(u32, f32) -> Option<f32>,
         id_of: &impl Fn(u32) -> Option<&'a str>,
     ) -> Vec<(f32, u32)> {
@@ -448,8 +483,11 @@ impl<const N: usize> Bm25Index<N> {
         }
         let order = self.best_first(id_of);
         let mut held: Vec<(f32, u32)> = Vec::with_capacity(k.min(1024) + 1);
-        let mut threshold = f32::NEG_INFINITY;
+        let mut threshold = floor;
         let mut essential = 0usize;
+        while essential < cursors.len() && prefix[essential] * max_factor < threshold {
+            essential += 1;
+        }
         while let Some(doc) = cursors[essential..]
             .iter()
             .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
@@ -492,7 +530,8 @@ impl<const N: usize> Bm25Index<N> {
             if held.len() == k && !order(&(total * max_factor, doc), &held[k - 1]).is_lt() {
                 continue;
             }
-            let Some(weighed) = weigh(doc, total) else {
+            // Below the floor: k documents are known to score more.
+            let Some(weighed) = weigh(doc, total).filter(|weighed| *weighed >= floor) else {
                 continue;
             };
             let candidate = (weighed, doc);
@@ -524,6 +563,7 @@ impl<const N: usize> Bm25Index<N> {
 }
 
 /// A term's postings being walked, with its idf and the bound of its score.
+#[derive(Clone)]
 struct Cursor<'l, const N: usize> {
     list: &'l [Posting<N>],
     at: usize,
