@@ -358,9 +358,7 @@ impl<const N: usize> Bm25Index<N> {
         self.max_score(
             cursors,
             &length_factor,
-            k,
-            1.0,
-            f32::NEG_INFINITY,
+            Cut::plain(k),
             |slot, total| accept(slot).then_some(total),
             &id_of,
         )
@@ -394,9 +392,7 @@ impl<const N: usize> Bm25Index<N> {
         let first = self.max_score(
             cursors.clone(),
             &length_factor,
-            k,
-            1.0,
-            f32::NEG_INFINITY,
+            Cut::plain(k),
             |slot, total| {
                 let score = weigh(slot, total)?;
                 weighed.push((slot, score));
@@ -418,9 +414,11 @@ impl<const N: usize> Bm25Index<N> {
         self.max_score(
             cursors,
             &length_factor,
-            k,
-            max_factor.max(1.0),
-            floor,
+            Cut {
+                k,
+                max_factor: max_factor.max(1.0),
+                floor,
+            },
             weigh,
             &id_of,
         )
@@ -463,9 +461,11 @@ impl<const N: usize> Bm25Index<N> {
         &self,
         mut cursors: Vec<Cursor<'_, N>>,
         length_factor: &[f32; N],
-        k: usize,
-        max_factor: f32,
-        floor: f32,
+        Cut {
+            k,
+            max_factor,
+            floor,
+        }: Cut,
         mut weigh: impl FnMut(u32, f32) -> Option<f32>,
         id_of: &impl Fn(u32) -> Option<&'a str>,
     ) -> Vec<(f32, u32)> {
@@ -559,6 +559,26 @@ impl<const N: usize> Bm25Index<N> {
         }
         held.sort_unstable_by(&order);
         held
+    }
+}
+
+/// What a MaxScore walk keeps: the `k` best final scores, each at most `max_factor` (at
+/// least 1) times the document's BM25F score, none below `floor`.
+#[derive(Clone, Copy)]
+struct Cut {
+    k: usize,
+    max_factor: f32,
+    floor: f32,
+}
+
+impl Cut {
+    /// The `k` best BM25F scores, unweighted.
+    fn plain(k: usize) -> Self {
+        Self {
+            k,
+            max_factor: 1.0,
+            floor: f32::NEG_INFINITY,
+        }
     }
 }
 
