@@ -767,6 +767,7 @@ impl NamespaceGraph {
             return Vec::new();
         }
         let bound = self.node_bound();
+        let mut entities: Vec<(u64, &Arc<GraphEntity>)>;
         if found.len().saturating_mul(256) >= bound {
             // Many matches for the graph's size: one bit per slot drops the repeats, and
             // reading the bits back lists the matches in slot order, which is id order when
@@ -778,26 +779,27 @@ impl NamespaceGraph {
                     *word |= 1 << (slot % 64);
                 }
             }
-            found.clear();
+            entities = Vec::with_capacity(found.len());
             for (index, &word) in bits.iter().enumerate() {
                 let mut word = word;
                 while word != 0 {
                     let slot = slot_of(index * 64 + word.trailing_zeros() as usize);
                     word &= word - 1;
                     if let Some(node) = self.node(slot) {
-                        found.push((node.key, slot));
+                        entities.push((node.key, &node.entity));
                     }
                 }
             }
-            found.sort_unstable();
+            // Equal keys are ordered below.
+            entities.sort_unstable_by_key(|&(key, _)| key);
         } else {
             found.sort_unstable();
             found.dedup();
+            entities = found
+                .iter()
+                .filter_map(|&(key, slot)| Some((key, &self.node(slot)?.entity)))
+                .collect();
         }
-        let mut entities: Vec<(u64, &Arc<GraphEntity>)> = found
-            .iter()
-            .filter_map(|&(key, slot)| Some((key, &self.node(slot)?.entity)))
-            .collect();
         // Ids that share their first eight bytes: order each such run by the whole id.
         for run in entities.chunk_by_mut(|a, b| a.0 == b.0) {
             if run.len() > 1 {
