@@ -106,17 +106,22 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         }
         let k = 1 + next(15);
         let odd_only = round % 3 == 0 || round % 7 == 0;
-        let mut all = Vec::new();
-        index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
-            if !odd_only || slot % 2 == 1 {
-                all.push((score, slot));
-            }
-        });
-        all.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
-        });
-        all.truncate(k);
+        // Every match scored, passed through `weigh`, sorted: the reference of the pruned walks.
+        let exhaustive = |weigh: &dyn Fn(u32, f32) -> Option<f32>| {
+            let mut all = Vec::new();
+            index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
+                if let Some(score) = weigh(slot, score) {
+                    all.push((score, slot));
+                }
+            });
+            all.sort_by(|a: &(f32, u32), b: &(f32, u32)| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+            });
+            all.truncate(k);
+            all
+        };
+        let all = exhaustive(&|slot, score| (!odd_only || slot % 2 == 1).then_some(score));
         let pruned = index.top_k(
             &index.query_terms(&query.join(" ")),
             k,
@@ -143,17 +148,7 @@ fn pruned_top_k_equals_exhaustive_ranking() {
                 _ => score,
             })
         };
-        let mut weighted = Vec::new();
-        index.score_terms(&index.query_terms(&query.join(" ")), |slot, score| {
-            if let Some(score) = weigh(slot, score) {
-                weighted.push((score, slot));
-            }
-        });
-        weighted.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
-        });
-        weighted.truncate(k);
+        let weighted = exhaustive(&weigh);
         let got = index.top_k_weighted(
             &index.query_terms(&query.join(" ")),
             k,
