@@ -47,6 +47,8 @@ pub(crate) struct ConfigFile {
     pub(crate) max_body_bytes: Option<usize>,
     /// As `serve --request-timeout-ms`.
     pub(crate) request_timeout_ms: Option<u64>,
+    /// As `serve --sqlite-readers`.
+    pub(crate) sqlite_readers: Option<usize>,
 }
 
 impl ConfigFile {
@@ -85,7 +87,7 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, sqlite_readers",
             )
         })
     }

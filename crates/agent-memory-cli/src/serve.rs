@@ -1,6 +1,9 @@
 //! `agent-memory serve`: the HTTP API, its OpenAPI document, health, metrics, and the MCP
 //! server on `/mcp`.
 //!
+//! On SQLite, recall and context read through connections of their own (`--sqlite-readers`,
+//! see [`readers`]), so they run beside each other and beside the writes.
+//!
 //! Every write answers only once the store has it. On SIGINT or SIGTERM the server stops
 //! accepting connections, finishes the requests in flight, writes pending recall statistics
 //! and exits, so no acknowledged write is lost.
@@ -8,6 +11,7 @@
 mod api;
 mod auth;
 mod metrics;
+mod readers;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,9 +30,11 @@ use self::api::{admin, dialogue, facts, graph, memories, pages, presented_key, r
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
 use self::metrics::Metrics;
+use self::readers::{Lease, Readers};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use crate::backend::StoreLocation;
 use crate::cli::{Compat, ServeArgs};
 use crate::commands::{Outcome, Settings};
 use crate::config::{self, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
@@ -37,6 +43,13 @@ use crate::mcp::MemoryServer;
 
 /// Recall events per write of recall statistics in a server.
 const RECALL_BATCH: usize = 1024;
+/// The SQLite connections for recall beside the one that writes, by default: with recalls
+/// going to the least busy, more than the cores lets a recall pass a connection that is
+/// writing recall statistics (on 2 cores, common-word recall at 500 requests/s: p99 21 ms
+/// on 2 connections taken in turn, 6 to 11 ms on 4 taken by load, no better on 8).
+const DEFAULT_READERS: usize = 4;
+/// The most of them.
+const MAX_READERS: usize = 64;
 
 /// What every handler shares.
 #[derive(Clone, Debug)]
@@ -45,14 +58,25 @@ pub(crate) struct AppState(Arc<Shared>);
 /// The shared parts of the server.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// The memory.
+    /// The memory: every write, and every read but recall's.
     pub(crate) memory: Arc<Memory>,
+    /// The same store again on connections of their own for recall and context (SQLite, whose
+    /// connection runs one call at a time); none when `memory` serves them too.
+    readers: Readers,
     /// The API keys.
     pub(crate) keys: Keys,
     /// Request metrics.
     metrics: Metrics,
     /// The deadline of one request.
     timeout: Duration,
+}
+
+impl Shared {
+    /// The memory a recall or context request reads through: the least busy reader, else
+    /// the one memory.
+    pub(crate) fn reader(&self) -> Lease<'_> {
+        self.readers.lease(&self.memory)
+    }
 }
 
 impl std::ops::Deref for AppState {
@@ -95,8 +119,28 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     // one connection for a commit: under load, fewer and larger batches keep recalls from
     // queueing behind them (they are written at a stop too, and are statistics only).
     let memory = Arc::new(settings.open_tuned(Some(RECALL_BATCH)).await?);
+    // A SQLite connection runs one call at a time: recalls on connections of their own run
+    // in parallel, beside the writes (WAL readers see every committed write).
+    let readers = match settings.store {
+        StoreLocation::Sqlite(_) => {
+            config::pick(args.sqlite_readers, file.sqlite_readers, DEFAULT_READERS)
+        }
+        StoreLocation::Postgres(_) | StoreLocation::InMemory => 0,
+    };
+    if readers > MAX_READERS {
+        return Err(Failure::invalid(
+            "sqlite_readers",
+            format!("{readers} SQLite readers is more than {MAX_READERS}"),
+        )
+        .with_hint("a few readers keep recalls apart; each is a connection with its own cache"));
+    }
+    let mut reading = Vec::with_capacity(readers);
+    for _ in 0..readers {
+        reading.push(Arc::new(settings.open_tuned(Some(RECALL_BATCH)).await?));
+    }
     let state = AppState(Arc::new(Shared {
         memory: Arc::clone(&memory),
+        readers: Readers::new(reading),
         keys: Keys::new(admin_key, open)?,
         metrics: Metrics::default(),
         timeout: Duration::from_millis(timeout_ms),
@@ -113,7 +157,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         .map_err(|error| Failure::internal(error.to_string()))?;
     // The address on stderr, for whoever started the server (port 0 picks a free one).
     eprintln!("agent-memory listening on http://{address}");
-    tracing::info!(%address, open, "serving");
+    tracing::info!(%address, open, readers = state.readers.len(), "serving");
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
@@ -123,6 +167,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         .await
         .map_err(|error| Failure::internal(format!("serving: {error}")))?;
     // Every request has finished: write what recalls left pending.
+    state.readers.flush().await?;
     memory.flush().await?;
     tracing::info!("stopped");
     Ok(Outcome {

@@ -360,6 +360,51 @@ fn limits_are_enforced() {
 }
 
 #[test]
+fn recalls_on_reader_connections_see_every_write_and_keep_their_statistics() {
+    for readers in ["0", "3"] {
+        let dir = TempDir::new("readers");
+        let store = vec![
+            "--store".to_owned(),
+            dir.path().join("store.db").to_string_lossy().into_owned(),
+        ];
+        let server = Server::start(&dir, &store, &["--sqlite-readers", readers]);
+        let key = server.key_for("acme");
+        for index in 0..6 {
+            let text = format!("Ticket {index} is assigned to marigold{index}");
+            let (status, body) = server.call(
+                "POST",
+                "/v1/memories",
+                Some(&key),
+                Some(json!({"text": text})),
+            );
+            assert_eq!(status, 201, "{body}");
+            // At once, whichever connection answers.
+            let (status, found) = server.call(
+                "POST",
+                "/v1/recall",
+                Some(&key),
+                Some(json!({"query": format!("marigold{index}")})),
+            );
+            assert_eq!(status, 200, "{found}");
+            assert_eq!(
+                found["results"][0]["text"], text,
+                "readers {readers}: {found}"
+            );
+        }
+        assert_eq!(server.stop(), Some(0), "readers {readers}");
+        // The recall statistics of every connection were written at the stop.
+        let (code, stats) = crate::support::run_json(&dir, &["-n", "acme", "stats"]);
+        assert_eq!(code, 0, "{stats}");
+        assert!(
+            stats["mean_access"]
+                .as_f64()
+                .is_some_and(|mean| mean >= 1.0),
+            "readers {readers}: {stats}"
+        );
+    }
+}
+
+#[test]
 fn a_stop_loses_no_acknowledged_write() {
     let dir = TempDir::new("shutdown");
     let db = dir.path().join("s.db").to_string_lossy().into_owned();
