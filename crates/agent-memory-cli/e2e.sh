@@ -12,7 +12,8 @@
 # venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
 # Environment: E2E_EXAMPLES (schemathesis examples per operation, default 10),
 # E2E_SECONDS (load duration, default 10), E2E_RATE (also recall at this steady rate, e.g.
-# 500, and report p50/p99 from the scheduled send; unset by default), E2E_PROFILE (release, the default, for load
+# 500, and report p50/p99 from the scheduled send, with oha when installed; unset by
+# default), E2E_PROFILE (release, the default, for load
 # figures that mean something; debug reuses the test build, as CI does), CARGO_TARGET_DIR
 # (default ./target).
 set -euo pipefail
@@ -157,13 +158,25 @@ writer=$!
 wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
 wait "$writer"
 acknowledged="$(cat "$work/writes.txt")"
-# With E2E_RATE set: recall at that steady rate (open loop), with rare-word and
-# frequent-word queries.
+# With E2E_RATE set: recall at that steady rate (open loop), with rare-word queries, then
+# queries whose words each occur in a third of the memories. oha (`cargo install oha`) when
+# installed, with its correction for coordinated omission; else e2e/openloop.py.
 if [ -n "${E2E_RATE:-}" ]; then
-  python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" "$E2E_RATE" "$seconds" 8 \
-    '["1234", "5678", "42", "999", "3141"]'
-  python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" 20 "$seconds" 8 \
-    '["alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"]'
+  rare='["1234", "5678", "42", "999", "3141"]'
+  common='["alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"]'
+  for queries in "$rare" "$common"; do
+    if command -v oha >/dev/null; then
+      python3 -c 'import json,sys; [print(json.dumps({"query": q, "limit": 10})) for q in json.loads(sys.argv[1])]' \
+        "$queries" > "$work/bodies.jsonl"
+      echo "rate $E2E_RATE/s for ${seconds}s: $queries"
+      oha -z "${seconds}s" -q "$E2E_RATE" --latency-correction -c 8 --no-tui -m POST \
+        -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+        -Z "$work/bodies.jsonl" "http://$address/v1/recall" |
+        grep -E 'Success rate|Requests/sec|(50|90|99)\.00% in|^ *\[[0-9]{3}\] [0-9]+ responses'
+    else
+      python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" "$E2E_RATE" "$seconds" 8 "$queries"
+    fi
+  done
 fi
 # Every response was a success.
 if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
