@@ -18,6 +18,10 @@
 //!   `fts5(body)`, the query's words double-quoted and joined by `OR`, `bm25()` ranking,
 //!   `LIMIT 10`.
 //!
+//! Group `frequent_10000` runs the same engines on 10,000 memories whose words each occur in
+//! about a third of them, with queries of those words ([`frequent_words`]): the case where no
+//! posting list is short.
+//!
 //! Our results are whole records (and for recall, scored results with their breakdowns); the
 //! peers return row ids or doc addresses only, so the comparison is conservative for us.
 
@@ -32,7 +36,7 @@ use agent_memory::sqlite::{SqliteBackend, SqliteStore};
 use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace, Scope, SearchQuery};
 use chrono::{DateTime, Duration, Utc};
 use criterion::{Criterion, Throughput, criterion_main};
-use memory_benches::corpus::corpus;
+use memory_benches::corpus::{Rng, corpus};
 use rusqlite::Connection;
 use tantivy::collector::TopDocs;
 use tantivy::query::BooleanQuery;
@@ -46,6 +50,8 @@ const QUERIES: usize = 256;
 const TOP_K: usize = 10;
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 const MILLION: usize = 1_000_000;
+/// The memories of the frequent-word corpus ([`frequent_words`]).
+const FREQUENT: usize = 10_000;
 /// Our SQLite backend is built up to this size (bulk-loading 1M rows takes minutes).
 const SQLITE_MAX: usize = 100_000;
 /// tantivy's indexing memory, one thread (as our single-threaded ingest).
@@ -329,7 +335,7 @@ fn timed<T>(what: &str, n: usize, build: impl FnOnce() -> T) -> T {
 /// Before measuring: every engine finds results, and ours and FTS5 (both BM25 over the same
 /// words) largely agree on the top 10, so the engines do comparable work.
 fn check(
-    n: usize,
+    label: &str,
     runtime: &Runtime,
     ours: &Ours,
     tantivy: &mut Tantivy,
@@ -354,7 +360,7 @@ fn check(
     }
     let per_query = |hits: usize| hits as f64 / checked.len() as f64;
     eprintln!(
-        "search_{n}: results per query: store {:.1}, recall {:.1}, tantivy {:.1}, fts5 {:.1}; \
+        "{label}: results per query: store {:.1}, recall {:.1}, tantivy {:.1}, fts5 {:.1}; \
          top-10 shared by our store and fts5: {:.0}%",
         per_query(ours_hits),
         per_query(recall_hits),
@@ -366,6 +372,49 @@ fn check(
 
 fn search_size(c: &mut Criterion, runtime: &Runtime, n: usize, queries: &[String]) {
     let (docs, _) = corpus(n, 0, SEED);
+    search_corpus(c, runtime, &format!("search_{n}"), docs, queries);
+}
+
+/// The e2e load test's second query mix as a corpus: every memory twelve words drawn from a
+/// vocabulary of 26 (so each word is in about a third of the memories) and a numbered note;
+/// every query made of those words. Nothing can be pruned on its term bounds alone: the
+/// worst case for a top-k search, and for SQLite, whose postings are read from the file.
+fn frequent_words(n: usize) -> (Vec<String>, Vec<String>) {
+    const WORDS: [&str; 26] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra",
+        "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu",
+    ];
+    let mut rng = Rng::new(SEED);
+    let docs = (0..n)
+        .map(|i| {
+            let mut text = String::new();
+            for _ in 0..12 {
+                text.push_str(WORDS[rng.below(WORDS.len())]);
+                text.push(' ');
+            }
+            format!("{text}note {i}")
+        })
+        .collect();
+    let queries = (0..QUERIES)
+        .map(|_| {
+            (0..1 + rng.below(3))
+                .map(|_| WORDS[rng.below(WORDS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    (docs, queries)
+}
+
+fn search_corpus(
+    c: &mut Criterion,
+    runtime: &Runtime,
+    label: &str,
+    docs: Vec<String>,
+    queries: &[String],
+) {
+    let n = docs.len();
     let start = Utc::now() - Duration::minutes(n as i64);
     let ours = timed("agent_memory (remember)", n, || {
         Ours::build(runtime, &docs, start)
@@ -378,9 +427,9 @@ fn search_size(c: &mut Criterion, runtime: &Runtime, n: usize, queries: &[String
         })
     });
     drop(docs);
-    check(n, runtime, &ours, &mut tantivy, &fts5, queries);
+    check(label, runtime, &ours, &mut tantivy, &fts5, queries);
 
-    let mut group = c.benchmark_group(format!("search_{n}"));
+    let mut group = c.benchmark_group(label);
     group.throughput(Throughput::Elements(1));
     if n >= 100_000 {
         group.sample_size(10);
@@ -458,6 +507,8 @@ fn recall_benches(c: &mut Criterion) {
     for n in SIZES {
         search_size(c, &runtime, n, &queries);
     }
+    let (docs, queries) = frequent_words(FREQUENT);
+    search_corpus(c, &runtime, &format!("frequent_{FREQUENT}"), docs, &queries);
     if std::env::var("AGENT_MEMORY_BENCH_1M").is_ok_and(|value| value == "1") {
         search_size(c, &runtime, MILLION, &queries);
     } else {

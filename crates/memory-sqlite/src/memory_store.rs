@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: memory items with recall statistics, searched through the full-text
 //! index with BM25F.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -294,6 +295,33 @@ fn and_view(sql: &mut Sql, view: TimeView) {
     }
 }
 
+/// How many records a search first asks the index for, to return `top_k` hits through
+/// `filter`; the search asks for four times more while the filter turns too many away.
+/// - Only a scope: every candidate passes, so the top k are the hits.
+/// - A scope, a time view and kinds (every recall's filter: the current view, and every kind
+///   but short-term): the view turns away only records that were superseded, retracted or
+///   have expired, and the kinds only short-term memories, which are few among the best
+///   matches of a query (a namespace's short-term memories are a window over its latest
+///   turns); so an eighth more than `top_k`, and two. Asking for twice as many made a recall
+///   of frequent words cost half as much again: the k-th best score prunes less the larger k
+///   is, and more ties at the cut have their keys read.
+/// - Any other condition: twice as many, and eight more.
+fn first_ask(filter: &MemoryFilter, top_k: usize) -> usize {
+    let mostly_admitted = filter.id_prefix.is_none()
+        && filter.tags.is_empty()
+        && filter.metadata.is_empty()
+        && filter.fact_key.is_none()
+        && filter.since.is_none()
+        && filter.until.is_none();
+    if !mostly_admitted {
+        top_k.saturating_mul(2).saturating_add(8)
+    } else if filter.kinds.is_empty() && filter.view == TimeView::All {
+        top_k
+    } else {
+        top_k.saturating_add(top_k / 8).saturating_add(2)
+    }
+}
+
 /// The statement of [`list`](MemoryStore::list): the filter's SQL conditions in time order.
 fn list_sql(filter: &MemoryFilter) -> Sql {
     let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE 1"));
@@ -391,15 +419,7 @@ impl MemoryStore for SqliteStore {
         let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
             .read("searching memories", move |transaction| {
-                // Only the scope: every candidate passes, so the top k are the hits.
-                let scope_only = !filter.has_attribute_conditions()
-                    && filter.since.is_none()
-                    && filter.until.is_none();
-                let mut asked = if scope_only {
-                    top_k
-                } else {
-                    top_k.saturating_mul(2).saturating_add(8)
-                };
+                let mut asked = first_ask(&filter, top_k);
                 loop {
                     let top =
                         fulltext::memories().top(transaction, &filter.scope, &terms, asked)?;
@@ -542,7 +562,7 @@ impl MemoryStore for SqliteStore {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
             .write("recording a recall", move |transaction| {
-                recall::apply_recall(transaction, &ns, &id, score, at)
+                recall::apply_recalls(transaction, &ns, &id, &[(score, at)])
             })
             .await
     }
@@ -551,17 +571,26 @@ impl MemoryStore for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let events = events.to_vec();
+        // The recalls of each memory, in order: one read and one write of its row (a
+        // batch often holds the same memories many times over).
+        let mut order: Vec<(String, String)> = Vec::new();
+        let mut recalls: HashMap<(String, String), Vec<(f32, DateTime<Utc>)>> = HashMap::new();
+        for event in events {
+            let key = (event.namespace.as_str().to_owned(), event.id.clone());
+            recalls
+                .entry(key)
+                .or_insert_with_key(|key| {
+                    order.push(key.clone());
+                    Vec::new()
+                })
+                .push((event.score, event.at));
+        }
         self.db
             .write("recording recalls", move |transaction| {
-                events.iter().try_for_each(|event| {
-                    recall::apply_recall(
-                        transaction,
-                        event.namespace.as_str(),
-                        &event.id,
-                        event.score,
-                        event.at,
-                    )
+                order.iter().try_for_each(|key| {
+                    let (ns, id) = key;
+                    let recalled = recalls.get(key).map_or(&[][..], Vec::as_slice);
+                    recall::apply_recalls(transaction, ns, id, recalled)
                 })
             })
             .await

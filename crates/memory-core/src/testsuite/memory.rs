@@ -41,6 +41,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     similarity_search(store, &child(base, "similar")).await;
     namespaces_and_clear(store, &child(base, "admin")).await;
     super::ranking::memory_ranking(store, &child(base, "ranking")).await;
+    super::ranking::memory_ties(store, &child(base, "ties")).await;
     super::eviction::least_valuable(store, &child(base, "eviction")).await;
     super::facts::run_memory_facts(store, &child(base, "facts")).await;
 }
@@ -637,6 +638,25 @@ async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
         count(must(store.recall_stats(&other, "r1"), "recall_stats").await),
         Some(1),
         "a batch counts each event in its own namespace"
+    );
+    let stats = must(store.recall_stats(ns, "r1"), "recall_stats").await;
+    let stats = stats.unwrap_or_else(|| panic!("conformance: recall_stats must be kept"));
+    assert!(
+        (stats.total_score - 2.0).abs() < 1e-6,
+        "a batch adds the score of each of its events"
+    );
+    assert_eq!(
+        stats.last_recall_at,
+        Some(at + Duration::seconds(5)),
+        "earlier recalls in a batch leave the last recall time"
+    );
+    let touched = must(store.get(ns, "r1"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: r1 vanished"));
+    assert_eq!(
+        (touched.access_count, touched.last_accessed),
+        (4, Some(at + Duration::seconds(5))),
+        "a batch counts each access, and keeps the latest access time"
     );
     assert!(must(store.delete(&other, "r1"), "delete").await);
     assert!(must(store.delete(ns, "r1"), "delete").await);

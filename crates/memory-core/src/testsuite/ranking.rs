@@ -19,8 +19,8 @@ use super::child;
 use crate::search::{MEMORY_FIELD_WEIGHTS, PAGE_FIELD_WEIGHTS, bm25_idf, bm25f, length_factors};
 use crate::text::Analyzer;
 use crate::{
-    KnowledgePage, KnowledgeStore, MemoryItem, MemoryStore, Namespace, PageMatchSignals, PageQuery,
-    Scope, SearchQuery,
+    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
+    PageMatchSignals, PageQuery, Scope, SearchQuery,
 };
 
 /// Hits compared per query.
@@ -424,6 +424,83 @@ pub(super) async fn page_ranking(store: &dyn KnowledgeStore, ns: &Namespace) {
                 .collect();
             assert_same(label, query, &got, &expected);
         }
+    }
+    must(store.clear(&ns.subtree()), "clear").await;
+}
+
+/// Ties at the cut: many memories score the same (one text), saved so that their storage
+/// order is the reverse of their id order. Every backend returns the `k` first ids, also
+/// when a filter turns some of the best away: by kind (as every recall's filter does), by
+/// metadata (checked on the decoded record), or both.
+pub(super) async fn memory_ties(store: &dyn MemoryStore, ns: &Namespace) {
+    const TIED: usize = 60;
+    let items: Vec<MemoryItem> = (0..TIED)
+        .rev()
+        .map(|at| {
+            let kind = if at % 4 == 1 {
+                MemoryKind::ShortTerm
+            } else {
+                MemoryKind::Episodic
+            };
+            MemoryItem::new(ns.clone(), "the tied note about the greenhouse")
+                .and_then(|item| item.with_id(format!("t{at:02}")))
+                .and_then(|item| item.with_metadata(serde_json::json!({"keep": at % 3 != 0})))
+                .map(|item| item.with_kind(kind))
+                .unwrap_or_else(|error| panic!("conformance: building tie {at}: {error}"))
+        })
+        .collect();
+    must(store.save_many(items), "save_many").await;
+    let ids = |keep: &dyn Fn(usize) -> bool, k: usize| -> Vec<String> {
+        (0..TIED)
+            .filter(|at| keep(*at))
+            .take(k)
+            .map(|at| format!("t{at:02}"))
+            .collect()
+    };
+    let kinds = [
+        MemoryKind::LongTerm,
+        MemoryKind::Episodic,
+        MemoryKind::Semantic,
+    ];
+    let cases: [(&str, MemoryFilter, Vec<String>); 4] = [
+        (
+            "no filter",
+            MemoryFilter::new(ns.exact()),
+            ids(&|_| true, 7),
+        ),
+        (
+            "kinds",
+            MemoryFilter::new(ns.exact()).with_kinds(kinds),
+            ids(&|at| at % 4 != 1, 7),
+        ),
+        (
+            "metadata",
+            MemoryFilter::new(ns.exact()).with_metadata("keep", serde_json::json!(true)),
+            ids(&|at| at % 3 != 0, 7),
+        ),
+        (
+            "kinds and metadata",
+            MemoryFilter::new(ns.exact())
+                .with_kinds(kinds)
+                .with_metadata("keep", serde_json::json!(true)),
+            ids(&|at| at % 4 != 1 && at % 3 != 0, 7),
+        ),
+    ];
+    for (label, filter, expected) in cases {
+        let hits = must(
+            store.search(&SearchQuery::new(ns.exact(), "greenhouse note", 7).with_filter(filter)),
+            "search",
+        )
+        .await;
+        let got: Vec<String> = hits.iter().map(|hit| hit.item.id.clone()).collect();
+        assert_eq!(
+            got, expected,
+            "ties at the cut in id order, filter: {label}"
+        );
+        assert!(
+            hits.windows(2).all(|pair| pair[0].score == pair[1].score),
+            "tied memories score the same, filter: {label}"
+        );
     }
     must(store.clear(&ns.subtree()), "clear").await;
 }

@@ -11,18 +11,21 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::Context;
 use crate::sql::{decode_time, encode_time, time_bound};
 
-/// Counts one recall of memory `id` in `namespace` with `score` at `at`: its statistics
-/// ([`RecallStats::record`], the arithmetic every backend uses), access count and last
-/// access time. An unknown memory is ignored.
-pub(super) fn apply_recall(
+/// Counts recalls of memory `id` in `namespace`, each a `(score, at)` in the order they
+/// happened: its statistics ([`RecallStats::record`] per recall, the arithmetic every backend
+/// uses), access count and last access time, in one read and one write of its row however
+/// many recalls there are. An unknown memory is ignored.
+pub(super) fn apply_recalls(
     transaction: &Transaction<'_>,
     namespace: &str,
     id: &str,
-    score: f32,
-    at: DateTime<Utc>,
+    recalls: &[(f32, DateTime<Utc>)],
 ) -> Result<()> {
+    let Some(latest) = recalls.iter().map(|(_, at)| *at).max() else {
+        return Ok(());
+    };
     let what = || format!("recording a recall of memory {id} in {namespace}");
-    let at_nanos = encode_time("at", at)?;
+    let latest = encode_time("at", latest)?;
     let row = transaction
         .prepare_cached(
             "SELECT rid, recall_count, recall_total, last_recall_at, access_count, last_accessed \
@@ -46,14 +49,17 @@ pub(super) fn apply_recall(
     let Some((rid, count, total, last_recall, access_count, last_accessed)) = row else {
         return Ok(());
     };
-    // The same arithmetic as every backend: RecallStats::record.
     let mut stats = RecallStats {
         recall_count: u64::try_from(count).unwrap_or(0),
         total_score: total,
         last_recall_at: last_recall.map(decode_time),
     };
-    stats.record(score, at);
-    let last_recall = stats.last_recall_at.map_or(at_nanos, time_bound);
+    for (score, at) in recalls {
+        encode_time("at", *at)?;
+        stats.record(*score, *at);
+    }
+    let last_recall = stats.last_recall_at.map_or(latest, time_bound);
+    let recalled = i64::try_from(recalls.len()).unwrap_or(i64::MAX);
     transaction
         .prepare_cached(
             "UPDATE memories SET recall_count = ?2, recall_total = ?3, last_recall_at = ?4, \
@@ -65,8 +71,8 @@ pub(super) fn apply_recall(
                 i64::try_from(stats.recall_count).unwrap_or(i64::MAX),
                 stats.total_score,
                 last_recall,
-                access_count.saturating_add(1),
-                last_accessed.map_or(at_nanos, |last| last.max(at_nanos)),
+                access_count.saturating_add(recalled),
+                last_accessed.map_or(latest, |last| last.max(latest)),
             ])
         })
         .context(what)?;

@@ -143,9 +143,18 @@ pub(super) fn read_raw_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Raw> {
     })
 }
 
+/// `memory <id> in <namespace>`, for messages: formatted only when one is written.
+struct Label<'a>(&'a str, &'a str);
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "memory {} in {}", self.0, self.1)
+    }
+}
+
 impl Raw {
     pub(super) fn into_item(self) -> Result<MemoryItem> {
-        let what = format!("memory {} in {}", self.id, self.ns);
+        let what = Label(&self.id, &self.ns);
         let namespace = Namespace::parse(&self.ns).map_err(|error| corrupt(&what, error))?;
         let kind = MemoryKind::parse(&self.kind).map_err(|error| corrupt(&what, error))?;
         let metadata: serde_json::Value = serde_json::from_str(&self.metadata)
@@ -190,8 +199,10 @@ impl Raw {
             supersedes: Vec::new(),
             conflicts_with: Vec::new(),
         };
-        Lineage::apply_json(&mut item, self.lineage.as_deref())
-            .map_err(|error| corrupt(format_args!("lineage of {what}"), error))?;
+        Lineage::apply_json(&mut item, self.lineage.as_deref()).map_err(|error| {
+            let what = Label(&item.id, item.namespace.as_str());
+            corrupt(format_args!("lineage of {what}"), error)
+        })?;
         Ok(item)
     }
 }
