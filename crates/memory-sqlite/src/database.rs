@@ -128,6 +128,8 @@ pub(crate) struct Database {
 struct Inner {
     connection: Mutex<Connection>,
     path: Option<PathBuf>,
+    /// The durability of the database's commits ([`SqliteOptions::synchronous`]).
+    synchronous: Synchronous,
 }
 
 impl fmt::Debug for Database {
@@ -206,6 +208,7 @@ impl Database {
             inner: Arc::new(Inner {
                 connection: Mutex::new(connection),
                 path,
+                synchronous: options.synchronous,
             }),
         })
     }
@@ -280,6 +283,35 @@ impl Database {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         operation(&mut connection)
+    }
+
+    /// [`write`](Self::write) for statistics the database can do without after power loss
+    /// (recall statistics: a recall already keeps them in memory until a batch is full, and
+    /// a lost batch only makes memories look less recalled): the transaction is committed
+    /// without a sync of its own (`synchronous = NORMAL` in WAL mode, so also never a
+    /// corrupted file), and the next synced commit makes it durable with its own. A batch of
+    /// recall statistics used to pay a sync of the log while holding the connection, which
+    /// every recall behind it waited for.
+    pub(crate) async fn write_statistics<T, F>(&self, what: &'static str, operation: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let synchronous = self.inner.synchronous;
+        self.call(move |connection| {
+            if synchronous != Synchronous::Full {
+                return in_transaction(connection, what, operation);
+            }
+            connection
+                .pragma_update(None, "synchronous", Synchronous::Normal.pragma_value())
+                .context(|| format!("{what}: relaxing synchronous"))?;
+            let out = in_transaction(connection, what, operation);
+            connection
+                .pragma_update(None, "synchronous", synchronous.pragma_value())
+                .context(|| format!("{what}: restoring synchronous"))?;
+            out
+        })
+        .await
     }
 
     /// Runs `operation` in one write transaction (`BEGIN IMMEDIATE`): all of it is committed
@@ -427,6 +459,46 @@ mod tests {
         )
         .expect("opened");
         assert_eq!(read(off).await.0, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Statistics commit with `synchronous = NORMAL` (1), and every other write keeps the
+    /// level the database was opened with: `FULL` (2) is back after the statistics, also
+    /// when their transaction failed; `OFF` (0) is never raised.
+    #[tokio::test]
+    async fn statistics_commit_unsynced_and_leave_the_level_alone() {
+        let level = |connection: &Connection| -> Result<i64> {
+            connection
+                .pragma_query_value(None, "synchronous", |row| row.get(0))
+                .map_err(|error| MemoryError::storage("reading synchronous", error))
+        };
+        let dir =
+            std::env::temp_dir().join(format!("agent-memory-stats-{}", memory_core::new_id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        for (name, synchronous, during, after) in [
+            ("full.db", Synchronous::Full, 1, 2),
+            ("off.db", Synchronous::Off, 0, 0),
+        ] {
+            let options = SqliteOptions::default().with_synchronous(synchronous);
+            let database = Database::open(&dir.join(name), &options).expect("opened");
+            let inside = database
+                .write_statistics("test", move |transaction| level(transaction))
+                .await
+                .expect("written");
+            assert_eq!(inside, during, "{name}: during the statistics");
+            let failed = database
+                .write_statistics("test", |_| -> Result<()> {
+                    Err(MemoryError::storage("test", "a failed batch"))
+                })
+                .await;
+            assert!(failed.is_err());
+            let outside = database.call(move |connection| level(connection)).await;
+            assert_eq!(
+                outside.expect("read"),
+                after,
+                "{name}: after the statistics"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -561,7 +561,7 @@ impl MemoryStore for SqliteStore {
     ) -> Result<()> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
-            .write("recording a recall", move |transaction| {
+            .write_statistics("recording a recall", move |transaction| {
                 recall::apply_recalls(transaction, &ns, &id, &[(score, at)])
             })
             .await
@@ -586,7 +586,7 @@ impl MemoryStore for SqliteStore {
                 .push((event.score, event.at));
         }
         self.db
-            .write("recording recalls", move |transaction| {
+            .write_statistics("recording recalls", move |transaction| {
                 order.iter().try_for_each(|key| {
                     let (ns, id) = key;
                     let recalled = recalls.get(key).map_or(&[][..], Vec::as_slice);
