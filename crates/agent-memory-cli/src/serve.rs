@@ -220,9 +220,9 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     // Keys guard every request, so any Host may reach the server it listens as.
     config = config.disable_allowed_hosts();
     let token = config.cancellation_token.clone();
-    let memory = Arc::clone(&state.memory);
+    let served = state.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(MemoryServer::new(Arc::clone(&memory), compat, None)),
+        move || Ok(MemoryServer::served(served.clone(), compat)),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -606,6 +606,8 @@ fn streamable_http_scenario(server: &Server) {
         "acme",
         "{body}"
     );
+    // On SQLite, recall and context read through the server's reader connections, which
+    // see the write just acknowledged.
     let (_, _, body) = post(
         session,
         Some(&key),
@@ -617,6 +619,18 @@ fn streamable_http_scenario(server: &Server) {
         message["result"]["structuredContent"]["results"][0]["text"]
             .as_str()
             .is_some_and(|t| t.contains("Lisbon")),
+        "{body}"
+    );
+    let (_, _, body) = post(
+        session,
+        Some(&key),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "context", "arguments": {"query": "where is the office"}}}),
+    );
+    assert!(
+        message_of(&body)["result"]["structuredContent"]["context"]
+            .as_str()
+            .is_some_and(|context| context.contains("Lisbon")),
         "{body}"
     );
     // The key's tenant holds over MCP too.

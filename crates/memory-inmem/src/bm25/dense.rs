@@ -8,7 +8,8 @@ use std::collections::BinaryHeap;
 
 use memory_core::search::bm25f;
 
-use super::{Bm25Index, Cursor, SCRATCH, gallop};
+use super::max_score::{Cursor, gallop};
+use super::{Bm25Index, SCRATCH};
 
 impl<const N: usize> Bm25Index<N> {
     /// [`top_k`](Self::top_k) for small indexes: scores accumulate in a dense per-slot array.
