@@ -573,23 +573,23 @@ impl MemoryStore for SqliteStore {
         }
         // The recalls of each memory, in order: one read and one write of its row (a
         // batch often holds the same memories many times over).
-        let mut order: Vec<(String, String)> = Vec::new();
-        let mut recalls: HashMap<(String, String), Vec<(f32, DateTime<Utc>)>> = HashMap::new();
+        let mut groups: Vec<(&str, &str, Vec<(f32, DateTime<Utc>)>)> = Vec::new();
+        let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
         for event in events {
-            let key = (event.namespace.as_str().to_owned(), event.id.clone());
-            recalls
-                .entry(key)
-                .or_insert_with_key(|key| {
-                    order.push(key.clone());
-                    Vec::new()
-                })
-                .push((event.score, event.at));
+            let key = (event.namespace.as_str(), event.id.as_str());
+            let at = *group_of.entry(key).or_insert_with(|| {
+                groups.push((key.0, key.1, Vec::new()));
+                groups.len() - 1
+            });
+            groups[at].2.push((event.score, event.at));
         }
+        let groups: Vec<(String, String, Vec<(f32, DateTime<Utc>)>)> = groups
+            .into_iter()
+            .map(|(ns, id, recalled)| (ns.to_owned(), id.to_owned(), recalled))
+            .collect();
         self.db
             .write_statistics("recording recalls", move |transaction| {
-                order.iter().try_for_each(|key| {
-                    let (ns, id) = key;
-                    let recalled = recalls.get(key).map_or(&[][..], Vec::as_slice);
+                groups.iter().try_for_each(|(ns, id, recalled)| {
                     recall::apply_recalls(transaction, ns, id, recalled)
                 })
             })

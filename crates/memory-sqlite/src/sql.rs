@@ -261,3 +261,17 @@ pub(crate) fn apply_accesses(
     }
     Ok(())
 }
+
+/// `[rid,rid,...]`: the row ids as a JSON array, for `json_each`.
+pub(crate) fn json_rids(rids: impl Iterator<Item = i64>) -> String {
+    use std::fmt::Write as _;
+    let mut list = String::from("[");
+    for (at, rid) in rids.enumerate() {
+        if at > 0 {
+            list.push(',');
+        }
+        let _ = write!(list, "{rid}");
+    }
+    list.push(']');
+    list
+}

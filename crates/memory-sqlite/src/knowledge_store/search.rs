@@ -1,8 +1,6 @@
 //! Page search: BM25F over each namespace's statistics, times the boost of the match rules,
 //! with the best pages read and decoded last.
 
-use std::fmt::Write as _;
-
 use memory_core::{PageHit, PageMatchSignals, PageQuery, Result};
 use rusqlite::{Connection, OptionalExtension};
 
@@ -10,7 +8,7 @@ use super::REFERENCED_BY;
 use super::row::{COLUMN_COUNT, COLUMNS, read_raw};
 use crate::error::Context;
 use crate::fulltext;
-use crate::sql::{decode_tags, to_count};
+use crate::sql::{decode_tags, json_rids, to_count};
 use crate::terms::QueryTerms;
 
 /// Candidates whose match rules are computed per round after the first (which takes
@@ -88,15 +86,7 @@ pub(super) fn search(
         rest = tail;
         size = (size * 2).clamp(CHUNK, MAX_CHUNK);
 
-        let mut list = String::with_capacity(chunk.len() * 8 + 2);
-        list.push('[');
-        for (at, (_, rid)) in chunk.iter().enumerate() {
-            if at > 0 {
-                list.push(',');
-            }
-            let _ = write!(list, "{rid}");
-        }
-        list.push(']');
+        let list = json_rids(chunk.iter().map(|(_, rid)| *rid));
         let relevance: std::collections::HashMap<i64, f32> =
             chunk.iter().map(|(score, rid)| (*rid, *score)).collect();
         let mut rows = statement.query([list]).context(what)?;

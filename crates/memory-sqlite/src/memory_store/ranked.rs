@@ -5,7 +5,6 @@
 //! full-text and similarity search.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use memory_core::{MemoryFilter, Result, SearchHit};
@@ -13,7 +12,7 @@ use rusqlite::{CachedStatement, Connection, params_from_iter};
 
 use super::{COLUMNS, and_filter, read_raw_at};
 use crate::error::Context;
-use crate::sql::Sql;
+use crate::sql::{Sql, json_rids};
 
 /// Rows read per round after the first (which reads `top_k`), at least: more rounds happen
 /// only when the filter turns rows away, or ties run past the cut.
@@ -62,17 +61,9 @@ impl Held {
     }
 }
 
-/// `[rid,rid,...]`: the row ids as a JSON array, for `json_each`.
-fn json_rids(rids: impl Iterator<Item = i64>) -> String {
-    let mut list = String::from("[");
-    for (at, rid) in rids.enumerate() {
-        if at > 0 {
-            list.push(',');
-        }
-        let _ = write!(list, "{rid}");
-    }
-    list.push(']');
-    list
+/// The memory in a row of a [`Listed`] over [`COLUMNS`].
+fn item_at(row: &rusqlite::Row<'_>, what: &str) -> Result<memory_core::MemoryItem> {
+    read_raw_at(row, 1).context(|| what.to_owned())?.into_item()
 }
 
 /// Selects `columns` of the rows listed in the first parameter (a JSON array of row ids)
@@ -178,9 +169,7 @@ pub(super) fn best_hits(
             let score_of = |rid: i64| scores.get(&rid).copied();
             if std::mem::take(&mut first) {
                 rows.each(rids, what, |rid, row| {
-                    let item = read_raw_at(row, 1)
-                        .context(|| what.to_owned())?
-                        .into_item()?;
+                    let item = item_at(row, what)?;
                     if let Some(score) = score_of(rid)
                         && filter.matches(&item)
                     {
@@ -225,10 +214,7 @@ pub(super) fn best_hits(
             .collect();
         if !unread.is_empty() {
             rows.each(unread.into_iter(), what, |rid, row| {
-                let item = read_raw_at(row, 1)
-                    .context(|| what.to_owned())?
-                    .into_item()?;
-                decoded.insert(rid, item);
+                decoded.insert(rid, item_at(row, what)?);
                 Ok(())
             })?;
         }
