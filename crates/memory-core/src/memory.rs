@@ -620,6 +620,13 @@ pub struct SearchQuery {
     /// query once for every channel and backend); `None` means "analyse `text`".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<Vec<String>>,
+    /// Search with only this many of the terms: in each namespace, those the fewest of its
+    /// memories hold ([`rarest_terms`](crate::search::rarest_terms)); `None` searches with
+    /// all. For finding the memories that share most of a text's words (its repeats and
+    /// near-repeats hold its rare words too) at the cost of a short query instead of one
+    /// with every word of the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rarest: Option<usize>,
 }
 
 impl SearchQuery {
@@ -640,6 +647,13 @@ impl SearchQuery {
         self
     }
 
+    /// This query restricted to its `n` rarest terms in each namespace (see
+    /// [`rarest`](Self::rarest)).
+    pub fn with_rarest(mut self, n: usize) -> Self {
+        self.rarest = Some(n);
+        self
+    }
+
     /// The best `top_k` items in `scope` for `text`.
     pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
         Self {
@@ -647,6 +661,7 @@ impl SearchQuery {
             filter: MemoryFilter::new(scope),
             top_k,
             terms: None,
+            rarest: None,
         }
     }
 

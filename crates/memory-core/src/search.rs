@@ -34,6 +34,36 @@ pub const MEMORY_FIELD_WEIGHTS: [f32; 2] = [1.0, CONTEXT_FIELD_WEIGHT];
 /// A page's field weights: title, summary, tags, content. Title and tags weigh most.
 pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
 
+/// Which of a query's `terms` a search restricted to the `n` rarest
+/// ([`SearchQuery::rarest`](crate::SearchQuery::rarest)) keeps, given each term's document
+/// frequency in the namespace searched: the indices of the `n` distinct terms that the
+/// fewest documents hold (ties: the earlier term), leaving out terms no document holds and
+/// repeats of a term, in the order of `terms`. Every backend keeps the same terms, so a
+/// restricted search ranks the same everywhere.
+///
+/// A term's frequency counts every document of the namespace, whatever a search's filter,
+/// as BM25's does.
+pub fn rarest_terms(terms: &[String], n: usize, mut df: impl FnMut(&str) -> u64) -> Vec<usize> {
+    let mut held: Vec<(u64, usize)> = Vec::with_capacity(terms.len());
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (index, term) in terms.iter().enumerate() {
+        if !seen.insert(term.as_str()) {
+            continue;
+        }
+        let count = df(term);
+        if count > 0 {
+            held.push((count, index));
+        }
+    }
+    if held.len() > n {
+        held.select_nth_unstable(n);
+        held.truncate(n);
+    }
+    let mut kept: Vec<usize> = held.into_iter().map(|(_, index)| index).collect();
+    kept.sort_unstable();
+    kept
+}
+
 /// The inverse document frequency of a term found in `df` of `docs` documents; positive.
 #[inline(always)]
 pub fn bm25_idf(docs: f32, df: f32) -> f32 {
@@ -153,5 +183,27 @@ mod tests {
             + CONTEXT_FIELD_WEIGHT / (1.0 - BM25_B + BM25_B * 5.0);
         assert!((score - idf * w / (BM25_K1 + w)).abs() < 1e-6);
         assert_eq!(bm25f(&[1.0], &[0.5], &[0], &[3], idf), 0.0);
+    }
+
+    #[test]
+    fn rarest_terms_keep_the_least_frequent_held_terms_in_query_order() {
+        let terms: Vec<String> = ["common", "gone", "rare", "mid", "rare", "tie", "other"]
+            .map(String::from)
+            .to_vec();
+        let df = |term: &str| match term {
+            "common" => 90,
+            "gone" => 0,
+            "rare" => 2,
+            "mid" => 7,
+            "tie" | "other" => 5,
+            _ => unreachable!("only the query's terms are looked up"),
+        };
+        assert_eq!(rarest_terms(&terms, 1, df), [2]);
+        // "tie" and "other" hold as many documents: the earlier one is kept.
+        assert_eq!(rarest_terms(&terms, 2, df), [2, 5]);
+        assert_eq!(rarest_terms(&terms, 4, df), [2, 3, 5, 6]);
+        // Never a term no document holds, nor a repeat.
+        assert_eq!(rarest_terms(&terms, 10, df), [0, 2, 3, 5, 6]);
+        assert!(rarest_terms(&terms, 0, df).is_empty());
     }
 }

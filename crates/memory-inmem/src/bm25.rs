@@ -260,6 +260,13 @@ impl<const N: usize> Bm25Index<N> {
         self.doc_count -= 1;
     }
 
+    /// How many documents hold `term`.
+    pub(crate) fn doc_freq(&self, term: &str) -> u64 {
+        self.postings
+            .get(term)
+            .map_or(0, |entry| entry.list.len() as u64)
+    }
+
     /// The analyzed, de-duplicated terms of a query.
     #[cfg(test)]
     pub(crate) fn query_terms(&self, text: &str) -> Vec<String> {

@@ -388,8 +388,21 @@ impl MemoryStore for InMemoryStore {
                 return Ok(Vec::new());
             }
             let entry_at = |slot: u32| shard.entries.get(slot as usize).and_then(Option::as_ref);
+            let rarest: Vec<String>;
+            let searched: &[String] = match query.rarest {
+                Some(n) => {
+                    rarest = memory_core::search::rarest_terms(terms, n, |term| {
+                        shard.index.doc_freq(term)
+                    })
+                    .into_iter()
+                    .map(|index| terms[index].clone())
+                    .collect();
+                    &rarest
+                }
+                None => terms,
+            };
             let best = shard.index.top_k(
-                terms,
+                searched,
                 query.top_k,
                 |slot| unfiltered || entry_at(slot).is_some_and(passes),
                 |slot| entry_at(slot).map(|e| e.item.id.as_str()),

@@ -5,7 +5,7 @@ use memory_core::Scope;
 use memory_core::search::{BM25_B, BM25_K1, MEMORY_FIELD_WEIGHTS, PAGE_FIELD_WEIGHTS};
 
 use crate::database::Database;
-use crate::sql::Sql;
+use crate::sql::{Sql, limit_value};
 
 /// One indexed field of a table: the column holding its length in terms, and its weight.
 /// Its term frequencies are the field's position in each `term_freqs` array.
@@ -87,9 +87,23 @@ pub(crate) fn scored(
     db: &Database,
     ranked: &Ranked,
     terms: Vec<String>,
+    rarest: Option<usize>,
     scope: &Scope,
     passes: impl FnOnce(&mut Sql),
 ) -> Sql {
+    // With `rarest`, each namespace keeps the terms of the smallest (document frequency,
+    // position), as `memory_core::search::rarest_terms` does: a term repeated in the list
+    // would take two places, so the list is made distinct first.
+    let terms = match rarest {
+        Some(_) => {
+            let mut seen = std::collections::HashSet::new();
+            terms
+                .into_iter()
+                .filter(|term| seen.insert(term.clone()))
+                .collect()
+        }
+        None => terms,
+    };
     let Ranked {
         table,
         alias: a,
@@ -112,13 +126,28 @@ pub(crate) fn scored(
         .iter()
         .map(|field| format!("x.{}, ", field.length))
         .collect();
-    sql.push(&format!(
-        "), hits AS (SELECT x.rid, x.ns, x.passes, {hit_lengths}t.term, \
+    let all_hits = format!(
+        "SELECT x.rid, x.ns, x.passes, {hit_lengths}t.term, t.ord, \
          x.term_freqs -> t.term AS tf, \
          count(*) OVER (PARTITION BY x.ns, t.term)::float8 AS df \
          FROM matched x CROSS JOIN unnest("
-    ))
-    .bind(terms, "text[]");
+    );
+    let hits = match rarest {
+        None => sql.push(&format!("), hits AS ({all_hits}")),
+        // A term's (df, position) is its own, so the dense rank over them numbers the
+        // namespace's terms held by some record, rarest first.
+        Some(_) => sql.push(&format!(
+            "), hits AS (SELECT * FROM (SELECT a.*, dense_rank() OVER \
+             (PARTITION BY a.ns ORDER BY a.df, a.ord) AS pick FROM ({all_hits}"
+        )),
+    };
+    hits.bind(terms, "text[]");
+    sql.push(") WITH ORDINALITY AS t (term, ord) WHERE x.term_freqs ? t.term)");
+    if let Some(n) = rarest {
+        sql.push(" a) r WHERE r.pick <= ")
+            .bind(limit_value(n), "bigint")
+            .push(")");
+    }
     let averages: String = fields
         .iter()
         .enumerate()
@@ -130,8 +159,7 @@ pub(crate) fn scored(
         })
         .collect();
     sql.push(&format!(
-        ") AS t (term) WHERE x.term_freqs ? t.term), \
-         corpus AS MATERIALIZED (SELECT {a}.ns, count(*)::float8 AS n{averages} \
+        ", corpus AS MATERIALIZED (SELECT {a}.ns, count(*)::float8 AS n{averages} \
          FROM {{s}}.{table} {a} WHERE true"
     ));
     sql.and_scope(&format!("{a}.ns"), scope);

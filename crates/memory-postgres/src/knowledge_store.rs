@@ -399,7 +399,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut sql = bm25::scored(&self.db, &bm25::PAGES, terms, &query.scope, |sql| {
+        let mut sql = bm25::scored(&self.db, &bm25::PAGES, terms, None, &query.scope, |sql| {
             if !query.tags.is_empty() {
                 let wanted: Vec<String> =
                     query.tags.iter().map(|t| t.as_str().to_owned()).collect();

@@ -405,9 +405,16 @@ impl MemoryStore for PostgresStore {
         if query.top_k == 0 || !filter_is_satisfiable(filter) {
             return Ok(Vec::new());
         }
-        let mut sql = bm25::scored(&self.db, &bm25::MEMORIES, terms, &filter.scope, |sql| {
-            and_conditions(sql, filter);
-        });
+        let mut sql = bm25::scored(
+            &self.db,
+            &bm25::MEMORIES,
+            terms,
+            query.rarest,
+            &filter.scope,
+            |sql| {
+                and_conditions(sql, filter);
+            },
+        );
         sql.push(&format!(
             "SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"

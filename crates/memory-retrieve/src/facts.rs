@@ -326,6 +326,20 @@ impl Prepared {
         }
     }
 
+    /// The terms to search the new memory's repeats and rivals with: its distinct terms,
+    /// longest first, then in alphabetical order (a set's order would vary from run to run,
+    /// and a search restricted to the rarest terms breaks ties by position), at most
+    /// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS) (longer words are rarer, so
+    /// the rarest are among them). They are the keys the
+    /// comparison reads, which are the analyzer's terms except for negations (stop words to
+    /// the index, so no memory holds them and a rarest-terms search passes them over).
+    pub(crate) fn search_terms(&self) -> Vec<String> {
+        let mut terms: Vec<&str> = self.content.iter().map(AsRef::as_ref).collect();
+        terms.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        terms.truncate(memory_core::text::MAX_QUERY_TERMS);
+        terms.into_iter().map(str::to_owned).collect()
+    }
+
     /// Whether `new` (prepared as `self`) duplicates `old` under `config`: the same kind,
     /// the same negations, similar content, and similar contexts when both have one (a
     /// message is a different event in another context).

@@ -77,6 +77,8 @@ struct Statements {
     stats_in: String,
     /// Every block of a term in one namespace, in order, with its bounds.
     term_blocks: String,
+    /// How many records of one namespace hold a term (its blocks' counts, no block read).
+    term_df: String,
     clear_blocks: String,
     clear_stats: String,
 }
@@ -148,6 +150,9 @@ impl Statements {
             term_blocks: format!(
                 "SELECT first, count, {max_tf}, {min_len}, data FROM {p}_blocks \
                  WHERE nid = ?1 AND term = ?2 ORDER BY first"
+            ),
+            term_df: format!(
+                "SELECT coalesce(sum(count), 0) FROM {p}_blocks WHERE nid = ?1 AND term = ?2"
             ),
             clear_blocks: format!("DELETE FROM {p}_blocks WHERE nid = ?1"),
             clear_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1"),

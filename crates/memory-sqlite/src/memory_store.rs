@@ -416,6 +416,7 @@ impl MemoryStore for SqliteStore {
         let Some(terms) = QueryTerms::of(&query.analysed_terms()) else {
             return Ok(Vec::new());
         };
+        let terms = terms.with_rarest(query.rarest);
         let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
             .read("searching memories", move |transaction| {

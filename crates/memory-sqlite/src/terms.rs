@@ -102,6 +102,9 @@ pub(crate) fn decode_terms<const N: usize>(
 pub(crate) struct QueryTerms {
     /// The distinct terms, in the query's order.
     pub(crate) terms: Vec<String>,
+    /// Search each namespace with only this many of them, its rarest
+    /// (`SearchQuery::rarest`).
+    pub(crate) rarest: Option<usize>,
 }
 
 impl QueryTerms {
@@ -117,13 +120,22 @@ impl QueryTerms {
         if terms.is_empty() {
             return None;
         }
-        let mut distinct: Vec<String> = Vec::with_capacity(terms.len());
-        for term in terms {
-            if !distinct.contains(term) {
-                distinct.push(term.clone());
-            }
-        }
-        Some(Self { terms: distinct })
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let distinct: Vec<String> = terms
+            .iter()
+            .filter(|term| seen.insert(term.as_str()))
+            .cloned()
+            .collect();
+        Some(Self {
+            terms: distinct,
+            rarest: None,
+        })
+    }
+
+    /// These terms, each namespace searched with only its `rarest` ones (`None`: all).
+    pub(crate) fn with_rarest(mut self, rarest: Option<usize>) -> Self {
+        self.rarest = rarest;
+        self
     }
 }
 

@@ -42,6 +42,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     namespaces_and_clear(store, &child(base, "admin")).await;
     super::ranking::memory_ranking(store, &child(base, "ranking")).await;
     super::ranking::memory_ties(store, &child(base, "ties")).await;
+    super::ranking::memory_rarest(store, &child(base, "rarest")).await;
     super::eviction::least_valuable(store, &child(base, "eviction")).await;
     super::facts::run_memory_facts(store, &child(base, "facts")).await;
 }

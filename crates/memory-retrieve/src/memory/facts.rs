@@ -36,30 +36,14 @@ pub(super) struct Plan {
     pub(super) remembered: Remembered,
 }
 
-/// Most terms of a new memory its self-match search asks for. Five: a rival differs in at
-/// most three words ([`RuleConflictDetector::max_changed`](crate::RuleConflictDetector)) and a
-/// duplicate in fewer, so either holds at least two of the five; with ten, the search at
-/// 100,000 memories cost twice as much (`cargo bench --bench ingest`, `ingest_into_100000`:
-/// `remember` 6.2 times its cost without reconciliation, against 3.4 with five), while the
-/// LoCoMo and LongMemEval evals rank the same and the changing-facts eval flags the same
-/// changes (with ten fewer false flags).
+/// How many of a new memory's terms its self-match search uses: the five its namespace
+/// holds least often ([`SearchQuery::rarest`]). A rival differs in at most three words
+/// ([`RuleConflictDetector::max_changed`](crate::RuleConflictDetector)) and a duplicate in
+/// fewer, so either holds at least two of the five; the rarest terms single out the
+/// memories that share the text, and their postings are the shortest, so the search costs
+/// what a short query on rare words costs instead of one of up to 128 terms over the whole
+/// namespace.
 const SELF_MATCH_TERMS: usize = 5;
-
-/// The terms the search for a new memory's near-duplicates and rivals uses: its
-/// [`SELF_MATCH_TERMS`] longest distinct terms (longer words are rarer, so they single out
-/// the memories that share the text; ties in order of appearance). A memory that repeats or
-/// contradicts the new one holds nearly all of them, so it ranks at the top however long the
-/// text is, and the search costs what a short query costs instead of one of up to 128
-/// terms over the whole namespace.
-fn self_match_terms(content: &str) -> Vec<String> {
-    let mut terms = memory_core::text::Analyzer::default().query_terms(content);
-    if terms.len() > SELF_MATCH_TERMS {
-        // Stable: equal lengths keep their order of appearance.
-        terms.sort_by_key(|term| std::cmp::Reverse(term.chars().count()));
-        terms.truncate(SELF_MATCH_TERMS);
-    }
-    terms
-}
 
 /// When a statement starts to hold, for ordering the versions of a fact.
 fn start(item: &MemoryItem) -> (DateTime<Utc>, DateTime<Utc>, &str) {
@@ -129,19 +113,20 @@ impl Memory {
         }
         let namespace = item.namespace.clone();
         let config = &self.facts;
+        let mut prepared = Prepared::of(&item);
         let candidates: Vec<Arc<MemoryItem>> = if config.candidates == 0 {
             Vec::new()
         } else {
-            let terms = self_match_terms(&item.content);
+            let terms = prepared.search_terms();
             if terms.is_empty() {
                 Vec::new()
             } else {
-                let query =
-                    SearchQuery::new(namespace.exact(), item.content.clone(), config.candidates)
-                        .with_filter(
-                            MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
-                        )
-                        .with_terms(terms);
+                let query = SearchQuery::new(namespace.exact(), String::new(), config.candidates)
+                    .with_filter(
+                        MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
+                    )
+                    .with_terms(terms)
+                    .with_rarest(SELF_MATCH_TERMS);
                 self.store
                     .search(&query)
                     .await?
@@ -151,7 +136,6 @@ impl Memory {
                     .collect()
             }
         };
-        let mut prepared = Prepared::of(&item);
         if config.duplicates != DuplicatePolicy::KeepBoth
             && let Some(duplicate) = candidates.iter().find(|old| {
                 prepared.duplicates(&item, old, config)

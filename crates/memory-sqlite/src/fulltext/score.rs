@@ -285,8 +285,8 @@ impl<const N: usize> FullText<N> {
     ) -> Result<Top> {
         let mut held = Held::new(k.max(1));
         for namespace in self.namespaces(connection, scope)? {
-            let lists = terms
-                .terms
+            let searched = self.searched_terms(connection, namespace.nid, terms)?;
+            let lists = searched
                 .iter()
                 .map(|term| self.term_blocks(connection, namespace.nid, term))
                 .collect::<Result<Vec<_>>>()?;
@@ -427,6 +427,39 @@ impl<const N: usize> FullText<N> {
     }
 
     /// The blocks of `term` in namespace `nid`, in order.
+    /// The terms one namespace is searched with: all of them, or its
+    /// [`rarest`](QueryTerms::rarest) (chosen from the block counts alone, as
+    /// `memory_core::search::rarest_terms` chooses for every backend).
+    fn searched_terms<'t>(
+        &self,
+        connection: &Connection,
+        nid: i64,
+        terms: &'t QueryTerms,
+    ) -> Result<Vec<&'t str>> {
+        let Some(n) = terms.rarest else {
+            return Ok(terms.terms.iter().map(String::as_str).collect());
+        };
+        let what = || format!("searching the {} index", self.prefix);
+        let mut statement = connection.prepare_cached(&self.sql.term_df).context(what)?;
+        let mut failed = None;
+        let kept = memory_core::search::rarest_terms(&terms.terms, n, |term| {
+            match statement.query_row((nid, term), |row| row.get::<_, i64>(0)) {
+                Ok(df) => u64::try_from(df).unwrap_or(0),
+                Err(error) => {
+                    failed.get_or_insert(error);
+                    0
+                }
+            }
+        });
+        if let Some(error) = failed {
+            return Err(error).context(what);
+        }
+        Ok(kept
+            .into_iter()
+            .map(|index| terms.terms[index].as_str())
+            .collect())
+    }
+
     fn term_blocks(&self, connection: &Connection, nid: i64, term: &str) -> Result<Vec<Block<N>>> {
         let what = || format!("searching the {} index", self.prefix);
         let mut statement = connection
