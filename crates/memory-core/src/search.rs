@@ -38,19 +38,24 @@ pub const PAGE_FIELD_WEIGHTS: [f32; 4] = [3.0, 2.0, 3.0, 1.0];
 /// ([`SearchQuery::rarest`](crate::SearchQuery::rarest)) keeps, given each term's document
 /// frequency in the namespace searched: the indices of the `n` distinct terms that the
 /// fewest documents hold (ties: the earlier term), leaving out terms no document holds and
-/// repeats of a term, in the order of `terms`. Every backend keeps the same terms, so a
-/// restricted search ranks the same everywhere.
+/// repeats of a term, in the order of `terms`. `df` is asked once per distinct term, with
+/// its index in `terms` and the term. Every backend keeps the same terms, so a restricted
+/// search ranks the same everywhere.
 ///
 /// A term's frequency counts every document of the namespace, whatever a search's filter,
 /// as BM25's does.
-pub fn rarest_terms(terms: &[String], n: usize, mut df: impl FnMut(&str) -> u64) -> Vec<usize> {
+pub fn rarest_terms(
+    terms: &[String],
+    n: usize,
+    mut df: impl FnMut(usize, &str) -> u64,
+) -> Vec<usize> {
     let mut held: Vec<(u64, usize)> = Vec::with_capacity(terms.len());
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (index, term) in terms.iter().enumerate() {
         if !seen.insert(term.as_str()) {
             continue;
         }
-        let count = df(term);
+        let count = df(index, term);
         if count > 0 {
             held.push((count, index));
         }
@@ -190,7 +195,7 @@ mod tests {
         let terms: Vec<String> = ["common", "gone", "rare", "mid", "rare", "tie", "other"]
             .map(String::from)
             .to_vec();
-        let df = |term: &str| match term {
+        let df = |_: usize, term: &str| match term {
             "common" => 90,
             "gone" => 0,
             "rare" => 2,

@@ -391,7 +391,7 @@ impl MemoryStore for InMemoryStore {
             let rarest: Vec<String>;
             let searched: &[String] = match query.rarest {
                 Some(n) => {
-                    rarest = memory_core::search::rarest_terms(terms, n, |term| {
+                    rarest = memory_core::search::rarest_terms(terms, n, |_, term| {
                         shard.index.doc_freq(term)
                     })
                     .into_iter()

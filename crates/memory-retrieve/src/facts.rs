@@ -3,8 +3,9 @@
 //!
 //! [`Memory::remember_with`](crate::Memory::remember_with) reconciles each new memory with
 //! the memories of its namespace that resemble it most: the store's own full-text index is
-//! asked for the best [`FactsConfig::candidates`] matches of the new text (a BM25 self-match,
-//! never a scan of the namespace), and those few are compared with the new one:
+//! asked for the best [`FactsConfig::candidates`] matches of the new text's five rarest
+//! terms in the namespace (a BM25 self-match, never a scan of the namespace), and those few
+//! are compared with the new one:
 //!
 //! 1. **Duplicates**: the same kind and a [`similarity`] of their analysed terms at least
 //!    [`FactsConfig::duplicate_similarity`] (1.0 means the same terms), their contexts too

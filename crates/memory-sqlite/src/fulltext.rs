@@ -77,8 +77,9 @@ struct Statements {
     stats_in: String,
     /// Every block of a term in one namespace, in order, with its bounds.
     term_blocks: String,
-    /// How many records of one namespace hold a term (its blocks' counts, no block read).
-    term_df: String,
+    /// How many records of one namespace hold each term of a JSON array (their blocks'
+    /// counts, no block read), by the term's index in the array.
+    term_dfs: String,
     clear_blocks: String,
     clear_stats: String,
 }
@@ -151,8 +152,9 @@ impl Statements {
                 "SELECT first, count, {max_tf}, {min_len}, data FROM {p}_blocks \
                  WHERE nid = ?1 AND term = ?2 ORDER BY first"
             ),
-            term_df: format!(
-                "SELECT coalesce(sum(count), 0) FROM {p}_blocks WHERE nid = ?1 AND term = ?2"
+            term_dfs: format!(
+                "SELECT j.key, (SELECT coalesce(sum(b.count), 0) FROM {p}_blocks b \
+                 WHERE b.nid = ?1 AND b.term = j.value) FROM json_each(?2) j"
             ),
             clear_blocks: format!("DELETE FROM {p}_blocks WHERE nid = ?1"),
             clear_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1"),

@@ -440,20 +440,22 @@ impl<const N: usize> FullText<N> {
             return Ok(terms.terms.iter().map(String::as_str).collect());
         };
         let what = || format!("searching the {} index", self.prefix);
-        let mut statement = connection.prepare_cached(&self.sql.term_df).context(what)?;
-        let mut failed = None;
-        let kept = memory_core::search::rarest_terms(&terms.terms, n, |term| {
-            match statement.query_row((nid, term), |row| row.get::<_, i64>(0)) {
-                Ok(df) => u64::try_from(df).unwrap_or(0),
-                Err(error) => {
-                    failed.get_or_insert(error);
-                    0
-                }
+        let list = serde_json::to_string(&terms.terms).map_err(|error| {
+            memory_core::MemoryError::serialization("encoding query terms", error)
+        })?;
+        let mut dfs = vec![0u64; terms.terms.len()];
+        let mut statement = connection
+            .prepare_cached(&self.sql.term_dfs)
+            .context(what)?;
+        let mut rows = statement.query((nid, list)).context(what)?;
+        while let Some(row) = rows.next().context(what)? {
+            let index: i64 = row.get(0).context(what)?;
+            let df: i64 = row.get(1).context(what)?;
+            if let Some(slot) = usize::try_from(index).ok().and_then(|i| dfs.get_mut(i)) {
+                *slot = u64::try_from(df).unwrap_or(0);
             }
-        });
-        if let Some(error) = failed {
-            return Err(error).context(what);
         }
+        let kept = memory_core::search::rarest_terms(&terms.terms, n, |index, _| dfs[index]);
         Ok(kept
             .into_iter()
             .map(|index| terms.terms[index].as_str())
