@@ -393,3 +393,59 @@ async fn a_failed_import_leaves_postgres_unchanged() {
         before.memories.len() + 600
     );
 }
+
+/// What the planner believes the memories table of `schema` holds (-1: never analysed).
+async fn believed_rows(schema: &TestSchema) -> f64 {
+    schema
+        .raw_client()
+        .await
+        .query_one(
+            "SELECT c.reltuples::float8 FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = 'memories'",
+            &[&schema.name],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// An import searched at once is planned with statistics that know its rows: a batch of a
+/// thousand memories or more, over a tenth of what the planner believed the table held,
+/// analyses the table; a small batch leaves the statistics to autovacuum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_batch_refreshes_the_planner_statistics() {
+    let schema = schema_or_skip!("analyze_batch");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("import/analysed").unwrap();
+    let batch = |from: usize, count: usize| -> Vec<MemoryItem> {
+        (from..from + count)
+            .map(|at| {
+                MemoryItem::new(
+                    ns.clone(),
+                    format!("imported note {at} about the greenhouse"),
+                )
+                .unwrap()
+                .with_id(format!("m{at}"))
+                .unwrap()
+            })
+            .collect()
+    };
+    store.save_many(batch(0, 10)).await.unwrap();
+    assert!(
+        believed_rows(&schema).await < 0.0,
+        "ten memories leave the table unanalysed"
+    );
+    store.save_many(batch(10, 1_500)).await.unwrap();
+    assert_eq!(
+        believed_rows(&schema).await,
+        1_510.0,
+        "the planner knows the imported rows"
+    );
+    let hits = store
+        .search(&memory_core::SearchQuery::new(ns.exact(), "note 1234", 1))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].item.id, "m1234");
+}
