@@ -77,8 +77,9 @@ struct Statements {
     stats_in: String,
     /// Every block of a term in one namespace, in order, with its bounds.
     term_blocks: String,
-    /// How many records of one namespace hold each term of a JSON array (their blocks'
-    /// counts, no block read), by the term's index in the array.
+    /// How many records of one namespace hold each term of a JSON array, and over how many
+    /// blocks (their counts, no block read), by the term's index in the array; from at most
+    /// `?3` blocks of each term (a negative `?3`: all).
     term_dfs: String,
     clear_blocks: String,
     clear_stats: String,
@@ -153,8 +154,12 @@ impl Statements {
                  WHERE nid = ?1 AND term = ?2 ORDER BY first"
             ),
             term_dfs: format!(
-                "SELECT j.key, (SELECT coalesce(sum(b.count), 0) FROM {p}_blocks b \
-                 WHERE b.nid = ?1 AND b.term = j.value) FROM json_each(?2) j"
+                "SELECT j.key, \
+                 (SELECT coalesce(sum(c.count), 0) FROM (SELECT b.count FROM {p}_blocks b \
+                 WHERE b.nid = ?1 AND b.term = j.value LIMIT ?3) c), \
+                 (SELECT count(*) FROM (SELECT 1 FROM {p}_blocks b \
+                 WHERE b.nid = ?1 AND b.term = j.value LIMIT ?3) c) \
+                 FROM json_each(?2) j"
             ),
             clear_blocks: format!("DELETE FROM {p}_blocks WHERE nid = ?1"),
             clear_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1"),

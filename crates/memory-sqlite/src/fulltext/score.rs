@@ -215,6 +215,10 @@ impl<const N: usize> Cursor<'_, N> {
     }
 }
 
+/// Blocks of each term a rarest-terms search sums before it knows whether the term can be
+/// among the rarest (see `FullText::searched_terms`).
+const SEEN_BLOCKS: i64 = 4;
+
 impl<const N: usize> FullText<N> {
     /// The BM25F score of every record in `scope` holding at least one of the query's
     /// terms, as `(score, rid)` in no particular order. Each record is scored with the
@@ -426,10 +430,16 @@ impl<const N: usize> FullText<N> {
         Ok(())
     }
 
-    /// The blocks of `term` in namespace `nid`, in order.
     /// The terms one namespace is searched with: all of them, or its
-    /// [`rarest`](QueryTerms::rarest) (chosen from the block counts alone, as
-    /// `memory_core::search::rarest_terms` chooses for every backend).
+    /// [`rarest`](QueryTerms::rarest), chosen as `memory_core::search::rarest_terms` chooses
+    /// for every backend, from the block counts alone (no block is read).
+    ///
+    /// A frequent term has many blocks, and summing them all for every term of a long text
+    /// is most of the cost. So each term's first [`SEEN_BLOCKS`] blocks are summed first: a
+    /// term with fewer is counted exactly, and a term with more holds at least that sum.
+    /// When `n` exactly counted terms are rarer than that bound, the term cannot be among
+    /// the `n` rarest; only the others are counted in full. The choice is the same as with
+    /// every count in full.
     fn searched_terms<'t>(
         &self,
         connection: &Connection,
@@ -439,29 +449,93 @@ impl<const N: usize> FullText<N> {
         let Some(n) = terms.rarest else {
             return Ok(terms.terms.iter().map(String::as_str).collect());
         };
-        let what = || format!("searching the {} index", self.prefix);
-        let list = serde_json::to_string(&terms.terms).map_err(|error| {
-            memory_core::MemoryError::serialization("encoding query terms", error)
-        })?;
-        let mut dfs = vec![0u64; terms.terms.len()];
-        let mut statement = connection
-            .prepare_cached(&self.sql.term_dfs)
-            .context(what)?;
-        let mut rows = statement.query((nid, list)).context(what)?;
-        while let Some(row) = rows.next().context(what)? {
-            let index: i64 = row.get(0).context(what)?;
-            let df: i64 = row.get(1).context(what)?;
-            if let Some(slot) = usize::try_from(index).ok().and_then(|i| dfs.get_mut(i)) {
-                *slot = u64::try_from(df).unwrap_or(0);
+        let count = terms.terms.len();
+        let mut dfs = vec![0u64; count];
+        let mut capped = vec![false; count];
+        let all: Vec<usize> = (0..count).collect();
+        self.term_dfs(
+            connection,
+            nid,
+            terms,
+            &all,
+            Some(SEEN_BLOCKS),
+            |at, df, blocks| {
+                dfs[at] = df;
+                capped[at] = blocks >= SEEN_BLOCKS;
+            },
+        )?;
+        if capped.iter().any(|capped| *capped) {
+            // The n-th rarest of the exactly counted terms, by (count, position).
+            let mut exact: Vec<(u64, usize)> = (0..count)
+                .filter(|&at| !capped[at] && dfs[at] > 0)
+                .map(|at| (dfs[at], at))
+                .collect();
+            let bar = if n > 0 && exact.len() >= n {
+                exact.select_nth_unstable(n - 1);
+                Some(exact[n - 1])
+            } else {
+                None
+            };
+            let mut unsure = Vec::new();
+            for at in (0..count).filter(|&at| capped[at]) {
+                if bar.is_some_and(|bar| (dfs[at], at) > bar) {
+                    // At least n terms are rarer than its lower bound.
+                    dfs[at] = u64::MAX;
+                } else {
+                    unsure.push(at);
+                }
+            }
+            if !unsure.is_empty() {
+                self.term_dfs(connection, nid, terms, &unsure, None, |at, df, _| {
+                    dfs[at] = df;
+                })?;
             }
         }
-        let kept = memory_core::search::rarest_terms(&terms.terms, n, |index, _| dfs[index]);
+        let kept = memory_core::search::rarest_terms(&terms.terms, n, |at, _| dfs[at]);
         Ok(kept
             .into_iter()
-            .map(|index| terms.terms[index].as_str())
+            .map(|at| terms.terms[at].as_str())
             .collect())
     }
 
+    /// Calls `found(at, count, blocks)` for each term `terms.terms[at]`, `at` in `which`,
+    /// with how many records of namespace `nid` hold it and over how many blocks, in one
+    /// statement; with `seen`, from at most that many of its first blocks.
+    fn term_dfs(
+        &self,
+        connection: &Connection,
+        nid: i64,
+        terms: &QueryTerms,
+        which: &[usize],
+        seen: Option<i64>,
+        mut found: impl FnMut(usize, u64, i64),
+    ) -> Result<()> {
+        let what = || format!("searching the {} index", self.prefix);
+        let list = serde_json::to_string(
+            &which
+                .iter()
+                .filter_map(|&at| terms.terms.get(at))
+                .collect::<Vec<_>>(),
+        )
+        .map_err(|error| memory_core::MemoryError::serialization("encoding query terms", error))?;
+        let mut statement = connection
+            .prepare_cached(&self.sql.term_dfs)
+            .context(what)?;
+        let mut rows = statement
+            .query((nid, list, seen.unwrap_or(-1)))
+            .context(what)?;
+        while let Some(row) = rows.next().context(what)? {
+            let index: i64 = row.get(0).context(what)?;
+            let df: i64 = row.get(1).context(what)?;
+            let blocks: i64 = row.get(2).context(what)?;
+            if let Some(&at) = usize::try_from(index).ok().and_then(|i| which.get(i)) {
+                found(at, u64::try_from(df).unwrap_or(0), blocks);
+            }
+        }
+        Ok(())
+    }
+
+    /// The blocks of `term` in namespace `nid`, in order.
     fn term_blocks(&self, connection: &Connection, nid: i64, term: &str) -> Result<Vec<Block<N>>> {
         let what = || format!("searching the {} index", self.prefix);
         let mut statement = connection

@@ -537,7 +537,8 @@ async fn filtered_searches_over_several_namespaces_rank_as_in_memory() {
 /// Terms held by thousands of records span many blocks of postings, which saves in batches,
 /// single saves, rewrites and deletes split, reshape and empty; the pruned search still
 /// returns exactly the in-memory backend's hits, scores and order (ties by id included), for
-/// small and large `top_k`, with and without filters that turn records away.
+/// small and large `top_k`, with and without filters that turn records away, and when it
+/// keeps only the rarest terms (chosen from a few blocks of a frequent term, or all).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruned_search_over_many_blocks_ranks_as_in_memory() {
     use memory_core::{MemoryKind, Scope};
@@ -618,9 +619,18 @@ async fn pruned_search_over_many_blocks_ranks_as_in_memory() {
             "apple river stone garden",
             "winter letter bread market",
         ] {
-            for top_k in [1, 10, 100, usize::MAX] {
-                let query =
+            for (top_k, rarest) in [
+                (1, None),
+                (10, None),
+                (100, None),
+                (usize::MAX, None),
+                (10, Some(1)),
+                (10, Some(2)),
+                (100, Some(3)),
+            ] {
+                let mut query =
                     SearchQuery::new(filter.scope.clone(), text, top_k).with_filter(filter.clone());
+                query.rarest = rarest;
                 let hits = |hits: Vec<memory_core::SearchHit>| {
                     hits.into_iter()
                         .map(|hit| {
@@ -637,9 +647,61 @@ async fn pruned_search_over_many_blocks_ranks_as_in_memory() {
                 assert_eq!(
                     hits(sqlite.memory_store().search(&query).await.unwrap()),
                     expected,
-                    "{text:?} top {top_k} with {filter:?}"
+                    "{text:?} top {top_k}, rarest {rarest:?}, with {filter:?}"
                 );
             }
         }
     }
+}
+
+/// A rarest-terms search that sees only a few blocks of a frequent term still counts a term
+/// in full when its blocks were thinned by deletes: a term whose first blocks are nearly
+/// empty can be rarer than one counted exactly, and is kept, as in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rarest_terms_count_thinned_blocks_in_full() {
+    let sqlite = SqliteBackend::open_in_memory().unwrap();
+    let memory = InMemoryStore::new();
+    let ns = Namespace::parse("thinned").unwrap();
+    let mut items = Vec::new();
+    for at in 0..640 {
+        items.push(
+            MemoryItem::new(ns.clone(), format!("sparse filler{}", at % 7))
+                .unwrap()
+                .with_id(format!("s{at:03}"))
+                .unwrap(),
+        );
+    }
+    for at in 0..300 {
+        items.push(
+            MemoryItem::new(ns.clone(), "dense other")
+                .unwrap()
+                .with_id(format!("d{at:03}"))
+                .unwrap(),
+        );
+    }
+    sqlite
+        .memory_store()
+        .save_many(items.clone())
+        .await
+        .unwrap();
+    memory.save_many(items).await.unwrap();
+    // 40 of the 640 left, spread over the five blocks the 640 filled.
+    let gone: Vec<String> = (0..640)
+        .filter(|at| at % 16 != 0)
+        .map(|at| format!("s{at:03}"))
+        .collect();
+    sqlite.memory_store().delete_many(&ns, &gone).await.unwrap();
+    memory.delete_many(&ns, &gone).await.unwrap();
+    sqlite.check_integrity().await.unwrap();
+    let query = SearchQuery::new(ns.exact(), "dense sparse", 50).with_rarest(1);
+    let ids = |hits: Vec<memory_core::SearchHit>| -> Vec<String> {
+        hits.into_iter().map(|hit| hit.item.id.clone()).collect()
+    };
+    let expected = ids(memory.search(&query).await.unwrap());
+    assert_eq!(expected.len(), 40, "the 40 left hold the rarer term");
+    assert!(expected.iter().all(|id| id.starts_with('s')));
+    assert_eq!(
+        ids(sqlite.memory_store().search(&query).await.unwrap()),
+        expected
+    );
 }
