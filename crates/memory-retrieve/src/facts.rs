@@ -72,12 +72,7 @@ pub struct FactsConfig {
     /// What a detected conflict does.
     pub conflicts: ConflictPolicy,
     /// How many of the most similar stored memories are compared with a new one (the
-    /// search's `top_k`); 0 turns duplicate and conflict detection off. Default 4: the
-    /// search on the new text's rarest terms ranks its repeats and rivals first, so against
-    /// 8 the changing-facts eval flags 1,930 instead of 1,931 true changes (and 544 instead
-    /// of 549 false ones), LoCoMo's and LongMemEval's rankings are the same (one repeat in
-    /// 47,404 LongMemEval turns is not merged), and `remember` costs a quarter less in
-    /// memory (each candidate is read by the duplicate check and the detector).
+    /// search's `top_k`); 0 turns duplicate and conflict detection off.
     pub candidates: usize,
 }
 
@@ -87,7 +82,7 @@ impl Default for FactsConfig {
             duplicates: DuplicatePolicy::Merge,
             duplicate_similarity: 0.9,
             conflicts: ConflictPolicy::Flag,
-            candidates: 4,
+            candidates: 8,
         }
     }
 }
