@@ -7,7 +7,9 @@
 #      (@modelcontextprotocol/server-memory from npm): the same tool calls to both, the same
 #      entities, relations and observations back, and its memory.jsonl imported into ours;
 #   4. a load test from a second process (wrk) of HTTP recall on a 10k-memory namespace on
-#      SQLite, printing throughput and latency percentiles.
+#      SQLite, and on PostgreSQL when AGENT_MEMORY_TEST_POSTGRES_URL names a server (in a
+#      schema of its own, dropped after), with remembers beside it: throughput and latency
+#      percentiles, no failed request, every acknowledged write stored.
 # Usage: bash crates/agent-memory-cli/e2e.sh   (from the workspace root; needs python3 with
 # venv, node/npx 20 and network access to PyPI and npm; installs wrk with apt-get if missing)
 # Environment: E2E_EXAMPLES (schemathesis examples per operation, default 10),
@@ -105,7 +107,6 @@ reference="$node_dir/node_modules/@modelcontextprotocol/server-memory/dist/index
   @modelcontextprotocol/server-memory@2026.8.31
 node "$root/crates/agent-memory-cli/e2e/compat.mjs" "$reference" "$bin" "$work"
 
-echo "==> load: HTTP recall on a 10k-memory namespace (SQLite) with remember traffic beside it, wrk for ${seconds}s"
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 # The 10,000 memories are imported in one transaction (remembering them one by one, each
 # reconciled with those before it, is the import's job, not the load test's).
@@ -125,10 +126,17 @@ with open(sys.argv[1], "w") as out:
             "credibility": 1.0, "created_at": "2026-01-01T00:00:00Z",
             "updated_at": "2026-01-01T00:00:00Z", "last_accessed": None, "access_count": 0}) + "\n")
 PY
-"$bin" --store "$work/load.db" --json import --format agent-memory "$work/seed.jsonl"
-start_server "$work/load.db"
-key="$(new_key load)"
-cat > "$work/recall.lua" <<LUA
+
+# Recall under load on store $1 (named $2), with remember traffic beside it: every request
+# must succeed, and every write acknowledged must be stored (counted after).
+load_test() {
+  local store="$1" label="$2"
+  echo "==> load: HTTP recall on a 10k-memory namespace ($label) with remember traffic beside it, wrk for ${seconds}s"
+  "$bin" --store "$store" --json import --format agent-memory "$work/seed.jsonl" >/dev/null
+  start_server "$store"
+  local server="${pids[-1]}"
+  key="$(new_key load)"
+  cat > "$work/recall.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $key"
@@ -139,8 +147,8 @@ request = function()
   return wrk.format(nil, "/v1/recall", nil, '{"query":"' .. queries[(n % #queries) + 1] .. '","limit":10}')
 end
 LUA
-# A writer beside the load: one remember after another, each counted once acknowledged.
-python3 - "$address" "$key" "$seconds" > "$work/writes.txt" <<'PY' &
+  # A writer beside the load: one remember after another, each counted once acknowledged.
+  python3 - "$address" "$key" "$seconds" > "$work/writes.txt" <<'PY' &
 import json, sys, time, urllib.request
 address, key, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 acknowledged, started, index = 0, time.monotonic(), 0
@@ -154,39 +162,56 @@ while time.monotonic() - started < seconds:
     index += 1
 print(acknowledged)
 PY
-writer=$!
-wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
-wait "$writer"
-acknowledged="$(cat "$work/writes.txt")"
-# With E2E_RATE set: recall at that steady rate (open loop), with rare-word queries, then
-# queries whose words each occur in a third of the memories. oha (`cargo install oha`) when
-# installed, with its correction for coordinated omission; else e2e/openloop.py.
-if [ -n "${E2E_RATE:-}" ]; then
-  rare='["1234", "5678", "42", "999", "3141"]'
-  common='["alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"]'
-  for queries in "$rare" "$common"; do
-    if command -v oha >/dev/null; then
-      python3 -c 'import json,sys; [print(json.dumps({"query": q, "limit": 10})) for q in json.loads(sys.argv[1])]' \
-        "$queries" > "$work/bodies.jsonl"
-      echo "rate $E2E_RATE/s for ${seconds}s: $queries"
-      oha -z "${seconds}s" -q "$E2E_RATE" --latency-correction -c 8 --no-tui -m POST \
-        -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-        -Z "$work/bodies.jsonl" "http://$address/v1/recall" |
-        grep -E 'Success rate|Requests/sec|(50|90|99)\.00% in|^ *\[[0-9]{3}\] [0-9]+ responses'
-    else
-      python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" "$E2E_RATE" "$seconds" 8 "$queries"
-    fi
-  done
+  local writer=$!
+  wrk -t2 -c8 -d"${seconds}s" --latency -s "$work/recall.lua" "http://$address" | tee "$work/wrk.txt"
+  wait "$writer"
+  local acknowledged
+  acknowledged="$(cat "$work/writes.txt")"
+  # With E2E_RATE set: recall at that steady rate (open loop), with rare-word queries, then
+  # queries whose words each occur in a third of the memories. oha (`cargo install oha`)
+  # when installed, with its correction for coordinated omission; else e2e/openloop.py.
+  if [ -n "${E2E_RATE:-}" ]; then
+    local rare='["1234", "5678", "42", "999", "3141"]'
+    local common='["alpha bravo", "tango zulu note", "kilo lima mike", "echo", "victor whiskey xray"]'
+    local queries
+    for queries in "$rare" "$common"; do
+      if command -v oha >/dev/null; then
+        python3 -c 'import json,sys; [print(json.dumps({"query": q, "limit": 10})) for q in json.loads(sys.argv[1])]' \
+          "$queries" > "$work/bodies.jsonl"
+        echo "$label, rate $E2E_RATE/s for ${seconds}s: $queries"
+        oha -z "${seconds}s" -q "$E2E_RATE" --latency-correction -c 8 --no-tui -m POST \
+          -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+          -Z "$work/bodies.jsonl" "http://$address/v1/recall" |
+          grep -E 'Success rate|Requests/sec|(50|90|99)\.00% in|^ *\[[0-9]{3}\] [0-9]+ responses'
+      else
+        python3 "$root/crates/agent-memory-cli/e2e/openloop.py" "$address" "$key" "$E2E_RATE" "$seconds" 8 "$queries"
+      fi
+    done
+  fi
+  # Every response was a success.
+  if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
+    echo "e2e: the load test on $label saw failed requests" >&2
+    exit 1
+  fi
+  # Nothing acknowledged is lost: the server holds the seed and every write it acknowledged.
+  local stored expected
+  stored="$(curl -fsS "http://$address/v1/stats?namespace=load" -H "Authorization: Bearer $key" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')"
+  expected=$((10000 + acknowledged))
+  echo "$label: remembered during the load: $acknowledged acknowledged; stored $stored of $expected"
+  [ "$stored" = "$expected" ] || { echo "e2e: $label: $stored memories stored, $expected expected" >&2; exit 1; }
+  kill -TERM "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+}
+
+load_test "$work/load.db" SQLite
+# PostgreSQL too when a server is named (as `.ci/run` does), in a schema of its own that is
+# dropped afterwards.
+if [ -n "${AGENT_MEMORY_TEST_POSTGRES_URL:-}" ]; then
+  export AGENT_MEMORY_POSTGRES_SCHEMA="e2e_load_$(date +%s)_$RANDOM"
+  if command -v psql >/dev/null; then
+    trap 'cleanup; psql "$AGENT_MEMORY_TEST_POSTGRES_URL" -qc "DROP SCHEMA IF EXISTS $AGENT_MEMORY_POSTGRES_SCHEMA CASCADE" >/dev/null 2>&1 || true' EXIT
+  fi
+  load_test "$AGENT_MEMORY_TEST_POSTGRES_URL" PostgreSQL
 fi
-# Every response was a success.
-if grep -q "Non-2xx or 3xx responses\|Socket errors" "$work/wrk.txt"; then
-  echo "e2e: the load test saw failed requests" >&2
-  exit 1
-fi
-# Nothing acknowledged is lost: the server holds the seed and every write it acknowledged.
-stored="$(curl -fsS "http://$address/v1/stats?namespace=load" -H "Authorization: Bearer $key" |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')"
-expected=$((10000 + acknowledged))
-echo "remembered during the load: $acknowledged acknowledged; stored $stored of $expected"
-[ "$stored" = "$expected" ] || { echo "e2e: $stored memories stored, $expected expected" >&2; exit 1; }
 echo "e2e: all checks passed"
