@@ -21,6 +21,7 @@ use crate::sql::{
 };
 
 mod least_valuable;
+mod planner;
 mod row;
 
 use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
@@ -507,8 +508,8 @@ impl MemoryStore for PostgresStore {
         }))
         .await?;
         transaction.commit().await.context(what)?;
-        if encoded.len() >= ANALYZE_BATCH {
-            refresh_planner_statistics(&self.db, encoded.len()).await;
+        if encoded.len() >= planner::ANALYZE_BATCH {
+            planner::refresh_statistics(&self.db, encoded.len()).await;
         }
         Ok(())
     }
@@ -680,44 +681,5 @@ impl MemoryStore for PostgresStore {
             })
             .await?;
         Ok(())
-    }
-}
-
-/// Memories one `save_many` writes at least before the table's planner statistics are
-/// looked at (see [`refresh_planner_statistics`]).
-const ANALYZE_BATCH: usize = 1_000;
-
-/// After a large batch (an import), `ANALYZE`s the memories table when the batch holds more
-/// than a tenth of the rows the planner believes the table has (or it was never analysed).
-///
-/// Why: the planner's row estimates come from the last `ANALYZE`. A table filled by an
-/// import and searched at once still looks empty to it, so it reads a namespace through its
-/// time index and filters every row by term (14 ms for a rare word in 10,000 memories)
-/// instead of through the terms' GIN index; autovacuum would fix that a minute later, and is
-/// off on some servers. The rule is autovacuum's own (a tenth of the table changed), so an
-/// import of a million rows in chunks analyses a few times, not once per chunk. The batch is
-/// committed already: a failure here (a role that may not analyse the table, a closed pool)
-/// changes no data and is ignored.
-async fn refresh_planner_statistics(db: &crate::database::Database, written: usize) {
-    let Ok(client) = db.client("refreshing planner statistics").await else {
-        return;
-    };
-    let believed = client
-        .query_opt(
-            "SELECT c.reltuples::float8 FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = 'memories'",
-            &[&db.schema()],
-        )
-        .await;
-    let Ok(Some(row)) = believed else {
-        return;
-    };
-    let rows: f64 = row.try_get(0).unwrap_or(0.0);
-    // `reltuples` is -1 for a table never analysed.
-    if written as f64 > 0.1 * rows.max(0.0) {
-        let _ = client
-            .batch_execute(&db.qualify("ANALYZE {s}.memories"))
-            .await;
     }
 }
