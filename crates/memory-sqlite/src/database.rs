@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use memory_core::{MemoryError, Result, TagConstraints};
@@ -12,6 +12,10 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::error::Context;
 use crate::schema;
+
+mod readers;
+
+use readers::Readers;
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
 ///
@@ -58,7 +62,8 @@ impl Synchronous {
 }
 
 /// Settings for opening a database. `Default` is the safe choice: a 5 second busy timeout,
-/// [`Synchronous::Full`], and the default [`TagConstraints`].
+/// [`Synchronous::Full`], up to [`DEFAULT_READ_CONNECTIONS`] read connections, and the
+/// default [`TagConstraints`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
     /// How long a write waits for another connection (another process, or another
@@ -69,7 +74,18 @@ pub struct SqliteOptions {
     pub synchronous: Synchronous,
     /// Tag limits of the knowledge graph.
     pub tag_constraints: TagConstraints,
+    /// The most connections a file database opens for reads beside the one that writes
+    /// (searches, lists, lookups, traversals). They are opened when reads overlap, so one
+    /// reader at a time uses one; 0 sends every read through the writing connection. An
+    /// in-memory database has no readers (its data lives in its one connection).
+    pub read_connections: usize,
 }
+
+/// The default of [`SqliteOptions::read_connections`].
+pub const DEFAULT_READ_CONNECTIONS: usize = 4;
+
+/// The most read connections [`SqliteOptions::read_connections`] may ask for.
+pub const MAX_READ_CONNECTIONS: usize = 64;
 
 impl Default for SqliteOptions {
     fn default() -> Self {
@@ -77,6 +93,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             synchronous: Synchronous::Full,
             tag_constraints: TagConstraints::default(),
+            read_connections: DEFAULT_READ_CONNECTIONS,
         }
     }
 }
@@ -99,6 +116,12 @@ impl SqliteOptions {
         self.tag_constraints = constraints;
         self
     }
+
+    /// Sets the most read connections (0: reads share the writing connection).
+    pub fn with_read_connections(mut self, connections: usize) -> Self {
+        self.read_connections = connections;
+        self
+    }
 }
 
 /// How many prepared statements a connection keeps (rusqlite's default is 16, fewer than
@@ -112,14 +135,21 @@ const STATEMENT_CACHE: usize = 128;
 /// cache they were written to the WAL and read back within the same transaction.
 const PAGE_CACHE_KIB: i64 = 65_536;
 
-/// One SQLite connection shared by the three stores of a backend.
+/// The connections shared by the three stores of a backend: one that writes, and for a file
+/// a pool of connections that only read.
 ///
 /// SQLite calls block, so [`call`](Self::call) runs them on tokio's blocking pool when called
 /// from a task of a tokio runtime (or anywhere under a current-thread runtime), and inline
 /// otherwise: under a different executor, or on a thread blocked in a multi-threaded
 /// runtime's `block_on`, where no async worker waits.
-/// The connection is behind a mutex: calls on one backend run one at a time, which is also
-/// what SQLite's single writer would impose.
+///
+/// The writing connection is behind a mutex: writes on one backend run one at a time, which
+/// is also what SQLite's single writer would impose. Reads ([`query`](Self::query),
+/// [`read`](Self::read)) take a reader of their own: in WAL mode a reader sees every
+/// transaction committed before its statement (or its read transaction) began, so a read
+/// after an acknowledged write finds it, and it never waits for a write in progress, nor a
+/// write for it. A recall used to queue behind the batch of recall statistics the previous
+/// recalls had started, and behind every other read.
 #[derive(Clone)]
 pub(crate) struct Database {
     inner: Arc<Inner>,
@@ -127,9 +157,22 @@ pub(crate) struct Database {
 
 struct Inner {
     connection: Mutex<Connection>,
+    /// The read connections; `None` for an in-memory database or with no readers asked for.
+    readers: Option<Readers>,
     path: Option<PathBuf>,
     /// The durability of the database's commits ([`SqliteOptions::synchronous`]).
     synchronous: Synchronous,
+}
+
+impl Inner {
+    /// The writing connection, locked. A panic while the lock was held cannot leave a
+    /// transaction open (dropping the transaction rolls it back), so a poisoned lock is safe
+    /// to take over.
+    fn writer(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl fmt::Debug for Database {
@@ -143,6 +186,15 @@ impl fmt::Debug for Database {
 impl Database {
     /// Opens (creating if needed) the database file at `path` and brings its schema up to date.
     pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Self> {
+        if options.read_connections > MAX_READ_CONNECTIONS {
+            return Err(MemoryError::invalid(
+                "read_connections",
+                format!(
+                    "{} is over the limit of {MAX_READ_CONNECTIONS}",
+                    options.read_connections
+                ),
+            ));
+        }
         let display = path.display().to_string();
         let connection = Connection::open(path).context(|| format!("opening {display}"))?;
         Self::prepare(connection, Some(path.to_path_buf()), &display, options)
@@ -204,9 +256,14 @@ impl Database {
         // Statements are prepared once and cached by their text: the stores and the
         // full-text index use a few dozen.
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let readers = path
+            .as_ref()
+            .filter(|_| options.read_connections > 0)
+            .map(|path| Readers::new(path.clone(), options.busy_timeout, options.read_connections));
         Ok(Self {
             inner: Arc::new(Inner {
                 connection: Mutex::new(connection),
+                readers,
                 path,
                 synchronous: options.synchronous,
             }),
@@ -233,32 +290,43 @@ impl Database {
         T: Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        let run = move || {
-            // A panic while the lock was held cannot leave a transaction open (dropping the
-            // transaction rolls it back), so a poisoned lock is safe to take over.
-            let mut connection = inner
-                .connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            operation(&mut connection)
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) if !blocks_no_worker(&handle) => handle
-                .spawn_blocking(run)
-                .await
-                .map_err(|error| MemoryError::storage("running an sqlite call", error))?,
-            _ => run(),
-        }
+        off_workers(move || operation(&mut inner.writer())).await
     }
 
-    /// Runs `operation` in one read transaction (a deferred `BEGIN`), so its statements see
-    /// one snapshot of the file even while other connections write.
+    /// Runs `operation` with a read connection (the writing one when there are no
+    /// readers), off the async worker threads as [`call`](Self::call) does. The connection
+    /// refuses writes.
+    pub(crate) async fn query<T, F>(&self, operation: F) -> Result<T>
+    where
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        off_workers(move || match inner.readers.as_ref() {
+            Some(readers) => {
+                let mut lease = readers.lease()?;
+                match lease.connection.as_mut() {
+                    Some(connection) => operation(connection),
+                    None => Err(MemoryError::storage(
+                        "reading",
+                        "a read connection was lost",
+                    )),
+                }
+            }
+            None => operation(&mut inner.writer()),
+        })
+        .await
+    }
+
+    /// Runs `operation` in one read transaction (a deferred `BEGIN`) on a read connection
+    /// ([`query`](Self::query)), so its statements see one snapshot of the file even while
+    /// other connections write.
     pub(crate) async fn read<T, F>(&self, what: &'static str, operation: F) -> Result<T>
     where
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.call(move |connection| {
+        self.query(move |connection| {
             let transaction = connection
                 .transaction()
                 .context(|| format!("{what}: beginning a transaction"))?;
@@ -277,12 +345,7 @@ impl Database {
         &self,
         operation: impl FnOnce(&mut Connection) -> Result<T>,
     ) -> Result<T> {
-        let mut connection = self
-            .inner
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        operation(&mut connection)
+        operation(&mut self.inner.writer())
     }
 
     /// [`write`](Self::write) for statistics the database can do without after power loss
@@ -323,6 +386,21 @@ impl Database {
     {
         self.call(move |connection| in_transaction(connection, what, operation))
             .await
+    }
+}
+
+/// Runs the blocking `run` on tokio's blocking pool when called from a task of a tokio
+/// runtime (or anywhere under a current-thread runtime), and inline otherwise
+/// ([`blocks_no_worker`]).
+async fn off_workers<T: Send + 'static>(
+    run: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if !blocks_no_worker(&handle) => handle
+            .spawn_blocking(run)
+            .await
+            .map_err(|error| MemoryError::storage("running an sqlite call", error))?,
+        _ => run(),
     }
 }
 
@@ -500,5 +578,123 @@ mod tests {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("agent-memory-{name}-{}", memory_core::new_id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let file = dir.join("db.sqlite");
+        (dir, file)
+    }
+
+    /// A read runs while a write transaction is open on the writing connection, and sees
+    /// what was committed before it began, not the write in progress; once the write
+    /// commits, the next read sees it.
+    #[test]
+    fn reads_do_not_wait_for_a_write_in_progress() {
+        let (dir, file) = scratch("readers");
+        let database = Database::open(&file, &SqliteOptions::default()).expect("opened");
+        let count = |database: &Database| {
+            futures_lite_block_on(database.query(|connection| {
+                connection
+                    .query_row("SELECT count(*) FROM meta WHERE key = 'test'", [], |row| {
+                        row.get::<_, i64>(0)
+                    })
+                    .map_err(|error| MemoryError::storage("counting", error))
+            }))
+            .expect("read")
+        };
+        let (started, start) = std::sync::mpsc::channel();
+        let (finish, finished) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let database = database.clone();
+            std::thread::spawn(move || {
+                futures_lite_block_on(database.write("test", move |transaction| {
+                    transaction
+                        .execute("INSERT INTO meta (key, value) VALUES ('test', 'x')", [])
+                        .map_err(|error| MemoryError::storage("inserting", error))?;
+                    started.send(()).expect("told");
+                    finished.recv().expect("released");
+                    Ok(())
+                }))
+            })
+        };
+        start.recv().expect("the write began");
+        assert_eq!(count(&database), 0, "a read sees only committed writes");
+        finish.send(()).expect("release");
+        writer.join().expect("joined").expect("written");
+        assert_eq!(count(&database), 1, "a read after the commit sees it");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Read connections refuse writes, never open more than asked for, and with none asked
+    /// for (or in memory) reads go through the writing connection.
+    #[test]
+    fn read_connections_are_bounded_and_read_only() {
+        let (dir, file) = scratch("readers-bounded");
+        let options = SqliteOptions::default().with_read_connections(2);
+        let database = Database::open(&file, &options).expect("opened");
+        let refused = futures_lite_block_on(database.query(|connection| {
+            connection
+                .execute("INSERT INTO meta (key, value) VALUES ('test', 'x')", [])
+                .map_err(|error| MemoryError::storage("inserting", error))
+        }));
+        assert!(refused.is_err(), "a read connection must refuse writes");
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let database = database.clone();
+                std::thread::spawn(move || {
+                    futures_lite_block_on(database.query(|_| {
+                        std::thread::sleep(Duration::from_millis(20));
+                        Ok(())
+                    }))
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("joined").expect("read");
+        }
+        let readers = database.inner.readers.as_ref().expect("a file has readers");
+        assert_eq!(readers.state().open, 2);
+        assert_eq!(readers.state().idle.len(), 2);
+
+        let none = Database::open(&file, &SqliteOptions::default().with_read_connections(0))
+            .expect("opened");
+        assert!(none.inner.readers.is_none());
+        let memory = Database::open_in_memory(&SqliteOptions::default()).expect("opened");
+        assert!(memory.inner.readers.is_none());
+        let written = futures_lite_block_on(memory.query(|connection| {
+            connection
+                .execute("INSERT INTO meta (key, value) VALUES ('test', 'x')", [])
+                .map_err(|error| MemoryError::storage("inserting", error))
+        }));
+        assert_eq!(written.expect("the writer reads in memory"), 1);
+
+        let too_many = SqliteOptions::default().with_read_connections(MAX_READ_CONNECTIONS + 1);
+        match Database::open(&file, &too_many) {
+            Err(MemoryError::InvalidInput { field, .. }) => assert_eq!(field, "read_connections"),
+            other => panic!("expected InvalidInput, got {:?}", other.map(|_| ())),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Polls `future` on this thread until it is ready (no runtime: calls run inline).
+    fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
+        struct Wake(std::thread::Thread);
+        impl std::task::Wake for Wake {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = std::task::Waker::from(Arc::new(Wake(std::thread::current())));
+        let mut context = std::task::Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
+                return out;
+            }
+            std::thread::park();
+        }
     }
 }

@@ -340,7 +340,7 @@ impl KnowledgeGraph for SqliteGraph {
             .bind(id.to_owned());
         let what = format!("reading entity {id} in {namespace}");
         self.db
-            .call(move |connection| query_entities(connection, &sql, &what))
+            .query(move |connection| query_entities(connection, &sql, &what))
             .await
             .map(|entities| entities.into_iter().next())
     }
@@ -445,7 +445,7 @@ impl KnowledgeGraph for SqliteGraph {
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 let mut out = Vec::new();
                 // Outgoing, then incoming; a relation from the entity to itself is listed once.
                 for sql in [
@@ -516,7 +516,7 @@ impl KnowledgeGraph for SqliteGraph {
         sql.push(" ORDER BY e.ns, e.id");
         let keywords: Vec<String> = usable.into_iter().cloned().collect();
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 let mut entities = query_entities(connection, &sql, "finding entities by keyword")?;
                 // The rule itself decides; SQL only narrowed the candidates.
                 entities.retain(|entity| {
@@ -537,7 +537,7 @@ impl KnowledgeGraph for SqliteGraph {
             .and_prefix("t.tag", &prefix.to_lowercase())
             .push(" ORDER BY t.tag");
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 connection
                     .prepare_cached(&sql.text)
                     .and_then(|mut statement| {
@@ -559,7 +559,7 @@ impl KnowledgeGraph for SqliteGraph {
         );
         sql.bind(tag.as_str().to_owned()).and_scope("e.ns", scope);
         self.db
-            .call(move |connection| count(connection, &sql, "counting entities by tag"))
+            .query(move |connection| count(connection, &sql, "counting entities by tag"))
             .await
     }
 
@@ -599,7 +599,7 @@ impl KnowledgeGraph for SqliteGraph {
         let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
         sql.and_scope("e.ns", scope).push(" ORDER BY e.ns, e.id");
         self.db
-            .call(move |connection| query_entities(connection, &sql, "listing entities"))
+            .query(move |connection| query_entities(connection, &sql, "listing entities"))
             .await
     }
 
@@ -610,7 +610,7 @@ impl KnowledgeGraph for SqliteGraph {
         sql.and_scope("r.ns", scope)
             .push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id");
         self.db
-            .call(move |connection| query_relations(connection, &sql, "listing relations"))
+            .query(move |connection| query_relations(connection, &sql, "listing relations"))
             .await
     }
 
@@ -635,7 +635,7 @@ impl KnowledgeGraph for SqliteGraph {
         let mut sql = Sql::new("SELECT DISTINCT e.ns FROM entities e WHERE 1");
         sql.and_scope("e.ns", scope).push(" ORDER BY e.ns");
         self.db
-            .call(move |connection| namespaces(connection, &sql, "listing entity namespaces"))
+            .query(move |connection| namespaces(connection, &sql, "listing entity namespaces"))
             .await
     }
 
@@ -661,7 +661,7 @@ impl KnowledgeGraph for SqliteGraph {
             .bind(id.to_owned())
             .push(")");
         self.db
-            .call(move |connection| count(connection, &sql, "counting relations"))
+            .query(move |connection| count(connection, &sql, "counting relations"))
             .await
     }
 }

@@ -167,7 +167,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
             .bind(id.to_owned());
         let what = format!("reading page {id} in {namespace}");
         self.db
-            .call(move |connection| query_pages(connection, &sql, &what))
+            .query(move |connection| query_pages(connection, &sql, &what))
             .await
             .map(|pages| pages.into_iter().next())
     }
@@ -246,7 +246,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         ));
         sql.and_scope("p.ns", scope).push(ORDER);
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 let rows = connection
                     .prepare_cached(&sql.text)
                     .and_then(|mut statement| {
@@ -324,14 +324,14 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         let mut sql = Sql::new("SELECT DISTINCT p.ns FROM pages p WHERE 1");
         sql.and_scope("p.ns", scope).push(" ORDER BY p.ns");
         self.db
-            .call(move |connection| namespaces(connection, &sql, "listing page namespaces"))
+            .query(move |connection| namespaces(connection, &sql, "listing page namespaces"))
             .await
     }
 
     async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 connection
                     .prepare_cached(
                         "SELECT CASE WHEN EXISTS (SELECT 1 FROM pages WHERE ns = ?1 AND id = ?2) \
@@ -364,7 +364,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
         let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM pages p WHERE 1"));
         sql.and_scope("p.ns", scope).push(ORDER);
         self.db
-            .call(move |connection| query_pages(connection, &sql, "listing pages"))
+            .query(move |connection| query_pages(connection, &sql, "listing pages"))
             .await
     }
 }

@@ -99,7 +99,7 @@ use crate::database::Database;
 use crate::error::Context;
 
 pub use crate::{
-    database::{SqliteOptions, Synchronous},
+    database::{DEFAULT_READ_CONNECTIONS, MAX_READ_CONNECTIONS, SqliteOptions, Synchronous},
     graph_store::SqliteGraph,
     knowledge_store::SqliteKnowledgeStore,
     memory_store::SqliteStore,
@@ -108,7 +108,8 @@ pub use crate::{
 
 /// One SQLite database with its three stores.
 ///
-/// Cheap to clone; every clone and every store taken from it shares the same connection.
+/// Cheap to clone; every clone and every store taken from it shares the same connections
+/// (one that writes, and for a file up to [`SqliteOptions::read_connections`] that read).
 /// The database closes when the last of them is dropped.
 #[derive(Clone, Debug)]
 pub struct SqliteBackend {
@@ -138,6 +139,8 @@ impl SqliteBackend {
     /// There is no read-only open: every store takes writes (recall statistics included).
     ///
     /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `read_connections` when it is over
+    /// [`MAX_READ_CONNECTIONS`];
     /// [`MemoryError::Storage`] when the file cannot be opened, is not an SQLite database,
     /// belongs to another application, or has a newer schema than this build reads;
     /// [`MemoryError::Conflict`] when another connection holds the database locked past the

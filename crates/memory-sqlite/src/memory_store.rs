@@ -372,7 +372,7 @@ impl MemoryStore for SqliteStore {
             .bind(id.to_owned());
         let what = format!("reading memory {id} in {namespace}");
         self.db
-            .call(move |connection| query_items(connection, &sql, &what))
+            .query(move |connection| query_items(connection, &sql, &what))
             .await
             .map(|items| items.into_iter().next())
     }
@@ -394,7 +394,7 @@ impl MemoryStore for SqliteStore {
         let sql = list_sql(filter);
         let filter = filter.clone();
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 let mut items = query_items(connection, &sql, "listing memories")?;
                 items.retain(|item| filter.matches(item));
                 if let Some(limit) = filter.limit {
@@ -455,7 +455,7 @@ impl MemoryStore for SqliteStore {
         }
         let (filter, vector) = (filter.clone(), vector.to_vec());
         self.db
-            .call(move |connection| similar::search_similar(connection, &filter, &vector, top_k))
+            .query(move |connection| similar::search_similar(connection, &filter, &vector, top_k))
             .await
     }
 
@@ -492,7 +492,7 @@ impl MemoryStore for SqliteStore {
         let mut sql = Sql::new("SELECT DISTINCT m.ns FROM memories m WHERE 1");
         sql.and_scope("m.ns", scope).push(" ORDER BY m.ns");
         self.db
-            .call(move |connection| namespaces(connection, &sql, "listing memory namespaces"))
+            .query(move |connection| namespaces(connection, &sql, "listing memory namespaces"))
             .await
     }
 
@@ -524,7 +524,7 @@ impl MemoryStore for SqliteStore {
         let ns = namespace.as_str().to_owned();
         let ids = ids.to_vec();
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 let mut statement = connection
                     .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM memories m WHERE m.ns = ?1 AND m.id = ?2"
@@ -549,7 +549,7 @@ impl MemoryStore for SqliteStore {
         let mut sql = Sql::new("SELECT count(*) FROM memories m WHERE 1");
         sql.and_scope("m.ns", scope);
         self.db
-            .call(move |connection| count(connection, &sql, "counting memories"))
+            .query(move |connection| count(connection, &sql, "counting memories"))
             .await
     }
 
@@ -600,7 +600,7 @@ impl MemoryStore for SqliteStore {
     async fn recall_stats(&self, namespace: &Namespace, id: &str) -> Result<Option<RecallStats>> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 connection
                     .prepare_cached(
                         "SELECT recall_count, recall_total, last_recall_at FROM memories \
@@ -633,7 +633,7 @@ impl MemoryStore for SqliteStore {
     ) -> Result<Option<Vec<String>>> {
         let (ns, config) = (namespace.as_str().to_owned(), *config);
         self.db
-            .call(move |connection| {
+            .query(move |connection| {
                 recall::least_valuable(connection, &ns, count, &config, now).map(Some)
             })
             .await
