@@ -2,7 +2,7 @@
 
 use agent_memory::{
     EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
-    SqliteBackend,
+    SqliteBackend, SqliteOptions,
 };
 
 use crate::failure::{ErrorKind, Failure};
@@ -41,6 +41,9 @@ pub(crate) struct Tuning {
     pub(crate) max_memories: Option<usize>,
     /// Recall events per write of recall statistics, if not the library's default.
     pub(crate) recall_batch: Option<usize>,
+    /// SQLite's read connections beside the writing one
+    /// ([`SqliteOptions::read_connections`]), if not the library's default.
+    pub(crate) sqlite_readers: Option<usize>,
 }
 
 /// The memory's settings: a capacity per namespace and the batch of recall statistics,
@@ -67,6 +70,15 @@ fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure>
     Ok(builder.build()?)
 }
 
+/// The SQLite options of `tuning`: the library's defaults, with its read connections.
+fn sqlite_options(tuning: Tuning) -> SqliteOptions {
+    let options = SqliteOptions::default();
+    match tuning.sqlite_readers {
+        Some(readers) => options.with_read_connections(readers),
+        None => options,
+    }
+}
+
 /// Opens the memory at `location`, tuned by `tuning`.
 ///
 /// # Errors
@@ -79,7 +91,7 @@ pub(crate) async fn open(
     let stores = match location {
         // The builder's stores are in memory unless given.
         StoreLocation::InMemory => return configured(Memory::builder(), tuning),
-        StoreLocation::Sqlite(path) => SqliteBackend::open(path)
+        StoreLocation::Sqlite(path) => SqliteBackend::open_with(path, sqlite_options(tuning))
             .map_err(|error| {
                 let failure = Failure::from(error);
                 let hint = format!(

@@ -329,10 +329,10 @@ pub(crate) struct ServeArgs {
     /// Deadline of one request, in milliseconds. Default 30000.
     #[arg(long, env = "AGENT_MEMORY_REQUEST_TIMEOUT_MS", value_name = "MS")]
     pub(crate) request_timeout_ms: Option<u64>,
-    /// SQLite stores: connections that serve recall and context beside the one that writes,
-    /// each recall on the least busy, so recalls run in parallel instead of one after
-    /// another. Default 4; 0 serves everything on the one connection. PostgreSQL has a pool
-    /// of its own.
+    /// SQLite stores: the most connections that serve reads (recall, context, lists, the
+    /// graph) beside the one that writes, opened as requests overlap, so reads run in
+    /// parallel instead of one after another and never wait for a write. Default 4, at most
+    /// 64; 0 serves everything on the one connection. PostgreSQL has a pool of its own.
     #[arg(long, env = "AGENT_MEMORY_SQLITE_READERS", value_name = "N")]
     pub(crate) sqlite_readers: Option<usize>,
     /// The tool set of the MCP server on /mcp.

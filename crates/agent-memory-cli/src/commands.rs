@@ -51,15 +51,16 @@ pub(crate) struct Settings {
 impl Settings {
     /// Opens the memory.
     pub(crate) async fn open(&self) -> Result<Memory, Failure> {
-        self.open_tuned(None).await
+        self.open_tuned(backend::Tuning::default()).await
     }
 
-    /// Opens the memory, writing recall statistics every `recall_batch` recall events when
-    /// given (a server batches more than a command that recalls once).
-    pub(crate) async fn open_tuned(&self, recall_batch: Option<usize>) -> Result<Memory, Failure> {
+    /// Opens the memory with `tuning` (a server batches recall statistics more than a
+    /// command that recalls once, and sizes SQLite's read connections); the capacity is
+    /// the settings'.
+    pub(crate) async fn open_tuned(&self, tuning: backend::Tuning) -> Result<Memory, Failure> {
         let tuning = backend::Tuning {
             max_memories: self.max_memories,
-            recall_batch,
+            ..tuning
         };
         backend::open(&self.store, self.postgres_schema.as_deref(), tuning).await
     }

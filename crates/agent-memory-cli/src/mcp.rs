@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use crate::cli::{Compat, McpArgs};
 use crate::commands::{Outcome, Settings};
 use crate::failure::{ErrorKind, Failure};
-use crate::serve::{AppState, Caller};
+use crate::serve::Caller;
 
 /// The MCP server over one memory.
 #[derive(Clone, Debug)]
@@ -33,9 +33,6 @@ pub(crate) struct MemoryServer {
     compat: Compat,
     /// The caller on stdio; over HTTP the caller comes with each request.
     fixed: Option<Caller>,
-    /// On `/mcp` of `serve`, the server's state: recall and context read through its
-    /// readers, as they do over HTTP.
-    served: Option<AppState>,
 }
 
 impl MemoryServer {
@@ -46,18 +43,6 @@ impl MemoryServer {
             memory,
             compat,
             fixed,
-            served: None,
-        }
-    }
-
-    /// The server on `/mcp` of `serve`: the callers come with the requests, and recall and
-    /// context read through `state`'s readers.
-    pub(crate) fn served(state: AppState, compat: Compat) -> Self {
-        Self {
-            memory: Arc::clone(&state.memory),
-            compat,
-            fixed: None,
-            served: Some(state),
         }
     }
 
@@ -184,18 +169,7 @@ impl ServerHandler for MemoryServer {
             Err(failure) => Err(failure),
             Ok(caller) => match self.compat {
                 Compat::Native => {
-                    // Recall and context take a reader for the call, as over HTTP.
-                    let lease = self
-                        .served
-                        .as_ref()
-                        .filter(|_| native::reads(&request.name))
-                        .map(|state| state.reader());
-                    let reader = lease.as_deref().unwrap_or(&self.memory);
-                    let memories = native::Memories {
-                        writer: &self.memory,
-                        reader,
-                    };
-                    native::call(memories, &caller, &request.name, request.arguments).await
+                    native::call(&self.memory, &caller, &request.name, request.arguments).await
                 }
                 Compat::ServerMemory => {
                     compat::call(&self.memory, &caller, &request.name, request.arguments).await

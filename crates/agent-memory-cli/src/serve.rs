@@ -1,8 +1,9 @@
 //! `agent-memory serve`: the HTTP API, its OpenAPI document, health, metrics, and the MCP
 //! server on `/mcp`.
 //!
-//! On SQLite, recall and context read through connections of their own (`--sqlite-readers`,
-//! see [`readers`]), so they run beside each other and beside the writes.
+//! On SQLite, reads run on connections of their own (`--sqlite-readers`, the backend's
+//! [`read_connections`](agent_memory::SqliteOptions::read_connections)), so recalls run
+//! beside each other and beside the writes.
 //!
 //! Every write answers only once the store has it. On SIGINT or SIGTERM the server stops
 //! accepting connections, finishes the requests in flight, writes pending recall statistics
@@ -11,7 +12,6 @@
 mod api;
 mod auth;
 mod metrics;
-mod readers;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,11 +30,10 @@ use self::api::{admin, dialogue, facts, graph, memories, pages, presented_key, r
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
 use self::metrics::Metrics;
-use self::readers::{Lease, Readers};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::backend::StoreLocation;
+use crate::backend::{StoreLocation, Tuning};
 use crate::cli::{Compat, ServeArgs};
 use crate::commands::{Outcome, Settings};
 use crate::config::{self, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
@@ -43,13 +42,10 @@ use crate::mcp::MemoryServer;
 
 /// Recall events per write of recall statistics in a server.
 const RECALL_BATCH: usize = 1024;
-/// The SQLite connections for recall beside the one that writes, by default: with recalls
-/// going to the least busy, more than the cores lets a recall pass a connection that is
-/// writing recall statistics (on 2 cores, common-word recall at 500 requests/s: p99 21 ms
-/// on 2 connections taken in turn, 6 to 11 ms on 4 taken by load, no better on 8).
-const DEFAULT_READERS: usize = 4;
+/// The SQLite connections for reads beside the one that writes, by default (the library's).
+const DEFAULT_READERS: usize = agent_memory::sqlite::DEFAULT_READ_CONNECTIONS;
 /// The most of them.
-const MAX_READERS: usize = 64;
+const MAX_READERS: usize = agent_memory::sqlite::MAX_READ_CONNECTIONS;
 
 /// What every handler shares.
 #[derive(Clone, Debug)]
@@ -58,25 +54,14 @@ pub(crate) struct AppState(Arc<Shared>);
 /// The shared parts of the server.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// The memory: every write, and every read but recall's.
+    /// The memory.
     pub(crate) memory: Arc<Memory>,
-    /// The same store again on connections of their own for recall and context (SQLite, whose
-    /// connection runs one call at a time); none when `memory` serves them too.
-    readers: Readers,
     /// The API keys.
     pub(crate) keys: Keys,
     /// Request metrics.
     metrics: Metrics,
     /// The deadline of one request.
     timeout: Duration,
-}
-
-impl Shared {
-    /// The memory a recall or context request reads through: the least busy reader, else
-    /// the one memory.
-    pub(crate) fn reader(&self) -> Lease<'_> {
-        self.readers.lease(&self.memory)
-    }
 }
 
 impl std::ops::Deref for AppState {
@@ -115,12 +100,8 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
             "no admin key: API keys cannot be created; pass --admin-key (or AGENT_MEMORY_ADMIN_KEY)"
         );
     }
-    // Recall statistics are written a batch at a time, each write holding the SQLite store's
-    // one connection for a commit: under load, fewer and larger batches keep recalls from
-    // queueing behind them (they are written at a stop too, and are statistics only).
-    let memory = Arc::new(settings.open_tuned(Some(RECALL_BATCH)).await?);
-    // A SQLite connection runs one call at a time: recalls on connections of their own run
-    // in parallel, beside the writes (WAL readers see every committed write).
+    // Reads on SQLite run on connections of their own, beside each other and the writes
+    // (WAL readers see every committed write).
     let readers = match settings.store {
         StoreLocation::Sqlite(_) => {
             config::pick(args.sqlite_readers, file.sqlite_readers, DEFAULT_READERS)
@@ -134,13 +115,17 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         )
         .with_hint("a few readers keep recalls apart; each is a connection with its own cache"));
     }
-    let mut reading = Vec::with_capacity(readers);
-    for _ in 0..readers {
-        reading.push(Arc::new(settings.open_tuned(Some(RECALL_BATCH)).await?));
-    }
+    // Recall statistics are written a batch at a time, each write holding SQLite's writing
+    // connection for a commit: under load, fewer and larger batches keep writes from
+    // queueing behind them (they are written at a stop too, and are statistics only).
+    let tuning = Tuning {
+        recall_batch: Some(RECALL_BATCH),
+        sqlite_readers: Some(readers),
+        ..Tuning::default()
+    };
+    let memory = Arc::new(settings.open_tuned(tuning).await?);
     let state = AppState(Arc::new(Shared {
         memory: Arc::clone(&memory),
-        readers: Readers::new(reading),
         keys: Keys::new(admin_key, open)?,
         metrics: Metrics::default(),
         timeout: Duration::from_millis(timeout_ms),
@@ -157,7 +142,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         .map_err(|error| Failure::internal(error.to_string()))?;
     // The address on stderr, for whoever started the server (port 0 picks a free one).
     eprintln!("agent-memory listening on http://{address}");
-    tracing::info!(%address, open, readers = state.readers.len(), "serving");
+    tracing::info!(%address, open, readers, "serving");
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
@@ -167,7 +152,6 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         .await
         .map_err(|error| Failure::internal(format!("serving: {error}")))?;
     // Every request has finished: write what recalls left pending.
-    state.readers.flush().await?;
     memory.flush().await?;
     tracing::info!("stopped");
     Ok(Outcome {
@@ -222,7 +206,7 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     let token = config.cancellation_token.clone();
     let served = state.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(MemoryServer::served(served.clone(), compat)),
+        move || Ok(MemoryServer::new(Arc::clone(&served.memory), compat, None)),
         Arc::new(LocalSessionManager::default()),
         config,
     );

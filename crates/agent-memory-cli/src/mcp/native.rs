@@ -418,29 +418,13 @@ pub(super) fn paging(
     Ok((offset, limit))
 }
 
-/// Whether tool `name` only reads through recall (`recall`, `context`), so it can run on a
-/// reader of its own.
-pub(super) fn reads(name: &str) -> bool {
-    matches!(name, "recall" | "context")
-}
-
-/// The memories a tool call runs on.
-#[derive(Clone, Copy)]
-pub(super) struct Memories<'a> {
-    /// Every write, and every read but the recalls'.
-    pub(super) writer: &'a Memory,
-    /// The recalls ([`reads`]): a reader of `serve`, or the writer.
-    pub(super) reader: &'a Memory,
-}
-
 /// Runs tool `name`.
 pub(super) async fn call(
-    memories: Memories<'_>,
+    memory: &Memory,
     caller: &Caller,
     name: &str,
     raw: Option<Map<String, Value>>,
 ) -> Result<Value, Failure> {
-    let memory = memories.writer;
     match name {
         "remember" => {
             let args: RememberArgs = arguments(raw)?;
@@ -488,8 +472,7 @@ pub(super) async fn call(
                 .collect::<Result<Vec<_>, _>>()?;
             let options = recall_options(limit, kinds, Vec::new())?;
             let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
-            let result = memories
-                .reader
+            let result = memory
                 .recall_with(&namespace.subtree(), &args.query, &options)
                 .await?;
             to_value(&RecallView::new(&result, args.explain))
@@ -504,8 +487,7 @@ pub(super) async fn call(
                     format!("max_tokens {max_tokens} is outside 1 to 100000"),
                 ));
             }
-            let context = memories
-                .reader
+            let context = memory
                 .recall_context(&namespace.subtree(), &args.query, max_tokens)
                 .await?;
             Ok(json!({ "context": context }))

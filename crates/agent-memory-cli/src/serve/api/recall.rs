@@ -86,7 +86,7 @@ pub(crate) async fn recall(
     let options = recall_options(body.limit.unwrap_or(10), kinds, parse_tags(&body.tags)?)?;
     let options = with_time_view(options, body.as_of.as_deref(), body.include_ended)?;
     let result = state
-        .reader()
+        .memory
         .recall_with(&namespace.subtree(), &body.query, &options)
         .await?;
     Ok(Json(RecallView::new(&result, body.explain)))
@@ -134,7 +134,7 @@ pub(crate) async fn context(
         ));
     }
     let context = state
-        .reader()
+        .memory
         .recall_context(&namespace.subtree(), &body.query, max_tokens)
         .await?;
     Ok(Json(ContextResponse { context }))
