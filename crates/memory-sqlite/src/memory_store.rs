@@ -560,10 +560,10 @@ impl MemoryStore for SqliteStore {
         score: f32,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        let recalled = recall::RecalledMemory::new(namespace.as_str(), id, &[(score, at)])?;
         self.db
             .write_statistics("recording a recall", move |transaction| {
-                recall::apply_recalls(transaction, &ns, &id, &[(score, at)])
+                recall::apply_recalls(transaction, recalled.as_slice())
             })
             .await
     }
@@ -572,7 +572,7 @@ impl MemoryStore for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        // The recalls of each memory, in order: one read and one write of its row (a
+        // The recalls of each memory, in order, become one row of the batch's one update (a
         // batch often holds the same memories many times over).
         let mut groups: Vec<(&str, &str, Vec<(f32, DateTime<Utc>)>)> = Vec::new();
         let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
@@ -584,15 +584,13 @@ impl MemoryStore for SqliteStore {
             });
             groups[at].2.push((event.score, event.at));
         }
-        let groups: Vec<(String, String, Vec<(f32, DateTime<Utc>)>)> = groups
-            .into_iter()
-            .map(|(ns, id, recalled)| (ns.to_owned(), id.to_owned(), recalled))
-            .collect();
+        let mut recalled = Vec::with_capacity(groups.len());
+        for (ns, id, recalls) in groups {
+            recalled.extend(recall::RecalledMemory::new(ns, id, &recalls)?);
+        }
         self.db
             .write_statistics("recording recalls", move |transaction| {
-                groups.iter().try_for_each(|(ns, id, recalled)| {
-                    recall::apply_recalls(transaction, ns, id, recalled)
-                })
+                recall::apply_recalls(transaction, &recalled)
             })
             .await
     }

@@ -6,76 +6,81 @@ use std::collections::BinaryHeap;
 
 use chrono::{DateTime, Utc};
 use memory_core::{RecallBasedConfig, RecallStats, Result};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, Transaction, params};
 
 use crate::error::Context;
 use crate::sql::{decode_time, encode_time, time_bound};
 
-/// Counts recalls of memory `id` in `namespace`, each a `(score, at)` in the order they
-/// happened: its statistics ([`RecallStats::record`] per recall, the arithmetic every backend
-/// uses), access count and last access time, in one read and one write of its row however
-/// many recalls there are. An unknown memory is ignored.
+/// The recalls of one memory in a batch, encoded for [`apply_recalls`]: how many, the sum
+/// of their scores (clamped as [`RecallStats::record`] clamps them) and the latest time.
+pub(super) struct RecalledMemory {
+    ns: String,
+    id: String,
+    count: i64,
+    total: f64,
+    latest: i64,
+}
+
+impl RecalledMemory {
+    /// The recalls of memory `id` in `namespace`, each a `(score, at)`; `None` when there are
+    /// none. Fails with [`memory_core::MemoryError::InvalidInput`] naming `at` when a time is
+    /// outside what the backend stores.
+    pub(super) fn new(
+        namespace: &str,
+        id: &str,
+        recalls: &[(f32, DateTime<Utc>)],
+    ) -> Result<Option<Self>> {
+        let mut stats = RecallStats::default();
+        for (score, at) in recalls {
+            encode_time("at", *at)?;
+            stats.record(*score, *at);
+        }
+        let Some(latest) = stats.last_recall_at else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            ns: namespace.to_owned(),
+            id: id.to_owned(),
+            count: i64::try_from(stats.recall_count).unwrap_or(i64::MAX),
+            total: stats.total_score,
+            latest: time_bound(latest),
+        }))
+    }
+}
+
+/// Adds `recalled` to the memories' statistics, one `UPDATE` by `(ns, id)` each: recall
+/// count and access count (saturating at `i64::MAX`), score total, and the latest recall and
+/// access times. Memories that do not exist are not touched. A batch's scores for one
+/// memory are summed before they are added, as PostgreSQL's statement does.
 pub(super) fn apply_recalls(
     transaction: &Transaction<'_>,
-    namespace: &str,
-    id: &str,
-    recalls: &[(f32, DateTime<Utc>)],
+    recalled: &[RecalledMemory],
 ) -> Result<()> {
-    let Some(latest) = recalls.iter().map(|(_, at)| *at).max() else {
-        return Ok(());
-    };
-    let what = || format!("recording a recall of memory {id} in {namespace}");
-    let latest = encode_time("at", latest)?;
-    let row = transaction
+    let what = || format!("recording the recalls of {} memories", recalled.len());
+    let mut statement = transaction
         .prepare_cached(
-            "SELECT rid, recall_count, recall_total, last_recall_at, access_count, last_accessed \
-             FROM memories WHERE ns = ?1 AND id = ?2",
+            "UPDATE memories SET \
+             recall_count = CASE WHEN recall_count > 9223372036854775807 - ?3 \
+                 THEN 9223372036854775807 ELSE recall_count + ?3 END, \
+             recall_total = recall_total + ?4, \
+             last_recall_at = max(coalesce(last_recall_at, ?5), ?5), \
+             access_count = CASE WHEN access_count > 9223372036854775807 - ?3 \
+                 THEN 9223372036854775807 ELSE access_count + ?3 END, \
+             last_accessed = max(coalesce(last_accessed, ?5), ?5) \
+             WHERE ns = ?1 AND id = ?2",
         )
-        .and_then(|mut statement| {
-            statement
-                .query_row(params![namespace, id], |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, f64>(2)?,
-                        row.get::<_, Option<i64>>(3)?,
-                        row.get::<_, i64>(4)?,
-                        row.get::<_, Option<i64>>(5)?,
-                    ))
-                })
-                .optional()
-        })
         .context(what)?;
-    let Some((rid, count, total, last_recall, access_count, last_accessed)) = row else {
-        return Ok(());
-    };
-    let mut stats = RecallStats {
-        recall_count: u64::try_from(count).unwrap_or(0),
-        total_score: total,
-        last_recall_at: last_recall.map(decode_time),
-    };
-    for (score, at) in recalls {
-        encode_time("at", *at)?;
-        stats.record(*score, *at);
-    }
-    let last_recall = stats.last_recall_at.map_or(latest, time_bound);
-    let recalled = i64::try_from(recalls.len()).unwrap_or(i64::MAX);
-    transaction
-        .prepare_cached(
-            "UPDATE memories SET recall_count = ?2, recall_total = ?3, last_recall_at = ?4, \
-             access_count = ?5, last_accessed = ?6 WHERE rid = ?1",
-        )
-        .and_then(|mut statement| {
-            statement.execute(params![
-                rid,
-                i64::try_from(stats.recall_count).unwrap_or(i64::MAX),
-                stats.total_score,
-                last_recall,
-                access_count.saturating_add(recalled),
-                last_accessed.map_or(latest, |last| last.max(latest)),
+    for memory in recalled {
+        statement
+            .execute(params![
+                memory.ns,
+                memory.id,
+                memory.count,
+                memory.total,
+                memory.latest
             ])
-        })
-        .context(what)?;
+            .context(what)?;
+    }
     Ok(())
 }
 
