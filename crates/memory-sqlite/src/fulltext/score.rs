@@ -1,10 +1,10 @@
 //! BM25F scoring of a query's candidates, with the statistics of each candidate's own
-//! namespace, exactly as `memory-inmem` scores them: every match ([`FullText::score`]), or
-//! only those that can make a top k ([`FullText::top`], MaxScore over the blocks).
+//! namespace, exactly as `memory-inmem` scores them: those that can make a top k
+//! ([`FullText::top`], MaxScore over the blocks), or those above a score
+//! ([`FullText::above`], the same walk).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 use memory_core::search::{bm25_idf, bm25f, length_factors};
 use memory_core::{Result, Scope};
@@ -15,26 +15,6 @@ use super::blocks::{Posting, decode};
 use crate::error::Context;
 use crate::sql::Sql;
 use crate::terms::QueryTerms;
-
-/// Hashes row ids (already well spread) with one multiplication, instead of SipHash.
-#[derive(Default)]
-struct RidHasher(u64);
-
-impl Hasher for RidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_i64(&mut self, value: i64) {
-        self.0 = (value as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// A namespace in scope: its id, record count and total field lengths.
 struct Namespace<const N: usize> {
@@ -71,6 +51,8 @@ pub(crate) struct Top {
 /// and every record that scored at least the `k`-th when it was seen.
 struct Held {
     k: usize,
+    /// The least score held whatever `k` allows (`NEG_INFINITY` for none).
+    floor: f32,
     best: BinaryHeap<Reverse<u32>>,
     candidates: Vec<(f32, i64)>,
 }
@@ -79,7 +61,18 @@ impl Held {
     fn new(k: usize) -> Self {
         Self {
             k,
+            floor: f32::NEG_INFINITY,
             best: BinaryHeap::with_capacity(k.min(4096) + 1),
+            candidates: Vec::new(),
+        }
+    }
+
+    /// Every record scoring at least `floor`, however many.
+    fn above(floor: f32) -> Self {
+        Self {
+            k: usize::MAX,
+            floor,
+            best: BinaryHeap::new(),
             candidates: Vec::new(),
         }
     }
@@ -87,13 +80,19 @@ impl Held {
     /// The score a record must reach to be held (ties included).
     fn threshold(&self) -> f32 {
         match self.best.peek() {
-            Some(Reverse(bits)) if self.best.len() >= self.k => f32::from_bits(*bits),
-            _ => f32::NEG_INFINITY,
+            Some(Reverse(bits)) if self.best.len() >= self.k => {
+                f32::from_bits(*bits).max(self.floor)
+            }
+            _ => self.floor,
         }
     }
 
     fn offer(&mut self, score: f32, rid: i64) {
         if score < self.threshold() {
+            return;
+        }
+        if self.k == usize::MAX {
+            self.candidates.push((score, rid));
             return;
         }
         let bits = score.max(0.0).to_bits();
@@ -220,58 +219,13 @@ impl<const N: usize> Cursor<'_, N> {
 const SEEN_BLOCKS: i64 = 4;
 
 impl<const N: usize> FullText<N> {
-    /// The BM25F score of every record in `scope` holding at least one of the query's
-    /// terms, as `(score, rid)` in no particular order. Each record is scored with the
-    /// statistics of its own namespace (document count, mean field lengths, document
-    /// frequencies), as every backend does: a scope over several namespaces ranks each with
-    /// its own. Per-term scores are `f32`, summed in `f64` (exact for a query's terms, so
-    /// the order they are read in does not matter) and rounded to `f32` once.
-    ///
-    /// Cost: one statistics row per namespace in scope, and per namespace and query term its
-    /// blocks, all decoded.
-    pub(crate) fn score(
-        &self,
-        connection: &Connection,
-        scope: &Scope,
-        terms: &QueryTerms,
-    ) -> Result<Vec<(f32, i64)>> {
-        let namespaces = self.namespaces(connection, scope)?;
-        let mut sums: HashMap<i64, f64, BuildHasherDefault<RidHasher>> = HashMap::default();
-        let mut postings = Vec::new();
-        for namespace in &namespaces {
-            let length_factor = length_factors(namespace.docs, &namespace.total_len);
-            for term in &terms.terms {
-                let blocks = self.term_blocks(connection, namespace.nid, term)?;
-                let df: u64 = blocks.iter().map(|block| block.count).sum();
-                if df == 0 {
-                    continue;
-                }
-                let idf = bm25_idf(namespace.docs, df as f32);
-                for block in &blocks {
-                    postings.clear();
-                    decode(block.first, &block.data, &mut postings)?;
-                    for posting in &postings {
-                        let score = bm25f(
-                            &self.weights,
-                            &length_factor,
-                            &posting.tf,
-                            &posting.len,
-                            idf,
-                        );
-                        *sums.entry(posting.rid).or_insert(0.0) += f64::from(score);
-                    }
-                }
-            }
-        }
-        Ok(sums
-            .into_iter()
-            .map(|(rid, sum)| (sum as f32, rid))
-            .collect())
-    }
-
     /// The records in `scope` that can rank among the `k` best for the query: every one
-    /// scoring at least the `k`-th best score (so ties at the cut are all there), with the
-    /// same scores as [`score`](Self::score) gives them.
+    /// scoring at least the `k`-th best score (so ties at the cut are all there), with its
+    /// BM25F score. Each record is scored with the statistics of its own namespace (document
+    /// count, mean field lengths, document frequencies), as every backend does: a scope over
+    /// several namespaces ranks each with its own. Per-term scores are `f32`, summed in
+    /// `f64` (exact for a query's terms, so the order they are read in does not matter) and
+    /// rounded to `f32` once.
     ///
     /// MaxScore over the blocks: records are visited in row-id order through the terms
     /// whose bounds could still reach the cut on their own; the other terms are only looked
@@ -287,7 +241,32 @@ impl<const N: usize> FullText<N> {
         terms: &QueryTerms,
         k: usize,
     ) -> Result<Top> {
-        let mut held = Held::new(k.max(1));
+        self.walk(connection, scope, terms, Held::new(k.max(1)))
+    }
+
+    /// The records in `scope` scoring at least `floor` (every match for `NEG_INFINITY`),
+    /// with the scores [`top`](Self::top) gives them, found by the same pruned walk with
+    /// `floor` as its cut.
+    pub(crate) fn above(
+        &self,
+        connection: &Connection,
+        scope: &Scope,
+        terms: &QueryTerms,
+        floor: f32,
+    ) -> Result<Vec<(f32, i64)>> {
+        Ok(self
+            .walk(connection, scope, terms, Held::above(floor))?
+            .candidates)
+    }
+
+    /// The pruned walk of [`top`](Self::top) and [`above`](Self::above), into `held`.
+    fn walk(
+        &self,
+        connection: &Connection,
+        scope: &Scope,
+        terms: &QueryTerms,
+        mut held: Held,
+    ) -> Result<Top> {
         for namespace in self.namespaces(connection, scope)? {
             let searched = self.searched_terms(connection, namespace.nid, terms)?;
             let lists = searched
