@@ -172,6 +172,15 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(())
     }
 
+    /// Whether [`record_recalls`](Self::record_recalls) is cheap enough to run on the query
+    /// path: no I/O, microseconds for a batch. A caller that batches recall events then
+    /// writes a full batch in line instead of handing it to a background task, whose
+    /// wake-up and cross-thread frees cost more than such a write. The default, `false`,
+    /// suits a backend that commits or makes a round trip.
+    fn records_recalls_inline(&self) -> bool {
+        false
+    }
+
     /// The recall statistics of an item; `None` when the item does not exist or the backend
     /// keeps none. The default keeps none.
     ///
@@ -314,6 +323,9 @@ macro_rules! forward_memory_store {
             }
             async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
                 (**self).record_recalls(events).await
+            }
+            fn records_recalls_inline(&self) -> bool {
+                (**self).records_recalls_inline()
             }
             async fn recall_stats(
                 &self,

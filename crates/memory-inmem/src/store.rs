@@ -572,6 +572,11 @@ impl MemoryStore for InMemoryStore {
         Ok(())
     }
 
+    /// A batch is a few hash lookups under each namespace's lock.
+    fn records_recalls_inline(&self) -> bool {
+        true
+    }
+
     async fn recall_stats(&self, namespace: &Namespace, id: &str) -> Result<Option<RecallStats>> {
         Ok(self
             .registry
