@@ -5,8 +5,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use memory_core::Result;
-use rusqlite::Connection;
 use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags};
 
 use super::{PAGE_CACHE_KIB, STATEMENT_CACHE};
 use crate::error::Context;
@@ -84,7 +84,9 @@ impl Readers {
     fn open_reader(&self) -> Result<Connection> {
         let display = self.path.display();
         let what = || format!("opening a read connection to {display}");
-        let connection = Connection::open(&self.path).context(what)?;
+        // The writer created the file: a reader never creates one where it has gone.
+        let flags = OpenFlags::default().difference(OpenFlags::SQLITE_OPEN_CREATE);
+        let connection = Connection::open_with_flags(&self.path, flags).context(what)?;
         connection.busy_timeout(self.busy_timeout).context(what)?;
         connection
             .pragma_update(None, "query_only", "ON")
