@@ -482,3 +482,38 @@ async fn recent_turns_lead_the_context_and_promotion_reaches_recall() {
         None
     );
 }
+
+/// A store that writes a batch of recall statistics cheaply (the in-memory one) gets it
+/// written by the call that fills the batch: on a current-thread runtime a write spawned as
+/// a task would not have run yet when `record` returns.
+#[tokio::test]
+async fn a_cheap_store_records_recalls_in_line() {
+    use memory_core::{MemoryItem, MemoryStore, RecallEvent, RecallStats};
+    use memory_retrieve::RecallRecorder;
+    let store = Arc::new(memory_inmem::InMemoryStore::new());
+    assert!(store.records_recalls_inline());
+    let namespace = Namespace::parse("feedback").unwrap();
+    let item = MemoryItem::new(namespace.clone(), "green tea").unwrap();
+    let id = item.id.clone();
+    store.save(item).await.unwrap();
+    let recorder = RecallRecorder::new(Arc::clone(&store) as Arc<dyn MemoryStore>, 2);
+    let event = || RecallEvent {
+        namespace: namespace.clone(),
+        id: id.clone(),
+        score: 0.5,
+        at: chrono::Utc::now(),
+    };
+    let count = |stats: Option<RecallStats>| stats.map(|s| s.recall_count);
+    recorder.record(vec![event()]).await.unwrap();
+    assert_eq!(
+        count(store.recall_stats(&namespace, &id).await.unwrap()),
+        Some(0),
+        "a batch that is not full waits"
+    );
+    recorder.record(vec![event()]).await.unwrap();
+    assert_eq!(
+        count(store.recall_stats(&namespace, &id).await.unwrap()),
+        Some(2),
+        "the full batch is written before record returns"
+    );
+}
