@@ -344,6 +344,78 @@ impl PageMatchSignals {
     }
 }
 
+/// A page's text as the match rules read it: its title and summary lowercased, and its
+/// title's words. A backend that keeps pages in memory works it out once when the page is
+/// stored instead of at every search.
+#[derive(Clone, Debug, Default)]
+pub struct PageRuleText {
+    title_lower: String,
+    title_words: Vec<String>,
+    summary_lower: String,
+}
+
+impl PageRuleText {
+    /// The rule text of a page with this title and summary.
+    pub fn new(title: &str, summary: &str) -> Self {
+        Self {
+            title_lower: title.to_lowercase(),
+            title_words: surface_words(title),
+            summary_lower: summary.to_lowercase(),
+        }
+    }
+}
+
+/// A query's rule keywords, each with the tag it names (if it is a valid tag), worked out
+/// once per search instead of once per page weighed.
+#[derive(Debug)]
+pub struct PageRuleKeywords<'k> {
+    keywords: Vec<(&'k str, Option<Tag>)>,
+}
+
+impl<'k> PageRuleKeywords<'k> {
+    /// The keywords of a query ([`PageQuery::rule_keywords`]).
+    pub fn new(keywords: &'k [String]) -> Self {
+        Self {
+            keywords: keywords
+                .iter()
+                .map(|keyword| (keyword.as_str(), Tag::new(keyword).ok()))
+                .collect(),
+        }
+    }
+
+    /// Whether a keyword names a tag that `carried` says some page carries (else no page
+    /// can match a tag exactly).
+    pub fn names_a_tag(&self, carried: impl Fn(&Tag) -> bool) -> bool {
+        self.keywords
+            .iter()
+            .any(|(_, tag)| tag.as_ref().is_some_and(&carried))
+    }
+
+    /// Exactly [`PageMatchSignals::compute`] for the page with rule text `text` and `tags`.
+    #[inline]
+    pub fn signals(&self, text: &PageRuleText, tags: &[Tag]) -> PageMatchSignals {
+        let mut signals = PageMatchSignals::default();
+        for (keyword, tag) in &self.keywords {
+            if !signals.title_prefix
+                && (text.title_lower.starts_with(keyword)
+                    || text
+                        .title_words
+                        .iter()
+                        .any(|word| word.starts_with(keyword)))
+            {
+                signals.title_prefix = true;
+            }
+            if !signals.tag_exact && tag.as_ref().is_some_and(|tag| tags.contains(tag)) {
+                signals.tag_exact = true;
+            }
+            if !signals.summary_contains && text.summary_lower.contains(keyword) {
+                signals.summary_contains = true;
+            }
+        }
+        signals
+    }
+}
+
 /// The lowercased query words the page match rules use: the query's words as written, without
 /// English stop words and one-letter words, distinct, in order, at most
 /// [`MAX_QUERY_TERMS`](crate::text::MAX_QUERY_TERMS).
@@ -447,5 +519,54 @@ mod tests {
                 .to_string()
                 .contains("access_count")
         );
+    }
+
+    /// The signals from the stored rule text are the shared rules' own, for titles and
+    /// summaries in several scripts and cases, tags, and keywords that match or not.
+    #[test]
+    fn signals_equal_the_shared_rules() {
+        let pages = [
+            (
+                "StateGraph 状态管理",
+                "How LangGraph keeps STATE",
+                vec!["langgraph"],
+            ),
+            (
+                "Ünïcödé Café notes",
+                "résumé of the café",
+                vec!["cafe", "notes"],
+            ),
+            ("The cat", "a summary about dogs", vec![]),
+            ("", "", vec!["x"]),
+        ];
+        let queries = [
+            "LangGraph 的 StateGraph 状态管理原理？",
+            "café notes",
+            "CAT dogs",
+            "state",
+            "nothing here",
+            "x",
+        ];
+        for (title, summary, tags) in &pages {
+            let tags: Vec<Tag> = tags
+                .iter()
+                .map(|tag| Tag::new(tag).unwrap_or_else(|e| panic!("{e}")))
+                .collect();
+            let text = PageRuleText::new(title, summary);
+            for query in queries {
+                let keywords = page_rule_keywords(query);
+                let expected = PageMatchSignals::compute(title, summary, &tags, &keywords);
+                let got = PageRuleKeywords::new(&keywords).signals(&text, &tags);
+                assert_eq!(got, expected, "{title:?} / {query:?}");
+                // A page whose tag matched is in a shard that carries the tag.
+                if expected.tag_exact {
+                    assert!(PageRuleKeywords::new(&keywords).names_a_tag(|tag| tags.contains(tag)));
+                }
+            }
+        }
+        let keywords = page_rule_keywords("café notes");
+        let notes = Tag::new("notes").unwrap_or_else(|e| panic!("{e}"));
+        assert!(PageRuleKeywords::new(&keywords).names_a_tag(|tag| *tag == notes));
+        assert!(!PageRuleKeywords::new(&keywords).names_a_tag(|_| false));
     }
 }

@@ -11,8 +11,8 @@ use memory_core::{
 };
 
 use crate::bm25::{Bm25Index, top_k};
-use crate::page_search::{RuleKeywords, RuleText};
 use crate::registry::{Registry, read, write};
+use memory_core::{PageRuleKeywords, PageRuleText};
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
 /// title, summary, tags and content), a title-ordered table of contents, and back-reference
@@ -22,7 +22,7 @@ use crate::registry::{Registry, read, write};
 /// `O(log n + terms + references)`; `get_page`, `reference_count` `O(1)`; `get_index`
 /// `O(n)` (it returns all of them, in order, with no sort); `search`
 /// `O(Σ postings of the query terms)` for the BM25F scores, then the match rules for about
-/// the `k` best only (see `page_search.rs`); `record_accesses` `O(1)` per event, under
+/// the `k` best only (see `PageRuleKeywords`); `record_accesses` `O(1)` per event, under
 /// the lock of each namespace it touches (taken once per namespace and batch).
 ///
 /// Ranking: BM25F relevance, then boosted by the page match rules (kept as signals):
@@ -57,7 +57,7 @@ struct PageEntry {
 struct SlotEntry {
     id: String,
     /// The title and summary as the match rules read them.
-    rules: RuleText,
+    rules: PageRuleText,
     tags: Vec<Tag>,
 }
 
@@ -91,7 +91,7 @@ impl Shard {
         };
         self.slots[slot as usize] = Some(SlotEntry {
             id: page.id.clone(),
-            rules: RuleText::new(&page.title, &page.summary),
+            rules: PageRuleText::new(&page.title, &page.summary),
             tags: page.tags.clone(),
         });
         for tag in &page.tags {
@@ -216,7 +216,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             return Ok(Vec::new());
         }
         let keywords = query.rule_keywords();
-        let rules = RuleKeywords::new(&keywords);
+        let rules = PageRuleKeywords::new(&keywords);
         let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
         for (namespace, shard) in shards {

@@ -20,7 +20,6 @@
 
 mod bm25;
 mod knowledge;
-mod page_search;
 mod registry;
 mod store;
 mod vectors;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memory_core::{
     AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
-    PageMatchSignals, PageQuery, Result, Scope, Tag,
+    PageMatchSignals, PageQuery, PageRuleKeywords, PageRuleText, Result, Scope, Tag,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -412,6 +412,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         );
         let rows = self.db.query(&sql, || "searching pages".to_owned()).await?;
         let keywords = query.rule_keywords().into_owned();
+        let rules = PageRuleKeywords::new(&keywords);
         let mut candidates = Vec::with_capacity(rows.len());
         for row in &rows {
             let field = |error: tokio_postgres::Error| corrupt("a page search hit", error);
@@ -422,7 +423,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             let tags: Vec<String> = row.try_get(5).map_err(field)?;
             let relevance: f32 = row.try_get(6).map_err(field)?;
             let tags = decode_tags(&format!("page {id} in {ns}"), &tags)?;
-            let signals = PageMatchSignals::compute(&title, &summary, &tags, &keywords);
+            let signals = rules.signals(&PageRuleText::new(&title, &summary), &tags);
             candidates.push(Candidate {
                 rid: row.try_get(0).map_err(field)?,
                 ns,

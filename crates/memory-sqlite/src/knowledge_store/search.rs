@@ -1,7 +1,7 @@
 //! Page search: BM25F over each namespace's statistics, times the boost of the match rules,
 //! with the best pages read and decoded last.
 
-use memory_core::{PageHit, PageMatchSignals, PageQuery, Result};
+use memory_core::{PageHit, PageMatchSignals, PageQuery, PageRuleKeywords, PageRuleText, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::REFERENCED_BY;
@@ -38,7 +38,7 @@ fn best_first(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 /// The match rules of a page search, computed for candidates a round at a time.
 struct Rules<'c, 'q> {
     query: &'q PageQuery,
-    keywords: &'q [String],
+    keywords: PageRuleKeywords<'q>,
     /// The boost of every rule matching: the most a page's BM25F score can be multiplied by.
     max_boost: f32,
     /// Reads the rules' fields of a list of pages.
@@ -65,7 +65,7 @@ impl<'c, 'q> Rules<'c, 'q> {
         .boost();
         Ok(Self {
             query,
-            keywords,
+            keywords: PageRuleKeywords::new(keywords),
             max_boost,
             fields,
         })
@@ -117,7 +117,9 @@ impl<'c, 'q> Rules<'c, 'q> {
                 }
                 let title: String = row.get(3).context(what)?;
                 let summary: String = row.get(4).context(what)?;
-                let signals = PageMatchSignals::compute(&title, &summary, &tags, self.keywords);
+                let signals = self
+                    .keywords
+                    .signals(&PageRuleText::new(&title, &summary), &tags);
                 let Some(score) = relevance.get(&rid) else {
                     continue;
                 };
