@@ -8,8 +8,8 @@
 //! terms of a query, so its score does not depend on the order the terms were added: every
 //! search path (exhaustive, dense, pruned) gives the same bits, and ties break by id alone.
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
 
 use memory_core::text::Analyzer;
 
@@ -126,7 +126,9 @@ impl<const N: usize> Bm25Index<N> {
     /// Equal scores rank by `id` ascending.
     pub(crate) fn insert(&mut self, slot: u32, id: &str, fields: [&str; N]) {
         self.remove(slot);
-        let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::new();
+        // About one distinct term per eight bytes of text: sized once, not grown term by term.
+        let text_len: usize = fields.iter().map(|text| text.len()).sum();
+        let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::with_capacity(text_len / 8);
         let mut len = [0u32; N];
         for (field, text) in fields.iter().enumerate() {
             self.analyzer.for_each_term(text, |term| {

@@ -1,10 +1,11 @@
 //! `InMemoryStore`: the default [`MemoryStore`], indexed for listing and full-text search.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use foldhash::{HashMap, HashMapExt};
 use memory_core::search::MEMORY_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{

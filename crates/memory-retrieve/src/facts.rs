@@ -20,11 +20,11 @@
 //! events, not statements: they are stored as they come.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use memory_core::text::Analyzer;
 use memory_core::{MemoryError, MemoryItem, Result};
 use serde::{Deserialize, Serialize};

@@ -24,9 +24,9 @@ mod bulk;
 mod check;
 mod score;
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use memory_core::search::{MEMORY_FIELD_WEIGHTS, PAGE_FIELD_WEIGHTS};
 use memory_core::{Result, Scope};
 use rusqlite::{Connection, OptionalExtension};
@@ -237,14 +237,14 @@ pub(crate) struct Pending<const N: usize> {
     /// Per namespace and term, the new postings.
     postings: HashMap<i64, HashMap<String, Vec<Posting<N>>>>,
     /// The records whose postings are pending.
-    rids: std::collections::HashSet<i64>,
+    rids: HashSet<i64>,
 }
 
 impl<const N: usize> Default for Pending<N> {
     fn default() -> Self {
         Self {
             postings: HashMap::new(),
-            rids: std::collections::HashSet::new(),
+            rids: HashSet::new(),
         }
     }
 }
@@ -257,13 +257,13 @@ impl<const N: usize> Pending<N> {
 
     fn add(&mut self, nid: i64, rid: i64, doc: &Analyzed<N>) {
         self.rids.insert(rid);
+        let terms = self.postings.entry(nid).or_default();
         for (term, tf) in &doc.terms {
             let posting = Posting {
                 rid,
                 tf: *tf,
                 len: doc.len,
             };
-            let terms = self.postings.entry(nid).or_default();
             match terms.get_mut(term.as_str()) {
                 Some(list) => list.push(posting),
                 None => {

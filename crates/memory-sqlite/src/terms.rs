@@ -2,8 +2,7 @@
 //! frequency in each field, the compact form a record's terms are stored in, and the query
 //! terms bound to a search.
 
-use std::collections::HashMap;
-
+use foldhash::{HashMap, HashMapExt};
 use memory_core::text::Analyzer;
 
 use crate::error::corrupt;
@@ -34,7 +33,9 @@ impl<const N: usize> Analyzed<N> {
     /// Analyzes the text of each field.
     pub(crate) fn new(fields: [&str; N]) -> Self {
         let analyzer = analyzer();
-        let mut counts: HashMap<String, [u16; N]> = HashMap::new();
+        // About one distinct term per eight bytes of text: sized once, not grown term by term.
+        let text_len: usize = fields.iter().map(|text| text.len()).sum();
+        let mut counts: HashMap<String, [u16; N]> = HashMap::with_capacity(text_len / 8);
         let mut len = [0u32; N];
         for (field, text) in fields.iter().enumerate() {
             analyzer.for_each_term(text, |term| {

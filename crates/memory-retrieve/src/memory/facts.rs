@@ -113,30 +113,35 @@ impl Memory {
         }
         let namespace = item.namespace.clone();
         let config = &self.facts;
-        let mut prepared = Prepared::of(&item);
-        let candidates: Vec<Arc<MemoryItem>> = if config.candidates == 0 {
-            Vec::new()
-        } else {
-            let terms = prepared.search_terms();
-            if terms.is_empty() {
-                Vec::new()
-            } else {
-                let query = SearchQuery::new(namespace.exact(), String::new(), config.candidates)
-                    .with_filter(
-                        MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)),
-                    )
-                    .with_terms(terms)
-                    .with_rarest(SELF_MATCH_TERMS);
-                self.store
-                    .search(&query)
-                    .await?
-                    .into_iter()
-                    .map(|hit| hit.item)
-                    .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
-                    .collect()
+        // Without candidates there is nothing to compare with: the new memory is not read.
+        let mut prepared = (config.candidates > 0).then(|| Prepared::of(&item));
+        let candidates: Vec<Arc<MemoryItem>> = match &prepared {
+            None => Vec::new(),
+            Some(prepared) => {
+                let terms = prepared.search_terms();
+                if terms.is_empty() {
+                    Vec::new()
+                } else {
+                    let query =
+                        SearchQuery::new(namespace.exact(), String::new(), config.candidates)
+                            .with_filter(
+                                MemoryFilter::new(namespace.exact())
+                                    .with_view(TimeView::Current(now)),
+                            )
+                            .with_terms(terms)
+                            .with_rarest(SELF_MATCH_TERMS);
+                    self.store
+                        .search(&query)
+                        .await?
+                        .into_iter()
+                        .map(|hit| hit.item)
+                        .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
+                        .collect()
+                }
             }
         };
         if config.duplicates != DuplicatePolicy::KeepBoth
+            && let Some(prepared) = prepared.as_mut()
             && let Some(duplicate) = candidates.iter().find(|old| {
                 prepared.duplicates(&item, old, config)
                     && (old.fact_key.is_none()
