@@ -254,9 +254,10 @@ const STEM_CACHE_WORDS: usize = 1 << 16;
 /// Calls `emit` with the Snowball stem of `word` (lowercase ASCII), from a per-thread cache:
 /// stemming costs far more than a lookup, and text repeats its words.
 fn with_stem(word: &str, emit: impl FnOnce(&str)) {
-    // Shared (`Rc`) stems: a hit hands one out without copying it.
-    type StemCache =
-        std::collections::HashMap<Box<str>, std::rc::Rc<str>, std::hash::BuildHasherDefault<Fnv>>;
+    // Shared (`Rc`) stems: a hit hands one out without copying it. The words are the
+    // user's, so the hasher is seeded (foldhash: a few cycles per word, where FNV-1a went
+    // byte by byte and left many probes comparing strings).
+    type StemCache = foldhash::HashMap<Box<str>, std::rc::Rc<str>>;
     thread_local! {
         static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
     }
@@ -444,12 +445,29 @@ impl Analyzer {
     }
 
     fn distinct_terms(&self, text: &str, limit: usize) -> Vec<String> {
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut out: Vec<String> = Vec::new();
+        // A query has a few terms: a scan of those kept costs less than hashing each one
+        // into a set. A text with many terms gets the set once it has that many.
+        const SCANNED_TERMS: usize = 16;
+        let mut out: Vec<String> = Vec::with_capacity(8);
+        let mut seen: Option<HashSet<String>> = None;
         self.for_each_term(text, |term| {
-            if out.len() < limit && !seen.contains(term) {
-                seen.insert(term.to_owned());
-                out.push(term.to_owned());
+            if out.len() >= limit {
+                return;
+            }
+            let repeated = match &seen {
+                Some(seen) => seen.contains(term),
+                None => out.iter().any(|kept| kept == term),
+            };
+            if repeated {
+                return;
+            }
+            out.push(term.to_owned());
+            match &mut seen {
+                Some(seen) => {
+                    seen.insert(term.to_owned());
+                }
+                None if out.len() == SCANNED_TERMS => seen = Some(out.iter().cloned().collect()),
+                None => {}
             }
         });
         out

@@ -7,9 +7,11 @@ use tokio::task::JoinHandle;
 
 /// Batches recall events and writes them with [`MemoryStore::record_recalls`].
 ///
-/// A recall only appends to a buffer; when the buffer reaches `batch_size` it is written by a
-/// task spawned on the caller's tokio runtime (or inline when there is none), so the query
-/// never waits for the write. A store whose batch write is cheap
+/// A recall only appends to a buffer; when a recall's events would bring it to
+/// `batch_size`, the buffer is written by a task spawned on the caller's tokio runtime (or
+/// inline when there is none), so the query never waits for the write, and that recall's
+/// events start the next batch (written at once when nothing was pending, as with a
+/// `batch_size` of 1). A store whose batch write is cheap
 /// ([`MemoryStore::records_recalls_inline`], the in-memory store) is written in line: the
 /// task's wake-up, and the events freed on another thread than the one that made them, cost
 /// the recall more than the write (in-memory recall on 10,000 memories: about 32 µs with a
@@ -41,11 +43,24 @@ impl RecallRecorder {
     pub async fn record(&self, events: Vec<RecallEvent>) -> Result<()> {
         let batch = {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            pending.extend(events);
-            if pending.len() < self.batch_size {
+            if pending.len() + events.len() < self.batch_size {
+                if pending.capacity() == 0 {
+                    pending.reserve(self.batch_size);
+                }
+                pending.extend(events);
                 return Ok(());
             }
-            std::mem::take(&mut *pending)
+            if pending.is_empty() {
+                events
+            } else {
+                // The batch is what earlier recalls left; this recall's events wait for the
+                // next one. Its caller still holds the results, so writing them now would
+                // make a store that shares items with its results (the in-memory one) copy
+                // each of them before counting the recall.
+                let mut next = Vec::with_capacity(self.batch_size.max(events.len()));
+                next.extend(events);
+                std::mem::replace(&mut *pending, next)
+            }
         };
         if self.store.records_recalls_inline() {
             return self.store.record_recalls(&batch).await;

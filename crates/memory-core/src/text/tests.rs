@@ -115,3 +115,29 @@ fn surface() {
         ["stategraph", "状态管理", "hello"]
     );
 }
+
+#[test]
+fn query_terms_keep_each_term_once_in_order_of_first_use() {
+    let analyzer = Analyzer::default();
+    // Few terms (scanned) and many (hashed once there are more than a few), each repeated.
+    for count in [3usize, 15, 16, 17, 60, 200] {
+        let words: Vec<String> = (0..count).map(|i| format!("w{i}x")).collect();
+        let text = format!("{} {}", words.join(" "), words.join(" "));
+        let mut expected: Vec<String> = Vec::new();
+        analyzer.for_each_term(&text, |term| {
+            if !expected.iter().any(|kept| kept == term) {
+                expected.push(term.to_owned());
+            }
+        });
+        expected.truncate(MAX_QUERY_TERMS);
+        assert_eq!(analyzer.query_terms(&text), expected, "{count} words");
+        assert_eq!(
+            analyzer.query_terms(&text).len(),
+            count.min(MAX_QUERY_TERMS)
+        );
+    }
+    assert_eq!(
+        analyzer.query_terms("Cats cat CAT cats' dogs"),
+        ["cat", "dog"]
+    );
+}

@@ -513,7 +513,19 @@ async fn a_cheap_store_records_recalls_in_line() {
     recorder.record(vec![event()]).await.unwrap();
     assert_eq!(
         count(store.recall_stats(&namespace, &id).await.unwrap()),
-        Some(2),
-        "the full batch is written before record returns"
+        Some(1),
+        "the batch is written before record returns; the events that filled it start the next"
     );
+    recorder.record(vec![event(), event()]).await.unwrap();
+    assert_eq!(count(store.recall_stats(&namespace, &id).await.unwrap()), Some(2));
+    recorder.flush().await.unwrap();
+    assert_eq!(
+        count(store.recall_stats(&namespace, &id).await.unwrap()),
+        Some(4),
+        "nothing is lost"
+    );
+    // A batch size of 1 writes each recall's events at once.
+    let at_once = RecallRecorder::new(Arc::clone(&store) as Arc<dyn MemoryStore>, 1);
+    at_once.record(vec![event()]).await.unwrap();
+    assert_eq!(count(store.recall_stats(&namespace, &id).await.unwrap()), Some(5));
 }
