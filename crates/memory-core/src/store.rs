@@ -68,6 +68,22 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
 
+    /// Several searches, each answered as [`search`](Self::search) answers it, in order. A
+    /// backend with a fixed cost per call (a transaction, a switch to a blocking thread, a
+    /// round trip) answers them together; the default asks them one after another. A batch
+    /// of new memories (`Memory::remember_many`) looks for their duplicates and rivals with
+    /// it.
+    ///
+    /// # Errors
+    /// Backend errors only; then no result is returned.
+    async fn search_many(&self, queries: &[SearchQuery]) -> Result<Vec<Vec<SearchHit>>> {
+        let mut out = Vec::with_capacity(queries.len());
+        for query in queries {
+            out.push(self.search(query).await?);
+        }
+        Ok(out)
+    }
+
     /// Deletes every item (and its statistics) in `scope`. Returns how many were deleted.
     ///
     /// # Errors
@@ -289,6 +305,9 @@ macro_rules! forward_memory_store {
             }
             async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
                 (**self).search(query).await
+            }
+            async fn search_many(&self, queries: &[SearchQuery]) -> Result<Vec<Vec<SearchHit>>> {
+                (**self).search_many(queries).await
             }
             async fn clear(&self, scope: &Scope) -> Result<usize> {
                 (**self).clear(scope).await

@@ -224,6 +224,33 @@ pub(crate) fn for_each_document(
     Ok(())
 }
 
+/// The best `top_k` memories matching `filter` for `terms`, in `transaction`: the k best
+/// rows of the full-text index read and filtered, asking the index for four times as many
+/// whenever the filter turned too many away.
+fn search_in(
+    transaction: &Transaction<'_>,
+    filter: &MemoryFilter,
+    terms: &QueryTerms,
+    top_k: usize,
+) -> Result<Vec<SearchHit>> {
+    let mut asked = first_ask(filter, top_k);
+    loop {
+        let top = fulltext::memories().top(transaction, &filter.scope, terms, asked)?;
+        let complete = top.complete;
+        let hits = ranked::best_hits(
+            transaction,
+            top.candidates,
+            filter,
+            top_k,
+            "searching memories",
+        )?;
+        if hits.len() >= top_k || complete {
+            return Ok(hits);
+        }
+        asked = asked.saturating_mul(4);
+    }
+}
+
 /// Deletes the row with this rid and its index entries (tags go by cascade).
 fn delete_rid(transaction: &Transaction<'_>, rid: i64) -> Result<()> {
     fulltext::memories().remove(transaction, rid)?;
@@ -420,23 +447,42 @@ impl MemoryStore for SqliteStore {
         let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
             .read("searching memories", move |transaction| {
-                let mut asked = first_ask(&filter, top_k);
-                loop {
-                    let top =
-                        fulltext::memories().top(transaction, &filter.scope, &terms, asked)?;
-                    let complete = top.complete;
-                    let hits = ranked::best_hits(
-                        transaction,
-                        top.candidates,
-                        &filter,
-                        top_k,
-                        "searching memories",
-                    )?;
-                    if hits.len() >= top_k || complete {
-                        return Ok(hits);
-                    }
-                    asked = asked.saturating_mul(4);
+                search_in(transaction, &filter, &terms, top_k)
+            })
+            .await
+    }
+
+    /// Every search in one read transaction on one connection, in one call off the async
+    /// workers: a batch of searches pays the transaction and the thread switches once.
+    async fn search_many(&self, queries: &[SearchQuery]) -> Result<Vec<Vec<SearchHit>>> {
+        let asked: Vec<Option<(MemoryFilter, QueryTerms, usize)>> = queries
+            .iter()
+            .map(|query| {
+                if query.top_k == 0 {
+                    return None;
                 }
+                let terms = QueryTerms::of(&query.analysed_terms())?;
+                Some((
+                    query.filter.clone(),
+                    terms.with_rarest(query.rarest),
+                    query.top_k,
+                ))
+            })
+            .collect();
+        if asked.iter().all(Option::is_none) {
+            return Ok(vec![Vec::new(); queries.len()]);
+        }
+        self.db
+            .read("searching memories", move |transaction| {
+                asked
+                    .iter()
+                    .map(|search| match search {
+                        Some((filter, terms, top_k)) => {
+                            search_in(transaction, filter, terms, *top_k)
+                        }
+                        None => Ok(Vec::new()),
+                    })
+                    .collect()
             })
             .await
     }

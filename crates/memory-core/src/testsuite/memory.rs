@@ -385,6 +385,38 @@ async fn search(store: &dyn MemoryStore, ns: &Namespace) {
         "search applies filters"
     );
 
+    // Several searches at once answer as each alone, in order: analysed terms, the rarest
+    // of them, filters, no term, a top_k of 0.
+    let queries = [
+        SearchQuery::new(ns.exact(), "support group", 10),
+        SearchQuery::new(ns.exact(), "", 10),
+        filtered,
+        SearchQuery::new(ns.exact(), "support group", 0),
+        SearchQuery::new(ns.exact(), String::new(), 3)
+            .with_terms(vec!["support".to_owned(), "caroline".to_owned()])
+            .with_rarest(1),
+        SearchQuery::new(ns.exact(), "编程", 10),
+    ];
+    let together = must(store.search_many(&queries), "search_many").await;
+    assert_eq!(together.len(), queries.len(), "one answer per search");
+    for (query, hits) in queries.iter().zip(&together) {
+        let alone = must(store.search(query), "search").await;
+        let ids = |hits: &[crate::SearchHit]| {
+            hits.iter()
+                .map(|hit| (hit.item.id.clone(), hit.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(hits),
+            ids(&alone),
+            "search_many answers {query:?} as search does"
+        );
+    }
+    assert!(
+        must(store.search_many(&[]), "search_many").await.is_empty(),
+        "no search, no answer"
+    );
+
     assert!(must(store.delete(ns, "s1"), "delete").await);
     let hits = must(
         store.search(&SearchQuery::new(ns.exact(), "yesterday", 10)),

@@ -5,11 +5,19 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{MAX_TAGS, MemoryError, MemoryItem, MemoryKind, Namespace, Result};
+use memory_core::{
+    MAX_TAGS, MemoryError, MemoryItem, MemoryKind, Namespace, Result, SearchHit, SearchQuery,
+};
 use tracing::Instrument;
 
 use super::{Memory, Remember};
 use crate::facts::{DuplicatePolicy, Outcome, Prepared, Remembered};
+
+/// New memories whose searches for duplicates and rivals go to the store in one
+/// [`search_many`](memory_core::MemoryStore::search_many) call: enough to pay a call's fixed
+/// cost once for many, few enough that the hits held at once stay small (eight memories per
+/// request by default).
+const SEARCH_CHUNK: usize = 256;
 
 /// Prefixes the field of an [`MemoryError::InvalidInput`] with the request's place in the
 /// batch (`requests[3].text`); other errors pass through.
@@ -58,6 +66,9 @@ struct Writes {
     items: Vec<MemoryItem>,
     /// Where each `(namespace, id)` is in `items`.
     at: HashMap<(Namespace, String), usize>,
+    /// Per duplicate key ([`duplicate_key`]), where in `items` the requests of the batch
+    /// stored as new memories are.
+    added: HashMap<(Namespace, Vec<String>), Vec<usize>>,
 }
 
 impl Writes {
@@ -163,64 +174,38 @@ impl Memory {
         let namespaces: Vec<Namespace> = items.iter().map(|item| item.namespace.clone()).collect();
         let mut writes = Writes::default();
         let mut remembered = Vec::with_capacity(items.len());
-        // Per duplicate key, the requests of the batch stored as new memories.
-        let mut added: HashMap<(Namespace, Vec<String>), Vec<usize>> = HashMap::new();
-        // As `remember` merges only the duplicates its search finds, so does the batch.
-        let merge_in_batch =
-            self.facts.duplicates != DuplicatePolicy::KeepBoth && self.facts.candidates > 0;
-        for (index, item) in items.into_iter().enumerate() {
-            if self.facts.candidates == 0 && item.fact_key.is_none() {
-                // Nothing to reconcile: stored as it is, as `remember` would store it.
-                remembered.push(Remembered {
-                    id: item.id.clone(),
-                    outcome: Outcome::Added,
-                    conflicts: Vec::new(),
-                });
-                writes.put(item);
-                continue;
-            }
-            if merge_in_batch && item.kind != MemoryKind::ShortTerm {
-                let key = duplicate_key(&item);
-                let earlier = added.get(&key).and_then(|earlier| {
-                    let mut prepared = Prepared::of(&item);
-                    earlier.iter().copied().find(|&at| {
-                        let old: &MemoryItem = &writes.items[at];
-                        prepared.duplicates(&item, old, &self.facts)
-                            && (old.fact_key.is_none()
-                                || item.fact_key.is_none()
-                                || old.fact_key == item.fact_key)
-                    })
-                });
-                if let Some(at) = earlier {
-                    if self.facts.duplicates == DuplicatePolicy::Reject {
-                        return Err(MemoryError::AlreadyExists(format!(
-                            "requests[{index}] repeats the text of memory {} in {}",
-                            writes.items[at].id, item.namespace
-                        )));
-                    }
-                    merge_into(&mut writes.items[at], &item);
-                    let into = writes.items[at].id.clone();
-                    remembered.push(Remembered {
-                        id: into.clone(),
-                        outcome: Outcome::Merged { into },
-                        conflicts: Vec::new(),
-                    });
-                    continue;
-                }
-                let new = item.clone();
-                let plan = self.reconcile(item, now).await?;
-                self.apply_plan(plan, &new, &mut writes, &mut remembered);
-                if matches!(
-                    remembered.last().map(|r| &r.outcome),
-                    Some(Outcome::Added | Outcome::Superseded { .. } | Outcome::Outdated { .. })
-                ) && let Some(&at) = writes.at.get(&(new.namespace.clone(), new.id.clone()))
-                {
-                    added.entry(key).or_default().push(at);
-                }
+        // The searches for duplicates and rivals go to the store a chunk at a time
+        // (`search_many`: one transaction and one thread switch on SQLite instead of one per
+        // memory); none sees the batch, which is written at the end.
+        let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
+        for chunk_start in (0..items.len()).step_by(SEARCH_CHUNK) {
+            let chunk = chunk_start..(chunk_start + SEARCH_CHUNK).min(items.len());
+            let mut searches: Vec<Option<(Prepared, SearchQuery)>> = items[chunk.clone()]
+                .iter()
+                .map(|item| {
+                    item.as_ref()
+                        .and_then(|item| self.candidate_search(item, now))
+                })
+                .collect();
+            let queries: Vec<SearchQuery> = searches
+                .iter()
+                .filter_map(|search| search.as_ref().map(|(_, query)| query.clone()))
+                .collect();
+            let mut results = if queries.is_empty() {
+                Vec::new()
             } else {
-                let new = item.clone();
-                let plan = self.reconcile(item, now).await?;
-                self.apply_plan(plan, &new, &mut writes, &mut remembered);
+                self.store.search_many(&queries).await?
+            }
+            .into_iter();
+            for (offset, index) in chunk.enumerate() {
+                let Some(item) = items[index].take() else {
+                    continue;
+                };
+                let found = searches[offset]
+                    .take()
+                    .map(|(prepared, _)| (prepared, results.next().unwrap_or_default()));
+                self.reconcile_in_batch(index, item, found, now, &mut writes, &mut remembered)
+                    .await?;
             }
         }
         if !writes.items.is_empty() {
@@ -236,6 +221,84 @@ impl Memory {
             self.keep_within_capacity(namespace).await;
         }
         Ok(remembered)
+    }
+
+    /// Reconciles the batch's request `index` with the stored memories (what its search
+    /// `found`) and with the requests before it, adding the outcome to `remembered` and the
+    /// writes to `writes`.
+    async fn reconcile_in_batch(
+        &self,
+        index: usize,
+        item: MemoryItem,
+        mut found: Option<(Prepared, Vec<SearchHit>)>,
+        now: DateTime<Utc>,
+        writes: &mut Writes,
+        remembered: &mut Vec<Remembered>,
+    ) -> Result<()> {
+        // As `remember` merges only the duplicates its search finds, so does the batch.
+        let merge_in_batch =
+            self.facts.duplicates != DuplicatePolicy::KeepBoth && self.facts.candidates > 0;
+        if self.facts.candidates == 0 && item.fact_key.is_none() {
+            // Nothing to reconcile: stored as it is, as `remember` would store it.
+            remembered.push(Remembered {
+                id: item.id.clone(),
+                outcome: Outcome::Added,
+                conflicts: Vec::new(),
+            });
+            writes.put(item);
+            return Ok(());
+        }
+        if merge_in_batch && item.kind != MemoryKind::ShortTerm {
+            let key = duplicate_key(&item);
+            let earlier = writes.added.get(&key).and_then(|earlier| {
+                let mut fresh;
+                let prepared = match found.as_mut() {
+                    Some((prepared, _)) => prepared,
+                    None => {
+                        fresh = Prepared::of(&item);
+                        &mut fresh
+                    }
+                };
+                earlier.iter().copied().find(|&at| {
+                    let old: &MemoryItem = &writes.items[at];
+                    prepared.duplicates(&item, old, &self.facts)
+                        && (old.fact_key.is_none()
+                            || item.fact_key.is_none()
+                            || old.fact_key == item.fact_key)
+                })
+            });
+            if let Some(at) = earlier {
+                if self.facts.duplicates == DuplicatePolicy::Reject {
+                    return Err(MemoryError::AlreadyExists(format!(
+                        "requests[{index}] repeats the text of memory {} in {}",
+                        writes.items[at].id, item.namespace
+                    )));
+                }
+                merge_into(&mut writes.items[at], &item);
+                let into = writes.items[at].id.clone();
+                remembered.push(Remembered {
+                    id: into.clone(),
+                    outcome: Outcome::Merged { into },
+                    conflicts: Vec::new(),
+                });
+                return Ok(());
+            }
+            let new = item.clone();
+            let plan = self.reconcile_found(item, now, found).await?;
+            self.apply_plan(plan, &new, writes, remembered);
+            if matches!(
+                remembered.last().map(|r| &r.outcome),
+                Some(Outcome::Added | Outcome::Superseded { .. } | Outcome::Outdated { .. })
+            ) && let Some(&at) = writes.at.get(&(new.namespace.clone(), new.id.clone()))
+            {
+                writes.added.entry(key).or_default().push(at);
+            }
+        } else {
+            let new = item.clone();
+            let plan = self.reconcile_found(item, now, found).await?;
+            self.apply_plan(plan, &new, writes, remembered);
+        }
+        Ok(())
     }
 
     /// Adds a request's plan to the batch's writes: a merge into a memory the batch already
@@ -339,6 +402,83 @@ mod tests {
         let stored = memory.store().get(&user(), "m1").await.unwrap().unwrap();
         assert_eq!(stored.content, texts[1]);
         assert!(memory.remember_many(Vec::new()).await.unwrap().is_empty());
+    }
+
+    /// A filler text sharing no word with any other: four made-up words from `i`.
+    fn filler(i: usize) -> String {
+        let word = |n: usize| {
+            let mut n = n;
+            let mut out = String::from("z");
+            for _ in 0..3 {
+                out.push(char::from(b'a' + (n % 26) as u8));
+                n /= 26;
+            }
+            out
+        };
+        format!(
+            "{} {} {} {}",
+            word(4 * i),
+            word(4 * i + 1),
+            word(4 * i + 2),
+            word(4 * i + 3)
+        )
+    }
+
+    #[tokio::test]
+    async fn a_batch_longer_than_a_search_chunk_is_reconciled_in_every_chunk() {
+        let memory = Memory::in_memory();
+        for (id, text) in [
+            ("old-dup", "The office wifi password is tangerine"),
+            ("old-phone", "Ava's phone number is 555-0100"),
+        ] {
+            memory
+                .remember_with(Remember::new(user(), text).id(id))
+                .await
+                .unwrap();
+        }
+        let requests: Vec<Remember> = (0..2 * SEARCH_CHUNK + 100)
+            .map(|i| {
+                let text = match i {
+                    _ if i == SEARCH_CHUNK + 14 => "Ava's phone number is 555-0199".to_owned(),
+                    _ if i == SEARCH_CHUNK + 44 => {
+                        "the office WiFi password is tangerine!".to_owned()
+                    }
+                    _ if i == 2 * SEARCH_CHUNK + 50 => filler(5),
+                    _ => filler(i),
+                };
+                Remember::new(user(), text).id(format!("m{i}"))
+            })
+            .collect();
+        let done = memory.remember_many(requests).await.unwrap();
+        assert_eq!(done.len(), 2 * SEARCH_CHUNK + 100);
+        let conflicted = &done[SEARCH_CHUNK + 14];
+        assert_eq!(conflicted.outcome, Outcome::Added);
+        assert_eq!(
+            conflicted
+                .conflicts
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
+            ["old-phone"],
+            "a rival stored before the batch is found from the second chunk"
+        );
+        assert_eq!(
+            done[SEARCH_CHUNK + 44].outcome,
+            Outcome::Merged {
+                into: "old-dup".to_owned()
+            },
+            "a stored duplicate is found from the second chunk"
+        );
+        assert_eq!(
+            done[2 * SEARCH_CHUNK + 50].outcome,
+            Outcome::Merged {
+                into: "m5".to_owned()
+            },
+            "a duplicate of a request in an earlier chunk merges into it"
+        );
+        let added = done.iter().filter(|r| r.outcome == Outcome::Added).count();
+        assert_eq!(added, 2 * SEARCH_CHUNK + 100 - 2);
+        assert_eq!(count(&memory).await, 2 + added);
     }
 
     #[tokio::test]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memory_core::{
     EndReason, Ended, GraphRelation, KnowledgeGraphExt, MAX_REASON_LEN, MAX_TAGS, MemoryError,
-    MemoryFilter, MemoryItem, MemoryKind, Namespace, Result, Scope, SearchQuery, TimeView,
-    push_link,
+    MemoryFilter, MemoryItem, MemoryKind, Namespace, Result, Scope, SearchHit, SearchQuery,
+    TimeView, push_link,
 };
 use serde::{Deserialize, Serialize};
 
@@ -99,7 +99,42 @@ fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
 impl Memory {
     /// Decides what storing `item` writes: the item itself, and the stored memories it
     /// supersedes or conflicts with; or only the duplicate it merges into.
-    pub(super) async fn reconcile(&self, mut item: MemoryItem, now: DateTime<Utc>) -> Result<Plan> {
+    pub(super) async fn reconcile(&self, item: MemoryItem, now: DateTime<Utc>) -> Result<Plan> {
+        self.reconcile_found(item, now, None).await
+    }
+
+    /// The search [`reconcile`](Self::reconcile) makes for `item`'s duplicates and rivals,
+    /// with `item` prepared for the comparison; `None` when it makes none (a message, no
+    /// candidates asked for, no searchable term).
+    pub(super) fn candidate_search(
+        &self,
+        item: &MemoryItem,
+        now: DateTime<Utc>,
+    ) -> Option<(Prepared, SearchQuery)> {
+        if item.kind == MemoryKind::ShortTerm || self.facts.candidates == 0 {
+            return None;
+        }
+        let prepared = Prepared::of(item);
+        let terms = prepared.search_terms();
+        if terms.is_empty() {
+            return None;
+        }
+        let namespace = &item.namespace;
+        let query = SearchQuery::new(namespace.exact(), String::new(), self.facts.candidates)
+            .with_filter(MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now)))
+            .with_terms(terms)
+            .with_rarest(SELF_MATCH_TERMS);
+        Some((prepared, query))
+    }
+
+    /// [`reconcile`](Self::reconcile), given what its search found when the caller made it
+    /// already (a batch makes its searches together): `item` prepared, and the hits.
+    pub(super) async fn reconcile_found(
+        &self,
+        mut item: MemoryItem,
+        now: DateTime<Utc>,
+        found: Option<(Prepared, Vec<SearchHit>)>,
+    ) -> Result<Plan> {
         let added = |item: MemoryItem, outcome: Outcome, conflicts: Vec<Conflict>| Plan {
             remembered: Remembered {
                 id: item.id.clone(),
@@ -113,33 +148,23 @@ impl Memory {
         }
         let namespace = item.namespace.clone();
         let config = &self.facts;
-        // Without candidates there is nothing to compare with: the new memory is not read.
-        let mut prepared = (config.candidates > 0).then(|| Prepared::of(&item));
-        let candidates: Vec<Arc<MemoryItem>> = match &prepared {
-            None => Vec::new(),
-            Some(prepared) => {
-                let terms = prepared.search_terms();
-                if terms.is_empty() {
-                    Vec::new()
-                } else {
-                    let query =
-                        SearchQuery::new(namespace.exact(), String::new(), config.candidates)
-                            .with_filter(
-                                MemoryFilter::new(namespace.exact())
-                                    .with_view(TimeView::Current(now)),
-                            )
-                            .with_terms(terms)
-                            .with_rarest(SELF_MATCH_TERMS);
-                    self.store
-                        .search(&query)
-                        .await?
-                        .into_iter()
-                        .map(|hit| hit.item)
-                        .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
-                        .collect()
-                }
-            }
+        // Without candidates (or searchable terms) there is nothing to compare with.
+        let found = match found {
+            Some(found) => Some(found),
+            None => match self.candidate_search(&item, now) {
+                Some((prepared, query)) => Some((prepared, self.store.search(&query).await?)),
+                None => None,
+            },
         };
+        let (mut prepared, hits) = match found {
+            Some((prepared, hits)) => (Some(prepared), hits),
+            None => (None, Vec::new()),
+        };
+        let candidates: Vec<Arc<MemoryItem>> = hits
+            .into_iter()
+            .map(|hit| hit.item)
+            .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
+            .collect();
         if config.duplicates != DuplicatePolicy::KeepBoth
             && let Some(prepared) = prepared.as_mut()
             && let Some(duplicate) = candidates.iter().find(|old| {

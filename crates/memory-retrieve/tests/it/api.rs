@@ -517,7 +517,10 @@ async fn a_cheap_store_records_recalls_in_line() {
         "the batch is written before record returns; the events that filled it start the next"
     );
     recorder.record(vec![event(), event()]).await.unwrap();
-    assert_eq!(count(store.recall_stats(&namespace, &id).await.unwrap()), Some(2));
+    assert_eq!(
+        count(store.recall_stats(&namespace, &id).await.unwrap()),
+        Some(2)
+    );
     recorder.flush().await.unwrap();
     assert_eq!(
         count(store.recall_stats(&namespace, &id).await.unwrap()),
@@ -527,5 +530,8 @@ async fn a_cheap_store_records_recalls_in_line() {
     // A batch size of 1 writes each recall's events at once.
     let at_once = RecallRecorder::new(Arc::clone(&store) as Arc<dyn MemoryStore>, 1);
     at_once.record(vec![event()]).await.unwrap();
-    assert_eq!(count(store.recall_stats(&namespace, &id).await.unwrap()), Some(5));
+    assert_eq!(
+        count(store.recall_stats(&namespace, &id).await.unwrap()),
+        Some(5)
+    );
 }
