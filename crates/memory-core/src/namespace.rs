@@ -1,6 +1,7 @@
 //! Hierarchical namespaces: the tenant boundary of every stored record.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,9 @@ pub const MAX_NAMESPACE_DEPTH: usize = 16;
 /// namespace is the *root*: it is never the namespace of a record, only a [`Scope`] that
 /// covers everything (for administration and export).
 ///
+/// The text is shared: a clone, made for every record, hit, filter and recall event that
+/// names the namespace, copies a pointer, not the text.
+///
 /// ```
 /// use memory_core::Namespace;
 /// let ns = Namespace::parse("user-42/agent-a/session-7")?;
@@ -29,12 +33,13 @@ pub const MAX_NAMESPACE_DEPTH: usize = 16;
 /// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Namespace(String);
+pub struct Namespace(Arc<str>);
 
 impl Namespace {
     /// The root namespace, which holds no records and, as a scope, covers all of them.
     pub fn root() -> Self {
-        Self(String::new())
+        static ROOT: OnceLock<Arc<str>> = OnceLock::new();
+        Self(Arc::clone(ROOT.get_or_init(|| Arc::from(""))))
     }
 
     /// Parses `a/b/c`. Leading and trailing `/` and surrounding whitespace are trimmed.
@@ -65,7 +70,7 @@ impl Namespace {
                 format!("deeper than {MAX_NAMESPACE_DEPTH} segments"),
             ));
         }
-        Ok(Self(trimmed.to_owned()))
+        Ok(Self(Arc::from(trimmed)))
     }
 
     /// Builds a namespace from its segments.
@@ -123,7 +128,7 @@ impl Namespace {
             return None;
         }
         Some(match self.0.rfind('/') {
-            Some(cut) => Self(self.0[..cut].to_owned()),
+            Some(cut) => Self(Arc::from(&self.0[..cut])),
             None => Self::root(),
         })
     }
@@ -134,7 +139,7 @@ impl Namespace {
         if self.is_root() {
             return true;
         }
-        match other.0.strip_prefix(self.0.as_str()) {
+        match other.0.strip_prefix(&*self.0) {
             Some(rest) => rest.is_empty() || rest.starts_with('/'),
             None => false,
         }
@@ -222,7 +227,7 @@ impl TryFrom<&str> for Namespace {
 
 impl From<Namespace> for String {
     fn from(value: Namespace) -> Self {
-        value.0
+        value.0.to_string()
     }
 }
 
