@@ -50,7 +50,8 @@ pub fn rarest_terms(
     mut df: impl FnMut(usize, &str) -> u64,
 ) -> Vec<usize> {
     let mut held: Vec<(u64, usize)> = Vec::with_capacity(terms.len());
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut seen: foldhash::HashSet<&str> =
+        foldhash::HashSet::with_capacity_and_hasher(terms.len(), Default::default());
     for (index, term) in terms.iter().enumerate() {
         if !seen.insert(term.as_str()) {
             continue;

@@ -153,9 +153,16 @@ impl<const N: usize> Bm25Index<N> {
                 }
             }
             let list = &mut entry.list;
-            match list.binary_search_by_key(&slot, |posting| posting.slot) {
-                Ok(at) => list[at] = Posting::new(slot, tf, len),
-                Err(at) => list.insert(at, Posting::new(slot, tf, len)),
+            // A new document mostly takes the highest slot yet: appended without a binary
+            // search (whose probes miss the cache on long lists: a fifth of `remember` at
+            // 100,000 memories). A reused slot is placed by the search.
+            if list.last().is_none_or(|last| last.slot < slot) {
+                list.push(Posting::new(slot, tf, len));
+            } else {
+                match list.binary_search_by_key(&slot, |posting| posting.slot) {
+                    Ok(at) => list[at] = Posting::new(slot, tf, len),
+                    Err(at) => list.insert(at, Posting::new(slot, tf, len)),
+                }
             }
             terms.push(term);
         }

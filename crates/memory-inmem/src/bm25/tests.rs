@@ -333,3 +333,30 @@ fn weighted_top_k_weighs_few_matches() {
         "weighed {weighed} of {matches} matches"
     );
 }
+
+#[test]
+fn a_reused_slot_takes_its_place_in_every_posting_list() {
+    let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
+    for slot in 0..6u32 {
+        index.insert(slot, &format!("d{slot}"), ["shared words here"]);
+    }
+    index.remove(2);
+    index.remove(4);
+    // Slots below the last one: placed by the search, not appended.
+    index.insert(4, "d4", ["shared words again"]);
+    index.insert(2, "d2", ["shared"]);
+    // Replacing a slot's terms in place keeps one posting.
+    index.insert(3, "d3", ["shared words"]);
+    for term in ["share", "word"] {
+        let Some(entry) = index.postings.get(term) else {
+            panic!("{term} is indexed");
+        };
+        let slots: Vec<u32> = entry.list.iter().map(|posting| posting.slot).collect();
+        assert!(slots.windows(2).all(|w| w[0] < w[1]), "{term}: {slots:?}");
+    }
+    assert_eq!(index.doc_freq("share"), 6);
+    assert_eq!(index.doc_freq("word"), 5);
+    let mut hits: Vec<u32> = search(&index, "shared").iter().map(|h| h.1).collect();
+    hits.sort_unstable();
+    assert_eq!(hits, [0, 1, 2, 3, 4, 5]);
+}
