@@ -224,30 +224,48 @@ pub(crate) fn for_each_document(
     Ok(())
 }
 
-/// The best `top_k` memories matching `filter` for `terms`, in `transaction`: the k best
-/// rows of the full-text index read and filtered, asking the index for four times as many
-/// whenever the filter turned too many away.
-fn search_in(
-    transaction: &Transaction<'_>,
-    filter: &MemoryFilter,
-    terms: &QueryTerms,
+/// A [`SearchQuery`] as the index reads it, owned so it can move to a blocking call.
+struct Search {
+    filter: MemoryFilter,
+    terms: QueryTerms,
     top_k: usize,
-) -> Result<Vec<SearchHit>> {
-    let mut asked = first_ask(filter, top_k);
-    loop {
-        let top = fulltext::memories().top(transaction, &filter.scope, terms, asked)?;
-        let complete = top.complete;
-        let hits = ranked::best_hits(
-            transaction,
-            top.candidates,
-            filter,
-            top_k,
-            "searching memories",
-        )?;
-        if hits.len() >= top_k || complete {
-            return Ok(hits);
+}
+
+impl Search {
+    /// `None` when the query can find nothing: a `top_k` of 0, or no searchable term.
+    fn of(query: &SearchQuery) -> Option<Self> {
+        if query.top_k == 0 {
+            return None;
         }
-        asked = asked.saturating_mul(4);
+        let terms = QueryTerms::of(&query.analysed_terms())?;
+        Some(Self {
+            filter: query.filter.clone(),
+            terms: terms.with_rarest(query.rarest),
+            top_k: query.top_k,
+        })
+    }
+
+    /// The best `top_k` memories in `transaction`: the k best rows of the full-text index
+    /// read and filtered, asking the index for four times as many whenever the filter
+    /// turned too many away.
+    fn run(&self, transaction: &Transaction<'_>) -> Result<Vec<SearchHit>> {
+        let mut asked = first_ask(&self.filter, self.top_k);
+        loop {
+            let top =
+                fulltext::memories().top(transaction, &self.filter.scope, &self.terms, asked)?;
+            let complete = top.complete;
+            let hits = ranked::best_hits(
+                transaction,
+                top.candidates,
+                &self.filter,
+                self.top_k,
+                "searching memories",
+            )?;
+            if hits.len() >= self.top_k || complete {
+                return Ok(hits);
+            }
+            asked = asked.saturating_mul(4);
+        }
     }
 }
 
@@ -437,17 +455,12 @@ impl MemoryStore for SqliteStore {
     /// (`ranked.rs`). A filter that can turn records away asks the index for more than
     /// `top_k` (and four times more again while too few pass and more matched).
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        if query.top_k == 0 {
-            return Ok(Vec::new());
-        }
-        let Some(terms) = QueryTerms::of(&query.analysed_terms()) else {
+        let Some(search) = Search::of(query) else {
             return Ok(Vec::new());
         };
-        let terms = terms.with_rarest(query.rarest);
-        let (filter, top_k) = (query.filter.clone(), query.top_k);
         self.db
             .read("searching memories", move |transaction| {
-                search_in(transaction, &filter, &terms, top_k)
+                search.run(transaction)
             })
             .await
     }
@@ -455,31 +468,16 @@ impl MemoryStore for SqliteStore {
     /// Every search in one read transaction on one connection, in one call off the async
     /// workers: a batch of searches pays the transaction and the thread switches once.
     async fn search_many(&self, queries: &[SearchQuery]) -> Result<Vec<Vec<SearchHit>>> {
-        let asked: Vec<Option<(MemoryFilter, QueryTerms, usize)>> = queries
-            .iter()
-            .map(|query| {
-                if query.top_k == 0 {
-                    return None;
-                }
-                let terms = QueryTerms::of(&query.analysed_terms())?;
-                Some((
-                    query.filter.clone(),
-                    terms.with_rarest(query.rarest),
-                    query.top_k,
-                ))
-            })
-            .collect();
-        if asked.iter().all(Option::is_none) {
+        let searches: Vec<Option<Search>> = queries.iter().map(Search::of).collect();
+        if searches.iter().all(Option::is_none) {
             return Ok(vec![Vec::new(); queries.len()]);
         }
         self.db
             .read("searching memories", move |transaction| {
-                asked
+                searches
                     .iter()
                     .map(|search| match search {
-                        Some((filter, terms, top_k)) => {
-                            search_in(transaction, filter, terms, *top_k)
-                        }
+                        Some(search) => search.run(transaction),
                         None => Ok(Vec::new()),
                     })
                     .collect()

@@ -177,33 +177,28 @@ impl Memory {
         // The searches for duplicates and rivals go to the store a chunk at a time
         // (`search_many`: one transaction and one thread switch on SQLite instead of one per
         // memory); none sees the batch, which is written at the end.
-        let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
-        for chunk_start in (0..items.len()).step_by(SEARCH_CHUNK) {
-            let chunk = chunk_start..(chunk_start + SEARCH_CHUNK).min(items.len());
-            let mut searches: Vec<Option<(Prepared, SearchQuery)>> = items[chunk.clone()]
-                .iter()
-                .map(|item| {
-                    item.as_ref()
-                        .and_then(|item| self.candidate_search(item, now))
-                })
-                .collect();
-            let queries: Vec<SearchQuery> = searches
-                .iter()
-                .filter_map(|search| search.as_ref().map(|(_, query)| query.clone()))
-                .collect();
+        let mut items = items.into_iter().enumerate().peekable();
+        while items.peek().is_some() {
+            let chunk: Vec<(usize, MemoryItem)> = items.by_ref().take(SEARCH_CHUNK).collect();
+            let mut prepared: Vec<Option<Prepared>> = Vec::with_capacity(chunk.len());
+            let mut queries: Vec<SearchQuery> = Vec::new();
+            for (_, item) in &chunk {
+                match self.candidate_search(item, now) {
+                    Some((item_prepared, query)) => {
+                        prepared.push(Some(item_prepared));
+                        queries.push(query);
+                    }
+                    None => prepared.push(None),
+                }
+            }
             let mut results = if queries.is_empty() {
                 Vec::new()
             } else {
                 self.store.search_many(&queries).await?
             }
             .into_iter();
-            for (offset, index) in chunk.enumerate() {
-                let Some(item) = items[index].take() else {
-                    continue;
-                };
-                let found = searches[offset]
-                    .take()
-                    .map(|(prepared, _)| (prepared, results.next().unwrap_or_default()));
+            for ((index, item), prepared) in chunk.into_iter().zip(prepared) {
+                let found = prepared.map(|prepared| (prepared, results.next().unwrap_or_default()));
                 self.reconcile_in_batch(index, item, found, now, &mut writes, &mut remembered)
                     .await?;
             }
@@ -248,7 +243,8 @@ impl Memory {
             writes.put(item);
             return Ok(());
         }
-        if merge_in_batch && item.kind != MemoryKind::ShortTerm {
+        // The duplicate key of a request that may merge into an earlier one of the batch.
+        let key = if merge_in_batch && item.kind != MemoryKind::ShortTerm {
             let key = duplicate_key(&item);
             let earlier = writes.added.get(&key).and_then(|earlier| {
                 let mut fresh;
@@ -283,20 +279,21 @@ impl Memory {
                 });
                 return Ok(());
             }
-            let new = item.clone();
-            let plan = self.reconcile_found(item, now, found).await?;
-            self.apply_plan(plan, &new, writes, remembered);
-            if matches!(
+            Some(key)
+        } else {
+            None
+        };
+        let new = item.clone();
+        let plan = self.reconcile_found(item, now, found).await?;
+        self.apply_plan(plan, &new, writes, remembered);
+        if let Some(key) = key
+            && matches!(
                 remembered.last().map(|r| &r.outcome),
                 Some(Outcome::Added | Outcome::Superseded { .. } | Outcome::Outdated { .. })
-            ) && let Some(&at) = writes.at.get(&(new.namespace.clone(), new.id.clone()))
-            {
-                writes.added.entry(key).or_default().push(at);
-            }
-        } else {
-            let new = item.clone();
-            let plan = self.reconcile_found(item, now, found).await?;
-            self.apply_plan(plan, &new, writes, remembered);
+            )
+            && let Some(&at) = writes.at.get(&(new.namespace.clone(), new.id.clone()))
+        {
+            writes.added.entry(key).or_default().push(at);
         }
         Ok(())
     }
