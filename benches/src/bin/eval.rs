@@ -6,7 +6,7 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--no-facts]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
@@ -32,7 +32,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -112,6 +112,11 @@ fn run() -> Result<(), String> {
                 } else {
                     options.config.role_weights.insert(role.to_owned(), weight);
                 }
+            }
+            "--outside-time-factor" => {
+                options.config.outside_time_factor = value()?
+                    .parse()
+                    .map_err(|e| format!("--outside-time-factor: {e}"))?;
             }
             "--repeat" => {
                 options.repeat = value()?

@@ -87,7 +87,8 @@ pub struct ScoreBreakdown {
 /// A signal of a result's score. The first ten are weighted by the scoring strategy;
 /// [`Signal::Rrf`] is the fused rank when reciprocal rank fusion replaces the weights;
 /// [`Signal::Stale`] marks a penalty for a memory no longer current; [`Signal::Rerank`] is
-/// the reranking stage's share.
+/// the reranking stage's share; [`Signal::Time`] marks a memory made outside the time the
+/// query names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Signal {
@@ -121,6 +122,10 @@ pub enum Signal {
     /// A reranking stage's score (memory-retrieve's `Reranker`): its value is the
     /// reranker's score in `[0, 1]`, its contribution the change of the final score.
     Rerank,
+    /// A penalty, not a weighted signal: the query names a time ("last week") and the
+    /// memory was made at another. Its value is the factor the score was multiplied by; its
+    /// contribution the (negative) change of the score.
+    Time,
 }
 
 impl Signal {
@@ -159,6 +164,7 @@ impl Signal {
             Signal::Rrf => "rrf",
             Signal::Stale => "stale",
             Signal::Rerank => "rerank",
+            Signal::Time => "time",
         }
     }
 }

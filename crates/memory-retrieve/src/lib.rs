@@ -33,6 +33,7 @@ mod rerank;
 mod retriever;
 pub mod scoring;
 pub mod serde_millis;
+mod when;
 
 pub use crate::{
     compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},
@@ -63,9 +64,11 @@ pub use crate::{
     prompt::estimate_tokens,
     rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
-        DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
-        MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES,
-        RecallFilter, RecallView, RetrievalStrategy, Retriever, RetrieverConfig, STALE_FACTOR,
+        DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
+        MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT,
+        MAX_WEIGHTED_ROLES, RecallFilter, RecallView, RetrievalStrategy, Retriever,
+        RetrieverConfig, STALE_FACTOR,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
+    when::{TimeWindow, time_window},
 };

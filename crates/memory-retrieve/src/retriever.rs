@@ -24,9 +24,9 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, Fusion, MAX_CONTEXT_SOURCES,
-    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, RecallFilter,
-    RecallView, RetrievalStrategy, RetrieverConfig,
+    DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
+    MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT,
+    MAX_WEIGHTED_ROLES, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -205,6 +205,7 @@ impl Retriever {
             });
         }
         let weights = config.scoring.weights();
+        let now = self.clock.now();
         let request = Request {
             scope,
             query,
@@ -216,7 +217,12 @@ impl Retriever {
             } else {
                 NGrams::default()
             },
-            now: self.clock.now(),
+            now,
+            window: if config.outside_time_factor < 1.0 {
+                crate::when::time_window(query, now)
+            } else {
+                None
+            },
             memory: &*self.memory,
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),
@@ -247,13 +253,14 @@ impl Retriever {
         );
         let stale = staleness::mark(&memories, &request).await?;
         let (items, total_found) = match &self.reranker {
-            None => fusion::rank(memories, pages, entities, config, &stale),
+            None => fusion::rank(memories, pages, entities, config, &stale, request.window),
             Some((reranker, rerank)) => {
                 // Fused wide and without the threshold: the cut comes after the reranker.
                 let mut wide = config.clone();
                 wide.max_results = config.max_results.max(rerank.depth);
                 wide.min_score = 0.0;
-                let (items, total_found) = fusion::rank(memories, pages, entities, &wide, &stale);
+                let (items, total_found) =
+                    fusion::rank(memories, pages, entities, &wide, &stale, request.window);
                 let mut items = crate::rerank::apply(&**reranker, rerank, query, items).await;
                 items.retain(|item| item.score >= config.min_score && item.score > 0.0);
                 items.truncate(config.max_results);

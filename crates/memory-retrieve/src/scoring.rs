@@ -103,7 +103,7 @@ impl ScoreWeights {
             Signal::Recency => self.recency,
             Signal::Context => self.context,
             Signal::Embedding => self.embedding,
-            Signal::Rrf | Signal::Stale | Signal::Rerank => 0.0,
+            Signal::Rrf | Signal::Stale | Signal::Rerank | Signal::Time => 0.0,
         }
     }
 

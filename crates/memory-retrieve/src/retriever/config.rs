@@ -24,6 +24,9 @@ pub const MAX_WEIGHTED_ROLES: usize = 16;
 /// Weight of an assistant's turn in keyword relevance by default (see
 /// [`RetrieverConfig::role_weights`]).
 pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.8;
+/// The factor on the score of a memory made outside the time a query names, by default (see
+/// [`RetrieverConfig::outside_time_factor`]).
+pub const DEFAULT_OUTSIDE_TIME_FACTOR: f32 = 0.8;
 
 /// Which channels a retrieval uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +106,17 @@ pub struct RetrieverConfig {
     /// conversational benchmarks (see the README's retrieval-quality table); memories
     /// without a role (a dialogue between people, plain `remember`) are unaffected.
     pub role_weights: BTreeMap<String, f32>,
+    /// When the query names a time ("yesterday", "last week", "in June", "on 8 December
+    /// 2023"; see [`time_window`](crate::time_window)), the memory channel also searches the
+    /// memories made then, and the score of a memory made at another time is multiplied by
+    /// this factor, in `(0, 1]` (marked [`Signal::Time`](memory_core::Signal::Time) in its
+    /// breakdown). 1 turns the reading of times off. Default 0.8.
+    ///
+    /// A time in a question is a strong hint ("what did I cook a couple of days ago?"), but
+    /// not a filter: the expression can be read wrongly, or be quoted from an older
+    /// conversation ("what did she do last weekend?" about a weekend months ago), and a
+    /// memory that alone holds the question's words must still be found.
+    pub outside_time_factor: f32,
 }
 
 impl Default for RetrieverConfig {
@@ -119,6 +133,7 @@ impl Default for RetrieverConfig {
             max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
             context_window: 1,
             role_weights: BTreeMap::from([("assistant".to_owned(), DEFAULT_ASSISTANT_WEIGHT)]),
+            outside_time_factor: DEFAULT_OUTSIDE_TIME_FACTOR,
         }
     }
 }
@@ -188,6 +203,15 @@ impl RetrieverConfig {
                     format!("the weight of {role:?} must be in [0, 1]"),
                 ));
             }
+        }
+        if !(self.outside_time_factor.is_finite()
+            && self.outside_time_factor > 0.0
+            && self.outside_time_factor <= 1.0)
+        {
+            return Err(MemoryError::invalid(
+                "outside_time_factor",
+                "must be in (0, 1]",
+            ));
         }
         if self.max_query_bytes == 0 {
             return Err(MemoryError::invalid(

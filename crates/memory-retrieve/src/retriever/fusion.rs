@@ -11,6 +11,7 @@ use super::candidate::Candidate;
 use super::staleness::{STALE_FACTOR, StaleMarks};
 use super::{Fusion, RetrieverConfig};
 use crate::scoring::reciprocal_rank;
+use crate::when::TimeWindow;
 
 /// The best candidates, best first, each with its breakdown, and how many were scored.
 pub(super) fn rank(
@@ -19,7 +20,14 @@ pub(super) fn rank(
     entities: Vec<Candidate>,
     config: &RetrieverConfig,
     stale: &StaleMarks,
+    window: Option<TimeWindow>,
 ) -> (Vec<ScoredItem>, usize) {
+    // Whether a candidate is a memory made outside the time the query names.
+    let outside = |candidate: &Candidate| match (&candidate.record, window) {
+        (RetrievalSource::Memory(item), Some(window)) => item.created_at < window.from,
+        _ => false,
+    };
+    let factor = config.outside_time_factor;
     let found_by = |channel: Channel| {
         memories
             .iter()
@@ -67,6 +75,11 @@ pub(super) fn rank(
         } else {
             penalise(candidate, score, stale)
         };
+        let score = if outside(candidate) {
+            score * factor
+        } else {
+            score
+        };
         if score < config.min_score || score <= 0.0 {
             continue;
         }
@@ -109,6 +122,13 @@ pub(super) fn rank(
                         name: Signal::Rrf,
                         value: score,
                         contribution: score,
+                    });
+                }
+                if outside(&candidate) {
+                    signals.push(SignalScore {
+                        name: Signal::Time,
+                        value: factor,
+                        contribution: score - score / factor,
                     });
                 }
                 if let Some(before) = penalised.get(&at) {

@@ -8,8 +8,8 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
-    Signal,
+    Channel, MemoryFilter, MemoryItem, Namespace, Result, RetrievalSource, Scope, SearchHit,
+    SearchQuery, Signal,
 };
 
 use super::candidate::{Candidate, Found, Key, RecordType};
@@ -42,9 +42,23 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     )
     .with_filter(memory_filter(request.scope, request.filter, request.now))
     .with_terms(request.terms.clone());
+    // The memories made in the time the query names, searched beside the rest: the
+    // query's words may be rare there and common elsewhere.
+    let within = request.window.and_then(|window| {
+        within_window(&search, window, request.now + chrono::Duration::seconds(1))
+    });
+    let timed = async {
+        match &within {
+            Some(search) => memory.search(search).await.map(Some),
+            None => Ok(None),
+        }
+    };
     // Keyword search, and with an embedder the similarity search beside it.
-    let (hits, similar) = match request.embedder {
-        None => (memory.search(&search).await?, None),
+    let (hits, similar, timed) = match request.embedder {
+        None => {
+            let (hits, timed) = tokio::join!(memory.search(&search), timed);
+            (hits?, None, timed?)
+        }
         Some(embedder) => {
             let semantic = async {
                 let vector = crate::embedding::embed_checked(embedder, request.query).await?;
@@ -53,8 +67,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
                     .await?;
                 Ok::<_, memory_core::MemoryError>((vector, hits))
             };
-            let (hits, semantic) = tokio::join!(memory.search(&search), semantic);
-            (hits?, Some(semantic?))
+            let (hits, semantic, timed) = tokio::join!(memory.search(&search), semantic, timed);
+            (hits?, Some(semantic?), timed?)
         }
     };
     let (query_vector, similar) = match similar {
@@ -87,6 +101,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             }
         })
         .collect();
+    if let Some(timed) = timed {
+        merge_timed(&mut out, timed, best, request, query_vector);
+    }
     if let Some(similar) = similar {
         merge_similar(&mut out, similar, request);
     }
@@ -94,6 +111,65 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         add_context(&mut out, request, query_vector).await?;
     }
     Ok((out, started.elapsed().as_micros() as u64))
+}
+
+/// `search` narrowed to the memories made in `window` (`None` when its own time range
+/// leaves none there).
+fn within_window(
+    search: &SearchQuery,
+    window: crate::when::TimeWindow,
+    request_now: DateTime<Utc>,
+) -> Option<SearchQuery> {
+    let filter = &search.filter;
+    let since = filter
+        .since
+        .map_or(window.from, |since| since.max(window.from));
+    let until = filter
+        .until
+        .map_or(request_now, |until| until.min(request_now));
+    (since < until).then(|| {
+        let mut narrowed = search.clone();
+        narrowed.filter = filter.clone().with_time_range(Some(since), Some(until));
+        narrowed
+    })
+}
+
+/// Adds the hits of the search within the query's time that the whole search did not
+/// return, their relevance on the same scale as its hits (`best`, its best score).
+fn merge_timed(
+    out: &mut Vec<Candidate>,
+    timed: Vec<SearchHit>,
+    best: f32,
+    request: &Request<'_>,
+    query_vector: Option<&[f32]>,
+) {
+    let config = request.config;
+    let known: std::collections::HashSet<(Namespace, String)> = out
+        .iter()
+        .filter_map(|candidate| match &candidate.record {
+            RetrievalSource::Memory(item) => Some((item.namespace.clone(), item.id.clone())),
+            _ => None,
+        })
+        .collect();
+    for (rank, hit) in timed.into_iter().enumerate() {
+        let item = hit.item;
+        if known.contains(&(item.namespace.clone(), item.id.clone())) {
+            continue;
+        }
+        let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
+        signals[Signal::Relevance] = (hit.score / best).min(1.0) * role_weight(config, &item);
+        if request.wants_overlap() {
+            signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
+        }
+        if let Some(vector) = query_vector {
+            signals[Signal::Embedding] = crate::embedding::similarity(vector, &item);
+        }
+        out.push(Candidate {
+            record: RetrievalSource::Memory(item),
+            channels: Found::new(Channel::Memory, rank + 1),
+            signals,
+        });
+    }
 }
 
 /// The weight of `item`'s role in keyword relevance ([`RetrieverConfig::role_weights`]).

@@ -27,6 +27,8 @@ pub(super) struct Request<'a> {
     pub(super) keywords: std::sync::OnceLock<Vec<String>>,
     pub(super) extractor: &'a dyn KeywordExtractor,
     pub(super) now: DateTime<Utc>,
+    /// The time the query names, when it names one and the config reads times.
+    pub(super) window: Option<crate::when::TimeWindow>,
     pub(super) memory: &'a dyn MemoryStore,
     pub(super) knowledge: Option<&'a dyn KnowledgeStore>,
     pub(super) graph: Option<&'a dyn KnowledgeGraph>,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use memory_core::{
     Channel, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore,
     ManualClock, MemoryError, MemoryItem, MemoryKind, MemoryStore, Namespace, RetrievalSource,
+    Signal,
 };
 use memory_graph::PetGraph;
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
@@ -495,4 +496,127 @@ async fn conversation_context_lends_relevance_to_neighbours() {
         .await
         .unwrap();
     assert_eq!(ids(&result), ["t1"], "window 0 turns context off");
+}
+
+/// A question naming a time ("a couple of days ago") ranks the memories made then above
+/// better keyword matches made before it, marks the others with the `time` factor, finds
+/// a memory made then that the keyword search alone would have cut, and reads no time with
+/// a factor of 1.
+#[tokio::test]
+async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
+    let ns = Namespace::parse("user-9").unwrap();
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    let store = Arc::new(InMemoryStore::new());
+    let day = |days: i64| now - chrono::Duration::days(days);
+    for (id, text, days) in [
+        ("old", "I cooked pasta for my friend and cooked it well", 40),
+        ("older", "I cooked a roast for my friend's party", 60),
+        ("recent", "I cooked a curry for my friend", 2),
+    ] {
+        store
+            .save(
+                MemoryItem::new(ns.clone(), text)
+                    .unwrap()
+                    .with_id(id)
+                    .unwrap()
+                    .with_created_at(day(days)),
+            )
+            .await
+            .unwrap();
+    }
+    let retriever = Retriever::new(store.clone()).with_clock(clock.clone());
+    let ids = |result: &memory_core::RetrievalResult| -> Vec<String> {
+        result
+            .items
+            .iter()
+            .map(|item| item.record.id().to_owned())
+            .collect()
+    };
+    let query = "What did I cook for my friend a couple of days ago?";
+    let config = RetrieverConfig::default();
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &config)
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[0], "recent");
+    let old = found
+        .items
+        .iter()
+        .find(|item| item.record.id() == "old")
+        .unwrap();
+    assert_eq!(
+        old.breakdown.value(Signal::Time),
+        Some(config.outside_time_factor)
+    );
+    assert!(old.breakdown.contribution(Signal::Time).unwrap() < 0.0);
+    assert!(found.items[0].breakdown.value(Signal::Time).is_none());
+
+    // Without the reading of times, the best keyword match comes first.
+    let off = RetrieverConfig {
+        outside_time_factor: 1.0,
+        ..RetrieverConfig::default()
+    };
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &off)
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[0], "old");
+    assert!(
+        found
+            .items
+            .iter()
+            .all(|item| item.breakdown.value(Signal::Time).is_none())
+    );
+
+    // One candidate per channel: the keyword search keeps only its best, the search of the
+    // time named finds the memory made then.
+    let narrow = RetrieverConfig {
+        candidates_per_channel: 1,
+        ..RetrieverConfig::default()
+    };
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &narrow)
+        .await
+        .unwrap();
+    assert!(
+        ids(&found).contains(&"recent".to_owned()),
+        "{:?}",
+        ids(&found)
+    );
+    let found = retriever
+        .retrieve_with(
+            &ns.exact(),
+            query,
+            &RecallFilter::default(),
+            &RetrieverConfig {
+                outside_time_factor: 1.0,
+                ..narrow
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&found), ["old"]);
+
+    // A filter that ends before the time named leaves nothing to search there.
+    let filter = RecallFilter {
+        until: Some(day(30)),
+        ..RecallFilter::default()
+    };
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &filter, &config)
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[0], "old");
+
+    // An invalid factor is refused by name.
+    let bad = RetrieverConfig {
+        outside_time_factor: 0.0,
+        ..RetrieverConfig::default()
+    };
+    let error = retriever
+        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &bad)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("outside_time_factor"), "{error}");
 }

@@ -1,0 +1,666 @@
+//! The time a query names ([`time_window`]): a recall whose query names a time searches
+//! that time as well, and ranks memories made before it lower (see
+//! [`RetrieverConfig::outside_time_factor`](crate::RetrieverConfig::outside_time_factor)).
+
+use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, TimeZone, Utc, Weekday};
+
+/// A span of time a query names: memories made from `from` until `until` (both included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// The start.
+    pub from: DateTime<Utc>,
+    /// The end.
+    pub until: DateTime<Utc>,
+}
+
+impl TimeWindow {
+    /// Whether `at` lies in the window.
+    pub fn contains(&self, at: DateTime<Utc>) -> bool {
+        self.from <= at && at <= self.until
+    }
+
+    /// The smallest window holding both.
+    fn hull(self, other: Self) -> Self {
+        Self {
+            from: self.from.min(other.from),
+            until: self.until.max(other.until),
+        }
+    }
+
+    /// The window no later than `now` (a window wholly after it is `None`).
+    fn until_now(self, now: DateTime<Utc>) -> Option<Self> {
+        (self.from <= now).then(|| Self {
+            from: self.from,
+            until: self.until.min(now),
+        })
+    }
+}
+
+/// The longest query read, in words: a time is named in a question, not in a document.
+const MAX_WORDS: usize = 256;
+
+/// The time `query` names, relative to `now`; `None` when it names none.
+///
+/// The reading is deterministic and English only. It knows dates (`2023-12-08`, `8 December
+/// 2023`, `December 8th, 2023`, `June 2023`, `in June`, `in January and March`, `in 2022`),
+/// counted spans back from now (`3 days ago`, `a couple of weeks ago`, `two months ago`),
+/// the named days and periods before now (`yesterday`, `the day before yesterday`,
+/// `today`, `last Saturday`, `last weekend`, `last week`, `last month`, `last year`), and
+/// the recent past up to now (`this week`, `this month`, `in the past two weeks`, `over the
+/// last month`). Expressions about the future (`tomorrow`, `next week`) and vague ones
+/// (`recently`, `a while ago`) name no time; neither does a time after `now`. When a query
+/// names several times, the window covers them all. Each window is a little wider than the
+/// expression says: people round ("two weeks ago" may be twelve days). Only the first 256
+/// words are read.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use memory_retrieve::time_window;
+///
+/// let now = Utc.with_ymd_and_hms(2023, 3, 9, 15, 0, 0).unwrap(); // a Thursday
+/// let window = time_window("What did I buy last Saturday?", now).unwrap();
+/// assert!(window.contains(Utc.with_ymd_and_hms(2023, 3, 4, 12, 0, 0).unwrap()));
+/// assert!(!window.contains(Utc.with_ymd_and_hms(2023, 2, 25, 12, 0, 0).unwrap()));
+/// assert_eq!(time_window("What did I plan for next week?", now), None);
+/// ```
+pub fn time_window(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
+    // Every window lies within about a thousand years of now: far from chrono's limits.
+    if !(1000..=9000).contains(&now.year()) {
+        return None;
+    }
+    let words = words(query);
+    let mut found: Option<TimeWindow> = None;
+    let mut at = 0;
+    while at < words.len() {
+        let (window, used) = read_at(&words, at, now);
+        if let Some(window) = window.and_then(|window| window.until_now(now)) {
+            found = Some(found.map_or(window, |found| found.hull(window)));
+        }
+        at += used.max(1);
+    }
+    found
+}
+
+/// One word of a query: lowercased, and whether it was written with a capital.
+#[derive(Debug)]
+struct Word {
+    lower: String,
+    capital: bool,
+}
+
+fn words(query: &str) -> Vec<Word> {
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
+        .filter(|word| !word.is_empty())
+        .take(MAX_WORDS)
+        .map(|word| Word {
+            lower: word.to_lowercase(),
+            capital: word.chars().next().is_some_and(char::is_uppercase),
+        })
+        .collect()
+}
+
+/// The window of the expression starting at `words[at]`, and how many words it took.
+fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>, usize) {
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let today = day_start(now);
+    match word(0) {
+        // "before today" is all of the past: no time.
+        Some("today" | "tonight")
+            if !(at > 0 && matches!(words[at - 1].lower.as_str(), "before" | "until")) =>
+        {
+            return (Some(days(today, 0, 1)), 1);
+        }
+        Some("yesterday") => return (Some(days(today - Duration::days(1), 0, 1)), 1),
+        Some("the")
+            if word(1) == Some("day")
+                && word(2) == Some("before")
+                && word(3) == Some("yesterday") =>
+        {
+            return (Some(days(today - Duration::days(2), 0, 1)), 4);
+        }
+        Some("this") => {
+            let start = match word(1) {
+                Some("morning" | "afternoon" | "evening") => Some(today),
+                Some("week") => Some(week_start(today)),
+                Some("weekend") => Some(week_start(today) + Duration::days(5)),
+                Some("month") => Some(month_start(today)),
+                Some("year") => Some(year_start(today)),
+                _ => None,
+            };
+            if let Some(start) = start {
+                return (Some(span(start, now)), 2);
+            }
+        }
+        Some("last" | "past") => {
+            if let Some(read) = last(words, at, now) {
+                return read;
+            }
+        }
+        Some("in" | "over" | "during" | "within") => {
+            // "in the past month", "over the last two weeks"
+            if word(1) == Some("the")
+                && matches!(word(2), Some("past" | "last"))
+                && let Some((window, used)) = last(words, at + 2, now)
+            {
+                return (window, used + 2);
+            }
+        }
+        _ => {}
+    }
+    if let Some((count, used)) = count_at(words, at)
+        && let Some(unit) = word(used).and_then(Unit::of)
+        && word(used + 1) == Some("ago")
+    {
+        return (Some(ago(now, count, unit)), used + 2);
+    }
+    if let Some((window, used)) = date_at(words, at, now) {
+        return (Some(window), used);
+    }
+    (None, 1)
+}
+
+/// `last ...` / `past ...` at `words[at]`: a named day or period before this one, or the
+/// span up to now ("the past two weeks").
+fn last(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(Option<TimeWindow>, usize)> {
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let today = day_start(now);
+    let calendar = word(0) == Some("last");
+    if calendar {
+        if let Some(day) = word(1).and_then(weekday) {
+            // The latest such day before today.
+            let back =
+                (today.weekday().num_days_from_monday() + 7 - day.num_days_from_monday() - 1) % 7
+                    + 1;
+            return Some((Some(days(today - Duration::days(i64::from(back)), 1, 1)), 2));
+        }
+        let period = match word(1) {
+            Some("night") => Some(days(today - Duration::days(1), 0, 1)),
+            Some("weekend") => {
+                // The latest Saturday and Sunday before today.
+                let back = (today.weekday().num_days_from_monday() + 7 - 5 - 1) % 7 + 1;
+                let saturday = today - Duration::days(i64::from(back));
+                Some(days(saturday, 1, 2))
+            }
+            Some("week") => {
+                let start = week_start(today) - Duration::days(7);
+                Some(days(start, 1, 7))
+            }
+            Some("month") => {
+                let end = month_start(today);
+                let start = end.checked_sub_months(Months::new(1))?;
+                Some(widen(start, end, Duration::days(3)))
+            }
+            Some("year") => {
+                let end = year_start(today);
+                let start = end.checked_sub_months(Months::new(12))?;
+                Some(widen(start, end, Duration::days(7)))
+            }
+            _ => None,
+        };
+        if let Some(period) = period {
+            return Some((Some(period), 2));
+        }
+    }
+    // "the past week", "the last three days": the span up to now.
+    let (count, used) = match count_at(words, at + 1) {
+        Some((count, used)) => (count, used),
+        None => (1.0, 0),
+    };
+    let unit = word(1 + used).and_then(Unit::of)?;
+    let start = now - unit.times(count);
+    Some((Some(span(start - Duration::days(1), now)), 2 + used))
+}
+
+/// A unit of a counted span.
+#[derive(Clone, Copy, Debug)]
+enum Unit {
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl Unit {
+    fn of(word: &str) -> Option<Self> {
+        match word {
+            "day" | "days" => Some(Self::Day),
+            "week" | "weeks" => Some(Self::Week),
+            "month" | "months" => Some(Self::Month),
+            "year" | "years" => Some(Self::Year),
+            _ => None,
+        }
+    }
+
+    /// `count` of this unit (months of 30.44 days, years of 365.25).
+    fn times(self, count: f64) -> Duration {
+        let days = match self {
+            Self::Day => 1.0,
+            Self::Week => 7.0,
+            Self::Month => 30.44,
+            Self::Year => 365.25,
+        };
+        Duration::seconds((count * days * 86_400.0) as i64)
+    }
+}
+
+/// `count` units before `now`, widened by half a unit and a quarter of the span on each
+/// side, and by a day at least.
+fn ago(now: DateTime<Utc>, count: f64, unit: Unit) -> TimeWindow {
+    let center = now - unit.times(count);
+    let slack = (unit.times(0.5) + unit.times(count * 0.25)).max(Duration::days(1));
+    TimeWindow {
+        from: center - slack,
+        until: center + slack,
+    }
+}
+
+/// A count at `words[at]` ("3", "three", "a", "a couple of", "a few", "several"), and how
+/// many words it took. Vague counts are their usual value.
+fn count_at(words: &[Word], at: usize) -> Option<(f64, usize)> {
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let first = word(0)?;
+    if let Ok(number) = first.parse::<u32>() {
+        return (1..=1000)
+            .contains(&number)
+            .then_some((f64::from(number), 1));
+    }
+    let (count, used) = match (first, word(1), word(2)) {
+        ("a" | "an", Some("couple"), Some("of")) => (2.0, 3),
+        ("a", Some("couple"), _) => (2.0, 2),
+        ("couple", Some("of"), _) => (2.0, 2),
+        ("a", Some("few"), _) => (3.0, 2),
+        ("few", ..) => (3.0, 1),
+        ("several", ..) => (4.0, 1),
+        ("a" | "an" | "one", ..) => (1.0, 1),
+        ("two", ..) => (2.0, 1),
+        ("three", ..) => (3.0, 1),
+        ("four", ..) => (4.0, 1),
+        ("five", ..) => (5.0, 1),
+        ("six", ..) => (6.0, 1),
+        ("seven", ..) => (7.0, 1),
+        ("eight", ..) => (8.0, 1),
+        ("nine", ..) => (9.0, 1),
+        ("ten", ..) => (10.0, 1),
+        ("eleven", ..) => (11.0, 1),
+        ("twelve", ..) => (12.0, 1),
+        _ => return None,
+    };
+    Some((count, used))
+}
+
+fn weekday(word: &str) -> Option<Weekday> {
+    match word {
+        "monday" => Some(Weekday::Mon),
+        "tuesday" => Some(Weekday::Tue),
+        "wednesday" => Some(Weekday::Wed),
+        "thursday" => Some(Weekday::Thu),
+        "friday" => Some(Weekday::Fri),
+        "saturday" => Some(Weekday::Sat),
+        "sunday" => Some(Weekday::Sun),
+        _ => None,
+    }
+}
+
+/// The month a word names (1 to 12): its full name, or its abbreviation.
+fn month(word: &str) -> Option<u32> {
+    const NAMES: [&[&str]; 12] = [
+        &["january", "jan"],
+        &["february", "feb"],
+        &["march", "mar"],
+        &["april", "apr"],
+        &["may"],
+        &["june", "jun"],
+        &["july", "jul"],
+        &["august", "aug"],
+        &["september", "sep", "sept"],
+        &["october", "oct"],
+        &["november", "nov"],
+        &["december", "dec"],
+    ];
+    NAMES
+        .iter()
+        .position(|names| names.contains(&word))
+        .and_then(|at| u32::try_from(at + 1).ok())
+}
+
+/// A day of the month, written `8`, `8th`, `1st`, `22nd`, `3rd`.
+fn day_of_month(word: &str) -> Option<u32> {
+    let digits = word
+        .strip_suffix("st")
+        .or_else(|| word.strip_suffix("nd"))
+        .or_else(|| word.strip_suffix("rd"))
+        .or_else(|| word.strip_suffix("th"))
+        .unwrap_or(word);
+    let day: u32 = digits.parse().ok()?;
+    (1..=31).contains(&day).then_some(day)
+}
+
+/// A year, written with four digits from 1900 to 2199.
+fn year(word: &str) -> Option<i32> {
+    let year: i32 = word.parse().ok()?;
+    (word.len() == 4 && (1900..2200).contains(&year)).then_some(year)
+}
+
+/// A date at `words[at]`: `2023-12-08` or `2023/12/08`, `8 December [2023]`,
+/// `December 8[th] [2023]`, `December 2023`, `in June`. A date without a year is the last
+/// one not after `now`.
+fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow, usize)> {
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let first = word(0)?;
+    if let Some(date) = iso_date(first) {
+        return Some((days(at_midnight(date), 1, 1), 1));
+    }
+    // `8 December [2023]`
+    if let Some(day) = day_of_month(first)
+        && let Some(month) = word(1).and_then(month)
+    {
+        let (year, used) = match word(2).and_then(year) {
+            Some(year) => (Some(year), 3),
+            None => (None, 2),
+        };
+        let date = dated(year, month, day, now)?;
+        return Some((days(at_midnight(date), 1, 1), used));
+    }
+    // A year alone, after "in", "during" or "since".
+    if let Some(year) = year(first) {
+        let after = at > 0 && matches!(words[at - 1].lower.as_str(), "in" | "during" | "since");
+        let start = NaiveDate::from_ymd_opt(year, 1, 1)?;
+        let end = NaiveDate::from_ymd_opt(year + 1, 1, 1)?;
+        return after.then(|| {
+            (
+                widen(at_midnight(start), at_midnight(end), Duration::days(7)),
+                1,
+            )
+        });
+    }
+    let month = month(first)?;
+    if let Some(day) = word(1).and_then(day_of_month) {
+        let (year, used) = match word(2).and_then(year) {
+            Some(year) => (Some(year), 3),
+            None => (None, 2),
+        };
+        let date = dated(year, month, day, now)?;
+        return Some((days(at_midnight(date), 1, 1), used));
+    }
+    if let Some(year) = word(1).and_then(year) {
+        let start = NaiveDate::from_ymd_opt(year, month, 1)?;
+        let end = start.checked_add_months(Months::new(1))?;
+        return Some((
+            widen(at_midnight(start), at_midnight(end), Duration::days(1)),
+            2,
+        ));
+    }
+    // A month alone is a date after "in", "during", ..., or after "and" or "to" that follow
+    // another month ("in January and March"); "may" only written "May".
+    let before = |back: usize| {
+        at.checked_sub(back)
+            .and_then(|at| words.get(at))
+            .map(|word| word.lower.as_str())
+    };
+    let preceded = matches!(
+        before(1),
+        Some("in" | "during" | "early" | "late" | "mid" | "since" | "of")
+    ) || (matches!(before(1), Some("and" | "or" | "to" | "through" | "until"))
+        && before(2).and_then(crate::when::month).is_some());
+    if !preceded || (first == "may" && !words[at].capital) {
+        return None;
+    }
+    // The last such month that has begun.
+    let mut year = now.year();
+    if month > now.month() {
+        year -= 1;
+    }
+    let start = NaiveDate::from_ymd_opt(year, month, 1)?;
+    let end = start.checked_add_months(Months::new(1))?;
+    Some((
+        widen(at_midnight(start), at_midnight(end), Duration::days(1)),
+        1,
+    ))
+}
+
+/// `yyyy-mm-dd` or `yyyy/mm/dd`.
+fn iso_date(word: &str) -> Option<NaiveDate> {
+    let mut parts = word.split(['-', '/']);
+    let year = year(parts.next()?)?;
+    let month: u32 = parts.next()?.parse().ok()?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(year, month, day)
+}
+
+/// The date with this month and day in `year`, or, without one, the last not after `now`.
+fn dated(year: Option<i32>, month: u32, day: u32, now: DateTime<Utc>) -> Option<NaiveDate> {
+    match year {
+        Some(year) => NaiveDate::from_ymd_opt(year, month, day),
+        None => {
+            let this_year = NaiveDate::from_ymd_opt(now.year(), month, day)?;
+            if this_year <= now.date_naive() {
+                Some(this_year)
+            } else {
+                NaiveDate::from_ymd_opt(now.year() - 1, month, day)
+            }
+        }
+    }
+}
+
+fn at_midnight(date: NaiveDate) -> DateTime<Utc> {
+    Utc.from_utc_datetime(&date.and_time(chrono::NaiveTime::MIN))
+}
+
+fn day_start(now: DateTime<Utc>) -> DateTime<Utc> {
+    at_midnight(now.date_naive())
+}
+
+fn week_start(day: DateTime<Utc>) -> DateTime<Utc> {
+    day - Duration::days(i64::from(day.weekday().num_days_from_monday()))
+}
+
+fn month_start(day: DateTime<Utc>) -> DateTime<Utc> {
+    day.with_day(1).unwrap_or(day)
+}
+
+fn year_start(day: DateTime<Utc>) -> DateTime<Utc> {
+    day.with_ordinal(1).unwrap_or(day)
+}
+
+/// `length` days from `start`, widened by `slack` days on each side.
+fn days(start: DateTime<Utc>, slack: i64, length: i64) -> TimeWindow {
+    TimeWindow {
+        from: start - Duration::days(slack),
+        until: start + Duration::days(length + slack) - Duration::microseconds(1),
+    }
+}
+
+fn widen(start: DateTime<Utc>, end: DateTime<Utc>, slack: Duration) -> TimeWindow {
+    TimeWindow {
+        from: start - slack,
+        until: end + slack - Duration::microseconds(1),
+    }
+}
+
+fn span(from: DateTime<Utc>, now: DateTime<Utc>) -> TimeWindow {
+    TimeWindow { from, until: now }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Thursday 9 March 2023, 15:47.
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2023, 3, 9, 15, 47, 0).unwrap()
+    }
+
+    fn date(y: i32, m: u32, d: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
+    }
+
+    /// The window of `query` as (first day, last day) it covers.
+    fn days_of(query: &str) -> Option<(NaiveDate, NaiveDate)> {
+        time_window(query, now()).map(|w| (w.from.date_naive(), w.until.date_naive()))
+    }
+
+    fn ymd(y: i32, m: u32, d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, d).unwrap()
+    }
+
+    #[test]
+    fn named_days_before_today() {
+        assert_eq!(
+            days_of("what did I eat yesterday?"),
+            Some((ymd(2023, 3, 8), ymd(2023, 3, 8)))
+        );
+        assert_eq!(
+            days_of("What did I say today"),
+            Some((ymd(2023, 3, 9), ymd(2023, 3, 9)))
+        );
+        assert_eq!(
+            days_of("the day before yesterday"),
+            Some((ymd(2023, 3, 7), ymd(2023, 3, 7)))
+        );
+        // The latest Saturday before Thursday the 9th is the 4th, a day either side.
+        assert_eq!(
+            days_of("I received a piece of jewelry last Saturday from whom?"),
+            Some((ymd(2023, 3, 3), ymd(2023, 3, 5)))
+        );
+        // "last Thursday" on a Thursday is a week ago.
+        assert_eq!(
+            days_of("last thursday"),
+            Some((ymd(2023, 3, 1), ymd(2023, 3, 3)))
+        );
+        assert_eq!(
+            days_of("last weekend"),
+            Some((ymd(2023, 3, 3), ymd(2023, 3, 6)))
+        );
+        // The calendar week before this one (27 Feb to 5 Mar), a day either side.
+        assert_eq!(
+            days_of("last week"),
+            Some((ymd(2023, 2, 26), ymd(2023, 3, 6)))
+        );
+        assert_eq!(
+            days_of("LAST MONTH"),
+            Some((ymd(2023, 1, 29), ymd(2023, 3, 3)))
+        );
+        assert_eq!(
+            days_of("last year"),
+            Some((ymd(2021, 12, 25), ymd(2023, 1, 7)))
+        );
+    }
+
+    #[test]
+    fn counted_spans_back_from_now() {
+        // Five days, with half a day and a quarter of the span on each side.
+        let (from, until) = days_of("what did I do 5 days ago").unwrap();
+        assert_eq!((from, until), (ymd(2023, 3, 2), ymd(2023, 3, 6)));
+        let (from, until) = days_of("a couple of days ago").unwrap();
+        assert!(from <= ymd(2023, 3, 7) && until >= ymd(2023, 3, 7) && until < ymd(2023, 3, 9));
+        let (from, until) = days_of("two weeks ago").unwrap();
+        assert!(from <= ymd(2023, 2, 23) && until >= ymd(2023, 2, 23));
+        assert!(until < ymd(2023, 3, 9), "{until}");
+        assert!(days_of("a few months ago").is_some());
+        assert!(days_of("4 years ago").is_some());
+    }
+
+    #[test]
+    fn spans_up_to_now() {
+        let window = time_window("in the past month", now()).unwrap();
+        assert_eq!(window.until, now());
+        assert_eq!(window.from.date_naive(), ymd(2023, 2, 6));
+        let window = time_window("over the last two weeks", now()).unwrap();
+        assert_eq!(window.from.date_naive(), ymd(2023, 2, 22));
+        assert_eq!(
+            time_window("this week", now()).unwrap().from,
+            date(2023, 3, 6)
+        );
+        assert_eq!(
+            time_window("this month", now()).unwrap().from,
+            date(2023, 3, 1)
+        );
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(
+            days_of("on 2022-12-08"),
+            Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+        );
+        assert_eq!(
+            days_of("What book did Tim finish on 8th December, 2022?"),
+            Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+        );
+        assert_eq!(
+            days_of("on December 8th 2022"),
+            Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+        );
+        // Without a year: the last 8 December, last year's.
+        assert_eq!(
+            days_of("on Dec 8"),
+            Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+        );
+        assert_eq!(
+            days_of("in June 2022"),
+            Some((ymd(2022, 5, 31), ymd(2022, 7, 1)))
+        );
+        // A month alone after "in": the last June that has begun.
+        assert_eq!(
+            days_of("the first BBQ in June"),
+            Some((ymd(2022, 5, 31), ymd(2022, 7, 1)))
+        );
+        assert_eq!(
+            days_of("in January and March"),
+            Some((ymd(2022, 12, 31), ymd(2023, 3, 9)))
+        );
+        assert_eq!(
+            days_of("during 2021"),
+            Some((ymd(2020, 12, 25), ymd(2022, 1, 7)))
+        );
+        // Several times: the window covers them all.
+        assert_eq!(
+            days_of("between 2022-08-11 and 2022-08-15"),
+            Some((ymd(2022, 8, 10), ymd(2022, 8, 16)))
+        );
+    }
+
+    #[test]
+    fn words_that_name_no_time() {
+        for query in [
+            "Where does Ava live?",
+            "I may go there",
+            "Can you help me? It may rain",
+            "in may",
+            "a march for peace",
+            "What is the order of airlines I flew with before today?",
+            "the last time I went hiking",
+            "at last",
+            "What did I plan for next week?",
+            "tomorrow",
+            "recently",
+            "2023 was a good year",
+            "3 apples",
+            "I ran 5 km in 20 minutes",
+            "",
+        ] {
+            assert_eq!(time_window(query, now()), None, "{query:?}");
+        }
+    }
+
+    #[test]
+    fn windows_end_by_now_and_far_clocks_read_nothing() {
+        // A date after now names no time of a memory.
+        assert_eq!(time_window("on 2024-01-01", now()), None);
+        // Part of a window after now is cut.
+        assert_eq!(time_window("this year", now()).unwrap().until, now());
+        let far = Utc.with_ymd_and_hms(9500, 1, 1, 0, 0, 0).unwrap();
+        assert_eq!(time_window("yesterday", far), None);
+        assert_eq!(
+            time_window("1000 years ago", now()).map(|w| w.until < now()),
+            Some(true)
+        );
+        // Only the first words of a long query are read.
+        let long = format!("{} yesterday", "word ".repeat(MAX_WORDS));
+        assert_eq!(time_window(&long, now()), None);
+    }
+}
