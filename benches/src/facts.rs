@@ -545,19 +545,30 @@ pub enum FactsMode {
     /// No fact keys; the default [`FactsConfig`]: duplicates merge, the rule detector flags
     /// conflicts, and recall ranks the older of a flagged pair lower.
     Detector,
-    /// No fact keys and [`FactsConfig::off`]: every statement is stored as it comes.
+    /// No fact keys and [`FactsConfig::off`]: every statement is stored as it comes, and
+    /// recall ranks the newer of two facts answering the question first
+    /// ([`RetrieverConfig::newer_facts_first`], the default).
+    Recall,
+    /// No fact keys, [`FactsConfig::off`] and no [`RetrieverConfig::newer_facts_first`]:
+    /// statements ranked by relevance alone.
     Baseline,
 }
 
 impl FactsMode {
     /// Every mode, in the order reported.
-    pub const ALL: [FactsMode; 3] = [FactsMode::Keys, FactsMode::Detector, FactsMode::Baseline];
+    pub const ALL: [FactsMode; 4] = [
+        FactsMode::Keys,
+        FactsMode::Detector,
+        FactsMode::Recall,
+        FactsMode::Baseline,
+    ];
 
     /// Its name in the report.
     pub fn name(self) -> &'static str {
         match self {
             FactsMode::Keys => "fact keys",
             FactsMode::Detector => "detector (no keys)",
+            FactsMode::Recall => "newer facts first only (no keys, no detector)",
             FactsMode::Baseline => "no detection (baseline)",
         }
     }
@@ -621,12 +632,13 @@ pub async fn run(set: &FactSet, mode: FactsMode, k: usize) -> Result<FactsReport
     let config = RetrieverConfig {
         max_results: k.max(1),
         min_score: 0.0,
+        newer_facts_first: mode != FactsMode::Baseline,
         ..RetrieverConfig::default()
     };
     config.validate()?;
     let facts_config = match mode {
         FactsMode::Keys | FactsMode::Detector => FactsConfig::default(),
-        FactsMode::Baseline => FactsConfig::off(),
+        FactsMode::Recall | FactsMode::Baseline => FactsConfig::off(),
     };
     let memory = Memory::builder()
         .store(Arc::new(InMemoryStore::new()))

@@ -115,8 +115,9 @@ pub enum Signal {
     /// Reciprocal rank fusion of the channels' rankings.
     Rrf,
     /// A penalty, not a weighted signal: the memory is no longer current (superseded or
-    /// retracted, shown because the recall asked for every memory) or a newer memory
-    /// contradicts it. Its value is the factor the score was multiplied by; its contribution
+    /// retracted, shown because the recall asked for every memory), a newer memory
+    /// contradicts it, or a newer fact answers the same question (memory-retrieve's
+    /// `RetrieverConfig::newer_facts_first`). Its value is the factor the score was multiplied by; its contribution
     /// the (negative) change of the score.
     Stale,
     /// A reranking stage's score (memory-retrieve's `Reranker`): its value is the

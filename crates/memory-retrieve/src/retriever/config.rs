@@ -117,6 +117,15 @@ pub struct RetrieverConfig {
     /// conversation ("what did she do last weekend?" about a weekend months ago), and a
     /// memory that alone holds the question's words must still be found.
     pub outside_time_factor: f32,
+    /// Rank the newer of two facts that answer the same question first: of two
+    /// [semantic](memory_core::MemoryKind::Semantic) memories found for a query that name the
+    /// same people or things the query names and each hold another of its words, the older
+    /// is marked stale (scored [`STALE_FACTOR`](crate::STALE_FACTOR) times, below the newer).
+    /// Facts change and a question about one wants its current value, even when the two
+    /// statements are worded too differently for a conflict to be detected when the newer
+    /// was written. Episodic memories (dialogue turns, events) are never compared. Default
+    /// `true`.
+    pub newer_facts_first: bool,
 }
 
 impl Default for RetrieverConfig {
@@ -134,6 +143,7 @@ impl Default for RetrieverConfig {
             context_window: 1,
             role_weights: BTreeMap::from([("assistant".to_owned(), DEFAULT_ASSISTANT_WEIGHT)]),
             outside_time_factor: DEFAULT_OUTSIDE_TIME_FACTOR,
+            newer_facts_first: true,
         }
     }
 }

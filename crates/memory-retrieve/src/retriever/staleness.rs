@@ -1,12 +1,14 @@
 //! Stale memories in a recall: those no longer current at the recall's time (visible only
-//! when the recall asks for every memory) and those a newer memory contradicts. Each is
-//! scored [`STALE_FACTOR`] times its score, below the newer memory of its pair when both
-//! are returned, and marked [`Signal::Stale`](memory_core::Signal::Stale).
+//! when the recall asks for every memory), those a newer memory contradicts, and facts a
+//! newer fact answers the same question for (see [`newer_answers`]). Each is scored
+//! [`STALE_FACTOR`] times its score, below the newer memory of its pair when both are
+//! returned, and marked [`Signal::Stale`](memory_core::Signal::Stale).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{MemoryItem, Namespace, Result, RetrievalSource};
+use memory_core::text::{Analyzer, MAX_QUERY_TERMS};
+use memory_core::{MemoryItem, MemoryKind, Namespace, Result, RetrievalSource};
 
 use super::RecallView;
 use super::candidate::Candidate;
@@ -25,6 +27,19 @@ pub(super) struct StaleMarks {
 impl StaleMarks {
     pub(super) fn is_empty(&self) -> bool {
         self.marks.is_empty()
+    }
+
+    /// Marks `item` stale, with `newer` among its newer rivals when given.
+    fn mark(&mut self, item: &MemoryItem, newer: Option<&str>) {
+        let entry = self
+            .marks
+            .entry((item.namespace.clone(), item.id.clone()))
+            .or_default();
+        if let Some(newer) = newer
+            && !entry.iter().any(|id| id == newer)
+        {
+            entry.push(newer.to_owned());
+        }
     }
 
     /// The newer rivals of a stale memory, `None` when it is not stale.
@@ -51,7 +66,8 @@ fn believed_at(item: &MemoryItem, at: DateTime<Utc>) -> bool {
 }
 
 /// Finds the stale memories among `memories`. Costs nothing unless a candidate ended or
-/// has conflicts; then one `get_many` per namespace for rivals not among the candidates.
+/// has conflicts, or two are facts ([`newer_answers`]); then one `get_many` per namespace
+/// for rivals not among the candidates.
 pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Result<StaleMarks> {
     let at = match request.filter.view {
         RecallView::AsOf(at) => at,
@@ -69,6 +85,9 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
         })
         .collect();
     let mut marks = StaleMarks::default();
+    if request.config.newer_facts_first {
+        newer_answers(memories, request, at, &mut marks);
+    }
     if items.is_empty() {
         return Ok(marks);
     }
@@ -98,17 +117,7 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
             fetched.insert((rival.namespace.clone(), rival.id.clone()), rival);
         }
     }
-    let mut mark_newer = |item: &MemoryItem, newer: Option<&str>| {
-        let entry = marks
-            .marks
-            .entry((item.namespace.clone(), item.id.clone()))
-            .or_default();
-        if let Some(newer) = newer
-            && !entry.iter().any(|id| id == newer)
-        {
-            entry.push(newer.to_owned());
-        }
-    };
+    let mut mark_newer = |item: &MemoryItem, newer: Option<&str>| marks.mark(item, newer);
     for item in items {
         if !believed_at(item, at) {
             // Ranked below its successor when both are shown.
@@ -139,4 +148,113 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
         }
     }
     Ok(marks)
+}
+
+/// Most fact candidates [`newer_answers`] compares (their pairs are compared: a bound on
+/// the work of one recall).
+const MAX_FACTS_COMPARED: usize = 32;
+
+/// Longest fact [`newer_answers`] compares, in bytes: a statement, not a passage.
+const MAX_FACT_BYTES: usize = 400;
+
+/// A fact among the candidates: which of the query's terms it holds, as bits.
+struct Fact<'a> {
+    item: &'a MemoryItem,
+    matched: u128,
+}
+
+/// Marks facts that a newer fact answers the same question for: of two
+/// [semantic](MemoryKind::Semantic) memories among the candidates (short statements, both
+/// still believed at `at`), the older is marked stale with the newer as its rival when
+///
+/// - the query names someone or something (capitalised words after its first): both hold
+///   the same of those names, at least one, and each holds another word of the query
+///   ("Where does Ava Novak live?": "Ava Novak lives in Berlin", then "Ava Novak moved to
+///   the city of Lisbon"; not "Ava Lee lives in Oslo");
+/// - it names nothing: they share a word of the query and each holds two ("where does the
+///   user live": "the user lives in Paris", then "the user now lives in Berlin").
+///
+/// A fact holds until a newer one replaces it, and a question about it wants the newer:
+/// without a fact key or a detected conflict, the words of two statements of one fact need
+/// not resemble each other (a paraphrase), but both answer the question. Episodes
+/// (episodic memories: what was said or done, such as dialogue turns) do not replace one
+/// another and are never compared. Costs nothing unless two candidates are facts; then one
+/// analysis of each (at most [`MAX_FACTS_COMPARED`]) and a comparison of each pair.
+fn newer_answers(
+    memories: &[Candidate],
+    request: &Request<'_>,
+    at: DateTime<Utc>,
+    marks: &mut StaleMarks,
+) {
+    let is_fact = |item: &MemoryItem| {
+        item.kind == MemoryKind::Semantic
+            && item.content.len() <= MAX_FACT_BYTES
+            && believed_at(item, at)
+    };
+    let items: Vec<&MemoryItem> = memories
+        .iter()
+        .filter_map(|candidate| match &candidate.record {
+            RetrievalSource::Memory(item) if is_fact(item) => Some(&**item),
+            _ => None,
+        })
+        .take(MAX_FACTS_COMPARED)
+        .collect();
+    if items.len() < 2 {
+        return;
+    }
+    let terms = &request.terms[..request.terms.len().min(MAX_QUERY_TERMS)];
+    let bit = |term: &str| {
+        terms
+            .iter()
+            .position(|t| t == term)
+            .map_or(0, |at| 1u128 << at)
+    };
+    let analyzer = Analyzer::default();
+    let names = query_names(request.query, &analyzer, &bit);
+    let facts: Vec<Fact<'_>> = items
+        .into_iter()
+        .map(|item| {
+            let mut matched = 0u128;
+            analyzer.for_each_term(&item.content, |term| matched |= bit(term));
+            Fact { item, matched }
+        })
+        .collect();
+    let same_question = |a: &Fact<'_>, b: &Fact<'_>| {
+        if names != 0 {
+            let named = a.matched & names;
+            named != 0
+                && named == b.matched & names
+                && a.matched & !names != 0
+                && b.matched & !names != 0
+        } else {
+            a.matched & b.matched != 0 && a.matched.count_ones() >= 2 && b.matched.count_ones() >= 2
+        }
+    };
+    for older in &facts {
+        for newer in &facts {
+            if older.item.namespace == newer.item.namespace
+                && start(older.item) < start(newer.item)
+                && same_question(older, newer)
+            {
+                marks.mark(older.item, Some(&newer.item.id));
+            }
+        }
+    }
+}
+
+/// The query's names as bits of its terms: the terms of its capitalised words after the
+/// first (a question's first word is capitalised whatever it is), "I" excepted.
+fn query_names(query: &str, analyzer: &Analyzer, bit: &impl Fn(&str) -> u128) -> u128 {
+    let mut names = 0u128;
+    for word in query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .skip(1)
+        .take(MAX_QUERY_TERMS)
+    {
+        if word != "I" && word.chars().next().is_some_and(char::is_uppercase) {
+            analyzer.for_each_term(word, |term| names |= bit(term));
+        }
+    }
+    names
 }

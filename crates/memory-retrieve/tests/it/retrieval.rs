@@ -620,3 +620,172 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
         .unwrap_err();
     assert!(error.to_string().contains("outside_time_factor"), "{error}");
 }
+
+/// Of two facts answering a question about the same person, the newer comes first, even
+/// worded differently and with no conflict flagged: the older is marked stale with the
+/// newer as its rival. Another person with the same first name, episodic memories and
+/// a query naming nobody with too few shared words are left in relevance order, and the
+/// option turns it off.
+#[tokio::test]
+async fn the_newer_of_two_facts_answering_a_question_comes_first() {
+    let ns = Namespace::parse("facts").unwrap();
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    let day = |days: i64| now - chrono::Duration::days(days);
+    for (id, text, kind, days) in [
+        (
+            "berlin",
+            "Ava Novak lives in Berlin, she lives there",
+            MemoryKind::Semantic,
+            300,
+        ),
+        (
+            "lisbon",
+            "Ava Novak moved to the city of Lisbon",
+            MemoryKind::Semantic,
+            100,
+        ),
+        (
+            "lee",
+            "Ava Lee lives in the city of Oslo",
+            MemoryKind::Semantic,
+            10,
+        ),
+        (
+            "said",
+            "Ava Novak said she lives in a nice city",
+            MemoryKind::Episodic,
+            5,
+        ),
+        (
+            "born",
+            "Ava Novak was born in 1983",
+            MemoryKind::Semantic,
+            1,
+        ),
+    ] {
+        store
+            .save(
+                MemoryItem::new(ns.clone(), text)
+                    .unwrap()
+                    .with_id(id)
+                    .unwrap()
+                    .with_kind(kind)
+                    .with_created_at(day(days)),
+            )
+            .await
+            .unwrap();
+    }
+    let retriever = Retriever::new(store.clone()).with_clock(Arc::new(ManualClock::new(now)));
+    let ids = |result: &memory_core::RetrievalResult| -> Vec<String> {
+        result
+            .items
+            .iter()
+            .map(|item| item.record.id().to_owned())
+            .collect()
+    };
+    let rank = |result: &memory_core::RetrievalResult, id: &str| {
+        ids(result).iter().position(|found| found == id).unwrap()
+    };
+    let query = "Where does Ava Novak live, in which city?";
+    let found = retriever
+        .retrieve_with(
+            &ns.exact(),
+            query,
+            &RecallFilter::default(),
+            &RetrieverConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        rank(&found, "lisbon") < rank(&found, "berlin"),
+        "{:?}",
+        ids(&found)
+    );
+    let berlin = &found.items[rank(&found, "berlin")];
+    assert_eq!(
+        berlin.breakdown.value(Signal::Stale),
+        Some(memory_retrieve::STALE_FACTOR)
+    );
+    // Another Ava, an episode and a fact holding no other word of the question are not
+    // rivals of anything.
+    for id in ["lisbon", "lee", "said"] {
+        let item = &found.items[rank(&found, id)];
+        assert!(item.breakdown.value(Signal::Stale).is_none(), "{id}");
+    }
+
+    let off = RetrieverConfig {
+        newer_facts_first: false,
+        ..RetrieverConfig::default()
+    };
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &off)
+        .await
+        .unwrap();
+    assert!(
+        rank(&found, "berlin") < rank(&found, "lisbon"),
+        "{:?}",
+        ids(&found)
+    );
+    assert!(
+        found
+            .items
+            .iter()
+            .all(|item| item.breakdown.value(Signal::Stale).is_none())
+    );
+
+    // As of a time before the move, only Berlin was known: nothing to rank it below.
+    let filter = RecallFilter {
+        view: memory_retrieve::RecallView::AsOf(day(200)),
+        ..RecallFilter::default()
+    };
+    let found = retriever
+        .retrieve_with(&ns.exact(), query, &filter, &RetrieverConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[0], "berlin");
+    assert!(found.items[0].breakdown.value(Signal::Stale).is_none());
+
+    // A question naming nobody: facts sharing a word of it and holding two are rivals;
+    // one holding a single word of it is not.
+    let user = Namespace::parse("user").unwrap();
+    for (id, text, days) in [
+        ("paris", "The user lives in Paris: the user lives well", 50),
+        ("rome", "The user now lives in Rome", 20),
+        ("car", "The user bought a car", 10),
+    ] {
+        store
+            .save(
+                MemoryItem::new(user.clone(), text)
+                    .unwrap()
+                    .with_id(id)
+                    .unwrap()
+                    .with_kind(MemoryKind::Semantic)
+                    .with_created_at(day(days)),
+            )
+            .await
+            .unwrap();
+    }
+    let found = retriever
+        .retrieve_with(
+            &user.exact(),
+            "where does the user live",
+            &RecallFilter::default(),
+            &RetrieverConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[..2], ["rome", "paris"]);
+    let car = &found.items[rank(&found, "car")];
+    assert!(car.breakdown.value(Signal::Stale).is_none());
+    let found = retriever
+        .retrieve_with(
+            &user.exact(),
+            "where does the user live",
+            &RecallFilter::default(),
+            &off,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&found)[..2], ["paris", "rome"]);
+}
