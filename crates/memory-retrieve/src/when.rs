@@ -47,7 +47,8 @@ const MAX_WORDS: usize = 256;
 /// the named days and periods before now (`yesterday`, `the day before yesterday`,
 /// `today`, `last Saturday`, `last weekend`, `last week`, `last month`, `last year`), and
 /// the recent past up to now (`this week`, `this month`, `in the past two weeks`, `over the
-/// last month`). Expressions about the future (`tomorrow`, `next week`) and vague ones
+/// last month`), and from a date until now (`since March`, `after 8 May`; `before June`
+/// names no time of its own). Expressions about the future (`tomorrow`, `next week`) and vague ones
 /// (`recently`, `a while ago`) name no time; neither does a time after `now`. When a query
 /// names several times, the window covers them all. Each window is a little wider than the
 /// expression says: people round ("two weeks ago" may be twelve days). Only the first 256
@@ -130,6 +131,17 @@ fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>
             };
             if let Some(start) = start {
                 return (Some(span(start, now)), 2);
+            }
+        }
+        // "since March", "after 8 May": from then until now. "before June": no time of
+        // its own (everything earlier), so the date is passed over.
+        Some(relation @ ("since" | "after" | "before" | "until" | "till")) => {
+            if let Some((window, used)) = date_at(words, at + 1, now) {
+                let window = matches!(relation, "since" | "after").then(|| TimeWindow {
+                    from: window.from,
+                    until: now,
+                });
+                return (window, used + 1);
             }
         }
         Some("last" | "past") => {
@@ -616,6 +628,20 @@ mod tests {
         assert_eq!(
             days_of("during 2021"),
             Some((ymd(2020, 12, 25), ymd(2022, 1, 7)))
+        );
+        // From a date until now, or no time at all before one.
+        assert_eq!(
+            days_of("since 2021"),
+            Some((ymd(2020, 12, 25), ymd(2023, 3, 9)))
+        );
+        assert_eq!(
+            days_of("after 2 March"),
+            Some((ymd(2023, 3, 1), ymd(2023, 3, 9)))
+        );
+        assert_eq!(days_of("before 2 March"), None);
+        assert_eq!(
+            days_of("What did I buy before 2 March, last week?").map(|w| w.0),
+            Some(ymd(2023, 2, 26))
         );
         // Several times: the window covers them all.
         assert_eq!(

@@ -113,20 +113,19 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     Ok((out, started.elapsed().as_micros() as u64))
 }
 
-/// `search` narrowed to the memories made in `window` (`None` when its own time range
-/// leaves none there).
+/// `search` narrowed to the memories made from the start of `window` until `end` (the
+/// recall's time): what was said then or told of later. `None` when the search's own time
+/// range leaves nothing there.
 fn within_window(
     search: &SearchQuery,
     window: crate::when::TimeWindow,
-    request_now: DateTime<Utc>,
+    end: DateTime<Utc>,
 ) -> Option<SearchQuery> {
     let filter = &search.filter;
     let since = filter
         .since
         .map_or(window.from, |since| since.max(window.from));
-    let until = filter
-        .until
-        .map_or(request_now, |until| until.min(request_now));
+    let until = filter.until.map_or(end, |until| until.min(end));
     (since < until).then(|| {
         let mut narrowed = search.clone();
         narrowed.filter = filter.clone().with_time_range(Some(since), Some(until));
