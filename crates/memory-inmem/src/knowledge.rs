@@ -142,10 +142,6 @@ impl Shard {
     }
 }
 
-fn page_signals(page: &KnowledgePage, keywords: &[String]) -> PageMatchSignals {
-    PageMatchSignals::compute(&page.title, &page.summary, &page.tags, keywords)
-}
-
 impl InMemoryKnowledgeStore {
     /// An empty store.
     pub fn new() -> Self {
@@ -241,12 +237,14 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 terms,
                 query.top_k,
                 max_boost,
+                |slot| {
+                    slot_entry(slot)
+                        .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
+                },
                 |slot, score| {
-                    let entry = slot_entry(slot)?;
-                    if !query.tags.iter().all(|tag| entry.tags.contains(tag)) {
-                        return None;
-                    }
-                    Some(score * rules.signals(&entry.rules, &entry.tags).boost())
+                    slot_entry(slot).map_or(score, |entry| {
+                        score * rules.signals(&entry.rules, &entry.tags).boost()
+                    })
                 },
                 |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
             );
@@ -264,8 +262,16 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             };
             let shard = read(&shard);
             if let Some(entry) = shard.pages.get(&id) {
+                // The rules as the search applied them, from the text kept for them.
+                let signals = shard
+                    .slots
+                    .get(entry.slot as usize)
+                    .and_then(Option::as_ref)
+                    .map_or_else(PageMatchSignals::default, |slot| {
+                        rules.signals(&slot.rules, &slot.tags)
+                    });
                 out.push(PageHit {
-                    signals: page_signals(&entry.page, &keywords),
+                    signals,
                     referenced_by: shard.referenced_by(&id),
                     page: entry.page.clone(),
                     score,
@@ -346,5 +352,124 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             );
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        /// A word of a skewed vocabulary: `w0` most often; `w1` starts `w10` to `w19`.
+        fn word(&mut self) -> String {
+            let a = self.below(60);
+            format!("w{}", a.min(self.below(60)))
+        }
+
+        fn text(&mut self, words: usize) -> String {
+            (0..words)
+                .map(|_| self.word())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    }
+
+    /// Search against every match scored and boosted, sorted by score then id, with and
+    /// without a tag filter, for k from 1 to 40, after slots were freed and reused; the hits'
+    /// signals are the match rules computed from the page itself.
+    #[tokio::test]
+    async fn search_equals_every_match_scored_and_boosted() {
+        let store = InMemoryKnowledgeStore::new();
+        let ns = Namespace::parse("wiki").unwrap();
+        let mut rng = Rng(0x5EED);
+        for i in 0..1500 {
+            let title_words = 1 + rng.below(4);
+            let tags: Vec<String> = (0..1 + rng.below(2))
+                .map(|_| format!("w{}", rng.below(25)))
+                .collect();
+            let page = KnowledgePage::new(ns.clone(), format!("p{i:04}"), rng.text(title_words))
+                .unwrap()
+                .with_summary({
+                    let words = 3 + rng.below(8);
+                    rng.text(words)
+                })
+                .with_content({
+                    let words = 10 + rng.below(30);
+                    rng.text(words)
+                })
+                .with_tags(tags)
+                .unwrap();
+            store.add_page(page).await.unwrap();
+        }
+        // Slots reused: some pages deleted, others added in their place.
+        for i in (0..1500).step_by(7) {
+            assert!(store.delete_page(&ns, &format!("p{i:04}")).await.unwrap());
+        }
+        for i in 0..100 {
+            let page = KnowledgePage::new(ns.clone(), format!("q{i:03}"), rng.text(2))
+                .unwrap()
+                .with_content(rng.text(12))
+                .with_tags([format!("w{}", rng.below(25))])
+                .unwrap();
+            store.add_page(page).await.unwrap();
+        }
+        for round in 0..120 {
+            let words = 1 + rng.below(3);
+            let text = rng.text(words);
+            let k = [1, 3, 10, 40][round % 4];
+            let mut query = PageQuery::new(ns.exact(), text.as_str(), k);
+            if round % 5 == 0 {
+                query.tags = vec![Tag::new(&format!("w{}", rng.below(25))).unwrap()];
+            }
+            let expected: Vec<(String, f32)> = {
+                let shard = store.registry.get(&ns).unwrap();
+                let shard = read(&shard);
+                let keywords = query.rule_keywords();
+                let rules = PageRuleKeywords::new(&keywords);
+                let terms = query.analysed_terms().into_owned();
+                let mut all: Vec<(f32, String)> = Vec::new();
+                shard.index.score_terms(&terms, |slot, score| {
+                    let entry = shard.slots[slot as usize].as_ref().unwrap();
+                    if query.tags.iter().all(|tag| entry.tags.contains(tag)) {
+                        let boost = rules.signals(&entry.rules, &entry.tags).boost();
+                        all.push((score * boost, entry.id.clone()));
+                    }
+                });
+                all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                all.into_iter()
+                    .take(k)
+                    .map(|(score, id)| (id, score))
+                    .collect()
+            };
+            let got: Vec<(String, f32)> = store
+                .search(&query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|hit| {
+                    let keywords = query.rule_keywords();
+                    let page = &hit.page;
+                    let signals = PageMatchSignals::compute(
+                        &page.title,
+                        &page.summary,
+                        &page.tags,
+                        &keywords,
+                    );
+                    assert_eq!(hit.signals, signals, "round {round}: {}", page.id);
+                    (hit.page.id, hit.score)
+                })
+                .collect();
+            assert_eq!(got, expected, "round {round}: {text:?}, k {k}");
+        }
     }
 }

@@ -41,48 +41,46 @@ impl<const N: usize> Bm25Index<N> {
         )
     }
 
-    /// The `k` best documents for `terms` once each document's BM25F score is passed through
-    /// `weigh(slot, bm25)`, which gives its final score (at most `max_factor` times the BM25F
-    /// score) or `None` to leave it out; highest final score first, equal scores by `id_of`.
-    /// MaxScore pruning as in [`top_k`](Self::top_k), with every bound scaled by
-    /// `max_factor`: a document is weighed only when its BM25F score times `max_factor` can
-    /// still reach the `k`-th final score, so `weigh` runs for few documents when few get a
-    /// large factor. Exact: the same list as weighing every match and sorting.
+    /// The `k` best documents for `terms` among those `accept` lets through, once each
+    /// document's BM25F score is passed through `weigh(slot, bm25)`, which gives its final
+    /// score (at most `max_factor` times the BM25F score); highest final score first, equal
+    /// scores by `id_of`. MaxScore pruning as in [`top_k`](Self::top_k), with every bound
+    /// scaled by `max_factor`: a document is weighed only when its BM25F score times
+    /// `max_factor` can still reach the `k`-th final score, so `weigh` runs for few
+    /// documents when few get a large factor. Exact: the same list as weighing every
+    /// accepted match and sorting.
+    ///
+    /// `accept` must give the same answer for a slot each time, and should be cheap: it is
+    /// asked of every document the walks score; `weigh` only of those that can make the cut.
     pub(crate) fn top_k_weighted<'a>(
         &self,
         terms: &[String],
         k: usize,
         max_factor: f32,
-        weigh: impl FnMut(u32, f32) -> Option<f32>,
+        mut accept: impl FnMut(u32) -> bool,
+        mut weigh: impl FnMut(u32, f32) -> f32,
         id_of: impl Fn(u32) -> Option<&'a str>,
     ) -> Vec<(f32, u32)> {
         if k == 0 || self.doc_count == 0 {
             return Vec::new();
         }
         let (cursors, length_factor) = self.cursors(terms);
-        // First the k best by BM25F alone among the documents `weigh` keeps, weighed: k
-        // documents reach the k-th of their final scores, so the final k-th score is at least
-        // that floor, and the weighted walk prunes from its first document on instead of from
-        // the k-th it happens to meet in slot order.
-        let mut weigh = weigh;
-        let mut weighed: Vec<(u32, f32)> = Vec::new();
+        // First the k best by BM25F alone among the accepted documents, weighed: k documents
+        // reach the k-th of their final scores, so the final k-th score is at least that
+        // floor, and the weighted walk prunes from its first document on instead of from the
+        // k-th it happens to meet in slot order.
         let first = self.max_score(
             cursors.clone(),
             &length_factor,
             Cut::plain(k),
-            |slot, total| {
-                let score = weigh(slot, total)?;
-                weighed.push((slot, score));
-                Some(total)
-            },
+            |slot, total| accept(slot).then_some(total),
             &id_of,
         );
-        let mut floors: Vec<f32> = first
-            .iter()
-            .filter_map(|(_, slot)| weighed.iter().find(|(at, _)| at == slot))
-            .map(|(_, score)| *score)
-            .collect();
-        let floor = if floors.len() == k {
+        let floor = if first.len() == k {
+            let mut floors: Vec<f32> = first
+                .iter()
+                .map(|&(total, slot)| weigh(slot, total))
+                .collect();
             floors.sort_unstable_by(|a, b| b.total_cmp(a));
             floors[k - 1]
         } else {
@@ -96,7 +94,7 @@ impl<const N: usize> Bm25Index<N> {
                 max_factor: max_factor.max(1.0),
                 floor,
             },
-            weigh,
+            |slot, total| accept(slot).then(|| weigh(slot, total)),
             &id_of,
         )
     }

@@ -138,22 +138,20 @@ fn pruned_top_k_equals_exhaustive_ranking() {
             assert_eq!(a.0.to_bits(), b.0.to_bits(), "round {round}: the same bits");
         }
         // Weighted: factors that reorder the matches (up to 2.25), and slots left out.
-        let weigh = |slot: u32, score: f32| {
-            if slot.is_multiple_of(11) {
-                return None;
-            }
-            Some(match slot % 13 {
-                0 => score * 2.25,
-                1 => score * 1.5,
-                _ => score,
-            })
+        let accept = |slot: u32| !slot.is_multiple_of(11);
+        let factor = |slot: u32, score: f32| match slot % 13 {
+            0 => score * 2.25,
+            1 => score * 1.5,
+            _ => score,
         };
-        let weighted = exhaustive(&weigh);
+        let weighted =
+            exhaustive(&|slot: u32, score: f32| accept(slot).then(|| factor(slot, score)));
         let got = index.top_k_weighted(
             &index.query_terms(&query.join(" ")),
             k,
             2.25,
-            weigh,
+            accept,
+            factor,
             |slot| ids.get(slot as usize).map(String::as_str),
         );
         assert_eq!(
@@ -317,13 +315,14 @@ fn weighted_top_k_weighs_few_matches() {
         &terms,
         10,
         2.25,
+        |_| true,
         |slot, score| {
             weighed += 1;
-            Some(if slot % 1000 == 0 {
+            if slot % 1000 == 0 {
                 score * 2.25
             } else {
                 score
-            })
+            }
         },
         |slot| ids.get(slot as usize).map(String::as_str),
     );
