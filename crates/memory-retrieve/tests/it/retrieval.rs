@@ -509,30 +509,33 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
     let clock = Arc::new(ManualClock::new(now));
     let store = Arc::new(InMemoryStore::new());
     let day = |days: i64| now - chrono::Duration::days(days);
-    for (id, text, days) in [
-        ("old", "I cooked pasta for my friend and cooked it well", 40),
-        ("older", "I cooked a roast for my friend's party", 60),
-        ("recent", "I cooked a curry for my friend", 2),
-    ] {
-        store
-            .save(
-                MemoryItem::new(ns.clone(), text)
-                    .unwrap()
-                    .with_id(id)
-                    .unwrap()
-                    .with_created_at(day(days)),
-            )
-            .await
-            .unwrap();
-    }
+    save_dated(
+        &store,
+        &ns,
+        now,
+        &[
+            (
+                "old",
+                "I cooked pasta for my friend and cooked it well",
+                MemoryKind::Episodic,
+                40,
+            ),
+            (
+                "older",
+                "I cooked a roast for my friend's party",
+                MemoryKind::Episodic,
+                60,
+            ),
+            (
+                "recent",
+                "I cooked a curry for my friend",
+                MemoryKind::Episodic,
+                2,
+            ),
+        ],
+    )
+    .await;
     let retriever = Retriever::new(store.clone()).with_clock(clock.clone());
-    let ids = |result: &memory_core::RetrievalResult| -> Vec<String> {
-        result
-            .items
-            .iter()
-            .map(|item| item.record.id().to_owned())
-            .collect()
-    };
     let query = "What did I cook for my friend a couple of days ago?";
     let config = RetrieverConfig::default();
     let found = retriever
@@ -579,11 +582,7 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
         .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &narrow)
         .await
         .unwrap();
-    assert!(
-        ids(&found).contains(&"recent".to_owned()),
-        "{:?}",
-        ids(&found)
-    );
+    assert!(ids(&found).contains(&"recent"), "{:?}", ids(&found));
     let found = retriever
         .retrieve_with(
             &ns.exact(),
@@ -632,60 +631,47 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
     let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
     let store = Arc::new(InMemoryStore::new());
     let day = |days: i64| now - chrono::Duration::days(days);
-    for (id, text, kind, days) in [
-        (
-            "berlin",
-            "Ava Novak lives in Berlin, she lives there",
-            MemoryKind::Semantic,
-            300,
-        ),
-        (
-            "lisbon",
-            "Ava Novak moved to the city of Lisbon",
-            MemoryKind::Semantic,
-            100,
-        ),
-        (
-            "lee",
-            "Ava Lee lives in the city of Oslo",
-            MemoryKind::Semantic,
-            10,
-        ),
-        (
-            "said",
-            "Ava Novak said she lives in a nice city",
-            MemoryKind::Episodic,
-            5,
-        ),
-        (
-            "born",
-            "Ava Novak was born in 1983",
-            MemoryKind::Semantic,
-            1,
-        ),
-    ] {
-        store
-            .save(
-                MemoryItem::new(ns.clone(), text)
-                    .unwrap()
-                    .with_id(id)
-                    .unwrap()
-                    .with_kind(kind)
-                    .with_created_at(day(days)),
-            )
-            .await
-            .unwrap();
-    }
+    save_dated(
+        &store,
+        &ns,
+        now,
+        &[
+            (
+                "berlin",
+                "Ava Novak lives in Berlin, she lives there",
+                MemoryKind::Semantic,
+                300,
+            ),
+            (
+                "lisbon",
+                "Ava Novak moved to the city of Lisbon",
+                MemoryKind::Semantic,
+                100,
+            ),
+            (
+                "lee",
+                "Ava Lee lives in the city of Oslo",
+                MemoryKind::Semantic,
+                10,
+            ),
+            (
+                "said",
+                "Ava Novak said she lives in a nice city",
+                MemoryKind::Episodic,
+                5,
+            ),
+            (
+                "born",
+                "Ava Novak was born in 1983",
+                MemoryKind::Semantic,
+                1,
+            ),
+        ],
+    )
+    .await;
     let retriever = Retriever::new(store.clone()).with_clock(Arc::new(ManualClock::new(now)));
-    let ids = |result: &memory_core::RetrievalResult| -> Vec<String> {
-        result
-            .items
-            .iter()
-            .map(|item| item.record.id().to_owned())
-            .collect()
-    };
     let rank = |result: &memory_core::RetrievalResult, id: &str| {
-        ids(result).iter().position(|found| found == id).unwrap()
+        ids(result).iter().position(|found| *found == id).unwrap()
     };
     let query = "Where does Ava Novak live, in which city?";
     let found = retriever
@@ -749,23 +735,27 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
     // A question naming nobody: facts sharing a word of it and holding two are rivals;
     // one holding a single word of it is not.
     let user = Namespace::parse("user").unwrap();
-    for (id, text, days) in [
-        ("paris", "The user lives in Paris: the user lives well", 50),
-        ("rome", "The user now lives in Rome", 20),
-        ("car", "The user bought a car", 10),
-    ] {
-        store
-            .save(
-                MemoryItem::new(user.clone(), text)
-                    .unwrap()
-                    .with_id(id)
-                    .unwrap()
-                    .with_kind(MemoryKind::Semantic)
-                    .with_created_at(day(days)),
-            )
-            .await
-            .unwrap();
-    }
+    save_dated(
+        &store,
+        &user,
+        now,
+        &[
+            (
+                "paris",
+                "The user lives in Paris: the user lives well",
+                MemoryKind::Semantic,
+                50,
+            ),
+            (
+                "rome",
+                "The user now lives in Rome",
+                MemoryKind::Semantic,
+                20,
+            ),
+            ("car", "The user bought a car", MemoryKind::Semantic, 10),
+        ],
+    )
+    .await;
     let found = retriever
         .retrieve_with(
             &user.exact(),
@@ -788,4 +778,22 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
         .await
         .unwrap();
     assert_eq!(ids(&found)[..2], ["paris", "rome"]);
+}
+
+/// Saves `(id, text, kind, days before now)` memories in `ns`.
+async fn save_dated(
+    store: &InMemoryStore,
+    ns: &Namespace,
+    now: chrono::DateTime<chrono::Utc>,
+    memories: &[(&str, &str, MemoryKind, i64)],
+) {
+    for (id, text, kind, days) in memories {
+        let item = MemoryItem::new(ns.clone(), *text)
+            .unwrap()
+            .with_id(*id)
+            .unwrap()
+            .with_kind(*kind)
+            .with_created_at(now - chrono::Duration::days(*days));
+        store.save(item).await.unwrap();
+    }
 }
