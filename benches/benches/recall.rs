@@ -18,6 +18,10 @@
 //!   `fts5(body)`, the query's words double-quoted and joined by `OR`, `bm25()` ranking,
 //!   `LIMIT 10`.
 //!
+//! Group `haystack_500` runs the same engines on 500 turns the size of a LongMemEval
+//! question's haystack ([`haystack`]: short turns and long ones, 100 to 3,000 characters),
+//! with the main queries.
+//!
 //! Group `frequent_10000` runs the same engines on 10,000 memories whose words each occur in
 //! about a third of them, with queries of those words ([`frequent_words`]): the case where no
 //! posting list is short.
@@ -36,7 +40,7 @@ use agent_memory::sqlite::{SqliteBackend, SqliteStore};
 use agent_memory::{MemoryItem, MemoryKind, MemoryStore, Namespace, Scope, SearchQuery};
 use chrono::{DateTime, Duration, Utc};
 use criterion::{Criterion, Throughput, criterion_main};
-use memory_benches::corpus::{Rng, corpus};
+use memory_benches::corpus::{Rng, Zipf, corpus};
 use rusqlite::Connection;
 use tantivy::collector::TopDocs;
 use tantivy::query::BooleanQuery;
@@ -50,6 +54,8 @@ const QUERIES: usize = 256;
 const TOP_K: usize = 10;
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 const MILLION: usize = 1_000_000;
+/// The turns of the LongMemEval-sized haystack ([`haystack`]).
+const HAYSTACK: usize = 500;
 /// The memories of the frequent-word corpus ([`frequent_words`]).
 const FREQUENT: usize = 10_000;
 /// Our SQLite backend is built up to this size (bulk-loading 1M rows takes minutes).
@@ -375,6 +381,25 @@ fn search_size(c: &mut Criterion, runtime: &Runtime, n: usize, queries: &[String
     search_corpus(c, runtime, &format!("search_{n}"), docs, queries);
 }
 
+/// A haystack the size of a LongMemEval question's (about 500 turns of a long chat): turns
+/// alternately short (100 to 400 characters, a user's) and long (800 to 3,000, an
+/// assistant's), over the vocabulary of the main corpus, so its queries apply. Generated,
+/// not read from the benchmark.
+fn haystack(n: usize) -> Vec<String> {
+    let zipf = Zipf::new(20_000, SEED);
+    let mut rng = Rng::new(SEED ^ 0x4A57);
+    (0..n)
+        .map(|turn| {
+            let chars = if turn % 2 == 0 {
+                100 + rng.below(300)
+            } else {
+                800 + rng.below(2_200)
+            };
+            zipf.text(&mut rng, chars)
+        })
+        .collect()
+}
+
 /// The e2e load test's second query mix as a corpus: every memory twelve words drawn from a
 /// vocabulary of 26 (so each word is in about a third of the memories) and a numbered note;
 /// every query made of those words. Nothing can be pruned on its term bounds alone: the
@@ -510,6 +535,13 @@ fn recall_benches(c: &mut Criterion) {
     for n in SIZES {
         search_size(c, &runtime, n, &queries);
     }
+    search_corpus(
+        c,
+        &runtime,
+        &format!("haystack_{HAYSTACK}"),
+        haystack(HAYSTACK),
+        &queries,
+    );
     let (docs, queries) = frequent_words(FREQUENT);
     search_corpus(c, &runtime, &format!("frequent_{FREQUENT}"), docs, &queries);
     if std::env::var("AGENT_MEMORY_BENCH_1M").is_ok_and(|value| value == "1") {
