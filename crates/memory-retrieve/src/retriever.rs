@@ -10,7 +10,6 @@ mod request;
 mod staleness;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use memory_core::{
     Clock, EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryStore,
@@ -231,7 +230,7 @@ impl Retriever {
             extractor: &*self.keywords,
             embedder: self.embedder.as_deref(),
         };
-        let started = Instant::now();
+        let started = request::Stopwatch::start();
         let (memories, pages, entities) = tokio::join!(
             memory_channel::gather(&request),
             knowledge_channel::gather(&request),
@@ -270,7 +269,7 @@ impl Retriever {
         tracing::debug!(
             returned = items.len(),
             total_found,
-            elapsed_us = started.elapsed().as_micros() as u64,
+            elapsed_us = started.micros(),
             "recall done"
         );
         Ok(RetrievalResult {

@@ -66,7 +66,7 @@ const MAX_WORDS: usize = 256;
 /// ```
 pub fn time_window(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
     // Every window lies within about a thousand years of now: far from chrono's limits.
-    if !(1000..=9000).contains(&now.year()) {
+    if !(1000..=9000).contains(&now.year()) || !may_name_a_time(query) {
         return None;
     }
     let words = words(query);
@@ -80,6 +80,49 @@ pub fn time_window(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
         at += used.max(1);
     }
     found
+}
+
+/// Words every time expression read here holds one of (besides a number or a month):
+/// most questions hold none, and are passed over without reading their words.
+const CUES: [&str; 11] = [
+    "ago",
+    "today",
+    "tonight",
+    "yesterday",
+    "this",
+    "last",
+    "past",
+    "since",
+    "after",
+    "before",
+    "until",
+];
+
+/// Whether `query` can name a time: one of its first [`MAX_WORDS`] words holds a digit, or
+/// is a cue or a month's name. No allocation.
+fn may_name_a_time(query: &str) -> bool {
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
+        .filter(|word| !word.is_empty())
+        .take(MAX_WORDS)
+        .any(|word| {
+            word.bytes().any(|b| b.is_ascii_digit())
+                || (word.len() <= 9
+                    && word.is_ascii()
+                    && (CUES.iter().any(|cue| word.eq_ignore_ascii_case(cue))
+                        || month_ignoring_case(word).is_some()))
+        })
+}
+
+/// [`month`] of `word` in any case (at most 9 ASCII letters), without allocating.
+fn month_ignoring_case(word: &str) -> Option<u32> {
+    let mut lower = [0u8; 9];
+    let bytes = word.as_bytes();
+    let lower = lower.get_mut(..bytes.len())?;
+    for (to, from) in lower.iter_mut().zip(bytes) {
+        *to = from.to_ascii_lowercase();
+    }
+    month(std::str::from_utf8(lower).ok()?)
 }
 
 /// One word of a query: lowercased, and whether it was written with a capital.
@@ -648,6 +691,37 @@ mod tests {
             days_of("between 2022-08-11 and 2022-08-15"),
             Some((ymd(2022, 8, 10), ymd(2022, 8, 16)))
         );
+    }
+
+    /// Every expression read starts from a cue, a number or a month's name, so a query
+    /// without one is passed over before its words are read.
+    #[test]
+    fn queries_without_a_cue_are_passed_over() {
+        for query in [
+            "what did I eat yesterday?",
+            "The day before YESTERDAY",
+            "5 days ago",
+            "a couple of weeks ago",
+            "last Saturday",
+            "in the past month",
+            "This week",
+            "on 2022-12-08",
+            "in June",
+            "December 8th",
+            "since March",
+            "Sept 3",
+        ] {
+            assert!(may_name_a_time(query), "{query:?}");
+            assert!(time_window(query, now()).is_some(), "{query:?}");
+        }
+        for query in [
+            "Where does Ava live?",
+            "what is my favourite food",
+            "",
+            "über straße",
+        ] {
+            assert!(!may_name_a_time(query), "{query:?}");
+        }
     }
 
     #[test]

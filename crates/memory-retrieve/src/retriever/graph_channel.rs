@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::future::try_join_all;
 use memory_core::backend::entity_matches_keyword;
@@ -53,9 +52,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     {
         return Ok(GraphFound::empty(0));
     }
-    let started = Instant::now();
+    let started = super::request::Stopwatch::start();
     if !graph.may_have_entities(scope).await? {
-        return Ok(GraphFound::empty(started.elapsed().as_micros() as u64));
+        return Ok(GraphFound::empty(started.micros()));
     }
     let keywords = request.keywords();
     if keywords.is_empty() {
@@ -193,7 +192,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         entities: out,
         linked,
         memories,
-        micros: started.elapsed().as_micros() as u64,
+        micros: started.micros(),
     })
 }
 

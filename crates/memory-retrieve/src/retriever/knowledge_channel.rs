@@ -1,8 +1,6 @@
 //! The knowledge channel: page search, with each page's relevance, overlap, reference and
 //! time signals.
 
-use std::time::Instant;
-
 use memory_core::{Channel, PageQuery, Result, RetrievalSource, Signal};
 
 use super::candidate::{Candidate, Found};
@@ -18,7 +16,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     if !config.strategy.knowledge() || !filter.allows_semantic() {
         return Ok((Vec::new(), 0));
     }
-    let started = Instant::now();
+    let started = super::request::Stopwatch::start();
     let mut page_query = PageQuery::new(
         request.scope.clone(),
         request.query,
@@ -64,5 +62,5 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             }
         })
         .collect();
-    Ok((out, started.elapsed().as_micros() as u64))
+    Ok((out, started.micros()))
 }

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
@@ -33,7 +32,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     if !config.strategy.memory() {
         return Ok((Vec::new(), 0));
     }
-    let started = Instant::now();
+    let started = super::request::Stopwatch::start();
     let memory = request.memory;
     let search = SearchQuery::new(
         request.scope.clone(),
@@ -110,7 +109,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     if request.weights.context > 0.0 && config.context_window > 0 {
         add_context(&mut out, request, query_vector).await?;
     }
-    Ok((out, started.elapsed().as_micros() as u64))
+    Ok((out, started.micros()))
 }
 
 /// `search` narrowed to the memories made from the start of `window` until `end` (the

@@ -47,3 +47,21 @@ impl Request<'_> {
         self.weights.overlap > 0.0
     }
 }
+
+/// Times a stage for the debug log only: reading the clock costs more than some steps of a
+/// small recall, so the clock is read only when debug events are enabled (otherwise every
+/// duration is 0).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Stopwatch(Option<std::time::Instant>);
+
+impl Stopwatch {
+    pub(super) fn start() -> Self {
+        Self(tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now))
+    }
+
+    /// Microseconds since the start; 0 when debug events are off.
+    pub(super) fn micros(self) -> u64 {
+        self.0
+            .map_or(0, |started| started.elapsed().as_micros() as u64)
+    }
+}
