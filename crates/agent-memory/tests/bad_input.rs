@@ -637,6 +637,33 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             "role_weights",
         );
     }
+    for factor in [f32::NAN, 0.0, -0.5, 1.5, f32::INFINITY] {
+        let config = RetrieverConfig {
+            outside_time_factor: factor,
+            ..RetrieverConfig::default()
+        };
+        invalid(
+            "outside time factor",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config.clone())
+                .build(),
+            "outside_time_factor",
+        );
+        invalid(
+            "outside time factor in a recall",
+            memory
+                .retriever()
+                .retrieve_with(
+                    &ns.subtree(),
+                    "what did I say yesterday",
+                    &Default::default(),
+                    &config,
+                )
+                .await,
+            "outside_time_factor",
+        );
+    }
     assert_eq!(
         b.store.count(&ns.subtree()).await.unwrap(),
         before,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    Channel, MemoryFilter, MemoryItem, Namespace, Result, RetrievalSource, Scope, SearchHit,
-    SearchQuery, Signal,
+    Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
+    Signal,
 };
 
 use super::candidate::{Candidate, Found, Key, RecordType};
@@ -142,16 +142,11 @@ fn merge_timed(
     query_vector: Option<&[f32]>,
 ) {
     let config = request.config;
-    let known: std::collections::HashSet<(Namespace, String)> = out
-        .iter()
-        .filter_map(|candidate| match &candidate.record {
-            RetrievalSource::Memory(item) => Some((item.namespace.clone(), item.id.clone())),
-            _ => None,
-        })
-        .collect();
+    let known: std::collections::HashSet<Key> = out.iter().map(Candidate::owned_key).collect();
     for (rank, hit) in timed.into_iter().enumerate() {
         let item = hit.item;
-        if known.contains(&(item.namespace.clone(), item.id.clone())) {
+        let key = (RecordType::Memory, item.namespace.clone(), item.id.clone());
+        if known.contains(&key) {
             continue;
         }
         let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);

@@ -538,10 +538,7 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
     let retriever = Retriever::new(store.clone()).with_clock(clock.clone());
     let query = "What did I cook for my friend a couple of days ago?";
     let config = RetrieverConfig::default();
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &config)
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &config).await;
     assert_eq!(ids(&found)[0], "recent");
     let old = found
         .items
@@ -560,10 +557,7 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
         outside_time_factor: 1.0,
         ..RetrieverConfig::default()
     };
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &off)
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &off).await;
     assert_eq!(ids(&found)[0], "old");
     assert!(
         found
@@ -578,23 +572,19 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
         candidates_per_channel: 1,
         ..RetrieverConfig::default()
     };
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &narrow)
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &narrow).await;
     assert!(ids(&found).contains(&"recent"), "{:?}", ids(&found));
-    let found = retriever
-        .retrieve_with(
-            &ns.exact(),
-            query,
-            &RecallFilter::default(),
-            &RetrieverConfig {
-                outside_time_factor: 1.0,
-                ..narrow
-            },
-        )
-        .await
-        .unwrap();
+    let found = retrieve(
+        &retriever,
+        &ns,
+        query,
+        &RecallFilter::default(),
+        &RetrieverConfig {
+            outside_time_factor: 1.0,
+            ..narrow
+        },
+    )
+    .await;
     assert_eq!(ids(&found), ["old"]);
 
     // A filter that ends before the time named leaves nothing to search there.
@@ -602,10 +592,7 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
         until: Some(day(30)),
         ..RecallFilter::default()
     };
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &filter, &config)
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &filter, &config).await;
     assert_eq!(ids(&found)[0], "old");
 
     // An invalid factor is refused by name.
@@ -674,15 +661,14 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
         ids(result).iter().position(|found| *found == id).unwrap()
     };
     let query = "Where does Ava Novak live, in which city?";
-    let found = retriever
-        .retrieve_with(
-            &ns.exact(),
-            query,
-            &RecallFilter::default(),
-            &RetrieverConfig::default(),
-        )
-        .await
-        .unwrap();
+    let found = retrieve(
+        &retriever,
+        &ns,
+        query,
+        &RecallFilter::default(),
+        &RetrieverConfig::default(),
+    )
+    .await;
     assert!(
         rank(&found, "lisbon") < rank(&found, "berlin"),
         "{:?}",
@@ -704,10 +690,7 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
         newer_facts_first: false,
         ..RetrieverConfig::default()
     };
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &RecallFilter::default(), &off)
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &off).await;
     assert!(
         rank(&found, "berlin") < rank(&found, "lisbon"),
         "{:?}",
@@ -725,10 +708,7 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
         view: memory_retrieve::RecallView::AsOf(day(200)),
         ..RecallFilter::default()
     };
-    let found = retriever
-        .retrieve_with(&ns.exact(), query, &filter, &RetrieverConfig::default())
-        .await
-        .unwrap();
+    let found = retrieve(&retriever, &ns, query, &filter, &RetrieverConfig::default()).await;
     assert_eq!(ids(&found)[0], "berlin");
     assert!(found.items[0].breakdown.value(Signal::Stale).is_none());
 
@@ -756,27 +736,25 @@ async fn the_newer_of_two_facts_answering_a_question_comes_first() {
         ],
     )
     .await;
-    let found = retriever
-        .retrieve_with(
-            &user.exact(),
-            "where does the user live",
-            &RecallFilter::default(),
-            &RetrieverConfig::default(),
-        )
-        .await
-        .unwrap();
+    let found = retrieve(
+        &retriever,
+        &user,
+        "where does the user live",
+        &RecallFilter::default(),
+        &RetrieverConfig::default(),
+    )
+    .await;
     assert_eq!(ids(&found)[..2], ["rome", "paris"]);
     let car = &found.items[rank(&found, "car")];
     assert!(car.breakdown.value(Signal::Stale).is_none());
-    let found = retriever
-        .retrieve_with(
-            &user.exact(),
-            "where does the user live",
-            &RecallFilter::default(),
-            &off,
-        )
-        .await
-        .unwrap();
+    let found = retrieve(
+        &retriever,
+        &user,
+        "where does the user live",
+        &RecallFilter::default(),
+        &off,
+    )
+    .await;
     assert_eq!(ids(&found)[..2], ["paris", "rome"]);
 }
 
@@ -796,4 +774,18 @@ async fn save_dated(
             .with_created_at(now - chrono::Duration::days(*days));
         store.save(item).await.unwrap();
     }
+}
+
+/// One recall of `query` in `ns` alone.
+async fn retrieve(
+    retriever: &Retriever,
+    ns: &Namespace,
+    query: &str,
+    filter: &RecallFilter,
+    config: &RetrieverConfig,
+) -> memory_core::RetrievalResult {
+    retriever
+        .retrieve_with(&ns.exact(), query, filter, config)
+        .await
+        .unwrap()
 }
