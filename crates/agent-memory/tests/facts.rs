@@ -388,6 +388,101 @@ async fn conflicts_without_keys_are_flagged_ranked_and_settled_by_policy() {
     }
 }
 
+/// A keyed fact is replaced by its key, not by inference: newer statements without its key
+/// that share its words ("Ava Novak's sister lives in Oslo") or that the detector flags
+/// against it ("Ava Novak lives in Oslo") do not rank it stale, though the flag stays
+/// listed. Without the key, the newer of the flagged pair comes first.
+#[tokio::test]
+async fn a_keyed_fact_is_replaced_by_its_key_not_by_inference() {
+    for backend in common::backends("facts_keyed_inference").await {
+        let clock = Arc::new(ManualClock::new(day(100)));
+        let name = backend.name;
+        let memory = builder(&backend, &clock).build().unwrap();
+        let ns = Namespace::parse("keyed").unwrap();
+        let keyed = memory
+            .remember_with(
+                Remember::new(ns.clone(), "Ava Novak lives in Berlin")
+                    .fact_key("ava_novak.city")
+                    .kind(MemoryKind::Semantic)
+                    .created_at(day(1)),
+            )
+            .await
+            .unwrap();
+        let sister = memory
+            .remember_with(
+                Remember::new(ns.clone(), "Ava Novak's sister lives in Oslo")
+                    .kind(MemoryKind::Semantic)
+                    .created_at(day(5)),
+            )
+            .await
+            .unwrap();
+        let question = "Where does Ava Novak live, in which city?";
+        let found = memory.recall(&ns.subtree(), question).await.unwrap();
+        assert_eq!(
+            memory_ids(&found),
+            [keyed.id.clone(), sister.id.clone()],
+            "{name}"
+        );
+        assert!(
+            found.items[0].breakdown.value(Signal::Stale).is_none(),
+            "{name}"
+        );
+
+        let flagged = memory
+            .remember_with(
+                Remember::new(ns.clone(), "Ava Novak lives in Oslo")
+                    .kind(MemoryKind::Semantic)
+                    .created_at(day(6)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            flagged
+                .conflicts
+                .iter()
+                .any(|conflict| conflict.id == keyed.id),
+            "{name}: {flagged:?}"
+        );
+        let pairs = memory.conflicts(&ns.subtree()).await.unwrap();
+        assert!(
+            pairs
+                .iter()
+                .any(|pair| (pair.older.as_str(), pair.newer.as_str())
+                    == (keyed.id.as_str(), flagged.id.as_str())),
+            "{name}: {pairs:?}"
+        );
+        let found = memory.recall(&ns.subtree(), question).await.unwrap();
+        let keyed_found = found
+            .items
+            .iter()
+            .find(|item| matches!(&item.record, RetrievalSource::Memory(m) if m.id == keyed.id))
+            .unwrap();
+        assert!(
+            keyed_found.breakdown.value(Signal::Stale).is_none(),
+            "{name}"
+        );
+        // The same two statements without the key: the newer comes first.
+        let plain = Namespace::parse("plain").unwrap();
+        for (text, at) in [
+            ("Ava Novak lives in Berlin", 1),
+            ("Ava Novak lives in Oslo", 6),
+        ] {
+            memory
+                .remember_with(
+                    Remember::new(plain.clone(), text)
+                        .id(format!("plain-{at}"))
+                        .kind(MemoryKind::Semantic)
+                        .created_at(day(at)),
+                )
+                .await
+                .unwrap();
+        }
+        let found = memory.recall(&plain.subtree(), question).await.unwrap();
+        assert_eq!(memory_ids(&found), ["plain-6", "plain-1"], "{name}");
+        backend.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn supersede_and_retract_explicitly_with_clear_errors() {
     for backend in common::backends("facts_explicit").await {

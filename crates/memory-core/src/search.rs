@@ -111,15 +111,41 @@ pub fn bm25f<const N: usize>(
     idf * weighted / (BM25_K1 + weighted)
 }
 
-fn with_tags<'a>(text: &'a str, tags: &[Tag]) -> Cow<'a, str> {
-    if tags.is_empty() {
-        return Cow::Borrowed(text);
+/// What the indexed fields of a memory and a page hold; persistent backends record it with
+/// their index and rebuild an index built when it was different. 1: a memory's content and
+/// tags, then its context; a page's title, summary, tags and content. 2: a memory's fact key
+/// too ([`memory_content_field`]).
+pub const INDEXED_FIELDS_VERSION: u32 = 2;
+
+/// The text of a memory's content field: its content, then its tags, then the words of its
+/// fact key (`ava_novak.city` adds "ava novak city"), each separated by a space. The one
+/// definition every backend indexes (PostgreSQL rebuilds it from its columns).
+///
+/// The key is indexed because it says what the memory is about: a question naming the
+/// subject or the attribute ("which city does Ava Novak live in?") finds the memory keyed
+/// `ava_novak.city` above statements that merely share its words ("Ava Novak's sister
+/// lives in Oslo").
+pub fn memory_content_field<'a, T: AsRef<str>>(
+    content: &'a str,
+    tags: &[T],
+    fact_key: Option<&str>,
+) -> Cow<'a, str> {
+    if tags.is_empty() && fact_key.is_none() {
+        return Cow::Borrowed(content);
     }
-    let mut out = String::with_capacity(text.len() + tags.len() * 12);
-    out.push_str(text);
+    let key_len = fact_key.map_or(0, |key| key.len() + 1);
+    let mut out = String::with_capacity(content.len() + tags.len() * 12 + key_len);
+    out.push_str(content);
     for tag in tags {
         out.push(' ');
-        out.push_str(tag.as_str());
+        out.push_str(tag.as_ref());
+    }
+    if let Some(key) = fact_key {
+        out.push(' ');
+        out.extend(
+            key.chars()
+                .map(|c| if c.is_alphanumeric() { c } else { ' ' }),
+        );
     }
     Cow::Owned(out)
 }
@@ -130,10 +156,11 @@ fn tag_text(tags: &[Tag]) -> Cow<'static, str> {
 
 impl MemoryItem {
     /// The text of each field full-text search indexes, in the order of
-    /// [`MEMORY_FIELD_WEIGHTS`]: the content followed by the tags, and the context.
+    /// [`MEMORY_FIELD_WEIGHTS`]: the content followed by the tags and the words of the fact
+    /// key ([`memory_content_field`]), and the context.
     pub fn search_fields(&self) -> [Cow<'_, str>; 2] {
         [
-            with_tags(&self.content, &self.tags),
+            memory_content_field(&self.content, &self.tags, self.fact_key.as_deref()),
             Cow::Borrowed(self.context()),
         ]
     }

@@ -99,7 +99,7 @@ pub(crate) async fn reindex(
 ) -> Result<u64> {
     let what = || format!("re-indexing the memories of schema {}", db.schema());
     let select = db.qualify(
-        "SELECT rid, content, tags, metadata FROM {s}.memories \
+        "SELECT rid, content, tags, metadata, fact_key FROM {s}.memories \
          WHERE rid > $1::bigint ORDER BY rid LIMIT $2::bigint",
     );
     let update = db.qualify(
@@ -130,12 +130,13 @@ pub(crate) async fn reindex(
             let content: String = row.try_get(1).map_err(field)?;
             let tags: Vec<String> = row.try_get(2).map_err(field)?;
             let metadata: serde_json::Value = row.try_get(3).map_err(field)?;
+            let fact_key: Option<String> = row.try_get(4).map_err(field)?;
             // As MemoryItem::context reads it.
             let context = metadata
                 .get(CONTEXT_METADATA_KEY)
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("");
-            let indexed = memory_terms(&content, &tags, context);
+            let indexed = memory_terms(&content, &tags, fact_key.as_deref(), context);
             rids.push(rid);
             lengths.push(indexed.length(0));
             context_lengths.push(indexed.length(1));

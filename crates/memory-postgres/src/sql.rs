@@ -118,12 +118,17 @@ pub(crate) fn analyzer() -> Analyzer {
     Analyzer::default()
 }
 
-/// A fingerprint of the shared analyzer's behaviour: a hash of its terms for a fixed probe
-/// text and for every stop word. The `terms` columns hold analyzed terms, so a schema indexed
-/// by an analyzer with another fingerprint is re-indexed by the next migration (see
-/// `schema::migrate`).
+/// A fingerprint of what the search columns hold: what the indexed fields are made of
+/// ([`INDEXED_FIELDS_VERSION`](memory_core::search::INDEXED_FIELDS_VERSION)) and the shared
+/// analyzer's behaviour (a hash of its terms for a fixed probe text and for every stop
+/// word). The `terms` columns hold analyzed terms, so a schema indexed with another
+/// fingerprint is re-indexed by the next migration (see `schema::migrate`).
 pub(crate) fn analyzer_fingerprint() -> String {
-    analyzer().fingerprint()
+    format!(
+        "fields {} analyzer {}",
+        memory_core::search::INDEXED_FIELDS_VERSION,
+        analyzer().fingerprint()
+    )
 }
 
 /// A document analysed for the search columns: the distinct terms the GIN index matches on,

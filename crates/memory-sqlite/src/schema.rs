@@ -306,11 +306,14 @@ pub(crate) fn migrate(transaction: &Transaction<'_>, display: &str, what: &str) 
 }
 
 /// The fingerprint of the index this build writes: the index layout
-/// ([`INDEX_LAYOUT`](crate::fulltext::INDEX_LAYOUT)) and the analyzer's behaviour.
+/// ([`INDEX_LAYOUT`](crate::fulltext::INDEX_LAYOUT)), what the indexed fields hold
+/// ([`INDEXED_FIELDS_VERSION`](memory_core::search::INDEXED_FIELDS_VERSION)) and the
+/// analyzer's behaviour.
 pub(crate) fn index_fingerprint() -> String {
     format!(
-        "layout {} analyzer {}",
+        "layout {} fields {} analyzer {}",
         crate::fulltext::INDEX_LAYOUT,
+        memory_core::search::INDEXED_FIELDS_VERSION,
         crate::terms::analyzer_fingerprint()
     )
 }

@@ -40,6 +40,7 @@ fn ids(items: &[MemoryItem]) -> Vec<&str> {
 pub(super) async fn run_memory_facts(store: &dyn MemoryStore, base: &Namespace) {
     round_trip(store, &child(base, "round-trip")).await;
     views(store, &child(base, "views")).await;
+    key_is_searched(store, &child(base, "key-searched")).await;
 }
 
 async fn round_trip(store: &dyn MemoryStore, ns: &Namespace) {
@@ -77,6 +78,40 @@ async fn round_trip(store: &dyn MemoryStore, ns: &Namespace) {
     retracted.fact_key = None;
     must(store.save(retracted.clone()), "save again").await;
     assert_eq!(must(store.get(ns, "x"), "get").await, Some(retracted));
+}
+
+/// The words of a fact key are searched with the content
+/// ([`memory_content_field`](crate::search::memory_content_field)), and leave the index when
+/// the key does.
+async fn key_is_searched(store: &dyn MemoryStore, ns: &Namespace) {
+    let lisbon = fact(ns, "lisbon", "the user moved to Lisbon", 1);
+    let plain = MemoryItem::new(ns.clone(), "the user moved a sofa")
+        .and_then(|item| item.with_id("sofa"))
+        .unwrap_or_else(|error| panic!("conformance: sofa: {error}"));
+    must(store.save_many(vec![lisbon.clone(), plain]), "save keyed").await;
+    let search = |text: &'static str| async move {
+        let hits = must(
+            store.search(&SearchQuery::new(ns.clone(), text, 10)),
+            "search",
+        )
+        .await;
+        hits.into_iter()
+            .map(|hit| hit.item.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        search("which city?").await,
+        ["lisbon"],
+        "the key's attribute"
+    );
+    assert_eq!(search("user moved").await.len(), 2);
+    let mut unkeyed = lisbon;
+    unkeyed.fact_key = None;
+    must(store.save(unkeyed), "save without the key").await;
+    assert!(
+        search("which city?").await.is_empty(),
+        "the key left the index"
+    );
 }
 
 async fn views(store: &dyn MemoryStore, ns: &Namespace) {

@@ -1,6 +1,7 @@
 //! The row codec of the `memories` table: an item encoded for its row (with its search
 //! columns) before the database is touched, and a row decoded back into an item.
 
+use memory_core::search::memory_content_field;
 use memory_core::{Lineage, MemoryError, MemoryItem, MemoryKind, Namespace, Result};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -82,26 +83,16 @@ impl Encoded {
     }
 }
 
-/// The text the search index holds for an item: its content and its tags (as the in-memory
-/// backend indexes them).
-pub(super) fn indexed_text<T: AsRef<str>>(content: &str, tags: &[T]) -> String {
-    let mut text = content.to_owned();
-    for tag in tags {
-        text.push(' ');
-        text.push_str(tag.as_ref());
-    }
-    text
-}
-
-/// The search columns of a memory, two fields: content with tags (as the in-memory backend
-/// indexes them), then the context ([`MemoryItem::context`], metadata
-/// [`CONTEXT_METADATA_KEY`](memory_core::CONTEXT_METADATA_KEY)).
+/// The search columns of a memory, two fields: content with tags and the fact key's words
+/// ([`memory_content_field`], as every backend indexes them), then the context
+/// ([`MemoryItem::context`], metadata [`CONTEXT_METADATA_KEY`](memory_core::CONTEXT_METADATA_KEY)).
 pub(super) fn memory_terms<T: AsRef<str>>(
     content: &str,
     tags: &[T],
+    fact_key: Option<&str>,
     context: &str,
 ) -> IndexedTerms {
-    index_terms(&[&indexed_text(content, tags), context])
+    index_terms(&[&memory_content_field(content, tags, fact_key), context])
 }
 
 pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
@@ -114,7 +105,12 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
     let access_count = i64::try_from(item.access_count)
         .map_err(|_| MemoryError::invalid("access_count", "larger than 2^63 - 1"))?;
     let last_accessed = encode_optional_time("last_accessed", item.last_accessed)?;
-    let indexed = memory_terms(&item.content, &item.tags, item.context());
+    let indexed = memory_terms(
+        &item.content,
+        &item.tags,
+        item.fact_key.as_deref(),
+        item.context(),
+    );
     let metadata_exact = exact_metadata(&item.metadata);
     let lineage = Lineage::to_json(&item);
     Ok(Encoded {

@@ -139,15 +139,26 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
             if start(item) > start(rival) {
                 if believed_at(item, at)
                     && known.contains_key(&(&rival.namespace, rival.id.as_str()))
+                    && !keyed_apart(rival, item)
                 {
                     mark_newer(rival, Some(&item.id));
                 }
-            } else if believed_at(rival, at) {
+            } else if believed_at(rival, at) && !keyed_apart(item, rival) {
                 mark_newer(item, Some(&rival.id));
             }
         }
     }
     Ok(marks)
+}
+
+/// Whether `older` carries a fact key that `newer` does not: then a detected conflict does
+/// not rank `older` stale. A memory with a fact key is replaced by a memory with the same
+/// key (or an explicit supersede or retract); a conflict the detector flagged between it
+/// and a memory without that key stays listed ([`Memory::maintain`](crate::Memory::maintain)
+/// reports it) but does not outrank it, as a detected conflict between memories of lower
+/// and higher credibility does not supersede the higher one.
+fn keyed_apart(older: &MemoryItem, newer: &MemoryItem) -> bool {
+    older.fact_key.is_some() && older.fact_key != newer.fact_key
 }
 
 /// Most fact candidates [`newer_answers`] compares (their pairs are compared: a bound on
@@ -173,6 +184,12 @@ struct Fact<'a> {
 ///   the city of Lisbon"; not "Ava Lee lives in Oslo");
 /// - it names nothing: they share a word of the query and each holds two ("where does the
 ///   user live": "the user lives in Paris", then "the user now lives in Berlin").
+///
+/// A memory with a [fact key](MemoryItem::fact_key) is never the older of such a pair: its
+/// key says what replaces it (a newer memory with the same key supersedes it when written),
+/// and a newer statement without that key is not known to be about the same fact ("Ava
+/// Novak's sister lives in Oslo" after the keyed "Ava Novak lives in Berlin"). It can be the
+/// newer: an older statement without a key may be an earlier value of its fact.
 ///
 /// A fact holds until a newer one replaces it, and a question about it wants the newer:
 /// without a fact key or a detected conflict, the words of two statements of one fact need
@@ -232,7 +249,8 @@ fn newer_answers(
     };
     for older in &facts {
         for newer in &facts {
-            if older.item.namespace == newer.item.namespace
+            if older.item.fact_key.is_none()
+                && older.item.namespace == newer.item.namespace
                 && start(older.item) < start(newer.item)
                 && same_question(older, newer)
             {
