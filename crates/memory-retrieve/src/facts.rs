@@ -72,7 +72,10 @@ pub struct FactsConfig {
     /// What a detected conflict does.
     pub conflicts: ConflictPolicy,
     /// How many of the most similar stored memories are compared with a new one (the
-    /// search's `top_k`); 0 turns duplicate and conflict detection off.
+    /// search's `top_k`); 0 turns duplicate and conflict detection off. Default 4: a
+    /// duplicate or a rival holds the new text's rarest terms and ranks at the top; 8 found
+    /// no more conflicts on the generated changing-facts set and compared twice the texts
+    /// per write.
     pub candidates: usize,
 }
 
@@ -82,7 +85,7 @@ impl Default for FactsConfig {
             duplicates: DuplicatePolicy::Merge,
             duplicate_similarity: 0.9,
             conflicts: ConflictPolicy::Flag,
-            candidates: 8,
+            candidates: 4,
         }
     }
 }
@@ -203,32 +206,48 @@ thread_local! {
 #[derive(Default)]
 pub(crate) struct Vocabulary;
 
-impl Vocabulary {
+/// The per-thread cache of keys, borrowed for the reading of one text ([`Vocabulary::with`]);
+/// without it (the cache is borrowed already) every word is analysed.
+struct Keys<'a> {
+    cache: Option<&'a mut HashMap<Box<str>, Option<Arc<str>>>>,
+}
+
+impl Keys<'_> {
     /// The key of a word as written (see [`key_of`]).
     fn key(&mut self, raw: &str) -> Option<Arc<str>> {
+        let Some(cache) = self.cache.as_deref_mut() else {
+            return key_of(raw).map(Arc::from);
+        };
         if raw.len() > KEY_CACHE_WORD_LEN {
             return key_of(raw).map(Arc::from);
         }
-        KEYS.with(|cache| {
-            let Ok(mut cache) = cache.try_borrow_mut() else {
-                return key_of(raw).map(Arc::from);
-            };
-            if let Some(key) = cache.get(raw) {
-                return key.clone();
-            }
-            let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
-            if cache.len() >= KEY_CACHE_WORDS {
-                cache.clear();
-            }
-            cache.insert(raw.into(), key.clone());
-            key
+        if let Some(key) = cache.get(raw) {
+            return key.clone();
+        }
+        let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
+        if cache.len() >= KEY_CACHE_WORDS {
+            cache.clear();
+        }
+        cache.insert(raw.into(), key.clone());
+        key
+    }
+}
+
+impl Vocabulary {
+    /// Runs `read` with the cache of keys borrowed once (not once per word).
+    fn with<R>(&mut self, read: impl FnOnce(&mut Keys<'_>) -> R) -> R {
+        KEYS.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut cache) => read(&mut Keys {
+                cache: Some(&mut cache),
+            }),
+            Err(_) => read(&mut Keys { cache: None }),
         })
     }
 
     /// The distinct keys of `text`. Text with CJK characters is read by the analyzer whole
     /// (it splits such runs into bigrams, which words of a statement are not).
     fn terms(&mut self, text: &str) -> HashSet<Arc<str>> {
-        let mut terms = HashSet::new();
+        let mut terms = HashSet::with_capacity(text.len() / 6);
         if text.chars().any(memory_core::text::is_cjk) {
             Analyzer::default().for_each_term(text, |term| {
                 if !terms.contains(term) {
@@ -237,14 +256,16 @@ impl Vocabulary {
             });
             return terms;
         }
-        for raw in text
-            .split(|c: char| !is_word_char(c))
-            .filter(|w| !w.is_empty())
-        {
-            if let Some(key) = self.key(raw) {
-                terms.insert(key);
+        self.with(|keys| {
+            for raw in text
+                .split(|c: char| !is_word_char(c))
+                .filter(|w| !w.is_empty())
+            {
+                if let Some(key) = keys.key(raw) {
+                    terms.insert(key);
+                }
             }
-        }
+        });
         terms
     }
 
@@ -257,24 +278,29 @@ impl Vocabulary {
         // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
         // `text` outside `terms` already fails, whatever follows.
         let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
-        let mut shared: HashSet<Arc<str>> = HashSet::new();
-        let mut extra: HashSet<Arc<str>> = HashSet::new();
-        for raw in text
-            .split(|c: char| !is_word_char(c))
-            .filter(|w| !w.is_empty())
-        {
-            let Some(key) = self.key(raw) else { continue };
-            if terms.contains(&key) {
-                shared.insert(key);
-            } else {
-                extra.insert(key);
-                if extra.len() > allowed {
-                    return false;
+        // Shared terms by the address of their key in `terms` (which does not change while
+        // it is borrowed); the few extra ones in a list.
+        let mut shared: HashSet<*const u8> = HashSet::with_capacity(terms.len());
+        let mut extra: Vec<Arc<str>> = Vec::new();
+        let within = self.with(|keys| {
+            for raw in text
+                .split(|c: char| !is_word_char(c))
+                .filter(|w| !w.is_empty())
+            {
+                let Some(key) = keys.key(raw) else { continue };
+                if let Some(held) = terms.get(&key) {
+                    shared.insert(held.as_ptr());
+                } else if !extra.contains(&key) {
+                    extra.push(key);
+                    if extra.len() > allowed {
+                        return false;
+                    }
                 }
             }
-        }
+            true
+        });
         let union = terms.len() + extra.len();
-        union == 0 || shared.len() as f32 >= threshold * union as f32
+        within && (union == 0 || shared.len() as f32 >= threshold * union as f32)
     }
 }
 
@@ -516,12 +542,14 @@ fn for_each_word(text: &str, mut visit: impl FnMut(&str, bool) -> bool) {
 /// know the text is too long).
 fn words(text: &str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word> {
     let mut out = Vec::new();
-    for_each_word(text, |raw, value| {
-        out.push(Word {
-            key: vocabulary.key(raw),
-            value,
+    vocabulary.with(|keys| {
+        for_each_word(text, |raw, value| {
+            out.push(Word {
+                key: keys.key(raw),
+                value,
+            });
+            out.len() <= limit
         });
-        out.len() <= limit
     });
     out
 }
@@ -548,18 +576,22 @@ impl RuleConflictDetector {
         // Read the old statement, and stop as soon as too many words differ: most
         // candidates are not restatements.
         let mut old_words: Vec<Word> = Vec::new();
-        let mut unmatched: HashSet<Arc<str>> = HashSet::new();
+        let mut unmatched: Vec<Arc<str>> = Vec::new();
         let mut too_different = false;
-        for_each_word(old, |raw, value| {
-            let key = vocabulary.key(raw);
-            if let Some(key) = &key
-                && !a.contains(key)
-            {
-                unmatched.insert(Arc::clone(key));
-            }
-            old_words.push(Word { key, value });
-            too_different = unmatched.len() > self.max_changed || old_words.len() > self.max_words;
-            !too_different
+        vocabulary.with(|keys| {
+            for_each_word(old, |raw, value| {
+                let key = keys.key(raw);
+                if let Some(key) = &key
+                    && !a.contains(key)
+                    && !unmatched.contains(key)
+                {
+                    unmatched.push(Arc::clone(key));
+                }
+                old_words.push(Word { key, value });
+                too_different =
+                    unmatched.len() > self.max_changed || old_words.len() > self.max_words;
+                !too_different
+            });
         });
         if too_different || old_words.len() < self.min_words {
             return None;
