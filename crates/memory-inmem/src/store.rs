@@ -381,10 +381,10 @@ impl MemoryStore for InMemoryStore {
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;
         let mut out: Vec<SearchHit> = Vec::new();
-        let mut terms: Option<Vec<String>> = None;
+        let mut terms: Option<std::borrow::Cow<'_, [String]>> = None;
         for (_, shard) in shards {
             let shard = read(&shard);
-            let terms = terms.get_or_insert_with(|| query.analysed_terms().into_owned());
+            let terms: &[String] = terms.get_or_insert_with(|| query.analysed_terms());
             if terms.is_empty() {
                 return Ok(Vec::new());
             }

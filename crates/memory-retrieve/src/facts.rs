@@ -538,6 +538,16 @@ fn for_each_word(text: &str, mut visit: impl FnMut(&str, bool) -> bool) {
     }
 }
 
+/// How many words `text`'s statement has (as [`for_each_word`] reads them), counting no
+/// further than `limit + 1`: enough to know it is too long, without a key looked up.
+fn word_count(text: &str, limit: usize) -> usize {
+    statement(text)
+        .split(|c: char| !is_word_char(c))
+        .filter(|word| !word.is_empty())
+        .take(limit + 1)
+        .count()
+}
+
 /// The words of `text`'s statement with their keys, at most `limit + 1` of them (enough to
 /// know the text is too long).
 fn words(text: &str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word> {
@@ -660,14 +670,19 @@ impl ConflictDetector for RuleConflictDetector {
         new: &MemoryItem,
         candidates: &[Arc<MemoryItem>],
     ) -> Result<Vec<Conflict>> {
-        let mut vocabulary = Vocabulary;
-        let new_words = words(&new.content, self.max_words, &mut vocabulary);
-        if !(self.min_words..=self.max_words).contains(&new_words.len()) {
+        // Statements of the right length only, counted before any word is looked up.
+        let fits = |text: &str| {
+            (self.min_words..=self.max_words).contains(&word_count(text, self.max_words))
+        };
+        if !fits(&new.content) {
             return Ok(Vec::new());
         }
+        let mut vocabulary = Vocabulary;
+        let new_words = words(&new.content, self.max_words, &mut vocabulary);
         let new_keys = keys_of(&new_words);
         Ok(candidates
             .iter()
+            .filter(|old| fits(&old.content))
             .filter_map(|old| {
                 self.explain_words(&new_words, &new_keys, &old.content, &mut vocabulary)
                     .map(|reason| Conflict {
