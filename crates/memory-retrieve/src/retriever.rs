@@ -23,9 +23,10 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
-    MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT,
-    MAX_WEIGHTED_ROLES, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig,
+    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES,
+    DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
+    MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter,
+    RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -205,11 +206,17 @@ impl Retriever {
         }
         let weights = config.scoring.weights();
         let now = self.clock.now();
+        // The results fused: those returned, or the reranker's depth.
+        let fused = match &self.reranker {
+            None => config.max_results,
+            Some((_, rerank)) => config.max_results.max(rerank.depth),
+        };
         let request = Request {
             scope,
             query,
             filter,
             config,
+            candidates: config.candidates_for(fused),
             weights,
             grams: if weights.overlap > 0.0 {
                 NGrams::of(query)

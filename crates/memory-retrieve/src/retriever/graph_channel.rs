@@ -76,7 +76,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         })
         .collect();
     matched.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-    matched.truncate(config.candidates_per_channel);
+    matched.truncate(request.candidates);
     let mut found: HashMap<Key, Candidate> = HashMap::new();
     let mut linked: HashMap<(Namespace, String), f32> = HashMap::new();
     let mut rank = 0;
@@ -152,7 +152,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
                         );
                     }
                 }
-                if found.len() >= config.candidates_per_channel * 2 {
+                if found.len() >= request.candidates * 2 {
                     break;
                 }
             }
@@ -208,7 +208,7 @@ fn names_keyword(entity: &GraphEntity, keywords: &[String]) -> bool {
     })
 }
 
-/// The best `candidates_per_channel` memories of `linked` (graph score, then namespace and
+/// The best [`Request::candidates`] memories of `linked` (graph score, then namespace and
 /// id) that pass the recall's filter, read from the store, as candidates.
 async fn linked_memories(
     request: &Request<'_>,
@@ -220,7 +220,7 @@ async fn linked_memories(
     let mut best: Vec<(&(Namespace, String), f32)> =
         linked.iter().map(|(key, score)| (key, *score)).collect();
     best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    best.truncate(request.config.candidates_per_channel);
+    best.truncate(request.candidates);
     let mut by_namespace: HashMap<&Namespace, Vec<String>> = HashMap::new();
     for ((namespace, id), _) in &best {
         by_namespace.entry(namespace).or_default().push(id.clone());

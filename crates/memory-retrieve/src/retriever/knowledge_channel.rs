@@ -17,11 +17,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         return Ok((Vec::new(), 0));
     }
     let started = super::request::Stopwatch::start();
-    let mut page_query = PageQuery::new(
-        request.scope.clone(),
-        request.query,
-        config.candidates_per_channel,
-    );
+    let mut page_query = PageQuery::new(request.scope.clone(), request.query, request.candidates);
     page_query.tags = filter.tags.clone();
     // The page match rules keep their own keywords (the query's words as written): see
     // `page_rule_keywords`.

@@ -34,13 +34,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     }
     let started = super::request::Stopwatch::start();
     let memory = request.memory;
-    let search = SearchQuery::new(
-        request.scope.clone(),
-        request.query,
-        config.candidates_per_channel,
-    )
-    .with_filter(memory_filter(request.scope, request.filter, request.now))
-    .with_terms(request.terms.clone());
+    let search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
+        .with_filter(memory_filter(request.scope, request.filter, request.now))
+        .with_terms(request.terms.clone());
     // The memories made in the time the query names, searched beside the rest: the
     // query's words may be rare there and common elsewhere.
     let within = request.window.and_then(|window| {
@@ -62,7 +58,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             let semantic = async {
                 let vector = crate::embedding::embed_checked(embedder, request.query).await?;
                 let hits = memory
-                    .search_similar(&search.filter, &vector, config.candidates_per_channel)
+                    .search_similar(&search.filter, &vector, request.candidates)
                     .await?;
                 Ok::<_, memory_core::MemoryError>((vector, hits))
             };

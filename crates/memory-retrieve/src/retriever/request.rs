@@ -15,6 +15,9 @@ pub(super) struct Request<'a> {
     pub(super) query: &'a str,
     pub(super) filter: &'a RecallFilter,
     pub(super) config: &'a RetrieverConfig,
+    /// Candidates each channel contributes ([`RetrieverConfig::candidates_for`] the
+    /// results fused).
+    pub(super) candidates: usize,
     /// The scoring strategy's weights.
     pub(super) weights: ScoreWeights,
     /// The query's n-grams; empty unless the overlap signal has weight.

@@ -789,3 +789,52 @@ async fn retrieve(
         .await
         .unwrap()
 }
+
+/// A recall asks each channel for twice the results it returns (at least 10), never more
+/// than `candidates_per_channel`: the candidates fused (`total_found`) follow the results
+/// asked for, and the best results stay the same.
+#[tokio::test]
+async fn channels_contribute_candidates_for_the_results_asked() {
+    let ns = Namespace::parse("many").unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    for i in 0..60 {
+        let item = MemoryItem::new(ns.clone(), format!("note {i} about the garden shed"))
+            .unwrap()
+            .with_id(format!("m{i:02}"))
+            .unwrap();
+        store.save(item).await.unwrap();
+    }
+    let retriever = Retriever::new(store.clone());
+    let config = |max_results: usize| RetrieverConfig {
+        max_results,
+        min_score: 0.0,
+        ..RetrieverConfig::default()
+    };
+    for (max_results, candidates) in [(1, 10), (5, 10), (12, 24), (20, 30), (100, 30)] {
+        assert_eq!(config(max_results).candidates_for(max_results), candidates);
+        let found = retrieve(
+            &retriever,
+            &ns,
+            "garden shed",
+            &RecallFilter::default(),
+            &config(max_results),
+        )
+        .await;
+        assert_eq!(found.total_found, candidates, "{max_results} results");
+        assert_eq!(found.items.len(), max_results.min(candidates));
+    }
+    let narrow = RetrieverConfig {
+        candidates_per_channel: 3,
+        ..config(5)
+    };
+    assert_eq!(narrow.candidates_for(5), 3);
+    let found = retrieve(
+        &retriever,
+        &ns,
+        "garden shed",
+        &RecallFilter::default(),
+        &narrow,
+    )
+    .await;
+    assert_eq!(found.total_found, 3);
+}
