@@ -325,3 +325,43 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         .get(0);
     assert_eq!(kind, "text[]");
 }
+
+/// Search columns recorded by the release before fact keys were indexed (its fingerprint
+/// names no fields version) are rebuilt by the next migration, and a keyed memory is then
+/// found by its key's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_from_before_fact_keys_were_searched_are_rebuilt() {
+    let schema = schema_or_skip!("mig_fields");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("fields").unwrap();
+    let item = MemoryItem::new(ns.clone(), "the user moved to Lisbon")
+        .unwrap()
+        .with_fact_key("user.city")
+        .unwrap();
+    backend.memory_store().save(item).await.unwrap();
+    // As the previous release left them: its fingerprint, and the terms of the text alone.
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "UPDATE \"{s}\".meta SET value = '{fingerprint}' WHERE key = 'analyzer';
+             UPDATE \"{s}\".memories SET terms = array_remove(terms, 'citi'),
+                 term_freqs = term_freqs - 'citi';",
+            s = schema.name,
+            fingerprint = memory_core::text::Analyzer::default().fingerprint(),
+        ))
+        .await
+        .unwrap();
+    let search = |store: memory_postgres::PostgresStore| {
+        let ns = ns.clone();
+        async move {
+            store
+                .search(&memory_core::SearchQuery::new(ns.exact(), "which city?", 5))
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(search(backend.memory_store().clone()).await, 0, "stale");
+    let rebuilt = schema.connect().await;
+    assert_eq!(search(rebuilt.memory_store().clone()).await, 1, "rebuilt");
+}

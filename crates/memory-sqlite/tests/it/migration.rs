@@ -455,3 +455,47 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
         .unwrap();
     assert_ne!(fingerprint, "another-analyzer");
 }
+
+/// An index recorded by the release before fact keys were indexed (its fingerprint names
+/// no fields version) is rebuilt on open, the new fingerprint recorded, and a keyed memory
+/// is found by its key's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_from_before_fact_keys_were_searched_is_rebuilt_on_open() {
+    let file = TempDb::new("fields");
+    let ns = Namespace::parse("u/a").unwrap();
+    {
+        let backend = SqliteBackend::open(file.path()).unwrap();
+        let item = MemoryItem::new(ns.clone(), "the user moved to Lisbon")
+            .unwrap()
+            .with_fact_key("user.city")
+            .unwrap();
+        backend.memory_store().save(item).await.unwrap();
+    }
+    // As the previous release recorded it.
+    let previous = format!("layout 4 analyzer {}", Analyzer::default().fingerprint());
+    let connection = Connection::open(file.path()).unwrap();
+    connection
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'index'",
+            [&previous],
+        )
+        .unwrap();
+    drop(connection);
+
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    let hits = backend
+        .memory_store()
+        .search(&SearchQuery::new(ns.subtree(), "which city?", 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "the key's words are searched");
+    backend.check_integrity().await.unwrap();
+    let fingerprint: String = Connection::open(file.path())
+        .unwrap()
+        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_ne!(fingerprint, previous, "rebuilt and recorded");
+    assert!(fingerprint.contains("fields 2"), "{fingerprint}");
+}
