@@ -172,6 +172,20 @@ async fn bad_options_are_refused_before_connecting() {
     );
 }
 
+/// How many memories of `ns` a search of `store` for `text` finds, at most `top_k`.
+async fn hits(
+    store: memory_postgres::PostgresStore,
+    ns: &Namespace,
+    text: &str,
+    top_k: usize,
+) -> usize {
+    store
+        .search(&memory_core::SearchQuery::new(ns.exact(), text, top_k))
+        .await
+        .unwrap()
+        .len()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_analyzer_rebuilds_the_search_columns() {
     let schema = schema_or_skip!("mig_analyzer");
@@ -201,16 +215,7 @@ async fn a_changed_analyzer_rebuilds_the_search_columns() {
         ))
         .await
         .unwrap();
-    let search = |store: memory_postgres::PostgresStore| {
-        let ns = ns.clone();
-        async move {
-            store
-                .search(&memory_core::SearchQuery::new(ns.exact(), "cat", 5_000))
-                .await
-                .unwrap()
-                .len()
-        }
-    };
+    let search = |store: memory_postgres::PostgresStore| hits(store, &ns, "cat", 5_000);
     assert_eq!(
         search(backend.memory_store().clone()).await,
         0,
@@ -351,16 +356,7 @@ async fn columns_from_before_fact_keys_were_searched_are_rebuilt() {
         ))
         .await
         .unwrap();
-    let search = |store: memory_postgres::PostgresStore| {
-        let ns = ns.clone();
-        async move {
-            store
-                .search(&memory_core::SearchQuery::new(ns.exact(), "which city?", 5))
-                .await
-                .unwrap()
-                .len()
-        }
-    };
+    let search = |store: memory_postgres::PostgresStore| hits(store, &ns, "which city?", 5);
     assert_eq!(search(backend.memory_store().clone()).await, 0, "stale");
     let rebuilt = schema.connect().await;
     assert_eq!(search(rebuilt.memory_store().clone()).await, 1, "rebuilt");

@@ -401,6 +401,16 @@ async fn data_survives_reopening() {
     assert_eq!(backend.path(), Some(file.path()));
 }
 
+/// The index fingerprint recorded in the database at `path`.
+fn recorded_index(path: &std::path::Path) -> String {
+    Connection::open(path)
+        .unwrap()
+        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
     let file = TempDb::new("analyzer");
@@ -447,12 +457,7 @@ async fn an_index_built_by_another_analyzer_is_rebuilt_on_open() {
         .unwrap();
     assert_eq!(pages.len(), 1, "the page index was rebuilt");
     backend.check_integrity().await.unwrap();
-    let fingerprint: String = Connection::open(file.path())
-        .unwrap()
-        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
+    let fingerprint = recorded_index(file.path());
     assert_ne!(fingerprint, "another-analyzer");
 }
 
@@ -490,12 +495,7 @@ async fn an_index_from_before_fact_keys_were_searched_is_rebuilt_on_open() {
         .unwrap();
     assert_eq!(hits.len(), 1, "the key's words are searched");
     backend.check_integrity().await.unwrap();
-    let fingerprint: String = Connection::open(file.path())
-        .unwrap()
-        .query_row("SELECT value FROM meta WHERE key = 'index'", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
+    let fingerprint = recorded_index(file.path());
     assert_ne!(fingerprint, previous, "rebuilt and recorded");
     assert!(fingerprint.contains("fields 2"), "{fingerprint}");
 }
