@@ -3,9 +3,9 @@
 //!
 //! [`Memory::remember_with`](crate::Memory::remember_with) reconciles each new memory with
 //! the memories of its namespace that resemble it most: the store's own full-text index is
-//! asked for the best [`FactsConfig::candidates`] matches of the new text's five rarest
-//! terms in the namespace (a BM25 self-match, never a scan of the namespace), and those few
-//! are compared with the new one:
+//! asked for the best [`FactsConfig::candidates`] matches of the five terms of the new text
+//! its namespace holds least often, among its sixteen longest (a BM25 self-match, never a
+//! scan of the namespace), and those few are compared with the new one:
 //!
 //! 1. **Duplicates**: the same kind and a [`similarity`] of their analysed terms at least
 //!    [`FactsConfig::duplicate_similarity`] (1.0 means the same terms), their contexts too
@@ -24,7 +24,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashSet, HashSetExt};
 use memory_core::text::Analyzer;
 use memory_core::{MemoryError, MemoryItem, Result};
 use serde::{Deserialize, Serialize};
@@ -191,46 +191,179 @@ pub fn similarity(a: &str, b: &str) -> f32 {
 /// Words whose keys each thread remembers before its cache is emptied.
 const KEY_CACHE_WORDS: usize = 1 << 15;
 
-/// Longest word (in bytes) whose key is cached: longer ones are rare and analysed each time.
-const KEY_CACHE_WORD_LEN: usize = 64;
+/// A word's comparison key (see [`key_of`]) as the comparisons hold it: a 64-bit hash of the
+/// key's text. Two different keys share a hash with a chance of about one in 2^64 per pair,
+/// and the hasher's seed is drawn once per process, so no text can be written to make two
+/// words collide; sets of hashes are compared without reading a string or touching a
+/// shared count, which is most of what comparing a new memory with its candidates costs.
+type Key = u64;
+
+/// The process's hasher of keys and words: one random seed per process, so every thread
+/// (and a write resumed on another thread) hashes alike.
+fn hash_of(text: &str) -> u64 {
+    static STATE: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
+    std::hash::BuildHasher::hash_one(STATE.get_or_init(Default::default), text)
+}
+
+/// The [`Key`] of a key's text. Its lowest bit is set for a negation (one of
+/// [`NEGATIONS`]), so a reader of keys counts negations without comparing strings.
+fn key_hash(key: &str) -> Key {
+    (hash_of(key) & !1) | Key::from(NEGATIONS.contains(&key))
+}
+
+/// A cached key: its hash, and its text (for the new memory's search terms).
+type CachedKey = Option<(Key, Box<str>)>;
+
+/// A [`Hasher`](std::hash::Hasher) for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// Slots of [`KeyCache::recent`].
+const RECENT_WORDS: usize = 512;
+
+/// The cache of keys, by the hash of the word as written ([`hash_of`]): a lookup reads the
+/// table and not a stored copy of the word, which is where the time of a lookup in a large
+/// cache went. Two words of a thread's cache share a hash with a chance of about one in
+/// 2^49 (2^15 words against 2^64 hashes): then one is read with the other's key.
+#[derive(Default)]
+struct KeyCache {
+    words: std::collections::HashMap<u64, CachedKey, std::hash::BuildHasherDefault<Prehashed>>,
+    /// The keys of the words read last, by their hash, in slots of the hash's low bits (8
+    /// KiB, so they stay in the processor's nearest cache): a write reads its own text and
+    /// each candidate's once to find duplicates and again to find conflicts.
+    recent: Vec<(u64, Option<Key>)>,
+}
 
 thread_local! {
     /// The keys of words as written, across writes: a new memory is compared with a few
     /// candidates, and a namespace's statements repeat their words, so most words are
     /// looked up instead of analysed.
-    static KEYS: RefCell<HashMap<Box<str>, Option<Arc<str>>>> = RefCell::new(HashMap::new());
+    static KEYS: RefCell<KeyCache> = RefCell::new(KeyCache::default());
 }
 
-/// The analysed keys of words (see [`key_of`]), from a per-thread cache. Keys are shared
-/// (`Arc<str>`): a word's key is handed to every set that holds it without a copy.
+/// The analysed keys of words (see [`key_of`]), from a per-thread cache.
 #[derive(Default)]
 pub(crate) struct Vocabulary;
 
 /// The per-thread cache of keys, borrowed for the reading of one text ([`Vocabulary::with`]);
 /// without it (the cache is borrowed already) every word is analysed.
 struct Keys<'a> {
-    cache: Option<&'a mut HashMap<Box<str>, Option<Arc<str>>>>,
+    cache: Option<&'a mut KeyCache>,
 }
 
 impl Keys<'_> {
-    /// The key of a word as written (see [`key_of`]).
-    fn key(&mut self, raw: &str) -> Option<Arc<str>> {
+    /// The key of a word as written (see [`key_of`]), hashed.
+    fn key(&mut self, raw: &str) -> Option<Key> {
         let Some(cache) = self.cache.as_deref_mut() else {
-            return key_of(raw).map(Arc::from);
+            return key_of(raw).map(|key| key_hash(&key));
         };
-        if raw.len() > KEY_CACHE_WORD_LEN {
-            return key_of(raw).map(Arc::from);
+        let word = hash_of(raw);
+        if let Some((tag, key)) = cache.recent.get(word as usize % RECENT_WORDS)
+            && *tag == word
+            && word != 0
+        {
+            return *key;
         }
-        if let Some(key) = cache.get(raw) {
-            return key.clone();
-        }
-        let key: Option<Arc<str>> = key_of(raw).map(Arc::from);
-        if cache.len() >= KEY_CACHE_WORDS {
-            cache.clear();
-        }
-        cache.insert(raw.into(), key.clone());
-        key
+        self.key_with_text(raw, |_, _| ())
     }
+
+    /// [`key`](Self::key), also handing the key's hash and text to `text`.
+    fn key_with_text(&mut self, raw: &str, text: impl FnOnce(Key, &str)) -> Option<Key> {
+        let Some(cache) = self.cache.as_deref_mut() else {
+            let key = key_of(raw)?;
+            let hash = key_hash(&key);
+            text(hash, &key);
+            return Some(hash);
+        };
+        let word = hash_of(raw);
+        let cached = match cache.words.get(&word) {
+            Some(cached) => cached,
+            None => {
+                let cached: CachedKey =
+                    key_of(raw).map(|key| (key_hash(&key), key.into_boxed_str()));
+                if cache.words.len() >= KEY_CACHE_WORDS {
+                    cache.words.clear();
+                }
+                cache.words.entry(word).or_insert(cached)
+            }
+        };
+        let hash = cached.as_ref().map(|(hash, key)| {
+            text(*hash, key);
+            *hash
+        });
+        if cache.recent.is_empty() {
+            cache.recent = vec![(0, None); RECENT_WORDS];
+        }
+        cache.recent[word as usize % RECENT_WORDS] = (word, hash);
+        hash
+    }
+}
+
+/// Calls `visit` with each word of `text` as written (a run of letters, digits and
+/// apostrophes), until it returns `false`.
+fn for_each_raw_word<'t>(text: &'t str, mut visit: impl FnMut(&'t str) -> bool) {
+    for_each_gap_and_word(text, |_, word| visit(word));
+}
+
+/// Calls `visit` with each word of `text` as written and what comes between it and the word
+/// before (or the start of the text), until it returns `false`. ASCII text is read byte by
+/// byte.
+fn for_each_gap_and_word<'t>(text: &'t str, mut visit: impl FnMut(&'t str, &'t str) -> bool) {
+    if text.is_ascii() {
+        let bytes = text.as_bytes();
+        let is_word = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'\'';
+        let mut at = 0;
+        while at < bytes.len() {
+            let gap = at;
+            while at < bytes.len() && !is_word(bytes[at]) {
+                at += 1;
+            }
+            let begin = at;
+            while at < bytes.len() && is_word(bytes[at]) {
+                at += 1;
+            }
+            if begin < at && !visit(&text[gap..begin], &text[begin..at]) {
+                return;
+            }
+        }
+        return;
+    }
+    let mut rest = text;
+    while let Some(begin) = rest.find(is_word_char) {
+        let gap = &rest[..begin];
+        rest = &rest[begin..];
+        let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
+        let word = &rest[..end];
+        rest = &rest[end..];
+        if !visit(gap, word) {
+            return;
+        }
+    }
+}
+
+/// Whether `text` holds a character written without spaces between words.
+fn has_cjk(text: &str) -> bool {
+    !text.is_ascii() && text.chars().any(memory_core::text::is_cjk)
+}
+
+/// The distinct keys of a text, and how many of its words are negations.
+pub(crate) struct Terms {
+    keys: HashSet<Key>,
+    negations: usize,
 }
 
 impl Vocabulary {
@@ -246,58 +379,74 @@ impl Vocabulary {
 
     /// The distinct keys of `text`. Text with CJK characters is read by the analyzer whole
     /// (it splits such runs into bigrams, which words of a statement are not).
-    fn terms(&mut self, text: &str) -> HashSet<Arc<str>> {
-        let mut terms = HashSet::with_capacity(text.len() / 6);
-        if text.chars().any(memory_core::text::is_cjk) {
+    fn terms(&mut self, text: &str) -> HashSet<Key> {
+        self.terms_with_text(text, |_, _| ()).keys
+    }
+
+    /// [`terms`](Self::terms) and the count of negations, handing each distinct key's hash
+    /// and text to `each` once.
+    fn terms_with_text(&mut self, text: &str, mut each: impl FnMut(Key, &str)) -> Terms {
+        let mut keys = HashSet::with_capacity(text.len() / 6);
+        let mut negations = 0;
+        if has_cjk(text) {
             Analyzer::default().for_each_term(text, |term| {
-                if !terms.contains(term) {
-                    terms.insert(Arc::from(term));
+                let hash = key_hash(term);
+                if keys.insert(hash) {
+                    each(hash, term);
                 }
             });
-            return terms;
+            for_each_raw_word(text, |word| {
+                negations += usize::from(is_negation(word));
+                true
+            });
+            return Terms { keys, negations };
         }
-        self.with(|keys| {
-            for raw in text
-                .split(|c: char| !is_word_char(c))
-                .filter(|w| !w.is_empty())
-            {
-                if let Some(key) = keys.key(raw) {
-                    terms.insert(key);
-                }
-            }
+        self.with(|cache| {
+            for_each_raw_word(text, |raw| {
+                let key = cache.key_with_text(raw, |hash, key| {
+                    if keys.insert(hash) {
+                        each(hash, key);
+                    }
+                });
+                negations += usize::from(key.is_some_and(is_negation_key));
+                true
+            });
         });
-        terms
+        Terms { keys, negations }
     }
 
     /// Whether `text`'s terms have a Jaccard index of at least `threshold` with `terms`;
-    /// stops reading as soon as too many of its terms are missing from `terms`.
-    fn at_least(&mut self, terms: &HashSet<Arc<str>>, text: &str, threshold: f32) -> bool {
-        if text.chars().any(memory_core::text::is_cjk) {
+    /// stops reading as soon as too many of its terms are missing from `terms`. `shared` is
+    /// scratch space, emptied first.
+    fn at_least(
+        &mut self,
+        terms: &HashSet<Key>,
+        text: &str,
+        threshold: f32,
+        shared: &mut HashSet<Key>,
+    ) -> bool {
+        if has_cjk(text) {
             return jaccard(terms, &self.terms(text)) >= threshold;
         }
         // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
         // `text` outside `terms` already fails, whatever follows.
         let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
-        // Shared terms by the address of their key in `terms` (which does not change while
-        // it is borrowed); the few extra ones in a list.
-        let mut shared: HashSet<*const u8> = HashSet::with_capacity(terms.len());
-        let mut extra: Vec<Arc<str>> = Vec::new();
-        let within = self.with(|keys| {
-            for raw in text
-                .split(|c: char| !is_word_char(c))
-                .filter(|w| !w.is_empty())
-            {
-                let Some(key) = keys.key(raw) else { continue };
-                if let Some(held) = terms.get(&key) {
-                    shared.insert(held.as_ptr());
+        shared.clear();
+        let mut extra: Vec<Key> = Vec::with_capacity(allowed + 1);
+        let mut within = true;
+        self.with(|keys| {
+            for_each_raw_word(text, |raw| {
+                let Some(key) = keys.key(raw) else {
+                    return true;
+                };
+                if terms.contains(&key) {
+                    shared.insert(key);
                 } else if !extra.contains(&key) {
                     extra.push(key);
-                    if extra.len() > allowed {
-                        return false;
-                    }
+                    within = extra.len() <= allowed;
                 }
-            }
-            true
+                within
+            });
         });
         let union = terms.len() + extra.len();
         within && (union == 0 || shared.len() as f32 >= threshold * union as f32)
@@ -312,14 +461,6 @@ fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -> f32 {
     shared as f32 / (a.len() + b.len() - shared) as f32
 }
 
-/// How many negations `text` holds (the analyzer drops them as stop words, so "does not eat
-/// meat" and "eats meat" have the same terms; they are no duplicates).
-fn negations(text: &str) -> usize {
-    text.split(|c: char| !is_word_char(c))
-        .filter(|word| is_negation(word))
-        .count()
-}
-
 /// Whether `word` (as written) is one of [`NEGATIONS`], whatever its case and apostrophe.
 fn is_negation(word: &str) -> bool {
     word.len() <= 8
@@ -332,39 +473,75 @@ fn is_negation(word: &str) -> bool {
         })
 }
 
+/// Whether `key` is the key of a negation (see [`key_hash`]).
+fn is_negation_key(key: Key) -> bool {
+    key & 1 == 1
+}
+
 /// A new memory prepared once for comparison with every candidate: its terms, its
 /// context's terms and its negations, with the vocabulary of the write.
 pub(crate) struct Prepared {
     vocabulary: Vocabulary,
-    content: HashSet<Arc<str>>,
-    context: Option<HashSet<Arc<str>>>,
+    content: HashSet<Key>,
+    context: Option<HashSet<Key>>,
     negations: usize,
+    /// Scratch space for the comparisons.
+    shared: HashSet<Key>,
+    /// The terms to search its repeats and rivals with (see [`Prepared::of`]).
+    search: Vec<String>,
 }
 
 impl Prepared {
-    pub(crate) fn of(item: &MemoryItem) -> Self {
+    /// `item` prepared, with the terms to search its repeats and rivals with: its
+    /// `search_terms` longest distinct terms (longer words are rarer, so the rarest are among
+    /// them), longest first, then in alphabetical order (a set's order would vary from run
+    /// to run, and a search restricted to the rarest terms breaks ties by position). They
+    /// are the keys the comparison reads, which are the analyzer's terms except for negations
+    /// (stop words to the index, so no memory holds them and a rarest-terms search passes
+    /// them over).
+    pub(crate) fn of(item: &MemoryItem, search_terms: usize) -> Self {
         let mut vocabulary = Vocabulary;
         let context = item.context();
+        // The distinct keys' text in one buffer; only the chosen ones become strings.
+        let mut buffer = String::with_capacity(item.content.len());
+        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(item.content.len() / 6 + 1);
+        let Terms {
+            keys: content,
+            negations,
+        } = vocabulary.terms_with_text(&item.content, |_, key| {
+            spans.push((buffer.len(), buffer.len() + key.len()));
+            buffer.push_str(key);
+        });
+        let text = |(begin, end): &(usize, usize)| &buffer[*begin..*end];
+        let order = |a: &(usize, usize), b: &(usize, usize)| {
+            (b.1 - b.0)
+                .cmp(&(a.1 - a.0))
+                .then_with(|| text(a).cmp(text(b)))
+        };
+        if spans.len() > search_terms {
+            if search_terms == 0 {
+                spans.clear();
+            } else {
+                spans.select_nth_unstable_by(search_terms - 1, order);
+                spans.truncate(search_terms);
+            }
+        }
+        spans.sort_unstable_by(order);
+        let search = spans.iter().map(|span| text(span).to_owned()).collect();
         Self {
-            content: vocabulary.terms(&item.content),
+            content,
             context: (!context.is_empty()).then(|| vocabulary.terms(context)),
-            negations: negations(&item.content),
+            negations,
+            shared: HashSet::new(),
             vocabulary,
+            search,
         }
     }
 
-    /// The terms to search the new memory's repeats and rivals with: its distinct terms,
-    /// longest first, then in alphabetical order (a set's order would vary from run to run,
-    /// and a search restricted to the rarest terms breaks ties by position), at most
-    /// [`MAX_QUERY_TERMS`](memory_core::text::MAX_QUERY_TERMS) (longer words are rarer, so
-    /// the rarest are among them). They are the keys the
-    /// comparison reads, which are the analyzer's terms except for negations (stop words to
-    /// the index, so no memory holds them and a rarest-terms search passes them over).
-    pub(crate) fn search_terms(&self) -> Vec<String> {
-        let mut terms: Vec<&str> = self.content.iter().map(AsRef::as_ref).collect();
-        terms.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        terms.truncate(memory_core::text::MAX_QUERY_TERMS);
-        terms.into_iter().map(str::to_owned).collect()
+    /// Takes the terms to search the new memory's repeats and rivals with (see
+    /// [`Prepared::of`]).
+    pub(crate) fn take_search_terms(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.search)
     }
 
     /// Whether `new` (prepared as `self`) duplicates `old` under `config`: the same kind,
@@ -380,11 +557,16 @@ impl Prepared {
         new.kind == old.kind
             && self
                 .vocabulary
-                .at_least(&self.content, &old.content, threshold)
-            && negations(&old.content) == self.negations
+                .at_least(&self.content, &old.content, threshold, &mut self.shared)
+            && self
+                .vocabulary
+                .terms_with_text(&old.content, |_, _| ())
+                .negations
+                == self.negations
             && match &self.context {
                 Some(context) if !old.context().is_empty() => {
-                    self.vocabulary.at_least(context, old.context(), threshold)
+                    self.vocabulary
+                        .at_least(context, old.context(), threshold, &mut self.shared)
                 }
                 _ => true,
             }
@@ -459,11 +641,12 @@ pub(crate) const MONTHS_AND_DAYS: &[&str] = &[
 ];
 
 /// One word of a statement: its comparison key (the analyzer's stem, or the negation
-/// itself; `None` for a stop word), and whether it names a value.
+/// itself; `None` for a stop word), whether it names a value, and the word as written.
 #[derive(Debug)]
-struct Word {
-    key: Option<Arc<str>>,
+struct Word<'t> {
+    key: Option<Key>,
     value: bool,
+    raw: &'t str,
 }
 
 fn is_word_char(c: char) -> bool {
@@ -482,8 +665,9 @@ fn statement(text: &str) -> &str {
             rest = rest[end + close.len_utf8()..].trim_start();
         }
     }
-    if let Some(colon) = rest.find(':')
-        && colon <= 48
+    // A label ends within 48 bytes: the colon is looked for there only.
+    let head = &rest.as_bytes()[..rest.len().min(49)];
+    if let Some(colon) = head.iter().position(|&byte| byte == b':')
         && rest[..colon].split_whitespace().count() <= 3
         && rest[..colon]
             .chars()
@@ -513,18 +697,13 @@ fn key_of(raw: &str) -> Option<String> {
 /// Calls `visit` with each word of `text`'s statement (see [`statement`]; runs of letters,
 /// digits and apostrophes) and whether it names a value (a number, a month or day, or a
 /// capitalised word that does not start a sentence), until `visit` returns `false`.
-fn for_each_word(text: &str, mut visit: impl FnMut(&str, bool) -> bool) {
+fn for_each_word<'t>(text: &'t str, mut visit: impl FnMut(&'t str, bool) -> bool) {
     let mut sentence_start = true;
-    let mut rest = statement(text);
-    while let Some(begin) = rest.find(is_word_char) {
-        if rest[..begin].contains(['.', '!', '?', '\n']) {
+    for_each_gap_and_word(statement(text), |gap, raw| {
+        if gap.contains(['.', '!', '?', '\n']) {
             sentence_start = true;
         }
-        rest = &rest[begin..];
-        let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
-        let raw = &rest[..end];
-        rest = &rest[end..];
-        let numeric = raw.chars().any(|c| c.is_ascii_digit());
+        let numeric = raw.bytes().any(|byte| byte.is_ascii_digit());
         let capitalised = raw.chars().next().is_some_and(char::is_uppercase);
         let value = numeric
             || MONTHS_AND_DAYS
@@ -532,31 +711,31 @@ fn for_each_word(text: &str, mut visit: impl FnMut(&str, bool) -> bool) {
                 .any(|name| raw.eq_ignore_ascii_case(name))
             || (capitalised && !sentence_start && raw != "I");
         sentence_start = false;
-        if !visit(raw, value) {
-            break;
-        }
-    }
+        visit(raw, value)
+    });
 }
 
 /// How many words `text`'s statement has (as [`for_each_word`] reads them), counting no
 /// further than `limit + 1`: enough to know it is too long, without a key looked up.
 fn word_count(text: &str, limit: usize) -> usize {
-    statement(text)
-        .split(|c: char| !is_word_char(c))
-        .filter(|word| !word.is_empty())
-        .take(limit + 1)
-        .count()
+    let mut count = 0;
+    for_each_raw_word(statement(text), |_| {
+        count += 1;
+        count <= limit
+    });
+    count
 }
 
 /// The words of `text`'s statement with their keys, at most `limit + 1` of them (enough to
 /// know the text is too long).
-fn words(text: &str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word> {
+fn words<'t>(text: &'t str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word<'t>> {
     let mut out = Vec::new();
     vocabulary.with(|keys| {
         for_each_word(text, |raw, value| {
             out.push(Word {
                 key: keys.key(raw),
                 value,
+                raw,
             });
             out.len() <= limit
         });
@@ -578,26 +757,26 @@ impl RuleConflictDetector {
     /// [`explain`](Self::explain) with the new statement's words and their keys read once.
     fn explain_words(
         &self,
-        new_words: &[Word],
-        a: &HashSet<Arc<str>>,
+        new_words: &[Word<'_>],
+        a: &HashSet<Key>,
         old: &str,
         vocabulary: &mut Vocabulary,
     ) -> Option<String> {
         // Read the old statement, and stop as soon as too many words differ: most
         // candidates are not restatements.
-        let mut old_words: Vec<Word> = Vec::new();
-        let mut unmatched: Vec<Arc<str>> = Vec::new();
+        let mut old_words: Vec<Word> = Vec::with_capacity(16);
+        let mut unmatched: Vec<Key> = Vec::with_capacity(self.max_changed + 1);
         let mut too_different = false;
         vocabulary.with(|keys| {
             for_each_word(old, |raw, value| {
                 let key = keys.key(raw);
-                if let Some(key) = &key
-                    && !a.contains(key)
-                    && !unmatched.contains(key)
+                if let Some(key) = key
+                    && !a.contains(&key)
+                    && !unmatched.contains(&key)
                 {
-                    unmatched.push(Arc::clone(key));
+                    unmatched.push(key);
                 }
-                old_words.push(Word { key, value });
+                old_words.push(Word { key, value, raw });
                 too_different =
                     unmatched.len() > self.max_changed || old_words.len() > self.max_words;
                 !too_different
@@ -608,34 +787,33 @@ impl RuleConflictDetector {
         }
         let b = keys_of(&old_words);
         let shared = a.intersection(&b).count();
-        let only_new: Vec<&Arc<str>> = a.difference(&b).collect();
-        let only_old: Vec<&Arc<str>> = b.difference(a).collect();
+        let only_new: Vec<Key> = a.difference(&b).copied().collect();
+        let only_old: Vec<Key> = b.difference(a).copied().collect();
         let changed = only_new.len().max(only_old.len());
         if changed == 0 || changed > self.max_changed || shared < changed {
             return None;
         }
-        let negation = |list: &[&Arc<str>]| list.iter().any(|w| NEGATIONS.contains(&&***w));
+        let negation = |list: &[Key]| list.iter().any(|key| is_negation_key(*key));
         if negation(&only_new) != negation(&only_old) && only_new.len() + only_old.len() <= 2 {
             return Some("one statement negates the other".to_owned());
         }
         // The first position of a value word with this key.
-        let value_at = |list: &[Word], key: &str| {
+        let value_at = |list: &[Word<'_>], key: Key| {
             list.iter()
-                .position(|word| word.value && word.key.as_deref() == Some(key))
+                .position(|word| word.value && word.key == Some(key))
         };
-        let new_values: Vec<(&Arc<str>, usize)> = only_new
+        let new_values: Vec<usize> = only_new
             .iter()
-            .filter_map(|w| Some((*w, value_at(new_words, w)?)))
+            .filter_map(|key| value_at(new_words, *key))
             .collect();
-        let old_values: Vec<(&Arc<str>, usize)> = only_old
+        let old_values: Vec<usize> = only_old
             .iter()
-            .filter_map(|w| Some((*w, value_at(&old_words, w)?)))
+            .filter_map(|key| value_at(&old_words, *key))
             .collect();
         let plain = only_new.len() - new_values.len() + only_old.len() - old_values.len();
         // One value for another (a name of several words is several changes: another
         // subject, not another value), and at most one other word.
-        let ([(new_value, new_at)], [(old_value, old_at)]) = (&new_values[..], &old_values[..])
-        else {
+        let ([new_at], [old_at]) = (&new_values[..], &old_values[..]) else {
             return None;
         };
         if plain > 1 {
@@ -645,7 +823,7 @@ impl RuleConflictDetector {
         // whom the statement is about ("Hugo lives in Lisbon" / "Chloe lives in Lisbon").
         let about_another = a.intersection(&b).any(|key| {
             matches!(
-                (value_at(new_words, key), value_at(&old_words, key)),
+                (value_at(new_words, *key), value_at(&old_words, *key)),
                 (Some(n), Some(o)) if n > *new_at && o > *old_at
             )
         });
@@ -653,14 +831,15 @@ impl RuleConflictDetector {
             return None;
         }
         Some(format!(
-            "the same statement with another value: {old_value:?} became {new_value:?}"
+            "the same statement with another value: {:?} became {:?}",
+            old_words[*old_at].raw, new_words[*new_at].raw
         ))
     }
 }
 
 /// The distinct keys of `words`.
-fn keys_of(words: &[Word]) -> HashSet<Arc<str>> {
-    words.iter().filter_map(|word| word.key.clone()).collect()
+fn keys_of(words: &[Word<'_>]) -> HashSet<Key> {
+    words.iter().filter_map(|word| word.key).collect()
 }
 
 #[async_trait]
@@ -670,19 +849,17 @@ impl ConflictDetector for RuleConflictDetector {
         new: &MemoryItem,
         candidates: &[Arc<MemoryItem>],
     ) -> Result<Vec<Conflict>> {
-        // Statements of the right length only, counted before any word is looked up.
-        let fits = |text: &str| {
-            (self.min_words..=self.max_words).contains(&word_count(text, self.max_words))
-        };
-        if !fits(&new.content) {
+        // A new statement of the right length only, counted before any word is looked up.
+        if !(self.min_words..=self.max_words).contains(&word_count(&new.content, self.max_words)) {
             return Ok(Vec::new());
         }
         let mut vocabulary = Vocabulary;
         let new_words = words(&new.content, self.max_words, &mut vocabulary);
         let new_keys = keys_of(&new_words);
+        // A candidate's length is checked as it is read: most stop at their first few
+        // words, when too many differ.
         Ok(candidates
             .iter()
-            .filter(|old| fits(&old.content))
             .filter_map(|old| {
                 self.explain_words(&new_words, &new_keys, &old.content, &mut vocabulary)
                     .map(|reason| Conflict {
@@ -705,6 +882,60 @@ mod tests {
         assert!(similarity("the user likes green tea", "the user likes black coffee") < 0.5);
         assert_eq!(similarity("", "..."), 1.0);
         assert_eq!(similarity("tea", ""), 0.0);
+    }
+
+    #[test]
+    fn ascii_and_unicode_text_split_into_the_same_words() {
+        fn split(text: &str) -> Vec<(String, String)> {
+            let mut out = Vec::new();
+            for_each_gap_and_word(text, |gap, word| {
+                out.push((gap.to_owned(), word.to_owned()));
+                true
+            });
+            out
+        }
+        for text in [
+            "The user lives in Berlin.",
+            "  [3 May 2023] Ann: don't stop -- it's 9am!\nNext line",
+            "",
+            "...",
+            "trailing word",
+        ] {
+            // A non-ASCII word at the end sends the text down the general path.
+            let mut unicode = split(&format!("{text} é"));
+            assert_eq!(unicode.pop().map(|(_, word)| word), Some("é".to_owned()));
+            assert_eq!(split(text), unicode, "{text:?}");
+        }
+        let mut count = 0;
+        for_each_raw_word("one two three four", |_| {
+            count += 1;
+            count < 2
+        });
+        assert_eq!(count, 2, "reading stops when the visitor says so");
+        assert_eq!(word_count("Ann: one two three four five", 3), 4);
+    }
+
+    #[test]
+    fn a_conflict_names_the_values_as_written() {
+        let reason = RuleConflictDetector::default()
+            .explain("The user lives in Berlin.", "The user lives in Paris.")
+            .unwrap_or_default();
+        assert!(reason.contains("\"Paris\" became \"Berlin\""), "{reason}");
+    }
+
+    #[test]
+    fn keys_mark_negations_and_hash_alike_on_every_thread() {
+        assert!(is_negation_key(key_hash("not")));
+        assert!(is_negation_key(key_hash("don't")));
+        assert!(!is_negation_key(key_hash("berlin")));
+        let here = key_hash("berlin");
+        let there = std::thread::spawn(|| key_hash("berlin"))
+            .join()
+            .unwrap_or_default();
+        assert_eq!(here, there);
+        let mut vocabulary = Vocabulary;
+        let terms = vocabulary.terms_with_text("I do not eat meat, NOT ever.", |_, _| ());
+        assert_eq!(terms.negations, 2);
     }
 
     #[test]

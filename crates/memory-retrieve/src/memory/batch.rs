@@ -251,7 +251,7 @@ impl Memory {
                 let prepared = match found.as_mut() {
                     Some((prepared, _)) => prepared,
                     None => {
-                        fresh = Prepared::of(&item);
+                        fresh = Prepared::of(&item, 0);
                         &mut fresh
                     }
                 };
