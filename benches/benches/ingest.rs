@@ -24,7 +24,7 @@
 //! Group `ingest_into_100000`: the cost of remembering when the namespace already holds
 //! 100 000 memories, ours only (the SQLite backend against the in-memory one, each with and
 //! without reconciliation). Each iteration
-//! remembers 1 000 new memories; the untimed setup forgets the previous iteration's, so the
+//! remembers 1 000 new memories (500 in a quick run); the untimed setup forgets the previous iteration's, so the
 //! store stays at 100 000 however long criterion measures.
 
 use std::hint::black_box;
@@ -57,8 +57,15 @@ fn docs() -> usize {
 }
 /// Memories already in the namespace in `ingest_into_100000`.
 const PREFILLED: usize = 100_000;
-/// Memories remembered per iteration in `ingest_into_100000`.
-const BATCH: usize = 1_000;
+/// Memories remembered per iteration in `ingest_into_100000`: 1,000, or 500 in a quick run
+/// (an iteration of our SQLite backend's durable writes takes over a second).
+fn batch_size() -> usize {
+    if std::env::var_os("AGENT_MEMORY_BENCH_QUICK").is_some() {
+        500
+    } else {
+        1_000
+    }
+}
 /// tantivy's indexing memory, one thread (as our single-threaded ingest).
 const TANTIVY_BUDGET: usize = 512 * 1024 * 1024;
 
@@ -344,9 +351,11 @@ fn ingest_benches(c: &mut Criterion) {
     ingest_into_full(c, &runtime, &namespace);
 }
 
-/// `ingest_into_100000`: [`BATCH`] memories remembered into a namespace of [`PREFILLED`].
+/// `ingest_into_100000`: [`batch_size`] memories remembered into a namespace of
+/// [`PREFILLED`].
 fn ingest_into_full(c: &mut Criterion, runtime: &Runtime, namespace: &Namespace) {
-    let (docs, _) = corpus(PREFILLED + BATCH, 0, SEED ^ 0x100_000);
+    let batch_size = batch_size();
+    let (docs, _) = corpus(PREFILLED + batch_size, 0, SEED ^ 0x100_000);
     let (prefilled, batch) = docs.split_at(PREFILLED);
     let in_memory = Memory::builder()
         .store(Arc::new(InMemoryStore::new()))
@@ -363,7 +372,7 @@ fn ingest_into_full(c: &mut Criterion, runtime: &Runtime, namespace: &Namespace)
     }
 
     let mut group = c.benchmark_group(format!("ingest_into_{PREFILLED}"));
-    group.throughput(Throughput::Elements(BATCH as u64));
+    group.throughput(Throughput::Elements(batch_size as u64));
     group.sample_size(10);
     // Iterations of tens of milliseconds or more: the same count in every sample.
     group.sampling_mode(SamplingMode::Flat);

@@ -16,8 +16,9 @@ use crate::ci::{root, run};
 const BENCH_USAGE: &str = "\
 usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CRITERION ARGS]
 
-  --quick         short warm-up and measurement, 10 samples, no plots, the 10k-memory
-                  ingest group at 2k (a few minutes on 2 cores once built)
+  --quick         0.5 s warm-up, 1 s measurement, 10 samples, no plots, the 10k-memory
+                  ingest group at 2k and 500 per ingest into 100k (a few minutes on 2 cores
+                  once built)
   --bench NAME    run only this bench target (scoring, recall, ingest, knowledge, eviction, similar,
                   graph, enrich); may be repeated; default all
   --summary       do not run; print the table of every result criterion has stored
@@ -31,9 +32,9 @@ target/criterion. Set AGENT_MEMORY_BENCH_1M=1 to add the 1M-memory search group.
 /// it makes none; the numbers and the summary table are the same.
 const QUICK: [&str; 7] = [
     "--warm-up-time",
-    "1",
+    "0.5",
     "--measurement-time",
-    "2",
+    "1",
     "--sample-size",
     "10",
     "--noplot",
