@@ -278,7 +278,7 @@ impl Keys<'_> {
         {
             return *key;
         }
-        self.key_with_text(raw, |_, _| ())
+        look_up(cache, raw, word, |_, _| ())
     }
 
     /// [`key`](Self::key), also handing the key's hash and text to `text`.
@@ -289,28 +289,37 @@ impl Keys<'_> {
             text(hash, &key);
             return Some(hash);
         };
-        let word = hash_of(raw);
-        let cached = match cache.words.get(&word) {
-            Some(cached) => cached,
-            None => {
-                let cached: CachedKey =
-                    key_of(raw).map(|key| (key_hash(&key), key.into_boxed_str()));
-                if cache.words.len() >= KEY_CACHE_WORDS {
-                    cache.words.clear();
-                }
-                cache.words.entry(word).or_insert(cached)
-            }
-        };
-        let hash = cached.as_ref().map(|(hash, key)| {
-            text(*hash, key);
-            *hash
-        });
-        if cache.recent.is_empty() {
-            cache.recent = vec![(0, None); RECENT_WORDS];
-        }
-        cache.recent[word as usize % RECENT_WORDS] = (word, hash);
-        hash
+        look_up(cache, raw, hash_of(raw), text)
     }
+}
+
+/// The key of `raw`, whose hash is `word`, from `cache` (analysed and added when missing),
+/// handing its hash and text to `text`; the table of recent words is updated.
+fn look_up(
+    cache: &mut KeyCache,
+    raw: &str,
+    word: u64,
+    text: impl FnOnce(Key, &str),
+) -> Option<Key> {
+    let cached = match cache.words.get(&word) {
+        Some(cached) => cached,
+        None => {
+            let cached: CachedKey = key_of(raw).map(|key| (key_hash(&key), key.into_boxed_str()));
+            if cache.words.len() >= KEY_CACHE_WORDS {
+                cache.words.clear();
+            }
+            cache.words.entry(word).or_insert(cached)
+        }
+    };
+    let hash = cached.as_ref().map(|(hash, key)| {
+        text(*hash, key);
+        *hash
+    });
+    if cache.recent.is_empty() {
+        cache.recent = vec![(0, None); RECENT_WORDS];
+    }
+    cache.recent[word as usize % RECENT_WORDS] = (word, hash);
+    hash
 }
 
 /// Calls `visit` with each word of `text` as written (a run of letters, digits and
