@@ -49,13 +49,20 @@ impl<const N: usize> Posting<N> {
     }
 }
 
+/// Postings per block of a term's list: each block of [`BLOCK`] consecutive postings keeps
+/// the bounds of its own scores, so a search skips whole blocks that cannot make the cut.
+const BLOCK: usize = 64;
+
 /// A term's postings (sorted by slot) and what bounds its score: the largest term frequency
-/// and the shortest field seen per field. Bounds only grow looser on removal, never wrong.
+/// and the shortest field seen per field, over the whole list and per block of [`BLOCK`]
+/// postings (block `i` holds the postings at positions `i * BLOCK ..`). The whole-list
+/// bounds only grow looser on removal, never wrong; the blocks' are kept exact.
 #[derive(Clone, Debug)]
 struct TermList<const N: usize> {
     list: Vec<Posting<N>>,
     max_tf: [u16; N],
     min_len: [u32; N],
+    blocks: Vec<BlockBound<N>>,
 }
 
 impl<const N: usize> Default for TermList<N> {
@@ -64,7 +71,115 @@ impl<const N: usize> Default for TermList<N> {
             list: Vec::new(),
             max_tf: [0; N],
             min_len: [u32::MAX; N],
+            blocks: Vec::new(),
         }
+    }
+}
+
+/// What bounds the scores of a block of postings: per field, the largest term frequency and
+/// the shortest length among the postings holding the term in that field. A field no
+/// posting of the block holds the term in keeps `max_tf` 0, so it adds nothing to the bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct BlockBound<const N: usize> {
+    max_tf: [u16; N],
+    /// Lengths saturate at `u16::MAX` as in a posting: a shorter length gives a larger score,
+    /// so the bound stays an upper bound.
+    min_len: [u16; N],
+}
+
+impl<const N: usize> BlockBound<N> {
+    const EMPTY: Self = Self {
+        max_tf: [0; N],
+        min_len: [u16::MAX; N],
+    };
+
+    /// Widens the bound to cover `posting`.
+    #[inline]
+    fn cover(&mut self, posting: &Posting<N>) {
+        for field in 0..N {
+            if posting.tf[field] > 0 {
+                self.max_tf[field] = self.max_tf[field].max(posting.tf[field]);
+                self.min_len[field] = self.min_len[field].min(posting.len[field]);
+            }
+        }
+    }
+
+    /// The exact bound of `postings`.
+    fn of(postings: &[Posting<N>]) -> Self {
+        let mut bound = Self::EMPTY;
+        for posting in postings {
+            bound.cover(posting);
+        }
+        bound
+    }
+}
+
+impl<const N: usize> TermList<N> {
+    /// Appends `posting`, whose slot is above every slot in the list.
+    fn push(&mut self, posting: Posting<N>) {
+        if self.list.len().is_multiple_of(BLOCK) {
+            self.blocks.push(BlockBound::EMPTY);
+        }
+        if let Some(block) = self.blocks.last_mut() {
+            block.cover(&posting);
+        }
+        self.list.push(posting);
+    }
+
+    /// Puts `posting` in its place by slot, replacing the posting of the same slot if any.
+    fn place(&mut self, posting: Posting<N>) {
+        match self.list.binary_search_by_key(&posting.slot, |p| p.slot) {
+            Ok(at) => {
+                self.list[at] = posting;
+                let block = at / BLOCK;
+                if let (Some(bound), Some(postings)) = (
+                    self.blocks.get_mut(block),
+                    self.list.chunks(BLOCK).nth(block),
+                ) {
+                    *bound = BlockBound::of(postings);
+                }
+            }
+            Err(at) => {
+                self.list.insert(at, posting);
+                self.rebound_from(at);
+            }
+        }
+    }
+
+    /// Removes the posting at `at`.
+    fn remove_at(&mut self, at: usize) {
+        self.list.remove(at);
+        self.rebound_from(at);
+    }
+
+    /// Recomputes exactly the bounds of the blocks from the one holding position `at` on:
+    /// an insertion or a removal there shifted every later posting by one place. The cost
+    /// is of the order of that shift's.
+    fn rebound_from(&mut self, at: usize) {
+        let first = at / BLOCK;
+        self.blocks.truncate(first);
+        if let Some(rest) = self.list.get(first * BLOCK..) {
+            self.blocks.extend(rest.chunks(BLOCK).map(BlockBound::of));
+        }
+    }
+
+    /// Panics unless the blocks partition the list and each block's bound is exactly that of
+    /// its postings.
+    #[cfg(test)]
+    fn check_blocks(&self) {
+        assert_eq!(self.blocks.len(), self.list.len().div_ceil(BLOCK));
+        for (bound, postings) in self.blocks.iter().zip(self.list.chunks(BLOCK)) {
+            assert_eq!(
+                *bound,
+                BlockBound::of(postings),
+                "a block's bound is not exact"
+            );
+        }
+    }
+
+    /// Recomputes every block's bound exactly (after the list was filtered).
+    fn rebound(&mut self) {
+        self.blocks = self.list.chunks(BLOCK).map(BlockBound::of).collect();
     }
 }
 
@@ -152,17 +267,13 @@ impl<const N: usize> Bm25Index<N> {
                     entry.min_len[field] = entry.min_len[field].min(len[field]);
                 }
             }
-            let list = &mut entry.list;
             // A new document mostly takes the highest slot yet: appended without a binary
             // search (whose probes miss the cache on long lists: a fifth of `remember` at
             // 100,000 memories). A reused slot is placed by the search.
-            if list.last().is_none_or(|last| last.slot < slot) {
-                list.push(Posting::new(slot, tf, len));
+            if entry.list.last().is_none_or(|last| last.slot < slot) {
+                entry.push(Posting::new(slot, tf, len));
             } else {
-                match list.binary_search_by_key(&slot, |posting| posting.slot) {
-                    Ok(at) => list[at] = Posting::new(slot, tf, len),
-                    Err(at) => list.insert(at, Posting::new(slot, tf, len)),
-                }
+                entry.place(Posting::new(slot, tf, len));
             }
             terms.push(term);
         }
@@ -214,6 +325,8 @@ impl<const N: usize> Bm25Index<N> {
                 });
                 if entry.list.is_empty() {
                     self.postings.remove(&term);
+                } else {
+                    entry.rebound();
                 }
             }
         }
@@ -256,7 +369,7 @@ impl<const N: usize> Bm25Index<N> {
                     .list
                     .binary_search_by_key(&slot, |posting| posting.slot)
                 {
-                    entry.list.remove(at);
+                    entry.remove_at(at);
                 }
                 if entry.list.is_empty() {
                     self.postings.remove(term);
@@ -267,6 +380,14 @@ impl<const N: usize> Bm25Index<N> {
             *total -= u64::from(field_len);
         }
         self.doc_count -= 1;
+    }
+
+    /// Panics unless every term's block bounds are exactly those of their postings.
+    #[cfg(test)]
+    pub(crate) fn check_blocks(&self) {
+        for entry in self.postings.values() {
+            entry.check_blocks();
+        }
     }
 
     /// How many documents hold `term`.

@@ -31,8 +31,9 @@ use crate::vectors::Vectors;
 ///   scope is merged), and for a fact key over that fact's versions alone; attribute
 ///   filters (kind, tags, metadata, id prefix, time view) skip the non-matching entries.
 /// - `search`: at most `O(Σ postings of the query terms)`, usually far less: MaxScore pruning
-///   skips documents that hold only frequent terms once `k` better ones are known
-///   (MaxScore pruning, or a dense pass on small shards); BM25 statistics are per namespace.
+///   skips documents that hold only frequent terms once `k` better ones are known, and
+///   stretches of documents whose blocks of postings cannot reach the `k`-th score
+///   (block-max), or a dense pass on small shards; BM25 statistics are per namespace.
 /// - `record_recall`, `recall_stats`: `O(1)`.
 ///
 /// ```

@@ -5,7 +5,7 @@
 
 use memory_core::search::{bm25_idf, bm25f, length_factors};
 
-use super::{Bm25Index, Posting};
+use super::{BLOCK, BlockBound, Bm25Index, Posting};
 
 impl<const N: usize> Bm25Index<N> {
     /// The `k` best documents for `terms` among those `accept` lets through: highest score
@@ -119,9 +119,12 @@ impl<const N: usize> Bm25Index<N> {
                 );
                 Cursor {
                     list: &entry.list,
+                    blocks: &entry.blocks,
                     at: 0,
                     idf,
                     bound,
+                    block: usize::MAX,
+                    block_bound: 0.0,
                 }
             })
             .collect();
@@ -163,11 +166,44 @@ impl<const N: usize> Bm25Index<N> {
         while essential < cursors.len() && prefix[essential] * max_factor < threshold {
             essential += 1;
         }
+        // Block-max skipping: the documents up to `checked_through` were found able to reach
+        // `checked_at` (the threshold then) by the bounds of the essential terms' blocks.
+        let mut checked_through: Option<u32> = None;
+        let mut checked_at = threshold;
         while let Some(doc) = cursors[essential..]
             .iter()
             .filter_map(|c| c.list.get(c.at).map(|p| p.slot))
             .min()
         {
+            if threshold > f32::NEG_INFINITY
+                && (checked_through.is_none_or(|through| doc > through) || checked_at < threshold)
+            {
+                // Every document from `doc` to the end of the shortest reach of the essential
+                // terms' current blocks scores at most the sum of those blocks' bounds (and of
+                // the other terms' bounds): when that cannot reach the cut, skip them all.
+                let mut bound = if essential > 0 {
+                    prefix[essential - 1]
+                } else {
+                    0.0
+                };
+                let mut through = u32::MAX;
+                for cursor in &mut cursors[essential..] {
+                    if let Some(last) = cursor.block_last() {
+                        bound += cursor.block_bound(&self.weights, length_factor);
+                        through = through.min(last);
+                    }
+                }
+                if bound * max_factor < threshold {
+                    for cursor in &mut cursors[essential..] {
+                        cursor.skip_through(through);
+                    }
+                    #[cfg(test)]
+                    super::tests::BLOCKS_SKIPPED.with(|count| count.set(count.get() + 1));
+                    continue;
+                }
+                checked_through = Some(through);
+                checked_at = threshold;
+            }
             let mut total = 0.0f64;
             for cursor in &mut cursors[essential..] {
                 if let Some(posting) = cursor.list.get(cursor.at)
@@ -261,9 +297,51 @@ impl Cut {
 #[derive(Clone)]
 pub(super) struct Cursor<'l, const N: usize> {
     pub(super) list: &'l [Posting<N>],
+    /// The bounds of each block of [`BLOCK`] postings of `list`.
+    blocks: &'l [BlockBound<N>],
     pub(super) at: usize,
     pub(super) idf: f32,
     pub(super) bound: f32,
+    /// The block whose score bound `block_bound` holds (`usize::MAX`: none yet).
+    block: usize,
+    block_bound: f32,
+}
+
+impl<const N: usize> Cursor<'_, N> {
+    /// The slot of the last posting of the block the cursor stands in (`None` at the end).
+    #[inline]
+    fn block_last(&self) -> Option<u32> {
+        if self.at >= self.list.len() {
+            return None;
+        }
+        let end = ((self.at / BLOCK + 1) * BLOCK).min(self.list.len());
+        self.list.get(end - 1).map(|posting| posting.slot)
+    }
+
+    /// The bound of the score of any posting in the block the cursor stands in, with the
+    /// slack of the whole-list bounds.
+    #[inline]
+    fn block_bound(&mut self, weights: &[f32; N], length_factor: &[f32; N]) -> f32 {
+        let block = self.at / BLOCK;
+        if block != self.block {
+            self.block = block;
+            self.block_bound = self.blocks.get(block).map_or(self.bound, |bound| {
+                let min_len = bound.min_len.map(u32::from);
+                bm25f(weights, length_factor, &bound.max_tf, &min_len, self.idf) * 1.0001 + 1e-6
+            });
+        }
+        self.block_bound
+    }
+
+    /// Moves past every posting of slot at most `through`, which is at most the slot of the
+    /// last posting of the current block.
+    #[inline]
+    fn skip_through(&mut self, through: u32) {
+        let end = ((self.at / BLOCK + 1) * BLOCK).min(self.list.len());
+        if let Some(rest) = self.list.get(self.at..end) {
+            self.at += rest.partition_point(|posting| posting.slot <= through);
+        }
+    }
 }
 
 /// How many postings at the start of `list` come before `slot`: an exponential probe from the

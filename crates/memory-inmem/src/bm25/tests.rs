@@ -6,6 +6,8 @@ use super::*;
 thread_local! {
     /// How often this thread's dense searches took the pruned path.
     pub(super) static PRUNED_DENSE: Cell<usize> = const { Cell::new(0) };
+    /// How many times a MaxScore walk skipped the rest of a block of postings.
+    pub(super) static BLOCKS_SKIPPED: Cell<usize> = const { Cell::new(0) };
 }
 
 fn search(index: &Bm25Index<1>, text: &str) -> Vec<(f32, u32)> {
@@ -72,7 +74,8 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         // Even rounds take the pruning path, odd rounds the small-index path.
         let small = if round % 2 == 0 { 0 } else { SMALL_INDEX_DOCS };
         let mut index = Bm25Index::new(Analyzer::plain(), [1.0, 0.3]).with_small_index_docs(small);
-        let docs = 1 + next(120);
+        // Some rounds span many blocks of postings, so whole blocks are skipped.
+        let docs = 1 + next(if round % 5 == 4 { 900 } else { 120 });
         let mut ids = Vec::new();
         for slot in 0..docs {
             // Skewed word choice so some terms are frequent and some rare.
@@ -98,6 +101,15 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         for _ in 0..next(docs / 3 + 1) {
             index.remove(next(docs) as u32);
         }
+        // Some freed slots are filled again: their postings go back inside the lists.
+        if round % 2 == 0 {
+            for _ in 0..next(docs / 6 + 1) {
+                let slot = next(docs);
+                let text: Vec<&str> = (0..1 + next(6)).map(|_| words[next(words.len())]).collect();
+                index.insert(slot as u32, &ids[slot], [&text.join(" "), ""]);
+            }
+        }
+        index.check_blocks();
         let mut query: Vec<String> = (0..1 + next(4))
             .map(|_| words[next(words.len())].to_owned())
             .collect();
@@ -161,7 +173,10 @@ fn pruned_top_k_equals_exhaustive_ranking() {
     }
     // Both small-index paths ran: the pruned one (rare terms first) and the full one.
     let pruned = PRUNED_DENSE.with(Cell::get);
-    assert!(pruned >= 25, "the pruned dense path ran {pruned} times");
+    assert!(pruned >= 15, "the pruned dense path ran {pruned} times");
+    // And the walks skipped blocks of postings by their bounds.
+    let skipped = BLOCKS_SKIPPED.with(Cell::get);
+    assert!(skipped >= 10, "blocks were skipped {skipped} times");
 }
 
 #[test]
@@ -331,6 +346,62 @@ fn weighted_top_k_weighs_few_matches() {
         weighed * 20 < matches,
         "weighed {weighed} of {matches} matches"
     );
+}
+
+/// Where a term weighs most in few documents (a heavy field, as a page's title), the walk
+/// skips the blocks of postings that hold it only in the light field, and still returns
+/// exactly the exhaustive ranking, also after removals and reused slots loosened the bounds.
+#[test]
+fn block_bounds_skip_blocks_and_keep_the_ranking() {
+    let mut index = Bm25Index::new(Analyzer::plain(), [3.0, 1.0]);
+    let mut ids = Vec::new();
+    let text = |slot: u32| {
+        let title = if slot.is_multiple_of(500) { "topic" } else { "heading" };
+        let body = format!("topic filler{} words{} more text here", slot % 7, slot % 11);
+        (title, body)
+    };
+    for slot in 0..20_000u32 {
+        ids.push(format!("doc{slot:05}"));
+        let (title, body) = text(slot);
+        index.insert(slot, &ids[slot as usize], [title, &body]);
+    }
+    let exhaustive = |index: &Bm25Index<2>, terms: &[String], k: usize| {
+        let mut all = Vec::new();
+        index.score_terms(terms, |slot, score| all.push((score, slot)));
+        all.sort_by(|a: &(f32, u32), b: &(f32, u32)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+        });
+        all.truncate(k);
+        all
+    };
+    let id_of = |slot: u32| ids.get(slot as usize).map(String::as_str);
+    for round in 0..2 {
+        for query in ["topic", "topic words3", "topic filler2 words5"] {
+            let terms = index.query_terms(query);
+            let before = BLOCKS_SKIPPED.with(Cell::get);
+            let got = index.top_k(&terms, 10, |_| true, id_of);
+            let skipped = BLOCKS_SKIPPED.with(Cell::get) - before;
+            assert_eq!(
+                got,
+                exhaustive(&index, &terms, 10),
+                "round {round}: {query}"
+            );
+            // The heavy field is rare: most blocks of the term's postings cannot reach it.
+            if query == "topic" {
+                assert!(skipped > 100, "round {round}: {skipped} blocks skipped");
+            }
+        }
+        // Removals shift the lists and free slots; refilling them inserts inside the lists.
+        for slot in (0..20_000u32).step_by(37) {
+            index.remove(slot);
+        }
+        for slot in (0..20_000u32).step_by(74) {
+            let (title, body) = text(slot);
+            index.insert(slot, &ids[slot as usize], [title, &body]);
+        }
+        index.check_blocks();
+    }
 }
 
 #[test]
