@@ -349,19 +349,42 @@ impl PageMatchSignals {
 /// stored instead of at every search.
 #[derive(Clone, Debug, Default)]
 pub struct PageRuleText {
-    title_lower: String,
-    title_words: Vec<String>,
+    /// The lowercased title, then each of the title's words preceded by a NUL byte (a word
+    /// holds none: it is a run of letters and digits): one buffer, so the title rule reads
+    /// one allocation instead of one per word.
+    title: String,
+    /// Where the lowercased title ends in `title`.
+    title_len: usize,
     summary_lower: String,
 }
 
 impl PageRuleText {
     /// The rule text of a page with this title and summary.
     pub fn new(title: &str, summary: &str) -> Self {
+        let mut buffer = title.to_lowercase();
+        let title_len = buffer.len();
+        for word in surface_words(title) {
+            buffer.push('\0');
+            buffer.push_str(&word);
+        }
         Self {
-            title_lower: title.to_lowercase(),
-            title_words: surface_words(title),
+            title: buffer,
+            title_len,
             summary_lower: summary.to_lowercase(),
         }
+    }
+
+    /// The lowercased title.
+    fn title_lower(&self) -> &str {
+        self.title.get(..self.title_len).unwrap_or_default()
+    }
+
+    /// The title's words, each preceded by a NUL byte.
+    fn title_words(&self) -> &[u8] {
+        self.title
+            .as_bytes()
+            .get(self.title_len..)
+            .unwrap_or_default()
     }
 }
 
@@ -369,7 +392,22 @@ impl PageRuleText {
 /// once per search instead of once per page weighed.
 #[derive(Debug)]
 pub struct PageRuleKeywords<'k> {
-    keywords: Vec<(&'k str, Option<Tag>)>,
+    keywords: Vec<RuleKeyword<'k>>,
+}
+
+/// One keyword as the rules test it: the tag it names, and a substring searcher built once.
+#[derive(Debug)]
+struct RuleKeyword<'k> {
+    word: &'k str,
+    tag: Option<Tag>,
+    finder: memchr::memmem::Finder<'k>,
+}
+
+/// Whether `text` starts with `prefix`, compared byte by byte inline: keywords are short,
+/// and most words they are tried against differ in the first byte.
+#[inline]
+fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
 impl<'k> PageRuleKeywords<'k> {
@@ -378,7 +416,11 @@ impl<'k> PageRuleKeywords<'k> {
         Self {
             keywords: keywords
                 .iter()
-                .map(|keyword| (keyword.as_str(), Tag::new(keyword).ok()))
+                .map(|keyword| RuleKeyword {
+                    word: keyword.as_str(),
+                    tag: Tag::new(keyword).ok(),
+                    finder: memchr::memmem::Finder::new(keyword.as_bytes()),
+                })
                 .collect(),
         }
     }
@@ -388,31 +430,95 @@ impl<'k> PageRuleKeywords<'k> {
     pub fn names_a_tag(&self, carried: impl Fn(&Tag) -> bool) -> bool {
         self.keywords
             .iter()
-            .any(|(_, tag)| tag.as_ref().is_some_and(&carried))
+            .any(|keyword| keyword.tag.as_ref().is_some_and(&carried))
     }
 
     /// Exactly [`PageMatchSignals::compute`] for the page with rule text `text` and `tags`.
     #[inline]
     pub fn signals(&self, text: &PageRuleText, tags: &[Tag]) -> PageMatchSignals {
-        let mut signals = PageMatchSignals::default();
-        for (keyword, tag) in &self.keywords {
-            if !signals.title_prefix
-                && (text.title_lower.starts_with(keyword)
-                    || text
-                        .title_words
-                        .iter()
-                        .any(|word| word.starts_with(keyword)))
-            {
-                signals.title_prefix = true;
-            }
-            if !signals.tag_exact && tag.as_ref().is_some_and(|tag| tags.contains(tag)) {
-                signals.tag_exact = true;
-            }
-            if !signals.summary_contains && text.summary_lower.contains(keyword) {
-                signals.summary_contains = true;
-            }
-        }
+        let mut signals = PageMatchSignals {
+            title_prefix: self.title_prefix(text),
+            tag_exact: self.tag_exact(tags),
+            summary_contains: false,
+        };
+        signals.summary_contains = self.summary_contains(text);
         signals
+    }
+
+    /// The page's `score` times its boost ([`signals`](Self::signals)), or `None` when that
+    /// is certainly below `needed`: the cheap rules (tags, title) are tested first, and the
+    /// summary is searched only when its boost could still lift the page to `needed`. When
+    /// a value is returned it is exactly `score * signals.boost()`.
+    #[inline]
+    pub fn weigh(&self, text: &PageRuleText, tags: &[Tag], score: f32, needed: f32) -> Option<f32> {
+        let mut signals = PageMatchSignals {
+            title_prefix: self.title_prefix(text),
+            tag_exact: self.tag_exact(tags),
+            summary_contains: true,
+        };
+        if score * signals.boost() < needed {
+            return None;
+        }
+        signals.summary_contains = self.summary_contains(text);
+        Some(score * signals.boost())
+    }
+
+    fn title_prefix(&self, text: &PageRuleText) -> bool {
+        let title = text.title_lower().as_bytes();
+        if self
+            .keywords
+            .iter()
+            .any(|keyword| starts_with(title, keyword.word.as_bytes()))
+        {
+            return true;
+        }
+        // One pass over the words, in one buffer: each word's start against every keyword.
+        let mut words = text.title_words();
+        while let Some(rest) = words.get(1..) {
+            if self
+                .keywords
+                .iter()
+                .any(|keyword| starts_with(rest, keyword.word.as_bytes()))
+            {
+                return true;
+            }
+            words = match rest.iter().position(|byte| *byte == 0) {
+                Some(end) => &rest[end..],
+                None => &[],
+            };
+        }
+        false
+    }
+
+    /// The same keywords, where a keyword names a tag only if `carried` says some page
+    /// carries it: a search over one namespace tests the tag rule with the tags that
+    /// namespace's pages carry alone.
+    pub fn with_tags_carried(&self, carried: impl Fn(&Tag) -> bool) -> Self {
+        Self {
+            keywords: self
+                .keywords
+                .iter()
+                .map(|keyword| RuleKeyword {
+                    word: keyword.word,
+                    tag: keyword.tag.clone().filter(&carried),
+                    finder: keyword.finder.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    fn tag_exact(&self, tags: &[Tag]) -> bool {
+        !tags.is_empty()
+            && self
+                .keywords
+                .iter()
+                .any(|keyword| keyword.tag.as_ref().is_some_and(|tag| tags.contains(tag)))
+    }
+
+    fn summary_contains(&self, text: &PageRuleText) -> bool {
+        self.keywords
+            .iter()
+            .any(|keyword| keyword.finder.find(text.summary_lower.as_bytes()).is_some())
     }
 }
 
@@ -440,8 +546,9 @@ pub fn page_rule_keywords(text: &str) -> Vec<String> {
 /// One page search result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageHit {
-    /// The page.
-    pub page: KnowledgePage,
+    /// The page, shared: backends that keep pages in memory hand out a reference count
+    /// instead of a copy, so a search costs no clone of the text.
+    pub page: std::sync::Arc<KnowledgePage>,
     /// The backend's relevance (BM25F or similar), higher is better, not normalised.
     pub score: f32,
     /// Which match rules held.
@@ -453,6 +560,40 @@ pub struct PageHit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `weigh` gives exactly the score times the boost of `signals`, and leaves a page out
+    /// only when that product is below what is needed.
+    #[test]
+    fn weighing_agrees_with_the_signals() {
+        let keywords = page_rule_keywords("graph state rust");
+        let rules = PageRuleKeywords::new(&keywords);
+        let tags = [Tag::new("rust").unwrap()];
+        let pages = [
+            ("State machines", "how a graph changes", &tags[..]),
+            ("Nothing here", "unrelated words", &[][..]),
+            ("Other", "a summary about graphs", &[][..]),
+            ("Rusty tools", "none", &tags[..]),
+        ];
+        for (title, summary, tags) in pages {
+            let text = PageRuleText::new(title, summary);
+            let boosted = 2.0 * rules.signals(&text, tags).boost();
+            for needed in [
+                f32::NEG_INFINITY,
+                0.0,
+                2.0,
+                2.5,
+                boosted,
+                boosted + 0.01,
+                10.0,
+            ] {
+                match rules.weigh(&text, tags, 2.0, needed) {
+                    Some(weighed) => assert_eq!(weighed.to_bits(), boosted.to_bits(), "{title}"),
+                    None => assert!(boosted < needed, "{title}: {boosted} left out at {needed}"),
+                }
+            }
+            assert!(rules.weigh(&text, tags, 2.0, 0.0).is_some());
+        }
+    }
 
     #[test]
     fn match_rules() {

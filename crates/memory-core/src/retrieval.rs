@@ -29,8 +29,8 @@ pub enum Channel {
 pub enum RetrievalSource {
     /// A memory item (shared with the store that returned it).
     Memory(std::sync::Arc<MemoryItem>),
-    /// A knowledge page (boxed, as the memory is shared: a result stays small to move).
-    KnowledgePage(Box<KnowledgePage>),
+    /// A knowledge page (shared with the store that returned it, as a memory is).
+    KnowledgePage(std::sync::Arc<KnowledgePage>),
     /// A graph entity (boxed).
     GraphEntity(Box<GraphEntity>),
 }

@@ -528,6 +528,7 @@ fn tie_key(id: &str) -> u64 {
 }
 
 /// Keeps the `k` best `(score, key)` pairs: highest score first, ties by key ascending.
+#[cfg(test)]
 pub(crate) fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)> {
     let order = |a: &(f32, K), b: &(f32, K)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1));
     if k == 0 {

@@ -1,6 +1,7 @@
 //! `InMemoryKnowledgeStore`: knowledge pages, their index, cross-references and BM25F search.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::search::PAGE_FIELD_WEIGHTS;
@@ -10,7 +11,7 @@ use memory_core::{
     PageMatchSignals, PageQuery, Result, Scope, Tag,
 };
 
-use crate::bm25::{Bm25Index, top_k};
+use crate::bm25::Bm25Index;
 use crate::registry::{Registry, read, write};
 use memory_core::{PageRuleKeywords, PageRuleText};
 
@@ -48,7 +49,8 @@ struct Shard {
 
 #[derive(Debug)]
 struct PageEntry {
-    page: KnowledgePage,
+    /// Shared with the search hits that returned it; copied on write.
+    page: Arc<KnowledgePage>,
     slot: u32,
 }
 
@@ -109,7 +111,13 @@ impl Shard {
                     .insert(page.id.clone());
             }
         }
-        self.pages.insert(page.id.clone(), PageEntry { page, slot });
+        self.pages.insert(
+            page.id.clone(),
+            PageEntry {
+                page: Arc::new(page),
+                slot,
+            },
+        );
     }
 
     fn remove(&mut self, id: &str) -> Option<KnowledgePage> {
@@ -134,7 +142,7 @@ impl Shard {
                 }
             }
         }
-        Some(entry.page)
+        Some(Arc::unwrap_or_clone(entry.page))
     }
 
     fn referenced_by(&self, id: &str) -> usize {
@@ -174,10 +182,12 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
     }
 
     async fn get_page(&self, namespace: &Namespace, id: &str) -> Result<Option<KnowledgePage>> {
-        Ok(self
-            .registry
-            .get(namespace)
-            .and_then(|shard| read(&shard).pages.get(id).map(|entry| entry.page.clone())))
+        Ok(self.registry.get(namespace).and_then(|shard| {
+            read(&shard)
+                .pages
+                .get(id)
+                .map(|entry| KnowledgePage::clone(&entry.page))
+        }))
     }
 
     async fn update_page(&self, mut page: KnowledgePage) -> Result<()> {
@@ -213,24 +223,27 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         }
         let keywords = query.rule_keywords();
         let rules = PageRuleKeywords::new(&keywords);
-        let mut hits: Vec<(f32, (Namespace, String))> = Vec::new();
+        // Each shard's best k, as hits built under its lock (a reference count per page):
+        // the best k of them all are the result.
+        let mut hits: Vec<(PageHit, &Namespace)> = Vec::new();
         let mut terms: Option<Vec<String>> = None;
-        for (namespace, shard) in shards {
-            let shard = read(&shard);
+        for (namespace, shard) in &shards {
+            let shard = read(shard);
             let terms = terms.get_or_insert_with(|| query.analysed_terms().into_owned());
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
             // The largest boost a page of this shard can get: no keyword names a tag any
-            // page carries, no tag can match.
+            // page carries, no tag can match (and none is compared).
+            let carried = |tag: &Tag| shard.tag_counts.contains_key(tag);
             let max_boost = PageMatchSignals {
                 title_prefix: true,
-                tag_exact: rules.names_a_tag(|tag| shard.tag_counts.contains_key(tag)),
+                tag_exact: rules.names_a_tag(carried),
                 summary_contains: true,
             }
             .boost();
+            let rules = rules.with_tags_carried(carried);
             let slot_entry = |slot: u32| shard.slots.get(slot as usize).and_then(Option::as_ref);
-            let slot_id = |slot: u32| slot_entry(slot).map_or("", |entry| entry.id.as_str());
             // The same pruned BM25F walk as a memory search, with bounds scaled by the largest
             // boost: the match rules' boost is worked out only for pages that can make the cut.
             let local = shard.index.top_k_weighted(
@@ -241,44 +254,40 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                     slot_entry(slot)
                         .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
                 },
-                |slot, score| {
-                    slot_entry(slot).map_or(score, |entry| {
-                        score * rules.signals(&entry.rules, &entry.tags).boost()
-                    })
+                |slot, score, needed| match slot_entry(slot) {
+                    Some(entry) => rules.weigh(&entry.rules, &entry.tags, score, needed),
+                    None => Some(score),
                 },
                 |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
             );
-            hits.extend(
-                local
-                    .into_iter()
-                    .map(|(score, slot)| (score, slot_id(slot).to_owned()))
-                    .map(|(score, id)| (score, (namespace.clone(), id))),
-            );
-        }
-        let mut out = Vec::new();
-        for (score, (namespace, id)) in top_k(hits, query.top_k) {
-            let Some(shard) = self.registry.get(&namespace) else {
-                continue;
-            };
-            let shard = read(&shard);
-            if let Some(entry) = shard.pages.get(&id) {
-                // The rules as the search applied them, from the text kept for them.
-                let signals = shard
-                    .slots
-                    .get(entry.slot as usize)
-                    .and_then(Option::as_ref)
-                    .map_or_else(PageMatchSignals::default, |slot| {
-                        rules.signals(&slot.rules, &slot.tags)
-                    });
-                out.push(PageHit {
-                    signals,
-                    referenced_by: shard.referenced_by(&id),
-                    page: entry.page.clone(),
-                    score,
-                });
+            for (score, slot) in local {
+                let Some(entry) = slot_entry(slot) else {
+                    continue;
+                };
+                let Some(page) = shard.pages.get(&entry.id) else {
+                    continue;
+                };
+                hits.push((
+                    PageHit {
+                        // The rules as the search applied them, from the text kept for them.
+                        signals: rules.signals(&entry.rules, &entry.tags),
+                        referenced_by: shard.referenced_by(&entry.id),
+                        page: Arc::clone(&page.page),
+                        score,
+                    },
+                    namespace,
+                ));
             }
         }
-        Ok(out)
+        // Highest score first, then namespace and id, as each shard ranked its own.
+        hits.sort_by(|(a, a_ns), (b, b_ns)| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a_ns.cmp(b_ns))
+                .then_with(|| a.page.id.cmp(&b.page.id))
+        });
+        hits.truncate(query.top_k);
+        Ok(hits.into_iter().map(|(hit, _)| hit).collect())
     }
 
     async fn get_index(&self, scope: &Scope) -> Result<Vec<PageIndexEntry>> {
@@ -333,7 +342,8 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             let mut shard = write(&shard);
             for tally in group {
                 if let Some(entry) = shard.pages.get_mut(tally.id) {
-                    tally.apply(&mut entry.page.access_count, &mut entry.page.last_accessed);
+                    let page = Arc::make_mut(&mut entry.page);
+                    tally.apply(&mut page.access_count, &mut page.last_accessed);
                 }
             }
         }
@@ -348,7 +358,8 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 shard
                     .toc
                     .iter()
-                    .filter_map(|(_, id)| shard.pages.get(id).map(|e| e.page.clone())),
+                    .filter_map(|(_, id)| shard.pages.get(id))
+                    .map(|entry| KnowledgePage::clone(&entry.page)),
             );
         }
         Ok(out)
@@ -466,7 +477,7 @@ mod tests {
                         &keywords,
                     );
                     assert_eq!(hit.signals, signals, "round {round}: {}", page.id);
-                    (hit.page.id, hit.score)
+                    (hit.page.id.clone(), hit.score)
                 })
                 .collect();
             assert_eq!(got, expected, "round {round}: {text:?}, k {k}");

@@ -465,7 +465,7 @@ impl KnowledgeStore for PostgresKnowledgeStore {
                 pages
                     .remove(&candidate.rid)
                     .map(|(page, referenced_by)| PageHit {
-                        page,
+                        page: std::sync::Arc::new(page),
                         score: candidate.score,
                         signals: candidate.signals,
                         referenced_by: to_count(referenced_by),

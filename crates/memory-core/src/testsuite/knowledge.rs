@@ -85,7 +85,7 @@ async fn access_statistics(store: &dyn KnowledgeStore, ns: &Namespace) {
     )
     .await;
     assert_eq!(
-        hits.first().map(|hit| &hit.page),
+        hits.first().map(|hit| hit.page.as_ref()),
         Some(&used),
         "search hits carry the access statistics"
     );

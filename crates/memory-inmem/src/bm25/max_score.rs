@@ -36,19 +36,20 @@ impl<const N: usize> Bm25Index<N> {
             cursors,
             &length_factor,
             Cut::plain(k),
-            |slot, total| accept(slot).then_some(total),
+            |slot, total, _| accept(slot).then_some(total),
             &id_of,
         )
     }
 
     /// The `k` best documents for `terms` among those `accept` lets through, once each
-    /// document's BM25F score is passed through `weigh(slot, bm25)`, which gives its final
-    /// score (at most `max_factor` times the BM25F score); highest final score first, equal
-    /// scores by `id_of`. MaxScore pruning as in [`top_k`](Self::top_k), with every bound
-    /// scaled by `max_factor`: a document is weighed only when its BM25F score times
-    /// `max_factor` can still reach the `k`-th final score, so `weigh` runs for few
-    /// documents when few get a large factor. Exact: the same list as weighing every
-    /// accepted match and sorting.
+    /// document's BM25F score is passed through `weigh(slot, bm25, needed)`, which gives its
+    /// final score (at most `max_factor` times the BM25F score), or `None` when it knows that
+    /// score is below `needed` (the `k`-th final score held so far: a document below it
+    /// cannot make the cut); highest final score first, equal scores by `id_of`. MaxScore
+    /// pruning as in [`top_k`](Self::top_k), with every bound scaled by `max_factor`: a
+    /// document is weighed only when its BM25F score times `max_factor` can still reach the
+    /// `k`-th final score, so `weigh` runs for few documents when few get a large factor.
+    /// Exact: the same list as weighing every accepted match and sorting.
     ///
     /// `accept` must give the same answer for a slot each time, and should be cheap: it is
     /// asked of every document the walks score; `weigh` only of those that can make the cut.
@@ -58,7 +59,7 @@ impl<const N: usize> Bm25Index<N> {
         k: usize,
         max_factor: f32,
         mut accept: impl FnMut(u32) -> bool,
-        mut weigh: impl FnMut(u32, f32) -> f32,
+        mut weigh: impl FnMut(u32, f32, f32) -> Option<f32>,
         id_of: impl Fn(u32) -> Option<&'a str>,
     ) -> Vec<(f32, u32)> {
         if k == 0 || self.doc_count == 0 {
@@ -73,13 +74,13 @@ impl<const N: usize> Bm25Index<N> {
             cursors.clone(),
             &length_factor,
             Cut::plain(k),
-            |slot, total| accept(slot).then_some(total),
+            |slot, total, _| accept(slot).then_some(total),
             &id_of,
         );
         let floor = if first.len() == k {
             let mut floors: Vec<f32> = first
                 .iter()
-                .map(|&(total, slot)| weigh(slot, total))
+                .map(|&(total, slot)| weigh(slot, total, f32::NEG_INFINITY).unwrap_or(total))
                 .collect();
             floors.sort_unstable_by(|a, b| b.total_cmp(a));
             floors[k - 1]
@@ -94,7 +95,13 @@ impl<const N: usize> Bm25Index<N> {
                 max_factor: max_factor.max(1.0),
                 floor,
             },
-            |slot, total| accept(slot).then(|| weigh(slot, total)),
+            |slot, total, needed| {
+                if accept(slot) {
+                    weigh(slot, total, needed)
+                } else {
+                    None
+                }
+            },
             &id_of,
         )
     }
@@ -144,7 +151,7 @@ impl<const N: usize> Bm25Index<N> {
             max_factor,
             floor,
         }: Cut,
-        mut weigh: impl FnMut(u32, f32) -> Option<f32>,
+        mut weigh: impl FnMut(u32, f32, f32) -> Option<f32>,
         id_of: &impl Fn(u32) -> Option<&'a str>,
     ) -> Vec<(f32, u32)> {
         let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
@@ -242,7 +249,9 @@ impl<const N: usize> Bm25Index<N> {
                 continue;
             }
             // Below the floor: k documents are known to score more.
-            let Some(weighed) = weigh(doc, total).filter(|weighed| *weighed >= floor) else {
+            let needed = if held.len() == k { threshold } else { floor };
+            let Some(weighed) = weigh(doc, total, needed).filter(|weighed| *weighed >= floor)
+            else {
                 continue;
             };
             let candidate = (weighed, doc);

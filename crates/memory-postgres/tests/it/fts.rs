@@ -386,7 +386,13 @@ async fn a_scope_of_two_namespaces_ranks_each_on_its_own_statistics() {
             let search = PageQuery::new(parent.subtree(), query, top_k);
             let page_keys = |hits: Vec<memory_core::PageHit>| {
                 hits.into_iter()
-                    .map(|hit| (hit.page.namespace.to_string(), hit.page.id, hit.score))
+                    .map(|hit| {
+                        (
+                            hit.page.namespace.to_string(),
+                            hit.page.id.clone(),
+                            hit.score,
+                        )
+                    })
                     .collect::<Vec<_>>()
             };
             let got = page_keys(pages.search(&search).await.unwrap());

@@ -52,7 +52,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             signals[Signal::Recency] =
                 recency(page.updated_at, now, config.recency_half_life_hours);
             Candidate {
-                record: RetrievalSource::KnowledgePage(Box::new(page)),
+                record: RetrievalSource::KnowledgePage(page),
                 channels: Found::new(Channel::Knowledge, rank + 1),
                 signals,
             }

@@ -196,7 +196,7 @@ pub(super) fn search(
             continue;
         };
         hits.push(PageHit {
-            page: raw.into_page()?,
+            page: std::sync::Arc::new(raw.into_page()?),
             score: candidate.score,
             signals: candidate.signals,
             referenced_by: to_count(referenced_by),

@@ -304,7 +304,13 @@ async fn version_3_database_upgrades_to_postings_that_rank_like_the_in_memory_ba
         let query = PageQuery::new(user.subtree(), text, 10);
         let ids = |hits: Vec<memory_core::PageHit>| {
             hits.into_iter()
-                .map(|hit| (hit.page.namespace.to_string(), hit.page.id, hit.score))
+                .map(|hit| {
+                    (
+                        hit.page.namespace.to_string(),
+                        hit.page.id.clone(),
+                        hit.score,
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(

@@ -472,7 +472,7 @@ async fn a_version_3_database_reads_back_unchanged_and_takes_facts() {
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].page, page);
+    assert_eq!(*hits[0].page, page);
     let graph = backend.graph();
     for entity in &entities {
         let read = graph.get_entity(&ns, &entity.id).await.unwrap();
