@@ -68,6 +68,22 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
 
+    /// Several listings, each answered as [`list`](Self::list) answers it, in order, with
+    /// the items shared. A backend with a fixed cost per call (a transaction, a switch to a
+    /// blocking thread, a round trip) answers them together, and one that holds its items
+    /// shared hands them out without copying them; the default asks them one after another.
+    /// A recall reads the conversation around its best hits with it.
+    ///
+    /// # Errors
+    /// Backend errors only; then no result is returned.
+    async fn list_many(&self, filters: &[MemoryFilter]) -> Result<Vec<Vec<Arc<MemoryItem>>>> {
+        let mut out = Vec::with_capacity(filters.len());
+        for filter in filters {
+            out.push(self.list(filter).await?.into_iter().map(Arc::new).collect());
+        }
+        Ok(out)
+    }
+
     /// Several searches, each answered as [`search`](Self::search) answers it, in order. A
     /// backend with a fixed cost per call (a transaction, a switch to a blocking thread, a
     /// round trip) answers them together; the default asks them one after another. A batch
@@ -308,6 +324,12 @@ macro_rules! forward_memory_store {
             }
             async fn search_many(&self, queries: &[SearchQuery]) -> Result<Vec<Vec<SearchHit>>> {
                 (**self).search_many(queries).await
+            }
+            async fn list_many(
+                &self,
+                filters: &[MemoryFilter],
+            ) -> Result<Vec<Vec<Arc<MemoryItem>>>> {
+                (**self).list_many(filters).await
             }
             async fn clear(&self, scope: &Scope) -> Result<usize> {
                 (**self).clear(scope).await

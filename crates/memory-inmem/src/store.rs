@@ -257,6 +257,17 @@ impl Shard {
 
     /// Items passing `filter`, in time order (or reverse), at most `limit`.
     fn list(&self, filter: &MemoryFilter, limit: usize) -> Vec<MemoryItem> {
+        self.list_shared(filter, limit)
+            .map(|item| item.as_ref().clone())
+            .collect()
+    }
+
+    /// The items `filter` matches, in its order, at most `limit`, shared.
+    fn list_shared<'s>(
+        &'s self,
+        filter: &'s MemoryFilter,
+        limit: usize,
+    ) -> Box<dyn Iterator<Item = &'s Arc<MemoryItem>> + 's> {
         use std::ops::Bound;
         let lower = match filter.since {
             Some(since) => Bound::Included((since, String::new())),
@@ -269,21 +280,20 @@ impl Shard {
         let index = match &filter.fact_key {
             Some(key) => match self.by_fact_key.get(key) {
                 Some(versions) => versions,
-                None => return Vec::new(),
+                None => return Box::new(std::iter::empty()),
             },
             None => &self.by_time,
         };
         let range = index.range((lower, upper));
-        let pick = |(_, id): &(DateTime<Utc>, String)| {
+        let pick = move |(_, id): &(DateTime<Utc>, String)| {
             self.entry(id)
-                .map(|entry| &*entry.item)
+                .map(|entry| &entry.item)
                 .filter(|item| filter.matches_within_scope(item))
-                .cloned()
         };
         if filter.newest_first {
-            range.rev().filter_map(pick).take(limit).collect()
+            Box::new(range.rev().filter_map(pick).take(limit))
         } else {
-            range.filter_map(pick).take(limit).collect()
+            Box::new(range.filter_map(pick).take(limit))
         }
     }
 }
@@ -363,6 +373,27 @@ impl MemoryStore for InMemoryStore {
             out.truncate(limit);
         }
         Ok(out)
+    }
+
+    /// The items shared, not copied: one read of each namespace's shard per listing.
+    async fn list_many(&self, filters: &[MemoryFilter]) -> Result<Vec<Vec<Arc<MemoryItem>>>> {
+        Ok(filters
+            .iter()
+            .map(|filter| {
+                let limit = filter.limit.unwrap_or(usize::MAX);
+                let shards = self.registry.shards(&filter.scope);
+                let single = shards.len() == 1;
+                let mut out: Vec<Arc<MemoryItem>> = Vec::new();
+                for (_, shard) in shards {
+                    out.extend(read(&shard).list_shared(filter, limit).cloned());
+                }
+                if !single {
+                    out.sort_by(|a, b| ordered(a, b, filter.newest_first));
+                    out.truncate(limit);
+                }
+                out
+            })
+            .collect())
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -446,6 +447,32 @@ impl MemoryStore for SqliteStore {
                     items.truncate(limit);
                 }
                 Ok(items)
+            })
+            .await
+    }
+
+    /// Every listing on one connection, in one switch to the blocking pool.
+    async fn list_many(&self, filters: &[MemoryFilter]) -> Result<Vec<Vec<Arc<MemoryItem>>>> {
+        if filters.is_empty() {
+            return Ok(Vec::new());
+        }
+        let listings: Vec<(Sql, MemoryFilter)> = filters
+            .iter()
+            .map(|filter| (list_sql(filter), filter.clone()))
+            .collect();
+        self.db
+            .query(move |connection| {
+                listings
+                    .iter()
+                    .map(|(sql, filter)| {
+                        let mut items = query_items(connection, sql, "listing memories")?;
+                        items.retain(|item| filter.matches(item));
+                        if let Some(limit) = filter.limit {
+                            items.truncate(limit);
+                        }
+                        Ok(items.into_iter().map(Arc::new).collect())
+                    })
+                    .collect()
             })
             .await
     }

@@ -299,6 +299,25 @@ async fn ordering_and_filters(store: &dyn MemoryStore, ns: &Namespace) {
         ["c"],
         "limit applies after filtering"
     );
+    // Several listings at once answer as one listing each, in order.
+    let filters = [
+        MemoryFilter::new(ns.exact()).newest_first().with_limit(2),
+        tagged,
+        MemoryFilter::new(ns.exact()).with_time_range(Some(t(20)), Some(t(40))),
+        combined,
+        MemoryFilter::new(ns.exact()).with_id_prefix("missing"),
+    ];
+    let together = must(store.list_many(&filters), "list_many").await;
+    assert_eq!(together.len(), filters.len(), "one listing per filter");
+    for (filter, listed) in filters.iter().zip(&together) {
+        let alone = must(store.list(filter), "list").await;
+        let shared: Vec<MemoryItem> = listed.iter().map(|item| item.as_ref().clone()).collect();
+        assert_eq!(shared, alone, "list_many answers {filter:?} as list does");
+    }
+    assert!(
+        must(store.list_many(&[]), "list_many").await.is_empty(),
+        "no filters, no listings"
+    );
 }
 
 async fn search(store: &dyn MemoryStore, ns: &Namespace) {

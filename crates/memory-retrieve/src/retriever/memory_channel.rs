@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use futures::future::try_join_all;
 use memory_core::{
     Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
     Signal,
@@ -215,16 +214,11 @@ fn merge_similar(out: &mut Vec<Candidate>, similar: Vec<SearchHit>, request: &Re
     }
 }
 
-/// The memories within `window` of `item` in `(created_at, id)` order, each with its steps
-/// of halving: the memory right after gets the hit's full relevance (an answer follows its
-/// question), the one right before half, halved again per further step. The two reads run
-/// together.
-async fn neighbours_of(
-    request: &Request<'_>,
-    filter: &MemoryFilter,
-    item: &MemoryItem,
-    window: usize,
-) -> Result<Vec<(MemoryItem, i32)>> {
+/// The two listings that find the memories within `window` of `item` in `(created_at, id)`
+/// order: those made up to its time, newest first, and those made from its time on; each
+/// holds `item` itself and up to `2 * window` more, so ties of time on either side still
+/// leave `window` past it.
+fn neighbour_filters(filter: &MemoryFilter, item: &MemoryItem, window: usize) -> [MemoryFilter; 2] {
     let mut scoped = filter.clone();
     scoped.scope = item.namespace.exact();
     let earlier = scoped
@@ -238,8 +232,18 @@ async fn neighbours_of(
     let later = scoped
         .with_time_range(Some(item.created_at), None)
         .with_limit(2 * window + 1);
-    let (before, after) =
-        tokio::try_join!(request.memory.list(&earlier), request.memory.list(&later))?;
+    [earlier, later]
+}
+
+/// The memories within `window` of `item`, from the two listings of [`neighbour_filters`],
+/// each with its steps of halving: the memory right after gets the hit's full relevance (an
+/// answer follows its question), the one right before half, halved again per further step.
+fn neighbours_in(
+    item: &MemoryItem,
+    before: Vec<Arc<MemoryItem>>,
+    after: Vec<Arc<MemoryItem>>,
+    window: usize,
+) -> Vec<(Arc<MemoryItem>, i32)> {
     let mut neighbours = Vec::new();
     for (list, offset) in [(before, 1), (after, 0)] {
         if let Some(at) = list.iter().position(|other| other.id == item.id) {
@@ -252,7 +256,7 @@ async fn neighbours_of(
             );
         }
     }
-    Ok(neighbours)
+    neighbours
 }
 
 /// Gives the memories next to the best hits (within `context_window` on each side) the
@@ -279,12 +283,17 @@ async fn add_context(
             _ => None,
         })
         .collect();
-    let neighbourhoods = try_join_all(
-        sources
-            .iter()
-            .map(|(item, _)| neighbours_of(request, &filter, item, window)),
-    )
-    .await?;
+    // Every source's two listings in one call: one trip to the store, items shared.
+    let filters: Vec<MemoryFilter> = sources
+        .iter()
+        .flat_map(|(item, _)| neighbour_filters(&filter, item, window))
+        .collect();
+    let mut listed = request.memory.list_many(&filters).await?.into_iter();
+    let neighbourhoods = sources.iter().map(|(item, _)| {
+        let before = listed.next().unwrap_or_default();
+        let after = listed.next().unwrap_or_default();
+        neighbours_in(item, before, after, window)
+    });
     let mut position: HashMap<Key, usize> = out
         .iter()
         .enumerate()
@@ -314,7 +323,7 @@ async fn add_context(
                     position.insert(key, out.len());
                     let rank = out.len() + 1;
                     out.push(Candidate {
-                        record: RetrievalSource::Memory(Arc::new(neighbour)),
+                        record: RetrievalSource::Memory(neighbour),
                         channels: Found::new(Channel::Context, rank),
                         signals,
                     });
