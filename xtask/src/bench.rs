@@ -17,8 +17,8 @@ const BENCH_USAGE: &str = "\
 usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CRITERION ARGS]
 
   --quick         0.5 s warm-up, 1 s measurement, 10 samples, no plots, the 10k-memory
-                  ingest group at 2k and 500 per ingest into 100k (a few minutes on 2 cores
-                  once built)
+                  ingest group at 1k and 200 per ingest into 100k, two SQLite ingest
+                  variants left out (under 5 minutes on 2 cores once built)
   --bench NAME    run only this bench target (scoring, recall, ingest, knowledge, eviction, similar,
                   graph, enrich); may be repeated; default all
   --summary       do not run; print the table of every result criterion has stored
