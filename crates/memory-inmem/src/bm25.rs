@@ -183,12 +183,93 @@ impl<const N: usize> TermList<N> {
     }
 }
 
+/// The index's terms: each distinct term's id and, by id, its postings. A document keeps
+/// the ids of its terms (four bytes each, no string of its own), so indexing one allocates
+/// nothing per term that is already known, and removing one finds each list by id. The id of
+/// a term whose last posting goes is reused by the next new term.
+#[derive(Clone, Debug, Default)]
+struct Dictionary<const N: usize> {
+    ids: HashMap<Box<str>, u32>,
+    /// By id: the postings; empty for a free id.
+    lists: Vec<TermList<N>>,
+    /// By id: the term (to forget it when its list empties); empty for a free id.
+    names: Vec<Box<str>>,
+    /// Ids free for reuse.
+    free: Vec<u32>,
+}
+
+impl<const N: usize> Dictionary<N> {
+    /// The postings of `term`, if any document holds it.
+    fn get(&self, term: &str) -> Option<&TermList<N>> {
+        let id = *self.ids.get(term)?;
+        self.lists.get(id as usize)
+    }
+
+    /// The id of `term`, added (with no postings yet) when it is new.
+    fn id_or_insert(&mut self, term: &str) -> u32 {
+        if let Some(id) = self.ids.get(term) {
+            return *id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.names[id as usize] = Box::from(term);
+                id
+            }
+            None => {
+                let id = u32::try_from(self.lists.len()).unwrap_or(u32::MAX);
+                self.lists.push(TermList::default());
+                self.names.push(Box::from(term));
+                id
+            }
+        };
+        self.ids.insert(Box::from(term), id);
+        id
+    }
+
+    /// The postings of the term `id`.
+    fn list_mut(&mut self, id: u32) -> Option<&mut TermList<N>> {
+        self.lists.get_mut(id as usize)
+    }
+
+    /// Forgets the term `id` if no document holds it any more, freeing its id.
+    fn release_if_empty(&mut self, id: u32) {
+        let at = id as usize;
+        if self.lists.get(at).is_none_or(|list| !list.list.is_empty()) {
+            return;
+        }
+        let name = std::mem::take(&mut self.names[at]);
+        if self.ids.remove(&name).is_some() {
+            self.lists[at] = TermList::default();
+            self.free.push(id);
+        }
+    }
+
+    /// Every term's postings, free ids' empty lists included.
+    #[cfg(test)]
+    fn values(&self) -> impl Iterator<Item = &TermList<N>> {
+        self.lists.iter()
+    }
+
+    /// [`values`](Self::values), mutably.
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut TermList<N>> {
+        self.lists.iter_mut()
+    }
+
+    /// Every term held by some document, with its postings.
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = (&str, &TermList<N>)> {
+        self.ids
+            .iter()
+            .filter_map(|(term, id)| Some((&**term, self.lists.get(*id as usize)?)))
+    }
+}
+
 /// An inverted index over documents of `N` text fields, ranked by BM25F.
 #[derive(Clone, Debug)]
 pub(crate) struct Bm25Index<const N: usize> {
     analyzer: Analyzer,
     weights: [f32; N],
-    postings: HashMap<Box<str>, TermList<N>>,
+    postings: Dictionary<N>,
     /// Per slot: the terms it holds (to remove it) and its field lengths; `None` when free.
     docs: Vec<Option<DocEntry<N>>>,
     /// Per slot: the field lengths again, densely (for fields too long for a posting).
@@ -204,7 +285,8 @@ pub(crate) struct Bm25Index<const N: usize> {
 
 #[derive(Clone, Debug)]
 struct DocEntry<const N: usize> {
-    terms: Box<[Box<str>]>,
+    /// The ids of its terms in the [`Dictionary`].
+    terms: Box<[u32]>,
     len: [u32; N],
 }
 
@@ -214,7 +296,7 @@ impl<const N: usize> Bm25Index<N> {
         Self {
             analyzer,
             weights,
-            postings: HashMap::new(),
+            postings: Dictionary::default(),
             docs: Vec::new(),
             lens: Vec::new(),
             keys: Vec::new(),
@@ -243,23 +325,21 @@ impl<const N: usize> Bm25Index<N> {
         self.remove(slot);
         // About one distinct term per eight bytes of text: sized once, not grown term by term.
         let text_len: usize = fields.iter().map(|text| text.len()).sum();
-        let mut counts: HashMap<Box<str>, [u16; N]> = HashMap::with_capacity(text_len / 8);
+        let mut counts: HashMap<u32, [u16; N]> = HashMap::with_capacity(text_len / 8);
         let mut len = [0u32; N];
+        let analyzer = self.analyzer;
+        let postings = &mut self.postings;
         for (field, text) in fields.iter().enumerate() {
-            self.analyzer.for_each_term(text, |term| {
+            analyzer.for_each_term(text, |term| {
                 len[field] += 1;
-                let tf = match counts.get_mut(term) {
-                    Some(tf) => tf,
-                    None => counts.entry(Box::from(term)).or_insert([0; N]),
-                };
+                let tf = counts.entry(postings.id_or_insert(term)).or_insert([0; N]);
                 tf[field] = tf[field].saturating_add(1);
             });
         }
         let mut terms = Vec::with_capacity(counts.len());
-        for (term, tf) in counts {
-            let entry = match self.postings.get_mut(&term) {
-                Some(entry) => entry,
-                None => self.postings.entry(term.clone()).or_default(),
+        for (id, tf) in counts {
+            let Some(entry) = postings.list_mut(id) else {
+                continue;
             };
             for field in 0..N {
                 if tf[field] > 0 {
@@ -275,7 +355,7 @@ impl<const N: usize> Bm25Index<N> {
             } else {
                 entry.place(Posting::new(slot, tf, len));
             }
-            terms.push(term);
+            terms.push(id);
         }
         let index = slot as usize;
         if self.docs.len() <= index {
@@ -306,7 +386,7 @@ impl<const N: usize> Bm25Index<N> {
             return;
         }
         let mut removed = vec![false; self.docs.len()];
-        let mut touched: HashSet<Box<str>> = HashSet::new();
+        let mut touched: HashSet<u32> = HashSet::new();
         for &slot in slots {
             let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
                 continue;
@@ -318,17 +398,14 @@ impl<const N: usize> Bm25Index<N> {
             self.doc_count -= 1;
             touched.extend(entry.terms.into_vec());
         }
-        for term in touched {
-            if let Some(entry) = self.postings.get_mut(&term) {
+        for id in touched {
+            if let Some(entry) = self.postings.list_mut(id) {
                 entry.list.retain(|posting| {
                     !removed.get(posting.slot as usize).copied().unwrap_or(false)
                 });
-                if entry.list.is_empty() {
-                    self.postings.remove(&term);
-                } else {
-                    entry.rebound();
-                }
+                entry.rebound();
             }
+            self.postings.release_if_empty(id);
         }
     }
 
@@ -363,18 +440,15 @@ impl<const N: usize> Bm25Index<N> {
         let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
-        for term in entry.terms.iter() {
-            if let Some(entry) = self.postings.get_mut(term) {
-                if let Ok(at) = entry
+        for &id in entry.terms.iter() {
+            if let Some(entry) = self.postings.list_mut(id)
+                && let Ok(at) = entry
                     .list
                     .binary_search_by_key(&slot, |posting| posting.slot)
-                {
-                    entry.remove_at(at);
-                }
-                if entry.list.is_empty() {
-                    self.postings.remove(term);
-                }
+            {
+                entry.remove_at(at);
             }
+            self.postings.release_if_empty(id);
         }
         for (total, field_len) in self.total_len.iter_mut().zip(entry.len) {
             *total -= u64::from(field_len);

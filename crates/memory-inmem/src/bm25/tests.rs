@@ -306,7 +306,7 @@ fn remove_many_equals_removing_one_by_one() {
         let mut terms: Vec<(String, Vec<u32>)> = index
             .postings
             .iter()
-            .map(|(term, list)| (term.to_string(), list.list.iter().map(|p| p.slot).collect()))
+            .map(|(term, list)| (term.to_owned(), list.list.iter().map(|p| p.slot).collect()))
             .collect();
         terms.sort();
         terms
