@@ -436,13 +436,11 @@ impl<'k> PageRuleKeywords<'k> {
     /// Exactly [`PageMatchSignals::compute`] for the page with rule text `text` and `tags`.
     #[inline]
     pub fn signals(&self, text: &PageRuleText, tags: &[Tag]) -> PageMatchSignals {
-        let mut signals = PageMatchSignals {
+        PageMatchSignals {
             title_prefix: self.title_prefix(text),
             tag_exact: self.tag_exact(tags),
-            summary_contains: false,
-        };
-        signals.summary_contains = self.summary_contains(text);
-        signals
+            summary_contains: self.summary_contains(text),
+        }
     }
 
     /// The page's `score` times its boost ([`signals`](Self::signals)), or `None` when that

@@ -235,14 +235,13 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             }
             // The largest boost a page of this shard can get: no keyword names a tag any
             // page carries, no tag can match (and none is compared).
-            let carried = |tag: &Tag| shard.tag_counts.contains_key(tag);
+            let rules = rules.with_tags_carried(|tag: &Tag| shard.tag_counts.contains_key(tag));
             let max_boost = PageMatchSignals {
                 title_prefix: true,
-                tag_exact: rules.names_a_tag(carried),
+                tag_exact: rules.names_a_tag(|_| true),
                 summary_contains: true,
             }
             .boost();
-            let rules = rules.with_tags_carried(carried);
             let slot_entry = |slot: u32| shard.slots.get(slot as usize).and_then(Option::as_ref);
             // The same pruned BM25F walk as a memory search, with bounds scaled by the largest
             // boost: the match rules' boost is worked out only for pages that can make the cut.
