@@ -438,3 +438,32 @@ fn a_reused_slot_takes_its_place_in_every_posting_list() {
     hits.sort_unstable();
     assert_eq!(hits, [0, 1, 2, 3, 4, 5]);
 }
+
+/// A term whose last document goes is forgotten and its id reused: a later term takes the
+/// id without inheriting its postings or bounds, and a rewritten slot keeps only its new
+/// terms.
+#[test]
+fn term_ids_are_freed_and_reused() {
+    let mut index = Bm25Index::new(Analyzer::default(), [1.0]);
+    index.insert(0, "a", ["alpha alpha alpha"]);
+    index.insert(1, "b", ["gamma"]);
+    assert_eq!(index.doc_freq("alpha"), 1);
+    index.remove(0);
+    assert_eq!(index.doc_freq("alpha"), 0);
+    assert!(search(&index, "alpha").is_empty());
+    assert_eq!(index.postings.free.len(), 1, "alpha's id is free");
+    index.insert(2, "c", ["beta"]);
+    assert!(index.postings.free.is_empty(), "beta took the free id");
+    assert_eq!(index.doc_freq("beta"), 1);
+    assert_eq!(index.doc_freq("alpha"), 0);
+    let beta = index.postings.get("beta").map(|list| list.max_tf);
+    assert_eq!(beta, Some([1]), "a reused id starts from empty bounds");
+    // Rewriting a slot drops the terms it no longer holds.
+    index.insert(1, "b", ["delta"]);
+    assert_eq!(index.doc_freq("gamma"), 0);
+    assert_eq!(index.doc_freq("delta"), 1);
+    let mut live: Vec<&str> = index.postings.iter().map(|(term, _)| term).collect();
+    live.sort_unstable();
+    assert_eq!(live, ["beta", "delta"]);
+    index.check_blocks();
+}
