@@ -260,8 +260,9 @@ fn neighbours_in(
 }
 
 /// Gives the memories next to the best hits (within `context_window` on each side) the
-/// hit's relevance as the `context` signal (see [`neighbours_of`]). Neighbours that were not
-/// hits become candidates of the `Context` channel. The neighbourhoods are read together.
+/// hit's relevance as the `context` signal (see [`neighbours_in`]). Neighbours that were not
+/// hits become candidates of the `Context` channel. Every hit's neighbourhood is read in one
+/// [`MemoryStore::list_many`](memory_core::MemoryStore::list_many) call.
 async fn add_context(
     out: &mut Vec<Candidate>,
     request: &Request<'_>,
