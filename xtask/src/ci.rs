@@ -87,6 +87,19 @@ pub(crate) fn ci() -> Result<(), String> {
         &["doc", "--workspace", "--all-features", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    // The private items' docs too: their links break silently when an item is renamed.
+    // (The run above also checks that public docs link to no private item.)
+    run(
+        "cargo",
+        &[
+            "doc",
+            "--workspace",
+            "--all-features",
+            "--no-deps",
+            "--document-private-items",
+        ],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     features()?;
     run(
         "cargo",

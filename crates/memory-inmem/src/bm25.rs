@@ -250,7 +250,7 @@ impl<const N: usize> Dictionary<N> {
         self.lists.iter()
     }
 
-    /// [`values`](Self::values), mutably.
+    /// Every term's postings, mutably, free ids' empty lists included.
     fn values_mut(&mut self) -> impl Iterator<Item = &mut TermList<N>> {
         self.lists.iter_mut()
     }

@@ -208,7 +208,7 @@ mod tests {
     }
 }
 
-/// A batch's accesses to one page or entity, encoded for its row ([`AccessEvent::tally`]).
+/// A batch's accesses to one page or entity, encoded for its row ([`AccessEvent::tally`](memory_core::AccessEvent::tally)).
 #[derive(Debug)]
 pub(crate) struct EncodedAccess {
     ns: String,

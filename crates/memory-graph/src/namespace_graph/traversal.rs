@@ -94,7 +94,7 @@ struct Reached<'graph> {
 }
 
 impl NamespaceGraph {
-    /// Whether a traversal at `now` follows `half` (see [`Edge::is_current_at`]); only a
+    /// Whether a traversal at `now` follows `half` (see [`Edge::is_current_at`](super::Edge::is_current_at)); only a
     /// relation with a `valid_until` is looked up.
     fn follows(&self, half: &HalfEdge, now: DateTime<Utc>) -> bool {
         half.kind & CLOSES == 0 || self.edge(half.edge).is_some_and(|e| e.is_current_at(now))
