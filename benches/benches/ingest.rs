@@ -399,8 +399,8 @@ fn ingest_into_full(c: &mut Criterion, runtime: &Runtime, namespace: &Namespace)
         ("agent_memory_sqlite", &sqlite.memory),
         ("agent_memory_sqlite_no_facts", &sqlite_plain),
     ] {
-        // A quick run keeps reconciliation's cost on SQLite to the full run: each of its
-        // iterations makes hundreds of durable writes, and as many to forget them again.
+        // A quick run leaves the SQLite row without reconciliation to the full run: each of
+        // its iterations makes hundreds of durable writes, and as many to forget them again.
         if quick_run() && name == "agent_memory_sqlite_no_facts" {
             continue;
         }
