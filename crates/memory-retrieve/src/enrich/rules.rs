@@ -12,36 +12,14 @@ const MAX_ENTITIES: usize = 16;
 /// The months, in order: the first twelve words of the facts module's month and day list.
 const MONTHS: &[&str] = crate::facts::MONTHS_AND_DAYS.split_at(12).0;
 
-/// Capitalised words that are no names: weekdays, months, greetings and pronoun forms that
-/// the stop-word list does not hold.
+/// The weekdays: the seven words after the months in the facts module's list.
+const DAYS: &[&str] = crate::facts::MONTHS_AND_DAYS.split_at(12).1.split_at(7).0;
+
+/// Capitalised words that are no names besides the [`DAYS`]: greetings and pronoun forms
+/// that the stop-word list does not hold.
 const NOT_NAMES: &[&str] = &[
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "hey",
-    "hi",
-    "hello",
-    "thanks",
-    "thank",
-    "wow",
-    "yes",
-    "yeah",
-    "oh",
-    "ok",
-    "okay",
-    "sure",
-    "im",
-    "ive",
-    "id",
-    "ill",
-    "lol",
-    "omg",
-    "pm",
-    "am",
+    "hey", "hi", "hello", "thanks", "thank", "wow", "yes", "yeah", "oh", "ok", "okay", "sure",
+    "im", "ive", "id", "ill", "lol", "omg", "pm", "am",
 ];
 
 /// Words that often start a sentence capitalised without being names: a single capitalised
@@ -451,6 +429,7 @@ fn is_name_word(word: &str) -> bool {
         .filter(|c| c.is_alphanumeric())
         .collect();
     !is_stop_word(&lower)
+        && !DAYS.contains(&lower.as_str())
         && !NOT_NAMES.contains(&lower.as_str())
         && !MONTHS.contains(&lower.as_str())
 }
@@ -538,6 +517,25 @@ mod tests {
     use memory_core::Namespace;
 
     use super::*;
+
+    #[test]
+    fn the_shared_list_gives_the_months_and_the_weekdays() {
+        assert_eq!(MONTHS.first(), Some(&"january"));
+        assert_eq!(MONTHS.last(), Some(&"december"));
+        assert_eq!(
+            DAYS,
+            [
+                "monday",
+                "tuesday",
+                "wednesday",
+                "thursday",
+                "friday",
+                "saturday",
+                "sunday"
+            ]
+        );
+        assert!(!is_name_word("Monday") && !is_name_word("Sunday"));
+    }
 
     fn check(
         text: &str,
