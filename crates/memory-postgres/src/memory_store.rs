@@ -369,6 +369,25 @@ impl MemoryStore for PostgresStore {
         Ok(deleted > 0)
     }
 
+    /// One statement: the memories go together or not at all, and an eviction pass makes
+    /// one round trip instead of one per memory.
+    async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+        let wanted: Vec<String> = ids.iter().filter(|id| storable(id)).cloned().collect();
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let mut sql = self.db.sql("DELETE FROM {s}.memories WHERE ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ANY(")
+            .bind(wanted, "text[]")
+            .push(")");
+        let deleted = self
+            .db
+            .execute(&sql, || format!("deleting memories in {namespace}"))
+            .await?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+    }
+
     /// The listings concurrently, each on a connection of the pool: one round trip of
     /// latency for all of them, as a recall's reads of its hits' neighbours had before
     /// they were asked together.

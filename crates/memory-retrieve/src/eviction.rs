@@ -7,6 +7,10 @@
 //! only `forget` removes them, so a namespace whose memories are all pinned may exceed its
 //! capacity.
 //!
+//! A memory deleted by a policy or by decay takes the history it ends with it: the ended
+//! memories it superseded or that were consolidated into it, and theirs in turn (as
+//! `Memory::forget` does), so no ended memory names a successor that is gone.
+//!
 //! Costs per pass and namespace (`n` items, `e` evicted): TTL and Capacity use the store's
 //! time-ordered `list` (for the in-memory store `O(log n + e)`); RecallBased and ValueBased
 //! rank every item and keep the `e` least valuable in a bounded heap, `O(n log e)`. A backend
@@ -14,6 +18,8 @@
 //! store ranks its entries in place; the SQL backends rank in one query). Through `Memory`,
 //! a pass frees a sixteenth of the capacity at once, so its cost is shared by the writes
 //! that follow.
+
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
@@ -148,21 +154,75 @@ pub(crate) async fn namespace_pass(
 }
 
 /// Deletes `items`, namespace by namespace through [`MemoryStore::delete_many`] (the
-/// in-memory store then updates its index once per pass, not once per memory).
+/// in-memory store then updates its index once per pass, not once per memory), with the
+/// history they end (see [`with_history`]).
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
-    let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<String>> =
-        std::collections::BTreeMap::new();
-    for item in items {
-        by_namespace
-            .entry(item.namespace)
-            .or_default()
-            .push(item.id);
-    }
     let mut deleted = 0;
-    for (namespace, ids) in by_namespace {
+    for (namespace, ids) in with_history(store, items).await? {
         deleted += store.delete_many(&namespace, &ids).await?;
     }
     Ok(deleted)
+}
+
+/// The ids of `items` by namespace, with the history they end: the unpinned memories each
+/// names in [`supersedes`](MemoryItem::supersedes) that have ended (versions it
+/// superseded, sources consolidated into it), and theirs in turn. A deleted memory takes
+/// its history with it, as [`Memory::forget`](crate::Memory::forget) does, so no ended
+/// memory is left naming a successor that no longer exists (a summary evicted before the
+/// last of its sources, whose time it shares, left that source pointing at nothing). Each
+/// predecessor is read once; a memory without predecessors costs nothing more. A pass may
+/// so delete more memories than it set out to, and may empty a namespace whose last
+/// memory was history.
+async fn with_history(
+    store: &dyn MemoryStore,
+    items: Vec<MemoryItem>,
+) -> Result<BTreeMap<Namespace, Vec<String>>> {
+    let mut out: BTreeMap<Namespace, Vec<String>> = BTreeMap::new();
+    if items.iter().all(|item| item.supersedes.is_empty()) {
+        for item in items {
+            out.entry(item.namespace).or_default().push(item.id);
+        }
+        return Ok(out);
+    }
+    let mut seen: HashSet<(Namespace, String)> = HashSet::new();
+    let mut levels: Vec<Vec<MemoryItem>> = Vec::new();
+    let mut level = items;
+    while !level.is_empty() {
+        let mut wanted: BTreeMap<Namespace, Vec<String>> = BTreeMap::new();
+        let mut kept = Vec::with_capacity(level.len());
+        for item in level {
+            if !seen.insert((item.namespace.clone(), item.id.clone())) {
+                continue;
+            }
+            for id in &item.supersedes {
+                if !seen.contains(&(item.namespace.clone(), id.clone())) {
+                    wanted
+                        .entry(item.namespace.clone())
+                        .or_default()
+                        .push(id.clone());
+                }
+            }
+            kept.push(item);
+        }
+        levels.push(kept);
+        level = Vec::new();
+        for (namespace, ids) in wanted {
+            level.extend(
+                store
+                    .get_many(&namespace, &ids)
+                    .await?
+                    .into_iter()
+                    .filter(|old| old.ended.is_some() && !old.is_pinned()),
+            );
+        }
+    }
+    // The oldest history first: a store that deletes one memory at a time and stops
+    // half-way leaves memories whose predecessors are gone, never a predecessor naming a
+    // successor that is gone.
+    for item in levels.into_iter().rev().flatten() {
+        out.entry(item.namespace).or_default().push(item.id);
+    }
+    Ok(out)
 }
 
 async fn expire(
@@ -323,6 +383,9 @@ pub async fn decay(
 ) -> Result<MaintenanceReport> {
     config.validate()?;
     let mut report = MaintenanceReport::default();
+    // Deleted after the walk, with their history (see `with_history`): a predecessor read
+    // later in the walk is then never updated after it was deleted.
+    let mut forgotten: Vec<MemoryItem> = Vec::new();
     for item in store.list(&MemoryFilter::new(scope.clone())).await? {
         // Pinned memories never decay; nor do conversation messages (short-term memory),
         // which their conversation's own window and capacity govern.
@@ -347,9 +410,7 @@ pub async fn decay(
         };
         let decayed = config.decayed(base, since, now);
         if forget_below_threshold && decayed < config.min_threshold {
-            if store.delete(&item.namespace, &item.id).await? {
-                report.evicted += 1;
-            }
+            forgotten.push(item);
             continue;
         }
         if (decayed - item.importance).abs() > 1e-6 {
@@ -361,5 +422,6 @@ pub async fn decay(
             report.decayed += 1;
         }
     }
+    report.evicted += delete_all(store, forgotten).await?;
     Ok(report)
 }

@@ -436,6 +436,27 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    /// One transaction: the memories go together or not at all, with one sync for the
+    /// whole eviction pass instead of one per memory.
+    async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let (ns, ids) = (namespace.as_str().to_owned(), ids.to_vec());
+        self.db
+            .write("deleting memories", move |transaction| {
+                let mut deleted = 0;
+                for id in &ids {
+                    if let Some(rid) = find_rid(transaction, &ns, id)? {
+                        delete_rid(transaction, rid)?;
+                        deleted += 1;
+                    }
+                }
+                Ok(deleted)
+            })
+            .await
+    }
+
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         let sql = list_sql(filter);
         let filter = filter.clone();

@@ -119,6 +119,28 @@ async fn crud(store: &dyn MemoryStore, ns: &Namespace) {
         ["b3", "b1"],
         "get_many keeps the asked order and skips missing ids"
     );
+
+    // delete_many counts what existed, skips missing and repeated ids, and touches no other
+    // namespace.
+    let other = child(ns, "other");
+    must(
+        store.save(item(&other, "b0", "same id elsewhere", 0)),
+        "save",
+    )
+    .await;
+    let doomed = ["b0", "zz", "b2", "b0", "bad\0id"].map(str::to_owned);
+    assert_eq!(
+        must(store.delete_many(ns, &doomed), "delete_many").await,
+        2,
+        "delete_many counts the memories it deleted"
+    );
+    let left = must(store.list(&MemoryFilter::new(ns.exact())), "list").await;
+    assert_eq!(ids(&left), ["b1", "b3", "b4"], "delete_many deleted those");
+    assert!(
+        must(store.get(&other, "b0"), "get").await.is_some(),
+        "delete_many stays in its namespace"
+    );
+    assert_eq!(must(store.delete_many(ns, &[]), "delete_many").await, 0);
 }
 
 async fn validation(store: &dyn MemoryStore, ns: &Namespace) {

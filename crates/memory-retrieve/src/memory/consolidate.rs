@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Memory;
 use crate::compression::{ExtractiveSummarizer, Summarizer};
+use crate::eviction::DECAY_METADATA_KEY;
 
 /// Metadata key of a summary memory: how many memories it consolidates.
 pub const CONSOLIDATED_METADATA_KEY: &str = "consolidated_from";
@@ -144,6 +145,19 @@ impl Memory {
             .iter()
             .map(|item| item.importance)
             .fold(0.0, f32::max);
+        // Decay has lowered the sources' importance already: the summary's decay starts
+        // now, from that importance. Without this state, decay would read the summary as
+        // unreinforced since its (old) creation time and lower the lowered importance
+        // again, forgetting summaries whose sources it keeps.
+        if sources
+            .iter()
+            .any(|item| item.metadata.get(DECAY_METADATA_KEY).is_some())
+        {
+            summary.metadata[DECAY_METADATA_KEY] = serde_json::json!({
+                "base": summary.importance,
+                "since": now.to_rfc3339(),
+            });
+        }
         for item in &sources {
             for tag in &item.tags {
                 if summary.tags.len() < MAX_TAGS && !summary.tags.contains(tag) {

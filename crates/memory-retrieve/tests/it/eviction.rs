@@ -103,6 +103,75 @@ async fn capacity_keeps_the_newest() {
     assert_eq!(ids(&store, &ns).await, ["m5"]);
 }
 
+/// A summary shares the time of the last memory folded into it, so an eviction by age can
+/// take the summary and keep that source: the source's end would then name a memory that
+/// no longer exists. An evicted memory takes the history it ends with it, transitively.
+#[tokio::test]
+async fn an_evicted_memory_takes_the_history_it_ends() {
+    let (store, ns) = seeded(5).await;
+    let folded_at = t0() + Duration::hours(3);
+    let end = |mut item: MemoryItem, into: &str| {
+        item.ended = Some(memory_core::Ended {
+            at: folded_at,
+            reason: memory_core::EndReason::Consolidated { into: into.into() },
+        });
+        item
+    };
+    // m2 and m3 are folded into "0sum", created with m3 and first by id at that time.
+    let m2 = store.get(&ns, "m2").await.unwrap().unwrap();
+    let m3 = store.get(&ns, "m3").await.unwrap().unwrap();
+    let mut summary = MemoryItem::new(ns.clone(), "memory numbers two and three")
+        .unwrap()
+        .with_id("0sum")
+        .unwrap()
+        .with_created_at(folded_at);
+    summary.supersedes = vec!["m2".into(), "m3".into()];
+    store
+        .save_many(vec![summary, end(m2, "0sum"), end(m3, "0sum")])
+        .await
+        .unwrap();
+    // Six memories, capacity two: the four oldest by time, then id, are m0, m1, m2 and
+    // 0sum, and 0sum takes m3 with it.
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Capacity { max_items: 2 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&store, &ns).await, ["m4"], "m3 went with its summary");
+    assert_eq!(report.evicted, 5);
+
+    // A pinned source stays (pinned memories are exempt), and a current memory named by
+    // a summary is not history: only ended memories go along.
+    let (store, ns) = seeded(2).await;
+    let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
+    m0.ended = Some(memory_core::Ended {
+        at: t0(),
+        reason: memory_core::EndReason::Consolidated {
+            into: "0sum".into(),
+        },
+    });
+    let m0 = m0.with_pinned(true);
+    let mut summary = MemoryItem::new(ns.clone(), "a summary")
+        .unwrap()
+        .with_id("0sum")
+        .unwrap()
+        .with_created_at(t0() - Duration::hours(1));
+    summary.supersedes = vec!["m0".into(), "m1".into()];
+    store.save_many(vec![summary, m0]).await.unwrap();
+    evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Capacity { max_items: 2 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&store, &ns).await, ["m0", "m1"]);
+}
+
 #[tokio::test]
 async fn recall_based_evicts_least_valuable_first() {
     let (store, ns) = seeded(5).await;

@@ -207,3 +207,24 @@ fn maintenance_killed_mid_pass_leaves_a_consistent_file() {
     }
     assert!(killed_mid_pass > 0, "no kill landed inside the first pass");
 }
+
+/// A pass at the same time as the one before finds nothing left to do: the summaries
+/// consolidation wrote start their decay where their sources' stood (their importance had
+/// decayed already), so they are neither decayed again nor forgotten with their sources.
+#[tokio::test]
+async fn a_second_pass_at_the_same_time_changes_nothing() {
+    let path = temp_path("second-pass");
+    populate(&path).await;
+    let backend = SqliteBackend::open(&path).unwrap();
+    let memory = memory_over(&backend);
+    let first = memory.maintain(&ns().subtree()).await.unwrap();
+    assert_eq!(first.summaries, MEMORIES / 8);
+    let store = backend.memory_store();
+    assert_eq!(store.count(&ns().exact()).await.unwrap(), CAPACITY);
+    let second = memory.maintain(&ns().subtree()).await.unwrap();
+    assert_eq!((second.decayed, second.evicted), (0, 0), "{second:?}");
+    assert_eq!(store.count(&ns().exact()).await.unwrap(), CAPACITY);
+    drop(backend);
+    verify(&path, 0).await;
+    remove(&path);
+}
