@@ -254,30 +254,28 @@ const STEM_CACHE_WORDS: usize = 1 << 16;
 /// Calls `emit` with the Snowball stem of `word` (lowercase ASCII), from a per-thread cache:
 /// stemming costs far more than a lookup, and text repeats its words.
 fn with_stem(word: &str, emit: impl FnOnce(&str)) {
-    // Shared (`Rc`) stems: a hit hands one out without copying it. The words are the
-    // user's, so the hasher is seeded (foldhash: a few cycles per word, where FNV-1a went
-    // byte by byte and left many probes comparing strings).
-    type StemCache = foldhash::HashMap<Box<str>, std::rc::Rc<str>>;
+    // The words are the user's, so the hasher is seeded (foldhash: a few cycles per word,
+    // where FNV-1a went byte by byte and left many probes comparing strings).
+    type StemCache = foldhash::HashMap<Box<str>, Box<str>>;
     thread_local! {
         static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
     }
     STEMS.with(|cache| {
+        // `emit` runs while the cache is borrowed, so a hit hands out the stored stem
+        // without copying it or counting a reference. If `emit` analyses text itself, the
+        // borrow fails there and that word is stemmed without the cache.
         let Ok(mut cache) = cache.try_borrow_mut() else {
-            // Re-entered from `emit` on this thread: stem without the cache.
             return emit(&stemmer().stem(word));
         };
         if let Some(stem) = cache.get(word) {
-            let stem = stem.clone();
-            drop(cache);
-            return emit(&stem);
+            return emit(stem);
         }
-        let stem: std::rc::Rc<str> = std::rc::Rc::from(stemmer().stem(word).as_ref());
+        let stem: Box<str> = Box::from(stemmer().stem(word).as_ref());
         if cache.len() >= STEM_CACHE_WORDS {
             cache.clear();
         }
-        cache.insert(Box::from(word), stem.clone());
-        drop(cache);
-        emit(&stem);
+        let stem = cache.entry(Box::from(word)).or_insert(stem);
+        emit(stem);
     });
 }
 

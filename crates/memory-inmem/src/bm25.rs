@@ -8,7 +8,9 @@
 //! terms of a query, so its score does not depend on the order the terms were added: every
 //! search path (exhaustive, dense, pruned) gives the same bits, and ties break by id alone.
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+#[cfg(test)]
+use foldhash::HashMapExt;
+use foldhash::{HashMap, HashSet, HashSetExt};
 use std::cell::Cell;
 
 use memory_core::text::Analyzer;
@@ -63,6 +65,11 @@ struct TermList<const N: usize> {
     max_tf: [u16; N],
     min_len: [u32; N],
     blocks: Vec<BlockBound<N>>,
+    /// Scratch of [`Bm25Index::insert`]: where the document being indexed counts this term
+    /// in its list of terms, if it holds it (a stale value points at another term's entry
+    /// or past the end, so the counting checks it): the count of each term of a document
+    /// is found with the term's id, without a map of its own.
+    counted_at: u32,
 }
 
 impl<const N: usize> Default for TermList<N> {
@@ -72,6 +79,7 @@ impl<const N: usize> Default for TermList<N> {
             max_tf: [0; N],
             min_len: [u32::MAX; N],
             blocks: Vec::new(),
+            counted_at: u32::MAX,
         }
     }
 }
@@ -325,14 +333,28 @@ impl<const N: usize> Bm25Index<N> {
         self.remove(slot);
         // About one distinct term per eight bytes of text: sized once, not grown term by term.
         let text_len: usize = fields.iter().map(|text| text.len()).sum();
-        let mut counts: HashMap<u32, [u16; N]> = HashMap::with_capacity(text_len / 8);
+        // Each distinct term and its frequency per field, in order of first appearance.
+        let mut counts: Vec<(u32, [u16; N])> = Vec::with_capacity(text_len / 8);
         let mut len = [0u32; N];
         let analyzer = self.analyzer;
         let postings = &mut self.postings;
         for (field, text) in fields.iter().enumerate() {
             analyzer.for_each_term(text, |term| {
                 len[field] += 1;
-                let tf = counts.entry(postings.id_or_insert(term)).or_insert([0; N]);
+                let id = postings.id_or_insert(term);
+                let Some(entry) = postings.list_mut(id) else {
+                    return;
+                };
+                let at = entry.counted_at as usize;
+                let tf = match counts.get_mut(at) {
+                    Some((counted, tf)) if *counted == id => tf,
+                    _ => {
+                        entry.counted_at = u32::try_from(counts.len()).unwrap_or(u32::MAX);
+                        counts.push((id, [0; N]));
+                        let last = counts.len() - 1;
+                        &mut counts[last].1
+                    }
+                };
                 tf[field] = tf[field].saturating_add(1);
             });
         }
@@ -341,6 +363,7 @@ impl<const N: usize> Bm25Index<N> {
             let Some(entry) = postings.list_mut(id) else {
                 continue;
             };
+            entry.counted_at = u32::MAX;
             for field in 0..N {
                 if tf[field] > 0 {
                     entry.max_tf[field] = entry.max_tf[field].max(tf[field]);

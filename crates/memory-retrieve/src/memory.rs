@@ -144,19 +144,24 @@ impl Memory {
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
             {
-                let vector = crate::embedding::embed_checked(&**embedder, &item.content).await?;
+                let vector =
+                    Box::pin(crate::embedding::embed_checked(&**embedder, &item.content)).await?;
                 item = item.with_embedding(vector)?;
             }
-            let plan = self.reconcile(item, self.clock.now()).await?;
+            let plan = Box::pin(self.reconcile(item, self.clock.now())).await?;
             match <[MemoryItem; 1]>::try_from(plan.writes) {
                 Ok([item]) => self.store.save(item).await?,
                 Err(writes) => self.store.save_many(writes).await?,
             }
             // The write is committed: what follows never turns it into an error.
             if let Some(enrichment) = &self.enrichment {
-                enrichment.enqueue(&namespace, &plan.remembered.id).await;
+                Box::pin(enrichment.enqueue(&namespace, &plan.remembered.id)).await;
             }
-            self.keep_within_capacity(&namespace).await;
+            if self.eviction.policy != memory_core::EvictionPolicy::None {
+                // Boxed: an eviction pass's state would otherwise make every write's
+                // future larger, and the future is moved several times per write.
+                Box::pin(self.keep_within_capacity(&namespace)).await;
+            }
             Ok(plan.remembered)
         }
         .instrument(span)

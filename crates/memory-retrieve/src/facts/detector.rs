@@ -74,12 +74,29 @@ pub(crate) const MONTHS_AND_DAYS: &[&str] = &[
 ];
 
 /// One word of a statement: its comparison key (the analyzer's stem, or the negation
-/// itself; `None` for a stop word), whether it names a value, and the word as written.
+/// itself; `None` for a stop word), the word as written, and whether it starts a sentence
+/// (what [`Word::value`] needs besides the word).
 #[derive(Debug)]
 struct Word<'t> {
     key: Option<Key>,
-    value: bool,
     raw: &'t str,
+    sentence_start: bool,
+}
+
+impl Word<'_> {
+    /// Whether the word names a value: a number, a month or day, or a capitalised word
+    /// that does not start a sentence. Asked only of the few words that differ between
+    /// two statements, not of every word read.
+    fn value(&self) -> bool {
+        let raw = self.raw;
+        raw.bytes().any(|byte| byte.is_ascii_digit())
+            || MONTHS_AND_DAYS
+                .iter()
+                .any(|name| raw.eq_ignore_ascii_case(name))
+            || (raw.chars().next().is_some_and(char::is_uppercase)
+                && !self.sentence_start
+                && raw != "I")
+    }
 }
 
 /// `text` without what introduces a transcript line rather than states something: a
@@ -109,23 +126,16 @@ fn statement(text: &str) -> &str {
 }
 
 /// Calls `visit` with each word of `text`'s statement (see [`statement`]; runs of letters,
-/// digits and apostrophes) and whether it names a value (a number, a month or day, or a
-/// capitalised word that does not start a sentence), until `visit` returns `false`.
+/// digits and apostrophes) and whether it starts a sentence, until `visit` returns `false`.
 fn for_each_word<'t>(text: &'t str, mut visit: impl FnMut(&'t str, bool) -> bool) {
     let mut sentence_start = true;
     for_each_gap_and_word(statement(text), |gap, raw| {
         if gap.contains(['.', '!', '?', '\n']) {
             sentence_start = true;
         }
-        let numeric = raw.bytes().any(|byte| byte.is_ascii_digit());
-        let capitalised = raw.chars().next().is_some_and(char::is_uppercase);
-        let value = numeric
-            || MONTHS_AND_DAYS
-                .iter()
-                .any(|name| raw.eq_ignore_ascii_case(name))
-            || (capitalised && !sentence_start && raw != "I");
+        let starts = sentence_start;
         sentence_start = false;
-        visit(raw, value)
+        visit(raw, starts)
     });
 }
 
@@ -145,11 +155,11 @@ pub(super) fn word_count(text: &str, limit: usize) -> usize {
 fn words<'t>(text: &'t str, limit: usize, vocabulary: &mut Vocabulary) -> Vec<Word<'t>> {
     let mut out = Vec::new();
     vocabulary.with(|keys| {
-        for_each_word(text, |raw, value| {
+        for_each_word(text, |raw, sentence_start| {
             out.push(Word {
                 key: keys.key(raw),
-                value,
                 raw,
+                sentence_start,
             });
             out.len() <= limit
         });
@@ -182,7 +192,7 @@ impl RuleConflictDetector {
         let mut unmatched: Vec<Key> = Vec::with_capacity(self.max_changed + 1);
         let mut too_different = false;
         vocabulary.with(|keys| {
-            for_each_word(old, |raw, value| {
+            for_each_word(old, |raw, sentence_start| {
                 let key = keys.key(raw);
                 if let Some(key) = key
                     && !a.contains(&key)
@@ -190,7 +200,11 @@ impl RuleConflictDetector {
                 {
                     unmatched.push(key);
                 }
-                old_words.push(Word { key, value, raw });
+                old_words.push(Word {
+                    key,
+                    raw,
+                    sentence_start,
+                });
                 too_different =
                     unmatched.len() > self.max_changed || old_words.len() > self.max_words;
                 !too_different
@@ -214,7 +228,7 @@ impl RuleConflictDetector {
         // The first position of a value word with this key.
         let value_at = |list: &[Word<'_>], key: Key| {
             list.iter()
-                .position(|word| word.value && word.key == Some(key))
+                .position(|word| word.key == Some(key) && word.value())
         };
         let new_values: Vec<usize> = only_new
             .iter()

@@ -204,77 +204,19 @@ impl Memory {
             });
         }
 
-        let mut touched: Vec<MemoryItem> = Vec::new();
-        let mut handled: HashSet<String> = HashSet::new();
-        let mut superseded: Vec<String> = Vec::new();
-        let mut outdated_by: Option<String> = None;
-        let mut conflicts: Vec<Conflict> = Vec::new();
-        // Fact keys: the current versions of the fact, found through the key's index.
+        let mut settled = Settlement::default();
         if let Some(key) = item.fact_key.clone() {
-            let mut filter = MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now));
-            filter.fact_key = Some(key);
-            let mut outdated = false;
-            for mut old in self.store.list(&filter).await? {
-                if old.id == item.id {
-                    continue;
-                }
-                if item.credibility >= old.credibility && start(&item) < start(&old) {
-                    // A later version exists: settled below against the whole history.
-                    outdated = true;
-                    handled.insert(old.id.clone());
-                    continue;
-                }
-                let settled = self.settle(
-                    &mut item,
-                    &mut old,
-                    "a more credible memory states this fact",
-                );
-                if settled.changes_old() {
-                    touched.push(old);
-                } else {
-                    handled.insert(old.id.clone());
-                }
-                settled.apply(&mut superseded, &mut outdated_by, &mut conflicts);
-            }
-            if outdated {
-                // An older statement arrived late: it takes its place in the history, between
-                // the version that held before it (which now holds only until it begins) and
-                // the one that followed (which supersedes it at once).
-                filter.view = TimeView::All;
-                let versions: Vec<MemoryItem> = self
-                    .store
-                    .list(&filter)
-                    .await?
-                    .into_iter()
-                    .filter(|version| {
-                        version.id != item.id && !touched.iter().any(|old| old.id == version.id)
-                    })
-                    .collect();
-                let mut before: Option<MemoryItem> = None;
-                let mut after: Option<MemoryItem> = None;
-                for version in versions {
-                    if start(&version) < start(&item) {
-                        if before.as_ref().is_none_or(|b| start(b) < start(&version)) {
-                            before = Some(version);
-                        }
-                    } else if after.as_ref().is_none_or(|a| start(&version) < start(a)) {
-                        after = Some(version);
-                    }
-                }
-                if let Some(mut after) = after {
-                    supersede_with(&mut item, &mut after);
-                    outdated_by = Some(after.id.clone());
-                    touched.push(after);
-                }
-                if let Some(mut before) = before {
-                    let begins = item.valid_from.unwrap_or(item.created_at);
-                    if before.valid_until.is_none_or(|until| until > begins) {
-                        supersede_with(&mut before, &mut item);
-                        touched.push(before);
-                    }
-                }
-            }
+            // Boxed: the listings of a fact's versions would otherwise make every write's
+            // future (moved several times per `remember`) larger by their state.
+            Box::pin(self.settle_key(&mut item, key, now, &mut settled)).await?;
         }
+        let Settlement {
+            mut touched,
+            mut handled,
+            mut superseded,
+            mut outdated_by,
+            mut conflicts,
+        } = settled;
         // Conflicts among the most similar memories (those of another fact key state
         // another fact; those of this key were settled above).
         handled.extend(touched.iter().map(|old| old.id.clone()));
@@ -327,6 +269,87 @@ impl Memory {
         let mut plan = added(item, outcome, conflicts);
         plan.writes.extend(touched);
         Ok(plan)
+    }
+
+    /// Settles `item` against the stored versions of its fact `key` (see
+    /// [`reconcile`](Self::reconcile)): each current version it supersedes or that outranks
+    /// it, and its place in the history when a later version is stored already.
+    async fn settle_key(
+        &self,
+        item: &mut MemoryItem,
+        key: String,
+        now: DateTime<Utc>,
+        settlement: &mut Settlement,
+    ) -> Result<()> {
+        let Settlement {
+            touched,
+            handled,
+            superseded,
+            outdated_by,
+            conflicts,
+        } = settlement;
+        let namespace = &item.namespace;
+        let mut filter = MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now));
+        filter.fact_key = Some(key);
+        let mut outdated = false;
+        for mut old in self.store.list(&filter).await? {
+            if old.id == item.id {
+                continue;
+            }
+            if item.credibility >= old.credibility && start(item) < start(&old) {
+                // A later version exists: settled below against the whole history.
+                outdated = true;
+                handled.insert(old.id.clone());
+                continue;
+            }
+            let settled = self.settle(item, &mut old, "a more credible memory states this fact");
+            if settled.changes_old() {
+                touched.push(old);
+            } else {
+                handled.insert(old.id.clone());
+            }
+            settled.apply(superseded, outdated_by, conflicts);
+        }
+        if !outdated {
+            return Ok(());
+        }
+        // An older statement arrived late: it takes its place in the history, between the
+        // version that held before it (which now holds only until it begins) and the one
+        // that followed (which supersedes it at once).
+        filter.view = TimeView::All;
+        let versions: Vec<MemoryItem> = self
+            .store
+            .list(&filter)
+            .await?
+            .into_iter()
+            .filter(|version| {
+                version.id != item.id && !touched.iter().any(|old| old.id == version.id)
+            })
+            .collect();
+        let mut before: Option<MemoryItem> = None;
+        let mut after: Option<MemoryItem> = None;
+        for version in versions {
+            if start(&version) < start(item) {
+                if before.as_ref().is_none_or(|b| start(b) < start(&version)) {
+                    before = Some(version);
+                }
+            } else if after.as_ref().is_none_or(|a| start(&version) < start(a)) {
+                after = Some(version);
+            }
+        }
+        if let Some(mut after) = after {
+            supersede_with(item, &mut after);
+            *outdated_by = Some(after.id.clone());
+            touched.push(after);
+        }
+        if let Some(mut before) = before {
+            let begins = item.valid_from.unwrap_or(item.created_at);
+            if before.valid_until.is_none_or(|until| until > begins) {
+                supersede_with(&mut before, item);
+                touched.push(before);
+            }
+        }
+        Ok(())
     }
 
     /// Settles two statements of one fact: the later one supersedes the earlier, unless the
@@ -497,6 +520,21 @@ impl Memory {
 }
 
 /// How [`Memory::settle`] settled a pair.
+/// What reconciling a new memory settled with the stored ones so far.
+#[derive(Default)]
+struct Settlement {
+    /// Stored memories it changed, to be written with it.
+    touched: Vec<MemoryItem>,
+    /// Stored memories already settled, which the detector passes over.
+    handled: HashSet<String>,
+    /// The memories it supersedes.
+    superseded: Vec<String>,
+    /// The later version that supersedes it at once, if any.
+    outdated_by: Option<String>,
+    /// The stored memories it conflicts with.
+    conflicts: Vec<Conflict>,
+}
+
 enum Settled {
     Superseded(String),
     Outdated(String),
