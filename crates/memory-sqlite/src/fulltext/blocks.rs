@@ -255,6 +255,8 @@ impl<const N: usize> FullText<N> {
     ) -> Result<()> {
         while let Some(head) = new.first() {
             let stored = self.find_block(connection, nid, term, head.rid)?;
+            // No block at all: every new posting starts the term's list.
+            let none_stored = stored.is_none();
             let (first, mut postings) = match stored {
                 Some(stored) => (stored.first, stored.postings),
                 None => (head.rid, Vec::new()),
@@ -262,6 +264,8 @@ impl<const N: usize> FullText<N> {
             // The new postings that fall in this block: below the next block's key.
             let take = if new.len() == 1 {
                 1
+            } else if none_stored {
+                new.len()
             } else {
                 match self.next_block(connection, nid, term, first)? {
                     Some(next) => new.partition_point(|posting| posting.rid < next).max(1),
