@@ -9,14 +9,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
     MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery, TimeView,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
 use crate::database::Database;
 use crate::error::Context;
 use crate::fulltext::{self, Pending};
-use crate::sql::{Sql, count, decode_time, encode_time, namespaces, time_bound};
+use crate::sql::{Sql, count, decode_time, encode_time, namespaces};
 use crate::terms::{Analyzed, QueryTerms};
 use crate::{SqliteBackend, SqliteOptions};
 
@@ -35,9 +35,10 @@ use crate::{SqliteBackend, SqliteOptions};
 ///
 /// The fields of facts that change (fact key, validity, end time) are columns of the row,
 /// with the rest of the lineage as JSON ([`Lineage`](memory_core::Lineage)), so a filter's
-/// [`TimeView`] and fact key are SQL conditions: in a search they turn rows away before the
-/// `top_k` cut, like tags and kinds, and the default view adds no condition. Listing one
-/// fact's versions in a namespace reads an index on `(ns, fact_key, created_at, id)`.
+/// [`TimeView`](memory_core::TimeView) and fact key are SQL conditions: in a search they
+/// turn rows away before the `top_k` cut, like tags and kinds, and the default view adds no
+/// condition. Listing one fact's versions in a namespace reads an index on
+/// `(ns, fact_key, created_at, id)`.
 ///
 /// Costs, with `n` items in a namespace:
 /// - `save`, `delete`: `O(terms of the item × log n)`; rewriting an item whose indexed text
@@ -81,12 +82,14 @@ impl SqliteStore {
     }
 }
 
+mod filter;
 mod ranked;
 mod recall;
 mod row;
 mod similar;
 
-use self::row::{COLUMNS, Encoded, Raw, analyze, encode, read_raw, read_raw_at};
+use self::filter::{and_filter, first_ask, list_sql, query_items};
+use self::row::{COLUMNS, Encoded, analyze, encode, read_raw, read_raw_at};
 
 fn find_rid(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {
     connection
@@ -278,126 +281,6 @@ fn delete_rid(transaction: &Transaction<'_>, rid: i64) -> Result<()> {
         .and_then(|mut statement| statement.execute([rid]))
         .context(|| format!("deleting memory row {rid}"))?;
     Ok(())
-}
-
-/// Appends every condition of `filter` that SQL can check: scope, time range, kinds, id
-/// prefix, tags, time view, fact key. Metadata conditions are checked on the decoded item.
-/// The default view ([`TimeView::All`]) and no fact key add nothing.
-fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
-    sql.and_scope("m.ns", &filter.scope);
-    if let Some(since) = filter.since {
-        sql.push(" AND m.created_at >= ").bind(time_bound(since));
-    }
-    if let Some(until) = filter.until {
-        sql.push(" AND m.created_at < ").bind(time_bound(until));
-    }
-    if !filter.kinds.is_empty() {
-        sql.push(" AND m.kind IN (");
-        for (index, kind) in filter.kinds.iter().enumerate() {
-            if index > 0 {
-                sql.push(", ");
-            }
-            sql.bind(kind.as_str().to_owned());
-        }
-        sql.push(")");
-    }
-    if let Some(prefix) = &filter.id_prefix {
-        sql.and_prefix("m.id", prefix);
-    }
-    for tag in &filter.tags {
-        sql.push(" AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.rid = m.rid AND t.tag = ")
-            .bind(tag.as_str().to_owned())
-            .push(")");
-    }
-    if let Some(key) = &filter.fact_key {
-        sql.push(" AND m.fact_key = ").bind(key.clone());
-    }
-    and_view(sql, filter.view);
-}
-
-/// Appends the conditions of `view`, exactly [`TimeView::admits_parts`] over the columns
-/// (NULL is an open end, or no end). Bounds saturate ([`time_bound`]): every stored time is
-/// within them, so a view outside the storable range compares as it would in memory.
-fn and_view(sql: &mut Sql, view: TimeView) {
-    match view {
-        TimeView::All => {}
-        TimeView::Current(now) => {
-            sql.push(" AND m.ended_at IS NULL AND (m.valid_until IS NULL OR m.valid_until > ")
-                .bind(time_bound(now))
-                .push(")");
-        }
-        TimeView::AsOf(at) => {
-            let at = time_bound(at);
-            sql.push(" AND m.created_at <= ")
-                .bind(at)
-                .push(" AND (m.ended_at IS NULL OR m.ended_at > ")
-                .bind(at)
-                .push(") AND (m.valid_from IS NULL OR m.valid_from <= ")
-                .bind(at)
-                .push(") AND (m.valid_until IS NULL OR m.valid_until > ")
-                .bind(at)
-                .push(")");
-        }
-    }
-}
-
-/// How many records a search first asks the index for, to return `top_k` hits through
-/// `filter`; the search asks for four times more while the filter turns too many away.
-/// - Only a scope: every candidate passes, so the top k are the hits.
-/// - A scope, a time view and kinds (every recall's filter: the current view, and every kind
-///   but short-term): the view turns away only records that were superseded, retracted or
-///   have expired, and the kinds only short-term memories, which are few among the best
-///   matches of a query (a namespace's short-term memories are a window over its latest
-///   turns); so an eighth more than `top_k`, and two. Asking for twice as many made a recall
-///   of frequent words cost half as much again: the k-th best score prunes less the larger k
-///   is, and more ties at the cut have their keys read.
-/// - Any other condition: twice as many, and eight more.
-fn first_ask(filter: &MemoryFilter, top_k: usize) -> usize {
-    let mostly_admitted = filter.id_prefix.is_none()
-        && filter.tags.is_empty()
-        && filter.metadata.is_empty()
-        && filter.fact_key.is_none()
-        && filter.since.is_none()
-        && filter.until.is_none();
-    if !mostly_admitted {
-        top_k.saturating_mul(2).saturating_add(8)
-    } else if filter.kinds.is_empty() && filter.view == TimeView::All {
-        top_k
-    } else {
-        top_k.saturating_add(top_k / 8).saturating_add(2)
-    }
-}
-
-/// The statement of [`list`](MemoryStore::list): the filter's SQL conditions in time order.
-fn list_sql(filter: &MemoryFilter) -> Sql {
-    let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE 1"));
-    and_filter(&mut sql, filter);
-    sql.push(if filter.newest_first {
-        " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
-    } else {
-        " ORDER BY m.created_at, m.id, m.ns"
-    });
-    // Metadata is checked after decoding, so the limit can only go to SQL without it.
-    if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
-        sql.push(" LIMIT ").bind(limit_value(limit));
-    }
-    sql
-}
-
-fn query_items(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<MemoryItem>> {
-    let raws = connection
-        .prepare_cached(&sql.text)
-        .and_then(|mut statement| {
-            statement
-                .query_map(params_from_iter(sql.params.iter()), read_raw)?
-                .collect::<rusqlite::Result<Vec<Raw>>>()
-        })
-        .context(|| what.to_owned())?;
-    raws.into_iter().map(Raw::into_item).collect()
-}
-
-fn limit_value(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -768,49 +651,5 @@ impl MemoryStore for SqliteStore {
                 Ok(())
             })
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan(connection: &Connection, sql: &Sql) -> String {
-        let text = format!("EXPLAIN QUERY PLAN {}", sql.text);
-        let mut statement = connection.prepare(&text).unwrap();
-        let rows = statement
-            .query_map(params_from_iter(sql.params.iter()), |row| {
-                row.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .unwrap()
-            .join("; ")
-    }
-
-    #[test]
-    fn listing_a_fact_reads_its_index_and_the_default_view_adds_no_condition() {
-        let mut connection = Connection::open_in_memory().unwrap();
-        let transaction = connection.transaction().unwrap();
-        crate::schema::migrate(&transaction, "test", "migrating").unwrap();
-        transaction.commit().unwrap();
-        let ns = Namespace::parse("user-1").unwrap();
-
-        let keyed = MemoryFilter::new(ns.exact())
-            .with_fact_key("user.city")
-            .unwrap();
-        let text = plan(&connection, &list_sql(&keyed));
-        assert!(text.contains("memories_by_fact_key"), "{text}");
-        assert!(!text.contains("TEMP B-TREE"), "{text}");
-
-        let plain = list_sql(&MemoryFilter::new(ns.exact()));
-        let viewed =
-            list_sql(&MemoryFilter::new(ns.exact()).with_view(TimeView::Current(Utc::now())));
-        assert!(!plain.text.contains("ended_at"), "{}", plain.text);
-        assert!(
-            viewed.text.contains("m.ended_at IS NULL"),
-            "{}",
-            viewed.text
-        );
     }
 }
