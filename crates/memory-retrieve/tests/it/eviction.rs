@@ -337,9 +337,12 @@ mod properties {
 
     use std::sync::Arc;
 
+    use std::collections::HashSet;
+
     use chrono::Duration;
     use memory_core::{
-        EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig,
+        EndReason, Ended, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+        RecallBasedConfig,
     };
     use memory_inmem::InMemoryStore;
     use memory_retrieve::evict;
@@ -347,6 +350,84 @@ mod properties {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Memories that end earlier ones (as a new version or a consolidation summary
+        /// does), some pinned, under a capacity: a pass deletes the oldest unpinned
+        /// memories beyond the capacity and, transitively, the unpinned ended memories each
+        /// names in `supersedes`, and nothing else; no unpinned ended memory is left naming
+        /// a successor that is gone.
+        #[test]
+        fn eviction_takes_the_history_it_ends(
+            memories in proptest::collection::vec(
+                (0i64..500, proptest::collection::vec(0usize..40, 0..4), 0u8..10),
+                1..40,
+            ),
+            capacity in 1usize..30,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            runtime.block_on(async {
+                let store = Arc::new(InMemoryStore::new());
+                let ns = Namespace::parse("history").unwrap();
+                let id = |i: usize| format!("m{i:03}");
+                let mut items: Vec<MemoryItem> = Vec::new();
+                for (i, (minute, ends, pin)) in memories.iter().enumerate() {
+                    let mut item = MemoryItem::new(ns.clone(), format!("memory {i}")).unwrap()
+                        .with_id(id(i)).unwrap()
+                        .with_created_at(super::t0() + Duration::minutes(*minute))
+                        .with_pinned(*pin == 0);
+                    // It ends some earlier memories that are still current.
+                    for earlier in ends.iter().filter(|earlier| **earlier < i) {
+                        if items[*earlier].ended.is_none() {
+                            items[*earlier].ended = Some(Ended {
+                                at: super::t0(),
+                                reason: EndReason::Consolidated { into: id(i) },
+                            });
+                            item.supersedes.push(id(*earlier));
+                        }
+                    }
+                    items.push(item);
+                }
+                store.save_many(items.clone()).await.unwrap();
+                // The model: the oldest unpinned beyond the capacity, then their history.
+                let mut order: Vec<&MemoryItem> = items.iter().collect();
+                order.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                let excess = items.len().saturating_sub(capacity);
+                let mut gone: HashSet<String> = order.iter()
+                    .filter(|item| !item.is_pinned())
+                    .take(excess)
+                    .map(|item| item.id.clone())
+                    .collect();
+                let mut grew = true;
+                while grew {
+                    grew = false;
+                    for item in &items {
+                        if !gone.contains(&item.id) {
+                            continue;
+                        }
+                        for old in &item.supersedes {
+                            let old = &items[old[1..].parse::<usize>().unwrap()];
+                            if old.ended.is_some() && !old.is_pinned() && gone.insert(old.id.clone()) {
+                                grew = true;
+                            }
+                        }
+                    }
+                }
+                let report = evict(&*store, &ns.subtree(), &EvictionPolicy::Capacity { max_items: capacity }, super::t0()).await.unwrap();
+                let left = store.list(&MemoryFilter::new(ns.exact())).await.unwrap();
+                let mut expected: Vec<&str> = items.iter().map(|item| item.id.as_str()).filter(|id| !gone.contains(*id)).collect();
+                expected.sort();
+                let mut kept: Vec<&str> = left.iter().map(|item| item.id.as_str()).collect();
+                kept.sort();
+                assert_eq!(kept, expected);
+                assert_eq!(report.evicted, gone.len());
+                let ids: HashSet<&str> = kept.iter().copied().collect();
+                for item in left.iter().filter(|item| !item.is_pinned()) {
+                    if let Some(Ended { reason: EndReason::Consolidated { into }, .. }) = &item.ended {
+                        assert!(ids.contains(into.as_str()), "{} names {into}, which is gone", item.id);
+                    }
+                }
+            });
+        }
+
         #[test]
         fn passes_respect_capacity_and_order(
             times in proptest::collection::vec(0i64..1000, 1..60),
