@@ -2,119 +2,25 @@
 //! its arguments while holding the GIL, then runs the library's future on the module's
 //! runtime with the GIL released (see `runtime`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::{
     DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, Memory, MemoryFilter, MemoryItem,
     PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView, Remember,
-    RetrieverConfig, SqliteBackend, Tag, TimeView,
+    RetrieverConfig, SqliteBackend, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{from_json, from_python, record_namespace, scope, to_json, to_time};
 use crate::errors::{invalid, to_py_err};
 use crate::results::{Recalled, Record, Remembered};
 use crate::runtime::{block_on, block_on_detached};
 
-/// Where a `Memory` keeps its records, from the `store` argument.
-enum Location {
-    InMemory,
-    Sqlite(PathBuf),
-    Postgres(String),
-}
+mod arguments;
 
-impl Location {
-    fn parse(store: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let Some(store) = store.filter(|store| !store.is_none()) else {
-            return Ok(Location::InMemory);
-        };
-        if let Ok(text) = store.cast::<PyString>() {
-            let text = text.to_str()?;
-            return Ok(if matches!(text, ":memory:" | "memory:") {
-                Location::InMemory
-            } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-                Location::Postgres(text.to_owned())
-            } else {
-                let path = text
-                    .strip_prefix("sqlite://")
-                    .or_else(|| text.strip_prefix("sqlite:"))
-                    .unwrap_or(text);
-                Location::Sqlite(PathBuf::from(path))
-            });
-        }
-        // An os.PathLike: a SQLite file.
-        store
-            .extract::<PathBuf>()
-            .map(Location::Sqlite)
-            .map_err(|_| {
-                invalid(
-                    store.py(),
-                    "store",
-                    "expected a path, a postgres:// URL or \":memory:\"",
-                )
-            })
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Location::InMemory => ":memory:".into(),
-            Location::Sqlite(path) => path.display().to_string(),
-            // The URL may hold a password: show the server only.
-            Location::Postgres(url) => {
-                let host = url.rsplit('@').next().unwrap_or(url);
-                let host = host.split_once("://").map_or(host, |(_, rest)| rest);
-                format!("postgres://…@{host}")
-            }
-        }
-    }
-}
-
-/// Settings given as a dict over the defaults: the fields it names replace the default's.
-fn over_default<T>(value: &Bound<'_, PyAny>, field: &str) -> PyResult<T>
-where
-    T: Default + serde::Serialize + serde::de::DeserializeOwned,
-{
-    let mut merged =
-        serde_json::to_value(T::default()).map_err(|error| invalid(value.py(), field, error))?;
-    let given = to_json(value, field)?;
-    match (merged.as_object_mut(), given) {
-        (Some(defaults), serde_json::Value::Object(given)) => defaults.extend(given),
-        _ => return Err(invalid(value.py(), field, "expected a dict")),
-    }
-    serde_json::from_value(merged).map_err(|error| invalid(value.py(), field, error))
-}
-
-/// A tagged setting (`{"policy": ...}`, `{"strategy": ...}`) given as a dict, or as the tag
-/// alone when the variant has no fields.
-fn tagged<T: serde::de::DeserializeOwned>(
-    value: &Bound<'_, PyAny>,
-    tag: &str,
-    field: &str,
-) -> PyResult<T> {
-    if let Ok(name) = value.cast::<PyString>() {
-        let json = serde_json::json!({ tag: name.to_str()? });
-        return serde_json::from_value(json).map_err(|error| invalid(value.py(), field, error));
-    }
-    from_python(value, field)
-}
-
-fn tags(py: Python<'_>, tags: Option<Vec<String>>) -> PyResult<Vec<Tag>> {
-    Tag::normalize_all(tags.unwrap_or_default()).map_err(|error| to_py_err(py, error))
-}
-
-fn metadata(value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json::Value> {
-    match value.filter(|value| !value.is_none()) {
-        None => Ok(serde_json::json!({})),
-        Some(value) => to_json(value, "metadata"),
-    }
-}
-
-fn records(items: Vec<MemoryItem>) -> Vec<Record> {
-    items.into_iter().map(Record::new).collect()
-}
+use self::arguments::{Location, metadata, over_default, records, tagged, tags};
 
 /// Long-term memory for an agent: remember text, recall the best of it for a query with
 /// each score explained, build prompt context, forget, maintain.
