@@ -73,6 +73,74 @@ struct Shard {
     index: Bm25Index<2>,
     /// The items' embeddings by slot, contiguous (derived: follows `entries`).
     vectors: Vectors,
+    /// One byte per slot (derived: follows `entries`) with what the commonest search
+    /// filters ask: whether the slot holds an item, its kind, and whether it lasts (no end,
+    /// no validity end), so every recall of what is current and every self-match search
+    /// of a write decides on a dense array instead of reading each candidate's entry, a
+    /// cache miss per scored document once a namespace outgrows the cache ([`SlotTest`]).
+    flags: Vec<u8>,
+}
+
+/// [`Shard::flags`]: the slot holds an item.
+const LIVE: u8 = 0x80;
+/// [`Shard::flags`]: the item has no end and no validity end, so every
+/// [`TimeView::Current`] admits it.
+const LASTING: u8 = 0x40;
+
+/// The flags of a slot holding `entry`: [`LIVE`], [`LASTING`] when it lasts, and its kind's
+/// index in [`MemoryKind::ALL`] in the low bits.
+fn slot_flags(entry: &Entry) -> u8 {
+    let kind = MemoryKind::ALL
+        .iter()
+        .position(|kind| *kind == entry.kind)
+        .unwrap_or(0) as u8;
+    let lasting = if entry.ended_at.is_none() && entry.valid_until.is_none() {
+        LASTING
+    } else {
+        0
+    };
+    LIVE | lasting | kind
+}
+
+/// A search filter as a test on slots: decided by the slot's [`Shard::flags`] alone when
+/// the filter asks only for kinds and a time view that the flags settle (everything, or what
+/// is current of a lasting item), else by the entry ([`slab_filter`]).
+#[derive(Clone, Copy)]
+enum SlotTest {
+    /// The kinds admitted (bit `i` for `MemoryKind::ALL[i]`), and whether only lasting items
+    /// pass on the flags alone (a current view: other items are read).
+    Flags { kinds: u8, current: bool },
+    /// Every live slot's entry is tested.
+    Entry,
+}
+
+impl SlotTest {
+    fn of(filter: &MemoryFilter) -> Self {
+        let flags_only = filter.id_prefix.is_none()
+            && filter.tags.is_empty()
+            && filter.metadata.is_empty()
+            && filter.fact_key.is_none()
+            && filter.since.is_none()
+            && filter.until.is_none();
+        let current = match filter.view {
+            TimeView::All => false,
+            TimeView::Current(_) => true,
+            TimeView::AsOf(_) => return SlotTest::Entry,
+        };
+        if !flags_only {
+            return SlotTest::Entry;
+        }
+        let kinds = if filter.kinds.is_empty() {
+            u8::MAX
+        } else {
+            MemoryKind::ALL
+                .iter()
+                .enumerate()
+                .filter(|(_, kind)| filter.kinds.contains(kind))
+                .fold(0, |mask, (at, _)| mask | 1 << at)
+        };
+        SlotTest::Flags { kinds, current }
+    }
 }
 
 #[derive(Debug)]
@@ -113,6 +181,7 @@ impl Default for Shard {
             free: 0,
             index: Bm25Index::new(Analyzer::default(), MEMORY_FIELD_WEIGHTS),
             vectors: Vectors::default(),
+            flags: Vec::new(),
         }
     }
 }
@@ -153,6 +222,7 @@ impl Shard {
             self.compact();
         }
         self.entries.push(None);
+        self.flags.push(0);
         let slot = (self.entries.len() - 1) as u32;
         let [content, context] = item.search_fields();
         self.index.insert(slot, &item.id, [&content, &context]);
@@ -165,7 +235,7 @@ impl Shard {
                 .insert((item.created_at, item.id.clone()));
         }
         self.by_id.insert(item.id.clone(), slot);
-        self.entries[slot as usize] = Some(Entry {
+        let entry = Entry {
             kind: item.kind,
             created_at: item.created_at,
             valid_from: item.valid_from,
@@ -174,7 +244,9 @@ impl Shard {
             item: Arc::new(item),
             stats,
             slot,
-        });
+        };
+        self.flags[slot as usize] = slot_flags(&entry);
+        self.entries[slot as usize] = Some(entry);
     }
 
     /// Renumbers the live slots in order (the slab, the id map, the search index and the
@@ -197,6 +269,7 @@ impl Shard {
                 Some(entry)
             })
             .collect();
+        self.flags = self.entries.iter().flatten().map(slot_flags).collect();
         for slot in self.by_id.values_mut() {
             *slot = map[*slot as usize];
         }
@@ -226,6 +299,9 @@ impl Shard {
     fn detach(&mut self, id: &str) -> Option<Entry> {
         let slot = self.by_id.remove(id)?;
         let entry = self.entries.get_mut(slot as usize).and_then(Option::take)?;
+        if let Some(flags) = self.flags.get_mut(slot as usize) {
+            *flags = 0;
+        }
         let key = (entry.item.created_at, entry.item.id.clone());
         if let Some(fact_key) = &entry.item.fact_key
             && let Some(versions) = self.by_fact_key.get_mut(fact_key)
@@ -401,14 +477,7 @@ impl MemoryStore for InMemoryStore {
             return Ok(Vec::new());
         }
         let filter = &query.filter;
-        let unfiltered = filter.id_prefix.is_none()
-            && filter.tags.is_empty()
-            && filter.metadata.is_empty()
-            && filter.kinds.is_empty()
-            && filter.since.is_none()
-            && filter.until.is_none()
-            && filter.view == TimeView::All
-            && filter.fact_key.is_none();
+        let test = SlotTest::of(filter);
         let passes = slab_filter(filter);
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;
@@ -421,6 +490,15 @@ impl MemoryStore for InMemoryStore {
                 return Ok(Vec::new());
             }
             let entry_at = |slot: u32| shard.entries.get(slot as usize).and_then(Option::as_ref);
+            let accept = |slot: u32| match test {
+                SlotTest::Flags { kinds, current } => {
+                    let flags = shard.flags.get(slot as usize).copied().unwrap_or(0);
+                    flags & LIVE != 0
+                        && kinds & (1 << (flags & 0x3)) != 0
+                        && (!current || flags & LASTING != 0 || entry_at(slot).is_some_and(passes))
+                }
+                SlotTest::Entry => entry_at(slot).is_some_and(passes),
+            };
             let rarest: Vec<String>;
             let searched: &[String] = match query.rarest {
                 Some(n) => {
@@ -434,12 +512,9 @@ impl MemoryStore for InMemoryStore {
                 }
                 None => terms,
             };
-            let best = shard.index.top_k(
-                searched,
-                query.top_k,
-                |slot| unfiltered || entry_at(slot).is_some_and(passes),
-                |slot| entry_at(slot).map(|e| e.item.id.as_str()),
-            );
+            let best = shard.index.top_k(searched, query.top_k, accept, |slot| {
+                entry_at(slot).map(|e| e.item.id.as_str())
+            });
             let best: Vec<(f32, &Entry)> = best
                 .into_iter()
                 .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e)))

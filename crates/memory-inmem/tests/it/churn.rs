@@ -2,7 +2,11 @@
 //! eviction policy does) searches exactly as a store holding only the survivors: slots are
 //! renumbered as removals free them, and nothing of a removed memory is left behind.
 
-use memory_core::{MemoryFilter, MemoryItem, MemoryStore, Namespace, SearchQuery};
+use chrono::{Duration, Utc};
+use memory_core::{
+    EndReason, Ended, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, SearchQuery,
+    TimeView,
+};
 use memory_inmem::InMemoryStore;
 
 const WORDS: [&str; 12] = [
@@ -96,4 +100,122 @@ async fn churned_store_searches_as_a_fresh_one() {
             Some(survivor)
         );
     }
+}
+
+/// Memory `i` with a kind, and an end or a validity end, that vary with `i` and `round`
+/// (an update changes them).
+fn varied(
+    ns: &Namespace,
+    i: usize,
+    round: usize,
+    now: chrono::DateTime<chrono::Utc>,
+) -> MemoryItem {
+    let mut item = MemoryItem::new(ns.clone(), text(i))
+        .and_then(|item| item.with_id(format!("m{i:05}")))
+        .expect("valid")
+        .with_kind(MemoryKind::ALL[(i + round) % 4]);
+    match (i + 2 * round) % 7 {
+        0 => {
+            item.ended = Some(Ended {
+                at: now - Duration::hours(1),
+                reason: EndReason::Retracted {
+                    reason: "wrong".into(),
+                },
+            });
+        }
+        1 => {
+            item = item
+                .with_validity(None, Some(now - Duration::hours(1)))
+                .unwrap()
+        }
+        2 => {
+            item = item
+                .with_validity(None, Some(now + Duration::hours(1)))
+                .unwrap()
+        }
+        _ => {}
+    }
+    item
+}
+
+/// Whether `item` passes a filter of `kinds` (empty: all) and the time `view`, as the
+/// filter's documentation states.
+fn admitted(item: &MemoryItem, kinds: &[MemoryKind], view: TimeView) -> bool {
+    (kinds.is_empty() || kinds.contains(&item.kind))
+        && match view {
+            TimeView::All => true,
+            TimeView::Current(now) => {
+                item.ended.is_none() && item.valid_until.is_none_or(|until| until > now)
+            }
+            TimeView::AsOf(_) => unreachable!("not asked"),
+        }
+}
+
+/// Searches filtered by kind and by what is current (the filters a recall and a write's
+/// self-match search make, decided on per-slot flags) return exactly the matching memories
+/// that pass them, however often slots were freed, reused and renumbered, and after
+/// updates that change a memory's kind, end or validity.
+#[tokio::test]
+async fn filtered_search_under_churn_returns_exactly_what_passes() {
+    let ns = Namespace::parse("churn").unwrap();
+    let store = InMemoryStore::new();
+    let now = Utc::now();
+    let window = 200;
+    let mut live = std::collections::VecDeque::new();
+    for i in 0..2_000 {
+        store.save(varied(&ns, i, 0, now)).await.unwrap();
+        live.push_back(i);
+        // Every fifth write also rewrites a live memory with a different kind and end.
+        if i % 5 == 0 && live.len() > 3 {
+            let j = live[live.len() / 2];
+            store.update(varied(&ns, j, i, now)).await.unwrap();
+        }
+        if live.len() > window {
+            let oldest = live.pop_front().unwrap();
+            assert!(store.delete(&ns, &format!("m{oldest:05}")).await.unwrap());
+        }
+    }
+    let survivors = store.list(&MemoryFilter::new(ns.exact())).await.unwrap();
+    assert_eq!(survivors.len(), window);
+    let kind_sets: [&[MemoryKind]; 3] = [
+        &[],
+        &[
+            MemoryKind::LongTerm,
+            MemoryKind::Episodic,
+            MemoryKind::Semantic,
+        ],
+        &[MemoryKind::ShortTerm],
+    ];
+    let mut checked = 0;
+    for kinds in kind_sets {
+        for view in [TimeView::All, TimeView::Current(now)] {
+            for word in ["rust", "graph", "window"] {
+                let filter = MemoryFilter::new(ns.exact())
+                    .with_kinds(kinds.iter().copied())
+                    .with_view(view);
+                let query = SearchQuery::new(ns.exact(), word, 1_000).with_filter(filter);
+                let mut found: Vec<String> = store
+                    .search(&query)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|hit| hit.item.id.clone())
+                    .collect();
+                found.sort();
+                let mut expected: Vec<String> = survivors
+                    .iter()
+                    .filter(|item| item.content.split(' ').any(|w| w == word))
+                    .filter(|item| admitted(item, kinds, view))
+                    .map(|item| item.id.clone())
+                    .collect();
+                expected.sort();
+                assert_eq!(found, expected, "{word} {kinds:?} {view:?}");
+                checked += expected.len();
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "the filters let memories through ({checked})"
+    );
 }
