@@ -1,38 +1,12 @@
 //! Opens the memory the `--store` URL or path names: SQLite, PostgreSQL or in memory.
 
+pub(crate) use agent_memory::StoreLocation;
 use agent_memory::{
     EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
     SqliteBackend, SqliteOptions,
 };
 
 use crate::failure::{ErrorKind, Failure};
-
-/// Which backend a `--store` value names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum StoreLocation {
-    /// `memory:`: kept in the process only.
-    InMemory,
-    /// `postgres://…` or `postgresql://…`.
-    Postgres(String),
-    /// Anything else (optionally `sqlite:`-prefixed): a SQLite file.
-    Sqlite(String),
-}
-
-impl StoreLocation {
-    /// Reads a `--store` value.
-    pub(crate) fn parse(store: &str) -> Self {
-        if store == "memory:" || store == ":memory:" {
-            StoreLocation::InMemory
-        } else if store.starts_with("postgres://") || store.starts_with("postgresql://") {
-            StoreLocation::Postgres(store.to_owned())
-        } else {
-            let path = store
-                .strip_prefix("sqlite://")
-                .or_else(|| store.strip_prefix("sqlite:"));
-            StoreLocation::Sqlite(path.unwrap_or(store).to_owned())
-        }
-    }
-}
 
 /// How the memory is tuned beyond its store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,7 +69,8 @@ pub(crate) async fn open(
             .map_err(|error| {
                 let failure = Failure::from(error);
                 let hint = format!(
-                    "check that the directory of {path} exists and is writable, and that the file is an agent-memory SQLite store (or choose another with --store)"
+                    "check that the directory of {} exists and is writable, and that the file is an agent-memory SQLite store (or choose another with --store)",
+                    path.display()
                 );
                 failure.with_hint(hint)
             })?
@@ -121,28 +96,4 @@ pub(crate) async fn open(
         }
     };
     configured(Memory::builder().stores(stores), tuning)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn store_values_name_their_backend() {
-        let cases = [
-            ("memory:", StoreLocation::InMemory),
-            ("./a.db", StoreLocation::Sqlite("./a.db".into())),
-            (
-                "sqlite:/tmp/b.db",
-                StoreLocation::Sqlite("/tmp/b.db".into()),
-            ),
-            (
-                "postgres://u@h/d",
-                StoreLocation::Postgres("postgres://u@h/d".into()),
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(StoreLocation::parse(text), expected, "{text}");
-        }
-    }
 }

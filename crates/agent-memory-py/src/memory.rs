@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agent_memory::{
     DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, Memory, MemoryFilter, MemoryItem,
     PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView, Remember,
-    RetrieverConfig, SqliteBackend, TimeView,
+    RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
@@ -20,7 +20,7 @@ use crate::runtime::{block_on, block_on_detached};
 
 mod arguments;
 
-use self::arguments::{Location, metadata, over_default, records, tagged, tags};
+use self::arguments::{location, metadata, over_default, records, tagged, tags};
 
 /// Long-term memory for an agent: remember text, recall the best of it for a query with
 /// each score explained, build prompt context, forget, maintain.
@@ -82,7 +82,7 @@ impl PyMemory {
         retriever: Option<&Bound<'_, PyAny>>,
         single_valued_relations: Option<Vec<String>>,
     ) -> PyResult<Self> {
-        let location = Location::parse(store)?;
+        let location = location(store)?;
         let mut builder = Memory::builder();
         if eviction.is_some() || check_interval.is_some() {
             let mut config = EvictionConfig::default();
@@ -107,12 +107,12 @@ impl PyMemory {
         if let Some(relations) = single_valued_relations {
             builder = builder.single_valued_relations(relations);
         }
-        let describe = location.describe();
+        let describe = location.to_string();
         let memory = block_on(py, async move {
             let builder = match location {
-                Location::InMemory => builder,
-                Location::Sqlite(path) => builder.stores(SqliteBackend::open(path)?.stores()),
-                Location::Postgres(url) => {
+                StoreLocation::InMemory => builder,
+                StoreLocation::Sqlite(path) => builder.stores(SqliteBackend::open(path)?.stores()),
+                StoreLocation::Postgres(url) => {
                     let mut options = PostgresOptions::default();
                     if let Some(schema) = postgres_schema {
                         options = options.with_schema(schema);

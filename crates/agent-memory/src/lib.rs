@@ -4,6 +4,10 @@
 // The vocabulary: records, scopes, the store traits, errors, limits.
 pub use memory_core::*;
 
+mod location;
+// Where a memory keeps its records, from one string (the command's and the bindings').
+pub use location::StoreLocation;
+
 // The front door: the memory an agent keeps, and how to ask it things.
 #[cfg(feature = "retrieve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]

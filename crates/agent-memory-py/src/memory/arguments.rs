@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agent_memory::{MemoryItem, Tag};
+use agent_memory::{MemoryItem, StoreLocation, Tag};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -11,57 +11,27 @@ use crate::convert::{from_python, to_json};
 use crate::errors::{invalid, to_py_err};
 use crate::results::Record;
 
-/// Where a `Memory` keeps its records, from the `store` argument.
-pub(super) enum Location {
-    InMemory,
-    Sqlite(PathBuf),
-    Postgres(String),
-}
-
-impl Location {
-    pub(super) fn parse(store: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let Some(store) = store.filter(|store| !store.is_none()) else {
-            return Ok(Location::InMemory);
-        };
-        if let Ok(text) = store.cast::<PyString>() {
-            let text = text.to_str()?;
-            return Ok(if matches!(text, ":memory:" | "memory:") {
-                Location::InMemory
-            } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-                Location::Postgres(text.to_owned())
-            } else {
-                let path = text
-                    .strip_prefix("sqlite://")
-                    .or_else(|| text.strip_prefix("sqlite:"))
-                    .unwrap_or(text);
-                Location::Sqlite(PathBuf::from(path))
-            });
-        }
-        // An os.PathLike: a SQLite file.
-        store
-            .extract::<PathBuf>()
-            .map(Location::Sqlite)
-            .map_err(|_| {
-                invalid(
-                    store.py(),
-                    "store",
-                    "expected a path, a postgres:// URL or \":memory:\"",
-                )
-            })
+/// Where a `Memory` keeps its records, from the `store` argument: `None` (in memory), a
+/// store string read as the `agent-memory` command reads `--store`
+/// ([`StoreLocation::parse`]), or an `os.PathLike` naming a SQLite file.
+pub(super) fn location(store: Option<&Bound<'_, PyAny>>) -> PyResult<StoreLocation> {
+    let Some(store) = store.filter(|store| !store.is_none()) else {
+        return Ok(StoreLocation::InMemory);
+    };
+    if let Ok(text) = store.cast::<PyString>() {
+        return Ok(StoreLocation::parse(text.to_str()?));
     }
-
-    pub(super) fn describe(&self) -> String {
-        match self {
-            Location::InMemory => ":memory:".into(),
-            Location::Sqlite(path) => path.display().to_string(),
-            // The URL may hold a password: show the server only.
-            Location::Postgres(url) => {
-                let host = url.rsplit('@').next().unwrap_or(url);
-                let host = host.split_once("://").map_or(host, |(_, rest)| rest);
-                format!("postgres://…@{host}")
-            }
-        }
-    }
+    // An os.PathLike: a SQLite file.
+    store
+        .extract::<PathBuf>()
+        .map(StoreLocation::Sqlite)
+        .map_err(|_| {
+            invalid(
+                store.py(),
+                "store",
+                "expected a path, a postgres:// URL or \":memory:\"",
+            )
+        })
 }
 
 /// Settings given as a dict over the defaults: the fields it names replace the default's.
