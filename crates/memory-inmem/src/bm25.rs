@@ -598,7 +598,7 @@ impl<const N: usize> Bm25Index<N> {
     }
 
     /// The order of results, best first: higher score, then lower id, then lower slot. A tie
-    /// in score is broken by the ids' first 8 bytes kept with the index, and the ids
+    /// in score is broken by the ids' first 16 bytes kept with the index, and the ids
     /// themselves are read only when those are equal too.
     fn best_first<'s, 'a>(
         &'s self,
