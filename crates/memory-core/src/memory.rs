@@ -595,6 +595,19 @@ impl MemoryFilter {
                 .is_none_or(|key| item.fact_key.as_ref() == Some(key))
     }
 
+    /// Whether the filter asks for nothing beyond its scope but kinds and a time view: no id
+    /// prefix, tags, metadata, fact key or creation-time range. Such a filter admits most of
+    /// a namespace and is decided by a memory's kind, end and validity alone, so a backend
+    /// can settle it without reading each item.
+    pub fn only_kinds_and_view(&self) -> bool {
+        self.id_prefix.is_none()
+            && self.tags.is_empty()
+            && self.metadata.is_empty()
+            && self.fact_key.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+
     /// Whether the filter restricts anything beyond scope and time (then an index on time
     /// alone may have to look past `limit` entries).
     pub fn has_attribute_conditions(&self) -> bool {

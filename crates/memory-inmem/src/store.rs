@@ -116,18 +116,12 @@ enum SlotTest {
 
 impl SlotTest {
     fn of(filter: &MemoryFilter) -> Self {
-        let flags_only = filter.id_prefix.is_none()
-            && filter.tags.is_empty()
-            && filter.metadata.is_empty()
-            && filter.fact_key.is_none()
-            && filter.since.is_none()
-            && filter.until.is_none();
         let current = match filter.view {
             TimeView::All => false,
             TimeView::Current(_) => true,
             TimeView::AsOf(_) => return SlotTest::Entry,
         };
-        if !flags_only {
+        if !filter.only_kinds_and_view() {
             return SlotTest::Entry;
         }
         let kinds = if filter.kinds.is_empty() {

@@ -142,3 +142,27 @@ fn filter_matches() {
             .matches(&item)
     );
 }
+
+#[test]
+fn only_kinds_and_view_names_filters_decided_by_kind_end_and_validity() {
+    let now = Utc::now();
+    let base = || MemoryFilter::new(ns().exact());
+    assert!(base().only_kinds_and_view());
+    assert!(
+        base()
+            .with_kinds([MemoryKind::Episodic])
+            .with_view(TimeView::Current(now))
+            .only_kinds_and_view()
+    );
+    assert!(base().with_view(TimeView::AsOf(now)).only_kinds_and_view());
+    for narrowed in [
+        base().with_id_prefix("m"),
+        base().with_tags(["rust"]).unwrap(),
+        base().with_metadata("k", serde_json::json!(1)),
+        base().with_fact_key("user.city").unwrap(),
+        base().with_time_range(Some(now), None),
+        base().with_time_range(None, Some(now)),
+    ] {
+        assert!(!narrowed.only_kinds_and_view(), "{narrowed:?}");
+    }
+}

@@ -81,12 +81,7 @@ pub(super) fn and_view(sql: &mut Sql, view: TimeView) {
 ///   is, and more ties at the cut have their keys read.
 /// - Any other condition: twice as many, and eight more.
 pub(super) fn first_ask(filter: &MemoryFilter, top_k: usize) -> usize {
-    let mostly_admitted = filter.id_prefix.is_none()
-        && filter.tags.is_empty()
-        && filter.metadata.is_empty()
-        && filter.fact_key.is_none()
-        && filter.since.is_none()
-        && filter.until.is_none();
+    let mostly_admitted = filter.only_kinds_and_view();
     if !mostly_admitted {
         top_k.saturating_mul(2).saturating_add(8)
     } else if filter.kinds.is_empty() && filter.view == TimeView::All {
