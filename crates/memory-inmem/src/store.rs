@@ -87,8 +87,15 @@ const LIVE: u8 = 0x80;
 /// [`TimeView::Current`] admits it.
 const LASTING: u8 = 0x40;
 
+/// [`Shard::flags`]: the kind's index in [`MemoryKind::ALL`], in the two low bits.
+const KIND: u8 = 0x03;
+const _: () = assert!(
+    MemoryKind::ALL.len() <= KIND as usize + 1,
+    "every kind's index fits in the KIND bits"
+);
+
 /// The flags of a slot holding `entry`: [`LIVE`], [`LASTING`] when it lasts, and its kind's
-/// index in [`MemoryKind::ALL`] in the low bits.
+/// index in [`MemoryKind::ALL`] in the [`KIND`] bits.
 fn slot_flags(entry: &Entry) -> u8 {
     let kind = MemoryKind::ALL
         .iter()
@@ -488,7 +495,7 @@ impl MemoryStore for InMemoryStore {
                 SlotTest::Flags { kinds, current } => {
                     let flags = shard.flags.get(slot as usize).copied().unwrap_or(0);
                     flags & LIVE != 0
-                        && kinds & (1 << (flags & 0x3)) != 0
+                        && kinds & (1 << (flags & KIND)) != 0
                         && (!current || flags & LASTING != 0 || entry_at(slot).is_some_and(passes))
                 }
                 SlotTest::Entry => entry_at(slot).is_some_and(passes),
