@@ -20,6 +20,9 @@
 //! - `tantivy`: `add_document` for each, then `commit`, in an in-RAM index with one indexing
 //!   thread (as ours) and the default tokenizer.
 //! - `sqlite_fts5`: `INSERT` into `fts5(body)` in one transaction, in an in-memory database.
+//! - `sqlite_fts5_file`: the same inserts into a temporary file with the durability of our
+//!   SQLite backend (WAL, `synchronous = FULL`): the like-for-like peer of
+//!   `agent_memory_sqlite_batch_no_facts`, which also writes a file and syncs its commit.
 //!
 //! Group `ingest_into_100000`: the cost of remembering when the namespace already holds
 //! 100 000 memories, ours only (the SQLite backend against the in-memory one, each with and
@@ -220,6 +223,34 @@ fn fts5_database() -> Connection {
     connection
 }
 
+/// FTS5 in a temporary file, with the journal and sync settings of our SQLite backend's
+/// defaults; the file drops after the connection.
+fn fts5_file_database() -> (Connection, TempDatabase) {
+    let file = TempDatabase::new();
+    let connection = Connection::open(&file.0).expect("a database file");
+    connection
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+             CREATE VIRTUAL TABLE docs USING fts5(body);",
+        )
+        .expect("create the fts5 table");
+    (connection, file)
+}
+
+/// Inserts every document into `connection`'s `docs` table in one transaction.
+fn fts5_insert_all(connection: &mut Connection, docs: &[String]) {
+    let transaction = connection.transaction().expect("a transaction");
+    {
+        let mut insert = transaction
+            .prepare("INSERT INTO docs(body) VALUES (?1)")
+            .expect("prepare the insert");
+        for text in docs {
+            black_box(insert.execute([text]).expect("insert"));
+        }
+    }
+    transaction.commit().expect("commit");
+}
+
 fn ingest_benches(c: &mut Criterion) {
     let runtime = runtime();
     let count = docs();
@@ -335,17 +366,18 @@ fn ingest_benches(c: &mut Criterion) {
         b.iter_batched(
             fts5_database,
             |mut connection| {
-                let transaction = connection.transaction().expect("a transaction");
-                {
-                    let mut insert = transaction
-                        .prepare("INSERT INTO docs(body) VALUES (?1)")
-                        .expect("prepare the insert");
-                    for text in &docs {
-                        black_box(insert.execute([text]).expect("insert"));
-                    }
-                }
-                transaction.commit().expect("commit");
+                fts5_insert_all(&mut connection, &docs);
                 connection
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("sqlite_fts5_file", |b| {
+        b.iter_batched(
+            fts5_file_database,
+            |(mut connection, file)| {
+                fts5_insert_all(&mut connection, &docs);
+                (connection, file)
             },
             BatchSize::PerIteration,
         )

@@ -54,7 +54,7 @@ struct PeerColumn {
 
 /// The peers, and our SQLite backend against the in-memory backend doing the same job
 /// (recall in a search group, remember in an ingest group).
-const PEER_COLUMNS: [PeerColumn; 3] = [
+const PEER_COLUMNS: [PeerColumn; 4] = [
     PeerColumn {
         title: "vs tantivy",
         ours: None,
@@ -64,6 +64,12 @@ const PEER_COLUMNS: [PeerColumn; 3] = [
         title: "vs sqlite_fts5",
         ours: None,
         peers: &["sqlite_fts5"],
+    },
+    // FTS5 writing a file with our SQLite backend's durability (ingest only).
+    PeerColumn {
+        title: "vs sqlite_fts5_file",
+        ours: None,
+        peers: &["sqlite_fts5_file"],
     },
     PeerColumn {
         title: "sqlite vs in-memory",
