@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    CONTEXT_METADATA_KEY, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery, TimeView,
+    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -16,16 +16,17 @@ use tokio_postgres::types::ToSql;
 use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::sql::{
-    REINDEX_BATCH, Sql, count, decode_time, encode_time, limit_value, namespaces, nonempty,
-    reject_nul_json, time_bound,
-};
+use crate::sql::{count, decode_time, encode_time, limit_value, namespaces, nonempty, time_bound};
 
+mod filter;
 mod least_valuable;
 mod planner;
+mod reindex;
 mod row;
 
-use self::row::{COLUMN_COUNT, COLUMNS, decode, encode, memory_terms};
+use self::filter::{and_conditions, filter_is_satisfiable, storable};
+pub(crate) use self::reindex::reindex;
+use self::row::{COLUMN_COUNT, COLUMNS, decode, encode};
 
 /// A [`MemoryStore`] in PostgreSQL.
 ///
@@ -92,65 +93,6 @@ impl PostgresStore {
     }
 }
 
-/// Rebuilds `terms` and the field lengths of every memory with this build's analyzer, in batches of
-/// [`REINDEX_BATCH`] rows, inside the caller's transaction. Returns how many rows it rewrote.
-pub(crate) async fn reindex(
-    transaction: &deadpool_postgres::Transaction<'_>,
-    db: &Database,
-) -> Result<u64> {
-    let what = || format!("re-indexing the memories of schema {}", db.schema());
-    let select = db.qualify(
-        "SELECT rid, content, tags, metadata, fact_key FROM {s}.memories \
-         WHERE rid > $1::bigint ORDER BY rid LIMIT $2::bigint",
-    );
-    let update = db.qualify(
-        "UPDATE {s}.memories AS m SET \
-         terms = ARRAY(SELECT jsonb_object_keys(u.term_freqs)), term_freqs = u.term_freqs, \
-         doc_len = u.doc_len, context_len = u.context_len \
-         FROM unnest($1::bigint[], $2::jsonb[], $3::integer[], $4::integer[]) \
-         AS u (rid, term_freqs, doc_len, context_len) WHERE m.rid = u.rid",
-    );
-    let mut after = 0i64;
-    let mut total = 0u64;
-    loop {
-        let rows = transaction
-            .query(&select, &[&after, &REINDEX_BATCH])
-            .await
-            .context(what)?;
-        let Some(last) = rows.last() else {
-            return Ok(total);
-        };
-        after = last.try_get(0).map_err(|error| corrupt(what(), error))?;
-        let mut rids = Vec::with_capacity(rows.len());
-        let mut frequencies = Vec::with_capacity(rows.len());
-        let mut lengths = Vec::with_capacity(rows.len());
-        let mut context_lengths = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let field = |error| corrupt(what(), error);
-            let rid: i64 = row.try_get(0).map_err(field)?;
-            let content: String = row.try_get(1).map_err(field)?;
-            let tags: Vec<String> = row.try_get(2).map_err(field)?;
-            let metadata: serde_json::Value = row.try_get(3).map_err(field)?;
-            let fact_key: Option<String> = row.try_get(4).map_err(field)?;
-            // As MemoryItem::context reads it.
-            let context = metadata
-                .get(CONTEXT_METADATA_KEY)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("");
-            let indexed = memory_terms(&content, &tags, fact_key.as_deref(), context);
-            rids.push(rid);
-            lengths.push(indexed.length(0));
-            context_lengths.push(indexed.length(1));
-            // The terms are the keys of the frequencies; the statement takes them from there.
-            frequencies.push(indexed.frequencies);
-        }
-        total += transaction
-            .execute(&update, &[&rids, &frequencies, &lengths, &context_lengths])
-            .await
-            .context(what)?;
-    }
-}
-
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
 const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
@@ -193,128 +135,6 @@ const RECORD_RECALLS: &str = "UPDATE {s}.memories AS m SET \
            FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) AS e (ns, id, score, at) \
            GROUP BY ns, id) AS e \
      WHERE m.ns = e.ns AND m.id = e.id";
-
-/// Whether `text` can be a stored key: PostgreSQL text never holds NUL, so a key with one
-/// names nothing (and must not reach the server, which would refuse it).
-fn storable(text: &str) -> bool {
-    !text.contains('\0')
-}
-
-/// Whether the filter can match anything at all (see [`storable`]).
-fn filter_is_satisfiable(filter: &MemoryFilter) -> bool {
-    filter.id_prefix.as_deref().is_none_or(storable)
-        && filter.fact_key.as_deref().is_none_or(storable)
-        && filter
-            .metadata
-            .iter()
-            .all(|(key, value)| storable(key) && reject_nul_json("metadata", value).is_ok())
-}
-
-/// Appends every condition of `filter` except its scope: time range, kinds, id prefix, tags
-/// (GIN `@>`), metadata (GIN `@>` plus exact `->` equality; the caller checks the decoded item
-/// again, since jsonb compares numbers by value where serde_json compares their form), fact
-/// key and time view ([`and_view`]). A filter of every record ([`TimeView::All`], no fact
-/// key) adds nothing for the last two.
-fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
-    if let Some(key) = &filter.fact_key {
-        sql.push(" AND m.fact_key = ").bind(key.clone(), "text");
-    }
-    and_view(sql, filter.view);
-    if let Some(since) = filter.since {
-        sql.push(" AND m.created_at >= ")
-            .bind(time_bound(since), "bigint");
-    }
-    if let Some(until) = filter.until {
-        sql.push(" AND m.created_at < ")
-            .bind(time_bound(until), "bigint");
-    }
-    if !filter.kinds.is_empty() {
-        let kinds: Vec<String> = filter
-            .kinds
-            .iter()
-            .map(|kind| kind.as_str().to_owned())
-            .collect();
-        sql.push(" AND m.kind = ANY(")
-            .bind(kinds, "text[]")
-            .push(")");
-    }
-    if let Some(prefix) = &filter.id_prefix {
-        sql.push(" AND starts_with(m.id, ")
-            .bind(prefix.clone(), "text")
-            .push(")");
-    }
-    if !filter.tags.is_empty() {
-        let tags: Vec<String> = filter
-            .tags
-            .iter()
-            .map(|tag| tag.as_str().to_owned())
-            .collect();
-        sql.push(" AND m.tags @> ").bind(tags, "text[]");
-    }
-    for (key, value) in &filter.metadata {
-        let mut pair = serde_json::Map::new();
-        pair.insert(key.clone(), value.clone());
-        sql.push(" AND m.metadata @> ")
-            .bind(serde_json::Value::Object(pair), "jsonb")
-            .push(" AND m.metadata -> ")
-            .bind(key.clone(), "text")
-            .push(" = ")
-            .bind(value.clone(), "jsonb");
-    }
-}
-
-/// Appends the conditions of a time view, exactly [`TimeView::admits_parts`] over the
-/// columns `created_at`, `valid_from`, `valid_until` and `ended_at`, the view's time bound as
-/// a parameter (never the database's clock).
-fn and_view(sql: &mut Sql, view: TimeView) {
-    match view {
-        TimeView::All => {}
-        TimeView::Current(now) => {
-            sql.push(" AND m.ended_at IS NULL");
-            and_open_or_after(sql, "m.valid_until", now);
-        }
-        TimeView::AsOf(at) => {
-            match at.timestamp_nanos_opt() {
-                Some(nanos) => {
-                    sql.push(" AND m.created_at <= ").bind(nanos, "bigint");
-                    sql.push(" AND (m.valid_from IS NULL OR m.valid_from <= ")
-                        .bind(nanos, "bigint")
-                        .push(")");
-                }
-                // Every stored time is later: nothing was recorded by then.
-                None if at.timestamp() < 0 => {
-                    sql.push(" AND false");
-                }
-                // Every stored time is earlier.
-                None => {}
-            }
-            and_open_or_after(sql, "m.ended_at", at);
-            and_open_or_after(sql, "m.valid_until", at);
-        }
-    }
-}
-
-/// Appends ` AND (column IS NULL OR column > at)` for a nullable time column, exact also for
-/// a time outside the stored range (where no bound parameter could stand for it).
-fn and_open_or_after(sql: &mut Sql, column: &str, at: DateTime<Utc>) {
-    match at.timestamp_nanos_opt() {
-        Some(nanos) => {
-            sql.push(" AND (")
-                .push(column)
-                .push(" IS NULL OR ")
-                .push(column)
-                .push(" > ")
-                .bind(nanos, "bigint")
-                .push(")");
-        }
-        // Every stored time is later.
-        None if at.timestamp() < 0 => {}
-        // Every stored time is earlier: only an open end passes.
-        None => {
-            sql.push(" AND ").push(column).push(" IS NULL");
-        }
-    }
-}
 
 fn decode_all(rows: &[Row]) -> Result<Vec<MemoryItem>> {
     rows.iter().map(decode).collect()
