@@ -61,6 +61,17 @@ struct SlotEntry {
     /// The title and summary as the match rules read them.
     rules: PageRuleText,
     tags: Vec<Tag>,
+    /// [`tag_bit`] of each of `tags`: a page none of whose bits a query's keywords name
+    /// is weighed without reading its tags (the tag rule cannot hold for it).
+    tag_bits: u64,
+}
+
+/// One bit among 64 for a tag, the same in every process (tags are short).
+fn tag_bit(tag: &str) -> u64 {
+    let hash = tag.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    1 << (hash >> 58)
 }
 
 impl Default for Shard {
@@ -95,6 +106,10 @@ impl Shard {
             id: page.id.clone(),
             rules: PageRuleText::new(&page.title, &page.summary),
             tags: page.tags.clone(),
+            tag_bits: page
+                .tags
+                .iter()
+                .fold(0, |bits, tag| bits | tag_bit(tag.as_str())),
         });
         for tag in &page.tags {
             *self.tag_counts.entry(tag.clone()).or_insert(0) += 1;
@@ -223,6 +238,11 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         }
         let keywords = query.rule_keywords();
         let rules = PageRuleKeywords::new(&keywords);
+        // The bits of the tags the keywords name (as the tag rule reads a keyword).
+        let keyword_tag_bits = keywords
+            .iter()
+            .filter_map(|keyword| Tag::new(keyword).ok())
+            .fold(0, |bits, tag| bits | tag_bit(tag.as_str()));
         // Each shard's best k, as hits built under its lock (a reference count per page):
         // the best k of them all are the result.
         let mut hits: Vec<(PageHit, &Namespace)> = Vec::new();
@@ -249,12 +269,24 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 terms,
                 query.top_k,
                 max_boost,
+                // Every slot in the index holds a page (removal takes its postings), so
+                // without a tag filter no page is read to accept it: that read, a cache miss
+                // per scored page, was most of a search's time.
                 |slot| {
-                    slot_entry(slot)
-                        .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
+                    query.tags.is_empty()
+                        || slot_entry(slot).is_some_and(|entry| {
+                            query.tags.iter().all(|tag| entry.tags.contains(tag))
+                        })
                 },
                 |slot, score, needed| match slot_entry(slot) {
-                    Some(entry) => rules.weigh(&entry.rules, &entry.tags, score, needed),
+                    Some(entry) => {
+                        let tags: &[Tag] = if entry.tag_bits & keyword_tag_bits == 0 {
+                            &[]
+                        } else {
+                            &entry.tags
+                        };
+                        rules.weigh(&entry.rules, tags, score, needed)
+                    }
                     None => Some(score),
                 },
                 |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
