@@ -63,11 +63,11 @@ use self::row::{COLUMN_COUNT, COLUMNS, decode, encode};
 /// end, with the links of [`Lineage`](memory_core::Lineage) as its JSON text) are columns of
 /// the row, with a copy of the end's time (`ended_at`) to filter on. A filter's
 /// [`view`](MemoryFilter::view) and [`fact_key`](MemoryFilter::fact_key) are conditions of
-/// the statement, exactly [`TimeView::admits_parts`] with the view's time bound as a parameter
+/// the statement, exactly [`TimeView::admits_parts`](memory_core::TimeView::admits_parts) with the view's time bound as a parameter
 /// (never the database's clock): a list's limit and a search's `top_k` count only the items
 /// they admit, and a search's statistics still cover the whole namespace, ended items
 /// included, as every backend's do. Listing by fact key is served by a partial index on
-/// `(ns, fact_key, created_at, id)`. The default filter ([`TimeView::All`], no key) adds no
+/// `(ns, fact_key, created_at, id)`. The default filter ([`TimeView::All`](memory_core::TimeView::All), no key) adds no
 /// condition.
 ///
 /// # Recall statistics
