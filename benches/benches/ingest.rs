@@ -10,6 +10,10 @@
 //!   duplicates and conflicts per write, so the difference is what reconciliation costs.
 //! - `agent_memory_sqlite`: the same calls on our SQLite backend in a temporary file: each
 //!   memory is its own durable transaction (WAL, `synchronous = FULL`), as an agent's writes are.
+//! - `agent_memory_sqlite_concurrent`: the same calls from [`WRITERS`] concurrent callers
+//!   (document `i` by caller `i % WRITERS`), each still its own durable write: writes that
+//!   wait for the connection together are committed together (group commit), one sync for
+//!   the group.
 //! - `agent_memory_sqlite_normal`: the same with `Synchronous::Normal` (the WAL is synced at
 //!   checkpoints only: a power loss may drop the last commits, never corrupts the file).
 //! - `agent_memory_sqlite_batch`: `Memory::remember_many` with every memory in one call on
@@ -99,6 +103,31 @@ async fn remember_all(memory: &Memory, namespace: &Namespace, docs: &[String]) -
         ids.push(id);
     }
     ids
+}
+
+/// Concurrent callers in `agent_memory_sqlite_concurrent`.
+const WRITERS: usize = 8;
+
+/// Remembers every document from [`WRITERS`] concurrent callers, one call each (document `i`
+/// by caller `i % WRITERS`), with creation times a minute apart. Returns how many were
+/// remembered.
+async fn remember_concurrently(memory: &Memory, namespace: &Namespace, docs: &[String]) -> usize {
+    let start: DateTime<Utc> = Utc::now() - Duration::minutes(docs.len() as i64);
+    let callers = (0..WRITERS).map(|caller| async move {
+        let mut remembered = 0;
+        for (i, text) in docs.iter().enumerate().skip(caller).step_by(WRITERS) {
+            memory
+                .remember_with(
+                    Remember::new(namespace.clone(), text.as_str())
+                        .created_at(start + Duration::minutes(i as i64)),
+                )
+                .await
+                .expect("remember");
+            remembered += 1;
+        }
+        remembered
+    });
+    futures::future::join_all(callers).await.into_iter().sum()
 }
 
 /// Remembers every document in one [`Memory::remember_many`] call, with creation times a
@@ -303,6 +332,21 @@ fn ingest_benches(c: &mut Criterion) {
             OursSqlite::open,
             |sqlite| {
                 black_box(runtime.block_on(remember_all(&sqlite.memory, &namespace, &docs)));
+                sqlite
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    group.bench_function("agent_memory_sqlite_concurrent", |b| {
+        b.iter_batched(
+            OursSqlite::open,
+            |sqlite| {
+                black_box(runtime.block_on(remember_concurrently(
+                    &sqlite.memory,
+                    &namespace,
+                    &docs,
+                )));
                 sqlite
             },
             BatchSize::PerIteration,

@@ -13,8 +13,10 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use crate::error::Context;
 use crate::schema;
 
+mod group;
 mod readers;
 
+use group::Queue;
 use readers::Readers;
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
@@ -157,6 +159,9 @@ pub(crate) struct Database {
 
 struct Inner {
     connection: Mutex<Connection>,
+    /// The writes waiting for the connection, committed together by whichever of them
+    /// takes it first ([`Database::write`]).
+    queue: Queue,
     /// The read connections; `None` for an in-memory database or with no readers asked for.
     readers: Option<Readers>,
     path: Option<PathBuf>,
@@ -263,6 +268,7 @@ impl Database {
         Ok(Self {
             inner: Arc::new(Inner {
                 connection: Mutex::new(connection),
+                queue: Queue::default(),
                 readers,
                 path,
                 synchronous: options.synchronous,
@@ -377,15 +383,32 @@ impl Database {
         .await
     }
 
-    /// Runs `operation` in one write transaction (`BEGIN IMMEDIATE`): all of it is committed
-    /// or none of it.
+    /// Runs `operation` in a write transaction (`BEGIN IMMEDIATE`): all of it is committed
+    /// or none of it, and its result is returned only once the commit is done (synced, under
+    /// [`Synchronous::Full`]).
+    ///
+    /// Writes that wait for the connection at the same time are committed together (group
+    /// commit): the first to take the connection runs every write queued by then in one
+    /// transaction, each inside a savepoint of its own, and commits once, so concurrent
+    /// writers share one sync instead of paying one each. A write that fails is rolled back
+    /// to its savepoint and gets its own error; the others still commit. If the transaction
+    /// cannot begin or commit, every write of the group gets that error and none is stored.
+    /// A write alone in the queue runs as before, without a savepoint.
     pub(crate) async fn write<T, F>(&self, what: &'static str, operation: F) -> Result<T>
     where
         F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.call(move |connection| in_transaction(connection, what, operation))
-            .await
+        let done = self.inner.queue.push(what, operation);
+        let inner = Arc::clone(&self.inner);
+        off_workers(move || {
+            let mut connection = inner.writer();
+            inner.queue.commit_waiting(&mut connection);
+            Ok(())
+        })
+        .await?;
+        done.await
+            .unwrap_or_else(|_| Err(MemoryError::storage(what, "the write was abandoned")))
     }
 }
 

@@ -108,3 +108,41 @@ async fn a_locked_database_is_a_recoverable_conflict() {
     backend.memory_store().save(item).await.unwrap();
     assert_eq!(backend.memory_store().count(&ns.exact()).await.unwrap(), 1);
 }
+
+/// Writes that wait together are committed together (group commit); one that fails gets
+/// its own error and the others are stored: concurrent saves with updates of missing
+/// memories between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_write_among_concurrent_ones_fails_alone() {
+    let file = TempDb::new("group");
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    let ns = Namespace::parse("group").unwrap();
+    let mut handles = Vec::new();
+    for task in 0..TASKS {
+        let store = backend.memory_store().clone();
+        let ns = ns.clone();
+        handles.push(tokio::spawn(async move {
+            let item = MemoryItem::new(ns.clone(), format!("grouped note {task}"))?
+                .with_id(format!("g{task}"))?;
+            let missing =
+                MemoryItem::new(ns.clone(), "never stored")?.with_id(format!("missing{task}"))?;
+            let (saved, updated) = tokio::join!(store.save(item), store.update(missing));
+            saved?;
+            assert!(
+                matches!(updated, Err(MemoryError::NotFound { .. })),
+                "{updated:?}"
+            );
+            Ok::<(), MemoryError>(())
+        }));
+    }
+    for handle in handles {
+        handle.await.unwrap().unwrap();
+    }
+    let store = backend.memory_store();
+    assert_eq!(store.count(&ns.exact()).await.unwrap(), TASKS);
+    let hits = store
+        .search(&SearchQuery::new(ns.exact(), "grouped", TASKS + 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), TASKS);
+}
