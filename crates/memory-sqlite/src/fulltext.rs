@@ -60,6 +60,8 @@ pub(crate) struct FullText<const N: usize> {
 #[derive(Debug)]
 struct Statements {
     add_stats: String,
+    /// Adds a batch's counts to a namespace's statistics row (which exists).
+    add_stats_delta: String,
     sub_stats: String,
     drop_empty_stats: String,
     add_doc: String,
@@ -119,6 +121,13 @@ impl Statements {
                 "INSERT INTO {p}_stats (ns, docs, {len}) VALUES (?1, 1, {}) \
                  ON CONFLICT (ns) DO UPDATE SET docs = docs + 1, {added} RETURNING nid",
                 placeholders(2, n)
+            ),
+            add_stats_delta: format!(
+                "UPDATE {p}_stats SET docs = docs + ?2, {} WHERE nid = ?1",
+                (0..n)
+                    .map(|field| format!("len{field} = len{field} + ?{}", field + 3))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             sub_stats: format!("UPDATE {p}_stats SET docs = docs - 1, {subtracted} WHERE nid = ?1"),
             drop_empty_stats: format!("DELETE FROM {p}_stats WHERE nid = ?1 AND docs <= 0"),
@@ -238,6 +247,19 @@ pub(crate) struct Pending<const N: usize> {
     postings: HashMap<i64, HashMap<String, Vec<Posting<N>>>>,
     /// The records whose postings are pending.
     rids: HashSet<i64>,
+    /// Per namespace, its id and the records and field lengths counted here but not yet
+    /// in its statistics row: the first record of a namespace in a batch writes the row
+    /// (creating it if needed), the others add to this, and [`flush`](Self::flush) writes
+    /// the sum with one statement instead of one per record.
+    stats: HashMap<String, StatsDelta<N>>,
+}
+
+/// Counts of a namespace not yet written to its statistics row.
+#[derive(Debug)]
+struct StatsDelta<const N: usize> {
+    nid: i64,
+    docs: i64,
+    len: [i64; N],
 }
 
 impl<const N: usize> Default for Pending<N> {
@@ -245,6 +267,7 @@ impl<const N: usize> Default for Pending<N> {
         Self {
             postings: HashMap::new(),
             rids: HashSet::new(),
+            stats: HashMap::new(),
         }
     }
 }
@@ -273,8 +296,32 @@ impl<const N: usize> Pending<N> {
         }
     }
 
-    /// Writes the pending postings into `index`'s blocks, term by term in key order.
+    /// Writes the counts held in [`stats`](Self::stats) to the statistics rows. Done before
+    /// a record leaves the index in the same batch, so that its namespace's row never
+    /// counts fewer records than it holds (a row counting none is deleted).
+    fn write_stats(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
+        let what = || format!("counting a batch in the {} index statistics", index.prefix);
+        for (_, delta) in self.stats.drain() {
+            if delta.docs == 0 {
+                continue;
+            }
+            let mut statement = connection
+                .prepare_cached(&index.sql.add_stats_delta)
+                .context(what)?;
+            statement.raw_bind_parameter(1, delta.nid).context(what)?;
+            statement.raw_bind_parameter(2, delta.docs).context(what)?;
+            for (field, len) in delta.len.iter().enumerate() {
+                statement.raw_bind_parameter(3 + field, len).context(what)?;
+            }
+            statement.raw_execute().context(what)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending postings into `index`'s blocks, term by term in key order, and
+    /// the pending counts into the statistics.
     pub(crate) fn flush(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
+        self.write_stats(connection, index)?;
         let mut namespaces: Vec<(i64, HashMap<String, Vec<Posting<N>>>)> =
             self.postings.drain().collect();
         self.rids.clear();
@@ -337,6 +384,7 @@ impl<const N: usize> FullText<N> {
             if stored.len == doc.len && stored.terms == terms {
                 return Ok(());
             }
+            pending.write_stats(connection, self)?;
             self.remove_doc(connection, rid, &stored)?;
         }
         self.add_pending(connection, rid, ns, doc, &terms, pending)
@@ -367,7 +415,27 @@ impl<const N: usize> FullText<N> {
         terms: &[u8],
         pending: &mut Pending<N>,
     ) -> Result<()> {
-        let nid = self.add_stats(connection, rid, ns, doc)?;
+        let nid = match pending.stats.get_mut(ns) {
+            Some(delta) => {
+                delta.docs += 1;
+                for (total, len) in delta.len.iter_mut().zip(doc.len) {
+                    *total = total.saturating_add(i64::from(len));
+                }
+                delta.nid
+            }
+            None => {
+                let nid = self.add_stats(connection, rid, ns, doc)?;
+                pending.stats.insert(
+                    ns.to_owned(),
+                    StatsDelta {
+                        nid,
+                        docs: 0,
+                        len: [0; N],
+                    },
+                );
+                nid
+            }
+        };
         self.write_doc(connection, nid, rid, doc, terms)?;
         pending.add(nid, rid, doc);
         Ok(())
