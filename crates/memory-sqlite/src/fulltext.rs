@@ -66,6 +66,8 @@ struct Statements {
     drop_empty_stats: String,
     add_doc: String,
     read_doc: String,
+    /// Every indexed record's row id, largest first.
+    docs_desc: String,
     drop_doc: String,
     /// The block holding or due to hold a row id: the last keyed at or below it.
     block_at: String,
@@ -136,6 +138,7 @@ impl Statements {
                 placeholders(3, n + 1)
             ),
             read_doc: format!("SELECT nid, {len}, terms FROM {p}_docs WHERE rid = ?1"),
+            docs_desc: format!("SELECT rid FROM {p}_docs ORDER BY rid DESC"),
             drop_doc: format!("DELETE FROM {p}_docs WHERE rid = ?1"),
             block_at: format!(
                 "SELECT first, data FROM {p}_blocks WHERE nid = ?1 AND term = ?2 AND first <= ?3 \
@@ -318,10 +321,30 @@ impl<const N: usize> Pending<N> {
         Ok(())
     }
 
+    /// The largest row id whose postings `index` holds (0 when it holds none): every indexed
+    /// record's entry (`<p>_docs`) is written with its postings, except the pending ones,
+    /// so it is the largest row id of an entry that is not pending. A batch's new records
+    /// take the largest row ids, so the entries read are about as many as the batch.
+    fn stored_below(&self, connection: &Connection, index: &FullText<N>) -> Result<i64> {
+        let what = || format!("reading the {} index entries", index.prefix);
+        let mut statement = connection
+            .prepare_cached(&index.sql.docs_desc)
+            .context(what)?;
+        let mut rows = statement.query([]).context(what)?;
+        while let Some(row) = rows.next().context(what)? {
+            let rid: i64 = row.get(0).context(what)?;
+            if !self.rids.contains(&rid) {
+                return Ok(rid);
+            }
+        }
+        Ok(0)
+    }
+
     /// Writes the pending postings into `index`'s blocks, term by term in key order, and
     /// the pending counts into the statistics.
     pub(crate) fn flush(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
         self.write_stats(connection, index)?;
+        let stored_below = self.stored_below(connection, index)?;
         let mut namespaces: Vec<(i64, HashMap<String, Vec<Posting<N>>>)> =
             self.postings.drain().collect();
         self.rids.clear();
@@ -331,7 +354,7 @@ impl<const N: usize> Pending<N> {
             terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (term, mut postings) in terms {
                 postings.sort_unstable_by_key(|posting| posting.rid);
-                index.add_postings(connection, nid, &term, &postings)?;
+                index.add_postings(connection, nid, &term, &postings, Some(stored_below))?;
             }
         }
         Ok(())

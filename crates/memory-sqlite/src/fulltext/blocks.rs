@@ -127,13 +127,16 @@ struct Stored<const N: usize> {
 
 impl<const N: usize> FullText<N> {
     /// The block of `(nid, term)` that holds or would hold `rid`: the last whose key is not
-    /// above it, else the first (whose key must then come down to `rid`).
+    /// above it, else the first (whose key must then come down to `rid`). With
+    /// `none_after`, the caller knows that no block is keyed above `rid`, and the second
+    /// search is not made.
     fn find_block(
         &self,
         connection: &Connection,
         nid: i64,
         term: &str,
         rid: i64,
+        none_after: bool,
     ) -> Result<Option<Stored<N>>> {
         let what = || format!("reading the {} postings of {term:?}", self.prefix);
         let read = |sql: &str| -> Result<Option<(i64, Vec<u8>)>> {
@@ -148,6 +151,7 @@ impl<const N: usize> FullText<N> {
         };
         let found = match read(&self.sql.block_at)? {
             Some(found) => Some(found),
+            None if none_after => None,
             None => read(&self.sql.block_after)?,
         };
         let Some((first, data)) = found else {
@@ -246,15 +250,22 @@ impl<const N: usize> FullText<N> {
     /// namespace `nid`: each run of them that falls in one block is merged into it with one
     /// read and one write, so a batch of records appending to a term rewrites its last block
     /// once.
+    ///
+    /// `stored_below`: a row id at least as large as that of every posting the index holds
+    /// (`None`: unknown). Postings above it are new at the end of every list, so no block
+    /// can be keyed above them: neither the block after nor the next block's key is
+    /// searched for.
     pub(crate) fn add_postings(
         &self,
         connection: &Connection,
         nid: i64,
         term: &str,
         mut new: &[Posting<N>],
+        stored_below: Option<i64>,
     ) -> Result<()> {
         while let Some(head) = new.first() {
-            let stored = self.find_block(connection, nid, term, head.rid)?;
+            let at_end = stored_below.is_some_and(|below| head.rid > below);
+            let stored = self.find_block(connection, nid, term, head.rid, at_end)?;
             // No block at all: every new posting starts the term's list.
             let none_stored = stored.is_none();
             let (first, mut postings) = match stored {
@@ -264,7 +275,7 @@ impl<const N: usize> FullText<N> {
             // The new postings that fall in this block: below the next block's key.
             let take = if new.len() == 1 {
                 1
-            } else if none_stored {
+            } else if none_stored || at_end {
                 new.len()
             } else {
                 match self.next_block(connection, nid, term, first)? {
@@ -298,7 +309,7 @@ impl<const N: usize> FullText<N> {
         term: &str,
         rid: i64,
     ) -> Result<()> {
-        let Some(mut stored) = self.find_block(connection, nid, term, rid)? else {
+        let Some(mut stored) = self.find_block(connection, nid, term, rid, false)? else {
             return Ok(());
         };
         let Ok(at) = stored
@@ -324,7 +335,7 @@ impl<const N: usize> FullText<N> {
         rid: i64,
     ) -> Result<Option<Posting<N>>> {
         Ok(self
-            .find_block(connection, nid, term, rid)?
+            .find_block(connection, nid, term, rid, false)?
             .and_then(|stored| {
                 stored
                     .postings

@@ -1,5 +1,6 @@
 //! Integration tests of memory-sqlite: one binary, one module per area.
 
+mod blocks;
 mod common;
 mod concurrency;
 mod conformance;
