@@ -565,8 +565,12 @@ async fn spawned_maintenance_runs_and_stops() {
         memory.remember(&ns, &format!("note {i}")).await.unwrap();
     }
     clock.advance(Duration::hours(2));
-    let mut handle = memory.spawn_maintenance(std::time::Duration::from_millis(5), ns.subtree());
+    // A pass every 100 ms: the first runs at once, and the watch keeps only the latest
+    // report, so the wait must see the first before the second replaces it (at 5 ms, a
+    // loaded machine saw the second pass's report, which expired nothing).
+    let mut handle = memory.spawn_maintenance(std::time::Duration::from_millis(100), ns.subtree());
     let first = handle.wait_for(1).await.expect("a pass ran");
+    assert_eq!(first.passes, 1, "the first pass's report");
     assert_eq!(first.report.map(|r| r.expired), Some(5));
     assert_eq!(memory.store().count(&ns.subtree()).await.unwrap(), 0);
     let later = handle.wait_for(3).await.expect("passes go on");
