@@ -67,6 +67,12 @@ where
             operation,
             done,
         } = *self;
+        // Nobody waits for it any more (the caller's future was dropped, or its call to the
+        // blocking pool failed and it was told so): it is not run, so no write that its
+        // caller saw fail or never saw finish is committed later.
+        if done.is_closed() {
+            return None;
+        }
         match operation(transaction) {
             Ok(value) => Some(Box::new(Written { what, value, done })),
             Err(error) => {
@@ -304,6 +310,22 @@ mod tests {
         queue.commit_waiting(&mut connection);
         assert!(result(&mut receiver).is_err());
         assert_eq!(rows(&connection), [1, 3]);
+    }
+
+    /// A write whose caller stopped waiting before it ran is not run.
+    #[test]
+    fn a_write_nobody_waits_for_is_not_run() {
+        let mut connection = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        table(&connection);
+        let queue = Queue::default();
+        let mut kept = insert(&queue, 1, false);
+        drop(insert(&queue, 2, false));
+        queue.commit_waiting(&mut connection);
+        assert_eq!(result(&mut kept).ok(), Some(10));
+        assert_eq!(rows(&connection), [1]);
+        drop(insert(&queue, 3, false));
+        queue.commit_waiting(&mut connection);
+        assert_eq!(rows(&connection), [1], "alone, it is not run either");
     }
 
     /// When the group's transaction cannot begin (another connection holds the write lock),
