@@ -40,3 +40,15 @@ fn remove_files(path: &Path) {
         let _ = std::fs::remove_file(PathBuf::from(name));
     }
 }
+
+/// A deterministic generator (xorshift), for generated corpora.
+pub(crate) struct Xorshift(pub(crate) u64);
+
+impl Xorshift {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}

@@ -9,6 +9,7 @@ mod fts;
 mod migration;
 mod migration_v3;
 mod migration_v4;
+mod page_search;
 mod properties;
 mod similar;
 mod transfer;
