@@ -269,14 +269,9 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 terms,
                 query.top_k,
                 max_boost,
-                // Every slot in the index holds a page (removal takes its postings), so
-                // without a tag filter no page is read to accept it: that read, a cache miss
-                // per scored page, was most of a search's time.
                 |slot| {
-                    query.tags.is_empty()
-                        || slot_entry(slot).is_some_and(|entry| {
-                            query.tags.iter().all(|tag| entry.tags.contains(tag))
-                        })
+                    slot_entry(slot)
+                        .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
                 },
                 |slot, score, needed| match slot_entry(slot) {
                     Some(entry) => {

@@ -344,6 +344,10 @@ impl<const N: usize> Pending<N> {
     /// the pending counts into the statistics.
     pub(crate) fn flush(&mut self, connection: &Connection, index: &FullText<N>) -> Result<()> {
         self.write_stats(connection, index)?;
+        if self.postings.is_empty() {
+            self.rids.clear();
+            return Ok(());
+        }
         let stored_below = self.stored_below(connection, index)?;
         let mut namespaces: Vec<(i64, HashMap<String, Vec<Posting<N>>>)> =
             self.postings.drain().collect();
@@ -354,7 +358,7 @@ impl<const N: usize> Pending<N> {
             terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (term, mut postings) in terms {
                 postings.sort_unstable_by_key(|posting| posting.rid);
-                index.add_postings(connection, nid, &term, &postings, Some(stored_below))?;
+                index.add_postings(connection, nid, &term, &postings, stored_below)?;
             }
         }
         Ok(())

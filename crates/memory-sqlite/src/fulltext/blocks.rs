@@ -251,8 +251,8 @@ impl<const N: usize> FullText<N> {
     /// read and one write, so a batch of records appending to a term rewrites its last block
     /// once.
     ///
-    /// `stored_below`: a row id at least as large as that of every posting the index holds
-    /// (`None`: unknown). Postings above it are new at the end of every list, so no block
+    /// `stored_below`: a row id at least as large as that of every posting the index holds.
+    /// Postings above it are new at the end of every list, so no block
     /// can be keyed above them: neither the block after nor the next block's key is
     /// searched for.
     pub(crate) fn add_postings(
@@ -261,10 +261,10 @@ impl<const N: usize> FullText<N> {
         nid: i64,
         term: &str,
         mut new: &[Posting<N>],
-        stored_below: Option<i64>,
+        stored_below: i64,
     ) -> Result<()> {
         while let Some(head) = new.first() {
-            let at_end = stored_below.is_some_and(|below| head.rid > below);
+            let at_end = head.rid > stored_below;
             let stored = self.find_block(connection, nid, term, head.rid, at_end)?;
             // No block at all: every new posting starts the term's list.
             let none_stored = stored.is_none();
