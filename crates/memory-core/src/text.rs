@@ -19,6 +19,10 @@ use std::sync::OnceLock;
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
 
+pub use self::inline::InlineStr;
+
+mod inline;
+
 /// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
 pub const MAX_TERM_BYTES: usize = 48;
 
@@ -255,8 +259,9 @@ const STEM_CACHE_WORDS: usize = 1 << 16;
 /// stemming costs far more than a lookup, and text repeats its words.
 fn with_stem(word: &str, emit: impl FnOnce(&str)) {
     // The words are the user's, so the hasher is seeded (foldhash: a few cycles per word,
-    // where FNV-1a went byte by byte and left many probes comparing strings).
-    type StemCache = foldhash::HashMap<Box<str>, Box<str>>;
+    // where FNV-1a went byte by byte and left many probes comparing strings). Words and
+    // stems kept in place: a hit reads the table's entry only.
+    type StemCache = foldhash::HashMap<InlineStr, InlineStr>;
     thread_local! {
         static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
     }
@@ -270,11 +275,11 @@ fn with_stem(word: &str, emit: impl FnOnce(&str)) {
         if let Some(stem) = cache.get(word) {
             return emit(stem);
         }
-        let stem: Box<str> = Box::from(stemmer().stem(word).as_ref());
+        let stem = InlineStr::new(&stemmer().stem(word));
         if cache.len() >= STEM_CACHE_WORDS {
             cache.clear();
         }
-        let stem = cache.entry(Box::from(word)).or_insert(stem);
+        let stem = cache.entry(InlineStr::new(word)).or_insert(stem);
         emit(stem);
     });
 }

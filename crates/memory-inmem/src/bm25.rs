@@ -13,7 +13,7 @@ use foldhash::HashMapExt;
 use foldhash::{HashMap, HashSet, HashSetExt};
 use std::cell::Cell;
 
-use memory_core::text::Analyzer;
+use memory_core::text::{Analyzer, InlineStr};
 
 /// Up to this many slots, [`Bm25Index::top_k`] scores every match into a dense array
 /// instead of pruning (cheaper when everything fits in cache).
@@ -197,11 +197,13 @@ impl<const N: usize> TermList<N> {
 /// a term whose last posting goes is reused by the next new term.
 #[derive(Clone, Debug, Default)]
 struct Dictionary<const N: usize> {
-    ids: HashMap<Box<str>, u32>,
+    /// By term, kept in place when short (nearly every term): a lookup compares the terms
+    /// it probes in the table itself instead of following a pointer to each.
+    ids: HashMap<InlineStr, u32>,
     /// By id: the postings; empty for a free id.
     lists: Vec<TermList<N>>,
     /// By id: the term (to forget it when its list empties); empty for a free id.
-    names: Vec<Box<str>>,
+    names: Vec<InlineStr>,
     /// Ids free for reuse.
     free: Vec<u32>,
 }
@@ -220,17 +222,17 @@ impl<const N: usize> Dictionary<N> {
         }
         let id = match self.free.pop() {
             Some(id) => {
-                self.names[id as usize] = Box::from(term);
+                self.names[id as usize] = InlineStr::new(term);
                 id
             }
             None => {
                 let id = u32::try_from(self.lists.len()).unwrap_or(u32::MAX);
                 self.lists.push(TermList::default());
-                self.names.push(Box::from(term));
+                self.names.push(InlineStr::new(term));
                 id
             }
         };
-        self.ids.insert(Box::from(term), id);
+        self.ids.insert(InlineStr::new(term), id);
         id
     }
 

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use foldhash::{HashSet, HashSetExt};
 use memory_core::MemoryItem;
-use memory_core::text::Analyzer;
+use memory_core::text::{Analyzer, InlineStr};
 
 use super::FactsConfig;
 
@@ -33,8 +33,9 @@ pub(super) fn key_hash(key: &str) -> Key {
     (hash_of(key) & !1) | Key::from(NEGATIONS.contains(&key))
 }
 
-/// A cached key: its hash, and its text (for the new memory's search terms).
-type CachedKey = Option<(Key, Box<str>)>;
+/// A cached key: its hash, and its text (for the new memory's search terms), kept in place
+/// when short so that reading it touches the cache's entry only.
+type CachedKey = Option<(Key, InlineStr)>;
 
 /// A [`Hasher`](std::hash::Hasher) for keys that are hashes already.
 #[derive(Default)]
@@ -126,7 +127,7 @@ fn look_up(
     let cached = match cache.words.get(&word) {
         Some(cached) => cached,
         None => {
-            let cached: CachedKey = key_of(raw).map(|key| (key_hash(&key), key.into_boxed_str()));
+            let cached: CachedKey = key_of(raw).map(|key| (key_hash(&key), InlineStr::new(&key)));
             if cache.words.len() >= KEY_CACHE_WORDS {
                 cache.words.clear();
             }
