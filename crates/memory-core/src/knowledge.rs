@@ -393,6 +393,16 @@ impl PairSet {
     }
 }
 
+/// The bits of a page's [`PageRuleText`] that bound its rule boost for a query without
+/// reading its text ([`PageRuleKeywords::max_boost`]): 40 bytes, which a backend can keep
+/// beside its index, contiguous, so that a page that cannot make the cut is turned away
+/// without a read of its stored text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageRuleBits {
+    starts: u64,
+    summary_pairs: PairSet,
+}
+
 /// The bit of a text's first two bytes among 64 (0 for a text shorter than two bytes): two
 /// texts that start alike set the same bit.
 fn pair_bit(text: &[u8]) -> u64 {
@@ -420,6 +430,14 @@ impl PageRuleText {
             summary_pairs: PairSet::of(summary_lower.as_bytes()),
             summary_lower,
             starts,
+        }
+    }
+
+    /// The bits that bound this page's rule boost ([`PageRuleKeywords::max_boost`]).
+    pub fn bits(&self) -> PageRuleBits {
+        PageRuleBits {
+            starts: self.starts,
+            summary_pairs: self.summary_pairs,
         }
     }
 
@@ -517,14 +535,33 @@ impl<'k> PageRuleKeywords<'k> {
         Some(score * signals.boost())
     }
 
-    fn title_prefix(&self, text: &PageRuleText) -> bool {
-        // A keyword of two bytes or more starts the title or one of its words only if the
-        // page's bits hold its first two bytes' bit.
-        if self
-            .keywords
+    /// The largest boost the page with rule bits `bits` can get: a bound of
+    /// [`signals`](Self::signals)`.boost()` read from the bits alone, with the tag rule
+    /// counted only when `tag_may_match` (a caller that knows no keyword names one of the
+    /// page's tags passes `false`).
+    #[inline]
+    pub fn max_boost(&self, bits: &PageRuleBits, tag_may_match: bool) -> f32 {
+        PageMatchSignals {
+            title_prefix: self.may_start_title(bits.starts),
+            tag_exact: tag_may_match,
+            summary_contains: self
+                .keywords
+                .iter()
+                .any(|keyword| keyword.pairs.within(&bits.summary_pairs)),
+        }
+        .boost()
+    }
+
+    /// Whether a keyword may start the title or one of its words, given the bits of their
+    /// first two bytes: a keyword of two bytes or more does only if its own bit is set.
+    fn may_start_title(&self, starts: u64) -> bool {
+        self.keywords
             .iter()
-            .all(|keyword| keyword.start != 0 && text.starts & keyword.start == 0)
-        {
+            .any(|keyword| keyword.start == 0 || starts & keyword.start != 0)
+    }
+
+    fn title_prefix(&self, text: &PageRuleText) -> bool {
+        if !self.may_start_title(text.starts) {
             return false;
         }
         let title = text.title_lower().as_bytes();
@@ -808,6 +845,45 @@ mod tests {
             }
         }
         assert!(matched > 200 && missed > 200, "{matched} / {missed}");
+    }
+
+    /// No page gets a boost above its bound from the bits, and the bound is not always the
+    /// largest boost (else it would turn no page away).
+    #[test]
+    fn the_bound_from_the_bits_holds_every_boost() {
+        let mut state = 0x5851_f42d_4c95_7f2d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let words = [
+            "alpha", "beta", "gamma", "Delta", "epsilon", "zeta", "é", "x",
+        ];
+        let mut text = |n: usize| -> String {
+            (0..next(n))
+                .map(|_| words[next(words.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut below_the_largest = 0;
+        for _ in 0..2_000 {
+            let (title, summary, query) = (text(4), text(8), text(3));
+            let tags: Vec<Tag> = text(3)
+                .split(' ')
+                .filter_map(|tag| Tag::new(tag).ok())
+                .collect();
+            let keywords = page_rule_keywords(&query);
+            let rules = PageRuleKeywords::new(&keywords);
+            let page = PageRuleText::new(&title, &summary);
+            let boost = rules.signals(&page, &tags).boost();
+            let tag_may_match = rules.signals(&page, &tags).tag_exact;
+            let bound = rules.max_boost(&page.bits(), tag_may_match);
+            assert!(boost <= bound, "{title:?} / {summary:?} / {keywords:?}");
+            below_the_largest += usize::from(bound < 2.25);
+        }
+        assert!(below_the_largest > 500, "{below_the_largest}");
     }
 
     /// The signals from the stored rule text are the shared rules' own, for titles and

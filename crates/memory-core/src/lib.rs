@@ -55,7 +55,7 @@ pub use crate::{
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
         KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
-        PageMatchSignals, PageQuery, PageRuleKeywords, PageRuleText,
+        PageMatchSignals, PageQuery, PageRuleBits, PageRuleKeywords, PageRuleText,
     },
     knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},
     memory::{

@@ -1,6 +1,8 @@
 //! `InMemoryKnowledgeStore`: knowledge pages, their index, cross-references and BM25F search.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,7 +15,7 @@ use memory_core::{
 
 use crate::bm25::Bm25Index;
 use crate::registry::{Registry, read, write};
-use memory_core::{PageRuleKeywords, PageRuleText};
+use memory_core::{PageRuleBits, PageRuleKeywords, PageRuleText};
 
 /// The default [`KnowledgeStore`]: pages per namespace with an inverted index (BM25F over
 /// title, summary, tags and content), a title-ordered table of contents, and back-reference
@@ -41,6 +43,10 @@ struct Shard {
     referrers: HashMap<String, HashSet<String>>,
     /// Per index slot, the page in it: its id, and what the match rules read.
     slots: Vec<Option<SlotEntry>>,
+    /// Per index slot, the bits that bound its page's rule boost (a free slot's are empty):
+    /// contiguous, so a search turns away the pages that cannot make the cut without
+    /// reading their entries.
+    bits: Vec<SlotBits>,
     free_slots: Vec<u32>,
     /// How many pages carry each tag (a query whose keywords name none cannot match a tag).
     tag_counts: HashMap<Tag, usize>,
@@ -61,9 +67,16 @@ struct SlotEntry {
     /// The title and summary as the match rules read them.
     rules: PageRuleText,
     tags: Vec<Tag>,
-    /// [`tag_bit`] of each of `tags`: a page none of whose bits a query's keywords name
-    /// is weighed without reading its tags (the tag rule cannot hold for it).
-    tag_bits: u64,
+}
+
+/// What bounds the rule boost of the page in a slot, read without its entry.
+#[derive(Clone, Copy, Debug, Default)]
+struct SlotBits {
+    /// The bits of its title and summary ([`PageRuleText::bits`]).
+    rules: PageRuleBits,
+    /// [`tag_bit`] of each of its tags: a page none of whose bits a query's keywords name
+    /// cannot match a tag (and is weighed without reading its tags).
+    tags: u64,
 }
 
 /// One bit among 64 for a tag, the same in every process (tags are short).
@@ -81,6 +94,7 @@ impl Default for Shard {
             toc: BTreeSet::new(),
             referrers: HashMap::new(),
             slots: Vec::new(),
+            bits: Vec::new(),
             free_slots: Vec::new(),
             tag_counts: HashMap::new(),
             index: Bm25Index::new(Analyzer::default(), PAGE_FIELD_WEIGHTS),
@@ -102,15 +116,23 @@ impl Shard {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.slots[slot as usize] = Some(SlotEntry {
-            id: page.id.clone(),
-            rules: PageRuleText::new(&page.title, &page.summary),
-            tags: page.tags.clone(),
-            tag_bits: page
+        let rules = PageRuleText::new(&page.title, &page.summary);
+        let bits = SlotBits {
+            rules: rules.bits(),
+            tags: page
                 .tags
                 .iter()
                 .fold(0, |bits, tag| bits | tag_bit(tag.as_str())),
+        };
+        self.slots[slot as usize] = Some(SlotEntry {
+            id: page.id.clone(),
+            rules,
+            tags: page.tags.clone(),
         });
+        if self.bits.len() <= slot as usize {
+            self.bits.resize(slot as usize + 1, SlotBits::default());
+        }
+        self.bits[slot as usize] = bits;
         for tag in &page.tags {
             *self.tag_counts.entry(tag.clone()).or_insert(0) += 1;
         }
@@ -140,6 +162,9 @@ impl Shard {
         self.toc.remove(&toc_key(&entry.page));
         self.index.remove(entry.slot);
         self.slots[entry.slot as usize] = None;
+        if let Some(bits) = self.bits.get_mut(entry.slot as usize) {
+            *bits = SlotBits::default();
+        }
         self.free_slots.push(entry.slot);
         for tag in &entry.page.tags {
             if let Some(count) = self.tag_counts.get_mut(tag) {
@@ -273,16 +298,20 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                     slot_entry(slot)
                         .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
                 },
-                |slot, score, needed| match slot_entry(slot) {
-                    Some(entry) => {
-                        let tags: &[Tag] = if entry.tag_bits & keyword_tag_bits == 0 {
-                            &[]
-                        } else {
-                            &entry.tags
-                        };
-                        rules.weigh(&entry.rules, tags, score, needed)
+                |slot, score, needed| {
+                    let bits = shard.bits.get(slot as usize).copied().unwrap_or_default();
+                    let tag_may_match = bits.tags & keyword_tag_bits != 0;
+                    // Turned away on its bits when even its largest boost falls short.
+                    if score * rules.max_boost(&bits.rules, tag_may_match) < needed {
+                        return None;
                     }
-                    None => Some(score),
+                    match slot_entry(slot) {
+                        Some(entry) => {
+                            let tags: &[Tag] = if tag_may_match { &entry.tags } else { &[] };
+                            rules.weigh(&entry.rules, tags, score, needed)
+                        }
+                        None => Some(score),
+                    }
                 },
                 |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
             );
