@@ -542,8 +542,14 @@ fn recall_benches(c: &mut Criterion) {
         haystack(HAYSTACK),
         &queries,
     );
-    let (docs, queries) = frequent_words(FREQUENT);
-    search_corpus(c, &runtime, &format!("frequent_{FREQUENT}"), docs, &queries);
+    let (docs, frequent_queries) = frequent_words(FREQUENT);
+    search_corpus(
+        c,
+        &runtime,
+        &format!("frequent_{FREQUENT}"),
+        docs,
+        &frequent_queries,
+    );
     if std::env::var("AGENT_MEMORY_BENCH_1M").is_ok_and(|value| value == "1") {
         search_size(c, &runtime, MILLION, &queries);
     } else {
