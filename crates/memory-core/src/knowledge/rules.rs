@@ -360,6 +360,16 @@ pub fn page_rule_keywords(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A seeded xorshift generator: each call gives a number below its argument.
+    fn below(mut state: u64) -> impl FnMut(usize) -> usize {
+        move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    }
+
     /// `weigh` gives exactly the score times the boost of `signals`, and leaves a page out
     /// only when that product is below what is needed.
     #[test]
@@ -417,13 +427,7 @@ mod tests {
     /// beginnings often, for keywords of every length, from the query or given directly.
     #[test]
     fn title_rule_agrees_with_the_shared_rule_on_generated_titles() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1d_u64);
         let letters = ["a", "b", "c", "é", "ab", "B"];
         let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
             (0..next(4)).map(|_| letters[next(letters.len())]).collect()
@@ -453,13 +457,7 @@ mod tests {
     /// says, for generated summaries and keywords that are in them or not.
     #[test]
     fn summary_rule_agrees_with_the_shared_rule_on_generated_summaries() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15_u64);
         let letters = ["a", "b", "c", "é", "ab", "B", " ", "-"];
         let (mut matched, mut missed) = (0, 0);
         for _ in 0..2_000 {
@@ -498,13 +496,7 @@ mod tests {
     /// largest boost (else it would turn no page away).
     #[test]
     fn the_bound_from_the_bits_holds_every_boost() {
-        let mut state = 0x5851_f42d_4c95_7f2d_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = below(0x5851_f42d_4c95_7f2d_u64);
         let words = [
             "alpha", "beta", "gamma", "Delta", "epsilon", "zeta", "é", "x",
         ];
