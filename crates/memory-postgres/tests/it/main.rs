@@ -14,6 +14,7 @@ mod graph;
 mod migration;
 mod multi_process;
 mod properties;
+mod records;
 #[cfg(feature = "tls")]
 mod tls;
 mod transfer;
