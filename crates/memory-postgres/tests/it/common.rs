@@ -116,3 +116,15 @@ macro_rules! schema_or_skip {
     };
 }
 pub(crate) use schema_or_skip;
+
+/// A memory of `ns` with the given id and content.
+pub(crate) fn item(
+    ns: &memory_core::Namespace,
+    id: &str,
+    content: &str,
+) -> memory_core::MemoryItem {
+    memory_core::MemoryItem::new(ns.clone(), content)
+        .unwrap()
+        .with_id(id)
+        .unwrap()
+}

@@ -2,19 +2,12 @@
 //! backend, and search combined with filters.
 
 use memory_core::{
-    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace,
-    PageQuery, SearchQuery,
+    KnowledgePage, KnowledgeStore, MemoryFilter, MemoryKind, MemoryStore, Namespace, PageQuery,
+    SearchQuery,
 };
 use memory_inmem::{InMemoryKnowledgeStore, InMemoryStore};
 
-use crate::common::schema_or_skip;
-
-pub(crate) fn item(ns: &Namespace, id: &str, content: &str) -> MemoryItem {
-    MemoryItem::new(ns.clone(), content)
-        .unwrap()
-        .with_id(id)
-        .unwrap()
-}
+use crate::common::{item, schema_or_skip};
 
 const HOSTILE: &[&str] = &[
     "AND OR NEAR( \"unbalanced",

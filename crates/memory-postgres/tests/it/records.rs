@@ -3,8 +3,7 @@
 
 use memory_core::{MemoryFilter, MemoryItem, MemoryStore, Namespace};
 
-use crate::common::schema_or_skip;
-use crate::fts::item;
+use crate::common::{item, schema_or_skip};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_round_trip_exactly() {
