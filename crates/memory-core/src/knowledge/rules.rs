@@ -70,6 +70,11 @@ pub struct PageRuleText {
     /// of its words: a keyword whose own bit is clear starts none of them, so most pages
     /// are turned away by one test instead of a walk over their title's words.
     starts: u64,
+    /// The same for the first four bytes ([`quad_bit`]), of those at least that long: a
+    /// keyword of four bytes or more starts a word only if the word's first four bytes are
+    /// its own, so this turns away the pages whose words merely begin with the same two
+    /// bytes (frequent: many words share a first syllable).
+    starts4: u64,
     /// The [`PairSet`] of the lowercased summary: a keyword holding a pair of bytes the
     /// summary lacks is not in it, so most summaries are never searched.
     summary_pairs: PairSet,
@@ -104,12 +109,13 @@ impl PairSet {
 }
 
 /// The bits of a page's [`PageRuleText`] that bound its rule boost for a query without
-/// reading its text ([`PageRuleKeywords::max_boost`]): 40 bytes, which a backend can keep
+/// reading its text ([`PageRuleKeywords::max_boost`]): 48 bytes, which a backend can keep
 /// beside its index, contiguous, so that a page that cannot make the cut is turned away
 /// without a read of its stored text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageRuleBits {
     starts: u64,
+    starts4: u64,
     summary_pairs: PairSet,
 }
 
@@ -117,7 +123,17 @@ pub struct PageRuleBits {
 /// texts that start alike set the same bit.
 fn pair_bit(text: &[u8]) -> u64 {
     match text {
-        [a, b, ..] => 1 << ((u32::from(*a) * 31 + u32::from(*b)) % 64),
+        [a, b, ..] => 1 << (u32::from_le_bytes([*a, *b, 0, 0]).wrapping_mul(0x9E37_79B1) >> 26),
+        _ => 0,
+    }
+}
+
+/// The bit of a text's first four bytes among 64 (0 for a text shorter than four bytes).
+fn quad_bit(text: &[u8]) -> u64 {
+    match text {
+        [a, b, c, d, ..] => {
+            1 << (u32::from_le_bytes([*a, *b, *c, *d]).wrapping_mul(0x9E37_79B1) >> 26)
+        }
         _ => 0,
     }
 }
@@ -128,8 +144,10 @@ impl PageRuleText {
         let mut buffer = title.to_lowercase();
         let title_len = buffer.len();
         let mut starts = pair_bit(buffer.as_bytes());
+        let mut starts4 = quad_bit(buffer.as_bytes());
         for word in surface_words(title) {
             starts |= pair_bit(word.as_bytes());
+            starts4 |= quad_bit(word.as_bytes());
             buffer.push('\0');
             buffer.push_str(&word);
         }
@@ -140,6 +158,7 @@ impl PageRuleText {
             summary_pairs: PairSet::of(summary_lower.as_bytes()),
             summary_lower,
             starts,
+            starts4,
         }
     }
 
@@ -147,6 +166,7 @@ impl PageRuleText {
     pub fn bits(&self) -> PageRuleBits {
         PageRuleBits {
             starts: self.starts,
+            starts4: self.starts4,
             summary_pairs: self.summary_pairs,
         }
     }
@@ -179,6 +199,8 @@ struct RuleKeyword<'k> {
     /// [`pair_bit`] of the word; 0 for a word shorter than two bytes, which any title
     /// may start with.
     start: u64,
+    /// [`quad_bit`] of the word; 0 for a word shorter than four bytes.
+    start4: u64,
     /// The word's [`PairSet`]: a summary whose set lacks one of them does not hold it.
     pairs: PairSet,
     tag: Option<Tag>,
@@ -201,6 +223,7 @@ impl<'k> PageRuleKeywords<'k> {
                 .map(|keyword| RuleKeyword {
                     word: keyword.as_str(),
                     start: pair_bit(keyword.as_bytes()),
+                    start4: quad_bit(keyword.as_bytes()),
                     pairs: PairSet::of(keyword.as_bytes()),
                     tag: Tag::new(keyword).ok(),
                     finder: memchr::memmem::Finder::new(keyword.as_bytes()),
@@ -252,7 +275,7 @@ impl<'k> PageRuleKeywords<'k> {
     #[inline]
     pub fn max_boost(&self, bits: &PageRuleBits, tag_may_match: bool) -> f32 {
         PageMatchSignals {
-            title_prefix: self.may_start_title(bits.starts),
+            title_prefix: self.may_start_title(bits.starts, bits.starts4),
             tag_exact: tag_may_match,
             summary_contains: self
                 .keywords
@@ -263,15 +286,19 @@ impl<'k> PageRuleKeywords<'k> {
     }
 
     /// Whether a keyword may start the title or one of its words, given the bits of their
-    /// first two bytes: a keyword of two bytes or more does only if its own bit is set.
-    fn may_start_title(&self, starts: u64) -> bool {
-        self.keywords
-            .iter()
-            .any(|keyword| keyword.start == 0 || starts & keyword.start != 0)
+    /// first two and first four bytes: a keyword of two bytes or more does only if its own
+    /// bit of two bytes is set, and one of four bytes or more only if its bit of four bytes
+    /// is set too.
+    fn may_start_title(&self, starts: u64, starts4: u64) -> bool {
+        self.keywords.iter().any(|keyword| {
+            keyword.start == 0
+                || (starts & keyword.start != 0
+                    && (keyword.start4 == 0 || starts4 & keyword.start4 != 0))
+        })
     }
 
     fn title_prefix(&self, text: &PageRuleText) -> bool {
-        if !self.may_start_title(text.starts) {
+        if !self.may_start_title(text.starts, text.starts4) {
             return false;
         }
         let title = text.title_lower().as_bytes();
@@ -311,6 +338,7 @@ impl<'k> PageRuleKeywords<'k> {
                 .map(|keyword| RuleKeyword {
                     word: keyword.word,
                     start: keyword.start,
+                    start4: keyword.start4,
                     pairs: keyword.pairs,
                     tag: keyword.tag.clone().filter(&carried),
                     finder: keyword.finder.clone(),
@@ -423,14 +451,15 @@ mod tests {
     }
 
     /// The title rule from the stored text (which first tests the bits of its words' first
-    /// two bytes) agrees with the shared rule on generated titles whose words share their
-    /// beginnings often, for keywords of every length, from the query or given directly.
+    /// two and first four bytes) agrees with the shared rule on generated titles whose
+    /// words share their beginnings often, for keywords of every length (below four bytes,
+    /// four, and longer), from the query or given directly.
     #[test]
     fn title_rule_agrees_with_the_shared_rule_on_generated_titles() {
         let mut next = below(0x2545_f491_4f6c_dd1d_u64);
         let letters = ["a", "b", "c", "é", "ab", "B"];
         let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
-            (0..next(4)).map(|_| letters[next(letters.len())]).collect()
+            (0..next(6)).map(|_| letters[next(letters.len())]).collect()
         };
         let (mut matched, mut missed) = (0, 0);
         for _ in 0..2_000 {
