@@ -37,11 +37,13 @@ pub struct InMemoryKnowledgeStore {
 
 #[derive(Debug)]
 struct Shard {
-    pages: HashMap<String, PageEntry>,
+    /// page id -> its index slot, where the page is kept
+    pages: HashMap<String, u32>,
     toc: BTreeSet<(String, String)>,
     /// page id -> ids of existing pages (other than itself) referencing it
     referrers: HashMap<String, HashSet<String>>,
-    /// Per index slot, the page in it: its id, and what the match rules read.
+    /// Per index slot, the page in it, with what the match rules read and how many pages
+    /// reference it: a search reads its hits from their slots, without a lookup by id.
     slots: Vec<Option<SlotEntry>>,
     /// Per index slot, the bits that bound its page's rule boost (a free slot's are empty):
     /// contiguous, so a search turns away the pages that cannot make the cut without
@@ -53,20 +55,18 @@ struct Shard {
     index: Bm25Index<4>,
 }
 
-#[derive(Debug)]
-struct PageEntry {
-    /// Shared with the search hits that returned it; copied on write.
-    page: Arc<KnowledgePage>,
-    slot: u32,
-}
-
-/// A page as a search reads it from its index slot, without looking it up by id.
+/// A page in its index slot, as a search reads it without looking it up by id.
 #[derive(Debug)]
 struct SlotEntry {
-    id: String,
+    /// Shared with the search hits that returned it; copied on write.
+    page: Arc<KnowledgePage>,
     /// The title and summary as the match rules read them.
     rules: PageRuleText,
+    /// The page's tags, beside its rule text (one read less than through `page`).
     tags: Vec<Tag>,
+    /// How many other existing pages reference it: `referrers`' count for its id, kept
+    /// with every change of those sets.
+    referenced_by: usize,
 }
 
 /// What bounds the rule boost of the page in a slot, read without its entry.
@@ -124,11 +124,7 @@ impl Shard {
                 .iter()
                 .fold(0, |bits, tag| bits | tag_bit(tag.as_str())),
         };
-        self.slots[slot as usize] = Some(SlotEntry {
-            id: page.id.clone(),
-            rules,
-            tags: page.tags.clone(),
-        });
+        let referenced_by = self.referrers.get(&page.id).map_or(0, HashSet::len);
         if self.bits.len() <= slot as usize {
             self.bits.resize(slot as usize + 1, SlotBits::default());
         }
@@ -141,31 +137,46 @@ impl Shard {
             .insert(slot, &page.id, [&title, &summary, &tags, &content]);
         self.toc.insert(toc_key(&page));
         for target in &page.references {
-            if *target != page.id {
-                self.referrers
+            if *target != page.id
+                && self
+                    .referrers
                     .entry(target.clone())
                     .or_default()
-                    .insert(page.id.clone());
+                    .insert(page.id.clone())
+                && let Some(entry) = self.entry_mut(target)
+            {
+                entry.referenced_by += 1;
             }
         }
-        self.pages.insert(
-            page.id.clone(),
-            PageEntry {
-                page: Arc::new(page),
-                slot,
-            },
-        );
+        self.pages.insert(page.id.clone(), slot);
+        self.slots[slot as usize] = Some(SlotEntry {
+            tags: page.tags.clone(),
+            page: Arc::new(page),
+            rules,
+            referenced_by,
+        });
+    }
+
+    /// The slot entry of page `id`.
+    fn entry(&self, id: &str) -> Option<&SlotEntry> {
+        let slot = *self.pages.get(id)?;
+        self.slots.get(slot as usize)?.as_ref()
+    }
+
+    fn entry_mut(&mut self, id: &str) -> Option<&mut SlotEntry> {
+        let slot = *self.pages.get(id)?;
+        self.slots.get_mut(slot as usize)?.as_mut()
     }
 
     fn remove(&mut self, id: &str) -> Option<KnowledgePage> {
-        let entry = self.pages.remove(id)?;
+        let slot = self.pages.remove(id)?;
+        let entry = self.slots.get_mut(slot as usize)?.take()?;
         self.toc.remove(&toc_key(&entry.page));
-        self.index.remove(entry.slot);
-        self.slots[entry.slot as usize] = None;
-        if let Some(bits) = self.bits.get_mut(entry.slot as usize) {
+        self.index.remove(slot);
+        if let Some(bits) = self.bits.get_mut(slot as usize) {
             *bits = SlotBits::default();
         }
-        self.free_slots.push(entry.slot);
+        self.free_slots.push(slot);
         for tag in &entry.page.tags {
             if let Some(count) = self.tag_counts.get_mut(tag) {
                 *count -= 1;
@@ -175,18 +186,26 @@ impl Shard {
             }
         }
         for target in &entry.page.references {
-            if let Some(set) = self.referrers.get_mut(target) {
-                set.remove(id);
-                if set.is_empty() {
-                    self.referrers.remove(target);
-                }
+            let Some(set) = self.referrers.get_mut(target) else {
+                continue;
+            };
+            let removed = set.remove(id);
+            if set.is_empty() {
+                self.referrers.remove(target);
+            }
+            if removed && let Some(target) = self.entry_mut(target) {
+                target.referenced_by = target.referenced_by.saturating_sub(1);
             }
         }
         Some(Arc::unwrap_or_clone(entry.page))
     }
 
+    /// How many other existing pages reference page `id` (which need not exist).
     fn referenced_by(&self, id: &str) -> usize {
-        self.referrers.get(id).map_or(0, HashSet::len)
+        match self.entry(id) {
+            Some(entry) => entry.referenced_by,
+            None => self.referrers.get(id).map_or(0, HashSet::len),
+        }
     }
 }
 
@@ -224,8 +243,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
     async fn get_page(&self, namespace: &Namespace, id: &str) -> Result<Option<KnowledgePage>> {
         Ok(self.registry.get(namespace).and_then(|shard| {
             read(&shard)
-                .pages
-                .get(id)
+                .entry(id)
                 .map(|entry| KnowledgePage::clone(&entry.page))
         }))
     }
@@ -235,7 +253,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         let missing = || MemoryError::not_found("page", &page.namespace, &page.id);
         let shard = self.registry.get(&page.namespace).ok_or_else(missing)?;
         let mut shard = write(&shard);
-        let Some(existing) = shard.pages.get(&page.id) else {
+        let Some(existing) = shard.entry(&page.id) else {
             return Err(missing());
         };
         // The store's bookkeeping is kept: creation time and access statistics.
@@ -290,13 +308,17 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             let slot_entry = |slot: u32| shard.slots.get(slot as usize).and_then(Option::as_ref);
             // The same pruned BM25F walk as a memory search, with bounds scaled by the largest
             // boost: the match rules' boost is worked out only for pages that can make the cut.
+            // Every slot the index walks holds a page (a freed slot has no postings), so a
+            // query without a tag filter accepts a page without reading its entry.
             let local = shard.index.top_k_weighted(
                 terms,
                 query.top_k,
                 max_boost,
                 |slot| {
-                    slot_entry(slot)
-                        .is_some_and(|entry| query.tags.iter().all(|tag| entry.tags.contains(tag)))
+                    query.tags.is_empty()
+                        || slot_entry(slot).is_some_and(|entry| {
+                            query.tags.iter().all(|tag| entry.tags.contains(tag))
+                        })
                 },
                 |slot, score, needed| {
                     let bits = shard.bits.get(slot as usize).copied().unwrap_or_default();
@@ -313,21 +335,18 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                         None => Some(score),
                     }
                 },
-                |slot| slot_entry(slot).map(|entry| entry.id.as_str()),
+                |slot| slot_entry(slot).map(|entry| entry.page.id.as_str()),
             );
             for (score, slot) in local {
                 let Some(entry) = slot_entry(slot) else {
-                    continue;
-                };
-                let Some(page) = shard.pages.get(&entry.id) else {
                     continue;
                 };
                 hits.push((
                     PageHit {
                         // The rules as the search applied them, from the text kept for them.
                         signals: rules.signals(&entry.rules, &entry.tags),
-                        referenced_by: shard.referenced_by(&entry.id),
-                        page: Arc::clone(&page.page),
+                        referenced_by: entry.referenced_by,
+                        page: Arc::clone(&entry.page),
                         score,
                     },
                     namespace,
@@ -350,8 +369,8 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         for (_, shard) in self.registry.shards(scope) {
             let shard = read(&shard);
             for (_, id) in &shard.toc {
-                if let Some(entry) = shard.pages.get(id) {
-                    out.push(entry.page.index_entry(shard.referenced_by(id)));
+                if let Some(entry) = shard.entry(id) {
+                    out.push(entry.page.index_entry(entry.referenced_by));
                 }
             }
         }
@@ -396,7 +415,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             };
             let mut shard = write(&shard);
             for tally in group {
-                if let Some(entry) = shard.pages.get_mut(tally.id) {
+                if let Some(entry) = shard.entry_mut(tally.id) {
                     let page = Arc::make_mut(&mut entry.page);
                     tally.apply(&mut page.access_count, &mut page.last_accessed);
                 }
@@ -413,7 +432,7 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
                 shard
                     .toc
                     .iter()
-                    .filter_map(|(_, id)| shard.pages.get(id))
+                    .filter_map(|(_, id)| shard.entry(id))
                     .map(|entry| KnowledgePage::clone(&entry.page)),
             );
         }
@@ -447,6 +466,61 @@ mod tests {
                 .map(|_| self.word())
                 .collect::<Vec<_>>()
                 .join(" ")
+        }
+    }
+
+    /// The count of referrers kept in each page's slot (what search hits, the index and
+    /// `reference_count` report) equals the count made from scratch over the pages, through
+    /// adds, updates that change references, deletes and re-adds, with references to
+    /// missing pages, to the page itself, and repeated.
+    #[tokio::test]
+    async fn kept_reference_counts_equal_the_counts_made_from_scratch() {
+        let store = InMemoryKnowledgeStore::new();
+        let ns = Namespace::parse("wiki").unwrap();
+        let mut rng = Rng(0xC0FFEE);
+        let id = |i: usize| format!("p{i}");
+        for step in 0..600 {
+            let i = rng.below(40);
+            let references: Vec<String> = (0..rng.below(5)).map(|_| id(rng.below(50))).collect();
+            let page = KnowledgePage::new(ns.clone(), id(i), format!("w{} page", i))
+                .unwrap()
+                .with_content("w1 w2")
+                .with_references(references)
+                .unwrap();
+            match rng.below(3) {
+                0 => {
+                    store.delete_page(&ns, &id(i)).await.unwrap();
+                }
+                1 if store.get_page(&ns, &id(i)).await.unwrap().is_some() => {
+                    store.update_page(page).await.unwrap();
+                }
+                _ => {
+                    let _ = store.add_page(page).await;
+                }
+            }
+            let pages = store.list_pages(&ns.exact()).await.unwrap();
+            let counted = |target: &str| {
+                pages
+                    .iter()
+                    .filter(|page| page.id != target && page.references.iter().any(|r| r == target))
+                    .count()
+            };
+            for page in &pages {
+                let kept = store.reference_count(&ns, &page.id).await.unwrap();
+                assert_eq!(kept, counted(&page.id), "step {step}: {}", page.id);
+            }
+            for entry in store.get_index(&ns.exact()).await.unwrap() {
+                assert_eq!(entry.referenced_by, counted(&entry.id), "step {step}");
+            }
+            let query = PageQuery::new(ns.exact(), "page", 50);
+            for hit in store.search(&query).await.unwrap() {
+                assert_eq!(hit.referenced_by, counted(&hit.page.id), "step {step}");
+            }
+            // A page not stored is counted from the referrers alone.
+            assert_eq!(
+                store.reference_count(&ns, "p45").await.unwrap(),
+                counted("p45")
+            );
         }
     }
 
@@ -508,7 +582,7 @@ mod tests {
                     let entry = shard.slots[slot as usize].as_ref().unwrap();
                     if query.tags.iter().all(|tag| entry.tags.contains(tag)) {
                         let boost = rules.signals(&entry.rules, &entry.tags).boost();
-                        all.push((score * boost, entry.id.clone()));
+                        all.push((score * boost, entry.page.id.clone()));
                     }
                 });
                 all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
