@@ -77,15 +77,25 @@ impl<const N: usize> Bm25Index<N> {
             |slot, total, _| accept(slot).then_some(total),
             &id_of,
         );
-        let floor = if first.len() == k {
-            let mut floors: Vec<f32> = first
+        // The final scores of those k, kept: the walk below meets them again and takes them
+        // from here instead of weighing them twice.
+        let weighed: Vec<(u32, f32)> = if first.len() == k {
+            first
                 .iter()
-                .map(|&(total, slot)| weigh(slot, total, f32::NEG_INFINITY).unwrap_or(total))
-                .collect();
-            floors.sort_unstable_by(|a, b| b.total_cmp(a));
-            floors[k - 1]
+                .map(|&(total, slot)| {
+                    (slot, weigh(slot, total, f32::NEG_INFINITY).unwrap_or(total))
+                })
+                .collect()
         } else {
-            f32::NEG_INFINITY
+            Vec::new()
+        };
+        let floor = match weighed.len() {
+            0 => f32::NEG_INFINITY,
+            _ => {
+                let mut floors: Vec<f32> = weighed.iter().map(|&(_, score)| score).collect();
+                floors.sort_unstable_by(|a, b| b.total_cmp(a));
+                floors[k - 1]
+            }
         };
         self.max_score(
             cursors,
@@ -96,7 +106,10 @@ impl<const N: usize> Bm25Index<N> {
                 floor,
             },
             |slot, total, needed| {
-                if accept(slot) {
+                if let Some(&(_, score)) = weighed.iter().find(|(weighed, _)| *weighed == slot) {
+                    // Accepted by the first walk already.
+                    Some(score)
+                } else if accept(slot) {
                     weigh(slot, total, needed)
                 } else {
                     None
