@@ -1,0 +1,223 @@
+//! Tests of reading a question's time expressions against a clock.
+
+use super::*;
+
+/// Thursday 9 March 2023, 15:47.
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2023, 3, 9, 15, 47, 0).unwrap()
+}
+
+fn date(y: i32, m: u32, d: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
+}
+
+/// The window of `query` as (first day, last day) it covers.
+fn days_of(query: &str) -> Option<(NaiveDate, NaiveDate)> {
+    time_window(query, now()).map(|w| (w.from.date_naive(), w.until.date_naive()))
+}
+
+fn ymd(y: i32, m: u32, d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(y, m, d).unwrap()
+}
+
+#[test]
+fn named_days_before_today() {
+    assert_eq!(
+        days_of("what did I eat yesterday?"),
+        Some((ymd(2023, 3, 8), ymd(2023, 3, 8)))
+    );
+    assert_eq!(
+        days_of("What did I say today"),
+        Some((ymd(2023, 3, 9), ymd(2023, 3, 9)))
+    );
+    assert_eq!(
+        days_of("the day before yesterday"),
+        Some((ymd(2023, 3, 7), ymd(2023, 3, 7)))
+    );
+    // The latest Saturday before Thursday the 9th is the 4th, a day either side.
+    assert_eq!(
+        days_of("I received a piece of jewelry last Saturday from whom?"),
+        Some((ymd(2023, 3, 3), ymd(2023, 3, 5)))
+    );
+    // "last Thursday" on a Thursday is a week ago.
+    assert_eq!(
+        days_of("last thursday"),
+        Some((ymd(2023, 3, 1), ymd(2023, 3, 3)))
+    );
+    assert_eq!(
+        days_of("last weekend"),
+        Some((ymd(2023, 3, 3), ymd(2023, 3, 6)))
+    );
+    // The calendar week before this one (27 Feb to 5 Mar), a day either side.
+    assert_eq!(
+        days_of("last week"),
+        Some((ymd(2023, 2, 26), ymd(2023, 3, 6)))
+    );
+    assert_eq!(
+        days_of("LAST MONTH"),
+        Some((ymd(2023, 1, 29), ymd(2023, 3, 3)))
+    );
+    assert_eq!(
+        days_of("last year"),
+        Some((ymd(2021, 12, 25), ymd(2023, 1, 7)))
+    );
+}
+
+#[test]
+fn counted_spans_back_from_now() {
+    // Five days, with half a day and a quarter of the span on each side.
+    let (from, until) = days_of("what did I do 5 days ago").unwrap();
+    assert_eq!((from, until), (ymd(2023, 3, 2), ymd(2023, 3, 6)));
+    let (from, until) = days_of("a couple of days ago").unwrap();
+    assert!(from <= ymd(2023, 3, 7) && until >= ymd(2023, 3, 7) && until < ymd(2023, 3, 9));
+    let (from, until) = days_of("two weeks ago").unwrap();
+    assert!(from <= ymd(2023, 2, 23) && until >= ymd(2023, 2, 23));
+    assert!(until < ymd(2023, 3, 9), "{until}");
+    assert!(days_of("a few months ago").is_some());
+    assert!(days_of("4 years ago").is_some());
+}
+
+#[test]
+fn spans_up_to_now() {
+    let window = time_window("in the past month", now()).unwrap();
+    assert_eq!(window.until, now());
+    assert_eq!(window.from.date_naive(), ymd(2023, 2, 6));
+    let window = time_window("over the last two weeks", now()).unwrap();
+    assert_eq!(window.from.date_naive(), ymd(2023, 2, 22));
+    assert_eq!(
+        time_window("this week", now()).unwrap().from,
+        date(2023, 3, 6)
+    );
+    assert_eq!(
+        time_window("this month", now()).unwrap().from,
+        date(2023, 3, 1)
+    );
+}
+
+#[test]
+fn dates() {
+    assert_eq!(
+        days_of("on 2022-12-08"),
+        Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+    );
+    assert_eq!(
+        days_of("What book did Tim finish on 8th December, 2022?"),
+        Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+    );
+    assert_eq!(
+        days_of("on December 8th 2022"),
+        Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+    );
+    // Without a year: the last 8 December, last year's.
+    assert_eq!(
+        days_of("on Dec 8"),
+        Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
+    );
+    assert_eq!(
+        days_of("in June 2022"),
+        Some((ymd(2022, 5, 31), ymd(2022, 7, 1)))
+    );
+    // A month alone after "in": the last June that has begun.
+    assert_eq!(
+        days_of("the first BBQ in June"),
+        Some((ymd(2022, 5, 31), ymd(2022, 7, 1)))
+    );
+    assert_eq!(
+        days_of("in January and March"),
+        Some((ymd(2022, 12, 31), ymd(2023, 3, 9)))
+    );
+    assert_eq!(
+        days_of("during 2021"),
+        Some((ymd(2020, 12, 25), ymd(2022, 1, 7)))
+    );
+    // From a date until now, or no time at all before one.
+    assert_eq!(
+        days_of("since 2021"),
+        Some((ymd(2020, 12, 25), ymd(2023, 3, 9)))
+    );
+    assert_eq!(
+        days_of("after 2 March"),
+        Some((ymd(2023, 3, 1), ymd(2023, 3, 9)))
+    );
+    assert_eq!(days_of("before 2 March"), None);
+    assert_eq!(
+        days_of("What did I buy before 2 March, last week?").map(|w| w.0),
+        Some(ymd(2023, 2, 26))
+    );
+    // Several times: the window covers them all.
+    assert_eq!(
+        days_of("between 2022-08-11 and 2022-08-15"),
+        Some((ymd(2022, 8, 10), ymd(2022, 8, 16)))
+    );
+}
+
+/// Every expression read starts from a cue, a number or a month's name, so a query
+/// without one is passed over before its words are read.
+#[test]
+fn queries_without_a_cue_are_passed_over() {
+    for query in [
+        "what did I eat yesterday?",
+        "The day before YESTERDAY",
+        "5 days ago",
+        "a couple of weeks ago",
+        "last Saturday",
+        "in the past month",
+        "This week",
+        "on 2022-12-08",
+        "in June",
+        "December 8th",
+        "since March",
+        "Sept 3",
+    ] {
+        assert!(may_name_a_time(query), "{query:?}");
+        assert!(time_window(query, now()).is_some(), "{query:?}");
+    }
+    for query in [
+        "Where does Ava live?",
+        "what is my favourite food",
+        "",
+        "über straße",
+    ] {
+        assert!(!may_name_a_time(query), "{query:?}");
+    }
+}
+
+#[test]
+fn words_that_name_no_time() {
+    for query in [
+        "Where does Ava live?",
+        "I may go there",
+        "Can you help me? It may rain",
+        "in may",
+        "a march for peace",
+        "What is the order of airlines I flew with before today?",
+        "the last time I went hiking",
+        "at last",
+        "What did I plan for next week?",
+        "tomorrow",
+        "recently",
+        "2023 was a good year",
+        "3 apples",
+        "I ran 5 km in 20 minutes",
+        "",
+    ] {
+        assert_eq!(time_window(query, now()), None, "{query:?}");
+    }
+}
+
+#[test]
+fn windows_end_by_now_and_far_clocks_read_nothing() {
+    // A date after now names no time of a memory.
+    assert_eq!(time_window("on 2024-01-01", now()), None);
+    // Part of a window after now is cut.
+    assert_eq!(time_window("this year", now()).unwrap().until, now());
+    let far = Utc.with_ymd_and_hms(9500, 1, 1, 0, 0, 0).unwrap();
+    assert_eq!(time_window("yesterday", far), None);
+    assert_eq!(
+        time_window("1000 years ago", now()).map(|w| w.until < now()),
+        Some(true)
+    );
+    // Only the first words of a long query are read.
+    let long = format!("{} yesterday", "word ".repeat(MAX_WORDS));
+    assert_eq!(time_window(&long, now()), None);
+}
