@@ -417,22 +417,21 @@ impl MemoryStore for InMemoryStore {
                 }
                 SlotTest::Entry => entry_at(slot).is_some_and(passes),
             };
-            let rarest: Vec<String>;
-            let searched: &[String] = match query.rarest {
+            let id_of = |slot| entry_at(slot).map(|e| e.item.id.as_str());
+            let best = match query.rarest {
                 Some(n) => {
-                    rarest = memory_core::search::rarest_terms(terms, n, |_, term| {
-                        shard.index.doc_freq(term)
-                    })
-                    .into_iter()
-                    .map(|index| terms[index].clone())
-                    .collect();
-                    &rarest
+                    // The rarest terms borrowed from `terms`, not copied.
+                    let rarest: Vec<&str> =
+                        memory_core::search::rarest_terms(terms, n, |_, term| {
+                            shard.index.doc_freq(term)
+                        })
+                        .into_iter()
+                        .map(|index| terms[index].as_str())
+                        .collect();
+                    shard.index.top_k(&rarest, query.top_k, accept, id_of)
                 }
-                None => terms,
+                None => shard.index.top_k(terms, query.top_k, accept, id_of),
             };
-            let best = shard.index.top_k(searched, query.top_k, accept, |slot| {
-                entry_at(slot).map(|e| e.item.id.as_str())
-            });
             let best: Vec<(f32, &Entry)> = best
                 .into_iter()
                 .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e)))

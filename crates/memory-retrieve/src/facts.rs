@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use self::detector::MONTHS_AND_DAYS;
 pub use self::detector::RuleConflictDetector;
-pub(crate) use self::keys::Prepared;
+pub(crate) use self::keys::{Prepared, recycle_terms};
 use self::keys::{Vocabulary, jaccard};
 
 /// What `remember` does with text its namespace already holds.
@@ -196,7 +196,10 @@ pub fn similarity(a: &str, b: &str) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::detector::word_count;
-    use super::keys::{for_each_gap_and_word, for_each_raw_word, is_negation_key, key_hash};
+    use super::keys::{
+        SPARE_TERMS, for_each_gap_and_word, for_each_raw_word, is_negation_key, key_hash,
+        owned_terms,
+    };
     use super::*;
 
     #[test]
@@ -206,6 +209,31 @@ mod tests {
         assert!(similarity("the user likes green tea", "the user likes black coffee") < 0.5);
         assert_eq!(similarity("", "..."), 1.0);
         assert_eq!(similarity("tea", ""), 0.0);
+    }
+
+    #[test]
+    fn recycled_term_strings_are_reused_with_their_text_replaced_and_bounded_in_number() {
+        // Fresh strings while none are spare.
+        let first = owned_terms(["berlin", "paris"].into_iter());
+        assert_eq!(first, ["berlin", "paris"]);
+        let pointers: Vec<*const u8> = first.iter().map(|term| term.as_ptr()).collect();
+        recycle_terms(first);
+        // The next search writes its terms into them: no stale text is left behind.
+        let second = owned_terms(["rome", "lisbon", "oslo"].into_iter());
+        assert_eq!(second, ["rome", "lisbon", "oslo"]);
+        let reused = second
+            .iter()
+            .filter(|term| pointers.contains(&term.as_ptr()))
+            .count();
+        assert_eq!(reused, 2, "both spare strings are written into");
+        // At most SPARE_TERMS are kept, none longer than 64 bytes.
+        let many: Vec<String> = (0..SPARE_TERMS * 2).map(|i| format!("t{i}")).collect();
+        recycle_terms(many);
+        recycle_terms(vec!["x".repeat(100)]);
+        let words: Vec<String> = (0..SPARE_TERMS * 2).map(|i| format!("w{i}")).collect();
+        let taken = owned_terms(words.iter().map(String::as_str));
+        assert_eq!(taken, words);
+        assert!(taken.iter().all(|term| term.capacity() <= 64));
     }
 
     #[test]

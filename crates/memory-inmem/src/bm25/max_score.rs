@@ -20,7 +20,7 @@ impl<const N: usize> Bm25Index<N> {
     /// `accept` must give the same answer for a slot each time: it may be asked more than once.
     pub(crate) fn top_k<'a>(
         &self,
-        terms: &[String],
+        terms: &[impl AsRef<str>],
         k: usize,
         mut accept: impl FnMut(u32) -> bool,
         id_of: impl Fn(u32) -> Option<&'a str>,
@@ -121,12 +121,12 @@ impl<const N: usize> Bm25Index<N> {
 
     /// A cursor over each of `terms`' postings (terms without postings left out), with the
     /// index's length factors.
-    fn cursors(&self, terms: &[String]) -> (Vec<Cursor<'_, N>>, [f32; N]) {
+    fn cursors(&self, terms: &[impl AsRef<str>]) -> (Vec<Cursor<'_, N>>, [f32; N]) {
         let n = self.doc_count as f32;
         let length_factor = length_factors(n, &self.total_len);
         let cursors = terms
             .iter()
-            .filter_map(|term| self.postings.get(term.as_str()))
+            .filter_map(|term| self.postings.get(term.as_ref()))
             .filter(|entry| !entry.list.is_empty())
             .map(|entry| {
                 let idf = bm25_idf(n, entry.list.len() as f32);
