@@ -4,7 +4,7 @@
 //! [`Memory::remember_with`](crate::Memory::remember_with) reconciles each new memory with
 //! the memories of its namespace that resemble it most: the store's own full-text index is
 //! asked for the best [`FactsConfig::candidates`] matches of the four terms of the new text
-//! its namespace holds least often, among its eight longest (a BM25 self-match, never a
+//! its namespace holds least often, among its sixteen longest (a BM25 self-match, never a
 //! scan of the namespace), and those few are compared with the new one:
 //!
 //! 1. **Duplicates**: the same kind and a [`similarity`] of their analysed terms at least
