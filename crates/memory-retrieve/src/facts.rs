@@ -197,8 +197,8 @@ pub fn similarity(a: &str, b: &str) -> f32 {
 mod tests {
     use super::detector::word_count;
     use super::keys::{
-        SPARE_TERMS, for_each_gap_and_word, for_each_raw_word, is_negation_key, key_hash,
-        owned_terms,
+        SPARE_TERM_BYTES, SPARE_TERMS, for_each_gap_and_word, for_each_raw_word, is_negation_key,
+        key_hash, owned_terms,
     };
     use super::*;
 
@@ -226,14 +226,14 @@ mod tests {
             .filter(|term| pointers.contains(&term.as_ptr()))
             .count();
         assert_eq!(reused, 2, "both spare strings are written into");
-        // At most SPARE_TERMS are kept, none longer than 64 bytes.
+        // At most SPARE_TERMS are kept, none holding more than SPARE_TERM_BYTES.
         let many: Vec<String> = (0..SPARE_TERMS * 2).map(|i| format!("t{i}")).collect();
         recycle_terms(many);
-        recycle_terms(vec!["x".repeat(100)]);
+        recycle_terms(vec!["x".repeat(SPARE_TERM_BYTES + 36)]);
         let words: Vec<String> = (0..SPARE_TERMS * 2).map(|i| format!("w{i}")).collect();
         let taken = owned_terms(words.iter().map(String::as_str));
         assert_eq!(taken, words);
-        assert!(taken.iter().all(|term| term.capacity() <= 64));
+        assert!(taken.iter().all(|term| term.capacity() <= SPARE_TERM_BYTES));
     }
 
     #[test]

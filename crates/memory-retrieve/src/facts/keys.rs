@@ -198,6 +198,10 @@ fn has_cjk(text: &str) -> bool {
 /// Most strings [`recycle_terms`] keeps per thread.
 pub(super) const SPARE_TERMS: usize = 64;
 
+/// Largest capacity, in bytes, of a string [`recycle_terms`] keeps: terms are short words,
+/// and a long one is not worth holding on to.
+pub(super) const SPARE_TERM_BYTES: usize = 64;
+
 thread_local! {
     /// Strings of finished self-match searches' terms, reused by the next searches: a new
     /// memory's search terms are a handful of short strings, freshly allocated they cost
@@ -224,7 +228,7 @@ pub(super) fn owned_terms<'a>(terms: impl Iterator<Item = &'a str>) -> Vec<Strin
 }
 
 /// Hands the term strings of a finished self-match search back for the next one (at most
-/// [`SPARE_TERMS`] are kept, none longer than 64 bytes).
+/// [`SPARE_TERMS`] are kept, none holding more than [`SPARE_TERM_BYTES`]).
 pub(crate) fn recycle_terms(terms: Vec<String>) {
     SPARE.with(|spare| {
         if let Ok(mut spare) = spare.try_borrow_mut() {
@@ -232,7 +236,7 @@ pub(crate) fn recycle_terms(terms: Vec<String>) {
             spare.extend(
                 terms
                     .into_iter()
-                    .filter(|term| term.capacity() <= 64)
+                    .filter(|term| term.capacity() <= SPARE_TERM_BYTES)
                     .take(room),
             );
         }

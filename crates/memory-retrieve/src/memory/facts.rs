@@ -60,7 +60,7 @@ const SELF_MATCH_TERMS: usize = 4;
 /// nearly all. Measured on the generated changing facts (`eval --facts`) and both
 /// development sets, 8, 16 and all the terms find the same rivals and duplicates. 16 costs
 /// least: a larger pool holds rarer terms, whose postings are shorter. `remember` into
-/// 100,000 generated memories (1,000 calls, counted by callgrind): 8 walks 989 postings and
+/// 100,000 generated memories (2,000 calls, counted by callgrind): 8 walks 989 postings and
 /// scores 372 memories per search, 16 walks 285 and scores 180; per call 164,000 against
 /// 129,000 instructions and 293 against 200 misses of a 1 MiB last-level cache; 32 gives
 /// the same as 16 (the frequencies looked up cost what the shorter postings save).
