@@ -14,8 +14,10 @@ use memory_core::{
 };
 
 mod filter;
+mod ids;
 
 use self::filter::{KIND, LASTING, LIVE, SlotTest, slab_filter, slot_flags};
+use self::ids::IdIndex;
 use crate::bm25::Bm25Index;
 use crate::registry::{Registry, read, write};
 use crate::vectors::Vectors;
@@ -61,7 +63,7 @@ const COMPACT_AT: usize = 64;
 #[derive(Debug)]
 struct Shard {
     /// id -> slot in `entries`.
-    by_id: HashMap<String, u32>,
+    by_id: IdIndex,
     by_time: BTreeSet<(DateTime<Utc>, String)>,
     /// fact key -> the `(created_at, id)` of the items stating it: a fact's versions are
     /// listed without a scan of the namespace.
@@ -115,7 +117,7 @@ impl Entry {
 impl Default for Shard {
     fn default() -> Self {
         Self {
-            by_id: HashMap::new(),
+            by_id: IdIndex::default(),
             by_time: BTreeSet::new(),
             by_fact_key: HashMap::new(),
             entries: Vec::new(),
@@ -152,7 +154,6 @@ impl Shard {
                 .or_default()
                 .insert((item.created_at, item.id.clone()));
         }
-        self.by_id.insert(item.id.clone(), slot);
         let entry = Entry {
             kind: item.kind,
             created_at: item.created_at,
@@ -165,6 +166,7 @@ impl Shard {
         };
         self.flags[slot as usize] = slot_flags(&entry);
         self.entries[slot as usize] = Some(entry);
+        self.by_id.insert(&self.entries, slot);
     }
 
     /// Renumbers the live slots in order (the slab, the id map, the search index and the
@@ -188,9 +190,7 @@ impl Shard {
             })
             .collect();
         self.flags = self.entries.iter().flatten().map(slot_flags).collect();
-        for slot in self.by_id.values_mut() {
-            *slot = map[*slot as usize];
-        }
+        self.by_id.remap(&map);
         self.index.remap(&map, live as usize);
         self.vectors.remap(&map);
         self.free = 0;
@@ -215,7 +215,7 @@ impl Shard {
 
     /// Removes memory `id` from everything but the search index.
     fn detach(&mut self, id: &str) -> Option<Entry> {
-        let slot = self.by_id.remove(id)?;
+        let slot = self.by_id.remove(&self.entries, id)?;
         let entry = self.entries.get_mut(slot as usize).and_then(Option::take)?;
         if let Some(flags) = self.flags.get_mut(slot as usize) {
             *flags = 0;
@@ -236,12 +236,12 @@ impl Shard {
     }
 
     fn entry(&self, id: &str) -> Option<&Entry> {
-        let slot = *self.by_id.get(id)?;
+        let slot = self.by_id.get(&self.entries, id)?;
         self.entries.get(slot as usize).and_then(Option::as_ref)
     }
 
     fn entry_mut(&mut self, id: &str) -> Option<&mut Entry> {
-        let slot = *self.by_id.get(id)?;
+        let slot = self.by_id.get(&self.entries, id)?;
         self.entries.get_mut(slot as usize).and_then(Option::as_mut)
     }
 

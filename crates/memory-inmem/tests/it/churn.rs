@@ -4,8 +4,8 @@
 
 use chrono::{Duration, Utc};
 use memory_core::{
-    EndReason, Ended, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, SearchQuery,
-    TimeView,
+    EndReason, Ended, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent,
+    SearchQuery, TimeView,
 };
 use memory_inmem::InMemoryStore;
 
@@ -99,6 +99,32 @@ async fn churned_store_searches_as_a_fresh_one() {
             churned.get(&ns, &survivor.id).await.unwrap().as_ref(),
             Some(survivor)
         );
+    }
+    // Deleted ids are gone from the id index, and recall statistics still reach the right
+    // memory after every renumbering.
+    for gone in ["m00000", "m01001", "m02500"] {
+        assert_eq!(churned.get(&ns, gone).await.unwrap(), None, "{gone}");
+        assert_eq!(
+            churned.recall_stats(&ns, gone).await.unwrap(),
+            None,
+            "{gone}"
+        );
+    }
+    let events: Vec<RecallEvent> = survivors
+        .iter()
+        .step_by(7)
+        .map(|survivor| RecallEvent {
+            namespace: ns.clone(),
+            id: survivor.id.clone(),
+            score: 0.5,
+            at: Utc::now(),
+        })
+        .collect();
+    churned.record_recalls(&events).await.unwrap();
+    for (i, survivor) in survivors.iter().enumerate() {
+        let stats = churned.recall_stats(&ns, &survivor.id).await.unwrap();
+        let count = stats.map(|stats| stats.recall_count);
+        assert_eq!(count, Some(u64::from(i % 7 == 0)), "{}", survivor.id);
     }
 }
 
