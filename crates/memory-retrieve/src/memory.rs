@@ -224,7 +224,7 @@ impl Memory {
         query: &str,
         options: &RecallOptions,
     ) -> Result<RetrievalResult> {
-        let config = options.apply_to(self.retriever.config());
+        let config = options.applied_to(self.retriever.config());
         let result = self
             .retriever
             .retrieve_with(scope, query, &options.filter, &config)

@@ -231,6 +231,25 @@ impl RecallOptions {
 
     /// `config` with this call's overrides applied.
     pub fn apply_to(&self, config: &RetrieverConfig) -> RetrieverConfig {
+        self.applied_to(config).into_owned()
+    }
+
+    /// `config` itself when no override changes it (an override equal to its value is
+    /// none), else a copy with the overrides applied: a recall that does not change the
+    /// settings does not copy them (their role weights are a map of strings).
+    pub(crate) fn applied_to<'a>(
+        &self,
+        config: &'a RetrieverConfig,
+    ) -> std::borrow::Cow<'a, RetrieverConfig> {
+        let changes = self.strategy.is_some_and(|v| v != config.strategy)
+            || self.scoring.is_some_and(|v| v != config.scoring)
+            || self.fusion.is_some_and(|v| v != config.fusion)
+            || self.max_results.is_some_and(|v| v != config.max_results)
+            || self.min_score.is_some_and(|v| v != config.min_score)
+            || self.graph_depth.is_some_and(|v| v != config.graph_depth);
+        if !changes {
+            return std::borrow::Cow::Borrowed(config);
+        }
         let mut config = config.clone();
         if let Some(strategy) = self.strategy {
             config.strategy = strategy;
@@ -250,7 +269,7 @@ impl RecallOptions {
         if let Some(depth) = self.graph_depth {
             config.graph_depth = depth;
         }
-        config
+        std::borrow::Cow::Owned(config)
     }
 }
 
@@ -276,4 +295,32 @@ pub struct MemoryStats {
     /// Graph entities in the scope (the link nodes enrichment keeps for memories are not
     /// counted).
     pub entities: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    #[test]
+    fn options_that_change_nothing_borrow_the_settings() {
+        let config = RetrieverConfig::default();
+        let same = RecallOptions::default()
+            .max_results(config.max_results)
+            .min_score(config.min_score);
+        assert!(matches!(same.applied_to(&config), Cow::Borrowed(_)));
+        assert!(matches!(
+            RecallOptions::default().applied_to(&config),
+            Cow::Borrowed(_)
+        ));
+        let changed = RecallOptions::default().max_results(config.max_results + 1);
+        let applied = changed.applied_to(&config);
+        assert!(matches!(applied, Cow::Owned(_)));
+        assert_eq!(applied.max_results, config.max_results + 1);
+        assert_eq!(applied.role_weights, config.role_weights);
+        // NaN equals nothing, so it is applied (and rejected by validation later).
+        let nan = RecallOptions::default().min_score(f32::NAN);
+        assert!(nan.applied_to(&config).min_score.is_nan());
+    }
 }
