@@ -6,9 +6,10 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--no-facts]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F]
+//!                  [--head-depth N] [--head-weight W] [--no-facts]
 //!                  [--show-misses] [--show-facts]
-//!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--json FILE]
+//!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
 //! ```
 //!
@@ -17,8 +18,9 @@
 //! conversation set. `--no-facts` ingests the conversations with `FactsConfig::off()` (no
 //! duplicate merging or conflict flags). `--enrich on` links every turn to the entities the
 //! rule-based enricher finds (the graph channel then follows the links); `--rerank on`
-//! reranks with the default `TermReranker` (`--rerank-weight W` sets its share and turns it
-//! on). Both are off by default.
+//! reranks with the default `TermReranker` (`--rerank-weight W` sets its share and
+//! `--rerank-depth N` how many of the best it reorders; either turns it on). Both are off by
+//! default.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,7 +34,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -91,6 +93,15 @@ fn run() -> Result<(), String> {
                     .get_or_insert_with(RerankConfig::default)
                     .weight = weight;
             }
+            "--rerank-depth" => {
+                let depth = value()?
+                    .parse()
+                    .map_err(|e| format!("--rerank-depth: {e}"))?;
+                options
+                    .rerank
+                    .get_or_insert_with(RerankConfig::default)
+                    .depth = depth;
+            }
             "--longmemeval" => longmemeval = Some(PathBuf::from(value()?)),
             "--ranked" => ranked = Some(PathBuf::from(value()?)),
             "--backend" => backend = value()?,
@@ -112,6 +123,15 @@ fn run() -> Result<(), String> {
                 } else {
                     options.config.role_weights.insert(role.to_owned(), weight);
                 }
+            }
+            "--head-depth" => {
+                options.config.head_rerank_depth =
+                    value()?.parse().map_err(|e| format!("--head-depth: {e}"))?;
+            }
+            "--head-weight" => {
+                options.config.head_rerank_weight = value()?
+                    .parse()
+                    .map_err(|e| format!("--head-weight: {e}"))?;
             }
             "--outside-time-factor" => {
                 options.config.outside_time_factor = value()?

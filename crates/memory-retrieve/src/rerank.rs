@@ -1,6 +1,7 @@
 //! The reranking stage: a [`Reranker`] rescores the best fused candidates before the
 //! `min_score` and `max_results` cut.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -67,12 +68,14 @@ impl RerankConfig {
 
 /// The text a reranker reads for a record: a memory's content, a page's title and summary,
 /// an entity's name and description.
-fn document(record: &RetrievalSource) -> String {
+fn document(record: &RetrievalSource) -> Cow<'_, str> {
     match record {
-        RetrievalSource::Memory(item) => item.content.clone(),
-        RetrievalSource::KnowledgePage(page) => format!("{}\n{}", page.title, page.summary),
+        RetrievalSource::Memory(item) => Cow::Borrowed(&item.content),
+        RetrievalSource::KnowledgePage(page) => {
+            Cow::Owned(format!("{}\n{}", page.title, page.summary))
+        }
         RetrievalSource::GraphEntity(entity) => {
-            format!("{}\n{}", entity.name, entity.description)
+            Cow::Owned(format!("{}\n{}", entity.name, entity.description))
         }
     }
 }
@@ -89,11 +92,11 @@ pub(crate) async fn apply(
     if depth == 0 {
         return items;
     }
-    let documents: Vec<String> = items[..depth]
+    let documents: Vec<Cow<'_, str>> = items[..depth]
         .iter()
         .map(|item| document(&item.record))
         .collect();
-    let borrowed: Vec<&str> = documents.iter().map(String::as_str).collect();
+    let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
     let scores = match reranker.rerank(query, &borrowed).await {
         Ok(scores) if scores.len() == depth => scores,
         Ok(scores) => {
@@ -136,6 +139,71 @@ pub(crate) async fn apply(
     items
 }
 
+/// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) * score
+/// + weight * ` [`TermReranker`]'s measure, ties in their order. Each takes the score of the
+/// place it moves to, so the scores stay in order and the same, and the move is its
+/// [`Signal::Rerank`] contribution (its measure the value).
+///
+/// Only memories indexed with a [context](memory_core::MemoryItem::context) move: the
+/// reordering tells a text from the neighbours it was found through, and a memory searched
+/// by its own text alone was already ranked by it. The others keep their places and the
+/// movable ones are reordered among the remaining places. So does a memory marked stale
+/// ([`Signal::Stale`]: ended, or the older of two conflicting or answering facts): the old
+/// wording of a fact often holds the question's words better than the update ("lives in
+/// Paris" against "moved to Berlin"), and must not climb back above it.
+pub(crate) fn reorder_head(query: &str, items: &mut Vec<ScoredItem>, depth: usize, weight: f32) {
+    let depth = depth.min(items.len());
+    if depth < 2 {
+        return;
+    }
+    let movable: Vec<usize> = (0..depth)
+        .filter(|&at| {
+            let item = &items[at];
+            matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
+                && item.breakdown.value(Signal::Stale).is_none()
+        })
+        .collect();
+    if movable.len() < 2 {
+        return;
+    }
+    let measures = {
+        let documents: Vec<Cow<'_, str>> = items[..depth]
+            .iter()
+            .map(|item| document(&item.record))
+            .collect();
+        let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
+        term_scores(query, &borrowed)
+    };
+    let scores: Vec<f32> = items[..depth].iter().map(|item| item.score).collect();
+    let key = |at: usize| (1.0 - weight) * scores[at] + weight * measures[at];
+    let mut order = movable.clone();
+    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+    // `from[place]`: which result takes each place of the head.
+    let mut from: Vec<usize> = (0..depth).collect();
+    for (&place, &moved) in movable.iter().zip(&order) {
+        from[place] = moved;
+    }
+    let mut head: Vec<Option<ScoredItem>> = items.drain(..depth).map(Some).collect();
+    let reordered: Vec<ScoredItem> = from
+        .iter()
+        .enumerate()
+        .filter_map(|(place, &at)| {
+            let mut item = head[at].take()?;
+            if movable.binary_search(&at).is_ok() {
+                let score = scores[place];
+                item.breakdown.signals.push(SignalScore {
+                    name: Signal::Rerank,
+                    value: measures[at],
+                    contribution: score - item.score,
+                });
+                item.score = score;
+            }
+            Some(item)
+        })
+        .collect();
+    items.splice(0..0, reordered);
+}
+
 /// The deterministic reranker: how much of the query a candidate covers, and how close
 /// together the covered terms stand.
 ///
@@ -167,18 +235,36 @@ fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
         .enumerate()
         .map(|(at, term)| (term.as_str(), at))
         .collect();
+    // The first bytes of the query's terms: a word starting otherwise is not stemmed (its
+    // stem starts as it does), only counted.
+    let mut first = [false; 256];
+    for term in &query_terms {
+        if let Some(&byte) = term.as_bytes().first() {
+            first[usize::from(byte)] = true;
+        }
+    }
+    let may_match = |word: &str| {
+        word.as_bytes()
+            .first()
+            .is_some_and(|&byte| first[usize::from(byte)])
+    };
     // Each document as the positions of query terms in it.
     let hits: Vec<Vec<(usize, usize)>> = documents
         .iter()
         .map(|document| {
             let mut found = Vec::new();
-            let mut position = 0;
-            analyzer.for_each_term(document, |term| {
-                if let Some(&at) = index.get(term) {
-                    found.push((position, at));
-                }
-                position += 1;
-            });
+            let position = std::cell::Cell::new(0usize);
+            analyzer.for_each_term_where(
+                document,
+                may_match,
+                |term| {
+                    if let Some(&at) = index.get(term) {
+                        found.push((position.get(), at));
+                    }
+                    position.set(position.get() + 1);
+                },
+                || position.set(position.get() + 1),
+            );
             found
         })
         .collect();
@@ -250,7 +336,109 @@ fn shortest_span(found: &[(usize, usize)], terms: usize, distinct: usize) -> usi
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use memory_core::{MemoryItem, Namespace, ScoreBreakdown};
+
     use super::*;
+
+    fn scored(text: &str, score: f32, stale: bool) -> ScoredItem {
+        let item = MemoryItem::new(Namespace::parse("t").unwrap(), text)
+            .unwrap()
+            .with_context("the turns around it");
+        let mut breakdown = ScoreBreakdown::default();
+        if stale {
+            breakdown.signals.push(SignalScore {
+                name: Signal::Stale,
+                value: 0.5,
+                contribution: -0.1,
+            });
+        }
+        ScoredItem {
+            record: RetrievalSource::Memory(Arc::new(item)),
+            score,
+            breakdown,
+        }
+    }
+
+    fn texts(items: &[ScoredItem]) -> Vec<&str> {
+        items
+            .iter()
+            .map(|item| match &item.record {
+                RetrievalSource::Memory(item) => item.content.as_str(),
+                _ => "",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_head_is_reordered_and_keeps_its_scores() {
+        let query = "Caroline adoption agency";
+        let mut items = vec![
+            scored("we talked for hours", 0.9, false),
+            scored("Caroline called the adoption agency", 0.85, false),
+            scored("Caroline said hello", 0.8, false),
+            scored("the adoption agency Caroline chose", 0.7, false),
+        ];
+        reorder_head(query, &mut items, 3, 0.5);
+        assert_eq!(
+            texts(&items),
+            [
+                "Caroline called the adoption agency",
+                "Caroline said hello",
+                "we talked for hours",
+                "the adoption agency Caroline chose",
+            ],
+            "the head of three reordered, the fourth left where it was"
+        );
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.85, 0.8, 0.7]);
+        let first = &items[0].breakdown;
+        assert!((first.contribution(Signal::Rerank).unwrap() - 0.05).abs() < 1e-6);
+        assert!(items[3].breakdown.value(Signal::Rerank).is_none());
+    }
+
+    #[test]
+    fn a_memory_without_context_keeps_its_place_in_the_head() {
+        let query = "Caroline adoption agency";
+        let plain = |text: &str, score: f32| {
+            let item = MemoryItem::new(Namespace::parse("t").unwrap(), text).unwrap();
+            ScoredItem {
+                record: RetrievalSource::Memory(Arc::new(item)),
+                score,
+                breakdown: ScoreBreakdown::default(),
+            }
+        };
+        let mut items = vec![
+            plain("we talked for hours", 0.9),
+            plain("Caroline called the adoption agency", 0.85),
+        ];
+        reorder_head(query, &mut items, 3, 0.5);
+        assert_eq!(
+            texts(&items),
+            ["we talked for hours", "Caroline called the adoption agency"]
+        );
+        assert!(items[0].breakdown.value(Signal::Rerank).is_none());
+    }
+
+    #[test]
+    fn a_stale_result_keeps_its_place_in_the_head() {
+        let query = "where does the user live";
+        let mut items = vec![
+            scored("the user moved to Berlin", 0.5, false),
+            scored("the user lives in Paris", 0.49, true),
+            scored("nothing here", 0.48, false),
+            scored("the user loves to live well", 0.47, false),
+        ];
+        reorder_head(query, &mut items, 4, 1.0);
+        let order = texts(&items);
+        assert_eq!(order[1], "the user lives in Paris");
+        assert!(items[1].breakdown.value(Signal::Rerank).is_none());
+        assert_eq!(order[0], "the user loves to live well");
+        let mut moved = order.clone();
+        moved.sort_unstable();
+        assert_eq!(moved.len(), 4);
+    }
 
     #[test]
     fn coverage_and_proximity_order() {

@@ -23,10 +23,11 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_MAX_QUERY_BYTES,
-    DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-    MAX_EXPANDED_ENTITIES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter,
-    RecallView, RetrievalStrategy, RetrieverConfig,
+    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_RERANK_DEPTH,
+    DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
+    MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH,
+    MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView,
+    RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -208,7 +209,7 @@ impl Retriever {
         let now = self.clock.now();
         // The results fused: those returned, or the reranker's depth.
         let fused = match &self.reranker {
-            None => config.max_results,
+            None => config.max_results.max(config.head_rerank_depth),
             Some((_, rerank)) => config.max_results.max(rerank.depth),
         };
         let request = Request {
@@ -259,7 +260,32 @@ impl Retriever {
         );
         let stale = staleness::mark(&memories, &request).await?;
         let (items, total_found) = match &self.reranker {
-            None => fusion::rank(memories, pages, entities, config, &stale, request.window),
+            None if config.head_rerank_depth < 2 || config.head_rerank_weight <= 0.0 => {
+                fusion::rank(memories, pages, entities, config, &stale, request.window)
+            }
+            None => {
+                // The head is reordered before the cut, so even a recall of one result
+                // gets the best of the head.
+                let wide;
+                let fuse = if config.max_results >= config.head_rerank_depth {
+                    config
+                } else {
+                    let mut widened = config.clone();
+                    widened.max_results = config.head_rerank_depth;
+                    wide = widened;
+                    &wide
+                };
+                let (mut items, total_found) =
+                    fusion::rank(memories, pages, entities, fuse, &stale, request.window);
+                crate::rerank::reorder_head(
+                    query,
+                    &mut items,
+                    config.head_rerank_depth,
+                    config.head_rerank_weight,
+                );
+                items.truncate(config.max_results);
+                (items, total_found)
+            }
             Some((reranker, rerank)) => {
                 // Fused wide and without the threshold: the cut comes after the reranker.
                 let mut wide = config.clone();

@@ -141,3 +141,109 @@ fn query_terms_keep_each_term_once_in_order_of_first_use() {
         ["cat", "dog"]
     );
 }
+
+#[test]
+fn an_english_stem_keeps_its_first_letter_and_is_never_longer() {
+    // The words the Snowball English stemmer changes most: its exceptions, "y" endings,
+    // doubled consonants and long derivational suffixes.
+    let words = [
+        "dying",
+        "lying",
+        "tying",
+        "skies",
+        "skis",
+        "idly",
+        "gently",
+        "ugly",
+        "early",
+        "only",
+        "singly",
+        "news",
+        "howe",
+        "atlas",
+        "cosmos",
+        "bias",
+        "andes",
+        "inning",
+        "outing",
+        "canning",
+        "herring",
+        "earring",
+        "proceed",
+        "exceed",
+        "succeed",
+        "happiness",
+        "generously",
+        "conditional",
+        "relational",
+        "agreed",
+        "feed",
+        "bled",
+        "hopping",
+        "fizzed",
+        "yearly",
+        "yelling",
+        "ycleped",
+        "abeyance",
+        "communism",
+        "generalization",
+        "arsenal",
+        "sensibility",
+        "cried",
+        "ties",
+        "says",
+        "flies",
+        "running",
+        "caresses",
+    ];
+    let analyzer = Analyzer::default();
+    for word in words {
+        for stem in analyzer.terms(word) {
+            assert_eq!(stem.as_bytes()[0], word.as_bytes()[0], "{word} -> {stem}");
+            assert!(stem.len() <= word.len(), "{word} -> {stem}");
+        }
+    }
+}
+
+#[test]
+fn a_filtered_scan_finds_the_same_terms_at_the_same_positions() {
+    let analyzer = Analyzer::default();
+    let text = "Yesterday I was lying in the skies of Caroline's dreams, running and crying; \
+        the agencies' generously funded adoption programs. 東京で日本語 ÇAFÉ résumé 3.5 GPT-4";
+    let sought = [
+        "lie", "sky", "run", "adopt", "generous", "caf", "35", "日本",
+    ];
+    let wanted: Vec<String> = sought
+        .iter()
+        .flat_map(|word| analyzer.terms(word))
+        .collect();
+    let mut first = [false; 256];
+    for term in &wanted {
+        first[usize::from(term.as_bytes()[0])] = true;
+    }
+    let all: Vec<(usize, String)> = analyzer
+        .terms(text)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, term)| wanted.contains(term))
+        .collect();
+    let mut found = Vec::new();
+    let position = std::cell::Cell::new(0usize);
+    let mut stemmed = 0;
+    analyzer.for_each_term_where(
+        text,
+        |word| first[usize::from(word.as_bytes()[0])],
+        |term| {
+            stemmed += 1;
+            if wanted.iter().any(|wanted| wanted == term) {
+                found.push((position.get(), term.to_owned()));
+            }
+            position.set(position.get() + 1);
+        },
+        || position.set(position.get() + 1),
+    );
+    assert_eq!(found, all);
+    assert!(all.len() >= 6, "{all:?}");
+    assert_eq!(position.get(), analyzer.terms(text).len());
+    assert!(stemmed < position.get(), "some words were skipped");
+}
