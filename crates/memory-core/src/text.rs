@@ -284,37 +284,59 @@ fn with_stem(word: &str, emit: impl FnOnce(&str)) {
     });
 }
 
-/// FNV-1a: a fast hasher for the short, trusted keys of the stop-word set.
-#[derive(Default)]
-struct Fnv(u64);
+/// Slots of the stop-word table (a power of two, under half full).
+const STOP_SLOTS: usize = 512;
 
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
+/// `word` as one integer, for words of up to 15 bytes: its bytes in order, and its length
+/// in the last byte (so a word that ends in zero bytes is not its shorter prefix).
+fn packed_word(word: &str) -> Option<u128> {
+    let bytes = word.as_bytes();
+    if bytes.is_empty() || bytes.len() > 15 {
+        return None;
     }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for byte in bytes {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x100_0000_01b3);
-        }
-        self.0 = hash;
-    }
+    let mut buffer = [0u8; 16];
+    buffer[..bytes.len()].copy_from_slice(bytes);
+    buffer[15] = bytes.len() as u8;
+    Some(u128::from_le_bytes(buffer))
+}
+
+/// The first slot to probe for a packed word.
+fn stop_slot(key: u128) -> usize {
+    let mixed = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
+    (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STOP_SLOTS.trailing_zeros())) as usize
 }
 
 /// Whether `word` (lowercase, apostrophes removed) is an English stop word.
+///
+/// Every word analysed is checked, so the set is an open-addressing table of the words
+/// packed as integers: a lookup is one multiplication and, mostly, one comparison, where a
+/// hash set of strings hashed each word byte by byte and compared strings (a sixth of the
+/// analysis of a long text).
 pub fn is_stop_word(word: &str) -> bool {
-    type FnvSet = std::collections::HashSet<&'static str, std::hash::BuildHasherDefault<Fnv>>;
-    static SET: OnceLock<FnvSet> = OnceLock::new();
-    if word.len() > 10 {
+    static TABLE: OnceLock<Box<[u128; STOP_SLOTS]>> = OnceLock::new();
+    let Some(key) = packed_word(word) else {
         return false;
+    };
+    let table = TABLE.get_or_init(|| {
+        let mut table = Box::new([0u128; STOP_SLOTS]);
+        for key in STOP_WORDS.iter().filter_map(|word| packed_word(word)) {
+            let mut slot = stop_slot(key);
+            while table[slot] != 0 && table[slot] != key {
+                slot = (slot + 1) % STOP_SLOTS;
+            }
+            table[slot] = key;
+        }
+        table
+    });
+    let mut slot = stop_slot(key);
+    // The table is under half full, so a probe meets an empty slot.
+    loop {
+        match table[slot] {
+            0 => return false,
+            found if found == key => return true,
+            _ => slot = (slot + 1) % STOP_SLOTS,
+        }
     }
-    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
-        .contains(word)
 }
 
 /// Whether `c` is written without spaces between words (Han ideographs, kana).
@@ -402,7 +424,11 @@ impl Analyzer {
         // Letters and digits, lowercased. Everything else inside a word is dropped: an
         // apostrophe ("don't" -> "dont"), inner punctuation such as "." in "3.5" or "_" in
         // "snake_case" (the pieces stay one term).
-        if segment.is_ascii() {
+        if segment.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+            // The common case, copied and lowercased in place rather than char by char.
+            buffer.push_str(segment);
+            buffer.make_ascii_lowercase();
+        } else if segment.is_ascii() {
             buffer.extend(
                 segment
                     .bytes()

@@ -247,3 +247,35 @@ fn a_filtered_scan_finds_the_same_terms_at_the_same_positions() {
     assert_eq!(position.get(), analyzer.terms(text).len());
     assert!(stemmed < position.get(), "some words were skipped");
 }
+
+#[test]
+fn the_stop_word_table_holds_exactly_the_stop_words() {
+    assert!(
+        STOP_WORDS.len() * 2 < STOP_SLOTS,
+        "the table stays under half full"
+    );
+    for word in STOP_WORDS {
+        assert!(is_stop_word(word), "{word}");
+    }
+    let mut others: Vec<String> = Vec::new();
+    for word in STOP_WORDS {
+        others.push(format!("{word}s"));
+        others.push(format!("{word}\0"));
+        others.push(word[..word.len() - 1].to_owned());
+        others.push(word.to_uppercase());
+    }
+    for word in &others {
+        let expected = STOP_WORDS.contains(&word.as_str());
+        assert_eq!(is_stop_word(word), expected, "{word:?}");
+    }
+    for word in [
+        "",
+        "caroline",
+        "adoption",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+        "é",
+        "the the",
+    ] {
+        assert!(!is_stop_word(word), "{word:?}");
+    }
+}
