@@ -235,18 +235,24 @@ fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
         .enumerate()
         .map(|(at, term)| (term.as_str(), at))
         .collect();
-    // The first bytes of the query's terms: a word starting otherwise is not stemmed (its
-    // stem starts as it does), only counted.
-    let mut first = [false; 256];
+    // The first two bytes of the query's terms: a word starting otherwise is not stemmed,
+    // only counted. An English stem starts with its word's first two letters, but for a
+    // second "y" that becomes "i" ("dying" -> "die"); a word of one letter is its own term.
+    let mut single = [false; 256];
+    let mut pairs: Vec<[u8; 2]> = Vec::with_capacity(query_terms.len());
     for term in &query_terms {
-        if let Some(&byte) = term.as_bytes().first() {
-            first[usize::from(byte)] = true;
+        match term.as_bytes() {
+            [only] => single[usize::from(*only)] = true,
+            [first, second, ..] => pairs.push([*first, *second]),
+            [] => {}
         }
     }
-    let may_match = |word: &str| {
-        word.as_bytes()
-            .first()
-            .is_some_and(|&byte| first[usize::from(byte)])
+    let may_match = |word: &str| match word.as_bytes() {
+        [only] => single[usize::from(*only)],
+        [first, second, ..] => pairs.iter().any(|pair| {
+            pair[0] == *first && (pair[1] == *second || (*second == b'y' && pair[1] == b'i'))
+        }),
+        [] => false,
     };
     // Each document as the positions of query terms in it.
     let hits: Vec<Vec<(usize, usize)>> = documents
@@ -456,5 +462,11 @@ mod tests {
         assert_eq!(scores[3], 0.0);
         assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)));
         assert_eq!(term_scores("the of", &["a"]), vec![0.0]);
+        // Words the filter passes on to the stemmer: a second "y" that stems to "i", and a
+        // term of one letter.
+        let lying = term_scores("who lied", &["she was lying down", "nothing"]);
+        assert!(lying[0] > 0.0 && lying[1] == 0.0, "{lying:?}");
+        let single = term_scores("plan b", &["b is the plan", "plan c"]);
+        assert!(single[0] > single[1], "{single:?}");
     }
 }
