@@ -39,7 +39,9 @@ pub struct RerankConfig {
     pub depth: usize,
     /// The reranker's share of the final score, in `[0, 1]` (default 0.3): a reranked
     /// candidate scores `(1 - weight) * fused + weight * reranker`. Candidates below the
-    /// depth keep only the fused share, so they stay below the reranked ones they were below.
+    /// depth keep only the fused share, so they stay below the reranked ones they were below;
+    /// at a weight of 1 that share is 0 and they are cut, so only the reranked `depth` can
+    /// be returned.
     pub weight: f32,
 }
 
