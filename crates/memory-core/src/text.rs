@@ -287,17 +287,22 @@ fn with_stem(word: &str, emit: impl FnOnce(&str)) {
 /// Slots of the stop-word table (a power of two, under half full).
 const STOP_SLOTS: usize = 512;
 
-/// `word` as one integer, for words of up to 15 bytes: its bytes in order, and its length
+/// Longest word [`packed_word`] packs, in bytes.
+const PACKED_BYTES: usize = 15;
+
+/// `word` as one integer, for words of 1 to 15 bytes: its bytes in order, and its length
 /// in the last byte (so a word that ends in zero bytes is not its shorter prefix).
 fn packed_word(word: &str) -> Option<u128> {
     let bytes = word.as_bytes();
-    if bytes.is_empty() || bytes.len() > 15 {
+    if bytes.is_empty() || bytes.len() > PACKED_BYTES {
         return None;
     }
-    let mut buffer = [0u8; 16];
-    buffer[..bytes.len()].copy_from_slice(bytes);
-    buffer[15] = bytes.len() as u8;
-    Some(u128::from_le_bytes(buffer))
+    // Byte by byte: a copy of a variable length would call `memcpy` for every word.
+    let mut key = (bytes.len() as u128) << 120;
+    for (at, &byte) in bytes.iter().enumerate() {
+        key |= u128::from(byte) << (8 * at);
+    }
+    Some(key)
 }
 
 /// The first slot to probe for a packed word.
@@ -306,32 +311,59 @@ fn stop_slot(key: u128) -> usize {
     (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STOP_SLOTS.trailing_zeros())) as usize
 }
 
+/// The stop words, for [`is_stop_word`].
+struct StopTable {
+    /// Bit `n` of entry `b`: some stop word of `n` bytes starts with byte `b`.
+    lengths: [u16; 256],
+    /// The stop words packed ([`packed_word`]), open addressing with linear probing.
+    slots: [u128; STOP_SLOTS],
+}
+
+impl StopTable {
+    fn new() -> Self {
+        let mut table = Self {
+            lengths: [0; 256],
+            slots: [0; STOP_SLOTS],
+        };
+        for word in STOP_WORDS {
+            let (Some(key), Some(&first)) = (packed_word(word), word.as_bytes().first()) else {
+                continue;
+            };
+            table.lengths[usize::from(first)] |= 1 << word.len();
+            let mut slot = stop_slot(key);
+            while table.slots[slot] != 0 && table.slots[slot] != key {
+                slot = (slot + 1) % STOP_SLOTS;
+            }
+            table.slots[slot] = key;
+        }
+        table
+    }
+}
+
 /// Whether `word` (lowercase, apostrophes removed) is an English stop word.
 ///
-/// Every word analysed is checked, so the set is an open-addressing table of the words
-/// packed as integers: a lookup is one multiplication and, mostly, one comparison, where a
-/// hash set of strings hashed each word byte by byte and compared strings (a sixth of the
-/// analysis of a long text).
+/// Every word analysed is checked, so the stop words are kept for that: a word whose first
+/// byte and length no stop word has (most words) is turned away by one bit, and the others
+/// are looked up packed as an integer in an open-addressing table (one multiplication and,
+/// mostly, one comparison), where a hash set of strings hashed each word byte by byte and
+/// compared strings (a sixth of the analysis of a long text).
 pub fn is_stop_word(word: &str) -> bool {
-    static TABLE: OnceLock<Box<[u128; STOP_SLOTS]>> = OnceLock::new();
+    static TABLE: OnceLock<Box<StopTable>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| Box::new(StopTable::new()));
+    let bytes = word.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return false;
+    };
+    if bytes.len() > PACKED_BYTES || table.lengths[usize::from(first)] & (1 << bytes.len()) == 0 {
+        return false;
+    }
     let Some(key) = packed_word(word) else {
         return false;
     };
-    let table = TABLE.get_or_init(|| {
-        let mut table = Box::new([0u128; STOP_SLOTS]);
-        for key in STOP_WORDS.iter().filter_map(|word| packed_word(word)) {
-            let mut slot = stop_slot(key);
-            while table[slot] != 0 && table[slot] != key {
-                slot = (slot + 1) % STOP_SLOTS;
-            }
-            table[slot] = key;
-        }
-        table
-    });
     let mut slot = stop_slot(key);
     // The table is under half full, so a probe meets an empty slot.
     loop {
-        match table[slot] {
+        match table.slots[slot] {
             0 => return false,
             found if found == key => return true,
             _ => slot = (slot + 1) % STOP_SLOTS,
