@@ -153,7 +153,12 @@ pub(crate) async fn apply(
 /// ([`Signal::Stale`]: ended, or the older of two conflicting or answering facts): the old
 /// wording of a fact often holds the question's words better than the update ("lives in
 /// Paris" against "moved to Berlin"), and must not climb back above it.
-pub(crate) fn reorder_head(query: &str, items: &mut Vec<ScoredItem>, depth: usize, weight: f32) {
+pub(crate) fn reorder_head(
+    query_terms: &[String],
+    items: &mut Vec<ScoredItem>,
+    depth: usize,
+    weight: f32,
+) {
     let depth = depth.min(items.len());
     if depth < 2 {
         return;
@@ -174,7 +179,7 @@ pub(crate) fn reorder_head(query: &str, items: &mut Vec<ScoredItem>, depth: usiz
             .map(|item| document(&item.record))
             .collect();
         let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
-        term_scores(query, &borrowed)
+        term_scores_of(query_terms, &borrowed)
     };
     let scores: Vec<f32> = items[..depth].iter().map(|item| item.score).collect();
     let key = |at: usize| (1.0 - weight) * scores[at] + weight * measures[at];
@@ -227,22 +232,36 @@ impl Reranker for TermReranker {
 
 /// The scores of [`TermReranker`].
 fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
+    term_scores_of(&Analyzer::default().query_terms(query), documents)
+}
+
+/// Query terms looked up by a scan of the list up to this many, by a hash map beyond.
+const SCANNED_QUERY_TERMS: usize = 16;
+
+/// The scores of [`TermReranker`] for a query already analysed into `query_terms`.
+fn term_scores_of(query_terms: &[String], documents: &[&str]) -> Vec<f32> {
     let analyzer = Analyzer::default();
-    let query_terms = analyzer.query_terms(query);
     if query_terms.is_empty() {
         return vec![0.0; documents.len()];
     }
-    let index: HashMap<&str, usize> = query_terms
-        .iter()
-        .enumerate()
-        .map(|(at, term)| (term.as_str(), at))
-        .collect();
+    let index: Option<HashMap<&str, usize>> =
+        (query_terms.len() > SCANNED_QUERY_TERMS).then(|| {
+            query_terms
+                .iter()
+                .enumerate()
+                .map(|(at, term)| (term.as_str(), at))
+                .collect()
+        });
+    let position_of = |term: &str| match &index {
+        Some(index) => index.get(term).copied(),
+        None => query_terms.iter().position(|known| known == term),
+    };
     // The first two bytes of the query's terms: a word starting otherwise is not stemmed,
     // only counted. An English stem starts with its word's first two letters, but for a
     // second "y" that becomes "i" ("dying" -> "die"); a word of one letter is its own term.
     let mut single = [false; 256];
     let mut pairs: Vec<[u8; 2]> = Vec::with_capacity(query_terms.len());
-    for term in &query_terms {
+    for term in query_terms {
         match term.as_bytes() {
             [only] => single[usize::from(*only)] = true,
             [first, second, ..] => pairs.push([*first, *second]),
@@ -266,7 +285,7 @@ fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
                 document,
                 may_match,
                 |term| {
-                    if let Some(&at) = index.get(term) {
+                    if let Some(at) = position_of(term) {
                         found.push((position.get(), at));
                     }
                     position.set(position.get() + 1);
@@ -388,7 +407,7 @@ mod tests {
             scored("Caroline said hello", 0.8, false),
             scored("the adoption agency Caroline chose", 0.7, false),
         ];
-        reorder_head(query, &mut items, 3, 0.5);
+        reorder_head(&Analyzer::default().query_terms(query), &mut items, 3, 0.5);
         assert_eq!(
             texts(&items),
             [
@@ -421,7 +440,7 @@ mod tests {
             plain("we talked for hours", 0.9),
             plain("Caroline called the adoption agency", 0.85),
         ];
-        reorder_head(query, &mut items, 3, 0.5);
+        reorder_head(&Analyzer::default().query_terms(query), &mut items, 3, 0.5);
         assert_eq!(
             texts(&items),
             ["we talked for hours", "Caroline called the adoption agency"]
@@ -438,7 +457,7 @@ mod tests {
             scored("nothing here", 0.48, false),
             scored("the user loves to live well", 0.47, false),
         ];
-        reorder_head(query, &mut items, 4, 1.0);
+        reorder_head(&Analyzer::default().query_terms(query), &mut items, 4, 1.0);
         let order = texts(&items);
         assert_eq!(order[1], "the user lives in Paris");
         assert!(items[1].breakdown.value(Signal::Rerank).is_none());

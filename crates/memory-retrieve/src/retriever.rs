@@ -278,7 +278,7 @@ impl Retriever {
                 let (mut items, total_found) =
                     fusion::rank(memories, pages, entities, fuse, &stale, request.window);
                 crate::rerank::reorder_head(
-                    query,
+                    &request.terms,
                     &mut items,
                     config.head_rerank_depth,
                     config.head_rerank_weight,
