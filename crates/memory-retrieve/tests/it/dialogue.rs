@@ -200,3 +200,73 @@ fn role_weights_are_validated() {
     config.role_weights.insert("tool".into(), f32::NAN);
     assert_eq!(config.validate().unwrap_err().field(), Some("role_weights"));
 }
+
+#[tokio::test]
+async fn the_head_goes_to_the_turn_that_holds_the_words_before_the_cut() {
+    let turns = [
+        (
+            "Caroline",
+            "I went to a support group yesterday and it was powerful.",
+        ),
+        (
+            "Melanie",
+            "That sounds wonderful! What happened at the support group?",
+        ),
+        (
+            "Caroline",
+            "People shared their stories. I felt so accepted there.",
+        ),
+        (
+            "Melanie",
+            "I painted a lake sunrise last year, it is special to me.",
+        ),
+        (
+            "Caroline",
+            "Is that your own painting? The sunrise colours are lovely.",
+        ),
+        (
+            "Melanie",
+            "Yes! Painting helps me relax after work with the kids.",
+        ),
+    ];
+    let query = "When did Melanie paint a sunrise?";
+    for store in stores() {
+        let namespace = Namespace::parse("chat/head").unwrap();
+        let mut found = Vec::new();
+        for (head, max_results) in [(0, 5), (3, 5), (3, 1)] {
+            let config = RetrieverConfig {
+                head_rerank_depth: head,
+                max_results,
+                ..RetrieverConfig::default()
+            };
+            let memory = memory(Arc::clone(&store), config);
+            memory.store().clear(&namespace.subtree()).await.unwrap();
+            let mut dialogue = memory.dialogue(namespace.clone());
+            for (at, (speaker, text)) in turns.iter().enumerate() {
+                let turn = Turn::new(*speaker, *text).id(format!("t{at}")).session("1");
+                dialogue.add(turn).await.unwrap();
+            }
+            found.push(memory.recall(&namespace.exact(), query).await.unwrap());
+        }
+        let [plain, head, one] = [&found[0], &found[1], &found[2]];
+        // The search puts the reply that holds the words through its context first; the
+        // head goes to the statement that holds them itself, even when one result is asked.
+        assert_eq!(ids(plain)[..2], ["t4".to_owned(), "t3".to_owned()]);
+        assert_eq!(ids(head)[..2], ["t3".to_owned(), "t4".to_owned()]);
+        assert_eq!(ids(one), ["t3".to_owned()]);
+        // The places keep their scores; the swap is the rerank signal.
+        let scores = |result: &memory_core::RetrievalResult| {
+            result
+                .items
+                .iter()
+                .map(|item| item.score)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(scores(plain), scores(head));
+        let moved = head.items[0]
+            .breakdown
+            .contribution(memory_core::Signal::Rerank)
+            .unwrap();
+        assert!(moved > 0.0, "{moved}");
+    }
+}
