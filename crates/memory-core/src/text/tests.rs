@@ -1,5 +1,6 @@
 //! Unit tests of the text analyzer: English and CJK terms, stop words, odd input.
 
+use super::stop::STOP_SLOTS;
 use super::*;
 
 #[test]
