@@ -664,6 +664,41 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             "outside_time_factor",
         );
     }
+    let heads = [
+        (101, 0.5),
+        (3, f32::NAN),
+        (3, -0.1),
+        (3, 1.5),
+        (3, f32::INFINITY),
+    ];
+    for (depth, weight) in heads {
+        let config = RetrieverConfig {
+            head_rerank_depth: depth,
+            head_rerank_weight: weight,
+            ..RetrieverConfig::default()
+        };
+        let field = if depth > 100 {
+            "head_rerank_depth"
+        } else {
+            "head_rerank_weight"
+        };
+        invalid(
+            "head reordering",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config.clone())
+                .build(),
+            field,
+        );
+        invalid(
+            "head reordering in a recall",
+            memory
+                .retriever()
+                .retrieve_with(&ns.subtree(), "anything", &Default::default(), &config)
+                .await,
+            field,
+        );
+    }
     assert_eq!(
         b.store.count(&ns.subtree()).await.unwrap(),
         before,

@@ -68,6 +68,11 @@ impl RerankConfig {
     }
 }
 
+/// The texts a reranker reads for `items` (see [`document`]).
+fn documents(items: &[ScoredItem]) -> Vec<Cow<'_, str>> {
+    items.iter().map(|item| document(&item.record)).collect()
+}
+
 /// The text a reranker reads for a record: a memory's content, a page's title and summary,
 /// an entity's name and description.
 fn document(record: &RetrievalSource) -> Cow<'_, str> {
@@ -94,10 +99,7 @@ pub(crate) async fn apply(
     if depth == 0 {
         return items;
     }
-    let documents: Vec<Cow<'_, str>> = items[..depth]
-        .iter()
-        .map(|item| document(&item.record))
-        .collect();
+    let documents = documents(&items[..depth]);
     let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
     let scores = match reranker.rerank(query, &borrowed).await {
         Ok(scores) if scores.len() == depth => scores,
@@ -174,10 +176,7 @@ pub(crate) fn reorder_head(
         return;
     }
     let measures = {
-        let documents: Vec<Cow<'_, str>> = items[..depth]
-            .iter()
-            .map(|item| document(&item.record))
-            .collect();
+        let documents = documents(&items[..depth]);
         let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
         term_scores_of(query_terms, &borrowed)
     };
