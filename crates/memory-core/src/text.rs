@@ -20,6 +20,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
 
 pub use self::inline::InlineStr;
+use self::stop::is_plain_stop_word;
 pub use self::stop::{STOP_WORDS, is_stop_word};
 
 mod inline;
@@ -119,38 +120,47 @@ impl Analyzer {
 
     /// Calls `emit` with each term of `text`, in order (duplicates included).
     pub fn for_each_term(&self, text: &str, emit: impl FnMut(&str)) {
-        self.scan(text, |_| true, emit, || {});
+        self.scan(text, |_, _| true, emit, || {});
     }
 
     /// As [`for_each_term`](Self::for_each_term) for a caller looking for a few terms in a
-    /// long text: a word is stemmed (and passed to `emit`) only when `may_match` accepts it
-    /// as written (lowercased, a possessive's "s" dropped, not a stop word); `skipped` is
-    /// called in its place otherwise, so the caller still counts term positions. Stemming
-    /// is much of the cost of analysis, and an English stem keeps its word's first two
-    /// letters (but a second "y" that becomes "i": "dying" -> "die") and is never longer
-    /// than it (a test checks the words that change most), so a filter on the first bytes
-    /// of the terms sought finds the same terms for a fraction of the work.
+    /// long text: a word is stemmed (and passed to `emit`) only when `may_start` accepts the
+    /// first two bytes of the word as written (lowercased, a possessive's "s" dropped, not a
+    /// stop word; the second is 0 for a word of one byte); `skipped` is called in its place
+    /// otherwise, so the caller still counts term positions. Stemming is much of the cost of
+    /// analysis, and an English stem keeps its word's first two letters (but a second "y"
+    /// that becomes "i": "dying" -> "die") and is never longer than it (a test checks the
+    /// words that change most), so a filter on the first bytes of the terms sought finds the
+    /// same terms for a fraction of the work. A word of ASCII letters and digits that the
+    /// filter turns away is not even copied: its first bytes are lowercased where they stand.
     pub fn for_each_term_where(
         &self,
         text: &str,
-        may_match: impl Fn(&str) -> bool,
+        may_start: impl FnMut(u8, u8) -> bool,
         emit: impl FnMut(&str),
         skipped: impl FnMut(),
     ) {
-        self.scan(text, may_match, emit, skipped);
+        self.scan(text, may_start, emit, skipped);
     }
 
     fn scan(
         &self,
         text: &str,
-        may_match: impl Fn(&str) -> bool,
+        mut may_start: impl FnMut(u8, u8) -> bool,
         mut emit: impl FnMut(&str),
         mut skipped: impl FnMut(),
     ) {
         let mut word = String::new();
         if text.is_ascii() {
-            ascii_words(text, |segment| {
-                self.emit_word(segment, &mut word, &may_match, &mut emit, &mut skipped)
+            ascii_words(text, |segment, plain| {
+                self.emit_word(
+                    segment,
+                    plain,
+                    &mut word,
+                    &mut may_start,
+                    &mut emit,
+                    &mut skipped,
+                )
             });
             return;
         }
@@ -166,28 +176,63 @@ impl Analyzer {
             if !segment.chars().any(char::is_alphanumeric) {
                 continue;
             }
-            self.emit_word(segment, &mut word, &may_match, &mut emit, &mut skipped);
+            self.emit_word(
+                segment,
+                false,
+                &mut word,
+                &mut may_start,
+                &mut emit,
+                &mut skipped,
+            );
         }
         flush_cjk(&mut run, &mut word, &mut emit);
     }
 
+    /// Analyses one word segment and emits its term, if it has one. `plain`: the segment is
+    /// ASCII letters and digits only (known from [`ascii_words`]); other segments are
+    /// cleaned up in `buffer`.
     fn emit_word(
         &self,
         segment: &str,
+        plain: bool,
         buffer: &mut String,
-        may_match: &impl Fn(&str) -> bool,
+        may_start: &mut impl FnMut(u8, u8) -> bool,
         emit: &mut impl FnMut(&str),
         skipped: &mut impl FnMut(),
     ) {
-        buffer.clear();
+        if plain {
+            // The common case: lowercased on the stack, with no apostrophe, so no possessive.
+            let bytes = segment.as_bytes();
+            let [first, rest @ ..] = bytes else {
+                return;
+            };
+            if bytes.len() > MAX_TERM_BYTES {
+                return;
+            }
+            // ASCII letters and digits: `| 0x20` lowercases a letter and keeps a digit.
+            if !may_start(first | 0x20, rest.first().map_or(0, |second| second | 0x20)) {
+                if !(self.remove_stop_words && is_plain_stop_word(bytes)) {
+                    skipped();
+                }
+                return;
+            }
+            let mut lower = [0u8; MAX_TERM_BYTES];
+            for (to, from) in lower.iter_mut().zip(bytes) {
+                *to = from | 0x20;
+            }
+            // ASCII, so always UTF-8.
+            if let Ok(word) = std::str::from_utf8(&lower[..bytes.len()])
+                && !(self.remove_stop_words && is_stop_word(word))
+            {
+                self.emit_term(word, emit);
+            }
+            return;
+        }
         // Letters and digits, lowercased. Everything else inside a word is dropped: an
         // apostrophe ("don't" -> "dont"), inner punctuation such as "." in "3.5" or "_" in
         // "snake_case" (the pieces stay one term).
-        if segment.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
-            // The common case, copied and lowercased in place rather than char by char.
-            buffer.push_str(segment);
-            buffer.make_ascii_lowercase();
-        } else if segment.is_ascii() {
+        buffer.clear();
+        if segment.is_ascii() {
             buffer.extend(
                 segment
                     .bytes()
@@ -206,19 +251,28 @@ impl Analyzer {
         if possessive && buffer.len() > 1 {
             buffer.pop();
         }
-        if buffer.is_empty() || buffer.len() > MAX_TERM_BYTES {
+        let [first, rest @ ..] = buffer.as_bytes() else {
+            return;
+        };
+        if buffer.len() > MAX_TERM_BYTES {
             return;
         }
         if self.remove_stop_words && is_stop_word(buffer) {
             return;
         }
-        if !may_match(buffer) {
+        if !may_start(*first, rest.first().copied().unwrap_or(0)) {
             return skipped();
         }
-        if self.stem && buffer.chars().all(|c| c.is_ascii_alphabetic()) {
-            with_stem(buffer, |stem| emit(stem));
+        self.emit_term(buffer, emit);
+    }
+
+    /// Emits `word` (lowercased, at most [`MAX_TERM_BYTES`], no stop word), stemmed when it
+    /// is made of ASCII letters.
+    fn emit_term(&self, word: &str, emit: &mut impl FnMut(&str)) {
+        if self.stem && word.bytes().all(|byte| byte.is_ascii_alphabetic()) {
+            with_stem(word, |stem| emit(stem));
         } else {
-            emit(buffer);
+            emit(word);
         }
     }
 
@@ -321,64 +375,87 @@ fn flush_cjk(run: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(&st
     run.clear();
 }
 
+/// How [`ascii_words`] reads each byte.
+const OTHER: u8 = 0;
+const LETTER: u8 = 1;
+const DIGIT: u8 = 2;
+const UNDERSCORE: u8 = 3;
+
+/// The class of every byte, for [`ascii_words`]: one load per byte instead of a match.
+static CLASSES: [u8; 256] = {
+    let mut classes = [OTHER; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        classes[byte] = match byte as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' => LETTER,
+            b'0'..=b'9' => DIGIT,
+            b'_' => UNDERSCORE,
+            _ => OTHER,
+        };
+        byte += 1;
+    }
+    classes
+};
+
 /// The UAX #29 word segments of ASCII `text` that hold a letter or digit, in order: the same
 /// segments `split_word_bounds` yields (a test checks it), found by one pass over the bytes.
 /// For ASCII the rules reduce to: letters, digits and `_` join; `'` and `.` join two letters
 /// or two digits; `:` joins two letters; `,` and `;` join two digits.
-fn ascii_words<'t>(text: &'t str, mut emit: impl FnMut(&'t str)) {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Class {
-        Letter,
-        Digit,
-        Underscore,
-        Other,
-    }
-    let class = |byte: u8| match byte {
-        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
-        b'0'..=b'9' => Class::Digit,
-        b'_' => Class::Underscore,
-        _ => Class::Other,
-    };
+///
+/// `emit` also learns whether the segment is plain: letters and digits only, so that the
+/// analyzer can lowercase it without filtering and skip the possessive test.
+fn ascii_words<'t>(text: &'t str, mut emit: impl FnMut(&'t str, bool)) {
     let bytes = text.as_bytes();
+    let class = |at: usize| CLASSES[usize::from(bytes[at])];
     let mut at = 0;
     while at < bytes.len() {
-        if class(bytes[at]) == Class::Other {
+        let mut current = class(at);
+        if current == OTHER {
             at += 1;
             continue;
         }
         let start = at;
-        let mut has_alnum = false;
+        let mut underscore = false;
+        let mut joined = false;
         loop {
-            let current = class(bytes[at]);
-            has_alnum |= matches!(current, Class::Letter | Class::Digit);
-            let Some(&next) = bytes.get(at + 1) else {
+            // A run of letters, digits and underscores, one class load per byte; `at` ends
+            // past its last byte and `current` is that byte's class.
+            loop {
+                underscore |= current == UNDERSCORE;
                 at += 1;
-                break;
-            };
-            if class(next) != Class::Other {
-                at += 1;
-                continue;
+                if at == bytes.len() {
+                    break;
+                }
+                let next = class(at);
+                if next == OTHER {
+                    break;
+                }
+                current = next;
             }
             // A single joiner between two characters of the right classes stays in the word.
-            let after = bytes.get(at + 2).map_or(Class::Other, |b| class(*b));
-            let joins = match next {
+            let Some(&after) = bytes.get(at + 1) else {
+                break;
+            };
+            let after = CLASSES[usize::from(after)];
+            let joins = match bytes[at] {
                 b'\'' | b'.' => {
-                    (current == Class::Letter && after == Class::Letter)
-                        || (current == Class::Digit && after == Class::Digit)
+                    (current == LETTER && after == LETTER) || (current == DIGIT && after == DIGIT)
                 }
-                b':' => current == Class::Letter && after == Class::Letter,
-                b',' | b';' => current == Class::Digit && after == Class::Digit,
+                b':' => current == LETTER && after == LETTER,
+                b',' | b';' => current == DIGIT && after == DIGIT,
                 _ => false,
             };
-            if joins {
-                at += 2;
-            } else {
-                at += 1;
+            if !joins {
                 break;
             }
+            joined = true;
+            at += 1;
+            current = after;
         }
-        if has_alnum {
-            emit(&text[start..at]);
+        let segment = &text[start..at];
+        // Only underscores is no word.
+        if !underscore || segment.bytes().any(|byte| byte.is_ascii_alphanumeric()) {
+            emit(segment, !underscore && !joined);
         }
     }
 }
@@ -388,7 +465,7 @@ fn ascii_words<'t>(text: &'t str, mut emit: impl FnMut(&'t str)) {
 pub fn surface_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     if text.is_ascii() {
-        ascii_words(text, |segment| out.push(segment.to_ascii_lowercase()));
+        ascii_words(text, |segment, _| out.push(segment.to_ascii_lowercase()));
         return out;
     }
     let mut run = String::new();

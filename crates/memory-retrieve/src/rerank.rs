@@ -157,57 +157,80 @@ pub(crate) async fn apply(
 /// Paris" against "moved to Berlin"), and must not climb back above it.
 pub(crate) fn reorder_head(
     query_terms: &[String],
-    items: &mut Vec<ScoredItem>,
+    items: &mut [ScoredItem],
     depth: usize,
     weight: f32,
 ) {
-    let depth = depth.min(items.len());
-    if depth < 2 {
+    /// The deepest head reordered: places are kept in fixed arrays, not allocated.
+    const DEEPEST: usize = 128;
+    const _: () = assert!(crate::retriever::MAX_HEAD_RERANK_DEPTH <= DEEPEST);
+    let head_len = depth.min(items.len()).min(DEEPEST);
+    if head_len < 2 {
         return;
     }
-    let movable: Vec<usize> = (0..depth)
-        .filter(|&at| {
-            let item = &items[at];
-            matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
-                && item.breakdown.value(Signal::Stale).is_none()
-        })
-        .collect();
+    let head = &mut items[..head_len];
+    // The places whose results may move, best first.
+    let mut movable = [0u8; DEEPEST];
+    let mut moving = 0;
+    for (at, item) in head.iter().enumerate() {
+        if matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
+            && item.breakdown.value(Signal::Stale).is_none()
+        {
+            movable[moving] = at as u8;
+            moving += 1;
+        }
+    }
+    let movable = &movable[..moving];
     if movable.len() < 2 {
         return;
     }
-    let measures = {
-        let documents = documents(&items[..depth]);
-        let borrowed: Vec<&str> = documents.iter().map(|document| &**document).collect();
-        term_scores_of(query_terms, &borrowed)
-    };
-    let scores: Vec<f32> = items[..depth].iter().map(|item| item.score).collect();
-    let key = |at: usize| (1.0 - weight) * scores[at] + weight * measures[at];
-    let mut order = movable.clone();
-    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
-    // `from[place]`: which result takes each place of the head.
-    let mut from: Vec<usize> = (0..depth).collect();
-    for (&place, &moved) in movable.iter().zip(&order) {
-        from[place] = moved;
+    let measures = term_scores_of(query_terms, &documents(head));
+    let mut scores = [0.0f32; DEEPEST];
+    for (score, item) in scores.iter_mut().zip(head.iter()) {
+        *score = item.score;
     }
-    let mut head: Vec<Option<ScoredItem>> = items.drain(..depth).map(Some).collect();
-    let reordered: Vec<ScoredItem> = from
-        .iter()
-        .enumerate()
-        .filter_map(|(place, &at)| {
-            let mut item = head[at].take()?;
-            if movable.binary_search(&at).is_ok() {
-                let score = scores[place];
-                item.breakdown.signals.push(SignalScore {
-                    name: Signal::Rerank,
-                    value: measures[at],
-                    contribution: score - item.score,
-                });
-                item.score = score;
+    let key = |at: u8| {
+        let at = usize::from(at);
+        (1.0 - weight) * scores[at] + weight * measures[at]
+    };
+    let mut order = [0u8; DEEPEST];
+    let order = &mut order[..moving];
+    order.copy_from_slice(movable);
+    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+    // `from[place]`: the place whose result takes `place`.
+    let mut from = [0u8; DEEPEST];
+    for (place, slot) in from.iter_mut().enumerate().take(head_len) {
+        *slot = place as u8;
+    }
+    for (&place, &moved) in movable.iter().zip(order.iter()) {
+        from[usize::from(place)] = moved;
+    }
+    // The permutation applied in place, one cycle at a time: each swap puts its final
+    // result at `place`.
+    let mut done = [false; DEEPEST];
+    for start in 0..head_len {
+        let mut place = start;
+        while !done[place] {
+            done[place] = true;
+            let next = usize::from(from[place]);
+            if next == start {
+                break;
             }
-            Some(item)
-        })
-        .collect();
-    items.splice(0..0, reordered);
+            head.swap(place, next);
+            place = next;
+        }
+    }
+    for &place in movable {
+        let place = usize::from(place);
+        let item = &mut head[place];
+        let score = scores[place];
+        item.breakdown.signals.push(SignalScore {
+            name: Signal::Rerank,
+            value: measures[usize::from(from[place])],
+            contribution: score - item.score,
+        });
+        item.score = score;
+    }
 }
 
 /// The deterministic reranker: how much of the query a candidate covers, and how close
@@ -238,7 +261,7 @@ fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
 const SCANNED_QUERY_TERMS: usize = 16;
 
 /// The scores of [`TermReranker`] for a query already analysed into `query_terms`.
-fn term_scores_of(query_terms: &[String], documents: &[&str]) -> Vec<f32> {
+fn term_scores_of(query_terms: &[String], documents: &[impl AsRef<str>]) -> Vec<f32> {
     let analyzer = Analyzer::default();
     if query_terms.is_empty() {
         return vec![0.0; documents.len()];
@@ -267,65 +290,67 @@ fn term_scores_of(query_terms: &[String], documents: &[&str]) -> Vec<f32> {
             [] => {}
         }
     }
-    let may_match = |word: &str| match word.as_bytes() {
-        [only] => single[usize::from(*only)],
-        [first, second, ..] => pairs.iter().any(|pair| {
-            pair[0] == *first && (pair[1] == *second || (*second == b'y' && pair[1] == b'i'))
+    let may_start = |first: u8, second: u8| match second {
+        0 => single[usize::from(first)],
+        _ => pairs.iter().any(|pair| {
+            pair[0] == first && (pair[1] == second || (second == b'y' && pair[1] == b'i'))
         }),
-        [] => false,
     };
-    // Each document as the positions of query terms in it.
-    let hits: Vec<Vec<(usize, usize)>> = documents
-        .iter()
-        .map(|document| {
-            let mut found = Vec::new();
-            let position = std::cell::Cell::new(0usize);
-            analyzer.for_each_term_where(
-                document,
-                may_match,
-                |term| {
-                    if let Some(at) = position_of(term) {
-                        found.push((position.get(), at));
-                    }
-                    position.set(position.get() + 1);
-                },
-                || position.set(position.get() + 1),
-            );
-            found
-        })
-        .collect();
-    let mut frequency = vec![0usize; query_terms.len()];
-    for found in &hits {
-        let mut seen = vec![false; query_terms.len()];
-        for &(_, term) in found {
-            if !seen[term] {
-                seen[term] = true;
-                frequency[term] += 1;
+    // Every document's query terms with their positions, one document after another:
+    // document `d` holds `found[ends[d - 1]..ends[d]]` (from 0 for the first).
+    let terms = query_terms.len();
+    let mut found: Vec<(usize, usize)> = Vec::with_capacity(64);
+    let mut ends: Vec<usize> = Vec::with_capacity(documents.len());
+    for document in documents {
+        let position = std::cell::Cell::new(0usize);
+        analyzer.for_each_term_where(
+            document.as_ref(),
+            &may_start,
+            |term| {
+                if let Some(at) = position_of(term) {
+                    found.push((position.get(), at));
+                }
+                position.set(position.get() + 1);
+            },
+            || position.set(position.get() + 1),
+        );
+        ends.push(found.len());
+    }
+    let of = |document: usize| {
+        let begin = document.checked_sub(1).map_or(0, |previous| ends[previous]);
+        &found[begin..ends[document]]
+    };
+    // `seen[d * terms + t]`: document `d` holds query term `t`; `weights[t]` first counts
+    // the documents holding `t`, then weighs `t` by its rarity among them.
+    let mut seen = vec![false; documents.len() * terms];
+    let mut weights = vec![0.0f32; terms];
+    for (document, row) in seen.chunks_exact_mut(terms).enumerate() {
+        for &(_, term) in of(document) {
+            if !row[term] {
+                row[term] = true;
+                weights[term] += 1.0;
             }
         }
     }
     let count = documents.len() as f32;
-    let weights: Vec<f32> = frequency
-        .iter()
-        .map(|&df| (1.0 + (count + 1.0) / (df as f32 + 0.5)).ln())
-        .collect();
+    for weight in &mut weights {
+        *weight = (1.0 + (count + 1.0) / (*weight + 0.5)).ln();
+    }
     let total: f32 = weights.iter().sum();
-    hits.iter()
-        .map(|found| {
-            let mut seen = vec![false; query_terms.len()];
-            for &(_, term) in found {
-                seen[term] = true;
-            }
-            let covered: f32 = seen
+    let mut counts = vec![0usize; terms];
+    seen.chunks_exact(terms)
+        .enumerate()
+        .map(|(document, row)| {
+            let covered: f32 = row
                 .iter()
                 .zip(&weights)
                 .filter(|(seen, _)| **seen)
                 .map(|(_, weight)| weight)
                 .sum();
             let coverage = if total > 0.0 { covered / total } else { 0.0 };
-            let distinct = seen.iter().filter(|seen| **seen).count();
+            let distinct = row.iter().filter(|seen| **seen).count();
             let proximity = if distinct >= 2 {
-                distinct as f32 / shortest_span(found, query_terms.len(), distinct) as f32
+                distinct as f32 / shortest_span(of(document), &mut counts, distinct) as f32
             } else {
                 0.0
             };
@@ -335,9 +360,9 @@ fn term_scores_of(query_terms: &[String], documents: &[&str]) -> Vec<f32> {
 }
 
 /// The length (in terms) of the shortest stretch of `found` (position, query term) that
-/// holds `distinct` different query terms.
-fn shortest_span(found: &[(usize, usize)], terms: usize, distinct: usize) -> usize {
-    let mut counts = vec![0usize; terms];
+/// holds `distinct` different query terms. `counts` has a slot per query term.
+fn shortest_span(found: &[(usize, usize)], counts: &mut [usize], distinct: usize) -> usize {
+    counts.fill(0);
     let mut have = 0;
     let mut best = usize::MAX;
     let mut start = 0;
@@ -395,6 +420,72 @@ mod tests {
                 _ => "",
             })
             .collect()
+    }
+
+    /// The reordering as its documentation states it: the movable results sorted by
+    /// `(1 - weight) * score + weight * measure` (ties in their order) take the movable
+    /// places in order, each with its place's score; the others stay.
+    fn reordered_by_definition(
+        terms: &[String],
+        items: &[ScoredItem],
+        depth: usize,
+        weight: f32,
+    ) -> Vec<(String, f32)> {
+        let depth = depth.min(items.len());
+        let measures = term_scores_of(terms, &documents(&items[..depth]));
+        let movable: Vec<usize> = (0..depth)
+            .filter(|&at| items[at].breakdown.value(Signal::Stale).is_none())
+            .collect();
+        let key = |at: usize| (1.0 - weight) * items[at].score + weight * measures[at];
+        let mut order = movable.clone();
+        order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+        let mut out: Vec<(String, f32)> = texts(items)
+            .into_iter()
+            .zip(items.iter().map(|item| item.score))
+            .map(|(text, score)| (text.to_owned(), score))
+            .collect();
+        if movable.len() >= 2 {
+            for (&place, &moved) in movable.iter().zip(&order) {
+                out[place].0 = texts(items)[moved].to_owned();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_head_is_reordered_as_defined_for_any_depth_and_staleness() {
+        let words = [
+            "caroline", "adoption", "agency", "painted", "lake", "sunrise", "we", "hours",
+        ];
+        let terms = Analyzer::default().query_terms("Caroline adoption agency painted sunrise");
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..500 {
+            let count = 1 + next(12) as usize;
+            let mut items: Vec<ScoredItem> = (0..count)
+                .map(|at| {
+                    let text: Vec<&str> = (0..1 + next(8))
+                        .map(|_| words[next(words.len() as u64) as usize])
+                        .collect();
+                    scored(&text.join(" "), 1.0 - at as f32 * 0.05, next(5) == 0)
+                })
+                .collect();
+            let depth = next(14) as usize;
+            let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
+            let expected = reordered_by_definition(&terms, &items, depth, weight);
+            reorder_head(&terms, &mut items, depth, weight);
+            let got: Vec<(String, f32)> = texts(&items)
+                .into_iter()
+                .zip(items.iter().map(|item| item.score))
+                .map(|(text, score)| (text.to_owned(), score))
+                .collect();
+            assert_eq!(got, expected, "depth {depth}, weight {weight}");
+        }
     }
 
     #[test]

@@ -200,14 +200,19 @@ const PACKED_BYTES: usize = 15;
 /// `word` as one integer, for words of 1 to 15 bytes: its bytes in order, and its length
 /// in the last byte (so a word that ends in zero bytes is not its shorter prefix).
 fn packed_word(word: &str) -> Option<u128> {
-    let bytes = word.as_bytes();
+    packed_bytes(word.as_bytes(), 0)
+}
+
+/// [`packed_word`] of `bytes` with every byte or'ed with `fold` (0x20 lowercases ASCII
+/// letters and keeps digits).
+fn packed_bytes(bytes: &[u8], fold: u8) -> Option<u128> {
     if bytes.is_empty() || bytes.len() > PACKED_BYTES {
         return None;
     }
     // Byte by byte: a copy of a variable length would call `memcpy` for every word.
     let mut key = (bytes.len() as u128) << 120;
     for (at, &byte) in bytes.iter().enumerate() {
-        key |= u128::from(byte) << (8 * at);
+        key |= u128::from(byte | fold) << (8 * at);
     }
     Some(key)
 }
@@ -255,16 +260,28 @@ impl StopTable {
 /// mostly, one comparison), where a hash set of strings hashed each word byte by byte and
 /// compared strings (a sixth of the analysis of a long text).
 pub fn is_stop_word(word: &str) -> bool {
+    lookup(word.as_bytes(), 0)
+}
+
+/// Whether `word`, ASCII letters and digits in any case, is a stop word once lowercased: the
+/// analyzer asks before copying a word it would otherwise skip.
+pub(super) fn is_plain_stop_word(word: &[u8]) -> bool {
+    lookup(word, 0x20)
+}
+
+/// Whether `bytes`, each or'ed with `fold`, spell a stop word.
+fn lookup(bytes: &[u8], fold: u8) -> bool {
     static TABLE: OnceLock<Box<StopTable>> = OnceLock::new();
     let table = TABLE.get_or_init(|| Box::new(StopTable::new()));
-    let bytes = word.as_bytes();
     let Some(&first) = bytes.first() else {
         return false;
     };
-    if bytes.len() > PACKED_BYTES || table.lengths[usize::from(first)] & (1 << bytes.len()) == 0 {
+    if bytes.len() > PACKED_BYTES
+        || table.lengths[usize::from(first | fold)] & (1 << bytes.len()) == 0
+    {
         return false;
     }
-    let Some(key) = packed_word(word) else {
+    let Some(key) = packed_bytes(bytes, fold) else {
         return false;
     };
     let mut slot = stop_slot(key);

@@ -91,7 +91,11 @@ fn ascii_fast_path_matches_unicode_segmentation() {
             .filter(|segment| segment.chars().any(char::is_alphanumeric))
             .collect();
         let mut fast = Vec::new();
-        ascii_words(&text, |segment| fast.push(segment));
+        ascii_words(&text, |segment, plain| {
+            let alphanumeric = segment.bytes().all(|byte| byte.is_ascii_alphanumeric());
+            assert_eq!(plain, alphanumeric, "{segment:?}");
+            fast.push(segment);
+        });
         assert_eq!(fast, slow, "{text:?}");
     }
     for text in [
@@ -104,7 +108,7 @@ fn ascii_fast_path_matches_unicode_segmentation() {
             .filter(|s| s.chars().any(char::is_alphanumeric))
             .collect();
         let mut fast = Vec::new();
-        ascii_words(text, |segment| fast.push(segment));
+        ascii_words(text, |segment, _| fast.push(segment));
         assert_eq!(fast, slow, "{text:?}");
     }
 }
@@ -215,10 +219,17 @@ fn an_english_stem_keeps_its_first_two_letters_and_is_never_longer() {
 #[test]
 fn a_filtered_scan_finds_the_same_terms_at_the_same_positions() {
     let analyzer = Analyzer::default();
-    let text = "Yesterday I was lying in the skies of Caroline's dreams, running and crying; \
-        the agencies' generously funded adoption programs. 東京で日本語 ÇAFÉ résumé 3.5 GPT-4";
+    // Unicode text, segmented by UAX #29; then ASCII text, where words of letters and digits
+    // turned away by the filter are never copied (upper case, stop words in capitals,
+    // digits, possessives, joiners and underscores around them).
+    let texts = [
+        "Yesterday I was lying in the skies of Caroline's dreams, running and crying; \
+         the agencies' generously funded adoption programs. 東京で日本語 ÇAFÉ résumé 3.5 GPT-4",
+        "YESTERDAY The Lying THE skies OF Caroline's DREAMS, Running AND crying; THE \
+         agencies' Generously funded ADOPTION programs 3.5 GPT-4 snake_case a:b 35 Dying x",
+    ];
     let sought = [
-        "lie", "sky", "run", "adopt", "generous", "caf", "35", "日本",
+        "lie", "sky", "run", "adopt", "generous", "caf", "35", "日本", "die", "x",
     ];
     let wanted: Vec<String> = sought
         .iter()
@@ -228,31 +239,55 @@ fn a_filtered_scan_finds_the_same_terms_at_the_same_positions() {
     for term in &wanted {
         first[usize::from(term.as_bytes()[0])] = true;
     }
-    let all: Vec<(usize, String)> = analyzer
-        .terms(text)
-        .into_iter()
-        .enumerate()
-        .filter(|(_, term)| wanted.contains(term))
-        .collect();
-    let mut found = Vec::new();
-    let position = std::cell::Cell::new(0usize);
-    let mut stemmed = 0;
-    analyzer.for_each_term_where(
-        text,
-        |word| first[usize::from(word.as_bytes()[0])],
-        |term| {
-            stemmed += 1;
-            if wanted.iter().any(|wanted| wanted == term) {
-                found.push((position.get(), term.to_owned()));
-            }
-            position.set(position.get() + 1);
-        },
-        || position.set(position.get() + 1),
-    );
-    assert_eq!(found, all);
-    assert!(all.len() >= 6, "{all:?}");
-    assert_eq!(position.get(), analyzer.terms(text).len());
-    assert!(stemmed < position.get(), "some words were skipped");
+    for text in texts {
+        let all: Vec<(usize, String)> = analyzer
+            .terms(text)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, term)| wanted.contains(term))
+            .collect();
+        let mut found = Vec::new();
+        let position = std::cell::Cell::new(0usize);
+        let mut stemmed = 0;
+        analyzer.for_each_term_where(
+            text,
+            |byte, _| first[usize::from(byte)],
+            |term| {
+                stemmed += 1;
+                if wanted.iter().any(|wanted| wanted == term) {
+                    found.push((position.get(), term.to_owned()));
+                }
+                position.set(position.get() + 1);
+            },
+            || position.set(position.get() + 1),
+        );
+        assert_eq!(found, all, "{text}");
+        assert!(all.len() >= 6, "{all:?}");
+        assert_eq!(position.get(), analyzer.terms(text).len(), "{text}");
+        assert!(stemmed < position.get(), "some words were skipped");
+    }
+}
+
+#[test]
+fn the_filter_sees_the_first_two_bytes_of_the_lowercased_word() {
+    let analyzer = Analyzer::default();
+    for text in ["Running x GPT4 Caroline's", "Running x GPT4 Caroline's 東"] {
+        let mut seen = Vec::new();
+        analyzer.for_each_term_where(
+            text,
+            |first, second| {
+                seen.push((first, second));
+                false
+            },
+            |_| {},
+            || {},
+        );
+        assert_eq!(
+            seen,
+            [(b'r', b'u'), (b'x', 0), (b'g', b'p'), (b'c', b'a')][..],
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -275,6 +310,22 @@ fn the_stop_word_table_holds_exactly_the_stop_words() {
         let expected = STOP_WORDS.contains(&word.as_str());
         assert_eq!(is_stop_word(word), expected, "{word:?}");
     }
+    // Words of ASCII letters and digits in any case, as the filtered scan asks before
+    // lowercasing them.
+    for word in STOP_WORDS.iter().map(|word| word.to_string()).chain(others) {
+        if !word.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+            continue;
+        }
+        let expected = STOP_WORDS.contains(&word.to_ascii_lowercase().as_str());
+        for spelled in [word.clone(), word.to_ascii_uppercase(), capitalized(&word)] {
+            assert_eq!(
+                stop::is_plain_stop_word(spelled.as_bytes()),
+                expected,
+                "{spelled:?}"
+            );
+        }
+    }
+    assert!(!stop::is_plain_stop_word(b""));
     for word in [
         "",
         "caroline",
@@ -285,4 +336,13 @@ fn the_stop_word_table_holds_exactly_the_stop_words() {
     ] {
         assert!(!is_stop_word(word), "{word:?}");
     }
+}
+
+/// `word` with its first letter in upper case.
+fn capitalized(word: &str) -> String {
+    let mut out = word.to_owned();
+    if let Some(first) = out.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    out
 }

@@ -239,11 +239,21 @@ async fn the_head_goes_to_the_turn_that_holds_the_words_before_the_cut() {
                 max_results,
                 ..RetrieverConfig::default()
             };
-            let memory = memory(Arc::clone(&store), config);
+            // One clock for the three runs, so that recency scores them alike.
+            let memory = Memory::builder()
+                .store(Arc::clone(&store))
+                .facts(FactsConfig::off())
+                .retriever_config(config)
+                .clock(Arc::new(memory_core::ManualClock::new(at(9))))
+                .build()
+                .expect("memory");
             memory.store().clear(&namespace.subtree()).await.unwrap();
             let mut dialogue = memory.dialogue(namespace.clone());
-            for (at, (speaker, text)) in turns.iter().enumerate() {
-                let turn = Turn::new(*speaker, *text).id(format!("t{at}")).session("1");
+            for (place, (speaker, text)) in turns.iter().enumerate() {
+                let turn = Turn::new(*speaker, *text)
+                    .id(format!("t{place}"))
+                    .at(at(1))
+                    .session("1");
                 dialogue.add(turn).await.unwrap();
             }
             found.push(memory.recall(&namespace.exact(), query).await.unwrap());
