@@ -23,7 +23,7 @@ pub const MAX_EXPANDED_ENTITIES: usize = 10;
 pub const MAX_WEIGHTED_ROLES: usize = 16;
 /// Weight of an assistant's turn in keyword relevance by default (see
 /// [`RetrieverConfig::role_weights`]).
-pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.8;
+pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.65;
 /// The factor on the score of a memory made outside the time a query names, by default (see
 /// [`RetrieverConfig::outside_time_factor`]).
 pub const DEFAULT_OUTSIDE_TIME_FACTOR: f32 = 0.8;
@@ -97,7 +97,7 @@ pub struct RetrieverConfig {
     pub context_window: usize,
     /// Keyword relevance of a memory whose metadata `role` (see
     /// [`ROLE_METADATA_KEY`](crate::ROLE_METADATA_KEY)) is a key here is multiplied by its
-    /// value, in `[0, 1]`; other memories count fully. Default `{"assistant": 0.8}`.
+    /// value, in `[0, 1]`; other memories count fully. Default `{"assistant": 0.65}`.
     ///
     /// An assistant's reply restates and elaborates what the user said, at length: it holds
     /// the words of a question about the user as often as the user's own statement does,
