@@ -422,6 +422,15 @@ mod tests {
             .collect()
     }
 
+    /// Each place's text and score.
+    fn placed(items: &[ScoredItem]) -> Vec<(String, f32)> {
+        texts(items)
+            .into_iter()
+            .zip(items.iter().map(|item| item.score))
+            .map(|(text, score)| (text.to_owned(), score))
+            .collect()
+    }
+
     /// The reordering as its documentation states it: the movable results sorted by
     /// `(1 - weight) * score + weight * measure` (ties in their order) take the movable
     /// places in order, each with its place's score; the others stay.
@@ -439,11 +448,7 @@ mod tests {
         let key = |at: usize| (1.0 - weight) * items[at].score + weight * measures[at];
         let mut order = movable.clone();
         order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
-        let mut out: Vec<(String, f32)> = texts(items)
-            .into_iter()
-            .zip(items.iter().map(|item| item.score))
-            .map(|(text, score)| (text.to_owned(), score))
-            .collect();
+        let mut out = placed(items);
         if movable.len() >= 2 {
             for (&place, &moved) in movable.iter().zip(&order) {
                 out[place].0 = texts(items)[moved].to_owned();
@@ -479,12 +484,7 @@ mod tests {
             let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
             let expected = reordered_by_definition(&terms, &items, depth, weight);
             reorder_head(&terms, &mut items, depth, weight);
-            let got: Vec<(String, f32)> = texts(&items)
-                .into_iter()
-                .zip(items.iter().map(|item| item.score))
-                .map(|(text, score)| (text.to_owned(), score))
-                .collect();
-            assert_eq!(got, expected, "depth {depth}, weight {weight}");
+            assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
         }
     }
 
