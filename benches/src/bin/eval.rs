@@ -6,7 +6,7 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--json FILE]
@@ -81,6 +81,7 @@ fn run() -> Result<(), String> {
             "--no-facts" => options.facts = FactsConfig::off(),
             "--show-facts" => options.show_facts = true,
             "--enrich" => options.enrich = on_off(&arg, &value()?)?,
+            "--addressee" => options.config.read_addressee = on_off(&arg, &value()?)?,
             "--rerank" => {
                 options.rerank = on_off(&arg, &value()?)?.then(RerankConfig::default);
             }

@@ -34,6 +34,7 @@ mod retriever;
 pub mod scoring;
 pub mod serde_millis;
 mod when;
+mod who;
 
 pub use crate::{
     compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},
@@ -72,4 +73,5 @@ pub use crate::{
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
     when::{TimeWindow, time_window},
+    who::asks_about_agent,
 };

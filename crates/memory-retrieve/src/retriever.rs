@@ -230,6 +230,10 @@ impl Retriever {
             } else {
                 None
             },
+            about_agent: config.read_addressee
+                && !config.role_weights.is_empty()
+                && config.strategy.memory()
+                && crate::who::asks_about_agent(query),
             memory: &*self.memory,
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),

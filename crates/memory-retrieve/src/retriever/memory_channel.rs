@@ -12,7 +12,7 @@ use memory_core::{
 
 use super::candidate::{Candidate, Found, Key, RecordType};
 use super::request::Request;
-use super::{MAX_CONTEXT_SOURCES, RecallFilter, RetrieverConfig};
+use super::{MAX_CONTEXT_SOURCES, RecallFilter};
 use crate::scoring::{Signals, text_overlap};
 
 /// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
@@ -81,7 +81,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             let item = hit.item;
             let mut signals =
                 Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-            signals[Signal::Relevance] = hit.score / best * role_weight(config, &item);
+            signals[Signal::Relevance] = hit.score / best * role_weight(request, &item);
             if request.wants_overlap() {
                 signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
             }
@@ -145,7 +145,7 @@ fn merge_timed(
             continue;
         }
         let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-        signals[Signal::Relevance] = (hit.score / best).min(1.0) * role_weight(config, &item);
+        signals[Signal::Relevance] = (hit.score / best).min(1.0) * role_weight(request, &item);
         if request.wants_overlap() {
             signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
         }
@@ -160,9 +160,13 @@ fn merge_timed(
     }
 }
 
-/// The weight of `item`'s role in keyword relevance ([`RetrieverConfig::role_weights`]).
-fn role_weight(config: &RetrieverConfig, item: &MemoryItem) -> f32 {
-    if config.role_weights.is_empty() {
+/// The weight of `item`'s role in keyword relevance
+/// ([`RetrieverConfig::role_weights`](super::RetrieverConfig::role_weights)); 1 for every
+/// role when the query asks about what the agent said
+/// ([`RetrieverConfig::read_addressee`](super::RetrieverConfig::read_addressee)).
+fn role_weight(request: &Request<'_>, item: &MemoryItem) -> f32 {
+    let config = request.config;
+    if config.role_weights.is_empty() || request.about_agent {
         return 1.0;
     }
     item.metadata

@@ -1,6 +1,6 @@
 //! Dialogue ingest: turns dated and attributed, neighbours as context within a session, the
-//! role weight in ranking, and bad input refused with nothing stored; on the in-memory
-//! store and on SQLite.
+//! role weight in ranking (lifted by a question about the agent's own words), and bad input
+//! refused with nothing stored; on the in-memory store and on SQLite.
 
 use std::sync::Arc;
 
@@ -105,29 +105,7 @@ async fn an_assistant_reply_counts_less_than_the_user_statement_it_restates() {
             config.role_weights.insert("assistant".into(), weight);
             let memory = memory(store, config);
             let namespace = Namespace::parse("chat/bob").unwrap();
-            let mut dialogue = memory.dialogue(namespace.clone());
-            dialogue
-                .add(
-                    Turn::new("user", "I adopted a rescue greyhound named Pixel.")
-                        .role(Role::User)
-                        .id("statement")
-                        .at(at(1)),
-                )
-                .await
-                .unwrap();
-            dialogue
-                .add(
-                    Turn::new(
-                        "assistant",
-                        "Congratulations on adopting Pixel! A rescue greyhound adopted from a \
-                         shelter needs time: a greyhound adopted as a rescue is often shy.",
-                    )
-                    .role(Role::Assistant)
-                    .id("reply")
-                    .at(at(1)),
-                )
-                .await
-                .unwrap();
+            adoption(&memory, &namespace).await;
             let reply = memory.store().get(&namespace, "reply").await.unwrap();
             assert_eq!(reply.expect("stored").metadata["role"], "assistant");
             let found = memory
@@ -139,6 +117,70 @@ async fn an_assistant_reply_counts_less_than_the_user_statement_it_restates() {
                 Some(want_first),
                 "assistant weight {weight}"
             );
+        }
+    }
+}
+
+/// A greyhound's adoption told by the user, and restated at length by the assistant.
+async fn adoption(memory: &Memory, namespace: &Namespace) {
+    let mut dialogue = memory.dialogue(namespace.clone());
+    dialogue
+        .add(
+            Turn::new("user", "I adopted a rescue greyhound named Pixel.")
+                .role(Role::User)
+                .id("statement")
+                .at(at(1)),
+        )
+        .await
+        .unwrap();
+    dialogue
+        .add(
+            Turn::new(
+                "assistant",
+                "Congratulations on adopting Pixel! A rescue greyhound adopted from a \
+                 shelter needs time: a greyhound adopted as a rescue is often shy.",
+            )
+            .role(Role::Assistant)
+            .id("reply")
+            .at(at(1)),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_question_about_what_the_agent_said_weighs_no_role_less() {
+    for (read, about_agent_first) in [(true, "reply"), (false, "statement")] {
+        for store in stores() {
+            let mut config = RetrieverConfig::default();
+            config.role_weights.insert("assistant".into(), 0.5);
+            config.read_addressee = read;
+            let memory = memory(store, config);
+            let namespace = Namespace::parse("chat/bob").unwrap();
+            adoption(&memory, &namespace).await;
+            let scope = namespace.exact();
+            for (query, want) in [
+                ("adopted rescue greyhound", "statement"),
+                (
+                    "What did I say about the adopted rescue greyhound?",
+                    "statement",
+                ),
+                (
+                    "What did you say about the adopted rescue greyhound?",
+                    about_agent_first,
+                ),
+                (
+                    "Can you remind me about the adopted rescue greyhound?",
+                    about_agent_first,
+                ),
+            ] {
+                let found = memory.recall(&scope, query).await.unwrap();
+                assert_eq!(
+                    ids(&found).first().map(String::as_str),
+                    Some(want),
+                    "{query:?}, reading the addressee: {read}"
+                );
+            }
         }
     }
 }
