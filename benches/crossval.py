@@ -13,7 +13,7 @@ standard deviation over folds.
     cargo build --release -p memory-benches --bin eval
     python3 benches/crossval.py --locomo ../shared/eval/locomo-dev \\
         --longmemeval ../shared/eval/longmemeval-dev/longmemeval_s_dev.json \\
-        --config 'w0.65=--role-weight assistant=0.65' --config 'w0.8=--role-weight assistant=0.8'
+        --config 'w0.45=--role-weight assistant=0.45' --config 'w0.65=--role-weight assistant=0.65'
 
 Only the standard library is used; the data stays where it is.
 """

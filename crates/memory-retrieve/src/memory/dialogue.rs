@@ -19,7 +19,7 @@
 //!
 //! The speaker's role, when given ([`Turn::role`]), is kept in the metadata under `role`;
 //! [`RetrieverConfig::role_weights`](crate::RetrieverConfig::role_weights) weighs keyword
-//! relevance by it (by default an assistant's reply counts 0.65, see there).
+//! relevance by it (by default an assistant's reply counts 0.45, see there).
 
 use chrono::{DateTime, Utc};
 use memory_core::{MemoryError, MemoryKind, Namespace, Result};

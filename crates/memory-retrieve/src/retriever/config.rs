@@ -23,7 +23,7 @@ pub const MAX_EXPANDED_ENTITIES: usize = 10;
 pub const MAX_WEIGHTED_ROLES: usize = 16;
 /// Weight of an assistant's turn in keyword relevance by default (see
 /// [`RetrieverConfig::role_weights`]).
-pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.65;
+pub const DEFAULT_ASSISTANT_WEIGHT: f32 = 0.45;
 /// The factor on the score of a memory made outside the time a query names, by default (see
 /// [`RetrieverConfig::outside_time_factor`]).
 pub const DEFAULT_OUTSIDE_TIME_FACTOR: f32 = 0.8;
@@ -97,21 +97,22 @@ pub struct RetrieverConfig {
     pub context_window: usize,
     /// Keyword relevance of a memory whose metadata `role` (see
     /// [`ROLE_METADATA_KEY`](crate::ROLE_METADATA_KEY)) is a key here is multiplied by its
-    /// value, in `[0, 1]`; other memories count fully. Default `{"assistant": 0.65}`.
+    /// value, in `[0, 1]`; other memories count fully. Default `{"assistant": 0.45}`.
     ///
     /// An assistant's reply restates and elaborates what the user said, at length: it holds
     /// the words of a question about the user as often as the user's own statement does,
     /// and outranks it. Agents ask their memory mostly about what their users said or did,
-    /// so a reply counts a little less. Replies stay findable: one that alone holds the
-    /// query's words still ranks first. The value was chosen by cross-validation on two
-    /// conversational benchmarks (see the README's retrieval-quality table); memories
-    /// without a role (a dialogue between people, plain `remember`) are unaffected.
+    /// so a reply counts less, unless the query asks about the agent's own words
+    /// ([`read_addressee`](Self::read_addressee)). Replies stay findable: one that alone
+    /// holds the query's words still ranks first. The value was chosen by cross-validation
+    /// on two conversational benchmarks (see the README's retrieval-quality table);
+    /// memories without a role (a dialogue between people, plain `remember`) are
+    /// unaffected.
     ///
-    /// The default was chosen together with the head reordering
-    /// ([`head_rerank_depth`](Self::head_rerank_depth)), which puts a user's statement back
-    /// above the reply around it at the top of a ranking. With the reordering off, a reply
-    /// weight of 0.8 served the top rank better (on LongMemEval's development file, 0.65
-    /// without the reordering falls to R@1 31.8 against 34.9 for 0.8).
+    /// The default was chosen together with the reading of the addressee and the head
+    /// reordering ([`head_rerank_depth`](Self::head_rerank_depth)). Without the reading, a
+    /// question about what the agent said would find the user's request before the reply
+    /// that answers it, and a heavier weight (0.65) served best.
     pub role_weights: BTreeMap<String, f32>,
     /// Read whether the query asks about what the agent itself said ("you mentioned", "did
     /// you say", "your suggestion", "can you remind me"; see
