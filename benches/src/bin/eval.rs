@@ -6,7 +6,7 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--outside-time-factor F]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--json FILE]
@@ -133,6 +133,11 @@ fn run() -> Result<(), String> {
                 options.config.head_rerank_weight = value()?
                     .parse()
                     .map_err(|e| format!("--head-weight: {e}"))?;
+            }
+            "--other-speaker-factor" => {
+                options.config.other_speaker_factor = value()?
+                    .parse()
+                    .map_err(|e| format!("--other-speaker-factor: {e}"))?;
             }
             "--outside-time-factor" => {
                 options.config.outside_time_factor = value()?

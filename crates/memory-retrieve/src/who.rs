@@ -1,6 +1,8 @@
-//! Whose words a query asks about ([`asks_about_agent`]): a question about what the agent
-//! itself said is not served by the role weights, which favour what the user said (see
-//! [`RetrieverConfig::read_addressee`](crate::RetrieverConfig::read_addressee)).
+//! Whose words a query asks about: the agent's ([`asks_about_agent`]; a question about what
+//! the agent itself said is not served by the role weights, which favour what the user said,
+//! see [`RetrieverConfig::read_addressee`](crate::RetrieverConfig::read_addressee)), or those
+//! of the speakers it names ([`Speakers`]; see
+//! [`RetrieverConfig::other_speaker_factor`](crate::RetrieverConfig::other_speaker_factor)).
 
 /// The longest query read, in words: who is asked about is said early in a question.
 const MAX_WORDS: usize = 256;
@@ -118,6 +120,10 @@ const BETWEEN: &[&str] = &[
 /// assert!(!asks_about_agent("Can you suggest a hotel near the station?"));
 /// ```
 pub fn asks_about_agent(query: &str) -> bool {
+    // Most queries hold neither word: they are passed over without reading their words.
+    if !holds(query, "you") && !holds(query, "remind") {
+        return false;
+    }
     // One lowercased copy, its words borrowed from it.
     let lower = query.to_lowercase().replace('\u{2019}', "'");
     let words: Vec<&str> = lower
@@ -158,6 +164,111 @@ pub fn asks_about_agent(query: &str) -> bool {
     reminded && !told_by_asker
 }
 
+/// Most distinct speakers read among a recall's hits: a dialogue has a few.
+const MAX_SPEAKERS: usize = 16;
+
+/// Chat roles, which name no one: a question about a "user" or an "assistant" is read by
+/// [`asks_about_agent`] and the role weights, not as naming a speaker.
+const ROLES: [&str; 4] = ["user", "assistant", "system", "tool"];
+
+/// The speakers a query names, among those of the memories it found.
+#[derive(Debug, Default)]
+pub(crate) struct Speakers {
+    named: Vec<String>,
+}
+
+impl Speakers {
+    /// The speakers among `speakers` (the `speaker` metadata of the hits, repeats allowed)
+    /// whose names `query` holds, every word of the name in order and in any case
+    /// ("Melanie", "melanie's", "Dr. Ada Lovelace"). Empty unless the query names some of
+    /// them and not all: a question naming every speaker, or none, favours no one. Roles
+    /// ([`ROLES`]) name no one; at most [`MAX_SPEAKERS`] distinct speakers are read.
+    pub(crate) fn named_in<'a>(query: &str, speakers: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut named = Vec::new();
+        let mut unnamed = false;
+        // The query's words, split once a name's first word is found in it.
+        let mut words: Option<Vec<&str>> = None;
+        for speaker in speakers {
+            if seen.contains(&speaker) {
+                continue;
+            }
+            if seen.len() == MAX_SPEAKERS {
+                break;
+            }
+            seen.push(speaker);
+            let parts: Vec<&str> = words_of(speaker).collect();
+            let Some(first) = parts.first() else { continue };
+            if is_role(speaker) {
+                continue;
+            }
+            let said = (!first.is_ascii() || holds(query, first)) && {
+                let words = words.get_or_insert_with(|| words_of(query).take(MAX_WORDS).collect());
+                words.windows(parts.len()).any(|window| {
+                    window
+                        .iter()
+                        .zip(&parts)
+                        .all(|(word, part)| same_word(word, part))
+                })
+            };
+            if said {
+                named.push(speaker.to_owned());
+            } else {
+                unnamed = true;
+            }
+        }
+        if !unnamed {
+            named.clear();
+        }
+        Self { named }
+    }
+
+    /// Whether the query names no one (or everyone): then no memory is another's.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.named.is_empty()
+    }
+
+    /// Whether a memory spoken by `speaker` (`None`: no speaker) is spoken by someone the
+    /// query does not name while it names others.
+    pub(crate) fn is_other(&self, speaker: Option<&str>) -> bool {
+        !self.named.is_empty()
+            && speaker.is_some_and(|speaker| {
+                !is_role(speaker) && !self.named.iter().any(|named| named == speaker)
+            })
+    }
+}
+
+/// Whether `speaker` is a chat role ([`ROLES`]), in any case.
+fn is_role(speaker: &str) -> bool {
+    ROLES.iter().any(|role| speaker.eq_ignore_ascii_case(role))
+}
+
+/// The words of `text`: its runs of letters and digits.
+fn words_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+}
+
+/// Whether two words are the same in any case.
+fn same_word(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.to_lowercase() == b.to_lowercase()
+    }
+}
+
+/// Whether `text` holds the ASCII `needle` in any ASCII case.
+fn holds(text: &str, needle: &str) -> bool {
+    let (text, needle) = (text.as_bytes(), needle.as_bytes());
+    let Some(first) = needle.first().map(u8::to_ascii_lowercase) else {
+        return true;
+    };
+    text.windows(needle.len()).any(|window| {
+        window[0].to_ascii_lowercase() == first && window.eq_ignore_ascii_case(needle)
+    })
+}
+
 /// The word after the speaker at `at`, past up to two words such as "also" or "had".
 fn verb_after<'a>(words: &[&'a str], at: usize) -> Option<&'a str> {
     let mut next = at + 1;
@@ -169,7 +280,66 @@ fn verb_after<'a>(words: &[&'a str], at: usize) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::asks_about_agent;
+    use super::{Speakers, asks_about_agent};
+
+    #[test]
+    fn the_speakers_a_question_names_are_read_among_those_found() {
+        let found = ["Caroline", "Melanie", "Caroline", "Dr. Ada Lovelace"];
+        let named = Speakers::named_in("What has melanie's sister painted?", found);
+        assert!(!named.is_other(Some("Melanie")));
+        assert!(named.is_other(Some("Caroline")));
+        assert!(named.is_other(Some("Dr. Ada Lovelace")));
+        // A memory without a speaker is no one else's.
+        assert!(!named.is_other(None));
+
+        let named = Speakers::named_in("What did dr ada LOVELACE build?", found);
+        assert!(!named.is_other(Some("Dr. Ada Lovelace")));
+        assert!(named.is_other(Some("Melanie")));
+        // Part of a name is not the name.
+        let named = Speakers::named_in("What did Ada build?", found);
+        assert!(!named.is_other(Some("Melanie")));
+    }
+
+    #[test]
+    fn naming_everyone_or_no_one_favours_no_one() {
+        let found = ["Caroline", "Melanie"];
+        for query in [
+            "When did Caroline and Melanie go to the festival together?",
+            "Who went to the festival?",
+            "",
+        ] {
+            let named = Speakers::named_in(query, found);
+            assert!(!named.is_other(Some("Caroline")), "{query}");
+            assert!(!named.is_other(Some("Melanie")), "{query}");
+        }
+        // Only the speakers found count: the question names one of them.
+        let named = Speakers::named_in("What did Caroline and Jon bake?", found);
+        assert!(named.is_other(Some("Melanie")));
+        assert!(!named.is_other(Some("Caroline")));
+    }
+
+    #[test]
+    fn roles_name_no_one() {
+        let found = ["user", "assistant", "Melanie", "Caroline"];
+        let named = Speakers::named_in("What did the assistant tell the user?", found);
+        assert!(!named.is_other(Some("Melanie")));
+        let named = Speakers::named_in("What did Melanie say to the user?", found);
+        assert!(named.is_other(Some("Caroline")));
+        assert!(!named.is_other(Some("user")));
+        assert!(!named.is_other(Some("Assistant")));
+    }
+
+    #[test]
+    fn many_speakers_are_read_up_to_a_bound() {
+        let names: Vec<String> = (0..1000).map(|n| format!("speaker{n}")).collect();
+        let named = Speakers::named_in("what did speaker3 say?", names.iter().map(String::as_str));
+        assert!(named.is_other(Some("speaker4")));
+        assert!(!named.is_other(Some("speaker3")));
+        // Past the bound a name is not read.
+        let named =
+            Speakers::named_in("what did speaker999 say?", names.iter().map(String::as_str));
+        assert!(!named.is_other(Some("speaker4")));
+    }
 
     #[test]
     fn the_agent_telling_in_the_past_is_read() {

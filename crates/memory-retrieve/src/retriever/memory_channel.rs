@@ -14,6 +14,7 @@ use super::candidate::{Candidate, Found, Key, RecordType};
 use super::request::Request;
 use super::{MAX_CONTEXT_SOURCES, RecallFilter};
 use crate::scoring::{Signals, text_overlap};
+use crate::who::Speakers;
 
 /// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
 fn memory_filter(scope: &Scope, filter: &RecallFilter, now: DateTime<Utc>) -> MemoryFilter {
@@ -70,6 +71,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         None => (None, None),
     };
     let query_vector = query_vector.as_deref();
+    // Each hit's weight in keyword relevance: its role's, times the factor when the query
+    // names other speakers (every hit's speaker read once).
+    let weights = hit_weights(request, hits.iter().chain(timed.iter().flatten()));
     let best = hits
         .first()
         .map_or(1.0, |hit| hit.score)
@@ -81,7 +85,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             let item = hit.item;
             let mut signals =
                 Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-            signals[Signal::Relevance] = hit.score / best * role_weight(request, &item);
+            let weight = weights.get(rank).copied().unwrap_or(1.0);
+            signals[Signal::Relevance] = hit.score / best * weight;
             if request.wants_overlap() {
                 signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
             }
@@ -96,7 +101,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         })
         .collect();
     if let Some(timed) = timed {
-        merge_timed(&mut out, timed, best, request, query_vector);
+        let weights = weights.get(out.len()..).unwrap_or_default();
+        merge_timed(&mut out, timed, best, request, query_vector, weights);
     }
     if let Some(similar) = similar {
         merge_similar(&mut out, similar, request);
@@ -128,13 +134,15 @@ fn within_window(
 }
 
 /// Adds the hits of the search within the query's time that the whole search did not
-/// return, their relevance on the same scale as its hits (`best`, its best score).
+/// return, their relevance on the same scale as its hits (`best`, its best score) and
+/// weighed as they are (`weight`: the role and speaker weights).
 fn merge_timed(
     out: &mut Vec<Candidate>,
     timed: Vec<SearchHit>,
     best: f32,
     request: &Request<'_>,
     query_vector: Option<&[f32]>,
+    weights: &[f32],
 ) {
     let config = request.config;
     let known: std::collections::HashSet<Key> = out.iter().map(Candidate::owned_key).collect();
@@ -145,7 +153,8 @@ fn merge_timed(
             continue;
         }
         let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-        signals[Signal::Relevance] = (hit.score / best).min(1.0) * role_weight(request, &item);
+        let weight = weights.get(rank).copied().unwrap_or(1.0);
+        signals[Signal::Relevance] = (hit.score / best).min(1.0) * weight;
         if request.wants_overlap() {
             signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
         }
@@ -160,19 +169,75 @@ fn merge_timed(
     }
 }
 
-/// The weight of `item`'s role in keyword relevance
-/// ([`RetrieverConfig::role_weights`](super::RetrieverConfig::role_weights)); 1 for every
-/// role when the query asks about what the agent said
-/// ([`RetrieverConfig::read_addressee`](super::RetrieverConfig::read_addressee)).
-fn role_weight(request: &Request<'_>, item: &MemoryItem) -> f32 {
+/// The weight in keyword relevance of each of `hits`, in order: its role's
+/// ([`role_weight`]), times
+/// [`RetrieverConfig::other_speaker_factor`](super::RetrieverConfig::other_speaker_factor)
+/// when the query names some of the hits' speakers and not its own. Empty when every weight
+/// is 1 (no role weighs less and no speaker is read).
+fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchHit>) -> Vec<f32> {
     let config = request.config;
-    if config.role_weights.is_empty() || request.about_agent {
-        return 1.0;
+    let factor = config.other_speaker_factor;
+    let roles = !config.role_weights.is_empty() && !request.about_agent;
+    if !roles && factor >= 1.0 {
+        return Vec::new();
     }
-    item.metadata
-        .get(crate::ROLE_METADATA_KEY)
-        .and_then(|role| role.as_str())
-        .and_then(|role| config.role_weights.get(role))
+    let read: Vec<(Option<&str>, Option<&str>)> =
+        hits.map(|hit| role_and_speaker(&hit.item)).collect();
+    let named = if factor < 1.0 {
+        Speakers::named_in(
+            request.query,
+            read.iter().filter_map(|(_, speaker)| *speaker),
+        )
+    } else {
+        Speakers::default()
+    };
+    read.iter()
+        .map(|(role, speaker)| {
+            let weight = if roles {
+                role_weight(config, *role)
+            } else {
+                1.0
+            };
+            if !named.is_empty() && named.is_other(*speaker) {
+                weight * factor
+            } else {
+                weight
+            }
+        })
+        .collect()
+}
+
+/// The role and the speaker of `item` (the dialogue API's metadata): one walk over a small
+/// metadata object, two lookups in a large one.
+fn role_and_speaker(item: &MemoryItem) -> (Option<&str>, Option<&str>) {
+    let Some(map) = item.metadata.as_object() else {
+        return (None, None);
+    };
+    if map.len() > 8 {
+        return (
+            map.get(crate::ROLE_METADATA_KEY)
+                .and_then(serde_json::Value::as_str),
+            map.get(crate::SPEAKER_METADATA_KEY)
+                .and_then(serde_json::Value::as_str),
+        );
+    }
+    let (mut role, mut speaker) = (None, None);
+    for (key, value) in map {
+        if key == crate::ROLE_METADATA_KEY {
+            role = value.as_str();
+        } else if key == crate::SPEAKER_METADATA_KEY {
+            speaker = value.as_str();
+        }
+    }
+    (role, speaker)
+}
+
+/// The weight of a memory's `role` in keyword relevance
+/// ([`RetrieverConfig::role_weights`](super::RetrieverConfig::role_weights)); the caller
+/// reads no role when the query asks about what the agent said
+/// ([`RetrieverConfig::read_addressee`](super::RetrieverConfig::read_addressee)).
+fn role_weight(config: &super::RetrieverConfig, role: Option<&str>) -> f32 {
+    role.and_then(|role| config.role_weights.get(role))
         .copied()
         .unwrap_or(1.0)
 }

@@ -1,6 +1,7 @@
 //! Dialogue ingest: turns dated and attributed, neighbours as context within a session, the
-//! role weight in ranking (lifted by a question about the agent's own words), and bad input
-//! refused with nothing stored; on the in-memory store and on SQLite.
+//! role weight in ranking (lifted by a question about the agent's own words), the speakers a
+//! question names, and bad input refused with nothing stored; on the in-memory store and on
+//! SQLite.
 
 use std::sync::Arc;
 
@@ -186,6 +187,73 @@ async fn a_question_about_what_the_agent_said_weighs_no_role_less() {
 }
 
 #[tokio::test]
+async fn a_question_naming_a_speaker_ranks_that_speakers_turns_first() {
+    for (factor, named_first) in [(1.0f32, "caroline"), (0.5, "melanie")] {
+        for store in stores() {
+            let config = RetrieverConfig {
+                other_speaker_factor: factor,
+                ..RetrieverConfig::default()
+            };
+            let memory = memory(store, config);
+            let namespace = Namespace::parse("chat/friends").unwrap();
+            let mut dialogue = memory.dialogue(namespace.clone());
+            // In sessions of their own, so neither lends the other its words as context.
+            for (id, speaker, text, session) in [
+                (
+                    "caroline",
+                    "Caroline",
+                    "The pride parade was great, we painted banners for the pride parade.",
+                    "1",
+                ),
+                (
+                    "melanie",
+                    "Melanie",
+                    "I painted a banner for the parade.",
+                    "2",
+                ),
+            ] {
+                dialogue
+                    .add(Turn::new(speaker, text).id(id).session(session).at(at(3)))
+                    .await
+                    .unwrap();
+            }
+            let scope = namespace.exact();
+            for (query, want) in [
+                ("What did Melanie paint for the pride parade?", named_first),
+                // Naming both speakers, or neither, favours no one.
+                (
+                    "What did Melanie and Caroline paint for the pride parade?",
+                    "caroline",
+                ),
+                ("What was painted for the pride parade?", "caroline"),
+            ] {
+                let found = memory.recall(&scope, query).await.unwrap();
+                assert_eq!(
+                    ids(&found).first().map(String::as_str),
+                    Some(want),
+                    "{query:?}, factor {factor}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_other_speaker_factor_is_validated() {
+    for factor in [0.0, -0.5, 1.5, f32::NAN, f32::INFINITY] {
+        let config = RetrieverConfig {
+            other_speaker_factor: factor,
+            ..RetrieverConfig::default()
+        };
+        assert_eq!(
+            config.validate().unwrap_err().field(),
+            Some("other_speaker_factor"),
+            "{factor}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn bad_turns_are_refused_and_nothing_is_stored() {
     for store in stores() {
         let memory = memory(store, RetrieverConfig::default());
@@ -279,6 +347,8 @@ async fn the_head_goes_to_the_turn_that_holds_the_words_before_the_cut() {
             let config = RetrieverConfig {
                 head_rerank_depth: head,
                 max_results,
+                // The question names Melanie: left on, that alone would rank her turn first.
+                other_speaker_factor: 1.0,
                 ..RetrieverConfig::default()
             };
             // One clock for the three runs, so that recency scores them alike.
