@@ -315,24 +315,8 @@ impl RetrieverConfig {
                 ));
             }
         }
-        if !(self.outside_time_factor.is_finite()
-            && self.outside_time_factor > 0.0
-            && self.outside_time_factor <= 1.0)
-        {
-            return Err(MemoryError::invalid(
-                "outside_time_factor",
-                "must be in (0, 1]",
-            ));
-        }
-        if !(self.other_speaker_factor.is_finite()
-            && self.other_speaker_factor > 0.0
-            && self.other_speaker_factor <= 1.0)
-        {
-            return Err(MemoryError::invalid(
-                "other_speaker_factor",
-                "must be in (0, 1]",
-            ));
-        }
+        lowering_factor("outside_time_factor", self.outside_time_factor)?;
+        lowering_factor("other_speaker_factor", self.other_speaker_factor)?;
         if self.head_rerank_depth > MAX_HEAD_RERANK_DEPTH {
             return Err(MemoryError::invalid(
                 "head_rerank_depth",
@@ -347,6 +331,16 @@ impl RetrieverConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// Checks a factor that lowers a score: in `(0, 1]` (1 lowers nothing; 0 would drop what it
+/// should only lower).
+fn lowering_factor(field: &str, factor: f32) -> Result<()> {
+    if factor.is_finite() && factor > 0.0 && factor <= 1.0 {
+        Ok(())
+    } else {
+        Err(MemoryError::invalid(field, "must be in (0, 1]"))
     }
 }
 
