@@ -179,9 +179,12 @@ pub(crate) struct Speakers {
 
 impl Speakers {
     /// The speakers among `speakers` (the `speaker` metadata of the hits, repeats allowed)
-    /// whose names `query` holds, every word of the name in order and in any case
-    /// ("Melanie", "melanie's", "Dr. Ada Lovelace"). Empty unless the query names some of
-    /// them and not all: a question naming every speaker, or none, favours no one. Roles
+    /// whose names `query` holds, every word of the name in order ("Melanie", "Melanie's",
+    /// "Dr. Ada Lovelace"). A query written in lower case ("what has melanie painted?")
+    /// matches in any case; one that capitalises a word past its first writes names as
+    /// names, so a capitalised part of a name matches only a capitalised word ("When will
+    /// Will call?" names Will once, not twice). Empty unless the query names some of them
+    /// and not all: a question naming every speaker, or none, favours no one. Roles
     /// ([`ROLES`]) name no one; at most [`MAX_SPEAKERS`] distinct speakers are read.
     pub(crate) fn named_in<'a>(query: &str, speakers: impl IntoIterator<Item = &'a str>) -> Self {
         let mut seen: Vec<&str> = Vec::new();
@@ -189,6 +192,10 @@ impl Speakers {
         let mut unnamed = false;
         // The query's words, split once a name's first word is found in it.
         let mut words: Option<Vec<&str>> = None;
+        let cased = words_of(query)
+            .skip(1)
+            .take(MAX_WORDS)
+            .any(|word| word.chars().next().is_some_and(char::is_uppercase));
         for speaker in speakers {
             if seen.contains(&speaker) {
                 continue;
@@ -205,10 +212,9 @@ impl Speakers {
             let said = (!first.is_ascii() || holds(query, first)) && {
                 let words = words.get_or_insert_with(|| words_of(query).take(MAX_WORDS).collect());
                 words.windows(parts.len()).any(|window| {
-                    window
-                        .iter()
-                        .zip(&parts)
-                        .all(|(word, part)| same_word(word, part))
+                    window.iter().zip(&parts).all(|(word, part)| {
+                        same_word(word, part) && (!cased || same_capital(word, part))
+                    })
                 })
             };
             if said {
@@ -258,6 +264,12 @@ fn same_word(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether `word` starts with a capital when `part` (of a name) does.
+fn same_capital(word: &str, part: &str) -> bool {
+    let capital = |text: &str| text.chars().next().is_some_and(char::is_uppercase);
+    !capital(part) || capital(word)
+}
+
 /// Whether `text` holds the ASCII `needle` in any ASCII case.
 fn holds(text: &str, needle: &str) -> bool {
     let (text, needle) = (text.as_bytes(), needle.as_bytes());
@@ -292,12 +304,28 @@ mod tests {
         // A memory without a speaker is no one else's.
         assert!(!named.is_other(None));
 
-        let named = Speakers::named_in("What did dr ada LOVELACE build?", found);
+        let named = Speakers::named_in("what did dr ada lovelace build?", found);
         assert!(!named.is_other(Some("Dr. Ada Lovelace")));
         assert!(named.is_other(Some("Melanie")));
         // Part of a name is not the name.
         let named = Speakers::named_in("What did Ada build?", found);
         assert!(!named.is_other(Some("Melanie")));
+    }
+
+    #[test]
+    fn a_capitalised_query_names_with_capitals() {
+        let found = ["Will", "Melanie"];
+        // "will" the verb is not Will when the query writes names with capitals...
+        let named = Speakers::named_in("When will Melanie call Jon?", found);
+        assert!(named.is_other(Some("Will")));
+        assert!(!named.is_other(Some("Melanie")));
+        let named = Speakers::named_in("When will Will call Jon?", found);
+        assert!(named.is_other(Some("Melanie")));
+        assert!(!named.is_other(Some("Will")));
+        // ... and a query in lower case matches in any case.
+        let named = Speakers::named_in("when will melanie call?", found);
+        assert!(!named.is_other(Some("Melanie")));
+        assert!(!named.is_other(Some("Will")), "both named: no one favoured");
     }
 
     #[test]
