@@ -190,12 +190,9 @@ impl Speakers {
         let mut seen: Vec<&str> = Vec::new();
         let mut named = Vec::new();
         let mut unnamed = false;
-        // The query's words, split once a name's first word is found in it.
-        let mut words: Option<Vec<&str>> = None;
-        let cased = words_of(query)
-            .skip(1)
-            .take(MAX_WORDS)
-            .any(|word| word.chars().next().is_some_and(char::is_uppercase));
+        // The query's words, and whether it capitalises one past the first: read once a
+        // name's first word is found in it.
+        let mut read: Option<(Vec<&str>, bool)> = None;
         for speaker in speakers {
             if seen.contains(&speaker) {
                 continue;
@@ -210,7 +207,15 @@ impl Speakers {
                 continue;
             }
             let said = (!first.is_ascii() || holds(query, first)) && {
-                let words = words.get_or_insert_with(|| words_of(query).take(MAX_WORDS).collect());
+                let (words, cased) = read.get_or_insert_with(|| {
+                    let words: Vec<&str> = words_of(query).take(MAX_WORDS).collect();
+                    let cased = words
+                        .iter()
+                        .skip(1)
+                        .any(|word| word.chars().next().is_some_and(char::is_uppercase));
+                    (words, cased)
+                });
+                let cased = *cased;
                 words.windows(parts.len()).any(|window| {
                     window.iter().zip(&parts).all(|(word, part)| {
                         same_word(word, part) && (!cased || same_capital(word, part))
