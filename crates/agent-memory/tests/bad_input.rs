@@ -639,6 +639,31 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
     }
     for factor in [f32::NAN, 0.0, -0.5, 1.5, f32::INFINITY] {
         let config = RetrieverConfig {
+            other_speaker_factor: factor,
+            ..RetrieverConfig::default()
+        };
+        invalid(
+            "other speaker factor",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config.clone())
+                .build(),
+            "other_speaker_factor",
+        );
+        invalid(
+            "other speaker factor in a recall",
+            memory
+                .retriever()
+                .retrieve_with(
+                    &ns.subtree(),
+                    "what did Melanie paint",
+                    &Default::default(),
+                    &config,
+                )
+                .await,
+            "other_speaker_factor",
+        );
+        let config = RetrieverConfig {
             outside_time_factor: factor,
             ..RetrieverConfig::default()
         };

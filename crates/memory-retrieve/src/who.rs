@@ -234,11 +234,6 @@ impl Speakers {
         Self { named }
     }
 
-    /// Whether the query names no one (or everyone): then no memory is another's.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.named.is_empty()
-    }
-
     /// Whether a memory spoken by `speaker` (`None`: no speaker) is spoken by someone the
     /// query does not name while it names others.
     pub(crate) fn is_other(&self, speaker: Option<&str>) -> bool {

@@ -135,7 +135,7 @@ fn within_window(
 
 /// Adds the hits of the search within the query's time that the whole search did not
 /// return, their relevance on the same scale as its hits (`best`, its best score) and
-/// weighed as they are (`weight`: the role and speaker weights).
+/// weighed as they are (`weights`: each timed hit's role and speaker weight, in order).
 fn merge_timed(
     out: &mut Vec<Candidate>,
     timed: Vec<SearchHit>,
@@ -198,7 +198,7 @@ fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchH
             } else {
                 1.0
             };
-            if !named.is_empty() && named.is_other(*speaker) {
+            if named.is_other(*speaker) {
                 weight * factor
             } else {
                 weight
