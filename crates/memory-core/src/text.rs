@@ -152,19 +152,53 @@ impl Analyzer {
     ) {
         let mut word = String::new();
         if text.is_ascii() {
-            ascii_words(text, |segment, plain| {
-                self.emit_word(
-                    segment,
-                    plain,
+            self.scan_ascii(text, &mut word, &mut may_start, &mut emit, &mut skipped);
+            return;
+        }
+        // Mostly ASCII text with a few other characters (a curly quote, a dash, an accent):
+        // only the words around them take the Unicode path. See `mixed_parts`.
+        let mut run: Vec<char> = Vec::new();
+        mixed_parts(text, |part, is_ascii| {
+            if is_ascii {
+                self.scan_ascii(part, &mut word, &mut may_start, &mut emit, &mut skipped);
+            } else {
+                self.scan_unicode(
+                    part,
+                    &mut run,
                     &mut word,
                     &mut may_start,
                     &mut emit,
                     &mut skipped,
-                )
-            });
-            return;
-        }
-        let mut run: Vec<char> = Vec::new();
+                );
+            }
+        });
+    }
+
+    /// The ASCII path of [`scan`](Self::scan).
+    fn scan_ascii(
+        &self,
+        text: &str,
+        word: &mut String,
+        may_start: &mut impl FnMut(u8, u8) -> bool,
+        emit: &mut impl FnMut(&str),
+        skipped: &mut impl FnMut(),
+    ) {
+        ascii_words(text, |segment, plain| {
+            self.emit_word(segment, plain, word, may_start, emit, skipped)
+        });
+    }
+
+    /// The Unicode path of [`scan`](Self::scan): UAX #29 word segments, CJK runs kept whole.
+    fn scan_unicode(
+        &self,
+        text: &str,
+        run: &mut Vec<char>,
+        word: &mut String,
+        may_start: &mut impl FnMut(u8, u8) -> bool,
+        emit: &mut impl FnMut(&str),
+        skipped: &mut impl FnMut(),
+    ) {
+        run.clear();
         for segment in text.split_word_bounds() {
             let mut chars = segment.chars();
             let Some(first) = chars.next() else { continue };
@@ -172,20 +206,13 @@ impl Analyzer {
                 run.extend(segment.chars().filter(|c| is_cjk(*c)));
                 continue;
             }
-            flush_cjk(&mut run, &mut word, &mut emit);
+            flush_cjk(run, word, emit);
             if !segment.chars().any(char::is_alphanumeric) {
                 continue;
             }
-            self.emit_word(
-                segment,
-                false,
-                &mut word,
-                &mut may_start,
-                &mut emit,
-                &mut skipped,
-            );
+            self.emit_word(segment, false, word, may_start, emit, skipped);
         }
-        flush_cjk(&mut run, &mut word, &mut emit);
+        flush_cjk(run, word, emit);
     }
 
     /// Analyses one word segment and emits its term, if it has one. `plain`: the segment is
@@ -396,6 +423,58 @@ static CLASSES: [u8; 256] = {
     }
     classes
 };
+
+/// Cuts `text` into parts whose word segments are those of the whole text, and calls
+/// `part` with each in order and whether it is ASCII. A part that is not ASCII runs from
+/// the ASCII whitespace before a non-ASCII character to the ASCII whitespace after it.
+///
+/// A cut lies just after ASCII whitespace and before an ASCII character, or just before
+/// ASCII whitespace. UAX #29 breaks there (no rule joins whitespace to a following ASCII
+/// character, or anything but whitespace to whitespace), and no rule deciding a break on
+/// one side looks past whitespace to the other: the rules that look two characters ahead
+/// or behind need a letter, a digit or a joiner (`.`, `'`, `:`, `,`, `;`) there. A cut
+/// between two spaces splits a run of whitespace, which holds no word. A test compares
+/// the terms with those of the whole text read the Unicode way.
+fn mixed_parts(text: &str, mut part: impl FnMut(&str, bool)) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let Some(offset) = bytes[start..].iter().position(|byte| !byte.is_ascii()) else {
+            part(&text[start..], true);
+            return;
+        };
+        let other = start + offset;
+        // Back to the last ASCII whitespace before the character; when that whitespace
+        // is right before it (it may be a mark that joins the whitespace), the whitespace
+        // goes with it.
+        let from = match bytes[start..other]
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+        {
+            Some(space) if start + space + 1 < other => start + space + 1,
+            Some(space) => start + space,
+            None => start,
+        };
+        // On to the first ASCII whitespace after it that an ASCII character or the end
+        // follows.
+        let mut to = bytes.len();
+        let mut at = other;
+        while let Some(space) = bytes[at..].iter().position(u8::is_ascii_whitespace) {
+            let space = at + space;
+            if bytes.get(space + 1).is_none_or(u8::is_ascii) {
+                to = space + 1;
+                break;
+            }
+            at = space + 1;
+        }
+        // Cuts fall on ASCII bytes, so on character boundaries.
+        if from > start {
+            part(&text[start..from], true);
+        }
+        part(&text[from..to], false);
+        start = to;
+    }
+}
 
 /// The UAX #29 word segments of ASCII `text` that hold a letter or digit, in order: the same
 /// segments `split_word_bounds` yields (a test checks it), found by one pass over the bytes.

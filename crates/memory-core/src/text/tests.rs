@@ -346,3 +346,68 @@ fn capitalized(word: &str) -> String {
     }
     out
 }
+
+/// What [`Analyzer::scan`] reports for `text`: each term, and `None` for each word skipped.
+fn scanned(analyzer: &Analyzer, text: &str, filter: fn(u8, u8) -> bool) -> Vec<Option<String>> {
+    let out = std::cell::RefCell::new(Vec::new());
+    analyzer.scan(
+        text,
+        filter,
+        |term| out.borrow_mut().push(Some(term.to_owned())),
+        || out.borrow_mut().push(None),
+    );
+    out.into_inner()
+}
+
+/// The same, every word read the Unicode way.
+fn scanned_unicode(
+    analyzer: &Analyzer,
+    text: &str,
+    mut filter: fn(u8, u8) -> bool,
+) -> Vec<Option<String>> {
+    let out = std::cell::RefCell::new(Vec::new());
+    analyzer.scan_unicode(
+        text,
+        &mut Vec::new(),
+        &mut String::new(),
+        &mut filter,
+        &mut |term| out.borrow_mut().push(Some(term.to_owned())),
+        &mut || out.borrow_mut().push(None),
+    );
+    out.into_inner()
+}
+
+#[test]
+fn mixed_text_reads_as_the_unicode_path_reads_it() {
+    // ASCII that joins or splits words, whitespace, and characters that are not ASCII:
+    // accented letters, a curly apostrophe, a dash, CJK, a combining accent, a zero-width
+    // joiner, an emoji, a Devanagari vowel sign, a no-break space.
+    let pieces: &[&str] = &[
+        "a", "Z", "9", "_", "'", ".", ":", ",", " ", "  ", "\n", "\t", "-", "x1", "é", "É", "’",
+        "—", "中", "文", "\u{301}", "\u{200d}", "🙂", "\u{93e}", "\u{a0}", "ß", "running", "the",
+        "Café", "don’t", "3.5",
+    ];
+    let filters: [fn(u8, u8) -> bool; 2] = [|_, _| true, |first, _| first == b'r' || first == b'c'];
+    let analyzers = [Analyzer::default(), Analyzer::plain()];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..40_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % 14) as usize;
+        let mut pick = seed;
+        let text: String = (0..len)
+            .map(|_| {
+                pick = pick.rotate_left(7) ^ 0x9e37_79b9_7f4a_7c15;
+                pieces[(pick % pieces.len() as u64) as usize]
+            })
+            .collect();
+        let analyzer = &analyzers[round % 2];
+        let filter = filters[(round / 2) % 2];
+        assert_eq!(
+            scanned(analyzer, &text, filter),
+            scanned_unicode(analyzer, &text, filter),
+            "{text:?}"
+        );
+    }
+}
