@@ -6,7 +6,7 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--outside-time-factor F]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--drop-time-words on|off] [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--json FILE]
@@ -34,7 +34,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -82,6 +82,7 @@ fn run() -> Result<(), String> {
             "--show-facts" => options.show_facts = true,
             "--enrich" => options.enrich = on_off(&arg, &value()?)?,
             "--addressee" => options.config.read_addressee = on_off(&arg, &value()?)?,
+            "--drop-time-words" => options.config.drop_time_words = on_off(&arg, &value()?)?,
             "--rerank" => {
                 options.rerank = on_off(&arg, &value()?)?.then(RerankConfig::default);
             }

@@ -212,6 +212,17 @@ impl Retriever {
             None => config.max_results.max(config.head_rerank_depth),
             Some((_, rerank)) => config.max_results.max(rerank.depth),
         };
+        let time = if config.outside_time_factor < 1.0 {
+            crate::when::read_time(query, now)
+        } else {
+            None
+        };
+        let terms = if config.drop_time_words && config.strategy.memory() {
+            memory_channel::search_terms(&*self.memory, scope, filter, now, query, time.as_ref())
+                .await?
+        } else {
+            memory_core::text::Analyzer::default().query_terms(query)
+        };
         let request = Request {
             scope,
             query,
@@ -225,11 +236,7 @@ impl Retriever {
                 NGrams::default()
             },
             now,
-            window: if config.outside_time_factor < 1.0 {
-                crate::when::time_window(query, now)
-            } else {
-                None
-            },
+            window: time.map(|time| time.window),
             about_agent: config.read_addressee
                 && !config.role_weights.is_empty()
                 && config.strategy.memory()
@@ -237,7 +244,7 @@ impl Retriever {
             memory: &*self.memory,
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),
-            terms: memory_core::text::Analyzer::default().query_terms(query),
+            terms,
             keywords: std::sync::OnceLock::new(),
             extractor: &*self.keywords,
             embedder: self.embedder.as_deref(),

@@ -65,21 +65,73 @@ const MAX_WORDS: usize = 256;
 /// assert_eq!(time_window("What did I plan for next week?", now), None);
 /// ```
 pub fn time_window(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
+    read_time(query, now).map(|read| read.window)
+}
+
+/// The time a query names ([`time_window`]), and where it names a time by its distance
+/// from now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TimeRead {
+    /// Every time named, as one window.
+    pub(crate) window: TimeWindow,
+    /// Each expression naming a time by its distance from now ("last Saturday", "two weeks
+    /// ago", "yesterday"; not "8 May 2023" or "since June"): its own window, and the bytes
+    /// of the query it spans.
+    pub(crate) relative: Vec<(TimeWindow, std::ops::Range<usize>)>,
+}
+
+impl TimeRead {
+    /// `query` with the bytes of `ranges` (whole words) blanked out.
+    pub(crate) fn blanked<'r>(
+        query: &str,
+        ranges: impl IntoIterator<Item = &'r std::ops::Range<usize>>,
+    ) -> String {
+        let mut rest = query.to_owned();
+        for range in ranges {
+            if let Some(part) = rest.get(range.clone()) {
+                let spaces = " ".repeat(part.len());
+                rest.replace_range(range.clone(), &spaces);
+            }
+        }
+        rest
+    }
+}
+
+/// [`time_window`], with the expressions that name a time by its distance from now.
+pub(crate) fn read_time(query: &str, now: DateTime<Utc>) -> Option<TimeRead> {
     // Every window lies within about a thousand years of now: far from chrono's limits.
     if !(1000..=9000).contains(&now.year()) || !may_name_a_time(query) {
         return None;
     }
     let words = words(query);
     let mut found: Option<TimeWindow> = None;
+    let mut relative = Vec::new();
     let mut at = 0;
     while at < words.len() {
         let (window, used) = read_at(&words, at, now);
+        let used = used.max(1);
         if let Some(window) = window.and_then(|window| window.until_now(now)) {
             found = Some(found.map_or(window, |found| found.hull(window)));
+            if is_relative(&words, at, now) {
+                let last = &words[words.len().min(at + used) - 1];
+                relative.push((window, words[at].start..last.end));
+            }
         }
-        at += used.max(1);
+        at += used;
     }
-    found
+    Some(TimeRead {
+        window: found?,
+        relative,
+    })
+}
+
+/// Whether the expression at `words[at]` names a time by its distance from now, not by a
+/// date.
+fn is_relative(words: &[Word], at: usize, now: DateTime<Utc>) -> bool {
+    !matches!(
+        words[at].lower.as_str(),
+        "since" | "after" | "before" | "until" | "till"
+    ) && date_at(words, at, now).is_none()
 }
 
 /// Words every time expression read here holds one of (besides a number or a month):
@@ -125,11 +177,14 @@ fn month_ignoring_case(word: &str) -> Option<u32> {
     month(std::str::from_utf8(lower).ok()?)
 }
 
-/// One word of a query: lowercased, and whether it was written with a capital.
+/// One word of a query: lowercased, whether it was written with a capital, and where it
+/// lies in the query (byte offsets).
 #[derive(Debug)]
 struct Word {
     lower: String,
     capital: bool,
+    start: usize,
+    end: usize,
 }
 
 fn words(query: &str) -> Vec<Word> {
@@ -137,9 +192,15 @@ fn words(query: &str) -> Vec<Word> {
         .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
         .filter(|word| !word.is_empty())
         .take(MAX_WORDS)
-        .map(|word| Word {
-            lower: word.to_lowercase(),
-            capital: word.chars().next().is_some_and(char::is_uppercase),
+        .map(|word| {
+            // `word` is a part of `query`: its offset is the distance between the two.
+            let start = word.as_ptr().addr() - query.as_ptr().addr();
+            Word {
+                lower: word.to_lowercase(),
+                capital: word.chars().next().is_some_and(char::is_uppercase),
+                start,
+                end: start + word.len(),
+            }
         })
         .collect()
 }

@@ -26,6 +26,60 @@ fn memory_filter(scope: &Scope, filter: &RecallFilter, now: DateTime<Utc>) -> Me
     memory_filter
 }
 
+/// The most expressions of a relative time in one query checked for memories: each check
+/// is a store call.
+const MAX_RELATIVE_TIMES: usize = 4;
+
+/// The search terms of `query` when
+/// [`RetrieverConfig::drop_time_words`](super::RetrieverConfig::drop_time_words) is on.
+/// When it names a time by its distance from now ("last Saturday", "two weeks ago") and
+/// memories in scope were made in that time, the expression's words are left out: the time
+/// is searched as a time (the window), and those words in a memory speak of another day
+/// ("last Saturday", said a month ago). When no memory was made then, the words are kept:
+/// the query may quote what a memory says.
+pub(super) async fn search_terms(
+    memory: &dyn memory_core::MemoryStore,
+    scope: &Scope,
+    filter: &RecallFilter,
+    now: DateTime<Utc>,
+    query: &str,
+    time: Option<&crate::when::TimeRead>,
+) -> Result<Vec<String>> {
+    let analyzer = memory_core::text::Analyzer::default();
+    let Some(time) = time.filter(|time| !time.relative.is_empty()) else {
+        return Ok(analyzer.query_terms(query));
+    };
+    let base = memory_filter(scope, filter, now);
+    let mut held = Vec::new();
+    for (window, words) in time.relative.iter().take(MAX_RELATIVE_TIMES) {
+        let since = base
+            .since
+            .map_or(window.from, |since| since.max(window.from));
+        let end = window.until + chrono::Duration::seconds(1);
+        let until = base.until.map_or(end, |until| until.min(end));
+        if since >= until {
+            continue;
+        }
+        let probe = base
+            .clone()
+            .with_time_range(Some(since), Some(until))
+            .with_limit(1);
+        if !memory.list(&probe).await?.is_empty() {
+            held.push(words);
+        }
+    }
+    if held.is_empty() {
+        return Ok(analyzer.query_terms(query));
+    }
+    let terms = analyzer.query_terms(&crate::when::TimeRead::blanked(query, held));
+    // A query of nothing but times searches their words.
+    Ok(if terms.is_empty() {
+        analyzer.query_terms(query)
+    } else {
+        terms
+    })
+}
+
 /// The memories of `request` as candidates, and the microseconds the channel took.
 pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64)> {
     let config = request.config;

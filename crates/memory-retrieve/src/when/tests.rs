@@ -221,3 +221,63 @@ fn windows_end_by_now_and_far_clocks_read_nothing() {
     let long = format!("{} yesterday", "word ".repeat(MAX_WORDS));
     assert_eq!(time_window(&long, now()), None);
 }
+
+#[test]
+fn times_named_by_their_distance_from_now_are_found_with_their_words() {
+    let rest = |query: &str| {
+        let read = read_time(query, now()).unwrap();
+        assert_eq!(Some(read.window), time_window(query, now()));
+        TimeRead::blanked(query, read.relative.iter().map(|(_, words)| words))
+    };
+    assert_eq!(
+        rest("What did I buy last Saturday?"),
+        "What did I buy              ?"
+    );
+    assert_eq!(
+        rest("Who called two weeks ago?"),
+        "Who called              ?"
+    );
+    assert_eq!(
+        rest("yesterday, and the day before yesterday"),
+        "         , and                         "
+    );
+    assert_eq!(
+        rest("What did I do in the past month?"),
+        "What did I do                  ?"
+    );
+    // Curly quotes and accents keep the offsets on character boundaries.
+    assert_eq!(
+        rest("Où était “Zoë” last week?"),
+        "Où était “Zoë”          ?"
+    );
+    // Dates, and spans from a date, name no time by its distance from now.
+    for query in [
+        "What happened on 8 March 2023?",
+        "since February",
+        "in June 2022",
+    ] {
+        let read = read_time(query, now()).unwrap();
+        assert!(read.relative.is_empty(), "{query:?}");
+    }
+    // A time wholly after now, or none, is not read.
+    assert_eq!(read_time("What is planned for next week?", now()), None);
+    assert_eq!(read_time("What did I buy?", now()), None);
+    // Each expression's own window: "last Saturday" and "yesterday" are two days.
+    let read = read_time("last Saturday or yesterday", now()).unwrap();
+    assert_eq!(read.relative.len(), 2);
+    assert!(
+        read.relative[0]
+            .0
+            .contains(date(2023, 3, 4) + Duration::hours(12))
+    );
+    assert!(
+        read.relative[1]
+            .0
+            .contains(date(2023, 3, 8) + Duration::hours(12))
+    );
+    assert!(
+        !read.relative[1]
+            .0
+            .contains(date(2023, 3, 4) + Duration::hours(12))
+    );
+}

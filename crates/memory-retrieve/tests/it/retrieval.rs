@@ -607,6 +607,94 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
     assert!(error.to_string().contains("outside_time_factor"), "{error}");
 }
 
+/// With `drop_time_words`, a question naming a time by its distance from now ("last
+/// Saturday") leaves those words out of its search when memories were made then: a memory
+/// made that day comes before an older one that says "last Saturday" of another week. When
+/// no memory was made then, the words are searched as written and the older one, which
+/// quotes them, still comes first. Off (the default), the words are searched.
+#[tokio::test]
+async fn dropping_time_words_searches_the_time_named_as_a_time() {
+    // A Monday: last Saturday was two days ago.
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    let store = Arc::new(InMemoryStore::new());
+    let ns = Namespace::parse("user-10").unwrap();
+    save_dated(
+        &store,
+        &ns,
+        now,
+        &[
+            (
+                "quoted",
+                "Last Saturday I purchased a red lamp at the market",
+                MemoryKind::Episodic,
+                30,
+            ),
+            (
+                "then",
+                "I purchased new running shoes at the mall today",
+                MemoryKind::Episodic,
+                2,
+            ),
+        ],
+    )
+    .await;
+    // Nothing was said last Saturday here.
+    let quiet = Namespace::parse("user-11").unwrap();
+    save_dated(
+        &store,
+        &quiet,
+        now,
+        &[
+            (
+                "quoted",
+                "Last Saturday I purchased a red lamp at the market",
+                MemoryKind::Episodic,
+                30,
+            ),
+            ("plain", "I purchased a kettle", MemoryKind::Episodic, 45),
+        ],
+    )
+    .await;
+    let retriever = Retriever::new(store.clone()).with_clock(clock);
+    let query = "What did I purchase last Saturday?";
+    let on = RetrieverConfig {
+        drop_time_words: true,
+        ..RetrieverConfig::default()
+    };
+    let off = RetrieverConfig::default();
+    assert!(!off.drop_time_words);
+    let all = RecallFilter::default();
+
+    assert_eq!(
+        ids(&retrieve(&retriever, &ns, query, &all, &off).await)[0],
+        "quoted"
+    );
+    assert_eq!(
+        ids(&retrieve(&retriever, &ns, query, &all, &on).await)[0],
+        "then"
+    );
+    // A filter that ends before that Saturday leaves no memory made then: words kept.
+    let before = RecallFilter {
+        until: Some(now - chrono::Duration::days(20)),
+        ..RecallFilter::default()
+    };
+    assert_eq!(
+        ids(&retrieve(&retriever, &ns, query, &before, &on).await),
+        ["quoted"]
+    );
+
+    assert_eq!(
+        ids(&retrieve(&retriever, &quiet, query, &all, &on).await)[0],
+        "quoted"
+    );
+    // The same store with the words left out would rank the shorter match first.
+    assert_eq!(
+        ids(&retrieve(&retriever, &quiet, "What did I purchase?", &all, &on).await)[0],
+        "plain"
+    );
+}
+
 /// Of two facts answering a question about the same person, the newer comes first, even
 /// worded differently and with no conflict flagged: the older is marked stale with the
 /// newer as its rival. Another person with the same first name, episodic memories and
