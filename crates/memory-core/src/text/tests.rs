@@ -74,14 +74,20 @@ fn odd_input_never_panics() {
     assert_eq!(analyzer.terms("ÇAFÉ"), ["çafé"]);
 }
 
+/// The next value of a xorshift generator: generated test text, the same on every run.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
 #[test]
 fn ascii_fast_path_matches_unicode_segmentation() {
     let alphabet: &[u8] = b"aZ9_'.:,;- \n!@\"x1";
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for _ in 0..20_000 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = xorshift(&mut seed);
         let len = (seed % 12) as usize;
         let text: String = (0..len)
             .map(|i| alphabet[((seed >> (i * 5)) % alphabet.len() as u64) as usize] as char)
@@ -391,9 +397,7 @@ fn mixed_text_reads_as_the_unicode_path_reads_it() {
     let analyzers = [Analyzer::default(), Analyzer::plain()];
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     for round in 0..40_000 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = xorshift(&mut seed);
         let len = (seed % 14) as usize;
         let mut pick = seed;
         let text: String = (0..len)
