@@ -48,7 +48,9 @@ const MAX_WORDS: usize = 256;
 /// `today`, `last Saturday`, `last weekend`, `last week`, `last month`, `last year`), and
 /// the recent past up to now (`this week`, `this month`, `in the past two weeks`, `over the
 /// last month`), and from a date until now (`since March`, `after 8 May`; `before June`
-/// names no time of its own). Expressions about the future (`tomorrow`, `next week`) and vague ones
+/// names no time of its own); a relative time followed within a few words by the day it
+/// counts from ("last Friday on 27 January 2023", "last weekend before 13 February") counts
+/// from that day. Expressions about the future (`tomorrow`, `next week`) and vague ones
 /// (`recently`, `a while ago`) name no time; neither does a time after `now`. When a query
 /// names several times, the window covers them all. Each window is a little wider than the
 /// expression says: people round ("two weeks ago" may be twelve days). Only the first 256
@@ -111,8 +113,15 @@ pub(crate) fn read_time(query: &str, now: DateTime<Utc>) -> Option<TimeRead> {
         let (window, used) = read_at(&words, at, now);
         let used = used.max(1);
         if let Some(window) = window.and_then(|window| window.until_now(now)) {
+            let relative_to_now = is_relative(&words, at, now);
+            // "last Friday on 23 January": the Friday before that day, not before now.
+            let window = if relative_to_now {
+                anchored(&words, at, used, now).unwrap_or(window)
+            } else {
+                window
+            };
             found = Some(found.map_or(window, |found| found.hull(window)));
-            if is_relative(&words, at, now) {
+            if relative_to_now {
                 let last = &words[words.len().min(at + used) - 1];
                 relative.push((window, words[at].start..last.end));
             }
@@ -123,6 +132,27 @@ pub(crate) fn read_time(query: &str, now: DateTime<Utc>) -> Option<TimeRead> {
         window: found?,
         relative,
     })
+}
+
+/// How far past a relative expression a day that anchors it may begin, in words: "last
+/// week, as mentioned on 6 November".
+const ANCHOR_REACH: usize = 4;
+
+/// The window of the relative expression at `words[at..at + used]` read from the day named
+/// right after it ("last Friday on 23 January 2022", "last weekend before April 10"), when
+/// one is: the expression counts from that day, not from now. A day after "and" or "or"
+/// is another time ("yesterday and on 8 May").
+fn anchored(words: &[Word], at: usize, used: usize, now: DateTime<Utc>) -> Option<TimeWindow> {
+    let after = at + used;
+    let day = (after..words.len().min(after + ANCHOR_REACH))
+        .take_while(|&next| !matches!(words[next].lower.as_str(), "and" | "or"))
+        .find_map(|next| {
+            let (window, _) = date_at(words, next, now)?;
+            // A single day (the reading widens it by a day on each side), not a month.
+            (window.until - window.from < Duration::days(4))
+                .then(|| window.from + Duration::days(1) + Duration::hours(12))
+        })?;
+    read_at(words, at, day).0?.until_now(now)
 }
 
 /// Whether the expression at `words[at]` names a time by its distance from now, not by a

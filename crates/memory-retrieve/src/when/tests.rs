@@ -281,3 +281,30 @@ fn times_named_by_their_distance_from_now_are_found_with_their_words() {
             .contains(date(2023, 3, 4) + Duration::hours(12))
     );
 }
+
+#[test]
+fn a_day_named_right_after_a_relative_time_anchors_it() {
+    // Now is Thursday 9 March 2023. The Friday before 27 January 2023 is the 20th.
+    let window = time_window("What did I finish last Friday on 27 January 2023?", now()).unwrap();
+    assert!(window.contains(date(2023, 1, 20) + Duration::hours(12)));
+    assert!(window.contains(date(2023, 1, 27) + Duration::hours(12)));
+    // Not the Friday before now (3 March).
+    assert!(!window.contains(date(2023, 3, 3) + Duration::hours(12)));
+    // "last weekend before April 10" and "last week, as mentioned on 6 February".
+    let window = time_window(
+        "What did I do last weekend before February 13, 2023?",
+        now(),
+    )
+    .unwrap();
+    assert!(window.contains(date(2023, 2, 11) + Duration::hours(12)));
+    assert!(!window.contains(date(2023, 3, 4) + Duration::hours(12)));
+    let window = time_window("my issue last week, as mentioned on 6 February 2023", now()).unwrap();
+    assert!(window.contains(date(2023, 1, 31) + Duration::hours(12)));
+    assert!(!window.contains(date(2023, 3, 2) + Duration::hours(12)));
+    // A day after "and" is another time: yesterday counts from now.
+    let window = time_window("What did I do yesterday and on 6 February 2023?", now()).unwrap();
+    assert!(window.contains(date(2023, 3, 8) + Duration::hours(12)));
+    // A month is no anchor.
+    let window = time_window("last Friday in February 2023", now()).unwrap();
+    assert!(window.contains(date(2023, 3, 3) + Duration::hours(12)));
+}
