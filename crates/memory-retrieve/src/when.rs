@@ -77,8 +77,8 @@ pub(crate) struct TimeRead {
     /// Every time named, as one window.
     pub(crate) window: TimeWindow,
     /// Each expression naming a time by its distance from now ("last Saturday", "two weeks
-    /// ago", "yesterday"; not "8 May 2023" or "since June"): its own window, and the bytes
-    /// of the query it spans.
+    /// ago", "yesterday"; not "8 May 2023" or "since June"): its own window (counted from
+    /// the day that anchors it, if one does), and the bytes of the query it spans.
     pub(crate) relative: Vec<(TimeWindow, std::ops::Range<usize>)>,
 }
 
