@@ -3,13 +3,13 @@
 pub(crate) use agent_memory::StoreLocation;
 use agent_memory::{
     EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
-    SqliteBackend, SqliteOptions,
+    RetrieverConfig, SqliteBackend, SqliteOptions,
 };
 
 use crate::failure::{ErrorKind, Failure};
 
 /// How the memory is tuned beyond its store.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Tuning {
     /// The capacity of each namespace, if any.
     pub(crate) max_memories: Option<usize>,
@@ -18,11 +18,18 @@ pub(crate) struct Tuning {
     /// SQLite's read connections beside the writing one
     /// ([`SqliteOptions::read_connections`]), if not the library's default.
     pub(crate) sqlite_readers: Option<usize>,
+    /// The settings of every recall (the configuration file's `[retriever]` table), if
+    /// not the library's defaults.
+    pub(crate) retriever: Option<RetrieverConfig>,
 }
 
-/// The memory's settings: a capacity per namespace and the batch of recall statistics,
-/// when given.
+/// The memory's settings: a capacity per namespace, the batch of recall statistics and
+/// the recall settings, when given.
 fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure> {
+    let builder = match tuning.retriever {
+        Some(config) => builder.retriever_config(config),
+        None => builder,
+    };
     let builder = match tuning.recall_batch {
         Some(events) => builder.recall_batch(events),
         None => builder,
@@ -45,7 +52,7 @@ fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure>
 }
 
 /// The SQLite options of `tuning`: the library's defaults, with its read connections.
-fn sqlite_options(tuning: Tuning) -> SqliteOptions {
+fn sqlite_options(tuning: &Tuning) -> SqliteOptions {
     let options = SqliteOptions::default();
     match tuning.sqlite_readers {
         Some(readers) => options.with_read_connections(readers),
@@ -65,7 +72,7 @@ pub(crate) async fn open(
     let stores = match location {
         // The builder's stores are in memory unless given.
         StoreLocation::InMemory => return configured(Memory::builder(), tuning),
-        StoreLocation::Sqlite(path) => SqliteBackend::open_with(path, sqlite_options(tuning))
+        StoreLocation::Sqlite(path) => SqliteBackend::open_with(path, sqlite_options(&tuning))
             .map_err(|error| {
                 let failure = Failure::from(error);
                 let hint = format!(

@@ -60,6 +60,7 @@ impl Settings {
     pub(crate) async fn open_tuned(&self, tuning: backend::Tuning) -> Result<Memory, Failure> {
         let tuning = backend::Tuning {
             max_memories: self.max_memories,
+            retriever: self.file.retriever()?,
             ..tuning
         };
         backend::open(&self.store, self.postgres_schema.as_deref(), tuning).await

@@ -6,10 +6,14 @@
 //! store = "postgres://agent@db.internal:5432/memory"
 //! namespace = "acme"
 //! listen = "0.0.0.0:8080"
+//!
+//! [retriever]
+//! drop_time_words = true
 //! ```
 
 use std::path::{Path, PathBuf};
 
+use agent_memory::RetrieverConfig;
 use serde::Deserialize;
 
 use crate::failure::Failure;
@@ -49,6 +53,10 @@ pub(crate) struct ConfigFile {
     pub(crate) request_timeout_ms: Option<u64>,
     /// As `serve --sqlite-readers`.
     pub(crate) sqlite_readers: Option<usize>,
+    /// No flag: the `[retriever]` table, the settings of every recall
+    /// ([`RetrieverConfig`]'s fields, each one left out keeping its default). Read by
+    /// [`retriever`](Self::retriever).
+    pub(crate) retriever: Option<toml::Table>,
 }
 
 impl ConfigFile {
@@ -87,9 +95,39 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, sqlite_readers",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, sqlite_readers, and a [retriever] table",
             )
         })
+    }
+}
+
+impl ConfigFile {
+    /// The `[retriever]` table as recall settings, checked; `None` when the file has none.
+    ///
+    /// # Errors
+    /// Invalid input naming `retriever.KEY` for a key that is no setting, or naming the
+    /// setting whose value is out of range or of the wrong type.
+    pub(crate) fn retriever(&self) -> Result<Option<RetrieverConfig>, Failure> {
+        let Some(table) = &self.retriever else {
+            return Ok(None);
+        };
+        // The settings' names, from the defaults as written: an unknown key is a typo, and
+        // a typo silently ignored would leave a setting at its default.
+        let known = serde_json::to_value(RetrieverConfig::default())
+            .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
+        if let Some(unknown) = table.keys().find(|key| known.get(key.as_str()).is_none()) {
+            return Err(Failure::invalid(
+                &format!("retriever.{unknown}"),
+                format!("`{unknown}` is no retriever setting"),
+            )
+            .with_hint(
+                "the [retriever] table takes RetrieverConfig's fields, e.g. max_results, drop_time_words, outside_time_factor",
+            ));
+        }
+        let config = RetrieverConfig::deserialize(toml::Value::Table(table.clone()))
+            .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
+        config.validate()?;
+        Ok(Some(config))
     }
 }
 

@@ -254,3 +254,45 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
     let (_, stats) = run_json(&other, &["-n", "kb2", "stats"]);
     assert_eq!(stats["entities"], 0);
 }
+
+/// The configuration file's `[retriever]` table sets every recall; a key that is no
+/// setting, a value out of range or of the wrong type is refused by name.
+#[test]
+fn the_config_file_sets_the_retriever() {
+    let dir = TempDir::new("retriever-config");
+    let (code, _) = run_json(&dir, &["remember", "Deploys happen on Tuesdays"]);
+    assert_eq!(code, 0);
+    let results = |found: &serde_json::Value| found["results"].as_array().map(Vec::len);
+    let (_, found) = run_json(&dir, &["recall", "deploys"]);
+    assert_eq!(results(&found), Some(1), "{found}");
+
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    let write = |text: &str| std::fs::write(config.join("config.toml"), text).expect("write");
+    // Knowledge pages only: the memory is not searched.
+    write("[retriever]\nstrategy = \"knowledge_only\"\n");
+    let (code, found) = run_json(&dir, &["recall", "deploys"]);
+    assert_eq!(code, 0, "{found}");
+    assert_eq!(results(&found), Some(0), "{found}");
+
+    for (text, field) in [
+        (
+            "[retriever]\ndrop_time_word = true\n",
+            "retriever.drop_time_word",
+        ),
+        (
+            "[retriever]\nother_speaker_factor = 0.0\n",
+            "other_speaker_factor",
+        ),
+        ("[retriever]\ndrop_time_words = \"yes\"\n", "retriever"),
+    ] {
+        write(text);
+        let (code, found) = run_json(&dir, &["recall", "deploys"]);
+        assert_eq!(code, 3, "{text}: {found}");
+        assert_eq!(found["error"]["field"], field, "{text}: {found}");
+    }
+    write("[retriever]\ndrop_time_words = true\nmax_results = 5\n");
+    let (code, found) = run_json(&dir, &["recall", "deploys"]);
+    assert_eq!(code, 0, "{found}");
+    assert_eq!(results(&found), Some(1), "{found}");
+}
