@@ -257,6 +257,16 @@ def test_settings_from_dicts() -> None:
     assert len(memory.recall("u", "words")) == 1
 
 
+def test_a_retriever_setting_that_does_not_exist_is_refused() -> None:
+    from agent_memory import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as error:
+        Memory(retriever={"drop_time_word": True})
+    assert error.value.field == "retriever"
+    assert "drop_time_word" in str(error.value)
+    Memory(retriever={"drop_time_words": True})
+
+
 def test_context_manager_and_repr(sqlite_path) -> None:
     with Memory(sqlite_path) as memory:
         memory.remember("u", "kept in a file")

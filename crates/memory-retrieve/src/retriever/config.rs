@@ -74,8 +74,12 @@ pub enum Fusion {
 }
 
 /// Settings of a retrieval.
+///
+/// Read from a serialized form (a Python dict, the command line's configuration file), a
+/// field left out keeps its default and a field that is no setting is refused: a typo
+/// would otherwise leave the setting it meant at its default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RetrieverConfig {
     /// Which channels.
     pub strategy: RetrievalStrategy,

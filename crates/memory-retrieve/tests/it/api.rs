@@ -535,3 +535,23 @@ async fn a_cheap_store_records_recalls_in_line() {
         Some(5)
     );
 }
+
+/// A serialized config (a Python dict, the command line's configuration file) keeps the
+/// defaults of the fields it leaves out and is refused for a field that is no setting.
+#[test]
+fn a_serialized_retriever_config_refuses_unknown_fields() {
+    let config: RetrieverConfig =
+        serde_json::from_value(serde_json::json!({"drop_time_words": true})).unwrap();
+    assert!(config.drop_time_words);
+    assert_eq!(
+        config,
+        RetrieverConfig {
+            drop_time_words: true,
+            ..RetrieverConfig::default()
+        }
+    );
+    let error =
+        serde_json::from_value::<RetrieverConfig>(serde_json::json!({"drop_time_word": true}))
+            .unwrap_err();
+    assert!(error.to_string().contains("drop_time_word"), "{error}");
+}
