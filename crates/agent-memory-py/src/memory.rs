@@ -36,7 +36,8 @@ use self::arguments::{location, metadata, over_default, records, tagged, tags};
 /// Builder settings are dicts with the Rust types' field names: `eviction` (an
 /// `EvictionPolicy`, e.g. `{"policy": "value_based", "max_items": 1000}`), `check_interval`,
 /// `decay` (`{"daily_rate": 0.01, ...}`), `facts` (`{"duplicates": "merge", ...}`) and
-/// `retriever` (`{"max_results": 20, "min_score": 0.05, ...}`).
+/// `retriever` (`{"max_results": 20, "min_score": 0.05, ...}`). A key the type does not
+/// have raises `InvalidInputError` for that setting.
 ///
 /// Every method releases the GIL while the library works, so threads may share one Memory.
 /// Errors raise subclasses of `agent_memory.MemoryError`.

@@ -173,7 +173,8 @@ class Memory:
     Settings are dicts with the Rust field names: ``eviction`` (``{"policy":
     "value_based", "max_items": 1000}``, ``{"policy": "capacity", "max_items": 100}``,
     ``{"policy": "ttl", "ttl_secs": 86400}``...), ``check_interval``, ``decay``,
-    ``facts`` and ``retriever``. Every method releases the GIL while the library works.
+    ``facts`` and ``retriever`` (a key ``retriever`` does not have raises
+    ``InvalidInputError``). Every method releases the GIL while the library works.
     """
 
     def __init__(
