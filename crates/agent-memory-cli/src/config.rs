@@ -99,14 +99,13 @@ impl ConfigFile {
             )
         })
     }
-}
 
-impl ConfigFile {
-    /// The `[retriever]` table as recall settings, checked; `None` when the file has none.
+    /// The `[retriever]` table as recall settings; `None` when the file has none. Values
+    /// out of range are refused by name when the memory is built.
     ///
     /// # Errors
-    /// Invalid input naming `retriever.KEY` for a key that is no setting, or naming the
-    /// setting whose value is out of range or of the wrong type.
+    /// Invalid input naming `retriever.KEY` for a key that is no setting, or `retriever`
+    /// for a value of the wrong type.
     pub(crate) fn retriever(&self) -> Result<Option<RetrieverConfig>, Failure> {
         let Some(table) = &self.retriever else {
             return Ok(None);
@@ -126,7 +125,6 @@ impl ConfigFile {
         }
         let config = RetrieverConfig::deserialize(toml::Value::Table(table.clone()))
             .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
-        config.validate()?;
         Ok(Some(config))
     }
 }
