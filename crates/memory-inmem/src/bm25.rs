@@ -21,8 +21,10 @@ pub(crate) const SMALL_INDEX_DOCS: usize = 4096;
 
 thread_local! {
     /// Per-thread buffers of the small-index path of [`Bm25Index::top_k`] (score per slot,
-    /// slots scored), reused so a query allocates neither. Taken out while in use, so a
-    /// re-entrant call simply starts with empty ones.
+    /// slots scored), reused so a query allocates neither. The scores are all zero between
+    /// uses: a use zeroes the slots it scored before putting them back. Taken out while in
+    /// use, so a re-entrant call (or one after a panic, which drops them) starts with empty
+    /// ones.
     static SCRATCH: Cell<(Vec<f64>, Vec<u32>)> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 

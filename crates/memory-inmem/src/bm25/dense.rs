@@ -32,8 +32,10 @@ impl<const N: usize> Bm25Index<N> {
         let score = |tf: &[u16; N], len: &[u32; N], idf: f32| {
             bm25f(&self.weights, length_factor, tf, len, idf)
         };
+        // The scratch array comes back all zeros (each use zeroes the slots it touched), so
+        // a query costs its postings, not a pass over every slot.
         let (mut totals, mut touched) = SCRATCH.with(Cell::take);
-        totals.clear();
+        debug_assert!(totals.iter().all(|total| *total == 0.0));
         totals.resize(self.docs.len(), 0.0);
         touched.clear();
         // Every posting adds a positive score, so a slot at zero has not been touched yet.
@@ -108,6 +110,11 @@ impl<const N: usize> Bm25Index<N> {
             self.rank(&mut held, k, id_of);
             held
         });
+        for slot in &touched {
+            if let Some(total) = totals.get_mut(*slot as usize) {
+                *total = 0.0;
+            }
+        }
         SCRATCH.with(|scratch| scratch.set((totals, touched)));
         held
     }
