@@ -71,7 +71,7 @@ pub use crate::{
         Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,
     },
     search::CONTEXT_FIELD_WEIGHT,
-    store::{MemoryStore, RecallEvent},
+    store::{MemoryStore, RecallEvent, TermPositions},
     stores::Stores,
     validate::{
         DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,

@@ -24,6 +24,10 @@ pub struct RecallEvent {
     pub at: DateTime<Utc>,
 }
 
+/// Where a query's terms stand in one memory's content, by position: `(position, term)`
+/// pairs, `term` an index into the query's terms ([`MemoryStore::term_positions`]).
+pub type TermPositions = Vec<(u32, u32)>;
+
 /// Storage of [`MemoryItem`]s, keyed by `(namespace, id)`.
 ///
 /// Contracts every implementation keeps (the [`testsuite`](crate::testsuite) checks them):
@@ -98,6 +102,32 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
             out.push(self.search(query).await?);
         }
         Ok(out)
+    }
+
+    /// Where `terms` stand in the content of each memory of `memories` (namespace and id),
+    /// read from the store's own index: for each, in order, `Some` list of `(position,
+    /// term)` pairs by position, or `None` when the store cannot tell without reading the
+    /// text (no such memory, or no forward index). `position` counts the content's terms as
+    /// [`Analyzer::default`](crate::text::Analyzer::default) reads them (stop words not
+    /// counted) from 0; `term` is the index in `terms` of the term found there (the first,
+    /// when `terms` repeats one). A `Some` list must be exactly what that analyzer's reading
+    /// of the memory's `content` gives.
+    ///
+    /// A recall reorders its best few results by how much of the query each one's text
+    /// holds and how close together (memory-retrieve's `TermReranker` measure); with this
+    /// answer it does not analyse their text again. The default tells nothing, so the text
+    /// is analysed; the in-memory store keeps each memory's terms in order and answers from
+    /// them.
+    ///
+    /// # Errors
+    /// Backend errors only; a recall then analyses the text instead.
+    async fn term_positions(
+        &self,
+        memories: &[(&Namespace, &str)],
+        terms: &[String],
+    ) -> Result<Vec<Option<TermPositions>>> {
+        let _ = terms;
+        Ok(vec![None; memories.len()])
     }
 
     /// Deletes every item (and its statistics) in `scope`. Returns how many were deleted.
@@ -336,6 +366,13 @@ macro_rules! forward_memory_store {
             }
             async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
                 (**self).list_namespaces(scope).await
+            }
+            async fn term_positions(
+                &self,
+                memories: &[(&Namespace, &str)],
+                terms: &[String],
+            ) -> Result<Vec<Option<TermPositions>>> {
+                (**self).term_positions(memories, terms).await
             }
             async fn update(&self, item: MemoryItem) -> Result<()> {
                 (**self).update(item).await

@@ -300,6 +300,10 @@ struct DocEntry<const N: usize> {
     /// The ids of its terms in the [`Dictionary`].
     terms: Box<[u32]>,
     len: [u32; N],
+    /// The first field's terms in order, by id, when indexed with
+    /// [`insert_ordered`](Bm25Index::insert_ordered): where a query's terms stand in it
+    /// ([`term_positions`](Bm25Index::term_positions)).
+    sequence: Option<Box<[u32]>>,
 }
 
 impl<const N: usize> Bm25Index<N> {
@@ -334,18 +338,33 @@ impl<const N: usize> Bm25Index<N> {
     /// Indexes `fields` of the document `id` under `slot`, replacing whatever the slot held.
     /// Equal scores rank by `id` ascending.
     pub(crate) fn insert(&mut self, slot: u32, id: &str, fields: [&str; N]) {
+        self.index(slot, id, fields, false);
+    }
+
+    /// As [`insert`](Self::insert), also keeping the first field's terms in order (four
+    /// bytes a term), so that [`term_positions`](Self::term_positions) can tell where a
+    /// query's terms stand in it without analysing the text again.
+    pub(crate) fn insert_ordered(&mut self, slot: u32, id: &str, fields: [&str; N]) {
+        self.index(slot, id, fields, true);
+    }
+
+    fn index(&mut self, slot: u32, id: &str, fields: [&str; N], ordered: bool) {
         self.remove(slot);
         // About one distinct term per eight bytes of text: sized once, not grown term by term.
         let text_len: usize = fields.iter().map(|text| text.len()).sum();
         // Each distinct term and its frequency per field, in order of first appearance.
         let mut counts: Vec<(u32, [u16; N])> = Vec::with_capacity(text_len / 8);
         let mut len = [0u32; N];
+        let mut sequence: Vec<u32> = Vec::new();
         let analyzer = self.analyzer;
         let postings = &mut self.postings;
         for (field, text) in fields.iter().enumerate() {
             analyzer.for_each_term(text, |term| {
                 len[field] += 1;
                 let id = postings.id_or_insert(term);
+                if ordered && field == 0 {
+                    sequence.push(id);
+                }
                 let Some(entry) = postings.list_mut(id) else {
                     return;
                 };
@@ -398,6 +417,7 @@ impl<const N: usize> Bm25Index<N> {
         self.docs[index] = Some(DocEntry {
             terms: terms.into_boxed_slice(),
             len,
+            sequence: ordered.then(|| sequence.into_boxed_slice()),
         });
         self.doc_count += 1;
     }
@@ -649,6 +669,7 @@ pub(crate) fn top_k<K: Ord>(mut scored: Vec<(f32, K)>, k: usize) -> Vec<(f32, K)
 
 mod dense;
 mod max_score;
+mod positions;
 
 #[cfg(test)]
 mod tests;

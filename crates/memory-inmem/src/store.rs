@@ -1,5 +1,6 @@
 //! `InMemoryStore`: the default [`MemoryStore`], indexed for listing and full-text search.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use memory_core::search::MEMORY_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
     MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace, RecallEvent, RecallStats, Result,
-    Scope, SearchHit, SearchQuery,
+    Scope, SearchHit, SearchQuery, TermPositions,
 };
 
 mod filter;
@@ -167,7 +168,14 @@ impl Shard {
         self.flags.push(0);
         let slot = (self.entries.len() - 1) as u32;
         let [content, context] = item.search_fields();
-        self.index.insert(slot, &item.id, [&content, &context]);
+        // The content's terms are kept in order when the field is the content alone (no
+        // tags, no fact key), so a recall finds its terms' positions without reading the text.
+        if matches!(content, Cow::Borrowed(_)) {
+            self.index
+                .insert_ordered(slot, &item.id, [&content, &context]);
+        } else {
+            self.index.insert(slot, &item.id, [&content, &context]);
+        }
         self.vectors.set(slot, item.embedding.as_deref());
         self.by_time.insert((item.created_at, item.id.clone()));
         if let Some(key) = &item.fact_key {
@@ -353,6 +361,25 @@ impl MemoryStore for InMemoryStore {
         let shard = self.registry.get_or_create(&item.namespace);
         write(&shard).insert(item);
         Ok(())
+    }
+
+    /// Answered from the terms each memory's content was indexed with, kept in order: for a
+    /// memory with tags or a fact key (whose indexed text is more than its content), and for
+    /// one not found, `None`.
+    async fn term_positions(
+        &self,
+        memories: &[(&Namespace, &str)],
+        terms: &[String],
+    ) -> Result<Vec<Option<TermPositions>>> {
+        Ok(memories
+            .iter()
+            .map(|(namespace, id)| {
+                let shard = self.registry.get(namespace)?;
+                let shard = read(&shard);
+                let slot = shard.by_id.get(&shard.entries, id)?;
+                shard.index.term_positions(slot, terms)
+            })
+            .collect())
     }
 
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, Result, RetrievalSource, ScoredItem, Signal, SignalScore};
+use memory_core::{
+    MemoryError, Result, RetrievalSource, ScoredItem, Signal, SignalScore, TermPositions,
+};
 use serde::{Deserialize, Serialize};
 
 /// Rescores candidates against the query: a cross-encoder, or the deterministic
@@ -144,7 +146,8 @@ pub(crate) async fn apply(
 }
 
 /// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) * score
-/// + weight * ` [`TermReranker`]'s measure, ties in their order. Each takes the score of the
+/// + weight * ` [`TermReranker`]'s measure, ties in their order; `known[i]`, when given, is
+/// where the query's terms stand in item `i`'s text (see [`term_scores_of`]). Each takes the score of the
 /// place it moves to, so the scores stay in order and the same, and the move is its
 /// [`Signal::Rerank`] contribution (its measure the value).
 ///
@@ -160,6 +163,7 @@ pub(crate) fn reorder_head(
     items: &mut [ScoredItem],
     depth: usize,
     weight: f32,
+    known: &[Option<TermPositions>],
 ) {
     /// The deepest head reordered: places are kept in fixed arrays, not allocated.
     const DEEPEST: usize = 128;
@@ -184,7 +188,7 @@ pub(crate) fn reorder_head(
     if movable.len() < 2 {
         return;
     }
-    let measures = term_scores_of(query_terms, &documents(head));
+    let measures = term_scores_of(query_terms, &documents(head), known);
     let mut scores = [0.0f32; DEEPEST];
     for (score, item) in scores.iter_mut().zip(head.iter()) {
         *score = item.score;
@@ -254,14 +258,21 @@ impl Reranker for TermReranker {
 
 /// The scores of [`TermReranker`].
 fn term_scores(query: &str, documents: &[&str]) -> Vec<f32> {
-    term_scores_of(&Analyzer::default().query_terms(query), documents)
+    term_scores_of(&Analyzer::default().query_terms(query), documents, &[])
 }
 
 /// Query terms looked up by a scan of the list up to this many, by a hash map beyond.
 const SCANNED_QUERY_TERMS: usize = 16;
 
 /// The scores of [`TermReranker`] for a query already analysed into `query_terms`.
-fn term_scores_of(query_terms: &[String], documents: &[impl AsRef<str>]) -> Vec<f32> {
+/// `known[d]`, when given, is where the query's terms stand in document `d`
+/// ([`MemoryStore::term_positions`](memory_core::MemoryStore::term_positions)): that
+/// document is not analysed.
+fn term_scores_of(
+    query_terms: &[String],
+    documents: &[impl AsRef<str>],
+    known: &[Option<TermPositions>],
+) -> Vec<f32> {
     let analyzer = Analyzer::default();
     if query_terms.is_empty() {
         return vec![0.0; documents.len()];
@@ -301,7 +312,21 @@ fn term_scores_of(query_terms: &[String], documents: &[impl AsRef<str>]) -> Vec<
     let terms = query_terms.len();
     let mut found: Vec<(usize, usize)> = Vec::with_capacity(64);
     let mut ends: Vec<usize> = Vec::with_capacity(documents.len());
-    for document in documents {
+    for (at, document) in documents.iter().enumerate() {
+        if let Some(Some(positions)) = known
+            .get(at)
+            .filter(|known| known.as_ref().is_some_and(|list| in_order(list)))
+        {
+            // A term out of range is none.
+            found.extend(
+                positions
+                    .iter()
+                    .map(|&(position, term)| (position as usize, term as usize))
+                    .filter(|(_, term)| *term < terms),
+            );
+            ends.push(found.len());
+            continue;
+        }
         let position = std::cell::Cell::new(0usize);
         analyzer.for_each_term_where(
             document.as_ref(),
@@ -357,6 +382,11 @@ fn term_scores_of(query_terms: &[String], documents: &[impl AsRef<str>]) -> Vec<
             (0.8 * coverage + 0.2 * proximity.min(1.0)).clamp(0.0, 1.0)
         })
         .collect()
+}
+
+/// Whether `positions` go by position, as a store must give them.
+fn in_order(positions: &[(u32, u32)]) -> bool {
+    positions.windows(2).all(|pair| pair[0].0 <= pair[1].0)
 }
 
 /// The length (in terms) of the shortest stretch of `found` (position, query term) that
@@ -441,7 +471,7 @@ mod tests {
         weight: f32,
     ) -> Vec<(String, f32)> {
         let depth = depth.min(items.len());
-        let measures = term_scores_of(terms, &documents(&items[..depth]));
+        let measures = term_scores_of(terms, &documents(&items[..depth]), &[]);
         let movable: Vec<usize> = (0..depth)
             .filter(|&at| items[at].breakdown.value(Signal::Stale).is_none())
             .collect();
@@ -483,7 +513,7 @@ mod tests {
             let depth = next(14) as usize;
             let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
             let expected = reordered_by_definition(&terms, &items, depth, weight);
-            reorder_head(&terms, &mut items, depth, weight);
+            reorder_head(&terms, &mut items, depth, weight, &[]);
             assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
         }
     }
@@ -497,7 +527,13 @@ mod tests {
             scored("Caroline said hello", 0.8, false),
             scored("the adoption agency Caroline chose", 0.7, false),
         ];
-        reorder_head(&Analyzer::default().query_terms(query), &mut items, 3, 0.5);
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            3,
+            0.5,
+            &[],
+        );
         assert_eq!(
             texts(&items),
             [
@@ -530,7 +566,13 @@ mod tests {
             plain("we talked for hours", 0.9),
             plain("Caroline called the adoption agency", 0.85),
         ];
-        reorder_head(&Analyzer::default().query_terms(query), &mut items, 3, 0.5);
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            3,
+            0.5,
+            &[],
+        );
         assert_eq!(
             texts(&items),
             ["we talked for hours", "Caroline called the adoption agency"]
@@ -547,7 +589,13 @@ mod tests {
             scored("nothing here", 0.48, false),
             scored("the user loves to live well", 0.47, false),
         ];
-        reorder_head(&Analyzer::default().query_terms(query), &mut items, 4, 1.0);
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            4,
+            1.0,
+            &[],
+        );
         let order = texts(&items);
         assert_eq!(order[1], "the user lives in Paris");
         assert!(items[1].breakdown.value(Signal::Rerank).is_none());
@@ -579,5 +627,46 @@ mod tests {
         assert!(lying[0] > 0.0 && lying[1] == 0.0, "{lying:?}");
         let single = term_scores("plan b", &["b is the plan", "plan c"]);
         assert!(single[0] > single[1], "{single:?}");
+    }
+
+    /// Positions a store tells give the measure the text gives; positions out of order are
+    /// not trusted (the text is read) and a term out of range is none, never a panic.
+    #[test]
+    fn positions_told_measure_as_the_text_does() {
+        let terms = Analyzer::default().query_terms("cat owner running café");
+        let documents = [
+            "The cat's owner was running after the café cat",
+            "a dog and its owner",
+            "running late, the cat sat",
+            "nothing here",
+        ];
+        let read = |text: &str| {
+            let mut found = Vec::new();
+            let mut position = 0u32;
+            Analyzer::default().for_each_term(text, |term| {
+                if let Some(at) = terms.iter().position(|sought| sought == term) {
+                    found.push((position, at as u32));
+                }
+                position += 1;
+            });
+            found
+        };
+        let analysed = term_scores_of(&terms, &documents, &[]);
+        let told: Vec<Option<TermPositions>> =
+            documents.iter().map(|text| Some(read(text))).collect();
+        assert_eq!(term_scores_of(&terms, &documents, &told), analysed);
+        // Some told, some not, and fewer answers than documents.
+        let partly = [None, told[1].clone()];
+        assert_eq!(term_scores_of(&terms, &documents, &partly), analysed);
+        // Out of order: read from the text instead.
+        let mut shuffled = told.clone();
+        if let Some(Some(first)) = shuffled.first_mut() {
+            first.reverse();
+        }
+        assert_eq!(term_scores_of(&terms, &documents, &shuffled), analysed);
+        // A term the query does not have: left out.
+        let mut stray = told;
+        stray[3] = Some(vec![(0, 99), (1, u32::MAX)]);
+        assert_eq!(term_scores_of(&terms, &documents, &stray), analysed);
     }
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use memory_core::{
     Clock, EmbeddingProvider, KeywordExtractor, KnowledgeGraph, KnowledgeStore, MemoryStore,
-    Result, RetrievalResult, Scope, SystemClock,
+    Namespace, Result, RetrievalResult, RetrievalSource, Scope, ScoredItem, SystemClock,
+    TermPositions,
 };
 use tracing::Instrument;
 
@@ -288,11 +289,19 @@ impl Retriever {
                 };
                 let (mut items, total_found) =
                     fusion::rank(memories, pages, entities, fuse, &stale, request.window);
+                let known = head_positions(
+                    request.memory,
+                    &items,
+                    config.head_rerank_depth,
+                    &request.terms,
+                )
+                .await;
                 crate::rerank::reorder_head(
                     &request.terms,
                     &mut items,
                     config.head_rerank_depth,
                     config.head_rerank_weight,
+                    &known,
                 );
                 items.truncate(config.max_results);
                 (items, total_found)
@@ -322,4 +331,46 @@ impl Retriever {
             query: query.to_owned(),
         })
     }
+}
+
+/// Where `terms` stand in the text of each of the first `depth` of `items` that is a memory,
+/// as the store can tell without the text being analysed again
+/// ([`MemoryStore::term_positions`]); `None` for the rest. A store that fails to tell leaves
+/// every text to be analysed: the recall goes on.
+async fn head_positions(
+    memory: &dyn MemoryStore,
+    items: &[ScoredItem],
+    depth: usize,
+    terms: &[String],
+) -> Vec<Option<TermPositions>> {
+    let head = &items[..depth.min(items.len())];
+    let wanted: Vec<(usize, (&Namespace, &str))> = head
+        .iter()
+        .enumerate()
+        .filter_map(|(at, item)| match &item.record {
+            RetrievalSource::Memory(memory) => Some((at, (&memory.namespace, memory.id.as_str()))),
+            _ => None,
+        })
+        .collect();
+    let mut known = vec![None; head.len()];
+    if wanted.len() < 2 || terms.is_empty() {
+        return known;
+    }
+    let keys: Vec<(&Namespace, &str)> = wanted.iter().map(|(_, key)| *key).collect();
+    match memory.term_positions(&keys, terms).await {
+        Ok(answers) if answers.len() == keys.len() => {
+            for ((at, _), answer) in wanted.iter().zip(answers) {
+                known[*at] = answer;
+            }
+        }
+        Ok(answers) => tracing::warn!(
+            expected = keys.len(),
+            got = answers.len(),
+            "store told term positions for a different number of memories; texts analysed"
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "store failed to tell term positions; texts analysed");
+        }
+    }
+    known
 }

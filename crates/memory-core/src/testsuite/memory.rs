@@ -8,6 +8,7 @@ use crate::{
     RecallStats, Scope, SearchQuery,
 };
 
+mod positions;
 mod search;
 
 use self::search::{search, similarity_search};
@@ -43,6 +44,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;
     similarity_search(store, &child(base, "similar")).await;
+    positions::term_positions(store, &child(base, "positions")).await;
     namespaces_and_clear(store, &child(base, "admin")).await;
     super::ranking::memory_ranking(store, &child(base, "ranking")).await;
     super::ranking::memory_ties(store, &child(base, "ties")).await;

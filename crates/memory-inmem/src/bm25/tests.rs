@@ -473,3 +473,103 @@ fn term_ids_are_freed_and_reused() {
     assert_eq!(live, ["beta", "delta"]);
     index.check_blocks();
 }
+
+/// Where a query's terms stand, read from the terms kept in order, is exactly what reading
+/// the text gives: for generated texts of mixed words (stop words, possessives, joiners,
+/// accents, CJK, overlong words), query term lists short and long, with repeats and terms
+/// no document holds, through removals, slot reuse and compaction's renumbering.
+#[test]
+fn term_positions_are_the_analyzers_reading() {
+    let pieces = [
+        "the",
+        "cat",
+        "cats",
+        "running",
+        "ran",
+        "Caroline's",
+        "owner",
+        "don't",
+        "3.5",
+        "e-mail",
+        "café",
+        "Straße",
+        "東京で日本語",
+        "猫",
+        "and",
+        "of",
+        "snake_case",
+        "GPT-4",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "happily",
+        "went",
+        "a",
+        "I",
+        ",",
+        ".",
+        "\n",
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |below: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below as u64) as usize
+    };
+    let analyzer = Analyzer::default();
+    let reading = |text: &str, terms: &[String]| {
+        let mut found = Vec::new();
+        let mut position = 0u32;
+        analyzer.for_each_term(text, |term| {
+            if let Some(at) = terms.iter().position(|sought| sought == term) {
+                found.push((position, at as u32));
+            }
+            position += 1;
+        });
+        found
+    };
+    let mut index = Bm25Index::new(analyzer, [1.0, 0.3]);
+    let mut texts: Vec<Option<String>> = Vec::new();
+    for round in 0..400 {
+        let slot = next(60);
+        if texts.len() <= slot {
+            texts.resize(slot + 1, None);
+        }
+        if next(5) == 0 {
+            index.remove(slot as u32);
+            texts[slot] = None;
+        } else {
+            let text: Vec<&str> = (0..next(30)).map(|_| pieces[next(pieces.len())]).collect();
+            let text = text.join(if round % 2 == 0 { " " } else { "" });
+            index.insert_ordered(slot as u32, &format!("id-{slot}"), [&text, "cat context"]);
+            texts[slot] = Some(text);
+        }
+        if round % 97 == 96 {
+            // Compaction's renumbering: the live slots packed to the front, in order.
+            let live: Vec<usize> = (0..texts.len()).filter(|at| texts[*at].is_some()).collect();
+            let mut map = vec![u32::MAX; texts.len()];
+            for (new, old) in live.iter().enumerate() {
+                map[*old] = new as u32;
+            }
+            index.remap(&map, live.len());
+            texts = live.iter().map(|old| texts[*old].take()).collect();
+        }
+        let query: Vec<&str> = (0..1 + next(12))
+            .map(|_| pieces[next(pieces.len())])
+            .collect();
+        let mut terms = analyzer.query_terms(&query.join(" "));
+        if next(3) == 0 {
+            terms.push("zebra".into());
+            terms.extend(terms.clone());
+        }
+        for (slot, text) in texts.iter().enumerate() {
+            let told = index.term_positions(slot as u32, &terms);
+            match text {
+                Some(text) => assert_eq!(told, Some(reading(text, &terms)), "{text:?} {terms:?}"),
+                None => assert_eq!(told, None, "free slot {slot}"),
+            }
+        }
+    }
+    // A document indexed without its order tells nothing.
+    index.insert(0, "plain", ["the cat ran", ""]);
+    assert_eq!(index.term_positions(0, &["cat".to_owned()]), None);
+}

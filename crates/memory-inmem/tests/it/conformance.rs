@@ -75,3 +75,31 @@ async fn concurrent_writers_lose_nothing() {
         assert_eq!(stats.recall_count, 20, "no recall increment is lost");
     }
 }
+
+/// The in-memory store answers `term_positions` from its index for a memory indexed by its
+/// content alone (the conformance suite checks the answers are right), and leaves a memory
+/// whose indexed text holds tags to be read from its text.
+#[tokio::test]
+async fn memory_store_tells_term_positions() {
+    let store = InMemoryStore::new();
+    let ns = base("positions");
+    let plain = memory_core::MemoryItem::new(ns.clone(), "the cat sat; cats ran")
+        .unwrap()
+        .with_id("plain")
+        .unwrap();
+    let tagged = plain
+        .clone()
+        .with_id("tagged")
+        .unwrap()
+        .with_tags(["pets"])
+        .unwrap();
+    store.save(plain).await.unwrap();
+    store.save(tagged).await.unwrap();
+    let terms = vec!["cat".to_owned(), "ran".to_owned()];
+    let told = store
+        .term_positions(&[(&ns, "plain"), (&ns, "tagged")], &terms)
+        .await
+        .unwrap();
+    // "the" is a stop word: "cat" 0, "sat" 1, "cats" (stemmed "cat") 2, "ran" 3.
+    assert_eq!(told, vec![Some(vec![(0, 0), (2, 0), (3, 1)]), None]);
+}

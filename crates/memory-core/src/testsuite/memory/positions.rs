@@ -1,0 +1,111 @@
+//! Conformance of [`MemoryStore::term_positions`]: a store may tell nothing, but what it
+//! tells is what the analyzer reads in the memory's content, and only in its namespace.
+
+use super::{item, must};
+use crate::text::Analyzer;
+use crate::{MemoryStore, Namespace, TermPositions};
+
+/// Where `terms` stand in `content`, by the default analyzer's reading: the reference a
+/// store's answer must equal.
+fn read(content: &str, terms: &[String]) -> TermPositions {
+    let mut found = Vec::new();
+    let mut position = 0u32;
+    Analyzer::default().for_each_term(content, |term| {
+        if let Some(at) = terms.iter().position(|sought| sought == term) {
+            found.push((position, u32::try_from(at).unwrap_or(u32::MAX)));
+        }
+        position += 1;
+    });
+    found
+}
+
+async fn ask(
+    store: &dyn MemoryStore,
+    memories: &[(&Namespace, &str)],
+    terms: &[String],
+) -> Vec<Option<TermPositions>> {
+    must(store.term_positions(memories, terms), "term_positions").await
+}
+
+pub(super) async fn term_positions(store: &dyn MemoryStore, ns: &Namespace) {
+    let other = super::child(ns, "other");
+    let plain = "The cat's owner said cats were running; a running café cat (猫) ran \
+        through Straße after the cats, and the owner ran too";
+    let changed = "Nobody owned a cat here: only dogs, running dogs";
+    must(store.save(item(ns, "plain", plain, 0)), "save").await;
+    let tagged = item(ns, "tagged", "the cat sat on the running mat", 1)
+        .with_tags(["cats"])
+        .unwrap_or_else(|error| panic!("conformance: tags: {error}"));
+    must(store.save(tagged), "save tagged").await;
+    must(
+        store.save(item(&other, "elsewhere", plain, 2)),
+        "save other",
+    )
+    .await;
+    // Repeats, a term no memory holds, and more terms than a short scan looks through.
+    let mut terms = Analyzer::default().query_terms("cats running owner café Straße 猫 ran");
+    terms.push("cat".into());
+    terms.extend(["zebra", "through", "after", "too", "said", "nobody"].map(String::from));
+    let answers = ask(
+        store,
+        &[
+            (ns, "plain"),
+            (ns, "tagged"),
+            (ns, "missing"),
+            (&other, "tagged"),
+            (&other, "elsewhere"),
+        ],
+        &terms,
+    )
+    .await;
+    assert_eq!(answers.len(), 5, "one answer per memory asked");
+    if let Some(found) = &answers[0] {
+        assert_eq!(
+            found,
+            &read(plain, &terms),
+            "positions as the analyzer reads them"
+        );
+        assert!(!found.is_empty(), "the content holds the terms");
+    }
+    if let Some(found) = &answers[1] {
+        assert_eq!(
+            found,
+            &read("the cat sat on the running mat", &terms),
+            "positions in the content, not in the tags"
+        );
+    }
+    assert_eq!(
+        answers[2], None,
+        "no positions for a memory that does not exist"
+    );
+    assert_eq!(
+        answers[3], None,
+        "no positions for a memory of another namespace"
+    );
+    if let Some(found) = &answers[4] {
+        assert_eq!(
+            found,
+            &read(plain, &terms),
+            "each namespace its own memories"
+        );
+    }
+    // A replaced memory is read anew; a deleted one is gone.
+    must(store.save(item(ns, "plain", changed, 0)), "replace").await;
+    if let Some(found) = &ask(store, &[(ns, "plain")], &terms).await[0] {
+        assert_eq!(
+            found,
+            &read(changed, &terms),
+            "positions of the new content"
+        );
+    }
+    must(store.delete(ns, "plain"), "delete").await;
+    assert_eq!(
+        ask(store, &[(ns, "plain")], &terms).await,
+        vec![None],
+        "deleted"
+    );
+    assert!(
+        ask(store, &[], &terms).await.is_empty(),
+        "nothing asked, nothing told"
+    );
+}

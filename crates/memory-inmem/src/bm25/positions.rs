@@ -1,0 +1,57 @@
+//! Where a query's terms stand in a document, read from the terms the index kept in order
+//! ([`Bm25Index::insert_ordered`]) instead of from the text.
+
+use super::Bm25Index;
+
+/// Up to this many query terms are looked for by a scan of the terms sought; more are
+/// sorted and searched.
+const SCANNED: usize = 8;
+
+impl<const N: usize> Bm25Index<N> {
+    /// Where `terms` stand in the first field of the document in `slot`: `(position, term)`
+    /// pairs by position, `position` counting the field's terms from 0 and `term` the index
+    /// in `terms` of the term found there (the first, when `terms` repeats one). Exactly
+    /// what reading the field with the index's analyzer gives, as the field's terms are the
+    /// ones that reading made. `None` when the slot is free or was indexed without its
+    /// order ([`insert`](Self::insert)).
+    pub(crate) fn term_positions(&self, slot: u32, terms: &[String]) -> Option<Vec<(u32, u32)>> {
+        let sequence = self
+            .docs
+            .get(slot as usize)?
+            .as_ref()?
+            .sequence
+            .as_deref()?;
+        // The ids of the terms sought, each with its first index in `terms`. A term no
+        // document holds has no id, and stands nowhere.
+        let mut sought: Vec<(u32, u32)> = Vec::with_capacity(terms.len());
+        for (at, term) in terms.iter().enumerate() {
+            if let Some(&id) = self.postings.ids.get(term.as_str())
+                && !sought.iter().any(|(known, _)| *known == id)
+            {
+                sought.push((id, u32::try_from(at).unwrap_or(u32::MAX)));
+            }
+        }
+        let mut found = Vec::new();
+        if sought.is_empty() {
+            return Some(found);
+        }
+        let mut record = |position: usize, at: u32| {
+            found.push((u32::try_from(position).unwrap_or(u32::MAX), at));
+        };
+        if sought.len() <= SCANNED {
+            for (position, id) in sequence.iter().enumerate() {
+                if let Some((_, at)) = sought.iter().find(|(known, _)| known == id) {
+                    record(position, *at);
+                }
+            }
+        } else {
+            sought.sort_unstable_by_key(|(id, _)| *id);
+            for (position, id) in sequence.iter().enumerate() {
+                if let Ok(index) = sought.binary_search_by_key(id, |(known, _)| *known) {
+                    record(position, sought[index].1);
+                }
+            }
+        }
+        Some(found)
+    }
+}
