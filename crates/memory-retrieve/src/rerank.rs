@@ -146,8 +146,9 @@ pub(crate) async fn apply(
 }
 
 /// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) * score
-/// + weight * ` [`TermReranker`]'s measure, ties in their order; `known[i]`, when given, is
-/// where the query's terms stand in item `i`'s text (see [`term_scores_of`]). Each takes the score of the
+/// + weight * ` [`TermReranker`]'s measure, ties in their order. `known`, when given,
+/// tells where the query's terms stand in the items' texts, in order (see
+/// [`term_scores_of`]). Each takes the score of the
 /// place it moves to, so the scores stay in order and the same, and the move is its
 /// [`Signal::Rerank`] contribution (its measure the value).
 ///
