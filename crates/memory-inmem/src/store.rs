@@ -371,15 +371,26 @@ impl MemoryStore for InMemoryStore {
         memories: &[(&Namespace, &str)],
         terms: &[String],
     ) -> Result<Vec<Option<TermPositions>>> {
-        Ok(memories
-            .iter()
-            .map(|(namespace, id)| {
-                let shard = self.registry.get(namespace)?;
-                let shard = read(&shard);
+        // The terms' ids are a shard's own: looked up once for each run of memories of one
+        // namespace (a recall's head is mostly one), under the one read lock.
+        let mut out = Vec::with_capacity(memories.len());
+        let mut at = 0;
+        while let Some((namespace, _)) = memories.get(at) {
+            let run = &memories[at..];
+            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
+            at += run.len();
+            let Some(shard) = self.registry.get(namespace) else {
+                out.extend(run.iter().map(|_| None));
+                continue;
+            };
+            let shard = read(&shard);
+            let sought = shard.index.sought(terms);
+            out.extend(run.iter().map(|(_, id)| {
                 let slot = shard.by_id.get(&shard.entries, id)?;
-                shard.index.term_positions(slot, terms)
-            })
-            .collect())
+                shard.index.term_positions(slot, &sought)
+            }));
+        }
+        Ok(out)
     }
 
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {

@@ -8,21 +8,11 @@ use super::Bm25Index;
 const SCANNED: usize = 8;
 
 impl<const N: usize> Bm25Index<N> {
-    /// Where `terms` stand in the first field of the document in `slot`: `(position, term)`
-    /// pairs by position, `position` counting the field's terms from 0 and `term` the index
-    /// in `terms` of the term found there (the first, when `terms` repeats one). Exactly
-    /// what reading the field with the index's analyzer gives, as the field's terms are the
-    /// ones that reading made. `None` when the slot is free or was indexed without its
-    /// order ([`insert`](Self::insert)).
-    pub(crate) fn term_positions(&self, slot: u32, terms: &[String]) -> Option<Vec<(u32, u32)>> {
-        let sequence = self
-            .docs
-            .get(slot as usize)?
-            .as_ref()?
-            .sequence
-            .as_deref()?;
-        // The ids of the terms sought, each with its first index in `terms`. A term no
-        // document holds has no id, and stands nowhere.
+    /// The dictionary ids of `terms`, each with its first index in `terms`, sorted by id:
+    /// what [`term_positions`](Self::term_positions) looks for, worked out once for every
+    /// document of the index asked about. A term no document holds has no id and stands
+    /// nowhere.
+    pub(crate) fn sought(&self, terms: &[String]) -> Vec<(u32, u32)> {
         let mut sought: Vec<(u32, u32)> = Vec::with_capacity(terms.len());
         for (at, term) in terms.iter().enumerate() {
             if let Some(&id) = self.postings.ids.get(term.as_str())
@@ -31,6 +21,27 @@ impl<const N: usize> Bm25Index<N> {
                 sought.push((id, u32::try_from(at).unwrap_or(u32::MAX)));
             }
         }
+        sought.sort_unstable_by_key(|(id, _)| *id);
+        sought
+    }
+
+    /// Where the terms `sought` ([`sought`](Self::sought)) stand in the first field of the
+    /// document in `slot`: `(position, term)` pairs by position, `position` counting the
+    /// field's terms from 0 and `term` the index in the query's terms. Exactly what reading
+    /// the field with the index's analyzer gives, as the field's terms are the ones that
+    /// reading made. `None` when the slot is free or was indexed without its order
+    /// ([`insert`](Self::insert)).
+    pub(crate) fn term_positions(
+        &self,
+        slot: u32,
+        sought: &[(u32, u32)],
+    ) -> Option<Vec<(u32, u32)>> {
+        let sequence = self
+            .docs
+            .get(slot as usize)?
+            .as_ref()?
+            .sequence
+            .as_deref()?;
         let mut found = Vec::new();
         if sought.is_empty() {
             return Some(found);
@@ -45,7 +56,6 @@ impl<const N: usize> Bm25Index<N> {
                 }
             }
         } else {
-            sought.sort_unstable_by_key(|(id, _)| *id);
             for (position, id) in sequence.iter().enumerate() {
                 if let Ok(index) = sought.binary_search_by_key(id, |(known, _)| *known) {
                     record(position, sought[index].1);
