@@ -77,8 +77,9 @@ pub(crate) struct TimeRead {
     /// Every time named, as one window.
     pub(crate) window: TimeWindow,
     /// Each expression naming a time by its distance from now ("last Saturday", "two weeks
-    /// ago", "yesterday"; not "8 May 2023" or "since June"): its own window (counted from
-    /// the day that anchors it, if one does), and the bytes of the query it spans.
+    /// ago", "yesterday"; not "8 May 2023" or "since June"): its own window, and the bytes
+    /// of the query it spans. One anchored by a day ("last weekend before April 10") counts
+    /// from that day, not from now, and is not listed: it quotes what was said that day.
     pub(crate) relative: Vec<(TimeWindow, std::ops::Range<usize>)>,
 }
 
@@ -115,13 +116,14 @@ pub(crate) fn read_time(query: &str, now: DateTime<Utc>) -> Option<TimeRead> {
         if let Some(window) = window.and_then(|window| window.until_now(now)) {
             let relative_to_now = is_relative(&words, at, now);
             // "last Friday on 23 January": the Friday before that day, not before now.
-            let window = if relative_to_now {
-                anchored(&words, at, used, now).unwrap_or(window)
-            } else {
-                window
-            };
+            let anchor = relative_to_now
+                .then(|| anchored(&words, at, used, now))
+                .flatten();
+            let window = anchor.unwrap_or(window);
             found = Some(found.map_or(window, |found| found.hull(window)));
-            if relative_to_now {
+            // An anchored expression quotes what was said on the day that anchors it, so a
+            // memory of that day holds its words: it is not listed as relative to now.
+            if relative_to_now && anchor.is_none() {
                 let last = &words[words.len().min(at + used) - 1];
                 relative.push((window, words[at].start..last.end));
             }

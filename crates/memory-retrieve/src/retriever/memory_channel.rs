@@ -36,7 +36,9 @@ const MAX_RELATIVE_TIMES: usize = 4;
 /// memories in scope were made in that time, the expression's words are left out: the time
 /// is searched as a time (the window), and those words in a memory speak of another day
 /// ("last Saturday", said a month ago). When no memory was made then, the words are kept:
-/// the query may quote what a memory says.
+/// the query may quote what a memory says. An expression anchored by a day ("last weekend
+/// before April 10") is not listed as relative ([`TimeRead`](crate::when::TimeRead)), so
+/// its words are kept too.
 pub(super) async fn search_terms(
     memory: &dyn memory_core::MemoryStore,
     scope: &Scope,

@@ -308,3 +308,21 @@ fn a_day_named_right_after_a_relative_time_anchors_it() {
     let window = time_window("last Friday in February 2023", now()).unwrap();
     assert!(window.contains(date(2023, 3, 3) + Duration::hours(12)));
 }
+
+#[test]
+fn an_anchored_relative_time_is_not_read_as_distance_from_now() {
+    // It quotes what was said on the day that anchors it: its words stay in the search.
+    for query in [
+        "What did I finish last Friday on 27 January 2023?",
+        "What did I do last weekend before February 13, 2023?",
+        "my issue last week, as mentioned on 6 February 2023",
+    ] {
+        let read = read_time(query, now()).unwrap();
+        assert!(read.relative.is_empty(), "{query:?}: {:?}", read.relative);
+    }
+    // Beside an unanchored one, only that one is listed.
+    let query = "What did I do yesterday and last Friday on 27 January 2023?";
+    let read = read_time(query, now()).unwrap();
+    assert_eq!(read.relative.len(), 1, "{:?}", read.relative);
+    assert_eq!(&query[read.relative[0].1.clone()], "yesterday");
+}
