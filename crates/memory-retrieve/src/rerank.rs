@@ -178,9 +178,7 @@ pub(crate) fn reorder_head(
     let mut movable = [0u8; DEEPEST];
     let mut moving = 0;
     for (at, item) in head.iter().enumerate() {
-        if matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
-            && item.breakdown.value(Signal::Stale).is_none()
-        {
+        if movable_in_head(item) {
             movable[moving] = at as u8;
             moving += 1;
         }
@@ -236,6 +234,13 @@ pub(crate) fn reorder_head(
         });
         item.score = score;
     }
+}
+
+/// Whether [`reorder_head`] may move `item`: a memory indexed with a context, not marked
+/// stale.
+pub(crate) fn movable_in_head(item: &ScoredItem) -> bool {
+    matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
+        && item.breakdown.value(Signal::Stale).is_none()
 }
 
 /// The deterministic reranker: how much of the query a candidate covers, and how close

@@ -335,8 +335,9 @@ impl Retriever {
 
 /// Where `terms` stand in the text of each of the first `depth` of `items` that is a memory,
 /// as the store can tell without the text being analysed again
-/// ([`MemoryStore::term_positions`]); `None` for the rest. A store that fails to tell leaves
-/// every text to be analysed: the recall goes on.
+/// ([`MemoryStore::term_positions`]); `None` for the rest, and nothing at all when fewer
+/// than two of them may move. A store that fails to tell leaves every text to be analysed:
+/// the recall goes on.
 async fn head_positions(
     memory: &dyn MemoryStore,
     items: &[ScoredItem],
@@ -344,6 +345,15 @@ async fn head_positions(
     terms: &[String],
 ) -> Vec<Option<TermPositions>> {
     let head = &items[..depth.min(items.len())];
+    // Nothing moves unless two results may (see `reorder_head`): then nothing is asked.
+    let movable = head
+        .iter()
+        .filter(|item| crate::rerank::movable_in_head(item))
+        .count();
+    if movable < 2 || terms.is_empty() {
+        return Vec::new();
+    }
+    let mut known = vec![None; head.len()];
     let wanted: Vec<(usize, (&Namespace, &str))> = head
         .iter()
         .enumerate()
@@ -352,10 +362,6 @@ async fn head_positions(
             _ => None,
         })
         .collect();
-    let mut known = vec![None; head.len()];
-    if wanted.len() < 2 || terms.is_empty() {
-        return known;
-    }
     let keys: Vec<(&Namespace, &str)> = wanted.iter().map(|(_, key)| *key).collect();
     match memory.term_positions(&keys, terms).await {
         Ok(answers) if answers.len() == keys.len() => {
