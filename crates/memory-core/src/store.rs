@@ -110,8 +110,9 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// text (no such memory, or no forward index). `position` counts the content's terms as
     /// [`Analyzer::default`](crate::text::Analyzer::default) reads them (stop words not
     /// counted) from 0; `term` is the index in `terms` of the term found there (the first,
-    /// when `terms` repeats one). A `Some` list must be exactly what that analyzer's reading
-    /// of the memory's `content` gives.
+    /// when `terms` repeats one). A `Some` list must be exactly
+    /// [`Analyzer::term_positions`](crate::text::Analyzer::term_positions) of the memory's
+    /// `content` read by the default analyzer.
     ///
     /// A recall reorders its best few results by how much of the query each one's text
     /// holds and how close together (memory-retrieve's `TermReranker` measure); with this

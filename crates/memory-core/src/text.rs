@@ -332,6 +332,23 @@ impl Analyzer {
         format!("{hash:016x}")
     }
 
+    /// Where `terms` stand in `text`: `(position, term)` pairs by position, `position`
+    /// counting `text`'s terms from 0 (stop words, which make no term, not counted) and
+    /// `term` the index in `terms` of the term found there (the first, when `terms` repeats
+    /// one). What [`MemoryStore::term_positions`](crate::MemoryStore::term_positions) must
+    /// answer for a memory's content, read with the default analyzer.
+    pub fn term_positions(&self, text: &str, terms: &[String]) -> crate::TermPositions {
+        let mut found = Vec::new();
+        let mut position = 0u32;
+        self.for_each_term(text, |term| {
+            if let Some(at) = terms.iter().position(|sought| sought == term) {
+                found.push((position, u32::try_from(at).unwrap_or(u32::MAX)));
+            }
+            position = position.saturating_add(1);
+        });
+        found
+    }
+
     /// The terms of `text`, in order, duplicates included.
     pub fn terms(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();

@@ -646,20 +646,11 @@ mod tests {
             "running late, the cat sat",
             "nothing here",
         ];
-        let read = |text: &str| {
-            let mut found = Vec::new();
-            let mut position = 0u32;
-            Analyzer::default().for_each_term(text, |term| {
-                if let Some(at) = terms.iter().position(|sought| sought == term) {
-                    found.push((position, at as u32));
-                }
-                position += 1;
-            });
-            found
-        };
         let analysed = term_scores_of(&terms, &documents, &[]);
-        let told: Vec<Option<TermPositions>> =
-            documents.iter().map(|text| Some(read(text))).collect();
+        let told: Vec<Option<TermPositions>> = documents
+            .iter()
+            .map(|text| Some(Analyzer::default().term_positions(text, &terms)))
+            .collect();
         assert_eq!(term_scores_of(&terms, &documents, &told), analysed);
         // Some told, some not, and fewer answers than documents.
         let partly = [None, told[1].clone()];

@@ -354,19 +354,18 @@ async fn head_positions(
         return Vec::new();
     }
     let mut known = vec![None; head.len()];
-    let wanted: Vec<(usize, (&Namespace, &str))> = head
+    let (places, keys): (Vec<usize>, Vec<(&Namespace, &str)>) = head
         .iter()
         .enumerate()
         .filter_map(|(at, item)| match &item.record {
             RetrievalSource::Memory(memory) => Some((at, (&memory.namespace, memory.id.as_str()))),
             _ => None,
         })
-        .collect();
-    let keys: Vec<(&Namespace, &str)> = wanted.iter().map(|(_, key)| *key).collect();
+        .unzip();
     match memory.term_positions(&keys, terms).await {
         Ok(answers) if answers.len() == keys.len() => {
-            for ((at, _), answer) in wanted.iter().zip(answers) {
-                known[*at] = answer;
+            for (at, answer) in places.into_iter().zip(answers) {
+                known[at] = answer;
             }
         }
         Ok(answers) => tracing::warn!(

@@ -8,15 +8,7 @@ use crate::{MemoryStore, Namespace, TermPositions};
 /// Where `terms` stand in `content`, by the default analyzer's reading: the reference a
 /// store's answer must equal.
 fn read(content: &str, terms: &[String]) -> TermPositions {
-    let mut found = Vec::new();
-    let mut position = 0u32;
-    Analyzer::default().for_each_term(content, |term| {
-        if let Some(at) = terms.iter().position(|sought| sought == term) {
-            found.push((position, u32::try_from(at).unwrap_or(u32::MAX)));
-        }
-        position += 1;
-    });
-    found
+    Analyzer::default().term_positions(content, terms)
 }
 
 async fn ask(
