@@ -68,7 +68,8 @@ pub use crate::{
         ValueBasedConfig, memory_value,
     },
     retrieval::{
-        Channel, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal, SignalScore,
+        Channel, Channels, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal,
+        SignalScore,
     },
     search::CONTEXT_FIELD_WEIGHT,
     store::{MemoryStore, RecallEvent, TermPositions},

@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{GraphEntity, KnowledgePage, MemoryItem};
 
+mod channels;
+
+pub use channels::Channels;
+
 /// The retrieval channel that found a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -79,7 +83,7 @@ impl RetrievalSource {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScoreBreakdown {
     /// The channels that found the candidate.
-    pub channels: Vec<Channel>,
+    pub channels: Channels,
     /// Each signal: `(name, value, contribution)`.
     pub signals: Vec<SignalScore>,
 }

@@ -492,10 +492,12 @@ impl MemoryStore for InMemoryStore {
                 }
                 None => shard.index.top_k(terms, query.top_k, accept, id_of),
             };
-            let best: Vec<(f32, &Entry)> = best
-                .into_iter()
-                .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e)))
-                .collect();
+            let mut entries: Vec<(f32, &Entry)> = Vec::with_capacity(best.len());
+            entries.extend(
+                best.into_iter()
+                    .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e))),
+            );
+            let best = entries;
             warm(&best);
             out.extend(best.into_iter().map(|(score, entry)| SearchHit {
                 item: Arc::clone(&entry.item),

@@ -301,19 +301,19 @@ impl PreparedWeights {
     }
 
     /// Each positively weighted signal's value and its contribution (value times normalised
-    /// weight), in signal order.
+    /// weight), in signal order. With room for two more, so that a penalty or a reranker's
+    /// share pushed after does not grow it (a second allocation for every result).
     pub fn breakdown(&self, signals: &Signals) -> Vec<SignalScore> {
-        self.active()
-            .iter()
-            .map(|(signal, weight)| {
-                let value = unit(signals[*signal]);
-                SignalScore {
-                    name: *signal,
-                    value,
-                    contribution: value * weight / self.total,
-                }
-            })
-            .collect()
+        let mut scores = Vec::with_capacity(self.len + 2);
+        scores.extend(self.active().iter().map(|(signal, weight)| {
+            let value = unit(signals[*signal]);
+            SignalScore {
+                name: *signal,
+                value,
+                contribution: value * weight / self.total,
+            }
+        }));
+        scores
     }
 }
 

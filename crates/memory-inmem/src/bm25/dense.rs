@@ -65,11 +65,14 @@ impl<const N: usize> Bm25Index<N> {
             let floor = kth_best(&totals, &touched, k, accept);
             if floor.is_some_and(|floor| floor > rest) {
                 let floor = floor.unwrap_or(f32::INFINITY);
-                let mut open: Vec<(u32, f64)> = touched
-                    .iter()
-                    .map(|slot| (*slot, totals[*slot as usize]))
-                    .filter(|(slot, partial)| *partial as f32 + rest >= floor && accept(*slot))
-                    .collect();
+                // Sized for the usual few: growing from empty was four allocations.
+                let mut open: Vec<(u32, f64)> = Vec::with_capacity(touched.len().min(2 * k));
+                open.extend(
+                    touched
+                        .iter()
+                        .map(|slot| (*slot, totals[*slot as usize]))
+                        .filter(|(slot, partial)| *partial as f32 + rest >= floor && accept(*slot)),
+                );
                 // In slot order, each common list is walked once (galloping), not searched
                 // from scratch per document.
                 open.sort_unstable_by_key(|(slot, _)| *slot);
@@ -102,11 +105,14 @@ impl<const N: usize> Bm25Index<N> {
         let held = result.unwrap_or_else(|| {
             // Everything scoring at least the k-th score: k documents plus any tied with it.
             let floor = kth_best(&totals, &touched, k, accept).unwrap_or(0.0);
-            let mut held: Vec<(f32, u32)> = touched
-                .iter()
-                .map(|slot| (totals[*slot as usize] as f32, *slot))
-                .filter(|(total, slot)| *total >= floor && accept(*slot))
-                .collect();
+            // k of them, and more only when tied with the k-th.
+            let mut held: Vec<(f32, u32)> = Vec::with_capacity(touched.len().min(k + 1));
+            held.extend(
+                touched
+                    .iter()
+                    .map(|slot| (totals[*slot as usize] as f32, *slot))
+                    .filter(|(total, slot)| *total >= floor && accept(*slot)),
+            );
             self.rank(&mut held, k, id_of);
             held
         });
