@@ -248,7 +248,7 @@ pub struct PageQuery {
     /// The text's analysed terms when the caller analysed it already; `None` means
     /// "analyse `text`".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Vec<String>>,
+    pub terms: Option<std::sync::Arc<[String]>>,
     /// The keywords of the page match rules when the caller chose them already (a recall
     /// passes its keyword extractor's); `None` means [`page_rule_keywords`] of `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,7 +260,7 @@ impl PageQuery {
     /// [`Analyzer::query_terms`](crate::text::Analyzer::query_terms) of the text.
     pub fn analysed_terms(&self) -> std::borrow::Cow<'_, [String]> {
         match &self.terms {
-            Some(terms) => std::borrow::Cow::Borrowed(terms),
+            Some(terms) => std::borrow::Cow::Borrowed(&terms[..]),
             None => {
                 std::borrow::Cow::Owned(crate::text::Analyzer::default().query_terms(&self.text))
             }
@@ -277,8 +277,9 @@ impl PageQuery {
     }
 
     /// This query with its terms analysed already.
-    pub fn with_terms(mut self, terms: Vec<String>) -> Self {
-        self.terms = Some(terms);
+    /// Shared, not copied: every channel of a recall searches with the same terms.
+    pub fn with_terms(mut self, terms: impl Into<std::sync::Arc<[String]>>) -> Self {
+        self.terms = Some(terms.into());
         self
     }
 

@@ -632,7 +632,7 @@ pub struct SearchQuery {
     /// The text's analysed terms when the caller analysed it already (a recall analyses its
     /// query once for every channel and backend); `None` means "analyse `text`".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Vec<String>>,
+    pub terms: Option<std::sync::Arc<[String]>>,
     /// Search with only this many of the terms: in each namespace, those the fewest of its
     /// memories hold ([`rarest_terms`](crate::search::rarest_terms)); `None` searches with
     /// all. For finding the memories that share most of a text's words (its repeats and
@@ -647,7 +647,7 @@ impl SearchQuery {
     /// [`Analyzer::query_terms`](crate::text::Analyzer::query_terms) of the text.
     pub fn analysed_terms(&self) -> std::borrow::Cow<'_, [String]> {
         match &self.terms {
-            Some(terms) => std::borrow::Cow::Borrowed(terms),
+            Some(terms) => std::borrow::Cow::Borrowed(&terms[..]),
             None => {
                 std::borrow::Cow::Owned(crate::text::Analyzer::default().query_terms(&self.text))
             }
@@ -655,8 +655,9 @@ impl SearchQuery {
     }
 
     /// This query with its terms analysed already (see [`terms`](Self::terms)).
-    pub fn with_terms(mut self, terms: Vec<String>) -> Self {
-        self.terms = Some(terms);
+    /// Shared, not copied: every channel of a recall searches with the same terms.
+    pub fn with_terms(mut self, terms: impl Into<std::sync::Arc<[String]>>) -> Self {
+        self.terms = Some(terms.into());
         self
     }
 

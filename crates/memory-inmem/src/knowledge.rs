@@ -289,10 +289,10 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         // Each shard's best k, as hits built under its lock (a reference count per page):
         // the best k of them all are the result.
         let mut hits: Vec<(PageHit, &Namespace)> = Vec::new();
-        let mut terms: Option<Vec<String>> = None;
+        let mut terms: Option<std::borrow::Cow<'_, [String]>> = None;
         for (namespace, shard) in &shards {
             let shard = read(shard);
-            let terms = terms.get_or_insert_with(|| query.analysed_terms().into_owned());
+            let terms: &[String] = terms.get_or_insert_with(|| query.analysed_terms());
             if terms.is_empty() {
                 return Ok(Vec::new());
             }

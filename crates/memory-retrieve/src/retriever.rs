@@ -218,11 +218,15 @@ impl Retriever {
         } else {
             None
         };
-        let terms = if config.drop_time_words && config.strategy.memory() {
+        let terms: std::sync::Arc<[String]> = if config.drop_time_words && config.strategy.memory()
+        {
             memory_channel::search_terms(&*self.memory, scope, filter, now, query, time.as_ref())
                 .await?
+                .into()
         } else {
-            memory_core::text::Analyzer::default().query_terms(query)
+            memory_core::text::Analyzer::default()
+                .query_terms(query)
+                .into()
         };
         let request = Request {
             scope,

@@ -66,7 +66,8 @@ impl<const N: usize> Bm25Index<N> {
             if floor.is_some_and(|floor| floor > rest) {
                 let floor = floor.unwrap_or(f32::INFINITY);
                 // Sized for the usual few: growing from empty was four allocations.
-                let mut open: Vec<(u32, f64)> = Vec::with_capacity(touched.len().min(2 * k));
+                let mut open: Vec<(u32, f64)> =
+                    Vec::with_capacity(touched.len().min(k.saturating_mul(2)));
                 open.extend(
                     touched
                         .iter()
@@ -106,7 +107,8 @@ impl<const N: usize> Bm25Index<N> {
             // Everything scoring at least the k-th score: k documents plus any tied with it.
             let floor = kth_best(&totals, &touched, k, accept).unwrap_or(0.0);
             // k of them, and more only when tied with the k-th.
-            let mut held: Vec<(f32, u32)> = Vec::with_capacity(touched.len().min(k + 1));
+            let mut held: Vec<(f32, u32)> =
+                Vec::with_capacity(touched.len().min(k.saturating_add(1)));
             held.extend(
                 touched
                     .iter()

@@ -149,6 +149,21 @@ fn pruned_top_k_equals_exhaustive_ranking() {
         for (a, b) in pruned.iter().zip(&all) {
             assert_eq!(a.0.to_bits(), b.0.to_bits(), "round {round}: the same bits");
         }
+        // Some rounds ask for every match: no size is computed from `k` unchecked.
+        if round % 10 == 9 {
+            let mut every = 0;
+            index.score_terms(&index.query_terms(&query.join(" ")), |slot, _| {
+                every += usize::from(!odd_only || slot % 2 == 1);
+            });
+            let got = index.top_k(
+                &index.query_terms(&query.join(" ")),
+                usize::MAX,
+                |slot| !odd_only || slot % 2 == 1,
+                |slot| ids.get(slot as usize).map(String::as_str),
+            );
+            assert_eq!(got.len(), every, "round {round}: every match");
+            assert_eq!(got[..all.len()], all[..], "round {round}: the best first");
+        }
         // Weighted: factors that reorder the matches (up to 2.25), and slots left out.
         let accept = |slot: u32| !slot.is_multiple_of(11);
         let factor = |slot: u32, score: f32| match slot % 13 {

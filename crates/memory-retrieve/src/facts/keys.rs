@@ -229,7 +229,7 @@ pub(super) fn owned_terms<'a>(terms: impl Iterator<Item = &'a str>) -> Vec<Strin
 
 /// Hands the term strings of a finished self-match search back for the next one (at most
 /// [`SPARE_TERMS`] are kept, none holding more than [`SPARE_TERM_BYTES`]).
-pub(crate) fn recycle_terms(terms: Vec<String>) {
+pub(crate) fn recycle_terms(terms: impl IntoIterator<Item = String>) {
     SPARE.with(|spare| {
         if let Ok(mut spare) = spare.try_borrow_mut() {
             let room = SPARE_TERMS.saturating_sub(spare.len());

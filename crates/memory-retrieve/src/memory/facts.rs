@@ -175,8 +175,11 @@ impl Memory {
             None => match self.candidate_search(&item, now) {
                 Some((prepared, mut query)) => {
                     let hits = self.store.search(&query).await;
-                    if let Some(terms) = query.terms.take() {
-                        crate::facts::recycle_terms(terms);
+                    // The store is done with the terms: their strings serve the next search.
+                    if let Some(mut terms) = query.terms.take()
+                        && let Some(terms) = std::sync::Arc::get_mut(&mut terms)
+                    {
+                        crate::facts::recycle_terms(terms.iter_mut().map(std::mem::take));
                     }
                     Some((prepared, hits?))
                 }

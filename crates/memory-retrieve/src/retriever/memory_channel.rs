@@ -201,13 +201,22 @@ fn merge_timed(
     weights: &[f32],
 ) {
     let config = request.config;
-    let known: std::collections::HashSet<Key> = out.iter().map(Candidate::owned_key).collect();
-    for (rank, hit) in timed.into_iter().enumerate() {
+    // Which timed hits are new, by borrowed keys (no string copied); then they are added.
+    let new: Vec<bool> = {
+        let known: std::collections::HashSet<_, foldhash::fast::RandomState> =
+            out.iter().map(Candidate::key).collect();
+        timed
+            .iter()
+            .map(|hit| !known.contains(&(RecordType::Memory, &hit.item.namespace, &*hit.item.id)))
+            .collect()
+    };
+    for ((rank, hit), _) in timed
+        .into_iter()
+        .enumerate()
+        .zip(new)
+        .filter(|(_, new)| *new)
+    {
         let item = hit.item;
-        let key = (RecordType::Memory, item.namespace.clone(), item.id.clone());
-        if known.contains(&key) {
-            continue;
-        }
         let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
         let weight = weights.get(rank).copied().unwrap_or(1.0);
         signals[Signal::Relevance] = (hit.score / best).min(1.0) * weight;

@@ -24,7 +24,7 @@ pub(super) struct Request<'a> {
     pub(super) grams: NGrams,
     /// The query's search terms (`Analyzer::query_terms`), analysed once for every channel
     /// and backend.
-    pub(super) terms: Vec<String>,
+    pub(super) terms: std::sync::Arc<[String]>,
     /// The query's keywords for the graph's matching, by the memory's keyword extractor:
     /// extracted on first use, so a recall whose graph holds nothing in scope pays nothing.
     pub(super) keywords: std::sync::OnceLock<Vec<String>>,
