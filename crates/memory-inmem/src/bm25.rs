@@ -611,8 +611,14 @@ impl<const N: usize> Bm25Index<N> {
         held.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut start = 0;
         while start < held.len().min(k) {
-            let end =
-                start + held[start..].partition_point(|h| h.0.total_cmp(&held[start].0).is_eq());
+            // Runs of equal scores are short (mostly one): a scan, not a binary search.
+            let score = held[start].0;
+            let end = start
+                + 1
+                + held[start + 1..]
+                    .iter()
+                    .take_while(|h| h.0.total_cmp(&score).is_eq())
+                    .count();
             if end - start > 1 {
                 held[start..end].sort_unstable_by(self.best_first(id_of));
             }

@@ -173,11 +173,11 @@ const ROLES: [&str; 4] = ["user", "assistant", "system", "tool"];
 
 /// The speakers a query names, among those of the memories it found.
 #[derive(Debug, Default)]
-pub(crate) struct Speakers {
-    named: Vec<String>,
+pub(crate) struct Speakers<'a> {
+    named: Vec<&'a str>,
 }
 
-impl Speakers {
+impl<'a> Speakers<'a> {
     /// The speakers among `speakers` (the `speaker` metadata of the hits, repeats allowed)
     /// whose names `query` holds, every word of the name in order ("Melanie", "Melanie's",
     /// "Dr. Ada Lovelace"). A query written in lower case ("what has melanie painted?")
@@ -186,23 +186,27 @@ impl Speakers {
     /// Will call?" names Will once, not twice). Empty unless the query names some of them
     /// and not all: a question naming every speaker, or none, favours no one. Roles
     /// ([`ROLES`]) name no one; at most [`MAX_SPEAKERS`] distinct speakers are read.
-    pub(crate) fn named_in<'a>(query: &str, speakers: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut seen: Vec<&str> = Vec::new();
+    pub(crate) fn named_in(query: &str, speakers: impl IntoIterator<Item = &'a str>) -> Self {
+        // Borrowed and kept inline: a recall reads this for every hit.
+        let mut seen = [""; MAX_SPEAKERS];
+        let mut distinct = 0;
         let mut named = Vec::new();
         let mut unnamed = false;
         // The query's words, and whether it capitalises one past the first: read once a
         // name's first word is found in it.
         let mut read: Option<(Vec<&str>, bool)> = None;
         for speaker in speakers {
-            if seen.contains(&speaker) {
+            if seen[..distinct].contains(&speaker) {
                 continue;
             }
-            if seen.len() == MAX_SPEAKERS {
+            let Some(place) = seen.get_mut(distinct) else {
                 break;
-            }
-            seen.push(speaker);
-            let parts: Vec<&str> = words_of(speaker).collect();
-            let Some(first) = parts.first() else { continue };
+            };
+            *place = speaker;
+            distinct += 1;
+            let mut parts = words_of(speaker);
+            let Some(first) = parts.next() else { continue };
+            let length = 1 + parts.count();
             if is_role(speaker) {
                 continue;
             }
@@ -216,14 +220,14 @@ impl Speakers {
                     (words, cased)
                 });
                 let cased = *cased;
-                words.windows(parts.len()).any(|window| {
-                    window.iter().zip(&parts).all(|(word, part)| {
+                words.windows(length).any(|window| {
+                    window.iter().zip(words_of(speaker)).all(|(word, part)| {
                         same_word(word, part) && (!cased || same_capital(word, part))
                     })
                 })
             };
             if said {
-                named.push(speaker.to_owned());
+                named.push(speaker);
             } else {
                 unnamed = true;
             }
@@ -238,9 +242,7 @@ impl Speakers {
     /// query does not name while it names others.
     pub(crate) fn is_other(&self, speaker: Option<&str>) -> bool {
         !self.named.is_empty()
-            && speaker.is_some_and(|speaker| {
-                !is_role(speaker) && !self.named.iter().any(|named| named == speaker)
-            })
+            && speaker.is_some_and(|speaker| !is_role(speaker) && !self.named.contains(&speaker))
     }
 }
 
