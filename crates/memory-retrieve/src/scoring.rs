@@ -254,6 +254,9 @@ fn unit(value: f32) -> f32 {
 pub struct PreparedWeights {
     /// `(signal, weight)` of the signals with a positive weight, in signal order.
     active: [(Signal, f32); SIGNALS],
+    /// Each active weight over the total: a contribution is a product, not a division (a
+    /// recall breaks down every signal of tens of results).
+    shares: [f32; SIGNALS],
     len: usize,
     total: f32,
 }
@@ -268,16 +271,23 @@ impl ScoreWeights {
         let pairs = self.pairs();
         let total: f32 = pairs.iter().map(|(_, w)| w.max(0.0)).sum();
         let mut active = [(Signal::Relevance, 0.0); SIGNALS];
+        let mut shares = [0.0; SIGNALS];
         let mut len = 0;
         if total.is_finite() && total > 0.0 {
             for (signal, weight) in pairs {
                 if weight > 0.0 {
                     active[len] = (signal, weight);
+                    shares[len] = weight / total;
                     len += 1;
                 }
             }
         }
-        PreparedWeights { active, len, total }
+        PreparedWeights {
+            active,
+            shares,
+            len,
+            total,
+        }
     }
 }
 
@@ -305,14 +315,19 @@ impl PreparedWeights {
     /// share pushed after does not grow it (a second allocation for every result).
     pub fn breakdown(&self, signals: &Signals) -> Vec<SignalScore> {
         let mut scores = Vec::with_capacity(self.len + 2);
-        scores.extend(self.active().iter().map(|(signal, weight)| {
-            let value = unit(signals[*signal]);
-            SignalScore {
-                name: *signal,
-                value,
-                contribution: value * weight / self.total,
-            }
-        }));
+        scores.extend(
+            self.active()
+                .iter()
+                .zip(&self.shares)
+                .map(|((signal, _), share)| {
+                    let value = unit(signals[*signal]);
+                    SignalScore {
+                        name: *signal,
+                        value,
+                        contribution: value * share,
+                    }
+                }),
+        );
         scores
     }
 }
