@@ -410,8 +410,8 @@ pub fn temporal_weight(at: DateTime<Utc>, now: DateTime<Utc>) -> f32 {
 
 /// [`temporal_weight`] of a record `age_secs` seconds old (negative ages count as 0).
 pub fn temporal_weight_of_age(age_secs: i64) -> f32 {
-    let days = age_secs.max(0) as f64 / 86_400.0;
-    (1.0 / (1.0 + days)) as f32
+    // `1 / (1 + s / 86400)` with one division (in `f64`, so the `f32` is the same).
+    (86_400.0 / (86_400.0 + age_secs.max(0) as f64)) as f32
 }
 
 /// Recency with a half-life: `0.5 ^ (age_hours / half_life_hours)`.
@@ -424,14 +424,19 @@ pub fn recency_of_age(age_secs: i64, half_life_hours: f64) -> f32 {
     if half_life_hours.is_nan() || half_life_hours <= 0.0 {
         return 0.0;
     }
-    let hours = age_secs.max(0) as f64 / 3600.0;
-    unit((-hours / half_life_hours).exp2() as f32)
+    // `-(s / 3600) / half_life` with one division (in `f64`, so the `f32` is the same).
+    let halvings = age_secs.max(0) as f64 / (3600.0 * half_life_hours);
+    unit((-halvings).exp2() as f32)
 }
 
 /// Access frequency: `1 - 1 / (1 + ln(1 + count))`: 0 for never, 0.5 near 2, 0.82 at 100.
 pub fn frequency(access_count: u64) -> f32 {
+    if access_count == 0 {
+        return 0.0;
+    }
+    // `1 - 1 / (1 + l)` is `l / (1 + l)`.
     let log = (access_count as f64).ln_1p();
-    (1.0 - 1.0 / (1.0 + log)) as f32
+    (log / (1.0 + log)) as f32
 }
 
 /// Reference count normalised: `c / (c + 3)`.
