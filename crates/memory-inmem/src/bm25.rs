@@ -608,7 +608,7 @@ impl<const N: usize> Bm25Index<N> {
         k: usize,
         id_of: &impl Fn(u32) -> Option<&'a str>,
     ) {
-        held.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        held.sort_unstable_by_key(|&(score, slot)| descending(score, slot));
         let mut start = 0;
         while start < held.len().min(k) {
             // Runs of equal scores are short (mostly one): a scan, not a binary search.
@@ -642,6 +642,19 @@ impl<const N: usize> Bm25Index<N> {
                 .then_with(|| a.1.cmp(&b.1))
         }
     }
+}
+
+/// A key whose ascending order is `score` descending by [`f32::total_cmp`], then `slot`
+/// ascending: one integer comparison instead of two float and integer ones.
+fn descending(score: f32, slot: u32) -> u64 {
+    let bits = score.to_bits();
+    // `total_cmp`'s order as unsigned integers: negatives flipped whole, positives' sign set.
+    let ordered = if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    };
+    (u64::from(!ordered) << 32) | u64::from(slot)
 }
 
 /// The first 16 bytes of `id`, big-endian, zero-padded: comparing two keys orders the ids

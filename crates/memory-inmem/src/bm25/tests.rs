@@ -584,3 +584,39 @@ fn term_positions_are_the_analyzers_reading() {
         None
     );
 }
+
+#[test]
+fn the_ranking_key_orders_as_total_cmp_then_slot() {
+    let scores = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        3.25,
+        3.25,
+    ];
+    let mut held: Vec<(f32, u32)> = scores
+        .iter()
+        .enumerate()
+        .flat_map(|(at, score)| [(*score, at as u32), (*score, u32::MAX - at as u32)])
+        .collect();
+    let mut by_key = held.clone();
+    held.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    by_key.sort_by_key(|&(score, slot)| super::descending(score, slot));
+    let bits = |list: &[(f32, u32)]| -> Vec<(u32, u32)> {
+        list.iter()
+            .map(|(score, slot)| (score.to_bits(), *slot))
+            .collect()
+    };
+    assert_eq!(bits(&by_key), bits(&held));
+}
