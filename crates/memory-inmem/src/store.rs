@@ -497,9 +497,8 @@ impl MemoryStore for InMemoryStore {
                 best.into_iter()
                     .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e))),
             );
-            let best = entries;
-            warm(&best);
-            out.extend(best.into_iter().map(|(score, entry)| SearchHit {
+            warm(&entries);
+            out.extend(entries.into_iter().map(|(score, entry)| SearchHit {
                 item: Arc::clone(&entry.item),
                 score,
             }));
