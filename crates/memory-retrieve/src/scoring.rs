@@ -37,8 +37,8 @@ pub struct ScoreWeights {
     pub embedding: f32,
 }
 
-/// The defaults were chosen on the LoCoMo development split (see the README's evaluation
-/// section): channel relevance carries the ranking; importance, access frequency and recency
+/// The defaults were chosen on the LoCoMo development split (`benches/README.md` lists
+/// every change tried): channel relevance carries the ranking; importance, access frequency and recency
 /// break near-ties; graph and reference weights rank entities and pages against memories.
 /// Text overlap is off by default: it did not change Recall@10 there (71.3 with it, 71.4
 /// without) and costs a re-analysis of every candidate (about 15 times the query latency).

@@ -9,8 +9,8 @@
 //! the turn's own text ([`CONTEXT_FIELD_WEIGHT`](memory_core::CONTEXT_FIELD_WEIGHT)), so a
 //! turn is found through its neighbours' words without outranking the turn that says them.
 //!
-//! Both directions were measured on two conversational benchmarks (see the README's
-//! retrieval-quality table): the previous turn alone helps a question answered by a reply,
+//! Both directions were measured on two conversational benchmarks (every change tried is in
+//! `benches/README.md`): the previous turn alone helps a question answered by a reply,
 //! the next turn alone a statement that the other side echoes; both together help on both.
 //! The next turn reaches a stored turn by an update of its context, so a dialogue writes
 //! each turn once and updates the one before it: twice the writes of plain

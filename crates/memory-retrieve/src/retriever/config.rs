@@ -113,7 +113,7 @@ pub struct RetrieverConfig {
     /// so a reply counts less, unless the query asks about the agent's own words
     /// ([`read_addressee`](Self::read_addressee)). Replies stay findable: one that alone
     /// holds the query's words still ranks first. The value was chosen by cross-validation
-    /// on two conversational benchmarks (see the README's retrieval-quality table);
+    /// on two conversational benchmarks (every change tried is in `benches/README.md`);
     /// memories without a role (a dialogue between people, plain `remember`) are
     /// unaffected.
     ///
@@ -201,7 +201,7 @@ pub struct RetrieverConfig {
     /// [`Signal::Rerank`](memory_core::Signal::Rerank) contribution in its breakdown), so the
     /// scores, the results below the head and which results are returned stay as they
     /// were. Depth and weight were chosen by cross-validation on two conversational
-    /// benchmarks (see the README's retrieval-quality table): a deeper reordering moved
+    /// benchmarks (every change tried is in `benches/README.md`): a deeper reordering moved
     /// results the search had right.
     pub head_rerank_depth: usize,
     /// The term measure's share of the order among the head, in `[0, 1]`: the head is
