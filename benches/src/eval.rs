@@ -172,6 +172,11 @@ pub struct EvalOptions {
     pub enrich: bool,
     /// Rerank with the default reranker (`TermReranker`) under these settings.
     pub rerank: Option<agent_memory::retrieve::RerankConfig>,
+    /// Add the embedding channel with this provider (the `eval` binary's `--embeddings on`:
+    /// an OpenAI-compatible `/embeddings` service): every turn is embedded as it is
+    /// remembered, every question as it is asked, and recall scores with the weights an
+    /// embedder switches the default scoring to.
+    pub embedder: Option<Arc<dyn agent_memory::EmbeddingProvider>>,
 }
 
 impl Default for EvalOptions {
@@ -188,6 +193,7 @@ impl Default for EvalOptions {
             show_facts: false,
             enrich: false,
             rerank: None,
+            embedder: None,
         }
     }
 }
@@ -434,7 +440,13 @@ pub async fn evaluate(
     if let Some(rerank) = options.rerank {
         builder = builder.reranker_with(Arc::new(agent_memory::retrieve::TermReranker), rerank);
     }
+    if let Some(embedder) = &options.embedder {
+        builder = builder.embedder(embedder.clone());
+    }
     let memory = builder.build()?;
+    // The memory's own settings, as `recall` uses them: an embedder switches the default
+    // scoring to the weights with embedding similarity.
+    let config = memory.retriever().config().clone();
 
     let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
     for turn in turns {

@@ -100,3 +100,73 @@ async fn longmemeval_format_reads_and_scores_sessions() {
     assert!(first.sessions.iter().all(|s| s.starts_with("syn-session-")));
     assert!(report.per_category.contains_key("single-session-user"));
 }
+
+/// A provider that points every question and every small-talk turn one way and every fact
+/// another, so similarity favours exactly the turns that answer nothing. It counts the texts
+/// it embeds.
+#[derive(Debug, Default)]
+struct SmallTalk {
+    texts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl agent_memory::EmbeddingProvider for SmallTalk {
+    async fn embed(&self, text: &str) -> agent_memory::Result<Vec<f32>> {
+        self.texts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The synthetic facts are told in the first person ("I adopted ...", "My sister ...",
+        // "We went camping ..."), after the speaker's name; small talk and questions are not.
+        let fact = [": I ", ": My ", ": We "]
+            .iter()
+            .any(|opening| text.contains(opening))
+            && !text.contains("I know, right")
+            && !text.contains(": I am happy");
+        Ok(if fact { vec![0.0, 1.0] } else { vec![1.0, 0.0] })
+    }
+
+    fn dimension(&self) -> usize {
+        2
+    }
+}
+
+/// With an embedder, the eval recalls as `recall` does: the embedding channel runs and its
+/// similarity weighs in the score (the weights an embedder switches the default scoring to),
+/// so a provider that favours small talk pushes turns that answer nothing above some of the
+/// keyword matches.
+#[tokio::test]
+async fn an_embedder_takes_part_in_the_ranking() {
+    let (turns, queries) = synthetic(2, 80, 5);
+    let plain = EvalOptions {
+        keep_ranked: true,
+        ..EvalOptions::default()
+    };
+    let provider = Arc::new(SmallTalk::default());
+    let embedded = EvalOptions {
+        embedder: Some(provider.clone()),
+        ..plain.clone()
+    };
+    let without = evaluate(&turns, &queries, Arc::new(InMemoryStore::new()), &plain)
+        .await
+        .unwrap();
+    let with = evaluate(&turns, &queries, Arc::new(InMemoryStore::new()), &embedded)
+        .await
+        .unwrap();
+    let embedded_texts = provider.texts.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        embedded_texts >= turns.len() + queries.len(),
+        "every turn and every question is embedded: {embedded_texts}"
+    );
+    let moved = without
+        .ranked
+        .iter()
+        .zip(&with.ranked)
+        .filter(|(a, b)| a.turns[..5.min(a.turns.len())] != b.turns[..5.min(b.turns.len())])
+        .count();
+    assert!(moved > 0, "similarity changes some top five");
+    assert!(
+        with.overall.values["recall@10"] < without.overall.values["recall@10"],
+        "favouring small talk costs recall: {} against {}",
+        with.overall.values["recall@10"],
+        without.overall.values["recall@10"]
+    );
+}

@@ -9,7 +9,8 @@
 //!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--drop-time-words on|off] [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--no-facts]
 //!                  [--show-misses] [--show-facts]
-//!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--json FILE]
+//!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N]
+//!                  [--embeddings on|off] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
 //! ```
 //!
@@ -20,7 +21,10 @@
 //! rule-based enricher finds (the graph channel then follows the links); `--rerank on`
 //! reranks with the default `TermReranker` (`--rerank-weight W` sets its share and
 //! `--rerank-depth N` how many of the best it reorders; either turns it on). Both are off by
-//! default.
+//! default. `--embeddings on` adds the embedding channel through an OpenAI-compatible
+//! `/embeddings` service named by `AGENT_MEMORY_EMBEDDINGS_BASE_URL`, `_MODEL`, `_DIMENSION`
+//! and `_API_KEY` (`EmbeddingConfig::from_env`): every turn is embedded as it is
+//! remembered, so a haystack costs one request per turn.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,7 +38,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -81,6 +85,17 @@ fn run() -> Result<(), String> {
             "--no-facts" => options.facts = FactsConfig::off(),
             "--show-facts" => options.show_facts = true,
             "--enrich" => options.enrich = on_off(&arg, &value()?)?,
+            "--embeddings" => {
+                options.embedder = if on_off(&arg, &value()?)? {
+                    let config = agent_memory::models::EmbeddingConfig::from_env()
+                        .map_err(|e| format!("--embeddings: {e}"))?;
+                    let embedder = agent_memory::models::HttpEmbedder::new(config)
+                        .map_err(|e| format!("--embeddings: {e}"))?;
+                    Some(Arc::new(embedder) as Arc<dyn agent_memory::EmbeddingProvider>)
+                } else {
+                    None
+                };
+            }
             "--addressee" => options.config.read_addressee = on_off(&arg, &value()?)?,
             "--drop-time-words" => options.config.drop_time_words = on_off(&arg, &value()?)?,
             "--rerank" => {
@@ -192,6 +207,7 @@ fn run() -> Result<(), String> {
                         "frequency" => weights.frequency = number,
                         "recency" => weights.recency = number,
                         "context" => weights.context = number,
+                        "embedding" => weights.embedding = number,
                         other => return Err(format!("--weights: unknown signal {other}")),
                     }
                 }

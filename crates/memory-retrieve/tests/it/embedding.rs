@@ -118,15 +118,17 @@ async fn a_memory_found_by_both_channels_carries_both() {
     let memory = memory_with_concepts();
     let ns = Namespace::parse("user/both").expect("a namespace");
     let ids = remember_all(&memory, &ns).await;
+    assert_car_found_by_both(&memory, &ns, &ids[0]).await;
+}
+
+/// "my car" finds `id` first, by its keyword and by similarity, with both signals.
+async fn assert_car_found_by_both(memory: &Memory, ns: &Namespace, id: &str) {
     let found = memory
         .recall(&ns.exact(), "my car")
         .await
         .expect("recalled");
     let best = found.items.first().expect("a result");
-    assert_eq!(
-        memory_source(best).map(|m| m.id.as_str()),
-        Some(ids[0].as_str())
-    );
+    assert_eq!(memory_source(best).map(|m| m.id.as_str()), Some(id));
     assert_eq!(
         best.breakdown.channels,
         [Channel::Memory, Channel::Embedding]
@@ -139,7 +141,9 @@ async fn a_memory_found_by_both_channels_carries_both() {
     assert!(
         best.breakdown
             .value(memory_core::Signal::Embedding)
-            .is_some_and(|v| v > 0.99)
+            .is_some_and(|v| v > 0.99),
+        "{:?}",
+        best.breakdown
     );
 }
 
@@ -180,4 +184,29 @@ async fn the_retriever_switches_default_weights_only() {
         .expect("a valid config")
         .with_embedder(provider());
     assert_eq!(kept.config(), &chosen);
+}
+
+#[tokio::test]
+async fn dialogue_turns_keep_their_embeddings_for_both_channels() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("user/dialogue").expect("a namespace");
+    let mut dialogue = memory.dialogue(ns.clone());
+    let mut ids = Vec::new();
+    for (speaker, text) in [
+        ("user", "I drive an old car to work"),
+        ("assistant", "That sounds like a long commute"),
+        ("user", "We ate pizza last night"),
+    ] {
+        let turn = memory_retrieve::Turn::new(speaker, text).session("s1");
+        ids.push(dialogue.add(turn).await.expect("added").id);
+    }
+    // The first turn's context was updated with the turn after it: its embedding stays.
+    let stored = memory
+        .store()
+        .get(&ns, &ids[0])
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.embedding.as_deref(), Some(&[2.0, 0.0, 0.0, 0.0][..]));
+    assert_car_found_by_both(&memory, &ns, &ids[0]).await;
 }
