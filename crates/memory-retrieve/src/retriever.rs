@@ -224,9 +224,7 @@ impl Retriever {
                 .await?
                 .into()
         } else {
-            memory_core::text::Analyzer::default()
-                .query_terms(query)
-                .into()
+            memory_channel::question_terms(query).into()
         };
         let request = Request {
             scope,

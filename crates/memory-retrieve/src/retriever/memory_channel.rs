@@ -26,6 +26,25 @@ fn memory_filter(scope: &Scope, filter: &RecallFilter, now: DateTime<Utc>) -> Me
     memory_filter
 }
 
+/// The indefinite pronouns a question uses for what it asks about ("what did I cook
+/// *something* for", "did I tell *anyone*"): they stand for the answer, not for words a
+/// memory of it holds, and they match every memory that happens to say them.
+const PLACEHOLDER_WORDS: &str =
+    "something anything someone anyone somebody anybody somewhere anywhere";
+
+/// The search terms of a question ([`Analyzer::query_terms`](memory_core::text::Analyzer::query_terms))
+/// without its [placeholders](PLACEHOLDER_WORDS), unless they are all it says.
+pub(super) fn question_terms(query: &str) -> Vec<String> {
+    static PLACEHOLDERS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let placeholders = PLACEHOLDERS
+        .get_or_init(|| memory_core::text::Analyzer::default().query_terms(PLACEHOLDER_WORDS));
+    let mut terms = memory_core::text::Analyzer::default().query_terms(query);
+    if terms.iter().any(|term| !placeholders.contains(term)) {
+        terms.retain(|term| !placeholders.contains(term));
+    }
+    terms
+}
+
 /// The most expressions of a relative time in one query checked for memories: each check
 /// is a store call.
 const MAX_RELATIVE_TIMES: usize = 4;
@@ -47,9 +66,8 @@ pub(super) async fn search_terms(
     query: &str,
     time: Option<&crate::when::TimeRead>,
 ) -> Result<Vec<String>> {
-    let analyzer = memory_core::text::Analyzer::default();
     let Some(time) = time.filter(|time| !time.relative.is_empty()) else {
-        return Ok(analyzer.query_terms(query));
+        return Ok(question_terms(query));
     };
     let base = memory_filter(scope, filter, now);
     let mut held = Vec::new();
@@ -71,12 +89,12 @@ pub(super) async fn search_terms(
         }
     }
     if held.is_empty() {
-        return Ok(analyzer.query_terms(query));
+        return Ok(question_terms(query));
     }
-    let terms = analyzer.query_terms(&crate::when::TimeRead::blanked(query, held));
+    let terms = question_terms(&crate::when::TimeRead::blanked(query, held));
     // A query of nothing but times searches their words.
     Ok(if terms.is_empty() {
-        analyzer.query_terms(query)
+        question_terms(query)
     } else {
         terms
     })

@@ -926,3 +926,58 @@ async fn channels_contribute_candidates_for_the_results_asked() {
     .await;
     assert_eq!(found.total_found, 3);
 }
+
+/// An indefinite pronoun in a question ("something", "anyone") stands for what it asks
+/// about: it is not searched, so a memory that merely says it does not outrank the one that
+/// answers. A query of nothing but such words still searches them.
+#[tokio::test]
+async fn a_question_s_placeholder_words_are_not_searched() {
+    let ns = Namespace::parse("placeholders").unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    let now = chrono::Utc::now();
+    save_dated(
+        &store,
+        &ns,
+        now,
+        &[
+            (
+                "stew",
+                "Yesterday evening I cooked a big pot of stew for the neighbours next door",
+                MemoryKind::Episodic,
+                1,
+            ),
+            (
+                "smell",
+                "Something, something smells nice",
+                MemoryKind::Episodic,
+                1,
+            ),
+            ("hello", "Someone said hello", MemoryKind::Episodic, 1),
+        ],
+    )
+    .await;
+    let retriever = Retriever::new(store.clone());
+    let config = RetrieverConfig::default();
+    let found = retrieve(
+        &retriever,
+        &ns,
+        "Did I cook something for anyone?",
+        &RecallFilter::default(),
+        &config,
+    )
+    .await;
+    assert_eq!(
+        ids(&found),
+        ["stew"],
+        "only the memory holding a word of the question"
+    );
+    let found = retrieve(
+        &retriever,
+        &ns,
+        "something?",
+        &RecallFilter::default(),
+        &config,
+    )
+    .await;
+    assert_eq!(ids(&found), ["smell"]);
+}
