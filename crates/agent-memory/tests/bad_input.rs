@@ -637,57 +637,51 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             "role_weights",
         );
     }
-    for factor in [f32::NAN, 0.0, -0.5, 1.5, f32::INFINITY] {
-        let config = RetrieverConfig {
-            other_speaker_factor: factor,
-            ..RetrieverConfig::default()
-        };
-        invalid(
-            "other speaker factor",
-            Memory::builder()
-                .store(b.store.clone())
-                .retriever_config(config.clone())
-                .build(),
-            "other_speaker_factor",
-        );
-        invalid(
-            "other speaker factor in a recall",
-            memory
-                .retriever()
-                .retrieve_with(
-                    &ns.subtree(),
-                    "what did Melanie paint",
-                    &Default::default(),
-                    &config,
-                )
-                .await,
-            "other_speaker_factor",
-        );
-        let config = RetrieverConfig {
-            outside_time_factor: factor,
-            ..RetrieverConfig::default()
-        };
-        invalid(
-            "outside time factor",
-            Memory::builder()
-                .store(b.store.clone())
-                .retriever_config(config.clone())
-                .build(),
+    // Each factor that lowers a score is in (0, 1]: refused by name when the memory is built
+    // and when a recall is given it.
+    type WithFactor = fn(f32) -> RetrieverConfig;
+    let factors: [(&str, &str, WithFactor); 3] = [
+        ("other_speaker_factor", "what did Melanie paint", |factor| {
+            RetrieverConfig {
+                other_speaker_factor: factor,
+                ..RetrieverConfig::default()
+            }
+        }),
+        (
             "outside_time_factor",
-        );
-        invalid(
-            "outside time factor in a recall",
-            memory
-                .retriever()
-                .retrieve_with(
-                    &ns.subtree(),
-                    "what did I say yesterday",
-                    &Default::default(),
-                    &config,
-                )
-                .await,
-            "outside_time_factor",
-        );
+            "what did I say yesterday",
+            |factor| RetrieverConfig {
+                outside_time_factor: factor,
+                ..RetrieverConfig::default()
+            },
+        ),
+        ("head_question_factor", "did you ask me?", |factor| {
+            RetrieverConfig {
+                head_question_factor: factor,
+                ..RetrieverConfig::default()
+            }
+        }),
+    ];
+    for (field, query, config_with) in factors {
+        for factor in [f32::NAN, 0.0, -0.5, 1.5, f32::INFINITY] {
+            let config = config_with(factor);
+            invalid(
+                field,
+                Memory::builder()
+                    .store(b.store.clone())
+                    .retriever_config(config.clone())
+                    .build(),
+                field,
+            );
+            invalid(
+                field,
+                memory
+                    .retriever()
+                    .retrieve_with(&ns.subtree(), query, &Default::default(), &config)
+                    .await,
+                field,
+            );
+        }
     }
     let heads = [
         (101, 0.5),

@@ -146,7 +146,8 @@ pub(crate) async fn apply(
 }
 
 /// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) * score
-/// + weight * ` [`TermReranker`]'s measure, ties in their order. `known`, when given,
+/// + weight * ` [`TermReranker`]'s measure, times the [asking factor](asking_factor) of a
+/// memory whose sentences ask (`question_factor`), ties in their order. `known`, when given,
 /// tells where the query's terms stand in the items' texts, in order (see
 /// [`term_scores_of`]). Each takes the score of the
 /// place it moves to, so the scores stay in order and the same, and the move is its
@@ -164,6 +165,7 @@ pub(crate) fn reorder_head(
     items: &mut [ScoredItem],
     depth: usize,
     weight: f32,
+    question_factor: f32,
     known: &[Option<TermPositions>],
 ) {
     /// The deepest head reordered: places are kept in fixed arrays, not allocated.
@@ -192,9 +194,16 @@ pub(crate) fn reorder_head(
     for (score, item) in scores.iter_mut().zip(head.iter()) {
         *score = item.score;
     }
+    let mut asking = [1.0f32; DEEPEST];
+    if question_factor < 1.0 {
+        for &at in movable {
+            let at = usize::from(at);
+            asking[at] = asking_factor(&document(&head[at].record), question_factor);
+        }
+    }
     let key = |at: u8| {
         let at = usize::from(at);
-        (1.0 - weight) * scores[at] + weight * measures[at]
+        ((1.0 - weight) * scores[at] + weight * measures[at]) * asking[at]
     };
     let mut order = [0u8; DEEPEST];
     let order = &mut order[..moving];
@@ -234,6 +243,56 @@ pub(crate) fn reorder_head(
         });
         item.score = score;
     }
+}
+
+/// `1 - (1 - factor) * asked / said`: how much a text counts in the order of the head when
+/// `asked` of its `said` sentences are questions. A question tells less than a statement
+/// (a user asking "are there any women on her team?" against the turn before, "half of
+/// them are women"), and the turns around a statement often ask about it in its words.
+///
+/// A sentence is what ends at `.`, `!` or `?` (or the text's end) holding at least two
+/// bytes that are not ASCII white space; one that ends at `?` asks. A text without `?` is
+/// settled by one search for it; the others by one pass over their bytes.
+pub(crate) fn asking_factor(text: &str, factor: f32) -> f32 {
+    // Most texts ask nothing: a search for the byte (word at a time) settles them.
+    if factor >= 1.0 || !text.contains('?') {
+        return 1.0;
+    }
+    /// Each byte's class: 0 text, 1 white space, 2 a stop that tells, 3 a stop that asks.
+    const CLASS: [u8; 256] = {
+        let mut class = [0u8; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            class[byte] = match byte as u8 {
+                b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => 1,
+                b'.' | b'!' => 2,
+                b'?' => 3,
+                _ => 0,
+            };
+            byte += 1;
+        }
+        class
+    };
+    let (mut said, mut asked) = (0u32, 0u32);
+    let mut solid = 0u32;
+    for &byte in text.as_bytes() {
+        let class = CLASS[usize::from(byte)];
+        solid = solid.saturating_add(u32::from(class != 1));
+        if class >= 2 {
+            if solid > 1 {
+                said += 1;
+                asked += u32::from(class == 3);
+            }
+            solid = 0;
+        }
+    }
+    if solid > 1 {
+        said += 1;
+    }
+    if asked == 0 {
+        return 1.0;
+    }
+    1.0 - (1.0 - factor) * asked as f32 / said as f32
 }
 
 /// Whether [`reorder_head`] may move `item`: a memory indexed with a context, not marked
@@ -519,7 +578,7 @@ mod tests {
             let depth = next(14) as usize;
             let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
             let expected = reordered_by_definition(&terms, &items, depth, weight);
-            reorder_head(&terms, &mut items, depth, weight, &[]);
+            reorder_head(&terms, &mut items, depth, weight, 1.0, &[]);
             assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
         }
     }
@@ -538,6 +597,7 @@ mod tests {
             &mut items,
             3,
             0.5,
+            1.0,
             &[],
         );
         assert_eq!(
@@ -555,6 +615,85 @@ mod tests {
         let first = &items[0].breakdown;
         assert!((first.contribution(Signal::Rerank).unwrap() - 0.05).abs() < 1e-6);
         assert!(items[3].breakdown.value(Signal::Rerank).is_none());
+    }
+
+    /// The asking factor as defined: the text split after each `.`, `!` and `?`, the
+    /// pieces of at least two bytes once trimmed of ASCII white space are sentences, those
+    /// ending in `?` ask.
+    fn asking_by_definition(text: &str, factor: f32) -> f32 {
+        let pieces: Vec<&str> = text
+            .split_inclusive(['.', '!', '?'])
+            .map(|piece| piece.trim_matches(|c: char| c.is_ascii_whitespace()))
+            .filter(|piece| piece.len() > 1)
+            .collect();
+        let asked = pieces.iter().filter(|piece| piece.ends_with('?')).count();
+        if asked == 0 {
+            return 1.0;
+        }
+        1.0 - (1.0 - factor) * asked as f32 / pieces.len() as f32
+    }
+
+    #[test]
+    fn the_asking_factor_counts_the_sentences_that_ask() {
+        let cases = [
+            ("Half of them are women.", 1.0),
+            ("Are there any women on her team?", 0.5),
+            ("That's great! Are there any women on her team?", 0.75),
+            ("[8 May 2023] Ann: Really?! Tell me more. Why? How?", 0.625),
+            ("", 1.0),
+            ("?", 1.0),
+            ("... ? !", 1.0),
+            ("Dr. Patel? Yes", 1.0 - 0.5 / 3.0),
+            ("Ça va? Très bien, merci.", 0.75),
+        ];
+        for (text, expected) in cases {
+            let factor = asking_factor(text, 0.5);
+            assert!((factor - expected).abs() < 1e-6, "{text:?}: {factor}");
+            assert_eq!(factor, asking_by_definition(text, 0.5), "{text:?}");
+        }
+        assert_eq!(asking_factor("Why not?", 1.0), 1.0, "1 turns it off");
+        // Any text, bytes of every kind around the stops.
+        let alphabet = [
+            "a", "é", " ", "\n", ".", "?", "!", "漢", "b?", "...", "\t", "\u{a0}",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let text: String = (0..seed % 24)
+                .map(|at| alphabet[((seed >> (at % 60)) % alphabet.len() as u64) as usize])
+                .collect();
+            assert_eq!(
+                asking_factor(&text, 0.75),
+                asking_by_definition(&text, 0.75),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_question_yields_the_head_to_the_statement_it_repeats() {
+        let query = "women on her team";
+        let terms = Analyzer::default().query_terms(query);
+        let head = || {
+            vec![
+                scored("Are there any women on her team?", 0.9, false),
+                scored("Half of her team are women.", 0.88, false),
+            ]
+        };
+        let mut items = head();
+        reorder_head(&terms, &mut items, 3, 0.5, 1.0, &[]);
+        assert_eq!(
+            texts(&items)[0],
+            "Are there any women on her team?",
+            "without the factor the question keeps the first place"
+        );
+        let mut items = head();
+        reorder_head(&terms, &mut items, 3, 0.5, 0.75, &[]);
+        assert_eq!(texts(&items)[0], "Half of her team are women.");
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.88], "the scores stay with the places");
     }
 
     #[test]
@@ -577,6 +716,7 @@ mod tests {
             &mut items,
             3,
             0.5,
+            1.0,
             &[],
         );
         assert_eq!(
@@ -599,6 +739,7 @@ mod tests {
             &Analyzer::default().query_terms(query),
             &mut items,
             4,
+            1.0,
             1.0,
             &[],
         );

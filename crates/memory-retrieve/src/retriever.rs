@@ -24,11 +24,12 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_RERANK_DEPTH,
-    DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR,
-    DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-    MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES,
-    MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig,
+    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUESTION_FACTOR,
+    DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES,
+    DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES,
+    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT,
+    MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy,
+    RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -303,6 +304,7 @@ impl Retriever {
                     &mut items,
                     config.head_rerank_depth,
                     config.head_rerank_weight,
+                    config.head_question_factor,
                     &known,
                 );
                 items.truncate(config.max_results);
