@@ -683,6 +683,20 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             );
         }
     }
+    for bonus in [f32::NAN, -0.1, 1.5, f32::INFINITY] {
+        let config = RetrieverConfig {
+            head_quantity_bonus: bonus,
+            ..RetrieverConfig::default()
+        };
+        invalid(
+            "head quantity bonus",
+            memory
+                .retriever()
+                .retrieve_with(&ns.subtree(), "how many?", &Default::default(), &config)
+                .await,
+            "head_quantity_bonus",
+        );
+    }
     let heads = [
         (101, 0.5),
         (3, f32::NAN),

@@ -29,6 +29,7 @@ mod keywords;
 mod knowledge_upkeep;
 mod memory;
 mod prompt;
+mod quantity;
 mod rerank;
 mod retriever;
 pub mod scoring;
@@ -63,14 +64,15 @@ pub use crate::{
         SPEAKER_METADATA_KEY, Turn,
     },
     prompt::estimate_tokens,
+    quantity::asks_for_quantity,
     rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
-        CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUESTION_FACTOR,
-        DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES,
-        DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES,
-        MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT,
-        MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy, Retriever,
-        RetrieverConfig, STALE_FACTOR,
+        CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUANTITY_BONUS,
+        DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
+        DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
+        MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH,
+        MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView,
+        RetrievalStrategy, Retriever, RetrieverConfig, STALE_FACTOR,
     },
     scoring::{ScoreWeights, ScoringStrategy, Signals},
     when::{TimeWindow, time_window},

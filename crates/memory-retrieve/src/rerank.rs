@@ -147,7 +147,8 @@ pub(crate) async fn apply(
 
 /// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) * score
 /// + weight * ` [`TermReranker`]'s measure, times the [asking factor](asking_factor) of a
-/// memory whose sentences ask (`question_factor`), ties in their order. `known`, when given,
+/// memory whose sentences ask, plus the number bonus ([`HeadOrder`]), ties in their order.
+/// `known`, when given,
 /// tells where the query's terms stand in the items' texts, in order (see
 /// [`term_scores_of`]). Each takes the score of the
 /// place it moves to, so the scores stay in order and the same, and the move is its
@@ -160,14 +161,43 @@ pub(crate) async fn apply(
 /// ([`Signal::Stale`]: ended, or the older of two conflicting or answering facts): the old
 /// wording of a fact often holds the question's words better than the update ("lives in
 /// Paris" against "moved to Berlin"), and must not climb back above it.
+/// How [`reorder_head`] orders the head: the `depth` first results by `(1 - weight) *
+/// score + weight * term measure`, times the [asking factor](asking_factor) of
+/// `question_factor`, plus `number_bonus` for a result that [holds a
+/// number](crate::quantity::holds_number) (0 unless the query asks for a quantity).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeadOrder {
+    pub(crate) depth: usize,
+    pub(crate) weight: f32,
+    pub(crate) question_factor: f32,
+    pub(crate) number_bonus: f32,
+}
+
+impl HeadOrder {
+    /// By the term measure alone: no question factor, no number bonus.
+    #[cfg(test)]
+    pub(crate) fn by_terms(depth: usize, weight: f32) -> Self {
+        Self {
+            depth,
+            weight,
+            question_factor: 1.0,
+            number_bonus: 0.0,
+        }
+    }
+}
+
 pub(crate) fn reorder_head(
     query_terms: &[String],
     items: &mut [ScoredItem],
-    depth: usize,
-    weight: f32,
-    question_factor: f32,
+    order_by: HeadOrder,
     known: &[Option<TermPositions>],
 ) {
+    let HeadOrder {
+        depth,
+        weight,
+        question_factor,
+        number_bonus,
+    } = order_by;
     /// The deepest head reordered: places are kept in fixed arrays, not allocated.
     const DEEPEST: usize = 128;
     const _: () = assert!(crate::retriever::MAX_HEAD_RERANK_DEPTH <= DEEPEST);
@@ -195,15 +225,20 @@ pub(crate) fn reorder_head(
         *score = item.score;
     }
     let mut asking = [1.0f32; DEEPEST];
-    if question_factor < 1.0 {
+    let mut bonus = [0.0f32; DEEPEST];
+    if question_factor < 1.0 || number_bonus > 0.0 {
         for &at in movable {
             let at = usize::from(at);
-            asking[at] = asking_factor(&document(&head[at].record), question_factor);
+            let text = document(&head[at].record);
+            asking[at] = asking_factor(&text, question_factor);
+            if number_bonus > 0.0 && crate::quantity::holds_number(&text) {
+                bonus[at] = number_bonus;
+            }
         }
     }
     let key = |at: u8| {
         let at = usize::from(at);
-        ((1.0 - weight) * scores[at] + weight * measures[at]) * asking[at]
+        ((1.0 - weight) * scores[at] + weight * measures[at]) * asking[at] + bonus[at]
     };
     let mut order = [0u8; DEEPEST];
     let order = &mut order[..moving];
@@ -578,7 +613,7 @@ mod tests {
             let depth = next(14) as usize;
             let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
             let expected = reordered_by_definition(&terms, &items, depth, weight);
-            reorder_head(&terms, &mut items, depth, weight, 1.0, &[]);
+            reorder_head(&terms, &mut items, HeadOrder::by_terms(depth, weight), &[]);
             assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
         }
     }
@@ -595,9 +630,7 @@ mod tests {
         reorder_head(
             &Analyzer::default().query_terms(query),
             &mut items,
-            3,
-            0.5,
-            1.0,
+            HeadOrder::by_terms(3, 0.5),
             &[],
         );
         assert_eq!(
@@ -683,17 +716,55 @@ mod tests {
             ]
         };
         let mut items = head();
-        reorder_head(&terms, &mut items, 3, 0.5, 1.0, &[]);
+        reorder_head(&terms, &mut items, HeadOrder::by_terms(3, 0.5), &[]);
         assert_eq!(
             texts(&items)[0],
             "Are there any women on her team?",
             "without the factor the question keeps the first place"
         );
         let mut items = head();
-        reorder_head(&terms, &mut items, 3, 0.5, 0.75, &[]);
+        let asking = HeadOrder {
+            question_factor: 0.75,
+            ..HeadOrder::by_terms(3, 0.5)
+        };
+        reorder_head(&terms, &mut items, asking, &[]);
         assert_eq!(texts(&items)[0], "Half of her team are women.");
         let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
         assert_eq!(scores, [0.9, 0.88], "the scores stay with the places");
+    }
+
+    #[test]
+    fn a_number_lifts_a_result_of_the_head_by_its_bonus() {
+        let terms = Analyzer::default().query_terms("how many women are on her team");
+        let head = || {
+            vec![
+                scored("[1 May 2023] Ann: I like the women on her team", 0.9, false),
+                scored(
+                    "[1 May 2023] Ann: her team has 10 people, half women",
+                    0.89,
+                    false,
+                ),
+            ]
+        };
+        let mut items = head();
+        reorder_head(&terms, &mut items, HeadOrder::by_terms(3, 0.5), &[]);
+        assert!(
+            texts(&items)[0].contains("I like"),
+            "no bonus: the order stands"
+        );
+        let mut items = head();
+        let with_numbers = HeadOrder {
+            number_bonus: 0.1,
+            ..HeadOrder::by_terms(3, 0.5)
+        };
+        reorder_head(&terms, &mut items, with_numbers, &[]);
+        assert!(
+            texts(&items)[0].contains("10 people"),
+            "{:?}",
+            texts(&items)
+        );
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.89]);
     }
 
     #[test]
@@ -714,9 +785,7 @@ mod tests {
         reorder_head(
             &Analyzer::default().query_terms(query),
             &mut items,
-            3,
-            0.5,
-            1.0,
+            HeadOrder::by_terms(3, 0.5),
             &[],
         );
         assert_eq!(
@@ -738,9 +807,7 @@ mod tests {
         reorder_head(
             &Analyzer::default().query_terms(query),
             &mut items,
-            4,
-            1.0,
-            1.0,
+            HeadOrder::by_terms(4, 1.0),
             &[],
         );
         let order = texts(&items);

@@ -24,12 +24,12 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUESTION_FACTOR,
-    DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES,
-    DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion, MAX_CONTEXT_SOURCES,
-    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT,
-    MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy,
-    RetrieverConfig,
+    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUANTITY_BONUS,
+    DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
+    DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
+    MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH,
+    MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView,
+    RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -299,14 +299,19 @@ impl Retriever {
                     &request.terms,
                 )
                 .await;
-                crate::rerank::reorder_head(
-                    &request.terms,
-                    &mut items,
-                    config.head_rerank_depth,
-                    config.head_rerank_weight,
-                    config.head_question_factor,
-                    &known,
-                );
+                let order_by = crate::rerank::HeadOrder {
+                    depth: config.head_rerank_depth,
+                    weight: config.head_rerank_weight,
+                    question_factor: config.head_question_factor,
+                    number_bonus: if config.head_quantity_bonus > 0.0
+                        && crate::quantity::asks_for_quantity(query)
+                    {
+                        config.head_quantity_bonus
+                    } else {
+                        0.0
+                    },
+                };
+                crate::rerank::reorder_head(&request.terms, &mut items, order_by, &known);
                 items.truncate(config.max_results);
                 (items, total_found)
             }

@@ -220,6 +220,15 @@ pub struct RetrieverConfig {
     /// head it lifted R@1 on both (chosen by cross-validation over both; every change tried
     /// is in `benches/README.md`).
     pub head_question_factor: f32,
+    /// What a result of the head that states a number (a digit in its own words) gains in
+    /// the head's order when the query asks for a quantity ("how many", "how much", "how
+    /// often", "number of"; [`asks_for_quantity`](crate::asks_for_quantity)), in `[0, 1]`,
+    /// added to its key. 0 turns it off. Default 0.1 ([`DEFAULT_HEAD_QUANTITY_BONUS`]).
+    ///
+    /// The answer to "how many women are on her team?" states a number ("a team of 10,
+    /// half of them women"), and the turns around it often repeat the question's words
+    /// without one. Like the question factor, it orders the head only.
+    pub head_quantity_bonus: f32,
 }
 
 /// Deepest [`RetrieverConfig::head_rerank_depth`].
@@ -233,6 +242,9 @@ pub const DEFAULT_HEAD_RERANK_WEIGHT: f32 = 0.5;
 
 /// Default [`RetrieverConfig::head_question_factor`].
 pub const DEFAULT_HEAD_QUESTION_FACTOR: f32 = 0.75;
+
+/// Default [`RetrieverConfig::head_quantity_bonus`].
+pub const DEFAULT_HEAD_QUANTITY_BONUS: f32 = 0.1;
 
 /// Candidates per result a channel contributes at most (see
 /// [`RetrieverConfig::candidates_for`]).
@@ -285,6 +297,7 @@ impl Default for RetrieverConfig {
             head_rerank_depth: DEFAULT_HEAD_RERANK_DEPTH,
             head_rerank_weight: DEFAULT_HEAD_RERANK_WEIGHT,
             head_question_factor: DEFAULT_HEAD_QUESTION_FACTOR,
+            head_quantity_bonus: DEFAULT_HEAD_QUANTITY_BONUS,
         }
     }
 }
@@ -365,6 +378,7 @@ impl RetrieverConfig {
         }
         memory_core::backend::validate_unit("head_rerank_weight", self.head_rerank_weight)?;
         lowering_factor("head_question_factor", self.head_question_factor)?;
+        memory_core::backend::validate_unit("head_quantity_bonus", self.head_quantity_bonus)?;
         if self.max_query_bytes == 0 {
             return Err(MemoryError::invalid(
                 "max_query_bytes",
