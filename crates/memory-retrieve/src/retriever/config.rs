@@ -191,7 +191,7 @@ pub struct RetrieverConfig {
     /// How many of the best results are put in order again by how fully and how closely
     /// their own text holds the query's words ([`TermReranker`](crate::TermReranker)'s
     /// measure), when no reranker is set; 0 turns it off, at most
-    /// [`MAX_HEAD_RERANK_DEPTH`]. Default 3.
+    /// [`MAX_HEAD_RERANK_DEPTH`]. Default 4.
     ///
     /// A search scores a memory by its text and the turns around it (its context), so the
     /// turn that says something and the turn next to it score alike: the question is which
@@ -235,7 +235,7 @@ pub struct RetrieverConfig {
 pub const MAX_HEAD_RERANK_DEPTH: usize = 100;
 
 /// Default [`RetrieverConfig::head_rerank_depth`].
-pub const DEFAULT_HEAD_RERANK_DEPTH: usize = 3;
+pub const DEFAULT_HEAD_RERANK_DEPTH: usize = 4;
 
 /// Default [`RetrieverConfig::head_rerank_weight`].
 pub const DEFAULT_HEAD_RERANK_WEIGHT: f32 = 0.5;
