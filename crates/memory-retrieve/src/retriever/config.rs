@@ -205,7 +205,9 @@ pub struct RetrieverConfig {
     /// results the search had right.
     pub head_rerank_depth: usize,
     /// The term measure's share of the order among the head, in `[0, 1]`: the head is
-    /// ordered by `(1 - weight) * score + weight * term measure`. Default 0.5.
+    /// ordered by `(1 - weight) * score + weight * term measure` (then weighed by
+    /// [`head_question_factor`](Self::head_question_factor) and
+    /// [`head_quantity_bonus`](Self::head_quantity_bonus)). Default 0.5.
     pub head_rerank_weight: f32,
     /// How much a result of the head whose every sentence asks a question counts in the
     /// head's order, in `(0, 1]`: its key is multiplied by `1 - (1 - factor) * share`, the

@@ -1,0 +1,505 @@
+//! The head of a fused ranking put in order again without a model ([`reorder_head`]): by
+//! [`TermReranker`](super::TermReranker)'s measure of each result's own text, a question
+//! counting less than a statement and, for a question asking for a quantity, a number
+//! counting more.
+
+use memory_core::{RetrievalSource, ScoredItem, Signal, SignalScore, TermPositions};
+
+use super::{document, documents, term_scores_of};
+
+/// How [`reorder_head`] orders the head: the `depth` first results by `(1 - weight) *
+/// score + weight * term measure`, times the [asking factor](asking_factor) of
+/// `question_factor`, plus `number_bonus` for a result that [holds a
+/// number](crate::quantity::holds_number) (0 unless the query asks for a quantity).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeadOrder {
+    pub(crate) depth: usize,
+    pub(crate) weight: f32,
+    pub(crate) question_factor: f32,
+    pub(crate) number_bonus: f32,
+}
+
+impl HeadOrder {
+    /// By the term measure alone: no question factor, no number bonus.
+    #[cfg(test)]
+    pub(crate) fn by_terms(depth: usize, weight: f32) -> Self {
+        Self {
+            depth,
+            weight,
+            question_factor: 1.0,
+            number_bonus: 0.0,
+        }
+    }
+}
+
+/// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) *
+/// score + weight * ` [`TermReranker`](super::TermReranker)'s measure, times the [asking
+/// factor](asking_factor) of a memory whose sentences ask, plus the number bonus
+/// ([`HeadOrder`]), ties in their order. `known`, when given, tells where the query's
+/// terms stand in the items' texts, in order (see [`term_scores_of`]). Each takes the score
+/// of the place it moves to, so the scores stay in order and the same, and the move is its
+/// [`Signal::Rerank`] contribution (its measure the value).
+///
+/// Only memories indexed with a [context](memory_core::MemoryItem::context) move: the
+/// reordering tells a text from the neighbours it was found through, and a memory searched
+/// by its own text alone was already ranked by it. The others keep their places and the
+/// movable ones are reordered among the remaining places. So does a memory marked stale
+/// ([`Signal::Stale`]: ended, or the older of two conflicting or answering facts): the old
+/// wording of a fact often holds the question's words better than the update ("lives in
+/// Paris" against "moved to Berlin"), and must not climb back above it.
+pub(crate) fn reorder_head(
+    query_terms: &[String],
+    items: &mut [ScoredItem],
+    order_by: HeadOrder,
+    known: &[Option<TermPositions>],
+) {
+    let HeadOrder {
+        depth,
+        weight,
+        question_factor,
+        number_bonus,
+    } = order_by;
+    /// The deepest head reordered: places are kept in fixed arrays, not allocated.
+    const DEEPEST: usize = 128;
+    const _: () = assert!(crate::retriever::MAX_HEAD_RERANK_DEPTH <= DEEPEST);
+    let head_len = depth.min(items.len()).min(DEEPEST);
+    if head_len < 2 {
+        return;
+    }
+    let head = &mut items[..head_len];
+    // The places whose results may move, best first.
+    let mut movable = [0u8; DEEPEST];
+    let mut moving = 0;
+    for (at, item) in head.iter().enumerate() {
+        if movable_in_head(item) {
+            movable[moving] = at as u8;
+            moving += 1;
+        }
+    }
+    let movable = &movable[..moving];
+    if movable.len() < 2 {
+        return;
+    }
+    let measures = term_scores_of(query_terms, &documents(head), known);
+    let mut scores = [0.0f32; DEEPEST];
+    for (score, item) in scores.iter_mut().zip(head.iter()) {
+        *score = item.score;
+    }
+    let mut asking = [1.0f32; DEEPEST];
+    let mut bonus = [0.0f32; DEEPEST];
+    if question_factor < 1.0 || number_bonus > 0.0 {
+        for &at in movable {
+            let at = usize::from(at);
+            let text = document(&head[at].record);
+            asking[at] = asking_factor(&text, question_factor);
+            if number_bonus > 0.0 && crate::quantity::holds_number(&text) {
+                bonus[at] = number_bonus;
+            }
+        }
+    }
+    let key = |at: u8| {
+        let at = usize::from(at);
+        ((1.0 - weight) * scores[at] + weight * measures[at]) * asking[at] + bonus[at]
+    };
+    let mut order = [0u8; DEEPEST];
+    let order = &mut order[..moving];
+    order.copy_from_slice(movable);
+    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+    // `from[place]`: the place whose result takes `place`.
+    let mut from = [0u8; DEEPEST];
+    for (place, slot) in from.iter_mut().enumerate().take(head_len) {
+        *slot = place as u8;
+    }
+    for (&place, &moved) in movable.iter().zip(order.iter()) {
+        from[usize::from(place)] = moved;
+    }
+    // The permutation applied in place, one cycle at a time: each swap puts its final
+    // result at `place`.
+    let mut done = [false; DEEPEST];
+    for start in 0..head_len {
+        let mut place = start;
+        while !done[place] {
+            done[place] = true;
+            let next = usize::from(from[place]);
+            if next == start {
+                break;
+            }
+            head.swap(place, next);
+            place = next;
+        }
+    }
+    for &place in movable {
+        let place = usize::from(place);
+        let item = &mut head[place];
+        let score = scores[place];
+        item.breakdown.signals.push(SignalScore {
+            name: Signal::Rerank,
+            value: measures[usize::from(from[place])],
+            contribution: score - item.score,
+        });
+        item.score = score;
+    }
+}
+
+/// `1 - (1 - factor) * asked / said`: how much a text counts in the order of the head when
+/// `asked` of its `said` sentences are questions. A question tells less than a statement
+/// (a user asking "are there any women on her team?" against the turn before, "half of
+/// them are women"), and the turns around a statement often ask about it in its words.
+///
+/// A sentence is what ends at `.`, `!` or `?` (or the text's end) holding at least two
+/// bytes that are not ASCII white space; one that ends at `?` asks. A text without `?` is
+/// settled by one search for it; the others by one pass over their bytes.
+pub(crate) fn asking_factor(text: &str, factor: f32) -> f32 {
+    // Most texts ask nothing: a search for the byte (word at a time) settles them.
+    if factor >= 1.0 || !text.contains('?') {
+        return 1.0;
+    }
+    /// Each byte's class: 0 text, 1 white space, 2 a stop that tells, 3 a stop that asks.
+    const CLASS: [u8; 256] = {
+        let mut class = [0u8; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            class[byte] = match byte as u8 {
+                b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => 1,
+                b'.' | b'!' => 2,
+                b'?' => 3,
+                _ => 0,
+            };
+            byte += 1;
+        }
+        class
+    };
+    let (mut said, mut asked) = (0u32, 0u32);
+    let mut solid = 0u32;
+    for &byte in text.as_bytes() {
+        let class = CLASS[usize::from(byte)];
+        solid = solid.saturating_add(u32::from(class != 1));
+        if class >= 2 {
+            if solid > 1 {
+                said += 1;
+                asked += u32::from(class == 3);
+            }
+            solid = 0;
+        }
+    }
+    if solid > 1 {
+        said += 1;
+    }
+    if asked == 0 {
+        return 1.0;
+    }
+    1.0 - (1.0 - factor) * asked as f32 / said as f32
+}
+
+/// Whether [`reorder_head`] may move `item`: a memory indexed with a context, not marked
+/// stale.
+pub(crate) fn movable_in_head(item: &ScoredItem) -> bool {
+    matches!(&item.record, RetrievalSource::Memory(memory) if !memory.context().is_empty())
+        && item.breakdown.value(Signal::Stale).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use memory_core::text::Analyzer;
+    use memory_core::{MemoryItem, Namespace, ScoreBreakdown};
+
+    use super::*;
+
+    fn scored(text: &str, score: f32, stale: bool) -> ScoredItem {
+        let item = MemoryItem::new(Namespace::parse("t").unwrap(), text)
+            .unwrap()
+            .with_context("the turns around it");
+        let mut breakdown = ScoreBreakdown::default();
+        if stale {
+            breakdown.signals.push(SignalScore {
+                name: Signal::Stale,
+                value: 0.5,
+                contribution: -0.1,
+            });
+        }
+        ScoredItem {
+            record: RetrievalSource::Memory(Arc::new(item)),
+            score,
+            breakdown,
+        }
+    }
+
+    fn texts(items: &[ScoredItem]) -> Vec<&str> {
+        items
+            .iter()
+            .map(|item| match &item.record {
+                RetrievalSource::Memory(item) => item.content.as_str(),
+                _ => "",
+            })
+            .collect()
+    }
+
+    /// Each place's text and score.
+    fn placed(items: &[ScoredItem]) -> Vec<(String, f32)> {
+        texts(items)
+            .into_iter()
+            .zip(items.iter().map(|item| item.score))
+            .map(|(text, score)| (text.to_owned(), score))
+            .collect()
+    }
+
+    /// The reordering as its documentation states it: the movable results sorted by
+    /// `(1 - weight) * score + weight * measure` (ties in their order) take the movable
+    /// places in order, each with its place's score; the others stay.
+    fn reordered_by_definition(
+        terms: &[String],
+        items: &[ScoredItem],
+        depth: usize,
+        weight: f32,
+    ) -> Vec<(String, f32)> {
+        let depth = depth.min(items.len());
+        let measures = term_scores_of(terms, &documents(&items[..depth]), &[]);
+        let movable: Vec<usize> = (0..depth)
+            .filter(|&at| items[at].breakdown.value(Signal::Stale).is_none())
+            .collect();
+        let key = |at: usize| (1.0 - weight) * items[at].score + weight * measures[at];
+        let mut order = movable.clone();
+        order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+        let mut out = placed(items);
+        if movable.len() >= 2 {
+            for (&place, &moved) in movable.iter().zip(&order) {
+                out[place].0 = texts(items)[moved].to_owned();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_head_is_reordered_as_defined_for_any_depth_and_staleness() {
+        let words = [
+            "caroline", "adoption", "agency", "painted", "lake", "sunrise", "we", "hours",
+        ];
+        let terms = Analyzer::default().query_terms("Caroline adoption agency painted sunrise");
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..500 {
+            let count = 1 + next(12) as usize;
+            let mut items: Vec<ScoredItem> = (0..count)
+                .map(|at| {
+                    let text: Vec<&str> = (0..1 + next(8))
+                        .map(|_| words[next(words.len() as u64) as usize])
+                        .collect();
+                    scored(&text.join(" "), 1.0 - at as f32 * 0.05, next(5) == 0)
+                })
+                .collect();
+            let depth = next(14) as usize;
+            let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
+            let expected = reordered_by_definition(&terms, &items, depth, weight);
+            reorder_head(&terms, &mut items, HeadOrder::by_terms(depth, weight), &[]);
+            assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
+        }
+    }
+
+    #[test]
+    fn the_head_is_reordered_and_keeps_its_scores() {
+        let query = "Caroline adoption agency";
+        let mut items = vec![
+            scored("we talked for hours", 0.9, false),
+            scored("Caroline called the adoption agency", 0.85, false),
+            scored("Caroline said hello", 0.8, false),
+            scored("the adoption agency Caroline chose", 0.7, false),
+        ];
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            HeadOrder::by_terms(3, 0.5),
+            &[],
+        );
+        assert_eq!(
+            texts(&items),
+            [
+                "Caroline called the adoption agency",
+                "Caroline said hello",
+                "we talked for hours",
+                "the adoption agency Caroline chose",
+            ],
+            "the head of three reordered, the fourth left where it was"
+        );
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.85, 0.8, 0.7]);
+        let first = &items[0].breakdown;
+        assert!((first.contribution(Signal::Rerank).unwrap() - 0.05).abs() < 1e-6);
+        assert!(items[3].breakdown.value(Signal::Rerank).is_none());
+    }
+
+    /// The asking factor as defined: the text split after each `.`, `!` and `?`, the
+    /// pieces of at least two bytes once trimmed of ASCII white space are sentences, those
+    /// ending in `?` ask.
+    fn asking_by_definition(text: &str, factor: f32) -> f32 {
+        let pieces: Vec<&str> = text
+            .split_inclusive(['.', '!', '?'])
+            .map(|piece| piece.trim_matches(|c: char| c.is_ascii_whitespace()))
+            .filter(|piece| piece.len() > 1)
+            .collect();
+        let asked = pieces.iter().filter(|piece| piece.ends_with('?')).count();
+        if asked == 0 {
+            return 1.0;
+        }
+        1.0 - (1.0 - factor) * asked as f32 / pieces.len() as f32
+    }
+
+    #[test]
+    fn the_asking_factor_counts_the_sentences_that_ask() {
+        let cases = [
+            ("Half of them are women.", 1.0),
+            ("Are there any women on her team?", 0.5),
+            ("That's great! Are there any women on her team?", 0.75),
+            ("[8 May 2023] Ann: Really?! Tell me more. Why? How?", 0.625),
+            ("", 1.0),
+            ("?", 1.0),
+            ("... ? !", 1.0),
+            ("Dr. Patel? Yes", 1.0 - 0.5 / 3.0),
+            ("Ça va? Très bien, merci.", 0.75),
+        ];
+        for (text, expected) in cases {
+            let factor = asking_factor(text, 0.5);
+            assert!((factor - expected).abs() < 1e-6, "{text:?}: {factor}");
+            assert_eq!(factor, asking_by_definition(text, 0.5), "{text:?}");
+        }
+        assert_eq!(asking_factor("Why not?", 1.0), 1.0, "1 turns it off");
+        // Any text, bytes of every kind around the stops.
+        let alphabet = [
+            "a", "é", " ", "\n", ".", "?", "!", "漢", "b?", "...", "\t", "\u{a0}",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let text: String = (0..seed % 24)
+                .map(|at| alphabet[((seed >> (at % 60)) % alphabet.len() as u64) as usize])
+                .collect();
+            assert_eq!(
+                asking_factor(&text, 0.75),
+                asking_by_definition(&text, 0.75),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_question_yields_the_head_to_the_statement_it_repeats() {
+        let query = "women on her team";
+        let terms = Analyzer::default().query_terms(query);
+        let head = || {
+            vec![
+                scored("Are there any women on her team?", 0.9, false),
+                scored("Half of her team are women.", 0.88, false),
+            ]
+        };
+        let mut items = head();
+        reorder_head(&terms, &mut items, HeadOrder::by_terms(3, 0.5), &[]);
+        assert_eq!(
+            texts(&items)[0],
+            "Are there any women on her team?",
+            "without the factor the question keeps the first place"
+        );
+        let mut items = head();
+        let asking = HeadOrder {
+            question_factor: 0.75,
+            ..HeadOrder::by_terms(3, 0.5)
+        };
+        reorder_head(&terms, &mut items, asking, &[]);
+        assert_eq!(texts(&items)[0], "Half of her team are women.");
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.88], "the scores stay with the places");
+    }
+
+    #[test]
+    fn a_number_lifts_a_result_of_the_head_by_its_bonus() {
+        let terms = Analyzer::default().query_terms("how many women are on her team");
+        let head = || {
+            vec![
+                scored("[1 May 2023] Ann: I like the women on her team", 0.9, false),
+                scored(
+                    "[1 May 2023] Ann: her team has 10 people, half women",
+                    0.89,
+                    false,
+                ),
+            ]
+        };
+        let mut items = head();
+        reorder_head(&terms, &mut items, HeadOrder::by_terms(3, 0.5), &[]);
+        assert!(
+            texts(&items)[0].contains("I like"),
+            "no bonus: the order stands"
+        );
+        let mut items = head();
+        let with_numbers = HeadOrder {
+            number_bonus: 0.1,
+            ..HeadOrder::by_terms(3, 0.5)
+        };
+        reorder_head(&terms, &mut items, with_numbers, &[]);
+        assert!(
+            texts(&items)[0].contains("10 people"),
+            "{:?}",
+            texts(&items)
+        );
+        let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+        assert_eq!(scores, [0.9, 0.89]);
+    }
+
+    #[test]
+    fn a_memory_without_context_keeps_its_place_in_the_head() {
+        let query = "Caroline adoption agency";
+        let plain = |text: &str, score: f32| {
+            let item = MemoryItem::new(Namespace::parse("t").unwrap(), text).unwrap();
+            ScoredItem {
+                record: RetrievalSource::Memory(Arc::new(item)),
+                score,
+                breakdown: ScoreBreakdown::default(),
+            }
+        };
+        let mut items = vec![
+            plain("we talked for hours", 0.9),
+            plain("Caroline called the adoption agency", 0.85),
+        ];
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            HeadOrder::by_terms(3, 0.5),
+            &[],
+        );
+        assert_eq!(
+            texts(&items),
+            ["we talked for hours", "Caroline called the adoption agency"]
+        );
+        assert!(items[0].breakdown.value(Signal::Rerank).is_none());
+    }
+
+    #[test]
+    fn a_stale_result_keeps_its_place_in_the_head() {
+        let query = "where does the user live";
+        let mut items = vec![
+            scored("the user moved to Berlin", 0.5, false),
+            scored("the user lives in Paris", 0.49, true),
+            scored("nothing here", 0.48, false),
+            scored("the user loves to live well", 0.47, false),
+        ];
+        reorder_head(
+            &Analyzer::default().query_terms(query),
+            &mut items,
+            HeadOrder::by_terms(4, 1.0),
+            &[],
+        );
+        let order = texts(&items);
+        assert_eq!(order[1], "the user lives in Paris");
+        assert!(items[1].breakdown.value(Signal::Rerank).is_none());
+        assert_eq!(order[0], "the user loves to live well");
+        let mut moved = order.clone();
+        moved.sort_unstable();
+        assert_eq!(moved.len(), 4);
+    }
+}
