@@ -6,7 +6,9 @@
 //!                  [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph]
 //!                  [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf]
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
-//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--drop-time-words on|off] [--other-speaker-factor F] [--outside-time-factor F]
+//!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off]
+//!                  [--role-weight-about-agent ROLE=W] [--drop-time-words on|off]
+//!                  [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-quantity-bonus B] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N]
@@ -38,7 +40,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-quantity-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-quantity-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -126,19 +128,22 @@ fn run() -> Result<(), String> {
             "--no-date" => options.format = TextFormat::Speaker,
             "--show-misses" => options.show_misses = true,
             "--no-context" => options.turn_context = false,
-            "--role-weight" => {
+            "--role-weight" | "--role-weight-about-agent" => {
                 // ROLE=WEIGHT, e.g. assistant=0.8; a weight of 1 removes the role's entry.
                 let spec = value()?;
                 let (role, weight) = spec
                     .split_once('=')
-                    .ok_or_else(|| format!("--role-weight: expected ROLE=WEIGHT, got {spec:?}"))?;
-                let weight: f32 = weight
-                    .parse()
-                    .map_err(|e| format!("--role-weight {role}: {e}"))?;
-                if weight == 1.0 {
-                    options.config.role_weights.remove(role);
+                    .ok_or_else(|| format!("{arg}: expected ROLE=WEIGHT, got {spec:?}"))?;
+                let weight: f32 = weight.parse().map_err(|e| format!("{arg} {role}: {e}"))?;
+                let weights = if arg == "--role-weight" {
+                    &mut options.config.role_weights
                 } else {
-                    options.config.role_weights.insert(role.to_owned(), weight);
+                    &mut options.config.role_weights_about_agent
+                };
+                if weight == 1.0 {
+                    weights.remove(role);
+                } else {
+                    weights.insert(role.to_owned(), weight);
                 }
             }
             "--head-depth" => {

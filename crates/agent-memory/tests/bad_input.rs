@@ -636,6 +636,18 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
                 .build(),
             "role_weights",
         );
+        let mut config = RetrieverConfig::default();
+        config
+            .role_weights_about_agent
+            .insert("user".into(), weight);
+        invalid(
+            "role weight about the agent",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config)
+                .build(),
+            "role_weights_about_agent",
+        );
     }
     // Each factor that lowers a score is in (0, 1]: refused by name when the memory is built
     // and when a recall is given it.

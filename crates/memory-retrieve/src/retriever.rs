@@ -26,10 +26,10 @@ use crate::scoring::NGrams;
 pub use self::config::{
     CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUANTITY_BONUS,
     DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
-    DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR, Fusion,
-    MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH,
-    MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView,
-    RetrievalStrategy, RetrieverConfig,
+    DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR,
+    DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
+    MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES,
+    MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -242,7 +242,7 @@ impl Retriever {
             now,
             window: time.map(|time| time.window),
             about_agent: config.read_addressee
-                && !config.role_weights.is_empty()
+                && !(config.role_weights.is_empty() && config.role_weights_about_agent.is_empty())
                 && config.strategy.memory()
                 && crate::who::asks_about_agent(query),
             memory: &*self.memory,

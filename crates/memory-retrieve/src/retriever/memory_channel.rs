@@ -253,14 +253,21 @@ fn merge_timed(
 }
 
 /// The weight in keyword relevance of each of `hits`, in order: its role's
-/// ([`role_weight`]), times
+/// ([`role_weight`], from
+/// [`RetrieverConfig::role_weights_about_agent`](super::RetrieverConfig::role_weights_about_agent)
+/// when the query asks about what the agent said), times
 /// [`RetrieverConfig::other_speaker_factor`](super::RetrieverConfig::other_speaker_factor)
 /// when the query names some of the hits' speakers and not its own. Empty when every weight
 /// is 1 (no role weighs less and no speaker is read).
 fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchHit>) -> Vec<f32> {
     let config = request.config;
     let factor = config.other_speaker_factor;
-    let roles = !config.role_weights.is_empty() && !request.about_agent;
+    let weights = if request.about_agent {
+        &config.role_weights_about_agent
+    } else {
+        &config.role_weights
+    };
+    let roles = !weights.is_empty();
     if !roles && factor >= 1.0 {
         return Vec::new();
     }
@@ -277,7 +284,7 @@ fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchH
     read.iter()
         .map(|(role, speaker)| {
             let weight = if roles {
-                role_weight(config, *role)
+                role_weight(weights, *role)
             } else {
                 1.0
             };
@@ -315,12 +322,12 @@ fn role_and_speaker(item: &MemoryItem) -> (Option<&str>, Option<&str>) {
     (role, speaker)
 }
 
-/// The weight of a memory's `role` in keyword relevance
-/// ([`RetrieverConfig::role_weights`](super::RetrieverConfig::role_weights)); the caller
-/// reads no role when the query asks about what the agent said
-/// ([`RetrieverConfig::read_addressee`](super::RetrieverConfig::read_addressee)).
-fn role_weight(config: &super::RetrieverConfig, role: Option<&str>) -> f32 {
-    role.and_then(|role| config.role_weights.get(role))
+/// The weight of a memory's `role` in keyword relevance by `weights`
+/// ([`RetrieverConfig::role_weights`](super::RetrieverConfig::role_weights), or
+/// [`RetrieverConfig::role_weights_about_agent`](super::RetrieverConfig::role_weights_about_agent)
+/// when the query asks about what the agent said): 1 for a role not there.
+fn role_weight(weights: &std::collections::BTreeMap<String, f32>, role: Option<&str>) -> f32 {
+    role.and_then(|role| weights.get(role))
         .copied()
         .unwrap_or(1.0)
 }

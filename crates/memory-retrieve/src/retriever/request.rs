@@ -32,8 +32,9 @@ pub(super) struct Request<'a> {
     pub(super) now: DateTime<Utc>,
     /// The time the query names, when it names one and the config reads times.
     pub(super) window: Option<crate::when::TimeWindow>,
-    /// Whether the query asks about what the agent said, and the config reads that: no role
-    /// weights apply ([`RetrieverConfig::read_addressee`]).
+    /// Whether the query asks about what the agent said, and the config reads that: roles
+    /// weigh by [`RetrieverConfig::role_weights_about_agent`]
+    /// ([`RetrieverConfig::read_addressee`]).
     pub(super) about_agent: bool,
     pub(super) memory: &'a dyn MemoryStore,
     pub(super) knowledge: Option<&'a dyn KnowledgeStore>,

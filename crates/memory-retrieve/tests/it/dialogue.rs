@@ -124,26 +124,42 @@ async fn an_assistant_reply_counts_less_than_the_user_statement_it_restates() {
 
 /// A greyhound's adoption told by the user, and restated at length by the assistant.
 async fn adoption(memory: &Memory, namespace: &Namespace) {
+    exchange(
+        memory,
+        namespace,
+        ("statement", "I adopted a rescue greyhound named Pixel."),
+        (
+            "reply",
+            "Congratulations on adopting Pixel! A rescue greyhound adopted from a shelter \
+             needs time: a greyhound adopted as a rescue is often shy.",
+        ),
+    )
+    .await;
+}
+
+/// A user's turn and the assistant's reply, each `(id, text)`, at the same time.
+async fn exchange(
+    memory: &Memory,
+    namespace: &Namespace,
+    (user_id, user): (&str, &str),
+    (reply_id, reply): (&str, &str),
+) {
     let mut dialogue = memory.dialogue(namespace.clone());
     dialogue
         .add(
-            Turn::new("user", "I adopted a rescue greyhound named Pixel.")
+            Turn::new("user", user)
                 .role(Role::User)
-                .id("statement")
+                .id(user_id)
                 .at(at(1)),
         )
         .await
         .unwrap();
     dialogue
         .add(
-            Turn::new(
-                "assistant",
-                "Congratulations on adopting Pixel! A rescue greyhound adopted from a \
-                 shelter needs time: a greyhound adopted as a rescue is often shy.",
-            )
-            .role(Role::Assistant)
-            .id("reply")
-            .at(at(1)),
+            Turn::new("assistant", reply)
+                .role(Role::Assistant)
+                .id(reply_id)
+                .at(at(1)),
         )
         .await
         .unwrap();
@@ -155,6 +171,7 @@ async fn a_question_about_what_the_agent_said_weighs_no_role_less() {
         for store in stores() {
             let mut config = RetrieverConfig::default();
             config.role_weights.insert("assistant".into(), 0.5);
+            config.role_weights_about_agent.clear();
             config.read_addressee = read;
             let memory = memory(store, config);
             let namespace = Namespace::parse("chat/bob").unwrap();
@@ -180,6 +197,61 @@ async fn a_question_about_what_the_agent_said_weighs_no_role_less() {
                     ids(&found).first().map(String::as_str),
                     Some(want),
                     "{query:?}, reading the addressee: {read}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_question_about_what_the_agent_said_weighs_the_users_request_less() {
+    // The user's request holds the question's words as the reply does, in fewer words.
+    let weighed = |user: Option<f32>| {
+        let mut config = RetrieverConfig::default();
+        config.role_weights_about_agent.clear();
+        if let Some(weight) = user {
+            config
+                .role_weights_about_agent
+                .insert("user".into(), weight);
+        }
+        config
+    };
+    for (config, about_agent_first) in [
+        (weighed(None), "request"),
+        (weighed(Some(0.45)), "haiku"),
+        (RetrieverConfig::default(), "haiku"),
+    ] {
+        for store in stores() {
+            let memory = memory(store, config.clone());
+            let namespace = Namespace::parse("chat/ann").unwrap();
+            exchange(
+                &memory,
+                &namespace,
+                (
+                    "request",
+                    "Write a haiku about autumn leaves for my mother.",
+                ),
+                (
+                    "haiku",
+                    "Here is a haiku for your mother: crimson leaves drift down, the autumn \
+                     wind hums softly, a warm cup of tea.",
+                ),
+            )
+            .await;
+            let scope = namespace.exact();
+            for (query, want) in [
+                ("the haiku about autumn leaves", "request"),
+                (
+                    "Can you remind me of the haiku you wrote about autumn leaves?",
+                    about_agent_first,
+                ),
+            ] {
+                let found = memory.recall(&scope, query).await.unwrap();
+                assert_eq!(
+                    ids(&found).first().map(String::as_str),
+                    Some(want),
+                    "{query:?}, weights about the agent {:?}",
+                    config.role_weights_about_agent
                 );
             }
         }
@@ -309,6 +381,30 @@ fn role_weights_are_validated() {
     let mut config = RetrieverConfig::default();
     config.role_weights.insert("tool".into(), f32::NAN);
     assert_eq!(config.validate().unwrap_err().field(), Some("role_weights"));
+    for bad in [-0.1, 1.5, f32::INFINITY] {
+        let mut config = RetrieverConfig::default();
+        config.role_weights_about_agent.insert("user".into(), bad);
+        assert_eq!(
+            config.validate().unwrap_err().field(),
+            Some("role_weights_about_agent")
+        );
+    }
+    let mut config = RetrieverConfig::default();
+    config.role_weights_about_agent.insert("x".repeat(65), 0.5);
+    assert_eq!(
+        config.validate().unwrap_err().field(),
+        Some("role_weights_about_agent")
+    );
+    let config = RetrieverConfig {
+        role_weights_about_agent: (0..=memory_retrieve::MAX_WEIGHTED_ROLES)
+            .map(|role| (format!("role{role}"), 0.5))
+            .collect(),
+        ..RetrieverConfig::default()
+    };
+    assert_eq!(
+        config.validate().unwrap_err().field(),
+        Some("role_weights_about_agent")
+    );
 }
 
 #[tokio::test]
