@@ -695,18 +695,23 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             );
         }
     }
-    for bonus in [f32::NAN, -0.1, 1.5, f32::INFINITY] {
+    for (bonus, query) in [
+        (f32::NAN, "how many?"),
+        (-0.1, "when?"),
+        (1.5, "how many?"),
+        (f32::INFINITY, "anything"),
+    ] {
         let config = RetrieverConfig {
-            head_quantity_bonus: bonus,
+            head_answer_bonus: bonus,
             ..RetrieverConfig::default()
         };
         invalid(
-            "head quantity bonus",
+            "head answer bonus",
             memory
                 .retriever()
-                .retrieve_with(&ns.subtree(), "how many?", &Default::default(), &config)
+                .retrieve_with(&ns.subtree(), query, &Default::default(), &config)
                 .await,
-            "head_quantity_bonus",
+            "head_answer_bonus",
         );
     }
     let heads = [

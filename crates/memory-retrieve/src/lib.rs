@@ -18,6 +18,7 @@
 //! # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
 //! ```
 
+mod answer;
 mod compression;
 mod conversation;
 mod embedding;
@@ -29,7 +30,6 @@ mod keywords;
 mod knowledge_upkeep;
 mod memory;
 mod prompt;
-mod quantity;
 mod rerank;
 mod retriever;
 pub mod scoring;
@@ -38,6 +38,7 @@ mod when;
 mod who;
 
 pub use crate::{
+    answer::{asks_for_quantity, asks_for_time},
     compression::{CompressionConfig, ExtractiveSummarizer, Summarizer},
     conversation::{
         CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message,
@@ -64,10 +65,9 @@ pub use crate::{
         SPEAKER_METADATA_KEY, Turn,
     },
     prompt::estimate_tokens,
-    quantity::asks_for_quantity,
     rerank::{RerankConfig, Reranker, TermReranker},
     retriever::{
-        CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUANTITY_BONUS,
+        CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_ANSWER_BONUS,
         DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
         DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR,
         DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,

@@ -24,7 +24,7 @@ use crate::rerank::{RerankConfig, Reranker};
 use crate::scoring::NGrams;
 
 pub use self::config::{
-    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_QUANTITY_BONUS,
+    CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_ANSWER_BONUS,
     DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
     DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR,
     DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
@@ -303,13 +303,12 @@ impl Retriever {
                     depth: config.head_rerank_depth,
                     weight: config.head_rerank_weight,
                     question_factor: config.head_question_factor,
-                    number_bonus: if config.head_quantity_bonus > 0.0
-                        && crate::quantity::asks_for_quantity(query)
-                    {
-                        config.head_quantity_bonus
+                    asks: if config.head_answer_bonus > 0.0 {
+                        crate::answer::Asks::of(query)
                     } else {
-                        0.0
+                        crate::answer::Asks::Nothing
                     },
+                    answer_bonus: config.head_answer_bonus,
                 };
                 crate::rerank::reorder_head(&request.terms, &mut items, order_by, &known);
                 items.truncate(config.max_results);

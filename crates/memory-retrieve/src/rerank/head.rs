@@ -1,40 +1,43 @@
 //! The head of a fused ranking put in order again without a model ([`reorder_head`]): by
 //! [`TermReranker`](super::TermReranker)'s measure of each result's own text, a question
-//! counting less than a statement and, for a question asking for a quantity, a number
-//! counting more.
+//! counting less than a statement and, for a question asking for a quantity or a time, a
+//! result that states one counting more.
 
 use memory_core::{RetrievalSource, ScoredItem, Signal, SignalScore, TermPositions};
 
 use super::{document, documents, term_scores_of};
+use crate::answer::Asks;
 
 /// How [`reorder_head`] orders the head: the `depth` first results by `(1 - weight) *
 /// score + weight * term measure`, times the [asking factor](asking_factor) of
-/// `question_factor`, plus `number_bonus` for a result that [holds a
-/// number](crate::quantity::holds_number) (0 unless the query asks for a quantity).
+/// `question_factor`, plus `answer_bonus` for a result that states what the query
+/// [`asks`](crate::answer::Asks) for (a number for "how many", a time for "when").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HeadOrder {
     pub(crate) depth: usize,
     pub(crate) weight: f32,
     pub(crate) question_factor: f32,
-    pub(crate) number_bonus: f32,
+    pub(crate) asks: Asks,
+    pub(crate) answer_bonus: f32,
 }
 
 impl HeadOrder {
-    /// By the term measure alone: no question factor, no number bonus.
+    /// By the term measure alone: no question factor, no answer bonus.
     #[cfg(test)]
     pub(crate) fn by_terms(depth: usize, weight: f32) -> Self {
         Self {
             depth,
             weight,
             question_factor: 1.0,
-            number_bonus: 0.0,
+            asks: Asks::Nothing,
+            answer_bonus: 0.0,
         }
     }
 }
 
 /// Puts the first `depth` of `items` (best first) in order again by `(1 - weight) *
 /// score + weight * ` [`TermReranker`](super::TermReranker)'s measure, times the [asking
-/// factor](asking_factor) of a memory whose sentences ask, plus the number bonus
+/// factor](asking_factor) of a memory whose sentences ask, plus the answer bonus
 /// ([`HeadOrder`]), ties in their order. `known`, when given, tells where the query's
 /// terms stand in the items' texts, in order (see [`term_scores_of`]). Each takes the score
 /// of the place it moves to, so the scores stay in order and the same, and the move is its
@@ -57,8 +60,14 @@ pub(crate) fn reorder_head(
         depth,
         weight,
         question_factor,
-        number_bonus,
+        asks,
+        answer_bonus,
     } = order_by;
+    let answer_bonus = if asks == Asks::Nothing {
+        0.0
+    } else {
+        answer_bonus
+    };
     /// The deepest head reordered: places are kept in fixed arrays, not allocated.
     const DEEPEST: usize = 128;
     const _: () = assert!(crate::retriever::MAX_HEAD_RERANK_DEPTH <= DEEPEST);
@@ -87,13 +96,16 @@ pub(crate) fn reorder_head(
     }
     let mut asking = [1.0f32; DEEPEST];
     let mut bonus = [0.0f32; DEEPEST];
-    if question_factor < 1.0 || number_bonus > 0.0 {
+    if question_factor < 1.0 || answer_bonus > 0.0 {
         for &at in movable {
             let at = usize::from(at);
             let text = document(&head[at].record);
             asking[at] = asking_factor(&text, question_factor);
-            if number_bonus > 0.0 && crate::quantity::holds_number(&text) {
-                bonus[at] = number_bonus;
+            if answer_bonus > 0.0
+                && let RetrievalSource::Memory(memory) = &head[at].record
+                && asks.answered_by(&text, memory.created_at)
+            {
+                bonus[at] = answer_bonus;
             }
         }
     }
@@ -436,11 +448,19 @@ mod tests {
             texts(&items)[0].contains("I like"),
             "no bonus: the order stands"
         );
-        let mut items = head();
         let with_numbers = HeadOrder {
-            number_bonus: 0.1,
+            asks: Asks::Quantity,
+            answer_bonus: 0.1,
             ..HeadOrder::by_terms(3, 0.5)
         };
+        let mut items = head();
+        let asking_a_time = HeadOrder {
+            asks: Asks::Time,
+            ..with_numbers
+        };
+        reorder_head(&terms, &mut items, asking_a_time, &[]);
+        assert!(texts(&items)[0].contains("I like"), "a number is no time");
+        let mut items = head();
         reorder_head(&terms, &mut items, with_numbers, &[]);
         assert!(
             texts(&items)[0].contains("10 people"),
@@ -449,6 +469,45 @@ mod tests {
         );
         let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
         assert_eq!(scores, [0.9, 0.89]);
+    }
+
+    #[test]
+    fn a_time_lifts_a_result_of_the_head_when_the_question_asks_when() {
+        let terms = Analyzer::default().query_terms("when did Ann go to the support group");
+        let head = || {
+            vec![
+                scored(
+                    "[8 May 2023] Ann: the support group was great, Ann here",
+                    0.9,
+                    false,
+                ),
+                scored(
+                    "[8 May 2023] Ann: I went to a support group yesterday",
+                    0.89,
+                    false,
+                ),
+            ]
+        };
+        let at_time = |asks| HeadOrder {
+            asks,
+            answer_bonus: 0.1,
+            ..HeadOrder::by_terms(3, 0.5)
+        };
+        for (asks, first) in [
+            (Asks::Nothing, "was great"),
+            (Asks::Quantity, "was great"),
+            (Asks::Time, "yesterday"),
+        ] {
+            let mut items = head();
+            reorder_head(&terms, &mut items, at_time(asks), &[]);
+            assert!(
+                texts(&items)[0].contains(first),
+                "{asks:?}: {:?}",
+                texts(&items)
+            );
+            let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
+            assert_eq!(scores, [0.9, 0.89], "the scores stay with the places");
+        }
     }
 
     #[test]

@@ -554,4 +554,10 @@ fn a_serialized_retriever_config_refuses_unknown_fields() {
         serde_json::from_value::<RetrieverConfig>(serde_json::json!({"drop_time_word": true}))
             .unwrap_err();
     assert!(error.to_string().contains("drop_time_word"), "{error}");
+    // The answer bonus is still read under its earlier name, which read quantities only.
+    for name in ["head_answer_bonus", "head_quantity_bonus"] {
+        let config: RetrieverConfig =
+            serde_json::from_value(serde_json::json!({ name: 0.3 })).unwrap();
+        assert_eq!(config.head_answer_bonus, 0.3, "{name}");
+    }
 }

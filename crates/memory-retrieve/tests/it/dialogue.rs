@@ -259,6 +259,43 @@ async fn a_question_about_what_the_agent_said_weighs_the_users_request_less() {
 }
 
 #[tokio::test]
+async fn a_question_asking_when_ranks_the_turn_that_names_a_time_first() {
+    for (bonus, first) in [(0.0f32, "again"), (0.1, "went")] {
+        for store in stores() {
+            let config = RetrieverConfig {
+                head_answer_bonus: bonus,
+                ..RetrieverConfig::default()
+            };
+            let memory = memory(store, config);
+            let namespace = Namespace::parse("chat/ann").unwrap();
+            let mut dialogue = memory.dialogue(namespace.clone());
+            for (id, text) in [
+                ("went", "I went to a support group yesterday."),
+                (
+                    "again",
+                    "The support group was so good, the support group again!",
+                ),
+            ] {
+                dialogue
+                    .add(Turn::new("Ann", text).id(id).session("s").at(at(5)))
+                    .await
+                    .unwrap();
+            }
+            let found = memory
+                .recall(&namespace.exact(), "When did Ann go to the support group?")
+                .await
+                .unwrap();
+            assert_eq!(
+                ids(&found).first().map(String::as_str),
+                Some(first),
+                "answer bonus {bonus}: {:?}",
+                ids(&found)
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_question_naming_a_speaker_ranks_that_speakers_turns_first() {
     for (factor, named_first) in [(1.0f32, "caroline"), (0.5, "melanie")] {
         for store in stores() {
