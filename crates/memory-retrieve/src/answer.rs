@@ -42,17 +42,28 @@ impl Asks {
 }
 
 /// The phrases that ask for a quantity, lowercase.
-const ASKING_PHRASES: [&str; 4] = ["how many", "how much", "how often", "number of"];
+const ASKING_PHRASES: [&str; 5] = ["how many", "how much", "how often", "how long", "number of"];
 
-/// Whether `query` asks for a quantity: "how many", "how much", "how often" or "number
-/// of", in any case, starting a word. Its answer states a number, so a recall prefers, at
-/// the top, the result that holds one
+/// The words that state a quantity without a digit, lowercase: "three years", "a couple of
+/// times", "twice a week".
+const NUMBER_WORDS: [&str; 30] = [
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand",
+    "million", "dozen", "dozens", "couple", "few", "several", "half", "once", "twice", "thrice",
+];
+
+/// Whether `query` asks for a quantity: "how many", "how much", "how often", "how long"
+/// (not "how long ago", which asks for a time) or "number of", in any case, starting a
+/// word. Its answer states a number, so a recall prefers, at the top, the result that holds
+/// one
 /// ([`RetrieverConfig::head_answer_bonus`](crate::RetrieverConfig::head_answer_bonus)).
 ///
 /// ```
 /// use memory_retrieve::asks_for_quantity;
 /// assert!(asks_for_quantity("How many women are on Rachel's team?"));
 /// assert!(asks_for_quantity("What is the total number of courses I've completed?"));
+/// assert!(asks_for_quantity("How long have I been collecting cameras?"));
+/// assert!(!asks_for_quantity("How long ago did I start?"));
 /// assert!(!asks_for_quantity("Which courses did I complete?"));
 /// assert!(!asks_for_quantity("Somehow muchness is not a quantity"));
 /// ```
@@ -62,10 +73,20 @@ pub fn asks_for_quantity(query: &str) -> bool {
     (0..bytes.len()).any(|at| {
         matches!(bytes[at] | 0x20, b'h' | b'n')
             && (at == 0 || !bytes[at - 1].is_ascii_alphanumeric())
-            && ASKING_PHRASES
-                .iter()
-                .any(|phrase| phrase_at(bytes, at, phrase))
+            && ASKING_PHRASES.iter().any(|phrase| {
+                phrase_at(bytes, at, phrase)
+                    && !(*phrase == "how long" && after_spaces(bytes, at + phrase.len(), "ago"))
+            })
     })
+}
+
+/// Whether `bytes` hold `word` (lowercase) after the spaces from `at`, in any case, ending
+/// a word.
+fn after_spaces(bytes: &[u8], at: usize, word: &str) -> bool {
+    let spaces = bytes
+        .get(at..)
+        .map_or(0, |rest| rest.iter().take_while(|b| **b == b' ').count());
+    spaces > 0 && phrase_at(bytes, at + spaces, word)
 }
 
 /// Whether `bytes` hold `phrase` (lowercase) at `at`, in any case, ending a word.
@@ -138,10 +159,20 @@ fn own_words(text: &str) -> &str {
     }
 }
 
-/// Whether `text` states a number (an ASCII digit) in its own words: a leading stamp in
-/// brackets (the date the dialogue API writes before a turn) does not count.
+/// Whether `text` states a number in its own words, in digits or in words ("three",
+/// "a couple", "twice"): a leading stamp in brackets (the date the dialogue API writes
+/// before a turn) does not count.
 pub(crate) fn holds_number(text: &str) -> bool {
-    own_words(text).bytes().any(|byte| byte.is_ascii_digit())
+    let own = own_words(text);
+    own.bytes().any(|byte| byte.is_ascii_digit())
+        || own
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|word| (3..=8).contains(&word.len()))
+            .any(|word| {
+                NUMBER_WORDS
+                    .iter()
+                    .any(|number| word.eq_ignore_ascii_case(number))
+            })
 }
 
 /// Whether `text`, said at `at`, names a time in its own words (a date, "yesterday", "last
@@ -158,7 +189,8 @@ mod tests {
 
     #[test]
     fn a_number_in_the_stamp_is_not_one_the_text_states() {
-        assert!(!holds_number("[8 May 2023] Ann: half of them are women"));
+        assert!(!holds_number("[8 May 2023] Ann: most of them are women"));
+        assert!(holds_number("[8 May 2023] Ann: half of them are women"));
         assert!(holds_number("[8 May 2023] Ann: a team of 10 people"));
         assert!(holds_number("I paid $2,500"));
         assert!(!holds_number("no numbers here"));
@@ -168,6 +200,21 @@ mod tests {
         );
         assert!(holds_number("[2023] 3 runs"));
         assert!(!holds_number(""));
+        for words in [
+            "for three months now",
+            "[8 May 2023] Ann: a couple of times",
+            "TWICE a week",
+            "several of them",
+        ] {
+            assert!(holds_number(words), "{words}");
+        }
+        for not in [
+            "[three] in the stamp only",
+            "threesome, someone, often",
+            "a lot of them",
+        ] {
+            assert!(!holds_number(not), "{not}");
+        }
     }
 
     #[test]
@@ -239,6 +286,9 @@ mod tests {
             "How often do I play tennis?",
             "the number of books",
             "how many",
+            "How long have I been collecting cameras?",
+            "how long",
+            "how long agony lasts",
         ] {
             assert!(asks_for_quantity(asks), "{asks}");
         }
@@ -249,8 +299,13 @@ mod tests {
             "how manyfold",
             "a numbers ofx",
             "Which one?",
+            "How long ago was her birthday?",
+            "how long  AGO",
+            "how longer",
         ] {
             assert!(!asks_for_quantity(not), "{not}");
         }
+        assert_eq!(Asks::of("How long ago was her birthday?"), Asks::Time);
+        assert_eq!(Asks::of("How long was the trip?"), Asks::Quantity);
     }
 }
