@@ -45,11 +45,12 @@ impl Asks {
 const ASKING_PHRASES: [&str; 5] = ["how many", "how much", "how often", "how long", "number of"];
 
 /// The words that state a quantity without a digit, lowercase: "three years", "a couple of
-/// times", "twice a week".
-const NUMBER_WORDS: [&str; 30] = [
+/// times", "twice a week", "every other week", "daily" (a frequency answers "how often").
+const NUMBER_WORDS: [&str; 38] = [
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand",
     "million", "dozen", "dozens", "couple", "few", "several", "half", "once", "twice", "thrice",
+    "every", "daily", "nightly", "weekly", "biweekly", "monthly", "yearly", "annually",
 ];
 
 /// Whether `query` asks for a quantity: "how many", "how much", "how often", "how long"
@@ -205,12 +206,14 @@ mod tests {
             "[8 May 2023] Ann: a couple of times",
             "TWICE a week",
             "several of them",
+            "like we do every other week",
+            "I run daily",
         ] {
             assert!(holds_number(words), "{words}");
         }
         for not in [
             "[three] in the stamp only",
-            "threesome, someone, often",
+            "threesome, someone, everyone, often",
             "a lot of them",
         ] {
             assert!(!holds_number(not), "{not}");
