@@ -240,9 +240,9 @@ pub struct RetrieverConfig {
     /// is in `benches/README.md`).
     pub head_question_factor: f32,
     /// What a result of the head that states what the query asks for gains in the head's
-    /// order, in `[0, 1]`, added to its key: a number (in digits or words in its own words:
-    /// "10", "three", "a couple", "twice", "weekly") when the query asks for a quantity ("how many",
-    /// "how much", "how often", "how long", "number of";
+    /// order, in `[0, 1]`, added to its key: a number, in digits or in words ("10",
+    /// "three", "a couple", "twice", "weekly"), when the query asks for a quantity ("how
+    /// many", "how much", "how often", "how long", "number of";
     /// [`asks_for_quantity`](crate::asks_for_quantity)), a time (a date, "yesterday", "last
     /// Saturday", read like the time a query names) when it asks for one ("when", "what
     /// year", "how long ago"; [`asks_for_time`](crate::asks_for_time)). A date stamp before
