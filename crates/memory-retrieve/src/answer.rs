@@ -181,7 +181,7 @@ pub(crate) fn holds_number(text: &str) -> bool {
 /// [`time_window`](crate::time_window), against the time it was said): a leading stamp
 /// does not count, nor does a time after `at` ("next week").
 pub(crate) fn names_time(text: &str, at: DateTime<Utc>) -> bool {
-    crate::when::read_time(own_words(text), at).is_some()
+    crate::when::names_a_time(own_words(text), at)
 }
 
 #[cfg(test)]

@@ -136,6 +136,24 @@ pub(crate) fn read_time(query: &str, now: DateTime<Utc>) -> Option<TimeRead> {
     })
 }
 
+/// Whether `text` names a time up to `now` (what [`read_time`] would find a window for),
+/// read only until the first one is found.
+pub(crate) fn names_a_time(text: &str, now: DateTime<Utc>) -> bool {
+    if !(1000..=9000).contains(&now.year()) || !may_name_a_time(text) {
+        return false;
+    }
+    let words = words(text);
+    let mut at = 0;
+    while at < words.len() {
+        let (window, used) = read_at(&words, at, now);
+        if window.and_then(|window| window.until_now(now)).is_some() {
+            return true;
+        }
+        at += used.max(1);
+    }
+    false
+}
+
 /// How far past a relative expression a day that anchors it may begin, in words: "last
 /// week, as mentioned on 6 November".
 const ANCHOR_REACH: usize = 4;
@@ -147,7 +165,7 @@ const ANCHOR_REACH: usize = 4;
 fn anchored(words: &[Word], at: usize, used: usize, now: DateTime<Utc>) -> Option<TimeWindow> {
     let after = at + used;
     let day = (after..words.len().min(after + ANCHOR_REACH))
-        .take_while(|&next| !matches!(words[next].lower.as_str(), "and" | "or"))
+        .take_while(|&next| !matches!(words[next].lower.as_ref(), "and" | "or"))
         .find_map(|next| {
             let (window, _) = date_at(words, next, now)?;
             // A single day (the reading widens it by a day on each side), not a month.
@@ -161,7 +179,7 @@ fn anchored(words: &[Word], at: usize, used: usize, now: DateTime<Utc>) -> Optio
 /// date.
 fn is_relative(words: &[Word], at: usize, now: DateTime<Utc>) -> bool {
     !matches!(
-        words[at].lower.as_str(),
+        words[at].lower.as_ref(),
         "since" | "after" | "before" | "until" | "till"
     ) && date_at(words, at, now).is_none()
 }
@@ -189,37 +207,43 @@ fn may_name_a_time(query: &str) -> bool {
         .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
         .filter(|word| !word.is_empty())
         .take(MAX_WORDS)
-        .any(|word| {
-            word.bytes().any(|b| b.is_ascii_digit())
-                || (word.len() <= 9
-                    && word.is_ascii()
-                    && (CUES.iter().any(|cue| word.eq_ignore_ascii_case(cue))
-                        || month_ignoring_case(word).is_some()))
-        })
+        .any(marks_a_time)
 }
 
-/// [`month`] of `word` in any case (at most 9 ASCII letters), without allocating.
-fn month_ignoring_case(word: &str) -> Option<u32> {
-    let mut lower = [0u8; 9];
+/// Whether `word` is one that every expression of a time holds: a digit, a cue ("ago",
+/// "last", "yesterday") or a month's name.
+fn marks_a_time(word: &str) -> bool {
+    if word.bytes().any(|b| b.is_ascii_digit()) {
+        return true;
+    }
+    // Cues and months are 3 to 9 ASCII letters: compared once lowercased on the stack.
     let bytes = word.as_bytes();
-    let lower = lower.get_mut(..bytes.len())?;
+    if !(3..=9).contains(&bytes.len()) {
+        return false;
+    }
+    let mut lower = [0u8; 9];
+    let lower = &mut lower[..bytes.len()];
     for (to, from) in lower.iter_mut().zip(bytes) {
         *to = from.to_ascii_lowercase();
     }
-    month(std::str::from_utf8(lower).ok()?)
+    let Ok(lower) = std::str::from_utf8(lower) else {
+        return false;
+    };
+    CUES.contains(&lower) || month(lower).is_some()
 }
 
 /// One word of a query: lowercased, whether it was written with a capital, and where it
 /// lies in the query (byte offsets).
 #[derive(Debug)]
-struct Word {
-    lower: String,
+struct Word<'a> {
+    /// The word in lower case: borrowed from the text when it already is.
+    lower: std::borrow::Cow<'a, str>,
     capital: bool,
     start: usize,
     end: usize,
 }
 
-fn words(query: &str) -> Vec<Word> {
+fn words(query: &str) -> Vec<Word<'_>> {
     query
         .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
         .filter(|word| !word.is_empty())
@@ -228,7 +252,11 @@ fn words(query: &str) -> Vec<Word> {
             // `word` is a part of `query`: its offset is the distance between the two.
             let start = word.as_ptr().addr() - query.as_ptr().addr();
             Word {
-                lower: word.to_lowercase(),
+                lower: if word.chars().any(char::is_uppercase) {
+                    std::borrow::Cow::Owned(word.to_lowercase())
+                } else {
+                    std::borrow::Cow::Borrowed(word)
+                },
                 capital: word.chars().next().is_some_and(char::is_uppercase),
                 start,
                 end: start + word.len(),
@@ -239,12 +267,12 @@ fn words(query: &str) -> Vec<Word> {
 
 /// The window of the expression starting at `words[at]`, and how many words it took.
 fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>, usize) {
-    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let today = day_start(now);
     match word(0) {
         // "before today" is all of the past: no time.
         Some("today" | "tonight")
-            if !(at > 0 && matches!(words[at - 1].lower.as_str(), "before" | "until")) =>
+            if !(at > 0 && matches!(words[at - 1].lower.as_ref(), "before" | "until")) =>
         {
             return (Some(days(today, 0, 1)), 1);
         }
@@ -311,7 +339,7 @@ fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>
 /// `last ...` / `past ...` at `words[at]`: a named day or period before this one, or the
 /// span up to now ("the past two weeks").
 fn last(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(Option<TimeWindow>, usize)> {
-    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let today = day_start(now);
     let calendar = word(0) == Some("last");
     if calendar {
@@ -406,7 +434,7 @@ fn ago(now: DateTime<Utc>, count: f64, unit: Unit) -> TimeWindow {
 /// A count at `words[at]` ("3", "three", "a", "a couple of", "a few", "several"), and how
 /// many words it took. Vague counts are their usual value.
 fn count_at(words: &[Word], at: usize) -> Option<(f64, usize)> {
-    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let first = word(0)?;
     if let Ok(number) = first.parse::<u32>() {
         return (1..=1000)
@@ -494,7 +522,7 @@ fn year(word: &str) -> Option<i32> {
 /// `December 8[th] [2023]`, `December 2023`, `in June`. A date without a year is the last
 /// one not after `now`.
 fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow, usize)> {
-    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_str());
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let first = word(0)?;
     if let Some(date) = iso_date(first) {
         return Some((days(at_midnight(date), 1, 1), 1));
@@ -512,7 +540,7 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
     }
     // A year alone, after "in", "during" or "since".
     if let Some(year) = year(first) {
-        let after = at > 0 && matches!(words[at - 1].lower.as_str(), "in" | "during" | "since");
+        let after = at > 0 && matches!(words[at - 1].lower.as_ref(), "in" | "during" | "since");
         let start = NaiveDate::from_ymd_opt(year, 1, 1)?;
         let end = NaiveDate::from_ymd_opt(year + 1, 1, 1)?;
         return after.then(|| {
@@ -544,7 +572,7 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
     let before = |back: usize| {
         at.checked_sub(back)
             .and_then(|at| words.get(at))
-            .map(|word| word.lower.as_str())
+            .map(|word| word.lower.as_ref())
     };
     let preceded = matches!(
         before(1),

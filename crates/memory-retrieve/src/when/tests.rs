@@ -326,3 +326,115 @@ fn an_anchored_relative_time_is_not_read_as_distance_from_now() {
     assert_eq!(read.relative.len(), 1, "{:?}", read.relative);
     assert_eq!(&query[read.relative[0].1.clone()], "yesterday");
 }
+
+#[test]
+fn a_text_names_a_time_exactly_when_reading_it_finds_one() {
+    let fixed = [
+        "I went to the support group yesterday.",
+        "We met last Saturday at the park",
+        "It was two weeks ago, on a rainy day",
+        "a couple of days ago I baked a cake",
+        "In 2022 we moved; in March we left.",
+        "on 8 May 2023 and again on May 10th",
+        "the day before yesterday",
+        "We will go next week, or tomorrow",
+        "May I ask you something? Maybe in May.",
+        "I ran 5 miles and 3 laps",
+        "since March I've been running",
+        "before June",
+        "Café crème yesterday, déjà vu",
+        "",
+        "plain words only",
+    ];
+    // Generated texts: words drawn from those that make and unmake times.
+    let vocabulary = [
+        "last",
+        "week",
+        "ago",
+        "two",
+        "days",
+        "a",
+        "couple",
+        "of",
+        "May",
+        "may",
+        "8",
+        "2023",
+        "in",
+        "the",
+        "past",
+        "month",
+        "since",
+        "March",
+        "yesterday",
+        "today",
+        "next",
+        "I",
+        "went",
+        "Saturday",
+        "this",
+        "weekend",
+        "before",
+        "after",
+        "June",
+        "10th",
+        "café",
+    ];
+    let mut state = 0x2545_f491_u32;
+    let generated: Vec<String> = (0..2000)
+        .map(|_| {
+            let mut words = Vec::new();
+            for _ in 0..(state % 9) {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                words.push(vocabulary[state as usize % vocabulary.len()]);
+            }
+            state = state.wrapping_add(0x9e37_79b9);
+            words.join(" ")
+        })
+        .collect();
+    for text in fixed
+        .iter()
+        .copied()
+        .chain(generated.iter().map(String::as_str))
+    {
+        assert_eq!(
+            names_a_time(text, now()),
+            read_time(text, now()).is_some(),
+            "{text:?}"
+        );
+    }
+    assert!(names_a_time("yesterday", now()));
+    assert!(!names_a_time("tomorrow", now()));
+}
+
+#[test]
+fn the_words_that_mark_a_time_are_read_in_any_case() {
+    for marks in [
+        "ago",
+        "AGO",
+        "Yesterday",
+        "May",
+        "sept",
+        "DECEMBER",
+        "2023",
+        "10th",
+        "x1",
+    ] {
+        assert!(marks_a_time(marks), "{marks}");
+    }
+    for not in [
+        "",
+        "a",
+        "agog",
+        "mayday",
+        "septembers",
+        "week",
+        "Monday",
+        "café",
+        "ÄGO",
+    ] {
+        assert!(!marks_a_time(not), "{not}");
+    }
+}
