@@ -44,14 +44,52 @@ impl Asks {
 /// The phrases that ask for a quantity, lowercase.
 const ASKING_PHRASES: [&str; 5] = ["how many", "how much", "how often", "how long", "number of"];
 
-/// The words that state a quantity without a digit, lowercase: "three years", "a couple of
-/// times", "twice a week", "every other week", "daily" (a frequency answers "how often").
-const NUMBER_WORDS: [&str; 38] = [
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-    "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand",
-    "million", "dozen", "dozens", "couple", "few", "several", "half", "once", "twice", "thrice",
-    "every", "daily", "nightly", "weekly", "biweekly", "monthly", "yearly", "annually",
-];
+/// Whether `word` (lowercase) states a quantity without a digit: "three years", "a couple
+/// of times", "twice a week", "every other week", "daily" (a frequency answers "how
+/// often").
+fn is_number_word(word: &str) -> bool {
+    matches!(
+        word,
+        "one"
+            | "two"
+            | "three"
+            | "four"
+            | "five"
+            | "six"
+            | "seven"
+            | "eight"
+            | "nine"
+            | "ten"
+            | "eleven"
+            | "twelve"
+            | "fifteen"
+            | "twenty"
+            | "thirty"
+            | "forty"
+            | "fifty"
+            | "sixty"
+            | "hundred"
+            | "thousand"
+            | "million"
+            | "dozen"
+            | "dozens"
+            | "couple"
+            | "few"
+            | "several"
+            | "half"
+            | "once"
+            | "twice"
+            | "thrice"
+            | "every"
+            | "daily"
+            | "nightly"
+            | "weekly"
+            | "biweekly"
+            | "monthly"
+            | "yearly"
+            | "annually"
+    )
+}
 
 /// Whether `query` asks for a quantity: "how many", "how much", "how often", "how long"
 /// (not "how long ago", which asks for a time) or "number of", in any case, starting a
@@ -165,15 +203,20 @@ fn own_words(text: &str) -> &str {
 /// before a turn) does not count.
 pub(crate) fn holds_number(text: &str) -> bool {
     let own = own_words(text);
-    own.bytes().any(|byte| byte.is_ascii_digit())
-        || own
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .filter(|word| (3..=8).contains(&word.len()))
-            .any(|word| {
-                NUMBER_WORDS
-                    .iter()
-                    .any(|number| word.eq_ignore_ascii_case(number))
-            })
+    if own.bytes().any(|byte| byte.is_ascii_digit()) {
+        return true;
+    }
+    // Each word of 3 to 8 ASCII letters, lowercased once on the stack.
+    let mut lower = [0u8; 8];
+    own.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|word| (3..=8).contains(&word.len()))
+        .any(|word| {
+            let lower = &mut lower[..word.len()];
+            for (to, from) in lower.iter_mut().zip(word.bytes()) {
+                *to = from.to_ascii_lowercase();
+            }
+            std::str::from_utf8(lower).is_ok_and(is_number_word)
+        })
 }
 
 /// Whether `text`, said at `at`, names a time in its own words (a date, "yesterday", "last
