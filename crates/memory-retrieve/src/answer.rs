@@ -325,6 +325,65 @@ mod tests {
     }
 
     #[test]
+    fn any_text_is_read_without_a_panic() {
+        use chrono::TimeZone;
+        let at = Utc.with_ymd_and_hms(2023, 5, 8, 12, 0, 0).unwrap();
+        // Pieces that start, end and break the phrases, in one and several bytes.
+        let pieces = [
+            "how",
+            " ",
+            "long",
+            "ago",
+            "many",
+            "When",
+            "when",
+            ".",
+            "?",
+            "!",
+            "[",
+            "]",
+            "8",
+            "May",
+            "2023",
+            "yesterday",
+            "last",
+            "week",
+            "é",
+            "\u{0}",
+            "\u{1F600}",
+            "ö",
+            "ten",
+            "twice",
+            "  ",
+            "\n",
+            "what",
+            "year",
+            "number",
+            "of",
+            "-",
+            "/",
+            "ÄGO",
+        ];
+        let mut state = 0x9e37_79b9_u32;
+        for _ in 0..5000 {
+            let mut text = String::new();
+            for _ in 0..(state % 13) {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                text.push_str(pieces[state as usize % pieces.len()]);
+            }
+            state = state.wrapping_add(0x2545_f491);
+            let asks = Asks::of(&text);
+            assert_eq!(asks == Asks::Quantity, asks_for_quantity(&text), "{text:?}");
+            let _ = asks_for_time(&text);
+            let _ = holds_number(&text);
+            let _ = names_time(&text, at);
+            let _ = asks.answered_by(&text, at);
+        }
+    }
+
+    #[test]
     fn quantity_phrases_are_read_at_word_starts_in_any_case() {
         for asks in [
             "HOW MANY eggs?",
