@@ -9,7 +9,7 @@
 //!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off]
 //!                  [--role-weight-about-agent ROLE=W] [--drop-time-words on|off]
 //!                  [--other-speaker-factor F] [--outside-time-factor F]
-//!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--no-facts]
+//!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts]
 //!                  [--show-misses] [--show-facts]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N]
 //!                  [--embeddings on|off] [--json FILE]
@@ -40,7 +40,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -154,6 +154,10 @@ fn run() -> Result<(), String> {
                 options.config.head_rerank_weight = value()?
                     .parse()
                     .map_err(|e| format!("--head-weight: {e}"))?;
+            }
+            "--head-reply-bonus" => {
+                options.config.head_reply_bonus =
+                    value()?.parse().map_err(|e| format!("{arg}: {e}"))?;
             }
             "--head-answer-bonus" | "--head-quantity-bonus" => {
                 options.config.head_answer_bonus =

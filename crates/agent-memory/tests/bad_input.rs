@@ -702,6 +702,18 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
         (f32::INFINITY, "anything"),
     ] {
         let config = RetrieverConfig {
+            head_reply_bonus: bonus,
+            ..RetrieverConfig::default()
+        };
+        invalid(
+            "head reply bonus",
+            memory
+                .retriever()
+                .retrieve_with(&ns.subtree(), query, &Default::default(), &config)
+                .await,
+            "head_reply_bonus",
+        );
+        let config = RetrieverConfig {
             head_answer_bonus: bonus,
             ..RetrieverConfig::default()
         };

@@ -31,8 +31,8 @@ pub use self::background::{MaintenanceHandle, PassReport};
 pub use self::builder::MemoryBuilder;
 pub use self::consolidate::{CONSOLIDATED_METADATA_KEY, ConsolidationConfig};
 pub use self::dialogue::{
-    Dialogue, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, ROLE_METADATA_KEY, SESSION_METADATA_KEY,
-    SPEAKER_METADATA_KEY, Turn,
+    CONTEXT_BEFORE_METADATA_KEY, Dialogue, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, ROLE_METADATA_KEY,
+    SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
 };
 pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::request::{MemoryStats, RecallOptions, Remember};

@@ -25,11 +25,12 @@ use crate::scoring::NGrams;
 
 pub use self::config::{
     CANDIDATES_PER_RESULT, DEFAULT_ASSISTANT_WEIGHT, DEFAULT_HEAD_ANSWER_BONUS,
-    DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_RERANK_DEPTH, DEFAULT_HEAD_RERANK_WEIGHT,
-    DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR, DEFAULT_OUTSIDE_TIME_FACTOR,
-    DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES, MAX_CONTEXT_WINDOW,
-    MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES,
-    MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig,
+    DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_REPLY_BONUS, DEFAULT_HEAD_RERANK_DEPTH,
+    DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR,
+    DEFAULT_OUTSIDE_TIME_FACTOR, DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES,
+    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT,
+    MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy,
+    RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -309,6 +310,7 @@ impl Retriever {
                         crate::answer::Asks::Nothing
                     },
                     answer_bonus: config.head_answer_bonus,
+                    reply_bonus: config.head_reply_bonus,
                 };
                 crate::rerank::reorder_head(&request.terms, &mut items, order_by, &known);
                 items.truncate(config.max_results);

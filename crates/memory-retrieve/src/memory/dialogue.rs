@@ -44,6 +44,12 @@ pub const ROLE_METADATA_KEY: &str = "role";
 /// Metadata key of a turn's session label.
 pub const SESSION_METADATA_KEY: &str = "session";
 
+/// Metadata key of how many bytes at the start of a turn's
+/// [context](memory_core::MemoryItem::context) are the turn before it (absent for the first
+/// turn of a session): a recall reads whether that turn asked what the query asks
+/// ([`RetrieverConfig::head_reply_bonus`](crate::RetrieverConfig::head_reply_bonus)).
+pub const CONTEXT_BEFORE_METADATA_KEY: &str = "context_before";
+
 /// One turn of a dialogue: who said what, when, in which session.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {
@@ -220,7 +226,16 @@ impl Dialogue<'_> {
             .last
             .as_ref()
             .filter(|last| last.session == turn.session)
-            .map(|last| last.line.clone());
+            .map(|last| bounded(last.line.clone()));
+        // Written by the dialogue alone: a caller's value under the key would misplace it.
+        match &before {
+            Some(before) => {
+                metadata.insert(CONTEXT_BEFORE_METADATA_KEY.into(), before.len().into());
+            }
+            None => {
+                metadata.remove(CONTEXT_BEFORE_METADATA_KEY);
+            }
+        }
         let mut request = Remember::new(
             self.namespace.clone(),
             format!("[{}] {line}", at.format("%-d %B %Y")),
@@ -235,7 +250,7 @@ impl Dialogue<'_> {
             request = request.source(source);
         }
         if let Some(before) = &before {
-            request = request.context(bounded(before.clone()));
+            request = request.context(before.clone());
         }
         let remembered = self.memory.remember_with(request).await?;
         // The stored turn: lend it this one as the turn after it.

@@ -3,7 +3,7 @@
 //! counting less than a statement and, for a question asking for a quantity or a time, a
 //! result that states one counting more.
 
-use memory_core::{RetrievalSource, ScoredItem, Signal, SignalScore, TermPositions};
+use memory_core::{MemoryItem, RetrievalSource, ScoredItem, Signal, SignalScore, TermPositions};
 
 use super::{document, documents, term_scores_of};
 use crate::answer::Asks;
@@ -11,7 +11,9 @@ use crate::answer::Asks;
 /// How [`reorder_head`] orders the head: the `depth` first results by `(1 - weight) *
 /// score + weight * term measure`, times the [asking factor](asking_factor) of
 /// `question_factor`, plus `answer_bonus` for a result that states what the query
-/// [`asks`](crate::answer::Asks) for (a number for "how many", a time for "when").
+/// [`asks`](crate::answer::Asks) for (a number for "how many", a time for "when"), plus
+/// `reply_bonus` for a turn that replies to a question asked in the query's words
+/// ([`replies_to_query`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HeadOrder {
     pub(crate) depth: usize,
@@ -19,6 +21,7 @@ pub(crate) struct HeadOrder {
     pub(crate) question_factor: f32,
     pub(crate) asks: Asks,
     pub(crate) answer_bonus: f32,
+    pub(crate) reply_bonus: f32,
 }
 
 impl HeadOrder {
@@ -31,6 +34,7 @@ impl HeadOrder {
             question_factor: 1.0,
             asks: Asks::Nothing,
             answer_bonus: 0.0,
+            reply_bonus: 0.0,
         }
     }
 }
@@ -62,6 +66,7 @@ pub(crate) fn reorder_head(
         question_factor,
         asks,
         answer_bonus,
+        reply_bonus,
     } = order_by;
     let answer_bonus = if asks == Asks::Nothing {
         0.0
@@ -96,16 +101,19 @@ pub(crate) fn reorder_head(
     }
     let mut asking = [1.0f32; DEEPEST];
     let mut bonus = [0.0f32; DEEPEST];
-    if question_factor < 1.0 || answer_bonus > 0.0 {
+    if question_factor < 1.0 || answer_bonus > 0.0 || reply_bonus > 0.0 {
         for &at in movable {
             let at = usize::from(at);
             let text = document(&head[at].record);
             asking[at] = asking_factor(&text, question_factor);
-            if answer_bonus > 0.0
-                && let RetrievalSource::Memory(memory) = &head[at].record
-                && asks.answered_by(&text, memory.created_at)
-            {
-                bonus[at] = answer_bonus;
+            let RetrievalSource::Memory(memory) = &head[at].record else {
+                continue;
+            };
+            if answer_bonus > 0.0 && asks.answered_by(&text, memory.created_at) {
+                bonus[at] += answer_bonus;
+            }
+            if reply_bonus > 0.0 && replies_to_query(memory, query_terms) {
+                bonus[at] += reply_bonus;
             }
         }
     }
@@ -201,6 +209,40 @@ pub(crate) fn asking_factor(text: &str, factor: f32) -> f32 {
         return 1.0;
     }
     1.0 - (1.0 - factor) * asked as f32 / said as f32
+}
+
+/// Whether `memory` is a dialogue turn whose turn before it (the start of its context, as
+/// long as [`CONTEXT_BEFORE_METADATA_KEY`](crate::CONTEXT_BEFORE_METADATA_KEY) tells) asked a
+/// question holding one of `query_terms`: it replies to what the query asks ("What's your
+/// favourite style of dance?" before "Contemporary is my top pick").
+pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> bool {
+    let Some(length) = memory
+        .metadata
+        .get(crate::CONTEXT_BEFORE_METADATA_KEY)
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|length| usize::try_from(length).ok())
+    else {
+        return false;
+    };
+    let Some(before) = memory.context().get(..length) else {
+        return false;
+    };
+    // Each sentence that ends with a question mark, read for the query's terms.
+    let analyzer = memory_core::text::Analyzer::default();
+    let mut start = 0;
+    for (at, byte) in before.bytes().enumerate() {
+        if matches!(byte, b'.' | b'!' | b'?' | b'\n') {
+            if byte == b'?'
+                && !analyzer
+                    .term_positions(&before[start..at], query_terms)
+                    .is_empty()
+            {
+                return true;
+            }
+            start = at + 1;
+        }
+    }
+    false
 }
 
 /// Whether [`reorder_head`] may move `item`: a memory indexed with a context, not marked
@@ -507,6 +549,47 @@ mod tests {
             );
             let scores: Vec<f32> = items.iter().map(|item| item.score).collect();
             assert_eq!(scores, [0.9, 0.89], "the scores stay with the places");
+        }
+    }
+
+    #[test]
+    fn a_reply_is_read_from_the_turn_before_it_in_its_context() {
+        let terms = Analyzer::default().query_terms("what is Jon's favorite style of dance");
+        let turn = |context: &str, before: serde_json::Value| {
+            let mut item = MemoryItem::new(Namespace::parse("t").unwrap(), "Contemporary!")
+                .unwrap()
+                .with_context(context);
+            // The context is kept in the metadata too: the length goes beside it.
+            if let Some(metadata) = item.metadata.as_object_mut() {
+                metadata.insert(crate::CONTEXT_BEFORE_METADATA_KEY.to_owned(), before);
+            }
+            item
+        };
+        let asked = "Gina: Cool! Which style of dance is your favorite?";
+        let next = "\nJon: and yours?";
+        let length = serde_json::json!(asked.len());
+        assert!(replies_to_query(
+            &turn(&format!("{asked}{next}"), length.clone()),
+            &terms
+        ));
+        // The question after it, a statement before it, a question in other words, a length
+        // past the context or inside a character, or none: no reply.
+        let cases = [
+            (
+                format!("Gina: I love dance.{next} Which style of dance?"),
+                serde_json::json!(19),
+            ),
+            ("Gina: How was your trip?".to_owned(), serde_json::json!(24)),
+            (asked.to_owned(), serde_json::json!(asked.len() + 1)),
+            ("é?".to_owned(), serde_json::json!(1)),
+            (asked.to_owned(), serde_json::Value::Null),
+            (asked.to_owned(), serde_json::json!("many")),
+        ];
+        for (context, before) in cases {
+            assert!(
+                !replies_to_query(&turn(&context, before.clone()), &terms),
+                "{context:?} {before}"
+            );
         }
     }
 

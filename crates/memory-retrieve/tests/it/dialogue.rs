@@ -296,6 +296,79 @@ async fn a_question_asking_when_ranks_the_turn_that_names_a_time_first() {
 }
 
 #[tokio::test]
+async fn a_reply_to_a_question_in_the_querys_words_ranks_first() {
+    // A bonus large enough to decide this small example; the default is smaller.
+    for (bonus, reply_first) in [(0.0f32, false), (0.3, true)] {
+        for store in stores() {
+            let config = RetrieverConfig {
+                head_reply_bonus: bonus,
+                other_speaker_factor: 1.0,
+                ..RetrieverConfig::default()
+            };
+            let memory = memory(store, config);
+            let namespace = Namespace::parse("chat/jon").unwrap();
+            let mut dialogue = memory.dialogue(namespace.clone());
+            for (id, speaker, text) in [
+                (
+                    "intro",
+                    "Jon",
+                    "Dance has been my passion since I was a kid, every style of dance.",
+                ),
+                (
+                    "ask",
+                    "Gina",
+                    "Cool! So which style of dance is your favorite?",
+                ),
+                (
+                    "reply",
+                    "Jon",
+                    "Contemporary dance is my top pick, so expressive!",
+                ),
+            ] {
+                // A caller's value under the key is not taken for the dialogue's own.
+                let metadata = serde_json::json!({ "context_before": 5 });
+                dialogue
+                    .add(
+                        Turn::new(speaker, text)
+                            .id(id)
+                            .session("s")
+                            .at(at(3))
+                            .metadata(metadata),
+                    )
+                    .await
+                    .unwrap();
+            }
+            // The reply records where the question before it ends in its context.
+            let reply = memory.store().get(&namespace, "reply").await.unwrap();
+            let reply = reply.expect("stored");
+            let before = reply.metadata[memory_retrieve::CONTEXT_BEFORE_METADATA_KEY]
+                .as_u64()
+                .expect("the length of the turn before");
+            assert_eq!(
+                &reply.context()[..usize::try_from(before).unwrap()],
+                "Gina: Cool! So which style of dance is your favorite?"
+            );
+            let intro = memory.store().get(&namespace, "intro").await.unwrap();
+            assert!(
+                intro.expect("stored").metadata[memory_retrieve::CONTEXT_BEFORE_METADATA_KEY]
+                    .is_null(),
+                "the first turn of a session has no turn before it"
+            );
+            let found = memory
+                .recall(&namespace.exact(), "What is Jon's favorite style of dance?")
+                .await
+                .unwrap();
+            let ranked = ids(&found);
+            assert_eq!(
+                ranked.first().map(String::as_str) == Some("reply"),
+                reply_first,
+                "reply bonus {bonus}: {ranked:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_question_naming_a_speaker_ranks_that_speakers_turns_first() {
     for (factor, named_first) in [(1.0f32, "caroline"), (0.5, "melanie")] {
         for store in stores() {
@@ -482,6 +555,8 @@ async fn the_head_goes_to_the_turn_that_holds_the_words_before_the_cut() {
                 max_results,
                 // The question names Melanie: left on, that alone would rank her turn first.
                 other_speaker_factor: 1.0,
+                // Her reply to "Is that your own painting?" would rise to second place.
+                head_reply_bonus: 0.0,
                 ..RetrieverConfig::default()
             };
             // One clock for the three runs, so that recency scores them alike.
