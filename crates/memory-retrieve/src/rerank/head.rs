@@ -227,17 +227,33 @@ pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> b
     let Some(before) = memory.context().get(..length) else {
         return false;
     };
-    // Each sentence that ends with a question mark, read for the query's terms.
+    if !before.contains('?') {
+        return false;
+    }
+    // Each sentence that ends with a question mark, read for the query's terms: only the
+    // words that start as one of them does are stemmed.
+    let may_start = |first: u8, second: u8| {
+        query_terms.iter().any(|term| match term.as_bytes() {
+            [only] => second == 0 && *only == first,
+            [one, two, ..] => *one == first && (*two == second || (second == b'y' && *two == b'i')),
+            [] => false,
+        })
+    };
     let analyzer = memory_core::text::Analyzer::default();
     let mut start = 0;
     for (at, byte) in before.bytes().enumerate() {
         if matches!(byte, b'.' | b'!' | b'?' | b'\n') {
-            if byte == b'?'
-                && !analyzer
-                    .term_positions(&before[start..at], query_terms)
-                    .is_empty()
-            {
-                return true;
+            if byte == b'?' {
+                let mut holds = false;
+                analyzer.for_each_term_where(
+                    &before[start..at],
+                    may_start,
+                    |term| holds |= query_terms.iter().any(|sought| sought == term),
+                    || {},
+                );
+                if holds {
+                    return true;
+                }
             }
             start = at + 1;
         }
