@@ -227,11 +227,15 @@ pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> b
     let Some(before) = memory.context().get(..length) else {
         return false;
     };
-    if !before.contains('?') {
+    // The question a reply answers is the last one asked before it: the sentence that ends
+    // at the last question mark, read for the query's terms; only the words that start as
+    // one of them does are stemmed.
+    let Some(end) = before.rfind('?') else {
         return false;
-    }
-    // Each sentence that ends with a question mark, read for the query's terms: only the
-    // words that start as one of them does are stemmed.
+    };
+    let start = before[..end]
+        .rfind(['.', '!', '?', '\n'])
+        .map_or(0, |stop| stop + 1);
     let may_start = |first: u8, second: u8| {
         query_terms.iter().any(|term| match term.as_bytes() {
             [only] => second == 0 && *only == first,
@@ -239,26 +243,14 @@ pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> b
             [] => false,
         })
     };
-    let analyzer = memory_core::text::Analyzer::default();
-    let mut start = 0;
-    for (at, byte) in before.bytes().enumerate() {
-        if matches!(byte, b'.' | b'!' | b'?' | b'\n') {
-            if byte == b'?' {
-                let mut holds = false;
-                analyzer.for_each_term_where(
-                    &before[start..at],
-                    may_start,
-                    |term| holds |= query_terms.iter().any(|sought| sought == term),
-                    || {},
-                );
-                if holds {
-                    return true;
-                }
-            }
-            start = at + 1;
-        }
-    }
-    false
+    let mut holds = false;
+    memory_core::text::Analyzer::default().for_each_term_where(
+        &before[start..end],
+        may_start,
+        |term| holds |= query_terms.iter().any(|sought| sought == term),
+        || {},
+    );
+    holds
 }
 
 /// Whether [`reorder_head`] may move `item`: a memory indexed with a context, not marked

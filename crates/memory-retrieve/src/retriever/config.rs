@@ -260,7 +260,8 @@ pub struct RetrieverConfig {
     #[serde(alias = "head_quantity_bonus")]
     pub head_answer_bonus: f32,
     /// What a dialogue turn of the head gains in the head's order when the turn before it
-    /// asked a question in the query's words, in `[0, 1]`, added to its key: it replies to
+    /// asked a question in the query's words (its last question, the one a reply answers),
+    /// in `[0, 1]`, added to its key: it replies to
     /// what the query asks ("What's your favourite style of dance?" before "Contemporary is
     /// my top pick"). The dialogue API records where the turn before ends in the turn's
     /// context ([`CONTEXT_BEFORE_METADATA_KEY`](crate::CONTEXT_BEFORE_METADATA_KEY)); other
