@@ -101,26 +101,45 @@ pub(crate) fn reorder_head(
     }
     let mut asking = [1.0f32; DEEPEST];
     let mut bonus = [0.0f32; DEEPEST];
-    if question_factor < 1.0 || answer_bonus > 0.0 || reply_bonus > 0.0 {
+    if question_factor < 1.0 || reply_bonus > 0.0 {
         for &at in movable {
             let at = usize::from(at);
-            let text = document(&head[at].record);
-            asking[at] = asking_factor(&text, question_factor);
-            let RetrievalSource::Memory(memory) = &head[at].record else {
-                continue;
-            };
-            if answer_bonus > 0.0 && asks.answered_by(&text, memory.created_at) {
-                bonus[at] += answer_bonus;
-            }
-            if reply_bonus > 0.0 && replies_to_query(memory, query_terms) {
+            asking[at] = asking_factor(&document(&head[at].record), question_factor);
+            if reply_bonus > 0.0
+                && let RetrievalSource::Memory(memory) = &head[at].record
+                && replies_to_query(memory, query_terms)
+            {
                 bonus[at] += reply_bonus;
             }
         }
     }
-    let key = |at: u8| {
-        let at = usize::from(at);
+    let key = |at: usize, bonus: &[f32; DEEPEST]| {
         ((1.0 - weight) * scores[at] + weight * measures[at]) * asking[at] + bonus[at]
     };
+    if answer_bonus > 0.0 {
+        // Whether a result states the answer is read only where the bonus could move it: a
+        // result further than the bonus from every other keeps its place either way (a
+        // time takes reading a whole text).
+        let mut keys = [0.0f32; DEEPEST];
+        for &at in movable {
+            let at = usize::from(at);
+            keys[at] = key(at, &bonus);
+        }
+        let reach = answer_bonus * (1.0 + 1e-4) + 1e-6;
+        for &at in movable {
+            let at = usize::from(at);
+            let near = movable.iter().any(|&other| {
+                usize::from(other) != at && (keys[usize::from(other)] - keys[at]).abs() <= reach
+            });
+            if near
+                && let RetrievalSource::Memory(memory) = &head[at].record
+                && asks.answered_by(&memory.content, memory.created_at)
+            {
+                bonus[at] += answer_bonus;
+            }
+        }
+    }
+    let key = |at: u8| key(usize::from(at), &bonus);
     let mut order = [0u8; DEEPEST];
     let order = &mut order[..moving];
     order.copy_from_slice(movable);
@@ -310,18 +329,27 @@ mod tests {
     /// The reordering as its documentation states it: the movable results sorted by
     /// `(1 - weight) * score + weight * measure` (ties in their order) take the movable
     /// places in order, each with its place's score; the others stay.
+    /// ... plus `bonus` for each movable result that states a number (every one read).
     fn reordered_by_definition(
         terms: &[String],
         items: &[ScoredItem],
         depth: usize,
         weight: f32,
+        bonus: f32,
     ) -> Vec<(String, f32)> {
         let depth = depth.min(items.len());
         let measures = term_scores_of(terms, &documents(&items[..depth]), &[]);
         let movable: Vec<usize> = (0..depth)
             .filter(|&at| items[at].breakdown.value(Signal::Stale).is_none())
             .collect();
-        let key = |at: usize| (1.0 - weight) * items[at].score + weight * measures[at];
+        let gains = |at: usize| {
+            if crate::answer::holds_number(texts(items)[at]) {
+                bonus
+            } else {
+                0.0
+            }
+        };
+        let key = |at: usize| (1.0 - weight) * items[at].score + weight * measures[at] + gains(at);
         let mut order = movable.clone();
         order.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
         let mut out = placed(items);
@@ -336,7 +364,8 @@ mod tests {
     #[test]
     fn the_head_is_reordered_as_defined_for_any_depth_and_staleness() {
         let words = [
-            "caroline", "adoption", "agency", "painted", "lake", "sunrise", "we", "hours",
+            "caroline", "adoption", "agency", "painted", "lake", "sunrise", "we", "hours", "3",
+            "ten",
         ];
         let terms = Analyzer::default().query_terms("Caroline adoption agency painted sunrise");
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -358,9 +387,20 @@ mod tests {
                 .collect();
             let depth = next(14) as usize;
             let weight = [0.0, 0.3, 0.5, 1.0][next(4) as usize];
-            let expected = reordered_by_definition(&terms, &items, depth, weight);
-            reorder_head(&terms, &mut items, HeadOrder::by_terms(depth, weight), &[]);
-            assert_eq!(placed(&items), expected, "depth {depth}, weight {weight}");
+            // The bonus is read only where it could move a result: the order is the same.
+            let bonus = [0.0, 0.02, 0.05, 0.1, 0.3][next(5) as usize];
+            let expected = reordered_by_definition(&terms, &items, depth, weight, bonus);
+            let order_by = HeadOrder {
+                asks: Asks::Quantity,
+                answer_bonus: bonus,
+                ..HeadOrder::by_terms(depth, weight)
+            };
+            reorder_head(&terms, &mut items, order_by, &[]);
+            assert_eq!(
+                placed(&items),
+                expected,
+                "depth {depth}, weight {weight}, bonus {bonus}"
+            );
         }
     }
 
