@@ -695,36 +695,39 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             );
         }
     }
-    for (bonus, query) in [
-        (f32::NAN, "how many?"),
-        (-0.1, "when?"),
-        (1.5, "how many?"),
-        (f32::INFINITY, "anything"),
-    ] {
-        let config = RetrieverConfig {
-            head_reply_bonus: bonus,
-            ..RetrieverConfig::default()
-        };
-        invalid(
-            "head reply bonus",
-            memory
-                .retriever()
-                .retrieve_with(&ns.subtree(), query, &Default::default(), &config)
-                .await,
-            "head_reply_bonus",
-        );
-        let config = RetrieverConfig {
+    // The head's bonuses are in [0, 1]: refused by name when a recall is given them.
+    type WithBonus = fn(f32) -> RetrieverConfig;
+    let bonuses: [(&str, WithBonus); 2] = [
+        ("head_answer_bonus", |bonus| RetrieverConfig {
             head_answer_bonus: bonus,
             ..RetrieverConfig::default()
-        };
-        invalid(
-            "head answer bonus",
-            memory
-                .retriever()
-                .retrieve_with(&ns.subtree(), query, &Default::default(), &config)
-                .await,
-            "head_answer_bonus",
-        );
+        }),
+        ("head_reply_bonus", |bonus| RetrieverConfig {
+            head_reply_bonus: bonus,
+            ..RetrieverConfig::default()
+        }),
+    ];
+    for (field, config_with) in bonuses {
+        for (bonus, query) in [
+            (f32::NAN, "how many?"),
+            (-0.1, "when?"),
+            (1.5, "how many?"),
+            (f32::INFINITY, "anything"),
+        ] {
+            invalid(
+                field,
+                memory
+                    .retriever()
+                    .retrieve_with(
+                        &ns.subtree(),
+                        query,
+                        &Default::default(),
+                        &config_with(bonus),
+                    )
+                    .await,
+                field,
+            );
+        }
     }
     let heads = [
         (101, 0.5),

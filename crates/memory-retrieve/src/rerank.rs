@@ -201,24 +201,8 @@ fn term_scores_of(
         Some(index) => index.get(term).copied(),
         None => query_terms.iter().position(|known| known == term),
     };
-    // The first two bytes of the query's terms: a word starting otherwise is not stemmed,
-    // only counted. An English stem starts with its word's first two letters, but for a
-    // second "y" that becomes "i" ("dying" -> "die"); a word of one letter is its own term.
-    let mut single = [false; 256];
-    let mut pairs: Vec<[u8; 2]> = Vec::with_capacity(query_terms.len());
-    for term in query_terms {
-        match term.as_bytes() {
-            [only] => single[usize::from(*only)] = true,
-            [first, second, ..] => pairs.push([*first, *second]),
-            [] => {}
-        }
-    }
-    let may_start = |first: u8, second: u8| match second {
-        0 => single[usize::from(first)],
-        _ => pairs.iter().any(|pair| {
-            pair[0] == first && (pair[1] == second || (second == b'y' && pair[1] == b'i'))
-        }),
-    };
+    let starts = TermStarts::of(query_terms);
+    let may_start = |first: u8, second: u8| starts.may_start(first, second);
     // Every document's query terms with their positions, one document after another:
     // document `d` holds `found[ends[d - 1]..ends[d]]` (from 0 for the first).
     let terms = query_terms.len();
@@ -294,6 +278,43 @@ fn term_scores_of(
             (0.8 * coverage + 0.2 * proximity.min(1.0)).clamp(0.0, 1.0)
         })
         .collect()
+}
+
+/// The first two bytes of some terms, for
+/// [`Analyzer::for_each_term_where`](memory_core::text::Analyzer::for_each_term_where): a
+/// word starting otherwise is not stemmed, only counted. An English stem starts with its
+/// word's first two letters, but for a second "y" that becomes "i" ("dying" -> "die"); a
+/// word of one letter is its own term.
+pub(crate) struct TermStarts {
+    single: [bool; 256],
+    pairs: Vec<[u8; 2]>,
+}
+
+impl TermStarts {
+    /// The starts of `terms`.
+    pub(crate) fn of(terms: &[String]) -> Self {
+        let mut single = [false; 256];
+        let mut pairs: Vec<[u8; 2]> = Vec::with_capacity(terms.len());
+        for term in terms {
+            match term.as_bytes() {
+                [only] => single[usize::from(*only)] = true,
+                [first, second, ..] => pairs.push([*first, *second]),
+                [] => {}
+            }
+        }
+        Self { single, pairs }
+    }
+
+    /// Whether a word whose first two bytes are `first` and `second` (0 for a word of one
+    /// byte) may stem to one of the terms.
+    pub(crate) fn may_start(&self, first: u8, second: u8) -> bool {
+        match second {
+            0 => self.single[usize::from(first)],
+            _ => self.pairs.iter().any(|pair| {
+                pair[0] == first && (pair[1] == second || (second == b'y' && pair[1] == b'i'))
+            }),
+        }
+    }
 }
 
 /// Whether `positions` go by position, as a store must give them.

@@ -102,12 +102,13 @@ pub(crate) fn reorder_head(
     let mut asking = [1.0f32; DEEPEST];
     let mut bonus = [0.0f32; DEEPEST];
     if question_factor < 1.0 || reply_bonus > 0.0 {
+        let starts = (reply_bonus > 0.0).then(|| super::TermStarts::of(query_terms));
         for &at in movable {
             let at = usize::from(at);
             asking[at] = asking_factor(&document(&head[at].record), question_factor);
-            if reply_bonus > 0.0
+            if let Some(starts) = &starts
                 && let RetrievalSource::Memory(memory) = &head[at].record
-                && replies_to_query(memory, query_terms)
+                && replies_to_query(memory, query_terms, starts)
             {
                 bonus[at] += reply_bonus;
             }
@@ -233,8 +234,13 @@ pub(crate) fn asking_factor(text: &str, factor: f32) -> f32 {
 /// Whether `memory` is a dialogue turn whose turn before it (the start of its context, as
 /// long as [`CONTEXT_BEFORE_METADATA_KEY`](crate::CONTEXT_BEFORE_METADATA_KEY) tells) asked a
 /// question holding one of `query_terms`: it replies to what the query asks ("What's your
-/// favourite style of dance?" before "Contemporary is my top pick").
-pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> bool {
+/// favourite style of dance?" before "Contemporary is my top pick"). `starts` are those of
+/// `query_terms`.
+pub(crate) fn replies_to_query(
+    memory: &MemoryItem,
+    query_terms: &[String],
+    starts: &super::TermStarts,
+) -> bool {
     let Some(length) = memory
         .metadata
         .get(crate::CONTEXT_BEFORE_METADATA_KEY)
@@ -255,17 +261,10 @@ pub(crate) fn replies_to_query(memory: &MemoryItem, query_terms: &[String]) -> b
     let start = before[..end]
         .rfind(['.', '!', '?', '\n'])
         .map_or(0, |stop| stop + 1);
-    let may_start = |first: u8, second: u8| {
-        query_terms.iter().any(|term| match term.as_bytes() {
-            [only] => second == 0 && *only == first,
-            [one, two, ..] => *one == first && (*two == second || (second == b'y' && *two == b'i')),
-            [] => false,
-        })
-    };
     let mut holds = false;
     memory_core::text::Analyzer::default().for_each_term_where(
         &before[start..end],
-        may_start,
+        |first, second| starts.may_start(first, second),
         |term| holds |= query_terms.iter().any(|sought| sought == term),
         || {},
     );
@@ -603,6 +602,7 @@ mod tests {
     #[test]
     fn a_reply_is_read_from_the_turn_before_it_in_its_context() {
         let terms = Analyzer::default().query_terms("what is Jon's favorite style of dance");
+        let starts = super::super::TermStarts::of(&terms);
         let turn = |context: &str, before: serde_json::Value| {
             let mut item = MemoryItem::new(Namespace::parse("t").unwrap(), "Contemporary!")
                 .unwrap()
@@ -618,7 +618,8 @@ mod tests {
         let length = serde_json::json!(asked.len());
         assert!(replies_to_query(
             &turn(&format!("{asked}{next}"), length.clone()),
-            &terms
+            &terms,
+            &starts
         ));
         // The question after it, a statement before it, a question in other words, a length
         // past the context or inside a character, or none: no reply.
@@ -635,7 +636,7 @@ mod tests {
         ];
         for (context, before) in cases {
             assert!(
-                !replies_to_query(&turn(&context, before.clone()), &terms),
+                !replies_to_query(&turn(&context, before.clone()), &terms, &starts),
                 "{context:?} {before}"
             );
         }
