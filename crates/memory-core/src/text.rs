@@ -2,7 +2,8 @@
 //! it, so indexing and querying never disagree.
 //!
 //! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
-//! apostrophes, English stop words, Snowball English stemming, and for Chinese and Japanese
+//! apostrophes, English stop words, Snowball English stemming (an irregular form such as
+//! "went" or "children" stemmed as the word it is a form of: see `irregular`), and for Chinese and Japanese
 //! text (which has no spaces) overlapping character bigrams of each run of ideographs or
 //! kana (a run of one character is kept as a unigram).
 //!
@@ -10,6 +11,7 @@
 //! use memory_core::text::Analyzer;
 //! let analyzer = Analyzer::default();
 //! assert_eq!(analyzer.terms("The cats are running!"), ["cat", "run"]);
+//! assert_eq!(analyzer.terms("She ran; he won"), ["run", "win"]);
 //! assert_eq!(analyzer.terms("状态管理"), ["状态", "态管", "管理"]);
 //! ```
 
@@ -24,6 +26,7 @@ use self::stop::is_plain_stop_word;
 pub use self::stop::{STOP_WORDS, is_stop_word};
 
 mod inline;
+mod irregular;
 mod stop;
 
 /// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
@@ -69,8 +72,13 @@ fn stemmer() -> &'static Stemmer {
 /// Words whose stems are remembered per thread before the cache is emptied.
 const STEM_CACHE_WORDS: usize = 1 << 16;
 
-/// Calls `emit` with the Snowball stem of `word` (lowercase ASCII), from a per-thread cache:
-/// stemming costs far more than a lookup, and text repeats its words.
+/// The Snowball stem of `word` (lowercase ASCII), or of the word it is an irregular form of.
+fn stem(word: &str) -> std::borrow::Cow<'_, str> {
+    stemmer().stem(irregular::lemma(word).unwrap_or(word))
+}
+
+/// Calls `emit` with the stem of `word` (lowercase ASCII; see [`stem`]), from a per-thread
+/// cache: stemming costs far more than a lookup, and text repeats its words.
 fn with_stem(word: &str, emit: impl FnOnce(&str)) {
     // The words are the user's, so the hasher is seeded (foldhash: a few cycles per word,
     // where FNV-1a went byte by byte and left many probes comparing strings). Words and
@@ -84,18 +92,35 @@ fn with_stem(word: &str, emit: impl FnOnce(&str)) {
         // without copying it or counting a reference. If `emit` analyses text itself, the
         // borrow fails there and that word is stemmed without the cache.
         let Ok(mut cache) = cache.try_borrow_mut() else {
-            return emit(&stemmer().stem(word));
+            return emit(&stem(word));
         };
         if let Some(stem) = cache.get(word) {
             return emit(stem);
         }
-        let stem = InlineStr::new(&stemmer().stem(word));
+        let stem = InlineStr::new(&stem(word));
         if cache.len() >= STEM_CACHE_WORDS {
             cache.clear();
         }
         let stem = cache.entry(InlineStr::new(word)).or_insert(stem);
         emit(stem);
     });
+}
+
+/// `bytes` (ASCII letters and digits, at most [`MAX_TERM_BYTES`]) lowercased into `lower`.
+fn lowercase<'a>(bytes: &[u8], lower: &'a mut [u8; MAX_TERM_BYTES]) -> &'a str {
+    for (to, from) in lower.iter_mut().zip(bytes) {
+        *to = from | 0x20;
+    }
+    // ASCII, so always UTF-8.
+    std::str::from_utf8(&lower[..bytes.len().min(MAX_TERM_BYTES)]).unwrap_or_default()
+}
+
+/// `may_start` asked about the first two bytes of `word` (0 for the second of a word of one).
+fn may_start_word(word: &str, may_start: &mut impl FnMut(u8, u8) -> bool) -> bool {
+    match word.as_bytes() {
+        [first, rest @ ..] => may_start(*first, rest.first().copied().unwrap_or(0)),
+        [] => false,
+    }
 }
 
 /// Whether `c` is written without spaces between words (Han ideographs, kana).
@@ -133,6 +158,8 @@ impl Analyzer {
     /// words that change most), so a filter on the first bytes of the terms sought finds the
     /// same terms for a fraction of the work. A word of ASCII letters and digits that the
     /// filter turns away is not even copied: its first bytes are lowercased where they stand.
+    /// An irregular form of a word that starts otherwise ("went", stemmed "go") is asked
+    /// about a second time, with that word's first two bytes, when the first answer is no.
     pub fn for_each_term_where(
         &self,
         text: &str,
@@ -237,20 +264,23 @@ impl Analyzer {
                 return;
             }
             // ASCII letters and digits: `| 0x20` lowercases a letter and keeps a digit.
-            if !may_start(first | 0x20, rest.first().map_or(0, |second| second | 0x20)) {
-                if !(self.remove_stop_words && is_plain_stop_word(bytes)) {
-                    skipped();
+            let (first, second) = (first | 0x20, rest.first().map_or(0, |second| second | 0x20));
+            if !may_start(first, second) {
+                let mut lower = [0u8; MAX_TERM_BYTES];
+                let base_may_start = self.stem
+                    && irregular::may_start_differently(first, second)
+                    && irregular::lemma(lowercase(bytes, &mut lower))
+                        .is_some_and(|base| may_start_word(base, may_start));
+                if !base_may_start {
+                    if !(self.remove_stop_words && is_plain_stop_word(bytes)) {
+                        skipped();
+                    }
+                    return;
                 }
-                return;
             }
             let mut lower = [0u8; MAX_TERM_BYTES];
-            for (to, from) in lower.iter_mut().zip(bytes) {
-                *to = from | 0x20;
-            }
-            // ASCII, so always UTF-8.
-            if let Ok(word) = std::str::from_utf8(&lower[..bytes.len()])
-                && !(self.remove_stop_words && is_stop_word(word))
-            {
+            let word = lowercase(bytes, &mut lower);
+            if !(self.remove_stop_words && is_stop_word(word)) {
                 self.emit_term(word, emit);
             }
             return;
@@ -287,7 +317,12 @@ impl Analyzer {
         if self.remove_stop_words && is_stop_word(buffer) {
             return;
         }
-        if !may_start(*first, rest.first().copied().unwrap_or(0)) {
+        let (first, second) = (*first, rest.first().copied().unwrap_or(0));
+        let passes = may_start(first, second)
+            || (self.stem
+                && irregular::may_start_differently(first, second)
+                && irregular::lemma(buffer).is_some_and(|base| may_start_word(base, may_start)));
+        if !passes {
             return skipped();
         }
         self.emit_term(buffer, emit);
@@ -305,7 +340,9 @@ impl Analyzer {
 
     /// A fingerprint of this analyzer's behaviour: a hash (FNV-1a) of its terms for a fixed
     /// probe text (stemming, stop words, possessives, numbers, case, Chinese and Japanese,
-    /// overlong words) and for every stop word. Persistent backends store analyzed terms and
+    /// overlong words), for every stop word and, when stemming, for every irregular form
+    /// read as the word it is a form of (so a database indexed before a form was added is re-indexed, and its
+    /// memories saying "went" are found by "go"). Persistent backends store analyzed terms and
     /// record this value, so an index built by an analyzer that behaves differently is
     /// rebuilt on open. Never change the probe or the hash without expecting that rebuild.
     pub fn fingerprint(&self) -> String {
@@ -328,6 +365,11 @@ impl Analyzer {
         feed(PROBE);
         for word in STOP_WORDS {
             feed(word);
+        }
+        if self.stem {
+            for (form, _) in irregular::FORMS {
+                feed(form);
+            }
         }
         format!("{hash:016x}")
     }

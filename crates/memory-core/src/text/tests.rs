@@ -156,7 +156,8 @@ fn query_terms_keep_each_term_once_in_order_of_first_use() {
 #[test]
 fn an_english_stem_keeps_its_first_two_letters_and_is_never_longer() {
     // The words the Snowball English stemmer changes most: its exceptions, "y" endings,
-    // doubled consonants and long derivational suffixes.
+    // doubled consonants and long derivational suffixes. An irregular verb form is stemmed
+    // as its verb, whose letters the stem keeps.
     let words = [
         "dying",
         "lying",
@@ -208,8 +209,10 @@ fn an_english_stem_keeps_its_first_two_letters_and_is_never_longer() {
         "caresses",
     ];
     let analyzer = Analyzer::default();
-    for word in words {
-        for stem in analyzer.terms(word) {
+    let forms = super::irregular::FORMS.iter().map(|(form, _)| *form);
+    for written in words.into_iter().chain(forms) {
+        let word = super::irregular::lemma(written).unwrap_or(written);
+        for stem in analyzer.terms(written) {
             let (stem_bytes, word_bytes) = (stem.as_bytes(), word.as_bytes());
             assert_eq!(stem_bytes[0], word_bytes[0], "{word} -> {stem}");
             let second = (stem_bytes[1], word_bytes[1]);
@@ -230,12 +233,15 @@ fn a_filtered_scan_finds_the_same_terms_at_the_same_positions() {
     // digits, possessives, joiners and underscores around them).
     let texts = [
         "Yesterday I was lying in the skies of Caroline's dreams, running and crying; \
-         the agencies' generously funded adoption programs. 東京で日本語 ÇAFÉ résumé 3.5 GPT-4",
+         the agencies' generously funded adoption programs. 東京で日本語 ÇAFÉ résumé 3.5 GPT-4 \
+         she went, he bought; Ran's Went’s",
         "YESTERDAY The Lying THE skies OF Caroline's DREAMS, Running AND crying; THE \
-         agencies' Generously funded ADOPTION programs 3.5 GPT-4 snake_case a:b 35 Dying x",
+         agencies' Generously funded ADOPTION programs 3.5 GPT-4 snake_case a:b 35 Dying x \
+         WENT Bought ran GONE",
     ];
+    // "went" and "ran" start otherwise than "go" and "run": the filter is asked again.
     let sought = [
-        "lie", "sky", "run", "adopt", "generous", "caf", "35", "日本", "die", "x",
+        "lie", "sky", "run", "adopt", "generous", "caf", "35", "日本", "die", "x", "go", "buy",
     ];
     let wanted: Vec<String> = sought
         .iter()
@@ -414,4 +420,47 @@ fn mixed_text_reads_as_the_unicode_path_reads_it() {
             "{text:?}"
         );
     }
+}
+
+#[test]
+fn an_irregular_verb_form_is_read_as_its_verb() {
+    let analyzer = Analyzer::default();
+    for (form, verb) in [
+        ("went", "going"),
+        ("bought", "buys"),
+        ("Met", "meeting"),
+        ("won", "win"),
+        ("flew", "flying"),
+        ("written", "writes"),
+        ("chose", "choosing"),
+        ("children", "child"),
+        ("Feet", "foot"),
+    ] {
+        assert_eq!(analyzer.terms(form), analyzer.terms(verb), "{form}");
+    }
+    // Words that are as often something else are left alone, and nothing is read as a verb
+    // without stemming.
+    assert_eq!(analyzer.terms("saw left"), ["saw", "left"]);
+    assert_eq!(Analyzer::plain().terms("went"), ["went"]);
+    // The table: sorted forms (binary search), lowercase, distinct from their verbs, no stop
+    // words, and between three and ten bytes (the bounds `lemma` checks first).
+    let forms = super::irregular::FORMS;
+    assert!(forms.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    for (form, verb) in forms {
+        assert!(form.bytes().all(|byte| byte.is_ascii_lowercase()), "{form}");
+        assert!(verb.bytes().all(|byte| byte.is_ascii_lowercase()), "{verb}");
+        assert_ne!(form, verb);
+        assert!(!is_stop_word(form), "{form}");
+        assert!((3..=10).contains(&form.len()), "{form}");
+        assert_eq!(super::irregular::lemma(form), Some(*verb));
+    }
+    // Every form whose verb starts otherwise is flagged for the filter's second question.
+    for (form, verb) in forms {
+        let (form, verb) = (form.as_bytes(), verb.as_bytes());
+        if form[..2] != verb[..2] {
+            assert!(super::irregular::may_start_differently(form[0], form[1]));
+        }
+    }
+    assert!(!super::irregular::may_start_differently(b'r', b'u'));
+    assert!(!super::irregular::may_start_differently(b'3', b'5'));
 }

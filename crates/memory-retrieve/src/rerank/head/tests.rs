@@ -290,7 +290,7 @@ fn a_time_lifts_a_result_of_the_head_when_the_question_asks_when() {
                 false,
             ),
             scored(
-                "[8 May 2023] Ann: I went to a support group yesterday",
+                "[8 May 2023] Ann: I attended a support group yesterday",
                 0.89,
                 false,
             ),
