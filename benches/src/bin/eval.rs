@@ -8,6 +8,7 @@
 //!                  [--weights relevance=0.6,overlap=0.1,...] [--candidates N]
 //!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off]
 //!                  [--role-weight-about-agent ROLE=W] [--drop-time-words on|off]
+//!                  [--time-phrases on|off]
 //!                  [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts]
 //!                  [--show-misses] [--show-facts]
@@ -40,7 +41,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--time-phrases on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -100,6 +101,9 @@ fn run() -> Result<(), String> {
             }
             "--addressee" => options.config.read_addressee = on_off(&arg, &value()?)?,
             "--drop-time-words" => options.config.drop_time_words = on_off(&arg, &value()?)?,
+            "--time-phrases" => {
+                options.config.time_words_as_phrase = on_off(&arg, &value()?)?;
+            }
             "--rerank" => {
                 options.rerank = on_off(&arg, &value()?)?.then(RerankConfig::default);
             }

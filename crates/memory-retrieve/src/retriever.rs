@@ -220,14 +220,23 @@ impl Retriever {
         } else {
             None
         };
-        let terms: std::sync::Arc<[String]> = if config.drop_time_words && config.strategy.memory()
+        let (terms, time_phrases) = if (config.drop_time_words || config.time_words_as_phrase)
+            && config.strategy.memory()
         {
-            memory_channel::search_terms(&*self.memory, scope, filter, now, query, time.as_ref())
-                .await?
-                .into()
+            let (terms, phrases) = memory_channel::search_terms(
+                &*self.memory,
+                scope,
+                filter,
+                now,
+                query,
+                time.as_ref(),
+            )
+            .await?;
+            (terms, phrases.filter(|_| !config.drop_time_words))
         } else {
-            memory_channel::question_terms(query).into()
+            (memory_channel::question_terms(query), None)
         };
+        let terms: std::sync::Arc<[String]> = terms.into();
         let request = Request {
             scope,
             query,
@@ -250,6 +259,7 @@ impl Retriever {
             knowledge: self.knowledge.as_deref(),
             graph: self.graph.as_deref(),
             terms,
+            time_phrases,
             keywords: std::sync::OnceLock::new(),
             extractor: &*self.keywords,
             embedder: self.embedder.as_deref(),

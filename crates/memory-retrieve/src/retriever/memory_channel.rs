@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use memory_core::{
-    Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, Scope, SearchHit, SearchQuery,
-    Signal,
+    Channel, MemoryFilter, MemoryItem, Namespace, Result, RetrievalSource, Scope, SearchHit,
+    SearchQuery, Signal,
 };
 
 use super::candidate::{Candidate, Found, Key, RecordType};
@@ -49,15 +49,26 @@ pub(super) fn question_terms(query: &str) -> Vec<String> {
 /// is a store call.
 const MAX_RELATIVE_TIMES: usize = 4;
 
+/// The words of the times a query names by their distance from now, which its search
+/// leaves out, and what it searches a memory holding one of them as written with.
+#[derive(Debug)]
+pub(super) struct TimePhrases {
+    /// Each expression's terms, in order ("two weeks ago": "two", "week", "ago").
+    pub(super) phrases: Vec<Vec<String>>,
+    /// The query's terms with the expressions' words.
+    pub(super) terms: Arc<[String]>,
+}
+
 /// The search terms of `query` when
-/// [`RetrieverConfig::drop_time_words`](super::RetrieverConfig::drop_time_words) is on.
-/// When it names a time by its distance from now ("last Saturday", "two weeks ago") and
-/// memories in scope were made in that time, the expression's words are left out: the time
-/// is searched as a time (the window), and those words in a memory speak of another day
-/// ("last Saturday", said a month ago). When no memory was made then, the words are kept:
-/// the query may quote what a memory says. An expression anchored by a day ("last weekend
-/// before April 10") is not listed as relative ([`TimeRead`](crate::when::TimeRead)), so
-/// its words are kept too.
+/// [`RetrieverConfig::drop_time_words`](super::RetrieverConfig::drop_time_words) or
+/// [`time_words_as_phrase`](super::RetrieverConfig::time_words_as_phrase) is on, and the
+/// expressions left out. When it names a time by its distance from now ("last Saturday",
+/// "two weeks ago") and memories in scope were made in that time, the expression's words
+/// are left out: the time is searched as a time (the window), and those words in a memory
+/// speak of another day ("last Saturday", said a month ago). When no memory was made then,
+/// the words are kept: the query may quote what a memory says. An expression anchored by a
+/// day ("last weekend before April 10") is not listed as relative
+/// ([`TimeRead`](crate::when::TimeRead)), so its words are kept too.
 pub(super) async fn search_terms(
     memory: &dyn memory_core::MemoryStore,
     scope: &Scope,
@@ -65,9 +76,9 @@ pub(super) async fn search_terms(
     now: DateTime<Utc>,
     query: &str,
     time: Option<&crate::when::TimeRead>,
-) -> Result<Vec<String>> {
+) -> Result<(Vec<String>, Option<TimePhrases>)> {
     let Some(time) = time.filter(|time| !time.relative.is_empty()) else {
-        return Ok(question_terms(query));
+        return Ok((question_terms(query), None));
     };
     let base = memory_filter(scope, filter, now);
     let mut held = Vec::new();
@@ -88,16 +99,87 @@ pub(super) async fn search_terms(
             held.push(words);
         }
     }
+    let all = question_terms(query);
     if held.is_empty() {
-        return Ok(question_terms(query));
+        return Ok((all, None));
     }
-    let terms = question_terms(&crate::when::TimeRead::blanked(query, held));
+    let terms = question_terms(&crate::when::TimeRead::blanked(query, held.iter().copied()));
     // A query of nothing but times searches their words.
-    Ok(if terms.is_empty() {
-        question_terms(query)
-    } else {
-        terms
+    if terms.is_empty() || terms.len() == all.len() {
+        return Ok((all, None));
+    }
+    let analyzer = memory_core::text::Analyzer::default();
+    let phrases: Vec<Vec<String>> = held
+        .iter()
+        .filter_map(|words| query.get((*words).clone()))
+        .map(|words| analyzer.terms(words))
+        .filter(|phrase| !phrase.is_empty())
+        .collect();
+    Ok((
+        terms,
+        Some(TimePhrases {
+            phrases,
+            terms: all.into(),
+        }),
+    ))
+}
+
+/// Whether `text` holds one of `phrases` as written: its terms one after another (stop
+/// words between them do not count, as they make no term: "a couple of days ago").
+fn holds_a_phrase(text: &str, phrases: &[Vec<String>]) -> bool {
+    let analyzer = memory_core::text::Analyzer::default();
+    phrases.iter().any(|phrase| {
+        let found = analyzer.term_positions(text, phrase);
+        // One term stands at each position, so the terms of a phrase found are next to
+        // each other in `found`.
+        found.windows(phrase.len()).any(|run| {
+            run.iter()
+                .zip(phrase)
+                .enumerate()
+                .all(|(k, (&(position, term), word))| {
+                    position == run[0].0.saturating_add(k as u32)
+                        && phrase.get(term as usize).is_some_and(|found| found == word)
+                })
+        })
     })
+}
+
+/// `hits`, of the search without the time's words, with each memory whose own words hold
+/// one of the expressions as written scored as `whole`, the search with those words, scored
+/// it (added when it was not among `hits`): the best `limit` of them. "Two weeks ago" in a
+/// memory matches a question asking about "two weeks ago"; "three weeks ago" does not.
+fn with_time_phrases(
+    mut hits: Vec<SearchHit>,
+    whole: Vec<SearchHit>,
+    phrases: &[Vec<String>],
+    limit: usize,
+) -> Vec<SearchHit> {
+    let at: HashMap<(Namespace, String), usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(at, hit)| ((hit.item.namespace.clone(), hit.item.id.clone()), at))
+        .collect();
+    let mut added = Vec::new();
+    for hit in whole {
+        let known = at
+            .get(&(hit.item.namespace.clone(), hit.item.id.clone()))
+            .copied();
+        // A memory that scores no better with the time's words holds none of them.
+        if known.is_some_and(|known| hits[known].score >= hit.score)
+            || !holds_a_phrase(&hit.item.content, phrases)
+        {
+            continue;
+        }
+        match known {
+            Some(known) => hits[known].score = hit.score,
+            None => added.push(hit),
+        }
+    }
+    hits.extend(added);
+    // Stable: equal scores keep the search's order.
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(limit);
+    hits
 }
 
 /// The memories of `request` as candidates, and the microseconds the channel took.
@@ -108,6 +190,15 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     }
     let started = super::request::Stopwatch::start();
     let memory = request.memory;
+    let phrased = |hits: Vec<SearchHit>, whole: Option<Vec<SearchHit>>| match (
+        whole,
+        &request.time_phrases,
+    ) {
+        (Some(whole), Some(time)) => {
+            with_time_phrases(hits, whole, &time.phrases, request.candidates)
+        }
+        _ => hits,
+    };
     let search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
         .with_filter(memory_filter(request.scope, request.filter, request.now))
         .with_terms(request.terms.clone());
@@ -122,11 +213,22 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             None => Ok(None),
         }
     };
+    // With the time's words, for the memories that hold them as written.
+    let whole_search = request
+        .time_phrases
+        .as_ref()
+        .map(|time| search.clone().with_terms(time.terms.clone()));
+    let whole = async {
+        match &whole_search {
+            Some(search) => memory.search(search).await.map(Some),
+            None => Ok(None),
+        }
+    };
     // Keyword search, and with an embedder the similarity search beside it.
     let (hits, similar, timed) = match request.embedder {
         None => {
-            let (hits, timed) = tokio::join!(memory.search(&search), timed);
-            (hits?, None, timed?)
+            let (hits, whole, timed) = tokio::join!(memory.search(&search), whole, timed);
+            (phrased(hits?, whole?), None, timed?)
         }
         Some(embedder) => {
             let semantic = async {
@@ -136,8 +238,9 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
                     .await?;
                 Ok::<_, memory_core::MemoryError>((vector, hits))
             };
-            let (hits, semantic, timed) = tokio::join!(memory.search(&search), semantic, timed);
-            (hits?, Some(semantic?), timed?)
+            let (hits, whole, semantic, timed) =
+                tokio::join!(memory.search(&search), whole, semantic, timed);
+            (phrased(hits?, whole?), Some(semantic?), timed?)
         }
     };
     let (query_vector, similar) = match similar {
@@ -492,4 +595,87 @@ async fn add_context(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrase(words: &str) -> Vec<String> {
+        memory_core::text::Analyzer::default().terms(words)
+    }
+
+    #[test]
+    fn a_phrase_is_held_as_written() {
+        let couple = [phrase("a couple of days ago")];
+        assert!(holds_a_phrase("I made it a couple of days ago.", &couple));
+        assert!(holds_a_phrase("A COUPLE OF DAYS AGO, I made it", &couple));
+        for text in [
+            "a couple of weeks ago",
+            "two days ago",
+            "days ago, a couple of them",
+            "a couple of old days, long ago",
+            "",
+        ] {
+            assert!(!holds_a_phrase(text, &couple), "{text}");
+        }
+        // Any of several; one word is its own phrase; no phrase holds nothing.
+        let either = [phrase("two weeks ago"), phrase("yesterday")];
+        assert!(holds_a_phrase("We met yesterday", &either));
+        assert!(holds_a_phrase("two weeks ago today", &either));
+        assert!(!holds_a_phrase("three weeks ago", &either));
+        assert!(!holds_a_phrase("anything", &[]));
+        // A phrase repeating a word.
+        let again = [phrase("day after day")];
+        assert!(holds_a_phrase("it rained day after day", &again));
+        assert!(!holds_a_phrase("it rained day after night", &again));
+    }
+
+    fn hit(id: &str, text: &str, score: f32) -> SearchHit {
+        let item = MemoryItem::new(Namespace::parse("n").unwrap(), text)
+            .unwrap()
+            .with_id(id)
+            .unwrap();
+        SearchHit {
+            item: Arc::new(item),
+            score,
+        }
+    }
+
+    fn ids(hits: &[SearchHit]) -> Vec<(&str, f32)> {
+        hits.iter()
+            .map(|hit| (hit.item.id.as_str(), hit.score))
+            .collect()
+    }
+
+    #[test]
+    fn a_memory_holding_the_phrase_is_scored_with_its_words() {
+        let phrases = [phrase("two weeks ago")];
+        let hits = vec![
+            hit("a", "the match two weeks ago", 2.0),
+            hit("b", "the match, two weeks ago", 1.0),
+            hit("e", "the match three weeks ago", 0.5),
+        ];
+        let whole = vec![
+            hit("d", "weeks and weeks ago, two of them", 4.0),
+            hit("b", "the match, two weeks ago", 3.0),
+            hit("c", "two weeks ago", 2.5),
+            hit("e", "the match three weeks ago", 2.4),
+            hit("a", "the match two weeks ago", 2.0),
+        ];
+        // "d" and "e" hold the words but not the phrase; "c" is added.
+        assert_eq!(
+            ids(&with_time_phrases(
+                hits.clone(),
+                whole.clone(),
+                &phrases,
+                10
+            )),
+            [("b", 3.0), ("c", 2.5), ("a", 2.0), ("e", 0.5)]
+        );
+        assert_eq!(
+            ids(&with_time_phrases(hits, whole, &phrases, 2)),
+            [("b", 3.0), ("c", 2.5)]
+        );
+    }
 }

@@ -25,6 +25,10 @@ pub(super) struct Request<'a> {
     /// The query's search terms (`Analyzer::query_terms`), analysed once for every channel
     /// and backend.
     pub(super) terms: std::sync::Arc<[String]>,
+    /// The words of the times the query names by their distance from now, when `terms`
+    /// leaves them out but a memory holding one of them as the expression still matches
+    /// them ([`RetrieverConfig::time_words_as_phrase`]).
+    pub(super) time_phrases: Option<super::memory_channel::TimePhrases>,
     /// The query's keywords for the graph's matching, by the memory's keyword extractor:
     /// extracted on first use, so a recall whose graph holds nothing in scope pays nothing.
     pub(super) keywords: std::sync::OnceLock<Vec<String>>,

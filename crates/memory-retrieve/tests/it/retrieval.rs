@@ -611,7 +611,8 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
 /// Saturday") leaves those words out of its search when memories were made then: a memory
 /// made that day comes before an older one that says "last Saturday" of another week. When
 /// no memory was made then, the words are searched as written and the older one, which
-/// quotes them, still comes first. Off (the default), the words are searched.
+/// quotes them, still comes first. Off (the default), a memory holding the expression as
+/// written, as the older one does, matches its words.
 #[tokio::test]
 async fn dropping_time_words_searches_the_time_named_as_a_time() {
     // A Monday: last Saturday was two days ago.
@@ -692,6 +693,102 @@ async fn dropping_time_words_searches_the_time_named_as_a_time() {
     assert_eq!(
         ids(&retrieve(&retriever, &quiet, "What did I purchase?", &all, &on).await)[0],
         "plain"
+    );
+}
+
+/// By default the words of a time named by its distance from now count only for a memory
+/// holding the expression as written: "three weeks ago" does not match a question about
+/// "two weeks ago", while a memory quoting the question's "last weekend" months later is
+/// still found by it (which leaving the words out, `drop_time_words`, loses). Turned off,
+/// every memory holding the words matches them.
+#[tokio::test]
+async fn time_words_count_only_as_the_expression_they_are() {
+    // A Monday.
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    let store = Arc::new(InMemoryStore::new());
+    let weeks = Namespace::parse("weeks").unwrap();
+    save_dated(
+        &store,
+        &weeks,
+        now,
+        &[
+            (
+                "then",
+                "I will play in the charity soccer tournament today",
+                MemoryKind::Episodic,
+                14,
+            ),
+            (
+                "other",
+                "I bought a necklace exactly three weeks ago, weeks ago now",
+                MemoryKind::Episodic,
+                14,
+            ),
+        ],
+    )
+    .await;
+    let quote = Namespace::parse("quote").unwrap();
+    save_dated(
+        &store,
+        &quote,
+        now,
+        &[
+            (
+                "quoted",
+                "Last weekend I volunteered at a career fair at a local school",
+                MemoryKind::Episodic,
+                120,
+            ),
+            (
+                "recent",
+                "I volunteer at the animal shelter",
+                MemoryKind::Episodic,
+                1,
+            ),
+        ],
+    )
+    .await;
+    let retriever = Retriever::new(store.clone()).with_clock(clock);
+    let all = RecallFilter::default();
+    let phrase = RetrieverConfig::default();
+    assert!(phrase.time_words_as_phrase && !phrase.drop_time_words);
+    let words = RetrieverConfig {
+        time_words_as_phrase: false,
+        ..RetrieverConfig::default()
+    };
+    let dropped = RetrieverConfig {
+        drop_time_words: true,
+        ..RetrieverConfig::default()
+    };
+    let first = |found: memory_core::RetrievalResult| ids(&found)[0].to_owned();
+
+    let asked = "I mentioned that I played in an event two weeks ago. What was the event?";
+    assert_eq!(
+        first(retrieve(&retriever, &weeks, asked, &all, &phrase).await),
+        "then"
+    );
+    assert_eq!(
+        first(retrieve(&retriever, &weeks, asked, &all, &words).await),
+        "other"
+    );
+    assert_eq!(
+        first(retrieve(&retriever, &weeks, asked, &all, &dropped).await),
+        "then"
+    );
+
+    let quoting = "What event did I volunteer at last weekend?";
+    assert_eq!(
+        first(retrieve(&retriever, &quote, quoting, &all, &phrase).await),
+        "quoted"
+    );
+    assert_eq!(
+        first(retrieve(&retriever, &quote, quoting, &all, &words).await),
+        "quoted"
+    );
+    assert_eq!(
+        first(retrieve(&retriever, &quote, quoting, &all, &dropped).await),
+        "recent"
     );
 }
 
