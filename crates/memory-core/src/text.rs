@@ -3,9 +3,9 @@
 //!
 //! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
 //! apostrophes, English stop words, Snowball English stemming (an irregular form such as
-//! "went" or "children" stemmed as the word it is a form of: see `irregular`), and for Chinese and Japanese
-//! text (which has no spaces) overlapping character bigrams of each run of ideographs or
-//! kana (a run of one character is kept as a unigram).
+//! "went" or "children" stemmed as the word it is a form of: see `irregular`), and for
+//! Chinese and Japanese text (which has no spaces) overlapping character bigrams of each run
+//! of ideographs or kana (a run of one character is kept as a unigram).
 //!
 //! ```
 //! use memory_core::text::Analyzer;
@@ -341,10 +341,11 @@ impl Analyzer {
     /// A fingerprint of this analyzer's behaviour: a hash (FNV-1a) of its terms for a fixed
     /// probe text (stemming, stop words, possessives, numbers, case, Chinese and Japanese,
     /// overlong words), for every stop word and, when stemming, for every irregular form
-    /// read as the word it is a form of (so a database indexed before a form was added is re-indexed, and its
-    /// memories saying "went" are found by "go"). Persistent backends store analyzed terms and
-    /// record this value, so an index built by an analyzer that behaves differently is
-    /// rebuilt on open. Never change the probe or the hash without expecting that rebuild.
+    /// read as the word it is a form of (so a database indexed before a form was added is
+    /// re-indexed, and its memories saying "went" are found by "go"). Persistent backends
+    /// store analyzed terms and record this value, so an index built by an analyzer that
+    /// behaves differently is rebuilt on open. Never change the probe or the hash without
+    /// expecting that rebuild.
     pub fn fingerprint(&self) -> String {
         const PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
             to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
