@@ -125,23 +125,40 @@ pub(super) async fn search_terms(
 }
 
 /// Whether `text` holds one of `phrases` as written: its terms one after another (stop
-/// words between them do not count, as they make no term: "a couple of days ago").
+/// words between them do not count, as they make no term: "a couple of days ago"). One
+/// filtered scan of `text` for every phrase at once: only the words that start as a
+/// phrase's term does are stemmed (the scan the head's term measure uses).
 fn holds_a_phrase(text: &str, phrases: &[Vec<String>]) -> bool {
-    let analyzer = memory_core::text::Analyzer::default();
-    phrases.iter().any(|phrase| {
-        let found = analyzer.term_positions(text, phrase);
-        // One term stands at each position, so the terms of a phrase found are next to
-        // each other in `found`.
-        found.windows(phrase.len()).any(|run| {
-            run.iter()
-                .zip(phrase)
-                .enumerate()
-                .all(|(k, (&(position, term), word))| {
-                    position == run[0].0.saturating_add(k as u32)
-                        && phrase.get(term as usize).is_some_and(|found| found == word)
-                })
-        })
-    })
+    let sought: Vec<String> = phrases.iter().flatten().cloned().collect();
+    let starts = crate::rerank::TermStarts::of(&sought);
+    let longest = phrases.iter().map(Vec::len).max().unwrap_or(0);
+    // The terms at the last `longest` positions read; `None` for a word no phrase holds.
+    let mut recent: std::collections::VecDeque<Option<String>> =
+        std::collections::VecDeque::with_capacity(longest + 1);
+    let mut holds = false;
+    let mut read = |term: Option<&str>| {
+        recent.push_back(term.map(str::to_owned));
+        if recent.len() > longest {
+            recent.pop_front();
+        }
+        holds |= phrases.iter().any(|phrase| {
+            !phrase.is_empty()
+                && phrase.len() <= recent.len()
+                && recent
+                    .iter()
+                    .skip(recent.len() - phrase.len())
+                    .zip(phrase)
+                    .all(|(at, word)| at.as_deref() == Some(word.as_str()))
+        });
+    };
+    let read = std::cell::RefCell::new(&mut read);
+    memory_core::text::Analyzer::default().for_each_term_where(
+        text,
+        |first, second| starts.may_start(first, second),
+        |term| (read.borrow_mut())(Some(term)),
+        || (read.borrow_mut())(None),
+    );
+    holds
 }
 
 /// `hits`, of the search without the time's words, with each memory whose own words hold
