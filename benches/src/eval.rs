@@ -144,7 +144,9 @@ pub enum TextFormat {
 /// Evaluation settings.
 #[derive(Clone, Debug)]
 pub struct EvalOptions {
-    /// Retrieval settings for every question (`max_results` is raised to the largest k).
+    /// Retrieval settings for every question. The ranking measured is the recall a user
+    /// with these settings gets (`max_results`, 20 by default), followed, for the cut-offs
+    /// beyond it (R@50), by the further results of a recall asking for the largest k.
     pub config: RetrieverConfig,
     /// How turns are written.
     pub format: TextFormat,
@@ -425,7 +427,7 @@ pub async fn evaluate(
     options: &EvalOptions,
 ) -> Result<Report> {
     let mut config = options.config.clone();
-    config.max_results = config.max_results.max(KS[KS.len() - 1]);
+    // Every result is ranked, however low its score.
     config.min_score = 0.0;
     config.validate()?;
     let clock = Arc::new(ManualClock::new(DateTime::<Utc>::UNIX_EPOCH));
@@ -447,6 +449,11 @@ pub async fn evaluate(
     // The memory's own settings, as `recall` uses them: an embedder switches the default
     // scoring to the weights with embedding similarity.
     let config = memory.retriever().config().clone();
+    // For the cut-offs beyond the results a recall returns: the same recall asked for more.
+    let deep = (config.max_results < KS[KS.len() - 1]).then(|| RetrieverConfig {
+        max_results: KS[KS.len() - 1],
+        ..config.clone()
+    });
 
     let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
     for turn in turns {
@@ -546,14 +553,21 @@ pub async fn evaluate(
                 first.get_or_insert(answer);
             }
             let Some(result) = first else { continue };
-            let ranked: Vec<String> = result
-                .items
-                .iter()
-                .filter_map(|item| match &item.record {
-                    RetrievalSource::Memory(memory) => Some(memory.id.clone()),
-                    _ => None,
-                })
-                .collect();
+            let mut ranked: Vec<String> = memory_ids(&result.items).collect();
+            if let Some(deep) = &deep {
+                // Not timed: a user asks once, for the results they want.
+                let further = memory
+                    .retriever()
+                    .retrieve_with(
+                        &namespace.exact(),
+                        &query.question,
+                        &RecallFilter::default(),
+                        deep,
+                    )
+                    .await?;
+                let shown: HashSet<String> = ranked.iter().cloned().collect();
+                ranked.extend(memory_ids(&further.items).filter(|id| !shown.contains(id)));
+            }
             if options.show_misses
                 && !query
                     .evidence
@@ -634,6 +648,14 @@ pub async fn evaluate(
         ]),
         ranked: ranked_out,
         writes,
+    })
+}
+
+/// The ids of the memories among `items`, in rank order.
+fn memory_ids(items: &[agent_memory::ScoredItem]) -> impl Iterator<Item = String> + '_ {
+    items.iter().filter_map(|item| match &item.record {
+        RetrievalSource::Memory(memory) => Some(memory.id.clone()),
+        _ => None,
     })
 }
 

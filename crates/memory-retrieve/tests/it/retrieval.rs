@@ -566,14 +566,17 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
             .all(|item| item.breakdown.value(Signal::Time).is_none())
     );
 
-    // One candidate per channel: the keyword search keeps only its best, the search of the
-    // time named finds the memory made then.
+    // One candidate per channel (a recall of one result, no head reordering): the keyword
+    // search keeps only its best, the search of the time named finds the memory made then.
     let narrow = RetrieverConfig {
         candidates_per_channel: 1,
+        max_results: 1,
+        head_rerank_depth: 0,
         ..RetrieverConfig::default()
     };
+    assert_eq!(narrow.candidates_for(1), 1);
     let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &narrow).await;
-    assert!(ids(&found).contains(&"recent"), "{:?}", ids(&found));
+    assert_eq!(ids(&found), ["recent"]);
     let found = retrieve(
         &retriever,
         &ns,
@@ -975,9 +978,10 @@ async fn retrieve(
         .unwrap()
 }
 
-/// A recall asks each channel for twice the results it returns (at least 10), never more
-/// than `candidates_per_channel`: the candidates fused (`total_found`) follow the results
-/// asked for, and the best results stay the same.
+/// A recall asks each channel for twice the results it returns (at least 10), no more
+/// than `candidates_per_channel` but never fewer than the results it returns: the
+/// candidates fused (`total_found`) follow the results asked for, and a recall asking for
+/// more results than `candidates_per_channel` returns as many as match.
 #[tokio::test]
 async fn channels_contribute_candidates_for_the_results_asked() {
     let ns = Namespace::parse("many").unwrap();
@@ -995,7 +999,7 @@ async fn channels_contribute_candidates_for_the_results_asked() {
         min_score: 0.0,
         ..RetrieverConfig::default()
     };
-    for (max_results, candidates) in [(1, 10), (5, 10), (12, 24), (20, 30), (100, 30)] {
+    for (max_results, candidates) in [(1, 10), (5, 10), (12, 24), (20, 30), (50, 50), (100, 100)] {
         assert_eq!(config(max_results).candidates_for(max_results), candidates);
         let found = retrieve(
             &retriever,
@@ -1005,14 +1009,20 @@ async fn channels_contribute_candidates_for_the_results_asked() {
             &config(max_results),
         )
         .await;
-        assert_eq!(found.total_found, candidates, "{max_results} results");
-        assert_eq!(found.items.len(), max_results.min(candidates));
+        // Sixty memories match: a channel asked for 100 candidates finds those 60.
+        assert_eq!(
+            found.total_found,
+            candidates.min(60),
+            "{max_results} results"
+        );
+        assert_eq!(found.items.len(), max_results.min(60));
     }
     let narrow = RetrieverConfig {
         candidates_per_channel: 3,
         ..config(5)
     };
-    assert_eq!(narrow.candidates_for(5), 3);
+    assert_eq!(narrow.candidates_for(5), 5);
+    assert_eq!(narrow.candidates_for(2), 3);
     let found = retrieve(
         &retriever,
         &ns,
@@ -1021,7 +1031,8 @@ async fn channels_contribute_candidates_for_the_results_asked() {
         &narrow,
     )
     .await;
-    assert_eq!(found.total_found, 3);
+    assert_eq!(found.total_found, 5);
+    assert_eq!(found.items.len(), 5);
 }
 
 /// An indefinite pronoun in a question ("something", "anyone") stands for what it asks
