@@ -5,11 +5,12 @@ use std::process::{Command, Stdio};
 
 use crate::ci::{root, run};
 
-const TARGETS: [&str; 4] = [
+const TARGETS: [&str; 5] = [
     "analyzer",
     "sqlite_search",
     "postgres_search",
     "jsonl_import",
+    "time_window",
 ];
 
 /// `cargo xtask fuzz [--time SECONDS] [TARGET...]`: runs each cargo-fuzz target (nightly
