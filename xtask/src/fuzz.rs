@@ -5,12 +5,13 @@ use std::process::{Command, Stdio};
 
 use crate::ci::{root, run};
 
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "analyzer",
     "sqlite_search",
     "postgres_search",
     "jsonl_import",
     "time_window",
+    "recall",
 ];
 
 /// `cargo xtask fuzz [--time SECONDS] [TARGET...]`: runs each cargo-fuzz target (nightly
