@@ -1,20 +1,22 @@
-//! Fuzz a whole recall with arbitrary query text over a dated conversation in memory, at a
-//! clock that moves with the input: every reading of the query runs (times, speakers, the
-//! agent as addressee, placeholders, the head's reordering), and a recall never panics,
-//! fails only with `InvalidInput`, and returns at most the results asked for, each scored
-//! in [0, 1], best first.
+//! Fuzz a whole recall with arbitrary query text over a dated conversation, in memory and on
+//! SQLite, at a clock that moves with the input: every reading of the query runs (times,
+//! speakers, the agent as addressee, placeholders, the head's reordering), and a recall
+//! never panics, fails only with `InvalidInput`, returns at most the results asked for, each
+//! scored in [0, 1], best first, and SQLite returns what the in-memory store returns.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use agent_memory::retrieve::{Memory, RecallOptions, Role, Turn};
+use agent_memory::sqlite::SqliteBackend;
 use agent_memory::{ManualClock, MemoryError, Namespace};
 use chrono::{DateTime, Duration, Utc};
 use libfuzzer_sys::fuzz_target;
 
 struct Fixture {
     runtime: tokio::runtime::Runtime,
-    memory: Memory,
+    /// The same conversation in memory, then on SQLite.
+    memories: [Memory; 2],
     clock: Arc<ManualClock>,
     ns: Namespace,
     start: DateTime<Utc>,
@@ -82,33 +84,46 @@ fn fixture() -> &'static Fixture {
             .expect("runtime");
         let start: DateTime<Utc> = "2023-05-01T10:00:00Z".parse().expect("date");
         let clock = Arc::new(ManualClock::new(start));
-        let memory = Memory::builder()
-            .clock(clock.clone())
-            .build()
-            .expect("memory");
+        let sqlite = SqliteBackend::open_in_memory().expect("sqlite");
+        let memories = [
+            Memory::builder().clock(clock.clone()).build(),
+            Memory::builder()
+                .stores(sqlite.stores())
+                .clock(clock.clone())
+                .build(),
+        ]
+        .map(|memory| memory.expect("memory"));
         let ns = Namespace::parse("fuzz").expect("namespace");
         runtime.block_on(async {
-            let mut dialogue = memory.dialogue(ns.clone());
-            for (i, (speaker, role, text)) in TURNS.iter().enumerate() {
-                let session = if i < 5 { "s1" } else { "s2" };
-                let at =
-                    start + Duration::days(if i < 5 { 0 } else { 7 }) + Duration::minutes(i as i64);
-                let mut turn = Turn::new(*speaker, *text).session(session).at(at);
-                if let Some(role) = role {
-                    turn = turn.role(*role);
-                }
-                dialogue.add(turn).await.expect("turn");
+            for memory in &memories {
+                remember_turns(memory, &ns, start).await;
             }
-            memory.flush().await.expect("flush");
         });
         Fixture {
             runtime,
-            memory,
+            memories,
             clock,
             ns,
             start,
         }
     })
+}
+
+async fn remember_turns(memory: &Memory, ns: &Namespace, start: DateTime<Utc>) {
+    let mut dialogue = memory.dialogue(ns.clone());
+    for (i, (speaker, role, text)) in TURNS.iter().enumerate() {
+        let session = if i < 5 { "s1" } else { "s2" };
+        let at = start + Duration::days(if i < 5 { 0 } else { 7 }) + Duration::minutes(i as i64);
+        let mut turn = Turn::new(*speaker, *text)
+            .id(format!("t{i}"))
+            .session(session)
+            .at(at);
+        if let Some(role) = role {
+            turn = turn.role(*role);
+        }
+        dialogue.add(turn).await.expect("turn");
+    }
+    memory.flush().await.expect("flush");
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -123,22 +138,35 @@ fuzz_target!(|data: &[u8]| {
     let query = String::from_utf8_lossy(rest);
     f.runtime.block_on(async {
         let options = RecallOptions::default().max_results(max_results);
-        match f.memory.recall_with(&f.ns.exact(), &query, &options).await {
-            Ok(found) => {
-                assert!(found.items.len() <= max_results, "{query:?}");
-                for pair in found.items.windows(2) {
-                    assert!(pair[0].score >= pair[1].score, "{query:?}: not best first");
+        let mut outcomes = Vec::new();
+        for memory in &f.memories {
+            match memory.recall_with(&f.ns.exact(), &query, &options).await {
+                Ok(found) => {
+                    assert!(found.items.len() <= max_results, "{query:?}");
+                    for pair in found.items.windows(2) {
+                        assert!(pair[0].score >= pair[1].score, "{query:?}: not best first");
+                    }
+                    for item in &found.items {
+                        assert!(
+                            (0.0..=1.0).contains(&item.score),
+                            "{query:?}: {}",
+                            item.score
+                        );
+                    }
+                    let ids: Vec<String> = found
+                        .items
+                        .iter()
+                        .map(|item| item.record.id().to_owned())
+                        .collect();
+                    outcomes.push(Some(ids));
                 }
-                for item in &found.items {
-                    assert!(
-                        (0.0..=1.0).contains(&item.score),
-                        "{query:?}: {}",
-                        item.score
-                    );
-                }
+                Err(MemoryError::InvalidInput { .. }) => outcomes.push(None),
+                Err(other) => panic!("{query:?}: {other}"),
             }
-            Err(MemoryError::InvalidInput { .. }) => {}
-            Err(other) => panic!("{query:?}: {other}"),
         }
+        assert_eq!(
+            outcomes[0], outcomes[1],
+            "in memory, then SQLite: {query:?}"
+        );
     });
 });
