@@ -537,18 +537,17 @@ pub async fn evaluate(
             clock.set(query.asked_at.unwrap_or(last));
             // Each ask is timed to its answer, not to the drop of the answer; the metrics
             // come from the first.
+            let scope = namespace.exact();
+            let ask = async |config: &RetrieverConfig| {
+                memory
+                    .retriever()
+                    .retrieve_with(&scope, &query.question, &RecallFilter::default(), config)
+                    .await
+            };
             let mut first = None;
             for _ in 0..options.repeat.max(1) {
                 let started = Instant::now();
-                let answer = memory
-                    .retriever()
-                    .retrieve_with(
-                        &namespace.exact(),
-                        &query.question,
-                        &RecallFilter::default(),
-                        &config,
-                    )
-                    .await?;
+                let answer = ask(&config).await?;
                 latencies.push(started.elapsed().as_secs_f64() * 1e6);
                 first.get_or_insert(answer);
             }
@@ -556,15 +555,7 @@ pub async fn evaluate(
             let mut ranked: Vec<String> = memory_ids(&result.items).collect();
             if let Some(deep) = &deep {
                 // Not timed: a user asks once, for the results they want.
-                let further = memory
-                    .retriever()
-                    .retrieve_with(
-                        &namespace.exact(),
-                        &query.question,
-                        &RecallFilter::default(),
-                        deep,
-                    )
-                    .await?;
+                let further = ask(deep).await?;
                 let shown: HashSet<String> = ranked.iter().cloned().collect();
                 ranked.extend(memory_ids(&further.items).filter(|id| !shown.contains(id)));
             }

@@ -109,6 +109,8 @@ fn fixture() -> &'static Fixture {
     })
 }
 
+/// Writes [`TURNS`] into `memory` through the dialogue API, each with its own id, so that
+/// both stores hold the same ids.
 async fn remember_turns(memory: &Memory, ns: &Namespace, start: DateTime<Utc>) {
     let mut dialogue = memory.dialogue(ns.clone());
     for (i, (speaker, role, text)) in TURNS.iter().enumerate() {
