@@ -5,6 +5,7 @@
 pub(crate) mod admin;
 pub(crate) mod dialogue;
 pub(crate) mod facts;
+mod grammar;
 pub(crate) mod graph;
 pub(crate) mod memories;
 pub(crate) mod pages;
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
+use self::grammar::Grammar;
 use super::AppState;
 use super::auth::{Caller, KeyInfo, NewKey};
 use crate::failure::{ErrorKind, Failure};
@@ -283,7 +285,7 @@ impl utoipa::Modify for SecurityAddon {
         SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey,
         RememberedView, ConflictView, ConflictPairView, EndedView
     )),
-    modifiers(&SecurityAddon)
+    modifiers(&SecurityAddon, &Grammar)
 )]
 pub(crate) struct ApiDoc;
 
