@@ -7,6 +7,7 @@ pub(crate) mod dialogue;
 pub(crate) mod facts;
 mod grammar;
 pub(crate) mod graph;
+mod links;
 pub(crate) mod memories;
 pub(crate) mod pages;
 pub(crate) mod recall;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use self::grammar::Grammar;
+use self::links::Links;
 use super::AppState;
 use super::auth::{Caller, KeyInfo, NewKey};
 use crate::failure::{ErrorKind, Failure};
@@ -261,6 +263,21 @@ impl utoipa::Modify for SecurityAddon {
     }
 }
 
+/// The operations of a path of the OpenAPI document, for the modifiers that annotate them.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// The OpenAPI document of the API.
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -285,7 +302,7 @@ impl utoipa::Modify for SecurityAddon {
         SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey,
         RememberedView, ConflictView, ConflictPairView, EndedView
     )),
-    modifiers(&SecurityAddon, &Grammar)
+    modifiers(&SecurityAddon, &Grammar, &Links)
 )]
 pub(crate) struct ApiDoc;
 

@@ -15,6 +15,8 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ArrayItems, Schema};
 use utoipa::openapi::{OpenApi, RefOr};
 
+use super::operations;
+
 /// A namespace: segments of `A-Z a-z 0-9 - _ . : @` joined by `/`, at most
 /// [`MAX_NAMESPACE_DEPTH`] (16) of them, with
 /// an optional `/` before or after. The server also trims surrounding spaces; the pattern
@@ -68,14 +70,7 @@ impl utoipa::Modify for Grammar {
         for (path, item) in openapi.paths.paths.iter_mut() {
             // An API key's id is a digest's start, not a stored record's id.
             let record_ids = !path.starts_with("/v1/keys");
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 parameters(operation, record_ids);
             }
         }
