@@ -189,6 +189,11 @@ pub(crate) struct RecallArgs {
     /// Only records carrying every one of these tags.
     #[arg(long = "tag", value_name = "TAG")]
     pub(crate) tags: Vec<String>,
+    /// Only memories whose metadata holds each key of this JSON object with its value, e.g.
+    /// '{"user":"ann"}' (values compare as JSON: 1 is not "1"); pages and graph entities,
+    /// which carry no metadata, are left out.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) metadata: Option<String>,
     /// Show each result's score breakdown: the channels that found it and every signal's
     /// value and contribution (`stale` marks a memory ranked down because it ended or a newer
     /// one contradicts it).

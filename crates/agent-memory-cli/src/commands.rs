@@ -263,11 +263,29 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Valu
     serde_json::to_value(value).map_err(|error| Failure::internal(error.to_string()))
 }
 
-/// The recall options of a request.
+/// The metadata conditions of a recall (`RecallFilter::metadata`) from a JSON value: an
+/// object, or none.
+pub(crate) fn metadata_conditions(
+    value: Option<serde_json::Value>,
+) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
+    match value {
+        None | Some(serde_json::Value::Null) => Ok(serde_json::Map::new()),
+        Some(serde_json::Value::Object(conditions)) => Ok(conditions),
+        Some(other) => Err(Failure::invalid(
+            "metadata",
+            format!("the metadata to match is a JSON object of keys and values, not {other}"),
+        )
+        .with_hint("pass an object, e.g. {\"user\": \"ann\"}")),
+    }
+}
+
+/// The recall options of a request: at most `limit` results of `kinds` carrying `tags`,
+/// whose metadata holds `metadata`.
 pub(crate) fn recall_options(
     limit: usize,
     kinds: Vec<MemoryKind>,
     tags: Vec<Tag>,
+    metadata: serde_json::Map<String, serde_json::Value>,
 ) -> Result<RecallOptions, Failure> {
     if limit == 0 || limit > 1000 {
         return Err(Failure::invalid(
@@ -278,13 +296,27 @@ pub(crate) fn recall_options(
     let filter = RecallFilter {
         kinds,
         tags,
+        metadata,
         ..RecallFilter::default()
     };
+    filter.validate()?;
     Ok(RecallOptions::default().max_results(limit).filter(filter))
 }
 
 async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failure> {
-    let options = recall_options(args.limit, kinds(&args.kinds), parse_tags(&args.tags)?)?;
+    let metadata = match &args.metadata {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw).map_err(|error| {
+            Failure::invalid("metadata", format!("metadata is not valid JSON: {error}"))
+                .with_hint("pass a JSON object, e.g. --metadata '{\"user\":\"ann\"}'")
+        })?),
+    };
+    let options = recall_options(
+        args.limit,
+        kinds(&args.kinds),
+        parse_tags(&args.tags)?,
+        metadata_conditions(metadata)?,
+    )?;
     let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
     let memory = settings.open().await?;
     let result = memory

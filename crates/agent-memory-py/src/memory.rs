@@ -405,6 +405,7 @@ impl PyMemory {
         min_score = None,
         kinds = None,
         tags = None,
+        metadata = None,
         since = None,
         until = None,
         view = None,
@@ -425,6 +426,7 @@ impl PyMemory {
         min_score: Option<f32>,
         kinds: Option<Vec<String>>,
         tags: Option<Vec<String>>,
+        metadata: Option<&Bound<'_, PyDict>>,
         since: Option<&Bound<'_, PyAny>>,
         until: Option<&Bound<'_, PyAny>>,
         view: Option<&str>,
@@ -456,6 +458,7 @@ impl PyMemory {
         }
         let has_filter = kinds.is_some()
             || tags.is_some()
+            || metadata.is_some()
             || since.is_some()
             || until.is_some()
             || view.is_some()
@@ -468,6 +471,12 @@ impl PyMemory {
                 until: until.map(|at| to_time(at, "until")).transpose()?,
                 ..RecallFilter::default()
             };
+            for (key, value) in metadata.iter().flat_map(|metadata| metadata.iter()) {
+                let key: String = key
+                    .extract()
+                    .map_err(|_| invalid(py, "metadata", "dictionary keys must be strings"))?;
+                filter.metadata.insert(key, to_json(&value, "metadata")?);
+            }
             filter.view = match (view, as_of) {
                 (_, Some(at)) => RecallView::AsOf(to_time(at, "as_of")?),
                 (None | Some("current"), None) => RecallView::Current,

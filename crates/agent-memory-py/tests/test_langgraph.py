@@ -76,6 +76,17 @@ def test_search_by_query_ranks_and_scores(store: AgentMemoryStore) -> None:
     assert store.search(("nobody",), query="hiking") == []
 
 
+def test_an_exact_filter_ranks_among_the_items_that_hold_it(store: AgentMemoryStore) -> None:
+    # More than the 1,000 best match the query better than the one item the filter keeps.
+    for n in range(1_050):
+        store.put(("docs",), f"d{n}", {"text": "hiking hiking trail", "owner": "bob"})
+    store.put(("docs",), "mine", {"text": "a long note that mentions hiking once among many other words", "owner": "ann"})
+    assert [hit.key for hit in store.search(("docs",), query="hiking", filter={"owner": "ann"})] == ["mine"]
+    assert [hit.key for hit in store.search(("docs",), query="hiking", filter={"owner": {"$eq": "ann"}})] == ["mine"]
+    # Other operators are checked on the best 1,000 the query ranks.
+    assert store.search(("docs",), query="hiking", filter={"owner": {"$ne": "bob"}}) == []
+
+
 def test_search_without_query_lists_with_filters(store: AgentMemoryStore) -> None:
     fill(store)
     everything = store.search(())

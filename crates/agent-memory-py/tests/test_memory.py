@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agent_memory import Hit, Memory, MemoryRecord, RecallResult, Remembered
+from agent_memory import Hit, InvalidInputError, Memory, MemoryRecord, RecallResult, Remembered
 
 
 def test_remember_and_recall_with_explained_scores(any_memory: Memory) -> None:
@@ -123,6 +123,24 @@ def test_recall_options(memory: Memory) -> None:
     rrf = memory.recall("u", "Lisbon", fusion={"fusion": "reciprocal_rank", "k": 60})
     assert "rrf" in rrf[0].breakdown["signals"]
     assert len(memory.recall("u", "Lisbon", graph_depth=0)) == 2
+
+
+def test_recall_by_metadata(memory: Memory) -> None:
+    memory.remember("u", "Ann's flight to Oslo leaves at noon", metadata={"user": "ann", "seat": 12})
+    memory.remember("u", "Bob's flight to Oslo leaves at dawn", metadata={"user": "bob", "seat": "12"})
+    assert len(memory.recall("u", "flight Oslo")) == 2
+    assert [h.text for h in memory.recall("u", "flight Oslo", metadata={"user": "ann"})] == [
+        "Ann's flight to Oslo leaves at noon"
+    ]
+    # Values compare as JSON: the number 12 is not the string "12".
+    assert [h.text for h in memory.recall("u", "flight Oslo", metadata={"seat": "12"})] == [
+        "Bob's flight to Oslo leaves at dawn"
+    ]
+    assert len(memory.recall("u", "flight Oslo", metadata={"user": "ann", "seat": "12"})) == 0
+    with pytest.raises(InvalidInputError, match="metadata"):
+        memory.recall("u", "flight", metadata={1: "ann"})
+    with pytest.raises(InvalidInputError, match="metadata"):
+        memory.recall("u", "flight", metadata={f"k{n}": n for n in range(40)})
 
 
 def test_facts_supersede_history_and_views(memory: Memory) -> None:

@@ -28,9 +28,9 @@ pub use self::config::{
     DEFAULT_HEAD_QUESTION_FACTOR, DEFAULT_HEAD_REPLY_BONUS, DEFAULT_HEAD_RERANK_DEPTH,
     DEFAULT_HEAD_RERANK_WEIGHT, DEFAULT_MAX_QUERY_BYTES, DEFAULT_OTHER_SPEAKER_FACTOR,
     DEFAULT_OUTSIDE_TIME_FACTOR, DEFAULT_USER_WEIGHT_ABOUT_AGENT, Fusion, MAX_CONTEXT_SOURCES,
-    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_RESULTS_LIMIT,
-    MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter, RecallView, RetrievalStrategy,
-    RetrieverConfig,
+    MAX_CONTEXT_WINDOW, MAX_EXPANDED_ENTITIES, MAX_HEAD_RERANK_DEPTH, MAX_METADATA_CONDITIONS,
+    MAX_METADATA_KEY_BYTES, MAX_RESULTS_LIMIT, MAX_WEIGHTED_ROLES, MIN_CANDIDATES, RecallFilter,
+    RecallView, RetrievalStrategy, RetrieverConfig,
 };
 pub use self::staleness::STALE_FACTOR;
 
@@ -183,6 +183,7 @@ impl Retriever {
         config: &RetrieverConfig,
     ) -> Result<RetrievalResult> {
         config.validate()?;
+        filter.validate()?;
         memory_core::backend::validate_len("query", query, config.max_query_bytes)?;
         let span =
             tracing::debug_span!("recall", scope = %scope.namespace, strategy = ?config.strategy);

@@ -7,7 +7,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{arguments, schema};
-use crate::commands::{conflict_page, recall_options, with_fact, with_time_view};
+use crate::commands::{
+    conflict_page, metadata_conditions, recall_options, with_fact, with_time_view,
+};
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::Caller;
 use crate::views::{EntityView, MemoryView, RecallView, RelationView, RememberedView};
@@ -102,6 +104,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},
                     "as_of": {"type": "string", "format": "date-time", "description": "Recall what was believed at this time (RFC 3339) instead of now."},
                     "include_ended": {"type": "boolean", "default": false, "description": "Also return memories that were superseded or retracted (marked `ended`), ranked below current ones."},
+                    "metadata": {"type": "object", "maxProperties": 32, "description": "Only memories whose metadata holds each of these keys with this value, e.g. {\"user\": \"ann\"}; knowledge pages and graph entities are then left out."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["query"],
@@ -315,6 +318,8 @@ struct RecallArgs {
     #[serde(default)]
     include_ended: bool,
     #[serde(default)]
+    metadata: Option<serde_json::Value>,
+    #[serde(default)]
     namespace: Option<String>,
 }
 
@@ -470,7 +475,12 @@ pub(super) async fn call(
                 .iter()
                 .map(|kind| MemoryKind::parse(kind))
                 .collect::<Result<Vec<_>, _>>()?;
-            let options = recall_options(limit, kinds, Vec::new())?;
+            let options = recall_options(
+                limit,
+                kinds,
+                Vec::new(),
+                metadata_conditions(args.metadata)?,
+            )?;
             let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
             let result = memory
                 .recall_with(&namespace.subtree(), &args.query, &options)

@@ -52,6 +52,40 @@ fn remember_recall_forget_stats() {
         "{found}"
     );
 
+    // A metadata condition: only the memories whose metadata holds it.
+    let (code, _) = run_json(
+        &dir,
+        &[
+            "-n",
+            "user-42",
+            "remember",
+            "The user's sister programs in Go",
+            "--metadata",
+            r#"{"about":"sister"}"#,
+        ],
+    );
+    assert_eq!(code, 0);
+    let (code, sister) = run_json(
+        &dir,
+        &[
+            "-n",
+            "user-42",
+            "recall",
+            "programming language",
+            "--metadata",
+            r#"{"about":"sister"}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{sister}");
+    let results = sister["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{sister}");
+    assert!(
+        results[0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Go")),
+        "{sister}"
+    );
+
     // Another tenant sees nothing of user-42.
     let (_, other) = run_json(&dir, &["-n", "user-4", "recall", "programming language"]);
     assert_eq!(other["results"], serde_json::json!([]), "{other}");
@@ -70,7 +104,7 @@ fn remember_recall_forget_stats() {
 
     let (code, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
     assert_eq!(code, 0);
-    assert_eq!(stats["total"], 2, "{stats}");
+    assert_eq!(stats["total"], 3, "{stats}");
 
     let (code, forgotten) = run_json(&dir, &["-n", "user-42", "forget", &id]);
     assert_eq!(code, 0, "{forgotten}");
@@ -79,11 +113,11 @@ fn remember_recall_forget_stats() {
     assert_eq!(again["error"]["kind"], "not_found");
 
     let (_, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
-    assert_eq!(stats["total"], 1, "{stats}");
+    assert_eq!(stats["total"], 2, "{stats}");
 
     let (code, all) = run_json(&dir, &["-n", "user-42", "forget", "--all"]);
     assert_eq!(code, 0);
-    assert_eq!(all["forgotten"], 1);
+    assert_eq!(all["forgotten"], 2);
 
     let (code, maintained) = run_json(&dir, &["-n", "user-42", "maintain"]);
     assert_eq!(code, 0);
@@ -122,6 +156,8 @@ fn bad_input_has_meaningful_exit_codes() {
         &["remember", "x", "--metadata", "{not json"],
         &["-n", "a//b", "stats"],
         &["recall", "x", "--limit", "0"],
+        &["recall", "x", "--metadata", "[1]"],
+        &["recall", "x", "--metadata", "{not json"],
     ] {
         let (code, value) = run_json(&dir, args);
         assert_eq!(code, 3, "{args:?}: {value}");
@@ -134,6 +170,8 @@ fn bad_input_has_meaningful_exit_codes() {
     }
     let (_, value) = run_json(&dir, &["remember", "x", "--importance", "2"]);
     assert_eq!(value["error"]["field"], "importance", "{value}");
+    let (_, value) = run_json(&dir, &["recall", "x", "--metadata", "[1]"]);
+    assert_eq!(value["error"]["field"], "metadata", "{value}");
     // Storage: a store in a directory that does not exist.
     let output = command(&dir)
         .args(["--store", "/nonexistent/dir/x.db", "stats"])

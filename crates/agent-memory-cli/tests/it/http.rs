@@ -336,6 +336,86 @@ fn api_scenario(server: &Server, backend: &str) {
     );
 }
 
+/// A recall's metadata conditions keep the memories whose metadata holds them, compared as
+/// JSON, and leave pages out; conditions that are not an object, or too many, are refused
+/// by name.
+#[test]
+fn a_recall_keeps_the_memories_whose_metadata_matches() {
+    let dir = TempDir::new("recall-metadata");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    for (text, metadata) in [
+        (
+            "Ann's invoice is due on Friday",
+            json!({"user": "ann", "tier": 1}),
+        ),
+        (
+            "Bob's invoice is due on Monday",
+            json!({"user": "bob", "tier": "1"}),
+        ),
+    ] {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/memories",
+            Some(&key),
+            Some(json!({"text": text, "metadata": metadata})),
+        );
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, page) = server.call(
+        "PUT",
+        "/v1/pages/invoices",
+        Some(&key),
+        Some(json!({"title": "Invoices", "summary": "When an invoice is due"})),
+    );
+    assert_eq!(status, 200, "{page}");
+    let recall =
+        |body: serde_json::Value| server.call("POST", "/v1/recall", Some(&key), Some(body));
+    let texts = |found: &serde_json::Value| -> Vec<String> {
+        found["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|hit| hit["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (status, all) = recall(json!({"query": "invoice due"}));
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(texts(&all).len(), 3, "both memories and the page: {all}");
+    for (metadata, expected) in [
+        (
+            json!({"user": "ann"}),
+            vec!["Ann's invoice is due on Friday"],
+        ),
+        (json!({"tier": "1"}), vec!["Bob's invoice is due on Monday"]),
+        (json!({"user": "ann", "tier": "1"}), vec![]),
+        (json!({}), vec![]),
+    ] {
+        let (status, found) = recall(json!({"query": "invoice due", "metadata": metadata}));
+        assert_eq!(status, 200, "{found}");
+        if metadata == json!({}) {
+            assert_eq!(texts(&found).len(), 3, "no condition: {found}");
+        } else {
+            assert_eq!(texts(&found), expected, "{metadata}: {found}");
+        }
+    }
+    let many: serde_json::Map<String, serde_json::Value> =
+        (0..40).map(|n| (format!("k{n}"), json!(n))).collect();
+    for bad in [
+        json!(["user"]),
+        json!("ann"),
+        serde_json::Value::Object(many),
+    ] {
+        let (status, body) = recall(json!({"query": "invoice", "metadata": bad}));
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["field"], "metadata", "{body}");
+    }
+}
+
 #[test]
 fn limits_are_enforced() {
     let dir = TempDir::new("limits");

@@ -159,6 +159,26 @@ fn stdio_scenario(client: &mut Stdio_) {
     // Bad arguments and another tenant's namespace are tool errors the model can read.
     let bad = client.call("remember", json!({"txt": "typo"}));
     assert_eq!(bad["result"]["isError"], true, "{bad}");
+    // A metadata condition the memory does not hold leaves it out; one that is not an
+    // object is an error naming it.
+    let none = client.call(
+        "recall",
+        json!({"query": "Dana meetings", "metadata": {"user": "ann"}}),
+    );
+    assert_eq!(none["result"]["isError"], false, "{none}");
+    assert_eq!(
+        none["result"]["structuredContent"]["results"],
+        json!([]),
+        "{none}"
+    );
+    let bad = client.call("recall", json!({"query": "Dana", "metadata": ["user"]}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(
+        bad["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("metadata")),
+        "{bad}"
+    );
     let other = client.call("recall", json!({"query": "Dana", "namespace": "other"}));
     assert_eq!(other["result"]["isError"], true, "{other}");
     assert!(

@@ -259,6 +259,7 @@ class Memory:
         min_score: float | None = None,
         kinds: Sequence[Kind] | None = None,
         tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
         since: Time | None = None,
         until: Time | None = None,
         view: Literal["current", "all"] | None = None,
@@ -269,7 +270,9 @@ class Memory:
         graph_depth: int | None = None,
     ) -> RecallResult:
         """The best memories, pages and entities for ``query``, best first, each with its
-        score breakdown. Options override the retrieval settings for this call."""
+        score breakdown. Options override the retrieval settings for this call; ``metadata``
+        keeps the memories whose metadata holds each key with its value (pages and entities,
+        which carry none, are then left out)."""
     def context(
         self,
         namespace: str,

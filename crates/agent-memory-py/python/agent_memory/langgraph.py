@@ -20,8 +20,10 @@ How LangGraph's model maps onto the library's:
   ``index=False`` is accepted but the text is indexed all the same.
 - ``search`` with a ``query`` ranks with the library's BM25 and signals (``SearchItem.score``
   is the recall score); without one it lists items newest first. ``filter`` takes exact
-  values and the operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``; it is
-  applied to the ranked or listed items, so a filtered query looks at the best 1,000.
+  values and the operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``. Exact
+  strings and booleans (also as ``$eq``) are matched by the library before it ranks or lists, so a query
+  ranks the items that hold them; the other conditions are applied to the ranked items, of
+  which a query looks at the best 1,000.
 - TTLs are not supported (``supports_ttl`` is False); the library's own eviction policies
   (the ``Memory``'s ``eviction`` setting, run by ``maintain``) bound a namespace instead.
 """
@@ -239,10 +241,25 @@ class AgentMemoryStore(BaseStore):
         if limit == 0:
             return []
         found: list[SearchItem] = []
+        # Plain strings and booleans (alone or as ``$eq``) compare the same in JSON and
+        # Python: the library matches them before ranking or listing; the rest is checked
+        # here.
+        pushed = {}
+        for key, value in (op.filter or {}).items():
+            if isinstance(value, dict) and len(value) == 1 and "$eq" in value:
+                value = value["$eq"]
+            if isinstance(value, (str, bool)):
+                pushed[key] = value
+        checked_here = len(pushed) < len(op.filter or {})
         if op.query:
-            ask = _MAX_RESULTS if op.filter else min(wanted, _MAX_RESULTS)
+            ask = _MAX_RESULTS if checked_here else min(wanted, _MAX_RESULTS)
             result = self.memory.recall(
-                namespace, op.query, max_results=ask, strategy="memory_only", min_score=0.0
+                namespace,
+                op.query,
+                max_results=ask,
+                strategy="memory_only",
+                min_score=0.0,
+                metadata=pushed or None,
             )
             for hit in result:
                 record = hit.record
@@ -257,18 +274,11 @@ class AgentMemoryStore(BaseStore):
                 if len(found) >= wanted:
                     break
         else:
-            # Plain strings and booleans compare the same in JSON and Python: let the
-            # store filter on them; the rest is checked here.
-            pushed = {
-                key: value
-                for key, value in (op.filter or {}).items()
-                if isinstance(value, (str, bool))
-            }
             records = self.memory.list(
                 namespace,
                 metadata=pushed or None,
                 newest_first=True,
-                limit=None if op.filter else wanted,
+                limit=None if checked_here else wanted,
             )
             for record in records:
                 labels = self._labels(record.namespace)

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{MAX_TRAVERSAL_DEPTH, MemoryError, MemoryKind, Result, Tag};
+use memory_core::{MAX_TRAVERSAL_DEPTH, MemoryError, MemoryFilter, MemoryKind, Result, Scope, Tag};
 use serde::{Deserialize, Serialize};
 
 use crate::scoring::ScoringStrategy;
@@ -497,6 +497,12 @@ pub struct RecallFilter {
     pub until: Option<DateTime<Utc>>,
     /// Only records carrying all of these tags.
     pub tags: Vec<Tag>,
+    /// Only memories whose metadata holds each of these keys with exactly this value
+    /// (`{"user": "ann", "channel": "email"}`; a value compares as JSON, so `1` is not
+    /// `"1"`). Knowledge pages and graph entities carry no metadata, so a condition here
+    /// leaves their channels out. At most [`MAX_METADATA_CONDITIONS`] keys of 1 to
+    /// [`MAX_METADATA_KEY_BYTES`] bytes.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Which memories by time: the current ones (default), those held true at a time, or
     /// all, superseded and retracted ones included and marked [`Signal::Stale`](memory_core::Signal::Stale).
     pub view: RecallView,
@@ -527,7 +533,69 @@ impl RecallView {
     }
 }
 
+/// The most metadata conditions one recall's filter holds ([`RecallFilter::metadata`]).
+pub const MAX_METADATA_CONDITIONS: usize = 32;
+
+/// The longest metadata key a recall's filter names, in bytes ([`RecallFilter::metadata`]).
+pub const MAX_METADATA_KEY_BYTES: usize = 256;
+
 impl RecallFilter {
+    /// Only memories whose metadata holds `key` with exactly `value`, beside the conditions
+    /// already set (see [`metadata`](Self::metadata)).
+    pub fn with_metadata(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
+    }
+
+    /// Checks the filter: its [metadata](Self::metadata) conditions are at most
+    /// [`MAX_METADATA_CONDITIONS`], each key 1 to [`MAX_METADATA_KEY_BYTES`] bytes.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `metadata`.
+    pub fn validate(&self) -> Result<()> {
+        if self.metadata.len() > MAX_METADATA_CONDITIONS {
+            return Err(MemoryError::invalid(
+                "metadata",
+                format!("at most {MAX_METADATA_CONDITIONS} conditions"),
+            ));
+        }
+        if let Some(key) = self
+            .metadata
+            .keys()
+            .find(|key| key.is_empty() || key.len() > MAX_METADATA_KEY_BYTES)
+        {
+            return Err(MemoryError::invalid(
+                "metadata",
+                format!("the key {key:?} is not 1 to {MAX_METADATA_KEY_BYTES} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The memory-store filter of a recall in `scope` at `now`: the kinds (by default those
+    /// recalled), the creation-time range, the tags, the metadata and the time view. Every
+    /// channel that reads memories reads them through it.
+    pub(super) fn memory_filter(&self, scope: &Scope, now: DateTime<Utc>) -> MemoryFilter {
+        let mut filter = MemoryFilter::new(scope.clone())
+            .with_time_range(self.since, self.until)
+            .with_kinds(self.kinds())
+            .with_view(self.view.at(now));
+        filter.tags = self.tags.clone();
+        filter.metadata = self
+            .metadata
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        filter
+    }
+
+    /// Whether pages and entities may answer: they are semantic records and carry no
+    /// metadata, so a kind filter without semantic records or a metadata condition leaves
+    /// them out.
+    pub(super) fn admits_pages_and_entities(&self) -> bool {
+        self.metadata.is_empty() && self.allows_semantic()
+    }
+
     pub(super) fn kinds(&self) -> Vec<MemoryKind> {
         if self.kinds.is_empty() {
             vec![

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::try_join_all;
 use memory_core::backend::entity_matches_keyword;
-use memory_core::{Channel, GraphEntity, MemoryFilter, Namespace, Result, RetrievalSource, Signal};
+use memory_core::{Channel, GraphEntity, Namespace, Result, RetrievalSource, Signal};
 
 use super::MAX_EXPANDED_ENTITIES;
 use super::candidate::{Candidate, Found, Key, RecordType};
@@ -46,7 +46,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     };
     let (config, filter, scope) = (request.config, request.filter, request.scope);
     if !config.strategy.graph()
-        || !filter.allows_semantic()
+        || !filter.admits_pages_and_entities()
         || filter.since.is_some()
         || filter.until.is_some()
     {
@@ -228,12 +228,7 @@ async fn linked_memories(
     let reads = by_namespace
         .iter()
         .map(|(namespace, ids)| request.memory.get_many(namespace, ids));
-    let filter = request.filter;
-    let mut memory_filter = MemoryFilter::new(request.scope.clone())
-        .with_time_range(filter.since, filter.until)
-        .with_kinds(filter.kinds())
-        .with_view(filter.view.at(request.now));
-    memory_filter.tags = filter.tags.clone();
+    let memory_filter = request.filter.memory_filter(request.scope, request.now);
     let mut out = Vec::new();
     for items in try_join_all(reads).await? {
         for item in items {

@@ -13,7 +13,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         return Ok((Vec::new(), 0));
     };
     let (config, filter) = (request.config, request.filter);
-    if !config.strategy.knowledge() || !filter.allows_semantic() {
+    if !config.strategy.knowledge() || !filter.admits_pages_and_entities() {
         return Ok((Vec::new(), 0));
     }
     let started = super::request::Stopwatch::start();

@@ -16,16 +16,6 @@ use super::{MAX_CONTEXT_SOURCES, RecallFilter};
 use crate::scoring::{Signals, text_overlap};
 use crate::who::Speakers;
 
-/// The memory-store filter of a recall in `scope` (the context lookup narrows its scope).
-fn memory_filter(scope: &Scope, filter: &RecallFilter, now: DateTime<Utc>) -> MemoryFilter {
-    let mut memory_filter = MemoryFilter::new(scope.clone())
-        .with_time_range(filter.since, filter.until)
-        .with_kinds(filter.kinds())
-        .with_view(filter.view.at(now));
-    memory_filter.tags = filter.tags.clone();
-    memory_filter
-}
-
 /// The indefinite pronouns a question uses for what it asks about ("what did I cook
 /// *something* for", "did I tell *anyone*"): they stand for the answer, not for words a
 /// memory of it holds, and they match every memory that happens to say them.
@@ -80,7 +70,7 @@ pub(super) async fn search_terms(
     let Some(time) = time.filter(|time| !time.relative.is_empty()) else {
         return Ok((question_terms(query), None));
     };
-    let base = memory_filter(scope, filter, now);
+    let base = filter.memory_filter(scope, now);
     let mut held = Vec::new();
     for (window, words) in time.relative.iter().take(MAX_RELATIVE_TIMES) {
         let since = base
@@ -217,7 +207,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         _ => hits,
     };
     let search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
-        .with_filter(memory_filter(request.scope, request.filter, request.now))
+        .with_filter(request.filter.memory_filter(request.scope, request.now))
         .with_terms(request.terms.clone());
     // The memories made in the time the query names, searched beside the rest: the
     // query's words may be rare there and common elsewhere.
@@ -549,7 +539,7 @@ async fn add_context(
 ) -> Result<()> {
     let config = request.config;
     let window = config.context_window;
-    let filter = memory_filter(request.scope, request.filter, request.now);
+    let filter = request.filter.memory_filter(request.scope, request.now);
     // Keyword hits lend context; a memory found by similarity alone has no relevance to
     // lend.
     let sources: Vec<(Arc<MemoryItem>, f32)> = out

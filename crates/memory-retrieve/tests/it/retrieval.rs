@@ -52,12 +52,19 @@ async fn fixture() -> Fixture {
             30,
         ),
     ] {
+        let user = match id {
+            "m1" => serde_json::json!({"user": "ann"}),
+            "m2" => serde_json::json!({"user": "bob", "rating": 1}),
+            _ => serde_json::json!({}),
+        };
         let item = MemoryItem::new(ns.clone(), text)
             .unwrap()
             .with_id(id)
             .unwrap()
             .with_kind(kind)
-            .with_created_at(at(day));
+            .with_created_at(at(day))
+            .with_metadata(user)
+            .unwrap();
         store.save(item).await.unwrap();
     }
     pages
@@ -312,6 +319,56 @@ async fn filters_apply_in_every_channel() {
         .await
         .unwrap();
     assert!(result.items.is_empty(), "another namespace sees nothing");
+}
+
+/// A metadata condition keeps the memories whose metadata holds it, compared as JSON, and
+/// leaves out pages and entities, which carry no metadata; a bad condition is refused by
+/// name.
+#[tokio::test]
+async fn a_metadata_filter_keeps_the_memories_that_hold_it() {
+    let f = fixture().await;
+    let recall = |filter: RecallFilter| {
+        let f = &f;
+        async move {
+            f.retriever
+                .retrieve_with(&f.ns.exact(), "LangGraph", &filter, f.retriever.config())
+                .await
+        }
+    };
+    let everything = recall(RecallFilter::default()).await.unwrap();
+    let found = ids(&everything);
+    for id in ["m1", "m2", "p-lg", "lg"] {
+        assert!(found.contains(&id), "unfiltered: {found:?}");
+    }
+    let user = |name: &str| RecallFilter::default().with_metadata("user", name.into());
+    assert_eq!(ids(&recall(user("ann")).await.unwrap()), ["m1"]);
+    assert_eq!(ids(&recall(user("bob")).await.unwrap()), ["m2"]);
+    let both = user("bob").with_metadata("rating", serde_json::json!(1));
+    assert_eq!(ids(&recall(both).await.unwrap()), ["m2"]);
+    for unmatched in [
+        user("bob").with_metadata("rating", serde_json::json!("1")),
+        user("bob").with_metadata("absent", serde_json::json!(null)),
+        user("carol"),
+    ] {
+        let result = recall(unmatched.clone()).await.unwrap();
+        assert!(result.items.is_empty(), "{unmatched:?}: {:?}", ids(&result));
+    }
+    let many = (0..=memory_retrieve::MAX_METADATA_CONDITIONS)
+        .fold(RecallFilter::default(), |filter, n| {
+            filter.with_metadata(format!("k{n}"), serde_json::json!(n))
+        });
+    let too_long = "k".repeat(memory_retrieve::MAX_METADATA_KEY_BYTES + 1);
+    for bad in [
+        many,
+        user("ann").with_metadata("", serde_json::json!(1)),
+        user("ann").with_metadata(too_long, serde_json::json!(1)),
+    ] {
+        let error = recall(bad).await.unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::InvalidInput { field, .. } if field == "metadata"),
+            "{error}"
+        );
+    }
 }
 
 #[tokio::test]

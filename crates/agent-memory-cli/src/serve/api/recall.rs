@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, parse_kind};
-use crate::commands::{parse_tags, recall_options, with_time_view};
+use crate::commands::{metadata_conditions, parse_tags, recall_options, with_time_view};
 use crate::failure::Failure;
 use crate::serve::AppState;
 use crate::views::RecallView;
@@ -36,6 +36,12 @@ pub(crate) struct RecallRequest {
     #[serde(default)]
     #[schema(max_items = 64)]
     pub(crate) tags: Vec<String>,
+    /// Only memories whose metadata holds each of these keys with this value (compared as
+    /// JSON: 1 is not "1"); pages and graph entities, which carry no metadata, are left out.
+    /// At most 32 keys.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub(crate) metadata: Option<serde_json::Value>,
     /// Include each result's score breakdown (`stale` marks a memory ranked down because it
     /// ended or a newer memory contradicts it).
     #[serde(default)]
@@ -83,7 +89,12 @@ pub(crate) async fn recall(
         .iter()
         .map(|kind| parse_kind(kind))
         .collect::<Result<Vec<_>, _>>()?;
-    let options = recall_options(body.limit.unwrap_or(10), kinds, parse_tags(&body.tags)?)?;
+    let options = recall_options(
+        body.limit.unwrap_or(10),
+        kinds,
+        parse_tags(&body.tags)?,
+        metadata_conditions(body.metadata)?,
+    )?;
     let options = with_time_view(options, body.as_of.as_deref(), body.include_ended)?;
     let result = state
         .memory
