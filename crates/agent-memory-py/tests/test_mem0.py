@@ -94,6 +94,20 @@ def test_metadata_filters(m: Memory) -> None:
         m.search("matters", user_id="u", filters={"n": {"between": [1, 2]}})
 
 
+def test_exact_filters_and_ids_narrow_the_search_itself(m: Memory) -> None:
+    # More than the best 1,000 match the query better than the memories the filters keep.
+    for n in range(1_050):
+        m.add(f"hiking hiking trail {n}", user_id=f"u{n % 3}", agent_id="scout", metadata={"owner": "bob"})
+    m.add("a long note that mentions hiking once among many other words", user_id="u9", agent_id="guide", metadata={"owner": "ann"})
+    found = m.search("hiking", user_id="u9", filters={"owner": "ann"})["results"]
+    assert [r["memory"] for r in found] == ["a long note that mentions hiking once among many other words"]
+    across_users = m.search("hiking", agent_id="guide")["results"]
+    assert [r["agent_id"] for r in across_users] == ["guide"]
+    by_eq = m.search("hiking", agent_id="scout", filters={"owner": {"eq": "ann"}})["results"]
+    assert by_eq == []
+    assert [r["metadata"]["owner"] for r in m.get_all(agent_id="guide", filters={"owner": "ann"})["results"]] == ["ann"]
+
+
 def test_update_delete_history_reset(m: Memory) -> None:
     memory_id = m.add("I live in Paris", user_id="alice", metadata={"k": 1})["results"][0]["id"]
     assert m.update(memory_id, "I live in Berlin") == {"message": "Memory updated successfully!"}

@@ -22,8 +22,10 @@ What differs from mem0:
 - **Where memories live**: ``user_id``, ``agent_id`` and ``run_id`` become the namespace
   ``<prefix>/user:<id>/agent:<id>/run:<id>`` (absent ones left out) and are kept in the
   metadata. Searching by the leading ids (a user; a user's agent) reads that namespace's
-  subtree; an id further down given alone (``agent_id`` without ``user_id``) filters the
-  wider search's results, of which the best 1,000 are looked at.
+  subtree; an id further down given alone (``agent_id`` without ``user_id``) narrows the
+  wider search to the memories whose metadata holds it, as a filter's exact string or
+  boolean values do. Filters on numbers, the other operators and ``AND``/``OR``/``NOT``
+  are checked on the search's best 1,000.
 - **Messages**: each message of a list is one memory (``system`` messages are skipped),
   with its role in the metadata and the previous message as its searchable context.
 - ``update`` replaces the text in place; ``history`` lists the versions the library keeps
@@ -163,6 +165,21 @@ def _passes(metadata: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
         elif not _matches(metadata.get(key), condition):
             return False
     return True
+
+
+def _exact(conditions: Mapping[str, Any]) -> dict[str, Any]:
+    """The conditions the library can match itself: a key equal to a string or a boolean
+    (alone or as ``eq``), which compare the same in JSON and in Python. The rest (numbers,
+    other operators, ``"*"``, ``AND``/``OR``/``NOT``) are checked on what it returns."""
+    exact = {}
+    for key, condition in conditions.items():
+        if key in ("AND", "OR", "NOT"):
+            continue
+        if isinstance(condition, Mapping) and len(condition) == 1 and "eq" in condition:
+            condition = condition["eq"]
+        if isinstance(condition, (str, bool)) and condition != "*":
+            exact[key] = condition
+    return exact
 
 
 class Memory:
@@ -308,14 +325,17 @@ class Memory:
         wanted = limit if limit is not None else (top_k if top_k is not None else 20)
         conditions = {**(filters or {}), **ids}
         scope = self._scope(ids)
-        # Ids below the scope, and metadata filters, are checked on the results.
-        narrow = any(key not in _IDS or key not in self._leading(ids) for key in conditions)
+        # Exact values (ids below the scope among them) narrow the recall itself; the other
+        # conditions are checked on its best results.
+        exact = _exact(conditions)
+        narrow = any(key not in exact for key in conditions)
         result = self.memory.recall(
             scope,
             query,
             max_results=_MAX_RESULTS if narrow else max(1, min(wanted, _MAX_RESULTS)),
             min_score=threshold,
             strategy="memory_only",
+            metadata=exact or None,
         )
         found = []
         for hit in result:
@@ -352,12 +372,12 @@ class Memory:
         self._require(ids, "get_all")
         wanted = limit if limit is not None else (top_k if top_k is not None else 20)
         conditions = {**(filters or {}), **ids}
-        extra = {key: value for key, value in conditions.items() if key not in _IDS}
+        exact = _exact(conditions)
         records = self.memory.list(
             self._scope(ids),
-            metadata=ids,
+            metadata=exact,
             newest_first=True,
-            limit=None if extra else wanted,
+            limit=None if any(key not in exact for key in conditions) else wanted,
         )
         found = [_view(record) for record in records if _passes(record.metadata, conditions)]
         return {"results": found[:wanted]}
