@@ -66,13 +66,15 @@ pub(crate) async fn embed_batch_checked(
     Ok(vectors)
 }
 
-/// The `embedding` signal of `item` for a query vector: the cosine, negatives (and items
-/// without a comparable embedding) as 0.
-pub(crate) fn similarity(query: &[f32], item: &MemoryItem) -> f32 {
+/// The `embedding` signal of `item` for a query vector: the cosine when it is above `min`
+/// ([`RetrieverConfig::min_similarity`], at least 0), else (and for items without a
+/// comparable embedding) 0.
+pub(crate) fn similarity(query: &[f32], item: &MemoryItem, min: f32) -> f32 {
     item.embedding
         .as_deref()
         .and_then(|embedding| cosine_similarity(query, embedding))
-        .map_or(0.0, |cosine| cosine.max(0.0))
+        .filter(|cosine| *cosine > min.max(0.0))
+        .unwrap_or(0.0)
 }
 
 /// `config` with [`ScoreWeights::with_embeddings`] if its scoring is still the default;

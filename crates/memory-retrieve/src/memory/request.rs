@@ -164,7 +164,7 @@ pub struct RecallOptions {
     pub min_score: Option<f32>,
     /// Traversal depth from matched entities.
     pub graph_depth: Option<usize>,
-    /// Metadata conditions (kinds, time range, tags).
+    /// What may be found: kinds, time range, tags, metadata values, time view.
     pub filter: RecallFilter,
 }
 
@@ -223,7 +223,14 @@ impl RecallOptions {
         self
     }
 
-    /// These metadata conditions.
+    /// Only memories whose metadata holds `key` with exactly `value`, beside the
+    /// conditions already set ([`RecallFilter::metadata`]).
+    pub fn metadata(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.filter.metadata.insert(key.into(), value);
+        self
+    }
+
+    /// These conditions on what may be found, replacing those set before.
     pub fn filter(mut self, filter: RecallFilter) -> Self {
         self.filter = filter;
         self

@@ -101,6 +101,13 @@ pub struct RetrieverConfig {
     /// more than [`candidates_for`](Self::candidates_for) the results it returns, and never
     /// for fewer than the results it returns.
     pub candidates_per_channel: usize,
+    /// The least cosine between a memory's embedding and the query's that counts as
+    /// similarity, in `[0, 1]`, default 0 (any positive cosine). With an embedder, a memory
+    /// the similarity search finds at or below it is no candidate, and a candidate found
+    /// by words at or below it gets no `embedding` signal. Raise it to keep memories that
+    /// merely share a topic out of a recall (sentence models give unrelated texts cosines
+    /// of 0.1 to 0.3).
+    pub min_similarity: f32,
     /// Half-life of the recency signal, in hours, default one week.
     pub recency_half_life_hours: f64,
     /// Longest query accepted, in bytes.
@@ -356,6 +363,7 @@ impl Default for RetrieverConfig {
             candidates_per_channel: 30,
             recency_half_life_hours: 24.0 * 7.0,
             max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+            min_similarity: 0.0,
             context_window: 1,
             role_weights: BTreeMap::from([("assistant".to_owned(), DEFAULT_ASSISTANT_WEIGHT)]),
             read_addressee: true,
@@ -391,6 +399,7 @@ impl RetrieverConfig {
             ));
         }
         memory_core::backend::validate_unit("min_score", self.min_score)?;
+        memory_core::backend::validate_unit("min_similarity", self.min_similarity)?;
         if self.graph_depth > MAX_TRAVERSAL_DEPTH {
             return Err(MemoryError::invalid(
                 "graph_depth",

@@ -275,7 +275,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
                 signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
             }
             if let Some(vector) = query_vector {
-                signals[Signal::Embedding] = crate::embedding::similarity(vector, &item);
+                signals[Signal::Embedding] =
+                    crate::embedding::similarity(vector, &item, request.config.min_similarity);
             }
             Candidate {
                 record: RetrievalSource::Memory(item),
@@ -352,7 +353,8 @@ fn merge_timed(
             signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
         }
         if let Some(vector) = query_vector {
-            signals[Signal::Embedding] = crate::embedding::similarity(vector, &item);
+            signals[Signal::Embedding] =
+                crate::embedding::similarity(vector, &item, request.config.min_similarity);
         }
         out.push(Candidate {
             record: RetrievalSource::Memory(item),
@@ -442,7 +444,8 @@ fn role_weight(weights: &std::collections::BTreeMap<String, f32>, role: Option<&
         .unwrap_or(1.0)
 }
 
-/// Merges the embedding channel's hits (those with a positive cosine) into the keyword hits:
+/// Merges the embedding channel's hits (those with a cosine above
+/// [`min_similarity`](super::RetrieverConfig::min_similarity), itself at least 0) into the keyword hits:
 /// a memory found by both gains the `Embedding` channel; one found only by similarity becomes
 /// a candidate of that channel, with no keyword relevance.
 fn merge_similar(out: &mut Vec<Candidate>, similar: Vec<SearchHit>, request: &Request<'_>) {
@@ -453,7 +456,9 @@ fn merge_similar(out: &mut Vec<Candidate>, similar: Vec<SearchHit>, request: &Re
         .collect();
     // Only a positive cosine relates a memory to the query: the rest would be candidates
     // found by nothing, as keyword search never returns a document without a query word.
-    let related = similar.into_iter().filter(|hit| hit.score > 0.0);
+    // A caller may ask for more (`min_similarity`).
+    let least = request.config.min_similarity.max(0.0);
+    let related = similar.into_iter().filter(|hit| hit.score > least);
     for (rank, hit) in related.enumerate() {
         let similarity = hit.score;
         let key = (
@@ -587,8 +592,11 @@ async fn add_context(
                         Signals::of_memory(&neighbour, request.now, config.recency_half_life_hours);
                     signals[Signal::Context] = lent;
                     if let Some(vector) = query_vector {
-                        signals[Signal::Embedding] =
-                            crate::embedding::similarity(vector, &neighbour);
+                        signals[Signal::Embedding] = crate::embedding::similarity(
+                            vector,
+                            &neighbour,
+                            request.config.min_similarity,
+                        );
                     }
                     position.insert(key, out.len());
                     let rank = out.len() + 1;

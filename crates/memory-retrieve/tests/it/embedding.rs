@@ -113,6 +113,69 @@ async fn a_synonym_is_found_by_similarity_alone() {
     );
 }
 
+/// `min_similarity` keeps a memory that only shares part of the query's topic out of the
+/// similarity search, and gives a keyword hit under it no `embedding` signal.
+#[tokio::test]
+async fn a_similarity_at_or_below_the_least_asked_counts_for_nothing() {
+    let ns = Namespace::parse("user/least").expect("a namespace");
+    let recall = |least: f32, query: &'static str| {
+        let ns = ns.clone();
+        async move {
+            // The setting is checked when the memory is built.
+            let memory = Memory::builder()
+                .embedder(Arc::new(Concepts { dimension: 4 }))
+                .retriever_config(RetrieverConfig {
+                    min_similarity: least,
+                    ..RetrieverConfig::default()
+                })
+                .build()?;
+            // Cosines with "automobile": 1, then 1/sqrt(10) = 0.32, then 0.
+            for (id, text) in [
+                ("drive", "I drive an old car to work"),
+                ("trip", "A car trip for pizza, pasta and dinner"),
+                ("rain", "Heavy rain is expected tomorrow"),
+            ] {
+                memory
+                    .remember_with(memory_retrieve::Remember::new(ns.clone(), text).id(id))
+                    .await
+                    .expect("remembered");
+            }
+            memory.recall(&ns.exact(), query).await
+        }
+    };
+    let ids = |found: &memory_core::RetrievalResult| -> Vec<String> {
+        found
+            .items
+            .iter()
+            .filter_map(|item| memory_source(item).map(|m| m.id.clone()))
+            .collect()
+    };
+    let any = recall(0.0, "automobile").await.expect("recalled");
+    assert_eq!(ids(&any), ["drive", "trip"], "every positive cosine");
+    let close = recall(0.5, "automobile").await.expect("recalled");
+    assert_eq!(ids(&close), ["drive"], "only the cosine above 0.5");
+    // "car" finds the trip by its word; its cosine (0.32) is under 0.5: no similarity.
+    let by_word = recall(0.5, "car trip").await.expect("recalled");
+    let trip = by_word
+        .items
+        .iter()
+        .find(|item| memory_source(item).is_some_and(|m| m.id == "trip"))
+        .expect("found by its words");
+    assert_eq!(trip.breakdown.channels, [Channel::Memory]);
+    assert!(
+        trip.breakdown
+            .value(memory_core::Signal::Embedding)
+            .is_none_or(|v| v == 0.0),
+        "{:?}",
+        trip.breakdown
+    );
+    let error = recall(1.5, "automobile").await.expect_err("refused");
+    assert!(
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "min_similarity"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_memory_found_by_both_channels_carries_both() {
     let memory = memory_with_concepts();
