@@ -279,6 +279,23 @@ pub(crate) fn metadata_conditions(
     }
 }
 
+/// The metadata conditions written as a JSON object (a command's `--metadata`, a query
+/// parameter), checked as a recall checks them.
+pub(crate) fn parse_metadata_conditions(
+    raw: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
+    let value = serde_json::from_str(raw).map_err(|error| {
+        Failure::invalid("metadata", format!("metadata is not valid JSON: {error}"))
+            .with_hint("pass a JSON object, e.g. {\"user\":\"ann\"}")
+    })?;
+    let filter = RecallFilter {
+        metadata: metadata_conditions(Some(value))?,
+        ..RecallFilter::default()
+    };
+    filter.validate()?;
+    Ok(filter.metadata)
+}
+
 /// The recall options of a request: at most `limit` results of `kinds` carrying `tags`,
 /// whose metadata holds `metadata`.
 pub(crate) fn recall_options(
@@ -305,17 +322,14 @@ pub(crate) fn recall_options(
 
 async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failure> {
     let metadata = match &args.metadata {
-        None => None,
-        Some(raw) => Some(serde_json::from_str(raw).map_err(|error| {
-            Failure::invalid("metadata", format!("metadata is not valid JSON: {error}"))
-                .with_hint("pass a JSON object, e.g. --metadata '{\"user\":\"ann\"}'")
-        })?),
+        None => serde_json::Map::new(),
+        Some(raw) => parse_metadata_conditions(raw)?,
     };
     let options = recall_options(
         args.limit,
         kinds(&args.kinds),
         parse_tags(&args.tags)?,
-        metadata_conditions(metadata)?,
+        metadata,
     )?;
     let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
     let memory = settings.open().await?;

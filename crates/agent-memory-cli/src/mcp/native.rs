@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{arguments, schema};
 use crate::commands::{
-    conflict_page, metadata_conditions, recall_options, with_fact, with_time_view,
+    conflict_page, metadata_conditions, parse_tags, recall_options, with_fact, with_time_view,
 };
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::Caller;
@@ -101,6 +101,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "Most results."},
                     "kinds": {"type": "array", "items": {"type": "string", "enum": kinds}, "description": "Only these kinds; default all but short_term."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Only results carrying every one of these tags."},
                     "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},
                     "as_of": {"type": "string", "format": "date-time", "description": "Recall what was believed at this time (RFC 3339) instead of now."},
                     "include_ended": {"type": "boolean", "default": false, "description": "Also return memories that were superseded or retracted (marked `ended`), ranked below current ones."},
@@ -312,6 +313,8 @@ struct RecallArgs {
     #[serde(default)]
     kinds: Vec<String>,
     #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
     explain: bool,
     #[serde(default)]
     as_of: Option<String>,
@@ -478,7 +481,7 @@ pub(super) async fn call(
             let options = recall_options(
                 limit,
                 kinds,
-                Vec::new(),
+                parse_tags(&args.tags)?,
                 metadata_conditions(args.metadata)?,
             )?;
             let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;

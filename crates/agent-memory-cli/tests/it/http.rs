@@ -403,6 +403,23 @@ fn a_recall_keeps_the_memories_whose_metadata_matches() {
             assert_eq!(texts(&found), expected, "{metadata}: {found}");
         }
     }
+    // The listing takes the same conditions, as a URL-encoded JSON object.
+    let (status, listed) = server.call(
+        "GET",
+        "/v1/memories?metadata=%7B%22user%22%3A%22ann%22%7D",
+        Some(&key),
+        None,
+    );
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    assert_eq!(listed["items"][0]["metadata"]["user"], "ann", "{listed}");
+    let (status, refused) = server.call("GET", "/v1/memories?metadata=%5B1%5D", Some(&key), None);
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "metadata", "{refused}");
     let many: serde_json::Map<String, serde_json::Value> =
         (0..40).map(|n| (format!("k{n}"), json!(n))).collect();
     for bad in [

@@ -171,6 +171,15 @@ fn stdio_scenario(client: &mut Stdio_) {
         json!([]),
         "{none}"
     );
+    let tagged = client.call(
+        "recall",
+        json!({"query": "Dana meetings", "tags": ["calendar"]}),
+    );
+    assert_eq!(
+        tagged["result"]["structuredContent"]["results"],
+        json!([]),
+        "a tag the memory does not carry: {tagged}"
+    );
     let bad = client.call("recall", json!({"query": "Dana", "metadata": ["user"]}));
     assert_eq!(bad["result"]["isError"], true, "{bad}");
     assert!(

@@ -12,7 +12,7 @@ use super::{
     ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found, page_of,
     paging, parse_kind, parse_time, scope_of,
 };
-use crate::commands::with_fact;
+use crate::commands::{parse_metadata_conditions, with_fact};
 use crate::failure::Failure;
 use crate::serve::AppState;
 use crate::serve::auth::Caller;
@@ -361,6 +361,10 @@ pub(crate) struct ListQuery {
     /// Only memories with all these tags, comma-separated.
     #[serde(default)]
     pub(crate) tags: Option<String>,
+    /// Only memories whose metadata holds each key of this JSON object with its value
+    /// (`{"user":"ann"}`, URL-encoded; values compare as JSON), at most 32 keys.
+    #[serde(default)]
+    pub(crate) metadata: Option<String>,
     /// Only memories created at or after this time (RFC 3339).
     #[serde(default)]
     pub(crate) since: Option<String>,
@@ -416,6 +420,9 @@ pub(crate) async fn list_memories(
         .transpose()?;
     filter.since = since;
     filter.until = until;
+    if let Some(raw) = query.metadata.as_deref() {
+        filter.metadata = parse_metadata_conditions(raw)?.into_iter().collect();
+    }
     // One more than the page tells whether another page follows.
     filter.limit = Some(offset.saturating_add(limit).saturating_add(1));
     let items = state.memory.store().list(&filter).await?;
