@@ -75,6 +75,11 @@ pub(crate) enum Command {
     Recall(RecallArgs),
     /// Prompt-ready text for a query, within a token budget.
     Context(ContextArgs),
+    /// Show one memory by id (in the namespace exactly).
+    Get(GetArgs),
+    /// List the memories of the namespace (and those under it) that match filters, oldest
+    /// first.
+    List(ListArgs),
     /// Forget one memory by id, or every memory of the namespace that matches filters.
     Forget(ForgetArgs),
     /// Every version of the fact a memory states, oldest first, each with how it ended.
@@ -206,6 +211,43 @@ pub(crate) struct RecallArgs {
     /// current ones and marked.
     #[arg(long)]
     pub(crate) include_ended: bool,
+}
+
+/// `get`.
+#[derive(Debug, Args)]
+pub(crate) struct GetArgs {
+    /// The memory's id.
+    pub(crate) id: String,
+}
+
+/// `list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only these kinds (repeat for several); default every kind.
+    #[arg(long = "kind", value_enum)]
+    pub(crate) kinds: Vec<KindArg>,
+    /// Only memories carrying every one of these tags.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// Only memories whose metadata holds each key of this JSON object with its value, e.g.
+    /// '{"user":"ann"}'.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) metadata: Option<String>,
+    /// Only memories created at or after this time (RFC 3339, or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) since: Option<String>,
+    /// Only memories created before this time (RFC 3339, or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) until: Option<String>,
+    /// Only the namespace itself, not those under it.
+    #[arg(long)]
+    pub(crate) exact: bool,
+    /// Newest first.
+    #[arg(long)]
+    pub(crate) newest_first: bool,
+    /// At most this many, 1 to 10000.
+    #[arg(long, short = 'k', default_value_t = 50)]
+    pub(crate) limit: usize,
 }
 
 /// `history`.

@@ -105,6 +105,8 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         Command::Remember(args) => remember(&settings, args).await,
         Command::Recall(args) => recall(&settings, args).await,
         Command::Context(args) => context(&settings, args).await,
+        Command::Get(args) => crate::browse::get(&settings, args).await,
+        Command::List(args) => crate::browse::list(&settings, args).await,
         Command::Forget(args) => forget(&settings, args).await,
         Command::History(args) => history(&settings, args).await,
         Command::Retract(args) => retract(&settings, args).await,
@@ -196,7 +198,7 @@ pub(crate) fn with_fact(
     Ok(request)
 }
 
-fn kinds(kinds: &[KindArg]) -> Vec<MemoryKind> {
+pub(crate) fn kinds(kinds: &[KindArg]) -> Vec<MemoryKind> {
     kinds.iter().copied().map(MemoryKind::from).collect()
 }
 
@@ -378,7 +380,7 @@ async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failur
     })
 }
 
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() > 100 {
         let cut: String = line.chars().take(99).collect();

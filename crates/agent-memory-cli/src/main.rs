@@ -7,6 +7,7 @@
 //! `postgres://…`, or `memory:`. Exit codes are listed in [`failure::ExitCode`].
 
 mod backend;
+mod browse;
 mod cli;
 mod commands;
 mod config;

@@ -124,6 +124,100 @@ fn remember_recall_forget_stats() {
     assert_eq!(maintained["evicted"], 0);
 }
 
+/// `get` shows one memory by id; `list` the memories matching filters, oldest first unless
+/// asked otherwise, at most the limit.
+#[test]
+fn get_and_list_show_what_is_stored() {
+    let dir = TempDir::new("browse");
+    let mut ids = Vec::new();
+    for (text, tag, metadata, at) in [
+        (
+            "Ann booked the flight",
+            "travel",
+            r#"{"user":"ann"}"#,
+            "2024-01-01",
+        ),
+        (
+            "Bob booked a hotel",
+            "travel",
+            r#"{"user":"bob"}"#,
+            "2024-02-01",
+        ),
+        (
+            "Ann likes green tea",
+            "food",
+            r#"{"user":"ann"}"#,
+            "2024-03-01",
+        ),
+    ] {
+        let (code, done) = run_json(
+            &dir,
+            &[
+                "-n",
+                "team",
+                "remember",
+                text,
+                "--tag",
+                tag,
+                "--metadata",
+                metadata,
+                "--created-at",
+                at,
+            ],
+        );
+        assert_eq!(code, 0, "{done}");
+        ids.push(done["id"].as_str().expect("an id").to_owned());
+    }
+    let (code, got) = run_json(&dir, &["-n", "team", "get", &ids[1]]);
+    assert_eq!(code, 0, "{got}");
+    assert_eq!(got["content"], "Bob booked a hotel", "{got}");
+    assert_eq!(got["metadata"]["user"], "bob", "{got}");
+    let (code, missing) = run_json(&dir, &["-n", "other", "get", &ids[1]]);
+    assert_eq!(code, 4, "another namespace does not hold it: {missing}");
+    assert_eq!(missing["error"]["kind"], "not_found");
+
+    let listed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["-n", "team", "list"];
+        all.extend_from_slice(args);
+        let (code, found) = run_json(&dir, &all);
+        assert_eq!(code, 0, "{args:?}: {found}");
+        found["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        listed(&[]),
+        [
+            "Ann booked the flight",
+            "Bob booked a hotel",
+            "Ann likes green tea"
+        ]
+    );
+    assert_eq!(
+        listed(&["--tag", "travel", "--newest-first"]),
+        ["Bob booked a hotel", "Ann booked the flight"]
+    );
+    assert_eq!(
+        listed(&["--metadata", r#"{"user":"ann"}"#, "--limit", "1"]),
+        ["Ann booked the flight"]
+    );
+    assert_eq!(
+        listed(&["--since", "2024-02-01", "--until", "2024-03-01"]),
+        ["Bob booked a hotel"]
+    );
+    let (code, refused) = run_json(&dir, &["-n", "team", "list", "--limit", "0"]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "limit", "{refused}");
+    let text = run(&dir, &["-n", "team", "list", "--tag", "food"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("Ann likes green tea"),
+        "{text:?}"
+    );
+}
+
 #[test]
 fn text_output_is_for_people() {
     let dir = TempDir::new("text");
