@@ -439,6 +439,10 @@ pub(crate) struct EntityView {
     pub(crate) description: String,
     /// Tags.
     pub(crate) tags: Vec<String>,
+    /// What is known about it as keys and values; absent when nothing is.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub(crate) attributes: serde_json::Map<String, serde_json::Value>,
 }
 
 impl From<&GraphEntity> for EntityView {
@@ -450,6 +454,7 @@ impl From<&GraphEntity> for EntityView {
             entity_type: entity.entity_type.clone(),
             description: entity.description.clone(),
             tags: entity.tags.iter().map(ToString::to_string).collect(),
+            attributes: entity.attributes.clone(),
         }
     }
 }

@@ -31,6 +31,14 @@ pub struct GraphEntity {
     /// Retrieval tags, most relevant first.
     #[serde(default)]
     pub tags: Vec<Tag>,
+    /// What is known about the entity as keys and values (`{"born": 1990, "city":
+    /// "Lisbon"}`), a JSON object within the limits of a memory's metadata
+    /// ([`MAX_METADATA_BYTES`](crate::MAX_METADATA_BYTES),
+    /// [`MAX_METADATA_DEPTH`](crate::MAX_METADATA_DEPTH)). Stored and returned as given;
+    /// not searched (the name, type, description and tags are). Written only when not
+    /// empty.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub attributes: serde_json::Map<String, serde_json::Value>,
     /// When the entity was added: set to now by [`GraphEntity::new`], kept by
     /// [`update_entity`](crate::KnowledgeGraph::update_entity) when the stored entity has
     /// one. `None` means unknown: an entity exported before entities had a creation time, or
@@ -71,6 +79,7 @@ impl GraphEntity {
             entity_type: entity_type.into(),
             description: String::new(),
             tags: Vec::new(),
+            attributes: serde_json::Map::new(),
             created_at: Some(Utc::now()),
             access_count: 0,
             last_accessed: None,
@@ -98,6 +107,38 @@ impl GraphEntity {
         Ok(self)
     }
 
+    /// Sets the attributes from a JSON object.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `attributes` when `attributes` is not an object
+    /// or exceeds the limits of [`attributes`](Self::attributes).
+    pub fn with_attributes(mut self, attributes: serde_json::Value) -> Result<Self> {
+        crate::validate::validate_json_object("attributes", &attributes, None)?;
+        if let serde_json::Value::Object(map) = attributes {
+            self.attributes = map;
+        }
+        Ok(self)
+    }
+
+    /// The attributes as one line for a prompt, `key: value` pairs joined by `; ` in key
+    /// order (a string as written, any other value as compact JSON): `born: 1990; city:
+    /// Lisbon`. Empty without attributes.
+    pub fn attribute_line(&self) -> String {
+        let mut line = String::new();
+        for (key, value) in &self.attributes {
+            if !line.is_empty() {
+                line.push_str("; ");
+            }
+            line.push_str(key);
+            line.push_str(": ");
+            match value {
+                serde_json::Value::String(text) => line.push_str(text),
+                other => line.push_str(&other.to_string()),
+            }
+        }
+        line
+    }
+
     /// Sets the creation time (`None`: unknown).
     pub fn with_created_at(mut self, at: Option<DateTime<Utc>>) -> Self {
         self.created_at = at;
@@ -122,6 +163,7 @@ impl GraphEntity {
         validate_text("name", &self.name, 1024)?;
         validate_text("entity_type", &self.entity_type, 128)?;
         validate_len("description", &self.description, 64 * 1024)?;
+        crate::validate::validate_attributes(&self.attributes)?;
         if let Some(at) = self.created_at {
             crate::validate::validate_time("created_at", at)?;
         }

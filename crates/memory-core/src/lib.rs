@@ -90,8 +90,8 @@ pub mod backend {
         knowledge::page_rule_keywords,
         recall::least_valuable,
         validate::{
-            drop_json, validate_id, validate_len, validate_metadata, validate_non_negative,
-            validate_tag_count, validate_text, validate_time, validate_unit,
+            drop_json, validate_attributes, validate_id, validate_len, validate_metadata,
+            validate_non_negative, validate_tag_count, validate_text, validate_time, validate_unit,
         },
         vector::{CosineQuery, validate_embedding},
     };

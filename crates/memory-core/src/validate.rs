@@ -151,19 +151,74 @@ pub fn validate_tag_count(tags: &[Tag]) -> Result<()> {
 /// # Errors
 /// [`MemoryError::InvalidInput`] naming `metadata`.
 pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
-    use serde_json::Value;
-    if !metadata.is_object() {
-        return Err(MemoryError::invalid("metadata", "must be a JSON object"));
+    validate_json_object(
+        "metadata",
+        metadata,
+        Some(crate::memory::ORIGINAL_METADATA_KEY),
+    )
+}
+
+/// Checks a JSON object as [`validate_metadata`] does, naming `field`; a top-level string
+/// under the key `exempt` (a compressed memory's original text, counted against the
+/// content limit instead) does not count against the size.
+pub(crate) fn validate_json_object(
+    field: &str,
+    object: &serde_json::Value,
+    exempt: Option<&str>,
+) -> Result<()> {
+    match object {
+        serde_json::Value::Object(fields) => validate_json_map(field, fields, exempt),
+        _ => Err(MemoryError::invalid(field, "must be a JSON object")),
     }
+}
+
+/// Checks an entity's [attributes](crate::GraphEntity::attributes) as
+/// [`validate_metadata`] checks metadata.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] naming `attributes`.
+pub fn validate_attributes(attributes: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
+    validate_json_map("attributes", attributes, None)
+}
+
+/// [`validate_json_object`] for the object's fields.
+fn validate_json_map(
+    field: &str,
+    fields: &serde_json::Map<String, serde_json::Value>,
+    exempt: Option<&str>,
+) -> Result<()> {
+    use serde_json::Value;
     let too_large = || {
         MemoryError::invalid(
-            "metadata",
+            field,
             format!("more than the limit of {MAX_METADATA_BYTES} bytes as JSON"),
         )
     };
-    let nul = || MemoryError::invalid("metadata", "contains a NUL character");
-    let mut bytes: usize = 0;
-    let mut stack: Vec<(&Value, usize)> = vec![(metadata, 1)];
+    let too_deep = || {
+        MemoryError::invalid(
+            field,
+            format!("nested more than {MAX_METADATA_DEPTH} levels deep"),
+        )
+    };
+    let nul = || MemoryError::invalid(field, "contains a NUL character");
+    // The object itself, then every value under it: `(value, depth)`, the object at 1.
+    let mut bytes: usize = 2;
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    for (key, item) in fields {
+        if key.contains('\0') {
+            return Err(nul());
+        }
+        if exempt == Some(key.as_str())
+            && let Value::String(original) = item
+        {
+            if original.contains('\0') {
+                return Err(nul());
+            }
+            continue;
+        }
+        bytes = bytes.saturating_add(key.len() + 3);
+        stack.push((item, 2));
+    }
     while let Some((value, depth)) = stack.pop() {
         // Separators, quotes and escapes are counted approximately (two bytes per value
         // and key); the bound is what matters, not the exact figure.
@@ -191,17 +246,6 @@ pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
                     if key.contains('\0') {
                         return Err(nul());
                     }
-                    // A compressed memory's original text counts against the content limit
-                    // (MemoryItem::validate), not this one.
-                    if depth == 1
-                        && key == crate::memory::ORIGINAL_METADATA_KEY
-                        && let serde_json::Value::String(original) = item
-                    {
-                        if original.contains('\0') {
-                            return Err(nul());
-                        }
-                        continue;
-                    }
                     bytes = bytes.saturating_add(key.len() + 3);
                     stack.push((item, depth + 1));
                 }
@@ -210,6 +254,9 @@ pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
         if bytes > MAX_METADATA_BYTES {
             return Err(too_large());
         }
+    }
+    if bytes > MAX_METADATA_BYTES {
+        return Err(too_large());
     }
     Ok(())
 }
@@ -232,13 +279,6 @@ pub fn drop_json(value: serde_json::Value) {
         }
         // `value` is shallow now and drops here.
     }
-}
-
-fn too_deep() -> MemoryError {
-    MemoryError::invalid(
-        "metadata",
-        format!("nested more than {MAX_METADATA_DEPTH} levels deep"),
-    )
 }
 
 /// A retrieval tag: lowercase, atomic (no spaces or punctuation but `-`), at most

@@ -86,10 +86,10 @@ impl KnowledgeGraph for PostgresGraph {
         let statement = client
             .prepare_cached(&self.db.qualify(
                 "INSERT INTO {s}.entities (ns, id, name, name_key, entity_type, type_key, \
-                 description, tags, created_at, access_count, last_accessed) \
+                 description, tags, created_at, access_count, last_accessed, attributes) \
                  VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, \
-                 $6::text, $7::text, $8::text[], $9::bigint, $10::bigint, $11::bigint) \
-                 ON CONFLICT (ns, id) DO NOTHING",
+                 $6::text, $7::text, $8::text[], $9::bigint, $10::bigint, $11::bigint, \
+                 $12::text) ON CONFLICT (ns, id) DO NOTHING",
             ))
             .await
             .context(what)?;
@@ -115,8 +115,8 @@ impl KnowledgeGraph for PostgresGraph {
                 // The access statistics stay; created_at too, unless unknown.
                 "UPDATE {s}.entities SET name = $3::text, name_key = $4::text, \
                  entity_type = $5::text, type_key = $6::text, description = $7::text, \
-                 tags = $8::text[], created_at = coalesce(created_at, $9::bigint) \
-                 WHERE ns = $1::text AND id = $2::text",
+                 tags = $8::text[], created_at = coalesce(created_at, $9::bigint), \
+                 attributes = $10::text WHERE ns = $1::text AND id = $2::text",
             ))
             .await
             .context(what)?;

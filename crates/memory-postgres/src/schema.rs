@@ -15,7 +15,7 @@ use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 struct Migration {
     version: u32,
@@ -24,7 +24,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
-const MIGRATIONS: [Migration; 4] = [
+const MIGRATIONS: [Migration; 5] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
@@ -44,6 +44,11 @@ const MIGRATIONS: [Migration; 4] = [
         version: 4,
         summary: "facts that change: fact keys, validity, ends and links of memories, validity of relations; access statistics of pages and entities, creation time of entities",
         sql: MIGRATION_4,
+    },
+    Migration {
+        version: 5,
+        summary: "attributes of entities",
+        sql: MIGRATION_5,
     },
 ];
 
@@ -219,6 +224,12 @@ ALTER TABLE {s}.entities
     ADD COLUMN access_count  bigint NOT NULL DEFAULT 0,
     ADD COLUMN last_accessed bigint;
 "#;
+
+// Entities gain attributes: a JSON object as text (text, not jsonb: no query looks inside
+// it, and the text reads back exactly as written, negative zero included), NULL when there
+// are none, which is what every existing row means. Nullable without a default, so adding
+// it rewrites no row.
+const MIGRATION_5: &str = "ALTER TABLE {s}.entities ADD COLUMN attributes text;";
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version    integer PRIMARY KEY,

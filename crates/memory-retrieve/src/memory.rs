@@ -350,8 +350,10 @@ impl Memory {
     }
 
     /// The best results rendered as prompt-ready text within `max_tokens` (estimated):
-    /// memories first as a bullet list, then pages and entities, and the neighbourhood of the
-    /// best entity from the graph. Results that do not fit are left out whole.
+    /// memories first as a bullet list, then pages and entities (an entity with its
+    /// [attributes](memory_core::GraphEntity::attribute_line): `- [person] Ana (born: 1990;
+    /// city: Lisbon)`), and the neighbourhood of the best entity from the graph. Results that
+    /// do not fit are left out whole.
     ///
     /// # Errors
     /// As [`recall`](Self::recall).
@@ -377,11 +379,17 @@ impl Memory {
                 )),
                 RetrievalSource::GraphEntity(entity) => {
                     best_entity.get_or_insert_with(|| entity.clone());
-                    knowledge.push(format!(
-                        "- [{}] {}",
-                        entity.entity_type,
-                        one_line(&entity.name)
-                    ));
+                    let attributes = entity.attribute_line();
+                    knowledge.push(if attributes.is_empty() {
+                        format!("- [{}] {}", entity.entity_type, one_line(&entity.name))
+                    } else {
+                        format!(
+                            "- [{}] {} ({})",
+                            entity.entity_type,
+                            one_line(&entity.name),
+                            one_line(&attributes)
+                        )
+                    });
                 }
             }
         }

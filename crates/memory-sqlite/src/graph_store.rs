@@ -54,7 +54,7 @@ impl SqliteGraph {
 }
 
 const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
-     e.created_at, e.access_count, e.last_accessed";
+     e.created_at, e.access_count, e.last_accessed, e.attributes";
 const RELATION_COLUMNS: &str =
     "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
 
@@ -71,6 +71,8 @@ struct EncodedEntity {
     created_at: Option<i64>,
     access_count: i64,
     last_accessed: Option<i64>,
+    /// The attributes as JSON text; `None` when there are none.
+    attributes: Option<String>,
 }
 
 /// Distinct tags, the first `limit` kept.
@@ -97,6 +99,8 @@ fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEnt
         // validate() checked that the count fits.
         access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
         last_accessed: time("last_accessed", entity.last_accessed)?,
+        attributes: (!entity.attributes.is_empty())
+            .then(|| serde_json::Value::Object(entity.attributes).to_string()),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
         name_key: entity.name.to_lowercase(),
@@ -120,6 +124,7 @@ struct RawEntity {
     created_at: Option<i64>,
     access_count: i64,
     last_accessed: Option<i64>,
+    attributes: Option<String>,
 }
 
 fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
@@ -133,6 +138,7 @@ fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
         created_at: row.get(6)?,
         access_count: row.get(7)?,
         last_accessed: row.get(8)?,
+        attributes: row.get(9)?,
     })
 }
 
@@ -145,6 +151,10 @@ fn decode_entity(raw: RawEntity) -> Result<GraphEntity> {
         name: raw.name,
         entity_type: raw.entity_type,
         description: raw.description,
+        attributes: match raw.attributes.as_deref() {
+            None => serde_json::Map::new(),
+            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(&what, error))?,
+        },
         created_at: raw.created_at.map(decode_time),
         access_count: u64::try_from(raw.access_count).unwrap_or(0),
         last_accessed: raw.last_accessed.map(decode_time),
@@ -273,8 +283,8 @@ impl KnowledgeGraph for SqliteGraph {
                 let rid: i64 = transaction
                     .prepare_cached(
                         "INSERT INTO entities (ns, id, name, name_key, entity_type, type_key, \
-                         description, tags, created_at, access_count, last_accessed) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING rid",
+                         description, tags, created_at, access_count, last_accessed, attributes) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING rid",
                     )
                     .and_then(|mut statement| {
                         statement.query_row(
@@ -290,6 +300,7 @@ impl KnowledgeGraph for SqliteGraph {
                                 entity.created_at,
                                 entity.access_count,
                                 entity.last_accessed,
+                                entity.attributes,
                             ],
                             |row| row.get(0),
                         )
@@ -313,7 +324,7 @@ impl KnowledgeGraph for SqliteGraph {
                         // The access statistics stay; created_at too, unless unknown.
                         "UPDATE entities SET name = ?2, name_key = ?3, entity_type = ?4, \
                          type_key = ?5, description = ?6, tags = ?7, \
-                         created_at = coalesce(created_at, ?8) WHERE rid = ?1",
+                         created_at = coalesce(created_at, ?8), attributes = ?9 WHERE rid = ?1",
                     )
                     .and_then(|mut statement| {
                         statement.execute(params![
@@ -325,6 +336,7 @@ impl KnowledgeGraph for SqliteGraph {
                             entity.description,
                             entity.tags_json,
                             entity.created_at,
+                            entity.attributes,
                         ])
                     })
                     .context(|| what.clone())?;

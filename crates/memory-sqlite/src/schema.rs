@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 use crate::error::Context;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
 pub const APPLICATION_ID: i32 = 0x414D_454D;
@@ -22,7 +22,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
-const MIGRATIONS: [Migration; 5] = [
+const MIGRATIONS: [Migration; 6] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
@@ -47,6 +47,11 @@ const MIGRATIONS: [Migration; 5] = [
         version: 5,
         summary: "facts that change: fact key, validity and lineage of memories, validity of relations; access statistics of pages and entities, creation time of entities",
         sql: MIGRATION_5,
+    },
+    Migration {
+        version: 6,
+        summary: "attributes of entities",
+        sql: MIGRATION_6,
     },
 ];
 
@@ -217,6 +222,13 @@ ALTER TABLE pages ADD COLUMN last_accessed INTEGER;
 ALTER TABLE entities ADD COLUMN created_at INTEGER;
 ALTER TABLE entities ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE entities ADD COLUMN last_accessed INTEGER;
+";
+
+// Entities gain attributes: a JSON object as text, NULL when there are none, which is what
+// every existing row means. The version changes so that a build that would drop them on
+// rewrite refuses the file.
+const MIGRATION_6: &str = "
+ALTER TABLE entities ADD COLUMN attributes TEXT;
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {

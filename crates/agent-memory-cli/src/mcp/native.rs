@@ -211,6 +211,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "entity_type": {"type": "string", "minLength": 1, "description": "What it is: person, project, organization, ..."},
                     "description": {"type": "string", "description": "One or two sentences about it."},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Topic labels."},
+                    "attributes": {"type": "object", "description": "What is known about it as keys and values, e.g. {\"born\": 1990, \"city\": \"Lisbon\"}."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["id", "name", "entity_type"],
@@ -373,6 +374,8 @@ struct EntityArgs {
     description: String,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    attributes: Option<serde_json::Value>,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -555,9 +558,12 @@ pub(super) async fn call(
         "add_entity" => {
             let args: EntityArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let entity = GraphEntity::new(namespace, args.id, args.name, args.entity_type)?
+            let mut entity = GraphEntity::new(namespace, args.id, args.name, args.entity_type)?
                 .with_description(args.description)
                 .with_tags(&args.tags)?;
+            if let Some(attributes) = args.attributes {
+                entity = entity.with_attributes(attributes)?;
+            }
             let graph = memory.graph();
             match graph.add_entity(entity.clone()).await {
                 Err(MemoryError::AlreadyExists { .. }) => {

@@ -141,15 +141,26 @@ fn api_scenario(server: &Server, backend: &str) {
         server.call("GET", "/v1/pages", Some(&key), None).1["items"][0]["id"],
         "runbook"
     );
-    for (id, name) in [("alice", "Alice"), ("billing", "Billing")] {
+    for (id, name, attributes) in [
+        ("alice", "Alice", json!({"team": "billing", "since": 2021})),
+        ("billing", "Billing", json!({})),
+    ] {
         let (status, body) = server.call(
             "POST",
             "/v1/graph/entities",
             Some(&key),
-            Some(json!({"id": id, "name": name, "entity_type": "thing"})),
+            Some(json!({"id": id, "name": name, "entity_type": "thing", "attributes": attributes})),
         );
         assert_eq!(status, 200, "{body}");
     }
+    let (status, bad) = server.call(
+        "POST",
+        "/v1/graph/entities",
+        Some(&key),
+        Some(json!({"id": "x", "name": "X", "entity_type": "thing", "attributes": [1]})),
+    );
+    assert_eq!(status, 400, "attributes that are not an object: {bad}");
+    assert_eq!(bad["error"]["field"], "attributes", "{bad}");
     let relation = json!({"source_id": "alice", "target_id": "billing", "relation_type": "owns"});
     assert_eq!(
         server
@@ -172,6 +183,11 @@ fn api_scenario(server: &Server, backend: &str) {
     assert_eq!(bad["error"]["kind"], "not_found", "{bad}");
     let (_, detail) = server.call("GET", "/v1/graph/entities/alice", Some(&key), None);
     assert_eq!(detail["relations"][0]["target_id"], "billing", "{detail}");
+    assert_eq!(
+        detail["entity"]["attributes"],
+        json!({"team": "billing", "since": 2021}),
+        "{detail}"
+    );
     assert_eq!(
         server
             .call("GET", "/v1/graph/relations", Some(&key), None)

@@ -180,6 +180,21 @@ fn stdio_scenario(client: &mut Stdio_) {
         json!([]),
         "a tag the memory does not carry: {tagged}"
     );
+    let eli = client.call(
+        "add_entity",
+        json!({"id": "eli", "name": "Eli", "entity_type": "person",
+               "attributes": {"born": 1990, "city": "Lisbon"}}),
+    );
+    assert_eq!(
+        eli["result"]["structuredContent"]["attributes"],
+        json!({"born": 1990, "city": "Lisbon"}),
+        "{eli}"
+    );
+    let bad = client.call(
+        "add_entity",
+        json!({"id": "x", "name": "X", "entity_type": "person", "attributes": "Lisbon"}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
     let bad = client.call("recall", json!({"query": "Dana", "metadata": ["user"]}));
     assert_eq!(bad["result"]["isError"], true, "{bad}");
     assert!(

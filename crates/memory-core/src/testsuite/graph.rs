@@ -39,7 +39,104 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     traversal(graph, &child(base, "walk")).await;
     isolation_and_clear(graph, &child(base, "isolation")).await;
     access_statistics(graph, &child(base, "access")).await;
+    attributes(graph, &child(base, "attributes")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
+}
+
+/// An entity's attributes are stored and read back exactly, by every read (get, list,
+/// traversal), replaced by an update, and refused by name when they cannot be stored.
+async fn attributes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let attributes = serde_json::json!({
+        "born": 1990,
+        "height": 1.72,
+        "city": "Lisbon",
+        "languages": ["pt", "en"],
+        "employer": {"name": "Acme", "since": "2019-04"},
+        "retired": false,
+        "nickname": null
+    });
+    let ana = entity(ns, "ana", "Ana", "person", &[])
+        .with_attributes(attributes.clone())
+        .unwrap_or_else(|error| panic!("conformance: attributes: {error}"));
+    must(graph.add_entity(ana.clone()), "add_entity").await;
+    must(
+        graph.add_entity(entity(ns, "acme", "Acme", "company", &[])),
+        "add_entity",
+    )
+    .await;
+    must(
+        graph.add_relation(relation(ns, "acme", "ana", "employs", 1.0)),
+        "add_relation",
+    )
+    .await;
+    let read = must(graph.get_entity(ns, "ana"), "get_entity").await;
+    assert_eq!(
+        read.as_ref(),
+        Some(&ana),
+        "get_entity reads the attributes back"
+    );
+    let listed = must(graph.list_entities(&ns.exact()), "list_entities").await;
+    let listed = listed.iter().find(|e| e.id == "ana");
+    assert_eq!(
+        listed.map(|e| &e.attributes),
+        Some(&ana.attributes),
+        "list_entities"
+    );
+    let related = must(graph.get_related(ns, "acme", 1), "get_related").await;
+    assert_eq!(
+        related.first().map(|found| &found.entity.attributes),
+        Some(&ana.attributes),
+        "a traversal reads the attributes of what it reaches"
+    );
+    assert!(
+        must(graph.get_entity(ns, "acme"), "get_entity")
+            .await
+            .is_some_and(|e| e.attributes.is_empty()),
+        "an entity without attributes has none"
+    );
+
+    let moved = ana
+        .clone()
+        .with_attributes(serde_json::json!({"city": "Porto"}))
+        .unwrap_or_else(|error| panic!("conformance: attributes: {error}"));
+    must(graph.update_entity(moved.clone()), "update_entity").await;
+    assert_eq!(
+        must(graph.get_entity(ns, "ana"), "get_entity")
+            .await
+            .map(|e| e.attributes),
+        Some(moved.attributes),
+        "an update replaces the attributes"
+    );
+    let mut cleared = ana.clone();
+    cleared.attributes.clear();
+    must(graph.update_entity(cleared), "update_entity").await;
+    assert!(
+        must(graph.get_entity(ns, "ana"), "get_entity")
+            .await
+            .is_some_and(|e| e.attributes.is_empty()),
+        "an update without attributes clears them"
+    );
+
+    assert!(matches!(
+        ana.clone().with_attributes(serde_json::json!(["city"])),
+        Err(MemoryError::InvalidInput { ref field, .. }) if field == "attributes"
+    ));
+    let mut nul = entity(ns, "nul", "Nul", "person", &[]);
+    nul.attributes
+        .insert("note".into(), serde_json::json!("a\u{0}b"));
+    assert!(
+        matches!(
+            graph.add_entity(nul).await,
+            Err(MemoryError::InvalidInput { ref field, .. }) if field == "attributes"
+        ),
+        "a NUL character cannot be stored"
+    );
+    assert!(
+        must(graph.get_entity(ns, "nul"), "get_entity")
+            .await
+            .is_none(),
+        "a refused entity leaves nothing behind"
+    );
 }
 
 type Stats = (Option<DateTime<Utc>>, u64, Option<DateTime<Utc>>);

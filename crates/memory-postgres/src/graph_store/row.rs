@@ -11,7 +11,7 @@ use crate::sql::{decode_time, encode_time, reject_nul};
 
 /// The columns of an entity, in the order [`decode_entity`] reads them.
 pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
-     e.created_at, e.access_count, e.last_accessed";
+     e.created_at, e.access_count, e.last_accessed, e.attributes";
 /// The columns of a relation, in the order [`decode_relation`] reads them.
 pub(super) const RELATION_COLUMNS: &str =
     "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
@@ -29,12 +29,14 @@ pub(super) struct EncodedEntity {
     pub(super) created_at: Option<i64>,
     pub(super) access_count: i64,
     pub(super) last_accessed: Option<i64>,
+    /// The attributes as JSON text; `None` when there are none.
+    pub(super) attributes: Option<String>,
 }
 
 impl EncodedEntity {
-    /// The values of the columns `ns` to `tags` and `created_at`, in the order of the
-    /// update statement's parameters.
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+    /// The values of the columns `ns` to `tags`, `created_at` and `attributes`, in the
+    /// order of the update statement's parameters.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 10] {
         [
             &self.ns,
             &self.id,
@@ -45,12 +47,13 @@ impl EncodedEntity {
             &self.description,
             &self.tags,
             &self.created_at,
+            &self.attributes,
         ]
     }
 
-    /// The values of the columns `ns` to `tags`, `created_at` and the access statistics, in
-    /// the order of the insert statement's parameters.
-    pub(super) fn insert_params(&self) -> [&(dyn ToSql + Sync); 11] {
+    /// The values of the columns `ns` to `tags`, `created_at`, the access statistics and
+    /// `attributes`, in the order of the insert statement's parameters.
+    pub(super) fn insert_params(&self) -> [&(dyn ToSql + Sync); 12] {
         [
             &self.ns,
             &self.id,
@@ -63,6 +66,7 @@ impl EncodedEntity {
             &self.created_at,
             &self.access_count,
             &self.last_accessed,
+            &self.attributes,
         ]
     }
 }
@@ -95,6 +99,8 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
         // validate() checked that the count fits.
         access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
         last_accessed: time("last_accessed", entity.last_accessed)?,
+        attributes: (!entity.attributes.is_empty())
+            .then(|| serde_json::Value::Object(entity.attributes).to_string()),
         tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
@@ -106,7 +112,7 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
     })
 }
 
-/// Decodes the entity in the columns `first..first + 9` of `row` ([`COLUMNS`]' order).
+/// Decodes the entity in the columns `first..first + 10` of `row` ([`COLUMNS`]' order).
 pub(super) fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
     let field = |error: tokio_postgres::Error| corrupt("an entity", error);
     let ns: String = row.try_get(first).map_err(field)?;
@@ -116,7 +122,12 @@ pub(super) fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
     let created_at: Option<i64> = row.try_get(first + 6).map_err(field)?;
     let access_count: i64 = row.try_get(first + 7).map_err(field)?;
     let last_accessed: Option<i64> = row.try_get(first + 8).map_err(field)?;
+    let attributes: Option<String> = row.try_get(first + 9).map_err(field)?;
     Ok(GraphEntity {
+        attributes: match attributes.as_deref() {
+            None => serde_json::Map::new(),
+            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(&what, error))?,
+        },
         created_at: created_at.map(decode_time),
         access_count: u64::try_from(access_count).unwrap_or(0),
         last_accessed: last_accessed.map(decode_time),

@@ -79,7 +79,7 @@ WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type,
 )
 SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
        w.rel_from, w.rel_until, e.ns, e.id, e.name, e.entity_type, e.description, e.tags,
-       e.created_at, e.access_count, e.last_accessed
+       e.created_at, e.access_count, e.last_accessed, e.attributes
 FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
 WHERE NOT w.meta AND w.hops > 0
 ORDER BY w.hops, w.rank

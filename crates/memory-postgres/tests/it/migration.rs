@@ -273,9 +273,15 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         )
         .await
         .unwrap();
+        memory_core::KnowledgeGraph::add_entity(
+            backend.graph(),
+            memory_core::GraphEntity::new(ns.clone(), "cat", "Cat", "animal").unwrap(),
+        )
+        .await
+        .unwrap();
     }
     // Back to version 1 as released: tsvector columns of the same terms, without positions,
-    // no exact metadata column, no fact columns and no access statistics.
+    // no exact metadata column, no fact columns, no access statistics and no attributes.
     let client = schema.raw_client().await;
     client
         .batch_execute(&format!(
@@ -293,7 +299,7 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
              ALTER TABLE \"{s}\".relations DROP COLUMN valid_from, DROP COLUMN valid_until;
              ALTER TABLE \"{s}\".pages DROP COLUMN access_count, DROP COLUMN last_accessed;
              ALTER TABLE \"{s}\".entities DROP COLUMN created_at, DROP COLUMN access_count,
-                 DROP COLUMN last_accessed;
+                 DROP COLUMN last_accessed, DROP COLUMN attributes;
              DELETE FROM \"{s}\".schema_version WHERE version > 1;",
             s = schema.name
         ))
@@ -301,6 +307,14 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         .unwrap();
     let backend = schema.connect().await;
     assert_eq!(backend.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let cat = memory_core::KnowledgeGraph::get_entity(backend.graph(), &ns, "cat")
+        .await
+        .unwrap()
+        .expect("the entity survives");
+    assert!(
+        cat.attributes.is_empty() && cat.created_at.is_none(),
+        "{cat:?}"
+    );
     for query in ["cat", "管理"] {
         let hits = backend
             .memory_store()

@@ -255,6 +255,26 @@ async fn context_within_budget_and_conversation_reachable() {
     );
 }
 
+/// An entity's attributes reach the prompt with it, in key order.
+#[tokio::test]
+async fn context_shows_an_entitys_attributes() {
+    let memory = Memory::in_memory();
+    let ns = Namespace::parse("u").unwrap();
+    let ana = memory_core::GraphEntity::new(ns.clone(), "ana", "Ana Lima", "person")
+        .unwrap()
+        .with_attributes(serde_json::json!({"city": "Lisbon", "born": 1990, "langs": ["pt"]}))
+        .unwrap();
+    memory.graph().add_entity(ana).await.unwrap();
+    let context = memory
+        .recall_context(&ns.subtree(), "Ana Lima", 200)
+        .await
+        .unwrap();
+    assert!(
+        context.contains("- [person] Ana Lima (born: 1990; city: Lisbon; langs: [\"pt\"])"),
+        "{context}"
+    );
+}
+
 /// A per-call option overrides its one setting; the memory's other settings stay.
 #[tokio::test]
 async fn recall_options_override_field_by_field() {

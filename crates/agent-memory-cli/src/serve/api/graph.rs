@@ -38,6 +38,11 @@ pub(crate) struct EntityRequest {
     /// Tags.
     #[serde(default)]
     pub(crate) tags: Vec<String>,
+    /// What is known about it as keys and values, a JSON object (`{"born": 1990}`); it
+    /// replaces the stored entity's attributes.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub(crate) attributes: Option<serde_json::Value>,
 }
 
 /// A page of entities.
@@ -92,9 +97,12 @@ pub(crate) async fn put_entity(
     ApiJson(body): ApiJson<EntityRequest>,
 ) -> Result<Json<EntityView>, Failure> {
     let namespace = caller.namespace(body.namespace.as_deref())?;
-    let entity = GraphEntity::new(namespace, body.id, body.name, body.entity_type)?
+    let mut entity = GraphEntity::new(namespace, body.id, body.name, body.entity_type)?
         .with_description(body.description)
         .with_tags(&body.tags)?;
+    if let Some(attributes) = body.attributes {
+        entity = entity.with_attributes(attributes)?;
+    }
     let graph = state.memory.graph();
     match graph.add_entity(entity.clone()).await {
         Err(MemoryError::AlreadyExists { .. }) => graph.update_entity(entity.clone()).await?,
