@@ -46,6 +46,8 @@ fn sample() -> (Header, Vec<Record>) {
         .unwrap()
         .with_tags(["x"])
         .unwrap()
+        .with_attributes(serde_json::json!({"born": 1990, "city": "Lisbon"}))
+        .unwrap()
         .with_created_at(Some(at));
     entity.access_count = 2;
     entity.last_accessed = Some(at + chrono::Duration::hours(2));
@@ -99,6 +101,7 @@ fn round_trip_of_every_record_type() {
         (3, "\"last_accessed\":"),
         (4, "\"created_at\":"),
         (4, "\"access_count\":2"),
+        (4, "\"attributes\":{\"born\":1990,\"city\":\"Lisbon\"}"),
     ] {
         assert!(
             text.lines().nth(line).unwrap().contains(field),
