@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use agent_memory::{
-    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, Memory, MemoryFilter, MemoryItem,
-    PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView, Remember,
-    RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
+    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity, Memory, MemoryFilter,
+    MemoryItem, PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView,
+    Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
@@ -19,6 +19,7 @@ use crate::results::{Recalled, Record, Remembered};
 use crate::runtime::{block_on, block_on_detached};
 
 mod arguments;
+mod graph;
 
 use self::arguments::{location, metadata, over_default, records, tagged, tags};
 
@@ -676,6 +677,112 @@ impl PyMemory {
         let namespace = record_namespace(py, namespace)?;
         let memory = &self.inner;
         block_on(py, memory.compress(&namespace, id, text))
+    }
+
+    /// Adds a knowledge-graph entity to `namespace`, or replaces the one with this `id`
+    /// (its relations stay): a `name`, an `entity_type` (`person`, `project`, ...), a
+    /// `description`, `tags` and `attributes` (a dict of what is known about it, e.g.
+    /// `{"born": 1990}`). Recall's graph channel finds it by name and tags.
+    #[pyo3(signature = (
+        namespace,
+        id,
+        name,
+        entity_type,
+        *,
+        description = "",
+        tags = None,
+        attributes = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn add_entity(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        id: &str,
+        name: &str,
+        entity_type: &str,
+        description: &str,
+        tags: Option<Vec<String>>,
+        attributes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let namespace = record_namespace(py, namespace)?;
+        let entity = GraphEntity::new(namespace, id, name, entity_type)
+            .and_then(|entity| entity.with_tags(tags.unwrap_or_default()))
+            .map_err(|error| to_py_err(py, error))?
+            .with_description(description);
+        let entity = graph::with_attributes(py, entity, attributes)?;
+        graph::put_entity(py, self.inner.graph(), entity)
+    }
+
+    /// Entity `id` of `namespace` as a dict (`id`, `namespace`, `name`, `entity_type`,
+    /// `description`, `tags`, `attributes` when it has any, `created_at`, ...), or None.
+    fn get_entity<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        id: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let namespace = record_namespace(py, namespace)?;
+        let graph = Arc::clone(self.inner.graph());
+        let found = block_on(py, async move { graph.get_entity(&namespace, id).await })?;
+        found.map(|entity| graph::as_dict(py, &entity)).transpose()
+    }
+
+    /// Removes entity `id` and its relations. Returns whether it existed.
+    fn remove_entity(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
+        let namespace = record_namespace(py, namespace)?;
+        let graph = Arc::clone(self.inner.graph());
+        block_on(py, async move { graph.remove_entity(&namespace, id).await })
+    }
+
+    /// Adds the relation `source_id -[relation_type]-> target_id` between two entities of
+    /// `namespace`, with a `weight` in [0, 1]; adding it again updates the weight.
+    #[pyo3(signature = (namespace, source_id, target_id, relation_type, weight = 1.0))]
+    fn add_relation(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        source_id: &str,
+        target_id: &str,
+        relation_type: &str,
+        weight: f32,
+    ) -> PyResult<()> {
+        let namespace = record_namespace(py, namespace)?;
+        let relation = graph::relation(py, namespace, source_id, target_id, relation_type, weight)?;
+        let graph = Arc::clone(self.inner.graph());
+        block_on(py, async move { graph.add_relation(relation).await })
+    }
+
+    /// The relations of entity `id`, both ways, as dicts (`source_id`, `target_id`,
+    /// `relation_type`, `weight`, ...).
+    fn relations<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        id: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let namespace = record_namespace(py, namespace)?;
+        let graph = Arc::clone(self.inner.graph());
+        let found = block_on(py, async move { graph.relations_of(&namespace, id).await })?;
+        let list = PyList::empty(py);
+        for relation in &found {
+            list.append(graph::as_dict(py, relation)?)?;
+        }
+        Ok(list)
+    }
+
+    /// The entities reachable from entity `id` within `depth` hops, nearest first, as
+    /// dicts with `entity`, `hops`, `score` and `path` (the relations followed).
+    #[pyo3(signature = (namespace, id, depth = 2))]
+    fn related<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        id: &str,
+        depth: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let namespace = record_namespace(py, namespace)?;
+        graph::related(py, self.inner.graph(), namespace, id, depth)
     }
 
     /// Pairs of current memories flagged as contradicting each other: dicts with

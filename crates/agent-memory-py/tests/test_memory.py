@@ -339,3 +339,32 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
         memory.remember_dialogue("chat", [{"text": "x", "speaker": "s" * 300}])
     assert error.value.field == "turns[0].speaker"
     assert memory.list("chat") == []
+
+
+def test_the_knowledge_graph(memory: Memory) -> None:
+    memory.add_entity("kb", "ana", "Ana Lima", "person", tags=["team"], attributes={"born": 1990, "city": "Lisbon"})
+    memory.add_entity("kb", "acme", "Acme", "company", description="Makes anvils")
+    memory.add_relation("kb", "acme", "ana", "employs", 0.8)
+    ana = memory.get_entity("kb", "ana")
+    assert ana["name"] == "Ana Lima" and ana["tags"] == ["team"]
+    assert ana["attributes"] == {"born": 1990, "city": "Lisbon"}
+    assert memory.get_entity("kb", "nobody") is None
+    assert [(r["source_id"], r["relation_type"], r["target_id"]) for r in memory.relations("kb", "ana")] == [
+        ("acme", "employs", "ana")
+    ]
+    reached = memory.related("kb", "acme", depth=1)
+    assert [hit["entity"]["id"] for hit in reached] == ["ana"] and reached[0]["hops"] == 1
+    assert reached[0]["path"][0]["weight"] == pytest.approx(0.8)
+    # Adding again replaces the entity; its relations stay.
+    memory.add_entity("kb", "ana", "Ana Lima", "person", attributes={"city": "Porto"})
+    assert memory.get_entity("kb", "ana")["attributes"] == {"city": "Porto"}
+    assert len(memory.relations("kb", "ana")) == 1
+    # Recall's graph channel finds it by name.
+    assert any(hit.id == "ana" for hit in memory.recall("kb", "Ana Lima"))
+    with pytest.raises(InvalidInputError, match="attributes"):
+        memory.add_entity("kb", "x", "X", "thing", attributes=["Lisbon"])
+    with pytest.raises(InvalidInputError, match="weight"):
+        memory.add_relation("kb", "acme", "ana", "employs", 2.0)
+    assert memory.remove_entity("kb", "ana") is True
+    assert memory.remove_entity("kb", "ana") is False
+    assert memory.relations("kb", "acme") == []

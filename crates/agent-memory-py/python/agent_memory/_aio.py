@@ -219,6 +219,32 @@ class AsyncMemory:
         """See :meth:`Memory.compress`."""
         return await self._run(self.memory.compress, namespace, id, text)
 
+    async def add_entity(self, namespace: str, id: str, name: str, entity_type: str, **options: Any) -> None:
+        """See :meth:`Memory.add_entity`."""
+        return await self._run(self.memory.add_entity, namespace, id, name, entity_type, **options)
+
+    async def get_entity(self, namespace: str, id: str) -> dict[str, Any] | None:
+        """See :meth:`Memory.get_entity`."""
+        return await self._run(self.memory.get_entity, namespace, id)
+
+    async def remove_entity(self, namespace: str, id: str) -> bool:
+        """See :meth:`Memory.remove_entity`."""
+        return await self._run(self.memory.remove_entity, namespace, id)
+
+    async def add_relation(
+        self, namespace: str, source_id: str, target_id: str, relation_type: str, weight: float = 1.0
+    ) -> None:
+        """See :meth:`Memory.add_relation`."""
+        return await self._run(self.memory.add_relation, namespace, source_id, target_id, relation_type, weight)
+
+    async def relations(self, namespace: str, id: str) -> builtins.list[dict[str, Any]]:
+        """See :meth:`Memory.relations`."""
+        return await self._run(self.memory.relations, namespace, id)
+
+    async def related(self, namespace: str, id: str, depth: int = 2) -> builtins.list[dict[str, Any]]:
+        """See :meth:`Memory.related`."""
+        return await self._run(self.memory.related, namespace, id, depth)
+
     async def conflicts(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, str]]:
         """See :meth:`Memory.conflicts`."""
         return await self._run(self.memory.conflicts, namespace, exact=exact)

@@ -320,6 +320,31 @@ class Memory:
         """Pins (or unpins) memory ``id``. Returns whether it exists."""
     def compress(self, namespace: str, id: str, text: str) -> bool:
         """Replaces memory ``id``'s text with ``text``, keeping the original."""
+    def add_entity(
+        self,
+        namespace: str,
+        id: str,
+        name: str,
+        entity_type: str,
+        *,
+        description: str = "",
+        tags: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Adds a knowledge-graph entity, or replaces the one with this ``id`` (its relations
+        stay). ``attributes`` is a dict of what is known about it."""
+    def get_entity(self, namespace: str, id: str) -> dict[str, Any] | None:
+        """Entity ``id`` as a dict, or None."""
+    def remove_entity(self, namespace: str, id: str) -> bool:
+        """Removes entity ``id`` and its relations; returns whether it existed."""
+    def add_relation(
+        self, namespace: str, source_id: str, target_id: str, relation_type: str, weight: float = 1.0
+    ) -> None:
+        """Adds ``source_id -[relation_type]-> target_id`` (weight in [0, 1]); again updates the weight."""
+    def relations(self, namespace: str, id: str) -> builtins.list[dict[str, Any]]:
+        """The relations of entity ``id``, both ways, as dicts."""
+    def related(self, namespace: str, id: str, depth: int = 2) -> builtins.list[dict[str, Any]]:
+        """The entities within ``depth`` hops, nearest first: ``{"entity", "hops", "score", "path"}``."""
     def conflicts(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, str]]:
         """Pairs of current memories flagged as contradicting: ``{"namespace", "older", "newer"}``."""
     def stats(self, namespace: str = "", *, exact: bool = False) -> dict[str, Any]:

@@ -1,0 +1,95 @@
+//! The knowledge graph from Python: entities and relations as dicts, written and read
+//! through the memory's graph (the same one recall's graph channel searches).
+
+use std::sync::Arc;
+
+use agent_memory::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::convert::{from_json, to_json};
+use crate::errors::{invalid, to_py_err};
+use crate::runtime::block_on;
+
+/// `entity` with `attributes` (a dict, or None for none).
+pub(super) fn with_attributes(
+    py: Python<'_>,
+    entity: GraphEntity,
+    attributes: Option<&Bound<'_, PyAny>>,
+) -> PyResult<GraphEntity> {
+    match attributes.filter(|value| !value.is_none()) {
+        None => Ok(entity),
+        Some(attributes) => entity
+            .with_attributes(to_json(attributes, "attributes")?)
+            .map_err(|error| to_py_err(py, error)),
+    }
+}
+
+/// Adds `entity`, or replaces the stored one with its id (its relations and access
+/// statistics stay).
+pub(super) fn put_entity(
+    py: Python<'_>,
+    graph: &Arc<dyn KnowledgeGraph>,
+    entity: GraphEntity,
+) -> PyResult<()> {
+    let graph = Arc::clone(graph);
+    block_on(py, async move {
+        match graph.add_entity(entity.clone()).await {
+            Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity).await,
+            other => other,
+        }
+    })
+}
+
+/// A record as a dict: its serde form (the export format's fields).
+pub(super) fn as_dict<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    record: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    let value = serde_json::to_value(record)
+        .map_err(|error| invalid(py, "record", format!("cannot be converted: {error}")))?;
+    from_json(py, &value)
+}
+
+/// The relation `add_relation` stores.
+pub(super) fn relation(
+    py: Python<'_>,
+    namespace: Namespace,
+    source_id: &str,
+    target_id: &str,
+    relation_type: &str,
+    weight: f32,
+) -> PyResult<GraphRelation> {
+    GraphRelation::new(namespace, source_id, target_id, relation_type, weight)
+        .map_err(|error| to_py_err(py, error))
+}
+
+/// The entities `get_related` reaches, as dicts: `entity`, `hops`, `score` and `path`
+/// (the relations followed, as dicts).
+pub(super) fn related<'py>(
+    py: Python<'py>,
+    graph: &Arc<dyn KnowledgeGraph>,
+    namespace: Namespace,
+    id: &str,
+    depth: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let graph = Arc::clone(graph);
+    let id = id.to_owned();
+    let found = block_on(py, async move {
+        graph.get_related(&namespace, &id, depth).await
+    })?;
+    let list = PyList::empty(py);
+    for scored in found {
+        let dict = PyDict::new(py);
+        dict.set_item("entity", as_dict(py, scored.entity.as_ref())?)?;
+        dict.set_item("hops", scored.hops)?;
+        dict.set_item("score", scored.score)?;
+        let path = PyList::empty(py);
+        for relation in &scored.path {
+            path.append(as_dict(py, relation.as_ref())?)?;
+        }
+        dict.set_item("path", path)?;
+        list.append(dict)?;
+    }
+    Ok(list)
+}
