@@ -472,6 +472,10 @@ pub(crate) struct RelationView {
     pub(crate) relation_type: String,
     /// Its weight in [0, 1].
     pub(crate) weight: f32,
+    /// What is known about it as keys and values; absent when nothing is.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub(crate) attributes: serde_json::Map<String, serde_json::Value>,
 }
 
 impl From<&GraphRelation> for RelationView {
@@ -482,6 +486,7 @@ impl From<&GraphRelation> for RelationView {
             target_id: relation.target_id.clone(),
             relation_type: relation.relation_type.clone(),
             weight: relation.weight,
+            attributes: relation.attributes.clone(),
         }
     }
 }

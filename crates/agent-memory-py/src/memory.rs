@@ -710,7 +710,12 @@ impl PyMemory {
             .and_then(|entity| entity.with_tags(tags.unwrap_or_default()))
             .map_err(|error| to_py_err(py, error))?
             .with_description(description);
-        let entity = graph::with_attributes(py, entity, attributes)?;
+        let entity = match graph::attributes(attributes)? {
+            Some(attributes) => entity
+                .with_attributes(attributes)
+                .map_err(|error| to_py_err(py, error))?,
+            None => entity,
+        };
         graph::put_entity(py, self.inner.graph(), entity)
     }
 
@@ -736,8 +741,18 @@ impl PyMemory {
     }
 
     /// Adds the relation `source_id -[relation_type]-> target_id` between two entities of
-    /// `namespace`, with a `weight` in [0, 1]; adding it again updates the weight.
-    #[pyo3(signature = (namespace, source_id, target_id, relation_type, weight = 1.0))]
+    /// `namespace`, with a `weight` in [0, 1] and `attributes` (a dict); adding it again
+    /// replaces the weight and the attributes.
+    #[pyo3(signature = (
+        namespace,
+        source_id,
+        target_id,
+        relation_type,
+        weight = 1.0,
+        *,
+        attributes = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn add_relation(
         &self,
         py: Python<'_>,
@@ -746,9 +761,16 @@ impl PyMemory {
         target_id: &str,
         relation_type: &str,
         weight: f32,
+        attributes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let namespace = record_namespace(py, namespace)?;
         let relation = graph::relation(py, namespace, source_id, target_id, relation_type, weight)?;
+        let relation = match graph::attributes(attributes)? {
+            Some(attributes) => relation
+                .with_attributes(attributes)
+                .map_err(|error| to_py_err(py, error))?,
+            None => relation,
+        };
         let graph = Arc::clone(self.inner.graph());
         block_on(py, async move { graph.add_relation(relation).await })
     }

@@ -344,7 +344,7 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
 def test_the_knowledge_graph(memory: Memory) -> None:
     memory.add_entity("kb", "ana", "Ana Lima", "person", tags=["team"], attributes={"born": 1990, "city": "Lisbon"})
     memory.add_entity("kb", "acme", "Acme", "company", description="Makes anvils")
-    memory.add_relation("kb", "acme", "ana", "employs", 0.8)
+    memory.add_relation("kb", "acme", "ana", "employs", 0.8, attributes={"since": 2019})
     ana = memory.get_entity("kb", "ana")
     assert ana["name"] == "Ana Lima" and ana["tags"] == ["team"]
     assert ana["attributes"] == {"born": 1990, "city": "Lisbon"}
@@ -355,6 +355,9 @@ def test_the_knowledge_graph(memory: Memory) -> None:
     reached = memory.related("kb", "acme", depth=1)
     assert [hit["entity"]["id"] for hit in reached] == ["ana"] and reached[0]["hops"] == 1
     assert reached[0]["path"][0]["weight"] == pytest.approx(0.8)
+    assert reached[0]["path"][0]["attributes"] == {"since": 2019}
+    memory.add_relation("kb", "acme", "ana", "employs", 0.9)
+    assert "attributes" not in memory.relations("kb", "acme")[0]  # adding again replaces them
     # Adding again replaces the entity; its relations stay.
     memory.add_entity("kb", "ana", "Ana Lima", "person", attributes={"city": "Porto"})
     assert memory.get_entity("kb", "ana")["attributes"] == {"city": "Porto"}

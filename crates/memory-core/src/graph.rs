@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::validate::{validate_id, validate_len, validate_text, validate_unit};
 use crate::{MemoryError, Namespace, Result, Tag};
 
+/// The attributes of an entity or a relation: what is known about it as keys and values,
+/// a JSON object.
+pub type Attributes = serde_json::Map<String, serde_json::Value>;
+
 /// Default for [`TagConstraints::max_tags_per_entity`].
 pub const DEFAULT_MAX_TAGS_PER_ENTITY: usize = 8;
 
@@ -38,7 +42,7 @@ pub struct GraphEntity {
     /// not searched (the name, type, description and tags are). Written only when not
     /// empty.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub attributes: Attributes,
     /// When the entity was added: set to now by [`GraphEntity::new`], kept by
     /// [`update_entity`](crate::KnowledgeGraph::update_entity) when the stored entity has
     /// one. `None` means unknown: an entity exported before entities had a creation time, or
@@ -79,7 +83,7 @@ impl GraphEntity {
             entity_type: entity_type.into(),
             description: String::new(),
             tags: Vec::new(),
-            attributes: serde_json::Map::new(),
+            attributes: Attributes::new(),
             created_at: Some(Utc::now()),
             access_count: 0,
             last_accessed: None,
@@ -197,6 +201,12 @@ pub struct GraphRelation {
     /// only relations current at the time they run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<DateTime<Utc>>,
+    /// What is known about the relation as keys and values (`{"since": 2019, "role":
+    /// "lead"}`), with the limits of an entity's
+    /// [attributes](GraphEntity::attributes). Adding the relation again replaces them, as
+    /// it does the weight. Written only when not empty.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub attributes: Attributes,
 }
 
 impl GraphRelation {
@@ -220,9 +230,23 @@ impl GraphRelation {
             weight,
             valid_from: None,
             valid_until: None,
+            attributes: Attributes::new(),
         };
         relation.validate()?;
         Ok(relation)
+    }
+
+    /// Sets the attributes from a JSON object.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `attributes` when `attributes` is not an object
+    /// or exceeds the limits of [`attributes`](Self::attributes).
+    pub fn with_attributes(mut self, attributes: serde_json::Value) -> Result<Self> {
+        crate::validate::validate_json_object("attributes", &attributes, None)?;
+        if let serde_json::Value::Object(map) = attributes {
+            self.attributes = map;
+        }
+        Ok(self)
     }
 
     /// Checks every field.
@@ -235,6 +259,7 @@ impl GraphRelation {
         validate_id("target_id", &self.target_id)?;
         validate_text("relation_type", &self.relation_type, 128)?;
         validate_unit("weight", self.weight)?;
+        crate::validate::validate_attributes(&self.attributes)?;
         crate::fact::validate_validity(self.valid_from, self.valid_until)
     }
 

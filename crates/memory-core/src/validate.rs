@@ -177,7 +177,7 @@ pub(crate) fn validate_json_object(
 ///
 /// # Errors
 /// [`MemoryError::InvalidInput`] naming `attributes`.
-pub fn validate_attributes(attributes: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
+pub fn validate_attributes(attributes: &crate::Attributes) -> Result<()> {
     validate_json_map("attributes", attributes, None)
 }
 

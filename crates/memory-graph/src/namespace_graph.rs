@@ -134,6 +134,9 @@ struct Edge {
     weight: f32,
     valid_from: Option<DateTime<Utc>>,
     valid_until: Option<DateTime<Utc>>,
+    /// The relation's attributes; `None` when it has none (most relations), so an edge
+    /// without them costs one pointer.
+    attributes: Option<Box<memory_core::Attributes>>,
 }
 
 impl Edge {

@@ -70,7 +70,10 @@ impl PostgresGraph {
 mod row;
 mod traversal;
 
-use self::row::{COLUMNS, RELATION_COLUMNS, decode_entity, decode_relation, encode, limit_tags};
+use self::row::{
+    COLUMNS, RELATION_COLUMNS, decode_attributes, decode_entity, decode_relation, encode,
+    encode_attributes, limit_tags,
+};
 use self::traversal::GET_RELATED;
 
 fn storable(text: &str) -> bool {
@@ -178,13 +181,14 @@ impl KnowledgeGraph for PostgresGraph {
         let statement = client
             .prepare_cached(&self.db.qualify(
                 "INSERT INTO {s}.relations (ns, source_id, target_id, relation_type, weight, \
-                 valid_from, valid_until) \
-                 SELECT $1::text, $2::text, $3::text, $4::text, $5::real, $6::bigint, $7::bigint \
+                 valid_from, valid_until, attributes) \
+                 SELECT $1::text, $2::text, $3::text, $4::text, $5::real, $6::bigint, $7::bigint, \
+                 $8::text \
                  WHERE EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $2::text) \
                  AND EXISTS (SELECT 1 FROM {s}.entities WHERE ns = $1::text AND id = $3::text) \
                  ON CONFLICT (ns, source_id, relation_type, target_id) \
                  DO UPDATE SET weight = EXCLUDED.weight, valid_from = EXCLUDED.valid_from, \
-                 valid_until = EXCLUDED.valid_until",
+                 valid_until = EXCLUDED.valid_until, attributes = EXCLUDED.attributes",
             ))
             .await
             .context(what)?;
@@ -194,7 +198,8 @@ impl KnowledgeGraph for PostgresGraph {
         let valid_until = (relation.valid_until)
             .map(|at| encode_time("valid_until", at))
             .transpose()?;
-        let params: [&(dyn ToSql + Sync); 7] = [
+        let attributes = encode_attributes(&relation.attributes);
+        let params: [&(dyn ToSql + Sync); 8] = [
             &ns,
             &relation.source_id,
             &relation.target_id,
@@ -202,6 +207,7 @@ impl KnowledgeGraph for PostgresGraph {
             &relation.weight,
             &valid_from,
             &valid_until,
+            &attributes,
         ];
         let written = match client.execute(&statement, &params).await {
             Ok(written) => written,
@@ -489,6 +495,7 @@ impl KnowledgeGraph for PostgresGraph {
             let parent: String = row.try_get(2).map_err(field)?;
             let valid_from: Option<i64> = row.try_get(7).map_err(field)?;
             let valid_until: Option<i64> = row.try_get(8).map_err(field)?;
+            let attributes: Option<String> = row.try_get(19).map_err(field)?;
             let relation = GraphRelation {
                 namespace: namespace.clone(),
                 source_id: row.try_get(3).map_err(field)?,
@@ -497,6 +504,7 @@ impl KnowledgeGraph for PostgresGraph {
                 weight: row.try_get(6).map_err(field)?,
                 valid_from: valid_from.map(decode_time),
                 valid_until: valid_until.map(decode_time),
+                attributes: decode_attributes(&what(), attributes.as_deref())?,
             };
             let mut path = paths.get(&parent).cloned().ok_or_else(|| {
                 corrupt(

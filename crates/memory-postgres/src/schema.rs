@@ -47,7 +47,7 @@ const MIGRATIONS: [Migration; 5] = [
     },
     Migration {
         version: 5,
-        summary: "attributes of entities",
+        summary: "attributes of entities and relations",
         sql: MIGRATION_5,
     },
 ];
@@ -225,11 +225,12 @@ ALTER TABLE {s}.entities
     ADD COLUMN last_accessed bigint;
 "#;
 
-// Entities gain attributes: a JSON object as text (text, not jsonb: no query looks inside
-// it, and the text reads back exactly as written, negative zero included), NULL when there
-// are none, which is what every existing row means. Nullable without a default, so adding
-// it rewrites no row.
-const MIGRATION_5: &str = "ALTER TABLE {s}.entities ADD COLUMN attributes text;";
+// Entities and relations gain attributes: a JSON object as text (text, not jsonb: no query
+// looks inside it, and the text reads back exactly as written, negative zero included), NULL
+// when there are none, which is what every existing row means. Nullable without a default,
+// so adding it rewrites no row.
+const MIGRATION_5: &str = "ALTER TABLE {s}.entities ADD COLUMN attributes text;
+ALTER TABLE {s}.relations ADD COLUMN attributes text;";
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version    integer PRIMARY KEY,

@@ -55,8 +55,8 @@ impl SqliteGraph {
 
 const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
      e.created_at, e.access_count, e.last_accessed, e.attributes";
-const RELATION_COLUMNS: &str =
-    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
+const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until, \
+     r.attributes";
 
 struct EncodedEntity {
     ns: String,
@@ -73,6 +73,11 @@ struct EncodedEntity {
     last_accessed: Option<i64>,
     /// The attributes as JSON text; `None` when there are none.
     attributes: Option<String>,
+}
+
+/// Attributes as their column holds them: JSON text, `None` (NULL) when there are none.
+fn encode_attributes(attributes: &memory_core::Attributes) -> Option<String> {
+    (!attributes.is_empty()).then(|| serde_json::Value::Object(attributes.clone()).to_string())
 }
 
 /// Distinct tags, the first `limit` kept.
@@ -99,8 +104,7 @@ fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEnt
         // validate() checked that the count fits.
         access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
         last_accessed: time("last_accessed", entity.last_accessed)?,
-        attributes: (!entity.attributes.is_empty())
-            .then(|| serde_json::Value::Object(entity.attributes).to_string()),
+        attributes: encode_attributes(&entity.attributes),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
         name_key: entity.name.to_lowercase(),
@@ -170,6 +174,7 @@ struct RawRelation {
     weight: f64,
     valid_from: Option<i64>,
     valid_until: Option<i64>,
+    attributes: Option<String>,
 }
 
 fn read_relation(row: &Row<'_>) -> rusqlite::Result<RawRelation> {
@@ -181,6 +186,7 @@ fn read_relation(row: &Row<'_>) -> rusqlite::Result<RawRelation> {
         weight: row.get(4)?,
         valid_from: row.get(5)?,
         valid_until: row.get(6)?,
+        attributes: row.get(7)?,
     })
 }
 
@@ -193,15 +199,16 @@ fn decode_relation(
         weight,
         valid_from,
         valid_until,
+        attributes,
     }: RawRelation,
 ) -> Result<GraphRelation> {
+    let what = || format!("relation {source_id} -> {target_id} in {ns}");
     Ok(GraphRelation {
-        namespace: Namespace::parse(&ns).map_err(|error| {
-            corrupt(
-                format_args!("relation {source_id} -> {target_id} in {ns}"),
-                error,
-            )
-        })?,
+        namespace: Namespace::parse(&ns).map_err(|error| corrupt(what(), error))?,
+        attributes: match attributes.as_deref() {
+            None => memory_core::Attributes::new(),
+            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(what(), error))?,
+        },
         source_id,
         target_id,
         relation_type,
@@ -371,8 +378,9 @@ impl KnowledgeGraph for SqliteGraph {
             .await
     }
 
-    /// Inserts the relation, or replaces the weight and validity of the one with the same
-    /// source, target and type: re-adding a closed relation without `valid_until` reopens it.
+    /// Inserts the relation, or replaces the weight, validity and attributes of the one with
+    /// the same source, target and type: re-adding a closed relation without `valid_until`
+    /// reopens it.
     async fn add_relation(&self, relation: GraphRelation) -> Result<()> {
         relation.validate()?;
         let valid_from = relation
@@ -383,6 +391,7 @@ impl KnowledgeGraph for SqliteGraph {
             .valid_until
             .map(|at| encode_time("valid_until", at))
             .transpose()?;
+        let attributes = encode_attributes(&relation.attributes);
         self.db
             .write("adding a relation", move |transaction| {
                 let ns = relation.namespace.as_str();
@@ -394,10 +403,11 @@ impl KnowledgeGraph for SqliteGraph {
                 transaction
                     .prepare_cached(
                         "INSERT INTO relations (ns, source_id, target_id, relation_type, weight, \
-                         valid_from, valid_until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                         valid_from, valid_until, attributes) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                          ON CONFLICT (ns, source_id, target_id, relation_type) \
                          DO UPDATE SET weight = excluded.weight, valid_from = excluded.valid_from, \
-                         valid_until = excluded.valid_until",
+                         valid_until = excluded.valid_until, attributes = excluded.attributes",
                     )
                     .and_then(|mut statement| {
                         statement.execute(params![
@@ -408,6 +418,7 @@ impl KnowledgeGraph for SqliteGraph {
                             f64::from(relation.weight),
                             valid_from,
                             valid_until,
+                            attributes,
                         ])
                     })
                     .context(|| {

@@ -50,7 +50,7 @@ const MIGRATIONS: [Migration; 6] = [
     },
     Migration {
         version: 6,
-        summary: "attributes of entities",
+        summary: "attributes of entities and relations",
         sql: MIGRATION_6,
     },
 ];
@@ -224,11 +224,12 @@ ALTER TABLE entities ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE entities ADD COLUMN last_accessed INTEGER;
 ";
 
-// Entities gain attributes: a JSON object as text, NULL when there are none, which is what
-// every existing row means. The version changes so that a build that would drop them on
-// rewrite refuses the file.
+// Entities and relations gain attributes: a JSON object as text, NULL when there are none,
+// which is what every existing row means. The version changes so that a build that would
+// drop them on rewrite refuses the file.
 const MIGRATION_6: &str = "
 ALTER TABLE entities ADD COLUMN attributes TEXT;
+ALTER TABLE relations ADD COLUMN attributes TEXT;
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {

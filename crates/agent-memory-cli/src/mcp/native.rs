@@ -221,7 +221,7 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         tool(
             "add_relation",
-            "Relate two existing entities with a typed, directed relation in active voice (source works_at target). Adding the same relation again updates its weight.",
+            "Relate two existing entities with a typed, directed relation in active voice (source works_at target). Adding the same relation again updates its weight and attributes.",
             json!({
                 "type": "object",
                 "properties": {
@@ -229,6 +229,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "target_id": {"type": "string", "minLength": 1, "description": "The target entity's id."},
                     "relation_type": {"type": "string", "minLength": 1, "description": "The relation in active voice, e.g. works_at, manages, depends_on."},
                     "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 1, "description": "How strong the relation is."},
+                    "attributes": {"type": "object", "description": "What is known about the relation as keys and values, e.g. {\"since\": 2019}."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["source_id", "target_id", "relation_type"],
@@ -388,6 +389,8 @@ struct RelationArgs {
     relation_type: String,
     #[serde(default)]
     weight: Option<f32>,
+    #[serde(default)]
+    attributes: Option<serde_json::Value>,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -576,13 +579,16 @@ pub(super) async fn call(
         "add_relation" => {
             let args: RelationArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let relation = GraphRelation::new(
+            let mut relation = GraphRelation::new(
                 namespace,
                 args.source_id,
                 args.target_id,
                 args.relation_type,
                 args.weight.unwrap_or(1.0),
             )?;
+            if let Some(attributes) = args.attributes {
+                relation = relation.with_attributes(attributes)?;
+            }
             memory.graph().add_relation(relation.clone()).await?;
             to_value(&RelationView::from(&relation))
         }

@@ -161,7 +161,8 @@ fn api_scenario(server: &Server, backend: &str) {
     );
     assert_eq!(status, 400, "attributes that are not an object: {bad}");
     assert_eq!(bad["error"]["field"], "attributes", "{bad}");
-    let relation = json!({"source_id": "alice", "target_id": "billing", "relation_type": "owns"});
+    let relation = json!({"source_id": "alice", "target_id": "billing", "relation_type": "owns",
+                          "attributes": {"since": "2021-03"}});
     assert_eq!(
         server
             .call(
@@ -186,6 +187,11 @@ fn api_scenario(server: &Server, backend: &str) {
     assert_eq!(
         detail["entity"]["attributes"],
         json!({"team": "billing", "since": 2021}),
+        "{detail}"
+    );
+    assert_eq!(
+        detail["relations"][0]["attributes"],
+        json!({"since": "2021-03"}),
         "{detail}"
     );
     assert_eq!(

@@ -190,6 +190,16 @@ fn stdio_scenario(client: &mut Stdio_) {
         json!({"born": 1990, "city": "Lisbon"}),
         "{eli}"
     );
+    let mentors = client.call(
+        "add_relation",
+        json!({"source_id": "eli", "target_id": "eli", "relation_type": "mentors",
+               "attributes": {"since": 2020}}),
+    );
+    assert_eq!(
+        mentors["result"]["structuredContent"]["attributes"],
+        json!({"since": 2020}),
+        "{mentors}"
+    );
     let bad = client.call(
         "add_entity",
         json!({"id": "x", "name": "X", "entity_type": "person", "attributes": "Lisbon"}),

@@ -232,10 +232,19 @@ class AsyncMemory:
         return await self._run(self.memory.remove_entity, namespace, id)
 
     async def add_relation(
-        self, namespace: str, source_id: str, target_id: str, relation_type: str, weight: float = 1.0
+        self,
+        namespace: str,
+        source_id: str,
+        target_id: str,
+        relation_type: str,
+        weight: float = 1.0,
+        *,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         """See :meth:`Memory.add_relation`."""
-        return await self._run(self.memory.add_relation, namespace, source_id, target_id, relation_type, weight)
+        return await self._run(
+            self.memory.add_relation, namespace, source_id, target_id, relation_type, weight, attributes=attributes
+        )
 
     async def relations(self, namespace: str, id: str) -> builtins.list[dict[str, Any]]:
         """See :meth:`Memory.relations`."""

@@ -338,9 +338,17 @@ class Memory:
     def remove_entity(self, namespace: str, id: str) -> bool:
         """Removes entity ``id`` and its relations; returns whether it existed."""
     def add_relation(
-        self, namespace: str, source_id: str, target_id: str, relation_type: str, weight: float = 1.0
+        self,
+        namespace: str,
+        source_id: str,
+        target_id: str,
+        relation_type: str,
+        weight: float = 1.0,
+        *,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        """Adds ``source_id -[relation_type]-> target_id`` (weight in [0, 1]); again updates the weight."""
+        """Adds ``source_id -[relation_type]-> target_id`` (weight in [0, 1], ``attributes`` a
+        dict); adding it again replaces the weight and the attributes."""
     def relations(self, namespace: str, id: str) -> builtins.list[dict[str, Any]]:
         """The relations of entity ``id``, both ways, as dicts."""
     def related(self, namespace: str, id: str, depth: int = 2) -> builtins.list[dict[str, Any]]:

@@ -11,18 +11,14 @@ use crate::convert::{from_json, to_json};
 use crate::errors::{invalid, to_py_err};
 use crate::runtime::block_on;
 
-/// `entity` with `attributes` (a dict, or None for none).
-pub(super) fn with_attributes(
-    py: Python<'_>,
-    entity: GraphEntity,
+/// The `attributes` argument as JSON: `None` when it is absent or None.
+pub(super) fn attributes(
     attributes: Option<&Bound<'_, PyAny>>,
-) -> PyResult<GraphEntity> {
-    match attributes.filter(|value| !value.is_none()) {
-        None => Ok(entity),
-        Some(attributes) => entity
-            .with_attributes(to_json(attributes, "attributes")?)
-            .map_err(|error| to_py_err(py, error)),
-    }
+) -> PyResult<Option<serde_json::Value>> {
+    attributes
+        .filter(|value| !value.is_none())
+        .map(|value| to_json(value, "attributes"))
+        .transpose()
 }
 
 /// Adds `entity`, or replaces the stored one with its id (its relations and access

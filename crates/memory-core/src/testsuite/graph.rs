@@ -64,11 +64,10 @@ async fn attributes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         "add_entity",
     )
     .await;
-    must(
-        graph.add_relation(relation(ns, "acme", "ana", "employs", 1.0)),
-        "add_relation",
-    )
-    .await;
+    let employs = relation(ns, "acme", "ana", "employs", 1.0)
+        .with_attributes(serde_json::json!({"since": 2019, "role": "lead"}))
+        .unwrap_or_else(|error| panic!("conformance: attributes: {error}"));
+    must(graph.add_relation(employs.clone()), "add_relation").await;
     let read = must(graph.get_entity(ns, "ana"), "get_entity").await;
     assert_eq!(
         read.as_ref(),
@@ -87,6 +86,63 @@ async fn attributes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         related.first().map(|found| &found.entity.attributes),
         Some(&ana.attributes),
         "a traversal reads the attributes of what it reaches"
+    );
+    // A relation's attributes, by every read of relations.
+    assert_eq!(
+        related
+            .first()
+            .and_then(|found| found.path.first())
+            .map(|r| &r.attributes),
+        Some(&employs.attributes),
+        "a traversal's path"
+    );
+    for (read, label) in [
+        (
+            must(graph.relations_of(ns, "ana"), "relations_of").await,
+            "relations_of",
+        ),
+        (
+            must(graph.list_relations(&ns.exact()), "list_relations").await,
+            "list_relations",
+        ),
+        (
+            must(
+                graph.multi_hop(ns, "acme", &["employs".to_owned()]),
+                "multi_hop",
+            )
+            .await
+            .paths
+            .concat(),
+            "multi_hop",
+        ),
+        (
+            must(graph.shortest_path(ns, "acme", "ana"), "shortest_path")
+                .await
+                .unwrap_or_default(),
+            "shortest_path",
+        ),
+    ] {
+        assert_eq!(read, vec![employs.clone()], "{label}");
+    }
+    let renewed = relation(ns, "acme", "ana", "employs", 0.5)
+        .with_attributes(serde_json::json!({"since": 2024}))
+        .unwrap_or_else(|error| panic!("conformance: attributes: {error}"));
+    must(graph.add_relation(renewed.clone()), "add_relation again").await;
+    assert_eq!(
+        must(graph.relations_of(ns, "acme"), "relations_of").await,
+        vec![renewed],
+        "adding a relation again replaces its weight and attributes"
+    );
+    let mut nul_relation = relation(ns, "ana", "acme", "knows", 1.0);
+    nul_relation
+        .attributes
+        .insert("note".into(), serde_json::json!("a\u{0}b"));
+    assert!(
+        matches!(
+            graph.add_relation(nul_relation).await,
+            Err(MemoryError::InvalidInput { ref field, .. }) if field == "attributes"
+        ),
+        "a relation's NUL character cannot be stored"
     );
     assert!(
         must(graph.get_entity(ns, "acme"), "get_entity")

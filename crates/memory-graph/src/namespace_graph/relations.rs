@@ -91,6 +91,7 @@ impl NamespaceGraph {
             edge.weight = relation.weight;
             edge.valid_from = relation.valid_from;
             edge.valid_until = relation.valid_until;
+            edge.attributes = boxed_attributes(relation);
             let kind = edge.relation_type | closes;
             let weight = relation.weight;
             let mut retag = |node: Slot| {
@@ -122,6 +123,7 @@ impl NamespaceGraph {
             weight: relation.weight,
             valid_from: relation.valid_from,
             valid_until: relation.valid_until,
+            attributes: boxed_attributes(relation),
         };
         // Both endpoints are live (found in `ids`) and the count is below the limit.
         let slot = self
@@ -178,6 +180,7 @@ impl NamespaceGraph {
             weight: edge.weight,
             valid_from: edge.valid_from,
             valid_until: edge.valid_until,
+            attributes: edge.attributes.as_deref().cloned().unwrap_or_default(),
         })
     }
 
@@ -225,4 +228,9 @@ impl NamespaceGraph {
             .collect();
         Some(neighbours.len())
     }
+}
+
+/// A relation's attributes as an edge keeps them: boxed, `None` when empty.
+fn boxed_attributes(relation: &GraphRelation) -> Option<Box<memory_core::Attributes>> {
+    (!relation.attributes.is_empty()).then(|| Box::new(relation.attributes.clone()))
 }

@@ -1,7 +1,7 @@
 //! The row codec of the graph's tables: an entity encoded for its row (tags normalised and
 //! limited) before the database is touched, and entity and relation rows decoded back.
 
-use memory_core::{GraphEntity, GraphRelation, Namespace, Result, Tag, TagConstraints};
+use memory_core::{Attributes, GraphEntity, GraphRelation, Namespace, Result, Tag, TagConstraints};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -13,8 +13,8 @@ use crate::sql::{decode_time, encode_time, reject_nul};
 pub(super) const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
      e.created_at, e.access_count, e.last_accessed, e.attributes";
 /// The columns of a relation, in the order [`decode_relation`] reads them.
-pub(super) const RELATION_COLUMNS: &str =
-    "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until";
+pub(super) const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, \
+     r.weight, r.valid_from, r.valid_until, r.attributes";
 
 /// An entity encoded for its row, computed before the database is touched.
 pub(super) struct EncodedEntity {
@@ -71,6 +71,19 @@ impl EncodedEntity {
     }
 }
 
+/// Attributes as their column holds them: JSON text, `None` (NULL) when there are none.
+pub(super) fn encode_attributes(attributes: &Attributes) -> Option<String> {
+    (!attributes.is_empty()).then(|| serde_json::Value::Object(attributes.clone()).to_string())
+}
+
+/// Attributes read back from their column (`what` names the record for a corrupt value).
+pub(super) fn decode_attributes(what: &str, text: Option<&str>) -> Result<Attributes> {
+    match text {
+        None => Ok(Attributes::new()),
+        Some(text) => serde_json::from_str(text).map_err(|error| corrupt(what, error)),
+    }
+}
+
 /// Distinct tags, the first `limit` kept.
 pub(super) fn limit_tags(tags: &[Tag], limit: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len().min(limit));
@@ -99,8 +112,7 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
         // validate() checked that the count fits.
         access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
         last_accessed: time("last_accessed", entity.last_accessed)?,
-        attributes: (!entity.attributes.is_empty())
-            .then(|| serde_json::Value::Object(entity.attributes).to_string()),
+        attributes: encode_attributes(&entity.attributes),
         tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
@@ -124,10 +136,7 @@ pub(super) fn decode_entity(row: &Row, first: usize) -> Result<GraphEntity> {
     let last_accessed: Option<i64> = row.try_get(first + 8).map_err(field)?;
     let attributes: Option<String> = row.try_get(first + 9).map_err(field)?;
     Ok(GraphEntity {
-        attributes: match attributes.as_deref() {
-            None => serde_json::Map::new(),
-            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(&what, error))?,
-        },
+        attributes: decode_attributes(&what, attributes.as_deref())?,
         created_at: created_at.map(decode_time),
         access_count: u64::try_from(access_count).unwrap_or(0),
         last_accessed: last_accessed.map(decode_time),
@@ -148,7 +157,10 @@ pub(super) fn decode_relation(row: &Row) -> Result<GraphRelation> {
     let target_id: String = row.try_get(2).map_err(field)?;
     let valid_from: Option<i64> = row.try_get(5).map_err(field)?;
     let valid_until: Option<i64> = row.try_get(6).map_err(field)?;
+    let attributes: Option<String> = row.try_get(7).map_err(field)?;
+    let what = format!("relation {source_id} -> {target_id} in {ns}");
     Ok(GraphRelation {
+        attributes: decode_attributes(&what, attributes.as_deref())?,
         namespace: Namespace::parse(&ns).map_err(|error| {
             corrupt(
                 format_args!("relation {source_id} -> {target_id} in {ns}"),

@@ -12,6 +12,8 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{decode_time, time_bound};
 
+use super::row::decode_attributes;
+
 /// The breadth-first walk of
 /// [`KnowledgeGraph::get_related`](memory_core::KnowledgeGraph::get_related); `$1` namespace,
 /// `$2` start, `$3` depth, `$4` the most entities reached, `$5` now (nanoseconds): only
@@ -79,8 +81,10 @@ WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type,
 )
 SELECT w.node, w.hops, w.parent, w.rel_source, w.rel_target, w.rel_type, w.rel_weight,
        w.rel_from, w.rel_until, e.ns, e.id, e.name, e.entity_type, e.description, e.tags,
-       e.created_at, e.access_count, e.last_accessed, e.attributes
+       e.created_at, e.access_count, e.last_accessed, e.attributes, ra.attributes
 FROM walk w JOIN {s}.entities e ON e.ns = $1::text AND e.id = w.node
+LEFT JOIN {s}.relations ra ON ra.ns = $1::text AND ra.source_id = w.rel_source
+     AND ra.target_id = w.rel_target AND ra.relation_type = w.rel_type
 WHERE NOT w.meta AND w.hops > 0
 ORDER BY w.hops, w.rank
 LIMIT $4::integer
@@ -140,13 +144,20 @@ paths (node, step, rank, nodes, weights, froms, untils) AS (
     )
 )
 SELECT 0 AS kind, e.id AS node, 0::bigint AS rank, NULL::text[] AS nodes,
-       NULL::real[] AS weights, NULL::bigint[] AS froms, NULL::bigint[] AS untils
+       NULL::real[] AS weights, NULL::bigint[] AS froms, NULL::bigint[] AS untils,
+       NULL::text[] AS attributes
 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2::text
 UNION ALL
-SELECT 1, s.node, 0, NULL, NULL, NULL, NULL FROM states s
+SELECT 1, s.node, 0, NULL, NULL, NULL, NULL, NULL FROM states s
 WHERE s.step = cardinality($3::text[])
 UNION ALL
-SELECT 2, p.node, p.rank, p.nodes, p.weights, p.froms, p.untils FROM paths p
+SELECT 2, p.node, p.rank, p.nodes, p.weights, p.froms, p.untils,
+       ARRAY(SELECT (SELECT ra.attributes FROM {s}.relations ra
+                     WHERE ra.ns = $1::text AND ra.source_id = p.nodes[i]
+                       AND ra.target_id = p.nodes[i + 1]
+                       AND ra.relation_type = ($3::text[])[i])
+             FROM generate_series(1, cardinality(p.nodes) - 1) AS i ORDER BY i)
+FROM paths p
 WHERE p.step = cardinality($3::text[])
 ORDER BY 1, 2, 3
 "#;
@@ -165,7 +176,9 @@ ORDER BY 1, 2, 3
 /// follows the parents back to the start.
 ///
 /// One row: whether each end exists, and the path's relations (source, target, type, weight,
-/// `valid_from` and `valid_until` arrays, start first; `NULL` when there is none).
+/// `valid_from`, `valid_until` and attributes arrays, start first; `NULL` when there is
+/// none). The attributes are read by joining the path's relations at the end, not carried
+/// through the walk.
 const SHORTEST_PATH: &str = r#"
 WITH RECURSIVE walk (node, hops, rank, parent, parent_rank, rel_source, rel_target, rel_type,
                      rel_weight, rel_from, rel_until, visited, meta) AS (
@@ -244,7 +257,10 @@ SELECT EXISTS (SELECT 1 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2:
        (SELECT array_agg(p.rel_type ORDER BY p.hops) FROM path p),
        (SELECT array_agg(p.rel_weight ORDER BY p.hops) FROM path p),
        (SELECT array_agg(p.rel_from ORDER BY p.hops) FROM path p),
-       (SELECT array_agg(p.rel_until ORDER BY p.hops) FROM path p)
+       (SELECT array_agg(p.rel_until ORDER BY p.hops) FROM path p),
+       (SELECT array_agg(ra.attributes ORDER BY p.hops) FROM path p
+        LEFT JOIN {s}.relations ra ON ra.ns = $1::text AND ra.source_id = p.rel_source
+             AND ra.target_id = p.rel_target AND ra.relation_type = p.rel_type)
 "#;
 
 fn storable(text: &str) -> bool {
@@ -305,22 +321,27 @@ pub(super) async fn multi_hop(
                 let weights: Vec<f32> = row.try_get(4).map_err(field)?;
                 let froms: Vec<Option<i64>> = row.try_get(5).map_err(field)?;
                 let untils: Vec<Option<i64>> = row.try_get(6).map_err(field)?;
+                let attributes: Vec<Option<String>> = row.try_get(7).map_err(field)?;
                 if nodes.len() != types.len() + 1
-                    || [weights.len(), froms.len(), untils.len()] != [types.len(); 3]
+                    || [weights.len(), froms.len(), untils.len(), attributes.len()]
+                        != [types.len(); 4]
                 {
                     return Err(corrupt(what(), "a path of the wrong length"));
                 }
                 let path = (0..types.len())
-                    .map(|hop| GraphRelation {
-                        namespace: namespace.clone(),
-                        source_id: nodes[hop].clone(),
-                        target_id: nodes[hop + 1].clone(),
-                        relation_type: types[hop].clone(),
-                        weight: weights[hop],
-                        valid_from: froms[hop].map(decode_time),
-                        valid_until: untils[hop].map(decode_time),
+                    .map(|hop| {
+                        Ok(GraphRelation {
+                            namespace: namespace.clone(),
+                            source_id: nodes[hop].clone(),
+                            target_id: nodes[hop + 1].clone(),
+                            relation_type: types[hop].clone(),
+                            weight: weights[hop],
+                            valid_from: froms[hop].map(decode_time),
+                            valid_until: untils[hop].map(decode_time),
+                            attributes: decode_attributes(&what(), attributes[hop].as_deref())?,
+                        })
                     })
-                    .collect();
+                    .collect::<Result<Vec<_>>>()?;
                 paths.push(path);
             }
         }
@@ -377,19 +398,21 @@ pub(super) async fn shortest_path(
     let weights: Vec<f32> = row.try_get(5).map_err(field)?;
     let froms: Vec<Option<i64>> = row.try_get(6).map_err(field)?;
     let untils: Vec<Option<i64>> = row.try_get(7).map_err(field)?;
+    let attributes: Vec<Option<String>> = row.try_get(8).map_err(field)?;
     let lengths = [
         targets.len(),
         types.len(),
         weights.len(),
         froms.len(),
         untils.len(),
+        attributes.len(),
     ];
-    if lengths != [sources.len(); 5] {
+    if lengths != [sources.len(); 6] {
         return Err(corrupt(what(), "a path with arrays of different lengths"));
     }
-    Ok(Some(
-        (0..sources.len())
-            .map(|hop| GraphRelation {
+    (0..sources.len())
+        .map(|hop| {
+            Ok(GraphRelation {
                 namespace: namespace.clone(),
                 source_id: sources[hop].clone(),
                 target_id: targets[hop].clone(),
@@ -397,7 +420,9 @@ pub(super) async fn shortest_path(
                 weight: weights[hop],
                 valid_from: froms[hop].map(decode_time),
                 valid_until: untils[hop].map(decode_time),
+                attributes: decode_attributes(&what(), attributes[hop].as_deref())?,
             })
-            .collect(),
-    ))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }

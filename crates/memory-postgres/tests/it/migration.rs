@@ -296,7 +296,8 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
              ALTER TABLE \"{s}\".memories DROP COLUMN metadata_exact, DROP COLUMN fact_key,
                  DROP COLUMN valid_from, DROP COLUMN valid_until, DROP COLUMN ended_at,
                  DROP COLUMN lineage;
-             ALTER TABLE \"{s}\".relations DROP COLUMN valid_from, DROP COLUMN valid_until;
+             ALTER TABLE \"{s}\".relations DROP COLUMN valid_from, DROP COLUMN valid_until,
+                 DROP COLUMN attributes;
              ALTER TABLE \"{s}\".pages DROP COLUMN access_count, DROP COLUMN last_accessed;
              ALTER TABLE \"{s}\".entities DROP COLUMN created_at, DROP COLUMN access_count,
                  DROP COLUMN last_accessed, DROP COLUMN attributes;

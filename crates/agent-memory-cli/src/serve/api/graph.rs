@@ -174,6 +174,11 @@ pub(crate) struct RelationRequest {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 1)]
     pub(crate) weight: Option<f32>,
+    /// What is known about it as keys and values, a JSON object (`{"since": 2019}`); it
+    /// replaces the stored relation's attributes (ignored when deleting).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub(crate) attributes: Option<serde_json::Value>,
 }
 
 /// A page of relations.
@@ -211,16 +216,21 @@ pub(crate) async fn list_relations(
 
 fn relation_of(caller: &Caller, body: RelationRequest) -> Result<GraphRelation, Failure> {
     let namespace = caller.namespace(body.namespace.as_deref())?;
-    Ok(GraphRelation::new(
+    let relation = GraphRelation::new(
         namespace,
         body.source_id,
         body.target_id,
         body.relation_type,
         body.weight.unwrap_or(1.0),
-    )?)
+    )?;
+    Ok(match body.attributes {
+        Some(attributes) => relation.with_attributes(attributes)?,
+        None => relation,
+    })
 }
 
-/// Adds a relation (or sets the weight of the same one) between two existing entities.
+/// Adds a relation (or sets the weight and attributes of the same one) between two existing
+/// entities.
 #[utoipa::path(post, path = "/v1/graph/relations", tag = "graph", request_body = RelationRequest,
     responses((status = 200, body = RelationView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
