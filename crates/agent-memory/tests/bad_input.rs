@@ -122,6 +122,48 @@ async fn limits_hold(b: &Backends, memory: &Memory, ns: &Namespace) {
             .await,
         "metadata",
     );
+    // An entity's and a relation's attributes: the deepest read back on every backend;
+    // deeper, larger or holding NUL refused by name, 100,000 levels released without
+    // recursion.
+    let deep = GraphEntity::new(ns.clone(), "deep", "Deep", "thing")
+        .and_then(|entity| entity.with_attributes(nested(MAX_METADATA_DEPTH)))
+        .unwrap_or_else(|e| panic!("{}: deepest attributes: {e}", b.name));
+    b.graph.add_entity(deep).await.unwrap();
+    let link = GraphRelation::new(ns.clone(), "deep", "deep", "self", 1.0)
+        .and_then(|relation| relation.with_attributes(nested(MAX_METADATA_DEPTH)))
+        .unwrap_or_else(|e| panic!("{}: deepest relation attributes: {e}", b.name));
+    b.graph.add_relation(link).await.unwrap();
+    let read = b.graph.get_entity(ns, "deep").await.unwrap().unwrap();
+    assert_eq!(
+        serde_json::Value::Object(read.attributes),
+        nested(MAX_METADATA_DEPTH),
+        "{}",
+        b.name
+    );
+    let relations = b.graph.relations_of(ns, "deep").await.unwrap();
+    assert_eq!(
+        relations
+            .first()
+            .map(|relation| serde_json::Value::Object(relation.attributes.clone())),
+        Some(nested(MAX_METADATA_DEPTH)),
+        "{}",
+        b.name
+    );
+    b.graph.remove_entity(ns, "deep").await.unwrap();
+    let entity = || GraphEntity::new(ns.clone(), "refused", "Refused", "thing").unwrap();
+    for (case, attributes) in [
+        ("deep attributes", nested(MAX_METADATA_DEPTH + 1)),
+        ("attributes 100,000 levels deep", nested(100_000)),
+        (
+            "large attributes",
+            serde_json::json!({ "blob": "x".repeat(MAX_METADATA_BYTES + 1) }),
+        ),
+        ("NUL in attributes", serde_json::json!({"k": "a\0b"})),
+        ("attributes that are not an object", serde_json::json!([1])),
+    ] {
+        invalid(case, entity().with_attributes(attributes), "attributes");
+    }
+    assert!(b.graph.get_entity(ns, "refused").await.unwrap().is_none());
     // Sizes.
     let big = serde_json::json!({ "blob": "x".repeat(MAX_METADATA_BYTES + 1) });
     invalid(

@@ -12,6 +12,23 @@ use crate::{MemoryError, Namespace, Result, Tag};
 /// a JSON object.
 pub type Attributes = serde_json::Map<String, serde_json::Value>;
 
+/// `attributes` as a map, once checked; refused attributes are released without recursion
+/// ([`drop_json`](crate::validate::drop_json)), however deep they are.
+fn checked_attributes(attributes: serde_json::Value) -> Result<Attributes> {
+    if let Err(error) = crate::validate::validate_json_object("attributes", &attributes, None) {
+        crate::validate::drop_json(attributes);
+        return Err(error);
+    }
+    match attributes {
+        serde_json::Value::Object(map) => Ok(map),
+        // validate_json_object refused every other value.
+        other => {
+            crate::validate::drop_json(other);
+            Ok(Attributes::new())
+        }
+    }
+}
+
 /// Default for [`TagConstraints::max_tags_per_entity`].
 pub const DEFAULT_MAX_TAGS_PER_ENTITY: usize = 8;
 
@@ -117,10 +134,7 @@ impl GraphEntity {
     /// [`MemoryError::InvalidInput`] naming `attributes` when `attributes` is not an object
     /// or exceeds the limits of [`attributes`](Self::attributes).
     pub fn with_attributes(mut self, attributes: serde_json::Value) -> Result<Self> {
-        crate::validate::validate_json_object("attributes", &attributes, None)?;
-        if let serde_json::Value::Object(map) = attributes {
-            self.attributes = map;
-        }
+        self.attributes = checked_attributes(attributes)?;
         Ok(self)
     }
 
@@ -242,10 +256,7 @@ impl GraphRelation {
     /// [`MemoryError::InvalidInput`] naming `attributes` when `attributes` is not an object
     /// or exceeds the limits of [`attributes`](Self::attributes).
     pub fn with_attributes(mut self, attributes: serde_json::Value) -> Result<Self> {
-        crate::validate::validate_json_object("attributes", &attributes, None)?;
-        if let serde_json::Value::Object(map) = attributes {
-            self.attributes = map;
-        }
+        self.attributes = checked_attributes(attributes)?;
         Ok(self)
     }
 
