@@ -10,6 +10,7 @@
 
 use agent_memory::prelude::*;
 use agent_memory::{MemoryFilter, SqliteBackend};
+use serde_json::json;
 
 const DATABASE: &str = "agent-memory-quickstart.db";
 
@@ -106,25 +107,27 @@ async fn main() -> Result<(), MemoryError> {
             )
             .await?;
     }
-    for (id, name, kind) in [
-        ("rust", "Rust", "language"),
-        ("tokio", "Tokio", "library"),
-        ("user", "User", "person"),
+    // Entities and relations may carry attributes: what is known about them.
+    for (id, name, kind, attributes) in [
+        ("rust", "Rust", "language", json!({"first_release": 2015})),
+        ("tokio", "Tokio", "library", json!({})),
+        ("user", "User", "person", json!({})),
     ] {
         if graph.get_entity(&user, id).await?.is_none() {
             graph
-                .add_entity(GraphEntity::new(user.clone(), id, name, kind)?.with_tags([id])?)
+                .add_entity(
+                    GraphEntity::new(user.clone(), id, name, kind)?
+                        .with_tags([id])?
+                        .with_attributes(attributes)?,
+                )
                 .await?;
         }
     }
     graph
-        .add_relation(GraphRelation::new(
-            user.clone(),
-            "user",
-            "rust",
-            "likes",
-            0.9,
-        )?)
+        .add_relation(
+            GraphRelation::new(user.clone(), "user", "rust", "likes", 0.9)?
+                .with_attributes(json!({"since": 2021}))?,
+        )
         .await?;
     graph
         .add_relation(GraphRelation::new(
@@ -164,14 +167,14 @@ async fn main() -> Result<(), MemoryError> {
         );
     }
 
-    println!("\n== recall_context(\"the user's technical background\", 120 tokens) ==");
+    println!("\n== recall_context(\"the user's technical background\", 160 tokens) ==");
     println!(
         "{}",
         memory
             .recall_context(
                 &user.subtree(),
                 "the user's technical background: Rust programming",
-                120
+                160
             )
             .await?
     );

@@ -12,6 +12,25 @@ use crate::{MemoryError, Namespace, Result, Tag};
 /// a JSON object.
 pub type Attributes = serde_json::Map<String, serde_json::Value>;
 
+/// Attributes as one line for a prompt: `key: value` pairs joined by `; ` in key order, a
+/// string as written and any other value as compact JSON (`born: 1990; city: Lisbon`).
+/// Empty without attributes.
+pub(crate) fn attribute_line(attributes: &Attributes) -> String {
+    let mut line = String::new();
+    for (key, value) in attributes {
+        if !line.is_empty() {
+            line.push_str("; ");
+        }
+        line.push_str(key);
+        line.push_str(": ");
+        match value {
+            serde_json::Value::String(text) => line.push_str(text),
+            other => line.push_str(&other.to_string()),
+        }
+    }
+    line
+}
+
 /// `attributes` as a map, once checked; refused attributes are released without recursion
 /// ([`drop_json`](crate::validate::drop_json)), however deep they are.
 fn checked_attributes(attributes: serde_json::Value) -> Result<Attributes> {
@@ -138,23 +157,11 @@ impl GraphEntity {
         Ok(self)
     }
 
-    /// The attributes as one line for a prompt, `key: value` pairs joined by `; ` in key
-    /// order (a string as written, any other value as compact JSON): `born: 1990; city:
-    /// Lisbon`. Empty without attributes.
+    /// The attributes as one line for a prompt: `key: value` pairs joined by `; ` in key
+    /// order, a string as written and any other value as compact JSON (`born: 1990; city:
+    /// Lisbon`). Empty without attributes.
     pub fn attribute_line(&self) -> String {
-        let mut line = String::new();
-        for (key, value) in &self.attributes {
-            if !line.is_empty() {
-                line.push_str("; ");
-            }
-            line.push_str(key);
-            line.push_str(": ");
-            match value {
-                serde_json::Value::String(text) => line.push_str(text),
-                other => line.push_str(&other.to_string()),
-            }
-        }
-        line
+        attribute_line(&self.attributes)
     }
 
     /// Sets the creation time (`None`: unknown).

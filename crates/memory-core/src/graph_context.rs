@@ -35,10 +35,13 @@ pub trait KnowledgeGraphExt: KnowledgeGraph {
     /// [project] project-alpha: the web rewrite
     /// ```
     ///
-    /// The header is `[entity type] name`, followed by `: description` when there is one
-    /// (whitespace collapsed, cut at 160 characters). Below it come the relations between
-    /// entities of the neighbourhood that were not shown yet: `  -- type --> other` for
-    /// outgoing ones, `  <-- type -- other` for incoming ones, so each relation appears
+    /// The header is `[entity type] name`, followed by the entity's
+    /// [attributes](GraphEntity::attribute_line) in parentheses when it has some and by
+    /// `: description` when there is one (each with whitespace collapsed, cut at 160
+    /// characters). Below it come the relations between entities of the neighbourhood that
+    /// were not shown yet: `  -- type --> other` for outgoing ones, `  <-- type -- other`
+    /// for incoming ones, the type followed by the relation's attributes in parentheses
+    /// when it has some (`  -- likes (since: 2021) --> rust`), so each relation appears
     /// once. Output stops at the last whole line that fits in `max_chars`; when not even the
     /// first line fits, it is cut at a character boundary. Depth 0 renders the entity alone.
     ///
@@ -140,7 +143,13 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
                 if !shown.insert(key) {
                     continue;
                 }
-                let relation_type = one_line(&relation.relation_type, usize::MAX);
+                let mut relation_type = one_line(&relation.relation_type, usize::MAX);
+                let attributes = crate::graph::attribute_line(&relation.attributes);
+                if !attributes.is_empty() {
+                    relation_type.push_str(" (");
+                    relation_type.push_str(&one_line(&attributes, MAX_DESCRIPTION_CHARS));
+                    relation_type.push(')');
+                }
                 let line = if outgoing {
                     format!("  -- {relation_type} --> {other_name}")
                 } else {
@@ -255,6 +264,12 @@ fn header(entity: &GraphEntity) -> String {
         one_line(&entity.entity_type, usize::MAX),
         one_line(&entity.name, usize::MAX)
     );
+    let attributes = entity.attribute_line();
+    if !attributes.is_empty() {
+        line.push_str(" (");
+        line.push_str(&one_line(&attributes, MAX_DESCRIPTION_CHARS));
+        line.push(')');
+    }
     let description = one_line(&entity.description, MAX_DESCRIPTION_CHARS);
     if !description.is_empty() {
         line.push_str(": ");

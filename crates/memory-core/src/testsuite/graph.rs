@@ -87,6 +87,19 @@ async fn attributes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         Some(&ana.attributes),
         "a traversal reads the attributes of what it reaches"
     );
+    // The agent's view of the neighbourhood shows both.
+    let context = must(
+        crate::KnowledgeGraphExt::context_for_agent(graph, ns, "acme", 1, 2_000),
+        "context_for_agent",
+    )
+    .await;
+    for line in [
+        "[company] Acme",
+        "  -- employs (role: lead; since: 2019) --> Ana",
+        "[person] Ana (born: 1990; city: Lisbon; employer: {\"name\":\"Acme\",\"since\":\"2019-04\"}; height: 1.72; languages: [\"pt\",\"en\"]; nickname: null; retired: false)",
+    ] {
+        assert!(context.lines().any(|l| l == line), "{line:?} in {context}");
+    }
     // A relation's attributes, by every read of relations.
     assert_eq!(
         related
