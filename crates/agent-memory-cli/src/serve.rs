@@ -26,6 +26,7 @@ use serde_json::json;
 use utoipa::OpenApi;
 
 pub(crate) use self::api::dialogue::{DialogueRequest, remember_turns};
+pub(crate) use self::api::graph::related_view;
 use self::api::{admin, dialogue, facts, graph, memories, pages, presented_key, recall};
 pub(crate) use self::auth::Caller;
 use self::auth::Keys;
@@ -251,6 +252,7 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
             "/graph/entities/{id}",
             get(graph::get_entity).delete(graph::delete_entity),
         )
+        .route("/graph/entities/{id}/related", get(graph::related_entities))
         .route(
             "/graph/relations",
             get(graph::list_relations).post(graph::add_relation),

@@ -252,6 +252,22 @@ pub(super) fn tools() -> Vec<Tool> {
             true,
         ),
         tool(
+            "related_entities",
+            "Explore the knowledge graph around one entity: the entities within a few hops, nearest first, each with the relations that lead to it, and the neighbourhood as prompt-ready text (entities with their attributes and descriptions, and the relations between them).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The entity to start from."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 4, "default": 2, "description": "Hops to walk."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50, "description": "Most entities listed."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
             "list_entities",
             "Page through the graph's entities, at most `limit` at a time; pass the returned next_cursor to get the next page.",
             json!({
@@ -377,6 +393,18 @@ struct EntityArgs {
     tags: Vec<String>,
     #[serde(default)]
     attributes: Option<serde_json::Value>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelatedArgs {
+    id: String,
+    #[serde(default)]
+    depth: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -613,6 +641,19 @@ pub(super) async fn call(
                 "relations": relations,
                 "relations_truncated": truncated,
             }))
+        }
+        "related_entities" => {
+            let args: RelatedArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let view = crate::serve::related_view(
+                memory.graph().as_ref(),
+                &namespace,
+                &args.id,
+                args.depth.unwrap_or(2),
+                args.limit.unwrap_or(50),
+            )
+            .await?;
+            to_value(&view)
         }
         "list_entities" => {
             let args: ListArgs = arguments(raw)?;

@@ -293,7 +293,8 @@ fn operations(
         facts::supersede, facts::consolidate, facts::conflicts, recall::recall,
         recall::context, recall::stats, pages::list_pages, pages::put_page, pages::get_page,
         pages::delete_page, graph::list_entities, graph::put_entity, graph::get_entity,
-        graph::delete_entity, graph::list_relations, graph::add_relation,
+        graph::delete_entity, graph::related_entities, graph::list_relations,
+        graph::add_relation,
         graph::delete_relation, admin::create_key, admin::list_keys, admin::revoke_key,
         admin::healthz, admin::readyz
     ),

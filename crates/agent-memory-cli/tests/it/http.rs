@@ -194,6 +194,46 @@ fn api_scenario(server: &Server, backend: &str) {
         json!({"since": "2021-03"}),
         "{detail}"
     );
+    // The neighbourhood: the entities reached with the relations that lead there, and as text.
+    let (status, related) = server.call(
+        "GET",
+        "/v1/graph/entities/alice/related?depth=1",
+        Some(&key),
+        None,
+    );
+    assert_eq!(status, 200, "{related}");
+    assert_eq!(related["items"][0]["entity"]["id"], "billing", "{related}");
+    assert_eq!(related["items"][0]["hops"], 1, "{related}");
+    assert_eq!(
+        related["items"][0]["path"][0]["attributes"],
+        json!({"since": "2021-03"}),
+        "{related}"
+    );
+    let context = related["context"].as_str().unwrap_or_default();
+    assert!(
+        context.contains("[thing] Alice (since: 2021; team: billing)")
+            && context.contains("  -- owns (since: 2021-03) --> Billing"),
+        "{related}"
+    );
+    for (query, status_wanted, field) in [
+        (
+            "/v1/graph/entities/alice/related?depth=9",
+            400,
+            Some("depth"),
+        ),
+        (
+            "/v1/graph/entities/alice/related?limit=0",
+            400,
+            Some("limit"),
+        ),
+        ("/v1/graph/entities/nobody/related", 404, None),
+    ] {
+        let (status, body) = server.call("GET", query, Some(&key), None);
+        assert_eq!(status, status_wanted, "{query}: {body}");
+        if let Some(field) = field {
+            assert_eq!(body["error"]["field"], field, "{body}");
+        }
+    }
     assert_eq!(
         server
             .call("GET", "/v1/graph/relations", Some(&key), None)

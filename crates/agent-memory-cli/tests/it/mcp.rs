@@ -200,6 +200,15 @@ fn stdio_scenario(client: &mut Stdio_) {
         json!({"since": 2020}),
         "{mentors}"
     );
+    let around = client.call("related_entities", json!({"id": "eli"}));
+    let context = around["result"]["structuredContent"]["context"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        context.contains("[person] Eli (born: 1990; city: Lisbon)")
+            && context.contains("  -- mentors (since: 2020) --> Eli"),
+        "{around}"
+    );
     let bad = client.call(
         "add_entity",
         json!({"id": "x", "name": "X", "entity_type": "person", "attributes": "Lisbon"}),

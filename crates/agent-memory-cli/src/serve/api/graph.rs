@@ -134,6 +134,129 @@ pub(crate) async fn get_entity(
     }))
 }
 
+/// The most hops a `related` request walks.
+pub(crate) const MAX_RELATED_DEPTH: usize = 4;
+/// The most entities a `related` answer lists.
+pub(crate) const MAX_RELATED: usize = 200;
+/// The most characters of a `related` answer's context text.
+const RELATED_CONTEXT_CHARS: usize = 4_000;
+
+/// How far to walk from an entity.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RelatedQuery {
+    /// The namespace; default the key's prefix.
+    #[serde(default)]
+    #[param(min_length = 1, max_length = 512)]
+    pub(crate) namespace: Option<String>,
+    /// Hops to walk, 1 to 4, default 2.
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 4)]
+    pub(crate) depth: Option<usize>,
+    /// Most entities listed, 1 to 200, default 50 (nearest first).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 200)]
+    pub(crate) limit: Option<usize>,
+}
+
+/// An entity reached from another.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RelatedHit {
+    /// The entity.
+    pub(crate) entity: EntityView,
+    /// Hops from the start.
+    pub(crate) hops: usize,
+    /// `1 / (1 + hops)` times the product of the path's weights.
+    pub(crate) score: f32,
+    /// The relations followed, from the start.
+    pub(crate) path: Vec<RelationView>,
+}
+
+/// The neighbourhood of an entity.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RelatedView {
+    /// The entities reached, nearest first (hops, then score, then id).
+    pub(crate) items: Vec<RelatedHit>,
+    /// Whether more were reached than listed.
+    pub(crate) truncated: bool,
+    /// The neighbourhood as prompt-ready text: each entity with its attributes and
+    /// description, and the relations between them (at most 4,000 characters).
+    pub(crate) context: String,
+}
+
+/// The entities within `depth` hops of entity `id` (at most `limit`), with the
+/// neighbourhood as text; `depth` and `limit` checked by name.
+pub(crate) async fn related_view(
+    graph: &dyn agent_memory::KnowledgeGraph,
+    namespace: &agent_memory::Namespace,
+    id: &str,
+    depth: usize,
+    limit: usize,
+) -> Result<RelatedView, Failure> {
+    use agent_memory::KnowledgeGraphExt;
+    if !(1..=MAX_RELATED_DEPTH).contains(&depth) {
+        return Err(Failure::invalid(
+            "depth",
+            format!("depth {depth} is outside 1 to {MAX_RELATED_DEPTH}"),
+        ));
+    }
+    if !(1..=MAX_RELATED).contains(&limit) {
+        return Err(Failure::invalid(
+            "limit",
+            format!("limit {limit} is outside 1 to {MAX_RELATED}"),
+        ));
+    }
+    let found = match graph.get_related(namespace, id, depth).await {
+        Err(MemoryError::NotFound { .. }) => return Err(not_found("entity", id, namespace)),
+        other => other?,
+    };
+    let context = graph
+        .context_for_agent(namespace, id, depth, RELATED_CONTEXT_CHARS)
+        .await?;
+    Ok(RelatedView {
+        truncated: found.len() > limit,
+        items: found
+            .iter()
+            .take(limit)
+            .map(|scored| RelatedHit {
+                entity: EntityView::from(scored.entity.as_ref()),
+                hops: scored.hops,
+                score: scored.score,
+                path: scored
+                    .path
+                    .iter()
+                    .map(|r| RelationView::from(r.as_ref()))
+                    .collect(),
+            })
+            .collect(),
+        context,
+    })
+}
+
+/// The entities within a few hops of one, nearest first, with the neighbourhood as text.
+#[utoipa::path(get, path = "/v1/graph/entities/{id}/related", tag = "graph",
+    params(("id" = String, Path, description = "The entity's id"), RelatedQuery),
+    responses((status = 200, body = RelatedView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn related_entities(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<RelatedQuery>,
+) -> Result<Json<RelatedView>, Failure> {
+    let namespace = caller.namespace(query.namespace.as_deref())?;
+    let graph = state.memory.graph();
+    related_view(
+        graph.as_ref(),
+        &namespace,
+        &id,
+        query.depth.unwrap_or(2),
+        query.limit.unwrap_or(50),
+    )
+    .await
+    .map(Json)
+}
+
 /// Deletes an entity with its relations.
 #[utoipa::path(delete, path = "/v1/graph/entities/{id}", tag = "graph",
     params(("id" = String, Path, description = "The entity's id"), NamespaceQuery),

@@ -77,7 +77,11 @@ const SOURCES: &[Source] = &[
         operation: "put_entity",
         statuses: &["200"],
         at: "",
-        targets: &[query("get_entity"), query("delete_entity")],
+        targets: &[
+            query("get_entity"),
+            query("related_entities"),
+            query("delete_entity"),
+        ],
     },
 ];
 
