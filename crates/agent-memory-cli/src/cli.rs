@@ -92,6 +92,9 @@ pub(crate) enum Command {
     /// Fold several memories into one summary memory that lists them; they leave recall and
     /// stay in its history.
     Consolidate(ConsolidateArgs),
+    /// The knowledge graph: add, show and remove entities, relate them, walk from one.
+    #[command(subcommand)]
+    Graph(GraphCommand),
     /// The pairs of current memories flagged as contradicting each other, with both texts:
     /// settle each with `supersede` or `retract`.
     Conflicts,
@@ -274,6 +277,92 @@ pub(crate) struct SupersedeArgs {
     pub(crate) old: String,
     /// The id of the memory that replaces it.
     pub(crate) new: String,
+}
+
+/// `graph`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GraphCommand {
+    /// Add an entity, or replace the one with this id (its relations stay).
+    Add(EntityArgs),
+    /// Show one entity with its relations.
+    Show(EntityId),
+    /// The entities within a few hops of one, nearest first, and the neighbourhood as text.
+    Related(RelatedArgs),
+    /// Remove an entity and its relations.
+    Remove(EntityId),
+    /// Relate two entities: SOURCE RELATION TARGET (adding it again replaces its weight and
+    /// attributes).
+    Relate(RelateArgs),
+    /// Remove the relation SOURCE RELATION TARGET.
+    Unrelate(UnrelateArgs),
+}
+
+/// `graph add`.
+#[derive(Debug, Args)]
+pub(crate) struct EntityArgs {
+    /// Its id, unique in the namespace (how relations refer to it).
+    pub(crate) id: String,
+    /// Its display name.
+    pub(crate) name: String,
+    /// What it is: person, project, organization, ...
+    pub(crate) entity_type: String,
+    /// One or two sentences about it.
+    #[arg(long, default_value = "")]
+    pub(crate) description: String,
+    /// A topic label (repeat for several).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// What is known about it, a JSON object, e.g. '{"born":1990}'.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) attributes: Option<String>,
+}
+
+/// `graph show` and `graph remove`.
+#[derive(Debug, Args)]
+pub(crate) struct EntityId {
+    /// The entity's id.
+    pub(crate) id: String,
+}
+
+/// `graph related`.
+#[derive(Debug, Args)]
+pub(crate) struct RelatedArgs {
+    /// The entity to start from.
+    pub(crate) id: String,
+    /// Hops to walk, 1 to 4.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) depth: usize,
+    /// Most entities listed, 1 to 200.
+    #[arg(long, short = 'k', default_value_t = 50)]
+    pub(crate) limit: usize,
+}
+
+/// `graph relate`.
+#[derive(Debug, Args)]
+pub(crate) struct RelateArgs {
+    /// The source entity's id.
+    pub(crate) source: String,
+    /// The relation, in active voice (works_at, manages, ...).
+    pub(crate) relation: String,
+    /// The target entity's id.
+    pub(crate) target: String,
+    /// How strong it is, in [0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) weight: f32,
+    /// What is known about it, a JSON object, e.g. '{"since":2019}'.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) attributes: Option<String>,
+}
+
+/// `graph unrelate`.
+#[derive(Debug, Args)]
+pub(crate) struct UnrelateArgs {
+    /// The source entity's id.
+    pub(crate) source: String,
+    /// The relation.
+    pub(crate) relation: String,
+    /// The target entity's id.
+    pub(crate) target: String,
 }
 
 /// `consolidate`.

@@ -1,7 +1,7 @@
 //! This library's MCP tools: remember, recall, context, forget, the history of facts
 //! (history, retract, supersede, conflicts), and the knowledge graph.
 
-use agent_memory::{GraphEntity, GraphRelation, Memory, MemoryError, MemoryKind, Remember};
+use agent_memory::{GraphRelation, Memory, MemoryKind, Remember};
 use rmcp::model::{Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -589,19 +589,16 @@ pub(super) async fn call(
         "add_entity" => {
             let args: EntityArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let mut entity = GraphEntity::new(namespace, args.id, args.name, args.entity_type)?
-                .with_description(args.description)
-                .with_tags(&args.tags)?;
-            if let Some(attributes) = args.attributes {
-                entity = entity.with_attributes(attributes)?;
-            }
-            let graph = memory.graph();
-            match graph.add_entity(entity.clone()).await {
-                Err(MemoryError::AlreadyExists { .. }) => {
-                    graph.update_entity(entity.clone()).await?
-                }
-                other => other?,
-            }
+            let entity = crate::entities::entity_of(
+                namespace,
+                args.id,
+                args.name,
+                args.entity_type,
+                args.description,
+                &args.tags,
+                args.attributes,
+            )?;
+            crate::entities::put_entity(memory.graph().as_ref(), entity.clone()).await?;
             to_value(&EntityView::from(&entity))
         }
         "add_relation" => {

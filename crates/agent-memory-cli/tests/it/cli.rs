@@ -218,6 +218,95 @@ fn get_and_list_show_what_is_stored() {
     );
 }
 
+/// `graph`: entities added, shown, related and removed; relations with attributes; bad
+/// input refused by name.
+#[test]
+fn the_graph_from_the_command_line() {
+    let dir = TempDir::new("graph");
+    let ok = |args: &[&str]| {
+        let mut all = vec!["-n", "kb"];
+        all.extend_from_slice(args);
+        let (code, value) = run_json(&dir, &all);
+        assert_eq!(code, 0, "{args:?}: {value}");
+        value
+    };
+    let ana = ok(&[
+        "graph",
+        "add",
+        "ana",
+        "Ana Lima",
+        "person",
+        "--tag",
+        "team",
+        "--attributes",
+        r#"{"born":1990}"#,
+    ]);
+    assert_eq!(ana["attributes"]["born"], 1990, "{ana}");
+    ok(&[
+        "graph",
+        "add",
+        "acme",
+        "Acme",
+        "company",
+        "--description",
+        "Makes anvils",
+    ]);
+    let employs = ok(&[
+        "graph",
+        "relate",
+        "acme",
+        "employs",
+        "ana",
+        "--weight",
+        "0.8",
+        "--attributes",
+        r#"{"since":2019}"#,
+    ]);
+    assert_eq!(employs["attributes"]["since"], 2019, "{employs}");
+    let shown = ok(&["graph", "show", "ana"]);
+    assert_eq!(shown["entity"]["name"], "Ana Lima", "{shown}");
+    assert_eq!(shown["relations"][0]["relation_type"], "employs", "{shown}");
+    let related = ok(&["graph", "related", "acme", "--depth", "1"]);
+    assert_eq!(related["items"][0]["entity"]["id"], "ana", "{related}");
+    let text = run(&dir, &["-n", "kb", "graph", "related", "acme"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("[company] Acme: Makes anvils")
+            && text.contains("  -- employs (since: 2019) --> Ana Lima"),
+        "{text}"
+    );
+    for (args, field) in [
+        (
+            &["graph", "add", "x", "X", "thing", "--attributes", "[1]"][..],
+            "attributes",
+        ),
+        (
+            &["graph", "relate", "acme", "employs", "ana", "--weight", "2"],
+            "weight",
+        ),
+        (&["graph", "related", "acme", "--depth", "9"], "depth"),
+    ] {
+        let mut all = vec!["-n", "kb"];
+        all.extend_from_slice(args);
+        let (code, refused) = run_json(&dir, &all);
+        assert_eq!(code, 3, "{args:?}: {refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+    }
+    ok(&["graph", "unrelate", "acme", "employs", "ana"]);
+    assert_eq!(
+        ok(&["graph", "show", "ana"])["relations"],
+        serde_json::json!([])
+    );
+    ok(&["graph", "remove", "ana"]);
+    let (code, gone) = run_json(&dir, &["-n", "kb", "graph", "show", "ana"]);
+    assert_eq!(code, 4, "{gone}");
+    let (code, gone) = run_json(
+        &dir,
+        &["-n", "kb", "graph", "unrelate", "acme", "employs", "ana"],
+    );
+    assert_eq!(code, 4, "{gone}");
+}
+
 #[test]
 fn text_output_is_for_people() {
     let dir = TempDir::new("text");

@@ -1,6 +1,6 @@
 //! The knowledge graph: entities and relations.
 
-use agent_memory::{GraphEntity, GraphRelation, MemoryError};
+use agent_memory::{GraphRelation, MemoryError};
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
@@ -97,17 +97,16 @@ pub(crate) async fn put_entity(
     ApiJson(body): ApiJson<EntityRequest>,
 ) -> Result<Json<EntityView>, Failure> {
     let namespace = caller.namespace(body.namespace.as_deref())?;
-    let mut entity = GraphEntity::new(namespace, body.id, body.name, body.entity_type)?
-        .with_description(body.description)
-        .with_tags(&body.tags)?;
-    if let Some(attributes) = body.attributes {
-        entity = entity.with_attributes(attributes)?;
-    }
-    let graph = state.memory.graph();
-    match graph.add_entity(entity.clone()).await {
-        Err(MemoryError::AlreadyExists { .. }) => graph.update_entity(entity.clone()).await?,
-        other => other?,
-    }
+    let entity = crate::entities::entity_of(
+        namespace,
+        body.id,
+        body.name,
+        body.entity_type,
+        body.description,
+        &body.tags,
+        body.attributes,
+    )?;
+    crate::entities::put_entity(state.memory.graph().as_ref(), entity.clone()).await?;
     Ok(Json(EntityView::from(&entity)))
 }
 
