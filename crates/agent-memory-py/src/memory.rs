@@ -733,6 +733,25 @@ impl PyMemory {
         found.map(|entity| graph::as_dict(py, &entity)).transpose()
     }
 
+    /// The entities in `namespace` (and under it, unless `exact`) as dicts, by namespace
+    /// and id; `""` is every namespace.
+    #[pyo3(signature = (namespace = "", *, exact = false))]
+    fn entities<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let scope = scope(py, namespace, exact)?;
+        let graph = Arc::clone(self.inner.graph());
+        let found = block_on(py, async move { graph.list_entities(&scope).await })?;
+        let list = PyList::empty(py);
+        for entity in &found {
+            list.append(graph::as_dict(py, entity)?)?;
+        }
+        Ok(list)
+    }
+
     /// Removes entity `id` and its relations. Returns whether it existed.
     fn remove_entity(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;

@@ -349,6 +349,8 @@ def test_the_knowledge_graph(memory: Memory) -> None:
     assert ana["name"] == "Ana Lima" and ana["tags"] == ["team"]
     assert ana["attributes"] == {"born": 1990, "city": "Lisbon"}
     assert memory.get_entity("kb", "nobody") is None
+    assert [e["id"] for e in memory.entities("kb")] == ["acme", "ana"]
+    assert memory.entities("other") == []
     assert [(r["source_id"], r["relation_type"], r["target_id"]) for r in memory.relations("kb", "ana")] == [
         ("acme", "employs", "ana")
     ]

@@ -227,6 +227,10 @@ class AsyncMemory:
         """See :meth:`Memory.get_entity`."""
         return await self._run(self.memory.get_entity, namespace, id)
 
+    async def entities(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
+        """See :meth:`Memory.entities`."""
+        return await self._run(self.memory.entities, namespace, exact=exact)
+
     async def remove_entity(self, namespace: str, id: str) -> bool:
         """See :meth:`Memory.remove_entity`."""
         return await self._run(self.memory.remove_entity, namespace, id)
