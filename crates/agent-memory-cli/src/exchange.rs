@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read, Write};
 
 use agent_memory::transfer::{self, RecordCounts};
-use agent_memory::{MemoryError, MemoryItem, Scope};
+use agent_memory::{KnowledgeGraphExt, MemoryError, MemoryItem, Scope};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
@@ -283,9 +283,15 @@ async fn import_mcp(
     let mut items: Vec<MemoryItem> = Vec::new();
     let mut observation_count = 0;
     for (_, entity) in &ordered {
-        let graph_entity = observations::entity(namespace, entity)?;
+        let mut graph_entity = observations::entity(namespace, entity)?;
         match graph.add_entity(graph_entity.clone()).await {
-            Err(MemoryError::AlreadyExists { .. }) => graph.update_entity(graph_entity).await?,
+            Err(MemoryError::AlreadyExists { .. }) => {
+                // The format has no attributes: an entity already stored keeps its own.
+                if let Some(stored) = graph.get_entity(namespace, &graph_entity.id).await? {
+                    graph_entity.attributes = stored.attributes;
+                }
+                graph.update_entity(graph_entity).await?
+            }
             other => other?,
         }
         for text in &entity.observations {
@@ -303,7 +309,7 @@ async fn import_mcp(
     bar.inc(1);
     for (_, relation) in &relations {
         graph
-            .add_relation(observations::relation(namespace, relation)?)
+            .add_relation_keeping_attributes(observations::relation(namespace, relation)?)
             .await?;
         bar.inc(1);
     }

@@ -83,6 +83,11 @@ def test_an_exact_filter_ranks_among_the_items_that_hold_it(store: AgentMemorySt
     store.put(("docs",), "mine", {"text": "a long note that mentions hiking once among many other words", "owner": "ann"})
     assert [hit.key for hit in store.search(("docs",), query="hiking", filter={"owner": "ann"})] == ["mine"]
     assert [hit.key for hit in store.search(("docs",), query="hiking", filter={"owner": {"$eq": "ann"}})] == ["mine"]
+    # A boolean is checked as Python compares it (True equals 1), and many conditions are fine.
+    store.put(("docs",), "flagged", {"text": "hiking boots", "owner": "ann", "flag": 1})
+    assert [hit.key for hit in store.search(("docs",), query="boots", filter={"flag": True})] == ["flagged"]
+    many = {f"k{n}": "x" for n in range(40)}
+    assert store.search(("docs",), query="boots", filter=many) == []
     # Other operators are checked on the best 1,000 the query ranks.
     assert store.search(("docs",), query="hiking", filter={"owner": {"$ne": "bob"}}) == []
 

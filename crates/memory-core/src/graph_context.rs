@@ -89,10 +89,37 @@ pub trait KnowledgeGraphExt: KnowledgeGraph {
         depth: usize,
         at: DateTime<Utc>,
     ) -> Result<Vec<ScoredEntity>>;
+
+    /// Adds `relation` as [`add_relation`](KnowledgeGraph::add_relation) does, except that
+    /// a relation without attributes keeps those of the stored relation with its source,
+    /// target and type: for writers that state relations without knowing their attributes
+    /// (the enricher, an import of a format without them), so that saying a relation again
+    /// does not erase what a user recorded about it.
+    ///
+    /// # Errors
+    /// As [`add_relation`](KnowledgeGraph::add_relation).
+    async fn add_relation_keeping_attributes(&self, relation: GraphRelation) -> Result<()>;
 }
 
 #[async_trait]
 impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
+    async fn add_relation_keeping_attributes(&self, mut relation: GraphRelation) -> Result<()> {
+        if relation.attributes.is_empty()
+            && let Some(stored) = self
+                .relations_of(&relation.namespace, &relation.source_id)
+                .await?
+                .into_iter()
+                .find(|stored| {
+                    stored.source_id == relation.source_id
+                        && stored.target_id == relation.target_id
+                        && stored.relation_type == relation.relation_type
+                })
+        {
+            relation.attributes = stored.attributes;
+        }
+        self.add_relation(relation).await
+    }
+
     async fn context_for_agent(
         &self,
         namespace: &Namespace,

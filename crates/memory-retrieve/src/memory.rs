@@ -17,6 +17,10 @@ use crate::feedback::RecallRecorder;
 use crate::prompt::{estimate_tokens, max_chars_within, one_line, render_section};
 use crate::retriever::Retriever;
 
+/// The most characters of an entity's attributes in a prompt context, as in the graph's own
+/// view of an entity (`KnowledgeGraphExt::context_for_agent`).
+const MAX_ATTRIBUTE_CHARS: usize = 160;
+
 mod background;
 mod batch;
 mod builder;
@@ -351,8 +355,8 @@ impl Memory {
 
     /// The best results rendered as prompt-ready text within `max_tokens` (estimated):
     /// memories first as a bullet list, then pages and entities (an entity with its
-    /// [attributes](memory_core::GraphEntity::attribute_line): `- [person] Ana (born: 1990;
-    /// city: Lisbon)`), and the neighbourhood of the best entity from the graph. Results that
+    /// [attributes](memory_core::GraphEntity::attribute_line), cut at 160 characters: `-
+    /// [person] Ana (born: 1990; city: Lisbon)`), and the neighbourhood of the best entity from the graph. Results that
     /// do not fit are left out whole.
     ///
     /// # Errors
@@ -383,11 +387,13 @@ impl Memory {
                     knowledge.push(if attributes.is_empty() {
                         format!("- [{}] {}", entity.entity_type, one_line(&entity.name))
                     } else {
+                        // Cut as the graph's own view cuts them: attributes may be long,
+                        // and a line that does not fit is left out whole.
                         format!(
                             "- [{}] {} ({})",
                             entity.entity_type,
                             one_line(&entity.name),
-                            one_line(&attributes)
+                            crate::prompt::one_line_cut(&attributes, MAX_ATTRIBUTE_CHARS)
                         )
                     });
                 }

@@ -53,3 +53,14 @@ pub(crate) fn render_section(
 pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// [`one_line`] cut to `max_chars` characters, with `…` ending a cut line.
+pub(crate) fn one_line_cut(text: &str, max_chars: usize) -> String {
+    let line = one_line(text);
+    if line.chars().count() <= max_chars {
+        return line;
+    }
+    let mut cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}

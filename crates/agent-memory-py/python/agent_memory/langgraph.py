@@ -21,7 +21,7 @@ How LangGraph's model maps onto the library's:
 - ``search`` with a ``query`` ranks with the library's BM25 and signals (``SearchItem.score``
   is the recall score); without one it lists items newest first. ``filter`` takes exact
   values and the operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``. Exact
-  strings and booleans (also as ``$eq``) are matched by the library before it ranks or lists, so a query
+  strings (also as ``$eq``) are matched by the library before it ranks or lists, so a query
   ranks the items that hold them; the other conditions are applied to the ranked items, of
   which a query looks at the best 1,000.
 - TTLs are not supported (``supports_ttl`` is False); the library's own eviction policies
@@ -59,6 +59,14 @@ __all__ = ["AgentMemoryStore", "encode_label", "decode_label"]
 
 # The most results one recall may return (the library's MAX_RESULTS_LIMIT).
 _MAX_RESULTS = 1000
+# The most metadata conditions a recall takes, and the longest key (in UTF-8 bytes).
+_MAX_PUSHED = 32
+_MAX_KEY_BYTES = 256
+
+
+def _pushable_key(key: str) -> bool:
+    """Whether the library takes ``key`` as a metadata condition (1 to 256 bytes)."""
+    return 0 < len(key.encode()) <= _MAX_KEY_BYTES
 
 def _strings(value: Any) -> Iterable[str]:
     """Every string in a JSON-like value, depth first."""
@@ -241,14 +249,14 @@ class AgentMemoryStore(BaseStore):
         if limit == 0:
             return []
         found: list[SearchItem] = []
-        # Plain strings and booleans (alone or as ``$eq``) compare the same in JSON and
-        # Python: the library matches them before ranking or listing; the rest is checked
-        # here.
-        pushed = {}
+        # A string (alone or as ``$eq``) compares the same in JSON and in Python (a boolean
+        # does not: Python's True equals 1): the library matches those before ranking or
+        # listing, as many as a recall takes; the rest is checked here.
+        pushed: dict[str, str] = {}
         for key, value in (op.filter or {}).items():
             if isinstance(value, dict) and len(value) == 1 and "$eq" in value:
                 value = value["$eq"]
-            if isinstance(value, (str, bool)):
+            if isinstance(value, str) and _pushable_key(key) and len(pushed) < _MAX_PUSHED:
                 pushed[key] = value
         checked_here = len(pushed) < len(op.filter or {})
         if op.query:

@@ -23,8 +23,8 @@ What differs from mem0:
   ``<prefix>/user:<id>/agent:<id>/run:<id>`` (absent ones left out) and are kept in the
   metadata. Searching by the leading ids (a user; a user's agent) reads that namespace's
   subtree; an id further down given alone (``agent_id`` without ``user_id``) narrows the
-  wider search to the memories whose metadata holds it, as a filter's exact string or
-  boolean values do. Filters on numbers, the other operators and ``AND``/``OR``/``NOT``
+  wider search to the memories whose metadata holds it, as a filter's exact string
+  values do. Filters on numbers, the other operators and ``AND``/``OR``/``NOT``
   are checked on the search's best 1,000.
 - **Messages**: each message of a list is one memory (``system`` messages are skipped),
   with its role in the metadata and the previous message as its searchable context.
@@ -168,16 +168,17 @@ def _passes(metadata: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
 
 
 def _exact(conditions: Mapping[str, Any]) -> dict[str, Any]:
-    """The conditions the library can match itself: a key equal to a string or a boolean
-    (alone or as ``eq``), which compare the same in JSON and in Python. The rest (numbers,
-    other operators, ``"*"``, ``AND``/``OR``/``NOT``) are checked on what it returns."""
+    """The conditions the library can match itself: a key (1 to 256 bytes) equal to a
+    string (alone or as ``eq``), which compares the same in JSON and in Python, at most 32
+    of them. The rest (booleans, which Python compares equal to 1 and 0, numbers, other
+    operators, ``"*"``, ``AND``/``OR``/``NOT``) are checked on what it returns."""
     exact = {}
     for key, condition in conditions.items():
-        if key in ("AND", "OR", "NOT"):
+        if key in ("AND", "OR", "NOT") or not 0 < len(key.encode()) <= 256 or len(exact) == 32:
             continue
         if isinstance(condition, Mapping) and len(condition) == 1 and "eq" in condition:
             condition = condition["eq"]
-        if isinstance(condition, (str, bool)) and condition != "*":
+        if isinstance(condition, str) and condition != "*":
             exact[key] = condition
     return exact
 

@@ -143,8 +143,23 @@ async fn attributes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     must(graph.add_relation(renewed.clone()), "add_relation again").await;
     assert_eq!(
         must(graph.relations_of(ns, "acme"), "relations_of").await,
-        vec![renewed],
+        vec![renewed.clone()],
         "adding a relation again replaces its weight and attributes"
+    );
+    // Stated again without attributes by a writer that does not know them, it keeps them.
+    let stated = relation(ns, "acme", "ana", "employs", 0.7);
+    must(
+        crate::KnowledgeGraphExt::add_relation_keeping_attributes(graph, stated),
+        "add_relation_keeping_attributes",
+    )
+    .await;
+    let kept = must(graph.relations_of(ns, "acme"), "relations_of").await;
+    assert_eq!(
+        kept.iter()
+            .map(|r| (r.weight, r.attributes.clone()))
+            .collect::<Vec<_>>(),
+        vec![(0.7, renewed.attributes.clone())],
+        "the weight changes, the attributes stay"
     );
     let mut nul_relation = relation(ns, "ana", "acme", "knows", 1.0);
     nul_relation

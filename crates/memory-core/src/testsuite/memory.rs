@@ -8,6 +8,7 @@ use crate::{
     RecallStats, Scope, SearchQuery,
 };
 
+mod metadata;
 mod positions;
 mod search;
 
@@ -41,6 +42,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     validation(store, &child(base, "validation")).await;
     isolation(store, &child(base, "isolation")).await;
     ordering_and_filters(store, &child(base, "filters")).await;
+    metadata::metadata_values(store, &child(base, "metadata")).await;
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;
     similarity_search(store, &child(base, "similar")).await;

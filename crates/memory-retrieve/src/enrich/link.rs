@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use memory_core::{
-    GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, MemoryItem, MemoryStore, Namespace,
-    Result, Tag,
+    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgeGraphExt, MemoryError, MemoryItem,
+    MemoryStore, Namespace, Result, Tag,
 };
 
 use super::{Enrichment, MEMORY_NODE_TYPE, MENTIONS, memory_node_id};
@@ -67,7 +67,7 @@ pub(crate) async fn apply(
             continue;
         };
         graph
-            .add_relation(GraphRelation::new(
+            .add_relation_keeping_attributes(GraphRelation::new(
                 namespace.clone(),
                 node.clone(),
                 id.clone(),
@@ -90,8 +90,9 @@ pub(crate) async fn apply(
         if let ([source, target], false) = (ends.as_slice(), relation_type.is_empty())
             && source != target
         {
+            // Stated again, a relation keeps what a user recorded about it.
             graph
-                .add_relation(GraphRelation::new(
+                .add_relation_keeping_attributes(GraphRelation::new(
                     namespace.clone(),
                     source.clone(),
                     target.clone(),

@@ -509,8 +509,9 @@ pub struct RecallFilter {
     /// Only memories whose metadata holds each of these keys with exactly this value
     /// (`{"user": "ann", "channel": "email"}`; a value compares as JSON, so `1` is not
     /// `"1"`). Knowledge pages and graph entities carry no metadata, so a condition here
-    /// leaves their channels out. At most [`MAX_METADATA_CONDITIONS`] keys of 1 to
-    /// [`MAX_METADATA_KEY_BYTES`] bytes.
+    /// leaves them out of the results; the graph is still walked for the memories it links
+    /// to, which the condition filters as it does every memory. At most
+    /// [`MAX_METADATA_CONDITIONS`] keys of 1 to [`MAX_METADATA_KEY_BYTES`] bytes.
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Which memories by time: the current ones (default), those held true at a time, or
     /// all, superseded and retracted ones included and marked [`Signal::Stale`](memory_core::Signal::Stale).

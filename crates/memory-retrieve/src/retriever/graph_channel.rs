@@ -46,12 +46,15 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     };
     let (config, filter, scope) = (request.config, request.filter, request.scope);
     if !config.strategy.graph()
-        || !filter.admits_pages_and_entities()
+        || !filter.allows_semantic()
         || filter.since.is_some()
         || filter.until.is_some()
     {
         return Ok(GraphFound::empty(0));
     }
+    // Entities carry no metadata: under a metadata condition the graph is still walked, for
+    // the memories it links to (filtered as every memory is), but no entity is a result.
+    let entities_admitted = filter.admits_pages_and_entities();
     let started = super::request::Stopwatch::start();
     if !graph.may_have_entities(scope).await? {
         return Ok(GraphFound::empty(started.micros()));
@@ -162,7 +165,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         .into_values()
         .filter(|candidate| match &candidate.record {
             RetrievalSource::GraphEntity(entity) => {
-                filter.tags.iter().all(|tag| entity.tags.contains(tag))
+                entities_admitted && filter.tags.iter().all(|tag| entity.tags.contains(tag))
             }
             _ => false,
         })

@@ -273,6 +273,21 @@ async fn context_shows_an_entitys_attributes() {
         context.contains("- [person] Ana Lima (born: 1990; city: Lisbon; langs: [\"pt\"])"),
         "{context}"
     );
+    // Long attributes are cut, so the entity still fits.
+    let long = memory_core::GraphEntity::new(ns.clone(), "ana", "Ana Lima", "person")
+        .unwrap()
+        .with_attributes(serde_json::json!({"notes": "word ".repeat(2_000)}))
+        .unwrap();
+    memory.graph().update_entity(long).await.unwrap();
+    let context = memory
+        .recall_context(&ns.subtree(), "Ana Lima", 200)
+        .await
+        .unwrap();
+    let line = context
+        .lines()
+        .find(|line| line.starts_with("- [person] Ana Lima (notes: word word"))
+        .unwrap_or_else(|| panic!("{context}"));
+    assert!(line.ends_with("…)") && line.chars().count() < 200, "{line}");
 }
 
 /// A per-call option overrides its one setting; the memory's other settings stay.

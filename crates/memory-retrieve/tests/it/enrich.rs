@@ -116,6 +116,103 @@ async fn check_links(builder: MemoryBuilder, with_enricher: bool) {
     assert!(graph.get_entity(&family, &node).await.unwrap().is_none());
 }
 
+/// Under a metadata condition the graph still links memories, filtered by the condition,
+/// and no entity is a result.
+#[tokio::test]
+async fn a_metadata_condition_keeps_the_memories_the_graph_links_to() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let mut ids = Vec::new();
+    for text in [
+        "Caroline's sister Anna moved to Lisbon in spring.",
+        "Anna paints sunsets every weekend.",
+    ] {
+        let remembered = memory
+            .remember_with(
+                memory_retrieve::Remember::new(family.clone(), text)
+                    .metadata(serde_json::json!({"user": "ann"})),
+            )
+            .await
+            .unwrap();
+        ids.push(remembered.id);
+    }
+    memory.flush().await.unwrap();
+    let recall = |user: &str| {
+        let options = memory_retrieve::RecallOptions::default().metadata("user", user.into());
+        let memory = &memory;
+        let family = family.clone();
+        async move {
+            memory
+                .recall_with(&family.exact(), "What is Caroline's sister into?", &options)
+                .await
+                .unwrap()
+        }
+    };
+    let found = recall("ann").await;
+    let reached = found
+        .items
+        .iter()
+        .find(|item| item.record.id() == ids[1])
+        .unwrap_or_else(|| panic!("reached through the graph: {:?}", ids_of(&found)));
+    assert!(reached.breakdown.value(Signal::Graph).unwrap_or(0.0) > 0.0);
+    assert!(
+        found
+            .items
+            .iter()
+            .all(|item| matches!(item.record, RetrievalSource::Memory(_))),
+        "no entity under a metadata condition: {:?}",
+        ids_of(&found)
+    );
+    assert!(recall("bob").await.items.is_empty());
+}
+
+/// A relation the enricher states again keeps the attributes a user gave it.
+#[tokio::test]
+async fn a_relation_stated_again_keeps_its_attributes() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    let graph = memory.graph();
+    let sister = graph
+        .relations_of(&family, "caroline")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.target_id == "anna" && r.relation_type == "sister")
+        .expect("the enricher relates them");
+    let noted = sister
+        .with_attributes(serde_json::json!({"older": true}))
+        .unwrap();
+    graph.add_relation(noted).await.unwrap();
+    memory
+        .remember(&family, "Caroline's sister Anna called on Sunday.")
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    let again = graph
+        .relations_of(&family, "caroline")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.target_id == "anna" && r.relation_type == "sister")
+        .expect("still related");
+    assert_eq!(
+        again.attributes.get("older"),
+        Some(&serde_json::json!(true))
+    );
+}
+
+fn ids_of(result: &RetrievalResult) -> Vec<&str> {
+    result.items.iter().map(|item| item.record.id()).collect()
+}
+
 #[tokio::test]
 async fn memories_reach_entities_in_memory() {
     check_links(Memory::builder(), true).await;

@@ -9,8 +9,10 @@ use crate::error::Context;
 use crate::sql::{Sql, time_bound};
 
 /// Appends every condition of `filter` that SQL can check: scope, time range, kinds, id
-/// prefix, tags, time view, fact key. Metadata conditions are checked on the decoded item.
-/// The default view ([`TimeView::All`]) and no fact key add nothing.
+/// prefix, tags, time view, fact key, and the metadata conditions [`metadata_sql`] can
+/// decide. Callers still check every condition on the decoded item
+/// ([`MemoryFilter::matches`]). The default view ([`TimeView::All`]) and no fact key add
+/// nothing.
 pub(super) fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
     sql.and_scope("m.ns", &filter.scope);
     if let Some(since) = filter.since {
@@ -40,7 +42,57 @@ pub(super) fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
     if let Some(key) = &filter.fact_key {
         sql.push(" AND m.fact_key = ").bind(key.clone());
     }
+    for (key, value) in &filter.metadata {
+        let Some((path, json_type, scalar)) = metadata_sql(key, value) else {
+            continue;
+        };
+        sql.push(" AND json_type(m.metadata, ")
+            .bind(path.clone())
+            .push(") = ")
+            .bind(json_type.to_owned());
+        if let Some(scalar) = scalar {
+            sql.push(" AND json_extract(m.metadata, ")
+                .bind(path)
+                .push(") = ")
+                .bind(scalar);
+        }
+    }
     and_view(sql, filter.view);
+}
+
+/// A metadata condition (`key` holds exactly `value`) as SQLite's JSON functions decide it
+/// on the stored text: the key's JSON path, the `json_type` the value must have and, for a
+/// string or an integer, the value `json_extract` must return. `None` when SQL cannot
+/// decide it exactly (a float, an array, an object, an integer beyond `i64`, a key holding
+/// `"` or `\`): the decoded item decides.
+fn metadata_sql(
+    key: &str,
+    value: &serde_json::Value,
+) -> Option<(String, &'static str, Option<rusqlite::types::Value>)> {
+    use rusqlite::types::Value as Sql;
+    use serde_json::Value;
+    if key.contains(['"', '\\']) {
+        return None;
+    }
+    let path = format!("$.\"{key}\"");
+    let (json_type, scalar) = match value {
+        Value::Null => ("null", None),
+        Value::Bool(true) => ("true", None),
+        Value::Bool(false) => ("false", None),
+        Value::String(text) => ("text", Some(Sql::Text(text.clone()))),
+        Value::Number(number) => ("integer", Some(Sql::Integer(number.as_i64()?))),
+        Value::Array(_) | Value::Object(_) => return None,
+    };
+    Some((path, json_type, scalar))
+}
+
+/// Whether SQL decides every metadata condition of `filter` ([`metadata_sql`]), so a limit
+/// can go to SQL.
+fn metadata_in_sql(filter: &MemoryFilter) -> bool {
+    filter
+        .metadata
+        .iter()
+        .all(|(key, value)| metadata_sql(key, value).is_some())
 }
 
 /// Appends the conditions of `view`, exactly [`TimeView::admits_parts`] over the columns
@@ -100,8 +152,9 @@ pub(super) fn list_sql(filter: &MemoryFilter) -> Sql {
     } else {
         " ORDER BY m.created_at, m.id, m.ns"
     });
-    // Metadata is checked after decoding, so the limit can only go to SQL without it.
-    if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
+    // Metadata SQL cannot decide is checked after decoding: the limit goes to SQL only when
+    // it decides every condition.
+    if let (Some(limit), true) = (filter.limit, metadata_in_sql(filter)) {
         sql.push(" LIMIT ").bind(limit_value(limit));
     }
     sql
