@@ -460,6 +460,40 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
     assert_eq!(found["results"][0]["text"], "Likes mathematics", "{found}");
     let (_, stats) = run_json(&other, &["-n", "kb", "stats"]);
     assert_eq!(stats["entities"], 2, "{stats}");
+    // Imported again, the file (which has no attributes) leaves those given since alone.
+    for args in [
+        &[
+            "graph",
+            "add",
+            "Ada",
+            "Ada",
+            "person",
+            "--attributes",
+            r#"{"born":1815}"#,
+        ][..],
+        &[
+            "graph",
+            "relate",
+            "Ada",
+            "programs",
+            "Analytical Engine",
+            "--attributes",
+            r#"{"year":1843}"#,
+        ],
+    ] {
+        let mut all = vec!["-n", "kb"];
+        all.extend_from_slice(args);
+        let (code, done) = run_json(&other, &all);
+        assert_eq!(code, 0, "{done}");
+    }
+    let (code, imported) = run_json(
+        &other,
+        &["-n", "kb", "import", mcp.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{imported}");
+    let (_, ada) = run_json(&other, &["-n", "kb", "graph", "show", "Ada"]);
+    assert_eq!(ada["entity"]["attributes"]["born"], 1815, "{ada}");
+    assert_eq!(ada["relations"][0]["attributes"]["year"], 1843, "{ada}");
 
     // A relation to an unknown entity refuses the whole file.
     std::fs::write(
