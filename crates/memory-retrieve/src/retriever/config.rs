@@ -492,8 +492,9 @@ fn lowering_factor(field: &str, factor: f32) -> Result<()> {
 /// Metadata conditions applied in every channel.
 ///
 /// Knowledge pages and graph entities count as [`MemoryKind::Semantic`]; pages are matched
-/// on their `updated_at` by a time range; entities carry no time, so a time range leaves
-/// the graph channel out.
+/// on their `updated_at` by a time range; entities carry no time and no metadata, so a time
+/// range or a metadata condition leaves them out of the results. The graph is still walked
+/// for the memories it links to, which every condition filters as it does any memory.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RecallFilter {

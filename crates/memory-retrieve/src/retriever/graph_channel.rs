@@ -45,16 +45,15 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         return Ok(GraphFound::empty(0));
     };
     let (config, filter, scope) = (request.config, request.filter, request.scope);
-    if !config.strategy.graph()
-        || !filter.allows_semantic()
-        || filter.since.is_some()
-        || filter.until.is_some()
-    {
+    if !config.strategy.graph() {
         return Ok(GraphFound::empty(0));
     }
-    // Entities carry no metadata: under a metadata condition the graph is still walked, for
-    // the memories it links to (filtered as every memory is), but no entity is a result.
-    let entities_admitted = filter.admits_pages_and_entities();
+    // Entities are semantic records with no metadata and no time a range could filter by:
+    // under a kind filter without semantic records, a metadata condition or a time range
+    // the graph is still walked, for the memories it links to (filtered as every memory
+    // is), but no entity is a result.
+    let entities_admitted =
+        filter.admits_pages_and_entities() && filter.since.is_none() && filter.until.is_none();
     let started = super::request::Stopwatch::start();
     if !graph.may_have_entities(scope).await? {
         return Ok(GraphFound::empty(started.micros()));

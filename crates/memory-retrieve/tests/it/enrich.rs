@@ -167,6 +167,37 @@ async fn a_metadata_condition_keeps_the_memories_the_graph_links_to() {
         ids_of(&found)
     );
     assert!(recall("bob").await.items.is_empty());
+    // A time range and a kind filter keep them too (the memories were made just now).
+    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    for filter in [
+        memory_retrieve::RecallFilter {
+            since: Some(since),
+            ..memory_retrieve::RecallFilter::default()
+        },
+        memory_retrieve::RecallFilter {
+            kinds: vec![memory_core::MemoryKind::Episodic],
+            ..memory_retrieve::RecallFilter::default()
+        },
+    ] {
+        let options = memory_retrieve::RecallOptions::default().filter(filter.clone());
+        let found = memory
+            .recall_with(&family.exact(), "What is Caroline's sister into?", &options)
+            .await
+            .unwrap();
+        assert!(
+            found.items.iter().any(|item| item.record.id() == ids[1]),
+            "{filter:?}: {:?}",
+            ids_of(&found)
+        );
+        assert!(
+            found
+                .items
+                .iter()
+                .all(|item| matches!(item.record, RetrievalSource::Memory(_))),
+            "{filter:?}: no entity: {:?}",
+            ids_of(&found)
+        );
+    }
 }
 
 /// A relation the enricher states again keeps the attributes a user gave it.
