@@ -553,6 +553,43 @@ async fn every_entry_point_rejects_or_handles_bad_input() {
                 .await,
             "max_results",
         );
+        // Metadata conditions: at most 32, keys of 1 to 256 bytes.
+        let many = (0..=agent_memory::retrieve::MAX_METADATA_CONDITIONS)
+            .fold(RecallOptions::default(), |options, n| {
+                options.metadata(format!("k{n}"), serde_json::json!(n))
+            });
+        let long_key = "k".repeat(agent_memory::retrieve::MAX_METADATA_KEY_BYTES + 1);
+        for (case, options) in [
+            ("too many metadata conditions", many),
+            (
+                "empty metadata key",
+                RecallOptions::default().metadata("", serde_json::json!(1)),
+            ),
+            (
+                "long metadata key",
+                RecallOptions::default().metadata(long_key, serde_json::json!(1)),
+            ),
+        ] {
+            invalid(
+                case,
+                memory.recall_with(&ns.exact(), "x", &options).await,
+                "metadata",
+            );
+        }
+        // The least similarity that counts is in [0, 1].
+        for least in [f32::NAN, -0.1, 1.5, f32::INFINITY] {
+            invalid(
+                "min_similarity",
+                Memory::builder()
+                    .store(b.store.clone())
+                    .retriever_config(RetrieverConfig {
+                        min_similarity: least,
+                        ..RetrieverConfig::default()
+                    })
+                    .build(),
+                "min_similarity",
+            );
+        }
 
         // Malformed JSONL imports are rejected whole, naming the line; nothing is written.
         let before = b.store.count(&ns.subtree()).await.unwrap();
