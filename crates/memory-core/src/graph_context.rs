@@ -55,6 +55,22 @@ pub trait KnowledgeGraphExt: KnowledgeGraph {
         max_chars: usize,
     ) -> Result<String>;
 
+    /// The text [`context_for_agent`](Self::context_for_agent) renders, for a neighbourhood
+    /// already walked: `start` and the entities `related` to it, in the order given (as
+    /// [`get_related`](KnowledgeGraph::get_related) returns them). For a caller that lists
+    /// the neighbourhood and shows it as text, so the graph is walked once and the list and
+    /// the text describe the same entities.
+    ///
+    /// # Errors
+    /// Backend errors (each entity's relations are read).
+    async fn render_neighbourhood(
+        &self,
+        namespace: &Namespace,
+        start: &GraphEntity,
+        related: &[ScoredEntity],
+        max_chars: usize,
+    ) -> Result<String>;
+
     /// Adds `relation`; when `single_valued`, a relation of its type holds one value per
     /// source at a time, so every other relation of that type from the same source that is
     /// still current at the new one's start (`valid_from`, else `now`) is closed there
@@ -135,8 +151,19 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
         } else {
             self.get_related(namespace, id, depth).await?
         };
-        let entities: Vec<Arc<GraphEntity>> = std::iter::once(Arc::new(start))
-            .chain(related.into_iter().map(|scored| scored.entity))
+        self.render_neighbourhood(namespace, &start, &related, max_chars)
+            .await
+    }
+
+    async fn render_neighbourhood(
+        &self,
+        namespace: &Namespace,
+        start: &GraphEntity,
+        related: &[ScoredEntity],
+        max_chars: usize,
+    ) -> Result<String> {
+        let entities: Vec<&GraphEntity> = std::iter::once(start)
+            .chain(related.iter().map(|scored| scored.entity.as_ref()))
             .collect();
         let names: HashMap<&str, String> = entities
             .iter()
@@ -144,7 +171,7 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
             .collect();
         let mut text = BoundedText::new(max_chars);
         let mut shown: HashSet<(String, String, String)> = HashSet::new();
-        'entities: for entity in &entities {
+        'entities: for entity in entities.iter().copied() {
             if !text.push_line(&header(entity)) {
                 break;
             }

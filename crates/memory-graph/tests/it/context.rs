@@ -68,6 +68,43 @@ async fn renders_the_seed_004_neighbourhood() {
 }
 
 #[tokio::test]
+async fn renders_a_neighbourhood_already_walked() {
+    let ns = ns("context/walked");
+    let graph = seeded(&ns).await;
+    let zhang = graph.get_entity(&ns, "zhang").await.unwrap().unwrap();
+    let related = graph.get_related(&ns, "zhang", 2).await.unwrap();
+    assert_eq!(
+        graph
+            .render_neighbourhood(&ns, &zhang, &related, 10_000)
+            .await
+            .unwrap(),
+        ZHANG_DEPTH_2,
+        "the same text as context_for_agent over the same walk"
+    );
+    // Only the entities given are shown, with the relations between them.
+    let li_only: Vec<_> = related
+        .iter()
+        .filter(|scored| scored.entity.id == "li")
+        .cloned()
+        .collect();
+    assert_eq!(
+        graph
+            .render_neighbourhood(&ns, &zhang, &li_only, 10_000)
+            .await
+            .unwrap(),
+        "[person] zhang\n  -- colleague_of --> li\n[person] li"
+    );
+    assert_eq!(
+        graph
+            .render_neighbourhood(&ns, &zhang, &[], 10)
+            .await
+            .unwrap(),
+        "[person] z",
+        "cut at max_chars like context_for_agent"
+    );
+}
+
+#[tokio::test]
 async fn works_through_a_trait_object() {
     let ns = ns("context/dyn");
     let graph: Box<dyn KnowledgeGraph> = Box::new(seeded(&ns).await);

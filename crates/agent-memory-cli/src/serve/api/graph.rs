@@ -205,12 +205,16 @@ pub(crate) async fn related_view(
             format!("limit {limit} is outside 1 to {MAX_RELATED}"),
         ));
     }
+    let Some(start) = graph.get_entity(namespace, id).await? else {
+        return Err(not_found("entity", id, namespace));
+    };
+    // One walk for the list and the text, so both describe the same neighbourhood.
     let found = match graph.get_related(namespace, id, depth).await {
         Err(MemoryError::NotFound { .. }) => return Err(not_found("entity", id, namespace)),
         other => other?,
     };
     let context = graph
-        .context_for_agent(namespace, id, depth, RELATED_CONTEXT_CHARS)
+        .render_neighbourhood(namespace, &start, &found, RELATED_CONTEXT_CHARS)
         .await?;
     Ok(RelatedView {
         truncated: found.len() > limit,
