@@ -23,6 +23,7 @@ mod least_valuable;
 mod planner;
 mod reindex;
 mod row;
+mod similar;
 
 use self::filter::{and_conditions, filter_is_satisfiable, storable};
 pub(crate) use self::reindex::reindex;
@@ -365,6 +366,17 @@ impl MemoryStore for PostgresStore {
             planner::refresh_statistics(&self.db, encoded.len()).await;
         }
         Ok(())
+    }
+
+    /// In two passes, in one read-only repeatable-read transaction: each comparable row's
+    /// key and embedding ranked, then the best rows read whole and decoded.
+    async fn search_similar(
+        &self,
+        filter: &MemoryFilter,
+        vector: &[f32],
+        top_k: usize,
+    ) -> Result<Vec<SearchHit>> {
+        similar::search_similar(&self.db, filter, vector, top_k).await
     }
 
     async fn get_many(&self, namespace: &Namespace, ids: &[String]) -> Result<Vec<MemoryItem>> {

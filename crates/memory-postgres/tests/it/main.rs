@@ -15,6 +15,7 @@ mod migration;
 mod multi_process;
 mod properties;
 mod records;
+mod similar;
 #[cfg(feature = "tls")]
 mod tls;
 mod transfer;

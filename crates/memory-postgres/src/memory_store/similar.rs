@@ -1,0 +1,125 @@
+//! Similarity search over stored embeddings in two passes, as the SQLite backend does: the
+//! ranking pass reads each comparable row's key and embedding only, and whole rows are read
+//! and decoded for the best few. Both passes run in one read-only repeatable-read
+//! transaction, so they see the same rows.
+//!
+//! Without a vector index (no extension is assumed) the ranking pass still reads every
+//! embedding in scope: the search is exact and linear. What it saves is the rest of each
+//! row (content, context, metadata, tags) and its decoding, which the trait's default, a
+//! whole listing, paid for every memory in scope.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memory_core::backend::CosineQuery;
+use memory_core::{MemoryFilter, Result, SearchHit};
+use tokio_postgres::IsolationLevel;
+
+use super::filter::{and_conditions, filter_is_satisfiable};
+use super::row::{COLUMN_COUNT, COLUMNS, decode};
+use crate::database::{Database, query};
+use crate::error::{Context, corrupt};
+
+/// Rows read whole per round after the first (which reads `top_k`), at least: more rounds
+/// happen only when decoded items fail the filter's check in Rust (a metadata value jsonb
+/// compares by value, serde_json by form).
+const CHUNK: usize = 64;
+
+/// A ranked row: score, id, namespace, row id.
+type Ranked = (f32, String, String, i64);
+
+/// The `top_k` items matching `filter` whose embedding is most similar to `vector`, best
+/// first, ties by id then namespace: exactly what the trait's default returns.
+pub(super) async fn search_similar(
+    db: &Database,
+    filter: &MemoryFilter,
+    vector: &[f32],
+    top_k: usize,
+) -> Result<Vec<SearchHit>> {
+    memory_core::backend::validate_embedding(vector)?;
+    if top_k == 0 || !filter_is_satisfiable(filter) {
+        return Ok(Vec::new());
+    }
+    let what = || "searching memories by embedding".to_owned();
+    let query_vector = CosineQuery::new(vector);
+    let mut client = db.client(&what()).await?;
+    let transaction = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .context(what)?;
+
+    // First pass: the score of every comparable item, from its key and embedding alone.
+    let mut sql = db.sql(
+        "SELECT m.rid, m.id, m.ns, m.embedding FROM {s}.memories m \
+         WHERE m.embedding IS NOT NULL AND cardinality(m.embedding) = ",
+    );
+    sql.bind(i32::try_from(vector.len()).unwrap_or(i32::MAX), "integer");
+    sql.and_scope("m.ns", &filter.scope);
+    and_conditions(&mut sql, filter);
+    let rows = query(&transaction, &sql, what).await?;
+    let mut ranked: Vec<Ranked> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let rid: i64 = row.try_get(0).map_err(|e| corrupt("a memory row id", e))?;
+        let id: String = row.try_get(1).map_err(|e| corrupt("a memory id", e))?;
+        let ns: String = row
+            .try_get(2)
+            .map_err(|e| corrupt("a memory namespace", e))?;
+        let embedding: Vec<f32> = row
+            .try_get(3)
+            .map_err(|e| corrupt(format_args!("the embedding of memory {id} in {ns}"), e))?;
+        if let Some(score) = query_vector.similarity(&embedding) {
+            ranked.push((score, id, ns, rid));
+        }
+    }
+    drop(rows);
+    ranked.sort_unstable_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| (&a.1, &a.2).cmp(&(&b.1, &b.2)))
+    });
+
+    // Second pass: whole rows, best first, until `top_k` have passed the filter.
+    let mut hits = Vec::with_capacity(top_k.min(ranked.len()));
+    let mut at = 0;
+    while hits.len() < top_k && at < ranked.len() {
+        let wanted = if at == 0 {
+            top_k
+        } else {
+            (top_k - hits.len()).max(CHUNK)
+        };
+        let round = &ranked[at..ranked.len().min(at + wanted)];
+        at += round.len();
+        let mut read = db.sql(&format!(
+            "SELECT {COLUMNS}, m.rid FROM {{s}}.memories m WHERE m.rid = ANY("
+        ));
+        read.bind(round.iter().map(|r| r.3).collect::<Vec<i64>>(), "bigint[]")
+            .push(")");
+        let mut items: HashMap<i64, tokio_postgres::Row> = HashMap::with_capacity(round.len());
+        for row in query(&transaction, &read, what).await? {
+            let rid: i64 = row
+                .try_get(COLUMN_COUNT)
+                .map_err(|e| corrupt("a memory row id", e))?;
+            items.insert(rid, row);
+        }
+        for (score, _, _, rid) in round {
+            let Some(row) = items.get(rid) else {
+                continue;
+            };
+            let item = decode(row)?;
+            if !filter.matches(&item) {
+                continue;
+            }
+            hits.push(SearchHit {
+                item: Arc::new(item),
+                score: *score,
+            });
+            if hits.len() == top_k {
+                break;
+            }
+        }
+    }
+    transaction.commit().await.context(what)?;
+    Ok(hits)
+}
