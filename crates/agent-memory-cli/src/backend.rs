@@ -21,11 +21,21 @@ pub(crate) struct Tuning {
     /// The settings of every recall (the configuration file's `[retriever]` table), if
     /// not the library's defaults.
     pub(crate) retriever: Option<RetrieverConfig>,
+    /// The embedding service of the optional embedding channel (the configuration file's
+    /// `[embeddings]` table or the environment), if any.
+    pub(crate) embeddings: Option<agent_memory::models::EmbeddingConfig>,
 }
 
-/// The memory's settings: a capacity per namespace, the batch of recall statistics and
-/// the recall settings, when given.
+/// The memory's settings: a capacity per namespace, the batch of recall statistics, the
+/// recall settings and the embedding service, when given.
 fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure> {
+    let builder = match tuning.embeddings {
+        Some(config) => {
+            let embedder = agent_memory::models::HttpEmbedder::new(config)?;
+            builder.embedder(std::sync::Arc::new(embedder))
+        }
+        None => builder,
+    };
     let builder = match tuning.retriever {
         Some(config) => builder.retriever_config(config),
         None => builder,

@@ -61,6 +61,7 @@ impl Settings {
         let tuning = backend::Tuning {
             max_memories: self.max_memories,
             retriever: self.file.retriever()?,
+            embeddings: self.file.embeddings()?,
             ..tuning
         };
         backend::open(&self.store, self.postgres_schema.as_deref(), tuning).await

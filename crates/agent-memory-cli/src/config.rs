@@ -9,11 +9,18 @@
 //!
 //! [retriever]
 //! drop_time_words = true
+//!
+//! # The optional embedding channel: an OpenAI-compatible /embeddings service.
+//! [embeddings]
+//! base_url = "http://localhost:11434/v1"
+//! model = "nomic-embed-text"
+//! dimension = 768
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use agent_memory::RetrieverConfig;
+use agent_memory::models::EmbeddingConfig;
 use serde::Deserialize;
 
 use crate::failure::Failure;
@@ -57,6 +64,30 @@ pub(crate) struct ConfigFile {
     /// ([`RetrieverConfig`]'s fields, each one left out keeping its default). Read by
     /// [`retriever`](Self::retriever).
     pub(crate) retriever: Option<toml::Table>,
+    /// No flag: the `[embeddings]` table, the service of the optional embedding channel.
+    /// Read by [`embeddings`](Self::embeddings).
+    pub(crate) embeddings: Option<EmbeddingsTable>,
+}
+
+/// The `[embeddings]` table: an OpenAI-compatible `/embeddings` service (OpenAI, Ollama,
+/// vLLM, llama.cpp's server, text-embeddings-inference) that embeds every memory as it is
+/// remembered and every query, so recall also finds memories by meaning. The key is never
+/// in the file: it comes from `AGENT_MEMORY_EMBEDDINGS_API_KEY`, else `OPENAI_API_KEY`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EmbeddingsTable {
+    /// Where the service is, e.g. `http://localhost:11434/v1`.
+    pub(crate) base_url: String,
+    /// The model's name.
+    pub(crate) model: String,
+    /// The length of the model's vectors; an answer of another length is refused.
+    pub(crate) dimension: usize,
+    /// Texts per request at most (the library's default when left out).
+    #[serde(default)]
+    pub(crate) batch_size: Option<usize>,
+    /// Whether `dimension` is sent to the service (models that shorten their vectors).
+    #[serde(default)]
+    pub(crate) send_dimensions: bool,
 }
 
 impl ConfigFile {
@@ -95,7 +126,7 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, sqlite_readers, and a [retriever] table",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, sqlite_readers, a [retriever] table and an [embeddings] table",
             )
         })
     }
@@ -127,6 +158,58 @@ impl ConfigFile {
             .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
         Ok(Some(config))
     }
+}
+
+impl ConfigFile {
+    /// The embedding service, if any: from the environment when
+    /// `AGENT_MEMORY_EMBEDDINGS_BASE_URL` is set (with `_MODEL`, `_DIMENSION` and `_API_KEY`,
+    /// as [`EmbeddingConfig::from_env`] reads them), which replaces the file's
+    /// `[embeddings]` table; else from the table, the key from the environment. `None`
+    /// without either: recall is keyword-only.
+    ///
+    /// # Errors
+    /// Invalid input naming `embeddings.FIELD` for a setting the service cannot take (an
+    /// empty URL or model, a dimension or batch size out of range).
+    pub(crate) fn embeddings(&self) -> Result<Option<EmbeddingConfig>, Failure> {
+        let from_env = std::env::var("AGENT_MEMORY_EMBEDDINGS_BASE_URL")
+            .is_ok_and(|url| !url.trim().is_empty());
+        let config = if from_env {
+            EmbeddingConfig::from_env().map_err(|error| prefixed(error.into()))?
+        } else {
+            let Some(table) = &self.embeddings else {
+                return Ok(None);
+            };
+            let mut config = EmbeddingConfig::new(&table.base_url, &table.model, table.dimension);
+            if let Some(batch_size) = table.batch_size {
+                config.batch_size = batch_size;
+            }
+            config.send_dimensions = table.send_dimensions;
+            config.http.api_key = ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"]
+                .iter()
+                .filter_map(|name| std::env::var(name).ok())
+                .find(|key| !key.trim().is_empty());
+            config
+        };
+        if config.http.base_url.trim().is_empty() {
+            return Err(Failure::invalid("embeddings.base_url", "empty"));
+        }
+        // The service's own checks (model, dimension, batch size), named in the table.
+        agent_memory::models::HttpEmbedder::new(config.clone())
+            .map_err(|error| prefixed(error.into()))?;
+        Ok(Some(config))
+    }
+}
+
+/// `failure` with its field named inside the `[embeddings]` table.
+fn prefixed(mut failure: Failure) -> Failure {
+    if let Some(field) = failure.field.take() {
+        failure.field = Some(if field.starts_with("embeddings") {
+            field
+        } else {
+            format!("embeddings.{field}")
+        });
+    }
+    failure
 }
 
 /// `$XDG_CONFIG_HOME/agent-memory/config.toml`, or `~/.config/agent-memory/config.toml`.

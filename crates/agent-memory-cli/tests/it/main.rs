@@ -3,6 +3,7 @@
 
 mod cli;
 mod conversations;
+mod embeddings;
 mod facts;
 mod http;
 mod mcp;

@@ -1,0 +1,213 @@
+//! The optional embedding channel from the command line: the configuration file's
+//! `[embeddings]` table (or the environment) names an OpenAI-compatible `/embeddings`
+//! service, and recall finds memories by meaning as well as by words.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+
+use crate::support::{TempDir, command, run_json};
+
+/// Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero.
+fn toy_vector(text: &str) -> [f32; 4] {
+    let mut vector = [0.0, 0.0, 0.0, 0.1];
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let slot = match word.to_lowercase().as_str() {
+            "cat" | "kitten" | "dog" | "puppy" | "pet" => 0,
+            "car" | "bike" | "tyres" | "bus" => 1,
+            "cake" | "bread" | "baked" | "cook" => 2,
+            _ => continue,
+        };
+        vector[slot] += 1.0;
+    }
+    vector
+}
+
+/// An `/embeddings` service on a free port, answering every request with [`toy_vector`]s;
+/// runs until the test process ends. Returns its base URL.
+fn toy_service() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let request: serde_json::Value =
+                serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+            let inputs: Vec<String> = match &request["input"] {
+                serde_json::Value::String(text) => vec![text.clone()],
+                serde_json::Value::Array(texts) => texts
+                    .iter()
+                    .map(|text| text.as_str().unwrap_or_default().to_owned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let data: Vec<serde_json::Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(index, text)| {
+                    serde_json::json!({"object": "embedding", "index": index, "embedding": toy_vector(text)})
+                })
+                .collect();
+            let answer = serde_json::json!({"object": "list", "data": data}).to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+fn write_config(dir: &TempDir, text: &str) {
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("config.toml"), text).expect("write the configuration");
+}
+
+/// Lists the store without the embedding service: it must be empty.
+fn assert_nothing_stored(dir: &TempDir) {
+    write_config(dir, "");
+    let (code, listed) = run_json(dir, &["list"]);
+    assert_eq!(code, 0, "{listed}");
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(0),
+        "{listed}"
+    );
+}
+
+fn ids(found: &serde_json::Value) -> Vec<String> {
+    found["results"]
+        .as_array()
+        .map(|results| {
+            results
+                .iter()
+                .filter_map(|hit| hit["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// With the table, a memory is found by a word it does not use; without it, not.
+#[test]
+fn the_embeddings_table_finds_memories_by_meaning() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-table");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let (code, kitten) = run_json(&dir, &["remember", "I adopted a kitten last spring"]);
+    assert_eq!(code, 0, "{kitten}");
+    let (code, _) = run_json(&dir, &["remember", "The car needs new tyres"]);
+    assert_eq!(code, 0);
+    let kitten_id = kitten["id"].as_str().expect("an id").to_owned();
+
+    let (code, found) = run_json(&dir, &["recall", "which cat do I have", "--explain"]);
+    assert_eq!(code, 0, "{found}");
+    // The kitten first; the car's vector is nearly orthogonal to the query's.
+    assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
+    let signals = &found["results"][0]["explanation"]["signals"];
+    let embedding = signals
+        .as_array()
+        .and_then(|signals| signals.iter().find(|signal| signal["name"] == "embedding"))
+        .unwrap_or_else(|| panic!("no embedding signal: {found}"));
+    assert!(embedding["value"].as_f64().unwrap_or(0.0) > 0.9, "{found}");
+
+    // Without the table, recall is keyword-only: "cat" is not "kitten".
+    write_config(&dir, "");
+    let (code, found) = run_json(&dir, &["recall", "which cat do I have"]);
+    assert_eq!(code, 0, "{found}");
+    assert!(ids(&found).is_empty(), "{found}");
+
+    // The environment names the service in place of the table.
+    let output = command(&dir)
+        .env("AGENT_MEMORY_EMBEDDINGS_BASE_URL", &service)
+        .env("AGENT_MEMORY_EMBEDDINGS_MODEL", "toy")
+        .env("AGENT_MEMORY_EMBEDDINGS_DIMENSION", "4")
+        .arg("--store")
+        .arg(dir.path().join("store.db"))
+        .args(["--json", "recall", "which cat do I have"])
+        .output()
+        .expect("run agent-memory");
+    let found: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
+}
+
+/// A table the service cannot take is refused by name before anything is stored.
+#[test]
+fn a_bad_embeddings_table_is_refused_by_name() {
+    let dir = TempDir::new("embeddings-bad");
+    for (table, field) in [
+        (
+            "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"toy\"\ndimension = 0\n",
+            "embeddings.dimension",
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \" \"\ndimension = 4\n",
+            "embeddings.model",
+        ),
+        (
+            "base_url = \"\"\nmodel = \"toy\"\ndimension = 4\n",
+            "embeddings.base_url",
+        ),
+        (
+            "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"toy\"\ndimension = 4\nbatch_size = 0\n",
+            "embeddings.batch_size",
+        ),
+        ("model = \"toy\"\ndimension = 4\n", "config"),
+        (
+            "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"toy\"\ndimension = 4\nkey = \"x\"\n",
+            "config",
+        ),
+    ] {
+        write_config(&dir, &format!("[embeddings]\n{table}"));
+        let (code, found) = run_json(&dir, &["remember", "I adopted a kitten"]);
+        assert_eq!(code, 3, "{table}: {found}");
+        assert_eq!(found["error"]["field"], field, "{table}: {found}");
+    }
+    assert_nothing_stored(&dir);
+}
+
+/// A service that cannot be reached fails the write with a clear error and stores nothing.
+#[test]
+fn an_unreachable_service_fails_the_write_and_stores_nothing() {
+    let dir = TempDir::new("embeddings-down");
+    // A port nothing listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    write_config(
+        &dir,
+        &format!(
+            "[embeddings]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"toy\"\ndimension = 4\n"
+        ),
+    );
+    let (code, found) = run_json(&dir, &["remember", "I adopted a kitten"]);
+    assert_ne!(code, 0, "{found}");
+    assert!(found["error"]["message"].is_string(), "{found}");
+    assert_nothing_stored(&dir);
+}
