@@ -198,6 +198,9 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// What to do when the embedding service failed.
+const EMBEDDINGS_HINT: &str = "check that the embedding service (the configuration file's [embeddings] table, or AGENT_MEMORY_EMBEDDINGS_BASE_URL) is running and reachable, then retry";
+
 impl From<MemoryError> for Failure {
     fn from(error: MemoryError) -> Self {
         let kind = match &error {
@@ -215,10 +218,19 @@ impl From<MemoryError> for Failure {
         };
         let message = error.to_string();
         let field = error.field().map(str::to_owned);
+        // The embedding service's client names its calls `embeddings: ...`: the store is
+        // not the one to check then.
+        let hint = if matches!(kind, ErrorKind::Unavailable | ErrorKind::Timeout)
+            && message.contains("embeddings: ")
+        {
+            EMBEDDINGS_HINT
+        } else {
+            kind.hint()
+        };
         Self {
             kind,
             field,
-            hint: kind.hint().to_owned(),
+            hint: hint.to_owned(),
             message,
         }
     }
@@ -236,5 +248,20 @@ mod tests {
         assert_eq!(failure.exit_code(), ExitCode::InvalidInput);
         let other = Failure::from(MemoryError::invalid("import line 3", "bad"));
         assert_eq!(other.field.as_deref(), Some("import line 3"));
+    }
+
+    #[test]
+    fn an_unreachable_embedding_service_is_named_in_the_hint() {
+        let down = |message: &str| {
+            Failure::from(MemoryError::Unavailable {
+                message: message.to_owned(),
+                source: None,
+            })
+        };
+        let embeddings = down("embeddings: cannot reach http://127.0.0.1:9/v1/embeddings");
+        assert_eq!(embeddings.kind, ErrorKind::Unavailable);
+        assert_eq!(embeddings.hint, EMBEDDINGS_HINT);
+        let store = down("connecting to postgres://db:5432/memory");
+        assert_eq!(store.hint, ErrorKind::Unavailable.hint());
     }
 }

@@ -208,6 +208,12 @@ fn an_unreachable_service_fails_the_write_and_stores_nothing() {
     );
     let (code, found) = run_json(&dir, &["remember", "I adopted a kitten"]);
     assert_ne!(code, 0, "{found}");
-    assert!(found["error"]["message"].is_string(), "{found}");
+    assert_eq!(code, 5, "unavailable: {found}");
+    assert!(
+        found["error"]["hint"]
+            .as_str()
+            .is_some_and(|hint| hint.contains("embedding service")),
+        "{found}"
+    );
     assert_nothing_stored(&dir);
 }
