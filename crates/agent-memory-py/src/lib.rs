@@ -12,6 +12,7 @@
 //! ```
 
 mod convert;
+mod embedder;
 mod errors;
 mod memory;
 mod results;

@@ -40,6 +40,13 @@ use self::arguments::{location, metadata, over_default, records, tagged, tags};
 /// `retriever` (`{"max_results": 20, "min_score": 0.05, ...}`). A key the type does not
 /// have raises `InvalidInputError` for that setting.
 ///
+/// `embedder` turns on the optional embedding channel, so recall also finds memories by
+/// meaning: a callable taking a list of texts and returning one vector per text (with
+/// `embedding_dimension`, the vectors' length), or a dict naming an OpenAI-compatible
+/// `/embeddings` service (`{"base_url": ..., "model": ..., "dimension": ...}`, optionally
+/// `api_key`, `batch_size`, `send_dimensions`). Each memory is embedded as it is
+/// remembered and each query as it is asked; a memory the embedder fails on is not stored.
+///
 /// Every method releases the GIL while the library works, so threads may share one Memory.
 /// Errors raise subclasses of `agent_memory.MemoryError`.
 #[pyclass(frozen, module = "agent_memory", name = "Memory")]
@@ -71,6 +78,8 @@ impl PyMemory {
         facts = None,
         retriever = None,
         single_valued_relations = None,
+        embedder = None,
+        embedding_dimension = None,
     ))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn new(
@@ -83,9 +92,28 @@ impl PyMemory {
         facts: Option<&Bound<'_, PyAny>>,
         retriever: Option<&Bound<'_, PyAny>>,
         single_valued_relations: Option<Vec<String>>,
+        embedder: Option<&Bound<'_, PyAny>>,
+        embedding_dimension: Option<usize>,
     ) -> PyResult<Self> {
         let location = location(store)?;
         let mut builder = Memory::builder();
+        match embedder {
+            Some(embedder) => {
+                builder = builder.embedder(crate::embedder::embedder(
+                    py,
+                    embedder,
+                    embedding_dimension,
+                )?);
+            }
+            None if embedding_dimension.is_some() => {
+                return Err(invalid(
+                    py,
+                    "embedding_dimension",
+                    "given without an embedder",
+                ));
+            }
+            None => {}
+        }
         if eviction.is_some() || check_interval.is_some() {
             let mut config = EvictionConfig::default();
             if let Some(eviction) = eviction {

@@ -2,7 +2,7 @@
 
 import builtins
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, final
@@ -175,6 +175,12 @@ class Memory:
     ``{"policy": "ttl", "ttl_secs": 86400}``...), ``check_interval``, ``decay``,
     ``facts`` and ``retriever`` (a key ``retriever`` does not have raises
     ``InvalidInputError``). Every method releases the GIL while the library works.
+
+    ``embedder`` turns on the embedding channel, so recall also finds memories by meaning:
+    a callable taking a list of texts and returning one vector per text (with
+    ``embedding_dimension``), or a dict naming an OpenAI-compatible ``/embeddings`` service
+    (``{"base_url": ..., "model": ..., "dimension": ...}``). A memory the embedder fails on
+    is not stored.
     """
 
     def __init__(
@@ -188,6 +194,8 @@ class Memory:
         facts: Mapping[str, Any] | None = None,
         retriever: Mapping[str, Any] | None = None,
         single_valued_relations: Sequence[str] | None = None,
+        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | Mapping[str, Any] | None = None,
+        embedding_dimension: int | None = None,
     ) -> None: ...
     @property
     def location(self) -> str:

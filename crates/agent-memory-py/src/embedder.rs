@@ -1,0 +1,163 @@
+//! The optional embedding channel from Python: a Python callable as the
+//! [`EmbeddingProvider`], or an OpenAI-compatible `/embeddings` service named by a dict.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agent_memory::models::{EmbeddingConfig, HttpEmbedder};
+use agent_memory::{EmbeddingProvider, MemoryError};
+use async_trait::async_trait;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde::Deserialize;
+
+use crate::convert::from_python;
+use crate::errors::invalid;
+
+/// A Python callable that takes a list of texts and returns one vector (a sequence of
+/// floats, a NumPy array included) per text, in order. It is called with the GIL held, on
+/// the thread that asked for the embedding (every `Memory` method releases the GIL first).
+pub(crate) struct PyEmbedder {
+    callable: Py<PyAny>,
+    dimension: usize,
+}
+
+impl fmt::Debug for PyEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PyEmbedder")
+            .field("dimension", &self.dimension)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PyEmbedder {
+    /// The vectors of `texts`, as the callable returns them (their count and lengths are
+    /// checked by the library).
+    fn call(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
+        Python::attach(|py| {
+            let returned =
+                self.callable
+                    .call1(py, (texts,))
+                    .map_err(|error| MemoryError::Unavailable {
+                        message: format!("embedder: the callable raised {error}"),
+                        source: None,
+                    })?;
+            returned.extract::<Vec<Vec<f32>>>(py).map_err(|error| {
+                MemoryError::invalid(
+                    "embedding",
+                    format!("the embedder must return one sequence of floats per text: {error}"),
+                )
+            })
+        })
+    }
+}
+
+#[async_trait]
+impl EmbeddingProvider for PyEmbedder {
+    async fn embed(&self, text: &str) -> agent_memory::Result<Vec<f32>> {
+        let mut vectors = self.call(vec![text.to_owned()])?;
+        if vectors.len() != 1 {
+            return Err(MemoryError::invalid(
+                "embedding",
+                format!("the embedder returned {} vectors for 1 text", vectors.len()),
+            ));
+        }
+        Ok(vectors.swap_remove(0))
+    }
+
+    async fn embed_batch(&self, texts: &[&str]) -> agent_memory::Result<Vec<Vec<f32>>> {
+        self.call(texts.iter().map(|text| (*text).to_owned()).collect())
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+}
+
+/// The keys of the dict that names an `/embeddings` service.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Service {
+    base_url: String,
+    model: String,
+    dimension: usize,
+    #[serde(default)]
+    api_key: Option<String>,
+    #[serde(default)]
+    batch_size: Option<usize>,
+    #[serde(default)]
+    send_dimensions: bool,
+}
+
+/// The embedder `Memory(embedder=..., embedding_dimension=...)` names: a callable with its
+/// dimension, or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
+/// `model`, `dimension`; optionally `api_key`, else `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
+/// `OPENAI_API_KEY`, `batch_size`, `send_dimensions`).
+///
+/// # Errors
+/// `InvalidInputError` naming `embedder`, `embedding_dimension` or the dict's key at fault.
+pub(crate) fn embedder(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    dimension: Option<usize>,
+) -> PyResult<Arc<dyn EmbeddingProvider>> {
+    if value.is_instance_of::<PyDict>() {
+        if dimension.is_some() {
+            return Err(invalid(
+                py,
+                "embedding_dimension",
+                "a service's dimension is its dict's `dimension`",
+            ));
+        }
+        let service = from_python::<Service>(value, "embedder")?;
+        let mut config = EmbeddingConfig::new(service.base_url, service.model, service.dimension);
+        if let Some(batch_size) = service.batch_size {
+            config.batch_size = batch_size;
+        }
+        config.send_dimensions = service.send_dimensions;
+        config.http.api_key = service.api_key.or_else(|| {
+            ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"]
+                .iter()
+                .filter_map(|name| std::env::var(name).ok())
+                .find(|key| !key.trim().is_empty())
+        });
+        if config.http.base_url.trim().is_empty() {
+            return Err(invalid(py, "embedder.base_url", "empty"));
+        }
+        let service = HttpEmbedder::new(config).map_err(|error| match error {
+            MemoryError::InvalidInput { field, problem } => {
+                invalid(py, &format!("embedder.{field}"), problem)
+            }
+            other => invalid(py, "embedder", other),
+        })?;
+        return Ok(Arc::new(service));
+    }
+    if !value.is_callable() {
+        return Err(invalid(
+            py,
+            "embedder",
+            "a callable taking a list of texts, or a dict naming an /embeddings service",
+        ));
+    }
+    let dimension = match dimension {
+        Some(dimension) if (1..=65_536).contains(&dimension) => dimension,
+        Some(dimension) => {
+            return Err(invalid(
+                py,
+                "embedding_dimension",
+                format!("{dimension} is outside 1 to 65536"),
+            ));
+        }
+        None => {
+            return Err(invalid(
+                py,
+                "embedding_dimension",
+                "a callable embedder needs the length of its vectors",
+            ));
+        }
+    };
+    Ok(Arc::new(PyEmbedder {
+        callable: value.clone().unbind(),
+        dimension,
+    }))
+}

@@ -1,0 +1,149 @@
+"""The optional embedding channel: a Python callable or an /embeddings service as embedder."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from agent_memory import InvalidInputError, Memory, UnavailableError
+
+# Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero.
+CLASSES = {
+    "cat": 0, "kitten": 0, "dog": 0, "puppy": 0,
+    "car": 1, "bike": 1, "tyres": 1,
+    "cake": 2, "bread": 2, "baked": 2, "cook": 2,
+}
+
+
+def toy(texts: list[str]) -> list[list[float]]:
+    out = []
+    for text in texts:
+        vector = [0.0, 0.0, 0.0, 0.1]
+        for word in text.lower().replace(".", " ").replace("?", " ").split():
+            if word in CLASSES:
+                vector[CLASSES[word]] += 1.0
+        out.append(vector)
+    return out
+
+
+def ids(hits: list) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def test_a_callable_finds_memories_by_meaning() -> None:
+    calls: list[list[str]] = []
+
+    def embedder(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return toy(texts)
+
+    memory = Memory(embedder=embedder, embedding_dimension=4)
+    kitten = memory.remember("u", "I adopted a kitten last spring").id
+    memory.remember("u", "The car needs new tyres")
+    hits = memory.recall("u", "which cat do I have?")
+    assert ids(hits)[0] == kitten
+    assert hits[0].breakdown["channels"] == ["embedding"]
+    assert hits[0].breakdown["signals"]["embedding"]["value"] > 0.9
+    assert any("which cat do I have?" in texts for texts in calls), calls
+
+    plain = Memory()
+    plain.remember("u", "I adopted a kitten last spring")
+    assert ids(plain.recall("u", "which cat do I have?")) == [], "keyword-only: cat is not kitten"
+
+
+def test_a_numpy_like_return_value_is_read() -> None:
+    class Rows:
+        """A sequence of sequences that is no list, as a NumPy array is."""
+
+        def __init__(self, rows: list[list[float]]) -> None:
+            self.rows = rows
+
+        def __len__(self) -> int:
+            return len(self.rows)
+
+        def __getitem__(self, index: int) -> tuple[float, ...]:
+            return tuple(self.rows[index])
+
+    memory = Memory(embedder=lambda texts: Rows(toy(texts)), embedding_dimension=4)
+    kitten = memory.remember("u", "a puppy joined us").id
+    assert ids(memory.recall("u", "dog"))[0] == kitten
+
+
+def test_a_failing_embedder_stores_nothing() -> None:
+    def broken(texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("model not loaded")
+
+    memory = Memory(embedder=broken, embedding_dimension=4)
+    with pytest.raises(UnavailableError, match="model not loaded"):
+        memory.remember("u", "I adopted a kitten")
+    assert memory.list("u") == []
+
+    for bad, what in [
+        (lambda texts: [[1.0, 0.0]] * len(texts), "wrong length"),
+        (lambda texts: [], "no vector"),
+        (lambda texts: [[float("nan"), 0.0, 0.0, 0.0]] * len(texts), "not finite"),
+        (lambda texts: "not vectors", "not a sequence"),
+    ]:
+        memory = Memory(embedder=bad, embedding_dimension=4)
+        with pytest.raises(InvalidInputError) as raised:
+            memory.remember("u", "I adopted a kitten")
+        assert raised.value.field == "embedding", what
+        assert memory.list("u") == [], what
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"embedder": lambda texts: toy(texts)}, "embedding_dimension"),
+        ({"embedder": lambda texts: toy(texts), "embedding_dimension": 0}, "embedding_dimension"),
+        ({"embedding_dimension": 4}, "embedding_dimension"),
+        ({"embedder": 42}, "embedder"),
+        ({"embedder": {"base_url": "http://127.0.0.1:9/v1", "model": "toy"}}, "embedder"),
+        ({"embedder": {"base_url": "http://127.0.0.1:9/v1", "model": "toy", "dimension": 0}},
+         "embedder.dimension"),
+        ({"embedder": {"base_url": "", "model": "toy", "dimension": 4}}, "embedder.base_url"),
+        ({"embedder": {"base_url": "http://127.0.0.1:9/v1", "model": "toy", "dimension": 4,
+                       "key": "x"}}, "embedder"),
+        ({"embedder": {"base_url": "http://127.0.0.1:9/v1", "model": "toy", "dimension": 4},
+          "embedding_dimension": 4}, "embedding_dimension"),
+    ],
+)
+def test_bad_embedder_settings_name_their_field(options: dict, field: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        Memory(**options)
+    assert raised.value.field == field
+
+
+@pytest.fixture
+def service() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            answer = json.dumps({"data": [{"index": i, "embedding": v}
+                                          for i, v in enumerate(toy(texts))]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def test_a_service_dict_finds_memories_by_meaning(service: str) -> None:
+    memory = Memory(embedder={"base_url": service, "model": "toy", "dimension": 4})
+    cake = memory.remember("u", "I baked a chocolate cake for Sam").id
+    memory.remember("u", "The bike has a flat tyre")
+    assert ids(memory.recall("u", "what did I cook?"))[0] == cake
