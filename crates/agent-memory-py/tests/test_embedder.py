@@ -147,3 +147,11 @@ def test_a_service_dict_finds_memories_by_meaning(service: str) -> None:
     cake = memory.remember("u", "I baked a chocolate cake for Sam").id
     memory.remember("u", "The bike has a flat tyre")
     assert ids(memory.recall("u", "what did I cook?"))[0] == cake
+
+
+def test_a_numpy_array_is_read() -> None:
+    np = pytest.importorskip("numpy")
+    memory = Memory(embedder=lambda texts: np.array(toy(texts), dtype=np.float32),
+                    embedding_dimension=4)
+    puppy = memory.remember("u", "a puppy joined us").id
+    assert ids(memory.recall("u", "dog"))[0] == puppy
