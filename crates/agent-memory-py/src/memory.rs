@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use agent_memory::{
-    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity, Memory, MemoryFilter,
-    MemoryItem, PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView,
-    Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
+    DecayConfig, EmbeddingProvider, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity,
+    Memory, MemoryFilter, MemoryItem, PostgresBackend, PostgresOptions, RecallFilter,
+    RecallOptions, RecallView, Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
@@ -53,6 +53,9 @@ use self::arguments::{location, metadata, over_default, records, tagged, tags};
 pub(crate) struct PyMemory {
     inner: Arc<Memory>,
     location: String,
+    /// The embedder the memory was built with, for `put`, which writes to the store
+    /// directly and must embed as `remember` does.
+    embedder: Option<Arc<dyn EmbeddingProvider>>,
 }
 
 impl Drop for PyMemory {
@@ -97,13 +100,11 @@ impl PyMemory {
     ) -> PyResult<Self> {
         let location = location(store)?;
         let mut builder = Memory::builder();
-        match embedder {
+        let embedder = match embedder {
             Some(embedder) => {
-                builder = builder.embedder(crate::embedder::embedder(
-                    py,
-                    embedder,
-                    embedding_dimension,
-                )?);
+                let embedder = crate::embedder::embedder(py, embedder, embedding_dimension)?;
+                builder = builder.embedder(Arc::clone(&embedder));
+                Some(embedder)
             }
             None if embedding_dimension.is_some() => {
                 return Err(invalid(
@@ -112,8 +113,8 @@ impl PyMemory {
                     "given without an embedder",
                 ));
             }
-            None => {}
-        }
+            None => None,
+        };
         if eviction.is_some() || check_interval.is_some() {
             let mut config = EvictionConfig::default();
             if let Some(eviction) = eviction {
@@ -155,6 +156,7 @@ impl PyMemory {
         Ok(Self {
             inner: Arc::new(memory),
             location: describe,
+            embedder,
         })
     }
 
@@ -356,7 +358,8 @@ impl PyMemory {
     /// Stores `text` under `id` in `namespace` as given, replacing the memory with that id
     /// if there is one (its creation time and recall statistics are kept): a key-value
     /// write, without the duplicate and fact reconciliation of `remember` and without an
-    /// eviction pass (`maintain` still bounds the namespace).
+    /// eviction pass (`maintain` still bounds the namespace). With an `embedder`, the text
+    /// is embedded first, as `remember` embeds it; a failure stores nothing.
     #[pyo3(signature = (
         namespace,
         id,
@@ -389,6 +392,7 @@ impl PyMemory {
             .transpose()?;
         let metadata = self::metadata(metadata)?;
         let store = Arc::clone(self.inner.store());
+        let embedder = self.embedder.clone();
         block_on(py, async move {
             agent_memory::backend::validate_metadata(&metadata)?;
             let mut item = MemoryItem::new(namespace.clone(), text)?
@@ -406,6 +410,20 @@ impl PyMemory {
             }
             if let Some(context) = context.filter(|context| !context.trim().is_empty()) {
                 item = item.with_context(context);
+            }
+            if let Some(embedder) = embedder {
+                let vector = embedder.embed(&item.content).await?;
+                if vector.len() != embedder.dimension() {
+                    return Err(agent_memory::MemoryError::invalid(
+                        "embedding",
+                        format!(
+                            "the embedder returned {} values, its dimension is {}",
+                            vector.len(),
+                            embedder.dimension()
+                        ),
+                    ));
+                }
+                item = item.with_embedding(vector)?;
             }
             if let Some(existing) = store.get(&namespace, &item.id).await? {
                 item.created_at = existing.created_at;

@@ -155,3 +155,16 @@ def test_a_numpy_array_is_read() -> None:
                     embedding_dimension=4)
     puppy = memory.remember("u", "a puppy joined us").id
     assert ids(memory.recall("u", "dog"))[0] == puppy
+
+
+def test_put_embeds_as_remember_does() -> None:
+    memory = Memory(embedder=toy, embedding_dimension=4)
+    memory.put("u", "pet", "I adopted a kitten")
+    memory.put("u", "ride", "The bike has a flat tyre")
+    assert ids(memory.recall("u", "which cat do I have?"))[0] == "pet"
+
+    broken = Memory(embedder=lambda texts: [[1.0]] * len(texts), embedding_dimension=4)
+    with pytest.raises(InvalidInputError) as raised:
+        broken.put("u", "pet", "I adopted a kitten")
+    assert raised.value.field == "embedding"
+    assert broken.list("u") == []

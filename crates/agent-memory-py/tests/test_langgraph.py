@@ -253,3 +253,58 @@ def test_a_langgraph_graph_remembers_and_recalls_through_its_store() -> None:
         return await app.ainvoke({"user": "bob", "message": "Do I like sailing?", "recalled": []})
 
     assert "I love sailing" in asyncio.run(asynchronous())["recalled"]
+
+
+def _toy_embed(texts: list[str]) -> list[list[float]]:
+    """Pets, vehicles, and a small constant so no vector is zero."""
+    classes = {"cat": 0, "kitten": 0, "dog": 0, "car": 1, "bike": 1}
+    vectors = []
+    for text in texts:
+        vector = [0.0, 0.0, 0.1]
+        for word in text.lower().replace("?", " ").split():
+            if word in classes:
+                vector[classes[word]] += 1.0
+        vectors.append(vector)
+    return vectors
+
+
+def test_index_embed_searches_by_meaning() -> None:
+    class ToyEmbeddings:
+        """The LangChain Embeddings interface: documents and queries."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return _toy_embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return _toy_embed([text])[0]
+
+    for embed in (_toy_embed, ToyEmbeddings()):
+        store = AgentMemoryStore(index={"dims": 3, "embed": embed, "fields": ["text"]})
+        store.put(("u",), "pet", {"text": "I adopted a kitten"})
+        store.put(("u",), "ride", {"text": "The bike has a flat tyre"})
+        found = store.search(("u",), query="which cat do I have?")
+        assert [item.key for item in found][:1] == ["pet"], embed
+
+    words_only = AgentMemoryStore(index={"fields": ["text"]})
+    words_only.put(("u",), "pet", {"text": "I adopted a kitten"})
+    assert words_only.search(("u",), query="which cat do I have?") == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"index": {"dims": 3, "embed": "openai:text-embedding-3-small"}},
+        {"index": {"dims": 3, "embed": 42}},
+        {"memory": Memory(), "index": {"dims": 3, "embed": _toy_embed}},
+    ],
+)
+def test_index_embed_that_cannot_be_used_is_refused(options: dict) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        AgentMemoryStore(**options)
+    assert raised.value.field == "index.embed"
+
+
+def test_index_embed_without_dims_is_refused() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        AgentMemoryStore(index={"embed": _toy_embed})
+    assert raised.value.field == "embedding_dimension"

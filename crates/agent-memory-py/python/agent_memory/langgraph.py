@@ -54,6 +54,7 @@ from langgraph.store.base import (
 
 from agent_memory._labels import decode_label, encode_label
 from agent_memory._native import Memory, MemoryRecord
+from agent_memory.errors import InvalidInputError
 
 __all__ = ["AgentMemoryStore", "encode_label", "decode_label"]
 
@@ -141,14 +142,39 @@ def _operator(actual: Any, operator: str, operand: Any) -> bool:
     raise ValueError(f"unsupported filter operator: {operator}")
 
 
+def _embedder(embed: Any) -> Any:
+    """The ``embed`` of LangGraph's index config as an embedder ``Memory`` takes: a
+    LangChain ``Embeddings`` by its ``embed_documents``, or a callable as it is."""
+    if isinstance(embed, str):
+        raise InvalidInputError(
+            "invalid input: index.embed: a model name needs LangChain's init_embeddings: pass its result, or a callable",
+            field="index.embed",
+            problem="a model name needs LangChain's init_embeddings: pass its result, or a callable",
+        )
+    documents = getattr(embed, "embed_documents", None)
+    if callable(documents):
+        return lambda texts: documents(list(texts))
+    if callable(embed):
+        return embed
+    raise InvalidInputError(
+        "invalid input: index.embed: a LangChain Embeddings, or a callable taking a list of texts",
+        field="index.embed",
+        problem="a LangChain Embeddings, or a callable taking a list of texts",
+    )
+
+
 class AgentMemoryStore(BaseStore):
     """A LangGraph ``BaseStore`` kept by an agent-memory :class:`~agent_memory.Memory`.
 
     ``memory`` is a :class:`~agent_memory.Memory`, or what ``Memory(...)`` takes (nothing
     for in-process, a SQLite path, a PostgreSQL URL; ``memory_options`` go to it).
     ``prefix`` is a namespace under which every item lives (default: none), so one
-    ``Memory`` can serve a store and other uses. ``index`` is LangGraph's index config;
-    only its ``fields`` are read (no embeddings are computed: search is by words).
+    ``Memory`` can serve a store and other uses. ``index`` is LangGraph's index config:
+    ``fields`` chooses the text of each item; ``embed`` (a LangChain ``Embeddings``, or a
+    callable taking a list of texts and returning one vector per text) with ``dims`` turns
+    on the embedding channel, so ``search`` finds items by meaning as well as by words.
+    Without ``embed``, search is by words. A ``Memory`` given ready-made keeps its own
+    embedder: ``embed`` then raises ``InvalidInputError``.
     ``abatch`` runs ``batch`` in ``executor`` (default: the loop's), with the GIL released
     while the library works.
     """
@@ -164,6 +190,16 @@ class AgentMemoryStore(BaseStore):
         executor: Executor | None = None,
         **memory_options: Any,
     ) -> None:
+        embed = (index or {}).get("embed")
+        if embed is not None:
+            if isinstance(memory, Memory):
+                raise InvalidInputError(
+                    "invalid input: index.embed: give the Memory its embedder (Memory(embedder=...))",
+                    field="index.embed",
+                    problem="give the Memory its embedder (Memory(embedder=...))",
+                )
+            memory_options["embedder"] = _embedder(embed)
+            memory_options["embedding_dimension"] = (index or {}).get("dims")
         self.memory = memory if isinstance(memory, Memory) else Memory(memory, **memory_options)
         self.prefix = (prefix or "").strip("/")
         fields = (index or {}).get("fields")
