@@ -304,7 +304,10 @@ async fn import_mcp(
     items.retain(|item| seen.insert(item.id.clone()));
     observation_count += items.len();
     if !items.is_empty() {
-        memory.store().save_many(items).await?;
+        memory
+            .store()
+            .save_many(observations::embedded(&memory, items).await?)
+            .await?;
     }
     bar.inc(1);
     for (_, relation) in &relations {

@@ -141,6 +141,27 @@ pub(crate) fn to_mcp_relation(relation: &GraphRelation) -> McpRelation {
     }
 }
 
+/// `items` with the vectors the memory's embedder gives their text (unchanged without an
+/// embedder): observations are saved to the store directly, and would otherwise be found
+/// by words only when the embedding channel is on.
+///
+/// # Errors
+/// The embedder's failures; nothing is saved then.
+pub(crate) async fn embedded(
+    memory: &Memory,
+    items: Vec<MemoryItem>,
+) -> Result<Vec<MemoryItem>, Failure> {
+    let texts: Vec<&str> = items.iter().map(|item| item.content.as_str()).collect();
+    let Some(vectors) = memory.embeddings_of(&texts).await? else {
+        return Ok(items);
+    };
+    items
+        .into_iter()
+        .zip(vectors)
+        .map(|(item, vector)| item.with_embedding(vector).map_err(Failure::from))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use agent_memory::{
-    DecayConfig, EmbeddingProvider, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity,
-    Memory, MemoryFilter, MemoryItem, PostgresBackend, PostgresOptions, RecallFilter,
-    RecallOptions, RecallView, Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
+    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity, Memory, MemoryFilter,
+    MemoryItem, PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView,
+    Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
@@ -53,9 +53,6 @@ use self::arguments::{location, metadata, over_default, records, tagged, tags};
 pub(crate) struct PyMemory {
     inner: Arc<Memory>,
     location: String,
-    /// The embedder the memory was built with, for `put`, which writes to the store
-    /// directly and must embed as `remember` does.
-    embedder: Option<Arc<dyn EmbeddingProvider>>,
 }
 
 impl Drop for PyMemory {
@@ -100,11 +97,13 @@ impl PyMemory {
     ) -> PyResult<Self> {
         let location = location(store)?;
         let mut builder = Memory::builder();
-        let embedder = match embedder {
+        match embedder {
             Some(embedder) => {
-                let embedder = crate::embedder::embedder(py, embedder, embedding_dimension)?;
-                builder = builder.embedder(Arc::clone(&embedder));
-                Some(embedder)
+                builder = builder.embedder(crate::embedder::embedder(
+                    py,
+                    embedder,
+                    embedding_dimension,
+                )?);
             }
             None if embedding_dimension.is_some() => {
                 return Err(invalid(
@@ -113,8 +112,8 @@ impl PyMemory {
                     "given without an embedder",
                 ));
             }
-            None => None,
-        };
+            None => {}
+        }
         if eviction.is_some() || check_interval.is_some() {
             let mut config = EvictionConfig::default();
             if let Some(eviction) = eviction {
@@ -156,7 +155,6 @@ impl PyMemory {
         Ok(Self {
             inner: Arc::new(memory),
             location: describe,
-            embedder,
         })
     }
 
@@ -392,7 +390,7 @@ impl PyMemory {
             .transpose()?;
         let metadata = self::metadata(metadata)?;
         let store = Arc::clone(self.inner.store());
-        let embedder = self.embedder.clone();
+        let inner = Arc::clone(&self.inner);
         block_on(py, async move {
             agent_memory::backend::validate_metadata(&metadata)?;
             let mut item = MemoryItem::new(namespace.clone(), text)?
@@ -411,18 +409,7 @@ impl PyMemory {
             if let Some(context) = context.filter(|context| !context.trim().is_empty()) {
                 item = item.with_context(context);
             }
-            if let Some(embedder) = embedder {
-                let vector = embedder.embed(&item.content).await?;
-                if vector.len() != embedder.dimension() {
-                    return Err(agent_memory::MemoryError::invalid(
-                        "embedding",
-                        format!(
-                            "the embedder returned {} values, its dimension is {}",
-                            vector.len(),
-                            embedder.dimension()
-                        ),
-                    ));
-                }
+            if let Some(vector) = inner.embedding_of(&item.content).await? {
                 item = item.with_embedding(vector)?;
             }
             if let Some(existing) = store.get(&namespace, &item.id).await? {

@@ -121,6 +121,39 @@ impl Memory {
             .id)
     }
 
+    /// The vector this memory's embedder gives `text`, checked as
+    /// [`remember_with`](Self::remember_with) checks it (the provider's dimension, finite
+    /// values), or `None` when the memory has no embedder. For callers that write records to
+    /// the store themselves (an import, a key-value write, an edit of a memory's content),
+    /// so that those are found by meaning as remembered ones are.
+    ///
+    /// # Errors
+    /// The embedder's errors; [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput)
+    /// naming `embedding` for a vector of the wrong length or with a value that is not finite.
+    pub async fn embedding_of(&self, text: &str) -> Result<Option<Vec<f32>>> {
+        match self.retriever.embedder() {
+            Some(embedder) => Ok(Some(
+                Box::pin(crate::embedding::embed_checked(&**embedder, text)).await?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// The vectors of `texts` in one batch of the embedder, each checked as by
+    /// [`embedding_of`](Self::embedding_of), or `None` without an embedder.
+    ///
+    /// # Errors
+    /// As [`embedding_of`](Self::embedding_of), and for a batch answered with another count
+    /// of vectors.
+    pub async fn embeddings_of(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
+        match self.retriever.embedder() {
+            Some(embedder) => Ok(Some(
+                Box::pin(crate::embedding::embed_batch_checked(&**embedder, texts)).await?,
+            )),
+            None => Ok(None),
+        }
+    }
+
     /// Remembers with every option, reconciling the new memory with the stored ones (see
     /// [`FactsConfig`](crate::FactsConfig)): a duplicate is merged into the memory it
     /// repeats, a memory with a fact key supersedes the current one of that key, and

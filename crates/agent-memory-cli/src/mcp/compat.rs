@@ -297,7 +297,10 @@ pub(super) async fn call(
                     .is_some_and(|name| fresh.contains(name))
             });
             if !items.is_empty() {
-                memory.store().save_many(items).await?;
+                memory
+                    .store()
+                    .save_many(observations::embedded(memory, items).await?)
+                    .await?;
             }
             Ok(json!({ "entities": created }))
         }
@@ -360,7 +363,10 @@ pub(super) async fn call(
                 results.push(json!({ "entityName": add.entity_name, "addedObservations": added }));
             }
             if !items.is_empty() {
-                memory.store().save_many(items).await?;
+                memory
+                    .store()
+                    .save_many(observations::embedded(memory, items).await?)
+                    .await?;
             }
             Ok(json!({ "results": results }))
         }

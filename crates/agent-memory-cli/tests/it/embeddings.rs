@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 
-use crate::support::{TempDir, command, run_json};
+use crate::support::{Server, TempDir, command, run_json};
 
 /// Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero.
 fn toy_vector(text: &str) -> [f32; 4] {
@@ -97,6 +97,15 @@ fn assert_nothing_stored(dir: &TempDir) {
     );
 }
 
+/// The value of the embedding signal in a hit's explanation (0 without one).
+fn embedding_signal(hit: &serde_json::Value) -> f64 {
+    hit["explanation"]["signals"]
+        .as_array()
+        .and_then(|signals| signals.iter().find(|signal| signal["name"] == "embedding"))
+        .and_then(|signal| signal["value"].as_f64())
+        .unwrap_or(0.0)
+}
+
 fn ids(found: &serde_json::Value) -> Vec<String> {
     found["results"]
         .as_array()
@@ -128,12 +137,7 @@ fn the_embeddings_table_finds_memories_by_meaning() {
     assert_eq!(code, 0, "{found}");
     // The kitten first; the car's vector is nearly orthogonal to the query's.
     assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
-    let signals = &found["results"][0]["explanation"]["signals"];
-    let embedding = signals
-        .as_array()
-        .and_then(|signals| signals.iter().find(|signal| signal["name"] == "embedding"))
-        .unwrap_or_else(|| panic!("no embedding signal: {found}"));
-    assert!(embedding["value"].as_f64().unwrap_or(0.0) > 0.9, "{found}");
+    assert!(embedding_signal(&found["results"][0]) > 0.9, "{found}");
 
     // Without the table, recall is keyword-only: "cat" is not "kitten".
     write_config(&dir, "");
@@ -216,4 +220,78 @@ fn an_unreachable_service_fails_the_write_and_stores_nothing() {
         "{found}"
     );
     assert_nothing_stored(&dir);
+}
+
+/// An edit of a memory's text over HTTP embeds the new text: the old vector described the
+/// old one.
+#[test]
+fn an_edited_memory_is_embedded_again() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-edit");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").display().to_string(),
+    ];
+    let server = Server::start(&dir, &store, &["--no-auth"]);
+    let (status, made) = server.call(
+        "POST",
+        "/v1/memories",
+        None,
+        Some(serde_json::json!({"text": "The car needs new tyres", "namespace": "acme"})),
+    );
+    assert_eq!(status, 201, "{made}");
+    let id = made["id"].as_str().expect("an id").to_owned();
+    let (status, edited) = server.call(
+        "PATCH",
+        &format!("/v1/memories/{id}?namespace=acme"),
+        None,
+        Some(serde_json::json!({"content": "I adopted a kitten", "namespace": "acme"})),
+    );
+    assert_eq!(status, 200, "{edited}");
+    let (status, found) = server.call(
+        "POST",
+        "/v1/recall",
+        None,
+        Some(serde_json::json!({"query": "which cat do I have", "namespace": "acme", "explain": true})),
+    );
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["results"][0]["id"], id.as_str(), "{found}");
+    assert!(
+        embedding_signal(&found["results"][0]) > 0.9,
+        "the new text's vector: {found}"
+    );
+    assert_eq!(server.stop(), Some(0));
+}
+
+/// Observations imported from a `memory.jsonl` are embedded as remembered memories are.
+#[test]
+fn imported_observations_are_embedded() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-import");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let file = dir.path().join("memory.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"entity","name":"Rex","entityType":"animal","observations":["Is a puppy"]}"#,
+            "\n"
+        ),
+    )
+    .expect("write memory.jsonl");
+    let (code, imported) = run_json(&dir, &["import", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{imported}");
+    let (code, found) = run_json(&dir, &["recall", "my dog", "--explain"]);
+    assert_eq!(code, 0, "{found}");
+    let hit = found["results"]
+        .as_array()
+        .and_then(|results| results.iter().find(|hit| hit["text"] == "Is a puppy"))
+        .unwrap_or_else(|| panic!("the observation is found by meaning: {found}"));
+    assert!(embedding_signal(hit) > 0.9, "{found}");
 }

@@ -273,3 +273,33 @@ async fn dialogue_turns_keep_their_embeddings_for_both_channels() {
     assert_eq!(stored.embedding.as_deref(), Some(&[2.0, 0.0, 0.0, 0.0][..]));
     assert_car_found_by_both(&memory, &ns, &ids[0]).await;
 }
+
+#[tokio::test]
+async fn embedding_of_gives_the_vector_remember_stores() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("embedding-of").unwrap();
+    let id = memory.remember(&ns, "I drive a truck").await.unwrap();
+    let stored = memory.store().get(&ns, &id).await.unwrap().unwrap();
+    assert_eq!(
+        memory.embedding_of("I drive a truck").await.unwrap(),
+        stored.embedding
+    );
+    assert_eq!(
+        memory
+            .embeddings_of(&["pizza for dinner", "a sunny day"])
+            .await
+            .unwrap(),
+        Some(vec![vec![0.0, 2.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 1.0]])
+    );
+    let broken = Memory::builder()
+        .embedder(Arc::new(Concepts { dimension: 3 }))
+        .build()
+        .unwrap();
+    assert!(matches!(
+        broken.embedding_of("a car").await,
+        Err(MemoryError::InvalidInput { ref field, .. }) if field == "embedding"
+    ));
+    let plain = Memory::builder().build().unwrap();
+    assert_eq!(plain.embedding_of("a car").await.unwrap(), None);
+    assert_eq!(plain.embeddings_of(&["a car"]).await.unwrap(), None);
+}

@@ -287,7 +287,16 @@ pub(crate) async fn update_memory(
     };
     if let Some(content) = body.content {
         // Checked as a new memory's text is.
-        item.content = MemoryItem::new(namespace.clone(), content)?.content;
+        let content = MemoryItem::new(namespace.clone(), content)?.content;
+        if content != item.content {
+            // The old vector describes the old text: embedded again, or none without an
+            // embedder.
+            item.embedding = None;
+            if let Some(vector) = state.memory.embedding_of(&content).await? {
+                item = item.with_embedding(vector)?;
+            }
+        }
+        item.content = content;
     }
     if let Some(tags) = body.tags {
         item = item.with_tags(tags)?;
