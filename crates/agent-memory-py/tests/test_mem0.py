@@ -171,3 +171,55 @@ def test_async_layer() -> None:
         assert (await m.get_all(user_id="alice"))["results"] == []
 
     asyncio.run(main())
+
+
+def test_an_embedder_searches_by_meaning() -> None:
+    from _toy import serve, toy
+
+    direct = Memory(embedder=toy, embedding_dimension=4)
+    direct.add("I adopted a kitten", user_id="ann")
+    bike = direct.add("The bike has a flat tyre", user_id="ann")["results"][0]["id"]
+    found = direct.search("which cat do I have?", user_id="ann")["results"]
+    assert found[0]["memory"] == "I adopted a kitten"
+    direct.update(bike, "I baked bread")  # embedded again
+    found = direct.search("what did I cook?", user_id="ann")["results"]
+    assert found[0]["memory"] == "I baked bread"
+
+    with serve() as url:
+        configured = Memory.from_config({"embedder": {"provider": "openai", "config": {
+            "openai_base_url": url, "model": "toy", "embedding_dims": 4, "api_key": "k"}}})
+        configured.add("I baked a chocolate cake", user_id="ann")
+        configured.add("The bike has a flat tyre", user_id="ann")
+        found = configured.search("what did I cook?", user_id="ann")["results"]
+        assert found[0]["memory"] == "I baked a chocolate cake"
+
+    words_only = Memory()
+    words_only.add("I adopted a kitten", user_id="ann")
+    assert words_only.search("which cat do I have?", user_id="ann")["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("embedder", "field"),
+    [
+        ("openai", "embedder"),
+        ({"provider": "huggingface", "config": {}}, "embedder.provider"),
+        ({"provider": "ollama", "config": {"model": "nomic-embed-text"}},
+         "embedder.config.embedding_dims"),
+        ({"provider": "lmstudio", "config": {"embedding_dims": 4}}, "embedder.config.model"),
+        ({"provider": "openai", "config": "x"}, "embedder.config"),
+    ],
+)
+def test_an_embedder_config_that_cannot_be_used_is_refused(embedder: object, field: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        Memory.from_config({"embedder": embedder})
+    assert raised.value.field == field
+
+
+def test_ollama_is_reached_through_its_openai_compatible_api() -> None:
+    from agent_memory.mem0 import _embedder_service
+
+    service = _embedder_service({"provider": "ollama", "config": {
+        "model": "nomic-embed-text", "embedding_dims": 768}})
+    assert service == {"base_url": "http://localhost:11434/v1", "model": "nomic-embed-text",
+                       "dimension": 768}
+    assert _embedder_service({"provider": "openai"})["dimension"] == 1536

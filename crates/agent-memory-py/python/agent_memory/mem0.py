@@ -14,7 +14,11 @@ What differs from mem0:
   embeds them; here each message is stored as it is (``infer`` and ``prompt`` are
   ignored), reconciled by the library's rules instead: a repeated statement merges into
   the stored one (event ``NONE``). Search is by words (BM25 with the library's signals),
-  not by embedding similarity, so a query must share words (or their stems) with a memory.
+  so a query must share words (or their stems) with a memory, unless an embedder is
+  given: ``Memory(embedder=..., embedding_dimension=...)`` as :class:`agent_memory.Memory`
+  takes it, or mem0's ``embedder`` config in ``from_config`` (providers ``openai``,
+  ``ollama`` and ``lmstudio``, which serve an OpenAI-compatible ``/embeddings``); then
+  search finds memories by meaning too.
 - **Scores** are the library's, in [0, 1], with ``threshold`` (default 0.05) as the
   minimum; mem0's are similarities.
 - **Ids** are the library's (not UUIDs). ``get``, ``update``, ``delete`` and ``history`` by
@@ -183,6 +187,51 @@ def _exact(conditions: Mapping[str, Any]) -> dict[str, Any]:
     return exact
 
 
+# mem0's embedder providers that serve an OpenAI-compatible /embeddings: the config key of
+# their base URL, its default, and the default model with its dimension.
+_PROVIDERS = {
+    "openai": ("openai_base_url", "https://api.openai.com/v1", "text-embedding-3-small", 1536),
+    "ollama": ("ollama_base_url", "http://localhost:11434", None, None),
+    "lmstudio": ("lmstudio_base_url", "http://localhost:1234/v1", None, None),
+}
+
+
+def _refuse(field: str, problem: str) -> InvalidInputError:
+    return InvalidInputError(f"invalid input: {field}: {problem}", field=field, problem=problem)
+
+
+def _embedder_service(embedder: Any) -> dict[str, Any]:
+    """mem0's ``embedder`` config as the service dict :class:`agent_memory.Memory` takes."""
+    if not isinstance(embedder, Mapping):
+        raise _refuse("embedder", "a dict with provider and config")
+    provider = embedder.get("provider", "openai")
+    if provider not in _PROVIDERS:
+        raise _refuse(
+            "embedder.provider",
+            f"{provider!r} serves no OpenAI-compatible /embeddings; use openai, ollama or "
+            "lmstudio, or give Memory(embedder=...) a callable",
+        )
+    url_key, default_url, default_model, default_dims = _PROVIDERS[provider]
+    settings = embedder.get("config") or {}
+    if not isinstance(settings, Mapping):
+        raise _refuse("embedder.config", "a dict")
+    model = settings.get("model", default_model)
+    if not model:
+        raise _refuse("embedder.config.model", f"the {provider} provider needs a model")
+    dims = settings.get("embedding_dims")
+    if dims is None and model == default_model:
+        dims = default_dims
+    if dims is None:
+        raise _refuse("embedder.config.embedding_dims", "the length of the model's vectors")
+    base_url = str(settings.get(url_key) or default_url).rstrip("/")
+    if provider == "ollama" and not base_url.endswith("/v1"):
+        base_url += "/v1"  # Ollama's OpenAI-compatible API
+    service: dict[str, Any] = {"base_url": base_url, "model": model, "dimension": dims}
+    if settings.get("api_key"):
+        service["api_key"] = settings["api_key"]
+    return service
+
+
 class Memory:
     """mem0's ``Memory`` API on agent-memory. ``store`` is what
     :class:`agent_memory.Memory` takes (nothing: in this process; a SQLite path; a
@@ -202,10 +251,19 @@ class Memory:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None = None) -> Memory:
-        """mem0's constructor from a dict. Only ``store`` (or ``path``) and ``prefix`` are
-        read; the LLM, embedder and vector store settings do not apply."""
+        """mem0's constructor from a dict: ``store`` (or ``path``), ``prefix``, and
+        ``embedder`` (``{"provider": "openai" | "ollama" | "lmstudio", "config": {"model",
+        "embedding_dims", "api_key", "openai_base_url" | "ollama_base_url" |
+        "lmstudio_base_url"}}``). The LLM and vector store settings do not apply."""
         config = dict(config or {})
-        return cls(config.get("store", config.get("path")), prefix=config.get("prefix", "mem0"))
+        options: dict[str, Any] = {}
+        if config.get("embedder") is not None:
+            options["embedder"] = _embedder_service(config["embedder"])
+        return cls(
+            config.get("store", config.get("path")),
+            prefix=config.get("prefix", "mem0"),
+            **options,
+        )
 
     # Scopes.
 
