@@ -9,7 +9,7 @@ use agent_memory::{
 use crate::failure::{ErrorKind, Failure};
 
 /// How the memory is tuned beyond its store.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Tuning {
     /// The capacity of each namespace, if any.
     pub(crate) max_memories: Option<usize>,
@@ -23,17 +23,14 @@ pub(crate) struct Tuning {
     pub(crate) retriever: Option<RetrieverConfig>,
     /// The embedding service of the optional embedding channel (the configuration file's
     /// `[embeddings]` table or the environment), if any.
-    pub(crate) embeddings: Option<agent_memory::models::EmbeddingConfig>,
+    pub(crate) embeddings: Option<agent_memory::models::HttpEmbedder>,
 }
 
 /// The memory's settings: a capacity per namespace, the batch of recall statistics, the
 /// recall settings and the embedding service, when given.
 fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure> {
     let builder = match tuning.embeddings {
-        Some(config) => {
-            let embedder = agent_memory::models::HttpEmbedder::new(config)?;
-            builder.embedder(std::sync::Arc::new(embedder))
-        }
+        Some(embedder) => builder.embedder(std::sync::Arc::new(embedder)),
         None => builder,
     };
     let builder = match tuning.retriever {

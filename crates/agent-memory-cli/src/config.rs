@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_memory::RetrieverConfig;
-use agent_memory::models::EmbeddingConfig;
+use agent_memory::models::{EmbeddingConfig, HttpEmbedder};
 use serde::Deserialize;
 
 use crate::failure::Failure;
@@ -161,16 +161,17 @@ impl ConfigFile {
 }
 
 impl ConfigFile {
-    /// The embedding service, if any: from the environment when
+    /// The client of the embedding service, if any: from the environment when
     /// `AGENT_MEMORY_EMBEDDINGS_BASE_URL` is set (with `_MODEL`, `_DIMENSION` and `_API_KEY`,
     /// as [`EmbeddingConfig::from_env`] reads them), which replaces the file's
     /// `[embeddings]` table; else from the table, the key from the environment. `None`
     /// without either: recall is keyword-only.
     ///
     /// # Errors
-    /// Invalid input naming `embeddings.FIELD` for a setting the service cannot take (an
-    /// empty URL or model, a dimension or batch size out of range).
-    pub(crate) fn embeddings(&self) -> Result<Option<EmbeddingConfig>, Failure> {
+    /// Invalid input naming `embeddings.FIELD` for a setting the service cannot take (a URL
+    /// that is no http:// or https:// URL, an empty model, a dimension or batch size out
+    /// of range).
+    pub(crate) fn embeddings(&self) -> Result<Option<HttpEmbedder>, Failure> {
         let from_env = std::env::var("AGENT_MEMORY_EMBEDDINGS_BASE_URL")
             .is_ok_and(|url| !url.trim().is_empty());
         let config = if from_env {
@@ -184,19 +185,12 @@ impl ConfigFile {
                 config.batch_size = batch_size;
             }
             config.send_dimensions = table.send_dimensions;
-            config.http.api_key = ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"]
-                .iter()
-                .filter_map(|name| std::env::var(name).ok())
-                .find(|key| !key.trim().is_empty());
+            config.http.api_key = EmbeddingConfig::api_key_from_env();
             config
         };
-        if config.http.base_url.trim().is_empty() {
-            return Err(Failure::invalid("embeddings.base_url", "empty"));
-        }
-        // The service's own checks (model, dimension, batch size), named in the table.
-        agent_memory::models::HttpEmbedder::new(config.clone())
-            .map_err(|error| prefixed(error.into()))?;
-        Ok(Some(config))
+        // The service's own checks (URL, model, dimension, batch size), named in the table.
+        let embedder = HttpEmbedder::new(config).map_err(|error| prefixed(error.into()))?;
+        Ok(Some(embedder))
     }
 }
 

@@ -115,15 +115,7 @@ pub(crate) fn embedder(
             config.batch_size = batch_size;
         }
         config.send_dimensions = service.send_dimensions;
-        config.http.api_key = service.api_key.or_else(|| {
-            ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"]
-                .iter()
-                .filter_map(|name| std::env::var(name).ok())
-                .find(|key| !key.trim().is_empty())
-        });
-        if config.http.base_url.trim().is_empty() {
-            return Err(invalid(py, "embedder.base_url", "empty"));
-        }
+        config.http.api_key = service.api_key.or_else(EmbeddingConfig::api_key_from_env);
         let service = HttpEmbedder::new(config).map_err(|error| match error {
             MemoryError::InvalidInput { field, problem } => {
                 invalid(py, &format!("embedder.{field}"), problem)

@@ -11,6 +11,9 @@ use crate::http::{HttpClient, HttpConfig, truncate_chars};
 /// few thousand tokens at most).
 const MAX_TEXT_CHARS: usize = 8000;
 
+/// The environment variables an embedding service's key is read from, in order.
+const API_KEY_VARS: [&str; 2] = ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"];
+
 /// Settings of an [`HttpEmbedder`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -54,6 +57,17 @@ impl EmbeddingConfig {
         }
     }
 
+    /// The key from the environment: `AGENT_MEMORY_EMBEDDINGS_API_KEY`, else
+    /// `OPENAI_API_KEY` (the first set and not empty), as [`from_env`](Self::from_env)
+    /// reads it. For configurations that name the service elsewhere but keep the key out
+    /// of files.
+    pub fn api_key_from_env() -> Option<String> {
+        API_KEY_VARS
+            .iter()
+            .filter_map(|var| std::env::var(var).ok())
+            .find(|key| !key.trim().is_empty())
+    }
+
     /// From the environment: `AGENT_MEMORY_EMBEDDINGS_BASE_URL` (default the OpenAI API),
     /// `AGENT_MEMORY_EMBEDDINGS_MODEL` and `AGENT_MEMORY_EMBEDDINGS_DIMENSION` (default
     /// `text-embedding-3-small`, 1536), the key from `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
@@ -65,7 +79,7 @@ impl EmbeddingConfig {
         let http = HttpConfig::from_env(
             "AGENT_MEMORY_EMBEDDINGS_BASE_URL",
             "https://api.openai.com/v1",
-            &["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"],
+            &API_KEY_VARS,
         );
         let mut config = Self {
             http,
