@@ -15,6 +15,9 @@
 //! base_url = "http://localhost:11434/v1"
 //! model = "nomic-embed-text"
 //! dimension = 768
+//! # nomic-embed-text embeds queries and stored texts in distinct forms.
+//! query_prefix = "search_query: "
+//! document_prefix = "search_document: "
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -88,6 +91,14 @@ pub(crate) struct EmbeddingsTable {
     /// Whether `dimension` is sent to the service (models that shorten their vectors).
     #[serde(default)]
     pub(crate) send_dimensions: bool,
+    /// Put before each recall's query (`"query: "` for E5, `"search_query: "` for
+    /// nomic-embed-text); none when left out.
+    #[serde(default)]
+    pub(crate) query_prefix: String,
+    /// Put before each stored text (`"passage: "`, `"search_document: "`); none when left
+    /// out.
+    #[serde(default)]
+    pub(crate) document_prefix: String,
 }
 
 impl ConfigFile {
@@ -162,8 +173,9 @@ impl ConfigFile {
 
 impl ConfigFile {
     /// The client of the embedding service, if any: from the environment when
-    /// `AGENT_MEMORY_EMBEDDINGS_BASE_URL` is set (with `_MODEL`, `_DIMENSION` and `_API_KEY`,
-    /// as [`EmbeddingConfig::from_env`] reads them), which replaces the file's
+    /// `AGENT_MEMORY_EMBEDDINGS_BASE_URL` is set (with `_MODEL`, `_DIMENSION`,
+    /// `_QUERY_PREFIX`, `_DOCUMENT_PREFIX` and `_API_KEY`, as [`EmbeddingConfig::from_env`]
+    /// reads them), which replaces the file's
     /// `[embeddings]` table; else from the table, the key from the environment. `None`
     /// without either: recall is keyword-only.
     ///
@@ -185,6 +197,8 @@ impl ConfigFile {
                 config.batch_size = batch_size;
             }
             config.send_dimensions = table.send_dimensions;
+            config.query_prefix.clone_from(&table.query_prefix);
+            config.document_prefix.clone_from(&table.document_prefix);
             config.http.api_key = EmbeddingConfig::api_key_from_env();
             config
         };

@@ -19,6 +19,9 @@ use crate::errors::invalid;
 /// the thread that asked for the embedding (every `Memory` method releases the GIL first).
 pub(crate) struct PyEmbedder {
     callable: Py<PyAny>,
+    /// A recall's query's embedder, taking one text and returning one vector: the
+    /// `embed_query` of a LangChain `Embeddings`. `None`: the query goes through `callable`.
+    query: Option<Py<PyAny>>,
     dimension: usize,
 }
 
@@ -69,6 +72,27 @@ impl EmbeddingProvider for PyEmbedder {
         self.call(texts.iter().map(|text| (*text).to_owned()).collect())
     }
 
+    async fn embed_query(&self, query: &str) -> agent_memory::Result<Vec<f32>> {
+        let Some(embed_query) = &self.query else {
+            return self.embed(query).await;
+        };
+        Python::attach(|py| {
+            let returned =
+                embed_query
+                    .call1(py, (query,))
+                    .map_err(|error| MemoryError::Unavailable {
+                        message: format!("embedder: embed_query raised {error}"),
+                        source: None,
+                    })?;
+            returned.extract::<Vec<f32>>(py).map_err(|error| {
+                MemoryError::invalid(
+                    "embedding",
+                    format!("embed_query must return one sequence of floats: {error}"),
+                )
+            })
+        })
+    }
+
     fn dimension(&self) -> usize {
         self.dimension
     }
@@ -87,12 +111,18 @@ struct Service {
     batch_size: Option<usize>,
     #[serde(default)]
     send_dimensions: bool,
+    #[serde(default)]
+    query_prefix: String,
+    #[serde(default)]
+    document_prefix: String,
 }
 
 /// The embedder `Memory(embedder=..., embedding_dimension=...)` names: a callable with its
-/// dimension, or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
+/// dimension; an object with `embed_documents` and `embed_query` (a LangChain
+/// `Embeddings`: stored texts through the first, a recall's query through the second) with
+/// its dimension; or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
 /// `model`, `dimension`; optionally `api_key`, else `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
-/// `OPENAI_API_KEY`, `batch_size`, `send_dimensions`).
+/// `OPENAI_API_KEY`, `batch_size`, `send_dimensions`, `query_prefix`, `document_prefix`).
 ///
 /// # Errors
 /// `InvalidInputError` naming `embedder`, `embedding_dimension` or the dict's key at fault.
@@ -115,6 +145,8 @@ pub(crate) fn embedder(
             config.batch_size = batch_size;
         }
         config.send_dimensions = service.send_dimensions;
+        config.query_prefix = service.query_prefix;
+        config.document_prefix = service.document_prefix;
         config.http.api_key = service.api_key.or_else(EmbeddingConfig::api_key_from_env);
         let service = HttpEmbedder::new(config).map_err(|error| match error {
             MemoryError::InvalidInput { field, problem } => {
@@ -124,13 +156,23 @@ pub(crate) fn embedder(
         })?;
         return Ok(Arc::new(service));
     }
-    if !value.is_callable() {
-        return Err(invalid(
-            py,
-            "embedder",
-            "a callable taking a list of texts, or a dict naming an /embeddings service",
-        ));
-    }
+    // A LangChain `Embeddings` (or anything shaped like one): its two methods.
+    let methods = (
+        callable_attribute(value, "embed_documents")?,
+        callable_attribute(value, "embed_query")?,
+    );
+    let (callable, query) = match methods {
+        (Some(documents), Some(query)) => (documents, Some(query)),
+        _ if value.is_callable() => (value.clone(), None),
+        _ => {
+            return Err(invalid(
+                py,
+                "embedder",
+                "a callable taking a list of texts, an object with embed_documents and \
+                 embed_query, or a dict naming an /embeddings service",
+            ));
+        }
+    };
     let dimension = match dimension {
         Some(dimension) if (1..=65_536).contains(&dimension) => dimension,
         Some(dimension) => {
@@ -144,12 +186,25 @@ pub(crate) fn embedder(
             return Err(invalid(
                 py,
                 "embedding_dimension",
-                "a callable embedder needs the length of its vectors",
+                "an embedder that is no service needs the length of its vectors",
             ));
         }
     };
     Ok(Arc::new(PyEmbedder {
-        callable: value.clone().unbind(),
+        callable: callable.unbind(),
+        query: query.map(Bound::unbind),
         dimension,
     }))
+}
+
+/// `value.name` when it exists and is callable.
+fn callable_attribute<'py>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !value.hasattr(name)? {
+        return Ok(None);
+    }
+    let attribute = value.getattr(name)?;
+    Ok(attribute.is_callable().then_some(attribute))
 }

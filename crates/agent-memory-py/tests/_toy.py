@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-# Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero.
+# Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero. A
+# text in the query form (put after "query: ") reads "animal" as a pet, as a model with
+# distinct query and document forms reads a query differently.
 CLASSES = {
     "cat": 0, "kitten": 0, "dog": 0, "puppy": 0,
     "car": 1, "bike": 1, "tyres": 1,
@@ -21,9 +23,12 @@ def toy(texts: list[str]) -> list[list[float]]:
     out = []
     for text in texts:
         vector = [0.0, 0.0, 0.0, 0.1]
+        query_form = text.startswith("query: ")
         for word in text.lower().replace(".", " ").replace("?", " ").split():
             if word in CLASSES:
                 vector[CLASSES[word]] += 1.0
+            elif word == "animal" and query_form:
+                vector[0] += 1.0
         out.append(vector)
     return out
 

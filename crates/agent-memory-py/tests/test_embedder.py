@@ -111,6 +111,71 @@ def test_a_service_dict_finds_memories_by_meaning(service: str) -> None:
     assert ids(memory.recall("u", "what did I cook?"))[0] == cake
 
 
+class QueryForm:
+    """Shaped as a LangChain ``Embeddings``: stored texts and queries in distinct forms."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return toy(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return toy([f"query: {text}"])[0]
+
+
+def test_an_embeddings_object_embeds_queries_in_their_form() -> None:
+    model = QueryForm()
+    memory = Memory(embedder=model, embedding_dimension=4)
+    kitten = memory.remember("u", "I adopted a kitten last spring").id
+    memory.remember("u", "The car needs new tyres")
+    hits = memory.recall("u", "which animal do I have?")
+    assert ids(hits)[0] == kitten
+    assert hits[0].breakdown["signals"]["embedding"]["value"] > 0.9
+    assert model.queries == ["which animal do I have?"]
+
+    # The same model's documents form for the query finds no pet.
+    memory = Memory(embedder=model.embed_documents, embedding_dimension=4)
+    memory.remember("u", "I adopted a kitten last spring")
+    hits = memory.recall("u", "which animal do I have?")
+    assert all(hit.breakdown["signals"].get("embedding", {}).get("value", 0.0) < 0.5 for hit in hits)
+
+
+def test_a_failing_embed_query_fails_the_recall() -> None:
+    class Broken(QueryForm):
+        def embed_query(self, text: str) -> list[float]:
+            raise RuntimeError("query model not loaded")
+
+    memory = Memory(embedder=Broken(), embedding_dimension=4)
+    memory.remember("u", "I adopted a kitten")
+    with pytest.raises(UnavailableError, match="query model not loaded"):
+        memory.recall("u", "which animal?")
+
+    class Short(QueryForm):
+        def embed_query(self, text: str) -> list[float]:
+            return [1.0]
+
+    memory = Memory(embedder=Short(), embedding_dimension=4)
+    memory.remember("u", "I adopted a kitten")
+    with pytest.raises(InvalidInputError) as raised:
+        memory.recall("u", "which animal?")
+    assert raised.value.field == "embedding"
+
+
+def test_a_service_dict_takes_query_and_document_prefixes(service: str) -> None:
+    settings = {"base_url": service, "model": "toy", "dimension": 4}
+    memory = Memory(embedder={**settings, "query_prefix": "query: ", "document_prefix": "passage: "})
+    kitten = memory.remember("u", "I adopted a kitten last spring").id
+    memory.remember("u", "The bike has a flat tyre")
+    assert ids(memory.recall("u", "which animal do I have?"))[0] == kitten
+
+    memory = Memory(embedder=settings)
+    memory.remember("u", "I adopted a kitten last spring")
+    hits = memory.recall("u", "which animal do I have?")
+    assert all(hit.breakdown["signals"].get("embedding", {}).get("value", 0.0) < 0.5 for hit in hits)
+
+
 def test_a_numpy_array_is_read() -> None:
     np = pytest.importorskip("numpy")
     memory = Memory(embedder=lambda texts: np.array(toy(texts), dtype=np.float32),

@@ -290,6 +290,29 @@ def test_index_embed_searches_by_meaning() -> None:
     assert words_only.search(("u",), query="which cat do I have?") == []
 
 
+def test_index_embed_queries_through_embed_query() -> None:
+    class QueryForm:
+        """A model whose query form reads "animal" as a pet; its documents form does not."""
+
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return _toy_embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            self.queries.append(text)
+            return _toy_embed([text.replace("animal", "cat")])[0]
+
+    model = QueryForm()
+    store = AgentMemoryStore(index={"dims": 3, "embed": model, "fields": ["text"]})
+    store.put(("u",), "pet", {"text": "I adopted a kitten"})
+    store.put(("u",), "ride", {"text": "The bike has a flat tyre"})
+    found = store.search(("u",), query="which animal do I have?")
+    assert [item.key for item in found][:1] == ["pet"]
+    assert model.queries == ["which animal do I have?"]
+
+
 @pytest.mark.parametrize(
     "options",
     [

@@ -29,9 +29,15 @@ impl<T: KeywordExtractor + ?Sized> KeywordExtractor for Box<T> {
 
 /// Turns text into vectors, for the optional embedding channel. agent-memory ships no model;
 /// implement this over the model or service you use.
+///
+/// Stored texts go through [`embed`](Self::embed) and [`embed_batch`](Self::embed_batch),
+/// a recall's query through [`embed_query`](Self::embed_query). Models trained with
+/// distinct forms for the two (E5's `query: ` and `passage: `, nomic-embed-text's
+/// `search_query: ` and `search_document: `, BGE's query instruction) find less when a
+/// query is embedded as a stored text; override `embed_query` for them.
 #[async_trait]
 pub trait EmbeddingProvider: Send + Sync + Debug + 'static {
-    /// The embedding of one text, of length [`dimension`](Self::dimension).
+    /// The embedding of one stored text, of length [`dimension`](Self::dimension).
     ///
     /// # Errors
     /// Whatever the model or service reports, mapped to a [`MemoryError`](crate::MemoryError).
@@ -49,6 +55,16 @@ pub trait EmbeddingProvider: Send + Sync + Debug + 'static {
         Ok(out)
     }
 
+    /// The embedding of a search query, compared with the stored texts' embeddings. The
+    /// default embeds it as a stored text ([`embed`](Self::embed)), which is right for
+    /// symmetric models (OpenAI's, MiniLM).
+    ///
+    /// # Errors
+    /// As [`embed`](Self::embed).
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed(query).await
+    }
+
     /// The length of every vector this provider returns.
     fn dimension(&self) -> usize;
 }
@@ -60,6 +76,9 @@ impl<T: EmbeddingProvider + ?Sized> EmbeddingProvider for Arc<T> {
     }
     async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         (**self).embed_batch(texts).await
+    }
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        (**self).embed_query(query).await
     }
     fn dimension(&self) -> usize {
         (**self).dimension()
@@ -73,6 +92,9 @@ impl<T: EmbeddingProvider + ?Sized> EmbeddingProvider for Box<T> {
     }
     async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         (**self).embed_batch(texts).await
+    }
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        (**self).embed_query(query).await
     }
     fn dimension(&self) -> usize {
         (**self).dimension()

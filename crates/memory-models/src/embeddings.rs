@@ -11,6 +11,9 @@ use crate::http::{HttpClient, HttpConfig, truncate_chars};
 /// few thousand tokens at most).
 const MAX_TEXT_CHARS: usize = 8000;
 
+/// The longest query or document prefix taken, in characters (an instruction is a sentence).
+const MAX_PREFIX_CHARS: usize = 1000;
+
 /// The environment variables an embedding service's key is read from, in order.
 const API_KEY_VARS: [&str; 2] = ["AGENT_MEMORY_EMBEDDINGS_API_KEY", "OPENAI_API_KEY"];
 
@@ -32,6 +35,15 @@ pub struct EmbeddingConfig {
     /// Sent as `dimensions` (models that can shorten their vectors, such as OpenAI's
     /// `text-embedding-3-*`); default off.
     pub send_dimensions: bool,
+    /// Put before a recall's query (default none): `"query: "` for E5 models,
+    /// `"search_query: "` for nomic-embed-text, BGE's instruction for English
+    /// (`"Represent this sentence for searching relevant passages: "`). Models trained with
+    /// such forms find less without them; symmetric models (OpenAI's, MiniLM) need none.
+    pub query_prefix: String,
+    /// Put before every stored text (default none): `"passage: "` for E5 models,
+    /// `"search_document: "` for nomic-embed-text. Changing it, like changing the model,
+    /// calls for the stored texts to be embedded again.
+    pub document_prefix: String,
 }
 
 impl Default for EmbeddingConfig {
@@ -42,6 +54,8 @@ impl Default for EmbeddingConfig {
             dimension: 1536,
             batch_size: 64,
             send_dimensions: false,
+            query_prefix: String::new(),
+            document_prefix: String::new(),
         }
     }
 }
@@ -70,8 +84,9 @@ impl EmbeddingConfig {
 
     /// From the environment: `AGENT_MEMORY_EMBEDDINGS_BASE_URL` (default the OpenAI API),
     /// `AGENT_MEMORY_EMBEDDINGS_MODEL` and `AGENT_MEMORY_EMBEDDINGS_DIMENSION` (default
-    /// `text-embedding-3-small`, 1536), the key from `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
-    /// else `OPENAI_API_KEY`.
+    /// `text-embedding-3-small`, 1536), `AGENT_MEMORY_EMBEDDINGS_QUERY_PREFIX` and
+    /// `AGENT_MEMORY_EMBEDDINGS_DOCUMENT_PREFIX` (default none), the key from
+    /// `AGENT_MEMORY_EMBEDDINGS_API_KEY` or else `OPENAI_API_KEY`.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `dimension` when the variable is not a number.
@@ -89,6 +104,12 @@ impl EmbeddingConfig {
             && !model.trim().is_empty()
         {
             config.model = model;
+        }
+        if let Ok(prefix) = std::env::var("AGENT_MEMORY_EMBEDDINGS_QUERY_PREFIX") {
+            config.query_prefix = prefix;
+        }
+        if let Ok(prefix) = std::env::var("AGENT_MEMORY_EMBEDDINGS_DOCUMENT_PREFIX") {
+            config.document_prefix = prefix;
         }
         if let Ok(dimension) = std::env::var("AGENT_MEMORY_EMBEDDINGS_DIMENSION") {
             config.dimension = dimension.trim().parse().map_err(|_| {
@@ -143,17 +164,34 @@ impl HttpEmbedder {
                 "must be between 1 and 2048",
             ));
         }
+        for (field, prefix) in [
+            ("query_prefix", &config.query_prefix),
+            ("document_prefix", &config.document_prefix),
+        ] {
+            if prefix.chars().count() > MAX_PREFIX_CHARS {
+                return Err(MemoryError::invalid(
+                    field,
+                    format!("longer than {MAX_PREFIX_CHARS} characters"),
+                ));
+            }
+        }
         Ok(Self {
             client: HttpClient::new(config.http.clone())?,
             config,
         })
     }
 
-    /// One request for `texts` (at most a batch).
-    async fn request(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let input: Vec<&str> = texts
+    /// One request for `texts` (at most a batch), each put after `prefix`.
+    async fn request(&self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>> {
+        let input: Vec<String> = texts
             .iter()
-            .map(|text| truncate_chars(text, MAX_TEXT_CHARS))
+            .map(|text| {
+                let text = truncate_chars(text, MAX_TEXT_CHARS);
+                let mut input = String::with_capacity(prefix.len() + text.len());
+                input.push_str(prefix);
+                input.push_str(text);
+                input
+            })
             .collect();
         let mut body = json!({"model": self.config.model, "input": input});
         if self.config.send_dimensions {
@@ -206,24 +244,33 @@ impl HttpEmbedder {
         // Every slot is filled: as many distinct in-range indexes as texts.
         Ok(out.into_iter().flatten().collect())
     }
-}
 
-#[async_trait]
-impl EmbeddingProvider for HttpEmbedder {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
-        let mut vectors = self.request(&[text]).await?;
+    /// The vector of one text put after `prefix`.
+    async fn one(&self, text: &str, prefix: &str) -> Result<Vec<f32>> {
+        let mut vectors = self.request(&[text], prefix).await?;
         vectors.pop().ok_or_else(|| MemoryError::Serialization {
             message: "embeddings: no vector".to_owned(),
             source: None,
         })
     }
+}
+
+#[async_trait]
+impl EmbeddingProvider for HttpEmbedder {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        self.one(text, &self.config.document_prefix).await
+    }
 
     async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(self.config.batch_size) {
-            out.extend(self.request(chunk).await?);
+            out.extend(self.request(chunk, &self.config.document_prefix).await?);
         }
         Ok(out)
+    }
+
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.one(query, &self.config.query_prefix).await
     }
 
     fn dimension(&self) -> usize {

@@ -36,6 +36,20 @@ pub(crate) async fn embed_checked(
     Ok(vector)
 }
 
+/// The query `query` embedded by `provider` ([`embed_query`](EmbeddingProvider::embed_query),
+/// the query's form for models with distinct forms), checked as by [`embed_checked`].
+///
+/// # Errors
+/// As [`embed_checked`].
+pub(crate) async fn embed_query_checked(
+    provider: &dyn EmbeddingProvider,
+    query: &str,
+) -> Result<Vec<f32>> {
+    let vector = provider.embed_query(query).await?;
+    check(provider, &vector)?;
+    Ok(vector)
+}
+
 /// `texts` embedded by `provider` in one [`embed_batch`](EmbeddingProvider::embed_batch)
 /// call, each vector checked as by [`embed_checked`], and as many vectors as texts.
 ///

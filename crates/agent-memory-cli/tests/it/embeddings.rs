@@ -7,12 +7,16 @@ use std::net::TcpListener;
 
 use crate::support::{Server, TempDir, command, run_json};
 
-/// Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero.
+/// Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero. A
+/// text in the query form (put after `query: `) reads "animal" as a pet, as a model with
+/// distinct query and document forms reads a query differently.
 fn toy_vector(text: &str) -> [f32; 4] {
+    let query_form = text.starts_with("query: ");
     let mut vector = [0.0, 0.0, 0.0, 0.1];
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         let slot = match word.to_lowercase().as_str() {
             "cat" | "kitten" | "dog" | "puppy" | "pet" => 0,
+            "animal" if query_form => 0,
             "car" | "bike" | "tyres" | "bus" => 1,
             "cake" | "bread" | "baked" | "cook" => 2,
             _ => continue,
@@ -160,6 +164,37 @@ fn the_embeddings_table_finds_memories_by_meaning() {
     assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
 }
 
+/// `query_prefix` and `document_prefix` reach the service: a query in the model's query
+/// form finds what the same words without it do not.
+#[test]
+fn the_table_prefixes_queries_and_stored_texts() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-prefixes");
+    let table = format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n");
+    write_config(
+        &dir,
+        &format!("{table}query_prefix = \"query: \"\ndocument_prefix = \"passage: \"\n"),
+    );
+    let (code, kitten) = run_json(&dir, &["remember", "I adopted a kitten last spring"]);
+    assert_eq!(code, 0, "{kitten}");
+    let (code, _) = run_json(&dir, &["remember", "The car needs new tyres"]);
+    assert_eq!(code, 0);
+    let kitten_id = kitten["id"].as_str().expect("an id").to_owned();
+    let (code, found) = run_json(&dir, &["recall", "which animal do I have", "--explain"]);
+    assert_eq!(code, 0, "{found}");
+    assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
+    assert!(embedding_signal(&found["results"][0]) > 0.9, "{found}");
+
+    // The same query without the prefix is in no pet's direction.
+    write_config(&dir, &table);
+    let (code, found) = run_json(&dir, &["recall", "which animal do I have", "--explain"]);
+    assert_eq!(code, 0, "{found}");
+    assert!(
+        ids(&found).first() != Some(&kitten_id) || embedding_signal(&found["results"][0]) < 0.5,
+        "{found}"
+    );
+}
+
 /// A table the service cannot take is refused by name before anything is stored.
 #[test]
 fn a_bad_embeddings_table_is_refused_by_name() {
@@ -182,6 +217,13 @@ fn a_bad_embeddings_table_is_refused_by_name() {
             "embeddings.batch_size",
         ),
         ("model = \"toy\"\ndimension = 4\n", "config"),
+        (
+            &*format!(
+                "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"toy\"\ndimension = 4\nquery_prefix = \"{}\"\n",
+                "x".repeat(1001)
+            ),
+            "embeddings.query_prefix",
+        ),
         (
             "base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"toy\"\ndimension = 4\nkey = \"x\"\n",
             "config",

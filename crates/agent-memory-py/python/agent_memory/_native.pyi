@@ -5,7 +5,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, final
+from typing import Any, Literal, Protocol, final
 
 __version__: str
 
@@ -13,6 +13,12 @@ Time = datetime | str | float
 """A time: a ``datetime`` (naive ones are UTC), an RFC 3339 string, or epoch seconds."""
 
 Kind = Literal["short_term", "long_term", "episodic", "semantic"]
+
+class _Embeddings(Protocol):
+    """An embedder with a query form, as a LangChain ``Embeddings`` has."""
+
+    def embed_documents(self, texts: list[str]) -> Sequence[Sequence[float]]: ...
+    def embed_query(self, text: str) -> Sequence[float]: ...
 
 @final
 class MemoryRecord:
@@ -178,9 +184,13 @@ class Memory:
 
     ``embedder`` turns on the embedding channel, so recall also finds memories by meaning:
     a callable taking a list of texts and returning one vector per text (with
-    ``embedding_dimension``), or a dict naming an OpenAI-compatible ``/embeddings`` service
-    (``{"base_url": ..., "model": ..., "dimension": ...}``). A memory the embedder fails on
-    is not stored.
+    ``embedding_dimension``); an object with ``embed_documents`` and ``embed_query``, such
+    as a LangChain ``Embeddings`` (stored texts through the first, a recall's query through
+    the second, as models with distinct query and document forms need; with
+    ``embedding_dimension``); or a dict naming an OpenAI-compatible ``/embeddings`` service
+    (``{"base_url": ..., "model": ..., "dimension": ...}``, optionally ``"query_prefix":
+    "query: "`` and ``"document_prefix": "passage: "`` for such models). A memory the
+    embedder fails on is not stored.
     """
 
     def __init__(
@@ -194,7 +204,7 @@ class Memory:
         facts: Mapping[str, Any] | None = None,
         retriever: Mapping[str, Any] | None = None,
         single_valued_relations: Sequence[str] | None = None,
-        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | Mapping[str, Any] | None = None,
+        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | _Embeddings | Mapping[str, Any] | None = None,
         embedding_dimension: int | None = None,
     ) -> None: ...
     @property

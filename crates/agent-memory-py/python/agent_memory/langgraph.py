@@ -144,7 +144,9 @@ def _operator(actual: Any, operator: str, operand: Any) -> bool:
 
 def _embedder(embed: Any) -> Any:
     """The ``embed`` of LangGraph's index config as an embedder ``Memory`` takes: a
-    LangChain ``Embeddings`` by its ``embed_documents``, or a callable as it is."""
+    LangChain ``Embeddings`` as it is (stored texts through its ``embed_documents``, a
+    search's query through its ``embed_query``), an object with ``embed_documents`` only by
+    that method, or a callable as it is."""
     if isinstance(embed, str):
         raise InvalidInputError(
             "invalid input: index.embed: a model name needs LangChain's init_embeddings: pass its result, or a callable",
@@ -152,6 +154,8 @@ def _embedder(embed: Any) -> Any:
             problem="a model name needs LangChain's init_embeddings: pass its result, or a callable",
         )
     documents = getattr(embed, "embed_documents", None)
+    if callable(documents) and callable(getattr(embed, "embed_query", None)):
+        return embed
     if callable(documents):
         return lambda texts: documents(list(texts))
     if callable(embed):

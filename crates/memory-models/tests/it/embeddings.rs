@@ -105,3 +105,63 @@ fn invalid_settings_name_the_field() {
         Some("batch_size")
     );
 }
+
+#[tokio::test]
+async fn queries_and_stored_texts_get_their_prefixes() {
+    let server = serve(vec![
+        answer(&[(0, vec![1.0, 0.0]), (1, vec![0.0, 1.0])]),
+        answer(&[(0, vec![1.0, 0.0])]),
+        answer(&[(0, vec![0.5, 0.5])]),
+    ])
+    .await;
+    let mut config = EmbeddingConfig::new(format!("{}/v1", server.base), "e5-small", 2);
+    config.query_prefix = "query: ".to_owned();
+    config.document_prefix = "passage: ".to_owned();
+    let provider = HttpEmbedder::new(config).unwrap();
+    provider
+        .embed_batch(&["I adopted a kitten", "a"])
+        .await
+        .unwrap();
+    provider.embed("b").await.unwrap();
+    provider.embed_query("which cat do I have").await.unwrap();
+    let inputs: Vec<serde_json::Value> = server
+        .requests()
+        .into_iter()
+        .map(|request| request.body["input"].clone())
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            serde_json::json!(["passage: I adopted a kitten", "passage: a"]),
+            serde_json::json!(["passage: b"]),
+            serde_json::json!(["query: which cat do I have"]),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn without_prefixes_a_query_is_sent_as_written() {
+    let server = serve(vec![answer(&[(0, vec![1.0, 0.0])])]).await;
+    let provider = embedder(&server.base, 2, 8);
+    provider.embed_query("which cat").await.unwrap();
+    assert_eq!(
+        server.requests()[0].body["input"],
+        serde_json::json!(["which cat"])
+    );
+}
+
+#[test]
+fn an_overlong_prefix_is_refused_by_name() {
+    let mut config = EmbeddingConfig::new("http://127.0.0.1:9/v1", "m", 4);
+    config.query_prefix = "x".repeat(1001);
+    assert_eq!(
+        HttpEmbedder::new(config).unwrap_err().field(),
+        Some("query_prefix")
+    );
+    let mut config = EmbeddingConfig::new("http://127.0.0.1:9/v1", "m", 4);
+    config.document_prefix = "x".repeat(1001);
+    assert_eq!(
+        HttpEmbedder::new(config).unwrap_err().field(),
+        Some("document_prefix")
+    );
+}

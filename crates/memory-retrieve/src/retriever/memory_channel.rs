@@ -239,7 +239,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         }
         Some(embedder) => {
             let semantic = async {
-                let vector = crate::embedding::embed_checked(embedder, request.query).await?;
+                let vector = crate::embedding::embed_query_checked(embedder, request.query).await?;
                 let hits = memory
                     .search_similar(&search.filter, &vector, request.candidates)
                     .await?;

@@ -303,3 +303,72 @@ async fn embedding_of_gives_the_vector_remember_stores() {
     assert_eq!(plain.embedding_of("a car").await.unwrap(), None);
     assert_eq!(plain.embeddings_of(&["a car"]).await.unwrap(), None);
 }
+
+/// A model with distinct query and document forms: a stored text lies along the axis of
+/// what it tells ("kitten"), a query along the axis of what it asks about ("cat"), so a
+/// query embedded as a stored text points nowhere near the memory it asks for.
+#[derive(Debug)]
+struct QueryForm;
+
+fn axis(found: bool) -> Vec<f32> {
+    if found {
+        vec![1.0, 0.0]
+    } else {
+        vec![0.0, 1.0]
+    }
+}
+
+#[async_trait]
+impl EmbeddingProvider for QueryForm {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(axis(text.contains("kitten")))
+    }
+
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        Ok(axis(query.contains("cat")))
+    }
+
+    fn dimension(&self) -> usize {
+        2
+    }
+}
+
+/// Stored texts are embedded in the document form (`embed`), a recall's query in the query
+/// form (`embed_query`).
+#[tokio::test]
+async fn a_query_is_embedded_in_its_own_form() {
+    let memory = Memory::builder()
+        .embedder(Arc::new(QueryForm))
+        .build()
+        .expect("a memory");
+    let ns = Namespace::parse("user/query-form").expect("a namespace");
+    let kitten = memory
+        .remember(&ns, "I adopted a kitten in May")
+        .await
+        .expect("remembered");
+    memory
+        .remember(&ns, "The weather was fine")
+        .await
+        .expect("remembered");
+    let stored = memory.store().get(&ns, &kitten).await.expect("read");
+    assert_eq!(
+        stored.and_then(|item| item.embedding),
+        Some(vec![1.0, 0.0]),
+        "the stored text in the document form"
+    );
+    assert_eq!(
+        memory.embedding_of("which cat").await.expect("embedded"),
+        Some(vec![0.0, 1.0]),
+        "embedding_of gives the document form"
+    );
+    let found = memory
+        .recall(&ns.exact(), "which cat do I have")
+        .await
+        .expect("recalled");
+    let best = found.items.first().expect("found by the query form");
+    assert_eq!(
+        memory_source(best).map(|m| m.id.as_str()),
+        Some(kitten.as_str())
+    );
+    assert_eq!(best.breakdown.channels, [Channel::Embedding]);
+}
