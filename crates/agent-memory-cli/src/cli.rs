@@ -102,6 +102,10 @@ pub(crate) enum Command {
     Stats,
     /// Run expiry, decay and eviction on the namespace now.
     Maintain,
+    /// Embed the stored memories of the namespace (and those under it) with the embedding
+    /// service: those without a vector, or all of them with --all (after a change of model
+    /// or prefixes).
+    Reembed(ReembedArgs),
     /// Write the namespace's records as JSON lines (agent-memory-jsonl).
     Export(ExportArgs),
     /// Read records: an agent-memory export, an MCP memory server's memory.jsonl
@@ -363,6 +367,14 @@ pub(crate) struct UnrelateArgs {
     pub(crate) relation: String,
     /// The target entity's id.
     pub(crate) target: String,
+}
+
+/// `reembed`.
+#[derive(Debug, Args)]
+pub(crate) struct ReembedArgs {
+    /// Embed every memory, not only those without a vector of the service's dimension.
+    #[arg(long)]
+    pub(crate) all: bool,
 }
 
 /// `consolidate`.

@@ -7,8 +7,8 @@ use std::io::Read;
 use std::collections::{BTreeMap, HashMap};
 
 use agent_memory::{
-    ConflictPair, Memory, MemoryFilter, MemoryItem, MemoryKind, Namespace, RecallFilter,
-    RecallOptions, Remember, Scope, Tag,
+    ConflictPair, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
+    RecallFilter, RecallOptions, Reembed, Remember, Scope, Tag,
 };
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::json;
@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::backend::{self, StoreLocation};
 use crate::cli::{
     Cli, Command, ConsolidateArgs, ContextArgs, ForgetArgs, HistoryArgs, KindArg, RecallArgs,
-    RememberArgs, RetractArgs, SupersedeArgs,
+    ReembedArgs, RememberArgs, RetractArgs, SupersedeArgs,
 };
 use crate::config::{self, ConfigFile};
 use crate::failure::{ErrorKind, Failure};
@@ -117,6 +117,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         Command::Conflicts => conflicts(&settings).await,
         Command::Stats => stats(&settings).await,
         Command::Maintain => maintain(&settings).await,
+        Command::Reembed(args) => reembed(&settings, args).await,
         Command::Export(args) => crate::exchange::export(&settings, args).await,
         Command::Import(args) => crate::exchange::import(&settings, args).await,
         Command::Serve(args) => crate::serve::run(&settings, args).await,
@@ -453,6 +454,32 @@ async fn maintain(settings: &Settings) -> Result<Outcome, Failure> {
         text: format!(
             "expired {}, decayed {}, evicted {}",
             report.expired, report.decayed, report.evicted
+        ),
+    })
+}
+
+async fn reembed(settings: &Settings, args: ReembedArgs) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    let which = if args.all {
+        Reembed::All
+    } else {
+        Reembed::Missing
+    };
+    let report = match memory.reembed(&settings.namespace.subtree(), which).await {
+        Err(MemoryError::InvalidInput { field, .. }) if field == "embedder" => {
+            return Err(Failure::invalid(
+                "embeddings",
+                "no embedding service to embed with: add an [embeddings] table to the \
+                 configuration file, or set AGENT_MEMORY_EMBEDDINGS_BASE_URL",
+            ));
+        }
+        other => other?,
+    };
+    Ok(Outcome {
+        json: serde_json::to_value(report).map_err(|error| Failure::internal(error.to_string()))?,
+        text: format!(
+            "embedded {} of {} memories ({} changed or deleted meanwhile, left alone)",
+            report.embedded, report.examined, report.skipped
         ),
     })
 }

@@ -916,6 +916,30 @@ impl PyMemory {
         from_json(py, &json)
     }
 
+    /// Embeds the stored memories of `namespace` and under it with this memory's embedder:
+    /// those without a vector of its length, or all of them with `all=True` (after a change
+    /// of model or prefixes). A memory edited or deleted meanwhile is left as it is.
+    /// Returns counts: `examined`, `embedded`, `skipped`.
+    #[pyo3(signature = (namespace = "", *, exact = false, all = false))]
+    fn reembed<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+        all: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scope = scope(py, namespace, exact)?;
+        let which = if all {
+            agent_memory::Reembed::All
+        } else {
+            agent_memory::Reembed::Missing
+        };
+        let memory = &self.inner;
+        let report = block_on(py, memory.reembed(&scope, which))?;
+        let json = serde_json::to_value(report).map_err(|error| invalid(py, "reembed", error))?;
+        from_json(py, &json)
+    }
+
     /// Writes pending recall statistics now.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let memory = &self.inner;

@@ -195,3 +195,21 @@ def test_put_embeds_as_remember_does() -> None:
         broken.put("u", "pet", "I adopted a kitten")
     assert raised.value.field == "embedding"
     assert broken.list("u") == []
+
+
+def test_reembed_embeds_memories_remembered_without_an_embedder(tmp_path) -> None:
+    path = str(tmp_path / "store.db")
+    plain = Memory(path)
+    kitten = plain.remember("u", "I adopted a kitten last spring").id
+    plain.remember("u", "The car needs new tyres")
+    with pytest.raises(InvalidInputError) as raised:
+        plain.reembed("u")
+    assert raised.value.field == "embedder"
+    plain.close()
+
+    memory = Memory(path, embedder=toy, embedding_dimension=4)
+    assert kitten not in ids(memory.recall("u", "which cat do I have?"))
+    assert memory.reembed("u") == {"examined": 2, "embedded": 2, "skipped": 0}
+    assert ids(memory.recall("u", "which cat do I have?"))[0] == kitten
+    assert memory.reembed("u")["embedded"] == 0
+    assert memory.reembed("u", all=True)["embedded"] == 2

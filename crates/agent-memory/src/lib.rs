@@ -14,9 +14,9 @@ pub use location::StoreLocation;
 pub use memory_retrieve::{
     Conflict, ConflictDetector, ConflictPair, ConflictPolicy, Dialogue, DuplicatePolicy, Enricher,
     Enrichment, EnrichmentConfig, FactsConfig, MaintenanceReport, Memory, MemoryBuilder,
-    MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Remember, Remembered,
-    RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, Role, RuleConflictDetector,
-    RuleEnricher, ScoreWeights, ScoringStrategy, TermReranker, Turn,
+    MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Reembed, ReembedReport,
+    Remember, Remembered, RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, Role,
+    RuleConflictDetector, RuleEnricher, ScoreWeights, ScoringStrategy, TermReranker, Turn,
 };
 
 // The backends, each behind its feature.

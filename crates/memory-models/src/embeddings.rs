@@ -42,7 +42,8 @@ pub struct EmbeddingConfig {
     pub query_prefix: String,
     /// Put before every stored text (default none): `"passage: "` for E5 models,
     /// `"search_document: "` for nomic-embed-text. Changing it, like changing the model,
-    /// calls for the stored texts to be embedded again.
+    /// calls for the stored texts to be embedded again (`Memory::reembed` with
+    /// `Reembed::All`).
     pub document_prefix: String,
 }
 

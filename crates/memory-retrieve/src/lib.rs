@@ -61,8 +61,8 @@ pub use crate::{
     memory::{
         CONSOLIDATED_METADATA_KEY, CONTEXT_BEFORE_METADATA_KEY, ConflictPair, ConsolidationConfig,
         Dialogue, MAX_HISTORY, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, MaintenanceHandle, Memory,
-        MemoryBuilder, MemoryStats, PassReport, ROLE_METADATA_KEY, RecallOptions, Remember,
-        SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
+        MemoryBuilder, MemoryStats, PassReport, ROLE_METADATA_KEY, RecallOptions, Reembed,
+        ReembedReport, Remember, SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
     },
     prompt::estimate_tokens,
     rerank::{RerankConfig, Reranker, TermReranker},

@@ -28,6 +28,7 @@ mod consolidate;
 mod dialogue;
 mod enrich;
 mod facts;
+mod reembed;
 mod request;
 mod upkeep;
 
@@ -39,6 +40,7 @@ pub use self::dialogue::{
     SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
 };
 pub use self::facts::{ConflictPair, MAX_HISTORY};
+pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
 /// The one handle an agent keeps. Share it behind an `Arc`; every method takes `&self`.

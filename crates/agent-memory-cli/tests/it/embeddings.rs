@@ -337,3 +337,44 @@ fn imported_observations_are_embedded() {
         .unwrap_or_else(|| panic!("the observation is found by meaning: {found}"));
     assert!(embedding_signal(hit) > 0.9, "{found}");
 }
+
+/// Memories remembered before the table was added are embedded by `reembed`, and then
+/// found by meaning; `--all` embeds every one again; without a service it is refused.
+#[test]
+fn reembed_embeds_memories_remembered_before_the_table() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-reembed");
+    write_config(&dir, "");
+    let (code, kitten) = run_json(&dir, &["remember", "I adopted a kitten last spring"]);
+    assert_eq!(code, 0, "{kitten}");
+    let kitten_id = kitten["id"].as_str().expect("an id").to_owned();
+    let (code, refused) = run_json(&dir, &["reembed"]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "embeddings", "{refused}");
+
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let (code, _) = run_json(&dir, &["remember", "The car needs new tyres"]);
+    assert_eq!(code, 0);
+    let (code, found) = run_json(&dir, &["recall", "which cat do I have"]);
+    assert_eq!(code, 0, "{found}");
+    assert!(!ids(&found).contains(&kitten_id), "no vector yet: {found}");
+
+    let (code, report) = run_json(&dir, &["reembed"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["examined"], 2, "{report}");
+    assert_eq!(
+        report["embedded"], 1,
+        "only the memory without a vector: {report}"
+    );
+    let (code, found) = run_json(&dir, &["recall", "which cat do I have", "--explain"]);
+    assert_eq!(code, 0, "{found}");
+    assert_eq!(ids(&found).first(), Some(&kitten_id), "{found}");
+    assert!(embedding_signal(&found["results"][0]) > 0.9, "{found}");
+
+    let (code, report) = run_json(&dir, &["reembed", "--all"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["embedded"], 2, "{report}");
+}

@@ -270,6 +270,10 @@ class AsyncMemory:
         """See :meth:`Memory.maintain`."""
         return await self._run(self.memory.maintain, namespace, exact=exact)
 
+    async def reembed(self, namespace: str = "", *, exact: bool = False, all: bool = False) -> dict[str, int]:
+        """See :meth:`Memory.reembed`."""
+        return await self._run(self.memory.reembed, namespace, exact=exact, all=all)
+
     async def flush(self) -> None:
         """See :meth:`Memory.flush`."""
         return await self._run(self.memory.flush)

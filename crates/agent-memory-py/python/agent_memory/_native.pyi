@@ -380,6 +380,11 @@ class Memory:
         ``compression_rate``, ``capacity_use``, ``pages``, ``entities``."""
     def maintain(self, namespace: str = "", *, exact: bool = False) -> dict[str, int]:
         """Runs TTL, decay, eviction and compression now; returns what it did."""
+    def reembed(self, namespace: str = "", *, exact: bool = False, all: bool = False) -> dict[str, int]:
+        """Embeds the stored memories without a vector of the embedder's length (every one
+        with ``all=True``, after a change of model); returns ``examined``, ``embedded`` and
+        ``skipped`` (edited or deleted meanwhile). Raises ``InvalidInputError`` naming
+        ``embedder`` when the memory has none."""
     def flush(self) -> None:
         """Writes pending recall statistics."""
     def close(self) -> None:

@@ -8,5 +8,7 @@ mod embedding;
 mod enrich;
 mod eviction;
 mod maintenance_crash;
+#[cfg(feature = "embeddings")]
+mod reembed;
 mod retrieval;
 mod stress;
