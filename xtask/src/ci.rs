@@ -100,6 +100,7 @@ pub(crate) fn ci() -> Result<(), String> {
         ],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    examples()?;
     features()?;
     run(
         "cargo",
@@ -165,6 +166,85 @@ pub(crate) fn features() -> Result<(), String> {
             &[],
         )?;
     }
+    Ok(())
+}
+
+/// Runs every example of the workspace (the test build above compiled them): each must exit
+/// successfully. The quickstart runs in memory, then twice on SQLite in an empty folder,
+/// as a new user runs it (the second run reads what the first kept).
+pub(crate) fn examples() -> Result<(), String> {
+    eprintln!("\n==> the examples");
+    let started = Instant::now();
+    let output = Command::new("cargo")
+        .args([
+            "test",
+            "--workspace",
+            "--all-features",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .current_dir(root())
+        .output()
+        .map_err(|error| format!("could not start cargo: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "building the examples failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let mut examples: Vec<(String, PathBuf)> = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let target = &message["target"];
+        let is_example = target["kind"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|kind| kind == "example"));
+        if let (true, Some(name), Some(executable)) = (
+            is_example,
+            target["name"].as_str(),
+            message["executable"].as_str(),
+        ) {
+            examples.push((name.to_owned(), PathBuf::from(executable)));
+        }
+    }
+    examples.sort();
+    examples.dedup_by(|a, b| a.0 == b.0);
+    if examples.is_empty() {
+        return Err("no example was built".to_owned());
+    }
+    let folder = root().join("target").join("xtask-examples");
+    // A folder of its own, emptied first: the quickstart's SQLite file starts new.
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder)
+        .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+    for (name, executable) in &examples {
+        let runs: &[&[&str]] = if name == "quickstart" {
+            &[&["--in-memory"], &[], &[]]
+        } else {
+            &[&[]]
+        };
+        for args in runs {
+            let output = Command::new(executable)
+                .args(*args)
+                .current_dir(&folder)
+                .output()
+                .map_err(|error| format!("could not start example {name}: {error}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "example {name} {} failed ({}):\n{}{}",
+                    args.join(" "),
+                    output.status,
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            eprintln!("example {name} {}: ok", args.join(" "));
+        }
+    }
+    eprintln!("<== {:.1}s", started.elapsed().as_secs_f64());
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! Project automation, in Rust so it runs wherever cargo does: `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks, in order (fmt, clippy, tests, doctests, rustdoc, feature
-//!   combinations, bench compile, tidy).
+//! - `ci`: everything CI checks, in order (fmt, clippy, tests, doctests, rustdoc, the
+//!   examples run, feature combinations, bench compile, tidy).
+//! - `examples`: only the examples, each run (built as the tests build them).
 //! - `features`: only the facade's feature combinations.
 //! - `tidy`: only the tidy checks.
 //! - `bench [--quick] [criterion args]`: the benchmarks, then a summary table.
@@ -19,12 +20,13 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
-        eprintln!("usage: cargo xtask <ci|features|tidy|bench|eval|fuzz|soak> [args]");
+        eprintln!("usage: cargo xtask <ci|examples|features|tidy|bench|eval|fuzz|soak> [args]");
         return ExitCode::FAILURE;
     };
     let rest = &args[1..];
     let result = match command.as_str() {
         "ci" => ci::ci(),
+        "examples" => ci::examples(),
         "features" => ci::features(),
         "tidy" => ci::tidy(),
         "bench" => bench::bench(rest),
@@ -32,7 +34,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::fuzz(rest),
         "soak" => fuzz::soak(rest),
         other => Err(format!(
-            "unknown command {other:?}; expected ci, features, tidy, bench, eval, fuzz or soak"
+            "unknown command {other:?}; expected ci, examples, features, tidy, bench, eval, fuzz or soak"
         )),
     };
     match result {
