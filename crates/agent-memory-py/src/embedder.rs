@@ -120,7 +120,8 @@ struct Service {
 /// The embedder `Memory(embedder=..., embedding_dimension=...)` names: a callable with its
 /// dimension; an object with `embed_documents` and `embed_query` (a LangChain
 /// `Embeddings`: stored texts through the first, a recall's query through the second) with
-/// its dimension; or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
+/// its dimension; a sentence-transformers model (`encode_document` and `encode_query` from
+/// version 5, else `encode`), whose dimension it tells; or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
 /// `model`, `dimension`; optionally `api_key`, else `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
 /// `OPENAI_API_KEY`, `batch_size`, `send_dimensions`, `query_prefix`, `document_prefix`).
 ///
@@ -156,22 +157,50 @@ pub(crate) fn embedder(
         })?;
         return Ok(Arc::new(service));
     }
-    // A LangChain `Embeddings` (or anything shaped like one): its two methods.
-    let methods = (
+    // A LangChain `Embeddings` (or anything shaped like one): its two methods; a
+    // sentence-transformers model: its query and document forms (version 5), or `encode`.
+    let langchain = (
         callable_attribute(value, "embed_documents")?,
         callable_attribute(value, "embed_query")?,
     );
-    let (callable, query) = match methods {
-        (Some(documents), Some(query)) => (documents, Some(query)),
-        _ if value.is_callable() => (value.clone(), None),
-        _ => {
-            return Err(invalid(
-                py,
-                "embedder",
-                "a callable taking a list of texts, an object with embed_documents and \
-                 embed_query, or a dict naming an /embeddings service",
-            ));
+    let sentence_transformers = (
+        callable_attribute(value, "encode_document")?,
+        callable_attribute(value, "encode_query")?,
+    );
+    let (callable, query) = match (langchain, sentence_transformers) {
+        ((Some(documents), Some(query)), _) | (_, (Some(documents), Some(query))) => {
+            (documents, Some(query))
         }
+        _ => match callable_attribute(value, "encode")? {
+            Some(encode) => (encode, None),
+            None if value.is_callable() => (value.clone(), None),
+            None => {
+                return Err(invalid(
+                    py,
+                    "embedder",
+                    "a callable taking a list of texts, an object with embed_documents and \
+                     embed_query (LangChain) or encode (sentence-transformers), or a dict \
+                     naming an /embeddings service",
+                ));
+            }
+        },
+    };
+    // A sentence-transformers model knows its length.
+    let dimension = match (
+        dimension,
+        callable_attribute(value, "get_sentence_embedding_dimension")?,
+    ) {
+        (None, Some(known)) => known
+            .call0()
+            .and_then(|length| length.extract::<Option<usize>>())
+            .map_err(|error| {
+                invalid(
+                    py,
+                    "embedding_dimension",
+                    format!("get_sentence_embedding_dimension() gave no length: {error}"),
+                )
+            })?,
+        (dimension, _) => dimension,
     };
     let dimension = match dimension {
         Some(dimension) if (1..=65_536).contains(&dimension) => dimension,
@@ -186,7 +215,8 @@ pub(crate) fn embedder(
             return Err(invalid(
                 py,
                 "embedding_dimension",
-                "an embedder that is no service needs the length of its vectors",
+                "an embedder that is no service (nor a model that tells it) needs the length \
+                 of its vectors",
             ));
         }
     };

@@ -213,3 +213,56 @@ def test_reembed_embeds_memories_remembered_without_an_embedder(tmp_path) -> Non
     assert ids(memory.recall("u", "which cat do I have?"))[0] == kitten
     assert memory.reembed("u")["embedded"] == 0
     assert memory.reembed("u", all=True)["embedded"] == 2
+
+
+class SentenceTransformerLike:
+    """Shaped as a sentence-transformers model: ``encode`` (and from version 5
+    ``encode_query`` and ``encode_document``), and the length it tells."""
+
+    def __init__(self, forms: bool) -> None:
+        self.calls: list[str] = []
+        if forms:
+            self.encode_query = self._encode_query
+            self.encode_document = self._encode_document
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return 4
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append("encode")
+        return toy(texts)
+
+    def _encode_document(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append("encode_document")
+        return toy(texts)
+
+    def _encode_query(self, text: str) -> list[float]:
+        self.calls.append("encode_query")
+        return toy([f"query: {text}"])[0]
+
+    def __call__(self, features: object) -> object:
+        raise AssertionError("a model's forward pass is no embedder")
+
+
+def test_a_sentence_transformers_model_is_taken_as_it_is() -> None:
+    model = SentenceTransformerLike(forms=True)
+    memory = Memory(embedder=model)
+    kitten = memory.remember("u", "I adopted a kitten last spring").id
+    memory.remember("u", "The car needs new tyres")
+    assert ids(memory.recall("u", "which animal do I have?"))[0] == kitten
+    assert model.calls == ["encode_document", "encode_document", "encode_query"]
+
+    older = SentenceTransformerLike(forms=False)
+    memory = Memory(embedder=older)
+    puppy = memory.remember("u", "a puppy joined us").id
+    assert ids(memory.recall("u", "dog"))[0] == puppy
+    assert set(older.calls) == {"encode"}
+
+    class Unknown(SentenceTransformerLike):
+        def get_sentence_embedding_dimension(self) -> None:  # type: ignore[override]
+            return None
+
+    with pytest.raises(InvalidInputError) as raised:
+        Memory(embedder=Unknown(forms=False))
+    assert raised.value.field == "embedding_dimension"
+    assert ids(Memory(embedder=Unknown(forms=False), embedding_dimension=4).recall("u", "dog")) == []

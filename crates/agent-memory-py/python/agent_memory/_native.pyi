@@ -20,6 +20,12 @@ class _Embeddings(Protocol):
     def embed_documents(self, texts: list[str]) -> Sequence[Sequence[float]]: ...
     def embed_query(self, text: str) -> Sequence[float]: ...
 
+class _SentenceEncoder(Protocol):
+    """A sentence-transformers model, by its ``encode`` (and ``encode_query`` and
+    ``encode_document`` where it has them)."""
+
+    def encode(self, sentences: list[str]) -> Any: ...
+
 @final
 class MemoryRecord:
     """A stored memory."""
@@ -187,7 +193,9 @@ class Memory:
     ``embedding_dimension``); an object with ``embed_documents`` and ``embed_query``, such
     as a LangChain ``Embeddings`` (stored texts through the first, a recall's query through
     the second, as models with distinct query and document forms need; with
-    ``embedding_dimension``); or a dict naming an OpenAI-compatible ``/embeddings`` service
+    ``embedding_dimension``); a sentence-transformers model (``encode_document`` and
+    ``encode_query``, else ``encode``; its own length unless ``embedding_dimension`` is
+    given); or a dict naming an OpenAI-compatible ``/embeddings`` service
     (``{"base_url": ..., "model": ..., "dimension": ...}``, optionally ``"query_prefix":
     "query: "`` and ``"document_prefix": "passage: "`` for such models). A memory the
     embedder fails on is not stored.
@@ -204,7 +212,7 @@ class Memory:
         facts: Mapping[str, Any] | None = None,
         retriever: Mapping[str, Any] | None = None,
         single_valued_relations: Sequence[str] | None = None,
-        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | _Embeddings | Mapping[str, Any] | None = None,
+        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | _Embeddings | _SentenceEncoder | Mapping[str, Any] | None = None,
         embedding_dimension: int | None = None,
     ) -> None: ...
     @property
