@@ -202,7 +202,7 @@ def test_an_embedder_searches_by_meaning() -> None:
     ("embedder", "field"),
     [
         ("openai", "embedder"),
-        ({"provider": "huggingface", "config": {}}, "embedder.provider"),
+        ({"provider": "cohere", "config": {}}, "embedder.provider"),
         ({"provider": "ollama", "config": {"model": "nomic-embed-text"}},
          "embedder.config.embedding_dims"),
         ({"provider": "lmstudio", "config": {"embedding_dims": 4}}, "embedder.config.model"),
@@ -223,3 +223,51 @@ def test_ollama_is_reached_through_its_openai_compatible_api() -> None:
     assert service == {"base_url": "http://localhost:11434/v1", "model": "nomic-embed-text",
                        "dimension": 768}
     assert _embedder_service({"provider": "openai"})["dimension"] == 1536
+
+
+def test_huggingface_is_a_local_model_or_a_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from _toy import serve, toy
+
+    from agent_memory.mem0 import _embedder_service
+
+    loaded: list[tuple[str, dict]] = []
+
+    class SentenceTransformer:
+        def __init__(self, model: str, **kwargs: object) -> None:
+            loaded.append((model, kwargs))
+
+        def get_sentence_embedding_dimension(self) -> int:
+            return 4
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            return toy(texts)
+
+    module = types.ModuleType("sentence_transformers")
+    module.SentenceTransformer = SentenceTransformer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", module)
+    local = Memory.from_config({"embedder": {"provider": "huggingface", "config": {
+        "model_kwargs": {"device": "cpu"}}}})
+    assert loaded == [("multi-qa-MiniLM-L6-cos-v1", {"device": "cpu"})]
+    local.add("I adopted a kitten", user_id="ann")
+    local.add("The bike has a flat tyre", user_id="ann")
+    assert local.search("which cat do I have?", user_id="ann")["results"][0]["memory"] == (
+        "I adopted a kitten")
+
+    with serve() as url:
+        tei = Memory.from_config({"embedder": {"provider": "huggingface", "config": {
+            "huggingface_base_url": url, "model": "toy", "embedding_dims": 4}}})
+        tei.add("I baked a chocolate cake", user_id="ann")
+        tei.add("The bike has a flat tyre", user_id="ann")
+        found = tei.search("what did I cook?", user_id="ann")["results"]
+        assert found[0]["memory"] == "I baked a chocolate cake"
+    assert _embedder_service({"provider": "huggingface", "config": {
+        "huggingface_base_url": "http://tei:8080/v1/"}})["model"] == "multi-qa-MiniLM-L6-cos-v1"
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # not installed
+    with pytest.raises(InvalidInputError) as raised:
+        Memory.from_config({"embedder": {"provider": "huggingface"}})
+    assert raised.value.field == "embedder.provider"
+    assert "pip install sentence-transformers" in raised.value.problem

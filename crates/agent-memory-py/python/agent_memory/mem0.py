@@ -187,12 +187,17 @@ def _exact(conditions: Mapping[str, Any]) -> dict[str, Any]:
     return exact
 
 
+# mem0's default model of its huggingface provider.
+_HUGGINGFACE_MODEL = "multi-qa-MiniLM-L6-cos-v1"
+
 # mem0's embedder providers that serve an OpenAI-compatible /embeddings: the config key of
-# their base URL, its default, and the default model with its dimension.
+# their base URL, its default, and the default model with its dimension (huggingface with
+# a base URL: a text-embeddings-inference server).
 _PROVIDERS = {
     "openai": ("openai_base_url", "https://api.openai.com/v1", "text-embedding-3-small", 1536),
     "ollama": ("ollama_base_url", "http://localhost:11434", None, None),
     "lmstudio": ("lmstudio_base_url", "http://localhost:1234/v1", None, None),
+    "huggingface_service": ("huggingface_base_url", None, _HUGGINGFACE_MODEL, 384),
 }
 
 
@@ -200,21 +205,44 @@ def _refuse(field: str, problem: str) -> InvalidInputError:
     return InvalidInputError(f"invalid input: {field}: {problem}", field=field, problem=problem)
 
 
-def _embedder_service(embedder: Any) -> dict[str, Any]:
-    """mem0's ``embedder`` config as the service dict :class:`agent_memory.Memory` takes."""
+def _sentence_transformer(settings: Mapping[str, Any]) -> Any:
+    """mem0's huggingface provider without a base URL: a local sentence-transformers model,
+    which :class:`agent_memory.Memory` takes as it is."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise _refuse(
+            "embedder.provider",
+            "the huggingface provider without huggingface_base_url runs a local "
+            "sentence-transformers model: pip install sentence-transformers",
+        ) from error
+    kwargs = settings.get("model_kwargs") or {}
+    if not isinstance(kwargs, Mapping):
+        raise _refuse("embedder.config.model_kwargs", "a dict")
+    return SentenceTransformer(settings.get("model") or _HUGGINGFACE_MODEL, **kwargs)
+
+
+def _embedder_service(embedder: Any) -> Any:
+    """mem0's ``embedder`` config as the embedder :class:`agent_memory.Memory` takes: the
+    dict naming an OpenAI-compatible service, or a local sentence-transformers model."""
     if not isinstance(embedder, Mapping):
         raise _refuse("embedder", "a dict with provider and config")
     provider = embedder.get("provider", "openai")
-    if provider not in _PROVIDERS:
-        raise _refuse(
-            "embedder.provider",
-            f"{provider!r} serves no OpenAI-compatible /embeddings; use openai, ollama or "
-            "lmstudio, or give Memory(embedder=...) a callable",
-        )
-    url_key, default_url, default_model, default_dims = _PROVIDERS[provider]
     settings = embedder.get("config") or {}
     if not isinstance(settings, Mapping):
         raise _refuse("embedder.config", "a dict")
+    if provider == "huggingface":
+        if not settings.get("huggingface_base_url"):
+            return _sentence_transformer(settings)
+        # A text-embeddings-inference server, reached as mem0 reaches it: its OpenAI API.
+        provider = "huggingface_service"
+    if provider not in _PROVIDERS:
+        raise _refuse(
+            "embedder.provider",
+            f"{provider!r} serves no OpenAI-compatible /embeddings; use openai, ollama, "
+            "lmstudio or huggingface, or give Memory(embedder=...) a callable",
+        )
+    url_key, default_url, default_model, default_dims = _PROVIDERS[provider]
     model = settings.get("model", default_model)
     if not model:
         raise _refuse("embedder.config.model", f"the {provider} provider needs a model")
@@ -252,13 +280,19 @@ class Memory:
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None = None) -> Memory:
         """mem0's constructor from a dict: ``store`` (or ``path``), ``prefix``, and
-        ``embedder`` (``{"provider": "openai" | "ollama" | "lmstudio", "config": {"model",
-        "embedding_dims", "api_key", "openai_base_url" | "ollama_base_url" |
-        "lmstudio_base_url"}}``). The LLM and vector store settings do not apply."""
+        ``embedder`` (``{"provider": "openai" | "ollama" | "lmstudio" | "huggingface",
+        "config": {"model", "embedding_dims", "api_key", "openai_base_url" |
+        "ollama_base_url" | "lmstudio_base_url" | "huggingface_base_url"}}``; huggingface
+        without a base URL loads the model with sentence-transformers, as mem0 does). The
+        LLM and vector store settings do not apply."""
         config = dict(config or {})
         options: dict[str, Any] = {}
         if config.get("embedder") is not None:
-            options["embedder"] = _embedder_service(config["embedder"])
+            embedder = _embedder_service(config["embedder"])
+            options["embedder"] = embedder
+            dims = (config["embedder"].get("config") or {}).get("embedding_dims")
+            if not isinstance(embedder, Mapping) and dims is not None:
+                options["embedding_dimension"] = dims
         return cls(
             config.get("store", config.get("path")),
             prefix=config.get("prefix", "mem0"),
