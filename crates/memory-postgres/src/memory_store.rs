@@ -100,7 +100,7 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
      terms, term_freqs, doc_len, context_len, metadata_exact, fact_key, valid_from, valid_until, \
      ended_at, lineage) \
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::real, $6::jsonb, $7::text[], $8::text, \
-     $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::real[], \
+     $9::real, $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bytea, \
      $15::text[], $16::jsonb, $17::integer, $18::integer, $19::text, $20::text, $21::bigint, \
      $22::bigint, $23::bigint, $24::text) \
      ON CONFLICT (ns, id) DO UPDATE SET content = EXCLUDED.content, kind = EXCLUDED.kind, \
@@ -119,7 +119,7 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
 const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
      importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
-     last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::real[], \
+     last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::bytea, \
      terms = $15::text[], term_freqs = $16::jsonb, doc_len = $17::integer, \
      context_len = $18::integer, metadata_exact = $19::text, fact_key = $20::text, \
      valid_from = $21::bigint, valid_until = $22::bigint, ended_at = $23::bigint, \

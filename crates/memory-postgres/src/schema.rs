@@ -15,7 +15,7 @@ use crate::sql::analyzer_fingerprint;
 
 /// The schema version this build writes and reads (the highest `version` in the
 /// `schema_version` table).
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 struct Migration {
     version: u32,
@@ -24,7 +24,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`. `{s}` is the schema.
-const MIGRATIONS: [Migration; 5] = [
+const MIGRATIONS: [Migration; 6] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with GIN-indexed term vectors",
@@ -49,6 +49,11 @@ const MIGRATIONS: [Migration; 5] = [
         version: 5,
         summary: "attributes of entities and relations",
         sql: MIGRATION_5,
+    },
+    Migration {
+        version: 6,
+        summary: "embeddings as packed big-endian float4 bytes, half the size of real[] on the wire",
+        sql: MIGRATION_6,
     },
 ];
 
@@ -231,6 +236,22 @@ ALTER TABLE {s}.entities
 // so adding it rewrites no row.
 const MIGRATION_5: &str = "ALTER TABLE {s}.entities ADD COLUMN attributes text;
 ALTER TABLE {s}.relations ADD COLUMN attributes text;";
+
+// Embeddings become bytea: each value's four bytes of float4 in network (big-endian) order,
+// one after the other, as `float4send` writes them. A real[] sent each value with its own
+// four-byte length and the array's header: twice the bytes for a similarity search's
+// ranking pass, which reads every embedding in scope, and a decoding per value where the
+// bytes are now read as they come. Every bit is kept (negative zero, subnormals). The
+// conversion rewrites each row that has an embedding, in the migration's transaction;
+// rows without one stay NULL. The new column goes last, which no statement notices: every
+// statement names its columns.
+const MIGRATION_6: &str = "ALTER TABLE {s}.memories ADD COLUMN embedding_packed bytea;
+UPDATE {s}.memories SET embedding_packed = (
+    SELECT string_agg(float4send(e.value), ''::bytea ORDER BY e.position)
+    FROM unnest(embedding) WITH ORDINALITY AS e(value, position))
+WHERE embedding IS NOT NULL;
+ALTER TABLE {s}.memories DROP COLUMN embedding;
+ALTER TABLE {s}.memories RENAME COLUMN embedding_packed TO embedding;";
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version    integer PRIMARY KEY,

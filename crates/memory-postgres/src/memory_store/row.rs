@@ -18,6 +18,36 @@ pub(super) const COLUMNS: &str = "m.ns, m.id, m.content, m.kind, m.importance, m
 /// How many columns [`COLUMNS`] selects.
 pub(super) const COLUMN_COUNT: usize = 19;
 
+/// An embedding as its column keeps it: each value's float4 bytes in network (big-endian)
+/// order, as PostgreSQL's `float4send` writes them (schema version 6).
+pub(super) fn pack_embedding(embedding: &[f32]) -> Vec<u8> {
+    embedding
+        .iter()
+        .flat_map(|value| value.to_be_bytes())
+        .collect()
+}
+
+/// The values of a packed embedding ([`pack_embedding`]) into `out`, which is cleared first
+/// (a ranking pass reuses one buffer for every row).
+///
+/// # Errors
+/// The problem, for bytes that are no whole number of values.
+pub(super) fn unpack_embedding(
+    bytes: &[u8],
+    out: &mut Vec<f32>,
+) -> std::result::Result<(), String> {
+    let (values, rest) = bytes.as_chunks::<4>();
+    if !rest.is_empty() {
+        return Err(format!(
+            "an embedding of {} bytes is no whole number of 4-byte values",
+            bytes.len()
+        ));
+    }
+    out.clear();
+    out.extend(values.iter().map(|value| f32::from_be_bytes(*value)));
+    Ok(())
+}
+
 /// An item encoded for its row, computed before the database is touched.
 pub(super) struct Encoded {
     pub(super) ns: String,
@@ -36,7 +66,8 @@ pub(super) struct Encoded {
     pub(super) updated_at: i64,
     pub(super) last_accessed: Option<i64>,
     pub(super) access_count: i64,
-    pub(super) embedding: Option<Vec<f32>>,
+    /// The embedding packed by [`pack_embedding`].
+    pub(super) embedding: Option<Vec<u8>>,
     pub(super) terms: Vec<String>,
     pub(super) term_freqs: serde_json::Value,
     pub(super) doc_len: i32,
@@ -138,7 +169,7 @@ pub(super) fn encode(item: MemoryItem) -> Result<Encoded> {
         importance: item.importance + 0.0,
         credibility: item.credibility + 0.0,
         metadata: item.metadata,
-        embedding: item.embedding,
+        embedding: item.embedding.as_deref().map(pack_embedding),
         ns: item.namespace.as_str().to_owned(),
         id: item.id,
         content: item.content,
@@ -180,7 +211,14 @@ pub(super) fn decode(row: &Row) -> Result<MemoryItem> {
         updated_at: decode_time(row.try_get(10).map_err(field)?),
         last_accessed: last_accessed.map(decode_time),
         access_count: u64::try_from(access_count).unwrap_or(0),
-        embedding: row.try_get(13).map_err(field)?,
+        embedding: match row.try_get::<_, Option<&[u8]>>(13).map_err(field)? {
+            Some(bytes) => {
+                let mut embedding = Vec::new();
+                unpack_embedding(bytes, &mut embedding).map_err(|error| corrupt(&what, error))?;
+                Some(embedding)
+            }
+            None => None,
+        },
         fact_key: row.try_get(15).map_err(field)?,
         valid_from: valid_from.map(decode_time),
         valid_until: valid_until.map(decode_time),

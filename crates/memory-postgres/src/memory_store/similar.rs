@@ -1,5 +1,6 @@
 //! Similarity search over stored embeddings in two passes, as the SQLite backend does: the
-//! ranking pass reads each comparable row's key and embedding only, and whole rows are read
+//! ranking pass reads each comparable row's key and packed embedding only (four bytes a
+//! value, decoded into one reused buffer), and whole rows are read
 //! and decoded for the best few. Both passes run in one read-only repeatable-read
 //! transaction, so they see the same rows.
 //!
@@ -16,7 +17,7 @@ use memory_core::{MemoryFilter, Result, SearchHit};
 use tokio_postgres::IsolationLevel;
 
 use super::filter::{and_conditions, filter_is_satisfiable};
-use super::row::{COLUMN_COUNT, COLUMNS, decode};
+use super::row::{COLUMN_COUNT, COLUMNS, decode, unpack_embedding};
 use crate::database::{Database, query};
 use crate::error::{Context, corrupt};
 
@@ -54,22 +55,27 @@ pub(super) async fn search_similar(
     // First pass: the score of every comparable item, from its key and embedding alone.
     let mut sql = db.sql(
         "SELECT m.rid, m.id, m.ns, m.embedding FROM {s}.memories m \
-         WHERE m.embedding IS NOT NULL AND cardinality(m.embedding) = ",
+         WHERE m.embedding IS NOT NULL AND octet_length(m.embedding) = ",
     );
-    sql.bind(i32::try_from(vector.len()).unwrap_or(i32::MAX), "integer");
+    // Packed: four bytes per value (see `row::pack_embedding`).
+    sql.bind(
+        i32::try_from(vector.len().saturating_mul(4)).unwrap_or(i32::MAX),
+        "integer",
+    );
     sql.and_scope("m.ns", &filter.scope);
     and_conditions(&mut sql, filter);
     let rows = query(&transaction, &sql, what).await?;
     let mut ranked: Vec<Ranked> = Vec::with_capacity(rows.len());
+    let mut embedding: Vec<f32> = Vec::with_capacity(vector.len());
     for row in &rows {
         let rid: i64 = row.try_get(0).map_err(|e| corrupt("a memory row id", e))?;
         let id: String = row.try_get(1).map_err(|e| corrupt("a memory id", e))?;
         let ns: String = row
             .try_get(2)
             .map_err(|e| corrupt("a memory namespace", e))?;
-        let embedding: Vec<f32> = row
-            .try_get(3)
-            .map_err(|e| corrupt(format_args!("the embedding of memory {id} in {ns}"), e))?;
+        let what = || format!("the embedding of memory {id} in {ns}");
+        let bytes: &[u8] = row.try_get(3).map_err(|e| corrupt(what(), e))?;
+        unpack_embedding(bytes, &mut embedding).map_err(|e| corrupt(what(), e))?;
         if let Some(score) = query_vector.similarity(&embedding) {
             ranked.push((score, id, ns, rid));
         }

@@ -281,7 +281,8 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
         .unwrap();
     }
     // Back to version 1 as released: tsvector columns of the same terms, without positions,
-    // no exact metadata column, no fact columns, no access statistics and no attributes.
+    // no exact metadata column, no fact columns, no access statistics, no attributes, and
+    // embeddings as real[] (the memory has none).
     let client = schema.raw_client().await;
     client
         .batch_execute(&format!(
@@ -301,6 +302,8 @@ async fn a_version_1_schema_migrates_with_its_search_terms() {
              ALTER TABLE \"{s}\".pages DROP COLUMN access_count, DROP COLUMN last_accessed;
              ALTER TABLE \"{s}\".entities DROP COLUMN created_at, DROP COLUMN access_count,
                  DROP COLUMN last_accessed, DROP COLUMN attributes;
+             ALTER TABLE \"{s}\".memories DROP COLUMN embedding,
+                 ADD COLUMN embedding real[];
              DELETE FROM \"{s}\".schema_version WHERE version > 1;",
             s = schema.name
         ))
@@ -375,4 +378,85 @@ async fn columns_from_before_fact_keys_were_searched_are_rebuilt() {
     assert_eq!(search(backend.memory_store().clone()).await, 0, "stale");
     let rebuilt = schema.connect().await;
     assert_eq!(search(rebuilt.memory_store().clone()).await, 1, "rebuilt");
+}
+
+/// Version 6 packs embeddings into bytea: a version 5 schema's real[] embeddings read back
+/// bit for bit (negative zero, subnormals, extremes), rows without one stay without, and
+/// the similarity search ranks the migrated rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_5_embeddings_are_packed_bit_for_bit() {
+    let schema = schema_or_skip!("mig_v5_packed");
+    let ns = Namespace::parse("v5").unwrap();
+    let vectors: [Vec<f32>; 3] = [
+        vec![0.25, -0.5, 1.0],
+        vec![-0.0, f32::MIN_POSITIVE / 2.0, f32::MAX, f32::MIN, 1e-30],
+        vec![0.5, 0.5, 0.0],
+    ];
+    {
+        let backend = schema.connect().await;
+        backend
+            .memory_store()
+            .save(
+                MemoryItem::new(ns.clone(), "no vector")
+                    .unwrap()
+                    .with_id("plain")
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    // Back to version 5: embeddings as real[], written as version 5 wrote them.
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE \"{s}\".memories DROP COLUMN embedding, ADD COLUMN embedding real[];
+             DELETE FROM \"{s}\".schema_version WHERE version > 5;",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let mut expected = Vec::new();
+    for (n, vector) in vectors.iter().enumerate() {
+        let id = format!("v{n}");
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO \"{s}\".memories (ns, id, content, kind, importance, metadata, \
+                     tags, credibility, created_at, updated_at, embedding, terms, term_freqs, \
+                     doc_len, context_len) \
+                     SELECT ns, $1::text, content, kind, importance, metadata, tags, \
+                     credibility, created_at, updated_at, $2::real[], terms, term_freqs, \
+                     doc_len, context_len FROM \"{s}\".memories WHERE id = 'plain'",
+                    s = schema.name
+                ),
+                &[&id, vector],
+            )
+            .await
+            .unwrap();
+        expected.push((id, vector.clone()));
+    }
+    let backend = schema.connect().await;
+    assert_eq!(backend.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let store = backend.memory_store();
+    for (id, vector) in &expected {
+        let item = store.get(&ns, id).await.unwrap().expect("migrated");
+        let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        assert_eq!(
+            item.embedding.as_deref().map(bits),
+            Some(bits(vector)),
+            "{id}"
+        );
+    }
+    let plain = store.get(&ns, "plain").await.unwrap().expect("kept");
+    assert_eq!(plain.embedding, None);
+    let hits = store
+        .search_similar(
+            &memory_core::MemoryFilter::new(ns.exact()),
+            &[0.25, -0.5, 1.0],
+            3,
+        )
+        .await
+        .unwrap();
+    let ids: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+    assert_eq!(ids, ["v0", "v2"], "the 3-value vectors, nearest first");
 }
