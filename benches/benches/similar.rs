@@ -4,6 +4,10 @@
 //! per iteration:
 //! - `inmem`: `InMemoryStore`, compared in place under the shard's lock.
 //! - `sqlite`: our SQLite backend (a temporary file).
+//! - `postgres`: our PostgreSQL backend (schema `am_bench_similar`, emptied first), when
+//!   `AGENT_MEMORY_POSTGRES_URL` or `AGENT_MEMORY_TEST_POSTGRES_URL` names a server; beside
+//!   it `postgres_listing`, what the trait's default does (list the scope, compare in Rust),
+//!   the peer the backend's own search is measured against.
 //!
 //! Vectors are seeded pseudo-random directions (values uniform in `[-1, 1]`): exact search
 //! costs the same whatever the vectors mean.
@@ -12,9 +16,11 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use agent_memory::backend::CosineQuery;
 use agent_memory::inmem::InMemoryStore;
+use agent_memory::postgres::{PostgresBackend, PostgresOptions};
 use agent_memory::sqlite::SqliteBackend;
-use agent_memory::{MemoryFilter, MemoryItem, MemoryStore, Namespace};
+use agent_memory::{MemoryFilter, MemoryItem, MemoryStore, Namespace, Scope};
 use criterion::{Criterion, Throughput, criterion_main};
 use memory_benches::corpus::{Rng, corpus};
 use tokio::runtime::Runtime;
@@ -63,16 +69,55 @@ fn sqlite_path() -> PathBuf {
     path
 }
 
+/// The PostgreSQL backend named by the environment (schema `am_bench_similar`, emptied),
+/// or `None` without a server named.
+fn postgres(runtime: &Runtime) -> Option<PostgresBackend> {
+    let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
+        .or_else(|_| std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL"))
+        .ok()?;
+    let backend = runtime
+        .block_on(PostgresBackend::connect(
+            &url,
+            PostgresOptions::default().with_schema("am_bench_similar"),
+        ))
+        .expect("the PostgreSQL server named by the environment");
+    runtime
+        .block_on(backend.memory_store().clear(&Scope::all()))
+        .expect("emptying am_bench_similar");
+    Some(backend)
+}
+
+/// What the trait's default search does: the whole scope listed, each vector compared.
+async fn listing(store: &dyn MemoryStore, filter: &MemoryFilter, query: &[f32]) -> usize {
+    let cosine = CosineQuery::new(query);
+    let items = store.list(filter).await.expect("list");
+    let mut scores: Vec<f32> = items
+        .iter()
+        .filter_map(|item| item.embedding.as_deref().and_then(|e| cosine.similarity(e)))
+        .collect();
+    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    scores.truncate(TOP_K);
+    scores.len()
+}
+
 fn similar_benches(c: &mut Criterion) {
     let runtime = runtime();
     let namespace = Namespace::parse("bench/similar").expect("a valid namespace");
     let memories = items(&namespace);
     let inmem = InMemoryStore::new();
     let sqlite = SqliteBackend::open(sqlite_path()).expect("a SQLite file");
-    for (name, store) in [
+    let postgres = postgres(&runtime);
+    if postgres.is_none() {
+        eprintln!("similar_{MEMORIES}: no PostgreSQL server named; its rows are left out");
+    }
+    let mut stores: Vec<(&str, &dyn MemoryStore)> = vec![
         ("inmem", &inmem as &dyn MemoryStore),
         ("sqlite", sqlite.memory_store() as &dyn MemoryStore),
-    ] {
+    ];
+    if let Some(backend) = &postgres {
+        stores.push(("postgres", backend.memory_store() as &dyn MemoryStore));
+    }
+    for &(name, store) in &stores {
         let started = Instant::now();
         runtime
             .block_on(store.save_many(memories.clone()))
@@ -94,19 +139,18 @@ fn similar_benches(c: &mut Criterion) {
                 .map(|hit| hit.item.id.clone())
                 .collect()
         };
-        assert_eq!(
-            ids(&inmem),
-            ids(sqlite.memory_store()),
-            "both backends rank the same"
-        );
+        for &(name, store) in &stores[1..] {
+            assert_eq!(
+                ids(&inmem),
+                ids(store),
+                "{name} ranks as the in-memory store"
+            );
+        }
     }
 
     let mut group = c.benchmark_group(format!("similar_{MEMORIES}"));
     group.throughput(Throughput::Elements(1));
-    for (name, store) in [
-        ("inmem", &inmem as &dyn MemoryStore),
-        ("sqlite", sqlite.memory_store() as &dyn MemoryStore),
-    ] {
+    for &(name, store) in &stores {
         let mut next = 0usize;
         group.bench_function(name, |b| {
             b.iter(|| {
@@ -117,6 +161,20 @@ fn similar_benches(c: &mut Criterion) {
                     TOP_K,
                 ));
                 black_box(hits.map(|hits| hits.len()).unwrap_or(0))
+            })
+        });
+    }
+    if let Some(backend) = &postgres {
+        let store = backend.memory_store() as &dyn MemoryStore;
+        let mut next = 0usize;
+        group.bench_function("postgres_listing", |b| {
+            b.iter(|| {
+                next = (next + 1) % queries.len();
+                black_box(runtime.block_on(listing(
+                    store,
+                    black_box(&filter),
+                    black_box(&queries[next]),
+                )))
             })
         });
     }
