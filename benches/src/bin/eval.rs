@@ -25,8 +25,9 @@
 //! reranks with the default `TermReranker` (`--rerank-weight W` sets its share and
 //! `--rerank-depth N` how many of the best it reorders; either turns it on). Both are off by
 //! default. `--embeddings on` adds the embedding channel through an OpenAI-compatible
-//! `/embeddings` service named by `AGENT_MEMORY_EMBEDDINGS_BASE_URL`, `_MODEL`, `_DIMENSION`
-//! and `_API_KEY` (`EmbeddingConfig::from_env`): every turn is embedded as it is
+//! `/embeddings` service named by `AGENT_MEMORY_EMBEDDINGS_BASE_URL`, `_MODEL`, `_DIMENSION`,
+//! `_QUERY_PREFIX`, `_DOCUMENT_PREFIX` and `_API_KEY` (`EmbeddingConfig::from_env`): every
+//! turn is embedded as it is
 //! remembered, so a haystack costs one request per turn.
 
 use std::path::PathBuf;
