@@ -465,7 +465,19 @@ async fn reembed(settings: &Settings, args: ReembedArgs) -> Result<Outcome, Fail
     } else {
         Reembed::Missing
     };
-    let report = match memory.reembed(&settings.namespace.subtree(), which).await {
+    let bar = crate::exchange::progress(settings, None, "{spinner} {msg}");
+    let shown = |report: &agent_memory::ReembedReport| {
+        bar.set_message(format!(
+            "embedded {} of the {} memories examined so far",
+            report.embedded, report.examined
+        ));
+        bar.tick();
+    };
+    let done = memory
+        .reembed_with_progress(&settings.namespace.subtree(), which, shown)
+        .await;
+    bar.finish_and_clear();
+    let report = match done {
         Err(MemoryError::InvalidInput { field, .. }) if field == "embedder" => {
             return Err(Failure::invalid(
                 "embeddings",

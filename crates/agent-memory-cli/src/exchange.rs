@@ -67,7 +67,7 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
 }
 
 /// A progress bar on standard error: drawn only on a terminal and without `--json`.
-fn progress(settings: &Settings, length: Option<u64>, template: &str) -> ProgressBar {
+pub(crate) fn progress(settings: &Settings, length: Option<u64>, template: &str) -> ProgressBar {
     let target = if settings.json {
         ProgressDrawTarget::hidden()
     } else {

@@ -59,6 +59,20 @@ impl Memory {
     /// embedder's errors and the checks of [`embedding_of`](Self::embedding_of); store
     /// errors.
     pub async fn reembed(&self, scope: &Scope, which: Reembed) -> Result<ReembedReport> {
+        self.reembed_with_progress(scope, which, |_| {}).await
+    }
+
+    /// [`reembed`](Self::reembed), calling `progress` with the counts so far after each
+    /// batch is written (and once at the end), for a long pass to show how far it got.
+    ///
+    /// # Errors
+    /// As [`reembed`](Self::reembed).
+    pub async fn reembed_with_progress(
+        &self,
+        scope: &Scope,
+        which: Reembed,
+        mut progress: impl FnMut(&ReembedReport) + Send,
+    ) -> Result<ReembedReport> {
         let Some(embedder) = self.retriever.embedder() else {
             return Err(MemoryError::invalid(
                 "embedder",
@@ -114,8 +128,10 @@ impl Memory {
                         Err(error) => return Err(error),
                     }
                 }
+                progress(&report);
             }
         }
+        progress(&report);
         Ok(report)
     }
 }

@@ -189,6 +189,17 @@ async fn vectors_of_another_length_are_replaced_in_batches_within_the_scope() {
         3,
         "64 texts per batch"
     );
+
+    // The progress after each batch, then at the end.
+    let mut seen = Vec::new();
+    let again = memory
+        .reembed_with_progress(&ns().exact(), Reembed::All, |report| {
+            seen.push(report.embedded);
+        })
+        .await
+        .expect("embedded");
+    assert_eq!(seen, [64, 128, 131, 131]);
+    assert_eq!(again.embedded, 131);
     let replaced = store
         .get(&ns(), &old_model)
         .await
