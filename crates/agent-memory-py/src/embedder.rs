@@ -20,7 +20,8 @@ use crate::errors::invalid;
 pub(crate) struct PyEmbedder {
     callable: Py<PyAny>,
     /// A recall's query's embedder, taking one text and returning one vector: the
-    /// `embed_query` of a LangChain `Embeddings`. `None`: the query goes through `callable`.
+    /// `embed_query` of a LangChain `Embeddings`, the `encode_query` of a sentence-transformers
+    /// model. `None`: the query goes through `callable`.
     query: Option<Py<PyAny>>,
     dimension: usize,
 }
@@ -121,9 +122,10 @@ struct Service {
 /// dimension; an object with `embed_documents` and `embed_query` (a LangChain
 /// `Embeddings`: stored texts through the first, a recall's query through the second) with
 /// its dimension; a sentence-transformers model (`encode_document` and `encode_query` from
-/// version 5, else `encode`), whose dimension it tells; or a dict naming an OpenAI-compatible `/embeddings` service (`base_url`,
-/// `model`, `dimension`; optionally `api_key`, else `AGENT_MEMORY_EMBEDDINGS_API_KEY` or
-/// `OPENAI_API_KEY`, `batch_size`, `send_dimensions`, `query_prefix`, `document_prefix`).
+/// version 5, else `encode`), whose dimension it tells; or a dict naming an
+/// OpenAI-compatible `/embeddings` service (`base_url`, `model`, `dimension`; optionally
+/// `api_key`, else `AGENT_MEMORY_EMBEDDINGS_API_KEY` or `OPENAI_API_KEY`, `batch_size`,
+/// `send_dimensions`, `query_prefix`, `document_prefix`).
 ///
 /// # Errors
 /// `InvalidInputError` naming `embedder`, `embedding_dimension` or the dict's key at fault.
