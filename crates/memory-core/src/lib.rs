@@ -59,8 +59,8 @@ pub use crate::{
     },
     knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},
     memory::{
-        CONTEXT_METADATA_KEY, MemoryFilter, MemoryItem, MemoryKind, ORIGINAL_METADATA_KEY,
-        PINNED_METADATA_KEY, SearchHit, SearchQuery,
+        CONTEXT_METADATA_KEY, ListPosition, MemoryFilter, MemoryItem, MemoryKind,
+        ORIGINAL_METADATA_KEY, PINNED_METADATA_KEY, SearchHit, SearchQuery,
     },
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{

@@ -10,6 +10,9 @@ use crate::validate::{
 use crate::vector::validate_embedding;
 use crate::{Ended, MemoryError, Namespace, Result, Scope, Tag, TimeView};
 
+mod position;
+pub use position::ListPosition;
+
 /// What kind of memory an item is, after the cognitive model of short- and long-term memory.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -477,6 +480,11 @@ pub struct MemoryFilter {
     /// Only items with this (normalised) fact key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fact_key: Option<String>,
+    /// Only items after this position in the listing's order (oldest first, or newest first
+    /// with [`newest_first`](Self::newest_first)): the next page of a listing, from the
+    /// last item of the page before ([`ListPosition`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<ListPosition>,
 }
 
 impl MemoryFilter {
@@ -494,6 +502,7 @@ impl MemoryFilter {
             newest_first: false,
             view: TimeView::All,
             fact_key: None,
+            after: None,
         }
     }
 
@@ -566,6 +575,13 @@ impl MemoryFilter {
         self
     }
 
+    /// Only items after `position` in the listing's order: the page that follows the one
+    /// `position`'s item ended (see [`ListPosition`]).
+    pub fn after(mut self, position: ListPosition) -> Self {
+        self.after = Some(position);
+        self
+    }
+
     /// Whether `item` passes every condition except the limit. Backends that cannot push a
     /// condition down to their index use this as the final check.
     pub fn matches(&self, item: &MemoryItem) -> bool {
@@ -593,10 +609,14 @@ impl MemoryFilter {
                 .fact_key
                 .as_ref()
                 .is_none_or(|key| item.fact_key.as_ref() == Some(key))
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|after| after.precedes(item, self.newest_first))
     }
 
     /// Whether the filter asks for nothing beyond its scope but kinds and a time view: no id
-    /// prefix, tags, metadata, fact key or creation-time range. Such a filter admits most of
+    /// prefix, tags, metadata, fact key, creation-time range or list position. Such a filter admits most of
     /// a namespace and is decided by a memory's kind, end and validity alone, so a backend
     /// can settle it without reading each item.
     pub fn only_kinds_and_view(&self) -> bool {
@@ -606,6 +626,7 @@ impl MemoryFilter {
             && self.fact_key.is_none()
             && self.since.is_none()
             && self.until.is_none()
+            && self.after.is_none()
     }
 
     /// Whether the filter restricts anything beyond scope and time (then an index on time

@@ -58,7 +58,10 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool>;
 
-    /// The items matching `filter`, ordered by `(created_at, id)`, at most `filter.limit`.
+    /// The items matching `filter`, ordered by `(created_at, id, namespace)` (reversed with
+    /// [`newest_first`](MemoryFilter::newest_first)), at most `filter.limit`. A large scope
+    /// is read a page at a time with [`MemoryFilter::after`], which a backend should answer
+    /// by seeking its time index, not by reading the memories before the position.
     ///
     /// # Errors
     /// Backend errors only.

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -280,27 +281,53 @@ impl Shard {
     }
 
     /// Items passing `filter`, in time order (or reverse), at most `limit`.
-    fn list(&self, filter: &MemoryFilter, limit: usize) -> Vec<MemoryItem> {
-        self.list_shared(filter, limit)
+    fn list(&self, namespace: &Namespace, filter: &MemoryFilter, limit: usize) -> Vec<MemoryItem> {
+        self.list_shared(namespace, filter, limit)
             .map(|item| item.as_ref().clone())
             .collect()
     }
 
-    /// The items `filter` matches, in its order, at most `limit`, shared.
+    /// The items `filter` matches, in its order, at most `limit`, shared. `namespace` is
+    /// the shard's: a [list position](MemoryFilter::after) orders namespaces last.
     fn list_shared<'s>(
         &'s self,
+        namespace: &Namespace,
         filter: &'s MemoryFilter,
         limit: usize,
     ) -> Box<dyn Iterator<Item = &'s Arc<MemoryItem>> + 's> {
-        use std::ops::Bound;
-        let lower = match filter.since {
+        let mut lower = match filter.since {
             Some(since) => Bound::Included((since, String::new())),
             None => Bound::Unbounded,
         };
-        let upper = match filter.until {
+        let mut upper = match filter.until {
             Some(until) => Bound::Excluded((until, String::new())),
             None => Bound::Unbounded,
         };
+        // The position as a bound on `(created_at, id)`: the memory at it is listed from a
+        // namespace that comes after the position's (before it, newest first).
+        if let Some(after) = &filter.after {
+            let key = (after.created_at(), after.id().to_owned());
+            let later_namespace = namespace.as_str() > after.namespace().as_str();
+            let earlier_namespace = namespace.as_str() < after.namespace().as_str();
+            if filter.newest_first {
+                let bound = if earlier_namespace {
+                    Bound::Included(key)
+                } else {
+                    Bound::Excluded(key)
+                };
+                upper = tighter_upper(upper, bound);
+            } else {
+                let bound = if later_namespace {
+                    Bound::Included(key)
+                } else {
+                    Bound::Excluded(key)
+                };
+                lower = tighter_lower(lower, bound);
+            }
+        }
+        if range_is_empty(&lower, &upper) {
+            return Box::new(std::iter::empty());
+        }
         let index = match &filter.fact_key {
             Some(key) => match self.by_fact_key.get(key) {
                 Some(versions) => versions,
@@ -346,11 +373,60 @@ impl Default for InMemoryStore {
     }
 }
 
+/// A range's key: creation time, then id.
+type TimeKey = (DateTime<Utc>, String);
+
+/// The higher of two lower bounds.
+fn tighter_lower(a: Bound<TimeKey>, b: Bound<TimeKey>) -> Bound<TimeKey> {
+    match (&a, &b) {
+        (Bound::Unbounded, _) => b,
+        (_, Bound::Unbounded) => a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => b,
+                std::cmp::Ordering::Greater => a,
+                std::cmp::Ordering::Equal if matches!(a, Bound::Excluded(_)) => a,
+                std::cmp::Ordering::Equal => b,
+            }
+        }
+    }
+}
+
+/// The lower of two upper bounds.
+fn tighter_upper(a: Bound<TimeKey>, b: Bound<TimeKey>) -> Bound<TimeKey> {
+    match (&a, &b) {
+        (Bound::Unbounded, _) => b,
+        (_, Bound::Unbounded) => a,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => a,
+                std::cmp::Ordering::Greater => b,
+                std::cmp::Ordering::Equal if matches!(a, Bound::Excluded(_)) => a,
+                std::cmp::Ordering::Equal => b,
+            }
+        }
+    }
+}
+
+/// Whether no key lies within the bounds (`BTreeSet::range` panics on such a range).
+fn range_is_empty(lower: &Bound<TimeKey>, upper: &Bound<TimeKey>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(x), Bound::Included(y)) => x > y,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            x >= y
+        }
+        _ => false,
+    }
+}
+
+/// The order of a listing across namespaces: creation time, id, namespace (as SQL orders
+/// it and [`ListPosition`](memory_core::ListPosition) compares).
 fn ordered(a: &MemoryItem, b: &MemoryItem, newest_first: bool) -> std::cmp::Ordering {
     let order = a
         .created_at
         .cmp(&b.created_at)
-        .then_with(|| a.id.cmp(&b.id));
+        .then_with(|| a.id.cmp(&b.id))
+        .then_with(|| a.namespace.as_str().cmp(b.namespace.as_str()));
     if newest_first { order.reverse() } else { order }
 }
 
@@ -419,8 +495,8 @@ impl MemoryStore for InMemoryStore {
         let mut out = Vec::new();
         let shards = self.registry.shards(&filter.scope);
         let single = shards.len() == 1;
-        for (_, shard) in shards {
-            out.extend(read(&shard).list(filter, limit));
+        for (namespace, shard) in shards {
+            out.extend(read(&shard).list(&namespace, filter, limit));
         }
         if !single {
             out.sort_by(|a, b| ordered(a, b, filter.newest_first));
@@ -438,8 +514,8 @@ impl MemoryStore for InMemoryStore {
                 let shards = self.registry.shards(&filter.scope);
                 let single = shards.len() == 1;
                 let mut out: Vec<Arc<MemoryItem>> = Vec::new();
-                for (_, shard) in shards {
-                    out.extend(read(&shard).list_shared(filter, limit).cloned());
+                for (namespace, shard) in shards {
+                    out.extend(read(&shard).list_shared(&namespace, filter, limit).cloned());
                 }
                 if !single {
                     out.sort_by(|a, b| ordered(a, b, filter.newest_first));

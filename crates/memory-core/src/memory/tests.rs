@@ -166,3 +166,54 @@ fn only_kinds_and_view_names_filters_decided_by_kind_end_and_validity() {
         assert!(!narrowed.only_kinds_and_view(), "{narrowed:?}");
     }
 }
+
+#[test]
+fn a_list_position_orders_by_time_then_id_then_namespace() {
+    let t = Utc::now();
+    let position = ListPosition::new(t, "m5", ns()).unwrap();
+    let at = |namespace: &str, id: &str, offset: i64| {
+        MemoryItem::new(Namespace::parse(namespace).unwrap(), "x")
+            .and_then(|item| item.with_id(id))
+            .map(|item| item.with_created_at(t + chrono::Duration::seconds(offset)))
+            .unwrap()
+    };
+    // Later time, a later id at the same time, the same id in a later namespace.
+    for later in [at("u/a", "a", 1), at("u/a", "m6", 0), at("u/b", "m5", 0)] {
+        assert!(position.precedes(&later, false), "{later:?}");
+        assert!(!position.precedes(&later, true), "{later:?}");
+    }
+    for earlier in [at("u/z", "z", -1), at("u/z", "m4", 0), at("u", "m5", 0)] {
+        assert!(!position.precedes(&earlier, false), "{earlier:?}");
+        assert!(position.precedes(&earlier, true), "{earlier:?}");
+    }
+    let itself = at("u/a", "m5", 0);
+    assert!(!position.precedes(&itself, false) && !position.precedes(&itself, true));
+    assert_eq!(ListPosition::of(&itself), position);
+    // The filter applies it, in the listing's direction.
+    let filter = MemoryFilter::new(Scope::all()).after(position.clone());
+    assert!(filter.matches(&at("u/a", "m6", 0)) && !filter.matches(&itself));
+    assert!(filter.clone().newest_first().matches(&at("u/a", "m4", 0)));
+    assert!(!filter.only_kinds_and_view());
+}
+
+#[test]
+fn a_list_position_is_checked_when_made_and_when_read() {
+    let t = Utc::now();
+    for bad in ["", "a\u{0}b", &"x".repeat(crate::MAX_ID_LEN + 1)] {
+        let error = ListPosition::new(t, bad, ns()).unwrap_err();
+        assert!(matches!(&error, MemoryError::InvalidInput { field, .. } if field == "after"));
+    }
+    let far = DateTime::<Utc>::MAX_UTC;
+    assert!(ListPosition::new(far, "m", ns()).is_err());
+    let position = ListPosition::new(t, "m1", ns()).unwrap();
+    let json = serde_json::to_string(&position).unwrap();
+    assert_eq!(
+        serde_json::from_str::<ListPosition>(&json).unwrap(),
+        position
+    );
+    let tampered = json.replace("m1", "");
+    assert!(serde_json::from_str::<ListPosition>(&tampered).is_err());
+    let filter = MemoryFilter::new(ns().exact()).after(position);
+    let json = serde_json::to_string(&filter).unwrap();
+    assert_eq!(serde_json::from_str::<MemoryFilter>(&json).unwrap(), filter);
+}

@@ -9,6 +9,7 @@ use crate::{
 };
 
 mod metadata;
+mod paging;
 mod positions;
 mod search;
 
@@ -42,6 +43,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     validation(store, &child(base, "validation")).await;
     isolation(store, &child(base, "isolation")).await;
     ordering_and_filters(store, &child(base, "filters")).await;
+    paging::list_pages(store, &child(base, "pages")).await;
     metadata::metadata_values(store, &child(base, "metadata")).await;
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;

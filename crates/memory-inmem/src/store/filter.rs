@@ -71,12 +71,13 @@ impl SlotTest {
 /// `filter` as a test on slab entries of a shard its scope chose. The shard is the namespace,
 /// so the scope holds and is not compared again; kind, creation time, validity and end are
 /// read from the entry's copies (no hashing, no visit to the item); only id prefix, tags,
-/// metadata and fact key need the item itself.
+/// metadata, fact key and list position need the item itself.
 pub(super) fn slab_filter(filter: &MemoryFilter) -> impl Fn(&Entry) -> bool + Copy + '_ {
     let cheap_only = filter.id_prefix.is_none()
         && filter.tags.is_empty()
         && filter.metadata.is_empty()
-        && filter.fact_key.is_none();
+        && filter.fact_key.is_none()
+        && filter.after.is_none();
     move |entry: &Entry| {
         (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
             && filter.since.is_none_or(|since| entry.created_at >= since)

@@ -22,7 +22,7 @@ pub(super) fn filter_is_satisfiable(filter: &MemoryFilter) -> bool {
             .all(|(key, value)| storable(key) && reject_nul_json("metadata", value).is_ok())
 }
 
-/// Appends every condition of `filter` except its scope: time range, kinds, id prefix, tags
+/// Appends every condition of `filter` except its scope: time range, list position, kinds, id prefix, tags
 /// (GIN `@>`), metadata (GIN `@>` plus exact `->` equality; the caller checks the decoded item
 /// again, since jsonb compares numbers by value where serde_json compares their form), fact
 /// key and time view ([`and_view`]). A filter of every record ([`TimeView::All`], no fact
@@ -39,6 +39,28 @@ pub(super) fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
     if let Some(until) = filter.until {
         sql.push(" AND m.created_at < ")
             .bind(time_bound(until), "bigint");
+    }
+    if let Some(after) = &filter.after {
+        // The bound on the time alone lets the index on `(ns, created_at, id)` seek to the
+        // position; the rest decides the memories created at the same time (the text
+        // columns compare in byte order, `COLLATE "C"`).
+        let (time, rest, later) = if filter.newest_first {
+            (" AND m.created_at <= ", " AND (m.created_at < ", "<")
+        } else {
+            (" AND m.created_at >= ", " AND (m.created_at > ", ">")
+        };
+        let at = time_bound(after.created_at());
+        sql.push(time)
+            .bind(at, "bigint")
+            .push(rest)
+            .bind(at, "bigint")
+            .push(&format!(" OR m.id {later} "))
+            .bind(after.id().to_owned(), "text")
+            .push(" OR (m.id = ")
+            .bind(after.id().to_owned(), "text")
+            .push(&format!(" AND m.ns {later} "))
+            .bind(after.namespace().as_str().to_owned(), "text")
+            .push("))");
     }
     if !filter.kinds.is_empty() {
         let kinds: Vec<String> = filter

@@ -8,8 +8,8 @@ use super::row::{COLUMNS, Raw, read_raw};
 use crate::error::Context;
 use crate::sql::{Sql, time_bound};
 
-/// Appends every condition of `filter` that SQL can check: scope, time range, kinds, id
-/// prefix, tags, time view, fact key, and the metadata conditions [`metadata_sql`] can
+/// Appends every condition of `filter` that SQL can check: scope, time range, list
+/// position, kinds, id prefix, tags, time view, fact key, and the metadata conditions [`metadata_sql`] can
 /// decide. Callers still check every condition on the decoded item
 /// ([`MemoryFilter::matches`]). The default view ([`TimeView::All`]) and no fact key add
 /// nothing.
@@ -20,6 +20,27 @@ pub(super) fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
     }
     if let Some(until) = filter.until {
         sql.push(" AND m.created_at < ").bind(time_bound(until));
+    }
+    if let Some(after) = &filter.after {
+        // The bound on the time alone lets the index on `(ns, created_at, id)` seek to the
+        // position; the rest decides the memories created at the same time.
+        let (time, rest, later) = if filter.newest_first {
+            (" AND m.created_at <= ", " AND (m.created_at < ", "<")
+        } else {
+            (" AND m.created_at >= ", " AND (m.created_at > ", ">")
+        };
+        let at = time_bound(after.created_at());
+        sql.push(time)
+            .bind(at)
+            .push(rest)
+            .bind(at)
+            .push(&format!(" OR m.id {later} "))
+            .bind(after.id().to_owned())
+            .push(" OR (m.id = ")
+            .bind(after.id().to_owned())
+            .push(&format!(" AND m.ns {later} "))
+            .bind(after.namespace().as_str().to_owned())
+            .push("))");
     }
     if !filter.kinds.is_empty() {
         sql.push(" AND m.kind IN (");

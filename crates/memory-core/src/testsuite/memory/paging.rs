@@ -1,0 +1,214 @@
+//! Conformance checks for listing a page at a time ([`MemoryFilter::after`]).
+
+use chrono::{TimeZone, Utc};
+
+use super::{child, ids, item, must};
+use crate::{ListPosition, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Namespace};
+
+/// Lists `filter` a page of `size` at a time, each page after the last item of the one
+/// before, until a page comes back short.
+async fn paged(store: &dyn MemoryStore, filter: &MemoryFilter, size: usize) -> Vec<MemoryItem> {
+    let mut all: Vec<MemoryItem> = Vec::new();
+    loop {
+        let mut page_filter = filter.clone().with_limit(size);
+        if let Some(last) = all.last() {
+            page_filter = page_filter.after(ListPosition::of(last));
+        }
+        let page = must(store.list(&page_filter), "list a page").await;
+        let full = page.len() == size;
+        assert!(
+            page.len() <= size,
+            "a page holds at most its limit ({} > {size})",
+            page.len()
+        );
+        all.extend(page);
+        if !full || all.len() > 1_000 {
+            return all;
+        }
+    }
+}
+
+fn keys(items: &[MemoryItem]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|item| (item.namespace.to_string(), item.id.clone()))
+        .collect()
+}
+
+pub(super) async fn list_pages(store: &dyn MemoryStore, ns: &Namespace) {
+    let a = child(ns, "a");
+    let b = child(ns, "b");
+    // Several memories share a time, and two namespaces share ids at one time: the order
+    // is time, then id, then namespace.
+    let mut items = vec![
+        item(&a, "m3", "third", 3),
+        item(&b, "m3", "third elsewhere", 3),
+        item(&a, "m1", "one", 1),
+        item(&a, "m2", "two", 1),
+        item(&b, "m0", "zero", 1),
+        item(&b, "m9", "nine", 0),
+        item(&a, "m5", "five", 5),
+        item(&b, "m4", "four", 5),
+    ];
+    items.push(item(&a, "s1", "short", 2).with_kind(MemoryKind::ShortTerm));
+    for item in &items {
+        must(store.save(item.clone()), "save").await;
+    }
+
+    for newest_first in [false, true] {
+        let mut filter = MemoryFilter::new(ns.subtree());
+        if newest_first {
+            filter = filter.newest_first();
+        }
+        let whole = must(store.list(&filter), "list all").await;
+        assert_eq!(whole.len(), items.len(), "the listing holds every memory");
+        for size in [1, 2, 3, 4] {
+            assert_eq!(
+                keys(&paged(store, &filter, size).await),
+                keys(&whole),
+                "pages of {size} after the last of the page before give the whole listing \
+                 in its order (newest first: {newest_first})"
+            );
+        }
+        // One namespace of the two, and the other conditions alongside.
+        let only_a = MemoryFilter::new(a.exact());
+        let only_a = if newest_first {
+            only_a.newest_first()
+        } else {
+            only_a
+        };
+        let whole_a = must(store.list(&only_a), "list a").await;
+        assert_eq!(
+            keys(&paged(store, &only_a, 2).await),
+            keys(&whole_a),
+            "pages of one namespace (newest first: {newest_first})"
+        );
+        let episodic = filter.clone().with_kinds([MemoryKind::Episodic]);
+        let whole_episodic = must(store.list(&episodic), "list episodic").await;
+        assert_eq!(
+            keys(&paged(store, &episodic, 2).await),
+            keys(&whole_episodic),
+            "pages with a kind condition (newest first: {newest_first})"
+        );
+        assert!(
+            whole_episodic.iter().all(|item| item.id != "s1"),
+            "the kind condition holds"
+        );
+    }
+
+    // A position between two memories (it names none) and one past the end.
+    let at = |second: i64| {
+        Utc.timestamp_opt(1_700_000_000 + second, 0)
+            .single()
+            .unwrap_or_default()
+    };
+    let between = ListPosition::new(at(1), "m1z", a.clone())
+        .unwrap_or_else(|error| panic!("conformance: a position: {error}"));
+    let after_between = must(
+        store.list(&MemoryFilter::new(ns.subtree()).after(between.clone())),
+        "list after a position no memory holds",
+    )
+    .await;
+    assert_eq!(
+        keys(&after_between),
+        keys(&must(store.list(&MemoryFilter::new(ns.subtree())), "list").await[3..]),
+        "a position no memory holds splits the listing where it would stand"
+    );
+    let before_between = must(
+        store.list(
+            &MemoryFilter::new(ns.subtree())
+                .newest_first()
+                .after(between),
+        ),
+        "list newest first after a position no memory holds",
+    )
+    .await;
+    assert_eq!(
+        ids(&before_between),
+        vec!["m1", "m0", "m9"],
+        "newest first, after a position is before it in time order"
+    );
+    let end = ListPosition::new(at(100), "m", a.clone())
+        .unwrap_or_else(|error| panic!("conformance: a position: {error}"));
+    assert!(
+        must(
+            store.list(&MemoryFilter::new(ns.subtree()).after(end)),
+            "list after the end"
+        )
+        .await
+        .is_empty(),
+        "nothing comes after the last memory"
+    );
+    // With a time range that ends before the position: nothing, and no error.
+    let late = ListPosition::new(at(4), "m", b.clone())
+        .unwrap_or_else(|error| panic!("conformance: a position: {error}"));
+    assert!(
+        must(
+            store.list(
+                &MemoryFilter::new(ns.subtree())
+                    .with_time_range(None, Some(at(2)))
+                    .after(late)
+            ),
+            "list after a position beyond the time range"
+        )
+        .await
+        .is_empty(),
+        "a position beyond the time range leaves nothing"
+    );
+
+    // Writes between two pages: a memory saved before the position is not listed again,
+    // one saved after it is; a memory deleted from a later page is gone and takes no
+    // other with it.
+    let first_page = must(
+        store.list(&MemoryFilter::new(ns.subtree()).with_limit(4)),
+        "list the first page",
+    )
+    .await;
+    let Some(last) = first_page.last() else {
+        panic!("conformance: the first page is empty");
+    };
+    must(
+        store.save(item(&a, "early", "saved late, created early", 0)),
+        "save",
+    )
+    .await;
+    must(
+        store.save(item(&b, "late", "saved and created late", 9)),
+        "save",
+    )
+    .await;
+    assert!(must(store.delete(&a, "m5"), "delete").await);
+    let rest = must(
+        store.list(&MemoryFilter::new(ns.subtree()).after(ListPosition::of(last))),
+        "list the rest",
+    )
+    .await;
+    assert_eq!(
+        ids(&rest),
+        vec!["s1", "m3", "m3", "m4", "late"],
+        "the rest of a listing after concurrent writes"
+    );
+
+    // A search keeps to the position too.
+    let hits = must(
+        store.search(
+            &crate::SearchQuery::new(ns.subtree(), "third", 10).with_filter(
+                MemoryFilter::new(ns.subtree()).after(
+                    ListPosition::new(at(3), "m3", a.clone())
+                        .unwrap_or_else(|error| panic!("conformance: a position: {error}")),
+                ),
+            ),
+        ),
+        "search after a position",
+    )
+    .await;
+    let found: Vec<(String, String)> = hits
+        .iter()
+        .map(|hit| (hit.item.namespace.to_string(), hit.item.id.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![(b.to_string(), "m3".to_owned())],
+        "a search lists only memories after the position"
+    );
+}
