@@ -12,6 +12,7 @@ mod cli;
 mod commands;
 mod config;
 mod conversations;
+mod cursor;
 mod entities;
 mod exchange;
 mod failure;

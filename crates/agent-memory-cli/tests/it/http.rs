@@ -401,6 +401,90 @@ fn api_scenario(server: &Server, backend: &str) {
 /// A recall's metadata conditions keep the memories whose metadata holds them, compared as
 /// JSON, and leave pages out; conditions that are not an object, or too many, are refused
 /// by name.
+/// A listing read a page at a time covers every memory once, even when memories are
+/// added and forgotten between its pages; a cursor the server did not give is refused by
+/// name.
+#[test]
+fn pages_of_a_listing_survive_writes_between_them() {
+    let dir = TempDir::new("list-pages");
+    for (backend, store) in backends(&dir, "pages") {
+        let server = Server::start(&dir, &store, &[]);
+        let _schema = DropSchema(store.clone());
+        let key = server.key_for("acme");
+        let texts: Vec<serde_json::Value> = (0..7)
+            .map(|n| json!({"text": format!("note number {n}")}))
+            .collect();
+        let (status, body) = server.call(
+            "POST",
+            "/v1/memories/batch",
+            Some(&key),
+            Some(json!({ "memories": texts })),
+        );
+        assert_eq!(status, 201, "{backend}: {body}");
+        let ids_of = |page: &serde_json::Value| -> Vec<String> {
+            page["items"]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|item| item["id"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (_, whole) = server.call("GET", "/v1/memories?limit=100", Some(&key), None);
+        let whole = ids_of(&whole);
+        assert_eq!(whole.len(), 7, "{backend}");
+
+        let (status, first) = server.call("GET", "/v1/memories?limit=3", Some(&key), None);
+        assert_eq!(status, 200, "{backend}: {first}");
+        let mut seen = ids_of(&first);
+        // Between pages: the first memory is forgotten (an offset would now skip one), and
+        // a new one is added (it comes last).
+        let (status, _) = server.call(
+            "DELETE",
+            &format!("/v1/memories/{}", whole[0]),
+            Some(&key),
+            None,
+        );
+        assert_eq!(status, 200, "{backend}");
+        let (status, added) = server.call(
+            "POST",
+            "/v1/memories",
+            Some(&key),
+            Some(json!({"text": "a note added between pages"})),
+        );
+        assert_eq!(status, 201, "{backend}: {added}");
+        let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
+        while let Some(at) = cursor {
+            let (status, page) = server.call(
+                "GET",
+                &format!("/v1/memories?limit=3&cursor={at}"),
+                Some(&key),
+                None,
+            );
+            assert_eq!(status, 200, "{backend}: {page}");
+            seen.extend(ids_of(&page));
+            cursor = page["next_cursor"].as_str().map(str::to_owned);
+        }
+        let mut expected = whole.clone();
+        expected.push(added["id"].as_str().expect("an id").to_owned());
+        assert_eq!(seen, expected, "{backend}: every memory once, in order");
+
+        for bad in ["3", "zz", "7b7d"] {
+            let (status, body) = server.call(
+                "GET",
+                &format!("/v1/memories?cursor={bad}"),
+                Some(&key),
+                None,
+            );
+            assert_eq!(status, 400, "{backend}: {body}");
+            assert_eq!(body["error"]["field"], "cursor", "{backend}: {body}");
+        }
+        assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
+    }
+}
+
 #[test]
 fn a_recall_keeps_the_memories_whose_metadata_matches() {
     let dir = TempDir::new("recall-metadata");

@@ -4,13 +4,19 @@
 
 use std::collections::HashMap;
 
-use memory_core::{MemoryError, MemoryFilter, MemoryItem, MemoryKind, Result, Scope};
+use memory_core::{
+    EmbeddingProvider, ListPosition, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
+    Result, Scope,
+};
 use serde::{Deserialize, Serialize};
 
 use super::Memory;
 
 /// Memories embedded per call of the embedder (one batch, one round of writes).
 const BATCH: usize = 64;
+
+/// Memories listed at a time: a pass holds one page of a namespace, however large it is.
+const PAGE: usize = 4 * BATCH;
 
 /// Which stored memories [`Memory::reembed`] embeds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,8 +52,8 @@ impl Memory {
     /// ([`MemoryKind::ShortTerm`]) are left out, as the conversation API leaves them
     /// unembedded.
     ///
-    /// Memories are embedded in batches of 64, namespace by namespace (one namespace is
-    /// listed at a time). Each batch is read again just before it is written, and a memory
+    /// Memories are embedded in batches of 64, namespace by namespace, listed 256 at a time
+    /// ([`MemoryFilter::after`]), so a pass over a namespace of any size holds one page. Each batch is read again just before it is written, and a memory
     /// whose text changed meanwhile, or that is gone, is left alone, so a concurrent edit
     /// is never overwritten with an old text's vector. Everything else about a memory
     /// (times, recall statistics, metadata) is kept. A failure stops the pass; the
@@ -82,56 +88,78 @@ impl Memory {
         let dimension = embedder.dimension();
         let mut report = ReembedReport::default();
         for namespace in self.store.list_namespaces(scope).await? {
-            let items = self
-                .store
-                .list(&MemoryFilter::new(namespace.exact()))
-                .await?;
-            let wanted: Vec<MemoryItem> = items
-                .into_iter()
-                .filter(|item| item.kind != MemoryKind::ShortTerm)
-                .inspect(|_| report.examined += 1)
-                .filter(|item| {
-                    which == Reembed::All
-                        || item
-                            .embedding
-                            .as_ref()
-                            .is_none_or(|vector| vector.len() != dimension)
-                })
-                .collect();
-            for batch in wanted.chunks(BATCH) {
-                let texts: Vec<&str> = batch.iter().map(|item| item.content.as_str()).collect();
-                let vectors =
-                    Box::pin(crate::embedding::embed_batch_checked(&**embedder, &texts)).await?;
-                let ids: Vec<String> = batch.iter().map(|item| item.id.clone()).collect();
-                let mut now: HashMap<String, MemoryItem> = self
-                    .store
-                    .get_many(&namespace, &ids)
-                    .await?
+            let mut after: Option<ListPosition> = None;
+            loop {
+                let mut filter = MemoryFilter::new(namespace.exact()).with_limit(PAGE);
+                if let Some(position) = after.take() {
+                    filter = filter.after(position);
+                }
+                let page = self.store.list(&filter).await?;
+                let Some(last) = page.last() else { break };
+                after = Some(ListPosition::of(last));
+                let full = page.len() == PAGE;
+                let wanted: Vec<MemoryItem> = page
                     .into_iter()
-                    .map(|item| (item.id.clone(), item))
+                    .filter(|item| item.kind != MemoryKind::ShortTerm)
+                    .inspect(|_| report.examined += 1)
+                    .filter(|item| {
+                        which == Reembed::All
+                            || item
+                                .embedding
+                                .as_ref()
+                                .is_none_or(|vector| vector.len() != dimension)
+                    })
                     .collect();
-                let mut writes = Vec::with_capacity(batch.len());
-                for (read, vector) in batch.iter().zip(vectors) {
-                    match now.remove(&read.id) {
-                        Some(item) if item.content == read.content => {
-                            writes.push(item.with_embedding(vector)?);
-                        }
-                        _ => report.skipped += 1,
-                    }
+                for batch in wanted.chunks(BATCH) {
+                    self.reembed_batch(&**embedder, &namespace, batch, &mut report)
+                        .await?;
+                    progress(&report);
                 }
-                for item in writes {
-                    // `update`, not a batch save: a memory deleted since it was read stays
-                    // deleted.
-                    match self.store.update(item).await {
-                        Ok(()) => report.embedded += 1,
-                        Err(MemoryError::NotFound { .. }) => report.skipped += 1,
-                        Err(error) => return Err(error),
-                    }
+                if !full {
+                    break;
                 }
-                progress(&report);
             }
         }
         progress(&report);
         Ok(report)
+    }
+
+    /// Embeds one batch of memories read from `namespace` and writes each vector to the
+    /// memory as it is now, unless its text changed or it is gone.
+    async fn reembed_batch(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        namespace: &Namespace,
+        batch: &[MemoryItem],
+        report: &mut ReembedReport,
+    ) -> Result<()> {
+        let texts: Vec<&str> = batch.iter().map(|item| item.content.as_str()).collect();
+        let vectors = Box::pin(crate::embedding::embed_batch_checked(embedder, &texts)).await?;
+        let ids: Vec<String> = batch.iter().map(|item| item.id.clone()).collect();
+        let mut now: HashMap<String, MemoryItem> = self
+            .store
+            .get_many(namespace, &ids)
+            .await?
+            .into_iter()
+            .map(|item| (item.id.clone(), item))
+            .collect();
+        let mut writes = Vec::with_capacity(batch.len());
+        for (read, vector) in batch.iter().zip(vectors) {
+            match now.remove(&read.id) {
+                Some(item) if item.content == read.content => {
+                    writes.push(item.with_embedding(vector)?);
+                }
+                _ => report.skipped += 1,
+            }
+        }
+        for item in writes {
+            // `update`, not a batch save: a memory deleted since it was read stays deleted.
+            match self.store.update(item).await {
+                Ok(()) => report.embedded += 1,
+                Err(MemoryError::NotFound { .. }) => report.skipped += 1,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 }

@@ -334,3 +334,105 @@ async fn a_failing_embedder_writes_nothing() {
     let stored = store.get(&ns(), &car).await.expect("read").expect("kept");
     assert_eq!(stored.embedding, None);
 }
+
+/// A store that records the limit of every listing and how many memories it returned.
+#[derive(Debug)]
+struct Listings {
+    inner: InMemoryStore,
+    lists: Mutex<Vec<(Option<usize>, usize)>>,
+}
+
+#[async_trait]
+impl MemoryStore for Listings {
+    async fn save(&self, item: memory_core::MemoryItem) -> Result<()> {
+        self.inner.save(item).await
+    }
+    async fn get(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+    ) -> Result<Option<memory_core::MemoryItem>> {
+        self.inner.get(namespace, id).await
+    }
+    async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        self.inner.delete(namespace, id).await
+    }
+    async fn list(
+        &self,
+        filter: &memory_core::MemoryFilter,
+    ) -> Result<Vec<memory_core::MemoryItem>> {
+        let items = self.inner.list(filter).await?;
+        let mut lists = self.lists.lock().expect("not poisoned");
+        lists.push((filter.limit, items.len()));
+        Ok(items)
+    }
+    async fn search(
+        &self,
+        query: &memory_core::SearchQuery,
+    ) -> Result<Vec<memory_core::SearchHit>> {
+        self.inner.search(query).await
+    }
+    async fn clear(&self, scope: &memory_core::Scope) -> Result<usize> {
+        self.inner.clear(scope).await
+    }
+    async fn list_namespaces(&self, scope: &memory_core::Scope) -> Result<Vec<Namespace>> {
+        self.inner.list_namespaces(scope).await
+    }
+}
+
+/// However many memories a namespace holds, a pass lists them a page at a time, and every
+/// one is embedded once, many of them sharing a creation time.
+#[tokio::test]
+async fn a_large_namespace_is_listed_a_page_at_a_time() {
+    let store = Arc::new(Listings {
+        inner: InMemoryStore::new(),
+        lists: Mutex::new(Vec::new()),
+    });
+    let at = chrono::Utc::now();
+    let items: Vec<memory_core::MemoryItem> = (0..600)
+        .map(|n| {
+            memory_core::MemoryItem::new(ns(), format!("note {n} about a car"))
+                // Ten memories at each time: the pages split runs of equal times.
+                .map(|item| item.with_created_at(at + chrono::Duration::seconds(n / 10)))
+                .expect("an item")
+        })
+        .collect();
+    store.save_many(items).await.expect("saved");
+    let topics = Arc::new(Topics::default());
+    let memory = Memory::builder()
+        .store(store.clone())
+        .embedder(topics.clone())
+        .build()
+        .expect("a memory");
+    let report = memory
+        .reembed(&ns().exact(), Reembed::Missing)
+        .await
+        .expect("embedded");
+    assert_eq!(
+        report,
+        ReembedReport {
+            examined: 600,
+            embedded: 600,
+            skipped: 0
+        }
+    );
+    assert_eq!(topics.texts.load(Ordering::Relaxed), 600, "each text once");
+    let lists = store.lists.lock().expect("not poisoned").clone();
+    assert!(
+        lists
+            .iter()
+            .all(|(limit, len)| limit.is_some_and(|limit| limit <= 256 && *len <= limit)),
+        "every listing is a page: {lists:?}"
+    );
+    assert_eq!(
+        lists.iter().map(|(_, len)| len).sum::<usize>(),
+        600,
+        "the pages cover the namespace once: {lists:?}"
+    );
+    let listed = store
+        .inner
+        .list(&memory_core::MemoryFilter::new(ns().exact()))
+        .await
+        .expect("listed");
+    assert!(listed.iter().all(|item| item.embedding.is_some()));
+}

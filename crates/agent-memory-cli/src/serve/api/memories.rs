@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found, page_of,
-    paging, parse_kind, parse_time, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found, paging,
+    parse_kind, parse_time, scope_of,
 };
 use crate::commands::{parse_metadata_conditions, with_fact};
 use crate::failure::Failure;
@@ -409,7 +409,7 @@ pub(crate) async fn list_memories(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<MemoryPage>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
+    let (_, limit) = paging(query.limit, None)?;
     let kinds = comma_list(query.kinds.as_deref())
         .iter()
         .map(|kind| parse_kind(kind))
@@ -432,13 +432,19 @@ pub(crate) async fn list_memories(
     if let Some(raw) = query.metadata.as_deref() {
         filter.metadata = parse_metadata_conditions(raw)?.into_iter().collect();
     }
+    if let Some(cursor) = query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        filter = filter.after(crate::cursor::parse(cursor)?);
+    }
     // One more than the page tells whether another page follows.
-    filter.limit = Some(offset.saturating_add(limit).saturating_add(1));
-    let items = state.memory.store().list(&filter).await?;
-    let (page, next_cursor) = page_of(items, offset, limit);
+    filter.limit = Some(limit.saturating_add(1));
+    let mut items = state.memory.store().list(&filter).await?;
+    let next_cursor = (items.len() > limit).then(|| {
+        items.truncate(limit);
+        items.last().map(crate::cursor::after)
+    });
     Ok(Json(MemoryPage {
-        items: page.iter().map(MemoryView::from).collect(),
-        next_cursor,
+        items: items.iter().map(MemoryView::from).collect(),
+        next_cursor: next_cursor.flatten(),
     }))
 }
 

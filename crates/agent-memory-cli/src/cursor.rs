@@ -1,0 +1,95 @@
+//! The cursor of a memory listing's next page: the list position of the page's last memory
+//! ([`ListPosition`]), as the hexadecimal of its JSON, so it travels in a query string or
+//! on a command line without escaping. The next page starts after that memory, so it costs
+//! what it returns (the store seeks its time index) and writes between pages neither
+//! repeat a memory nor push one off a page, where an offset would do both.
+
+use agent_memory::{ListPosition, MemoryItem};
+
+use crate::failure::Failure;
+
+/// Longest cursor read: the position's JSON holds an id of at most 256 bytes, a namespace
+/// of at most 512 and a time, each escaped at most six times over, in hexadecimal.
+const MAX_CURSOR: usize = 2 * 6 * 1024;
+
+/// The cursor of the page after the one `last` ends.
+pub(crate) fn after(last: &MemoryItem) -> String {
+    let json = serde_json::to_string(&ListPosition::of(last)).unwrap_or_default();
+    let mut cursor = String::with_capacity(json.len() * 2);
+    for byte in json.bytes() {
+        cursor.push(char::from(HEX[usize::from(byte >> 4)]));
+        cursor.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    cursor
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The position a cursor from [`after`] names.
+///
+/// # Errors
+/// [`Failure::invalid`] naming `cursor` for anything [`after`] did not write.
+pub(crate) fn parse(cursor: &str) -> Result<ListPosition, Failure> {
+    let refuse = || {
+        Failure::invalid(
+            "cursor",
+            format!(
+                "cursor {:?} is not one this server gave",
+                cursor.chars().take(64).collect::<String>()
+            ),
+        )
+        .with_hint("pass the next_cursor of the previous page, or no cursor for the first page")
+    };
+    if cursor.len() > MAX_CURSOR || !cursor.len().is_multiple_of(2) {
+        return Err(refuse());
+    }
+    let digit = |byte: u8| char::from(byte).to_digit(16).map(|d| d as u8);
+    let bytes = cursor
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(refuse)?;
+    serde_json::from_slice(&bytes).map_err(|_| refuse())
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_memory::Namespace;
+
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_the_position_of_the_memory_it_was_made_from() {
+        let namespace = Namespace::parse("user/a").unwrap();
+        let item = MemoryItem::new(namespace, "x")
+            .and_then(|item| item.with_id("id with \"quotes\" & spaces/ü"))
+            .unwrap();
+        let cursor = after(&item);
+        assert!(cursor.bytes().all(|b| b.is_ascii_hexdigit()), "{cursor}");
+        assert_eq!(parse(&cursor).unwrap(), ListPosition::of(&item));
+    }
+
+    #[test]
+    fn anything_else_is_refused_by_name() {
+        let namespace = Namespace::parse("user/a").unwrap();
+        let item = MemoryItem::new(namespace, "x").unwrap();
+        let good = after(&item);
+        let hex_of = |text: &str| text.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+        for bad in [
+            "0".to_owned(),
+            "50".to_owned(),
+            "zz".to_owned(),
+            "é".to_owned(),
+            good[1..].to_owned(),
+            good.replace('7', "Z"),
+            "a".repeat(MAX_CURSOR + 2),
+            hex_of("{}"),
+            hex_of(r#"{"created_at":"2026-01-01T00:00:00Z","id":"","namespace":"a"}"#),
+            hex_of(r#"{"created_at":"2026-01-01T00:00:00Z","id":"m","namespace":"a b"}"#),
+        ] {
+            let failure = parse(&bad).unwrap_err();
+            assert_eq!(failure.field.as_deref(), Some("cursor"), "{bad}");
+        }
+    }
+}
