@@ -47,7 +47,8 @@ pub(crate) async fn get(settings: &Settings, args: GetArgs) -> Result<Outcome, F
 }
 
 /// `list`: the memories matching the filters, oldest (or newest) first, at most
-/// `args.limit`.
+/// `args.limit`, after `args.cursor`'s memory; the cursor of the next page when there is
+/// one.
 pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome, Failure> {
     if args.limit == 0 || args.limit > MAX_LIST {
         return Err(Failure::invalid(
@@ -80,8 +81,19 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
     if args.newest_first {
         filter = filter.newest_first();
     }
+    if let Some(cursor) = args.cursor.as_deref().filter(|c| !c.is_empty()) {
+        filter = filter.after(crate::cursor::parse(cursor)?);
+    }
+    // One more than the page tells whether another page follows.
+    filter.limit = Some(args.limit.saturating_add(1));
     let memory = settings.open().await?;
-    let items = memory.store().list(&filter).await?;
+    let mut items = memory.store().list(&filter).await?;
+    let next_cursor = if items.len() > args.limit {
+        items.truncate(args.limit);
+        items.last().map(crate::cursor::after)
+    } else {
+        None
+    };
     let views: Vec<MemoryView> = items.iter().map(MemoryView::from).collect();
     let mut text = String::new();
     if views.is_empty() {
@@ -97,7 +109,13 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
         );
     }
     Ok(Outcome {
-        json: serde_json::json!({ "items": to_json(&views)? }),
-        text: text.trim_end().to_owned(),
+        json: match &next_cursor {
+            Some(cursor) => serde_json::json!({ "items": to_json(&views)?, "next_cursor": cursor }),
+            None => serde_json::json!({ "items": to_json(&views)? }),
+        },
+        text: match &next_cursor {
+            Some(cursor) => format!("{}\nmore: --cursor {cursor}", text.trim_end()),
+            None => text.trim_end().to_owned(),
+        },
     })
 }

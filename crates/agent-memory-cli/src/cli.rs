@@ -255,6 +255,10 @@ pub(crate) struct ListArgs {
     /// At most this many, 1 to 10000.
     #[arg(long, short = 'k', default_value_t = 50)]
     pub(crate) limit: usize,
+    /// The page after the one this cursor ends: the `next_cursor` of the previous `--json`
+    /// listing (or the `more:` line of the text one).
+    #[arg(long, value_name = "CURSOR")]
+    pub(crate) cursor: Option<String>,
 }
 
 /// `history`.

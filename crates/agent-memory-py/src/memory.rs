@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use agent_memory::{
-    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity, Memory, MemoryFilter,
-    MemoryItem, PostgresBackend, PostgresOptions, RecallFilter, RecallOptions, RecallView,
-    Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
+    DecayConfig, EvictionConfig, EvictionPolicy, FactsConfig, GraphEntity, ListPosition, Memory,
+    MemoryFilter, MemoryItem, PostgresBackend, PostgresOptions, RecallFilter, RecallOptions,
+    RecallView, Remember, RetrieverConfig, SqliteBackend, StoreLocation, TimeView,
 };
 use chrono::Utc;
 use pyo3::prelude::*;
@@ -588,7 +588,10 @@ impl PyMemory {
     /// The memories in `namespace` (and under it, unless `exact`), oldest first (or newest
     /// first), matching every condition given: `kinds`, `tags`, `metadata` (keys with
     /// exactly these values), `fact_key`, `id_prefix`, `since`/`until`. `view` is `current` (default:
-    /// superseded and retracted memories left out) or `all`.
+    /// superseded and retracted memories left out) or `all`. `after`, the last record of the
+    /// previous page, lists the page after it: a large namespace is read a page of `limit`
+    /// at a time, each costing what it returns, and memories saved or forgotten between
+    /// pages neither repeat one nor push one off a page.
     #[pyo3(signature = (
         namespace = "",
         *,
@@ -603,6 +606,7 @@ impl PyMemory {
         limit = None,
         newest_first = false,
         view = "current",
+        after = None,
     ))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn list(
@@ -620,6 +624,7 @@ impl PyMemory {
         limit: Option<usize>,
         newest_first: bool,
         view: &str,
+        after: Option<PyRef<'_, Record>>,
     ) -> PyResult<Vec<Record>> {
         let mut filter = MemoryFilter::new(scope(py, namespace, exact)?)
             .with_kinds(crate::convert::kinds(py, &kinds.unwrap_or_default())?)
@@ -649,6 +654,9 @@ impl PyMemory {
         }
         if newest_first {
             filter = filter.newest_first();
+        }
+        if let Some(last) = after {
+            filter = filter.after(ListPosition::of(&last.item));
         }
         filter = filter.with_view(match view {
             "current" => TimeView::Current(Utc::now()),

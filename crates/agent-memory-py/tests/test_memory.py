@@ -239,6 +239,26 @@ def test_forget_clear_get_list_namespaces(memory: Memory) -> None:
     assert memory.namespaces() == ["z"]
 
 
+def test_list_a_page_at_a_time(any_memory: Memory) -> None:
+    ids = [any_memory.remember("pages", f"note number {n}").id for n in range(7)]
+    whole = [r.id for r in any_memory.list("pages")]
+    assert sorted(whole) == sorted(ids)
+    first = any_memory.list("pages", limit=3)
+    # Between pages, a listed memory is forgotten and one is added: nothing is skipped.
+    assert any_memory.forget("pages", first[0].id)
+    added = any_memory.remember("pages", "a note added between pages").id
+    seen, page = [r.id for r in first], first
+    while len(page) == 3:
+        page = any_memory.list("pages", limit=3, after=page[-1])
+        seen += [r.id for r in page]
+    assert seen == whole + [added]
+    newest = any_memory.list("pages", newest_first=True, limit=2)
+    older = any_memory.list("pages", newest_first=True, after=newest[-1])
+    assert [r.id for r in newest + older] == [added] + whole[::-1][:-1]
+    with pytest.raises(TypeError):
+        any_memory.list("pages", after="not a record")  # type: ignore[arg-type]
+
+
 def test_stats_maintain_and_eviction() -> None:
     memory = Memory(eviction={"policy": "capacity", "max_items": 4}, check_interval=1)
     for n in range(10):

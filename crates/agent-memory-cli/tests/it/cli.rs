@@ -216,6 +216,51 @@ fn get_and_list_show_what_is_stored() {
         String::from_utf8_lossy(&text.stdout).contains("Ann likes green tea"),
         "{text:?}"
     );
+
+    // A page at a time: the cursor of each page lists the next, both ways.
+    for (order, expected) in [
+        (None, [0, 1, 2]),
+        (Some("--newest-first"), [2, 1, 0]),
+    ] {
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut args = vec!["-n", "team", "list", "--limit", "1"];
+            args.extend(order);
+            if let Some(at) = cursor.as_deref() {
+                args.extend(["--cursor", at]);
+            }
+            let (code, page) = run_json(&dir, &args);
+            assert_eq!(code, 0, "{page}");
+            seen.extend(
+                page["items"]
+                    .as_array()
+                    .expect("items")
+                    .iter()
+                    .map(|item| item["id"].as_str().unwrap_or_default().to_owned()),
+            );
+            cursor = page["next_cursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+            assert!(seen.len() < 10, "the pages end");
+        }
+        let expected: Vec<String> = expected.iter().map(|at| ids[*at].clone()).collect();
+        assert_eq!(seen, expected, "{order:?}");
+    }
+    let text = run(&dir, &["-n", "team", "list", "--limit", "2"]);
+    let shown = String::from_utf8_lossy(&text.stdout);
+    let cursor = shown
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("more: --cursor "))
+        .unwrap_or_else(|| panic!("the text names the next page: {shown}"));
+    let (code, rest) = run_json(&dir, &["-n", "team", "list", "--cursor", cursor]);
+    assert_eq!(code, 0, "{rest}");
+    assert_eq!(rest["items"][0]["id"], ids[2].as_str(), "{rest}");
+    let (code, refused) = run_json(&dir, &["-n", "team", "list", "--cursor", "42"]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "cursor", "{refused}");
 }
 
 /// `graph`: entities added, shown, related and removed; relations with attributes; bad

@@ -332,8 +332,10 @@ class Memory:
         limit: int | None = None,
         newest_first: bool = False,
         view: Literal["current", "all"] = "current",
+        after: MemoryRecord | None = None,
     ) -> builtins.list[MemoryRecord]:
-        """The memories matching every condition, oldest first (or newest first)."""
+        """The memories matching every condition, oldest first (or newest first);
+        with ``after`` (the last record of the previous page), the page after it."""
     def namespaces(self, prefix: str = "") -> builtins.list[str]:
         """The namespaces holding memories, in and under ``prefix``, sorted."""
     def history(self, namespace: str, id: str) -> builtins.list[MemoryRecord]:
