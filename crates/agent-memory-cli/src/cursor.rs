@@ -1,10 +1,14 @@
-//! The cursor of a memory listing's next page: the list position of the page's last memory
-//! ([`ListPosition`]), as the hexadecimal of its JSON, so it travels in a query string or
-//! on a command line without escaping. The next page starts after that memory, so it costs
-//! what it returns (the store seeks its time index) and writes between pages neither
-//! repeat a memory nor push one off a page, where an offset would do both.
+//! The cursor of a listing's next page: the position of the page's last record (a
+//! memory's [`ListPosition`], an entity's [`EntityPosition`](agent_memory::EntityPosition),
+//! a relation's [`RelationPosition`](agent_memory::RelationPosition)), as the hexadecimal of
+//! its JSON, so it travels in a query string or on a command line without escaping. The next
+//! page starts after that record, so it costs what it returns (the store seeks its order)
+//! and writes between pages neither repeat a record nor push one off a page, where an offset
+//! would do both.
 
 use agent_memory::{ListPosition, MemoryItem};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::failure::Failure;
 
@@ -12,9 +16,14 @@ use crate::failure::Failure;
 /// of at most 512 and a time, each escaped at most six times over, in hexadecimal.
 const MAX_CURSOR: usize = 2 * 6 * 1024;
 
-/// The cursor of the page after the one `last` ends.
+/// The cursor of the memories after the one `last` ends.
 pub(crate) fn after(last: &MemoryItem) -> String {
-    let json = serde_json::to_string(&ListPosition::of(last)).unwrap_or_default();
+    encode(&ListPosition::of(last))
+}
+
+/// The cursor naming `position`.
+pub(crate) fn encode(position: &impl Serialize) -> String {
+    let json = serde_json::to_string(position).unwrap_or_default();
     let mut cursor = String::with_capacity(json.len() * 2);
     for byte in json.bytes() {
         cursor.push(char::from(HEX[usize::from(byte >> 4)]));
@@ -25,11 +34,19 @@ pub(crate) fn after(last: &MemoryItem) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// The position a cursor from [`after`] names.
+/// The memory position a cursor from [`after`] names.
 ///
 /// # Errors
 /// [`Failure::invalid`] naming `cursor` for anything [`after`] did not write.
 pub(crate) fn parse(cursor: &str) -> Result<ListPosition, Failure> {
+    decode(cursor)
+}
+
+/// The position a cursor from [`encode`] names.
+///
+/// # Errors
+/// [`Failure::invalid`] naming `cursor` for anything [`encode`] did not write for a `T`.
+pub(crate) fn decode<T: DeserializeOwned>(cursor: &str) -> Result<T, Failure> {
     let refuse = || {
         Failure::invalid(
             "cursor",

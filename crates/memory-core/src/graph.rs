@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::validate::{validate_id, validate_len, validate_text, validate_unit};
 use crate::{MemoryError, Namespace, Result, Tag};
 
+mod position;
+pub use position::{EntityPosition, RelationPosition};
+
 /// The attributes of an entity or a relation: what is known about it as keys and values,
 /// a JSON object.
 pub type Attributes = serde_json::Map<String, serde_json::Value>;
@@ -390,6 +393,45 @@ pub struct MultiHopResult {
 mod tests {
     use super::*;
 
+    #[test]
+    fn graph_positions_order_like_the_listings_and_are_checked() {
+        let a = Namespace::parse("kb/a").unwrap();
+        let b = Namespace::parse("kb/b").unwrap();
+        let position = EntityPosition::new(a.clone(), "m").unwrap();
+        let at = |ns: &Namespace, id: &str| GraphEntity::new(ns.clone(), id, "x", "t").unwrap();
+        assert!(position.precedes(&at(&a, "n")) && position.precedes(&at(&b, "a")));
+        assert!(!position.precedes(&at(&a, "m")) && !position.precedes(&at(&a, "l")));
+        let relation = |source: &str, kind: &str, target: &str| {
+            GraphRelation::new(a.clone(), source, target, kind, 0.5).unwrap()
+        };
+        let knows = RelationPosition::of(&relation("m", "knows", "m"));
+        assert!(knows.precedes(&relation("m", "knows", "n")));
+        assert!(knows.precedes(&relation("m", "likes", "a")));
+        assert!(!knows.precedes(&relation("m", "helps", "z")));
+        assert!(!knows.precedes(&relation("m", "knows", "m")));
+        for bad in ["", "a\u{0}"] {
+            assert!(EntityPosition::new(a.clone(), bad).is_err());
+            assert!(RelationPosition::new(a.clone(), bad, "knows", "m").is_err());
+            assert!(RelationPosition::new(a.clone(), "m", "knows", bad).is_err());
+        }
+        assert!(RelationPosition::new(a.clone(), "m", " ", "m").is_err());
+        let json = serde_json::to_string(&knows).unwrap();
+        assert_eq!(
+            serde_json::from_str::<RelationPosition>(&json).unwrap(),
+            knows
+        );
+        let json = serde_json::to_string(&position).unwrap();
+        assert_eq!(
+            serde_json::from_str::<EntityPosition>(&json).unwrap(),
+            position
+        );
+        // Another kind's position is not this one's.
+        assert!(
+            serde_json::from_str::<EntityPosition>(&serde_json::to_string(&knows).unwrap())
+                .is_err()
+        );
+        assert!(serde_json::from_str::<EntityPosition>(&json.replace("\"m\"", "\"\"")).is_err());
+    }
     #[test]
     fn validation_and_serde() {
         let ns = Namespace::parse("g").unwrap();

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    AccessEvent, GraphEntity, GraphRelation, MemoryError, MultiHopResult, Namespace, Result, Scope,
-    ScoredEntity, Tag, TagConstraints,
+    AccessEvent, EntityPosition, GraphEntity, GraphRelation, MemoryError, MultiHopResult,
+    Namespace, RelationPosition, Result, Scope, ScoredEntity, Tag, TagConstraints,
 };
 
 /// Traversals never go deeper than this many hops; a larger `depth` is clamped to it.
@@ -144,6 +144,44 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// # Errors
     /// Backend errors only.
     async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>>;
+
+    /// At most `limit` entities of `scope` in [`list_entities`](Self::list_entities)' order,
+    /// those after `after` (from the first without it): a large graph read a page at a
+    /// time, each page after the last entity of the one before, so entities added or
+    /// removed between pages neither repeat one nor push one off a page. The default lists
+    /// every entity of the scope for each page; a backend should seek its order instead.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_entities_after(
+        &self,
+        scope: &Scope,
+        after: Option<&EntityPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphEntity>> {
+        let mut entities = self.list_entities(scope).await?;
+        entities.retain(|entity| after.is_none_or(|after| after.precedes(entity)));
+        entities.truncate(limit);
+        Ok(entities)
+    }
+
+    /// At most `limit` relations of `scope` in [`list_relations`](Self::list_relations)'
+    /// order, those after `after`: the relations' counterpart of
+    /// [`list_entities_after`](Self::list_entities_after).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn list_relations_after(
+        &self,
+        scope: &Scope,
+        after: Option<&RelationPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        let mut relations = self.list_relations(scope).await?;
+        relations.retain(|relation| after.is_none_or(|after| after.precedes(relation)));
+        relations.truncate(limit);
+        Ok(relations)
+    }
 
     /// Removes every entity and relation in `scope`. Returns how many entities were removed.
     ///
@@ -492,6 +530,22 @@ macro_rules! forward_knowledge_graph {
             }
             async fn list_relations(&self, scope: &Scope) -> Result<Vec<GraphRelation>> {
                 (**self).list_relations(scope).await
+            }
+            async fn list_entities_after(
+                &self,
+                scope: &Scope,
+                after: Option<&EntityPosition>,
+                limit: usize,
+            ) -> Result<Vec<GraphEntity>> {
+                (**self).list_entities_after(scope, after, limit).await
+            }
+            async fn list_relations_after(
+                &self,
+                scope: &Scope,
+                after: Option<&RelationPosition>,
+                limit: usize,
+            ) -> Result<Vec<GraphRelation>> {
+                (**self).list_relations_after(scope, after, limit).await
             }
             async fn clear(&self, scope: &Scope) -> Result<usize> {
                 (**self).clear(scope).await

@@ -47,8 +47,8 @@ pub use crate::{
         normalize_fact_key, push_link,
     },
     graph::{
-        Attributes, DEFAULT_MAX_TAGS_PER_ENTITY, GraphEntity, GraphRelation, MultiHopResult,
-        ScoredEntity, TagConstraints,
+        Attributes, DEFAULT_MAX_TAGS_PER_ENTITY, EntityPosition, GraphEntity, GraphRelation,
+        MultiHopResult, RelationPosition, ScoredEntity, TagConstraints,
     },
     graph_context::KnowledgeGraphExt,
     graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},

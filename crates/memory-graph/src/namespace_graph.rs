@@ -492,6 +492,62 @@ impl NamespaceGraph {
             .collect()
     }
 
+    /// The namespace this graph holds.
+    pub(crate) fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// At most `limit` entities whose id comes after `after` (every one with `None`),
+    /// ordered by id: the smallest are chosen before any is sorted or copied, so a page
+    /// costs a pass over the ids and the copies of what it returns.
+    pub(crate) fn entities_after(&self, after: Option<&str>, limit: usize) -> Vec<GraphEntity> {
+        let mut entities: Vec<&Node> = self
+            .graph
+            .node_weights()
+            .filter(|node| after.is_none_or(|after| node.id() > after))
+            .collect();
+        if entities.len() > limit {
+            entities.select_nth_unstable_by(limit, |a, b| a.id().cmp(b.id()));
+            entities.truncate(limit);
+        }
+        entities.sort_unstable_by(|a, b| a.id().cmp(b.id()));
+        entities
+            .into_iter()
+            .map(|node| GraphEntity::clone(&node.entity))
+            .collect()
+    }
+
+    /// At most `limit` relations whose `(source, type, target)` comes after `after` (every
+    /// one with `None`), in that order, chosen as by [`entities_after`](Self::entities_after).
+    pub(crate) fn relations_after(
+        &self,
+        after: Option<(&str, &str, &str)>,
+        limit: usize,
+    ) -> Vec<GraphRelation> {
+        let mut edges: Vec<(&str, &str, &str, Slot)> = self
+            .graph
+            .edge_references()
+            .map(|edge| {
+                (
+                    self.node_id(slot_of(edge.source().index())),
+                    &*self.relation_types[edge.weight().relation_type as usize],
+                    self.node_id(slot_of(edge.target().index())),
+                    slot_of(edge.id().index()),
+                )
+            })
+            .filter(|edge| after.is_none_or(|after| (edge.0, edge.1, edge.2) > after))
+            .collect();
+        let key = |a: &(&str, &str, &str, Slot), b: &(&str, &str, &str, Slot)| {
+            (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2))
+        };
+        if edges.len() > limit {
+            edges.select_nth_unstable_by(limit, key);
+            edges.truncate(limit);
+        }
+        edges.sort_unstable_by(key);
+        self.relations(edges.into_iter().map(|(_, _, _, edge)| edge))
+    }
+
     /// Every relation, ordered by source, type, target.
     pub(crate) fn sorted_relations(&self) -> Vec<GraphRelation> {
         let mut edges: Vec<(&str, &str, &str, Slot)> = self

@@ -5,8 +5,9 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use memory_core::{
-    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MemoryError,
-    MultiHopResult, Namespace, Result, Scope, ScoredEntity, Tag, TagConstraints, async_trait,
+    AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH,
+    MemoryError, MultiHopResult, Namespace, RelationPosition, Result, Scope, ScoredEntity, Tag,
+    TagConstraints, async_trait,
 };
 
 use crate::namespace_graph::{NamespaceGraph, PreparedKeyword, limit_tags};
@@ -363,6 +364,58 @@ impl KnowledgeGraph for PetGraph {
             .iter()
             .flat_map(|shared| read(shared).sorted_relations())
             .collect())
+    }
+
+    async fn list_entities_after(
+        &self,
+        scope: &Scope,
+        after: Option<&EntityPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphEntity>> {
+        let mut out = Vec::new();
+        for shared in self.in_scope(scope) {
+            if out.len() >= limit {
+                break;
+            }
+            let graph = read(&shared);
+            let within = match after {
+                None => None,
+                Some(after) => match graph.namespace().as_str().cmp(after.namespace().as_str()) {
+                    std::cmp::Ordering::Less => continue,
+                    std::cmp::Ordering::Equal => Some(after.id()),
+                    std::cmp::Ordering::Greater => None,
+                },
+            };
+            out.extend(graph.entities_after(within, limit - out.len()));
+        }
+        Ok(out)
+    }
+
+    async fn list_relations_after(
+        &self,
+        scope: &Scope,
+        after: Option<&RelationPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        let mut out = Vec::new();
+        for shared in self.in_scope(scope) {
+            if out.len() >= limit {
+                break;
+            }
+            let graph = read(&shared);
+            let within = match after {
+                None => None,
+                Some(after) => match graph.namespace().as_str().cmp(after.namespace().as_str()) {
+                    std::cmp::Ordering::Less => continue,
+                    std::cmp::Ordering::Equal => {
+                        Some((after.source_id(), after.relation_type(), after.target_id()))
+                    }
+                    std::cmp::Ordering::Greater => None,
+                },
+            };
+            out.extend(graph.relations_after(within, limit - out.len()));
+        }
+        Ok(out)
     }
 
     async fn clear(&self, scope: &Scope) -> Result<usize> {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::backend::{distance_score, entity_matches_keyword, sort_scored};
 use memory_core::{
-    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH,
-    MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity,
-    Tag, TagConstraints,
+    AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH,
+    MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult, Namespace, RelationPosition, Result, Scope,
+    ScoredEntity, Tag, TagConstraints,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -429,6 +429,64 @@ impl KnowledgeGraph for PostgresGraph {
         ));
         sql.and_scope("r.ns", scope)
             .push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id");
+        let rows = self
+            .db
+            .query(&sql, || "listing relations".to_owned())
+            .await?;
+        rows.iter().map(decode_relation).collect()
+    }
+
+    async fn list_entities_after(
+        &self,
+        scope: &Scope,
+        after: Option<&EntityPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphEntity>> {
+        let mut sql = self.db.sql(&format!(
+            "SELECT {COLUMNS} FROM {{s}}.entities e WHERE true"
+        ));
+        sql.and_scope("e.ns", scope);
+        if let Some(after) = after {
+            // A row comparison the `(ns, id)` key seeks to (both columns `COLLATE "C"`).
+            sql.push(" AND (e.ns, e.id) > (")
+                .bind(after.namespace().as_str().to_owned(), "text")
+                .push(", ")
+                .bind(after.id().to_owned(), "text")
+                .push(")");
+        }
+        sql.push(" ORDER BY e.ns, e.id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
+        let rows = self
+            .db
+            .query(&sql, || "listing entities".to_owned())
+            .await?;
+        rows.iter().map(|row| decode_entity(row, 0)).collect()
+    }
+
+    async fn list_relations_after(
+        &self,
+        scope: &Scope,
+        after: Option<&RelationPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        let mut sql = self.db.sql(&format!(
+            "SELECT {RELATION_COLUMNS} FROM {{s}}.relations r WHERE true"
+        ));
+        sql.and_scope("r.ns", scope);
+        if let Some(after) = after {
+            // The primary key's order: a row comparison it seeks to.
+            sql.push(" AND (r.ns, r.source_id, r.relation_type, r.target_id) > (")
+                .bind(after.namespace().as_str().to_owned(), "text")
+                .push(", ")
+                .bind(after.source_id().to_owned(), "text")
+                .push(", ")
+                .bind(after.relation_type().to_owned(), "text")
+                .push(", ")
+                .bind(after.target_id().to_owned(), "text")
+                .push(")");
+        }
+        sql.push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
         let rows = self
             .db
             .query(&sql, || "listing relations".to_owned())

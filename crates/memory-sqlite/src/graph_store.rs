@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::backend::entity_matches_keyword;
 use memory_core::{
-    AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace, Result, Scope,
-    Tag, TagConstraints,
+    AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError,
+    Namespace, RelationPosition, Result, Scope, Tag, TagConstraints,
 };
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
 
@@ -632,6 +632,68 @@ impl KnowledgeGraph for SqliteGraph {
         ));
         sql.and_scope("r.ns", scope)
             .push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id");
+        self.db
+            .query(move |connection| query_relations(connection, &sql, "listing relations"))
+            .await
+    }
+
+    async fn list_entities_after(
+        &self,
+        scope: &Scope,
+        after: Option<&EntityPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphEntity>> {
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
+        sql.and_scope("e.ns", scope);
+        if let Some(after) = after {
+            // The namespace bound alone lets the `(ns, id)` key seek to the position.
+            let ns = after.namespace().as_str().to_owned();
+            sql.push(" AND e.ns >= ")
+                .bind(ns.clone())
+                .push(" AND (e.ns, e.id) > (")
+                .bind(ns)
+                .push(", ")
+                .bind(after.id().to_owned())
+                .push(")");
+        }
+        sql.push(" ORDER BY e.ns, e.id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        self.db
+            .query(move |connection| query_entities(connection, &sql, "listing entities"))
+            .await
+    }
+
+    async fn list_relations_after(
+        &self,
+        scope: &Scope,
+        after: Option<&RelationPosition>,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        let mut sql = Sql::new(&format!(
+            "SELECT {RELATION_COLUMNS} FROM relations r WHERE 1"
+        ));
+        sql.and_scope("r.ns", scope);
+        if let Some(after) = after {
+            // The bounds on the key's first columns let it seek to the position; the
+            // relation types of one source and target are put in order within their run.
+            let ns = after.namespace().as_str().to_owned();
+            let source = after.source_id().to_owned();
+            sql.push(" AND (r.ns, r.source_id) >= (")
+                .bind(ns.clone())
+                .push(", ")
+                .bind(source.clone())
+                .push(") AND (r.ns, r.source_id, r.relation_type, r.target_id) > (")
+                .bind(ns)
+                .push(", ")
+                .bind(source)
+                .push(", ")
+                .bind(after.relation_type().to_owned())
+                .push(", ")
+                .bind(after.target_id().to_owned())
+                .push(")");
+        }
+        sql.push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.db
             .query(move |connection| query_relations(connection, &sql, "listing relations"))
             .await

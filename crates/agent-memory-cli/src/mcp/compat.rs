@@ -16,7 +16,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use agent_memory::{Memory, MemoryError, MemoryFilter, MemoryKind, Namespace, SearchQuery};
+use agent_memory::{
+    EntityPosition, Memory, MemoryError, MemoryFilter, MemoryKind, Namespace, SearchQuery,
+};
 use rmcp::model::Tool;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -407,11 +409,23 @@ pub(super) async fn call(
         }
         "read_graph" => {
             let args: Page = arguments(raw)?;
-            let (offset, limit) =
-                paging(args.limit, args.cursor.as_deref(), DEFAULT_PAGE, MAX_PAGE)?;
-            let entities = graph.list_entities(&namespace.exact()).await?;
-            let total = entities.len();
-            let page: Vec<_> = entities.into_iter().skip(offset).take(limit).collect();
+            let (_, limit) = paging(args.limit, None, DEFAULT_PAGE, MAX_PAGE)?;
+            // The cursor is the last entity's position: a deep page costs what it returns.
+            let after: Option<EntityPosition> = args
+                .cursor
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(crate::cursor::decode)
+                .transpose()?;
+            let mut page = graph
+                .list_entities_after(&namespace.exact(), after.as_ref(), limit.saturating_add(1))
+                .await?;
+            let more = page.len() > limit;
+            page.truncate(limit);
+            let next = page
+                .last()
+                .filter(|_| more)
+                .map(|last| crate::cursor::encode(&EntityPosition::of(last)));
             let mut shown = Vec::with_capacity(page.len());
             let mut relations = Vec::new();
             for entity in &page {
@@ -422,8 +436,7 @@ pub(super) async fn call(
                     }
                 }
             }
-            let end = offset.saturating_add(page.len());
-            Ok(graph_page(shown, relations, (end < total).then_some(end)))
+            Ok(graph_page(shown, relations, next))
         }
         "search_nodes" => {
             let args: Search = arguments(raw)?;
@@ -491,10 +504,14 @@ pub(super) async fn call(
     }
 }
 
-fn graph_page(entities: Vec<McpEntity>, relations: Vec<McpRelation>, next: Option<usize>) -> Value {
+fn graph_page(
+    entities: Vec<McpEntity>,
+    relations: Vec<McpRelation>,
+    next: Option<String>,
+) -> Value {
     let mut value = json!({ "entities": entities, "relations": relations });
     if let Some(next) = next {
-        value["nextCursor"] = Value::String(next.to_string());
+        value["nextCursor"] = Value::String(next);
     }
     value
 }
@@ -532,7 +549,11 @@ async fn open(
             }
         }
     }
-    Ok(graph_page(entities, relations, next))
+    Ok(graph_page(
+        entities,
+        relations,
+        next.map(|end| end.to_string()),
+    ))
 }
 
 /// The text a client reads of a tool's result, as the reference server writes it: the list

@@ -218,10 +218,7 @@ fn get_and_list_show_what_is_stored() {
     );
 
     // A page at a time: the cursor of each page lists the next, both ways.
-    for (order, expected) in [
-        (None, [0, 1, 2]),
-        (Some("--newest-first"), [2, 1, 0]),
-    ] {
+    for (order, expected) in [(None, [0, 1, 2]), (Some("--newest-first"), [2, 1, 0])] {
         let mut seen = Vec::new();
         let mut cursor: Option<String> = None;
         loop {

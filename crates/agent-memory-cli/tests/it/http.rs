@@ -485,6 +485,136 @@ fn pages_of_a_listing_survive_writes_between_them() {
     }
 }
 
+/// The graph's entities and relations read a page at a time: every one once, in order,
+/// with an entity removed and one added between pages; a cursor of another kind refused.
+#[test]
+fn pages_of_the_graph_survive_writes_between_them() {
+    let dir = TempDir::new("graph-pages");
+    for (backend, store) in backends(&dir, "gpages") {
+        let server = Server::start(&dir, &store, &[]);
+        let _schema = DropSchema(store.clone());
+        let key = server.key_for("acme");
+        let ids = ["ann", "bea", "cal", "dov", "eli", "fay", "gus"];
+        for id in ids {
+            let (status, body) = server.call(
+                "POST",
+                "/v1/graph/entities",
+                Some(&key),
+                Some(json!({"id": id, "name": id, "entity_type": "person"})),
+            );
+            assert_eq!(status, 200, "{backend}: {body}");
+        }
+        for (source, target) in [
+            ("ann", "bea"),
+            ("ann", "cal"),
+            ("bea", "cal"),
+            ("cal", "ann"),
+        ] {
+            for relation_type in ["knows", "helps"] {
+                let (status, body) = server.call(
+                    "POST",
+                    "/v1/graph/relations",
+                    Some(&key),
+                    Some(json!({"source_id": source, "target_id": target,
+                                "relation_type": relation_type})),
+                );
+                assert_eq!(status, 200, "{backend}: {body}");
+            }
+        }
+        let read_all = |path: &str, field: &str, between: &mut dyn FnMut()| -> Vec<String> {
+            let mut seen = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let url = match &cursor {
+                    Some(at) => format!("{path}?limit=3&cursor={at}"),
+                    None => format!("{path}?limit=3"),
+                };
+                let (status, page) = server.call("GET", &url, Some(&key), None);
+                assert_eq!(status, 200, "{backend}: {page}");
+                for item in page["items"].as_array().expect("items") {
+                    seen.push(
+                        field
+                            .split(',')
+                            .map(|f| item[f].as_str().unwrap_or_default())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    );
+                }
+                cursor = page["next_cursor"].as_str().map(str::to_owned);
+                if cursor.is_none() || seen.len() > 50 {
+                    return seen;
+                }
+                between();
+            }
+        };
+        let relations = read_all(
+            "/v1/graph/relations",
+            "source_id,relation_type,target_id",
+            &mut || {},
+        );
+        assert_eq!(
+            relations,
+            [
+                "ann helps bea",
+                "ann helps cal",
+                "ann knows bea",
+                "ann knows cal",
+                "bea helps cal",
+                "bea knows cal",
+                "cal helps ann",
+                "cal knows ann",
+            ],
+            "{backend}"
+        );
+        // After the first page (ann, bea, cal): the first entity removed, one added.
+        let mut once = true;
+        let entities = read_all("/v1/graph/entities", "id", &mut || {
+            if std::mem::take(&mut once) {
+                let (status, _) = server.call("DELETE", "/v1/graph/entities/ann", Some(&key), None);
+                assert_eq!(status, 200);
+                let (status, _) = server.call(
+                    "POST",
+                    "/v1/graph/entities",
+                    Some(&key),
+                    Some(json!({"id": "hal", "name": "hal", "entity_type": "person"})),
+                );
+                assert_eq!(status, 200);
+            }
+        });
+        assert_eq!(
+            entities,
+            ["ann", "bea", "cal", "dov", "eli", "fay", "gus", "hal"],
+            "{backend}: every entity once, in order"
+        );
+        // A memory listing's cursor names no entity.
+        for text in ["one note", "another note"] {
+            let (status, _) = server.call(
+                "POST",
+                "/v1/memories",
+                Some(&key),
+                Some(json!({ "text": text })),
+            );
+            assert_eq!(status, 201, "{backend}");
+        }
+        let (_, memories) = server.call("GET", "/v1/memories?limit=1", Some(&key), None);
+        let wrong = memories["next_cursor"]
+            .as_str()
+            .expect("a memory cursor")
+            .to_owned();
+        for bad in ["3", wrong.as_str()] {
+            let (status, body) = server.call(
+                "GET",
+                &format!("/v1/graph/entities?cursor={bad}"),
+                Some(&key),
+                None,
+            );
+            assert_eq!(status, 400, "{backend}: {body}");
+            assert_eq!(body["error"]["field"], "cursor", "{backend}: {body}");
+        }
+        assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
+    }
+}
+
 #[test]
 fn a_recall_keeps_the_memories_whose_metadata_matches() {
     let dir = TempDir::new("recall-metadata");

@@ -39,6 +39,7 @@ pub struct ListPosition {
 
 /// [`ListPosition`] as read, before its checks.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawPosition {
     created_at: DateTime<Utc>,
     id: String,

@@ -6,6 +6,7 @@ use super::child;
 use super::knowledge::{at, unstorable};
 use crate::{AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
 
+mod paging;
 mod queries;
 
 use self::queries::{matching_and_tags, traversal};
@@ -40,6 +41,7 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     isolation_and_clear(graph, &child(base, "isolation")).await;
     access_statistics(graph, &child(base, "access")).await;
     attributes(graph, &child(base, "attributes")).await;
+    paging::pages(graph, &child(base, "pages")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
 }
 

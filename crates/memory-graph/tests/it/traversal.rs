@@ -748,3 +748,81 @@ async fn shortest_path_finds_paths_beyond_the_one_sided_limit() {
         found
     );
 }
+
+/// The trait's default pages (a listing filtered) agree with the in-memory graph's own
+/// (chosen without sorting the whole namespace), at every position of random graphs.
+#[tokio::test]
+async fn pages_of_the_graph_agree_with_the_default() {
+    use memory_core::{EntityPosition, RelationPosition};
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    for round in 0..4 {
+        let native = PetGraph::new();
+        let reference = DefaultAlgorithms(PetGraph::new());
+        let spaces = [ns(&format!("p{round}/a")), ns(&format!("p{round}/b"))];
+        for space in &spaces {
+            let count = 3 + rng.below(12);
+            for n in 0..count {
+                let id = format!("e{}", rng.below(40));
+                if native.get_entity(space, &id).await.unwrap().is_some() {
+                    continue;
+                }
+                let made = entity(space, &id, &format!("name {n}"), "thing", &[]);
+                native.add_entity(made.clone()).await.unwrap();
+                reference.add_entity(made).await.unwrap();
+            }
+            let ids: Vec<String> = native
+                .list_entities(&space.exact())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.id)
+                .collect();
+            for _ in 0..ids.len() * 2 {
+                let from = &ids[rng.below(ids.len() as u64) as usize];
+                let to = &ids[rng.below(ids.len() as u64) as usize];
+                let kind = ["knows", "likes", "owns"][rng.below(3) as usize];
+                let made = relation(space, from, to, kind, 0.5);
+                native.add_relation(made.clone()).await.unwrap();
+                reference.add_relation(made).await.unwrap();
+            }
+        }
+        let scope = ns(&format!("p{round}")).subtree();
+        let entities = native.list_entities(&scope).await.unwrap();
+        let relations = native.list_relations(&scope).await.unwrap();
+        let mut positions: Vec<Option<EntityPosition>> = vec![None];
+        positions.extend(entities.iter().map(|e| Some(EntityPosition::of(e))));
+        positions.push(Some(EntityPosition::new(spaces[0].clone(), "e2").unwrap()));
+        for position in &positions {
+            for limit in [0, 1, 3, 100] {
+                assert_eq!(
+                    native
+                        .list_entities_after(&scope, position.as_ref(), limit)
+                        .await
+                        .unwrap(),
+                    reference
+                        .list_entities_after(&scope, position.as_ref(), limit)
+                        .await
+                        .unwrap(),
+                    "{position:?} {limit}"
+                );
+            }
+        }
+        let mut positions: Vec<Option<RelationPosition>> = vec![None];
+        positions.extend(relations.iter().map(|r| Some(RelationPosition::of(r))));
+        for position in &positions {
+            for limit in [1, 4, 100] {
+                assert_eq!(
+                    native
+                        .list_relations_after(&scope, position.as_ref(), limit)
+                        .await
+                        .unwrap(),
+                    reference
+                        .list_relations_after(&scope, position.as_ref(), limit)
+                        .await
+                        .unwrap(),
+                    "{position:?} {limit}"
+                );
+            }
+        }
+    }
+}

@@ -1,14 +1,14 @@
 //! The knowledge graph: entities and relations.
 
-use agent_memory::{GraphRelation, MemoryError};
+use agent_memory::{EntityPosition, GraphRelation, MemoryError, RelationPosition};
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, page_of,
-    paging, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, paging,
+    scope_of,
 };
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::AppState;
@@ -74,16 +74,32 @@ pub(crate) async fn list_entities(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<EntityList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
-    let entities = state
+    let (_, limit) = paging(query.limit, None)?;
+    let after: Option<EntityPosition> = query
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(crate::cursor::decode)
+        .transpose()?;
+    // One more than the page tells whether another page follows.
+    let mut entities = state
         .memory
         .graph()
-        .list_entities(&scope_of(&namespace, query.exact))
+        .list_entities_after(
+            &scope_of(&namespace, query.exact),
+            after.as_ref(),
+            limit.saturating_add(1),
+        )
         .await?;
-    let (page, next_cursor) = page_of(entities, offset, limit);
+    let next_cursor = (entities.len() > limit).then(|| {
+        entities.truncate(limit);
+        entities
+            .last()
+            .map(|last| crate::cursor::encode(&EntityPosition::of(last)))
+    });
     Ok(Json(EntityList {
-        items: page.iter().map(EntityView::from).collect(),
-        next_cursor,
+        items: entities.iter().map(EntityView::from).collect(),
+        next_cursor: next_cursor.flatten(),
     }))
 }
 
@@ -327,16 +343,32 @@ pub(crate) async fn list_relations(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<RelationList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
-    let relations = state
+    let (_, limit) = paging(query.limit, None)?;
+    let after: Option<RelationPosition> = query
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(crate::cursor::decode)
+        .transpose()?;
+    // One more than the page tells whether another page follows.
+    let mut relations = state
         .memory
         .graph()
-        .list_relations(&scope_of(&namespace, query.exact))
+        .list_relations_after(
+            &scope_of(&namespace, query.exact),
+            after.as_ref(),
+            limit.saturating_add(1),
+        )
         .await?;
-    let (page, next_cursor) = page_of(relations, offset, limit);
+    let next_cursor = (relations.len() > limit).then(|| {
+        relations.truncate(limit);
+        relations
+            .last()
+            .map(|last| crate::cursor::encode(&RelationPosition::of(last)))
+    });
     Ok(Json(RelationList {
-        items: page.iter().map(RelationView::from).collect(),
-        next_cursor,
+        items: relations.iter().map(RelationView::from).collect(),
+        next_cursor: next_cursor.flatten(),
     }))
 }
 

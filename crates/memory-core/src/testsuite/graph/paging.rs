@@ -1,0 +1,184 @@
+//! Conformance checks for reading the graph a page at a time
+//! ([`KnowledgeGraph::list_entities_after`], [`KnowledgeGraph::list_relations_after`]).
+
+use super::{child, entity, must, relation};
+use crate::{EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, Namespace, Scope};
+
+fn entity_keys(entities: &[GraphEntity]) -> Vec<(String, String)> {
+    entities
+        .iter()
+        .map(|e| (e.namespace.to_string(), e.id.clone()))
+        .collect()
+}
+
+fn relation_keys(relations: &[GraphRelation]) -> Vec<String> {
+    relations
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r.namespace, r.source_id, r.relation_type, r.target_id
+            )
+        })
+        .collect()
+}
+
+async fn entity_pages(graph: &dyn KnowledgeGraph, scope: &Scope, size: usize) -> Vec<GraphEntity> {
+    let mut all: Vec<GraphEntity> = Vec::new();
+    loop {
+        let after = all.last().map(EntityPosition::of);
+        let page = must(
+            graph.list_entities_after(scope, after.as_ref(), size),
+            "list_entities_after",
+        )
+        .await;
+        assert!(
+            page.len() <= size,
+            "a page of entities holds at most its limit"
+        );
+        let full = page.len() == size;
+        all.extend(page);
+        if !full || all.len() > 1_000 {
+            return all;
+        }
+    }
+}
+
+async fn relation_pages(
+    graph: &dyn KnowledgeGraph,
+    scope: &Scope,
+    size: usize,
+) -> Vec<GraphRelation> {
+    let mut all: Vec<GraphRelation> = Vec::new();
+    loop {
+        let after = all.last().map(crate::RelationPosition::of);
+        let page = must(
+            graph.list_relations_after(scope, after.as_ref(), size),
+            "list_relations_after",
+        )
+        .await;
+        assert!(
+            page.len() <= size,
+            "a page of relations holds at most its limit"
+        );
+        let full = page.len() == size;
+        all.extend(page);
+        if !full || all.len() > 1_000 {
+            return all;
+        }
+    }
+}
+
+/// Pages of every size give the whole listing in its order, across namespaces sharing ids,
+/// and survive entities added and removed between them.
+pub(super) async fn pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let a = child(ns, "a");
+    let b = child(ns, "b");
+    for space in [&a, &b] {
+        for id in ["ana", "bob", "cy", "dee"] {
+            must(
+                graph.add_entity(entity(space, id, id, "person", &[])),
+                "add_entity",
+            )
+            .await;
+        }
+        for (from, to, kind) in [
+            ("ana", "bob", "knows"),
+            ("ana", "bob", "hired"),
+            ("ana", "cy", "knows"),
+            ("bob", "ana", "knows"),
+            ("cy", "dee", "mentors"),
+        ] {
+            must(
+                graph.add_relation(relation(space, from, to, kind, 0.5)),
+                "add_relation",
+            )
+            .await;
+        }
+    }
+    let scope = ns.subtree();
+    let whole = must(graph.list_entities(&scope), "list_entities").await;
+    let whole_relations = must(graph.list_relations(&scope), "list_relations").await;
+    assert_eq!(whole.len(), 8);
+    assert_eq!(whole_relations.len(), 10);
+    for size in [1, 2, 3, 5, 100] {
+        assert_eq!(
+            entity_keys(&entity_pages(graph, &scope, size).await),
+            entity_keys(&whole),
+            "pages of {size} entities give list_entities in its order"
+        );
+        assert_eq!(
+            relation_keys(&relation_pages(graph, &scope, size).await),
+            relation_keys(&whole_relations),
+            "pages of {size} relations give list_relations in its order"
+        );
+    }
+    assert!(
+        must(graph.list_entities_after(&scope, None, 0), "a page of none")
+            .await
+            .is_empty()
+    );
+    // One namespace, and a position no entity holds.
+    let only_b = must(
+        graph.list_entities_after(
+            &b.exact(),
+            Some(&EntityPosition::new(a.clone(), "zzz").unwrap_or_else(|e| panic!("{e}"))),
+            10,
+        ),
+        "list_entities_after",
+    )
+    .await;
+    assert_eq!(
+        only_b.len(),
+        4,
+        "a position in an earlier namespace lists all of b"
+    );
+    let after_bo = must(
+        graph.list_entities_after(
+            &scope,
+            Some(&EntityPosition::new(a.clone(), "bo").unwrap_or_else(|e| panic!("{e}"))),
+            3,
+        ),
+        "list_entities_after",
+    )
+    .await;
+    assert_eq!(
+        entity_keys(&after_bo),
+        entity_keys(&whole[1..4]),
+        "a position no entity holds splits the listing where it would stand"
+    );
+    // Writes between pages: a removed entity is not listed and takes no other with it; an
+    // added one after the position is listed.
+    let first = must(graph.list_entities_after(&scope, None, 2), "first page").await;
+    let Some(last) = first.last() else {
+        panic!("conformance: the first page of entities is empty");
+    };
+    must(graph.remove_entity(&a, "ana"), "remove_entity").await;
+    must(graph.remove_entity(&a, "cy"), "remove_entity").await;
+    must(
+        graph.add_entity(entity(&a, "eve", "eve", "person", &[])),
+        "add_entity",
+    )
+    .await;
+    let rest = must(
+        graph.list_entities_after(&scope, Some(&EntityPosition::of(last)), 100),
+        "the rest",
+    )
+    .await;
+    let ids: Vec<(String, String)> = entity_keys(&rest);
+    let expected: Vec<(String, String)> = [
+        (&a, "dee"),
+        (&a, "eve"),
+        (&b, "ana"),
+        (&b, "bob"),
+        (&b, "cy"),
+        (&b, "dee"),
+    ]
+    .iter()
+    .map(|(space, id)| (space.to_string(), (*id).to_owned()))
+    .collect();
+    assert_eq!(
+        ids, expected,
+        "the rest of a listing after writes between pages"
+    );
+}
