@@ -775,17 +775,30 @@ impl PyMemory {
     }
 
     /// The entities in `namespace` (and under it, unless `exact`) as dicts, by namespace
-    /// and id; `""` is every namespace.
-    #[pyo3(signature = (namespace = "", *, exact = false))]
+    /// and id; `""` is every namespace. At most `limit`, those after `after` (the last
+    /// entity dict of the previous page): a large graph read a page at a time.
+    #[pyo3(signature = (namespace = "", *, exact = false, limit = None, after = None))]
     fn entities<'py>(
         &self,
         py: Python<'py>,
         namespace: &str,
         exact: bool,
+        limit: Option<usize>,
+        after: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let scope = scope(py, namespace, exact)?;
+        let after = after.map(|last| graph::position(py, last)).transpose()?;
         let graph = Arc::clone(self.inner.graph());
-        let found = block_on(py, async move { graph.list_entities(&scope).await })?;
+        let found = block_on(py, async move {
+            match (&after, limit) {
+                (None, None) => graph.list_entities(&scope).await,
+                _ => {
+                    graph
+                        .list_entities_after(&scope, after.as_ref(), limit.unwrap_or(usize::MAX))
+                        .await
+                }
+            }
+        })?;
         let list = PyList::empty(py);
         for entity in &found {
             list.append(graph::as_dict(py, entity)?)?;

@@ -371,6 +371,14 @@ def test_the_knowledge_graph(memory: Memory) -> None:
     assert memory.get_entity("kb", "nobody") is None
     assert [e["id"] for e in memory.entities("kb")] == ["acme", "ana"]
     assert memory.entities("other") == []
+    # A page at a time, each after the last entity of the one before.
+    first = memory.entities("kb", limit=1)
+    assert [e["id"] for e in first] == ["acme"]
+    assert [e["id"] for e in memory.entities("kb", limit=1, after=first[-1])] == ["ana"]
+    assert memory.entities("kb", after={"namespace": "kb", "id": "ana"}) == []
+    with pytest.raises(InvalidInputError) as refused:
+        memory.entities("kb", after={"id": "ana"})
+    assert refused.value.field == "after"
     assert [(r["source_id"], r["relation_type"], r["target_id"]) for r in memory.relations("kb", "ana")] == [
         ("acme", "employs", "ana")
     ]

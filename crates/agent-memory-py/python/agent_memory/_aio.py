@@ -227,9 +227,16 @@ class AsyncMemory:
         """See :meth:`Memory.get_entity`."""
         return await self._run(self.memory.get_entity, namespace, id)
 
-    async def entities(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
+    async def entities(
+        self,
+        namespace: str = "",
+        *,
+        exact: bool = False,
+        limit: int | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> builtins.list[dict[str, Any]]:
         """See :meth:`Memory.entities`."""
-        return await self._run(self.memory.entities, namespace, exact=exact)
+        return await self._run(self.memory.entities, namespace, exact=exact, limit=limit, after=after)
 
     async def remove_entity(self, namespace: str, id: str) -> bool:
         """See :meth:`Memory.remove_entity`."""

@@ -363,8 +363,16 @@ class Memory:
         stay). ``attributes`` is a dict of what is known about it."""
     def get_entity(self, namespace: str, id: str) -> dict[str, Any] | None:
         """Entity ``id`` as a dict, or None."""
-    def entities(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
-        """The entities in (and under) ``namespace`` as dicts, by namespace and id."""
+    def entities(
+        self,
+        namespace: str = "",
+        *,
+        exact: bool = False,
+        limit: int | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """The entities in (and under) ``namespace`` as dicts, by namespace and id; at most
+        ``limit``, after ``after`` (the last entity dict of the previous page)."""
     def remove_entity(self, namespace: str, id: str) -> bool:
         """Removes entity ``id`` and its relations; returns whether it existed."""
     def add_relation(

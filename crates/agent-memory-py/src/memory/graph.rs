@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use agent_memory::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
+use agent_memory::{
+    EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -45,6 +47,23 @@ pub(super) fn as_dict<'py, T: serde::Serialize>(
     let value = serde_json::to_value(record)
         .map_err(|error| invalid(py, "record", format!("cannot be converted: {error}")))?;
     from_json(py, &value)
+}
+
+/// The position of an entity dict (its `namespace` and `id`), for the page after it.
+pub(super) fn position(py: Python<'_>, last: &Bound<'_, PyDict>) -> PyResult<EntityPosition> {
+    let text = |key: &str| -> PyResult<String> {
+        last.get_item(key)?
+            .and_then(|value| value.extract::<String>().ok())
+            .ok_or_else(|| {
+                invalid(
+                    py,
+                    "after",
+                    format!("the last entity of a page, a dict with a text {key:?}"),
+                )
+            })
+    };
+    let namespace = Namespace::parse(&text("namespace")?).map_err(|error| to_py_err(py, error))?;
+    EntityPosition::new(namespace, text("id")?).map_err(|error| to_py_err(py, error))
 }
 
 /// The relation `add_relation` stores.
