@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use agent_memory::MemoryFilter;
+use agent_memory::{ListPosition, MemoryFilter};
 
 use crate::cli::{GetArgs, ListArgs};
 use crate::commands::{
@@ -81,19 +81,11 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
     if args.newest_first {
         filter = filter.newest_first();
     }
-    if let Some(cursor) = args.cursor.as_deref().filter(|c| !c.is_empty()) {
-        filter = filter.after(crate::cursor::parse(cursor)?);
-    }
-    // One more than the page tells whether another page follows.
+    filter.after = crate::cursor::position(args.cursor.as_deref())?;
     filter.limit = Some(args.limit.saturating_add(1));
     let memory = settings.open().await?;
     let mut items = memory.store().list(&filter).await?;
-    let next_cursor = if items.len() > args.limit {
-        items.truncate(args.limit);
-        items.last().map(crate::cursor::after)
-    } else {
-        None
-    };
+    let next_cursor = crate::cursor::cut(&mut items, args.limit, ListPosition::of);
     let views: Vec<MemoryView> = items.iter().map(MemoryView::from).collect();
     let mut text = String::new();
     if views.is_empty() {

@@ -6,7 +6,6 @@
 //! and writes between pages neither repeat a record nor push one off a page, where an offset
 //! would do both.
 
-use agent_memory::{ListPosition, MemoryItem};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -15,11 +14,6 @@ use crate::failure::Failure;
 /// Longest cursor read: the position's JSON holds an id of at most 256 bytes, a namespace
 /// of at most 512 and a time, each escaped at most six times over, in hexadecimal.
 const MAX_CURSOR: usize = 2 * 6 * 1024;
-
-/// The cursor of the memories after the one `last` ends.
-pub(crate) fn after(last: &MemoryItem) -> String {
-    encode(&ListPosition::of(last))
-}
 
 /// The cursor naming `position`.
 pub(crate) fn encode(position: &impl Serialize) -> String {
@@ -33,14 +27,6 @@ pub(crate) fn encode(position: &impl Serialize) -> String {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// The memory position a cursor from [`after`] names.
-///
-/// # Errors
-/// [`Failure::invalid`] naming `cursor` for anything [`after`] did not write.
-pub(crate) fn parse(cursor: &str) -> Result<ListPosition, Failure> {
-    decode(cursor)
-}
 
 /// The position a cursor from [`encode`] names.
 ///
@@ -70,9 +56,32 @@ pub(crate) fn decode<T: DeserializeOwned>(cursor: &str) -> Result<T, Failure> {
     serde_json::from_slice(&bytes).map_err(|_| refuse())
 }
 
+/// The position the cursor of a request names, if it has one (an empty cursor is none).
+///
+/// # Errors
+/// As [`decode`].
+pub(crate) fn position<T: DeserializeOwned>(cursor: Option<&str>) -> Result<Option<T>, Failure> {
+    cursor.filter(|c| !c.is_empty()).map(decode).transpose()
+}
+
+/// Cuts `items`, listed with a limit one more than `limit` (so the extra one tells whether
+/// another page follows), to `limit`, and returns the cursor of the next page when there is
+/// one: the position of the last item kept.
+pub(crate) fn cut<T, P: Serialize>(
+    items: &mut Vec<T>,
+    limit: usize,
+    position_of: impl Fn(&T) -> P,
+) -> Option<String> {
+    if items.len() <= limit {
+        return None;
+    }
+    items.truncate(limit);
+    items.last().map(|last| encode(&position_of(last)))
+}
+
 #[cfg(test)]
 mod tests {
-    use agent_memory::Namespace;
+    use agent_memory::{ListPosition, MemoryItem, Namespace};
 
     use super::*;
 
@@ -82,16 +91,19 @@ mod tests {
         let item = MemoryItem::new(namespace, "x")
             .and_then(|item| item.with_id("id with \"quotes\" & spaces/ü"))
             .unwrap();
-        let cursor = after(&item);
+        let cursor = encode(&ListPosition::of(&item));
         assert!(cursor.bytes().all(|b| b.is_ascii_hexdigit()), "{cursor}");
-        assert_eq!(parse(&cursor).unwrap(), ListPosition::of(&item));
+        assert_eq!(
+            decode::<ListPosition>(&cursor).unwrap(),
+            ListPosition::of(&item)
+        );
     }
 
     #[test]
     fn anything_else_is_refused_by_name() {
         let namespace = Namespace::parse("user/a").unwrap();
         let item = MemoryItem::new(namespace, "x").unwrap();
-        let good = after(&item);
+        let good = encode(&ListPosition::of(&item));
         let hex_of = |text: &str| text.bytes().map(|b| format!("{b:02x}")).collect::<String>();
         for bad in [
             "0".to_owned(),
@@ -105,7 +117,7 @@ mod tests {
             hex_of(r#"{"created_at":"2026-01-01T00:00:00Z","id":"","namespace":"a"}"#),
             hex_of(r#"{"created_at":"2026-01-01T00:00:00Z","id":"m","namespace":"a b"}"#),
         ] {
-            let failure = parse(&bad).unwrap_err();
+            let failure = decode::<ListPosition>(&bad).unwrap_err();
             assert_eq!(failure.field.as_deref(), Some("cursor"), "{bad}");
         }
     }

@@ -484,12 +484,7 @@ impl NamespaceGraph {
 
     /// Every entity, ordered by id.
     pub(crate) fn sorted_entities(&self) -> Vec<GraphEntity> {
-        let mut entities: Vec<&Node> = self.graph.node_weights().collect();
-        entities.sort_unstable_by(|a, b| a.id().cmp(b.id()));
-        entities
-            .into_iter()
-            .map(|node| GraphEntity::clone(&node.entity))
-            .collect()
+        self.entities_after(None, usize::MAX)
     }
 
     /// The namespace this graph holds.
@@ -501,17 +496,12 @@ impl NamespaceGraph {
     /// ordered by id: the smallest are chosen before any is sorted or copied, so a page
     /// costs a pass over the ids and the copies of what it returns.
     pub(crate) fn entities_after(&self, after: Option<&str>, limit: usize) -> Vec<GraphEntity> {
-        let mut entities: Vec<&Node> = self
+        let entities: Vec<&Node> = self
             .graph
             .node_weights()
             .filter(|node| after.is_none_or(|after| node.id() > after))
             .collect();
-        if entities.len() > limit {
-            entities.select_nth_unstable_by(limit, |a, b| a.id().cmp(b.id()));
-            entities.truncate(limit);
-        }
-        entities.sort_unstable_by(|a, b| a.id().cmp(b.id()));
-        entities
+        first_in_order(entities, limit, |a, b| a.id().cmp(b.id()))
             .into_iter()
             .map(|node| GraphEntity::clone(&node.entity))
             .collect()
@@ -524,7 +514,7 @@ impl NamespaceGraph {
         after: Option<(&str, &str, &str)>,
         limit: usize,
     ) -> Vec<GraphRelation> {
-        let mut edges: Vec<(&str, &str, &str, Slot)> = self
+        let edges: Vec<(&str, &str, &str, Slot)> = self
             .graph
             .edge_references()
             .map(|edge| {
@@ -537,34 +527,29 @@ impl NamespaceGraph {
             })
             .filter(|edge| after.is_none_or(|after| (edge.0, edge.1, edge.2) > after))
             .collect();
-        let key = |a: &(&str, &str, &str, Slot), b: &(&str, &str, &str, Slot)| {
-            (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2))
-        };
-        if edges.len() > limit {
-            edges.select_nth_unstable_by(limit, key);
-            edges.truncate(limit);
-        }
-        edges.sort_unstable_by(key);
+        let edges = first_in_order(edges, limit, |a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         self.relations(edges.into_iter().map(|(_, _, _, edge)| edge))
     }
 
     /// Every relation, ordered by source, type, target.
     pub(crate) fn sorted_relations(&self) -> Vec<GraphRelation> {
-        let mut edges: Vec<(&str, &str, &str, Slot)> = self
-            .graph
-            .edge_references()
-            .map(|edge| {
-                (
-                    self.node_id(slot_of(edge.source().index())),
-                    &*self.relation_types[edge.weight().relation_type as usize],
-                    self.node_id(slot_of(edge.target().index())),
-                    slot_of(edge.id().index()),
-                )
-            })
-            .collect();
-        edges.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        self.relations(edges.into_iter().map(|(_, _, _, edge)| edge))
+        self.relations_after(None, usize::MAX)
     }
+}
+
+/// The first `limit` of `items` in the order `compare` gives, sorted: the smallest are
+/// chosen in linear time before only they are sorted.
+fn first_in_order<T>(
+    mut items: Vec<T>,
+    limit: usize,
+    compare: impl Fn(&T, &T) -> Ordering + Copy,
+) -> Vec<T> {
+    if items.len() > limit {
+        items.select_nth_unstable_by(limit, compare);
+        items.truncate(limit);
+    }
+    items.sort_unstable_by(compare);
+    items
 }
 
 #[cfg(test)]

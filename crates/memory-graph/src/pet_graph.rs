@@ -148,6 +148,33 @@ impl PetGraph {
         }
     }
 
+    /// A page of at most `limit` records of `scope`, namespace by namespace in order, from
+    /// after a position in namespace `after` (the start without one): `take(graph, same,
+    /// left)` lists at most `left` of one namespace's, after the position when `same` (the
+    /// position's namespace), all when not. Namespaces before the position's are skipped.
+    fn page<T>(
+        &self,
+        scope: &Scope,
+        after: Option<&Namespace>,
+        limit: usize,
+        take: impl Fn(&NamespaceGraph, bool, usize) -> Vec<T>,
+    ) -> Vec<T> {
+        let mut out = Vec::new();
+        for shared in self.in_scope(scope) {
+            if out.len() >= limit {
+                break;
+            }
+            let graph = read(&shared);
+            let order = after.map(|after| graph.namespace().as_str().cmp(after.as_str()));
+            if order == Some(std::cmp::Ordering::Less) {
+                continue;
+            }
+            let same = order == Some(std::cmp::Ordering::Equal);
+            out.extend(take(&graph, same, limit - out.len()));
+        }
+        out
+    }
+
     /// The graphs of the namespaces in `scope`, ordered by namespace.
     fn in_scope(&self, scope: &Scope) -> Vec<SharedNamespace> {
         let namespaces = read(&self.namespaces);
@@ -372,23 +399,14 @@ impl KnowledgeGraph for PetGraph {
         after: Option<&EntityPosition>,
         limit: usize,
     ) -> Result<Vec<GraphEntity>> {
-        let mut out = Vec::new();
-        for shared in self.in_scope(scope) {
-            if out.len() >= limit {
-                break;
-            }
-            let graph = read(&shared);
-            let within = match after {
-                None => None,
-                Some(after) => match graph.namespace().as_str().cmp(after.namespace().as_str()) {
-                    std::cmp::Ordering::Less => continue,
-                    std::cmp::Ordering::Equal => Some(after.id()),
-                    std::cmp::Ordering::Greater => None,
-                },
-            };
-            out.extend(graph.entities_after(within, limit - out.len()));
-        }
-        Ok(out)
+        Ok(self.page(
+            scope,
+            after.map(|a| a.namespace()),
+            limit,
+            |graph, same, left| {
+                graph.entities_after(after.filter(|_| same).map(EntityPosition::id), left)
+            },
+        ))
     }
 
     async fn list_relations_after(
@@ -397,25 +415,17 @@ impl KnowledgeGraph for PetGraph {
         after: Option<&RelationPosition>,
         limit: usize,
     ) -> Result<Vec<GraphRelation>> {
-        let mut out = Vec::new();
-        for shared in self.in_scope(scope) {
-            if out.len() >= limit {
-                break;
-            }
-            let graph = read(&shared);
-            let within = match after {
-                None => None,
-                Some(after) => match graph.namespace().as_str().cmp(after.namespace().as_str()) {
-                    std::cmp::Ordering::Less => continue,
-                    std::cmp::Ordering::Equal => {
-                        Some((after.source_id(), after.relation_type(), after.target_id()))
-                    }
-                    std::cmp::Ordering::Greater => None,
-                },
-            };
-            out.extend(graph.relations_after(within, limit - out.len()));
-        }
-        Ok(out)
+        Ok(self.page(
+            scope,
+            after.map(|a| a.namespace()),
+            limit,
+            |graph, same, left| {
+                let within = after
+                    .filter(|_| same)
+                    .map(|a| (a.source_id(), a.relation_type(), a.target_id()));
+                graph.relations_after(within, left)
+            },
+        ))
     }
 
     async fn clear(&self, scope: &Scope) -> Result<usize> {

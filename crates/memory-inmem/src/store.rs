@@ -315,14 +315,14 @@ impl Shard {
                 } else {
                     Bound::Excluded(key)
                 };
-                upper = tighter_upper(upper, bound);
+                upper = tighter(upper, bound, false);
             } else {
                 let bound = if later_namespace {
                     Bound::Included(key)
                 } else {
                     Bound::Excluded(key)
                 };
-                lower = tighter_lower(lower, bound);
+                lower = tighter(lower, bound, true);
             }
         }
         if range_is_empty(&lower, &upper) {
@@ -376,31 +376,17 @@ impl Default for InMemoryStore {
 /// A range's key: creation time, then id.
 type TimeKey = (DateTime<Utc>, String);
 
-/// The higher of two lower bounds.
-fn tighter_lower(a: Bound<TimeKey>, b: Bound<TimeKey>) -> Bound<TimeKey> {
+/// The tighter of two bounds on one side of a range: the greater of two lower bounds
+/// (`lower`), or the lesser of two upper ones; of two at one key, the one excluding it.
+fn tighter(a: Bound<TimeKey>, b: Bound<TimeKey>, lower: bool) -> Bound<TimeKey> {
     match (&a, &b) {
         (Bound::Unbounded, _) => b,
         (_, Bound::Unbounded) => a,
         (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            match x.cmp(y) {
-                std::cmp::Ordering::Less => b,
+            let order = if lower { x.cmp(y) } else { y.cmp(x) };
+            match order {
                 std::cmp::Ordering::Greater => a,
-                std::cmp::Ordering::Equal if matches!(a, Bound::Excluded(_)) => a,
-                std::cmp::Ordering::Equal => b,
-            }
-        }
-    }
-}
-
-/// The lower of two upper bounds.
-fn tighter_upper(a: Bound<TimeKey>, b: Bound<TimeKey>) -> Bound<TimeKey> {
-    match (&a, &b) {
-        (Bound::Unbounded, _) => b,
-        (_, Bound::Unbounded) => a,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            match x.cmp(y) {
-                std::cmp::Ordering::Less => a,
-                std::cmp::Ordering::Greater => b,
+                std::cmp::Ordering::Less => b,
                 std::cmp::Ordering::Equal if matches!(a, Bound::Excluded(_)) => a,
                 std::cmp::Ordering::Equal => b,
             }

@@ -411,21 +411,11 @@ pub(super) async fn call(
             let args: Page = arguments(raw)?;
             let (_, limit) = paging(args.limit, None, DEFAULT_PAGE, MAX_PAGE)?;
             // The cursor is the last entity's position: a deep page costs what it returns.
-            let after: Option<EntityPosition> = args
-                .cursor
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .map(crate::cursor::decode)
-                .transpose()?;
+            let after: Option<EntityPosition> = crate::cursor::position(args.cursor.as_deref())?;
             let mut page = graph
                 .list_entities_after(&namespace.exact(), after.as_ref(), limit.saturating_add(1))
                 .await?;
-            let more = page.len() > limit;
-            page.truncate(limit);
-            let next = page
-                .last()
-                .filter(|_| more)
-                .map(|last| crate::cursor::encode(&EntityPosition::of(last)));
+            let next = crate::cursor::cut(&mut page, limit, EntityPosition::of);
             let mut shown = Vec::with_capacity(page.len());
             let mut relations = Vec::new();
             for entity in &page {

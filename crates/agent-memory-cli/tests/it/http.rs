@@ -401,6 +401,62 @@ fn api_scenario(server: &Server, backend: &str) {
 /// A recall's metadata conditions keep the memories whose metadata holds them, compared as
 /// JSON, and leave pages out; conditions that are not an object, or too many, are refused
 /// by name.
+/// Reads `path` three records a page, following each page's `next_cursor`, and calls
+/// `between` after every page but the last; `describe` names each record read, in order.
+fn read_pages(
+    server: &Server,
+    key: &str,
+    path: &str,
+    describe: impl Fn(&serde_json::Value) -> String,
+    between: &mut dyn FnMut(),
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let url = match &cursor {
+            Some(at) => format!("{path}?limit=3&cursor={at}"),
+            None => format!("{path}?limit=3"),
+        };
+        let (status, page) = server.call("GET", &url, Some(key), None);
+        assert_eq!(status, 200, "{url}: {page}");
+        seen.extend(
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(&describe),
+        );
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        if cursor.is_none() || seen.len() > 50 {
+            return seen;
+        }
+        between();
+    }
+}
+
+/// Asserts that each of `cursors` is refused by name on `path`.
+fn refuses_cursors(server: &Server, key: &str, path: &str, cursors: &[&str]) {
+    for bad in cursors {
+        let (status, body) = server.call("GET", &format!("{path}?cursor={bad}"), Some(key), None);
+        assert_eq!(status, 400, "{path} {bad}: {body}");
+        assert_eq!(body["error"]["field"], "cursor", "{path} {bad}: {body}");
+    }
+}
+
+/// Calls `first` the first time it is called, then nothing.
+fn once(first: impl FnOnce()) -> impl FnMut() {
+    let mut first = Some(first);
+    move || {
+        if let Some(first) = first.take() {
+            first();
+        }
+    }
+}
+
+fn id_of(item: &serde_json::Value) -> String {
+    item["id"].as_str().unwrap_or_default().to_owned()
+}
+
 /// A listing read a page at a time covers every memory once, even when memories are
 /// added and forgotten between its pages; a cursor the server did not give is refused by
 /// name.
@@ -421,66 +477,45 @@ fn pages_of_a_listing_survive_writes_between_them() {
             Some(json!({ "memories": texts })),
         );
         assert_eq!(status, 201, "{backend}: {body}");
-        let ids_of = |page: &serde_json::Value| -> Vec<String> {
-            page["items"]
-                .as_array()
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(|item| item["id"].as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         let (_, whole) = server.call("GET", "/v1/memories?limit=100", Some(&key), None);
-        let whole = ids_of(&whole);
+        let whole: Vec<String> = whole["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(id_of)
+            .collect();
         assert_eq!(whole.len(), 7, "{backend}");
 
-        let (status, first) = server.call("GET", "/v1/memories?limit=3", Some(&key), None);
-        assert_eq!(status, 200, "{backend}: {first}");
-        let mut seen = ids_of(&first);
-        // Between pages: the first memory is forgotten (an offset would now skip one), and
-        // a new one is added (it comes last).
-        let (status, _) = server.call(
-            "DELETE",
-            &format!("/v1/memories/{}", whole[0]),
-            Some(&key),
-            None,
-        );
-        assert_eq!(status, 200, "{backend}");
-        let (status, added) = server.call(
-            "POST",
+        // After the first page: the first memory is forgotten (an offset would now skip
+        // one), and a new one is added (it comes last).
+        let mut added = String::new();
+        let seen = read_pages(
+            &server,
+            &key,
             "/v1/memories",
-            Some(&key),
-            Some(json!({"text": "a note added between pages"})),
+            id_of,
+            &mut once(|| {
+                let (status, _) = server.call(
+                    "DELETE",
+                    &format!("/v1/memories/{}", whole[0]),
+                    Some(&key),
+                    None,
+                );
+                assert_eq!(status, 200);
+                let (status, body) = server.call(
+                    "POST",
+                    "/v1/memories",
+                    Some(&key),
+                    Some(json!({"text": "a note added between pages"})),
+                );
+                assert_eq!(status, 201, "{body}");
+                added = id_of(&body);
+            }),
         );
-        assert_eq!(status, 201, "{backend}: {added}");
-        let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
-        while let Some(at) = cursor {
-            let (status, page) = server.call(
-                "GET",
-                &format!("/v1/memories?limit=3&cursor={at}"),
-                Some(&key),
-                None,
-            );
-            assert_eq!(status, 200, "{backend}: {page}");
-            seen.extend(ids_of(&page));
-            cursor = page["next_cursor"].as_str().map(str::to_owned);
-        }
         let mut expected = whole.clone();
-        expected.push(added["id"].as_str().expect("an id").to_owned());
+        expected.push(added);
         assert_eq!(seen, expected, "{backend}: every memory once, in order");
-
-        for bad in ["3", "zz", "7b7d"] {
-            let (status, body) = server.call(
-                "GET",
-                &format!("/v1/memories?cursor={bad}"),
-                Some(&key),
-                None,
-            );
-            assert_eq!(status, 400, "{backend}: {body}");
-            assert_eq!(body["error"]["field"], "cursor", "{backend}: {body}");
-        }
+        refuses_cursors(&server, &key, "/v1/memories", &["3", "zz", "7b7d"]);
         assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
     }
 }
@@ -494,15 +529,17 @@ fn pages_of_the_graph_survive_writes_between_them() {
         let server = Server::start(&dir, &store, &[]);
         let _schema = DropSchema(store.clone());
         let key = server.key_for("acme");
-        let ids = ["ann", "bea", "cal", "dov", "eli", "fay", "gus"];
-        for id in ids {
+        let person = |id: &str| {
             let (status, body) = server.call(
                 "POST",
                 "/v1/graph/entities",
                 Some(&key),
                 Some(json!({"id": id, "name": id, "entity_type": "person"})),
             );
-            assert_eq!(status, 200, "{backend}: {body}");
+            assert_eq!(status, 200, "{body}");
+        };
+        for id in ["ann", "bea", "cal", "dov", "eli", "fay", "gus"] {
+            person(id);
         }
         for (source, target) in [
             ("ann", "bea"),
@@ -521,35 +558,15 @@ fn pages_of_the_graph_survive_writes_between_them() {
                 assert_eq!(status, 200, "{backend}: {body}");
             }
         }
-        let read_all = |path: &str, field: &str, between: &mut dyn FnMut()| -> Vec<String> {
-            let mut seen = Vec::new();
-            let mut cursor: Option<String> = None;
-            loop {
-                let url = match &cursor {
-                    Some(at) => format!("{path}?limit=3&cursor={at}"),
-                    None => format!("{path}?limit=3"),
-                };
-                let (status, page) = server.call("GET", &url, Some(&key), None);
-                assert_eq!(status, 200, "{backend}: {page}");
-                for item in page["items"].as_array().expect("items") {
-                    seen.push(
-                        field
-                            .split(',')
-                            .map(|f| item[f].as_str().unwrap_or_default())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    );
-                }
-                cursor = page["next_cursor"].as_str().map(str::to_owned);
-                if cursor.is_none() || seen.len() > 50 {
-                    return seen;
-                }
-                between();
-            }
-        };
-        let relations = read_all(
+        let relations = read_pages(
+            &server,
+            &key,
             "/v1/graph/relations",
-            "source_id,relation_type,target_id",
+            |r| {
+                ["source_id", "relation_type", "target_id"]
+                    .map(|field| r[field].as_str().unwrap_or_default())
+                    .join(" ")
+            },
             &mut || {},
         );
         assert_eq!(
@@ -567,20 +584,17 @@ fn pages_of_the_graph_survive_writes_between_them() {
             "{backend}"
         );
         // After the first page (ann, bea, cal): the first entity removed, one added.
-        let mut once = true;
-        let entities = read_all("/v1/graph/entities", "id", &mut || {
-            if std::mem::take(&mut once) {
+        let entities = read_pages(
+            &server,
+            &key,
+            "/v1/graph/entities",
+            id_of,
+            &mut once(|| {
                 let (status, _) = server.call("DELETE", "/v1/graph/entities/ann", Some(&key), None);
                 assert_eq!(status, 200);
-                let (status, _) = server.call(
-                    "POST",
-                    "/v1/graph/entities",
-                    Some(&key),
-                    Some(json!({"id": "hal", "name": "hal", "entity_type": "person"})),
-                );
-                assert_eq!(status, 200);
-            }
-        });
+                person("hal");
+            }),
+        );
         assert_eq!(
             entities,
             ["ann", "bea", "cal", "dov", "eli", "fay", "gus", "hal"],
@@ -597,20 +611,9 @@ fn pages_of_the_graph_survive_writes_between_them() {
             assert_eq!(status, 201, "{backend}");
         }
         let (_, memories) = server.call("GET", "/v1/memories?limit=1", Some(&key), None);
-        let wrong = memories["next_cursor"]
-            .as_str()
-            .expect("a memory cursor")
-            .to_owned();
-        for bad in ["3", wrong.as_str()] {
-            let (status, body) = server.call(
-                "GET",
-                &format!("/v1/graph/entities?cursor={bad}"),
-                Some(&key),
-                None,
-            );
-            assert_eq!(status, 400, "{backend}: {body}");
-            assert_eq!(body["error"]["field"], "cursor", "{backend}: {body}");
-        }
+        let wrong = memories["next_cursor"].as_str().expect("a memory cursor");
+        refuses_cursors(&server, &key, "/v1/graph/entities", &["3", wrong]);
+        refuses_cursors(&server, &key, "/v1/graph/relations", &["3", wrong]);
         assert_eq!(server.stop(), Some(0), "{backend}: a clean stop");
     }
 }

@@ -75,13 +75,7 @@ pub(crate) async fn list_entities(
 ) -> Result<Json<EntityList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
     let (_, limit) = paging(query.limit, None)?;
-    let after: Option<EntityPosition> = query
-        .cursor
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(crate::cursor::decode)
-        .transpose()?;
-    // One more than the page tells whether another page follows.
+    let after: Option<EntityPosition> = crate::cursor::position(query.cursor.as_deref())?;
     let mut entities = state
         .memory
         .graph()
@@ -91,15 +85,10 @@ pub(crate) async fn list_entities(
             limit.saturating_add(1),
         )
         .await?;
-    let next_cursor = (entities.len() > limit).then(|| {
-        entities.truncate(limit);
-        entities
-            .last()
-            .map(|last| crate::cursor::encode(&EntityPosition::of(last)))
-    });
+    let next_cursor = crate::cursor::cut(&mut entities, limit, EntityPosition::of);
     Ok(Json(EntityList {
         items: entities.iter().map(EntityView::from).collect(),
-        next_cursor: next_cursor.flatten(),
+        next_cursor,
     }))
 }
 
@@ -344,13 +333,7 @@ pub(crate) async fn list_relations(
 ) -> Result<Json<RelationList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
     let (_, limit) = paging(query.limit, None)?;
-    let after: Option<RelationPosition> = query
-        .cursor
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(crate::cursor::decode)
-        .transpose()?;
-    // One more than the page tells whether another page follows.
+    let after: Option<RelationPosition> = crate::cursor::position(query.cursor.as_deref())?;
     let mut relations = state
         .memory
         .graph()
@@ -360,15 +343,10 @@ pub(crate) async fn list_relations(
             limit.saturating_add(1),
         )
         .await?;
-    let next_cursor = (relations.len() > limit).then(|| {
-        relations.truncate(limit);
-        relations
-            .last()
-            .map(|last| crate::cursor::encode(&RelationPosition::of(last)))
-    });
+    let next_cursor = crate::cursor::cut(&mut relations, limit, RelationPosition::of);
     Ok(Json(RelationList {
         items: relations.iter().map(RelationView::from).collect(),
-        next_cursor: next_cursor.flatten(),
+        next_cursor,
     }))
 }
 

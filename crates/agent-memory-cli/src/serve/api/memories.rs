@@ -1,6 +1,6 @@
 //! Memories: remember one or a batch, get, list, forget one or by scope.
 
-use agent_memory::{MemoryFilter, MemoryItem, Remember};
+use agent_memory::{ListPosition, MemoryFilter, MemoryItem, Remember};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -432,19 +432,13 @@ pub(crate) async fn list_memories(
     if let Some(raw) = query.metadata.as_deref() {
         filter.metadata = parse_metadata_conditions(raw)?.into_iter().collect();
     }
-    if let Some(cursor) = query.cursor.as_deref().filter(|c| !c.is_empty()) {
-        filter = filter.after(crate::cursor::parse(cursor)?);
-    }
-    // One more than the page tells whether another page follows.
+    filter.after = crate::cursor::position(query.cursor.as_deref())?;
     filter.limit = Some(limit.saturating_add(1));
     let mut items = state.memory.store().list(&filter).await?;
-    let next_cursor = (items.len() > limit).then(|| {
-        items.truncate(limit);
-        items.last().map(crate::cursor::after)
-    });
+    let next_cursor = crate::cursor::cut(&mut items, limit, ListPosition::of);
     Ok(Json(MemoryPage {
         items: items.iter().map(MemoryView::from).collect(),
-        next_cursor: next_cursor.flatten(),
+        next_cursor,
     }))
 }
 

@@ -139,6 +139,50 @@ pub(super) async fn list_pages(store: &dyn MemoryStore, ns: &Namespace) {
         .is_empty(),
         "nothing comes after the last memory"
     );
+    // With a time range too: whichever bound is tighter holds.
+    let position = |second: i64, id: &str, ns: &Namespace| {
+        ListPosition::new(at(second), id, ns.clone())
+            .unwrap_or_else(|error| panic!("conformance: a position: {error}"))
+    };
+    for (filter, expected, what) in [
+        (
+            MemoryFilter::new(ns.subtree())
+                .with_time_range(Some(at(3)), None)
+                .after(position(1, "m0", &b)),
+            vec!["m3", "m3", "m4", "m5"],
+            "a time range starting after the position",
+        ),
+        (
+            MemoryFilter::new(ns.subtree())
+                .with_time_range(Some(at(1)), None)
+                .after(position(3, "m3", &a)),
+            vec!["m3", "m4", "m5"],
+            "a position after the time range's start",
+        ),
+        (
+            MemoryFilter::new(ns.subtree())
+                .newest_first()
+                .with_time_range(None, Some(at(5)))
+                .after(position(3, "m3", &b)),
+            vec!["m3", "s1", "m2", "m1", "m0", "m9"],
+            "newest first, a position before the time range's end",
+        ),
+        (
+            MemoryFilter::new(ns.subtree())
+                .newest_first()
+                .with_time_range(None, Some(at(3)))
+                .after(position(5, "m4", &b)),
+            vec!["s1", "m2", "m1", "m0", "m9"],
+            "newest first, a time range ending before the position",
+        ),
+    ] {
+        assert_eq!(
+            ids(&must(store.list(&filter), what).await),
+            expected,
+            "{what}"
+        );
+    }
+
     // With a time range that ends before the position: nothing, and no error.
     let late = ListPosition::new(at(4), "m", b.clone())
         .unwrap_or_else(|error| panic!("conformance: a position: {error}"));
