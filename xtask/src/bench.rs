@@ -20,7 +20,7 @@ usage: cargo xtask bench [--quick] [--bench NAME]... [--summary] [FILTER] [-- CR
                   ingest group at 1k and 200 per ingest into 100k, two SQLite ingest
                   variants left out (under 5 minutes on 2 cores once built)
   --bench NAME    run only this bench target (scoring, recall, ingest, knowledge, eviction, similar,
-                  graph, enrich); may be repeated; default all
+                  graph, enrich, listing); may be repeated; default all
   --summary       do not run; print the table of every result criterion has stored
   FILTER          a criterion filter (regex on `group/function`), e.g. search_100000
   -- ARGS         passed to criterion as they are

@@ -445,15 +445,12 @@ impl KnowledgeGraph for PostgresGraph {
         let mut sql = self.db.sql(&format!(
             "SELECT {COLUMNS} FROM {{s}}.entities e WHERE true"
         ));
-        sql.and_scope("e.ns", scope);
-        if let Some(after) = after {
-            // A row comparison the `(ns, id)` key seeks to (both columns `COLLATE "C"`).
-            sql.push(" AND (e.ns, e.id) > (")
-                .bind(after.namespace().as_str().to_owned(), "text")
-                .push(", ")
-                .bind(after.id().to_owned(), "text")
-                .push(")");
-        }
+        // The `(ns, id)` key seeks to the position (both columns `COLLATE "C"`).
+        let key = after.map(|after| [after.id().to_owned()]);
+        let after = after
+            .zip(key.as_ref())
+            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        sql.and_page("e.ns", &["e.id"], scope, after);
         sql.push(" ORDER BY e.ns, e.id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
         let rows = self
@@ -472,19 +469,23 @@ impl KnowledgeGraph for PostgresGraph {
         let mut sql = self.db.sql(&format!(
             "SELECT {RELATION_COLUMNS} FROM {{s}}.relations r WHERE true"
         ));
-        sql.and_scope("r.ns", scope);
-        if let Some(after) = after {
-            // The primary key's order: a row comparison it seeks to.
-            sql.push(" AND (r.ns, r.source_id, r.relation_type, r.target_id) > (")
-                .bind(after.namespace().as_str().to_owned(), "text")
-                .push(", ")
-                .bind(after.source_id().to_owned(), "text")
-                .push(", ")
-                .bind(after.relation_type().to_owned(), "text")
-                .push(", ")
-                .bind(after.target_id().to_owned(), "text")
-                .push(")");
-        }
+        // The primary key's order, which it seeks to.
+        let key = after.map(|after| {
+            [
+                after.source_id().to_owned(),
+                after.relation_type().to_owned(),
+                after.target_id().to_owned(),
+            ]
+        });
+        let after = after
+            .zip(key.as_ref())
+            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        sql.and_page(
+            "r.ns",
+            &["r.source_id", "r.relation_type", "r.target_id"],
+            scope,
+            after,
+        );
         sql.push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
         let rows = self

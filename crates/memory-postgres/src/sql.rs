@@ -106,6 +106,65 @@ impl Sql {
         }
         self
     }
+
+    /// Appends the conditions of a page of a listing ordered by `ns`, then `keys` (text
+    /// columns): in `scope`, and after `after` (a namespace and the values of `keys`) when
+    /// given, in the form the planner answers by seeking an index on `(ns, keys...)`: an
+    /// exact scope is `ns = $` with the keys after the position's (the first key bounded
+    /// alone, which the index seeks to; nothing when the position's namespace comes later,
+    /// everything when earlier); a subtree is the position as a row comparison with the
+    /// subtree's conditions. A row comparison beside `ns = $` was read as a scan of the
+    /// whole namespace (0.95 ms against 0.055 ms for a page of 100 entities 16,000 deep).
+    pub(crate) fn and_page(
+        &mut self,
+        ns: &str,
+        keys: &[&str],
+        scope: &Scope,
+        after: Option<(&str, &[String])>,
+    ) -> &mut Self {
+        let row = |sql: &mut Self, columns: &[&str], values: &[String]| {
+            sql.push(" AND (").push(&columns.join(", ")).push(") > (");
+            for (index, value) in values.iter().enumerate() {
+                if index > 0 {
+                    sql.push(", ");
+                }
+                sql.bind(value.clone(), "text");
+            }
+            sql.push(")");
+        };
+        self.and_scope(ns, scope);
+        let namespace = scope.namespace.as_str();
+        match after {
+            None => {}
+            Some((at, _)) if !scope.descendants && namespace < at => {
+                self.push(" AND false");
+            }
+            Some((at, values)) if !scope.descendants && namespace == at => {
+                if let (Some(first), Some(value)) = (keys.first(), values.first()) {
+                    self.push(" AND ")
+                        .push(first)
+                        .push(" >= ")
+                        .bind(value.clone(), "text");
+                }
+                if keys.len() > 1 {
+                    row(self, keys, values);
+                } else if let (Some(first), Some(value)) = (keys.first(), values.first()) {
+                    self.push(" AND ")
+                        .push(first)
+                        .push(" > ")
+                        .bind(value.clone(), "text");
+                }
+            }
+            Some(_) if !scope.descendants => {}
+            Some((at, values)) => {
+                let columns: Vec<&str> = std::iter::once(ns).chain(keys.iter().copied()).collect();
+                let mut all = vec![at.to_owned()];
+                all.extend(values.iter().cloned());
+                row(self, &columns, &all);
+            }
+        }
+        self
+    }
 }
 
 /// `text` with every `{s}` replaced by the quoted schema name.

@@ -644,18 +644,11 @@ impl KnowledgeGraph for SqliteGraph {
         limit: usize,
     ) -> Result<Vec<GraphEntity>> {
         let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
-        sql.and_scope("e.ns", scope);
-        if let Some(after) = after {
-            // The namespace bound alone lets the `(ns, id)` key seek to the position.
-            let ns = after.namespace().as_str().to_owned();
-            sql.push(" AND e.ns >= ")
-                .bind(ns.clone())
-                .push(" AND (e.ns, e.id) > (")
-                .bind(ns)
-                .push(", ")
-                .bind(after.id().to_owned())
-                .push(")");
-        }
+        let key = after.map(|after| [after.id().to_owned()]);
+        let after = after
+            .zip(key.as_ref())
+            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        sql.and_page("e.ns", &["e.id"], scope, after);
         sql.push(" ORDER BY e.ns, e.id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.db
@@ -672,26 +665,24 @@ impl KnowledgeGraph for SqliteGraph {
         let mut sql = Sql::new(&format!(
             "SELECT {RELATION_COLUMNS} FROM relations r WHERE 1"
         ));
-        sql.and_scope("r.ns", scope);
-        if let Some(after) = after {
-            // The bounds on the key's first columns let it seek to the position; the
-            // relation types of one source and target are put in order within their run.
-            let ns = after.namespace().as_str().to_owned();
-            let source = after.source_id().to_owned();
-            sql.push(" AND (r.ns, r.source_id) >= (")
-                .bind(ns.clone())
-                .push(", ")
-                .bind(source.clone())
-                .push(") AND (r.ns, r.source_id, r.relation_type, r.target_id) > (")
-                .bind(ns)
-                .push(", ")
-                .bind(source)
-                .push(", ")
-                .bind(after.relation_type().to_owned())
-                .push(", ")
-                .bind(after.target_id().to_owned())
-                .push(")");
-        }
+        let key = after.map(|after| {
+            [
+                after.source_id().to_owned(),
+                after.relation_type().to_owned(),
+                after.target_id().to_owned(),
+            ]
+        });
+        let after = after
+            .zip(key.as_ref())
+            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        // The key is `(ns, source_id, target_id, relation_type)`: it seeks to the source,
+        // and the relations of one source are put in order within their run.
+        sql.and_page(
+            "r.ns",
+            &["r.source_id", "r.relation_type", "r.target_id"],
+            scope,
+            after,
+        );
         sql.push(" ORDER BY r.ns, r.source_id, r.relation_type, r.target_id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.db

@@ -66,6 +66,86 @@ impl Sql {
         self
     }
 
+    /// Appends the conditions of a page of a listing ordered by `ns`, then `keys`: in
+    /// `scope`, and after `after` (a namespace and the values of `keys`) when given, in the
+    /// form SQLite answers by seeking an index on `(ns, keys...)` and reading it in order
+    /// until the page is full. An exact scope is `ns = ?` with the keys after the position's
+    /// (nothing when the position's namespace comes later, everything when earlier); a
+    /// subtree is the range of namespaces it spans, opened by the position as a row
+    /// comparison, with the namespaces inside that range but outside the subtree (`a-b`
+    /// between `a` and `a/`) checked on the rows read. [`and_scope`](Self::and_scope)'s
+    /// `ns = ? OR ns >= ?` is read as two ranges and sorted whole.
+    pub(crate) fn and_page(
+        &mut self,
+        ns: &str,
+        keys: &[&str],
+        scope: &Scope,
+        after: Option<(&str, &[String])>,
+    ) -> &mut Self {
+        let namespace = scope.namespace.as_str();
+        let row = |sql: &mut Self, columns: &[&str], values: &[String]| {
+            sql.push(" AND (").push(&columns.join(", ")).push(") > (");
+            for (index, value) in values.iter().enumerate() {
+                if index > 0 {
+                    sql.push(", ");
+                }
+                sql.bind(value.clone());
+            }
+            sql.push(")");
+        };
+        if !scope.descendants {
+            self.push(" AND ")
+                .push(ns)
+                .push(" = ")
+                .bind(namespace.to_owned());
+            match after {
+                Some((at, _)) if namespace < at => {
+                    self.push(" AND 0");
+                }
+                Some((at, values)) if namespace == at => {
+                    // The first key bounded alone, so the index seeks to it.
+                    if let (Some(first), Some(value)) = (keys.first(), values.first()) {
+                        self.push(" AND ")
+                            .push(first)
+                            .push(" >= ")
+                            .bind(value.clone());
+                    }
+                    row(self, keys, values);
+                }
+                _ => {}
+            }
+            return self;
+        }
+        if let Some((at, values)) = after {
+            let columns: Vec<&str> = std::iter::once(ns).chain(keys.iter().copied()).collect();
+            let mut all = vec![at.to_owned()];
+            all.extend(values.iter().cloned());
+            row(self, &columns, &all);
+        }
+        if !scope.namespace.is_root() {
+            if after.is_none() {
+                self.push(" AND ")
+                    .push(ns)
+                    .push(" >= ")
+                    .bind(namespace.to_owned());
+            }
+            self.push(" AND ")
+                .push(ns)
+                .push(" < ")
+                .bind(format!("{namespace}0"))
+                .push(" AND (")
+                .push(ns)
+                .push(" = ")
+                .bind(namespace.to_owned())
+                .push(" OR ")
+                .push(ns)
+                .push(" >= ")
+                .bind(format!("{namespace}/"))
+                .push(")");
+        }
+        self
+    }
+
     /// Appends ` AND substr(column, 1, length(prefix)) = prefix` (a case-sensitive prefix test;
     /// `LIKE` would fold ASCII case and treat `%` and `_` as wildcards).
     pub(crate) fn and_prefix(&mut self, column: &str, prefix: &str) -> &mut Self {

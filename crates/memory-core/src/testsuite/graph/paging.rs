@@ -113,6 +113,46 @@ pub(super) async fn pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
             "pages of {size} relations give list_relations in its order"
         );
     }
+    // One namespace exactly: the position within it, before it and after it.
+    let exact = a.exact();
+    let whole_a = must(graph.list_entities(&exact), "list_entities").await;
+    let whole_a_relations = must(graph.list_relations(&exact), "list_relations").await;
+    for size in [1, 3] {
+        assert_eq!(
+            entity_keys(&entity_pages(graph, &exact, size).await),
+            entity_keys(&whole_a),
+            "pages of {size} entities of one namespace"
+        );
+        assert_eq!(
+            relation_keys(&relation_pages(graph, &exact, size).await),
+            relation_keys(&whole_a_relations),
+            "pages of {size} relations of one namespace"
+        );
+    }
+    let in_b = crate::RelationPosition::new(b.clone(), "ana", "knows", "bob")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        must(
+            graph.list_relations_after(&exact, Some(&in_b), 10),
+            "list_relations_after"
+        )
+        .await
+        .is_empty(),
+        "nothing of a namespace comes after a position in a later one"
+    );
+    let in_parent = crate::RelationPosition::new(ns.clone(), "zed", "knows", "zed")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        relation_keys(
+            &must(
+                graph.list_relations_after(&exact, Some(&in_parent), 10),
+                "list_relations_after"
+            )
+            .await
+        ),
+        relation_keys(&whole_a_relations),
+        "all of a namespace comes after a position in an earlier one"
+    );
     assert!(
         must(graph.list_entities_after(&scope, None, 0), "a page of none")
             .await
