@@ -257,6 +257,9 @@ def test_list_a_page_at_a_time(any_memory: Memory) -> None:
     assert [r.id for r in newest + older] == [added] + whole[::-1][:-1]
     with pytest.raises(TypeError):
         any_memory.list("pages", after="not a record")  # type: ignore[arg-type]
+    # A time range that ends before it starts holds nothing.
+    now = datetime.now(timezone.utc)
+    assert any_memory.list("pages", since=now, until=now - timedelta(days=1)) == []
 
 
 def test_stats_maintain_and_eviction() -> None:

@@ -183,6 +183,24 @@ pub(super) async fn list_pages(store: &dyn MemoryStore, ns: &Namespace) {
         );
     }
 
+    // A time range that ends before it starts holds nothing (and is no error).
+    for newest_first in [false, true] {
+        let mut backwards =
+            MemoryFilter::new(ns.subtree()).with_time_range(Some(at(5)), Some(at(1)));
+        if newest_first {
+            backwards = backwards.newest_first();
+        }
+        assert!(
+            must(
+                store.list(&backwards),
+                "list a time range ending before it starts"
+            )
+            .await
+            .is_empty(),
+            "a time range ending before it starts holds nothing"
+        );
+    }
+
     // With a time range that ends before the position: nothing, and no error.
     let late = ListPosition::new(at(4), "m", b.clone())
         .unwrap_or_else(|error| panic!("conformance: a position: {error}"));
