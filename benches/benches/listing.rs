@@ -3,6 +3,8 @@
 //! `list_page_50000`, one page per iteration:
 //! - `inmem_after`, `sqlite_after`, `postgres_after`: the page after the last memory of the
 //!   page before (`MemoryFilter::after`), as `GET /v1/memories` and `Memory::reembed` read.
+//! - `inmem_subtree_after`, ...: the same page over the namespace's subtree (what the HTTP
+//!   server lists by default), which holds no other namespace.
 //! - `inmem_offset`, `sqlite_offset`, `postgres_offset`: the peer, an offset: the listing
 //!   up to the page's end, the memories before it skipped (how the server's cursor worked
 //!   before positions).
@@ -126,6 +128,8 @@ fn listing_benches(c: &mut Criterion) {
     let before = ListPosition::of(&memories[deep - 1]);
     let by_position = filter.clone().after(before).with_limit(PAGE);
     let by_offset = filter.clone().with_limit(deep + PAGE);
+    let mut in_subtree = by_position.clone();
+    in_subtree.scope = namespace.subtree();
     let page_ids = |items: &[MemoryItem]| -> Vec<String> {
         items.iter().map(|item| item.id.clone()).collect()
     };
@@ -136,6 +140,12 @@ fn listing_benches(c: &mut Criterion) {
             page_ids(&after),
             expected,
             "{name}: the page after a position"
+        );
+        let subtree = runtime.block_on(store.list(&in_subtree)).expect("list");
+        assert_eq!(
+            page_ids(&subtree),
+            expected,
+            "{name}: the page of the subtree"
         );
         let offset = runtime.block_on(store.list(&by_offset)).expect("list");
         assert_eq!(
@@ -151,6 +161,12 @@ fn listing_benches(c: &mut Criterion) {
         group.bench_function(format!("{name}_after"), |b| {
             b.iter(|| {
                 let page = runtime.block_on(store.list(black_box(&by_position)));
+                black_box(page.map(|page| page.len()).unwrap_or(0))
+            })
+        });
+        group.bench_function(format!("{name}_subtree_after"), |b| {
+            b.iter(|| {
+                let page = runtime.block_on(store.list(black_box(&in_subtree)));
                 black_box(page.map(|page| page.len()).unwrap_or(0))
             })
         });

@@ -88,6 +88,7 @@ pub mod backend {
     pub use crate::{
         graph_store::{distance_score, entity_matches_keyword, other_end, sort_scored},
         knowledge::page_rule_keywords,
+        memory::listing_order,
         recall::least_valuable,
         validate::{
             drop_json, validate_attributes, validate_id, validate_len, validate_metadata,

@@ -11,7 +11,7 @@ use crate::vector::validate_embedding;
 use crate::{Ended, MemoryError, Namespace, Result, Scope, Tag, TimeView};
 
 mod position;
-pub use position::ListPosition;
+pub use position::{ListPosition, listing_order};
 
 /// What kind of memory an item is, after the cognitive model of short- and long-term memory.
 #[derive(

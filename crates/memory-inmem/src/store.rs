@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use foldhash::{HashMap, HashMapExt};
+use memory_core::backend::listing_order;
 use memory_core::search::MEMORY_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
@@ -405,17 +406,6 @@ fn range_is_empty(lower: &Bound<TimeKey>, upper: &Bound<TimeKey>) -> bool {
     }
 }
 
-/// The order of a listing across namespaces: creation time, id, namespace (as SQL orders
-/// it and [`ListPosition`](memory_core::ListPosition) compares).
-fn ordered(a: &MemoryItem, b: &MemoryItem, newest_first: bool) -> std::cmp::Ordering {
-    let order = a
-        .created_at
-        .cmp(&b.created_at)
-        .then_with(|| a.id.cmp(&b.id))
-        .then_with(|| a.namespace.as_str().cmp(b.namespace.as_str()));
-    if newest_first { order.reverse() } else { order }
-}
-
 #[async_trait]
 impl MemoryStore for InMemoryStore {
     async fn save(&self, item: MemoryItem) -> Result<()> {
@@ -485,7 +475,7 @@ impl MemoryStore for InMemoryStore {
             out.extend(read(&shard).list(&namespace, filter, limit));
         }
         if !single {
-            out.sort_by(|a, b| ordered(a, b, filter.newest_first));
+            out.sort_by(|a, b| listing_order(a, b, filter.newest_first));
             out.truncate(limit);
         }
         Ok(out)
@@ -504,7 +494,7 @@ impl MemoryStore for InMemoryStore {
                     out.extend(read(&shard).list_shared(&namespace, filter, limit).cloned());
                 }
                 if !single {
-                    out.sort_by(|a, b| ordered(a, b, filter.newest_first));
+                    out.sort_by(|a, b| listing_order(a, b, filter.newest_first));
                     out.truncate(limit);
                 }
                 out

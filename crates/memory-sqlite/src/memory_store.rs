@@ -88,7 +88,7 @@ mod recall;
 mod row;
 mod similar;
 
-use self::filter::{and_filter, first_ask, list_sql, query_items};
+use self::filter::{and_filter, first_ask, list_items, list_sql, query_items};
 use self::row::{COLUMNS, Encoded, analyze, encode, read_raw, read_raw_at};
 
 fn find_rid(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {
@@ -341,17 +341,9 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let sql = list_sql(filter);
         let filter = filter.clone();
         self.db
-            .query(move |connection| {
-                let mut items = query_items(connection, &sql, "listing memories")?;
-                items.retain(|item| filter.matches(item));
-                if let Some(limit) = filter.limit {
-                    items.truncate(limit);
-                }
-                Ok(items)
-            })
+            .query(move |connection| list_items(connection, &filter))
             .await
     }
 

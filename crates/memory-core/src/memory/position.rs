@@ -54,6 +54,18 @@ impl TryFrom<RawPosition> for ListPosition {
     }
 }
 
+/// The order of [`list`](crate::MemoryStore::list): creation time, then id, then namespace
+/// (byte order), reversed for `newest_first`. For a backend that merges listings, as
+/// [`ListPosition`] compares.
+pub fn listing_order(a: &MemoryItem, b: &MemoryItem, newest_first: bool) -> Ordering {
+    let order = a
+        .created_at
+        .cmp(&b.created_at)
+        .then_with(|| a.id.cmp(&b.id))
+        .then_with(|| a.namespace.as_str().cmp(b.namespace.as_str()));
+    if newest_first { order.reverse() } else { order }
+}
+
 impl ListPosition {
     /// The position of `item`.
     pub fn of(item: &MemoryItem) -> Self {

@@ -1,8 +1,9 @@
 //! The SQL of a [`MemoryFilter`]: the conditions SQL can check, the listing statement, and
 //! how many records a search first asks the index for.
 
-use memory_core::{MemoryFilter, MemoryItem, Result, TimeView};
-use rusqlite::{Connection, params_from_iter};
+use memory_core::backend::listing_order;
+use memory_core::{MemoryFilter, MemoryItem, Namespace, Result, Scope, TimeView};
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use super::row::{COLUMNS, Raw, read_raw};
 use crate::error::Context;
@@ -179,6 +180,112 @@ pub(super) fn list_sql(filter: &MemoryFilter) -> Sql {
         sql.push(" LIMIT ").bind(limit_value(limit));
     }
     sql
+}
+
+/// A page of a subtree's memories is read namespace by namespace, each page merged, when
+/// the subtree spans at most this many namespaces holding memories.
+const MERGED_NAMESPACES: usize = 8;
+
+/// The memories of [`list`](memory_core::MemoryStore::list): the listing's statement, its
+/// rows decoded and checked against every condition, at most its limit.
+///
+/// A page of a subtree (a limit over a scope with descendants) that spans at most
+/// [`MERGED_NAMESPACES`] namespaces is read as one page of each, merged in the listing's
+/// order. The time index leads with the namespace, so one statement over the subtree sorts
+/// all of its memories after the position (about 10 ms at the start of 50,000), where a page
+/// of one namespace seeks to the position and reads only the page (0.12 ms).
+pub(super) fn list_items(
+    connection: &Connection,
+    filter: &MemoryFilter,
+) -> Result<Vec<MemoryItem>> {
+    if let (true, Some(limit)) = (filter.scope.descendants, filter.limit)
+        && let Some(namespaces) = few_namespaces(connection, &filter.scope, MERGED_NAMESPACES)?
+    {
+        let mut items = Vec::new();
+        for namespace in namespaces {
+            let mut one = filter.clone();
+            one.scope = namespace.exact();
+            items.extend(listed(connection, &one)?);
+        }
+        items.sort_by(|a, b| listing_order(a, b, filter.newest_first));
+        items.truncate(limit);
+        return Ok(items);
+    }
+    listed(connection, filter)
+}
+
+/// The memories of one listing statement, checked against every condition, at most the
+/// filter's limit.
+fn listed(connection: &Connection, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+    let mut items = query_items(connection, &list_sql(filter), "listing memories")?;
+    items.retain(|item| filter.matches(item));
+    if let Some(limit) = filter.limit {
+        items.truncate(limit);
+    }
+    Ok(items)
+}
+
+/// The namespaces holding memories in `scope`, when there are at most `max` (`None` when
+/// there are more). Each is found by seeking the index from the one before (a probe each),
+/// where `DISTINCT` would read every entry of the scope.
+fn few_namespaces(
+    connection: &Connection,
+    scope: &Scope,
+    max: usize,
+) -> Result<Option<Vec<Namespace>>> {
+    let what = || "finding the namespaces of a listing".to_owned();
+    let namespace = scope.namespace.as_str();
+    let mut found = Vec::new();
+    if !scope.descendants {
+        return Ok(Some(vec![scope.namespace.clone()]));
+    }
+    if !scope.namespace.is_root() {
+        let held = connection
+            .prepare_cached("SELECT 1 FROM memories WHERE ns = ?1 LIMIT 1")
+            .and_then(|mut statement| statement.exists([namespace]))
+            .context(what)?;
+        if held {
+            found.push(scope.namespace.clone());
+        }
+    }
+    // The descendants: from `a/` (inclusive) up to `a0`, or every namespace under the root.
+    let end = (!scope.namespace.is_root()).then(|| format!("{namespace}0"));
+    let mut from = if scope.namespace.is_root() {
+        String::new()
+    } else {
+        format!("{namespace}/")
+    };
+    let mut inclusive = !scope.namespace.is_root();
+    loop {
+        let text = match (inclusive, end.is_some()) {
+            (true, true) => {
+                "SELECT ns FROM memories WHERE ns >= ?1 AND ns < ?2 ORDER BY ns LIMIT 1"
+            }
+            (false, true) => {
+                "SELECT ns FROM memories WHERE ns > ?1 AND ns < ?2 ORDER BY ns LIMIT 1"
+            }
+            (true, false) => "SELECT ns FROM memories WHERE ns >= ?1 ORDER BY ns LIMIT 1",
+            (false, false) => "SELECT ns FROM memories WHERE ns > ?1 ORDER BY ns LIMIT 1",
+        };
+        let next: Option<String> = connection
+            .prepare_cached(text)
+            .and_then(|mut statement| match &end {
+                Some(end) => statement
+                    .query_row(rusqlite::params![from, end], |row| row.get(0))
+                    .optional(),
+                None => statement.query_row([&from], |row| row.get(0)).optional(),
+            })
+            .context(what)?;
+        let Some(next) = next else {
+            return Ok(Some(found));
+        };
+        if found.len() == max {
+            return Ok(None);
+        }
+        found.push(Namespace::parse(&next)?);
+        from = next;
+        inclusive = false;
+    }
 }
 
 pub(super) fn query_items(

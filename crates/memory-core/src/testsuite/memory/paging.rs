@@ -274,3 +274,69 @@ pub(super) async fn list_pages(store: &dyn MemoryStore, ns: &Namespace) {
         "a search lists only memories after the position"
     );
 }
+
+/// Pages over subtrees that span one to a dozen namespaces (a backend may read a few
+/// namespaces one by one and merge them, and many in one statement): the same memories in
+/// the same order as the listing's order says, whatever the page size.
+pub(super) async fn subtree_pages(store: &dyn MemoryStore, ns: &Namespace) {
+    let start = Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default();
+    for spread in [1usize, 3, 8, 9, 12] {
+        let top = child(ns, &format!("s{spread}"));
+        // By namespace and id: a save of an id its namespace holds replaces the memory.
+        let mut items = std::collections::BTreeMap::new();
+        for n in 0..60usize {
+            // The subtree's top, its children, a sibling outside it (`s3-x`) and children
+            // nested deeper; ids repeat across namespaces, times in runs of four.
+            let namespace = match n % (spread + 2) {
+                0 => top.clone(),
+                1 => child(ns, &format!("s{spread}-x")),
+                k if n % 7 == 0 => child(&child(&top, &format!("c{}", k % spread)), "deep"),
+                k => child(&top, &format!("c{}", k % spread)),
+            };
+            let kind = if n % 5 == 0 {
+                MemoryKind::Semantic
+            } else {
+                MemoryKind::Episodic
+            };
+            let made = item(&namespace, &format!("m{}", n % 13), "a note", 0)
+                .with_created_at(start + chrono::Duration::seconds(n as i64 / 4))
+                .with_kind(kind);
+            must(store.save(made.clone()), "save").await;
+            items.insert((made.namespace.to_string(), made.id.clone()), made);
+        }
+        for scope in [top.subtree(), top.exact()] {
+            for newest_first in [false, true] {
+                for kinds in [vec![], vec![MemoryKind::Episodic]] {
+                    let mut filter = MemoryFilter::new(scope.clone()).with_kinds(kinds);
+                    if newest_first {
+                        filter = filter.newest_first();
+                    }
+                    let mut expected: Vec<MemoryItem> = items
+                        .values()
+                        .filter(|item| filter.matches(item))
+                        .cloned()
+                        .collect();
+                    expected.sort_by(|a, b| crate::memory::listing_order(a, b, newest_first));
+                    let whole = must(store.list(&filter), "list").await;
+                    assert_eq!(
+                        keys(&whole),
+                        keys(&expected),
+                        "the listing of {scope:?} over {spread} namespaces, newest first \
+                         {newest_first}"
+                    );
+                    for size in [1, 4, 7] {
+                        assert_eq!(
+                            keys(&paged(store, &filter, size).await),
+                            keys(&expected),
+                            "pages of {size} of {scope:?} over {spread} namespaces, newest \
+                             first {newest_first}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
