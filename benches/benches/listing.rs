@@ -20,11 +20,9 @@
 //! time, so pages start inside runs of equal times.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use agent_memory::graph::PetGraph;
 use agent_memory::inmem::InMemoryStore;
-use agent_memory::postgres::{PostgresBackend, PostgresOptions};
 use agent_memory::sqlite::SqliteBackend;
 use agent_memory::{
     EntityPosition, GraphEntity, KnowledgeGraph, ListPosition, MemoryFilter, MemoryItem,
@@ -33,6 +31,7 @@ use agent_memory::{
 use chrono::{TimeZone, Utc};
 use criterion::{Criterion, Throughput, criterion_main};
 use memory_benches::corpus::corpus;
+use memory_benches::stores::{postgres, sqlite_path};
 use tokio::runtime::Runtime;
 
 const SEED: u64 = 0x5EED_2026;
@@ -73,41 +72,14 @@ fn items(namespace: &Namespace, count: usize) -> Vec<MemoryItem> {
         .collect()
 }
 
-/// A fresh SQLite file under the system's temporary directory, removed first.
-fn sqlite_path() -> PathBuf {
-    let path = std::env::temp_dir().join("agent-memory-bench-listing.db");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    path
-}
-
-/// The PostgreSQL backend named by the environment (schema `am_bench_listing`, emptied), or
-/// `None` without a server named.
-fn postgres(runtime: &Runtime) -> Option<PostgresBackend> {
-    let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
-        .or_else(|_| std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL"))
-        .ok()?;
-    let backend = runtime
-        .block_on(PostgresBackend::connect(
-            &url,
-            PostgresOptions::default().with_schema("am_bench_listing"),
-        ))
-        .expect("the PostgreSQL server named by the environment");
-    runtime
-        .block_on(backend.memory_store().clear(&Scope::all()))
-        .expect("emptying am_bench_listing");
-    Some(backend)
-}
-
 fn listing_benches(c: &mut Criterion) {
     let (count, deep) = sizes();
     let runtime = runtime();
     let namespace = Namespace::parse("bench/listing").expect("a valid namespace");
     let memories = items(&namespace, count);
     let inmem = InMemoryStore::new();
-    let sqlite = SqliteBackend::open(sqlite_path()).expect("a SQLite file");
-    let postgres = postgres(&runtime);
+    let sqlite = SqliteBackend::open(sqlite_path("listing")).expect("a SQLite file");
+    let postgres = postgres(&runtime, "am_bench_listing");
     if postgres.is_none() {
         eprintln!("list_page_{count}: no PostgreSQL server named; its rows are left out");
     }
@@ -204,8 +176,8 @@ fn graph_benches(c: &mut Criterion) {
         })
         .collect();
     let inmem = PetGraph::new();
-    let sqlite = SqliteBackend::open(sqlite_path()).expect("a SQLite file");
-    let postgres = postgres(&runtime);
+    let sqlite = SqliteBackend::open(sqlite_path("listing")).expect("a SQLite file");
+    let postgres = postgres(&runtime, "am_bench_listing");
     let mut graphs: Vec<(&str, &dyn KnowledgeGraph)> = vec![
         ("inmem", &inmem as &dyn KnowledgeGraph),
         ("sqlite", sqlite.graph() as &dyn KnowledgeGraph),

@@ -13,16 +13,15 @@
 //! costs the same whatever the vectors mean.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use agent_memory::backend::CosineQuery;
 use agent_memory::inmem::InMemoryStore;
-use agent_memory::postgres::{PostgresBackend, PostgresOptions};
 use agent_memory::sqlite::SqliteBackend;
-use agent_memory::{MemoryFilter, MemoryItem, MemoryStore, Namespace, Scope};
+use agent_memory::{MemoryFilter, MemoryItem, MemoryStore, Namespace};
 use criterion::{Criterion, Throughput, criterion_main};
 use memory_benches::corpus::{Rng, corpus};
+use memory_benches::stores::{postgres, sqlite_path};
 use tokio::runtime::Runtime;
 
 const SEED: u64 = 0x5EED_2025;
@@ -60,33 +59,6 @@ fn items(namespace: &Namespace) -> Vec<MemoryItem> {
         .collect()
 }
 
-/// A fresh SQLite file under the system's temporary directory, removed first.
-fn sqlite_path() -> PathBuf {
-    let path = std::env::temp_dir().join("agent-memory-bench-similar.db");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    path
-}
-
-/// The PostgreSQL backend named by the environment (schema `am_bench_similar`, emptied),
-/// or `None` without a server named.
-fn postgres(runtime: &Runtime) -> Option<PostgresBackend> {
-    let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
-        .or_else(|_| std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL"))
-        .ok()?;
-    let backend = runtime
-        .block_on(PostgresBackend::connect(
-            &url,
-            PostgresOptions::default().with_schema("am_bench_similar"),
-        ))
-        .expect("the PostgreSQL server named by the environment");
-    runtime
-        .block_on(backend.memory_store().clear(&Scope::all()))
-        .expect("emptying am_bench_similar");
-    Some(backend)
-}
-
 /// What the trait's default search does: the whole scope listed, each vector compared.
 async fn listing(store: &dyn MemoryStore, filter: &MemoryFilter, query: &[f32]) -> usize {
     let cosine = CosineQuery::new(query);
@@ -105,8 +77,8 @@ fn similar_benches(c: &mut Criterion) {
     let namespace = Namespace::parse("bench/similar").expect("a valid namespace");
     let memories = items(&namespace);
     let inmem = InMemoryStore::new();
-    let sqlite = SqliteBackend::open(sqlite_path()).expect("a SQLite file");
-    let postgres = postgres(&runtime);
+    let sqlite = SqliteBackend::open(sqlite_path("similar")).expect("a SQLite file");
+    let postgres = postgres(&runtime, "am_bench_similar");
     if postgres.is_none() {
         eprintln!("similar_{MEMORIES}: no PostgreSQL server named; its rows are left out");
     }

@@ -6,6 +6,7 @@
 pub mod corpus;
 pub mod eval;
 pub mod facts;
+pub mod stores;
 pub mod synthetic;
 
 /// The environment variable `cargo xtask bench --quick` sets for the bench targets.

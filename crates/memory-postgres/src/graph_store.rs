@@ -446,10 +446,8 @@ impl KnowledgeGraph for PostgresGraph {
             "SELECT {COLUMNS} FROM {{s}}.entities e WHERE true"
         ));
         // The `(ns, id)` key seeks to the position (both columns `COLLATE "C"`).
-        let key = after.map(|after| [after.id().to_owned()]);
-        let after = after
-            .zip(key.as_ref())
-            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        let after = after.map(|after| (after.namespace().as_str(), after.key()));
+        let after = after.as_ref().map(|(ns, key)| (*ns, &key[..]));
         sql.and_page("e.ns", &["e.id"], scope, after);
         sql.push(" ORDER BY e.ns, e.id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
@@ -470,16 +468,8 @@ impl KnowledgeGraph for PostgresGraph {
             "SELECT {RELATION_COLUMNS} FROM {{s}}.relations r WHERE true"
         ));
         // The primary key's order, which it seeks to.
-        let key = after.map(|after| {
-            [
-                after.source_id().to_owned(),
-                after.relation_type().to_owned(),
-                after.target_id().to_owned(),
-            ]
-        });
-        let after = after
-            .zip(key.as_ref())
-            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        let after = after.map(|after| (after.namespace().as_str(), after.key()));
+        let after = after.as_ref().map(|(ns, key)| (*ns, &key[..]));
         sql.and_page(
             "r.ns",
             &["r.source_id", "r.relation_type", "r.target_id"],

@@ -120,15 +120,15 @@ impl Sql {
         ns: &str,
         keys: &[&str],
         scope: &Scope,
-        after: Option<(&str, &[String])>,
+        after: Option<(&str, &[&str])>,
     ) -> &mut Self {
-        let row = |sql: &mut Self, columns: &[&str], values: &[String]| {
+        let row = |sql: &mut Self, columns: &[&str], values: &[&str]| {
             sql.push(" AND (").push(&columns.join(", ")).push(") > (");
             for (index, value) in values.iter().enumerate() {
                 if index > 0 {
                     sql.push(", ");
                 }
-                sql.bind(value.clone(), "text");
+                sql.bind((*value).to_owned(), "text");
             }
             sql.push(")");
         };
@@ -144,7 +144,7 @@ impl Sql {
                     self.push(" AND ")
                         .push(first)
                         .push(" >= ")
-                        .bind(value.clone(), "text");
+                        .bind((*value).to_owned(), "text");
                 }
                 if keys.len() > 1 {
                     row(self, keys, values);
@@ -152,14 +152,14 @@ impl Sql {
                     self.push(" AND ")
                         .push(first)
                         .push(" > ")
-                        .bind(value.clone(), "text");
+                        .bind((*value).to_owned(), "text");
                 }
             }
             Some(_) if !scope.descendants => {}
             Some((at, values)) => {
                 let columns: Vec<&str> = std::iter::once(ns).chain(keys.iter().copied()).collect();
-                let mut all = vec![at.to_owned()];
-                all.extend(values.iter().cloned());
+                let mut all = vec![at];
+                all.extend(values.iter().copied());
                 row(self, &columns, &all);
             }
         }

@@ -644,10 +644,8 @@ impl KnowledgeGraph for SqliteGraph {
         limit: usize,
     ) -> Result<Vec<GraphEntity>> {
         let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM entities e WHERE 1"));
-        let key = after.map(|after| [after.id().to_owned()]);
-        let after = after
-            .zip(key.as_ref())
-            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        let after = after.map(|after| (after.namespace().as_str(), after.key()));
+        let after = after.as_ref().map(|(ns, key)| (*ns, &key[..]));
         sql.and_page("e.ns", &["e.id"], scope, after);
         sql.push(" ORDER BY e.ns, e.id LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX));
@@ -665,16 +663,8 @@ impl KnowledgeGraph for SqliteGraph {
         let mut sql = Sql::new(&format!(
             "SELECT {RELATION_COLUMNS} FROM relations r WHERE 1"
         ));
-        let key = after.map(|after| {
-            [
-                after.source_id().to_owned(),
-                after.relation_type().to_owned(),
-                after.target_id().to_owned(),
-            ]
-        });
-        let after = after
-            .zip(key.as_ref())
-            .map(|(after, key)| (after.namespace().as_str(), &key[..]));
+        let after = after.map(|after| (after.namespace().as_str(), after.key()));
+        let after = after.as_ref().map(|(ns, key)| (*ns, &key[..]));
         // The key is `(ns, source_id, target_id, relation_type)`: it seeks to the source,
         // and the relations of one source are put in order within their run.
         sql.and_page(

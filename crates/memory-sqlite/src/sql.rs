@@ -80,16 +80,16 @@ impl Sql {
         ns: &str,
         keys: &[&str],
         scope: &Scope,
-        after: Option<(&str, &[String])>,
+        after: Option<(&str, &[&str])>,
     ) -> &mut Self {
         let namespace = scope.namespace.as_str();
-        let row = |sql: &mut Self, columns: &[&str], values: &[String]| {
+        let row = |sql: &mut Self, columns: &[&str], values: &[&str]| {
             sql.push(" AND (").push(&columns.join(", ")).push(") > (");
             for (index, value) in values.iter().enumerate() {
                 if index > 0 {
                     sql.push(", ");
                 }
-                sql.bind(value.clone());
+                sql.bind((*value).to_owned());
             }
             sql.push(")");
         };
@@ -108,7 +108,7 @@ impl Sql {
                         self.push(" AND ")
                             .push(first)
                             .push(" >= ")
-                            .bind(value.clone());
+                            .bind((*value).to_owned());
                     }
                     row(self, keys, values);
                 }
@@ -118,8 +118,8 @@ impl Sql {
         }
         if let Some((at, values)) = after {
             let columns: Vec<&str> = std::iter::once(ns).chain(keys.iter().copied()).collect();
-            let mut all = vec![at.to_owned()];
-            all.extend(values.iter().cloned());
+            let mut all = vec![at];
+            all.extend(values.iter().copied());
             row(self, &columns, &all);
         }
         if !scope.namespace.is_root() {

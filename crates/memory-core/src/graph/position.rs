@@ -76,6 +76,11 @@ impl EntityPosition {
         &self.id
     }
 
+    /// The position's key within its namespace, as the listing orders it: the id.
+    pub fn key(&self) -> [&str; 1] {
+        [&self.id]
+    }
+
     /// Whether `entity` comes after this position.
     pub fn precedes(&self, entity: &GraphEntity) -> bool {
         (entity.namespace.as_str(), entity.id.as_str()) > (self.namespace.as_str(), &self.id)
@@ -169,6 +174,12 @@ impl RelationPosition {
     /// The target id of the position.
     pub fn target_id(&self) -> &str {
         &self.target_id
+    }
+
+    /// The position's key within its namespace, as the listing orders it: source, relation
+    /// type, target.
+    pub fn key(&self) -> [&str; 3] {
+        [&self.source_id, &self.relation_type, &self.target_id]
     }
 
     /// Whether `relation` comes after this position.
