@@ -13,7 +13,7 @@ use chrono::Utc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{from_json, from_python, record_namespace, scope, to_json, to_time};
+use crate::convert::{from_json, from_python, record_namespace, scope, to_time};
 use crate::errors::{invalid, to_py_err};
 use crate::results::{Recalled, Record, Remembered};
 use crate::runtime::{block_on, block_on_detached};
@@ -21,7 +21,9 @@ use crate::runtime::{block_on, block_on_detached};
 mod arguments;
 mod graph;
 
-use self::arguments::{location, metadata, over_default, records, tagged, tags};
+use self::arguments::{
+    conditions, location, metadata, over_default, records, tagged, tags, turn_of,
+};
 
 /// Long-term memory for an agent: remember text, recall the best of it for a query with
 /// each score explained, build prompt context, forget, maintain.
@@ -278,60 +280,7 @@ impl PyMemory {
         let namespace = record_namespace(py, namespace)?;
         let mut parsed = Vec::with_capacity(turns.len());
         for (position, turn) in turns.iter().enumerate() {
-            let field = |name: &str| format!("turns[{position}].{name}");
-            let turn = turn
-                .cast::<PyDict>()
-                .map_err(|_| invalid(py, &format!("turns[{position}]"), "must be a dict"))?;
-            let text: String = match turn.get_item("text")? {
-                Some(text) => text
-                    .extract()
-                    .map_err(|_| invalid(py, &field("text"), "must be a string"))?,
-                None => return Err(invalid(py, &field("text"), "is missing")),
-            };
-            let string = |name: &str| -> PyResult<Option<String>> {
-                match turn.get_item(name)? {
-                    None => Ok(None),
-                    Some(value) if value.is_none() => Ok(None),
-                    Some(value) => {
-                        // A session may be numbered.
-                        if let Ok(number) = value.extract::<i64>() {
-                            return Ok(Some(number.to_string()));
-                        }
-                        value
-                            .extract::<String>()
-                            .map(Some)
-                            .map_err(|_| invalid(py, &field(name), "must be a string"))
-                    }
-                }
-            };
-            let mut line =
-                agent_memory::retrieve::Turn::new(string("speaker")?.unwrap_or_default(), text);
-            if let Some(role) = string("role")? {
-                let role = agent_memory::Role::parse(&role).ok_or_else(|| {
-                    invalid(
-                        py,
-                        &field("role"),
-                        format!("{role:?} is not user, assistant, system or tool"),
-                    )
-                })?;
-                line = line.role(role);
-            }
-            if let Some(session) = string("session")? {
-                line = line.session(session);
-            }
-            if let Some(at) = turn.get_item("at")?.filter(|at| !at.is_none()) {
-                line = line.at(to_time(&at, &field("at"))?);
-            }
-            if let Some(id) = string("id")? {
-                line = line.id(id);
-            }
-            if let Some(source) = string("source")? {
-                line = line.source(source);
-            }
-            if let Some(metadata) = turn.get_item("metadata")?.filter(|m| !m.is_none()) {
-                line = line.metadata(to_json(&metadata, &field("metadata"))?);
-            }
-            parsed.push(line);
+            parsed.push(turn_of(py, position, &turn)?);
         }
         let memory = Arc::clone(&self.inner);
         block_on(py, async move {
@@ -505,12 +454,7 @@ impl PyMemory {
                 until: until.map(|at| to_time(at, "until")).transpose()?,
                 ..RecallFilter::default()
             };
-            for (key, value) in metadata.iter().flat_map(|metadata| metadata.iter()) {
-                let key: String = key
-                    .extract()
-                    .map_err(|_| invalid(py, "metadata", "dictionary keys must be strings"))?;
-                filter.metadata.insert(key, to_json(&value, "metadata")?);
-            }
+            filter.metadata.extend(conditions(py, metadata)?);
             filter.view = match (view, as_of) {
                 (_, Some(at)) => RecallView::AsOf(to_time(at, "as_of")?),
                 (None | Some("current"), None) => RecallView::Current,
@@ -633,13 +577,8 @@ impl PyMemory {
                 until.map(|at| to_time(at, "until")).transpose()?,
             );
         filter.tags = self::tags(py, tags)?;
-        if let Some(metadata) = metadata {
-            for (key, value) in metadata.iter() {
-                let key: String = key
-                    .extract()
-                    .map_err(|_| invalid(py, "metadata", "dictionary keys must be strings"))?;
-                filter = filter.with_metadata(key, to_json(&value, "metadata")?);
-            }
+        for (key, value) in conditions(py, metadata)? {
+            filter = filter.with_metadata(key, value);
         }
         if let Some(key) = fact_key {
             filter = filter

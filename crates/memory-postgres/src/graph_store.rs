@@ -1,22 +1,20 @@
 //! [`PostgresGraph`]: the knowledge graph as tables of entities and relations, traversed by a
 //! recursive query.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::backend::{distance_score, entity_matches_keyword, sort_scored};
+use memory_core::backend::entity_matches_keyword;
 use memory_core::{
-    AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MAX_TRAVERSAL_DEPTH,
-    MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult, Namespace, RelationPosition, Result, Scope,
-    ScoredEntity, Tag, TagConstraints,
+    AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError,
+    MultiHopResult, Namespace, RelationPosition, Result, Scope, ScoredEntity, Tag, TagConstraints,
 };
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crate::database::Database;
 use crate::error::{Context, corrupt, pg_error};
-use crate::sql::{count, decode_time, encode_time, namespaces, reject_nul, time_bound};
+use crate::sql::{count, encode_time, namespaces, reject_nul};
 
 /// A [`KnowledgeGraph`] in PostgreSQL.
 ///
@@ -29,22 +27,23 @@ use crate::sql::{count, decode_time, encode_time, namespaces, reject_nul, time_b
 ///
 /// # Traversal
 ///
-/// [`get_related`](KnowledgeGraph::get_related) is one `WITH RECURSIVE` query: a breadth-first
-/// walk that adds one level per iteration, follows relations both ways, skips every entity
-/// reached before (the visited set travels with the walk, so cycles end), stops at the depth
-/// (clamped to [`MAX_TRAVERSAL_DEPTH`]) and once more than [`MAX_TRAVERSAL_VISITED`] entities
-/// were reached. Each entity is reached once, through the first relation that reaches it in
-/// the order memory-core's default algorithm explores (the earlier-reached parent first, then
-/// outgoing before incoming, then relation type and other end), so the results, paths, scores
-/// and order are exactly the trait default's; only the round trips differ (one instead of one
-/// per visited entity). [`shortest_path`](KnowledgeGraph::shortest_path) is the same walk,
-/// stopped once the goal is reached, with the default search's limit on the entities reached
-/// applied entity by entity, and the path followed back through the parents in the same
-/// query. [`multi_hop`](KnowledgeGraph::multi_hop) is one recursive query that follows the
-/// chain of relation types hop by hop, keeping the reached entities as a set and the paths in
-/// the default algorithm's order, at most [`MAX_TRAVERSAL_VISITED`] per hop. Each returns
-/// exactly what memory-core's default returns (the same results, paths and order) in one
-/// round trip instead of one per visited entity.
+/// [`get_related`](KnowledgeGraph::get_related) is one `WITH RECURSIVE` query: a breadth-first walk
+/// that adds one level per iteration, follows relations both ways, skips every entity reached
+/// before (the visited set travels with the walk, so cycles end), stops at the depth (clamped to
+/// [`MAX_TRAVERSAL_DEPTH`](memory_core::MAX_TRAVERSAL_DEPTH)) and once more than
+/// [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED) entities were reached. Each entity
+/// is reached once, through the first relation that reaches it in the order memory-core's default
+/// algorithm explores (the earlier-reached parent first, then outgoing before incoming, then
+/// relation type and other end), so the results, paths, scores and order are exactly the trait
+/// default's; only the round trips differ (one instead of one per visited entity).
+/// [`shortest_path`](KnowledgeGraph::shortest_path) is the same walk, stopped once the goal is
+/// reached, with the default search's limit on the entities reached applied entity by entity, and
+/// the path followed back through the parents in the same query.
+/// [`multi_hop`](KnowledgeGraph::multi_hop) is one recursive query that follows the chain of
+/// relation types hop by hop, keeping the reached entities as a set and the paths in the default
+/// algorithm's order, at most [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED) per
+/// hop. Each returns exactly what memory-core's default returns (the same results, paths and order)
+/// in one round trip instead of one per visited entity.
 ///
 /// Relations keep their validity (`valid_from`, `valid_until`); re-adding a relation replaces
 /// its weight and validity, so adding it without an end reopens it. The three traversals
@@ -71,10 +70,9 @@ mod row;
 mod traversal;
 
 use self::row::{
-    COLUMNS, RELATION_COLUMNS, decode_attributes, decode_entity, decode_relation, encode,
-    encode_attributes, limit_tags,
+    COLUMNS, RELATION_COLUMNS, decode_entity, decode_relation, encode, encode_attributes,
+    limit_tags,
 };
-use self::traversal::GET_RELATED;
 
 fn storable(text: &str) -> bool {
     !text.contains('\0')
@@ -514,66 +512,7 @@ impl KnowledgeGraph for PostgresGraph {
         if self.get_entity(namespace, id).await?.is_none() {
             return Err(MemoryError::not_found("entity", namespace, id));
         }
-        let depth = depth.min(MAX_TRAVERSAL_DEPTH);
-        if depth == 0 {
-            return Ok(Vec::new());
-        }
-        let ns = namespace.as_str().to_owned();
-        let start = id.to_owned();
-        let depth = i32::try_from(depth).unwrap_or(i32::MAX);
-        let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
-        // Only relations current now are followed (the wall clock, not the database's).
-        let now = time_bound(chrono::Utc::now());
-        let what = || format!("walking the graph from entity {id} in {namespace}");
-        let client = self.db.client(&what()).await?;
-        let statement = client
-            .prepare_cached(&self.db.qualify(GET_RELATED))
-            .await
-            .context(what)?;
-        let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &depth, &most, &now];
-        let rows = client.query(&statement, &params).await.context(what)?;
-        drop(client);
-        // Rows come level by level, so a parent's path is known before its children's.
-        let mut paths: HashMap<String, Vec<Arc<GraphRelation>>> =
-            HashMap::from([(start.clone(), Vec::new())]);
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let field = |error: tokio_postgres::Error| corrupt(what(), error);
-            let node: String = row.try_get(0).map_err(field)?;
-            let hops: i32 = row.try_get(1).map_err(field)?;
-            let parent: String = row.try_get(2).map_err(field)?;
-            let valid_from: Option<i64> = row.try_get(7).map_err(field)?;
-            let valid_until: Option<i64> = row.try_get(8).map_err(field)?;
-            let attributes: Option<String> = row.try_get(19).map_err(field)?;
-            let relation = GraphRelation {
-                namespace: namespace.clone(),
-                source_id: row.try_get(3).map_err(field)?,
-                target_id: row.try_get(4).map_err(field)?,
-                relation_type: row.try_get(5).map_err(field)?,
-                weight: row.try_get(6).map_err(field)?,
-                valid_from: valid_from.map(decode_time),
-                valid_until: valid_until.map(decode_time),
-                attributes: decode_attributes(&what(), attributes.as_deref())?,
-            };
-            let mut path = paths.get(&parent).cloned().ok_or_else(|| {
-                corrupt(
-                    what(),
-                    format_args!("{node} reached before its parent {parent}"),
-                )
-            })?;
-            path.push(Arc::new(relation));
-            let hops = usize::try_from(hops).unwrap_or(0);
-            let score = distance_score(hops, &path);
-            paths.insert(node, path.clone());
-            out.push(ScoredEntity {
-                entity: Arc::new(decode_entity(row, 9)?),
-                hops,
-                path,
-                score,
-            });
-        }
-        sort_scored(&mut out);
-        Ok(out)
+        traversal::get_related(&self.db, namespace, id, depth).await
     }
 
     /// One recursive query (see the type's documentation).

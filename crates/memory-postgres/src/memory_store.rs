@@ -6,7 +6,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
-use memory_core::backend::listing_order;
 use memory_core::{
     MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
     RecallStats, Result, Scope, SearchHit, SearchQuery,
@@ -21,6 +20,7 @@ use crate::sql::{count, decode_time, encode_time, limit_value, namespaces, nonem
 
 mod filter;
 mod least_valuable;
+mod listing;
 mod planner;
 mod reindex;
 mod row;
@@ -142,92 +142,6 @@ fn decode_all(rows: &[Row]) -> Result<Vec<MemoryItem>> {
     rows.iter().map(decode).collect()
 }
 
-/// A page of a subtree is read namespace by namespace, each page merged, when the subtree
-/// spans at most this many namespaces holding memories.
-const MERGED_NAMESPACES: usize = 8;
-
-impl PostgresStore {
-    /// The memories of one listing statement, checked against every condition, at most the
-    /// filter's limit.
-    async fn list_statement(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let mut sql = self.db.sql(&format!(
-            "SELECT {COLUMNS} FROM {{s}}.memories m WHERE true"
-        ));
-        sql.and_scope("m.ns", &filter.scope);
-        and_conditions(&mut sql, filter);
-        sql.push(if filter.newest_first {
-            " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
-        } else {
-            " ORDER BY m.created_at, m.id, m.ns"
-        });
-        // Metadata is checked again on the decoded item, so the limit can only go to SQL
-        // without it.
-        if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
-            sql.push(" LIMIT ").bind(limit_value(limit), "bigint");
-        }
-        let rows = self
-            .db
-            .query(&sql, || "listing memories".to_owned())
-            .await?;
-        let mut items = decode_all(&rows)?;
-        items.retain(|item| filter.matches(item));
-        if let Some(limit) = filter.limit {
-            items.truncate(limit);
-        }
-        Ok(items)
-    }
-
-    /// The namespaces holding memories in the subtree `scope`, when there are at most
-    /// [`MERGED_NAMESPACES`] (`None` when there are more). Each is found by seeking the index
-    /// from the one before (a probe each), where `DISTINCT` would read every entry.
-    async fn few_namespaces(&self, scope: &Scope) -> Result<Option<Vec<Namespace>>> {
-        let what = || "finding the namespaces of a listing".to_owned();
-        let namespace = scope.namespace.as_str();
-        let mut found = Vec::new();
-        if !scope.namespace.is_root() {
-            let mut held = self.db.sql("SELECT 1 FROM {s}.memories m WHERE m.ns = ");
-            held.bind(namespace.to_owned(), "text").push(" LIMIT 1");
-            if !self.db.query(&held, what).await?.is_empty() {
-                found.push(scope.namespace.clone());
-            }
-        }
-        // The descendants: from `a/` (inclusive) up to `a0`, or every namespace under the
-        // root.
-        let mut from = if scope.namespace.is_root() {
-            String::new()
-        } else {
-            format!("{namespace}/")
-        };
-        let mut inclusive = !scope.namespace.is_root();
-        loop {
-            let mut next = self.db.sql("SELECT m.ns FROM {s}.memories m WHERE m.ns ");
-            next.push(if inclusive { ">= " } else { "> " })
-                .bind(from.clone(), "text");
-            if !scope.namespace.is_root() {
-                next.push(" AND m.ns < ")
-                    .bind(format!("{namespace}0"), "text");
-            }
-            next.push(" ORDER BY m.ns LIMIT 1");
-            let rows = self.db.query(&next, what).await?;
-            let Some(row) = rows.first() else {
-                return Ok(Some(found));
-            };
-            if found.len() == MERGED_NAMESPACES {
-                return Ok(None);
-            }
-            let text: String = row
-                .try_get(0)
-                .map_err(|error| corrupt("a namespace", error))?;
-            found.push(
-                Namespace::parse(&text)
-                    .map_err(|error| corrupt(format_args!("namespace {text:?}"), error))?,
-            );
-            from = text;
-            inclusive = false;
-        }
-    }
-}
-
 #[async_trait]
 impl MemoryStore for PostgresStore {
     async fn save(&self, item: MemoryItem) -> Result<()> {
@@ -308,28 +222,12 @@ impl MemoryStore for PostgresStore {
             .collect())
     }
 
-    /// A page of a subtree that spans at most 8 namespaces is read as one
-    /// page of each, merged in the listing's order: the time index leads with the
-    /// namespace, so one statement over the subtree sorts all of its memories (24.5 ms for a
-    /// page 40,000 deep of 50,000, against 0.64 ms for the namespace alone).
+    /// A page of a subtree that spans at most 8 namespaces is read as one page of each,
+    /// merged in the listing's order: the time index leads with the namespace, so one
+    /// statement over the subtree sorts all of its memories (24.5 ms for a page 40,000 deep
+    /// of 50,000, against 0.64 ms for the namespace alone).
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        if !filter_is_satisfiable(filter) || filter.limit == Some(0) {
-            return Ok(Vec::new());
-        }
-        if let (true, Some(limit)) = (filter.scope.descendants, filter.limit)
-            && let Some(namespaces) = self.few_namespaces(&filter.scope).await?
-        {
-            let mut items = Vec::new();
-            for namespace in namespaces {
-                let mut one = filter.clone();
-                one.scope = namespace.exact();
-                items.extend(self.list_statement(&one).await?);
-            }
-            items.sort_by(|a, b| listing_order(a, b, filter.newest_first));
-            items.truncate(limit);
-            return Ok(items);
-        }
-        self.list_statement(filter).await
+        self.listing(filter).await
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {

@@ -3,17 +3,23 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use memory_core::backend::entity_matches_keyword;
 use memory_core::{
     AccessEvent, EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError,
     Namespace, RelationPosition, Result, Scope, Tag, TagConstraints,
 };
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
 use crate::database::Database;
-use crate::error::{Context, corrupt};
-use crate::sql::{Sql, count, decode_tags, decode_time, encode_tags, encode_time, namespaces};
+use crate::error::Context;
+use crate::sql::{Sql, count, encode_tags, encode_time, namespaces};
+
+mod row;
+
+use self::row::{
+    COLUMNS, RELATION_COLUMNS, decode_relation, encode, encode_attributes, limit_tags,
+    query_entities, query_relations, read_relation,
+};
 
 /// A [`KnowledgeGraph`] in an SQLite database.
 ///
@@ -51,195 +57,6 @@ impl SqliteGraph {
     pub(crate) fn new(db: Database, constraints: TagConstraints) -> Self {
         Self { db, constraints }
     }
-}
-
-const COLUMNS: &str = "e.ns, e.id, e.name, e.entity_type, e.description, e.tags, \
-     e.created_at, e.access_count, e.last_accessed, e.attributes";
-const RELATION_COLUMNS: &str = "r.ns, r.source_id, r.target_id, r.relation_type, r.weight, r.valid_from, r.valid_until, \
-     r.attributes";
-
-struct EncodedEntity {
-    ns: String,
-    id: String,
-    name: String,
-    name_key: String,
-    entity_type: String,
-    type_key: String,
-    description: String,
-    tags_json: String,
-    tags: Vec<String>,
-    created_at: Option<i64>,
-    access_count: i64,
-    last_accessed: Option<i64>,
-    /// The attributes as JSON text; `None` when there are none.
-    attributes: Option<String>,
-}
-
-/// Attributes as their column holds them: JSON text, `None` (NULL) when there are none.
-fn encode_attributes(attributes: &memory_core::Attributes) -> Option<String> {
-    (!attributes.is_empty()).then(|| serde_json::Value::Object(attributes.clone()).to_string())
-}
-
-/// Distinct tags, the first `limit` kept.
-fn limit_tags(tags: &[Tag], limit: usize) -> Vec<Tag> {
-    let mut out: Vec<Tag> = Vec::with_capacity(tags.len().min(limit));
-    for tag in tags {
-        if out.len() == limit {
-            break;
-        }
-        if !out.contains(tag) {
-            out.push(tag.clone());
-        }
-    }
-    out
-}
-
-fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
-    entity.validate()?;
-    let tags = limit_tags(&entity.tags, constraints.max_tags_per_entity);
-    let time =
-        |field: &str, at: Option<DateTime<Utc>>| at.map(|at| encode_time(field, at)).transpose();
-    Ok(EncodedEntity {
-        created_at: time("created_at", entity.created_at)?,
-        // validate() checked that the count fits.
-        access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
-        last_accessed: time("last_accessed", entity.last_accessed)?,
-        attributes: encode_attributes(&entity.attributes),
-        ns: entity.namespace.as_str().to_owned(),
-        id: entity.id,
-        name_key: entity.name.to_lowercase(),
-        name: entity.name,
-        type_key: entity.entity_type.to_lowercase(),
-        entity_type: entity.entity_type,
-        description: entity.description,
-        tags_json: encode_tags(&tags),
-        tags: tags.iter().map(|tag| tag.as_str().to_owned()).collect(),
-    })
-}
-
-/// An entity's row as read, before decoding.
-struct RawEntity {
-    ns: String,
-    id: String,
-    name: String,
-    entity_type: String,
-    description: String,
-    tags: String,
-    created_at: Option<i64>,
-    access_count: i64,
-    last_accessed: Option<i64>,
-    attributes: Option<String>,
-}
-
-fn read_entity(row: &Row<'_>) -> rusqlite::Result<RawEntity> {
-    Ok(RawEntity {
-        ns: row.get(0)?,
-        id: row.get(1)?,
-        name: row.get(2)?,
-        entity_type: row.get(3)?,
-        description: row.get(4)?,
-        tags: row.get(5)?,
-        created_at: row.get(6)?,
-        access_count: row.get(7)?,
-        last_accessed: row.get(8)?,
-        attributes: row.get(9)?,
-    })
-}
-
-fn decode_entity(raw: RawEntity) -> Result<GraphEntity> {
-    let what = format!("entity {} in {}", raw.id, raw.ns);
-    Ok(GraphEntity {
-        namespace: Namespace::parse(&raw.ns).map_err(|error| corrupt(&what, error))?,
-        tags: decode_tags(&what, &raw.tags)?,
-        id: raw.id,
-        name: raw.name,
-        entity_type: raw.entity_type,
-        description: raw.description,
-        attributes: match raw.attributes.as_deref() {
-            None => serde_json::Map::new(),
-            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(&what, error))?,
-        },
-        created_at: raw.created_at.map(decode_time),
-        access_count: u64::try_from(raw.access_count).unwrap_or(0),
-        last_accessed: raw.last_accessed.map(decode_time),
-    })
-}
-
-/// A relation's row as read, before decoding.
-struct RawRelation {
-    ns: String,
-    source_id: String,
-    target_id: String,
-    relation_type: String,
-    weight: f64,
-    valid_from: Option<i64>,
-    valid_until: Option<i64>,
-    attributes: Option<String>,
-}
-
-fn read_relation(row: &Row<'_>) -> rusqlite::Result<RawRelation> {
-    Ok(RawRelation {
-        ns: row.get(0)?,
-        source_id: row.get(1)?,
-        target_id: row.get(2)?,
-        relation_type: row.get(3)?,
-        weight: row.get(4)?,
-        valid_from: row.get(5)?,
-        valid_until: row.get(6)?,
-        attributes: row.get(7)?,
-    })
-}
-
-fn decode_relation(
-    RawRelation {
-        ns,
-        source_id,
-        target_id,
-        relation_type,
-        weight,
-        valid_from,
-        valid_until,
-        attributes,
-    }: RawRelation,
-) -> Result<GraphRelation> {
-    let what = || format!("relation {source_id} -> {target_id} in {ns}");
-    Ok(GraphRelation {
-        namespace: Namespace::parse(&ns).map_err(|error| corrupt(what(), error))?,
-        attributes: match attributes.as_deref() {
-            None => memory_core::Attributes::new(),
-            Some(text) => serde_json::from_str(text).map_err(|error| corrupt(what(), error))?,
-        },
-        source_id,
-        target_id,
-        relation_type,
-        weight: weight as f32,
-        valid_from: valid_from.map(decode_time),
-        valid_until: valid_until.map(decode_time),
-    })
-}
-
-fn query_entities(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<GraphEntity>> {
-    let rows = connection
-        .prepare_cached(&sql.text)
-        .and_then(|mut statement| {
-            statement
-                .query_map(params_from_iter(sql.params.iter()), read_entity)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .context(|| what.to_owned())?;
-    rows.into_iter().map(decode_entity).collect()
-}
-
-fn query_relations(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<GraphRelation>> {
-    let rows = connection
-        .prepare_cached(&sql.text)
-        .and_then(|mut statement| {
-            statement
-                .query_map(params_from_iter(sql.params.iter()), read_relation)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .context(|| what.to_owned())?;
-    rows.into_iter().map(decode_relation).collect()
 }
 
 fn find_entity(connection: &Connection, ns: &str, id: &str) -> Result<Option<i64>> {

@@ -1,13 +1,15 @@
 //! What the arguments of `agent_memory.Memory` mean: where it keeps its records (the
-//! `store` argument), settings given as dicts over the defaults, tags and metadata.
+//! `store` argument), settings given as dicts over the defaults, tags, metadata and the
+//! turns of a dialogue.
 
 use std::path::PathBuf;
 
+use agent_memory::retrieve::Turn;
 use agent_memory::{MemoryItem, StoreLocation, Tag};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 
-use crate::convert::{from_python, to_json};
+use crate::convert::{from_python, to_json, to_time};
 use crate::errors::{invalid, to_py_err};
 use crate::results::Record;
 
@@ -77,7 +79,82 @@ pub(super) fn metadata(value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json:
     }
 }
 
+/// The `metadata` conditions of a listing or a recall (each key's value required exactly),
+/// in the dict's order.
+pub(super) fn conditions(
+    py: Python<'_>,
+    metadata: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(String, serde_json::Value)>> {
+    let mut out = Vec::new();
+    for (key, value) in metadata.iter().flat_map(|metadata| metadata.iter()) {
+        let key: String = key
+            .extract()
+            .map_err(|_| invalid(py, "metadata", "dictionary keys must be strings"))?;
+        out.push((key, to_json(&value, "metadata")?));
+    }
+    Ok(out)
+}
+
 /// Items as the Python records a method returns.
 pub(super) fn records(items: Vec<MemoryItem>) -> Vec<Record> {
     items.into_iter().map(Record::new).collect()
+}
+
+/// Turn `position` of `remember_dialogue`'s list: a dict with `text` (required),
+/// `speaker`, `role`, `session` (a string or a number), `at`, `id`, `source` and
+/// `metadata`. A refused value names its field as `turns[position].name`.
+pub(super) fn turn_of(py: Python<'_>, position: usize, turn: &Bound<'_, PyAny>) -> PyResult<Turn> {
+    let field = |name: &str| format!("turns[{position}].{name}");
+    let turn = turn
+        .cast::<PyDict>()
+        .map_err(|_| invalid(py, &format!("turns[{position}]"), "must be a dict"))?;
+    let text: String = match turn.get_item("text")? {
+        Some(text) => text
+            .extract()
+            .map_err(|_| invalid(py, &field("text"), "must be a string"))?,
+        None => return Err(invalid(py, &field("text"), "is missing")),
+    };
+    let string = |name: &str| -> PyResult<Option<String>> {
+        match turn.get_item(name)? {
+            None => Ok(None),
+            Some(value) if value.is_none() => Ok(None),
+            Some(value) => {
+                // A session may be numbered.
+                if let Ok(number) = value.extract::<i64>() {
+                    return Ok(Some(number.to_string()));
+                }
+                value
+                    .extract::<String>()
+                    .map(Some)
+                    .map_err(|_| invalid(py, &field(name), "must be a string"))
+            }
+        }
+    };
+    let mut line = Turn::new(string("speaker")?.unwrap_or_default(), text);
+    if let Some(role) = string("role")? {
+        let role = agent_memory::Role::parse(&role).ok_or_else(|| {
+            invalid(
+                py,
+                &field("role"),
+                format!("{role:?} is not user, assistant, system or tool"),
+            )
+        })?;
+        line = line.role(role);
+    }
+    if let Some(session) = string("session")? {
+        line = line.session(session);
+    }
+    if let Some(at) = turn.get_item("at")?.filter(|at| !at.is_none()) {
+        line = line.at(to_time(&at, &field("at"))?);
+    }
+    if let Some(id) = string("id")? {
+        line = line.id(id);
+    }
+    if let Some(source) = string("source")? {
+        line = line.source(source);
+    }
+    if let Some(metadata) = turn.get_item("metadata")?.filter(|m| !m.is_none()) {
+        line = line.metadata(to_json(&metadata, &field("metadata"))?);
+    }
+    Ok(line)
 }

@@ -2,9 +2,13 @@
 //! of `get_related`, the relation chains of `multi_hop` and the breadth-first search of
 //! `shortest_path`, with the results of memory-core's default algorithms.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memory_core::backend::{distance_score, sort_scored};
 use memory_core::{
     GraphRelation, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, MemoryError, MultiHopResult,
-    Namespace, Result,
+    Namespace, Result, ScoredEntity,
 };
 use tokio_postgres::types::ToSql;
 
@@ -12,7 +16,7 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{decode_time, time_bound};
 
-use super::row::decode_attributes;
+use super::row::{decode_attributes, decode_entity};
 
 /// The breadth-first walk of
 /// [`KnowledgeGraph::get_related`](memory_core::KnowledgeGraph::get_related); `$1` namespace,
@@ -28,7 +32,7 @@ use super::row::decode_attributes;
 /// the first candidate in exploration order `(parent rank, outgoing before incoming, relation
 /// type)` and `row_number()` ranks the new level in that order, which is the order the trait's
 /// default algorithm discovers entities in.
-pub(super) const GET_RELATED: &str = r#"
+const GET_RELATED: &str = r#"
 WITH RECURSIVE walk (node, hops, rank, parent, rel_source, rel_target, rel_type, rel_weight,
                      rel_from, rel_until, visited, meta) AS (
     SELECT $2::text COLLATE "C", 0, 0::bigint, NULL::text COLLATE "C", NULL::text COLLATE "C",
@@ -269,6 +273,77 @@ fn storable(text: &str) -> bool {
 
 fn not_found(namespace: &Namespace, id: &str) -> MemoryError {
     MemoryError::not_found("entity", namespace, id)
+}
+
+/// [`KnowledgeGraph::get_related`](memory_core::KnowledgeGraph::get_related) from an entity
+/// known to exist, in one statement ([`GET_RELATED`]): each entity reached with its path,
+/// scored by its distance.
+pub(super) async fn get_related(
+    db: &Database,
+    namespace: &Namespace,
+    id: &str,
+    depth: usize,
+) -> Result<Vec<ScoredEntity>> {
+    let depth = depth.min(MAX_TRAVERSAL_DEPTH);
+    if depth == 0 {
+        return Ok(Vec::new());
+    }
+    let ns = namespace.as_str().to_owned();
+    let start = id.to_owned();
+    let depth = i32::try_from(depth).unwrap_or(i32::MAX);
+    let most = i32::try_from(MAX_TRAVERSAL_VISITED).unwrap_or(i32::MAX);
+    // Only relations current now are followed (the wall clock, not the database's).
+    let now = time_bound(chrono::Utc::now());
+    let what = || format!("walking the graph from entity {id} in {namespace}");
+    let client = db.client(&what()).await?;
+    let statement = client
+        .prepare_cached(&db.qualify(GET_RELATED))
+        .await
+        .context(what)?;
+    let params: [&(dyn ToSql + Sync); 5] = [&ns, &start, &depth, &most, &now];
+    let rows = client.query(&statement, &params).await.context(what)?;
+    drop(client);
+    // Rows come level by level, so a parent's path is known before its children's.
+    let mut paths: HashMap<String, Vec<Arc<GraphRelation>>> =
+        HashMap::from([(start.clone(), Vec::new())]);
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let field = |error: tokio_postgres::Error| corrupt(what(), error);
+        let node: String = row.try_get(0).map_err(field)?;
+        let hops: i32 = row.try_get(1).map_err(field)?;
+        let parent: String = row.try_get(2).map_err(field)?;
+        let valid_from: Option<i64> = row.try_get(7).map_err(field)?;
+        let valid_until: Option<i64> = row.try_get(8).map_err(field)?;
+        let attributes: Option<String> = row.try_get(19).map_err(field)?;
+        let relation = GraphRelation {
+            namespace: namespace.clone(),
+            source_id: row.try_get(3).map_err(field)?,
+            target_id: row.try_get(4).map_err(field)?,
+            relation_type: row.try_get(5).map_err(field)?,
+            weight: row.try_get(6).map_err(field)?,
+            valid_from: valid_from.map(decode_time),
+            valid_until: valid_until.map(decode_time),
+            attributes: decode_attributes(&what(), attributes.as_deref())?,
+        };
+        let mut path = paths.get(&parent).cloned().ok_or_else(|| {
+            corrupt(
+                what(),
+                format_args!("{node} reached before its parent {parent}"),
+            )
+        })?;
+        path.push(Arc::new(relation));
+        let hops = usize::try_from(hops).unwrap_or(0);
+        let score = distance_score(hops, &path);
+        paths.insert(node, path.clone());
+        out.push(ScoredEntity {
+            entity: Arc::new(decode_entity(row, 9)?),
+            hops,
+            path,
+            score,
+        });
+    }
+    sort_scored(&mut out);
+    Ok(out)
 }
 
 /// [`KnowledgeGraph::multi_hop`](memory_core::KnowledgeGraph::multi_hop) in one statement
