@@ -37,10 +37,15 @@ pub type TermPositions = Vec<(u32, u32)>;
 /// - Writes validate the item and return [`MemoryError::InvalidInput`] without storing
 ///   anything when it is invalid.
 /// - A deleted item is gone from every read, list and search at once.
+/// - A write that replaces an item keeps its recall statistics, and its access statistics
+///   where the stored ones are further along: [`MemoryItem::access_count`] the larger of
+///   the stored and the given, [`MemoryItem::last_accessed`] the later. A read-modify-write
+///   (decay, compression, pinning, an edit) then never undoes a recall counted between its
+///   read and its write; a write can still raise them (an import of a busier copy).
 #[async_trait]
 pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// Inserts `item`, or replaces the item with the same namespace and id (keeping its
-    /// recall statistics).
+    /// recall statistics, and its access statistics where they are further along).
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] when [`MemoryItem::validate`] fails; backend errors.
@@ -146,7 +151,8 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>>;
 
-    /// Replaces an existing item.
+    /// Replaces an existing item (keeping its recall statistics, and its access statistics
+    /// where they are further along, as [`save`](Self::save) does).
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when no item has this namespace and id;

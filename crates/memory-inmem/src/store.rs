@@ -160,7 +160,12 @@ impl Shard {
         item.importance += 0.0;
         item.credibility += 0.0;
         let stats = match self.remove(&item.id) {
-            Some(old) => old.stats,
+            Some(old) => {
+                // Accesses only move forward (see `MemoryStore::save`).
+                item.access_count = item.access_count.max(old.item.access_count);
+                item.last_accessed = item.last_accessed.max(old.item.last_accessed);
+                old.stats
+            }
             None => RecallStats::default(),
         };
         if self.free >= COMPACT_AT.max(self.entries.len() / 2) {

@@ -96,7 +96,7 @@ impl PostgresStore {
 }
 
 /// Inserts or replaces an item, keeping the recall statistics of the row it replaces.
-const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importance, metadata, \
+const UPSERT: &str = "INSERT INTO {s}.memories AS m (ns, id, content, kind, importance, metadata, \
      tags, source, credibility, created_at, updated_at, last_accessed, access_count, embedding, \
      terms, term_freqs, doc_len, context_len, metadata_exact, fact_key, valid_from, valid_until, \
      ended_at, lineage) \
@@ -108,7 +108,8 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
      importance = EXCLUDED.importance, metadata = EXCLUDED.metadata, tags = EXCLUDED.tags, \
      source = EXCLUDED.source, credibility = EXCLUDED.credibility, \
      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
-     last_accessed = EXCLUDED.last_accessed, access_count = EXCLUDED.access_count, \
+     last_accessed = greatest(m.last_accessed, EXCLUDED.last_accessed), \
+     access_count = greatest(m.access_count, EXCLUDED.access_count), \
      embedding = EXCLUDED.embedding, terms = EXCLUDED.terms, \
      term_freqs = EXCLUDED.term_freqs, doc_len = EXCLUDED.doc_len, \
      context_len = EXCLUDED.context_len, metadata_exact = EXCLUDED.metadata_exact, \
@@ -120,7 +121,8 @@ const UPSERT: &str = "INSERT INTO {s}.memories (ns, id, content, kind, importanc
 const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::text, \
      importance = $5::real, metadata = $6::jsonb, tags = $7::text[], source = $8::text, \
      credibility = $9::real, created_at = $10::bigint, updated_at = $11::bigint, \
-     last_accessed = $12::bigint, access_count = $13::bigint, embedding = $14::bytea, \
+     last_accessed = greatest(last_accessed, $12::bigint), \
+     access_count = greatest(access_count, $13::bigint), embedding = $14::bytea, \
      terms = $15::text[], term_freqs = $16::jsonb, doc_len = $17::integer, \
      context_len = $18::integer, metadata_exact = $19::text, fact_key = $20::text, \
      valid_from = $21::bigint, valid_until = $22::bigint, ended_at = $23::bigint, \

@@ -3,7 +3,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::{MemoryStore, RecallEvent, Result};
-use tokio::task::JoinHandle;
+
+use crate::background::BackgroundWrites;
 
 /// Batches recall events and writes them with [`MemoryStore::record_recalls`].
 ///
@@ -16,12 +17,13 @@ use tokio::task::JoinHandle;
 /// task's wake-up, and the events freed on another thread than the one that made them, cost
 /// the recall more than the write (in-memory recall on 10,000 memories: about 32 µs with a
 /// task per batch of 64, 20 µs with no write at all). [`flush`](Self::flush) writes what is
-/// pending and waits for writes in flight.
+/// pending and waits for writes in flight; it returns the failure of a background write,
+/// even of one that finished long before.
 #[derive(Debug)]
 pub struct RecallRecorder {
     store: Arc<dyn MemoryStore>,
     pending: Mutex<Vec<RecallEvent>>,
-    in_flight: Mutex<Vec<JoinHandle<Result<()>>>>,
+    in_flight: BackgroundWrites,
     batch_size: usize,
 }
 
@@ -31,7 +33,7 @@ impl RecallRecorder {
         Self {
             store,
             pending: Mutex::new(Vec::new()),
-            in_flight: Mutex::new(Vec::new()),
+            in_flight: BackgroundWrites::new("recall feedback task"),
             batch_size: batch_size.max(1),
         }
     }
@@ -68,13 +70,8 @@ impl RecallRecorder {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let store = Arc::clone(&self.store);
-                let task = handle.spawn(async move { store.record_recalls(&batch).await });
-                let mut in_flight = self
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                in_flight.retain(|task| !task.is_finished());
-                in_flight.push(task);
+                self.in_flight
+                    .spawn(&handle, async move { store.record_recalls(&batch).await });
                 Ok(())
             }
             Err(_) => self.store.record_recalls(&batch).await,
@@ -84,40 +81,18 @@ impl RecallRecorder {
     /// Writes every pending event and waits for background writes.
     ///
     /// # Errors
-    /// The first store error of the pending or background writes.
+    /// The first store error of the pending write or of a background write since the last
+    /// flush (a batch that failed is not written again).
     pub async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let tasks = std::mem::take(
-            &mut *self
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        let mut first_error = None;
-        if !batch.is_empty()
-            && let Err(error) = self.store.record_recalls(&batch).await
-        {
-            first_error = Some(error);
-        }
-        for task in tasks {
-            match task.await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    first_error.get_or_insert(error);
-                }
-                Err(join) => {
-                    first_error.get_or_insert(memory_core::MemoryError::storage(
-                        "recall feedback task",
-                        join,
-                    ));
-                }
-            }
-        }
-        match first_error {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+        let written = if batch.is_empty() {
+            Ok(())
+        } else {
+            self.store.record_recalls(&batch).await
+        };
+        let waited = self.in_flight.wait().await;
+        written.and(waited)
     }
 
     /// Events waiting for a batch to fill.

@@ -11,8 +11,8 @@ use memory_core::{
     RetrievalSource, Scope, ScoredItem,
 };
 use serde::{Deserialize, Serialize};
-use tokio::task::JoinHandle;
 
+use crate::background::BackgroundWrites;
 use crate::eviction::MaintenanceReport;
 
 /// Bounds on the knowledge pages and graph entities of each namespace, applied by
@@ -150,7 +150,7 @@ pub(crate) struct KnowledgeUpkeep {
     graph: Arc<dyn KnowledgeGraph>,
     policy: KnowledgePolicy,
     pending: Mutex<Pending>,
-    in_flight: Mutex<Vec<JoinHandle<Result<()>>>>,
+    in_flight: BackgroundWrites,
     batch_size: usize,
 }
 
@@ -167,7 +167,7 @@ impl KnowledgeUpkeep {
             graph,
             policy,
             pending: Mutex::new(Pending::default()),
-            in_flight: Mutex::new(Vec::new()),
+            in_flight: BackgroundWrites::new("page and entity access task"),
             batch_size: batch_size.max(1),
         }
     }
@@ -206,13 +206,10 @@ impl KnowledgeUpkeep {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let (knowledge, graph) = (Arc::clone(&self.knowledge), Arc::clone(&self.graph));
-                let task = handle.spawn(async move { write(&*knowledge, &*graph, batch).await });
-                let mut in_flight = self
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                in_flight.retain(|task| !task.is_finished());
-                in_flight.push(task);
+                self.in_flight.spawn(
+                    &handle,
+                    async move { write(&*knowledge, &*graph, batch).await },
+                );
                 Ok(())
             }
             Err(_) => write(&*self.knowledge, &*self.graph, batch).await,
@@ -222,27 +219,14 @@ impl KnowledgeUpkeep {
     /// Writes every pending access and waits for background writes.
     ///
     /// # Errors
-    /// The first store error of the pending or background writes.
+    /// The first store error of the pending write or of a background write since the last
+    /// flush.
     pub(crate) async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let tasks = std::mem::take(
-            &mut *self
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        let mut first_error = write(&*self.knowledge, &*self.graph, batch).await.err();
-        for task in tasks {
-            let outcome = match task.await {
-                Ok(outcome) => outcome,
-                Err(join) => Err(MemoryError::storage("page and entity access task", join)),
-            };
-            if let Err(error) = outcome {
-                first_error.get_or_insert(error);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        let written = write(&*self.knowledge, &*self.graph, batch).await;
+        let waited = self.in_flight.wait().await;
+        written.and(waited)
     }
 
     /// Applies the policy to every namespace of `scope` at `now`, adding what it removed to

@@ -19,6 +19,7 @@
 //! ```
 
 mod answer;
+mod background;
 mod compression;
 mod conversation;
 mod embedding;

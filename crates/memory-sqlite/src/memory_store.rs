@@ -116,7 +116,8 @@ fn write_item(
                 .prepare_cached(
                     "UPDATE memories SET content = ?2, kind = ?3, importance = ?4, metadata = ?5, \
                      tags = ?6, source = ?7, credibility = ?8, created_at = ?9, updated_at = ?10, \
-                     last_accessed = ?11, access_count = ?12, embedding = ?13, fact_key = ?14, \
+                     last_accessed = max(coalesce(last_accessed, ?11), coalesce(?11, last_accessed)), \
+                     access_count = max(access_count, ?12), embedding = ?13, fact_key = ?14, \
                      valid_from = ?15, valid_until = ?16, ended_at = ?17, lineage = ?18 \
                      WHERE rid = ?1",
                 )

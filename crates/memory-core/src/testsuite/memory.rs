@@ -473,6 +473,48 @@ async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
         (4, Some(at + Duration::seconds(5))),
         "a batch counts each access, and keeps the latest access time"
     );
+    // A copy read before those accesses and written back (a decay pass, an edit) keeps them:
+    // by update, save and save_many, with an older count and time, or none.
+    let accesses = |item: &MemoryItem| (item.access_count, item.last_accessed);
+    let mut stale = touched.clone();
+    stale.access_count = 1;
+    stale.last_accessed = Some(at);
+    stale.importance = 0.25;
+    must(store.update(stale.clone()), "update").await;
+    let read = must(store.get(ns, "r1"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: r1 vanished"));
+    assert_eq!(read.importance, 0.25, "the update is written");
+    assert_eq!(
+        accesses(&read),
+        accesses(&touched),
+        "an update keeps the accesses counted since its copy was read"
+    );
+    stale.access_count = 0;
+    stale.last_accessed = None;
+    must(store.save(stale.clone()), "save").await;
+    must(store.save_many(vec![stale]), "save_many").await;
+    let read = must(store.get(ns, "r1"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: r1 vanished"));
+    assert_eq!(
+        accesses(&read),
+        accesses(&touched),
+        "a save keeps the accesses counted since its copy was read"
+    );
+    // A copy further along raises them.
+    let mut busier = touched.clone();
+    busier.access_count = 9;
+    busier.last_accessed = Some(at + Duration::seconds(60));
+    must(store.save(busier.clone()), "save").await;
+    let read = must(store.get(ns, "r1"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: r1 vanished"));
+    assert_eq!(
+        accesses(&read),
+        accesses(&busier),
+        "a busier copy raises them"
+    );
     assert!(must(store.delete(&other, "r1"), "delete").await);
     assert!(must(store.delete(ns, "r1"), "delete").await);
     assert_eq!(

@@ -1,0 +1,166 @@
+//! Writes that run as tasks off the query path (recall statistics, page and entity
+//! accesses), each failure kept until someone waits for them.
+
+use std::future::Future;
+use std::sync::{Mutex, PoisonError};
+
+use futures::FutureExt;
+use memory_core::{MemoryError, Result};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+/// The background writes of one recorder: tasks in flight, and the first failure of those
+/// already let go.
+///
+/// A recorder starts a task per full batch and must not hold every finished one until the
+/// next flush, so each [`spawn`](Self::spawn) lets go of the tasks that finished. A finished
+/// task's outcome is read before it is dropped: a failed write (or a panicked task) is kept
+/// and [`wait`](Self::wait) returns it, as it returns the failure of a task still in flight.
+#[derive(Debug)]
+pub(crate) struct BackgroundWrites {
+    /// What the tasks write, named in the error of a task that panicked.
+    what: &'static str,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tasks: Vec<JoinHandle<Result<()>>>,
+    /// The first failure of a task let go before anyone waited for it.
+    failed: Option<MemoryError>,
+}
+
+impl BackgroundWrites {
+    /// No writes yet; `what` names them in the error of a task that panicked.
+    pub(crate) fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Runs `write` as a task on `runtime`, after letting go of the tasks that finished
+    /// (keeping the first failure among them).
+    pub(crate) fn spawn(
+        &self,
+        runtime: &Handle,
+        write: impl Future<Output = Result<()>> + Send + 'static,
+    ) {
+        let task = runtime.spawn(write);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let State { tasks, failed } = &mut *state;
+        tasks.retain_mut(|task| {
+            if !task.is_finished() {
+                return true;
+            }
+            // Finished, so ready at once; a task whose poll is put off (the runtime's
+            // cooperative budget) is kept for the next pass.
+            match task.now_or_never() {
+                None => true,
+                Some(outcome) => {
+                    if let Err(error) = self.outcome(outcome) {
+                        failed.get_or_insert(error);
+                    }
+                    false
+                }
+            }
+        });
+        tasks.push(task);
+    }
+
+    /// Waits for every task in flight.
+    ///
+    /// # Errors
+    /// The first failure: of a task let go since the last wait, else of a task waited for
+    /// now. Every task is waited for either way, and the failures are then forgotten.
+    pub(crate) async fn wait(&self) -> Result<()> {
+        let (tasks, failed) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            (std::mem::take(&mut state.tasks), state.failed.take())
+        };
+        let mut first = failed;
+        for task in tasks {
+            if let Err(error) = self.outcome(task.await) {
+                first.get_or_insert(error);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// A task's outcome as the write's: a panicked or cancelled task is a storage error.
+    fn outcome(
+        &self,
+        joined: std::result::Result<Result<()>, tokio::task::JoinError>,
+    ) -> Result<()> {
+        joined.unwrap_or_else(|join| Err(MemoryError::storage(self.what, join)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure() -> MemoryError {
+        MemoryError::Timeout("the store is down".into())
+    }
+
+    /// A write that failed and finished before the next one started is not forgotten when
+    /// its task is let go.
+    #[tokio::test]
+    async fn a_failure_outlives_its_finished_task() {
+        let writes = BackgroundWrites::new("test writes");
+        let runtime = Handle::current();
+        writes.spawn(&runtime, async { Err(failure()) });
+        // On this current-thread runtime the task runs to its end here.
+        tokio::task::yield_now().await;
+        writes.spawn(&runtime, async { Ok(()) });
+        assert_eq!(
+            writes.state.lock().map(|state| state.tasks.len()).ok(),
+            Some(1),
+            "the finished task was let go"
+        );
+        let error = writes.wait().await.expect_err("the first write failed");
+        assert!(matches!(error, MemoryError::Timeout(_)), "{error}");
+        writes.wait().await.expect("a failure is returned once");
+    }
+
+    /// A task that panicked, finished or still in flight, is a storage error naming what it
+    /// wrote.
+    #[tokio::test]
+    async fn a_panicked_write_is_an_error() {
+        let writes = BackgroundWrites::new("test writes");
+        let runtime = Handle::current();
+        writes.spawn(&runtime, async { panic!("a bug in the write") });
+        tokio::task::yield_now().await;
+        writes.spawn(&runtime, async { Ok(()) });
+        let error = writes.wait().await.expect_err("the task panicked");
+        assert!(matches!(error, MemoryError::Storage { .. }), "{error}");
+        assert!(error.to_string().contains("test writes"), "{error}");
+        writes.spawn(&runtime, async { panic!("a bug in the write") });
+        let error = writes.wait().await.expect_err("the task panicked");
+        assert!(matches!(error, MemoryError::Storage { .. }), "{error}");
+    }
+
+    /// Of several failures, the first is returned; the writes in flight are all waited for.
+    #[tokio::test]
+    async fn every_write_is_waited_for() {
+        let writes = BackgroundWrites::new("test writes");
+        let runtime = Handle::current();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for n in 0..5 {
+            let done = std::sync::Arc::clone(&done);
+            writes.spawn(&runtime, async move {
+                tokio::task::yield_now().await;
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n == 0 {
+                    Err(failure())
+                } else {
+                    Err(MemoryError::invalid("n", "a later failure"))
+                }
+            });
+        }
+        let error = writes.wait().await.expect_err("the writes failed");
+        assert!(matches!(error, MemoryError::Timeout(_)), "{error}");
+        assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 5);
+    }
+}
