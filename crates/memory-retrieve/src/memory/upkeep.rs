@@ -11,6 +11,12 @@
 //! lookup per write under a short lock, never held across an await, and independent of
 //! the number of namespaces.
 //!
+//! The map holds at most [`MAX_TRACKED`] namespaces: a server with many tenants would
+//! otherwise keep an entry for every namespace it ever wrote. When a new namespace would go
+//! over, the entries of namespaces with no pass running are let go; each is tracked again
+//! from its next write, as a namespace written for the first time (its count read again by
+//! a pass, its full-pass cadence restarted: `maintain` still covers it).
+//!
 //! A pass that fails after the write was committed does not fail the write: it is logged
 //! (`tracing` at warn level), counted, and reported by the next `Memory::maintain`.
 //!
@@ -25,6 +31,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_core::{EvictionConfig, Namespace};
+
+/// Most namespaces the write path tracks at once (see the module's documentation).
+pub(super) const MAX_TRACKED: usize = 16_384;
 
 /// The per-namespace state of the write path's eviction.
 #[derive(Debug, Default)]
@@ -67,6 +76,10 @@ impl WriteTracker {
             .namespaces
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if namespaces.len() >= MAX_TRACKED && !namespaces.contains_key(namespace) {
+            // Once per MAX_TRACKED new namespaces at most: O(1) a write, amortised.
+            namespaces.retain(|_, tracked| tracked.busy);
+        }
         let tracked = match namespaces.get_mut(namespace) {
             Some(tracked) => tracked,
             None => namespaces.entry(namespace.clone()).or_default(),
@@ -119,5 +132,60 @@ impl WriteTracker {
     /// Takes the number of write-path passes that failed since the last call.
     pub(super) fn take_failed_passes(&self) -> usize {
         self.failed_passes.swap(0, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::EvictionPolicy;
+
+    use super::*;
+
+    fn tracked(tracker: &WriteTracker) -> usize {
+        tracker.namespaces.lock().map(|map| map.len()).unwrap_or(0)
+    }
+
+    /// Writes to more namespaces than the tracker holds keep it bounded; a namespace whose
+    /// pass is running is kept, and one let go asks for a pass at its next write, as a new
+    /// namespace does.
+    #[test]
+    fn the_tracked_namespaces_stay_bounded() {
+        let config = EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 100 },
+            ..EvictionConfig::default()
+        };
+        let tracker = WriteTracker::default();
+        let namespace = |n: usize| Namespace::parse(&format!("tenant-{n}")).expect("a namespace");
+        // The first namespace's pass is still running when the others are written.
+        assert!(tracker.record_write(&namespace(0), &config).is_some());
+        // The second's count is known, and its pass done.
+        assert!(tracker.record_write(&namespace(1), &config).is_some());
+        tracker.finish(&namespace(1), Some(10));
+        assert_eq!(tracker.record_write(&namespace(1), &config), None);
+        for n in 2..MAX_TRACKED + 100 {
+            let pass = tracker.record_write(&namespace(n), &config);
+            if pass.is_some() {
+                tracker.finish(&namespace(n), Some(1));
+            }
+            assert!(
+                tracked(&tracker) <= MAX_TRACKED,
+                "{n}: {}",
+                tracked(&tracker)
+            );
+        }
+        let map = tracker.namespaces.lock().expect("not poisoned");
+        assert!(
+            map.get(&namespace(0)).is_some_and(|t| t.busy),
+            "a running pass is kept"
+        );
+        assert!(
+            !map.contains_key(&namespace(1)),
+            "an idle namespace was let go"
+        );
+        drop(map);
+        assert!(
+            tracker.record_write(&namespace(1), &config).is_some(),
+            "a namespace let go is read again by a pass"
+        );
     }
 }
