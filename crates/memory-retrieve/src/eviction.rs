@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    DecayConfig, EvictionPolicy, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    DecayConfig, EvictionPolicy, ListPosition, MemoryFilter, MemoryItem, MemoryStore, Namespace,
     RecallBasedConfig, Result, Scope, ValueBasedConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -239,27 +239,35 @@ async fn expire(
     delete_all(store, expired).await
 }
 
-/// Deletes the `excess` oldest unpinned memories of `namespace`. The oldest `excess` are read
-/// first; only when one of them is pinned is the whole namespace read, in time order.
+/// Deletes the `excess` oldest unpinned memories of `namespace`, read from the oldest a page
+/// of `excess` at a time (each after the last of the one before), pinned ones skipped: one
+/// page when none of the oldest is pinned, and never the whole namespace at once.
 async fn evict_oldest(
     store: &dyn MemoryStore,
     namespace: &Namespace,
     excess: usize,
 ) -> Result<usize> {
-    let oldest = store
-        .list(&MemoryFilter::new(namespace.exact()).with_limit(excess))
-        .await?;
-    if !oldest.iter().any(MemoryItem::is_pinned) {
-        return delete_all(store, oldest).await;
+    let mut victims: Vec<MemoryItem> = Vec::new();
+    let mut after: Option<ListPosition> = None;
+    while victims.len() < excess {
+        let mut filter = MemoryFilter::new(namespace.exact()).with_limit(excess);
+        if let Some(position) = after.take() {
+            filter = filter.after(position);
+        }
+        let page = store.list(&filter).await?;
+        let last_page = page.len() < excess;
+        after = page.last().map(ListPosition::of);
+        let wanted = excess - victims.len();
+        victims.extend(
+            page.into_iter()
+                .filter(|item| !item.is_pinned())
+                .take(wanted),
+        );
+        if last_page {
+            break;
+        }
     }
-    let unpinned: Vec<MemoryItem> = store
-        .list(&MemoryFilter::new(namespace.exact()))
-        .await?
-        .into_iter()
-        .filter(|item| !item.is_pinned())
-        .take(excess)
-        .collect();
-    delete_all(store, unpinned).await
+    delete_all(store, victims).await
 }
 
 /// Deletes the `excess` unpinned memories of lowest [`memory_core::memory_value`].
@@ -351,13 +359,25 @@ async fn evict_least_valuable(
     excess: usize,
 ) -> Result<usize> {
     // The backend's own pass when it has one, else read every item and its statistics.
-    // Pinned memories are never victims: when the backend's pass names one, the whole
-    // namespace is ranked without them.
-    if let Some(ids) = store.least_valuable(namespace, excess, config, now).await? {
+    // Pinned memories are never victims: when the backend's pass names some, it is asked
+    // for more (the pinned ones named, and as many again), until `excess` unpinned ones are
+    // known or the namespace has no more; its order is a total one, so the first `excess`
+    // unpinned of a longer answer are those of the namespace without its pinned memories.
+    let mut asked = excess;
+    while let Some(ids) = store.least_valuable(namespace, asked, config, now).await? {
+        let named = ids.len();
         let victims = store.get_many(namespace, &ids).await?;
-        if !victims.iter().any(MemoryItem::is_pinned) {
+        let pinned = victims.iter().filter(|item| item.is_pinned()).count();
+        // (A memory deleted meanwhile is missing from `victims`.)
+        if pinned == 0 || victims.len() - pinned >= excess || named < asked {
+            let victims = victims
+                .into_iter()
+                .filter(|item| !item.is_pinned())
+                .take(excess)
+                .collect();
             return delete_all(store, victims).await;
         }
+        asked = asked.saturating_add(pinned).saturating_mul(2);
     }
     let victims = least_valuable_of(store, namespace, config, now, excess).await?;
     delete_all(store, victims).await

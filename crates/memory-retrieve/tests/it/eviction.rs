@@ -621,3 +621,184 @@ async fn decay_spares_conversation_messages() {
     assert_eq!(report.evicted, 1, "the long-term note decayed away");
     assert_eq!(conversation.get_history().await.unwrap().len(), 5);
 }
+
+/// A store that counts the listings without a limit and the reads of recall statistics
+/// one memory at a time, forwarding everything to the in-memory store (whose
+/// `least_valuable` a recall-based pass uses).
+#[derive(Debug, Default)]
+struct Reads {
+    inner: InMemoryStore,
+    whole_listings: std::sync::atomic::AtomicUsize,
+    stats_reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for Reads {
+    async fn save(&self, item: MemoryItem) -> memory_core::Result<()> {
+        self.inner.save(item).await
+    }
+    async fn get(&self, ns: &Namespace, id: &str) -> memory_core::Result<Option<MemoryItem>> {
+        self.inner.get(ns, id).await
+    }
+    async fn get_many(
+        &self,
+        ns: &Namespace,
+        ids: &[String],
+    ) -> memory_core::Result<Vec<MemoryItem>> {
+        self.inner.get_many(ns, ids).await
+    }
+    async fn delete(&self, ns: &Namespace, id: &str) -> memory_core::Result<bool> {
+        self.inner.delete(ns, id).await
+    }
+    async fn delete_many(&self, ns: &Namespace, ids: &[String]) -> memory_core::Result<usize> {
+        self.inner.delete_many(ns, ids).await
+    }
+    async fn list(&self, filter: &MemoryFilter) -> memory_core::Result<Vec<MemoryItem>> {
+        if filter.limit.is_none() {
+            self.whole_listings
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.list(filter).await
+    }
+    async fn search(
+        &self,
+        query: &memory_core::SearchQuery,
+    ) -> memory_core::Result<Vec<memory_core::SearchHit>> {
+        self.inner.search(query).await
+    }
+    async fn clear(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
+        self.inner.clear(scope).await
+    }
+    async fn list_namespaces(
+        &self,
+        scope: &memory_core::Scope,
+    ) -> memory_core::Result<Vec<Namespace>> {
+        self.inner.list_namespaces(scope).await
+    }
+    async fn count(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
+        self.inner.count(scope).await
+    }
+    async fn recall_stats(
+        &self,
+        ns: &Namespace,
+        id: &str,
+    ) -> memory_core::Result<Option<memory_core::RecallStats>> {
+        self.stats_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.recall_stats(ns, id).await
+    }
+    async fn least_valuable(
+        &self,
+        ns: &Namespace,
+        count: usize,
+        config: &RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> memory_core::Result<Option<Vec<String>>> {
+        self.inner.least_valuable(ns, count, config, now).await
+    }
+}
+
+/// Memories pinned among the oldest or the least valuable are skipped without reading the
+/// whole namespace (or each memory's statistics): a capacity pass reads pages from the
+/// oldest, a recall-based pass asks the store's ranking for more. The victims are those of
+/// the namespace without its pinned memories.
+#[tokio::test]
+async fn pinned_victims_are_skipped_without_reading_everything() {
+    let ns = Namespace::parse("tenant").unwrap();
+    let now = t0() + Duration::days(30);
+    let seed = |store: Arc<Reads>| {
+        let ns = ns.clone();
+        async move {
+            for i in 0..200 {
+                let item = MemoryItem::new(ns.clone(), format!("memory number {i}"))
+                    .unwrap()
+                    .with_id(format!("m{i:03}"))
+                    .unwrap()
+                    .with_created_at(t0() + Duration::hours(i))
+                    // The oldest 30 and every seventh one after them are pinned.
+                    .with_pinned(i < 30 || i % 7 == 0);
+                store.save(item).await.unwrap();
+            }
+            // Recalls make the newest memories the least valuable: the least valuable
+            // unpinned ones are not the oldest.
+            for i in 0..120 {
+                store
+                    .inner
+                    .record_recall(&ns, &format!("m{i:03}"), 0.9, now)
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    let unpinned = |ids: Vec<String>| -> Vec<String> {
+        ids.into_iter()
+            .filter(|id| {
+                let i: usize = id[1..].parse().unwrap();
+                !(i < 30 || i.is_multiple_of(7))
+            })
+            .collect()
+    };
+    // By age: the 50 oldest unpinned go.
+    let store = Arc::new(Reads::default());
+    seed(Arc::clone(&store)).await;
+    let before = ids(&store.inner, &ns).await;
+    let policy = EvictionPolicy::Capacity { max_items: 150 };
+    let report = evict(&*store, &ns.subtree(), &policy, now).await.unwrap();
+    assert_eq!(report.evicted, 50);
+    let gone: Vec<String> = unpinned(before.clone()).into_iter().take(50).collect();
+    let left = ids(&store.inner, &ns).await;
+    assert_eq!(
+        left,
+        before
+            .iter()
+            .filter(|id| !gone.contains(id))
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        store
+            .whole_listings
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    // By recall value: the 50 least valuable unpinned go, as the full ranking says.
+    let store = Arc::new(Reads::default());
+    seed(Arc::clone(&store)).await;
+    let config = RecallBasedConfig {
+        max_items: 150,
+        ..RecallBasedConfig::default()
+    };
+    let expected: Vec<String> = eviction_order(&store.inner, &ns, &config, now)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.id)
+        .collect();
+    assert_eq!(expected.len(), 50);
+    assert!(
+        expected.iter().any(|id| id.as_str() >= "m120"),
+        "the newest are among the least valuable: {expected:?}"
+    );
+    let report = evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::RecallBased(config),
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.evicted, 50);
+    let left = ids(&store.inner, &ns).await;
+    assert!(expected.iter().all(|id| !left.contains(id)), "{left:?}");
+    assert_eq!(left.len(), 150);
+    assert_eq!(
+        store
+            .whole_listings
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    assert_eq!(
+        store.stats_reads.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
