@@ -235,12 +235,22 @@ impl MemoryItem {
         Ok(self)
     }
 
-    /// Sets the metadata.
+    /// Sets the metadata. The reserved keys the item holds (those starting with `_`: its
+    /// context, pin, compressed original, decay state) are kept unless `metadata` names
+    /// them, so replacing a memory's metadata (an edit) does not unpin it, drop its context
+    /// or lose its original text.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `metadata` unless it is a JSON object within the
-    /// limits of [`validate_metadata`].
-    pub fn with_metadata(mut self, metadata: serde_json::Value) -> Result<Self> {
+    /// limits of [`validate_metadata`] (the kept keys included).
+    pub fn with_metadata(mut self, mut metadata: serde_json::Value) -> Result<Self> {
+        if let (Some(new), Some(old)) = (metadata.as_object_mut(), self.metadata.as_object_mut()) {
+            for (key, value) in std::mem::take(old) {
+                if key.starts_with('_') && !new.contains_key(&key) {
+                    new.insert(key, value);
+                }
+            }
+        }
         if let Err(error) = validate_metadata(&metadata) {
             drop_json(metadata);
             return Err(error);

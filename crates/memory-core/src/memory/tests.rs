@@ -217,3 +217,34 @@ fn a_list_position_is_checked_when_made_and_when_read() {
     let json = serde_json::to_string(&filter).unwrap();
     assert_eq!(serde_json::from_str::<MemoryFilter>(&json).unwrap(), filter);
 }
+
+/// Replacing the metadata keeps the reserved keys the new metadata does not name: an edit
+/// does not unpin a memory, drop its context or lose its original text.
+#[test]
+fn new_metadata_keeps_the_reserved_keys() {
+    let item = MemoryItem::new(ns(), "the long original text of a memory")
+        .unwrap()
+        .with_context("what it answers")
+        .with_pinned(true)
+        .compressed("short text")
+        .unwrap()
+        .with_metadata(serde_json::json!({"speaker": "x"}))
+        .unwrap();
+    let edited = item
+        .clone()
+        .with_metadata(serde_json::json!({"topic": "tea"}))
+        .unwrap();
+    assert_eq!(edited.context(), "what it answers");
+    assert!(edited.is_pinned());
+    assert_eq!(edited.original(), "the long original text of a memory");
+    assert_eq!(edited.metadata["topic"], "tea");
+    assert!(
+        edited.metadata.get("speaker").is_none(),
+        "the user's keys are replaced"
+    );
+    let unpinned = item
+        .with_metadata(serde_json::json!({"_pinned": false}))
+        .unwrap();
+    assert!(!unpinned.is_pinned(), "a reserved key named is set");
+    assert_eq!(unpinned.context(), "what it answers");
+}

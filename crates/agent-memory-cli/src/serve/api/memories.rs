@@ -304,14 +304,8 @@ pub(crate) async fn update_memory(
     if let Some(importance) = body.importance {
         item = item.with_importance(importance)?;
     }
-    if let Some(mut metadata) = body.metadata {
-        if let (Some(new), Some(old)) = (metadata.as_object_mut(), item.metadata.as_object()) {
-            for (key, value) in old {
-                if key.starts_with('_') && !new.contains_key(key) {
-                    new.insert(key.clone(), value.clone());
-                }
-            }
-        }
+    if let Some(metadata) = body.metadata {
+        // The memory's reserved keys (context, pin, original) stay: `with_metadata` keeps them.
         item = item.with_metadata(metadata)?;
     }
     item.updated_at = Utc::now().max(item.created_at);
