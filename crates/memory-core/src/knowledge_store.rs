@@ -126,6 +126,27 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
     /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid page.
     async fn update_page(&self, page: KnowledgePage) -> Result<()>;
 
+    /// Adds `page`, or replaces the page with its id whole: its creation time and access
+    /// statistics too, as given (an import or a restore, where [`update_page`](Self::update_page)
+    /// keeps the stored ones). A failure leaves the stored page as it was. The default
+    /// deletes the stored page and adds the new one, two writes a failure can come between;
+    /// every backend of this workspace overrides it with one transaction (in memory: one
+    /// lock).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid page
+    /// (nothing is written); backend errors.
+    async fn put_page(&self, page: KnowledgePage) -> Result<()> {
+        page.validate()?;
+        match self.add_page(page.clone()).await {
+            Err(crate::MemoryError::AlreadyExists(_)) => {
+                self.delete_page(&page.namespace, &page.id).await?;
+                self.add_page(page).await
+            }
+            other => other,
+        }
+    }
+
     /// Deletes a page. Returns whether it existed.
     ///
     /// # Errors
@@ -217,6 +238,9 @@ macro_rules! forward_knowledge_store {
             }
             async fn update_page(&self, page: KnowledgePage) -> Result<()> {
                 (**self).update_page(page).await
+            }
+            async fn put_page(&self, page: KnowledgePage) -> Result<()> {
+                (**self).put_page(page).await
             }
             async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {
                 (**self).delete_page(namespace, id).await

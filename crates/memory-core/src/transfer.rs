@@ -58,8 +58,9 @@
 //! must join entities that the input or the target graph holds. A bad input, wherever its bad
 //! line is, changes no store. The writes that follow go through the traits, so they are as
 //! atomic as the target backend makes them (all memories are written with one `save_many`,
-//! one transaction on SQLite and PostgreSQL); an import interrupted by a backend failure can
-//! be run again, since every write is an upsert.
+//! one transaction on SQLite and PostgreSQL, and a page the store holds is replaced in one
+//! step by [`KnowledgeStore::put_page`]); an import interrupted by a backend failure can be
+//! run again, since every write is an upsert.
 //!
 //! ```
 //! use memory_core::transfer::{self, Record};
@@ -516,15 +517,10 @@ async fn check_references(
     Ok(ignored)
 }
 
+/// Adds the page, or replaces the stored one whole with the exported creation time and
+/// statistics (update_page would keep the stored ones), in one step of the store.
 async fn import_page(store: &dyn KnowledgeStore, page: &KnowledgePage) -> Result<()> {
-    match store.add_page(page.clone()).await {
-        // Replace, keeping the exported created_at (update_page would keep the stored one).
-        Err(MemoryError::AlreadyExists(_)) => {
-            store.delete_page(&page.namespace, &page.id).await?;
-            store.add_page(page.clone()).await
-        }
-        other => other,
-    }
+    store.put_page(page.clone()).await
 }
 
 /// Prefixes the messages that describe the input with its line.

@@ -248,6 +248,14 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         }))
     }
 
+    /// Under the namespace's lock: the stored page is replaced at once.
+    async fn put_page(&self, page: KnowledgePage) -> Result<()> {
+        page.validate()?;
+        let shard = self.registry.get_or_create(&page.namespace);
+        write(&shard).insert(page);
+        Ok(())
+    }
+
     async fn update_page(&self, mut page: KnowledgePage) -> Result<()> {
         page.validate()?;
         let missing = || MemoryError::not_found("page", &page.namespace, &page.id);

@@ -376,6 +376,36 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         Ok(())
     }
 
+    /// One transaction: the stored page deleted (its references with it) and the new one
+    /// inserted.
+    async fn put_page(&self, page: KnowledgePage) -> Result<()> {
+        let page = encode(page)?;
+        let what = || format!("putting page {} in {}", page.id, page.ns);
+        let mut client = self.db.client(&what()).await?;
+        let transaction = client.transaction().await.context(what)?;
+        let delete = transaction
+            .prepare_cached(
+                &self
+                    .db
+                    .qualify("DELETE FROM {s}.pages WHERE ns = $1::text AND id = $2::text"),
+            )
+            .await
+            .context(what)?;
+        transaction
+            .execute(&delete, &[&page.ns, &page.id])
+            .await
+            .context(what)?;
+        let insert = transaction
+            .prepare_cached(&self.db.qualify(INSERT))
+            .await
+            .context(what)?;
+        transaction
+            .query_one(&insert, &page.insert_params())
+            .await
+            .context(what)?;
+        transaction.commit().await.context(what)
+    }
+
     async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {
         if !storable(id) {
             return Ok(false);

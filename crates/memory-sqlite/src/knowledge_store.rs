@@ -117,6 +117,51 @@ fn query_pages(connection: &Connection, sql: &Sql, what: &str) -> Result<Vec<Kno
 const REFERENCED_BY: &str =
     "(SELECT count(*) FROM page_refs r WHERE r.ns = p.ns AND r.target_id = p.id)";
 
+/// Inserts the encoded page, its index entries and its references (it must not exist).
+fn insert_page(transaction: &Transaction<'_>, page: &EncodedPage) -> Result<()> {
+    let rid: i64 = transaction
+        .prepare_cached(
+            "INSERT INTO pages (ns, id, title, title_key, summary, content, tags, \
+             refs, created_at, updated_at, access_count, last_accessed) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING rid",
+        )
+        .and_then(|mut statement| {
+            statement.query_row(
+                params![
+                    page.ns,
+                    page.id,
+                    page.title,
+                    page.title_key,
+                    page.summary,
+                    page.content,
+                    page.tags_json,
+                    page.refs_json,
+                    page.created_at,
+                    page.updated_at,
+                    page.access_count,
+                    page.last_accessed,
+                ],
+                |row| row.get(0),
+            )
+        })
+        .context(|| format!("adding page {} in {}", page.id, page.ns))?;
+    write_index(transaction, rid, page)
+}
+
+/// Deletes page `id` of `ns` with its index entries and references; whether it existed.
+fn remove_page(transaction: &Transaction<'_>, ns: &str, id: &str) -> Result<bool> {
+    let Some(rid) = find_page(transaction, ns, id)? else {
+        return Ok(false);
+    };
+    fulltext::pages().remove(transaction, rid)?;
+    clear_refs(transaction, ns, id)?;
+    transaction
+        .prepare_cached("DELETE FROM pages WHERE rid = ?1")
+        .and_then(|mut statement| statement.execute([rid]))
+        .context(|| format!("deleting page {id} in {ns}"))?;
+    Ok(true)
+}
+
 #[async_trait]
 impl KnowledgeStore for SqliteKnowledgeStore {
     async fn add_page(&self, page: KnowledgePage) -> Result<()> {
@@ -129,33 +174,7 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                         page.id, page.ns
                     )));
                 }
-                let rid: i64 = transaction
-                    .prepare_cached(
-                        "INSERT INTO pages (ns, id, title, title_key, summary, content, tags, \
-                         refs, created_at, updated_at, access_count, last_accessed) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING rid",
-                    )
-                    .and_then(|mut statement| {
-                        statement.query_row(
-                            params![
-                                page.ns,
-                                page.id,
-                                page.title,
-                                page.title_key,
-                                page.summary,
-                                page.content,
-                                page.tags_json,
-                                page.refs_json,
-                                page.created_at,
-                                page.updated_at,
-                                page.access_count,
-                                page.last_accessed,
-                            ],
-                            |row| row.get(0),
-                        )
-                    })
-                    .context(|| format!("adding page {} in {}", page.id, page.ns))?;
-                write_index(transaction, rid, &page)
+                insert_page(transaction, &page)
             })
             .await
     }
@@ -204,20 +223,22 @@ impl KnowledgeStore for SqliteKnowledgeStore {
             .await
     }
 
+    /// One transaction: the stored page deleted and the new one added.
+    async fn put_page(&self, page: KnowledgePage) -> Result<()> {
+        let page = encode(page)?;
+        self.db
+            .write("putting a page", move |transaction| {
+                remove_page(transaction, &page.ns, &page.id)?;
+                insert_page(transaction, &page)
+            })
+            .await
+    }
+
     async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
             .write("deleting a page", move |transaction| {
-                let Some(rid) = find_page(transaction, &ns, &id)? else {
-                    return Ok(false);
-                };
-                fulltext::pages().remove(transaction, rid)?;
-                clear_refs(transaction, &ns, &id)?;
-                transaction
-                    .prepare_cached("DELETE FROM pages WHERE rid = ?1")
-                    .and_then(|mut statement| statement.execute([rid]))
-                    .context(|| format!("deleting page {id} in {ns}"))?;
-                Ok(true)
+                remove_page(transaction, &ns, &id)
             })
             .await
     }

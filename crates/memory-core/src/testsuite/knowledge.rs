@@ -37,6 +37,7 @@ pub async fn run_knowledge_store(store: &dyn KnowledgeStore, base: &Namespace) {
     search(store, &child(base, "search")).await;
     isolation_and_clear(store, &child(base, "isolation")).await;
     access_statistics(store, &child(base, "access")).await;
+    put_page(store, &child(base, "put")).await;
     super::ranking::page_ranking(store, &child(base, "ranking")).await;
 }
 
@@ -272,6 +273,68 @@ async fn crud_and_index(store: &dyn KnowledgeStore, ns: &Namespace) {
             .await
             .len(),
         2
+    );
+}
+
+/// `put_page` adds a page, or replaces the stored one whole (creation time and access
+/// statistics as given), with its index and references; an invalid page changes nothing.
+async fn put_page(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let mut first = page(ns, "p", "Tea notes", "green tea", &["tea"], &["other"]);
+    first.created_at = at(5);
+    first.updated_at = at(5);
+    first.access_count = 3;
+    first.last_accessed = Some(at(20));
+    must(store.put_page(first.clone()), "put_page of a new page").await;
+    assert_eq!(
+        must(store.get_page(ns, "p"), "get_page").await,
+        Some(first.clone())
+    );
+    must(
+        store.add_page(page(ns, "other", "Other", "", &[], &["p"])),
+        "add_page",
+    )
+    .await;
+    let mut second = page(ns, "p", "Coffee notes", "espresso", &["coffee"], &[]);
+    second.created_at = at(1);
+    second.updated_at = at(50);
+    second.access_count = 1;
+    second.last_accessed = None;
+    must(store.put_page(second.clone()), "put_page over a page").await;
+    assert_eq!(
+        must(store.get_page(ns, "p"), "get_page").await,
+        Some(second.clone()),
+        "put_page replaces the page whole, its creation time and statistics too"
+    );
+    let found = |text: &'static str| async move {
+        must(store.search(&PageQuery::new(ns.exact(), text, 5)), "search")
+            .await
+            .into_iter()
+            .map(|hit| hit.page.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(found("espresso").await, ["p"], "the new text is searched");
+    assert!(found("green").await.is_empty(), "the old text is gone");
+    assert_eq!(
+        must(store.reference_count(ns, "other"), "reference_count").await,
+        0,
+        "the old page's references went with it"
+    );
+    assert_eq!(
+        must(store.reference_count(ns, "p"), "reference_count").await,
+        1,
+        "the references to the page stay"
+    );
+    let mut bad = second.clone();
+    bad.title = String::new();
+    let error = store.put_page(bad).await.expect_err("an empty title");
+    assert!(
+        matches!(error, MemoryError::InvalidInput { .. }),
+        "conformance: put_page of an invalid page: {error}"
+    );
+    assert_eq!(
+        must(store.get_page(ns, "p"), "get_page").await,
+        Some(second),
+        "a refused put_page changes nothing"
     );
 }
 
