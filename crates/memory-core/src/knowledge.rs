@@ -249,8 +249,9 @@ pub struct PageQuery {
     /// "analyse `text`".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<std::sync::Arc<[String]>>,
-    /// The keywords of the page match rules when the caller chose them already (a recall
-    /// passes its keyword extractor's); `None` means [`page_rule_keywords`] of `text`.
+    /// The keywords of the page match rules when the caller chose them already; `None`
+    /// means [`page_rule_keywords`] of `text`. A recall leaves it `None`: the rules read the
+    /// query's words as written, whatever keyword extractor the retriever has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keywords: Option<Vec<String>>,
 }

@@ -247,7 +247,7 @@ pub enum EvictionPolicy {
     Hybrid {
         /// Optional time to live, seconds.
         ttl_secs: Option<u64>,
-        /// Optional capacity (by age) when `recall` is not set.
+        /// Optional capacity (by age); refused beside `recall`, which has its own.
         max_items: Option<usize>,
         /// Optional capacity by recall value.
         recall: Option<RecallBasedConfig>,
@@ -326,6 +326,14 @@ impl EvictionPolicy {
                     check_cap(*cap)?;
                 }
                 if let Some(recall) = recall {
+                    if max_items.is_some() {
+                        // Two capacities, one of which would be ignored.
+                        return Err(MemoryError::invalid(
+                            "max_items",
+                            "give the capacity by age (max_items) or by recall value \
+                             (recall.max_items), not both",
+                        ));
+                    }
                     recall.validate()?;
                 }
                 Ok(())

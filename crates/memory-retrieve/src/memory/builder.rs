@@ -29,7 +29,7 @@ pub struct MemoryBuilder {
     eviction: EvictionConfig,
     decay: Option<DecayConfig>,
     compression: Option<(CompressionConfig, Arc<dyn Summarizer>)>,
-    recall_batch: usize,
+    recall_batch: Option<usize>,
     facts: FactsConfig,
     consolidation: Option<ConsolidationConfig>,
     detector: Option<Arc<dyn ConflictDetector>>,
@@ -213,9 +213,9 @@ impl MemoryBuilder {
     }
 
     /// Recall events per feedback write (default 64; also the batch of page and entity
-    /// accesses).
+    /// accesses); at least 1, which writes each recall's events at once.
     pub fn recall_batch(mut self, events: usize) -> Self {
-        self.recall_batch = events;
+        self.recall_batch = Some(events);
         self
     }
 
@@ -234,6 +234,12 @@ impl MemoryBuilder {
             decay.validate()?;
         }
         self.knowledge_policy.validate()?;
+        if self.recall_batch == Some(0) {
+            return Err(memory_core::MemoryError::invalid(
+                "recall_batch",
+                "must be at least 1",
+            ));
+        }
         if let Some((_, config)) = &self.enricher {
             config.validate()?;
         }
@@ -271,11 +277,7 @@ impl MemoryBuilder {
         let enrichment = self.enricher.map(|(enricher, config)| {
             super::enrich::Pipeline::new(enricher, config, Arc::clone(&store), Arc::clone(&graph))
         });
-        let batch = if self.recall_batch == 0 {
-            64
-        } else {
-            self.recall_batch
-        };
+        let batch = self.recall_batch.unwrap_or(64).max(1);
         Memory {
             knowledge_upkeep: crate::knowledge_upkeep::KnowledgeUpkeep::new(
                 Arc::clone(&knowledge),

@@ -229,15 +229,35 @@ async fn hybrid_runs_ttl_then_capacity() {
 #[tokio::test]
 async fn invalid_policies_are_rejected() {
     let (store, ns) = seeded(1).await;
-    for policy in [
-        EvictionPolicy::Ttl { ttl_secs: 0 },
-        EvictionPolicy::Capacity { max_items: 0 },
+    for (policy, field) in [
+        (EvictionPolicy::Ttl { ttl_secs: 0 }, "ttl_secs"),
+        (EvictionPolicy::Capacity { max_items: 0 }, "max_items"),
+        // Two capacities, one of which would be ignored.
+        (
+            EvictionPolicy::Hybrid {
+                ttl_secs: None,
+                max_items: Some(5),
+                recall: Some(RecallBasedConfig::default()),
+            },
+            "max_items",
+        ),
     ] {
-        assert!(matches!(
-            evict(&*store, &ns.subtree(), &policy, t0()).await,
-            Err(memory_core::MemoryError::InvalidInput { .. })
-        ));
+        match evict(&*store, &ns.subtree(), &policy, t0()).await {
+            Err(memory_core::MemoryError::InvalidInput { field: named, .. }) => {
+                assert_eq!(named, field, "{policy:?}");
+            }
+            other => panic!("{policy:?}: {other:?}"),
+        }
     }
+    let error = Memory::builder()
+        .recall_batch(0)
+        .build()
+        .err()
+        .expect("a batch of no events");
+    assert!(
+        matches!(&error, memory_core::MemoryError::InvalidInput { field, .. } if field == "recall_batch"),
+        "{error}"
+    );
     assert_eq!(
         ids(&store, &ns).await.len(),
         1,
