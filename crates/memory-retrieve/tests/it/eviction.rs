@@ -252,8 +252,7 @@ async fn invalid_policies_are_rejected() {
     let error = Memory::builder()
         .recall_batch(0)
         .build()
-        .err()
-        .expect("a batch of no events");
+        .expect_err("a batch of no events");
     assert!(
         matches!(&error, memory_core::MemoryError::InvalidInput { field, .. } if field == "recall_batch"),
         "{error}"
