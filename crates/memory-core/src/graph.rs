@@ -394,6 +394,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tags_are_distinct_and_limited() {
+        let tags = Tag::normalize_all(["a", "b", "a", "c"]).unwrap();
+        let limit = |max| {
+            TagConstraints {
+                max_tags_per_entity: max,
+            }
+            .limit(&tags)
+            .into_iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(limit(2), ["a", "b"]);
+        assert_eq!(limit(8), ["a", "b", "c"]);
+    }
+
+    #[test]
     fn graph_positions_order_like_the_listings_and_are_checked() {
         let a = Namespace::parse("kb/a").unwrap();
         let b = Namespace::parse("kb/b").unwrap();

@@ -71,7 +71,6 @@ mod traversal;
 
 use self::row::{
     COLUMNS, RELATION_COLUMNS, decode_entity, decode_relation, encode, encode_attributes,
-    limit_tags,
 };
 
 fn storable(text: &str) -> bool {
@@ -380,10 +379,12 @@ impl KnowledgeGraph for PostgresGraph {
         id: &str,
         tags: Vec<String>,
     ) -> Result<()> {
-        let tags = limit_tags(
-            &Tag::normalize_all(tags)?,
-            self.constraints.max_tags_per_entity,
-        );
+        let tags: Vec<String> = self
+            .constraints
+            .limit(&Tag::normalize_all(tags)?)
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect();
         if !storable(id) {
             return Err(MemoryError::not_found("entity", namespace, id));
         }
@@ -559,6 +560,3 @@ impl KnowledgeGraph for PostgresGraph {
         .await
     }
 }
-
-#[cfg(test)]
-mod tests;

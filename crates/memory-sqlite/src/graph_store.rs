@@ -17,8 +17,8 @@ use crate::sql::{Sql, count, encode_tags, encode_time, namespaces};
 mod row;
 
 use self::row::{
-    COLUMNS, RELATION_COLUMNS, decode_relation, encode, encode_attributes, limit_tags,
-    query_entities, query_relations, read_relation,
+    COLUMNS, RELATION_COLUMNS, decode_relation, encode, encode_attributes, query_entities,
+    query_relations, read_relation,
 };
 
 /// A [`KnowledgeGraph`] in an SQLite database.
@@ -409,10 +409,7 @@ impl KnowledgeGraph for SqliteGraph {
         id: &str,
         tags: Vec<String>,
     ) -> Result<()> {
-        let tags = limit_tags(
-            &Tag::normalize_all(tags)?,
-            self.constraints.max_tags_per_entity,
-        );
+        let tags = self.constraints.limit(&Tag::normalize_all(tags)?);
         let tags_json = encode_tags(&tags);
         let tags: Vec<String> = tags.iter().map(|tag| tag.as_str().to_owned()).collect();
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());

@@ -1,7 +1,7 @@
 //! The row codec of the graph's tables: an entity encoded for its row (tags normalised and
 //! limited) before the database is touched, and entity and relation rows decoded back.
 
-use memory_core::{Attributes, GraphEntity, GraphRelation, Namespace, Result, Tag, TagConstraints};
+use memory_core::{Attributes, GraphEntity, GraphRelation, Namespace, Result, TagConstraints};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -84,20 +84,6 @@ pub(super) fn decode_attributes(what: &str, text: Option<&str>) -> Result<Attrib
     }
 }
 
-/// Distinct tags, the first `limit` kept.
-pub(super) fn limit_tags(tags: &[Tag], limit: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(tags.len().min(limit));
-    for tag in tags {
-        if out.len() == limit {
-            break;
-        }
-        if !out.iter().any(|kept| kept == tag.as_str()) {
-            out.push(tag.as_str().to_owned());
-        }
-    }
-    out
-}
-
 /// Validates an entity and encodes it for its row, its tags limited to `constraints`.
 pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
     entity.validate()?;
@@ -113,7 +99,11 @@ pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result
         access_count: i64::try_from(entity.access_count).unwrap_or(i64::MAX),
         last_accessed: time("last_accessed", entity.last_accessed)?,
         attributes: encode_attributes(&entity.attributes),
-        tags: limit_tags(&entity.tags, constraints.max_tags_per_entity),
+        tags: constraints
+            .limit(&entity.tags)
+            .iter()
+            .map(|tag| tag.as_str().to_owned())
+            .collect(),
         ns: entity.namespace.as_str().to_owned(),
         id: entity.id,
         name_key: entity.name.to_lowercase(),

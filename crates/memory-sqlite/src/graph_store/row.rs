@@ -2,7 +2,7 @@
 //! limited) before the database is touched, and entity and relation rows decoded back.
 
 use chrono::{DateTime, Utc};
-use memory_core::{GraphEntity, GraphRelation, Namespace, Result, Tag, TagConstraints};
+use memory_core::{GraphEntity, GraphRelation, Namespace, Result, TagConstraints};
 use rusqlite::{Connection, Row, params_from_iter};
 
 use crate::error::{Context, corrupt};
@@ -38,24 +38,10 @@ pub(super) fn encode_attributes(attributes: &memory_core::Attributes) -> Option<
     (!attributes.is_empty()).then(|| serde_json::Value::Object(attributes.clone()).to_string())
 }
 
-/// Distinct tags, the first `limit` kept.
-pub(super) fn limit_tags(tags: &[Tag], limit: usize) -> Vec<Tag> {
-    let mut out: Vec<Tag> = Vec::with_capacity(tags.len().min(limit));
-    for tag in tags {
-        if out.len() == limit {
-            break;
-        }
-        if !out.contains(tag) {
-            out.push(tag.clone());
-        }
-    }
-    out
-}
-
 /// An entity checked and encoded for its row, its tags limited to the graph's constraints.
 pub(super) fn encode(entity: GraphEntity, constraints: TagConstraints) -> Result<EncodedEntity> {
     entity.validate()?;
-    let tags = limit_tags(&entity.tags, constraints.max_tags_per_entity);
+    let tags = constraints.limit(&entity.tags);
     let time =
         |field: &str, at: Option<DateTime<Utc>>| at.map(|at| encode_time(field, at)).transpose();
     Ok(EncodedEntity {
