@@ -42,7 +42,55 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     access_statistics(graph, &child(base, "access")).await;
     attributes(graph, &child(base, "attributes")).await;
     paging::pages(graph, &child(base, "pages")).await;
+    depth_bound(graph, &child(base, "chain")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
+}
+
+/// On a chain longer than [`MAX_TRAVERSAL_DEPTH`](crate::MAX_TRAVERSAL_DEPTH), a walk of
+/// any depth stops at the bound, a path past it is not found, and one at it is.
+async fn depth_bound(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let bound = crate::MAX_TRAVERSAL_DEPTH;
+    let id = |n: usize| format!("c{n:03}");
+    for n in 0..bound + 8 {
+        must(
+            graph.add_entity(entity(ns, &id(n), &format!("Link {n}"), "link", &[])),
+            "add_entity",
+        )
+        .await;
+        if n > 0 {
+            must(
+                graph.add_relation(relation(ns, &id(n - 1), &id(n), "next", 1.0)),
+                "add_relation",
+            )
+            .await;
+        }
+    }
+    let reached = must(graph.get_related(ns, &id(0), bound * 4), "get_related").await;
+    assert_eq!(
+        reached.len(),
+        bound,
+        "get_related clamps its depth to MAX_TRAVERSAL_DEPTH"
+    );
+    assert_eq!(
+        reached.iter().map(|scored| scored.hops).max(),
+        Some(bound),
+        "the farthest entity reached is MAX_TRAVERSAL_DEPTH hops away"
+    );
+    let at_bound = must(graph.shortest_path(ns, &id(0), &id(bound)), "shortest_path").await;
+    assert_eq!(
+        at_bound.map(|path| path.len()),
+        Some(bound),
+        "a path of MAX_TRAVERSAL_DEPTH hops is found"
+    );
+    assert_eq!(
+        must(
+            graph.shortest_path(ns, &id(0), &id(bound + 1)),
+            "shortest_path"
+        )
+        .await,
+        None,
+        "a path longer than MAX_TRAVERSAL_DEPTH is not"
+    );
 }
 
 /// An entity's attributes are stored and read back exactly, by every read (get, list,
