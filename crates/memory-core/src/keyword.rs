@@ -69,6 +69,7 @@ pub trait EmbeddingProvider: Send + Sync + Debug + 'static {
     fn dimension(&self) -> usize;
 }
 
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl<T: EmbeddingProvider + ?Sized> EmbeddingProvider for Arc<T> {
     async fn embed(&self, text: &str) -> Result<Vec<f32>> {
@@ -85,6 +86,7 @@ impl<T: EmbeddingProvider + ?Sized> EmbeddingProvider for Arc<T> {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl<T: EmbeddingProvider + ?Sized> EmbeddingProvider for Box<T> {
     async fn embed(&self, text: &str) -> Result<Vec<f32>> {

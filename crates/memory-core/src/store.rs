@@ -342,6 +342,9 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
 
 macro_rules! forward_memory_store {
     ($wrapper:ident) => {
+        // Every method forwarded, the defaulted ones too: a wrapper that fell back to a
+        // default would hide the wrapped store\'s own implementation.
+        #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: MemoryStore + ?Sized> MemoryStore for $wrapper<T> {
             async fn save(&self, item: MemoryItem) -> Result<()> {
