@@ -182,11 +182,16 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(deleted)
     }
 
-    /// Saves many items; backends make this one transaction where they can.
+    /// Saves many items; backends make this one transaction where they can. Every item is
+    /// validated before any is written, so an invalid one stores none of them.
     ///
     /// # Errors
-    /// The first failing item's error; with the default body earlier items stay saved.
+    /// [`MemoryError::InvalidInput`] for the first invalid item (nothing written); backend
+    /// errors (with the default body, the items saved before the failure stay saved).
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
+        for item in &items {
+            item.validate()?;
+        }
         for item in items {
             self.save(item).await?;
         }

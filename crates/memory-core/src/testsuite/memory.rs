@@ -170,18 +170,36 @@ async fn validation(store: &dyn MemoryStore, ns: &Namespace) {
     let mut root = good.clone();
     root.namespace = Namespace::root();
     bad_cases.push(("namespace", root));
-    for (field, bad) in bad_cases {
-        match store.save(bad).await {
-            Err(MemoryError::InvalidInput { field: named, .. }) => {
-                assert_eq!(named, field, "the error names the field")
-            }
-            other => panic!("conformance: invalid {field} must be InvalidInput, got {other:?}"),
+    let refused = |field: &str, outcome: crate::Result<()>, how: &str| match outcome {
+        Err(MemoryError::InvalidInput { field: named, .. }) => {
+            assert_eq!(named, field, "{how}: the error names the field")
         }
+        other => {
+            panic!("conformance: {how} of an invalid {field} must be InvalidInput, got {other:?}")
+        }
+    };
+    let fresh = item(ns, "v2", "valid and new", 1);
+    for (field, bad) in bad_cases {
+        refused(field, store.save(bad.clone()).await, "save");
+        if bad.namespace == good.namespace && !bad.id.is_empty() {
+            refused(field, store.update(bad.clone()).await, "update");
+        }
+        // One invalid item among valid ones stores none of them.
+        refused(
+            field,
+            store.save_many(vec![fresh.clone(), bad]).await,
+            "save_many",
+        );
     }
     assert_eq!(
         must(store.get(ns, "v1"), "get").await,
         Some(good),
         "rejected writes change nothing"
+    );
+    assert_eq!(
+        must(store.get(ns, "v2"), "get").await,
+        None,
+        "a refused save_many stores none of its items"
     );
     assert_eq!(must(store.count(&ns.exact()), "count").await, 1);
 }
