@@ -2,7 +2,8 @@
 //! forget, record recalls and maintain on shared namespaces. Without eviction, the final
 //! state matches the acknowledged operations exactly, recall counts included; with a
 //! capacity that evicts during the run, every namespace stays within it and every memory
-//! left holds its last acknowledged text. The run finishes in bounded time.
+//! left holds its last acknowledged text. Updates write copies that have not seen the
+//! recalls counted meanwhile, and the accesses still add up. The run finishes in bounded time.
 
 use std::collections::HashSet;
 
@@ -213,6 +214,10 @@ async fn mixed_operations(memory: Arc<Memory>, capacity: Option<usize>) {
             let stats = memory.store().recall_stats(&ns, id).await.unwrap();
             let count = stats.map_or(0, |stats| stats.recall_count);
             assert_eq!(count, *recalls, "{ns}/{id}: direct and feedback recalls");
+            // Each recall is an access too; the updates and re-remembers written over the
+            // memory meanwhile (copies that had not seen them) undo none.
+            let accesses = stored.as_ref().map_or(0, |item| item.access_count);
+            assert_eq!(accesses, *recalls, "{ns}/{id}: accesses");
             counted += 1;
         }
     }
