@@ -83,8 +83,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::validate::validate_id;
 use crate::{
-    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError,
-    MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallStats, Result, Scope,
+    EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, KnowledgePage, KnowledgeStore,
+    ListPosition, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallStats,
+    RelationPosition, Result, Scope,
 };
 
 /// The `format` of the header line.
@@ -278,13 +279,25 @@ pub struct ImportReport {
     pub ignored: RecordCounts,
 }
 
+/// How many memories, entities or relations an export reads at a time.
+const EXPORT_PAGE: usize = 512;
+
 /// Writes every record of `scope` held by the given stores to `writer` as
 /// `agent-memory-jsonl` (see the [module docs](self)). A store that is `None` contributes
-/// nothing. The records are read into memory before the first line is written. Returns the
-/// counts written (also in the header).
+/// nothing. Returns the counts written (also in the header).
+///
+/// Memories, entities and relations are read a page at a time (each page after the last
+/// record of the one before) and written, as they are read, to a temporary file in
+/// [`std::env::temp_dir`]; the header, whose counts come first, is written to `writer`
+/// once they are known, then the records are copied after it. The memory an export takes
+/// so does not grow with the store (pages are read whole: a scope's pages are few). The
+/// temporary file is removed when the export ends, whether it succeeded or not. A store
+/// written meanwhile is exported as each page stood when it was read; the header's counts
+/// always match the records written.
 ///
 /// # Errors
-/// The stores' errors; [`MemoryError::Storage`] when writing fails.
+/// The stores' errors; [`MemoryError::Storage`] when the temporary file or `writer`
+/// fails.
 pub async fn export_jsonl(
     scope: &Scope,
     memories: Option<&dyn MemoryStore>,
@@ -292,67 +305,162 @@ pub async fn export_jsonl(
     graph: Option<&dyn KnowledgeGraph>,
     writer: &mut (dyn Write + Send),
 ) -> Result<RecordCounts> {
-    let mut records = Vec::new();
+    let mut spool = Spool::create()?;
     if let Some(store) = memories {
-        for item in store.list(&MemoryFilter::new(scope.clone())).await? {
-            let stats = store.recall_stats(&item.namespace, &item.id).await?;
-            let namespace = item.namespace.clone();
-            let id = item.id.clone();
-            records.push(Record::Memory(item));
-            if let Some(stats) = stats.filter(|stats| *stats != RecallStats::default()) {
-                records.push(Record::RecallStats(RecallStatsRecord::new(
-                    namespace, id, stats,
-                )));
+        let mut after: Option<ListPosition> = None;
+        loop {
+            let mut filter = MemoryFilter::new(scope.clone()).with_limit(EXPORT_PAGE);
+            if let Some(position) = after.take() {
+                filter = filter.after(position);
+            }
+            let page = store.list(&filter).await?;
+            let last_page = page.len() < EXPORT_PAGE;
+            after = page.last().map(ListPosition::of);
+            for item in page {
+                let stats = store.recall_stats(&item.namespace, &item.id).await?;
+                let (namespace, id) = (item.namespace.clone(), item.id.clone());
+                spool.put(&Record::Memory(item))?;
+                if let Some(stats) = stats.filter(|stats| *stats != RecallStats::default()) {
+                    spool.put(&Record::RecallStats(RecallStatsRecord::new(
+                        namespace, id, stats,
+                    )))?;
+                }
+            }
+            if last_page {
+                break;
             }
         }
     }
     if let Some(store) = knowledge {
-        records.extend(store.list_pages(scope).await?.into_iter().map(Record::Page));
+        for page in store.list_pages(scope).await? {
+            spool.put(&Record::Page(page))?;
+        }
     }
     if let Some(graph) = graph {
-        records.extend(
-            graph
-                .list_entities(scope)
-                .await?
-                .into_iter()
-                .map(Record::Entity),
-        );
-        records.extend(
-            graph
-                .list_relations(scope)
-                .await?
-                .into_iter()
-                .map(Record::Relation),
-        );
+        let mut after: Option<EntityPosition> = None;
+        loop {
+            let page = graph
+                .list_entities_after(scope, after.as_ref(), EXPORT_PAGE)
+                .await?;
+            let last_page = page.len() < EXPORT_PAGE;
+            after = page.last().map(EntityPosition::of);
+            for entity in page {
+                spool.put(&Record::Entity(entity))?;
+            }
+            if last_page {
+                break;
+            }
+        }
+        let mut after: Option<RelationPosition> = None;
+        loop {
+            let page = graph
+                .list_relations_after(scope, after.as_ref(), EXPORT_PAGE)
+                .await?;
+            let last_page = page.len() < EXPORT_PAGE;
+            after = page.last().map(RelationPosition::of);
+            for relation in page {
+                spool.put(&Record::Relation(relation))?;
+            }
+            if last_page {
+                break;
+            }
+        }
     }
-    let mut counts = RecordCounts::default();
-    records.iter().for_each(|record| counts.add(record));
     let header = Header {
         format: FORMAT.to_owned(),
         version: VERSION,
         scope: scope.clone(),
         exported_at: Utc::now(),
-        counts: Some(counts),
+        counts: Some(spool.counts),
     };
-    write_jsonl(&header, &records, writer)?;
-    Ok(counts)
-}
-
-fn write_jsonl(header: &Header, records: &[Record], writer: &mut (dyn Write + Send)) -> Result<()> {
-    let mut line = serde_json::to_vec(header)?;
+    let mut line = serde_json::to_vec(&header)?;
     line.push(b'\n');
     write_line(writer, &line, 1)?;
-    for (index, record) in records.iter().enumerate() {
-        line.clear();
-        serde_json::to_writer(&mut line, record).map_err(|error| {
-            MemoryError::serialization(format!("export line {}: encoding", index + 2), error)
-        })?;
-        line.push(b'\n');
-        write_line(writer, &line, index + 2)?;
-    }
+    spool.copy_to(writer)?;
     writer
         .flush()
-        .map_err(|error| MemoryError::storage("export: flushing the output", error))
+        .map_err(|error| MemoryError::storage("export: flushing the output", error))?;
+    Ok(spool.counts)
+}
+
+/// The records of an export as they are read, in a temporary file removed on drop.
+struct Spool {
+    path: std::path::PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    counts: RecordCounts,
+    line: Vec<u8>,
+}
+
+impl Spool {
+    fn create() -> Result<Self> {
+        let path =
+            std::env::temp_dir().join(format!("agent-memory-export-{}.jsonl", crate::new_id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|error| {
+                MemoryError::storage(
+                    format!("export: creating the temporary file {}", path.display()),
+                    error,
+                )
+            })?;
+        Ok(Self {
+            path,
+            file: Some(std::io::BufWriter::new(file)),
+            counts: RecordCounts::default(),
+            line: Vec::new(),
+        })
+    }
+
+    /// Appends the record's line and counts it.
+    fn put(&mut self, record: &Record) -> Result<()> {
+        // The line's number in the export: the header is line 1.
+        let number = self.counts.total() + 2;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record).map_err(|error| {
+            MemoryError::serialization(format!("export line {number}: encoding"), error)
+        })?;
+        self.line.push(b'\n');
+        let Some(file) = self.file.as_mut() else {
+            return Err(MemoryError::storage("export: the temporary file", "closed"));
+        };
+        file.write_all(&self.line).map_err(|error| {
+            MemoryError::storage(
+                format!("export line {number}: writing the temporary file"),
+                error,
+            )
+        })?;
+        self.counts.add(record);
+        Ok(())
+    }
+
+    /// Copies every line put so far to `writer`.
+    fn copy_to(&mut self, writer: &mut (dyn Write + Send)) -> Result<()> {
+        use std::io::Seek;
+        let failed = |error: std::io::Error| {
+            MemoryError::storage("export: reading the temporary file back", error)
+        };
+        let Some(file) = self.file.take() else {
+            return Ok(());
+        };
+        let mut file = file
+            .into_inner()
+            .map_err(|error| failed(error.into_error()))?;
+        file.rewind().map_err(failed)?;
+        std::io::copy(&mut file, writer)
+            .map_err(|error| MemoryError::storage("export: writing the records", error))?;
+        Ok(())
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        // Closed first: some systems keep an open file from being removed.
+        drop(self.file.take());
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn write_line(writer: &mut (dyn Write + Send), line: &[u8], number: usize) -> Result<()> {

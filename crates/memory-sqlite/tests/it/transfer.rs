@@ -578,3 +578,114 @@ async fn statistics_without_their_memory_are_counted_as_ignored() {
         None
     );
 }
+
+/// A store larger than an export reads at a time (512 memories, entities or relations) is
+/// exported whole, every record once, from SQLite and from memory: the pages, many of
+/// whose memories share a creation time, join up. Read back into fresh stores, it equals
+/// the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_larger_than_its_pages_loses_nothing() {
+    let file = TempDb::new("large-export");
+    let sqlite = SqliteBackend::open(file.path()).unwrap();
+    let (memories, pages, graph) = (
+        InMemoryStore::new(),
+        InMemoryKnowledgeStore::new(),
+        PetGraph::new(),
+    );
+    let stores: [(&dyn MemoryStore, &dyn KnowledgeGraph); 2] =
+        [(sqlite.memory_store(), sqlite.graph()), (&memories, &graph)];
+    for (store, graph) in stores {
+        let mut items = Vec::new();
+        for n in 0..1300 {
+            let space = ["big/a", "big/b", "big/a/c"][n % 3];
+            items.push(
+                MemoryItem::new(ns(space), format!("note {n} about the garden"))
+                    .unwrap()
+                    .with_id(format!("m{n:04}"))
+                    .unwrap()
+                    // Runs of 25 memories at one time: pages end inside a run.
+                    .with_created_at(at((n / 25) as i64, 0)),
+            );
+        }
+        store.save_many(items).await.unwrap();
+        for n in (0..1300).step_by(31) {
+            let space = ["big/a", "big/b", "big/a/c"][n % 3];
+            store
+                .record_recall(&ns(space), &format!("m{n:04}"), 0.5, at(100, 0))
+                .await
+                .unwrap();
+        }
+        for n in 0..700 {
+            let space = ["big/a", "big/b"][n % 2];
+            graph
+                .add_entity(
+                    GraphEntity::new(ns(space), format!("e{n:04}"), format!("Plant {n}"), "plant")
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+        }
+        for n in 2..700 {
+            let space = ["big/a", "big/b"][n % 2];
+            graph
+                .add_relation(
+                    GraphRelation::new(
+                        ns(space),
+                        format!("e{n:04}"),
+                        format!("e{:04}", n - 2),
+                        "near",
+                        0.5,
+                    )
+                    .unwrap(),
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let scope = ns("big").subtree();
+    for (source, store, graph) in [
+        (
+            "sqlite",
+            sqlite.memory_store() as &dyn MemoryStore,
+            sqlite.graph() as &dyn KnowledgeGraph,
+        ),
+        ("memory", &memories, &graph),
+    ] {
+        let knowledge: &dyn KnowledgeStore = if source == "sqlite" {
+            sqlite.knowledge_store()
+        } else {
+            &pages
+        };
+        let bytes = export(&scope, store, knowledge, graph).await;
+        let dump = read_jsonl(&mut bytes.as_slice()).unwrap();
+        let counts = dump.header.counts.unwrap();
+        assert_eq!(
+            (
+                counts.memories,
+                counts.recall_stats,
+                counts.entities,
+                counts.relations
+            ),
+            (1300, 42, 700, 698),
+            "{source}"
+        );
+        let (memories2, pages2, graph2) = (
+            InMemoryStore::new(),
+            InMemoryKnowledgeStore::new(),
+            PetGraph::new(),
+        );
+        import_jsonl(
+            &mut bytes.as_slice(),
+            Some(&memories2),
+            Some(&pages2),
+            Some(&graph2),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            snapshot(&scope, &memories2, &pages2, &graph2).await,
+            snapshot(&scope, store, knowledge, graph).await,
+            "{source}"
+        );
+    }
+}
