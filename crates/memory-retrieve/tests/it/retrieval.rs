@@ -1144,3 +1144,91 @@ async fn a_question_s_placeholder_words_are_not_searched() {
     .await;
     assert_eq!(ids(&found), ["smell"]);
 }
+
+mod properties {
+    //! What every recall keeps, whatever the memories and the query.
+
+    use std::collections::HashSet;
+
+    use memory_core::{Namespace, RetrievalSource};
+    use memory_retrieve::{Memory, RecallOptions, Remember};
+    use proptest::prelude::*;
+
+    const WORDS: [&str; 12] = [
+        "garden",
+        "tomato",
+        "Lisbon",
+        "piano",
+        "lesson",
+        "sister",
+        "bought",
+        "yesterday",
+        "green",
+        "tea",
+        "the",
+        "2023",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        /// Memories of a few words in three namespaces (one nested), and a query of a few
+        /// words or none: a recall over a scope returns only memories of that scope that
+        /// are stored, each once, at most the results asked for, best first, each score
+        /// finite and in [0, 1].
+        #[test]
+        fn every_recall_stays_in_scope_sorted_and_bounded(
+            memories in proptest::collection::vec(
+                (0usize..3, proptest::collection::vec(0usize..WORDS.len(), 1..6)),
+                1..40,
+            ),
+            query in proptest::collection::vec(0usize..WORDS.len(), 0..4),
+            scope_at in 0usize..3,
+            exact in any::<bool>(),
+            max_results in 1usize..12,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            runtime.block_on(async {
+                let spaces = ["home", "home/kitchen", "work"]
+                    .map(|name| Namespace::parse(name).unwrap());
+                let memory = Memory::in_memory();
+                for (at, words) in &memories {
+                    let text: Vec<&str> = words.iter().map(|w| WORDS[*w]).collect();
+                    memory
+                        .remember_with(Remember::new(spaces[*at].clone(), text.join(" ")))
+                        .await
+                        .unwrap();
+                }
+                let scope = if exact {
+                    spaces[scope_at].exact()
+                } else {
+                    spaces[scope_at].subtree()
+                };
+                let query: Vec<&str> = query.iter().map(|w| WORDS[*w]).collect();
+                let options = RecallOptions::default().max_results(max_results);
+                let result = memory
+                    .recall_with(&scope, &query.join(" "), &options)
+                    .await
+                    .unwrap();
+                assert!(result.items.len() <= max_results, "{}", result.items.len());
+                let mut seen = HashSet::new();
+                for pair in result.items.windows(2) {
+                    assert!(pair[0].score >= pair[1].score, "best first");
+                }
+                for item in &result.items {
+                    assert!(
+                        item.score.is_finite() && (0.0..=1.0).contains(&item.score),
+                        "score {}",
+                        item.score
+                    );
+                    let RetrievalSource::Memory(found) = &item.record else {
+                        panic!("only memories were stored: {:?}", item.record);
+                    };
+                    assert!(scope.contains(&found.namespace), "{} outside {scope:?}", found.namespace);
+                    assert!(seen.insert((found.namespace.clone(), found.id.clone())), "each once");
+                    let stored = memory.store().get(&found.namespace, &found.id).await.unwrap();
+                    assert_eq!(stored.map(|item| item.content), Some(found.content.clone()));
+                }
+            });
+        }
+    }
+}
