@@ -347,6 +347,14 @@ mod tests {
         let mut bad = page.clone();
         bad.summary = "x".repeat(MAX_SUMMARY_BYTES + 1);
         assert!(bad.validate().unwrap_err().to_string().contains("summary"));
+        // The title's bound, at it and past it.
+        let mut long = page.clone();
+        long.title = "é".repeat(MAX_TITLE_BYTES / 2);
+        long.validate().unwrap();
+        long.title.push('x');
+        assert!(
+            matches!(long.validate(), Err(crate::MemoryError::InvalidInput { field, .. }) if field == "title")
+        );
         // Access statistics: written only when set, read back, defaults when absent.
         let json = serde_json::to_string(&page).unwrap();
         assert!(!json.contains("access_count") && !json.contains("last_accessed"));

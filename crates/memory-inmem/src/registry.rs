@@ -82,3 +82,26 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lock poisoned by a panic while it was held still reads and writes.
+    #[test]
+    fn a_poisoned_lock_is_recovered() {
+        let lock = Arc::new(RwLock::new(vec![1]));
+        let held = Arc::clone(&lock);
+        let panicked = std::thread::spawn(move || {
+            let mut guard = held.write().expect("not poisoned yet");
+            guard.push(2);
+            panic!("a panic while the lock is held");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(lock.is_poisoned());
+        assert_eq!(*read(&lock), [1, 2]);
+        write(&lock).push(3);
+        assert_eq!(*read(&lock), [1, 2, 3]);
+    }
+}
