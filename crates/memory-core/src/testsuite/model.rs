@@ -57,6 +57,28 @@ pub enum MemoryOp {
         /// Namespace index.
         space: usize,
     },
+    /// Save memories `id`, `id + 1` and `id + 2` (of the eight) in one `save_many`, each
+    /// holding word `word`.
+    SaveMany {
+        /// Namespace index.
+        space: usize,
+        /// Index of the first id.
+        id: usize,
+        /// Word index.
+        word: usize,
+    },
+    /// Delete memories `id`, `id + 1` and `id + 2` in one `delete_many`.
+    DeleteMany {
+        /// Namespace index.
+        space: usize,
+        /// Index of the first id.
+        id: usize,
+    },
+    /// Delete a namespace and every namespace under it (subtree scope).
+    ClearSubtree {
+        /// Namespace index.
+        space: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -93,9 +115,9 @@ fn item(ns: &Namespace, id: usize, word: usize, tick: i64) -> MemoryItem {
 /// Applies `ops` to `store` under `base` and to a model, checking each acknowledged result
 /// and, after each operation, the memory it touched (`get` and its recall count). Every
 /// eighth operation and at the end it checks that every read agrees with the model: `get`
-/// of every id in every namespace, `list` (exact and subtree), `count`, `search` for every
-/// word (index consistency, delete completeness, isolation), and recall counts. `base` must
-/// be empty when called.
+/// of every id in every namespace, `list` (exact and subtree), `list_namespaces`, `count`,
+/// `search` for every word (index consistency, delete completeness, isolation), and recall
+/// and access counts. `base` must be empty when called.
 pub async fn check_memory_operations(store: &dyn MemoryStore, base: &Namespace, ops: &[MemoryOp]) {
     let spaces = spaces(base);
     let mut model: BTreeMap<(usize, usize), Model> = BTreeMap::new();
@@ -194,6 +216,52 @@ async fn apply(
                 );
                 None
             }
+            MemoryOp::SaveMany { space, id, word } => {
+                let (space, id, word) = (space % spaces.len(), id % 8, word % MODEL_WORDS.len());
+                let ids: Vec<usize> = (0..3).map(|k| (id + k) % 8).collect();
+                let items = ids
+                    .iter()
+                    .map(|id| item(&spaces[space], *id, word, tick))
+                    .collect();
+                if let Err(error) = store.save_many(items).await {
+                    panic!("model: save_many failed: {error}");
+                }
+                for id in ids {
+                    model.entry((space, id)).or_default().word = word;
+                }
+                Some((space, id))
+            }
+            MemoryOp::DeleteMany { space, id } => {
+                let (space, id) = (space % spaces.len(), id % 8);
+                let ids: Vec<usize> = (0..3).map(|k| (id + k) % 8).collect();
+                let names: Vec<String> = ids.iter().map(|id| format!("m{id}")).collect();
+                let deleted = match store.delete_many(&spaces[space], &names).await {
+                    Ok(deleted) => deleted,
+                    Err(error) => panic!("model: delete_many failed: {error}"),
+                };
+                let existed = ids
+                    .iter()
+                    .filter(|id| model.remove(&(space, **id)).is_some())
+                    .count();
+                assert_eq!(deleted, existed, "model: delete_many counts what existed");
+                Some((space, id))
+            }
+            MemoryOp::ClearSubtree { space } => {
+                let space = space % spaces.len();
+                let scope = spaces[space].subtree();
+                let removed = match store.clear(&scope).await {
+                    Ok(removed) => removed,
+                    Err(error) => panic!("model: clear failed: {error}"),
+                };
+                let before = model.len();
+                model.retain(|(s, _), _| !scope.contains(&spaces[*s]));
+                assert_eq!(
+                    removed,
+                    before - model.len(),
+                    "model: clear of a subtree reports what it deleted"
+                );
+                None
+            }
         }
     }
 }
@@ -228,6 +296,12 @@ async fn check_one(
                 stats, expected.recalls,
                 "model: recall count of {name} in {space}"
             );
+            // Each recall is an access, and writes over the memory (whose copies hold
+            // none) keep them.
+            assert_eq!(
+                item.access_count, expected.recalls,
+                "model: accesses of {name} in {space}"
+            );
         }
         (got, expected) => panic!(
             "model: get of {name} in {space} is {:?}, the model has {expected:?}",
@@ -248,6 +322,21 @@ async fn check_all(
             check_one(store, spaces, model, s, id).await;
         }
     }
+    let held = match store.list_namespaces(&base.subtree()).await {
+        Ok(held) => held,
+        Err(error) => panic!("model: list_namespaces failed: {error}"),
+    };
+    let mut want: Vec<Namespace> = spaces
+        .iter()
+        .enumerate()
+        .filter(|(s, _)| model.keys().any(|(m, _)| m == s))
+        .map(|(_, space)| space.clone())
+        .collect();
+    want.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(
+        held, want,
+        "model: list_namespaces holds the namespaces with memories"
+    );
     for (s, space) in spaces.iter().enumerate() {
         // The subtree list holds this namespace's memories and those of every namespace
         // under it.

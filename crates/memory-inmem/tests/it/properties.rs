@@ -1,4 +1,5 @@
-//! Property tests: after any sequence of saves, updates, deletes, recalls and clears across
+//! Property tests: after any sequence of saves, updates, deletes, recalls and clears (one
+//! at a time and in batches, of a namespace or a subtree) across
 //! namespaces, every read channel of the store agrees with a simple model
 //! (`memory_core::testsuite::check_memory_operations`).
 
@@ -16,6 +17,9 @@ fn op() -> impl Strategy<Value = MemoryOp> {
         3 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::Delete { space, id }),
         2 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::Recall { space, id }),
         1 => (0..3usize).prop_map(|space| MemoryOp::Clear { space }),
+        2 => (0..3usize, 0..8usize, 0..6usize).prop_map(|(space, id, word)| MemoryOp::SaveMany { space, id, word }),
+        1 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::DeleteMany { space, id }),
+        1 => (0..3usize).prop_map(|space| MemoryOp::ClearSubtree { space }),
     ]
 }
 

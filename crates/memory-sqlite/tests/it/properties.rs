@@ -14,6 +14,9 @@ fn op() -> impl Strategy<Value = MemoryOp> {
         3 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::Delete { space, id }),
         2 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::Recall { space, id }),
         1 => (0..3usize).prop_map(|space| MemoryOp::Clear { space }),
+        2 => (0..3usize, 0..8usize, 0..6usize).prop_map(|(space, id, word)| MemoryOp::SaveMany { space, id, word }),
+        1 => (0..3usize, 0..8usize).prop_map(|(space, id)| MemoryOp::DeleteMany { space, id }),
+        1 => (0..3usize).prop_map(|space| MemoryOp::ClearSubtree { space }),
     ]
 }
 
