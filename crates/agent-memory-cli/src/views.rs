@@ -372,10 +372,22 @@ pub(crate) struct PageView {
     pub(crate) tags: Vec<String>,
     /// Ids of pages it refers to.
     pub(crate) references: Vec<String>,
+    /// Ids of the pages that refer to it, sorted (what links here).
+    pub(crate) referrers: Vec<String>,
     /// When it was created (RFC 3339).
     pub(crate) created_at: String,
     /// When it last changed (RFC 3339).
     pub(crate) updated_at: String,
+}
+
+impl PageView {
+    /// The page with the ids of the pages that refer to it.
+    pub(crate) fn with_referrers(page: &KnowledgePage, referrers: Vec<String>) -> Self {
+        Self {
+            referrers,
+            ..Self::from(page)
+        }
+    }
 }
 
 impl From<&KnowledgePage> for PageView {
@@ -388,6 +400,7 @@ impl From<&KnowledgePage> for PageView {
             content: page.content.clone(),
             tags: page.tags.iter().map(ToString::to_string).collect(),
             references: page.references.clone(),
+            referrers: Vec::new(),
             created_at: page.created_at.to_rfc3339(),
             updated_at: page.updated_at.to_rfc3339(),
         }

@@ -192,6 +192,24 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
             .map_or(0, |entry| entry.referenced_by))
     }
 
+    /// The ids of the pages of `namespace` whose references name page `id` (a page naming
+    /// itself excepted), sorted: what links to the page, whether or not it exists yet (a
+    /// page that is cited before it is written).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        let mut ids: Vec<String> = self
+            .list_pages(&namespace.exact())
+            .await?
+            .into_iter()
+            .filter(|page| page.id != id && page.references.iter().any(|r| r == id))
+            .map(|page| page.id)
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
     /// Records that recalls returned these pages: each event adds one to its page's
     /// `access_count` and moves `last_accessed` to the event's time when later (see
     /// [`AccessEvent::tally`]). Events naming a page that does not exist are ignored. Backends
@@ -262,6 +280,9 @@ macro_rules! forward_knowledge_store {
             }
             async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
                 (**self).reference_count(namespace, id).await
+            }
+            async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+                (**self).referrers(namespace, id).await
             }
             async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {
                 (**self).list_pages(scope).await

@@ -405,6 +405,19 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
             .collect())
     }
 
+    async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        let Some(shard) = self.registry.get(namespace) else {
+            return Ok(Vec::new());
+        };
+        let mut ids: Vec<String> = read(&shard)
+            .referrers
+            .get(id)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default();
+        ids.sort();
+        Ok(ids)
+    }
+
     async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
         Ok(self
             .registry

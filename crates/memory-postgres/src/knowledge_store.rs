@@ -553,6 +553,32 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         namespaces(&self.db, &sql, "listing page namespaces").await
     }
 
+    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`.
+    async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        if !storable(id) {
+            return Ok(Vec::new());
+        }
+        let mut sql = self
+            .db
+            .sql("SELECT r.source_id FROM {s}.page_refs r WHERE r.ns = ");
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND r.target_id = ")
+            .bind(id.to_owned(), "text")
+            .push(" AND r.source_id <> r.target_id ORDER BY r.source_id");
+        let rows = self
+            .db
+            .query(&sql, || {
+                format!("listing the pages that refer to page {id} in {namespace}")
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                row.try_get::<_, String>(0)
+                    .map_err(|error| corrupt("a page reference", error))
+            })
+            .collect()
+    }
+
     async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
         if !storable(id) {
             return Ok(0);

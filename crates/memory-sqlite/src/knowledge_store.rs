@@ -349,6 +349,26 @@ impl KnowledgeStore for SqliteKnowledgeStore {
             .await
     }
 
+    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`.
+    async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        self.db
+            .query(move |connection| {
+                connection
+                    .prepare_cached(
+                        "SELECT source_id FROM page_refs WHERE ns = ?1 AND target_id = ?2 \
+                         AND source_id <> ?2 ORDER BY source_id",
+                    )
+                    .and_then(|mut statement| {
+                        statement
+                            .query_map(params![ns, id], |row| row.get::<_, String>(0))?
+                            .collect::<rusqlite::Result<Vec<String>>>()
+                    })
+                    .context(|| format!("listing the pages that refer to page {id} in {ns}"))
+            })
+            .await
+    }
+
     async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db

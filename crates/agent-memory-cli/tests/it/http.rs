@@ -141,6 +141,30 @@ fn api_scenario(server: &Server, backend: &str) {
         server.call("GET", "/v1/pages", Some(&key), None).1["items"][0]["id"],
         "runbook"
     );
+    // What links here: a page citing the runbook is listed on it.
+    let (status, citing) = server.call(
+        "PUT",
+        "/v1/pages/release",
+        Some(&key),
+        Some(json!({"title": "Release checklist", "references": ["runbook"]})),
+    );
+    assert_eq!(status, 200, "{citing}");
+    let (status, runbook) = server.call("GET", "/v1/pages/runbook", Some(&key), None);
+    assert_eq!(status, 200, "{runbook}");
+    assert_eq!(runbook["referrers"], json!(["release"]), "{runbook}");
+    assert_eq!(citing["referrers"], json!([]), "{citing}");
+    assert_eq!(
+        server
+            .call("DELETE", "/v1/pages/release", Some(&key), None)
+            .0,
+        200
+    );
+    let (_, runbook) = server.call("GET", "/v1/pages/runbook", Some(&key), None);
+    assert_eq!(
+        runbook["referrers"],
+        json!([]),
+        "a deleted page links nowhere: {runbook}"
+    );
     for (id, name, attributes) in [
         ("alice", "Alice", json!({"team": "billing", "since": 2021})),
         ("billing", "Billing", json!({})),

@@ -359,6 +359,22 @@ async fn references(store: &dyn KnowledgeStore, ns: &Namespace) {
         2,
         "self references do not count"
     );
+    assert_eq!(
+        must(store.referrers(ns, "hub"), "referrers").await,
+        ["a", "b"],
+        "referrers lists the citing pages, sorted, the page itself excepted"
+    );
+    assert_eq!(
+        must(store.referrers(ns, "future"), "referrers").await,
+        ["a"],
+        "a page not written yet has its referrers"
+    );
+    assert!(
+        must(store.referrers(&child(ns, "elsewhere"), "hub"), "referrers")
+            .await
+            .is_empty(),
+        "referrers stay in their namespace"
+    );
     must(
         store.add_page(page(ns, "future", "Future", "", &[], &[])),
         "add_page",
@@ -378,6 +394,11 @@ async fn references(store: &dyn KnowledgeStore, ns: &Namespace) {
         must(store.reference_count(ns, "hub"), "reference_count").await,
         1,
         "updates drop old references"
+    );
+    assert_eq!(
+        must(store.referrers(ns, "hub"), "referrers").await,
+        ["b"],
+        "an update drops the referrer"
     );
     assert!(must(store.delete_page(ns, "b"), "delete_page").await);
     assert_eq!(

@@ -104,3 +104,83 @@ async fn memory_store_tells_term_positions() {
     // "run") 3.
     assert_eq!(told, vec![Some(vec![(0, 0), (2, 0), (3, 1)]), None]);
 }
+
+/// A knowledge store that implements only what the trait requires, so its defaults
+/// (`put_page`, `referrers`, `reference_count`, `list_pages`) answer, over the in-memory
+/// store's required methods.
+#[derive(Debug, Default)]
+struct RequiredOnly(InMemoryKnowledgeStore);
+
+#[async_trait::async_trait]
+impl KnowledgeStore for RequiredOnly {
+    async fn add_page(&self, page: memory_core::KnowledgePage) -> memory_core::Result<()> {
+        self.0.add_page(page).await
+    }
+    async fn get_page(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+    ) -> memory_core::Result<Option<memory_core::KnowledgePage>> {
+        self.0.get_page(namespace, id).await
+    }
+    async fn update_page(&self, page: memory_core::KnowledgePage) -> memory_core::Result<()> {
+        self.0.update_page(page).await
+    }
+    async fn delete_page(&self, namespace: &Namespace, id: &str) -> memory_core::Result<bool> {
+        self.0.delete_page(namespace, id).await
+    }
+    async fn search(
+        &self,
+        query: &memory_core::PageQuery,
+    ) -> memory_core::Result<Vec<memory_core::PageHit>> {
+        self.0.search(query).await
+    }
+    async fn get_index(
+        &self,
+        scope: &memory_core::Scope,
+    ) -> memory_core::Result<Vec<memory_core::PageIndexEntry>> {
+        self.0.get_index(scope).await
+    }
+    async fn clear(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
+        self.0.clear(scope).await
+    }
+    async fn list_namespaces(
+        &self,
+        scope: &memory_core::Scope,
+    ) -> memory_core::Result<Vec<Namespace>> {
+        self.0.list_namespaces(scope).await
+    }
+}
+
+/// The trait's defaults agree with the in-memory store's own answers.
+#[tokio::test]
+async fn knowledge_store_defaults_agree_with_the_store() {
+    use memory_core::KnowledgePage;
+    let ns = base("defaults");
+    let store = RequiredOnly::default();
+    let page = |id: &str, refs: &[&str]| {
+        KnowledgePage::new(ns.clone(), id, format!("Page {id}"))
+            .and_then(|page| page.with_references(refs.iter().copied()))
+            .unwrap()
+    };
+    for (id, refs) in [
+        ("hub", &["hub"][..]),
+        ("b", &["hub", "later"][..]),
+        ("a", &["hub"][..]),
+    ] {
+        store.put_page(page(id, refs)).await.unwrap();
+    }
+    let mut again = page("a", &["later"]);
+    again.access_count = 2;
+    store.put_page(again.clone()).await.unwrap();
+    assert_eq!(store.get_page(&ns, "a").await.unwrap(), Some(again));
+    for id in ["hub", "later", "a", "none"] {
+        assert_eq!(
+            store.referrers(&ns, id).await.unwrap(),
+            store.0.referrers(&ns, id).await.unwrap(),
+            "{id}"
+        );
+    }
+    assert_eq!(store.referrers(&ns, "hub").await.unwrap(), ["b"]);
+    assert_eq!(store.referrers(&ns, "later").await.unwrap(), ["a", "b"]);
+}

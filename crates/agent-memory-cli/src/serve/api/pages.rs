@@ -97,12 +97,15 @@ pub(crate) async fn put_page(
         other => other?,
     }
     match knowledge.get_page(&namespace, &id).await? {
-        Some(page) => Ok(Json(PageView::from(&page))),
+        Some(page) => {
+            let referrers = knowledge.referrers(&namespace, &id).await?;
+            Ok(Json(PageView::with_referrers(&page, referrers)))
+        }
         None => Err(not_found("page", &id, &namespace)),
     }
 }
 
-/// One page.
+/// One page, with the ids of the pages that refer to it.
 #[utoipa::path(get, path = "/v1/pages/{id}", tag = "pages",
     params(("id" = String, Path, description = "The page's id"), NamespaceQuery),
     responses((status = 200, body = PageView), (status = "4XX", body = ErrorBody)),
@@ -114,8 +117,12 @@ pub(crate) async fn get_page(
     ApiQuery(query): ApiQuery<NamespaceQuery>,
 ) -> Result<Json<PageView>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    match state.memory.knowledge().get_page(&namespace, &id).await? {
-        Some(page) => Ok(Json(PageView::from(&page))),
+    let knowledge = state.memory.knowledge();
+    match knowledge.get_page(&namespace, &id).await? {
+        Some(page) => {
+            let referrers = knowledge.referrers(&namespace, &id).await?;
+            Ok(Json(PageView::with_referrers(&page, referrers)))
+        }
         None => Err(not_found("page", &id, &namespace)),
     }
 }
