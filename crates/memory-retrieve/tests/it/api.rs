@@ -571,75 +571,13 @@ async fn a_cheap_store_records_recalls_in_line() {
     );
 }
 
-/// A store whose first batch write of recall statistics fails; the rest go through.
-#[derive(Debug, Default)]
-struct FailsOnce {
-    inner: memory_inmem::InMemoryStore,
-    writes: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl memory_core::MemoryStore for FailsOnce {
-    async fn save(&self, item: memory_core::MemoryItem) -> memory_core::Result<()> {
-        self.inner.save(item).await
-    }
-    async fn get(
-        &self,
-        namespace: &Namespace,
-        id: &str,
-    ) -> memory_core::Result<Option<memory_core::MemoryItem>> {
-        self.inner.get(namespace, id).await
-    }
-    async fn delete(&self, namespace: &Namespace, id: &str) -> memory_core::Result<bool> {
-        self.inner.delete(namespace, id).await
-    }
-    async fn list(
-        &self,
-        filter: &MemoryFilter,
-    ) -> memory_core::Result<Vec<memory_core::MemoryItem>> {
-        self.inner.list(filter).await
-    }
-    async fn search(
-        &self,
-        query: &memory_core::SearchQuery,
-    ) -> memory_core::Result<Vec<memory_core::SearchHit>> {
-        self.inner.search(query).await
-    }
-    async fn clear(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
-        self.inner.clear(scope).await
-    }
-    async fn list_namespaces(
-        &self,
-        scope: &memory_core::Scope,
-    ) -> memory_core::Result<Vec<Namespace>> {
-        self.inner.list_namespaces(scope).await
-    }
-    async fn record_recalls(&self, events: &[memory_core::RecallEvent]) -> memory_core::Result<()> {
-        if self
-            .writes
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            == 0
-        {
-            return Err(MemoryError::Timeout("the store is down".into()));
-        }
-        self.inner.record_recalls(events).await
-    }
-    async fn recall_stats(
-        &self,
-        namespace: &Namespace,
-        id: &str,
-    ) -> memory_core::Result<Option<memory_core::RecallStats>> {
-        self.inner.recall_stats(namespace, id).await
-    }
-}
-
 /// A batch of recall statistics written in the background that fails is reported by the
 /// next flush, though its task finished, and was let go, before a later batch started.
 #[tokio::test]
 async fn a_failed_background_write_is_reported_by_flush() {
     use memory_core::{MemoryItem, MemoryStore, RecallEvent};
     use memory_retrieve::RecallRecorder;
-    let store = Arc::new(FailsOnce::default());
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
     assert!(!store.records_recalls_inline(), "written by a task");
     let namespace = Namespace::parse("feedback").unwrap();
     let item = MemoryItem::new(namespace.clone(), "green tea").unwrap();

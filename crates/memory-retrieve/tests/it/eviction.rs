@@ -10,6 +10,8 @@ use memory_core::{
 use memory_inmem::InMemoryStore;
 use memory_retrieve::{Memory, Remember, decay, evict, eviction_order};
 
+use crate::instrumented::Instrumented;
+
 fn t0() -> DateTime<Utc> {
     "2024-01-01T00:00:00Z".parse().unwrap()
 }
@@ -641,82 +643,6 @@ async fn decay_spares_conversation_messages() {
     assert_eq!(conversation.get_history().await.unwrap().len(), 5);
 }
 
-/// A store that counts the listings without a limit and the reads of recall statistics
-/// one memory at a time, forwarding everything to the in-memory store (whose
-/// `least_valuable` a recall-based pass uses).
-#[derive(Debug, Default)]
-struct Reads {
-    inner: InMemoryStore,
-    whole_listings: std::sync::atomic::AtomicUsize,
-    stats_reads: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl MemoryStore for Reads {
-    async fn save(&self, item: MemoryItem) -> memory_core::Result<()> {
-        self.inner.save(item).await
-    }
-    async fn get(&self, ns: &Namespace, id: &str) -> memory_core::Result<Option<MemoryItem>> {
-        self.inner.get(ns, id).await
-    }
-    async fn get_many(
-        &self,
-        ns: &Namespace,
-        ids: &[String],
-    ) -> memory_core::Result<Vec<MemoryItem>> {
-        self.inner.get_many(ns, ids).await
-    }
-    async fn delete(&self, ns: &Namespace, id: &str) -> memory_core::Result<bool> {
-        self.inner.delete(ns, id).await
-    }
-    async fn delete_many(&self, ns: &Namespace, ids: &[String]) -> memory_core::Result<usize> {
-        self.inner.delete_many(ns, ids).await
-    }
-    async fn list(&self, filter: &MemoryFilter) -> memory_core::Result<Vec<MemoryItem>> {
-        if filter.limit.is_none() {
-            self.whole_listings
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        self.inner.list(filter).await
-    }
-    async fn search(
-        &self,
-        query: &memory_core::SearchQuery,
-    ) -> memory_core::Result<Vec<memory_core::SearchHit>> {
-        self.inner.search(query).await
-    }
-    async fn clear(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
-        self.inner.clear(scope).await
-    }
-    async fn list_namespaces(
-        &self,
-        scope: &memory_core::Scope,
-    ) -> memory_core::Result<Vec<Namespace>> {
-        self.inner.list_namespaces(scope).await
-    }
-    async fn count(&self, scope: &memory_core::Scope) -> memory_core::Result<usize> {
-        self.inner.count(scope).await
-    }
-    async fn recall_stats(
-        &self,
-        ns: &Namespace,
-        id: &str,
-    ) -> memory_core::Result<Option<memory_core::RecallStats>> {
-        self.stats_reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inner.recall_stats(ns, id).await
-    }
-    async fn least_valuable(
-        &self,
-        ns: &Namespace,
-        count: usize,
-        config: &RecallBasedConfig,
-        now: DateTime<Utc>,
-    ) -> memory_core::Result<Option<Vec<String>>> {
-        self.inner.least_valuable(ns, count, config, now).await
-    }
-}
-
 /// Memories pinned among the oldest or the least valuable are skipped without reading the
 /// whole namespace (or each memory's statistics): a capacity pass reads pages from the
 /// oldest, a recall-based pass asks the store's ranking for more. The victims are those of
@@ -725,7 +651,7 @@ impl MemoryStore for Reads {
 async fn pinned_victims_are_skipped_without_reading_everything() {
     let ns = Namespace::parse("tenant").unwrap();
     let now = t0() + Duration::days(30);
-    let seed = |store: Arc<Reads>| {
+    let seed = |store: Arc<Instrumented>| {
         let ns = ns.clone();
         async move {
             for i in 0..200 {
@@ -758,7 +684,7 @@ async fn pinned_victims_are_skipped_without_reading_everything() {
             .collect()
     };
     // By age: the 50 oldest unpinned go.
-    let store = Arc::new(Reads::default());
+    let store = Arc::new(Instrumented::default());
     seed(Arc::clone(&store)).await;
     let before = ids(&store.inner, &ns).await;
     let policy = EvictionPolicy::Capacity { max_items: 150 };
@@ -775,13 +701,12 @@ async fn pinned_victims_are_skipped_without_reading_everything() {
             .collect::<Vec<_>>()
     );
     assert_eq!(
-        store
-            .whole_listings
-            .load(std::sync::atomic::Ordering::Relaxed),
-        0
+        store.whole_listings(),
+        0,
+        "no listing read the whole namespace"
     );
     // By recall value: the 50 least valuable unpinned go, as the full ranking says.
-    let store = Arc::new(Reads::default());
+    let store = Arc::new(Instrumented::default());
     seed(Arc::clone(&store)).await;
     let config = RecallBasedConfig {
         max_items: 150,
@@ -811,13 +736,9 @@ async fn pinned_victims_are_skipped_without_reading_everything() {
     assert!(expected.iter().all(|id| !left.contains(id)), "{left:?}");
     assert_eq!(left.len(), 150);
     assert_eq!(
-        store
-            .whole_listings
-            .load(std::sync::atomic::Ordering::Relaxed),
-        0
+        store.whole_listings(),
+        0,
+        "no listing read the whole namespace"
     );
-    assert_eq!(
-        store.stats_reads.load(std::sync::atomic::Ordering::Relaxed),
-        0
-    );
+    assert_eq!(store.stats_reads(), 0);
 }

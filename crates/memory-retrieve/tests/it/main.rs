@@ -7,6 +7,7 @@ mod dialogue;
 mod embedding;
 mod enrich;
 mod eviction;
+mod instrumented;
 mod maintenance_crash;
 #[cfg(feature = "embeddings")]
 mod reembed;

@@ -335,59 +335,11 @@ async fn a_failing_embedder_writes_nothing() {
     assert_eq!(stored.embedding, None);
 }
 
-/// A store that records the limit of every listing and how many memories it returned.
-#[derive(Debug)]
-struct Listings {
-    inner: InMemoryStore,
-    lists: Mutex<Vec<(Option<usize>, usize)>>,
-}
-
-#[async_trait]
-impl MemoryStore for Listings {
-    async fn save(&self, item: memory_core::MemoryItem) -> Result<()> {
-        self.inner.save(item).await
-    }
-    async fn get(
-        &self,
-        namespace: &Namespace,
-        id: &str,
-    ) -> Result<Option<memory_core::MemoryItem>> {
-        self.inner.get(namespace, id).await
-    }
-    async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
-        self.inner.delete(namespace, id).await
-    }
-    async fn list(
-        &self,
-        filter: &memory_core::MemoryFilter,
-    ) -> Result<Vec<memory_core::MemoryItem>> {
-        let items = self.inner.list(filter).await?;
-        let mut lists = self.lists.lock().expect("not poisoned");
-        lists.push((filter.limit, items.len()));
-        Ok(items)
-    }
-    async fn search(
-        &self,
-        query: &memory_core::SearchQuery,
-    ) -> Result<Vec<memory_core::SearchHit>> {
-        self.inner.search(query).await
-    }
-    async fn clear(&self, scope: &memory_core::Scope) -> Result<usize> {
-        self.inner.clear(scope).await
-    }
-    async fn list_namespaces(&self, scope: &memory_core::Scope) -> Result<Vec<Namespace>> {
-        self.inner.list_namespaces(scope).await
-    }
-}
-
 /// However many memories a namespace holds, a pass lists them a page at a time, and every
 /// one is embedded once, many of them sharing a creation time.
 #[tokio::test]
 async fn a_large_namespace_is_listed_a_page_at_a_time() {
-    let store = Arc::new(Listings {
-        inner: InMemoryStore::new(),
-        lists: Mutex::new(Vec::new()),
-    });
+    let store = Arc::new(crate::instrumented::Instrumented::default());
     let at = chrono::Utc::now();
     let items: Vec<memory_core::MemoryItem> = (0..600)
         .map(|n| {
@@ -417,7 +369,7 @@ async fn a_large_namespace_is_listed_a_page_at_a_time() {
         }
     );
     assert_eq!(topics.texts.load(Ordering::Relaxed), 600, "each text once");
-    let lists = store.lists.lock().expect("not poisoned").clone();
+    let lists = store.listings();
     assert!(
         lists
             .iter()

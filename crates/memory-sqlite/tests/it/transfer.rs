@@ -188,6 +188,19 @@ async fn export(
     out
 }
 
+/// What an export holds of `scope`, imported into fresh in-memory stores.
+async fn read_into_memory(bytes: &[u8], scope: &Scope) -> Snapshot {
+    let (memories, pages, graph) = (
+        InMemoryStore::new(),
+        InMemoryKnowledgeStore::new(),
+        PetGraph::new(),
+    );
+    import_jsonl(&mut &bytes[..], Some(&memories), Some(&pages), Some(&graph))
+        .await
+        .unwrap();
+    snapshot(scope, &memories, &pages, &graph).await
+}
+
 async fn import(bytes: &[u8], backend: &SqliteBackend) -> memory_core::Result<()> {
     import_jsonl(
         &mut &bytes[..],
@@ -319,23 +332,7 @@ async fn in_memory_to_sqlite_and_back_loses_nothing() {
         sqlite.graph(),
     )
     .await;
-    let (memories2, pages2, graph2) = (
-        InMemoryStore::new(),
-        InMemoryKnowledgeStore::new(),
-        PetGraph::new(),
-    );
-    import_jsonl(
-        &mut back.as_slice(),
-        Some(&memories2),
-        Some(&pages2),
-        Some(&graph2),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        snapshot(&scope, &memories2, &pages2, &graph2).await,
-        expected
-    );
+    assert_eq!(read_into_memory(&back, &scope).await, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -669,21 +666,8 @@ async fn an_export_larger_than_its_pages_loses_nothing() {
             (1300, 42, 700, 698),
             "{source}"
         );
-        let (memories2, pages2, graph2) = (
-            InMemoryStore::new(),
-            InMemoryKnowledgeStore::new(),
-            PetGraph::new(),
-        );
-        import_jsonl(
-            &mut bytes.as_slice(),
-            Some(&memories2),
-            Some(&pages2),
-            Some(&graph2),
-        )
-        .await
-        .unwrap();
         assert_eq!(
-            snapshot(&scope, &memories2, &pages2, &graph2).await,
+            read_into_memory(&bytes, &scope).await,
             snapshot(&scope, store, knowledge, graph).await,
             "{source}"
         );

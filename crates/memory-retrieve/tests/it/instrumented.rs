@@ -1,0 +1,119 @@
+//! An in-memory store that counts what is asked of it, and fails recall writes on demand:
+//! the tests that check how much a pass reads, or what becomes of a failed write, run on it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use memory_core::{
+    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
+    RecallStats, Result, Scope, SearchHit, SearchQuery,
+};
+use memory_inmem::InMemoryStore;
+
+/// The in-memory store, instrumented. Every method it answers is the in-memory store's,
+/// `least_valuable` included, except that the first `failing_recall_writes` calls of
+/// `record_recalls` fail.
+#[derive(Debug, Default)]
+pub(crate) struct Instrumented {
+    /// The store behind it (read it directly to look without being counted).
+    pub(crate) inner: InMemoryStore,
+    /// Each listing's limit and how many memories it returned.
+    pub(crate) lists: Mutex<Vec<(Option<usize>, usize)>>,
+    /// Reads of one memory's recall statistics.
+    pub(crate) stats_reads: AtomicUsize,
+    /// How many `record_recalls` calls fail before they go through.
+    pub(crate) failing_recall_writes: usize,
+    recall_writes: AtomicUsize,
+}
+
+impl Instrumented {
+    /// A store whose first `count` batch writes of recall statistics fail.
+    pub(crate) fn failing_recall_writes(count: usize) -> Self {
+        Self {
+            failing_recall_writes: count,
+            ..Self::default()
+        }
+    }
+
+    /// The listings made so far: each one's limit and how many memories it returned.
+    pub(crate) fn listings(&self) -> Vec<(Option<usize>, usize)> {
+        self.lists
+            .lock()
+            .map(|lists| lists.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many listings had no limit (read everything in their scope).
+    pub(crate) fn whole_listings(&self) -> usize {
+        self.listings()
+            .iter()
+            .filter(|(limit, _)| limit.is_none())
+            .count()
+    }
+
+    /// How many times one memory's recall statistics were read.
+    pub(crate) fn stats_reads(&self) -> usize {
+        self.stats_reads.load(Ordering::Relaxed)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Instrumented {
+    async fn save(&self, item: MemoryItem) -> Result<()> {
+        self.inner.save(item).await
+    }
+    async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
+        self.inner.get(namespace, id).await
+    }
+    async fn get_many(&self, namespace: &Namespace, ids: &[String]) -> Result<Vec<MemoryItem>> {
+        self.inner.get_many(namespace, ids).await
+    }
+    async fn delete(&self, namespace: &Namespace, id: &str) -> Result<bool> {
+        self.inner.delete(namespace, id).await
+    }
+    async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
+        self.inner.delete_many(namespace, ids).await
+    }
+    async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        let items = self.inner.list(filter).await?;
+        if let Ok(mut lists) = self.lists.lock() {
+            lists.push((filter.limit, items.len()));
+        }
+        Ok(items)
+    }
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.inner.search(query).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<usize> {
+        self.inner.clear(scope).await
+    }
+    async fn list_namespaces(&self, scope: &Scope) -> Result<Vec<Namespace>> {
+        self.inner.list_namespaces(scope).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<usize> {
+        self.inner.count(scope).await
+    }
+    async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
+        if self.recall_writes.fetch_add(1, Ordering::SeqCst) < self.failing_recall_writes {
+            return Err(MemoryError::Timeout("the store is down".into()));
+        }
+        self.inner.record_recalls(events).await
+    }
+    async fn recall_stats(&self, namespace: &Namespace, id: &str) -> Result<Option<RecallStats>> {
+        self.stats_reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.recall_stats(namespace, id).await
+    }
+    async fn least_valuable(
+        &self,
+        namespace: &Namespace,
+        count: usize,
+        config: &RecallBasedConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<String>>> {
+        self.inner
+            .least_valuable(namespace, count, config, now)
+            .await
+    }
+}
