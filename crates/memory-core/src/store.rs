@@ -267,6 +267,24 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         let _ = (namespace, id);
         Ok(None)
     }
+
+    /// The recall statistics of the items `ids` of `namespace`, in the order asked, as
+    /// [`recall_stats`](Self::recall_stats) gives each. The default asks for each in turn; a
+    /// backend reads them together (one statement on PostgreSQL, one connection on SQLite).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn recall_stats_many(
+        &self,
+        namespace: &Namespace,
+        ids: &[String],
+    ) -> Result<Vec<Option<RecallStats>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(self.recall_stats(namespace, id).await?);
+        }
+        Ok(out)
+    }
     /// The ids of the `count` items of `namespace` with the lowest recall value
     /// ([`RecallStats::value`] under `config` at `now`), least valuable first, ties broken by
     /// `(created_at, id)`: the victims of a recall-based eviction pass. A backend that can
@@ -429,6 +447,13 @@ macro_rules! forward_memory_store {
                 id: &str,
             ) -> Result<Option<RecallStats>> {
                 (**self).recall_stats(namespace, id).await
+            }
+            async fn recall_stats_many(
+                &self,
+                namespace: &Namespace,
+                ids: &[String],
+            ) -> Result<Vec<Option<RecallStats>>> {
+                (**self).recall_stats_many(namespace, ids).await
             }
             async fn least_valuable(
                 &self,

@@ -316,8 +316,8 @@ pub async fn export_jsonl(
             let page = store.list(&filter).await?;
             let last_page = page.len() < EXPORT_PAGE;
             after = page.last().map(ListPosition::of);
-            for item in page {
-                let stats = store.recall_stats(&item.namespace, &item.id).await?;
+            let stats = page_stats(store, &page).await?;
+            for (item, stats) in page.into_iter().zip(stats) {
                 let (namespace, id) = (item.namespace.clone(), item.id.clone());
                 spool.put(&Record::Memory(item))?;
                 if let Some(stats) = stats.filter(|stats| *stats != RecallStats::default()) {
@@ -381,6 +381,28 @@ pub async fn export_jsonl(
         .flush()
         .map_err(|error| MemoryError::storage("export: flushing the output", error))?;
     Ok(spool.counts)
+}
+
+/// The recall statistics of a page of memories, in its order: one
+/// [`recall_stats_many`](MemoryStore::recall_stats_many) per namespace the page holds.
+async fn page_stats(
+    store: &dyn MemoryStore,
+    page: &[MemoryItem],
+) -> Result<Vec<Option<RecallStats>>> {
+    let mut by_namespace: std::collections::BTreeMap<&Namespace, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    for (at, item) in page.iter().enumerate() {
+        by_namespace.entry(&item.namespace).or_default().push(at);
+    }
+    let mut out = vec![None; page.len()];
+    for (namespace, at) in by_namespace {
+        let ids: Vec<String> = at.iter().map(|at| page[*at].id.clone()).collect();
+        let stats = store.recall_stats_many(namespace, &ids).await?;
+        for (at, stats) in at.into_iter().zip(stats) {
+            out[at] = stats;
+        }
+    }
+    Ok(out)
 }
 
 /// The records of an export as they are read, in a temporary file removed on drop.

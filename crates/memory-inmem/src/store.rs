@@ -628,6 +628,22 @@ impl MemoryStore for InMemoryStore {
             .and_then(|shard| read(&shard).entry(id).map(|entry| entry.stats)))
     }
 
+    /// Under one read lock.
+    async fn recall_stats_many(
+        &self,
+        namespace: &Namespace,
+        ids: &[String],
+    ) -> Result<Vec<Option<RecallStats>>> {
+        let Some(shard) = self.registry.get(namespace) else {
+            return Ok(vec![None; ids.len()]);
+        };
+        let shard = read(&shard);
+        Ok(ids
+            .iter()
+            .map(|id| shard.entry(id).map(|entry| entry.stats))
+            .collect())
+    }
+
     /// One pass over the namespace's entries under its read lock, a bounded heap of `count`,
     /// no copies of the items: `O(n log count)`.
     async fn least_valuable(

@@ -476,6 +476,43 @@ impl MemoryStore for PostgresStore {
         }))
     }
 
+    /// One statement for all of them.
+    async fn recall_stats_many(
+        &self,
+        namespace: &Namespace,
+        ids: &[String],
+    ) -> Result<Vec<Option<RecallStats>>> {
+        let wanted: Vec<String> = ids.iter().filter(|id| storable(id)).cloned().collect();
+        if wanted.is_empty() {
+            return Ok(vec![None; ids.len()]);
+        }
+        let mut sql = self.db.sql(
+            "SELECT id, recall_count, recall_total, last_recall_at FROM {s}.memories WHERE ns = ",
+        );
+        sql.bind(namespace.as_str().to_owned(), "text")
+            .push(" AND id = ANY(")
+            .bind(wanted, "text[]")
+            .push(")");
+        let what = || format!("reading recall statistics in {namespace}");
+        let rows = self.db.query(&sql, what).await?;
+        let mut found: HashMap<String, RecallStats> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let field = |error| corrupt(what(), error);
+            let id: String = row.try_get(0).map_err(field)?;
+            let count: i64 = row.try_get(1).map_err(field)?;
+            let last: Option<i64> = row.try_get(3).map_err(field)?;
+            found.insert(
+                id,
+                RecallStats {
+                    recall_count: u64::try_from(count).unwrap_or(0),
+                    total_score: row.try_get(2).map_err(field)?,
+                    last_recall_at: last.map(decode_time),
+                },
+            );
+        }
+        Ok(ids.iter().map(|id| found.get(id).copied()).collect())
+    }
+
     /// One query over the rows' own recall statistics (see the type's documentation).
     async fn least_valuable(
         &self,

@@ -329,17 +329,16 @@ async fn least_valuable_of(
     excess: usize,
 ) -> Result<Vec<MemoryItem>> {
     let items = store.list(&MemoryFilter::new(namespace.exact())).await?;
-    let mut entries = Vec::with_capacity(items.len());
-    for (at, item) in items.iter().enumerate() {
-        if item.is_pinned() {
-            continue;
-        }
-        let stats = store
-            .recall_stats(namespace, &item.id)
-            .await?
-            .unwrap_or_default();
-        entries.push((stats.value(now, config), item.created_at, (&*item.id, at)));
-    }
+    let candidates: Vec<usize> = (0..items.len())
+        .filter(|at| !items[*at].is_pinned())
+        .collect();
+    let ids: Vec<String> = candidates.iter().map(|at| items[*at].id.clone()).collect();
+    let stats = store.recall_stats_many(namespace, &ids).await?;
+    let entries = candidates.into_iter().zip(stats).map(|(at, stats)| {
+        let item = &items[at];
+        let value = stats.unwrap_or_default().value(now, config);
+        (value, item.created_at, (&*item.id, at))
+    });
     let victims: Vec<usize> = memory_core::backend::least_valuable(entries, excess)
         .into_iter()
         .map(|(_, at)| at)

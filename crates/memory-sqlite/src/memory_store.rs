@@ -588,6 +588,41 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    /// One statement, prepared once, run for each id on one reader connection.
+    async fn recall_stats_many(
+        &self,
+        namespace: &Namespace,
+        ids: &[String],
+    ) -> Result<Vec<Option<RecallStats>>> {
+        let ns = namespace.as_str().to_owned();
+        let ids = ids.to_vec();
+        self.db
+            .query(move |connection| {
+                let mut statement = connection
+                    .prepare_cached(
+                        "SELECT recall_count, recall_total, last_recall_at FROM memories \
+                         WHERE ns = ?1 AND id = ?2",
+                    )
+                    .context(|| "reading recall statistics")?;
+                let mut out = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    let stats = statement
+                        .query_row(params![ns, id], |row| {
+                            Ok(RecallStats {
+                                recall_count: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                                total_score: row.get(1)?,
+                                last_recall_at: row.get::<_, Option<i64>>(2)?.map(decode_time),
+                            })
+                        })
+                        .optional()
+                        .context(|| format!("reading recall statistics of memory {id} in {ns}"))?;
+                    out.push(stats);
+                }
+                Ok(out)
+            })
+            .await
+    }
+
     /// One statement over the namespace's recall columns, ranked in a bounded heap
     /// (`eviction.rs`): `O(n log count)`, no item decoded.
     async fn least_valuable(

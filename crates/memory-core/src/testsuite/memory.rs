@@ -532,6 +532,29 @@ async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
         accesses(&busier),
         "a busier copy raises them"
     );
+    // Together, in the order asked, as one by one; a missing id has none.
+    let asked: Vec<String> = ["r1", "ghost", "r1"].map(String::from).to_vec();
+    let one = must(store.recall_stats(ns, "r1"), "recall_stats").await;
+    assert!(one.is_some(), "r1 was recalled");
+    assert_eq!(
+        must(store.recall_stats_many(ns, &asked), "recall_stats_many").await,
+        vec![one, None, one],
+        "recall_stats_many answers as recall_stats, in the order asked"
+    );
+    assert_eq!(
+        must(
+            store.recall_stats_many(&other, &asked[..1]),
+            "recall_stats_many"
+        )
+        .await,
+        vec![must(store.recall_stats(&other, "r1"), "recall_stats").await],
+        "recall_stats_many stays in its namespace"
+    );
+    assert!(
+        must(store.recall_stats_many(ns, &[]), "recall_stats_many")
+            .await
+            .is_empty()
+    );
     assert!(must(store.delete(&other, "r1"), "delete").await);
     assert!(must(store.delete(ns, "r1"), "delete").await);
     assert_eq!(
