@@ -291,13 +291,15 @@ const EXPORT_PAGE: usize = 512;
 /// [`std::env::temp_dir`]; the header, whose counts come first, is written to `writer`
 /// once they are known, then the records are copied after it. The memory an export takes
 /// so does not grow with the store (pages are read whole: a scope's pages are few). The
-/// temporary file is removed when the export ends, whether it succeeded or not. A store
+/// temporary file is removed when the export ends, whether it succeeded or not. Where no
+/// temporary file can be made (a read-only temporary directory), the records wait in
+/// memory instead. A store
 /// written meanwhile is exported as each page stood when it was read; the header's counts
 /// always match the records written.
 ///
 /// # Errors
-/// The stores' errors; [`MemoryError::Storage`] when the temporary file or `writer`
-/// fails.
+/// The stores' errors; [`MemoryError::Storage`] when writing the temporary file or
+/// `writer` fails.
 pub async fn export_jsonl(
     scope: &Scope,
     memories: Option<&dyn MemoryStore>,
@@ -305,7 +307,7 @@ pub async fn export_jsonl(
     graph: Option<&dyn KnowledgeGraph>,
     writer: &mut (dyn Write + Send),
 ) -> Result<RecordCounts> {
-    let mut spool = Spool::create()?;
+    let mut spool = Spool::create();
     if let Some(store) = memories {
         let mut after: Option<ListPosition> = None;
         loop {
@@ -405,35 +407,46 @@ async fn page_stats(
     Ok(out)
 }
 
-/// The records of an export as they are read, in a temporary file removed on drop.
+/// The records of an export as they are read: in a temporary file removed on drop, or in
+/// memory where no temporary file can be made (a read-only temporary directory).
 struct Spool {
-    path: std::path::PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
+    sink: Sink,
     counts: RecordCounts,
     line: Vec<u8>,
 }
 
+enum Sink {
+    /// The temporary file, and its path.
+    File(std::io::BufWriter<std::fs::File>, std::path::PathBuf),
+    /// The lines themselves.
+    Memory(Vec<u8>),
+    /// Copied out (or never made).
+    Done,
+}
+
 impl Spool {
-    fn create() -> Result<Self> {
-        let path =
-            std::env::temp_dir().join(format!("agent-memory-export-{}.jsonl", crate::new_id()));
-        let file = std::fs::OpenOptions::new()
+    /// A spool in the system's temporary directory.
+    fn create() -> Self {
+        Self::create_in(&std::env::temp_dir())
+    }
+
+    /// A spool in a new file of `dir`, or in memory when none can be made there.
+    fn create_in(dir: &std::path::Path) -> Self {
+        let path = dir.join(format!("agent-memory-export-{}.jsonl", crate::new_id()));
+        let sink = match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|error| {
-                MemoryError::storage(
-                    format!("export: creating the temporary file {}", path.display()),
-                    error,
-                )
-            })?;
-        Ok(Self {
-            path,
-            file: Some(std::io::BufWriter::new(file)),
+        {
+            Ok(file) => Sink::File(std::io::BufWriter::new(file), path),
+            Err(_) => Sink::Memory(Vec::new()),
+        };
+        Self {
+            sink,
             counts: RecordCounts::default(),
             line: Vec::new(),
-        })
+        }
     }
 
     /// Appends the record's line and counts it.
@@ -445,10 +458,15 @@ impl Spool {
             MemoryError::serialization(format!("export line {number}: encoding"), error)
         })?;
         self.line.push(b'\n');
-        let Some(file) = self.file.as_mut() else {
-            return Err(MemoryError::storage("export: the temporary file", "closed"));
+        let written = match &mut self.sink {
+            Sink::File(file, _) => file.write_all(&self.line),
+            Sink::Memory(lines) => {
+                lines.extend_from_slice(&self.line);
+                Ok(())
+            }
+            Sink::Done => Ok(()),
         };
-        file.write_all(&self.line).map_err(|error| {
+        written.map_err(|error| {
             MemoryError::storage(
                 format!("export line {number}: writing the temporary file"),
                 error,
@@ -464,24 +482,31 @@ impl Spool {
         let failed = |error: std::io::Error| {
             MemoryError::storage("export: reading the temporary file back", error)
         };
-        let Some(file) = self.file.take() else {
-            return Ok(());
+        let copied = match std::mem::replace(&mut self.sink, Sink::Done) {
+            Sink::File(file, path) => {
+                let mut file = file
+                    .into_inner()
+                    .map_err(|error| failed(error.into_error()))?;
+                file.rewind().map_err(failed)?;
+                let copied = std::io::copy(&mut file, writer).map(|_| ());
+                drop(file);
+                let _ = std::fs::remove_file(path);
+                copied
+            }
+            Sink::Memory(lines) => writer.write_all(&lines),
+            Sink::Done => Ok(()),
         };
-        let mut file = file
-            .into_inner()
-            .map_err(|error| failed(error.into_error()))?;
-        file.rewind().map_err(failed)?;
-        std::io::copy(&mut file, writer)
-            .map_err(|error| MemoryError::storage("export: writing the records", error))?;
-        Ok(())
+        copied.map_err(|error| MemoryError::storage("export: writing the records", error))
     }
 }
 
 impl Drop for Spool {
     fn drop(&mut self) {
-        // Closed first: some systems keep an open file from being removed.
-        drop(self.file.take());
-        let _ = std::fs::remove_file(&self.path);
+        if let Sink::File(file, path) = std::mem::replace(&mut self.sink, Sink::Done) {
+            // Closed first: some systems keep an open file from being removed.
+            drop(file);
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

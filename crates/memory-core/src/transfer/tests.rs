@@ -273,3 +273,36 @@ fn version_1_files_still_read() {
     );
     assert_eq!(entity.last_active(), None);
 }
+
+/// The spool of an export: in a file of the temporary directory, removed once copied out or
+/// dropped; in memory where no file can be made. Either way the lines come out as put.
+#[test]
+fn the_spool_keeps_its_lines_and_leaves_no_file() {
+    let dir = std::env::temp_dir().join(format!("agent-memory-spool-{}", crate::new_id()));
+    std::fs::create_dir(&dir).unwrap();
+    let files = |dir: &std::path::Path| std::fs::read_dir(dir).map_or(0, |entries| entries.count());
+    let (_, records) = sample();
+    for (place, spooled_in) in [(dir.clone(), 1), (dir.join("missing"), 0)] {
+        let mut spool = Spool::create_in(&place);
+        for record in &records {
+            spool.put(record).unwrap();
+        }
+        assert_eq!(files(&place), spooled_in, "{}", place.display());
+        let mut out = Vec::new();
+        spool.copy_to(&mut out).unwrap();
+        assert_eq!(files(&place), 0, "copied out, the file is gone");
+        let lines: Vec<Record> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines, records);
+        assert_eq!(spool.counts.total(), records.len());
+    }
+    let mut dropped = Spool::create_in(&dir);
+    dropped.put(&records[0]).unwrap();
+    assert_eq!(files(&dir), 1);
+    drop(dropped);
+    assert_eq!(files(&dir), 0, "an export that fails leaves no file");
+    std::fs::remove_dir(&dir).unwrap();
+}
