@@ -655,19 +655,25 @@ pub(super) async fn call(
         "list_entities" => {
             let args: ListArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let (offset, limit) = paging(args.limit, args.cursor.as_deref(), 50, MAX_PAGE)?;
-            let entities = memory.graph().list_entities(&namespace.subtree()).await?;
-            let total = entities.len();
-            let page: Vec<EntityView> = entities
-                .iter()
-                .skip(offset)
-                .take(limit)
-                .map(EntityView::from)
-                .collect();
-            let end = offset.saturating_add(page.len());
+            let (_, limit) = paging(args.limit, None, 50, MAX_PAGE)?;
+            // The cursor is the position of the page's last entity, as over HTTP: a page
+            // costs what it returns, and writes between pages move no entity off a page.
+            let after: Option<agent_memory::EntityPosition> =
+                crate::cursor::position(args.cursor.as_deref())?;
+            let mut entities = memory
+                .graph()
+                .list_entities_after(
+                    &namespace.subtree(),
+                    after.as_ref(),
+                    limit.saturating_add(1),
+                )
+                .await?;
+            let next_cursor =
+                crate::cursor::cut(&mut entities, limit, agent_memory::EntityPosition::of);
+            let page: Vec<EntityView> = entities.iter().map(EntityView::from).collect();
             let mut value = json!({ "entities": page });
-            if end < total {
-                value["next_cursor"] = Value::String(end.to_string());
+            if let Some(cursor) = next_cursor {
+                value["next_cursor"] = Value::String(cursor);
             }
             Ok(value)
         }

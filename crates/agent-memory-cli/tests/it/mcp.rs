@@ -266,6 +266,56 @@ fn stdio_scenario(client: &mut Stdio_) {
         .filter_map(|hit| hit["id"].as_str())
         .collect();
     assert!(ids.contains(&"answer"), "{found}");
+
+    // Entities a page at a time: every one once, in order, though one read already is
+    // deleted between pages; a cursor the server did not give is refused by name.
+    for id in ["p1", "p2", "p3", "p4"] {
+        let added = client.call(
+            "add_entity",
+            json!({"id": id, "name": id, "entity_type": "thing", "namespace": "acme/pages"}),
+        );
+        assert_eq!(added["result"]["isError"], false, "{added}");
+    }
+    let first = client.payload(
+        "list_entities",
+        json!({"namespace": "acme/pages", "limit": 2}),
+    );
+    let ids_of = |page: &Value| -> Vec<String> {
+        page["entities"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|entity| entity["id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(ids_of(&first), ["p1", "p2"], "{first}");
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    // An offset would now skip p3.
+    let deleted = client.call(
+        "delete_entity",
+        json!({"id": "p1", "namespace": "acme/pages"}),
+    );
+    assert_eq!(deleted["result"]["isError"], false, "{deleted}");
+    let rest = client.payload(
+        "list_entities",
+        json!({"namespace": "acme/pages", "limit": 2, "cursor": cursor}),
+    );
+    assert_eq!(ids_of(&rest), ["p3", "p4"], "{rest}");
+    assert!(rest.get("next_cursor").is_none(), "the last page: {rest}");
+    let bad = client.call(
+        "list_entities",
+        json!({"namespace": "acme/pages", "cursor": "2"}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(
+        bad["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("cursor")),
+        "{bad}"
+    );
 }
 
 #[test]
