@@ -20,6 +20,7 @@ use crate::runtime::{block_on, block_on_detached};
 
 mod arguments;
 mod graph;
+mod pages;
 
 use self::arguments::{
     conditions, location, metadata, over_default, records, tagged, tags, turn_of,
@@ -817,6 +818,88 @@ impl PyMemory {
     ) -> PyResult<Bound<'py, PyList>> {
         let namespace = record_namespace(py, namespace)?;
         graph::related(py, self.inner.graph(), namespace, id, depth)
+    }
+
+    /// Writes knowledge page `id` of `namespace`: creates it, or replaces the page with this
+    /// id (keeping its creation time and access statistics). A page has a `title`, a
+    /// `summary`, its `content`, `tags`, and `references` (the ids of the pages it cites,
+    /// written or not). Recall's knowledge channel finds it. Returns the page as `get_page`
+    /// does.
+    #[pyo3(signature = (
+        namespace,
+        id,
+        title,
+        *,
+        summary = "",
+        content = "",
+        tags = None,
+        references = None,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn put_page<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        id: &str,
+        title: &str,
+        summary: &str,
+        content: &str,
+        tags: Option<Vec<String>>,
+        references: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let namespace = record_namespace(py, namespace)?;
+        let page = agent_memory::KnowledgePage::new(namespace.clone(), id, title)
+            .and_then(|page| page.with_tags(tags.unwrap_or_default()))
+            .and_then(|page| page.with_references(references.unwrap_or_default()))
+            .map_err(|error| to_py_err(py, error))?
+            .with_summary(summary)
+            .with_content(content);
+        pages::put(py, self.inner.knowledge(), page)?;
+        pages::get(py, self.inner.knowledge(), namespace.clone(), id)?.ok_or_else(|| {
+            to_py_err(
+                py,
+                agent_memory::MemoryError::not_found("page", &namespace, id),
+            )
+        })
+    }
+
+    /// Knowledge page `id` of `namespace` as a dict (`id`, `namespace`, `title`,
+    /// `summary`, `content`, `tags`, `references`, `referrers`: the ids of the pages that
+    /// cite it, `created_at`, `updated_at`, `access_count` once recalled, ...), or None.
+    fn get_page<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        id: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let namespace = record_namespace(py, namespace)?;
+        pages::get(py, self.inner.knowledge(), namespace, id)
+    }
+
+    /// The page index of `namespace` (and under it, unless `exact`; `""` is every
+    /// namespace): a dict per page with `id`, `namespace`, `title`, `summary`, `tags`,
+    /// `updated_at` and `referenced_by` (how many pages cite it), by namespace, then
+    /// title: the wiki's table of contents.
+    #[pyo3(signature = (namespace = "", *, exact = false))]
+    fn pages<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &str,
+        exact: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let scope = scope(py, namespace, exact)?;
+        pages::index(py, self.inner.knowledge(), scope)
+    }
+
+    /// Removes knowledge page `id` (the pages citing it keep their references). Returns
+    /// whether it existed.
+    fn remove_page(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
+        let namespace = record_namespace(py, namespace)?;
+        let knowledge = Arc::clone(self.inner.knowledge());
+        block_on(
+            py,
+            async move { knowledge.delete_page(&namespace, id).await },
+        )
     }
 
     /// Pairs of current memories flagged as contradicting each other: dicts with

@@ -31,6 +31,10 @@ def test_every_method_awaits() -> None:
             other = await memory.remember("user-1", "The cello lesson moved to Mondays")
             await memory.supersede("user-1", done.id, other.id)
             await memory.retract("user-1", other.id, "no more lessons")
+            page = await memory.put_page("kb", "p", "A page", references=["q"])
+            assert page["id"] == "p" and (await memory.get_page("kb", "p"))["references"] == ["q"]
+            assert [entry["id"] for entry in await memory.pages("kb")] == ["p"]
+            assert await memory.remove_page("kb", "p")
             assert await memory.conflicts("user-1") == []
             assert (await memory.stats("user-1"))["total"] == 3
             assert "evicted" in await memory.maintain("user-1")

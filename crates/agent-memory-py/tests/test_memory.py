@@ -364,6 +364,34 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
     assert memory.list("chat") == []
 
 
+def test_knowledge_pages(memory: Memory) -> None:
+    runbook = memory.put_page("kb", "runbook", "Deploy runbook", summary="How we deploy", tags=["Ops"])
+    assert runbook["title"] == "Deploy runbook" and runbook["tags"] == ["ops"]
+    assert runbook["referrers"] == []
+    memory.put_page("kb", "release", "Release checklist", content="Follow the runbook.", references=["runbook", "later"])
+    # What links here, whether or not the page is written yet.
+    assert memory.get_page("kb", "runbook")["referrers"] == ["release"]
+    assert memory.get_page("kb", "later") is None
+    assert memory.get_page("kb", "release")["references"] == ["runbook", "later"]
+    index = memory.pages("kb")
+    # By title: the wiki's table of contents.
+    assert [(entry["id"], entry["referenced_by"]) for entry in index] == [("runbook", 1), ("release", 0)]
+    assert memory.pages("other") == []
+    # Writing it again replaces it and keeps when it was created.
+    again = memory.put_page("kb", "runbook", "Deploy runbook v2")
+    assert again["title"] == "Deploy runbook v2" and again["summary"] == ""
+    assert again["created_at"] == runbook["created_at"]
+    # Recall's knowledge channel finds it.
+    assert any(hit.source == "page" and hit.id == "release" for hit in memory.recall("kb", "release checklist"))
+    with pytest.raises(InvalidInputError) as refused:
+        memory.put_page("kb", "blank", " ")
+    assert refused.value.field == "title"
+    assert memory.get_page("kb", "blank") is None
+    assert memory.remove_page("kb", "release") is True
+    assert memory.remove_page("kb", "release") is False
+    assert memory.get_page("kb", "runbook")["referrers"] == []
+
+
 def test_the_knowledge_graph(memory: Memory) -> None:
     memory.add_entity("kb", "ana", "Ana Lima", "person", tags=["team"], attributes={"born": 1990, "city": "Lisbon"})
     memory.add_entity("kb", "acme", "Acme", "company", description="Makes anvils")

@@ -242,6 +242,22 @@ class AsyncMemory:
         """See :meth:`Memory.remove_entity`."""
         return await self._run(self.memory.remove_entity, namespace, id)
 
+    async def put_page(self, namespace: str, id: str, title: str, **options: Any) -> dict[str, Any]:
+        """See :meth:`Memory.put_page`."""
+        return await self._run(self.memory.put_page, namespace, id, title, **options)
+
+    async def get_page(self, namespace: str, id: str) -> dict[str, Any] | None:
+        """See :meth:`Memory.get_page`."""
+        return await self._run(self.memory.get_page, namespace, id)
+
+    async def pages(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
+        """See :meth:`Memory.pages`."""
+        return await self._run(self.memory.pages, namespace, exact=exact)
+
+    async def remove_page(self, namespace: str, id: str) -> bool:
+        """See :meth:`Memory.remove_page`."""
+        return await self._run(self.memory.remove_page, namespace, id)
+
     async def add_relation(
         self,
         namespace: str,

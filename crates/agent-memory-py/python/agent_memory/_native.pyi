@@ -391,6 +391,26 @@ class Memory:
         """The relations of entity ``id``, both ways, as dicts."""
     def related(self, namespace: str, id: str, depth: int = 2) -> builtins.list[dict[str, Any]]:
         """The entities within ``depth`` hops, nearest first: ``{"entity", "hops", "score", "path"}``."""
+    def put_page(
+        self,
+        namespace: str,
+        id: str,
+        title: str,
+        *,
+        summary: str = "",
+        content: str = "",
+        tags: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Writes knowledge page ``id`` (creates it, or replaces it keeping its creation time);
+        ``references`` are the ids of the pages it cites. Returns it as :meth:`get_page` does."""
+    def get_page(self, namespace: str, id: str) -> dict[str, Any] | None:
+        """Knowledge page ``id`` as a dict, with ``referrers`` (the pages citing it), or None."""
+    def pages(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
+        """The page index by namespace, then title: ``{"id", "namespace", "title", "summary",
+        "tags", "updated_at", "referenced_by"}`` per page."""
+    def remove_page(self, namespace: str, id: str) -> bool:
+        """Removes knowledge page ``id``; returns whether it existed."""
     def conflicts(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, str]]:
         """Pairs of current memories flagged as contradicting: ``{"namespace", "older", "newer"}``."""
     def stats(self, namespace: str = "", *, exact: bool = False) -> dict[str, Any]:
