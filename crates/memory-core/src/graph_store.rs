@@ -463,7 +463,7 @@ pub fn entity_matches_keyword(entity: &GraphEntity, keyword: &str) -> bool {
 macro_rules! forward_knowledge_graph {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a
-        // default would hide the wrapped store\'s own implementation.
+        // default would hide the wrapped store's own implementation.
         #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: KnowledgeGraph + ?Sized> KnowledgeGraph for $wrapper<T> {

@@ -243,7 +243,7 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
 macro_rules! forward_knowledge_store {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a
-        // default would hide the wrapped store\'s own implementation.
+        // default would hide the wrapped store's own implementation.
         #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: KnowledgeStore + ?Sized> KnowledgeStore for $wrapper<T> {

@@ -285,6 +285,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         }
         Ok(out)
     }
+
     /// The ids of the `count` items of `namespace` with the lowest recall value
     /// ([`RecallStats::value`] under `config` at `now`), least valuable first, ties broken by
     /// `(created_at, id)`: the victims of a recall-based eviction pass. A backend that can
@@ -366,7 +367,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
 macro_rules! forward_memory_store {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a
-        // default would hide the wrapped store\'s own implementation.
+        // default would hide the wrapped store's own implementation.
         #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: MemoryStore + ?Sized> MemoryStore for $wrapper<T> {
