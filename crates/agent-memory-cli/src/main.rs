@@ -18,6 +18,7 @@ mod exchange;
 mod failure;
 mod mcp;
 mod observations;
+mod pages;
 mod serve;
 mod views;
 

@@ -295,6 +295,53 @@ pub(super) fn tools() -> Vec<Tool> {
             }),
             false,
         ),
+        tool(
+            "write_page",
+            "Write a knowledge page: what is known about one topic, written on purpose (a runbook, a person's profile, a project's decisions), that recall finds beside memories. Creates the page, or replaces the page with this id. references are the ids of the pages it cites; read_page lists the pages that cite a page.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The page's id, e.g. deploy-runbook."},
+                    "title": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "The title."},
+                    "summary": {"type": "string", "maxLength": 16384, "description": "A short summary."},
+                    "content": {"type": "string", "description": "The body."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Tags."},
+                    "references": {"type": "array", "items": {"type": "string"}, "description": "Ids of the pages it cites, written or not."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id", "title"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "read_page",
+            "Read one knowledge page, with referrers: the ids of the pages that cite it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "description": "The page's id."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "list_pages",
+            "The knowledge pages' table of contents (id, title, summary, tags, how many pages cite each), by title, at most `limit` at a time; pass the returned next_cursor to get the next page.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 50},
+                    "cursor": {"type": "string", "description": "The next_cursor of the previous page."},
+                    "namespace": {"type": "string", "description": NAMESPACE}
+                },
+                "additionalProperties": false
+            }),
+            true,
+        ),
     ]
 }
 
@@ -377,6 +424,23 @@ struct ContextArgs {
 #[serde(deny_unknown_fields)]
 struct IdArgs {
     id: String,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageArgs {
+    id: String,
+    title: String,
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    references: Vec<String>,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -674,6 +738,43 @@ pub(super) async fn call(
             let mut value = json!({ "entities": page });
             if let Some(cursor) = next_cursor {
                 value["next_cursor"] = Value::String(cursor);
+            }
+            Ok(value)
+        }
+        "write_page" => {
+            let args: PageArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let page = agent_memory::KnowledgePage::new(namespace, &args.id, args.title)?
+                .with_summary(args.summary)
+                .with_content(args.content)
+                .with_tags(&args.tags)?
+                .with_references(&args.references)?;
+            to_value(&crate::pages::put_page(memory.knowledge().as_ref(), page).await?)
+        }
+        "read_page" => {
+            let args: IdArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            to_value(
+                &crate::pages::page_view(memory.knowledge().as_ref(), &namespace, &args.id).await?,
+            )
+        }
+        "list_pages" => {
+            let args: ListArgs = arguments(raw)?;
+            let namespace = caller.namespace(args.namespace.as_deref())?;
+            let (offset, limit) = paging(args.limit, args.cursor.as_deref(), 50, MAX_PAGE)?;
+            // The index is the wiki's table of contents, read whole (as over HTTP).
+            let index = memory.knowledge().get_index(&namespace.subtree()).await?;
+            let total = index.len();
+            let page: Vec<crate::views::PageIndexView> = index
+                .iter()
+                .skip(offset)
+                .take(limit)
+                .map(crate::views::PageIndexView::from)
+                .collect();
+            let end = offset.saturating_add(page.len());
+            let mut value = json!({ "pages": page });
+            if end < total {
+                value["next_cursor"] = Value::String(end.to_string());
             }
             Ok(value)
         }

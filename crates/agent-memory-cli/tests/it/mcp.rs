@@ -126,6 +126,9 @@ fn stdio_scenario(client: &mut Stdio_) {
         "add_entity",
         "add_relation",
         "conflicts",
+        "write_page",
+        "read_page",
+        "list_pages",
     ] {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
@@ -315,6 +318,54 @@ fn stdio_scenario(client: &mut Stdio_) {
             .as_str()
             .is_some_and(|t| t.contains("cursor")),
         "{bad}"
+    );
+
+    // Knowledge pages: written, read with what links to them, listed by title.
+    let runbook = client.payload(
+        "write_page",
+        json!({"id": "runbook", "title": "Deploy runbook", "summary": "How we deploy",
+               "namespace": "acme/wiki"}),
+    );
+    assert_eq!(runbook["title"], "Deploy runbook", "{runbook}");
+    let release = client.payload(
+        "write_page",
+        json!({"id": "release", "title": "Release checklist", "references": ["runbook"],
+               "namespace": "acme/wiki"}),
+    );
+    assert_eq!(release["references"], json!(["runbook"]), "{release}");
+    let read = client.payload(
+        "read_page",
+        json!({"id": "runbook", "namespace": "acme/wiki"}),
+    );
+    assert_eq!(read["referrers"], json!(["release"]), "{read}");
+    let index = client.payload("list_pages", json!({"namespace": "acme/wiki", "limit": 1}));
+    assert_eq!(index["pages"][0]["id"], "runbook", "by title: {index}");
+    assert_eq!(index["pages"][0]["referenced_by"], 1, "{index}");
+    let cursor = index["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let rest = client.payload(
+        "list_pages",
+        json!({"namespace": "acme/wiki", "limit": 1, "cursor": cursor}),
+    );
+    assert_eq!(rest["pages"][0]["id"], "release", "{rest}");
+    assert!(rest.get("next_cursor").is_none(), "{rest}");
+    let missing = client.call(
+        "read_page",
+        json!({"id": "nowhere", "namespace": "acme/wiki"}),
+    );
+    assert_eq!(missing["result"]["isError"], true, "{missing}");
+    let blank = client.call(
+        "write_page",
+        json!({"id": "blank", "title": " ", "namespace": "acme/wiki"}),
+    );
+    assert_eq!(blank["result"]["isError"], true, "{blank}");
+    assert!(
+        blank["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("title")),
+        "{blank}"
     );
 }
 

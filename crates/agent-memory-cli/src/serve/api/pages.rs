@@ -1,6 +1,6 @@
 //! Knowledge pages.
 
-use agent_memory::{KnowledgePage, MemoryError};
+use agent_memory::KnowledgePage;
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
@@ -91,18 +91,8 @@ pub(crate) async fn put_page(
         .with_content(body.content)
         .with_tags(&body.tags)?
         .with_references(&body.references)?;
-    let knowledge = state.memory.knowledge();
-    match knowledge.add_page(page.clone()).await {
-        Err(MemoryError::AlreadyExists { .. }) => knowledge.update_page(page).await?,
-        other => other?,
-    }
-    match knowledge.get_page(&namespace, &id).await? {
-        Some(page) => {
-            let referrers = knowledge.referrers(&namespace, &id).await?;
-            Ok(Json(PageView::with_referrers(&page, referrers)))
-        }
-        None => Err(not_found("page", &id, &namespace)),
-    }
+    let view = crate::pages::put_page(state.memory.knowledge().as_ref(), page).await?;
+    Ok(Json(view))
 }
 
 /// One page, with the ids of the pages that refer to it.
@@ -117,14 +107,8 @@ pub(crate) async fn get_page(
     ApiQuery(query): ApiQuery<NamespaceQuery>,
 ) -> Result<Json<PageView>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let knowledge = state.memory.knowledge();
-    match knowledge.get_page(&namespace, &id).await? {
-        Some(page) => {
-            let referrers = knowledge.referrers(&namespace, &id).await?;
-            Ok(Json(PageView::with_referrers(&page, referrers)))
-        }
-        None => Err(not_found("page", &id, &namespace)),
-    }
+    let view = crate::pages::page_view(state.memory.knowledge().as_ref(), &namespace, &id).await?;
+    Ok(Json(view))
 }
 
 /// Deletes a page.
