@@ -95,6 +95,9 @@ pub(crate) enum Command {
     /// The knowledge graph: add, show and remove entities, relate them, walk from one.
     #[command(subcommand)]
     Graph(GraphCommand),
+    /// Knowledge pages (the wiki): write, show, list and remove them.
+    #[command(subcommand)]
+    Page(PageCommand),
     /// The pairs of current memories flagged as contradicting each other, with both texts:
     /// settle each with `supersede` or `retract`.
     Conflicts,
@@ -285,6 +288,48 @@ pub(crate) struct SupersedeArgs {
     pub(crate) old: String,
     /// The id of the memory that replaces it.
     pub(crate) new: String,
+}
+
+/// `page`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PageCommand {
+    /// Write a page: create it, or replace the page with this id (keeping when it was
+    /// created).
+    Put(PageArgs),
+    /// Show one page, with the pages that cite it.
+    Show(PageId),
+    /// The pages' table of contents, by title.
+    List,
+    /// Remove a page (the pages citing it keep their references).
+    Remove(PageId),
+}
+
+/// `page put`.
+#[derive(Debug, Args)]
+pub(crate) struct PageArgs {
+    /// Its id, unique in the namespace (how other pages cite it).
+    pub(crate) id: String,
+    /// Its title.
+    pub(crate) title: String,
+    /// A short summary.
+    #[arg(long, default_value = "")]
+    pub(crate) summary: String,
+    /// The body.
+    #[arg(long, default_value = "")]
+    pub(crate) content: String,
+    /// A topic label (repeat for several).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// The id of a page it cites, written or not (repeat for several).
+    #[arg(long = "cites", value_name = "PAGE")]
+    pub(crate) references: Vec<String>,
+}
+
+/// `page show` and `page remove`.
+#[derive(Debug, Args)]
+pub(crate) struct PageId {
+    /// The page's id.
+    pub(crate) id: String,
 }
 
 /// `graph`.

@@ -114,6 +114,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         Command::Supersede(args) => supersede(&settings, args).await,
         Command::Consolidate(args) => consolidate(&settings, args).await,
         Command::Graph(command) => crate::entities::run(&settings, command).await,
+        Command::Page(command) => crate::pages::run(&settings, command).await,
         Command::Conflicts => conflicts(&settings).await,
         Command::Stats => stats(&settings).await,
         Command::Maintain => maintain(&settings).await,

@@ -1,9 +1,101 @@
-//! Knowledge pages as the HTTP API and the MCP tools write and read them.
+//! Knowledge pages as the HTTP API and the MCP tools write and read them, and `page`: the
+//! same from the command line.
+
+use std::fmt::Write as _;
 
 use agent_memory::{KnowledgePage, KnowledgeStore, MemoryError, Namespace};
+use serde_json::json;
 
+use crate::cli::{PageArgs, PageCommand, PageId};
+use crate::commands::{Outcome, Settings, to_json};
 use crate::failure::{ErrorKind, Failure};
-use crate::views::PageView;
+use crate::views::{PageIndexView, PageView};
+
+/// Runs one `page` subcommand in the settings' namespace.
+pub(crate) async fn run(settings: &Settings, command: PageCommand) -> Result<Outcome, Failure> {
+    match command {
+        PageCommand::Put(args) => put(settings, args).await,
+        PageCommand::Show(args) => show(settings, args).await,
+        PageCommand::List => list(settings).await,
+        PageCommand::Remove(args) => remove(settings, args).await,
+    }
+}
+
+async fn put(settings: &Settings, args: PageArgs) -> Result<Outcome, Failure> {
+    let page = KnowledgePage::new(settings.namespace.clone(), &args.id, args.title)?
+        .with_summary(args.summary)
+        .with_content(args.content)
+        .with_tags(&args.tags)?
+        .with_references(&args.references)?;
+    let memory = settings.open().await?;
+    let view = put_page(memory.knowledge().as_ref(), page).await?;
+    Ok(Outcome {
+        text: format!("page {} in {}", view.id, view.namespace),
+        json: to_json(&view)?,
+    })
+}
+
+async fn show(settings: &Settings, args: PageId) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    let view = page_view(memory.knowledge().as_ref(), &settings.namespace, &args.id).await?;
+    let mut text = format!("{} ({})", view.title, view.id);
+    for (label, value) in [
+        ("summary", view.summary.clone()),
+        ("tags", view.tags.join(", ")),
+        ("cites", view.references.join(", ")),
+        ("cited by", view.referrers.join(", ")),
+    ] {
+        if !value.is_empty() {
+            let _ = write!(text, "\n{label}: {value}");
+        }
+    }
+    if !view.content.is_empty() {
+        let _ = write!(text, "\n\n{}", view.content);
+    }
+    Ok(Outcome {
+        json: to_json(&view)?,
+        text,
+    })
+}
+
+async fn list(settings: &Settings) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    let index = memory
+        .knowledge()
+        .get_index(&settings.namespace.subtree())
+        .await?;
+    let pages: Vec<PageIndexView> = index.iter().map(PageIndexView::from).collect();
+    let mut text = String::new();
+    for page in &pages {
+        let _ = write!(text, "{}  {}", page.id, page.title);
+        if page.referenced_by > 0 {
+            let _ = write!(text, "  (cited by {})", page.referenced_by);
+        }
+        text.push('\n');
+    }
+    Ok(Outcome {
+        text: text.trim_end().to_owned(),
+        json: json!({ "pages": to_json(&pages)? }),
+    })
+}
+
+async fn remove(settings: &Settings, args: PageId) -> Result<Outcome, Failure> {
+    let memory = settings.open().await?;
+    if !memory
+        .knowledge()
+        .delete_page(&settings.namespace, &args.id)
+        .await?
+    {
+        return Err(Failure::new(
+            ErrorKind::NotFound,
+            format!("no page {:?} in namespace {}", args.id, settings.namespace),
+        ));
+    }
+    Ok(Outcome {
+        text: format!("removed page {}", args.id),
+        json: json!({ "removed": 1 }),
+    })
+}
 
 /// Adds `page`, or replaces the stored one with its id (its creation time and access
 /// statistics stay), then reads it back with the pages that cite it.

@@ -260,6 +260,75 @@ fn get_and_list_show_what_is_stored() {
     assert_eq!(refused["error"]["field"], "cursor", "{refused}");
 }
 
+/// `page`: pages written, shown with what cites them, listed by title, and removed; a blank
+/// title refused by name, a missing page not found.
+#[test]
+fn knowledge_pages_from_the_command_line() {
+    let dir = TempDir::new("pages");
+    let ok = |args: &[&str]| {
+        let mut all = vec!["-n", "kb"];
+        all.extend_from_slice(args);
+        let (code, value) = run_json(&dir, &all);
+        assert_eq!(code, 0, "{args:?}: {value}");
+        value
+    };
+    let runbook = ok(&[
+        "page",
+        "put",
+        "runbook",
+        "Deploy runbook",
+        "--summary",
+        "How we deploy",
+        "--tag",
+        "ops",
+    ]);
+    assert_eq!(runbook["tags"], serde_json::json!(["ops"]), "{runbook}");
+    ok(&[
+        "page",
+        "put",
+        "release",
+        "Release checklist",
+        "--content",
+        "Follow the runbook.",
+        "--cites",
+        "runbook",
+    ]);
+    let shown = ok(&["page", "show", "runbook"]);
+    assert_eq!(
+        shown["referrers"],
+        serde_json::json!(["release"]),
+        "{shown}"
+    );
+    let text = run(&dir, &["-n", "kb", "page", "show", "release"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Release checklist (release)")
+            && text.contains("cites: runbook")
+            && text.contains("Follow the runbook."),
+        "{text}"
+    );
+    let listed = ok(&["page", "list"]);
+    let ids: Vec<&str> = listed["pages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|page| page["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["runbook", "release"], "by title: {listed}");
+    let (code, refused) = run_json(&dir, &["-n", "kb", "page", "put", "blank", " "]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "title", "{refused}");
+    ok(&["page", "remove", "release"]);
+    assert_eq!(
+        ok(&["page", "show", "runbook"])["referrers"],
+        serde_json::json!([])
+    );
+    let (code, gone) = run_json(&dir, &["-n", "kb", "page", "show", "release"]);
+    assert_eq!(code, 4, "{gone}");
+    let (code, gone) = run_json(&dir, &["-n", "kb", "page", "remove", "release"]);
+    assert_eq!(code, 4, "{gone}");
+}
+
 /// `graph`: entities added, shown, related and removed; relations with attributes; bad
 /// input refused by name.
 #[test]
