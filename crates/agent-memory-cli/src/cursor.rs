@@ -79,6 +79,16 @@ pub(crate) fn cut<T, P: Serialize>(
     items.last().map(|last| encode(&position_of(last)))
 }
 
+/// One page of `items` read whole, from `offset`, and the offset cursor of the next: for the
+/// listings whose store reads them whole anyway (the page index, the conflicts).
+pub(crate) fn page_of<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<String>) {
+    let total = items.len();
+    let page: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
+    let end = offset.saturating_add(page.len());
+    let next = (end < total).then(|| end.to_string());
+    (page, next)
+}
+
 #[cfg(test)]
 mod tests {
     use agent_memory::{ListPosition, MemoryItem, Namespace};

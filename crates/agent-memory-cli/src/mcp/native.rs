@@ -764,17 +764,12 @@ pub(super) async fn call(
             let (offset, limit) = paging(args.limit, args.cursor.as_deref(), 50, MAX_PAGE)?;
             // The index is the wiki's table of contents, read whole (as over HTTP).
             let index = memory.knowledge().get_index(&namespace.subtree()).await?;
-            let total = index.len();
-            let page: Vec<crate::views::PageIndexView> = index
-                .iter()
-                .skip(offset)
-                .take(limit)
-                .map(crate::views::PageIndexView::from)
-                .collect();
-            let end = offset.saturating_add(page.len());
-            let mut value = json!({ "pages": page });
-            if end < total {
-                value["next_cursor"] = Value::String(end.to_string());
+            let (page, next_cursor) = crate::cursor::page_of(index, offset, limit);
+            let pages: Vec<crate::views::PageIndexView> =
+                page.iter().map(crate::views::PageIndexView::from).collect();
+            let mut value = json!({ "pages": pages });
+            if let Some(cursor) = next_cursor {
+                value["next_cursor"] = Value::String(cursor);
             }
             Ok(value)
         }

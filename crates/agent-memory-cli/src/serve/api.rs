@@ -185,15 +185,6 @@ fn paging(limit: Option<usize>, cursor: Option<&str>) -> Result<(usize, usize), 
     Ok((offset, limit))
 }
 
-/// One page of `items` and the cursor of the next.
-fn page_of<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<String>) {
-    let total = items.len();
-    let page: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
-    let end = offset.saturating_add(page.len());
-    let next = (end < total).then(|| end.to_string());
-    (page, next)
-}
-
 /// The namespace of a request on one record.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

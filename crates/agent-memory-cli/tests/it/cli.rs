@@ -1,6 +1,6 @@
 //! The commands on a temporary SQLite file.
 
-use crate::support::{TempDir, command, run, run_json};
+use crate::support::{TempDir, command, ok_in, run, run_json};
 
 #[test]
 fn remember_recall_forget_stats() {
@@ -265,13 +265,7 @@ fn get_and_list_show_what_is_stored() {
 #[test]
 fn knowledge_pages_from_the_command_line() {
     let dir = TempDir::new("pages");
-    let ok = |args: &[&str]| {
-        let mut all = vec!["-n", "kb"];
-        all.extend_from_slice(args);
-        let (code, value) = run_json(&dir, &all);
-        assert_eq!(code, 0, "{args:?}: {value}");
-        value
-    };
+    let ok = |args: &[&str]| ok_in(&dir, "kb", args);
     let runbook = ok(&[
         "page",
         "put",
@@ -334,13 +328,7 @@ fn knowledge_pages_from_the_command_line() {
 #[test]
 fn the_graph_from_the_command_line() {
     let dir = TempDir::new("graph");
-    let ok = |args: &[&str]| {
-        let mut all = vec!["-n", "kb"];
-        all.extend_from_slice(args);
-        let (code, value) = run_json(&dir, &all);
-        assert_eq!(code, 0, "{args:?}: {value}");
-        value
-    };
+    let ok = |args: &[&str]| ok_in(&dir, "kb", args);
     let ana = ok(&[
         "graph",
         "add",

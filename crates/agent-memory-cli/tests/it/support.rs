@@ -71,6 +71,15 @@ pub(crate) fn run_json(dir: &TempDir, args: &[&str]) -> (i32, serde_json::Value)
     (output.status.code().unwrap_or(-1), value)
 }
 
+/// Runs in namespace `namespace` with `--json`, which must succeed; returns the result.
+pub(crate) fn ok_in(dir: &TempDir, namespace: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["-n", namespace];
+    all.extend_from_slice(args);
+    let (code, value) = run_json(dir, &all);
+    assert_eq!(code, 0, "{args:?}: {value}");
+    value
+}
+
 /// A running `agent-memory serve`, stopped (SIGTERM, then kill) when dropped.
 pub(crate) struct Server {
     pub(crate) child: std::process::Child,

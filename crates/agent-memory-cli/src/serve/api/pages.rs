@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, page_of,
-    paging, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, paging,
+    scope_of,
 };
 use crate::failure::Failure;
 use crate::serve::AppState;
@@ -67,7 +67,7 @@ pub(crate) async fn list_pages(
         .knowledge()
         .get_index(&scope_of(&namespace, query.exact))
         .await?;
-    let (page, next_cursor) = page_of(index, offset, limit);
+    let (page, next_cursor) = crate::cursor::page_of(index, offset, limit);
     Ok(Json(PageList {
         items: page.iter().map(PageIndexView::from).collect(),
         next_cursor,
