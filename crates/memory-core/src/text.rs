@@ -3,7 +3,8 @@
 //!
 //! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
 //! apostrophes, English stop words, Snowball English stemming (an irregular form such as
-//! "went" or "children" stemmed as the word it is a form of: see `irregular`), and for
+//! "went" or "children", or a comparative such as "older", stemmed as the word it is a form
+//! of: see `irregular`), and for
 //! Chinese and Japanese text (which has no spaces) overlapping character bigrams of each run
 //! of ideographs or kana (a run of one character is kept as a unigram).
 //!

@@ -438,6 +438,17 @@ fn an_irregular_verb_form_is_read_as_its_verb() {
     ] {
         assert_eq!(analyzer.terms(form), analyzer.terms(verb), "{form}");
     }
+    // Comparatives and superlatives are read as their adjective.
+    for (form, adjective) in [
+        ("older", "old"),
+        ("Youngest", "young"),
+        ("bigger", "big"),
+        ("cheapest", "cheap"),
+        ("heavier", "heavy"),
+    ] {
+        assert_eq!(analyzer.terms(form), analyzer.terms(adjective), "{form}");
+    }
+    assert_eq!(analyzer.terms("earlier"), ["earlier"]);
     // Words that are as often something else are left alone, and nothing is read as a verb
     // without stemming.
     assert_eq!(analyzer.terms("saw left"), ["saw", "left"]);
