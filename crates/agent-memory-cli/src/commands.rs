@@ -581,20 +581,26 @@ async fn consolidate(settings: &Settings, args: ConsolidateArgs) -> Result<Outco
 }
 
 /// One page of the pairs of current memories in `scope` flagged as contradicting each other
-/// (see [`Memory::conflicts`]), from pair `offset`, at most `limit` of them, each with both
-/// memories as stored; and the offset of the next page while more remain. Finding the pairs
+/// (see [`Memory::conflicts`]), after the pair `cursor` names (by namespace and the two ids),
+/// at most `limit` of them, each with both memories as stored; and the cursor of the next
+/// page while more remain. A pair settled meanwhile leaves the list without moving the next
+/// page's first pair (see [`page_after`](crate::cursor::page_after)). Finding the pairs
 /// reads every current memory of the scope, as maintenance does; only the page's memories
 /// are read again whole. A pair one of whose memories was forgotten meanwhile is left out.
 pub(crate) async fn conflict_page(
     memory: &Memory,
     scope: &Scope,
-    offset: usize,
+    cursor: Option<&str>,
     limit: usize,
-) -> Result<(Vec<ConflictPairView>, Option<usize>), Failure> {
+) -> Result<(Vec<ConflictPairView>, Option<String>), Failure> {
     let pairs = memory.conflicts(scope).await?;
-    let total = pairs.len();
-    let page: Vec<ConflictPair> = pairs.into_iter().skip(offset).take(limit).collect();
-    let end = offset.saturating_add(page.len());
+    let (page, next) = crate::cursor::page_after(pairs, cursor, limit, |pair: &ConflictPair| {
+        (
+            pair.namespace.as_str().to_owned(),
+            pair.older.clone(),
+            pair.newer.clone(),
+        )
+    })?;
     let mut wanted: BTreeMap<&Namespace, Vec<String>> = BTreeMap::new();
     for pair in &page {
         let ids = wanted.entry(&pair.namespace).or_default();
@@ -622,12 +628,13 @@ pub(crate) async fn conflict_page(
             })
         })
         .collect();
-    Ok((views, (end < total).then_some(end)))
+    Ok((views, next))
 }
 
 async fn conflicts(settings: &Settings) -> Result<Outcome, Failure> {
     let memory = settings.open().await?;
-    let (pairs, _) = conflict_page(&memory, &settings.namespace.subtree(), 0, usize::MAX).await?;
+    let (pairs, _) =
+        conflict_page(&memory, &settings.namespace.subtree(), None, usize::MAX).await?;
     let mut text = String::new();
     if pairs.is_empty() {
         text.push_str("no conflicts");

@@ -79,14 +79,31 @@ pub(crate) fn cut<T, P: Serialize>(
     items.last().map(|last| encode(&position_of(last)))
 }
 
-/// One page of `items` read whole, from `offset`, and the offset cursor of the next: for the
-/// listings whose store reads them whole anyway (the page index, the conflicts).
-pub(crate) fn page_of<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<String>) {
-    let total = items.len();
-    let page: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
-    let end = offset.saturating_add(page.len());
-    let next = (end < total).then(|| end.to_string());
-    (page, next)
+/// One page of `items`, a listing read whole (the page index, the conflicts), after the
+/// position `cursor` names, in the order of `key_of`, and the cursor of the next page: the
+/// key of the last item kept. As with the stores' own positions, a record deleted or
+/// settled between two pages (a conflict resolved from the first page) neither pushes
+/// another off the next page nor repeats one, where an offset would skip as many records as
+/// left before it.
+///
+/// # Errors
+/// [`Failure::invalid`] naming `cursor` for a cursor this listing did not give.
+pub(crate) fn page_after<T, K>(
+    mut items: Vec<T>,
+    cursor: Option<&str>,
+    limit: usize,
+    key_of: impl Fn(&T) -> K,
+) -> Result<(Vec<T>, Option<String>), Failure>
+where
+    K: Ord + Serialize + DeserializeOwned,
+{
+    let after: Option<K> = position(cursor)?;
+    items.sort_by_cached_key(&key_of);
+    if let Some(after) = after {
+        items.retain(|item| key_of(item) > after);
+    }
+    let next = cut(&mut items, limit, key_of);
+    Ok((items, next))
 }
 
 #[cfg(test)]

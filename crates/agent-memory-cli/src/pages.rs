@@ -97,6 +97,17 @@ async fn remove(settings: &Settings, args: PageId) -> Result<Outcome, Failure> {
     })
 }
 
+/// The position of an index line in the page index as listed a page at a time: by
+/// namespace, title regardless of case, and id, the order of the stores' index (the cursor
+/// of [`page_after`](crate::cursor::page_after)).
+pub(crate) fn index_position(entry: &agent_memory::PageIndexEntry) -> (String, String, String) {
+    (
+        entry.namespace.as_str().to_owned(),
+        entry.title.to_lowercase(),
+        entry.id.clone(),
+    )
+}
+
 /// Adds `page`, or replaces the stored one with its id (its creation time and access
 /// statistics stay), then reads it back with the pages that cite it.
 pub(crate) async fn put_page(

@@ -637,16 +637,12 @@ pub(super) async fn call(
         "conflicts" => {
             let args: ListArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let (offset, limit) = paging(
-                args.limit,
-                args.cursor.as_deref(),
-                DEFAULT_CONFLICTS,
-                MAX_CONFLICTS,
-            )?;
-            let (pairs, next) = conflict_page(memory, &namespace.subtree(), offset, limit).await?;
+            let (_, limit) = paging(args.limit, None, DEFAULT_CONFLICTS, MAX_CONFLICTS)?;
+            let (pairs, next) =
+                conflict_page(memory, &namespace.subtree(), args.cursor.as_deref(), limit).await?;
             let mut value = json!({ "conflicts": to_value(&pairs)? });
-            if let Some(end) = next {
-                value["next_cursor"] = Value::String(end.to_string());
+            if let Some(cursor) = next {
+                value["next_cursor"] = Value::String(cursor);
             }
             Ok(value)
         }
@@ -761,10 +757,15 @@ pub(super) async fn call(
         "list_pages" => {
             let args: ListArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let (offset, limit) = paging(args.limit, args.cursor.as_deref(), 50, MAX_PAGE)?;
+            let (_, limit) = paging(args.limit, None, 50, MAX_PAGE)?;
             // The index is the wiki's table of contents, read whole (as over HTTP).
             let index = memory.knowledge().get_index(&namespace.subtree()).await?;
-            let (page, next_cursor) = crate::cursor::page_of(index, offset, limit);
+            let (page, next_cursor) = crate::cursor::page_after(
+                index,
+                args.cursor.as_deref(),
+                limit,
+                crate::pages::index_position,
+            )?;
             let pages: Vec<crate::views::PageIndexView> =
                 page.iter().map(crate::views::PageIndexView::from).collect();
             let mut value = json!({ "pages": pages });

@@ -163,8 +163,8 @@ fn comma_list(text: Option<&str>) -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// The offset and size of a page from `cursor` and `limit`.
-fn paging(limit: Option<usize>, cursor: Option<&str>) -> Result<(usize, usize), Failure> {
+/// The size of a page from `limit`.
+fn page_limit(limit: Option<usize>) -> Result<usize, Failure> {
     let limit = limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
         return Err(Failure::invalid(
@@ -172,17 +172,7 @@ fn paging(limit: Option<usize>, cursor: Option<&str>) -> Result<(usize, usize), 
             format!("limit {limit} is outside 1 to {MAX_PAGE}"),
         ));
     }
-    let offset = match cursor.filter(|c| !c.is_empty()) {
-        None => 0,
-        Some(cursor) => cursor.parse::<usize>().map_err(|_| {
-            Failure::invalid(
-                "cursor",
-                format!("cursor {cursor:?} is not one this server gave"),
-            )
-            .with_hint("pass the next_cursor of the previous page, or no cursor for the first page")
-        })?,
-    };
-    Ok((offset, limit))
+    Ok(limit)
 }
 
 /// The namespace of a request on one record.

@@ -611,6 +611,12 @@ fn conflicts_scenario(server: &Server, backend: &str) {
     let left = list("");
     assert_eq!(left["items"].as_array().map(Vec::len), Some(1), "{left}");
     assert_eq!(left["items"][0]["namespace"], "team/ops", "{left}");
+    // The first page's pair, settled, does not push the other off the second page (an
+    // offset cursor would now point past the end).
+    assert_eq!(first["items"][0]["namespace"], "team", "{first}");
+    let after = list(&format!("?limit=1&cursor={cursor}"));
+    assert_eq!(after["items"][0]["namespace"], "team/ops", "{after}");
+    assert!(after.get("next_cursor").is_none(), "{after}");
 }
 
 #[test]

@@ -527,6 +527,10 @@ fn conflicts_scenario(client: &mut Stdio_) {
         "{left}"
     );
     assert_eq!(left["conflicts"][0]["namespace"], "acme/ops", "{left}");
+    // The first page held the settled pair; its cursor still leads to the other one.
+    assert_eq!(first["conflicts"][0]["namespace"], "acme", "{first}");
+    let after = client.payload("conflicts", json!({"limit": 1, "cursor": cursor}));
+    assert_eq!(after["conflicts"][0]["namespace"], "acme/ops", "{after}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, PageQuery, not_found, paging, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, PageQuery, not_found, page_limit, scope_of,
 };
 use crate::failure::Failure;
 use crate::serve::AppState;
@@ -218,16 +218,13 @@ pub(crate) async fn conflicts(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<ConflictPage>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
-    let (items, next) = crate::commands::conflict_page(
+    let limit = page_limit(query.limit)?;
+    let (items, next_cursor) = crate::commands::conflict_page(
         &state.memory,
         &scope_of(&namespace, query.exact),
-        offset,
+        query.cursor.as_deref(),
         limit,
     )
     .await?;
-    Ok(Json(ConflictPage {
-        items,
-        next_cursor: next.map(|end| end.to_string()),
-    }))
+    Ok(Json(ConflictPage { items, next_cursor }))
 }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, paging,
-    scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found,
+    page_limit, scope_of,
 };
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::AppState;
@@ -74,7 +74,7 @@ pub(crate) async fn list_entities(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<EntityList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (_, limit) = paging(query.limit, None)?;
+    let limit = page_limit(query.limit)?;
     let after: Option<EntityPosition> = crate::cursor::position(query.cursor.as_deref())?;
     let mut entities = state
         .memory
@@ -332,7 +332,7 @@ pub(crate) async fn list_relations(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<RelationList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (_, limit) = paging(query.limit, None)?;
+    let limit = page_limit(query.limit)?;
     let after: Option<RelationPosition> = crate::cursor::position(query.cursor.as_deref())?;
     let mut relations = state
         .memory

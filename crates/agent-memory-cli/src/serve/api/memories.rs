@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found, paging,
-    parse_kind, parse_time, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found,
+    page_limit, parse_kind, parse_time, scope_of,
 };
 use crate::commands::{parse_metadata_conditions, with_fact};
 use crate::failure::Failure;
@@ -403,7 +403,7 @@ pub(crate) async fn list_memories(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<MemoryPage>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (_, limit) = paging(query.limit, None)?;
+    let limit = page_limit(query.limit)?;
     let kinds = comma_list(query.kinds.as_deref())
         .iter()
         .map(|kind| parse_kind(kind))

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found, paging,
-    scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, PageQuery, not_found,
+    page_limit, scope_of,
 };
 use crate::failure::Failure;
 use crate::serve::AppState;
@@ -61,13 +61,18 @@ pub(crate) async fn list_pages(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<PageList>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
-    let (offset, limit) = paging(query.limit, query.cursor.as_deref())?;
+    let limit = page_limit(query.limit)?;
     let index = state
         .memory
         .knowledge()
         .get_index(&scope_of(&namespace, query.exact))
         .await?;
-    let (page, next_cursor) = crate::cursor::page_of(index, offset, limit);
+    let (page, next_cursor) = crate::cursor::page_after(
+        index,
+        query.cursor.as_deref(),
+        limit,
+        crate::pages::index_position,
+    )?;
     Ok(Json(PageList {
         items: page.iter().map(PageIndexView::from).collect(),
         next_cursor,
