@@ -24,7 +24,4 @@ mod registry;
 mod store;
 mod vectors;
 
-/// The shared ranking constants, under the names older code used.
-pub use memory_core::search::{BM25_B as B, BM25_K1 as K1, PAGE_FIELD_WEIGHTS};
-
 pub use crate::{knowledge::InMemoryKnowledgeStore, store::InMemoryStore};
