@@ -4,7 +4,8 @@
 //! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
 //! apostrophes, English stop words, Snowball English stemming (an irregular form such as
 //! "went" or "children", or a comparative such as "older", stemmed as the word it is a form
-//! of: see `irregular`), and for
+//! of: see `irregular`; a British spelling such as "colour" as the American: see
+//! `spelling`), and for
 //! Chinese and Japanese text (which has no spaces) overlapping character bigrams of each run
 //! of ideographs or kana (a run of one character is kept as a unigram).
 //!
@@ -28,6 +29,7 @@ pub use self::stop::{STOP_WORDS, is_stop_word};
 
 mod inline;
 mod irregular;
+mod spelling;
 mod stop;
 
 /// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
@@ -73,8 +75,13 @@ fn stemmer() -> &'static Stemmer {
 /// Words whose stems are remembered per thread before the cache is emptied.
 const STEM_CACHE_WORDS: usize = 1 << 16;
 
-/// The Snowball stem of `word` (lowercase ASCII), or of the word it is an irregular form of.
+/// The Snowball stem of `word` (lowercase ASCII), or of the word it is an irregular form
+/// of, or of its American spelling when it is a British one (see `spelling`).
 fn stem(word: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(american) = spelling::american(word) {
+        let stemmed = stemmer().stem(irregular::lemma(&american).unwrap_or(&american));
+        return std::borrow::Cow::Owned(stemmed.into_owned());
+    }
     stemmer().stem(irregular::lemma(word).unwrap_or(word))
 }
 
@@ -342,8 +349,9 @@ impl Analyzer {
     /// A fingerprint of this analyzer's behaviour: a hash (FNV-1a) of its terms for a fixed
     /// probe text (stemming, stop words, possessives, numbers, case, Chinese and Japanese,
     /// overlong words), for every stop word and, when stemming, for every irregular form
-    /// read as the word it is a form of (so a database indexed before a form was added is
-    /// re-indexed, and its memories saying "went" are found by "go"). Persistent backends
+    /// read as the word it is a form of, and for every British spelling read as the American
+    /// (so a database indexed before a form was added is re-indexed, and its memories saying
+    /// "went" are found by "go", those saying "colour" by "color"). Persistent backends
     /// store analyzed terms and record this value, so an index built by an analyzer that
     /// behaves differently is rebuilt on open. Never change the probe or the hash without
     /// expecting that rebuild.
@@ -371,6 +379,9 @@ impl Analyzer {
         if self.stem {
             for (form, _) in irregular::FORMS {
                 feed(form);
+            }
+            for form in spelling::british_forms() {
+                feed(&form);
             }
         }
         format!("{hash:016x}")

@@ -395,9 +395,43 @@ fn mixed_text_reads_as_the_unicode_path_reads_it() {
     // accented letters, a curly apostrophe, a dash, CJK, a combining accent, a zero-width
     // joiner, an emoji, a Devanagari vowel sign, a no-break space.
     let pieces: &[&str] = &[
-        "a", "Z", "9", "_", "'", ".", ":", ",", " ", "  ", "\n", "\r\n", "\u{c}", "\t", "-", "x1",
-        "é", "É", "’", "—", "中", "文", "\u{301}", "\u{200d}", "🙂", "\u{93e}", "\u{a0}", "ß",
-        "running", "the", "Café", "don’t", "3.5",
+        "a",
+        "Z",
+        "9",
+        "_",
+        "'",
+        ".",
+        ":",
+        ",",
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        "\u{c}",
+        "\t",
+        "-",
+        "x1",
+        "é",
+        "É",
+        "’",
+        "—",
+        "中",
+        "文",
+        "\u{301}",
+        "\u{200d}",
+        "🙂",
+        "\u{93e}",
+        "\u{a0}",
+        "ß",
+        "running",
+        "the",
+        "Café",
+        "don’t",
+        "3.5",
+        "colour",
+        "Travelled",
+        "organised",
+        "centre",
     ];
     let filters: [fn(u8, u8) -> bool; 2] = [|_, _| true, |first, _| first == b'r' || first == b'c'];
     let analyzers = [Analyzer::default(), Analyzer::plain()];
@@ -474,4 +508,80 @@ fn an_irregular_verb_form_is_read_as_its_verb() {
     }
     assert!(!super::irregular::may_start_differently(b'r', b'u'));
     assert!(!super::irregular::may_start_differently(b'3', b'5'));
+}
+
+#[test]
+fn a_british_spelling_is_read_as_the_american() {
+    let analyzer = Analyzer::default();
+    for (british, american) in [
+        ("colour", "color"),
+        ("Favourite", "favorite"),
+        ("neighbourhood", "neighborhood"),
+        ("organised", "organized"),
+        ("realising", "realizing"),
+        ("analysed", "analyzed"),
+        ("centres", "centers"),
+        ("theatre", "theater"),
+        ("fibre", "fiber"),
+        ("travelled", "traveled"),
+        ("travelling", "traveling"),
+        ("cancelled", "canceled"),
+        ("grey", "gray"),
+        ("programme", "program"),
+        ("jewellery", "jewelry"),
+        ("practising", "practicing"),
+    ] {
+        assert_eq!(
+            analyzer.terms(british),
+            analyzer.terms(american),
+            "{british}"
+        );
+    }
+    // Words spelt so on both sides of the Atlantic, and words that only look like a root
+    // with an ending, are left alone.
+    for (word, stem) in [
+        ("promise", "promis"),
+        ("exercise", "exercis"),
+        ("colourist", "colourist"),
+        ("meter", "meter"),
+    ] {
+        assert_eq!(analyzer.terms(word), [stem], "{word}");
+    }
+    assert_eq!(Analyzer::plain().terms("colour"), ["colour"]);
+    // The table of words of their own is sorted (binary search); every spelling read keeps
+    // its first two letters, so the filtered scan finds it, and its stem keeps them too.
+    let table = super::spelling::WORDS;
+    assert!(table.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    let words: Vec<String> = super::spelling::british_forms().collect();
+    assert!(words.len() > 500, "{}", words.len());
+    for british in &words {
+        let american =
+            super::spelling::american(british).unwrap_or_else(|| panic!("{british} is not read"));
+        assert_ne!(&american, british);
+        assert_eq!(
+            american.as_bytes()[..2],
+            british.as_bytes()[..2],
+            "{british}"
+        );
+        assert!(!is_stop_word(british), "{british}");
+        for stem in analyzer.terms(british) {
+            assert_eq!(
+                stem.as_bytes()[..2],
+                british.as_bytes()[..2],
+                "{british} -> {stem}"
+            );
+            assert!(stem.len() <= british.len(), "{british} -> {stem}");
+        }
+    }
+    let filtered = |text: &str| {
+        let mut found = Vec::new();
+        analyzer.for_each_term_where(
+            text,
+            |first, _| first == b'c',
+            |t| found.push(t.to_owned()),
+            || {},
+        );
+        found
+    };
+    assert_eq!(filtered("the colours were grey"), analyzer.terms("colors"));
 }
