@@ -65,6 +65,24 @@ pub(super) async fn search(store: &dyn MemoryStore, ns: &Namespace) {
         Some("s2"),
         "search matches word forms"
     );
+    // British and American spellings meet (the analyzer reads the one as the other), in
+    // either direction, on every backend.
+    let spelt = child(ns, "spelling");
+    for (id, text, second) in [
+        ("b1", "My favourite colour is teal", 0),
+        ("b2", "The organized travelers met downtown", 1),
+    ] {
+        must(store.save(item(&spelt, id, text, second)), "save").await;
+    }
+    for (query, expected) in [("favorite color", "b1"), ("organised travellers", "b2")] {
+        let hits = must(
+            store.search(&SearchQuery::new(spelt.exact(), query, 10)),
+            "search",
+        )
+        .await;
+        let found: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+        assert_eq!(found, [expected], "{query}");
+    }
     for text in [
         "",
         "   ",
