@@ -100,7 +100,9 @@ where
     let after: Option<K> = position(cursor)?;
     items.sort_by_cached_key(&key_of);
     if let Some(after) = after {
-        items.retain(|item| key_of(item) > after);
+        // Sorted: the items after the cursor's key are a suffix, found by binary search.
+        let start = items.partition_point(|item| key_of(item) <= after);
+        items.drain(..start);
     }
     let next = cut(&mut items, limit, key_of);
     Ok((items, next))
