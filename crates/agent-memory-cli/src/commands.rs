@@ -478,16 +478,7 @@ async fn reembed(settings: &Settings, args: ReembedArgs) -> Result<Outcome, Fail
         .reembed_with_progress(&settings.namespace.subtree(), which, shown)
         .await;
     bar.finish_and_clear();
-    let report = match done {
-        Err(MemoryError::InvalidInput { field, .. }) if field == "embedder" => {
-            return Err(Failure::invalid(
-                "embeddings",
-                "no embedding service to embed with: add an [embeddings] table to the \
-                 configuration file, or set AGENT_MEMORY_EMBEDDINGS_BASE_URL",
-            ));
-        }
-        other => other?,
-    };
+    let report = done.map_err(reembed_failure)?;
     Ok(Outcome {
         json: serde_json::to_value(report).map_err(|error| Failure::internal(error.to_string()))?,
         text: format!(
@@ -495,6 +486,20 @@ async fn reembed(settings: &Settings, args: ReembedArgs) -> Result<Outcome, Fail
             report.embedded, report.examined, report.skipped
         ),
     })
+}
+
+/// A failed re-embedding as the command line and the HTTP API report it: a memory without
+/// an embedder is refused naming the configuration's `embeddings`, which adds one.
+pub(crate) fn reembed_failure(error: MemoryError) -> Failure {
+    match error {
+        MemoryError::InvalidInput { field, .. } if field == "embedder" => Failure::invalid(
+            "embeddings",
+            "no embedding service to embed with: add an [embeddings] table to the \
+             configuration file, or set AGENT_MEMORY_EMBEDDINGS_BASE_URL",
+        )
+        .with_hint("name an OpenAI-compatible `/embeddings` service, then re-embed again"),
+        other => other.into(),
+    }
 }
 
 async fn history(settings: &Settings, args: HistoryArgs) -> Result<Outcome, Failure> {

@@ -222,6 +222,7 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         .route("/memories/batch", post(memories::remember_batch))
         .route("/dialogue", post(dialogue::remember_dialogue))
         .route("/memories/forget", post(memories::forget_scope))
+        .route("/memories/reembed", post(memories::reembed))
         .route(
             "/memories/{id}",
             get(memories::get_memory)

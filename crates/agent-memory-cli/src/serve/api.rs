@@ -270,6 +270,7 @@ fn operations(
         memories::remember, memories::remember_batch, dialogue::remember_dialogue,
         memories::list_memories,
         memories::get_memory, memories::forget_memory, memories::forget_scope,
+        memories::reembed,
         memories::update_memory, memories::put_memory, facts::history, facts::retract,
         facts::supersede, facts::consolidate, facts::conflicts, recall::recall,
         recall::context, recall::stats, pages::list_pages, pages::put_page, pages::get_page,

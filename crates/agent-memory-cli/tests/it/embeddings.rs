@@ -309,6 +309,91 @@ fn an_edited_memory_is_embedded_again() {
     assert_eq!(server.stop(), Some(0));
 }
 
+/// `POST /v1/memories/reembed` embeds the memories of its namespace that were remembered
+/// before the server had an embedding service, and no others; again, only what still lacks
+/// a vector, or every one with `all`. Without a service it is refused, naming `embeddings`.
+#[test]
+fn the_http_api_embeds_memories_remembered_before_the_service() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-http-reembed");
+    write_config(&dir, "");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").display().to_string(),
+    ];
+    let reembed = |server: &Server, body: serde_json::Value| {
+        server.call("POST", "/v1/memories/reembed", None, Some(body))
+    };
+    let server = Server::start(&dir, &store, &["--no-auth"]);
+    let mut kittens = Vec::new();
+    for namespace in ["acme", "beta"] {
+        let (status, made) = server.call(
+            "POST",
+            "/v1/memories",
+            None,
+            Some(serde_json::json!({"text": "I adopted a kitten last spring", "namespace": namespace})),
+        );
+        assert_eq!(status, 201, "{made}");
+        kittens.push(made["id"].as_str().expect("an id").to_owned());
+    }
+    let (status, refused) = reembed(&server, serde_json::json!({"namespace": "acme"}));
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "embeddings", "{refused}");
+    assert_eq!(server.stop(), Some(0));
+
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let server = Server::start(&dir, &store, &["--no-auth"]);
+    let recall = |namespace: &str| {
+        let (status, found) = server.call(
+            "POST",
+            "/v1/recall",
+            None,
+            Some(serde_json::json!({"query": "which cat do I have", "namespace": namespace, "explain": true})),
+        );
+        assert_eq!(status, 200, "{found}");
+        found
+    };
+    assert!(ids(&recall("acme")).is_empty(), "no vector yet");
+
+    let (status, report) = reembed(&server, serde_json::json!({"namespace": "acme"}));
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (&report["examined"], &report["embedded"], &report["skipped"]),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(1),
+            &serde_json::json!(0)
+        ),
+        "{report}"
+    );
+    let found = recall("acme");
+    assert_eq!(ids(&found), [kittens[0].clone()], "{found}");
+    assert!(embedding_signal(&found["results"][0]) > 0.9, "{found}");
+    assert!(
+        ids(&recall("beta")).is_empty(),
+        "another namespace is left alone"
+    );
+
+    let (status, report) = reembed(&server, serde_json::json!({"namespace": "acme"}));
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["embedded"], 0, "nothing lacks a vector: {report}");
+    let (status, report) = reembed(
+        &server,
+        serde_json::json!({"namespace": "acme", "all": true}),
+    );
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["embedded"], 1, "{report}");
+    let (status, refused) = reembed(
+        &server,
+        serde_json::json!({"namespace": "acme", "every": true}),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(server.stop(), Some(0));
+}
+
 /// Observations imported from a `memory.jsonl` are embedded as remembered memories are.
 #[test]
 fn imported_observations_are_embedded() {

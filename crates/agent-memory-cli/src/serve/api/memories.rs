@@ -1,6 +1,6 @@
 //! Memories: remember one or a batch, get, list, forget one or by scope.
 
-use agent_memory::{ListPosition, MemoryFilter, MemoryItem, Remember};
+use agent_memory::{ListPosition, MemoryFilter, MemoryItem, Reembed, ReembedReport, Remember};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -494,4 +494,73 @@ pub(crate) async fn forget_scope(
         .with_tags(&body.tags)?;
     let forgotten = state.memory.forget_matching(&filter).await?;
     Ok(Json(Forgotten { forgotten }))
+}
+
+/// Which memories to embed again.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReembedRequest {
+    /// The namespace; default the key's prefix.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 512)]
+    pub(crate) namespace: Option<String>,
+    /// Only this namespace, not those under it.
+    #[serde(default)]
+    pub(crate) exact: bool,
+    /// Every memory, not only those without a vector the embedder can compare: after a
+    /// change of model (or of its prefixes) that keeps the vectors' length.
+    #[serde(default)]
+    pub(crate) all: bool,
+}
+
+/// What a re-embedding did.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ReembedView {
+    /// Memories in scope that the embedder embeds (conversation messages are not).
+    pub(crate) examined: usize,
+    /// Memories given a new vector.
+    pub(crate) embedded: usize,
+    /// Memories whose text changed, or that were deleted, while their vector was being
+    /// computed: left as the other writer left them.
+    pub(crate) skipped: usize,
+}
+
+impl From<ReembedReport> for ReembedView {
+    fn from(report: ReembedReport) -> Self {
+        Self {
+            examined: report.examined,
+            embedded: report.embedded,
+            skipped: report.skipped,
+        }
+    }
+}
+
+/// Embeds the memories of a namespace (and those under it) with the server's embedding
+/// service: those without a vector it can compare (remembered before the service was
+/// configured, or under a model of another length), or every one with `all`. Refused,
+/// naming `embeddings`, when the server has no embedding service.
+///
+/// The request has the server's deadline (`request_timeout_ms`). What was embedded before
+/// it passed is kept, so a second call without `all` embeds the rest; `agent-memory
+/// reembed`, which has no deadline, suits a store too large for one request.
+#[utoipa::path(post, path = "/v1/memories/reembed", tag = "memories", request_body = ReembedRequest,
+    responses((status = 200, body = ReembedView), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub(crate) async fn reembed(
+    State(state): State<AppState>,
+    Auth(caller): Auth,
+    ApiJson(body): ApiJson<ReembedRequest>,
+) -> Result<Json<ReembedView>, Failure> {
+    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let which = if body.all {
+        Reembed::All
+    } else {
+        Reembed::Missing
+    };
+    let report = state
+        .memory
+        .reembed(&scope_of(&namespace, Some(body.exact)), which)
+        .await
+        .map_err(crate::commands::reembed_failure)?;
+    Ok(Json(ReembedView::from(report)))
 }
