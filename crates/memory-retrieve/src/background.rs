@@ -1,8 +1,10 @@
 //! Writes that run as tasks off the query path (recall statistics, page and entity
-//! accesses), each failure kept until someone waits for them.
+//! accesses), tried again while they fail for a reason that may pass, each failure kept
+//! until someone waits for them.
 
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::FutureExt;
 use memory_core::{MemoryError, Result};
@@ -96,6 +98,55 @@ impl BackgroundWrites {
     }
 }
 
+/// How many times a background write is tried again after a failure that may pass.
+pub(crate) const RETRIES: u32 = 3;
+
+/// The wait before a background write's first retry; each later wait is four times the one
+/// before (50, 200 and 800 ms: a write is given up about a second after it first failed).
+const FIRST_RETRY_WAIT: Duration = Duration::from_millis(50);
+
+/// Whether a write that failed with `error` may succeed if tried again: the backend was
+/// unreachable, timed out, or a concurrent transaction conflicted with it (rolled back).
+/// Not a missing record, bad input, or a storage failure such as a full disk.
+fn may_pass(error: &MemoryError) -> bool {
+    matches!(
+        error,
+        MemoryError::Unavailable { .. } | MemoryError::Timeout(_) | MemoryError::Conflict { .. }
+    )
+}
+
+/// Runs `write`, and again up to `retries` times (on a tokio runtime; [`RETRIES`] in the
+/// background) while it fails for a reason that [may pass](may_pass), waiting longer
+/// before each try; returns the last outcome. With no retries it runs `write` once,
+/// anywhere.
+///
+/// A write retried must be all or nothing, as the stores' batch writes are (SQLite's is one
+/// transaction, PostgreSQL's one statement): a failed one left nothing to count twice.
+///
+/// The wait sleeps on the runtime's blocking pool, not its timer: a runtime built without
+/// `enable_time` has no timer, and this runs on the caller's runtime.
+pub(crate) async fn retried<F, Fut>(retries: u32, mut write: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let mut wait = FIRST_RETRY_WAIT;
+    let mut tries = 0;
+    loop {
+        match write().await {
+            Err(error) if tries < retries && may_pass(&error) => {
+                tries += 1;
+                tracing::debug!(%error, tries, "a background write failed; trying it again");
+                // A blocking-pool thread that cannot be had (the runtime shutting down) ends
+                // the wait early: the write is then tried again at once.
+                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(wait)).await;
+                wait = wait.saturating_mul(4);
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +190,47 @@ mod tests {
         writes.spawn(&runtime, async { panic!("a bug in the write") });
         let error = writes.wait().await.expect_err("the task panicked");
         assert!(matches!(error, MemoryError::Storage { .. }), "{error}");
+    }
+
+    /// A write is tried again while it fails for a reason that may pass, as often as it is
+    /// allowed; a failure that cannot pass, or no retries, ends it at once.
+    #[tokio::test]
+    async fn retried_tries_again_only_what_may_pass() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let tries = AtomicUsize::new(0);
+        let failing = |times: usize, error: fn() -> MemoryError| {
+            tries.store(0, Ordering::SeqCst);
+            let tries = &tries;
+            move || async move {
+                if tries.fetch_add(1, Ordering::SeqCst) < times {
+                    Err(error())
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        let conflict = || MemoryError::Conflict {
+            message: "a concurrent transaction".into(),
+            source: None,
+        };
+        retried(RETRIES, failing(2, conflict))
+            .await
+            .expect("the third try");
+        assert_eq!(tries.load(Ordering::SeqCst), 3);
+        let error = retried(RETRIES, failing(9, conflict))
+            .await
+            .expect_err("given up");
+        assert!(matches!(error, MemoryError::Conflict { .. }), "{error}");
+        assert_eq!(tries.load(Ordering::SeqCst), 1 + RETRIES as usize);
+        let invalid = || MemoryError::invalid("id", "empty");
+        retried(RETRIES, failing(1, invalid))
+            .await
+            .expect_err("not tried again");
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+        retried(0, failing(1, failure))
+            .await
+            .expect_err("no retries");
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
     }
 
     /// Of several failures, the first is returned; the writes in flight are all waited for.

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::{MemoryStore, RecallEvent, Result};
 
-use crate::background::BackgroundWrites;
+use crate::background::{BackgroundWrites, RETRIES, retried};
 
 /// Batches recall events and writes them with [`MemoryStore::record_recalls`].
 ///
@@ -16,9 +16,11 @@ use crate::background::BackgroundWrites;
 /// ([`MemoryStore::records_recalls_inline`], the in-memory store) is written in line: the
 /// task's wake-up, and the events freed on another thread than the one that made them, cost
 /// the recall more than the write (in-memory recall on 10,000 memories: about 32 µs with a
-/// task per batch of 64, 20 µs with no write at all). [`flush`](Self::flush) writes what is
-/// pending and waits for writes in flight; it returns the failure of a background write,
-/// even of one that finished long before.
+/// task per batch of 64, 20 µs with no write at all). A background write that fails for a
+/// reason that may pass (the backend unreachable, a timeout, a conflicting transaction) is
+/// tried again, three times at most over about a second. [`flush`](Self::flush) writes what
+/// is pending and waits for writes in flight; it returns the failure of a background write
+/// that was given up, even of one that finished long before.
 #[derive(Debug)]
 pub struct RecallRecorder {
     store: Arc<dyn MemoryStore>,
@@ -70,8 +72,9 @@ impl RecallRecorder {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let store = Arc::clone(&self.store);
-                self.in_flight
-                    .spawn(&handle, async move { store.record_recalls(&batch).await });
+                self.in_flight.spawn(&handle, async move {
+                    retried(RETRIES, || store.record_recalls(&batch)).await
+                });
                 Ok(())
             }
             Err(_) => self.store.record_recalls(&batch).await,
@@ -81,8 +84,8 @@ impl RecallRecorder {
     /// Writes every pending event and waits for background writes.
     ///
     /// # Errors
-    /// The first store error of the pending write or of a background write since the last
-    /// flush (a batch that failed is not written again).
+    /// The first store error of the pending write or of a background write given up since
+    /// the last flush (a batch given up is not written again).
     pub async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));

@@ -12,7 +12,7 @@ use memory_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::background::BackgroundWrites;
+use crate::background::{BackgroundWrites, RETRIES, retried};
 use crate::eviction::MaintenanceReport;
 
 /// Bounds on the knowledge pages and graph entities of each namespace, applied by
@@ -206,13 +206,12 @@ impl KnowledgeUpkeep {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let (knowledge, graph) = (Arc::clone(&self.knowledge), Arc::clone(&self.graph));
-                self.in_flight.spawn(
-                    &handle,
-                    async move { write(&*knowledge, &*graph, batch).await },
-                );
+                self.in_flight.spawn(&handle, async move {
+                    write(&*knowledge, &*graph, batch, RETRIES).await
+                });
                 Ok(())
             }
-            Err(_) => write(&*self.knowledge, &*self.graph, batch).await,
+            Err(_) => write(&*self.knowledge, &*self.graph, batch, 0).await,
         }
     }
 
@@ -224,7 +223,7 @@ impl KnowledgeUpkeep {
     pub(crate) async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let written = write(&*self.knowledge, &*self.graph, batch).await;
+        let written = write(&*self.knowledge, &*self.graph, batch, 0).await;
         let waited = self.in_flight.wait().await;
         written.and(waited)
     }
@@ -315,23 +314,28 @@ impl KnowledgeUpkeep {
 }
 
 /// Writes a batch: pages and entities together.
+/// Writes `batch`'s page and entity accesses, each store's write tried again up to
+/// `retries` times while it fails for a reason that may pass
+/// ([`retried`](crate::background::retried)): one store's retries never write the other's
+/// accesses twice.
 async fn write(
     knowledge: &dyn KnowledgeStore,
     graph: &dyn KnowledgeGraph,
     batch: Pending,
+    retries: u32,
 ) -> Result<()> {
     let pages = async {
         if batch.pages.is_empty() {
             Ok(())
         } else {
-            knowledge.record_accesses(&batch.pages).await
+            retried(retries, || knowledge.record_accesses(&batch.pages)).await
         }
     };
     let entities = async {
         if batch.entities.is_empty() {
             Ok(())
         } else {
-            graph.record_accesses(&batch.entities).await
+            retried(retries, || graph.record_accesses(&batch.entities)).await
         }
     };
     let (pages, entities) = tokio::join!(pages, entities);

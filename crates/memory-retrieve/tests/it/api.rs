@@ -577,7 +577,7 @@ async fn a_cheap_store_records_recalls_in_line() {
 async fn a_failed_background_write_is_reported_by_flush() {
     use memory_core::{MemoryItem, MemoryStore, RecallEvent};
     use memory_retrieve::RecallRecorder;
-    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes_for_good(1));
     assert!(!store.records_recalls_inline(), "written by a task");
     let namespace = Namespace::parse("feedback").unwrap();
     let item = MemoryItem::new(namespace.clone(), "green tea").unwrap();
@@ -595,11 +595,74 @@ async fn a_failed_background_write_is_reported_by_flush() {
     tokio::task::yield_now().await;
     recorder.record(vec![event()]).await.unwrap();
     let error = recorder.flush().await.expect_err("the first batch failed");
-    assert!(matches!(error, MemoryError::Timeout(_)), "{error}");
+    assert!(matches!(error, MemoryError::Storage { .. }), "{error}");
     let stats = store.recall_stats(&namespace, &id).await.unwrap().unwrap();
     assert_eq!(stats.recall_count, 1, "the second batch was written");
+    assert_eq!(store.recall_writes(), 2, "a full disk is not tried again");
     recorder.record(vec![event()]).await.unwrap();
     recorder.flush().await.expect("a failure is reported once");
+}
+
+/// The memory and the recorder of the retry tests: a store whose recall writes time out
+/// `failing` times, one memory in it, and a recorder writing each recall's events at once.
+async fn recording_through_timeouts(
+    failing: usize,
+) -> (
+    Arc<crate::instrumented::Instrumented>,
+    memory_retrieve::RecallRecorder,
+    memory_core::RecallEvent,
+) {
+    use memory_core::{MemoryItem, MemoryStore, RecallEvent};
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(
+        failing,
+    ));
+    let namespace = Namespace::parse("feedback").unwrap();
+    let item = MemoryItem::new(namespace.clone(), "green tea").unwrap();
+    let event = RecallEvent {
+        namespace,
+        id: item.id.clone(),
+        score: 0.5,
+        at: chrono::Utc::now(),
+    };
+    store.save(item).await.unwrap();
+    let recorder =
+        memory_retrieve::RecallRecorder::new(Arc::clone(&store) as Arc<dyn MemoryStore>, 1);
+    (store, recorder, event)
+}
+
+/// A background write that times out twice (the backend restarting) is tried again until
+/// it goes through, and counts its recall once.
+#[tokio::test]
+async fn a_background_write_that_fails_for_a_while_is_written() {
+    use memory_core::MemoryStore;
+    let (store, recorder, event) = recording_through_timeouts(2).await;
+    recorder.record(vec![event.clone()]).await.unwrap();
+    recorder.flush().await.expect("the third try went through");
+    assert_eq!(store.recall_writes(), 3);
+    let stats = store
+        .recall_stats(&event.namespace, &event.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.recall_count, 1);
+}
+
+/// A background write that keeps timing out is given up after three retries, and the
+/// flush reports its timeout.
+#[tokio::test]
+async fn a_background_write_is_given_up_after_three_retries() {
+    use memory_core::MemoryStore;
+    let (store, recorder, event) = recording_through_timeouts(usize::MAX).await;
+    recorder.record(vec![event.clone()]).await.unwrap();
+    let error = recorder.flush().await.expect_err("every try timed out");
+    assert!(matches!(error, MemoryError::Timeout(_)), "{error}");
+    assert_eq!(store.recall_writes(), 4, "the first try and three more");
+    let stats = store
+        .recall_stats(&event.namespace, &event.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.recall_count, 0);
 }
 
 /// A serialized config (a Python dict, the command line's configuration file) keeps the

@@ -25,6 +25,8 @@ pub(crate) struct Instrumented {
     pub(crate) stats_reads: AtomicUsize,
     /// How many `record_recalls` calls fail before they go through.
     pub(crate) failing_recall_writes: usize,
+    /// Whether they fail for good (a storage error) rather than for a while (a timeout).
+    pub(crate) recall_writes_fail_for_good: bool,
     recall_writes: AtomicUsize,
 }
 
@@ -35,6 +37,21 @@ impl Instrumented {
             failing_recall_writes: count,
             ..Self::default()
         }
+    }
+
+    /// A store whose first `count` batch writes of recall statistics fail with a storage
+    /// error, which no retry mends.
+    pub(crate) fn failing_recall_writes_for_good(count: usize) -> Self {
+        Self {
+            failing_recall_writes: count,
+            recall_writes_fail_for_good: true,
+            ..Self::default()
+        }
+    }
+
+    /// How many batch writes of recall statistics were tried, failed ones included.
+    pub(crate) fn recall_writes(&self) -> usize {
+        self.recall_writes.load(Ordering::SeqCst)
     }
 
     /// The listings made so far: each one's limit and how many memories it returned.
@@ -97,7 +114,14 @@ impl MemoryStore for Instrumented {
     }
     async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
         if self.recall_writes.fetch_add(1, Ordering::SeqCst) < self.failing_recall_writes {
-            return Err(MemoryError::Timeout("the store is down".into()));
+            return Err(if self.recall_writes_fail_for_good {
+                MemoryError::Storage {
+                    message: "the disk is full".into(),
+                    source: None,
+                }
+            } else {
+                MemoryError::Timeout("the store is down".into())
+            });
         }
         self.inner.record_recalls(events).await
     }
