@@ -394,8 +394,11 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// Records that recalls returned these entities: each event adds one to its entity's
     /// `access_count` and moves `last_accessed` to the event's time when later (see
     /// [`AccessEvent::tally`]). Events naming an entity that does not exist are ignored.
-    /// Backends apply a batch in one transaction where they have them. The default records
-    /// nothing, so a graph without access statistics still works.
+    /// Backends apply a batch in one transaction where they have them: a batch that fails
+    /// with [`MemoryError::Unavailable`], [`MemoryError::Timeout`] or
+    /// [`MemoryError::Conflict`] is written again by the background writer, and must have
+    /// left nothing behind. The default records nothing, so a graph without access
+    /// statistics still works.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `at` for a time outside the storable range;

@@ -213,7 +213,9 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
     /// Records that recalls returned these pages: each event adds one to its page's
     /// `access_count` and moves `last_accessed` to the event's time when later (see
     /// [`AccessEvent::tally`]). Events naming a page that does not exist are ignored. Backends
-    /// apply a batch in one transaction where they have them. The default records nothing,
+    /// apply a batch in one transaction where they have them: a batch that fails with a
+    /// recoverable error (unavailable, timed out, conflicting) is written again by the
+    /// background writer, and must have left nothing behind. The default records nothing,
     /// so a store without access statistics still works (a knowledge lifecycle policy then
     /// sees every page as never accessed).
     ///

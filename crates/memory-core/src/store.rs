@@ -237,7 +237,11 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(())
     }
 
-    /// Records many recall events; backends batch them where they can.
+    /// Records many recall events; backends batch them where they can, all or nothing: a
+    /// batch that fails with [`MemoryError::Unavailable`], [`MemoryError::Timeout`] or
+    /// [`MemoryError::Conflict`] is written again by the background writer. The default
+    /// records one event at a time, and is all or nothing only for a backend whose
+    /// [`record_recall`](Self::record_recall) never fails recoverably.
     ///
     /// # Errors
     /// Backend errors only.
