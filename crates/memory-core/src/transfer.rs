@@ -290,12 +290,19 @@ const EXPORT_PAGE: usize = 512;
 /// record of the one before) and written, as they are read, to a temporary file in
 /// [`std::env::temp_dir`]; the header, whose counts come first, is written to `writer`
 /// once they are known, then the records are copied after it. The memory an export takes
-/// so does not grow with the store (pages are read whole: a scope's pages are few). The
+/// so does not grow with the store (pages are read whole: a scope's pages are few; the
+/// entities written are remembered by a 64-bit hash of namespace and id, 8 bytes each). The
 /// temporary file is removed when the export ends, whether it succeeded or not. Where no
 /// temporary file can be made (a read-only temporary directory), the records wait in
 /// memory instead. A store
 /// written meanwhile is exported as each page stood when it was read; the header's counts
 /// always match the records written.
+///
+/// An export can always be imported: a relation whose entities were not both written (an
+/// entity added, with a relation to it, after the entities were read) is left out, as
+/// [`import_jsonl`] refuses a relation whose entity is neither in its input nor in the
+/// graph. An entity removed after the entities were read takes its relations with it, so
+/// its relations are not read.
 ///
 /// # Errors
 /// The stores' errors; [`MemoryError::Storage`] when writing the temporary file or
@@ -339,6 +346,7 @@ pub async fn export_jsonl(
         }
     }
     if let Some(graph) = graph {
+        let mut exported = HashSet::new();
         let mut after: Option<EntityPosition> = None;
         loop {
             let page = graph
@@ -347,6 +355,7 @@ pub async fn export_jsonl(
             let last_page = page.len() < EXPORT_PAGE;
             after = page.last().map(EntityPosition::of);
             for entity in page {
+                exported.insert(entity_key(&entity.namespace, &entity.id));
                 spool.put(&Record::Entity(entity))?;
             }
             if last_page {
@@ -361,7 +370,13 @@ pub async fn export_jsonl(
             let last_page = page.len() < EXPORT_PAGE;
             after = page.last().map(RelationPosition::of);
             for relation in page {
-                spool.put(&Record::Relation(relation))?;
+                let ends = [&relation.source_id, &relation.target_id];
+                if ends
+                    .iter()
+                    .all(|id| exported.contains(&entity_key(&relation.namespace, id)))
+                {
+                    spool.put(&Record::Relation(relation))?;
+                }
             }
             if last_page {
                 break;
@@ -383,6 +398,17 @@ pub async fn export_jsonl(
         .flush()
         .map_err(|error| MemoryError::storage("export: flushing the output", error))?;
     Ok(spool.counts)
+}
+
+/// An entity's key among those an export wrote: a hash of its namespace and id (the same
+/// in every run, so an export does not depend on a random seed). Two entities share one
+/// with a chance of about one in 2⁶⁴ per pair; a relation then joining an entity that was
+/// not written is refused on import as it was before the check.
+fn entity_key(namespace: &Namespace, id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (namespace.as_str(), id).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The recall statistics of a page of memories, in its order: one
