@@ -1,6 +1,7 @@
 //! Failures map to the right `MemoryError`: refused and lost connections are `Unavailable`,
-//! a server that never answers and an exhausted pool are `Timeout`, a deadlock is
-//! `Conflict`; all recoverable, with their cause kept. A closed backend fails for good.
+//! a server that never answers and an exhausted pool are `Timeout`, a deadlock and a
+//! serialization failure are `Conflict`; all recoverable, with their cause kept. A closed
+//! backend fails for good.
 
 use std::error::Error as _;
 use std::time::{Duration, Instant};
@@ -186,6 +187,75 @@ async fn a_deadlock_is_a_recoverable_conflict() {
         .save_many(vec![note(&ns, "a", "a again"), note(&ns, "b", "b again")])
         .await
         .unwrap();
+    assert_eq!(
+        store.get(&ns, "b").await.unwrap().unwrap().content,
+        "b again"
+    );
+}
+
+/// A batch on a server whose transactions are serializable
+/// (`default_transaction_isolation`, set here through the URL's `options`), which writes a
+/// row another transaction updated and committed after the batch began, fails with a
+/// serialization failure (SQLSTATE 40001): a recoverable conflict that leaves nothing
+/// half-written, and the batch tried again goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serialization_failure_is_a_recoverable_conflict() {
+    let schema = schema_or_skip!("err_serialize");
+    // Migrated on the ordinary connection first.
+    drop(schema.connect().await);
+    let separator = if schema.url.contains('?') { '&' } else { '?' };
+    let url = format!(
+        "{}{separator}options=-c%20default_transaction_isolation%3Dserializable",
+        schema.url
+    );
+    let backend = PostgresBackend::connect(&url, schema.options())
+        .await
+        .expect("connecting with serializable transactions");
+    let store = backend.memory_store().clone();
+    let ns = Namespace::parse("serialize").unwrap();
+    store
+        .save_many(vec![note(&ns, "a", "first"), note(&ns, "b", "second")])
+        .await
+        .unwrap();
+    let mut raw = schema.raw_client().await;
+    let transaction = raw.transaction().await.unwrap();
+    transaction
+        .execute(
+            &format!(
+                "UPDATE \"{}\".memories SET importance = 0.9 WHERE ns = 'serialize' AND id = 'b'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    // The batch's transaction takes its snapshot, writes a, then waits for b's lock.
+    let batch = {
+        let store = store.clone();
+        let ns = ns.clone();
+        tokio::spawn(async move {
+            store
+                .save_many(vec![note(&ns, "a", "a again"), note(&ns, "b", "b again")])
+                .await
+        })
+    };
+    wait_until_blocked(&schema, &schema.name).await;
+    // Committed after the batch's snapshot: its write of b can no longer be serialized.
+    transaction.commit().await.unwrap();
+    let error = batch.await.unwrap().unwrap_err();
+    assert!(matches!(error, MemoryError::Conflict { .. }), "{error:?}");
+    assert!(error.is_recoverable());
+    assert!(error.to_string().contains("40001"), "{error}");
+    assert!(error.source().is_some());
+    assert_eq!(
+        store.get(&ns, "a").await.unwrap().unwrap().content,
+        "first",
+        "the failed batch left nothing half-written"
+    );
+    store
+        .save_many(vec![note(&ns, "a", "a again"), note(&ns, "b", "b again")])
+        .await
+        .expect("tried again, the batch goes through");
     assert_eq!(
         store.get(&ns, "b").await.unwrap().unwrap().content,
         "b again"
