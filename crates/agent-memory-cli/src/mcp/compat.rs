@@ -1,7 +1,9 @@
 //! The nine tools of the reference MCP memory server, with its argument names and result
 //! shapes, on this library's graph and memories (see [`crate::observations`]). Reads are
 //! paginated: `read_graph` and `search_nodes` take `limit` and `cursor` and return
-//! `nextCursor` while more remains, so no call returns an unbounded graph.
+//! `nextCursor` while more remains, so no call returns an unbounded graph. The cursor is a
+//! position (the last entity's, or the last name found), so a page starts after the one
+//! before it whatever was deleted between them.
 //!
 //! `search_nodes` finds what the reference server finds: every entity whose name, type or
 //! any observation contains the query, ignoring case (`ali` finds an entity observed as
@@ -430,8 +432,7 @@ pub(super) async fn call(
         }
         "search_nodes" => {
             let args: Search = arguments(raw)?;
-            let (offset, limit) =
-                paging(args.limit, args.cursor.as_deref(), DEFAULT_PAGE, MAX_PAGE)?;
+            let (_, limit) = paging(args.limit, None, DEFAULT_PAGE, MAX_PAGE)?;
             let needle = args.query.to_lowercase();
             let entities = graph.list_entities(&namespace.exact()).await?;
             let mut names = BTreeSet::new();
@@ -475,10 +476,15 @@ pub(super) async fn call(
                 }
             }
             names.extend(found);
-            let total = names.len();
-            let page: Vec<String> = names.into_iter().skip(offset).take(limit).collect();
-            let end = offset.saturating_add(page.len());
-            open(memory, &namespace, &page, (end < total).then_some(end)).await
+            // The cursor is the last name shown, and the next page starts after it: an entity
+            // deleted or added between two pages pushes no other off one.
+            let (page, next) = crate::cursor::page_after(
+                names.into_iter().collect(),
+                args.cursor.as_deref(),
+                limit,
+                String::clone,
+            )?;
+            open(memory, &namespace, &page, next).await
         }
         "open_nodes" => {
             let args: Names = arguments(raw)?;
@@ -513,7 +519,7 @@ async fn open(
     memory: &Memory,
     namespace: &Namespace,
     names: &[String],
-    next: Option<usize>,
+    next: Option<String>,
 ) -> Result<Value, Failure> {
     let graph = memory.graph();
     let mut entities = Vec::new();
@@ -539,11 +545,7 @@ async fn open(
             }
         }
     }
-    Ok(graph_page(
-        entities,
-        relations,
-        next.map(|end| end.to_string()),
-    ))
+    Ok(graph_page(entities, relations, next))
 }
 
 /// The text a client reads of a tool's result, as the reference server writes it: the list

@@ -696,6 +696,32 @@ fn stdio_compat_search_nodes_matches_parts_of_observations() {
             json!({"deletions": [{"entityName": "Tea Party", "observations": ["Alice likes tea"]}]}),
         );
         assert!(names(&mut client, "ali").is_empty(), "{backend}");
+        // Paged by position: an entity deleted after the first page pushes none off the
+        // second; a cursor this server did not give is refused by name.
+        let first = client.payload("search_nodes", json!({"query": "o", "limit": 1}));
+        assert_eq!(first["entities"][0]["name"], "Bob", "{backend}: {first}");
+        let cursor = first["nextCursor"]
+            .as_str()
+            .expect("a second page")
+            .to_owned();
+        client.payload("delete_entities", json!({"entityNames": ["Bob"]}));
+        let second = client.payload(
+            "search_nodes",
+            json!({"query": "o", "limit": 1, "cursor": cursor}),
+        );
+        assert_eq!(
+            second["entities"][0]["name"], "Carol",
+            "{backend}: {second}"
+        );
+        assert!(second.get("nextCursor").is_none(), "{backend}: {second}");
+        let refused = client.request(
+            "tools/call",
+            json!({"name": "search_nodes", "arguments": {"query": "o", "cursor": "1"}}),
+        );
+        assert!(
+            refused.to_string().contains("cursor"),
+            "{backend}: {refused}"
+        );
         eprintln!("{backend}: passed");
     }
 }
