@@ -313,11 +313,9 @@ impl KnowledgeUpkeep {
     }
 }
 
-/// Writes a batch: pages and entities together.
-/// Writes `batch`'s page and entity accesses, each store's write tried again up to
-/// `retries` times while it fails for a reason that may pass
-/// ([`retried`](crate::background::retried)): one store's retries never write the other's
-/// accesses twice.
+/// Writes a batch: pages and entities together, each store's write tried again up to
+/// `retries` times while it fails for a reason that may pass ([`retried`]), so one store's
+/// retries never write the other's accesses twice.
 async fn write(
     knowledge: &dyn KnowledgeStore,
     graph: &dyn KnowledgeGraph,
