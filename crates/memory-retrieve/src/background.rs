@@ -102,7 +102,8 @@ impl BackgroundWrites {
 pub(crate) const RETRIES: u32 = 3;
 
 /// The wait before a background write's first retry; each later wait is four times the one
-/// before (50, 200 and 800 ms: a write is given up about a second after it first failed).
+/// before (50, 200 and 800 ms: besides the tries themselves, which may each wait out the
+/// backend's own timeout, a write is given up about a second after it first failed).
 const FIRST_RETRY_WAIT: Duration = Duration::from_millis(50);
 
 /// Whether a write that failed with `error` may succeed if tried again: the backend was
