@@ -163,6 +163,9 @@ pub struct EvalOptions {
     pub repeat: usize,
     /// Keep each question's ranking in the report ([`Report::ranked`]).
     pub keep_ranked: bool,
+    /// The questions (by id) whose first results are kept with their score breakdown
+    /// ([`Report::explained`]): why a miss ranked where it did.
+    pub explain: Vec<String>,
     /// How `remember` reconciles each turn with the stored ones (default
     /// [`FactsConfig::default`]; [`FactsConfig::off`] stores every turn as it comes).
     pub facts: FactsConfig,
@@ -191,6 +194,7 @@ impl Default for EvalOptions {
             turn_context: true,
             repeat: 1,
             keep_ranked: false,
+            explain: Vec::new(),
             facts: FactsConfig::default(),
             show_facts: false,
             enrich: false,
@@ -224,9 +228,77 @@ pub struct Report {
     /// Each question's ranking, when [`EvalOptions::keep_ranked`] is set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranked: Vec<Ranked>,
+    /// The questions of [`EvalOptions::explain`], each with its first results explained.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<Explained>,
     /// What `remember` did with the turns.
     #[serde(default)]
     pub writes: WriteCounts,
+}
+
+/// How many results of a question [`EvalOptions::explain`] keeps.
+pub const EXPLAINED_RESULTS: usize = 30;
+
+/// A question's first results ([`EXPLAINED_RESULTS`] at most) with their score breakdown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Explained {
+    /// The question's id.
+    pub qid: String,
+    /// The question.
+    pub question: String,
+    /// Its evidence turns.
+    pub evidence: Vec<String>,
+    /// The results, best first.
+    pub results: Vec<ExplainedResult>,
+}
+
+/// One result of an [`Explained`] question.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExplainedResult {
+    /// The turn's id.
+    pub id: String,
+    /// Its final score.
+    pub score: f32,
+    /// Each signal that took part: its name, value and contribution to the score.
+    pub signals: Vec<(String, f32, f32)>,
+    /// The text recalled (the turn, as stored).
+    pub text: String,
+}
+
+impl Explained {
+    /// The question and its results as text, one result a line: rank, whether it is
+    /// evidence (`*`), id, score, the signals that contributed, and the text's first 120
+    /// characters.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{} {:?} (evidence: {})\n",
+            self.qid,
+            self.question,
+            self.evidence.join(", ")
+        );
+        for (rank, result) in self.results.iter().enumerate() {
+            let mark = if self.evidence.contains(&result.id) {
+                '*'
+            } else {
+                ' '
+            };
+            let signals: Vec<String> = result
+                .signals
+                .iter()
+                .filter(|(_, _, contribution)| *contribution != 0.0)
+                .map(|(name, value, contribution)| format!("{name}={value:.3}/{contribution:+.3}"))
+                .collect();
+            let text: String = result.text.chars().take(120).collect();
+            out.push_str(&format!(
+                "{:3} {mark} {} {:.4} [{}] {text:?}\n",
+                rank + 1,
+                result.id,
+                result.score,
+                signals.join(" ")
+            ));
+        }
+        out
+    }
 }
 
 /// What `remember` did with the turns of an evaluation: how many it stored, merged into a
@@ -469,6 +541,7 @@ pub async fn evaluate(
     let mut overall = Sums::default();
     let mut per_category: BTreeMap<String, Sums> = BTreeMap::new();
     let mut ranked_out: Vec<Ranked> = Vec::new();
+    let mut explained: Vec<Explained> = Vec::new();
     let mut latencies: Vec<f64> = Vec::new();
     let mut ingest_ms = 0.0;
     let mut writes = WriteCounts::default();
@@ -552,6 +625,9 @@ pub async fn evaluate(
                 first.get_or_insert(answer);
             }
             let Some(result) = first else { continue };
+            if options.explain.contains(&query.qid) {
+                explained.push(explain(query, &result.items));
+            }
             let mut ranked: Vec<String> = memory_ids(&result.items).collect();
             if let Some(deep) = &deep {
                 // Not timed: a user asks once, for the results they want.
@@ -638,6 +714,7 @@ pub async fn evaluate(
             ("turns".into(), turns.len() as f64),
         ]),
         ranked: ranked_out,
+        explained,
         writes,
     })
 }
@@ -648,6 +725,37 @@ fn memory_ids(items: &[agent_memory::ScoredItem]) -> impl Iterator<Item = String
         RetrievalSource::Memory(memory) => Some(memory.id.clone()),
         _ => None,
     })
+}
+
+/// `query`'s first results ([`EXPLAINED_RESULTS`] at most) with their score breakdown.
+fn explain(query: &Query, items: &[agent_memory::ScoredItem]) -> Explained {
+    let results = items
+        .iter()
+        .take(EXPLAINED_RESULTS)
+        .map(|item| ExplainedResult {
+            id: item.record.id().to_owned(),
+            score: item.score,
+            signals: item
+                .breakdown
+                .signals
+                .iter()
+                .map(|signal| {
+                    (
+                        format!("{:?}", signal.name).to_lowercase(),
+                        signal.value,
+                        signal.contribution,
+                    )
+                })
+                .collect(),
+            text: item.record.text(),
+        })
+        .collect();
+    Explained {
+        qid: query.qid.clone(),
+        question: query.question.clone(),
+        evidence: query.evidence.clone(),
+        results,
+    }
 }
 
 /// Prints a turn that was merged into another or flagged against others, with their texts.

@@ -36,6 +36,48 @@ async fn synthetic_recall_is_well_above_random() {
     }
 }
 
+/// A question asked to be explained keeps its first results with the signals that scored
+/// them, in the ranking's order; the others are not explained.
+#[tokio::test]
+async fn an_explained_question_keeps_its_results_breakdown() {
+    let (turns, queries) = synthetic(1, 60, 5);
+    let asked = queries[0].qid.clone();
+    let options = EvalOptions {
+        explain: vec![asked.clone(), "no such question".into()],
+        keep_ranked: true,
+        ..EvalOptions::default()
+    };
+    let report = evaluate(&turns, &queries, Arc::new(InMemoryStore::new()), &options)
+        .await
+        .unwrap();
+    assert_eq!(report.explained.len(), 1);
+    let explained = &report.explained[0];
+    assert_eq!(explained.qid, asked);
+    assert_eq!(explained.evidence, queries[0].evidence);
+    let ranked = &report.ranked[0];
+    assert_eq!(ranked.qid, asked);
+    let ids: Vec<&str> = explained.results.iter().map(|r| r.id.as_str()).collect();
+    assert!(!ids.is_empty());
+    assert!(ids.len() <= memory_benches::eval::EXPLAINED_RESULTS);
+    assert!(
+        ranked.turns.iter().zip(&ids).all(|(turn, id)| turn == id),
+        "the ranking's order"
+    );
+    let first = &explained.results[0];
+    assert!(
+        first
+            .signals
+            .iter()
+            .any(|(name, value, _)| name == "relevance" && *value > 0.0),
+        "{first:?}"
+    );
+    assert!(first.score >= explained.results[ids.len() - 1].score);
+    assert!(!first.text.is_empty());
+    let text = explained.render();
+    assert!(text.starts_with(&asked), "{text}");
+    assert!(text.contains("relevance="), "{text}");
+}
+
 #[test]
 fn synthetic_is_deterministic() {
     assert_eq!(synthetic(2, 50, 1), synthetic(2, 50, 1));

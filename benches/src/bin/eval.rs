@@ -11,7 +11,7 @@
 //!                  [--time-phrases on|off]
 //!                  [--other-speaker-factor F] [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts]
-//!                  [--show-misses] [--show-facts]
+//!                  [--show-misses] [--show-facts] [--explain QID]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N]
 //!                  [--embeddings on|off] [--json FILE]
 //! cargo xtask eval --facts [--subjects N] [--seed N] [--k N]
@@ -28,7 +28,9 @@
 //! `/embeddings` service named by `AGENT_MEMORY_EMBEDDINGS_BASE_URL`, `_MODEL`, `_DIMENSION`,
 //! `_QUERY_PREFIX`, `_DOCUMENT_PREFIX` and `_API_KEY` (`EmbeddingConfig::from_env`): every
 //! turn is embedded as it is
-//! remembered, so a haystack costs one request per turn.
+//! remembered, so a haystack costs one request per turn. `--explain QID` (repeatable) prints
+//! that question's first 30 results with their score breakdown: each signal's value and
+//! contribution, and whether the result is evidence.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,7 +44,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--time-phrases on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--drop-time-words on|off] [--time-phrases on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--explain QID] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -132,6 +134,7 @@ fn run() -> Result<(), String> {
             "--json" => json = Some(PathBuf::from(value()?)),
             "--no-date" => options.format = TextFormat::Speaker,
             "--show-misses" => options.show_misses = true,
+            "--explain" => options.explain.push(value()?),
             "--no-context" => options.turn_context = false,
             "--role-weight" | "--role-weight-about-agent" => {
                 // ROLE=WEIGHT, e.g. assistant=0.8; a weight of 1 removes the role's entry.
@@ -287,6 +290,9 @@ fn run() -> Result<(), String> {
         .block_on(evaluate(&turns, &questions, store, &options))
         .map_err(|e| e.to_string())?;
     println!("{}", render(&report));
+    for question in &report.explained {
+        eprint!("{}", question.render());
+    }
     if let Some(path) = ranked {
         let mut text = String::new();
         for question in &report.ranked {
