@@ -5,7 +5,8 @@
 //! apostrophes, English stop words, Snowball English stemming (an irregular form such as
 //! "went" or "children", or a comparative such as "older", stemmed as the word it is a form
 //! of: see `irregular`; a British spelling such as "colour" as the American: see
-//! `spelling`), and for
+//! `spelling`; a word the stemmer would merge with one of another meaning, such as
+//! "friendly" with "friend", kept apart: see `apart`), and for
 //! Chinese and Japanese text (which has no spaces) overlapping character bigrams of each run
 //! of ideographs or kana (a run of one character is kept as a unigram).
 //!
@@ -27,6 +28,7 @@ pub use self::inline::InlineStr;
 use self::stop::is_plain_stop_word;
 pub use self::stop::{STOP_WORDS, is_stop_word};
 
+mod apart;
 mod inline;
 mod irregular;
 mod spelling;
@@ -76,8 +78,12 @@ fn stemmer() -> &'static Stemmer {
 const STEM_CACHE_WORDS: usize = 1 << 16;
 
 /// The Snowball stem of `word` (lowercase ASCII), or of the word it is an irregular form
-/// of, or of its American spelling when it is a British one (see `spelling`).
+/// of, or of its American spelling when it is a British one (see `spelling`); the term a
+/// word the stemmer would merge with one of another meaning is read as (see `apart`).
 fn stem(word: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(term) = apart::term(word) {
+        return std::borrow::Cow::Borrowed(term);
+    }
     if let Some(american) = spelling::american(word) {
         let stemmed = stemmer().stem(irregular::lemma(&american).unwrap_or(&american));
         return std::borrow::Cow::Owned(stemmed.into_owned());
@@ -349,8 +355,8 @@ impl Analyzer {
     /// A fingerprint of this analyzer's behaviour: a hash (FNV-1a) of its terms for a fixed
     /// probe text (stemming, stop words, possessives, numbers, case, Chinese and Japanese,
     /// overlong words), for every stop word and, when stemming, for every irregular form
-    /// read as the word it is a form of, and for every British spelling read as the American
-    /// (so a database indexed before a form was added is re-indexed, and its memories saying
+    /// read as the word it is a form of, for every British spelling read as the American, and
+    /// for every word kept apart from the one the stemmer would merge it with (so a database indexed before a form was added is re-indexed, and its memories saying
     /// "went" are found by "go", those saying "colour" by "color"). Persistent backends
     /// store analyzed terms and record this value, so an index built by an analyzer that
     /// behaves differently is rebuilt on open. Never change the probe or the hash without
@@ -382,6 +388,9 @@ impl Analyzer {
             }
             for form in spelling::british_forms() {
                 feed(&form);
+            }
+            for (form, _) in apart::FORMS {
+                feed(form);
             }
         }
         format!("{hash:016x}")

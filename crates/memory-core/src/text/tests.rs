@@ -585,3 +585,60 @@ fn a_british_spelling_is_read_as_the_american() {
     };
     assert_eq!(filtered("the colours were grey"), analyzer.terms("colors"));
 }
+
+#[test]
+fn a_word_the_stemmer_would_merge_with_another_meaning_is_kept_apart() {
+    let analyzer = Analyzer::default();
+    // Each pair stems to one term with Snowball alone.
+    for (word, other) in [
+        ("friendly", "friends"),
+        ("eco-friendly", "friend"),
+        ("publications", "public"),
+        ("experiments", "experience"),
+        ("business", "busy"),
+        ("several", "severe"),
+        ("position", "positive"),
+        ("important", "imports"),
+        ("seasoning", "season"),
+        ("toppings", "top"),
+        ("lately", "late"),
+        ("really", "real"),
+    ] {
+        assert_ne!(analyzer.terms(word), analyzer.terms(other), "{word}");
+        assert_eq!(
+            Analyzer::default().terms(&format!("{word} {other}")).len(),
+            analyzer.terms(word).len() + analyzer.terms(other).len()
+        );
+    }
+    // The forms of one word still meet, and a form read with the word it belongs with
+    // meets that word.
+    for (form, word) in [
+        ("Friendly", "friendly"),
+        ("importance", "importantly"),
+        ("experimenting", "experiment"),
+        ("businesses", "business"),
+        ("publication", "published"),
+        ("conversions", "convert"),
+        ("marinated", "marinating"),
+    ] {
+        assert_eq!(analyzer.terms(form), analyzer.terms(word), "{form}");
+    }
+    // Merges of degree stay: "weekly" is about weeks, and "likely" stays with "like".
+    assert_eq!(analyzer.terms("weekly"), analyzer.terms("week"));
+    assert_eq!(analyzer.terms("likely"), analyzer.terms("like"));
+    assert_eq!(Analyzer::plain().terms("friendly"), ["friendly"]);
+    // The table: sorted forms (binary search), lowercase, no stop words, between six and
+    // fifteen bytes (the bounds `term` checks first); each term keeps its form's first two
+    // letters (the filtered scan asks about them) and is never longer.
+    let forms = super::apart::FORMS;
+    assert!(forms.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    for (form, term) in forms {
+        assert!(form.bytes().all(|byte| byte.is_ascii_lowercase()), "{form}");
+        assert!(!is_stop_word(form), "{form}");
+        assert!((6..=15).contains(&form.len()), "{form}");
+        assert_eq!(form.as_bytes()[..2], term.as_bytes()[..2], "{form}");
+        assert!(term.len() <= form.len(), "{form}");
+        assert_eq!(super::apart::term(form), Some(*term));
+        assert_eq!(analyzer.terms(form), [*term]);
+    }
+}
