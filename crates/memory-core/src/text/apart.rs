@@ -5,7 +5,8 @@
 //! every "family-friendly restaurant" and "eco-friendly" product before the memory telling
 //! of a friend; "publication" becomes "public", "experiment" and "experience" both become
 //! "experi", "business" becomes "busi" with "busy", "several" becomes "sever" with
-//! "severe", "position" becomes "posit" with "positive", "important" becomes "import".
+//! "severe", "position" becomes "posit" with "positive", "important" becomes "import",
+//! "digital" becomes "digit", "polite" becomes "polit" with "politics".
 //! The analyzer reads each form listed here as the term given, never stemmed: a term of its
 //! own, or the term of the word it does belong with ("publication" with "publish",
 //! "conversion" with "convert").
@@ -38,6 +39,8 @@ pub(super) const FORMS: &[(&str, &str)] = &[
     ("customer", "customer"),
     ("customers", "customer"),
     ("definitely", "definitely"),
+    ("digital", "digital"),
+    ("digitally", "digital"),
     ("experiment", "experiment"),
     ("experimental", "experiment"),
     ("experimentation", "experiment"),
@@ -59,6 +62,9 @@ pub(super) const FORMS: &[(&str, &str)] = &[
     ("marinating", "marinate"),
     ("nearly", "nearly"),
     ("organic", "organic"),
+    ("polite", "polite"),
+    ("politely", "polite"),
+    ("politeness", "polite"),
     ("position", "position"),
     ("positioned", "position"),
     ("positioning", "position"),
