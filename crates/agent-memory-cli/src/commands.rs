@@ -497,7 +497,9 @@ pub(crate) fn reembed_failure(error: MemoryError) -> Failure {
             "no embedding service to embed with: add an [embeddings] table to the \
              configuration file, or set AGENT_MEMORY_EMBEDDINGS_BASE_URL",
         )
-        .with_hint("name an OpenAI-compatible `/embeddings` service, then run the re-embedding again"),
+        .with_hint(
+            "name an OpenAI-compatible `/embeddings` service, then run the re-embedding again",
+        ),
         other => other.into(),
     }
 }
