@@ -123,10 +123,11 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// `content` read by the default analyzer.
     ///
     /// A recall reorders its best few results by how much of the query each one's text
-    /// holds and how close together (memory-retrieve's `TermReranker` measure); with this
-    /// answer it does not analyse their text again. The default tells nothing, so the text
-    /// is analysed; the in-memory store keeps each memory's terms in order and answers from
-    /// them.
+    /// holds and how close together (memory-retrieve's `TermReranker` measure), and a
+    /// recall naming a time by its distance from now ("two weeks ago") asks which memories
+    /// hold that expression as written; with this answer it does not analyse their text
+    /// again. The default tells nothing, so the text is analysed; the in-memory store keeps
+    /// each memory's terms in order and answers from them.
     ///
     /// # Errors
     /// Backend errors only; a recall then analyses the text instead.

@@ -151,14 +151,114 @@ fn holds_a_phrase(text: &str, phrases: &[Vec<String>]) -> bool {
     holds
 }
 
+/// Whether `terms`, where they stand in a text (`positions`, as
+/// [`Analyzer::term_positions`](memory_core::text::Analyzer::term_positions) tells them:
+/// positions counting the text's terms, stop words not counted), hold one of `phrases`: its
+/// terms at positions one after another. What [`holds_a_phrase`] reads from the text itself.
+fn positions_hold_a_phrase(
+    positions: &[(u32, u32)],
+    terms: &[String],
+    phrases: &[Vec<String>],
+) -> bool {
+    let term_at = |index: usize| {
+        positions
+            .get(index)
+            .and_then(|(position, term)| Some((*position, terms.get(*term as usize)?)))
+    };
+    (0..positions.len()).any(|start| {
+        let Some((first, _)) = term_at(start) else {
+            return false;
+        };
+        phrases.iter().any(|phrase| {
+            !phrase.is_empty()
+                && phrase.iter().enumerate().all(|(offset, word)| {
+                    term_at(start + offset).is_some_and(|(position, term)| {
+                        u64::from(position) == u64::from(first) + offset as u64 && term == word
+                    })
+                })
+        })
+    })
+}
+
+/// The hits of `whole` (the search with the time's words) that [`with_time_phrases`] may
+/// score as it scored them: those not among `hits` and those it scored better than `hits`
+/// did. A memory that scores no better with the time's words holds none of them.
+fn phrase_checks(hits: &[SearchHit], whole: &[SearchHit]) -> Vec<bool> {
+    let scored: HashMap<(&Namespace, &str), f32> = hits
+        .iter()
+        .map(|hit| ((&hit.item.namespace, hit.item.id.as_str()), hit.score))
+        .collect();
+    whole
+        .iter()
+        .map(|hit| {
+            scored
+                .get(&(&hit.item.namespace, hit.item.id.as_str()))
+                .is_none_or(|score| *score < hit.score)
+        })
+        .collect()
+}
+
+/// For each hit of `whole`, whether its memory holds one of `phrases` as written, asked only
+/// of those [`phrase_checks`] lets through (the others are `false`). Where the phrases'
+/// terms stand comes from the store when it can tell
+/// ([`MemoryStore::term_positions`](memory_core::MemoryStore::term_positions): the
+/// in-memory store keeps each memory's terms in order); a memory it cannot tell of, or a
+/// store that fails, has its text read ([`holds_a_phrase`]). Reading a long memory's text
+/// costs far more than its positions: most of a recall naming a time, before.
+async fn phrase_holders(
+    memory: &dyn memory_core::MemoryStore,
+    hits: &[SearchHit],
+    whole: &[SearchHit],
+    phrases: &[Vec<String>],
+) -> Vec<bool> {
+    let checks = phrase_checks(hits, whole);
+    let (places, keys): (Vec<usize>, Vec<(&Namespace, &str)>) = whole
+        .iter()
+        .zip(&checks)
+        .enumerate()
+        .filter(|(_, (_, check))| **check)
+        .map(|(at, (hit, _))| (at, (&hit.item.namespace, hit.item.id.as_str())))
+        .unzip();
+    let mut holds = vec![false; whole.len()];
+    if keys.is_empty() {
+        return holds;
+    }
+    let terms: Vec<String> = phrases.iter().flatten().cloned().collect();
+    let mut told: Vec<Option<memory_core::TermPositions>> =
+        match memory.term_positions(&keys, &terms).await {
+            Ok(answers) if answers.len() == keys.len() => answers,
+            Ok(answers) => {
+                tracing::warn!(
+                    expected = keys.len(),
+                    got = answers.len(),
+                    "store told term positions for a different number of memories; texts read"
+                );
+                Vec::new()
+            }
+            Err(error) => {
+                tracing::warn!(%error, "store failed to tell term positions; texts read");
+                Vec::new()
+            }
+        };
+    told.resize(keys.len(), None);
+    for (at, positions) in places.into_iter().zip(told) {
+        holds[at] = match positions {
+            Some(positions) => positions_hold_a_phrase(&positions, &terms, phrases),
+            None => holds_a_phrase(&whole[at].item.content, phrases),
+        };
+    }
+    holds
+}
+
 /// `hits`, of the search without the time's words, with each memory whose own words hold
-/// one of the expressions as written scored as `whole`, the search with those words, scored
-/// it (added when it was not among `hits`): the best `limit` of them. "Two weeks ago" in a
-/// memory matches a question asking about "two weeks ago"; "three weeks ago" does not.
+/// one of the expressions as written (`holds`, for each of `whole`: see [`phrase_holders`])
+/// scored as `whole`, the search with those words, scored it (added when it was not among
+/// `hits`): the best `limit` of them. "Two weeks ago" in a memory matches a question asking
+/// about "two weeks ago"; "three weeks ago" does not.
 fn with_time_phrases(
     mut hits: Vec<SearchHit>,
     whole: Vec<SearchHit>,
-    phrases: &[Vec<String>],
+    holds: &[bool],
     limit: usize,
 ) -> Vec<SearchHit> {
     let at: HashMap<(Namespace, String), usize> = hits
@@ -167,14 +267,12 @@ fn with_time_phrases(
         .map(|(at, hit)| ((hit.item.namespace.clone(), hit.item.id.clone()), at))
         .collect();
     let mut added = Vec::new();
-    for hit in whole {
+    for (hit, holds) in whole.into_iter().zip(holds) {
         let known = at
             .get(&(hit.item.namespace.clone(), hit.item.id.clone()))
             .copied();
         // A memory that scores no better with the time's words holds none of them.
-        if known.is_some_and(|known| hits[known].score >= hit.score)
-            || !holds_a_phrase(&hit.item.content, phrases)
-        {
+        if known.is_some_and(|known| hits[known].score >= hit.score) || !holds {
             continue;
         }
         match known {
@@ -197,14 +295,14 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     }
     let started = super::request::Stopwatch::start();
     let memory = request.memory;
-    let phrased = |hits: Vec<SearchHit>, whole: Option<Vec<SearchHit>>| match (
-        whole,
-        &request.time_phrases,
-    ) {
-        (Some(whole), Some(time)) => {
-            with_time_phrases(hits, whole, &time.phrases, request.candidates)
+    let phrased = |hits: Vec<SearchHit>, whole: Option<Vec<SearchHit>>| async {
+        match (whole, &request.time_phrases) {
+            (Some(whole), Some(time)) => {
+                let holds = phrase_holders(memory, &hits, &whole, &time.phrases).await;
+                with_time_phrases(hits, whole, &holds, request.candidates)
+            }
+            _ => hits,
         }
-        _ => hits,
     };
     let search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
         .with_filter(request.filter.memory_filter(request.scope, request.now))
@@ -235,7 +333,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     let (hits, similar, timed) = match request.embedder {
         None => {
             let (hits, whole, timed) = tokio::join!(memory.search(&search), whole, timed);
-            (phrased(hits?, whole?), None, timed?)
+            (phrased(hits?, whole?).await, None, timed?)
         }
         Some(embedder) => {
             let semantic = async {
@@ -247,7 +345,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             };
             let (hits, whole, semantic, timed) =
                 tokio::join!(memory.search(&search), whole, semantic, timed);
-            (phrased(hits?, whole?), Some(semantic?), timed?)
+            (phrased(hits?, whole?).await, Some(semantic?), timed?)
         }
     };
     let (query_vector, similar) = match similar {
@@ -678,19 +776,107 @@ mod tests {
             hit("e", "the match three weeks ago", 2.4),
             hit("a", "the match two weeks ago", 2.0),
         ];
+        let holds: Vec<bool> = whole
+            .iter()
+            .map(|hit| holds_a_phrase(&hit.item.content, &phrases))
+            .collect();
         // "d" and "e" hold the words but not the phrase; "c" is added.
         assert_eq!(
-            ids(&with_time_phrases(
-                hits.clone(),
-                whole.clone(),
-                &phrases,
-                10
-            )),
+            ids(&with_time_phrases(hits.clone(), whole.clone(), &holds, 10)),
             [("b", 3.0), ("c", 2.5), ("a", 2.0), ("e", 0.5)]
         );
         assert_eq!(
-            ids(&with_time_phrases(hits, whole, &phrases, 2)),
+            ids(&with_time_phrases(hits, whole, &holds, 2)),
             [("b", 3.0), ("c", 2.5)]
         );
+    }
+
+    #[test]
+    fn where_the_terms_stand_tells_what_the_text_tells() {
+        let analyzer = memory_core::text::Analyzer::default();
+        let cases = [
+            (
+                vec![phrase("a couple of days ago")],
+                vec![
+                    "I made it a couple of days ago.",
+                    "A COUPLE OF DAYS AGO, I made it",
+                    "a couple of weeks ago",
+                    "days ago, a couple of them",
+                    "a couple of old days, long ago",
+                    "",
+                ],
+            ),
+            (
+                vec![phrase("two weeks ago"), phrase("yesterday")],
+                vec![
+                    "We met yesterday",
+                    "two weeks ago today",
+                    "three weeks ago",
+                    "two weeks, ago",
+                    "ago weeks two",
+                ],
+            ),
+            (
+                vec![phrase("day after day"), phrase("two days ago")],
+                vec![
+                    "it rained day after day",
+                    "it rained day after night",
+                    "two days and two days ago",
+                    "day day day after",
+                ],
+            ),
+        ];
+        for (phrases, texts) in cases {
+            let terms: Vec<String> = phrases.iter().flatten().cloned().collect();
+            for text in texts {
+                let positions = analyzer.term_positions(text, &terms);
+                assert_eq!(
+                    positions_hold_a_phrase(&positions, &terms, &phrases),
+                    holds_a_phrase(text, &phrases),
+                    "{text}"
+                );
+            }
+        }
+        assert!(!positions_hold_a_phrase(&[], &[], &[]));
+    }
+
+    #[tokio::test]
+    async fn a_store_that_tells_where_terms_stand_spares_reading_the_text() {
+        use memory_core::MemoryStore;
+        let phrases = [phrase("two weeks ago")];
+        let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+        let stores: Vec<Arc<dyn MemoryStore>> = vec![
+            Arc::new(memory_inmem::InMemoryStore::new()),
+            Arc::new(sqlite.memory_store().clone()),
+        ];
+        for (store, tells) in stores.into_iter().zip([true, false]) {
+            let stored = [
+                hit("a", "the match two weeks ago", 2.0),
+                hit("b", "weeks and weeks ago, two of them", 3.0),
+                hit("c", "two weeks ago, the final", 2.5),
+                hit("d", "two weeks ago as well", 1.0),
+            ];
+            for hit in &stored {
+                store.save((*hit.item).clone()).await.expect("save");
+            }
+            // "d" scored better without the time's words: it is not asked about.
+            let hits = vec![hit("d", "two weeks ago as well", 5.0)];
+            let holds = phrase_holders(store.as_ref(), &hits, &stored, &phrases).await;
+            assert_eq!(holds, [true, false, true, false]);
+            // A memory the store does not hold is read from its text.
+            let gone = [hit("e", "lost two weeks ago", 1.0)];
+            assert_eq!(
+                phrase_holders(store.as_ref(), &[], &gone, &phrases).await,
+                [true]
+            );
+            // The store's answer is the one read when it tells (the in-memory store keeps
+            // each memory's terms in order): a hit whose text was changed since it was
+            // stored is judged by what is stored; SQLite does not tell, and the text is read.
+            let changed = [hit("a", "nothing of the sort", 2.0)];
+            assert_eq!(
+                phrase_holders(store.as_ref(), &[], &changed, &phrases).await,
+                [tells]
+            );
+        }
     }
 }
