@@ -845,8 +845,9 @@ mod tests {
         use memory_core::MemoryStore;
         let phrases = [phrase("two weeks ago")];
         let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+        // The default memory's store is the in-memory one.
         let stores: Vec<Arc<dyn MemoryStore>> = vec![
-            Arc::new(memory_inmem::InMemoryStore::new()),
+            crate::Memory::in_memory().store().clone(),
             Arc::new(sqlite.memory_store().clone()),
         ];
         for (store, tells) in stores.into_iter().zip([true, false]) {
