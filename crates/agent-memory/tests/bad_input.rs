@@ -731,7 +731,7 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
     // Each factor that lowers a score is in (0, 1]: refused by name when the memory is built
     // and when a recall is given it.
     type WithFactor = fn(f32) -> RetrieverConfig;
-    let factors: [(&str, &str, WithFactor); 3] = [
+    let factors: [(&str, &str, WithFactor); 4] = [
         ("other_speaker_factor", "what did Melanie paint", |factor| {
             RetrieverConfig {
                 other_speaker_factor: factor,
@@ -746,6 +746,12 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
                 ..RetrieverConfig::default()
             },
         ),
+        ("context_only_factor", "which rare records?", |factor| {
+            RetrieverConfig {
+                context_only_factor: factor,
+                ..RetrieverConfig::default()
+            }
+        }),
         ("head_question_factor", "did you ask me?", |factor| {
             RetrieverConfig {
                 head_question_factor: factor,

@@ -140,6 +140,33 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(vec![None; memories.len()])
     }
 
+    /// Whether the content of each memory of `memories` (namespace and id) holds at least
+    /// one of `terms`, read from the store's own index: for each, in order, `Some` answer,
+    /// or `None` when the store cannot tell without reading the text (no such memory, or no
+    /// index to ask). A `Some` answer must be exactly whether
+    /// [`Analyzer::term_positions`](crate::text::Analyzer::term_positions) of the memory's
+    /// `content`, read by the default analyzer, finds any of `terms`.
+    ///
+    /// A recall weighs a memory found through its context alone (its own words hold none
+    /// of the query's terms) a little less (memory-retrieve's `context_only_factor`). The
+    /// default answers from [`term_positions`](Self::term_positions); the in-memory store
+    /// looks each memory up in the terms' postings instead of walking its terms.
+    ///
+    /// # Errors
+    /// Backend errors only; a recall then analyses the text instead.
+    async fn content_holds_terms(
+        &self,
+        memories: &[(&Namespace, &str)],
+        terms: &[String],
+    ) -> Result<Vec<Option<bool>>> {
+        Ok(self
+            .term_positions(memories, terms)
+            .await?
+            .into_iter()
+            .map(|positions| positions.map(|positions| !positions.is_empty()))
+            .collect())
+    }
+
     /// Deletes every item (and its statistics) in `scope`. Returns how many were deleted.
     ///
     /// # Errors
@@ -415,6 +442,13 @@ macro_rules! forward_memory_store {
                 terms: &[String],
             ) -> Result<Vec<Option<TermPositions>>> {
                 (**self).term_positions(memories, terms).await
+            }
+            async fn content_holds_terms(
+                &self,
+                memories: &[(&Namespace, &str)],
+                terms: &[String],
+            ) -> Result<Vec<Option<bool>>> {
+                (**self).content_holds_terms(memories, terms).await
             }
             async fn update(&self, item: MemoryItem) -> Result<()> {
                 (**self).update(item).await

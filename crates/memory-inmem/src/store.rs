@@ -350,6 +350,33 @@ impl MemoryStore for InMemoryStore {
         Ok(out)
     }
 
+    async fn content_holds_terms(
+        &self,
+        memories: &[(&Namespace, &str)],
+        terms: &[String],
+    ) -> Result<Vec<Option<bool>>> {
+        // As `term_positions`, one lookup of the terms per run of one namespace; each
+        // memory is then found in the terms' postings, its own terms not walked.
+        let mut out = Vec::with_capacity(memories.len());
+        let mut at = 0;
+        while let Some((namespace, _)) = memories.get(at) {
+            let run = &memories[at..];
+            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
+            at += run.len();
+            let Some(shard) = self.registry.get(namespace) else {
+                out.extend(run.iter().map(|_| None));
+                continue;
+            };
+            let shard = read(&shard);
+            let sought = shard.index.sought(terms);
+            out.extend(run.iter().map(|(_, id)| {
+                let slot = shard.by_id.get(&shard.entries, id)?;
+                shard.index.first_field_holds(slot, &sought)
+            }));
+        }
+        Ok(out)
+    }
+
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
         Ok(self
             .registry

@@ -7,6 +7,10 @@ use super::Bm25Index;
 /// sorted and searched.
 const SCANNED: usize = 8;
 
+/// A first field of up to this many terms is walked to tell whether it holds a term
+/// ([`Bm25Index::first_field_holds`]); a longer one is looked up in the terms' postings.
+const WALKED: usize = 32;
+
 impl<const N: usize> Bm25Index<N> {
     /// The dictionary ids of `terms`, each with its first index in `terms`, sorted by id:
     /// what [`term_positions`](Self::term_positions) looks for, worked out once for every
@@ -23,6 +27,37 @@ impl<const N: usize> Bm25Index<N> {
         }
         sought.sort_unstable_by_key(|(id, _)| *id);
         sought
+    }
+
+    /// Whether the first field of the document in `slot` holds one of the terms `sought`
+    /// ([`sought`](Self::sought)): a short field's terms are walked until one is found; a
+    /// long one's slot is looked up in each term's postings (sorted by slot). `None` when
+    /// the slot is free or was indexed without its order ([`insert`](Self::insert)): its
+    /// first field is then more than the text whose terms
+    /// [`term_positions`](Self::term_positions) would tell.
+    pub(crate) fn first_field_holds(&self, slot: u32, sought: &[(u32, u32)]) -> Option<bool> {
+        let sequence = self
+            .docs
+            .get(slot as usize)?
+            .as_ref()?
+            .sequence
+            .as_deref()?;
+        if sequence.len() <= WALKED {
+            // A term whose bit (its id modulo 64) no sought term sets is passed over at once.
+            let bits = sought
+                .iter()
+                .fold(0u64, |bits, (id, _)| bits | 1 << (id % 64));
+            return Some(sequence.iter().any(|id| {
+                bits & 1 << (id % 64) != 0 && sought.iter().any(|(known, _)| known == id)
+            }));
+        }
+        Some(sought.iter().any(|(id, _)| {
+            self.postings.list_of(*id).is_some_and(|postings| {
+                postings
+                    .binary_search_by_key(&slot, |posting| posting.slot)
+                    .is_ok_and(|at| postings[at].tf[0] > 0)
+            })
+        }))
     }
 
     /// Where the terms `sought` ([`sought`](Self::sought)) stand in the first field of the

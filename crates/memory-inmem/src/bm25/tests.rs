@@ -542,7 +542,10 @@ fn term_positions_are_the_analyzers_reading() {
             index.remove(slot as u32);
             texts[slot] = None;
         } else {
-            let text: Vec<&str> = (0..next(30)).map(|_| pieces[next(pieces.len())]).collect();
+            // Short fields and long ones (`first_field_holds` walks the one, looks the
+            // other up in the postings).
+            let length = next(if round % 3 == 0 { 120 } else { 30 });
+            let text: Vec<&str> = (0..length).map(|_| pieces[next(pieces.len())]).collect();
             let text = text.join(if round % 2 == 0 { " " } else { "" });
             index.insert_ordered(slot as u32, &format!("id-{slot}"), [&text, "cat context"]);
             texts[slot] = Some(text);
@@ -566,14 +569,21 @@ fn term_positions_are_the_analyzers_reading() {
             terms.extend(terms.clone());
         }
         for (slot, text) in texts.iter().enumerate() {
-            let told = index.term_positions(slot as u32, &index.sought(&terms));
+            let sought = index.sought(&terms);
+            let told = index.term_positions(slot as u32, &sought);
+            // Whether the first field holds a term, from the postings: the same reading,
+            // the context's "cat" not counted.
+            let holds = index.first_field_holds(slot as u32, &sought);
             match text {
-                Some(text) => assert_eq!(
-                    told,
-                    Some(analyzer.term_positions(text, &terms)),
-                    "{text:?} {terms:?}"
-                ),
-                None => assert_eq!(told, None, "free slot {slot}"),
+                Some(text) => {
+                    let read = analyzer.term_positions(text, &terms);
+                    assert_eq!(holds, Some(!read.is_empty()), "{text:?} {terms:?}");
+                    assert_eq!(told, Some(read), "{text:?} {terms:?}");
+                }
+                None => {
+                    assert_eq!(told, None, "free slot {slot}");
+                    assert_eq!(holds, None, "free slot {slot}");
+                }
             }
         }
     }
@@ -581,6 +591,10 @@ fn term_positions_are_the_analyzers_reading() {
     index.insert(0, "plain", ["the cat ran", ""]);
     assert_eq!(
         index.term_positions(0, &index.sought(&["cat".to_owned()])),
+        None
+    );
+    assert_eq!(
+        index.first_field_holds(0, &index.sought(&["cat".to_owned()])),
         None
     );
 }

@@ -7,7 +7,9 @@
 //! `[date] speaker: text`, with the turn before it and, once it arrives, the turn after it
 //! (within the same session) as its context. Search weighs the context field lower than
 //! the turn's own text ([`CONTEXT_FIELD_WEIGHT`](memory_core::CONTEXT_FIELD_WEIGHT)), so a
-//! turn is found through its neighbours' words without outranking the turn that says them.
+//! turn is found through its neighbours' words without outranking the turn that says them
+//! (a recall can also weigh a turn whose own words hold none of the question's terms a
+//! little less: [`RetrieverConfig::context_only_factor`](crate::RetrieverConfig::context_only_factor)).
 //!
 //! Both directions were measured on two conversational benchmarks (every change tried is in
 //! `benches/README.md`): the previous turn alone helps a question answered by a reply,

@@ -421,6 +421,94 @@ async fn a_question_naming_a_speaker_ranks_that_speakers_turns_first() {
     }
 }
 
+#[tokio::test]
+async fn a_turn_found_through_its_neighbours_alone_weighs_less() {
+    // The relevance of each turn, by id, for a question; and the order.
+    async fn recall(
+        store: Arc<dyn MemoryStore>,
+        factor: f32,
+    ) -> (Vec<String>, std::collections::HashMap<String, f32>) {
+        let config = RetrieverConfig {
+            context_only_factor: factor,
+            ..RetrieverConfig::default()
+        };
+        let memory = memory(store, config);
+        let namespace = Namespace::parse("chat/records").unwrap();
+        let mut dialogue = memory.dialogue(namespace.clone());
+        for (id, speaker, text, session) in [
+            (
+                "list",
+                "Ann",
+                "Rare vinyl records fetch the most at the fair.",
+                "1",
+            ),
+            // Found through its neighbour's words alone.
+            ("beside", "Bob", "Do those shops buy them back later?", "1"),
+            ("mine", "Ann", "My uncle left me his old vinyl player.", "2"),
+        ] {
+            dialogue
+                .add(Turn::new(speaker, text).id(id).session(session).at(at(3)))
+                .await
+                .unwrap();
+        }
+        let found = memory
+            .recall(&namespace.exact(), "Which rare vinyl records?")
+            .await
+            .unwrap();
+        let relevance = found
+            .items
+            .iter()
+            .filter_map(|item| match &item.record {
+                RetrievalSource::Memory(memory) => Some((
+                    memory.id.clone(),
+                    item.breakdown
+                        .value(memory_core::Signal::Relevance)
+                        .unwrap_or_default(),
+                )),
+                _ => None,
+            })
+            .collect();
+        (ids(&found), relevance)
+    }
+    let mut orders = Vec::new();
+    for (one, two) in stores().into_iter().zip(stores()) {
+        let (order_off, off) = recall(one, 1.0).await;
+        let (order_on, on) = recall(two, 0.25).await;
+        // Only the turn whose own words hold none of the question's terms is lowered, by
+        // the factor; the others keep their relevance.
+        assert!(
+            (on["beside"] - 0.25 * off["beside"]).abs() < 1e-4,
+            "{off:?} {on:?}"
+        );
+        assert!((on["list"] - off["list"]).abs() < 1e-6, "{off:?} {on:?}");
+        assert!((on["mine"] - off["mine"]).abs() < 1e-6, "{off:?} {on:?}");
+        assert_eq!(order_on.first().map(String::as_str), Some("list"));
+        orders.push((order_off, order_on));
+    }
+    // The in-memory store answers from its index, SQLite from the text: the same rankings.
+    assert_eq!(orders[0], orders[1]);
+    // Off, the turn found through its neighbour outranks the one that says "vinyl" itself.
+    let (off, on) = &orders[0];
+    let place = |order: &[String], id: &str| order.iter().position(|at| at == id);
+    assert!(place(off, "beside") < place(off, "mine"), "{off:?}");
+    assert!(place(on, "mine") < place(on, "beside"), "{on:?}");
+}
+
+#[test]
+fn the_context_only_factor_is_validated() {
+    for factor in [0.0, -0.5, 1.5, f32::NAN, f32::INFINITY] {
+        let config = RetrieverConfig {
+            context_only_factor: factor,
+            ..RetrieverConfig::default()
+        };
+        assert_eq!(
+            config.validate().unwrap_err().field(),
+            Some("context_only_factor"),
+            "{factor}"
+        );
+    }
+}
+
 #[test]
 fn the_other_speaker_factor_is_validated() {
     for factor in [0.0, -0.5, 1.5, f32::NAN, f32::INFINITY] {

@@ -101,3 +101,81 @@ pub(super) async fn term_positions(store: &dyn MemoryStore, ns: &Namespace) {
         "nothing asked, nothing told"
     );
 }
+
+async fn holds(
+    store: &dyn MemoryStore,
+    memories: &[(&Namespace, &str)],
+    terms: &[String],
+) -> Vec<Option<bool>> {
+    must(
+        store.content_holds_terms(memories, terms),
+        "content_holds_terms",
+    )
+    .await
+}
+
+/// Conformance of [`MemoryStore::content_holds_terms`]: a store may tell nothing, but what
+/// it tells is whether the analyzer finds one of the terms in the memory's content (not in
+/// its context or tags), and only in its namespace.
+pub(super) async fn content_holds_terms(store: &dyn MemoryStore, ns: &Namespace) {
+    let other = super::child(ns, "other");
+    let told = "The owners were running after their cats";
+    let beside = "Do they sell them back later?";
+    must(store.save(item(ns, "told", told, 0)), "save").await;
+    let context = item(ns, "beside", beside, 1)
+        .with_context("cats running after their owners")
+        .with_tags(["cats"])
+        .unwrap_or_else(|error| panic!("conformance: tags: {error}"));
+    must(store.save(context), "save beside").await;
+    must(store.save(item(&other, "elsewhere", told, 2)), "save other").await;
+    let terms = Analyzer::default().query_terms("cat runs owner zebra");
+    let answers = holds(
+        store,
+        &[
+            (ns, "told"),
+            (ns, "beside"),
+            (ns, "missing"),
+            (&other, "beside"),
+            (&other, "elsewhere"),
+        ],
+        &terms,
+    )
+    .await;
+    assert_eq!(answers.len(), 5, "one answer per memory asked");
+    for (answer, content, what) in [
+        (
+            answers[0],
+            told,
+            "the content holds the terms, as the analyzer reads them",
+        ),
+        (answers[1], beside, "the context and tags do not count"),
+        (answers[4], told, "each namespace its own memories"),
+    ] {
+        if let Some(holds) = answer {
+            assert_eq!(holds, !read(content, &terms).is_empty(), "{what}");
+        }
+    }
+    assert_eq!(
+        answers[2], None,
+        "no answer for a memory that does not exist"
+    );
+    assert_eq!(
+        answers[3], None,
+        "no answer for a memory of another namespace"
+    );
+    // A replaced memory is read anew; a deleted one is gone.
+    must(store.save(item(ns, "told", beside, 0)), "replace").await;
+    if let Some(holds) = holds(store, &[(ns, "told")], &terms).await[0] {
+        assert!(!holds, "the new content holds none of the terms");
+    }
+    must(store.delete(ns, "told"), "delete").await;
+    assert_eq!(
+        holds(store, &[(ns, "told")], &terms).await,
+        vec![None],
+        "deleted"
+    );
+    assert!(
+        holds(store, &[], &terms).await.is_empty(),
+        "nothing asked, nothing told"
+    );
+}
