@@ -5,10 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memory_core::text::Analyzer;
 use memory_core::{
-    Channel, MemoryFilter, MemoryItem, MemoryStore, Namespace, Result, RetrievalSource, SearchHit,
-    SearchQuery, Signal,
+    Channel, MemoryFilter, MemoryItem, Result, RetrievalSource, SearchHit, SearchQuery, Signal,
 };
 
 use super::MAX_CONTEXT_SOURCES;
@@ -17,8 +15,10 @@ use super::request::Request;
 use crate::scoring::{Signals, text_overlap};
 use crate::who::Speakers;
 
+mod own_words;
 mod time_phrases;
 
+use self::own_words::found_through_context;
 pub(super) use self::time_phrases::{TimePhrases, search_terms};
 use self::time_phrases::{phrase_holders, with_time_phrases};
 
@@ -271,63 +271,6 @@ fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchH
         .collect()
 }
 
-/// Which of `hits` hold none of `terms` in their own words (their content), found through
-/// the context indexed beside it alone
-/// ([`RetrieverConfig::context_only_factor`](super::RetrieverConfig::context_only_factor)).
-/// Asked of the store's index in one call ([`MemoryStore::content_holds_terms`]); the text
-/// is analysed for a memory the store cannot tell of, or all of them when it fails.
-async fn found_through_context(
-    memory: &dyn MemoryStore,
-    hits: &[&SearchHit],
-    terms: &[String],
-) -> Vec<bool> {
-    let keys: Vec<(&Namespace, &str)> = hits
-        .iter()
-        .map(|hit| (&hit.item.namespace, hit.item.id.as_str()))
-        .collect();
-    let told = match memory.content_holds_terms(&keys, terms).await {
-        Ok(answers) if answers.len() == keys.len() => answers,
-        Ok(answers) => {
-            tracing::warn!(
-                expected = keys.len(),
-                got = answers.len(),
-                "store told which contents hold terms for a different number of memories; \
-                 texts read"
-            );
-            Vec::new()
-        }
-        Err(error) => {
-            tracing::warn!(%error, "store failed to tell which contents hold terms; texts read");
-            Vec::new()
-        }
-    };
-    let starts = crate::rerank::TermStarts::of(terms);
-    hits.iter()
-        .enumerate()
-        .map(|(at, hit)| match told.get(at) {
-            Some(Some(holds)) => !holds,
-            _ => !text_holds_a_term(&hit.item.content, terms, &starts),
-        })
-        .collect()
-}
-
-/// Whether `text` holds one of `terms` ([`Analyzer::term_positions`] finds one): only the
-/// words that may stem to one of them (`starts`) are stemmed, and none once one is found.
-fn text_holds_a_term(text: &str, terms: &[String], starts: &crate::rerank::TermStarts) -> bool {
-    let holds = std::cell::Cell::new(false);
-    Analyzer::default().for_each_term_where(
-        text,
-        |first, second| !holds.get() && starts.may_start(first, second),
-        |term| {
-            if terms.iter().any(|sought| sought == term) {
-                holds.set(true);
-            }
-        },
-        || {},
-    );
-    holds.get()
-}
-
 /// The role and the speaker of `item` (the dialogue API's metadata): one walk over a small
 /// metadata object, two lookups in a large one.
 fn role_and_speaker(item: &MemoryItem) -> (Option<&str>, Option<&str>) {
@@ -455,7 +398,7 @@ fn neighbours_in(
 /// Gives the memories next to the best hits (within `context_window` on each side) the
 /// hit's relevance as the `context` signal (see [`neighbours_in`]). Neighbours that were not
 /// hits become candidates of the `Context` channel. Every hit's neighbourhood is read in one
-/// [`MemoryStore::list_many`] call.
+/// [`MemoryStore::list_many`](memory_core::MemoryStore::list_many) call.
 async fn add_context(
     out: &mut Vec<Candidate>,
     request: &Request<'_>,
@@ -529,91 +472,4 @@ async fn add_context(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hit(id: &str, text: &str, context: &str) -> SearchHit {
-        let item = MemoryItem::new(Namespace::parse("n").unwrap(), text)
-            .unwrap()
-            .with_id(id)
-            .unwrap()
-            .with_context(context);
-        SearchHit {
-            item: Arc::new(item),
-            score: 1.0,
-        }
-    }
-
-    #[test]
-    fn a_text_holds_a_term_as_the_analyzer_reads_it() {
-        let analyzer = Analyzer::default();
-        let texts = [
-            "Rare records fetch the most.",
-            "I went running with the owners' dogs",
-            "Nothing of the kind",
-            "Caroline's café, by the RIVER",
-            "the dying embers; a day's work",
-            "",
-        ];
-        for query in [
-            "rare vinyl records",
-            "go run owner",
-            "river cafe",
-            "die day",
-            "zebra",
-        ] {
-            let terms = analyzer.query_terms(query);
-            let starts = crate::rerank::TermStarts::of(&terms);
-            for text in texts {
-                assert_eq!(
-                    text_holds_a_term(text, &terms, &starts),
-                    !analyzer.term_positions(text, &terms).is_empty(),
-                    "{query:?} in {text:?}"
-                );
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn a_memory_whose_own_words_hold_no_query_term_is_told_apart() {
-        let terms = Analyzer::default().query_terms("rare vinyl records");
-        let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
-        // The default memory's store is the in-memory one, which answers from its index;
-        // SQLite does not tell, and the text is analysed.
-        let stores: Vec<Arc<dyn MemoryStore>> = vec![
-            crate::Memory::in_memory().store().clone(),
-            Arc::new(sqlite.memory_store().clone()),
-        ];
-        for (store, tells) in stores.into_iter().zip([true, false]) {
-            let stored = [
-                hit("own", "Rare records fetch the most.", ""),
-                hit("beside", "Do they buy them back?", "rare vinyl records"),
-                hit("stemmed", "Collecting VINYL, mostly.", "rare records"),
-            ];
-            for hit in &stored {
-                store.save((*hit.item).clone()).await.expect("save");
-            }
-            let all: Vec<&SearchHit> = stored.iter().collect();
-            assert_eq!(
-                found_through_context(store.as_ref(), &all, &terms).await,
-                [false, true, false]
-            );
-            // A memory the store does not hold is read from its text.
-            let gone = hit("gone", "Nothing of the kind.", "rare vinyl");
-            assert_eq!(
-                found_through_context(store.as_ref(), &[&gone], &terms).await,
-                [true]
-            );
-            // A hit whose text changed since it was stored is judged by the store's index
-            // where the store tells, by its text where it does not.
-            let changed = hit("own", "Nothing of the kind.", "");
-            assert_eq!(
-                found_through_context(store.as_ref(), &[&changed], &terms).await,
-                [!tells]
-            );
-        }
-    }
 }
