@@ -295,6 +295,36 @@ impl InMemoryStore {
         }
     }
 
+    /// `answer` for each memory of `memories`, asked of its shard's index with its slot and
+    /// the ids of `terms` there ([`Bm25Index::sought`]); `None` for a memory not found. The
+    /// terms' ids are a shard's own: looked up once for each run of memories of one
+    /// namespace (a recall's hits are mostly one), under the one read lock.
+    fn ask_index<T>(
+        &self,
+        memories: &[(&Namespace, &str)],
+        terms: &[String],
+        answer: impl Fn(&Bm25Index<2>, u32, &[(u32, u32)]) -> Option<T>,
+    ) -> Vec<Option<T>> {
+        let mut out = Vec::with_capacity(memories.len());
+        let mut at = 0;
+        while let Some((namespace, _)) = memories.get(at) {
+            let run = &memories[at..];
+            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
+            at += run.len();
+            let Some(shard) = self.registry.get(namespace) else {
+                out.extend(run.iter().map(|_| None));
+                continue;
+            };
+            let shard = read(&shard);
+            let sought = shard.index.sought(terms);
+            out.extend(run.iter().map(|(_, id)| {
+                let slot = shard.by_id.get(&shard.entries, id)?;
+                answer(&shard.index, slot, &sought)
+            }));
+        }
+        out
+    }
+
     /// How many items the whole store holds, across namespaces. `O(namespaces)`.
     pub fn total_len(&self) -> usize {
         self.registry
@@ -328,53 +358,22 @@ impl MemoryStore for InMemoryStore {
         memories: &[(&Namespace, &str)],
         terms: &[String],
     ) -> Result<Vec<Option<TermPositions>>> {
-        // The terms' ids are a shard's own: looked up once for each run of memories of one
-        // namespace (a recall's head is mostly one), under the one read lock.
-        let mut out = Vec::with_capacity(memories.len());
-        let mut at = 0;
-        while let Some((namespace, _)) = memories.get(at) {
-            let run = &memories[at..];
-            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
-            at += run.len();
-            let Some(shard) = self.registry.get(namespace) else {
-                out.extend(run.iter().map(|_| None));
-                continue;
-            };
-            let shard = read(&shard);
-            let sought = shard.index.sought(terms);
-            out.extend(run.iter().map(|(_, id)| {
-                let slot = shard.by_id.get(&shard.entries, id)?;
-                shard.index.term_positions(slot, &sought)
-            }));
-        }
-        Ok(out)
+        Ok(self.ask_index(memories, terms, |index, slot, sought| {
+            index.term_positions(slot, sought)
+        }))
     }
 
+    /// Answered from the index as `term_positions` is: a short content's terms walked, a
+    /// long one's slot looked up in the terms' postings; `None` where `term_positions`
+    /// tells nothing.
     async fn content_holds_terms(
         &self,
         memories: &[(&Namespace, &str)],
         terms: &[String],
     ) -> Result<Vec<Option<bool>>> {
-        // As `term_positions`, one lookup of the terms per run of one namespace; each
-        // memory is then found in the terms' postings, its own terms not walked.
-        let mut out = Vec::with_capacity(memories.len());
-        let mut at = 0;
-        while let Some((namespace, _)) = memories.get(at) {
-            let run = &memories[at..];
-            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
-            at += run.len();
-            let Some(shard) = self.registry.get(namespace) else {
-                out.extend(run.iter().map(|_| None));
-                continue;
-            };
-            let shard = read(&shard);
-            let sought = shard.index.sought(terms);
-            out.extend(run.iter().map(|(_, id)| {
-                let slot = shard.by_id.get(&shard.entries, id)?;
-                shard.index.first_field_holds(slot, &sought)
-            }));
-        }
-        Ok(out)
+        Ok(self.ask_index(memories, terms, |index, slot, sought| {
+            index.first_field_holds(slot, sought)
+        }))
     }
 
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
