@@ -150,7 +150,8 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// A recall weighs a memory found through its context alone (its own words hold none
     /// of the query's terms) a little less (memory-retrieve's `context_only_factor`). The
     /// default answers from [`term_positions`](Self::term_positions); the in-memory store
-    /// looks each memory up in the terms' postings instead of walking its terms.
+    /// stops at the first term of a short content and looks a long one up in the terms'
+    /// postings, and lists no positions.
     ///
     /// # Errors
     /// Backend errors only; a recall then analyses the text instead.

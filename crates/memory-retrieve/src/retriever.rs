@@ -383,20 +383,37 @@ async fn head_positions(
             _ => None,
         })
         .unzip();
-    match memory.term_positions(&keys, terms).await {
-        Ok(answers) if answers.len() == keys.len() => {
-            for (at, answer) in places.into_iter().zip(answers) {
-                known[at] = answer;
-            }
-        }
-        Ok(answers) => tracing::warn!(
-            expected = keys.len(),
-            got = answers.len(),
-            "store told term positions for a different number of memories; texts analysed"
-        ),
-        Err(error) => {
-            tracing::warn!(%error, "store failed to tell term positions; texts analysed");
-        }
+    let answers = told_by_store(
+        memory.term_positions(&keys, terms).await,
+        keys.len(),
+        "term positions",
+    );
+    for (at, answer) in places.into_iter().zip(answers) {
+        known[at] = answer;
     }
     known
+}
+
+/// A store's answer about each of `expected` memories (`MemoryStore::term_positions`,
+/// `MemoryStore::content_holds_terms`), `None` for each it did not tell: all of them when
+/// it failed or told of a different number of memories (logged with `what` it was asked).
+/// The caller reads the text of a memory the store did not tell of.
+fn told_by_store<T>(answer: Result<Vec<Option<T>>>, expected: usize, what: &str) -> Vec<Option<T>> {
+    let mut told = match answer {
+        Ok(answers) if answers.len() == expected => return answers,
+        Ok(answers) => {
+            tracing::warn!(
+                expected,
+                got = answers.len(),
+                "store told {what} for a different number of memories; texts read"
+            );
+            Vec::new()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "store failed to tell {what}; texts read");
+            Vec::new()
+        }
+    };
+    told.resize_with(expected, || None);
+    told
 }

@@ -29,6 +29,12 @@ impl<const N: usize> Bm25Index<N> {
         sought
     }
 
+    /// The first field's terms in order, by id, of the document in `slot`: `None` when the
+    /// slot is free or was indexed without its order ([`insert`](Self::insert)).
+    fn sequence(&self, slot: u32) -> Option<&[u32]> {
+        self.docs.get(slot as usize)?.as_ref()?.sequence.as_deref()
+    }
+
     /// Whether the first field of the document in `slot` holds one of the terms `sought`
     /// ([`sought`](Self::sought)): a short field's terms are walked until one is found; a
     /// long one's slot is looked up in each term's postings (sorted by slot). `None` when
@@ -36,12 +42,7 @@ impl<const N: usize> Bm25Index<N> {
     /// first field is then more than the text whose terms
     /// [`term_positions`](Self::term_positions) would tell.
     pub(crate) fn first_field_holds(&self, slot: u32, sought: &[(u32, u32)]) -> Option<bool> {
-        let sequence = self
-            .docs
-            .get(slot as usize)?
-            .as_ref()?
-            .sequence
-            .as_deref()?;
+        let sequence = self.sequence(slot)?;
         if sequence.len() <= WALKED {
             // A term whose bit (its id modulo 64) no sought term sets is passed over at once.
             let bits = sought
@@ -71,12 +72,7 @@ impl<const N: usize> Bm25Index<N> {
         slot: u32,
         sought: &[(u32, u32)],
     ) -> Option<Vec<(u32, u32)>> {
-        let sequence = self
-            .docs
-            .get(slot as usize)?
-            .as_ref()?
-            .sequence
-            .as_deref()?;
+        let sequence = self.sequence(slot)?;
         let mut found = Vec::new();
         if sought.is_empty() {
             return Some(found);

@@ -18,6 +18,17 @@ use crate::who::Speakers;
 mod own_words;
 mod time_phrases;
 
+/// The stores the submodules' tests ask: the in-memory one (the default memory's), which
+/// answers from its index, and SQLite, which tells nothing and has the text read.
+#[cfg(test)]
+fn test_stores() -> Vec<(Arc<dyn memory_core::MemoryStore>, bool)> {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+    vec![
+        (crate::Memory::in_memory().store().clone(), true),
+        (Arc::new(sqlite.memory_store().clone()), false),
+    ]
+}
+
 use self::own_words::found_through_context;
 pub(super) use self::time_phrases::{TimePhrases, search_terms};
 use self::time_phrases::{phrase_holders, with_time_phrases};

@@ -17,28 +17,17 @@ pub(super) async fn found_through_context(
         .iter()
         .map(|hit| (&hit.item.namespace, hit.item.id.as_str()))
         .collect();
-    let told = match memory.content_holds_terms(&keys, terms).await {
-        Ok(answers) if answers.len() == keys.len() => answers,
-        Ok(answers) => {
-            tracing::warn!(
-                expected = keys.len(),
-                got = answers.len(),
-                "store told which contents hold terms for a different number of memories; \
-                 texts read"
-            );
-            Vec::new()
-        }
-        Err(error) => {
-            tracing::warn!(%error, "store failed to tell which contents hold terms; texts read");
-            Vec::new()
-        }
-    };
+    let told = crate::retriever::told_by_store(
+        memory.content_holds_terms(&keys, terms).await,
+        keys.len(),
+        "which contents hold terms",
+    );
     let starts = crate::rerank::TermStarts::of(terms);
     hits.iter()
-        .enumerate()
-        .map(|(at, hit)| match told.get(at) {
-            Some(Some(holds)) => !holds,
-            _ => !text_holds_a_term(&hit.item.content, terms, &starts),
+        .zip(told)
+        .map(|(hit, holds)| match holds {
+            Some(holds) => !holds,
+            None => !text_holds_a_term(&hit.item.content, terms, &starts),
         })
         .collect()
 }
@@ -113,14 +102,7 @@ mod tests {
     #[tokio::test]
     async fn a_memory_whose_own_words_hold_no_query_term_is_told_apart() {
         let terms = Analyzer::default().query_terms("rare vinyl records");
-        let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
-        // The default memory's store is the in-memory one, which answers from its index;
-        // SQLite does not tell, and the text is analysed.
-        let stores: Vec<Arc<dyn MemoryStore>> = vec![
-            crate::Memory::in_memory().store().clone(),
-            Arc::new(sqlite.memory_store().clone()),
-        ];
-        for (store, tells) in stores.into_iter().zip([true, false]) {
+        for (store, tells) in super::super::test_stores() {
             let stored = [
                 hit("own", "Rare records fetch the most.", ""),
                 hit("beside", "Do they buy them back?", "rare vinyl records"),

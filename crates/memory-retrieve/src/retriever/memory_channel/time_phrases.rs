@@ -200,23 +200,11 @@ pub(super) async fn phrase_holders(
         return holds;
     }
     let terms: Vec<String> = phrases.iter().flatten().cloned().collect();
-    let mut told: Vec<Option<memory_core::TermPositions>> =
-        match memory.term_positions(&keys, &terms).await {
-            Ok(answers) if answers.len() == keys.len() => answers,
-            Ok(answers) => {
-                tracing::warn!(
-                    expected = keys.len(),
-                    got = answers.len(),
-                    "store told term positions for a different number of memories; texts read"
-                );
-                Vec::new()
-            }
-            Err(error) => {
-                tracing::warn!(%error, "store failed to tell term positions; texts read");
-                Vec::new()
-            }
-        };
-    told.resize(keys.len(), None);
+    let told = crate::retriever::told_by_store(
+        memory.term_positions(&keys, &terms).await,
+        keys.len(),
+        "term positions",
+    );
     for (at, positions) in places.into_iter().zip(told) {
         holds[at] = match positions {
             Some(positions) => positions_hold_a_phrase(&positions, &terms, phrases),
@@ -397,15 +385,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_store_that_tells_where_terms_stand_spares_reading_the_text() {
-        use memory_core::MemoryStore;
         let phrases = [phrase("two weeks ago")];
-        let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
-        // The default memory's store is the in-memory one.
-        let stores: Vec<Arc<dyn MemoryStore>> = vec![
-            crate::Memory::in_memory().store().clone(),
-            Arc::new(sqlite.memory_store().clone()),
-        ];
-        for (store, tells) in stores.into_iter().zip([true, false]) {
+        for (store, tells) in super::super::test_stores() {
             let stored = [
                 hit("a", "the match two weeks ago", 2.0),
                 hit("b", "weeks and weeks ago, two of them", 3.0),
