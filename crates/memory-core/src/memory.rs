@@ -671,6 +671,12 @@ pub struct SearchQuery {
     /// with every word of the text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rarest: Option<usize>,
+    /// Ask the backend to tell each hit's [`in_own_words`](SearchHit::in_own_words). A
+    /// backend that knows it at no cost (SQLite and PostgreSQL score each field) tells it
+    /// unasked; the in-memory store looks it up only when asked, a few hundred
+    /// instructions per hit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_words: bool,
 }
 
 impl SearchQuery {
@@ -699,6 +705,13 @@ impl SearchQuery {
         self
     }
 
+    /// This query asking the backend to tell where each hit's terms are (see
+    /// [`own_words`](Self::own_words)).
+    pub fn with_own_words(mut self) -> Self {
+        self.own_words = true;
+        self
+    }
+
     /// The best `top_k` items in `scope` for `text`.
     pub fn new(scope: impl Into<Scope>, text: impl Into<String>, top_k: usize) -> Self {
         Self {
@@ -707,6 +720,7 @@ impl SearchQuery {
             top_k,
             terms: None,
             rarest: None,
+            own_words: false,
         }
     }
 
@@ -725,9 +739,32 @@ pub struct SearchHit {
     pub item: std::sync::Arc<MemoryItem>,
     /// The backend's relevance (BM25 or similar), higher is better, not normalised.
     pub score: f32,
+    /// Whether one of the terms the hit was scored by is in its own words: the first field
+    /// of [`MEMORY_FIELD_WEIGHTS`](crate::search::MEMORY_FIELD_WEIGHTS) (its content, tags
+    /// and fact key), and not only in the context indexed beside it. `None` when the
+    /// backend does not tell (a similarity search, a store that does not score by field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_own_words: Option<bool>,
 }
 
 impl SearchHit {
+    /// A hit of `score` whose backend tells nothing of where its terms are
+    /// ([`in_own_words`](Self::in_own_words) `None`).
+    pub fn new(item: std::sync::Arc<MemoryItem>, score: f32) -> Self {
+        Self {
+            item,
+            score,
+            in_own_words: None,
+        }
+    }
+
+    /// The hit, telling whether a term it was scored by is in its own words.
+    #[must_use]
+    pub fn with_own_words(mut self, in_own_words: bool) -> Self {
+        self.in_own_words = Some(in_own_words);
+        self
+    }
+
     /// The order of ranked hits: higher score first (`total_cmp`, so NaN cannot break the
     /// sort), then id, then namespace. For `sort_by`.
     pub fn best_first(a: &SearchHit, b: &SearchHit) -> std::cmp::Ordering {

@@ -76,6 +76,12 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// `query.text`, best first, ties broken by id. Query text is never interpreted as
     /// syntax; text with no searchable word returns no hits.
     ///
+    /// A backend that scores by field should tell each hit's
+    /// [`in_own_words`](SearchHit::in_own_words): whether a term it was scored by is in its
+    /// own words, not only in the context indexed beside it. A recall weighs a memory found
+    /// through its context alone a little less, and analyses the text of a hit whose
+    /// backend did not tell.
+    ///
     /// # Errors
     /// Backend errors only.
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
@@ -138,34 +144,6 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     ) -> Result<Vec<Option<TermPositions>>> {
         let _ = terms;
         Ok(vec![None; memories.len()])
-    }
-
-    /// Whether the content of each memory of `memories` (namespace and id) holds at least
-    /// one of `terms`, read from the store's own index: for each, in order, `Some` answer,
-    /// or `None` when the store cannot tell without reading the text (no such memory, or no
-    /// index to ask). A `Some` answer must be exactly whether
-    /// [`Analyzer::term_positions`](crate::text::Analyzer::term_positions) of the memory's
-    /// `content`, read by the default analyzer, finds any of `terms`.
-    ///
-    /// A recall weighs a memory found through its context alone (its own words hold none
-    /// of the query's terms) a little less (memory-retrieve's `context_only_factor`). The
-    /// default answers from [`term_positions`](Self::term_positions); the in-memory store
-    /// stops at the first term of a short content and looks a long one up in the terms'
-    /// postings, and lists no positions.
-    ///
-    /// # Errors
-    /// Backend errors only; a recall then analyses the text instead.
-    async fn content_holds_terms(
-        &self,
-        memories: &[(&Namespace, &str)],
-        terms: &[String],
-    ) -> Result<Vec<Option<bool>>> {
-        Ok(self
-            .term_positions(memories, terms)
-            .await?
-            .into_iter()
-            .map(|positions| positions.map(|positions| !positions.is_empty()))
-            .collect())
     }
 
     /// Deletes every item (and its statistics) in `scope`. Returns how many were deleted.
@@ -370,10 +348,7 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
             .into_iter()
             .filter_map(|item| {
                 let score = query.similarity(item.embedding.as_deref()?)?;
-                Some(SearchHit {
-                    item: Arc::new(item),
-                    score,
-                })
+                Some(SearchHit::new(Arc::new(item), score))
             })
             .collect();
         hits.sort_by(crate::SearchHit::best_first);
@@ -443,13 +418,6 @@ macro_rules! forward_memory_store {
                 terms: &[String],
             ) -> Result<Vec<Option<TermPositions>>> {
                 (**self).term_positions(memories, terms).await
-            }
-            async fn content_holds_terms(
-                &self,
-                memories: &[(&Namespace, &str)],
-                terms: &[String],
-            ) -> Result<Vec<Option<bool>>> {
-                (**self).content_holds_terms(memories, terms).await
             }
             async fn update(&self, item: MemoryItem) -> Result<()> {
                 (**self).update(item).await

@@ -217,13 +217,6 @@ impl<const N: usize> Dictionary<N> {
         self.lists.get(id as usize)
     }
 
-    /// The postings of the term whose id is `id` (empty for a free id).
-    fn list_of(&self, id: u32) -> Option<&[Posting<N>]> {
-        self.lists
-            .get(id as usize)
-            .map(|terms| terms.list.as_slice())
-    }
-
     /// The id of `term`, added (with no postings yet) when it is new.
     fn id_or_insert(&mut self, term: &str) -> u32 {
         if let Some(id) = self.ids.get(term) {

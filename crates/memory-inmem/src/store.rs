@@ -111,9 +111,9 @@ struct Entry {
 /// its fact key and metadata), in one pass of independent loads. Once a namespace outgrows
 /// the cache these are misses; read in this pass they overlap, where the locked increment
 /// of each `Arc::clone` would otherwise wait for its own before the next could start.
-fn warm(best: &[(f32, &Entry)]) {
+fn warm<'e>(best: impl Iterator<Item = &'e Entry>) {
     let mut seen = 0usize;
-    for (_, entry) in best {
+    for entry in best {
         let item = &*entry.item;
         seen ^= Arc::strong_count(&entry.item)
             ^ item.created_at.timestamp_subsec_nanos() as usize
@@ -295,36 +295,6 @@ impl InMemoryStore {
         }
     }
 
-    /// `answer` for each memory of `memories`, asked of its shard's index with its slot and
-    /// the ids of `terms` there ([`Bm25Index::sought`]); `None` for a memory not found. The
-    /// terms' ids are a shard's own: looked up once for each run of memories of one
-    /// namespace (a recall's hits are mostly one), under the one read lock.
-    fn ask_index<T>(
-        &self,
-        memories: &[(&Namespace, &str)],
-        terms: &[String],
-        answer: impl Fn(&Bm25Index<2>, u32, &[(u32, u32)]) -> Option<T>,
-    ) -> Vec<Option<T>> {
-        let mut out = Vec::with_capacity(memories.len());
-        let mut at = 0;
-        while let Some((namespace, _)) = memories.get(at) {
-            let run = &memories[at..];
-            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
-            at += run.len();
-            let Some(shard) = self.registry.get(namespace) else {
-                out.extend(run.iter().map(|_| None));
-                continue;
-            };
-            let shard = read(&shard);
-            let sought = shard.index.sought(terms);
-            out.extend(run.iter().map(|(_, id)| {
-                let slot = shard.by_id.get(&shard.entries, id)?;
-                answer(&shard.index, slot, &sought)
-            }));
-        }
-        out
-    }
-
     /// How many items the whole store holds, across namespaces. `O(namespaces)`.
     pub fn total_len(&self) -> usize {
         self.registry
@@ -358,22 +328,26 @@ impl MemoryStore for InMemoryStore {
         memories: &[(&Namespace, &str)],
         terms: &[String],
     ) -> Result<Vec<Option<TermPositions>>> {
-        Ok(self.ask_index(memories, terms, |index, slot, sought| {
-            index.term_positions(slot, sought)
-        }))
-    }
-
-    /// Answered from the index as `term_positions` is: a short content's terms walked, a
-    /// long one's slot looked up in the terms' postings; `None` where `term_positions`
-    /// tells nothing.
-    async fn content_holds_terms(
-        &self,
-        memories: &[(&Namespace, &str)],
-        terms: &[String],
-    ) -> Result<Vec<Option<bool>>> {
-        Ok(self.ask_index(memories, terms, |index, slot, sought| {
-            index.first_field_holds(slot, sought)
-        }))
+        // The terms' ids are a shard's own: looked up once for each run of memories of one
+        // namespace (a recall's hits are mostly one), under the one read lock.
+        let mut out = Vec::with_capacity(memories.len());
+        let mut at = 0;
+        while let Some((namespace, _)) = memories.get(at) {
+            let run = &memories[at..];
+            let run = &run[..run.iter().take_while(|(of, _)| of == namespace).count()];
+            at += run.len();
+            let Some(shard) = self.registry.get(namespace) else {
+                out.extend(run.iter().map(|_| None));
+                continue;
+            };
+            let shard = read(&shard);
+            let sought = shard.index.sought(terms);
+            out.extend(run.iter().map(|(_, id)| {
+                let slot = shard.by_id.get(&shard.entries, id)?;
+                shard.index.term_positions(slot, &sought)
+            }));
+        }
+        Ok(out)
     }
 
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
@@ -461,29 +435,36 @@ impl MemoryStore for InMemoryStore {
                 SlotTest::Entry => entry_at(slot).is_some_and(passes),
             };
             let id_of = |slot| entry_at(slot).map(|e| e.item.id.as_str());
-            let best = match query.rarest {
-                Some(n) => {
-                    // The rarest terms borrowed from `terms`, not copied.
-                    let rarest: Vec<&str> =
-                        memory_core::search::rarest_terms(terms, n, |_, term| {
-                            shard.index.doc_freq(term)
-                        })
-                        .into_iter()
-                        .map(|index| terms[index].as_str())
-                        .collect();
-                    shard.index.top_k(&rarest, query.top_k, accept, id_of)
-                }
-                None => shard.index.top_k(terms, query.top_k, accept, id_of),
+            // The rarest terms borrowed from `terms`, not copied.
+            let searched: Vec<&str> = match query.rarest {
+                Some(n) => memory_core::search::rarest_terms(terms, n, |_, term| {
+                    shard.index.doc_freq(term)
+                })
+                .into_iter()
+                .map(|index| terms[index].as_str())
+                .collect(),
+                None => terms.iter().map(String::as_str).collect(),
             };
-            let mut entries: Vec<(f32, &Entry)> = Vec::with_capacity(best.len());
+            let best = shard.index.top_k(&searched, query.top_k, accept, id_of);
+            let own: Vec<Option<bool>> = match query.own_words {
+                true => shard
+                    .index
+                    .first_field_holds(&searched, best.iter().map(|(_, slot)| *slot))
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+                false => vec![None; best.len()],
+            };
+            let mut entries: Vec<(f32, Option<bool>, &Entry)> = Vec::with_capacity(best.len());
             entries.extend(
                 best.into_iter()
-                    .filter_map(|(score, slot)| entry_at(slot).map(|e| (score, e))),
+                    .zip(own)
+                    .filter_map(|((score, slot), own)| entry_at(slot).map(|e| (score, own, e))),
             );
-            warm(&entries);
-            out.extend(entries.into_iter().map(|(score, entry)| SearchHit {
-                item: Arc::clone(&entry.item),
-                score,
+            warm(entries.iter().map(|(_, _, entry)| *entry));
+            out.extend(entries.into_iter().map(|(score, own, entry)| SearchHit {
+                in_own_words: own,
+                ..SearchHit::new(Arc::clone(&entry.item), score)
             }));
         }
         if !single {
@@ -546,10 +527,11 @@ impl MemoryStore for InMemoryStore {
                 scored.select_nth_unstable_by(top_k - 1, best_first);
                 scored.truncate(top_k);
             }
-            out.extend(scored.into_iter().map(|(score, entry)| SearchHit {
-                item: Arc::clone(&entry.item),
-                score,
-            }));
+            out.extend(
+                scored
+                    .into_iter()
+                    .map(|(score, entry)| SearchHit::new(Arc::clone(&entry.item), score)),
+            );
         }
         out.sort_by(SearchHit::best_first);
         out.truncate(top_k);

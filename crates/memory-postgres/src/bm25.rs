@@ -67,10 +67,11 @@ pub(crate) const PAGES: Ranked = Ranked {
     ],
 };
 
-/// Starts a statement whose CTE `scored (rid, score)` holds every row of `ranked.table` in
-/// `scope` that holds one of `terms` and passes the conditions `passes` appends (each
-/// ` AND ...`, on the alias [`Ranked::alias`]), with its BM25F score as a `real`. The caller
-/// appends the `SELECT` that reads `scored`.
+/// Starts a statement whose CTE `scored (rid, score, own_words)` holds every row of
+/// `ranked.table` in `scope` that holds one of `terms` and passes the conditions `passes`
+/// appends (each ` AND ...`, on the alias [`Ranked::alias`]), with its BM25F score as a
+/// `real` and whether its first field holds one of the terms (for a memory, its own words
+/// and not only the context beside it). The caller appends the `SELECT` that reads `scored`.
 ///
 /// The statistics are per namespace: each row is scored with the number of documents, the
 /// document frequencies and the mean field lengths (at least 1) of its own namespace in the
@@ -181,7 +182,7 @@ pub(crate) fn scored(
     sql.push(&format!(
         " GROUP BY {a}.ns), scored AS (SELECT h.rid, \
          sum(ln(1 + (c.n - h.df + 0.5) / (h.df + 0.5)) * x.w / ({k1:?}::float8 + x.w))::real \
-         AS score FROM hits h JOIN corpus c ON c.ns = h.ns \
+         AS score, bool_or((h.tf ->> 0)::float8 > 0) AS own_words FROM hits h JOIN corpus c ON c.ns = h.ns \
          CROSS JOIN LATERAL (SELECT {weighted} AS w) x \
          WHERE h.passes GROUP BY h.rid) "
     ));

@@ -251,7 +251,7 @@ impl MemoryStore for PostgresStore {
             },
         );
         sql.push(&format!(
-            "SELECT {COLUMNS}, s.score FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
+            "SELECT {COLUMNS}, s.score, s.own_words FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
              ORDER BY s.score DESC, m.id, m.ns"
         ));
         if filter.metadata.is_empty() {
@@ -270,10 +270,13 @@ impl MemoryStore for PostgresStore {
             let score: f32 = row
                 .try_get(COLUMN_COUNT)
                 .map_err(|error| corrupt("a search score", error))?;
-            hits.push(SearchHit {
-                item: std::sync::Arc::new(item),
-                score: score.max(f32::MIN_POSITIVE),
-            });
+            let own_words: bool = row
+                .try_get(COLUMN_COUNT + 1)
+                .map_err(|error| corrupt("where a hit's terms are", error))?;
+            hits.push(
+                SearchHit::new(std::sync::Arc::new(item), score.max(f32::MIN_POSITIVE))
+                    .with_own_words(own_words),
+            );
             if hits.len() == query.top_k {
                 break;
             }

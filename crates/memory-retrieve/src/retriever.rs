@@ -394,8 +394,8 @@ async fn head_positions(
     known
 }
 
-/// A store's answer about each of `expected` memories (`MemoryStore::term_positions`,
-/// `MemoryStore::content_holds_terms`), `None` for each it did not tell: all of them when
+/// A store's answer about each of `expected` memories (`MemoryStore::term_positions`),
+/// `None` for each it did not tell: all of them when
 /// it failed or told of a different number of memories (logged with `what` it was asked).
 /// The caller reads the text of a memory the store did not tell of.
 fn told_by_store<T>(answer: Result<Vec<Option<T>>>, expected: usize, what: &str) -> Vec<Option<T>> {

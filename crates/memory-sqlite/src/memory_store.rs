@@ -256,14 +256,16 @@ impl Search {
     fn run(&self, transaction: &Transaction<'_>) -> Result<Vec<SearchHit>> {
         let mut asked = first_ask(&self.filter, self.top_k);
         loop {
-            let top =
+            let mut top =
                 fulltext::memories().top(transaction, &self.filter.scope, &self.terms, asked)?;
             let complete = top.complete;
+            let own_words = std::mem::take(&mut top.own_words);
             let hits = ranked::best_hits(
                 transaction,
                 top.candidates,
                 &self.filter,
                 self.top_k,
+                |rid| Some(own_words.binary_search(&rid).is_ok()),
                 "searching memories",
             )?;
             if hits.len() >= self.top_k || complete {

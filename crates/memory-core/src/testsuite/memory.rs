@@ -50,7 +50,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     recall_statistics(store, &child(base, "recall")).await;
     similarity_search(store, &child(base, "similar")).await;
     positions::term_positions(store, &child(base, "positions")).await;
-    positions::content_holds_terms(store, &child(base, "holds")).await;
+    positions::own_words(store, &child(base, "own-words")).await;
     namespaces_and_clear(store, &child(base, "admin")).await;
     super::ranking::memory_ranking(store, &child(base, "ranking")).await;
     super::ranking::memory_ties(store, &child(base, "ties")).await;

@@ -336,13 +336,15 @@ pub(super) async fn memory_ranking(store: &dyn MemoryStore, ns: &Namespace) {
             });
             let scores: Vec<f32> = expected.iter().map(|(score, _)| *score).collect();
             assert_separated(label, query, &scores);
-            let expected: Vec<(String, f32)> = expected
+            let ranked = expected;
+            let expected: Vec<(String, f32)> = ranked
                 .iter()
                 .take(TOP_K)
                 .map(|(score, at)| (docs[*at].id.clone(), *score))
                 .collect();
+            // Asked where the hits' terms are, a search ranks the same.
             let hits = must(
-                store.search(&SearchQuery::new(scope.clone(), query, TOP_K)),
+                store.search(&SearchQuery::new(scope.clone(), query, TOP_K).with_own_words()),
                 "search",
             )
             .await;
@@ -351,6 +353,21 @@ pub(super) async fn memory_ranking(store: &dyn MemoryStore, ns: &Namespace) {
                 .map(|hit| (hit.item.id.clone(), hit.score))
                 .collect();
             assert_same(label, query, &got, &expected);
+            let terms = Analyzer::default().query_terms(query);
+            for (hit, (_, at)) in hits.iter().zip(&ranked) {
+                let doc = &docs[*at];
+                let own = terms
+                    .iter()
+                    .any(|term| doc.tf.get(term).is_some_and(|tf| tf[0] > 0));
+                if let Some(told) = hit.in_own_words {
+                    assert_eq!(
+                        told, own,
+                        "conformance: {label} for {query:?}: {} holds a query term in its own \
+                         words (content, tags), not only in its context: {own}",
+                        doc.id
+                    );
+                }
+            }
         }
     }
     must(store.clear(&ns.subtree()), "clear").await;

@@ -1,7 +1,7 @@
 //! Where a query's terms stand in a document, read from the terms the index kept in order
 //! ([`Bm25Index::insert_ordered`]) instead of from the text.
 
-use super::Bm25Index;
+use super::{Bm25Index, Posting};
 
 /// Up to this many query terms are looked for by a scan of the terms sought; more are
 /// sorted and searched.
@@ -35,30 +35,41 @@ impl<const N: usize> Bm25Index<N> {
         self.docs.get(slot as usize)?.as_ref()?.sequence.as_deref()
     }
 
-    /// Whether the first field of the document in `slot` holds one of the terms `sought`
-    /// ([`sought`](Self::sought)): a short field's terms are walked until one is found; a
-    /// long one's slot is looked up in each term's postings (sorted by slot). `None` when
-    /// the slot is free or was indexed without its order ([`insert`](Self::insert)): its
-    /// first field is then more than the text whose terms
-    /// [`term_positions`](Self::term_positions) would tell.
-    pub(crate) fn first_field_holds(&self, slot: u32, sought: &[(u32, u32)]) -> Option<bool> {
-        let sequence = self.sequence(slot)?;
-        if sequence.len() <= WALKED {
-            // A term whose bit (its id modulo 64) no sought term sets is passed over at once.
-            let bits = sought
-                .iter()
-                .fold(0u64, |bits, (id, _)| bits | 1 << (id % 64));
-            return Some(sequence.iter().any(|id| {
-                bits & 1 << (id % 64) != 0 && sought.iter().any(|(known, _)| known == id)
-            }));
+    /// Whether the first field of each document of `slots` holds one of `terms`, in order:
+    /// what a search tells of its hits ([`SearchHit::in_own_words`](memory_core::SearchHit)).
+    /// A short field kept in order has its terms walked, each passed over at once unless a
+    /// term sought sets its bit (its id modulo 64); a long one, or one indexed without its
+    /// order, has its slot searched in each term's postings (sorted by slot), rarest first.
+    pub(crate) fn first_field_holds(
+        &self,
+        terms: &[impl AsRef<str>],
+        slots: impl IntoIterator<Item = u32>,
+    ) -> Vec<bool> {
+        let mut sought: Vec<u32> = Vec::with_capacity(terms.len());
+        let mut lists: Vec<&[Posting<N>]> = Vec::with_capacity(terms.len());
+        for term in terms {
+            if let Some(&id) = self.postings.ids.get(term.as_ref())
+                && !sought.contains(&id)
+                && let Some(entry) = self.postings.lists.get(id as usize)
+            {
+                sought.push(id);
+                lists.push(&entry.list);
+            }
         }
-        Some(sought.iter().any(|(id, _)| {
-            self.postings.list_of(*id).is_some_and(|postings| {
-                postings
-                    .binary_search_by_key(&slot, |posting| posting.slot)
-                    .is_ok_and(|at| postings[at].tf[0] > 0)
+        lists.sort_unstable_by_key(|list| list.len());
+        let bits = sought.iter().fold(0u64, |bits, id| bits | 1 << (id % 64));
+        slots
+            .into_iter()
+            .map(|slot| match self.sequence(slot) {
+                Some(sequence) if sequence.len() <= WALKED => sequence
+                    .iter()
+                    .any(|id| bits & 1 << (id % 64) != 0 && sought.contains(id)),
+                _ => lists.iter().any(|list| {
+                    list.binary_search_by_key(&slot, |posting| posting.slot)
+                        .is_ok_and(|at| list[at].tf[0] > 0)
+                }),
             })
-        }))
+            .collect()
     }
 
     /// Where the terms `sought` ([`sought`](Self::sought)) stand in the first field of the

@@ -117,10 +117,7 @@ pub(super) async fn search_similar(
             if !filter.matches(&item) {
                 continue;
             }
-            hits.push(SearchHit {
-                item: Arc::new(item),
-                score: *score,
-            });
+            hits.push(SearchHit::new(Arc::new(item), *score));
             if hits.len() == top_k {
                 break;
             }

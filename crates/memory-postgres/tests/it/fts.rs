@@ -653,3 +653,41 @@ async fn a_long_query_of_distinct_words_is_searched_with_its_first_terms() {
         .unwrap();
     assert_eq!(pages.len(), memory_core::text::MAX_QUERY_TERMS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_tells_which_hits_hold_a_term_in_their_own_words() {
+    let schema = schema_or_skip!("fts_own_words");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/own").unwrap();
+    let beside = "cats running after their owners";
+    store
+        .save_many(vec![
+            item(&ns, "told", "The owners were running after their cats"),
+            item(&ns, "beside", "Do they sell them back?").with_context(beside),
+            item(&ns, "tagged", "Do they sell them back?")
+                .with_context(beside)
+                .with_tags(["cats"])
+                .unwrap(),
+        ])
+        .await
+        .unwrap();
+    // Told unasked: the score's SQL sums each field's frequencies anyway.
+    let mut hits = store
+        .search(&SearchQuery::new(ns.exact(), "cat runs owner", 10))
+        .await
+        .unwrap();
+    hits.sort_by(|a, b| a.item.id.cmp(&b.item.id));
+    let told: Vec<(&str, Option<bool>)> = hits
+        .iter()
+        .map(|hit| (hit.item.id.as_str(), hit.in_own_words))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            ("beside", Some(false)),
+            ("tagged", Some(true)),
+            ("told", Some(true))
+        ]
+    );
+}

@@ -37,7 +37,7 @@ pub const DEFAULT_OTHER_SPEAKER_FACTOR: f32 = 0.4;
 pub const DEFAULT_OUTSIDE_TIME_FACTOR: f32 = 0.8;
 /// The factor on the keyword relevance of a memory found through its context alone, by
 /// default (see [`RetrieverConfig::context_only_factor`]).
-pub const DEFAULT_CONTEXT_ONLY_FACTOR: f32 = 1.0;
+pub const DEFAULT_CONTEXT_ONLY_FACTOR: f32 = 0.95;
 
 /// Which channels a retrieval uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,8 +196,8 @@ pub struct RetrieverConfig {
     /// its neighbours' words, see [`CONTEXT_FIELD_WEIGHT`](memory_core::CONTEXT_FIELD_WEIGHT)).
     /// The words of a time the query names by its distance from now are not counted when
     /// [`time_words_as_phrase`](Self::time_words_as_phrase) reads them as a time: "last
-    /// week" in a memory says nothing of what the question asks about. 1 (the default,
-    /// [`DEFAULT_CONTEXT_ONLY_FACTOR`]) turns it off; 0.95 is the measured choice.
+    /// week" in a memory says nothing of what the question asks about. 1 turns it off;
+    /// 0.95 is the default ([`DEFAULT_CONTEXT_ONLY_FACTOR`]).
     ///
     /// A turn that says the question's words itself is better evidence than one that sits
     /// beside them ("do the above companies trade old ones?" after a list of rare items):
@@ -208,11 +208,13 @@ pub struct RetrieverConfig {
     /// hold their own words). Lower factors cost LoCoMo (0.9: R@20 81.2 to 81.1; 0.8:
     /// R@10 75.9 to 75.7), and from 0.85 down LongMemEval its R@1.
     ///
-    /// Off by default for its cost on the persistent backends: which hits hold a term is
-    /// asked of the store ([`MemoryStore::content_holds_terms`](memory_core::MemoryStore::content_holds_terms)),
-    /// which the in-memory store answers from its index (8 % more instructions per LoCoMo
-    /// recall), while SQLite and PostgreSQL have each hit's text analysed: on SQLite a
-    /// LoCoMo recall's instructions more than triple. Every backend ranks alike either way.
+    /// The search tells which hits were found through their context alone
+    /// ([`SearchHit::in_own_words`](memory_core::SearchHit::in_own_words), asked with
+    /// [`SearchQuery::own_words`](memory_core::SearchQuery::own_words) when below 1):
+    /// SQLite and PostgreSQL know it from the fields they score; the in-memory store looks
+    /// it up for the hits it returns (5 % more instructions per LoCoMo recall, 7 % per
+    /// LongMemEval one). A hit whose search did not tell has its text analysed, so every
+    /// backend ranks alike.
     pub context_only_factor: f32,
     /// When the query names a time by its distance from now ("last Saturday", "two weeks
     /// ago", "yesterday"; not a date) and memories in scope were made then, leave the

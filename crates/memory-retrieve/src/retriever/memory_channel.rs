@@ -69,9 +69,11 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             _ => hits,
         }
     };
-    let search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
+    let mut search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
         .with_filter(request.filter.memory_filter(request.scope, request.now))
         .with_terms(request.terms.clone());
+    // Which hits were found through their context alone, told by the search itself.
+    search.own_words = config.context_only_factor < 1.0;
     // The memories made in the time the query names, searched beside the rest: the
     // query's words may be rare there and common elsewhere.
     let within = request.window.and_then(|window| {
@@ -123,7 +125,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     let mut weights = hit_weights(request, hits.iter().chain(timed.iter().flatten()));
     if config.context_only_factor < 1.0 && !request.terms.is_empty() {
         let all: Vec<&SearchHit> = hits.iter().chain(timed.iter().flatten()).collect();
-        let through_context = found_through_context(memory, &all, &request.terms).await;
+        let through_context = found_through_context(&all, &request.terms);
         weights.resize(weights.len().max(all.len()), 1.0);
         for (weight, lowered) in weights.iter_mut().zip(through_context) {
             if lowered {

@@ -45,6 +45,9 @@ pub(crate) struct Top {
     pub(crate) candidates: Vec<(f32, i64)>,
     /// Whether these are every match: fewer than `k` records matched, nothing was pruned.
     pub(crate) complete: bool,
+    /// The candidates (and maybe some records turned away) holding a query term in their
+    /// first field, sorted: for memories, their own words, not only the context beside them.
+    pub(crate) own_words: Vec<i64>,
 }
 
 /// The `k` best scores seen (as bits: scores are positive, so their bits order as they do),
@@ -55,6 +58,8 @@ struct Held {
     floor: f32,
     best: BinaryHeap<Reverse<u32>>,
     candidates: Vec<(f32, i64)>,
+    /// Every record held whose first field holds a query term (see [`Top::own_words`]).
+    own_words: Vec<i64>,
 }
 
 impl Held {
@@ -64,6 +69,7 @@ impl Held {
             floor: f32::NEG_INFINITY,
             best: BinaryHeap::with_capacity(k.min(4096) + 1),
             candidates: Vec::new(),
+            own_words: Vec::new(),
         }
     }
 
@@ -74,6 +80,7 @@ impl Held {
             floor,
             best: BinaryHeap::new(),
             candidates: Vec::new(),
+            own_words: Vec::new(),
         }
     }
 
@@ -87,9 +94,14 @@ impl Held {
         }
     }
 
-    fn offer(&mut self, score: f32, rid: i64) {
+    /// Holds `rid` if `score` reaches the cut; `own` tells whether its first field holds
+    /// a query term.
+    fn offer(&mut self, score: f32, rid: i64, own: bool) {
         if score < self.threshold() {
             return;
+        }
+        if own {
+            self.own_words.push(rid);
         }
         if self.k == usize::MAX {
             self.candidates.push((score, rid));
@@ -112,9 +124,11 @@ impl Held {
     fn finish(mut self) -> Top {
         let threshold = self.threshold();
         self.candidates.retain(|(score, _)| *score >= threshold);
+        self.own_words.sort_unstable();
         Top {
             complete: self.best.len() < self.k,
             candidates: self.candidates,
+            own_words: self.own_words,
         }
     }
 }
@@ -359,6 +373,8 @@ impl<const N: usize> FullText<N> {
                 break;
             };
             let mut total = 0.0f64;
+            // Whether a term the record holds is in its first field.
+            let mut own = false;
             for cursor in &mut cursors[essential..] {
                 if cursor.block < cursor.blocks.len()
                     && cursor.decoded_block == cursor.block
@@ -366,6 +382,7 @@ impl<const N: usize> FullText<N> {
                     && posting.rid == rid
                 {
                     total += score(posting, cursor.idf);
+                    own |= posting.tf[0] > 0;
                     cursor.at += 1;
                 }
             }
@@ -390,6 +407,7 @@ impl<const N: usize> FullText<N> {
                     }
                     if let Some(posting) = cursors[i].seek(rid)? {
                         total += score(&posting, cursors[i].idf);
+                        own |= posting.tf[0] > 0;
                     }
                 }
             }
@@ -397,7 +415,7 @@ impl<const N: usize> FullText<N> {
             if pruned || total < threshold {
                 continue;
             }
-            held.offer(total, rid);
+            held.offer(total, rid, own);
             let raised = held.threshold();
             if raised > threshold {
                 threshold = raised;

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memory_core::{MemoryFilter, Result, SearchHit};
+use memory_core::{MemoryFilter, MemoryItem, Result, SearchHit};
 use rusqlite::{CachedStatement, Connection, params_from_iter};
 
 use super::{COLUMNS, and_filter, read_raw_at};
@@ -114,8 +114,18 @@ impl<'c> Listed<'c> {
     }
 }
 
+/// A hit of `score`, telling where its terms are when `own_words` is known.
+fn hit(item: MemoryItem, score: f32, own_words: Option<bool>) -> SearchHit {
+    let hit = SearchHit::new(Arc::new(item), score);
+    match own_words {
+        Some(own) => hit.with_own_words(own),
+        None => hit,
+    }
+}
+
 /// The `top_k` best of the `scored` rows `(score, rid)` that match `filter`, best first
-/// (ties by id, then namespace).
+/// (ties by id, then namespace), each hit's [`in_own_words`](SearchHit::in_own_words) as
+/// `own_words` tells of its row.
 ///
 /// Each round selects the next best rows (a linear selection, no full sort of the
 /// candidates): the first round reads the best `top_k` whole, decodes them and checks them
@@ -130,6 +140,7 @@ pub(super) fn best_hits(
     mut scored: Vec<(f32, i64)>,
     filter: &MemoryFilter,
     top_k: usize,
+    own_words: impl Fn(i64) -> Option<bool>,
     what: &str,
 ) -> Result<Vec<SearchHit>> {
     let mut hits: Vec<SearchHit> = Vec::new();
@@ -173,10 +184,7 @@ pub(super) fn best_hits(
                     if let Some(score) = score_of(rid)
                         && filter.matches(&item)
                     {
-                        held.push(Held::Hit(SearchHit {
-                            item: Arc::new(item),
-                            score,
-                        }));
+                        held.push(Held::Hit(hit(item, score, own_words(rid))));
                     }
                     Ok(())
                 })?;
@@ -225,10 +233,7 @@ pub(super) fn best_hits(
                     if let Some(item) = decoded.remove(&rid)
                         && filter.matches(&item)
                     {
-                        hits.push(SearchHit {
-                            item: Arc::new(item),
-                            score,
-                        });
+                        hits.push(hit(item, score, own_words(rid)));
                     }
                 }
             }

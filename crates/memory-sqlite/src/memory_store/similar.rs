@@ -60,6 +60,7 @@ pub(super) fn search_similar(
         ranked,
         filter,
         top_k,
+        |_| None,
         "searching memories by embedding",
     )
 }

@@ -3,7 +3,7 @@
 
 use super::{item, must};
 use crate::text::Analyzer;
-use crate::{MemoryStore, Namespace, TermPositions};
+use crate::{MemoryStore, Namespace, SearchQuery, TermPositions};
 
 /// Where `terms` stand in `content`, by the default analyzer's reading: the reference a
 /// store's answer must equal.
@@ -102,80 +102,54 @@ pub(super) async fn term_positions(store: &dyn MemoryStore, ns: &Namespace) {
     );
 }
 
-async fn holds(
-    store: &dyn MemoryStore,
-    memories: &[(&Namespace, &str)],
-    terms: &[String],
-) -> Vec<Option<bool>> {
-    must(
-        store.content_holds_terms(memories, terms),
-        "content_holds_terms",
-    )
-    .await
-}
-
-/// Conformance of [`MemoryStore::content_holds_terms`]: a store may tell nothing, but what
-/// it tells is whether the analyzer finds one of the terms in the memory's content (not in
-/// its context or tags), and only in its namespace.
-pub(super) async fn content_holds_terms(store: &dyn MemoryStore, ns: &Namespace) {
-    let other = super::child(ns, "other");
+/// Conformance of [`SearchHit::in_own_words`](crate::SearchHit::in_own_words): a store may
+/// tell nothing, but what it tells is whether a term the hit was scored by is in its own
+/// words (content, tags), not only in the context indexed beside it, as the memory stands
+/// now.
+pub(super) async fn own_words(store: &dyn MemoryStore, ns: &Namespace) {
     let told = "The owners were running after their cats";
     let beside = "Do they sell them back later?";
     must(store.save(item(ns, "told", told, 0)), "save").await;
-    let context = item(ns, "beside", beside, 1)
-        .with_context("cats running after their owners")
-        .with_tags(["cats"])
-        .unwrap_or_else(|error| panic!("conformance: tags: {error}"));
-    must(store.save(context), "save beside").await;
-    must(store.save(item(&other, "elsewhere", told, 2)), "save other").await;
-    let terms = Analyzer::default().query_terms("cat runs owner zebra");
-    let answers = holds(
-        store,
-        &[
-            (ns, "told"),
-            (ns, "beside"),
-            (ns, "missing"),
-            (&other, "beside"),
-            (&other, "elsewhere"),
-        ],
-        &terms,
+    let context = "cats running after their owners";
+    must(
+        store.save(item(ns, "beside", beside, 1).with_context(context)),
+        "save beside",
     )
     .await;
-    assert_eq!(answers.len(), 5, "one answer per memory asked");
-    for (answer, content, what) in [
+    let tagged = item(ns, "tagged", beside, 2)
+        .with_context(context)
+        .with_tags(["cats"])
+        .unwrap_or_else(|error| panic!("conformance: tags: {error}"));
+    must(store.save(tagged), "save tagged").await;
+    let told_of = |hits: &[crate::SearchHit], id: &str| {
+        let hit = hits.iter().find(|hit| hit.item.id == id);
+        hit.unwrap_or_else(|| panic!("conformance: {id} is found"))
+            .in_own_words
+    };
+    let search = SearchQuery::new(ns.exact(), "cat runs owner zebra", 10).with_own_words();
+    let hits = must(store.search(&search), "search").await;
+    assert_eq!(hits.len(), 3, "each memory holds a term somewhere");
+    for (id, own, what) in [
         (
-            answers[0],
-            told,
+            "told",
+            true,
             "the content holds the terms, as the analyzer reads them",
         ),
-        (answers[1], beside, "the context and tags do not count"),
-        (answers[4], told, "each namespace its own memories"),
+        ("beside", false, "the context alone holds them"),
+        ("tagged", true, "a tag is the memory's own word"),
     ] {
-        if let Some(holds) = answer {
-            assert_eq!(holds, !read(content, &terms).is_empty(), "{what}");
+        if let Some(told) = told_of(&hits, id) {
+            assert_eq!(told, own, "conformance: in_own_words of {id}: {what}");
         }
     }
-    assert_eq!(
-        answers[2], None,
-        "no answer for a memory that does not exist"
-    );
-    assert_eq!(
-        answers[3], None,
-        "no answer for a memory of another namespace"
-    );
-    // A replaced memory is read anew; a deleted one is gone.
-    must(store.save(item(ns, "told", beside, 0)), "replace").await;
-    if let Some(holds) = holds(store, &[(ns, "told")], &terms).await[0] {
-        assert!(!holds, "the new content holds none of the terms");
+    // A replaced memory is read anew.
+    must(
+        store.save(item(ns, "beside", "The cat came back", 1).with_context(context)),
+        "replace",
+    )
+    .await;
+    let hits = must(store.search(&search), "search again").await;
+    if let Some(told) = told_of(&hits, "beside") {
+        assert!(told, "conformance: the new content holds a term");
     }
-    must(store.delete(ns, "told"), "delete").await;
-    assert_eq!(
-        holds(store, &[(ns, "told")], &terms).await,
-        vec![None],
-        "deleted"
-    );
-    assert!(
-        holds(store, &[], &terms).await.is_empty(),
-        "nothing asked, nothing told"
-    );
 }

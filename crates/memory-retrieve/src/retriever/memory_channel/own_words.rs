@@ -2,32 +2,26 @@
 //! (their content) hold none of the query's terms
 //! ([`RetrieverConfig::context_only_factor`](crate::RetrieverConfig::context_only_factor)).
 
+use memory_core::SearchHit;
 use memory_core::text::Analyzer;
-use memory_core::{MemoryStore, Namespace, SearchHit};
 
-/// Which of `hits` hold none of `terms` in their own words (their content), found through
-/// the context indexed beside them alone. Asked of the store's index in one call ([`MemoryStore::content_holds_terms`]); the text
-/// is analysed for a memory the store cannot tell of, or all of them when it fails.
-pub(super) async fn found_through_context(
-    memory: &dyn MemoryStore,
-    hits: &[&SearchHit],
-    terms: &[String],
-) -> Vec<bool> {
-    let keys: Vec<(&Namespace, &str)> = hits
-        .iter()
-        .map(|hit| (&hit.item.namespace, hit.item.id.as_str()))
-        .collect();
-    let told = crate::retriever::told_by_store(
-        memory.content_holds_terms(&keys, terms).await,
-        keys.len(),
-        "which contents hold terms",
-    );
+/// Which of `hits` hold none of `terms` in their own words (their content, tags and fact
+/// key), found through the context indexed beside them alone: as their search told
+/// ([`SearchHit::in_own_words`]), or read from the text for a hit whose search did not.
+pub(super) fn found_through_context(hits: &[&SearchHit], terms: &[String]) -> Vec<bool> {
     let starts = crate::rerank::TermStarts::of(terms);
     hits.iter()
-        .zip(told)
-        .map(|(hit, holds)| match holds {
-            Some(holds) => !holds,
-            None => !text_holds_a_term(&hit.item.content, terms, &starts),
+        .map(|hit| match hit.in_own_words {
+            Some(own) => !own,
+            None => {
+                let item = &hit.item;
+                let own = memory_core::search::memory_content_field(
+                    &item.content,
+                    &item.tags,
+                    item.fact_key.as_deref(),
+                );
+                !text_holds_a_term(&own, terms, &starts)
+            }
         })
         .collect()
 }
@@ -51,22 +45,16 @@ fn text_holds_a_term(text: &str, terms: &[String], starts: &crate::rerank::TermS
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use memory_core::MemoryItem;
+    use memory_core::{MemoryItem, Namespace};
 
     use super::*;
 
-    fn hit(id: &str, text: &str, context: &str) -> SearchHit {
-        let item = MemoryItem::new(Namespace::parse("n").unwrap(), text)
+    fn memory(id: &str, text: &str, context: &str) -> MemoryItem {
+        MemoryItem::new(Namespace::parse("n").unwrap(), text)
             .unwrap()
             .with_id(id)
             .unwrap()
-            .with_context(context);
-        SearchHit {
-            item: Arc::new(item),
-            score: 1.0,
-        }
+            .with_context(context)
     }
 
     #[test]
@@ -101,33 +89,52 @@ mod tests {
 
     #[tokio::test]
     async fn a_memory_whose_own_words_hold_no_query_term_is_told_apart() {
-        let terms = Analyzer::default().query_terms("rare vinyl records");
-        for (store, tells) in super::super::test_stores() {
-            let stored = [
-                hit("own", "Rare records fetch the most.", ""),
-                hit("beside", "Do they buy them back?", "rare vinyl records"),
-                hit("stemmed", "Collecting VINYL, mostly.", "rare records"),
-            ];
-            for hit in &stored {
-                store.save((*hit.item).clone()).await.expect("save");
+        let query = "rare vinyl records";
+        let terms = Analyzer::default().query_terms(query);
+        for (store, _) in super::super::test_stores() {
+            let tagged = memory("tagged", "Do they buy them back?", "rare vinyl records")
+                .with_tags(["vinyl"])
+                .expect("tags");
+            for item in [
+                memory("own", "Rare records fetch the most.", ""),
+                memory("beside", "Do they buy them back?", "rare vinyl records"),
+                memory("stemmed", "Collecting VINYL, mostly.", "rare records"),
+                tagged,
+            ] {
+                store.save(item).await.expect("save");
             }
-            let all: Vec<&SearchHit> = stored.iter().collect();
+            let search =
+                memory_core::SearchQuery::new(Namespace::parse("n").unwrap().exact(), query, 10)
+                    .with_own_words();
+            let mut found = store.search(&search).await.expect("search");
+            found.sort_by(|a, b| a.item.id.cmp(&b.item.id));
+            let ids: Vec<&str> = found.iter().map(|hit| hit.item.id.as_str()).collect();
+            assert_eq!(ids, ["beside", "own", "stemmed", "tagged"]);
+            assert!(found.iter().all(|hit| hit.in_own_words.is_some()), "told");
+            let all: Vec<&SearchHit> = found.iter().collect();
+            // A tag is the memory's own word.
             assert_eq!(
-                found_through_context(store.as_ref(), &all, &terms).await,
-                [false, true, false]
+                found_through_context(&all, &terms),
+                [true, false, false, false]
             );
-            // A memory the store does not hold is read from its text.
-            let gone = hit("gone", "Nothing of the kind.", "rare vinyl");
+            // What the search tells is taken as told; a hit it told nothing of is read
+            // from its text, its tags counted.
+            let mut untold: Vec<SearchHit> = found.clone();
+            for hit in &mut untold {
+                hit.in_own_words = hit.in_own_words.map(|own| !own);
+            }
+            let flipped: Vec<&SearchHit> = untold.iter().collect();
             assert_eq!(
-                found_through_context(store.as_ref(), &[&gone], &terms).await,
-                [true]
+                found_through_context(&flipped, &terms),
+                [false, true, true, true]
             );
-            // A hit whose text changed since it was stored is judged by the store's index
-            // where the store tells, by its text where it does not.
-            let changed = hit("own", "Nothing of the kind.", "");
+            for hit in &mut untold {
+                hit.in_own_words = None;
+            }
+            let read: Vec<&SearchHit> = untold.iter().collect();
             assert_eq!(
-                found_through_context(store.as_ref(), &[&changed], &terms).await,
-                [!tells]
+                found_through_context(&read, &terms),
+                [true, false, false, false]
             );
         }
     }

@@ -241,7 +241,13 @@ pub(super) fn with_time_phrases(
         }
         match known {
             Some(known) => hits[known].score = hit.score,
-            None => added.push(hit),
+            None => {
+                // Its search counted the time's words as terms: a memory holding one in its
+                // own words may hold none of the rest, so only a "no" is still true.
+                let mut hit = hit;
+                hit.in_own_words = hit.in_own_words.filter(|own| !own);
+                added.push(hit);
+            }
         }
     }
     hits.extend(added);
@@ -292,10 +298,7 @@ mod tests {
             .unwrap()
             .with_id(id)
             .unwrap();
-        SearchHit {
-            item: Arc::new(item),
-            score,
-        }
+        SearchHit::new(Arc::new(item), score)
     }
 
     fn ids(hits: &[SearchHit]) -> Vec<(&str, f32)> {
