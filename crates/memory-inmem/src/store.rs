@@ -436,30 +436,33 @@ impl MemoryStore for InMemoryStore {
             };
             let id_of = |slot| entry_at(slot).map(|e| e.item.id.as_str());
             // The rarest terms borrowed from `terms`, not copied.
-            let searched: Vec<&str> = match query.rarest {
-                Some(n) => memory_core::search::rarest_terms(terms, n, |_, term| {
-                    shard.index.doc_freq(term)
-                })
-                .into_iter()
-                .map(|index| terms[index].as_str())
-                .collect(),
-                None => terms.iter().map(String::as_str).collect(),
-            };
-            let best = shard.index.top_k(&searched, query.top_k, accept, id_of);
-            let own: Vec<Option<bool>> = match query.own_words {
-                true => shard
-                    .index
-                    .first_field_holds(&searched, best.iter().map(|(_, slot)| *slot))
+            let rarest: Option<Vec<&str>> = query.rarest.map(|n| {
+                memory_core::search::rarest_terms(terms, n, |_, term| shard.index.doc_freq(term))
                     .into_iter()
-                    .map(Some)
-                    .collect(),
-                false => vec![None; best.len()],
+                    .map(|index| terms[index].as_str())
+                    .collect()
+            });
+            let best = match &rarest {
+                Some(rarest) => shard.index.top_k(rarest, query.top_k, accept, id_of),
+                None => shard.index.top_k(terms, query.top_k, accept, id_of),
+            };
+            // Where the hits' terms are, looked up only when asked (empty otherwise).
+            let own: Vec<bool> = if query.own_words {
+                let slots = best.iter().map(|(_, slot)| *slot);
+                match &rarest {
+                    Some(rarest) => shard.index.first_field_holds(rarest, slots),
+                    None => shard.index.first_field_holds(terms, slots),
+                }
+            } else {
+                Vec::new()
             };
             let mut entries: Vec<(f32, Option<bool>, &Entry)> = Vec::with_capacity(best.len());
             entries.extend(
                 best.into_iter()
-                    .zip(own)
-                    .filter_map(|((score, slot), own)| entry_at(slot).map(|e| (score, own, e))),
+                    .enumerate()
+                    .filter_map(|(at, (score, slot))| {
+                        entry_at(slot).map(|entry| (score, own.get(at).copied(), entry))
+                    }),
             );
             warm(entries.iter().map(|(_, _, entry)| *entry));
             out.extend(entries.into_iter().map(|(score, own, entry)| SearchHit {
