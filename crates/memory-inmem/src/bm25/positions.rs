@@ -1,5 +1,6 @@
 //! Where a query's terms stand in a document, read from the terms the index kept in order
-//! ([`Bm25Index::insert_ordered`]) instead of from the text.
+//! ([`Bm25Index::insert_ordered`]) instead of from the text, and whether its first field holds
+//! one of them at all ([`Bm25Index::first_field_holds`]).
 
 use super::{Bm25Index, Posting};
 
