@@ -395,9 +395,9 @@ async fn head_positions(
 }
 
 /// A store's answer about each of `expected` memories (`MemoryStore::term_positions`),
-/// `None` for each it did not tell: all of them when
-/// it failed or told of a different number of memories (logged with `what` it was asked).
-/// The caller reads the text of a memory the store did not tell of.
+/// `None` for each it did not tell: all of them when it failed or told of a different number
+/// of memories (logged with `what` it was asked). The caller reads the text of a memory the
+/// store did not tell of.
 fn told_by_store<T>(answer: Result<Vec<Option<T>>>, expected: usize, what: &str) -> Vec<Option<T>> {
     let mut told = match answer {
         Ok(answers) if answers.len() == expected => return answers,

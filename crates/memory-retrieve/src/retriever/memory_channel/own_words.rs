@@ -1,5 +1,5 @@
 //! Which hits were found through the context indexed beside them alone: their own words
-//! (their content) hold none of the query's terms
+//! (their content, tags and fact key) hold none of the query's terms
 //! ([`RetrieverConfig::context_only_factor`](crate::RetrieverConfig::context_only_factor)).
 
 use memory_core::SearchHit;
