@@ -18,8 +18,9 @@ use crate::who::Speakers;
 mod own_words;
 mod time_phrases;
 
-/// The stores the submodules' tests ask: the in-memory one (the default memory's), which
-/// answers from its index, and SQLite, which tells nothing and has the text read.
+/// The stores the submodules' tests ask, each with whether it tells term positions: the
+/// in-memory one (the default memory's) answers from its index; SQLite tells none, and the
+/// text is read.
 #[cfg(test)]
 fn test_stores() -> Vec<(Arc<dyn memory_core::MemoryStore>, bool)> {
     let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");

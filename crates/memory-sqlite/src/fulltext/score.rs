@@ -45,8 +45,8 @@ pub(crate) struct Top {
     pub(crate) candidates: Vec<(f32, i64)>,
     /// Whether these are every match: fewer than `k` records matched, nothing was pruned.
     pub(crate) complete: bool,
-    /// The candidates (and maybe some records turned away) holding a query term in their
-    /// first field, sorted: for memories, their own words, not only the context beside them.
+    /// The candidates holding a query term in their first field, sorted: for memories, their
+    /// own words, not only the context beside them.
     pub(crate) own_words: Vec<i64>,
 }
 
@@ -116,14 +116,21 @@ impl Held {
         }
         self.candidates.push((score, rid));
         if self.candidates.len() > self.k.saturating_mul(4).saturating_add(64) {
-            let threshold = self.threshold();
-            self.candidates.retain(|(score, _)| *score >= threshold);
+            self.prune();
         }
     }
 
-    fn finish(mut self) -> Top {
+    /// Lets go of the candidates below the cut, and of what was noted of them.
+    fn prune(&mut self) {
         let threshold = self.threshold();
         self.candidates.retain(|(score, _)| *score >= threshold);
+        let held: std::collections::HashSet<i64> =
+            self.candidates.iter().map(|(_, rid)| *rid).collect();
+        self.own_words.retain(|rid| held.contains(rid));
+    }
+
+    fn finish(mut self) -> Top {
+        self.prune();
         self.own_words.sort_unstable();
         Top {
             complete: self.best.len() < self.k,
