@@ -9,7 +9,8 @@
 //!                  [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off]
 //!                  [--role-weight-about-agent ROLE=W] [--drop-time-words on|off]
 //!                  [--time-phrases on|off]
-//!                  [--other-speaker-factor F] [--context-only-factor F] [--outside-time-factor F]
+//!                  [--other-speaker-factor F] [--context-only-factor F] [--role-search-depth N]
+//!                  [--outside-time-factor F]
 //!                  [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts]
 //!                  [--show-misses] [--show-facts] [--explain QID]
 //!                  [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N]
@@ -44,7 +45,7 @@ use memory_benches::eval::{
 };
 
 fn usage() -> String {
-    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--context-only-factor F] [--drop-time-words on|off] [--time-phrases on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--explain QID] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
+    "usage: eval [--memories FILE --queries FILE | --longmemeval FILE | --synthetic] [--ranked FILE] [--backend inmem|sqlite|postgres] [--strategy hybrid|memory|knowledge|graph] [--scoring hybrid|relevance|overlap] [--weights SIGNAL=W,...] [--fusion weighted|rrf] [--candidates N] [--no-date] [--no-context] [--role-weight ROLE=W] [--addressee on|off] [--role-weight-about-agent ROLE=W] [--other-speaker-factor F] [--context-only-factor F] [--role-search-depth N] [--drop-time-words on|off] [--time-phrases on|off] [--outside-time-factor F] [--head-depth N] [--head-weight W] [--head-question-factor F] [--head-answer-bonus B] [--head-reply-bonus B] [--no-facts] [--show-misses] [--show-facts] [--explain QID] [--enrich on|off] [--rerank on|off] [--rerank-weight W] [--rerank-depth N] [--embeddings on|off] [--repeat N] [--json FILE]\n       eval --facts [--subjects N] [--seed N] [--k N]".into()
 }
 
 fn main() -> std::process::ExitCode {
@@ -185,6 +186,11 @@ fn run() -> Result<(), String> {
                 options.config.context_only_factor = value()?
                     .parse()
                     .map_err(|e| format!("--context-only-factor: {e}"))?;
+            }
+            "--role-search-depth" => {
+                options.config.role_search_depth = value()?
+                    .parse()
+                    .map_err(|e| format!("--role-search-depth: {e}"))?;
             }
             "--outside-time-factor" => {
                 options.config.outside_time_factor = value()?

@@ -61,15 +61,6 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     }
     let started = super::request::Stopwatch::start();
     let memory = request.memory;
-    let phrased = |hits: Vec<SearchHit>, whole: Option<Vec<SearchHit>>| async {
-        match (whole, &request.time_phrases) {
-            (Some(whole), Some(time)) => {
-                let holds = phrase_holders(memory, &hits, &whole, &time.phrases).await;
-                with_time_phrases(hits, whole, &holds, request.candidates)
-            }
-            _ => hits,
-        }
-    };
     let mut search = SearchQuery::new(request.scope.clone(), request.query, request.candidates)
         .with_filter(request.filter.memory_filter(request.scope, request.now))
         .with_terms(request.terms.clone());
@@ -98,10 +89,10 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         }
     };
     // Keyword search, and with an embedder the similarity search beside it.
-    let (hits, similar, timed) = match request.embedder {
+    let (hits, whole, similar, timed) = match request.embedder {
         None => {
             let (hits, whole, timed) = tokio::join!(memory.search(&search), whole, timed);
-            (phrased(hits?, whole?).await, None, timed?)
+            (hits?, whole?, None, timed?)
         }
         Some(embedder) => {
             let semantic = async {
@@ -113,7 +104,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             };
             let (hits, whole, semantic, timed) =
                 tokio::join!(memory.search(&search), whole, semantic, timed);
-            (phrased(hits?, whole?).await, Some(semantic?), timed?)
+            (hits?, whole?, Some(semantic?), timed?)
         }
     };
     let (query_vector, similar) = match similar {
@@ -121,19 +112,14 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         None => (None, None),
     };
     let query_vector = query_vector.as_deref();
-    // Each hit's weight in keyword relevance: its role's, times the factor when the query
-    // names other speakers (every hit's speaker read once).
-    let mut weights = hit_weights(request, hits.iter().chain(timed.iter().flatten()));
-    if config.context_only_factor < 1.0 && !request.terms.is_empty() {
-        let all: Vec<&SearchHit> = hits.iter().chain(timed.iter().flatten()).collect();
-        let through_context = found_through_context(&all, &request.terms);
-        weights.resize(weights.len().max(all.len()), 1.0);
-        for (weight, lowered) in weights.iter_mut().zip(through_context) {
-            if lowered {
-                *weight *= config.context_only_factor;
-            }
-        }
-    }
+    let (hits, weights) = weighed_hits(
+        request,
+        &search,
+        hits,
+        whole.as_deref(),
+        timed.as_deref().unwrap_or_default(),
+    )
+    .await?;
     let best = hits
         .first()
         .map_or(1.0, |hit| hit.score)
@@ -172,6 +158,129 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         add_context(&mut out, request, query_vector).await?;
     }
     Ok((out, started.micros()))
+}
+
+/// `hits`, of the search without the time's words, with the memories whose own words hold
+/// one of the query's time expressions as written scored as `whole`, the search with those
+/// words, scored them: the best `limit` (see [`with_time_phrases`]). `hits` as they are when
+/// the query names no such time.
+async fn phrased(
+    request: &Request<'_>,
+    hits: Vec<SearchHit>,
+    whole: Option<&[SearchHit]>,
+    limit: usize,
+) -> Vec<SearchHit> {
+    match (whole, &request.time_phrases) {
+        (Some(whole), Some(time)) => {
+            let holds = phrase_holders(request.memory, &hits, whole, &time.phrases).await;
+            with_time_phrases(hits, whole, &holds, limit)
+        }
+        _ => hits,
+    }
+}
+
+/// Each hit's weight in keyword relevance, and its role's alone.
+struct KeywordWeights {
+    /// Each hit's weight, in order: its role's, times the factor when the query names other
+    /// speakers, times [`context_only_factor`](super::RetrieverConfig::context_only_factor)
+    /// when it was found through its context alone. Empty when every weight is 1.
+    all: Vec<f32>,
+    /// Each hit's role weight alone ([`role_weight`]). Empty when no role is weighed.
+    roles: Vec<f32>,
+}
+
+/// The [`KeywordWeights`] of `hits`, in order (every hit's role and speaker read once).
+fn keyword_weights<'a>(
+    request: &Request<'_>,
+    hits: impl Iterator<Item = &'a SearchHit> + Clone,
+) -> KeywordWeights {
+    let config = request.config;
+    let (mut all, roles) = hit_weights(request, hits.clone());
+    if config.context_only_factor < 1.0 && !request.terms.is_empty() {
+        let hits: Vec<&SearchHit> = hits.collect();
+        let through_context = found_through_context(&hits, &request.terms);
+        all.resize(all.len().max(hits.len()), 1.0);
+        for (weight, lowered) in all.iter_mut().zip(through_context) {
+            if lowered {
+                *weight *= config.context_only_factor;
+            }
+        }
+    }
+    KeywordWeights { all, roles }
+}
+
+/// Most memories a keyword search returns for the role weights to choose from (see
+/// [`RetrieverConfig::role_search_depth`](super::RetrieverConfig::role_search_depth)),
+/// unless the candidates asked for are more.
+const MOST_WEIGHED_HITS: usize = 1000;
+
+/// The keyword candidates, with the time's expressions read ([`phrased`]), and the weight
+/// in keyword relevance of each, then of each of `timed`
+/// ([`KeywordWeights::all`]). The candidates are `hits`, the best of `search`, unless a
+/// role weighs one of them below the least relevance among them: a memory the search did
+/// not return might then outrank it once weighed, so the search is asked for
+/// [`role_search_depth`](super::RetrieverConfig::role_search_depth) times as many, and
+/// the best by weighted relevance are kept, in the search's order.
+async fn weighed_hits(
+    request: &Request<'_>,
+    search: &SearchQuery,
+    hits: Vec<SearchHit>,
+    whole: Option<&[SearchHit]>,
+    timed: &[SearchHit],
+) -> Result<(Vec<SearchHit>, Vec<f32>)> {
+    let wanted = search.top_k;
+    let hits = phrased(request, hits, whole, wanted).await;
+    let weights = keyword_weights(request, hits.iter().chain(timed));
+    let deeper = wanted
+        .saturating_mul(request.config.role_search_depth)
+        .min(wanted.max(MOST_WEIGHED_HITS));
+    if deeper <= wanted || hits.len() < wanted || !lowered_below_floor(&hits, &weights.roles) {
+        return Ok((hits, weights.all));
+    }
+    let mut wider = search.clone();
+    wider.top_k = deeper;
+    let found = request.memory.search(&wider).await?;
+    let deep = phrased(request, found, whole, deeper).await;
+    // Weighed once, with the speakers read from every hit searched.
+    let mut weights = keyword_weights(request, deep.iter().chain(timed)).all;
+    if deep.len() <= wanted {
+        return Ok((deep, weights));
+    }
+    let mut keep = vec![false; deep.len()];
+    {
+        let weighed = |at: usize| deep[at].score * weights.get(at).copied().unwrap_or(1.0);
+        let mut order: Vec<usize> = (0..deep.len()).collect();
+        order.select_nth_unstable_by(wanted - 1, |&a, &b| {
+            weighed(b).total_cmp(&weighed(a)).then(a.cmp(&b))
+        });
+        for &at in &order[..wanted] {
+            keep[at] = true;
+        }
+    }
+    if !weights.is_empty() {
+        let mut at = 0;
+        weights.retain(|_| {
+            at += 1;
+            keep.get(at - 1).copied().unwrap_or(true)
+        });
+    }
+    let kept = deep
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(hit, keep)| keep.then_some(hit))
+        .collect();
+    Ok((kept, weights))
+}
+
+/// Whether one of `hits` (best first) weighs below the least relevance among them by its
+/// role weight (`roles`, in order; empty when no role is weighed).
+fn lowered_below_floor(hits: &[SearchHit], roles: &[f32]) -> bool {
+    let Some(floor) = hits.last().map(|hit| hit.score) else {
+        return false;
+    };
+    hits.iter()
+        .zip(roles)
+        .any(|(hit, weight)| hit.score * weight < floor)
 }
 
 /// `search` narrowed to the memories made from the start of `window` until `end` (the
@@ -245,9 +354,13 @@ fn merge_timed(
 /// [`RetrieverConfig::role_weights_about_agent`](super::RetrieverConfig::role_weights_about_agent)
 /// when the query asks about what the agent said), times
 /// [`RetrieverConfig::other_speaker_factor`](super::RetrieverConfig::other_speaker_factor)
-/// when the query names some of the hits' speakers and not its own. Empty when every weight
-/// is 1 (no role weighs less and no speaker is read).
-fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchHit>) -> Vec<f32> {
+/// when the query names some of the hits' speakers and not its own; and each one's role
+/// weight alone. Each is empty when every weight is 1 (no role weighs less, and no speaker
+/// is read).
+fn hit_weights<'a>(
+    request: &Request<'_>,
+    hits: impl Iterator<Item = &'a SearchHit>,
+) -> (Vec<f32>, Vec<f32>) {
     let config = request.config;
     let factor = config.other_speaker_factor;
     let weights = if request.about_agent {
@@ -257,7 +370,7 @@ fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchH
     };
     let roles = !weights.is_empty();
     if !roles && factor >= 1.0 {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let read: Vec<(Option<&str>, Option<&str>)> =
         hits.map(|hit| role_and_speaker(&hit.item)).collect();
@@ -269,20 +382,26 @@ fn hit_weights<'a>(request: &Request<'_>, hits: impl Iterator<Item = &'a SearchH
     } else {
         Speakers::default()
     };
-    read.iter()
-        .map(|(role, speaker)| {
-            let weight = if roles {
-                role_weight(weights, *role)
-            } else {
-                1.0
-            };
+    let role_weights: Vec<f32> = if roles {
+        read.iter()
+            .map(|(role, _)| role_weight(weights, *role))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let all = read
+        .iter()
+        .enumerate()
+        .map(|(at, (_, speaker))| {
+            let weight = role_weights.get(at).copied().unwrap_or(1.0);
             if named.is_other(*speaker) {
                 weight * factor
             } else {
                 weight
             }
         })
-        .collect()
+        .collect();
+    (all, role_weights)
 }
 
 /// The role and the speaker of `item` (the dialogue API's metadata): one walk over a small

@@ -9,6 +9,8 @@ use memory_core::{MemoryError, MemoryStore, Namespace, RetrievalSource};
 use memory_inmem::InMemoryStore;
 use memory_retrieve::{FactsConfig, Memory, RetrieverConfig, Role, Turn};
 
+use crate::instrumented::Instrumented;
+
 fn stores() -> Vec<Arc<dyn MemoryStore>> {
     let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
     vec![
@@ -492,6 +494,146 @@ async fn a_turn_found_through_its_neighbours_alone_weighs_less() {
     let place = |order: &[String], id: &str| order.iter().position(|at| at == id);
     assert!(place(off, "beside") < place(off, "mine"), "{off:?}");
     assert!(place(on, "mine") < place(on, "beside"), "{on:?}");
+}
+
+/// Long replies holding every word of the question, each in its own session; a user's
+/// short turn holding two of them, ranked below the replies by the search and above them
+/// once they are weighed; unrelated turns between.
+async fn replies_above_a_statement(memory: &Memory, namespace: &Namespace) {
+    let mut dialogue = memory.dialogue(namespace.clone());
+    let reply = "A rescue greyhound adopted from a shelter: a greyhound adopted as a rescue \
+                 needs a quiet home, and an adopted rescue greyhound sleeps a lot.";
+    let mut turns: Vec<(String, Role, String, u32)> = (1..=6)
+        .map(|day| {
+            (
+                format!("reply{day}"),
+                Role::Assistant,
+                reply.to_owned(),
+                day,
+            )
+        })
+        .collect();
+    turns.extend((0..8).map(|n| {
+        let text = format!("The weather was mild and sunny on day {n}.");
+        (format!("filler{n}"), Role::User, text, 10 + n)
+    }));
+    let statement = "Pixel, my greyhound, was adopted in March.".to_owned();
+    turns.push(("statement".into(), Role::User, statement, 25));
+    for (id, role, text, day) in turns {
+        let speaker = if role == Role::User {
+            "user"
+        } else {
+            "assistant"
+        };
+        dialogue
+            .add(
+                Turn::new(speaker, text)
+                    .role(role)
+                    .session(id.clone())
+                    .id(id)
+                    .at(at(day)),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_role_weights_choose_the_candidates_from_a_deeper_search() {
+    let config = |depth: usize| RetrieverConfig {
+        role_search_depth: depth,
+        candidates_per_channel: 4,
+        max_results: 4,
+        role_weights: [("assistant".to_owned(), 0.3)].into(),
+        ..RetrieverConfig::default()
+    };
+    let counted = Arc::new(Instrumented::default());
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().expect("sqlite");
+    let backends: [(Arc<dyn MemoryStore>, Option<&Instrumented>); 2] = [
+        (counted.clone(), Some(&counted)),
+        (Arc::new(sqlite.memory_store().clone()), None),
+    ];
+    for (store, counted) in backends {
+        let namespace = Namespace::parse("chat/dana").unwrap();
+        replies_above_a_statement(&memory(store.clone(), config(1)), &namespace).await;
+        let mut found = Vec::new();
+        for depth in [1, 2] {
+            let memory = memory(store.clone(), config(depth));
+            if let Some(counted) = counted {
+                counted.searches.lock().unwrap().clear();
+            }
+            let result = memory
+                .recall(&namespace.exact(), "adopted rescue greyhound")
+                .await
+                .unwrap();
+            found.push((ids(&result), counted.map(Instrumented::searches)));
+        }
+        // The search's four best are replies; the user's turn is no candidate.
+        let (shallow, searches) = &found[0];
+        assert!(!shallow.contains(&"statement".to_owned()), "{shallow:?}");
+        // Asked for twice as many, weighed, the user's turn is kept, and ranks first.
+        let (deep, deeper_searches) = &found[1];
+        assert_eq!(
+            deep.first().map(String::as_str),
+            Some("statement"),
+            "{deep:?}"
+        );
+        if counted.is_some() {
+            assert_eq!(searches.as_deref(), Some(&[4][..]));
+            assert_eq!(deeper_searches.as_deref(), Some(&[4, 8][..]));
+        }
+    }
+}
+
+#[tokio::test]
+async fn memories_without_a_weighed_role_cost_one_search() {
+    let store = Arc::new(Instrumented::default());
+    let namespace = Namespace::parse("chat/erin").unwrap();
+    let memory = memory(
+        store.clone(),
+        RetrieverConfig {
+            candidates_per_channel: 4,
+            max_results: 4,
+            ..RetrieverConfig::default()
+        },
+    );
+    let mut dialogue = memory.dialogue(namespace.clone());
+    for (n, speaker) in ["Caroline", "Melanie", "Caroline", "Melanie"]
+        .iter()
+        .enumerate()
+    {
+        let text = format!("A greyhound adopted from the rescue, number {n}.");
+        dialogue
+            .add(
+                Turn::new(*speaker, text)
+                    .id(format!("t{n}"))
+                    .at(at(1 + n as u32)),
+            )
+            .await
+            .unwrap();
+    }
+    store.searches.lock().unwrap().clear();
+    let found = memory
+        .recall(&namespace.exact(), "adopted rescue greyhound")
+        .await
+        .unwrap();
+    assert!(!ids(&found).is_empty());
+    assert_eq!(store.searches(), vec![4]);
+}
+
+#[test]
+fn the_role_search_depth_is_validated() {
+    for depth in [0, memory_retrieve::MAX_ROLE_SEARCH_DEPTH + 1, usize::MAX] {
+        let config = RetrieverConfig {
+            role_search_depth: depth,
+            ..RetrieverConfig::default()
+        };
+        assert_eq!(
+            config.validate().unwrap_err().field(),
+            Some("role_search_depth"),
+            "{depth}"
+        );
+    }
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub(crate) struct Instrumented {
     pub(crate) inner: InMemoryStore,
     /// Each listing's limit and how many memories it returned.
     pub(crate) lists: Mutex<Vec<(Option<usize>, usize)>>,
+    /// Each keyword search's `top_k`.
+    pub(crate) searches: Mutex<Vec<usize>>,
     /// Reads of one memory's recall statistics.
     pub(crate) stats_reads: AtomicUsize,
     /// How many `record_recalls` calls fail before they go through.
@@ -70,6 +72,14 @@ impl Instrumented {
             .count()
     }
 
+    /// The keyword searches made so far: each one's `top_k`.
+    pub(crate) fn searches(&self) -> Vec<usize> {
+        self.searches
+            .lock()
+            .map(|searches| searches.clone())
+            .unwrap_or_default()
+    }
+
     /// How many times one memory's recall statistics were read.
     pub(crate) fn stats_reads(&self) -> usize {
         self.stats_reads.load(Ordering::Relaxed)
@@ -101,6 +111,9 @@ impl MemoryStore for Instrumented {
         Ok(items)
     }
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        if let Ok(mut searches) = self.searches.lock() {
+            searches.push(query.top_k);
+        }
         self.inner.search(query).await
     }
     async fn clear(&self, scope: &Scope) -> Result<usize> {

@@ -221,7 +221,7 @@ pub(super) async fn phrase_holders(
 /// about "two weeks ago"; "three weeks ago" does not.
 pub(super) fn with_time_phrases(
     mut hits: Vec<SearchHit>,
-    whole: Vec<SearchHit>,
+    whole: &[SearchHit],
     holds: &[bool],
     limit: usize,
 ) -> Vec<SearchHit> {
@@ -231,7 +231,7 @@ pub(super) fn with_time_phrases(
         .map(|(at, hit)| ((hit.item.namespace.clone(), hit.item.id.clone()), at))
         .collect();
     let mut added = Vec::new();
-    for (hit, holds) in whole.into_iter().zip(holds) {
+    for (hit, holds) in whole.iter().zip(holds) {
         let known = at
             .get(&(hit.item.namespace.clone(), hit.item.id.clone()))
             .copied();
@@ -244,7 +244,7 @@ pub(super) fn with_time_phrases(
             None => {
                 // Its search counted the time's words as terms: a memory holding one in its
                 // own words may hold none of the rest, so only a "no" is still true.
-                let mut hit = hit;
+                let mut hit = hit.clone();
                 hit.in_own_words = hit.in_own_words.filter(|own| !own);
                 added.push(hit);
             }
@@ -328,11 +328,11 @@ mod tests {
             .collect();
         // "d" and "e" hold the words but not the phrase; "c" is added.
         assert_eq!(
-            ids(&with_time_phrases(hits.clone(), whole.clone(), &holds, 10)),
+            ids(&with_time_phrases(hits.clone(), &whole, &holds, 10)),
             [("b", 3.0), ("c", 2.5), ("a", 2.0), ("e", 0.5)]
         );
         assert_eq!(
-            ids(&with_time_phrases(hits, whole, &holds, 2)),
+            ids(&with_time_phrases(hits, &whole, &holds, 2)),
             [("b", 3.0), ("c", 2.5)]
         );
     }
