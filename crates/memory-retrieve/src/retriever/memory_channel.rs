@@ -242,7 +242,7 @@ async fn weighed_hits(
     let found = request.memory.search(&wider).await?;
     let deep = phrased(request, found, whole, deeper).await;
     // Weighed once, with the speakers read from every hit searched.
-    let mut weights = keyword_weights(request, deep.iter().chain(timed)).all;
+    let weights = keyword_weights(request, deep.iter().chain(timed)).all;
     if deep.len() <= wanted {
         return Ok((deep, weights));
     }
@@ -257,13 +257,12 @@ async fn weighed_hits(
             keep[at] = true;
         }
     }
-    if !weights.is_empty() {
-        let mut at = 0;
-        weights.retain(|_| {
-            at += 1;
-            keep.get(at - 1).copied().unwrap_or(true)
-        });
-    }
+    // The kept hits' weights, then the timed hits' (past the end of `keep`).
+    let weights = weights
+        .into_iter()
+        .enumerate()
+        .filter_map(|(at, weight)| keep.get(at).copied().unwrap_or(true).then_some(weight))
+        .collect();
     let kept = deep
         .into_iter()
         .zip(keep)
