@@ -728,6 +728,39 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             "role_weights_about_agent",
         );
     }
+    // The role search depth is 1 to MAX_ROLE_SEARCH_DEPTH: refused by name when the memory is
+    // built and when a recall is given it.
+    for depth in [
+        0,
+        agent_memory::retrieve::MAX_ROLE_SEARCH_DEPTH + 1,
+        usize::MAX,
+    ] {
+        let config = RetrieverConfig {
+            role_search_depth: depth,
+            ..RetrieverConfig::default()
+        };
+        invalid(
+            "role search depth",
+            Memory::builder()
+                .store(b.store.clone())
+                .retriever_config(config.clone())
+                .build(),
+            "role_search_depth",
+        );
+        invalid(
+            "role search depth",
+            memory
+                .retriever()
+                .retrieve_with(
+                    &ns.subtree(),
+                    "what did I adopt?",
+                    &Default::default(),
+                    &config,
+                )
+                .await,
+            "role_search_depth",
+        );
+    }
     // Each factor that lowers a score is in (0, 1]: refused by name when the memory is built
     // and when a recall is given it.
     type WithFactor = fn(f32) -> RetrieverConfig;

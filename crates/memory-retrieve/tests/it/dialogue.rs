@@ -622,21 +622,6 @@ async fn memories_without_a_weighed_role_cost_one_search() {
 }
 
 #[test]
-fn the_role_search_depth_is_validated() {
-    for depth in [0, memory_retrieve::MAX_ROLE_SEARCH_DEPTH + 1, usize::MAX] {
-        let config = RetrieverConfig {
-            role_search_depth: depth,
-            ..RetrieverConfig::default()
-        };
-        assert_eq!(
-            config.validate().unwrap_err().field(),
-            Some("role_search_depth"),
-            "{depth}"
-        );
-    }
-}
-
-#[test]
 fn the_context_only_factor_is_validated() {
     for factor in [0.0, -0.5, 1.5, f32::NAN, f32::INFINITY] {
         let config = RetrieverConfig {
