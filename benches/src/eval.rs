@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 mod longmemeval;
 
-pub use self::longmemeval::read_longmemeval;
+pub use self::longmemeval::{Haystack, each_longmemeval, read_longmemeval};
 
 /// The cut-offs reported.
 pub const KS: [usize; 5] = [1, 5, 10, 20, 50];
@@ -487,8 +487,8 @@ fn append_caption(text: &mut String, turn: &Turn) {
     }
 }
 
-/// Runs the evaluation over `turns` and `queries`, storing memories in stores made by
-/// `make_store` (one call for the whole run).
+/// Runs the evaluation over `turns` and `queries`, every conversation in `store` at once
+/// (see [`Evaluation`] for one at a time).
 ///
 /// # Errors
 /// Store errors; [`MemoryError::InvalidInput`] for an invalid config.
@@ -498,35 +498,6 @@ pub async fn evaluate(
     store: Arc<dyn MemoryStore>,
     options: &EvalOptions,
 ) -> Result<Report> {
-    let mut config = options.config.clone();
-    // Every result is ranked, however low its score.
-    config.min_score = 0.0;
-    config.validate()?;
-    let clock = Arc::new(ManualClock::new(DateTime::<Utc>::UNIX_EPOCH));
-    let mut builder = Memory::builder()
-        .store(store)
-        .clock(clock.clone())
-        .retriever_config(config.clone())
-        .facts(options.facts.clone());
-    if options.enrich {
-        builder = builder.enricher(Arc::new(agent_memory::retrieve::RuleEnricher));
-    }
-    if let Some(rerank) = options.rerank {
-        builder = builder.reranker_with(Arc::new(agent_memory::retrieve::TermReranker), rerank);
-    }
-    if let Some(embedder) = &options.embedder {
-        builder = builder.embedder(embedder.clone());
-    }
-    let memory = builder.build()?;
-    // The memory's own settings, as `recall` uses them: an embedder switches the default
-    // scoring to the weights with embedding similarity.
-    let config = memory.retriever().config().clone();
-    // For the cut-offs beyond the results a recall returns: the same recall asked for more.
-    let deep = (config.max_results < KS[KS.len() - 1]).then(|| RetrieverConfig {
-        max_results: KS[KS.len() - 1],
-        ..config.clone()
-    });
-
     let mut by_conv: BTreeMap<&str, Vec<&Turn>> = BTreeMap::new();
     for turn in turns {
         by_conv.entry(turn.conv_id.as_str()).or_default().push(turn);
@@ -538,21 +509,136 @@ pub async fn evaluate(
             .or_default()
             .push(query);
     }
-    let mut overall = Sums::default();
-    let mut per_category: BTreeMap<String, Sums> = BTreeMap::new();
-    let mut ranked_out: Vec<Ranked> = Vec::new();
-    let mut explained: Vec<Explained> = Vec::new();
-    let mut latencies: Vec<f64> = Vec::new();
-    let mut ingest_ms = 0.0;
-    let mut writes = WriteCounts::default();
-    let total_questions = queries.len();
-    for (index, (conv_id, conv_turns)) in by_conv.iter().enumerate() {
-        let namespace = Namespace::parse("locomo")?.child(&sanitize(conv_id))?;
+    let mut evaluation = Evaluation::new(store, options)?;
+    evaluation.expect(by_conv.len(), queries.len());
+    for (conv_id, conv_turns) in &by_conv {
+        let asked = questions
+            .get(conv_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        evaluation.conversation(conv_id, conv_turns, asked).await?;
+    }
+    Ok(evaluation.finish())
+}
+
+/// An evaluation under way: each conversation is remembered, then its questions are asked
+/// ([`conversation`](Self::conversation)), and [`finish`](Self::finish) gives the report.
+/// A conversation can be forgotten once its questions are answered
+/// ([`forget`](Self::forget)): every namespace ranks by its own statistics, so the
+/// rankings are the same, and the store then holds one conversation at a time, which is
+/// how a LongMemEval file of any size is measured ([`each_longmemeval`]).
+pub struct Evaluation {
+    memory: Memory,
+    clock: Arc<ManualClock>,
+    /// The memory's own settings, as `recall` uses them: an embedder switches the default
+    /// scoring to the weights with embedding similarity.
+    config: RetrieverConfig,
+    /// For the cut-offs beyond the results a recall returns: the same recall asked for more.
+    deep: Option<RetrieverConfig>,
+    options: EvalOptions,
+    overall: Sums,
+    per_category: BTreeMap<String, Sums>,
+    ranked: Vec<Ranked>,
+    explained: Vec<Explained>,
+    latencies: Vec<f64>,
+    ingest_ms: f64,
+    turns: usize,
+    writes: WriteCounts,
+    conversations: usize,
+    /// The conversations and questions to come, for the progress lines, when known.
+    expected: Option<(usize, usize)>,
+}
+
+impl std::fmt::Debug for Evaluation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Evaluation")
+            .field("conversations", &self.conversations)
+            .field("questions", &self.overall.questions)
+            .field("turns", &self.turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Evaluation {
+    /// An evaluation storing its memories in `store`, with `options`.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for an invalid config.
+    pub fn new(store: Arc<dyn MemoryStore>, options: &EvalOptions) -> Result<Self> {
+        let mut config = options.config.clone();
+        // Every result is ranked, however low its score.
+        config.min_score = 0.0;
+        config.validate()?;
+        let clock = Arc::new(ManualClock::new(DateTime::<Utc>::UNIX_EPOCH));
+        let mut builder = Memory::builder()
+            .store(store)
+            .clock(clock.clone())
+            .retriever_config(config)
+            .facts(options.facts.clone());
+        if options.enrich {
+            builder = builder.enricher(Arc::new(agent_memory::retrieve::RuleEnricher));
+        }
+        if let Some(rerank) = options.rerank {
+            builder = builder.reranker_with(Arc::new(agent_memory::retrieve::TermReranker), rerank);
+        }
+        if let Some(embedder) = &options.embedder {
+            builder = builder.embedder(embedder.clone());
+        }
+        let memory = builder.build()?;
+        let config = memory.retriever().config().clone();
+        let deep = (config.max_results < KS[KS.len() - 1]).then(|| RetrieverConfig {
+            max_results: KS[KS.len() - 1],
+            ..config.clone()
+        });
+        Ok(Self {
+            memory,
+            clock,
+            config,
+            deep,
+            options: options.clone(),
+            overall: Sums::default(),
+            per_category: BTreeMap::new(),
+            ranked: Vec::new(),
+            explained: Vec::new(),
+            latencies: Vec::new(),
+            ingest_ms: 0.0,
+            turns: 0,
+            writes: WriteCounts::default(),
+            conversations: 0,
+            expected: None,
+        })
+    }
+
+    /// Tells the progress lines how many conversations and questions are to come.
+    pub fn expect(&mut self, conversations: usize, questions: usize) {
+        self.expected = Some((conversations, questions));
+    }
+
+    /// The namespace conversation `conv_id` is remembered in.
+    fn namespace(conv_id: &str) -> Result<Namespace> {
+        Namespace::parse("locomo")?.child(&sanitize(conv_id))
+    }
+
+    /// Remembers conversation `conv_id` (its `turns`, in order), then asks each of
+    /// `questions` against it and counts the rankings.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn conversation(
+        &mut self,
+        conv_id: &str,
+        turns: &[&Turn],
+        questions: &[&Query],
+    ) -> Result<()> {
+        let namespace = Self::namespace(conv_id)?;
+        let options = &self.options;
+        let memory = &self.memory;
         let started = Instant::now();
         let mut last = DateTime::<Utc>::UNIX_EPOCH;
         let mut merged_here: HashSet<&str> = HashSet::new();
         let mut dialogue = memory.dialogue(namespace.clone());
-        for turn in conv_turns {
+        for turn in turns {
             let at = parse_time(turn).unwrap_or(last);
             last = last.max(at);
             // A dialogue refuses a turn with nothing said (a chat log may hold one).
@@ -585,29 +671,29 @@ pub async fn evaluate(
                 memory.remember_with(request).await?
             };
             if options.show_facts {
-                show_reconciled(turn, &remembered, conv_turns);
+                show_reconciled(turn, &remembered, turns);
             }
             if remembered.id != turn.dia_id {
                 merged_here.insert(turn.dia_id.as_str());
             }
-            writes.add(conv_id, &turn.dia_id, &remembered);
+            self.writes.add(conv_id, &turn.dia_id, &remembered);
         }
         memory.flush().await?;
-        ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
-        let session_of: HashMap<&str, &str> = conv_turns
+        self.ingest_ms += started.elapsed().as_secs_f64() * 1000.0;
+        self.turns += turns.len();
+        let session_of: HashMap<&str, &str> = turns
             .iter()
             .filter_map(|turn| Some((turn.dia_id.as_str(), turn.session_id.as_deref()?)))
             .collect();
-        let conv_questions = questions.get(conv_id).cloned().unwrap_or_default();
-        for query in &conv_questions {
+        for query in questions {
             let lost = query
                 .evidence
                 .iter()
                 .filter(|e| merged_here.contains(e.as_str()))
                 .count();
-            writes.evidence_merged += lost;
-            writes.questions_with_merged_evidence += usize::from(lost > 0);
-            clock.set(query.asked_at.unwrap_or(last));
+            self.writes.evidence_merged += lost;
+            self.writes.questions_with_merged_evidence += usize::from(lost > 0);
+            self.clock.set(query.asked_at.unwrap_or(last));
             // Each ask is timed to its answer, not to the drop of the answer; the metrics
             // come from the first.
             let scope = namespace.exact();
@@ -620,103 +706,136 @@ pub async fn evaluate(
             let mut first = None;
             for _ in 0..options.repeat.max(1) {
                 let started = Instant::now();
-                let answer = ask(&config).await?;
-                latencies.push(started.elapsed().as_secs_f64() * 1e6);
+                let answer = ask(&self.config).await?;
+                self.latencies.push(started.elapsed().as_secs_f64() * 1e6);
                 first.get_or_insert(answer);
             }
             let Some(result) = first else { continue };
             if options.explain.contains(&query.qid) {
-                explained.push(explain(query, &result.items));
+                self.explained.push(explain(query, &result.items));
             }
             let mut ranked: Vec<String> = memory_ids(&result.items).collect();
-            if let Some(deep) = &deep {
+            if let Some(deep) = &self.deep {
                 // Not timed: a user asks once, for the results they want.
                 let further = ask(deep).await?;
                 let shown: HashSet<String> = ranked.iter().cloned().collect();
                 ranked.extend(memory_ids(&further.items).filter(|id| !shown.contains(id)));
             }
-            if options.show_misses
-                && !query
-                    .evidence
-                    .iter()
-                    .any(|e| ranked.iter().take(10).any(|r| r == e))
-            {
-                eprintln!("MISS {} [{}] {}", query.qid, query.category, query.question);
-                for e in &query.evidence {
-                    let text = conv_turns
-                        .iter()
-                        .find(|t| &t.dia_id == e)
-                        .map(|t| t.text.as_str())
-                        .unwrap_or("?");
-                    eprintln!("   want {e}: {text}");
-                }
-                for r in ranked.iter().take(2) {
-                    let text = conv_turns
-                        .iter()
-                        .find(|t| &t.dia_id == r)
-                        .map(|t| t.text.as_str())
-                        .unwrap_or("?");
-                    eprintln!("   got  {r}: {text}");
-                }
+            if options.show_misses {
+                show_miss(query, &ranked, turns);
             }
             let sessions = session_ranking(&ranked, &session_of);
-            let category = per_category.entry(query.category.clone()).or_default();
-            for sums in [&mut overall, category] {
+            let category = self.per_category.entry(query.category.clone()).or_default();
+            for sums in [&mut self.overall, category] {
                 sums.add(&ranked, &query.evidence);
                 sums.add_sessions(&sessions, &query.evidence_sessions);
             }
             if options.keep_ranked {
-                ranked_out.push(Ranked {
+                self.ranked.push(Ranked {
                     qid: query.qid.clone(),
                     turns: ranked,
                     sessions,
                 });
             }
         }
+        self.conversations += 1;
         if options.progress {
-            let so_far = overall.metrics();
+            let so_far = self.overall.metrics();
+            let (of_conversations, of_questions) = match self.expected {
+                Some((conversations, questions)) => {
+                    (format!("/{conversations}"), format!(" of {questions}"))
+                }
+                None => (String::new(), String::new()),
+            };
             eprintln!(
-                "[{}/{}] {conv_id}: {} turns, {} questions; running R@10 {:.1} ({} of {total_questions} questions)",
-                index + 1,
-                by_conv.len(),
-                conv_turns.len(),
-                conv_questions.len(),
+                "[{}{of_conversations}] {conv_id}: {} turns, {} questions; running R@10 {:.1} ({}{of_questions} questions)",
+                self.conversations,
+                turns.len(),
+                questions.len(),
                 so_far.values.get("recall@10").copied().unwrap_or(0.0),
-                overall.questions,
+                self.overall.questions,
             );
         }
+        Ok(())
     }
-    latencies.sort_by(f64::total_cmp);
-    let pick = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
-            .copied()
-            .unwrap_or(0.0)
+
+    /// Forgets conversation `conv_id`: its memories, and the entities and links its
+    /// enrichment wrote. Its rankings stay counted.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn forget(&self, conv_id: &str) -> Result<()> {
+        let scope = Self::namespace(conv_id)?.exact();
+        self.memory.flush().await?;
+        self.memory.store().clear(&scope).await?;
+        if self.options.enrich {
+            self.memory.graph().clear(&scope).await?;
+        }
+        Ok(())
+    }
+
+    /// The report over every conversation so far.
+    pub fn finish(self) -> Report {
+        let mut latencies = self.latencies;
+        latencies.sort_by(f64::total_cmp);
+        let pick = |q: f64| {
+            latencies
+                .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let mean = if latencies.is_empty() {
+            0.0
+        } else {
+            latencies.iter().sum::<f64>() / latencies.len() as f64
+        };
+        Report {
+            overall: self.overall.metrics(),
+            per_category: self
+                .per_category
+                .into_iter()
+                .map(|(category, sums)| (category_name(&category), sums.metrics()))
+                .collect(),
+            latency_us: BTreeMap::from([
+                ("mean".into(), mean),
+                ("median".into(), pick(0.5)),
+                ("p95".into(), pick(0.95)),
+            ]),
+            ingest: BTreeMap::from([
+                ("total_ms".into(), self.ingest_ms),
+                ("turns".into(), self.turns as f64),
+            ]),
+            ranked: self.ranked,
+            explained: self.explained,
+            writes: self.writes,
+        }
+    }
+}
+
+/// Prints `query` when none of its evidence is in the first ten of `ranked`, with what was
+/// found instead.
+fn show_miss(query: &Query, ranked: &[String], turns: &[&Turn]) {
+    if query
+        .evidence
+        .iter()
+        .any(|e| ranked.iter().take(10).any(|r| r == e))
+    {
+        return;
+    }
+    let text_of = |id: &str| {
+        turns
+            .iter()
+            .find(|t| t.dia_id == id)
+            .map(|t| t.text.as_str())
+            .unwrap_or("?")
     };
-    let mean = if latencies.is_empty() {
-        0.0
-    } else {
-        latencies.iter().sum::<f64>() / latencies.len() as f64
-    };
-    Ok(Report {
-        overall: overall.metrics(),
-        per_category: per_category
-            .into_iter()
-            .map(|(category, sums)| (category_name(&category), sums.metrics()))
-            .collect(),
-        latency_us: BTreeMap::from([
-            ("mean".into(), mean),
-            ("median".into(), pick(0.5)),
-            ("p95".into(), pick(0.95)),
-        ]),
-        ingest: BTreeMap::from([
-            ("total_ms".into(), ingest_ms),
-            ("turns".into(), turns.len() as f64),
-        ]),
-        ranked: ranked_out,
-        explained,
-        writes,
-    })
+    eprintln!("MISS {} [{}] {}", query.qid, query.category, query.question);
+    for e in &query.evidence {
+        eprintln!("   want {e}: {}", text_of(e));
+    }
+    for r in ranked.iter().take(2) {
+        eprintln!("   got  {r}: {}", text_of(r));
+    }
 }
 
 /// The ids of the memories among `items`, in rank order.

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use agent_memory::inmem::InMemoryStore;
-use memory_benches::eval::{EvalOptions, evaluate, read_longmemeval, render};
+use agent_memory::{MemoryError, MemoryStore, Namespace};
+use memory_benches::eval::{
+    EvalOptions, Evaluation, Turn, each_longmemeval, evaluate, read_longmemeval, render,
+};
 use memory_benches::synthetic::{as_longmemeval, synthetic};
 
 #[tokio::test]
@@ -97,11 +100,7 @@ async fn longmemeval_format_reads_and_scores_sessions() {
         abstention["question_id"] = "q-9_abs".into();
         questions.push(abstention);
     }
-    let path = std::env::temp_dir().join(format!(
-        "agent-memory-longmemeval-{}.json",
-        std::process::id()
-    ));
-    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let path = written("format", &file);
     let (haystacks, questions) = read_longmemeval(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     assert_eq!(
@@ -141,6 +140,149 @@ async fn longmemeval_format_reads_and_scores_sessions() {
     let first = &report.ranked[0];
     assert!(first.sessions.iter().all(|s| s.starts_with("syn-session-")));
     assert!(report.per_category.contains_key("single-session-user"));
+}
+
+/// `file` (LongMemEval's JSON) written to a temporary path unique to `name`.
+fn written(name: &str, file: &serde_json::Value) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "agent-memory-longmemeval-{name}-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, serde_json::to_vec(file).unwrap()).unwrap();
+    path
+}
+
+/// A LongMemEval file read one question at a time, each haystack forgotten once asked, ranks
+/// every question exactly as the whole file remembered at once does, and the store never
+/// holds more than the haystack being asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_longmemeval_file_read_one_question_at_a_time_ranks_as_the_whole() {
+    let (turns, queries) = synthetic(3, 60, 13);
+    let path = written("stream", &as_longmemeval(&turns, &queries));
+    let options = EvalOptions {
+        keep_ranked: true,
+        ..EvalOptions::default()
+    };
+    let (all_turns, all_queries) = read_longmemeval(&path).unwrap();
+    let whole = evaluate(
+        &all_turns,
+        &all_queries,
+        Arc::new(InMemoryStore::new()),
+        &options,
+    )
+    .await
+    .unwrap();
+
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let everything = Namespace::root().subtree();
+    let mut evaluation = Evaluation::new(store.clone(), &options).unwrap();
+    let runtime = tokio::runtime::Handle::current();
+    let handed = tokio::task::block_in_place(|| {
+        each_longmemeval(&path, |haystack| {
+            runtime.block_on(async {
+                assert_eq!(
+                    store.count(&everything).await?,
+                    0,
+                    "the haystack before is forgotten"
+                );
+                let turns: Vec<&Turn> = haystack.turns.iter().collect();
+                let id = haystack.query.conv_id.as_str();
+                evaluation
+                    .conversation(id, &turns, &[&haystack.query])
+                    .await?;
+                assert!(store.count(&everything).await? > 0);
+                evaluation.forget(id).await
+            })
+        })
+    })
+    .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let streamed = evaluation.finish();
+    assert_eq!(handed, all_queries.len());
+    assert_eq!(store.count(&everything).await.unwrap(), 0);
+    assert_eq!(streamed.overall, whole.overall, "{}", render(&streamed));
+    // The whole file is asked conversation by conversation in the order of their ids.
+    let by_question = |report: &memory_benches::eval::Report| {
+        let mut ranked: Vec<(String, Vec<String>)> = report
+            .ranked
+            .iter()
+            .map(|question| (question.qid.clone(), question.turns.clone()))
+            .collect();
+        ranked.sort();
+        ranked
+    };
+    assert_eq!(by_question(&streamed), by_question(&whole));
+    assert_eq!(streamed.ranked.len(), all_queries.len());
+    assert_eq!(streamed.ingest["turns"], whole.ingest["turns"]);
+}
+
+/// Reading stops at the first error: one `each` returns comes back as it was returned, a
+/// question whose date does not parse is refused by its field's name, and a file cut short
+/// is a serialization error, each after the questions before it were handed over.
+#[test]
+fn reading_a_longmemeval_file_stops_at_the_first_error() {
+    let (turns, queries) = synthetic(3, 40, 3);
+    let file = as_longmemeval(&turns, &queries);
+    let count = file.as_array().unwrap().len();
+    assert!(count >= 3);
+
+    let path = written("stop", &file);
+    let mut seen = Vec::new();
+    let error = each_longmemeval(&path, |haystack| {
+        seen.push(haystack.query.qid.clone());
+        if seen.len() == 2 {
+            return Err(MemoryError::invalid("stop here", "at the second"));
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert_eq!(seen.len(), 2, "nothing read after the error");
+    assert!(
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "stop here"),
+        "{error}"
+    );
+
+    let mut dated = file.clone();
+    dated[1]["haystack_dates"][0] = "the day after".into();
+    let path = written("date", &dated);
+    let mut handed = 0;
+    let error = each_longmemeval(&path, |_| {
+        handed += 1;
+        Ok(())
+    })
+    .unwrap_err();
+    assert_eq!(handed, 1);
+    assert!(
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "haystack_dates"),
+        "{error}"
+    );
+
+    let text = serde_json::to_string(&file).unwrap();
+    let second = serde_json::to_string(&file[1]).unwrap();
+    let cut = text.find(&second).unwrap() + second.len() / 2;
+    let path = std::env::temp_dir().join(format!(
+        "agent-memory-longmemeval-cut-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, &text[..cut]).unwrap();
+    let mut handed = 0;
+    let error = each_longmemeval(&path, |_| {
+        handed += 1;
+        Ok(())
+    })
+    .unwrap_err();
+    assert_eq!(handed, 1);
+    assert!(
+        matches!(error, MemoryError::Serialization { .. }),
+        "{error}"
+    );
+    for name in ["stop", "date"] {
+        let _ = std::fs::remove_file(std::env::temp_dir().join(format!(
+            "agent-memory-longmemeval-{name}-{}.json",
+            std::process::id()
+        )));
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 /// A provider that points every question and every small-talk turn one way and every fact

@@ -39,9 +39,10 @@ use std::sync::Arc;
 use agent_memory::MemoryStore;
 use agent_memory::inmem::InMemoryStore;
 use agent_memory::retrieve::{FactsConfig, RerankConfig};
-use agent_memory::retrieve::{Fusion, RetrievalStrategy, RetrieverConfig, ScoringStrategy};
+use agent_memory::retrieve::{Fusion, RetrievalStrategy, ScoringStrategy};
 use memory_benches::eval::{
-    EvalOptions, Query, TextFormat, Turn, evaluate, read_jsonl, read_longmemeval, render,
+    EvalOptions, Evaluation, Query, TextFormat, Turn, each_longmemeval, evaluate, read_jsonl,
+    render,
 };
 
 fn usage() -> String {
@@ -268,15 +269,6 @@ fn run() -> Result<(), String> {
         return run_facts(&facts_spec);
     }
     options.keep_ranked = ranked.is_some();
-    let (turns, questions): (Vec<Turn>, Vec<Query>) = if synthetic {
-        memory_benches::synthetic::synthetic(5, 200, 42)
-    } else if let Some(path) = &longmemeval {
-        read_longmemeval(path).map_err(|e| e.to_string())?
-    } else {
-        let turns = read_jsonl(&memories).map_err(|e| e.to_string())?;
-        let questions = read_jsonl(&queries).map_err(|e| e.to_string())?;
-        (turns, questions)
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -291,15 +283,45 @@ fn run() -> Result<(), String> {
             ));
         }
     };
-    let _ = RetrieverConfig::default();
-    eprintln!(
-        "eval: {} turns, {} questions, backend {backend}",
-        turns.len(),
-        questions.len()
-    );
-    let report = runtime
-        .block_on(evaluate(&turns, &questions, store, &options))
+    let report = if let Some(path) = &longmemeval {
+        // One question at a time, each haystack forgotten once asked: a file of any size
+        // (`longmemeval_m`) is measured in the memory of one haystack.
+        eprintln!(
+            "eval: {}, one question at a time, backend {backend}",
+            path.display()
+        );
+        let mut evaluation = runtime
+            .block_on(async { Evaluation::new(store, &options) })
+            .map_err(|e| e.to_string())?;
+        each_longmemeval(path, |haystack| {
+            runtime.block_on(async {
+                let turns: Vec<&Turn> = haystack.turns.iter().collect();
+                let conv_id = haystack.query.conv_id.as_str();
+                evaluation
+                    .conversation(conv_id, &turns, &[&haystack.query])
+                    .await?;
+                evaluation.forget(conv_id).await
+            })
+        })
         .map_err(|e| e.to_string())?;
+        evaluation.finish()
+    } else {
+        let (turns, questions): (Vec<Turn>, Vec<Query>) = if synthetic {
+            memory_benches::synthetic::synthetic(5, 200, 42)
+        } else {
+            let turns = read_jsonl(&memories).map_err(|e| e.to_string())?;
+            let questions = read_jsonl(&queries).map_err(|e| e.to_string())?;
+            (turns, questions)
+        };
+        eprintln!(
+            "eval: {} turns, {} questions, backend {backend}",
+            turns.len(),
+            questions.len()
+        );
+        runtime
+            .block_on(evaluate(&turns, &questions, store, &options))
+            .map_err(|e| e.to_string())?
+    };
     println!("{}", render(&report));
     for question in &report.explained {
         eprint!("{}", question.render());
