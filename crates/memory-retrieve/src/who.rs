@@ -4,6 +4,8 @@
 //! of the speakers it names ([`Speakers`]; see
 //! [`RetrieverConfig::other_speaker_factor`](crate::RetrieverConfig::other_speaker_factor)).
 
+use crate::MAX_SPEAKER_BYTES;
+
 /// The longest query read, in words: who is asked about is said early in a question.
 const MAX_WORDS: usize = 256;
 
@@ -175,6 +177,9 @@ const ROLES: [&str; 4] = ["user", "assistant", "system", "tool"];
 #[derive(Debug, Default)]
 pub(crate) struct Speakers<'a> {
     named: Vec<&'a str>,
+    /// Every speaker read ([`MAX_SPEAKERS`] at most): only those can be told apart as
+    /// named or not.
+    read: Vec<&'a str>,
 }
 
 impl<'a> Speakers<'a> {
@@ -185,7 +190,10 @@ impl<'a> Speakers<'a> {
     /// names, so a capitalised part of a name matches only a capitalised word ("When will
     /// Will call?" names Will once, not twice). Empty unless the query names some of them
     /// and not all: a question naming every speaker, or none, favours no one. Roles
-    /// ([`ROLES`]) name no one; at most [`MAX_SPEAKERS`] distinct speakers are read.
+    /// ([`ROLES`]) name no one; at most [`MAX_SPEAKERS`] distinct speakers are read, and a
+    /// name longer than [`MAX_SPEAKER_BYTES`] (which the dialogue API refuses, but a
+    /// memory's own metadata may hold) is not read: the work stays bounded by the query's
+    /// length whatever the metadata holds.
     pub(crate) fn named_in(query: &str, speakers: impl IntoIterator<Item = &'a str>) -> Self {
         // Borrowed and kept inline: a recall reads this for every hit.
         let mut seen = [""; MAX_SPEAKERS];
@@ -196,7 +204,7 @@ impl<'a> Speakers<'a> {
         // name's first word is found in it.
         let mut read: Option<(Vec<&str>, bool)> = None;
         for speaker in speakers {
-            if seen[..distinct].contains(&speaker) {
+            if speaker.len() > MAX_SPEAKER_BYTES || seen[..distinct].contains(&speaker) {
                 continue;
             }
             let Some(place) = seen.get_mut(distinct) else {
@@ -235,14 +243,20 @@ impl<'a> Speakers<'a> {
         if !unnamed {
             named.clear();
         }
-        Self { named }
+        Self {
+            named,
+            read: seen[..distinct].to_vec(),
+        }
     }
 
     /// Whether a memory spoken by `speaker` (`None`: no speaker) is spoken by someone the
-    /// query does not name while it names others.
+    /// query does not name while it names others. A speaker that was not read (past the
+    /// first [`MAX_SPEAKERS`], or too long a name) is not told apart, so it is no other.
     pub(crate) fn is_other(&self, speaker: Option<&str>) -> bool {
         !self.named.is_empty()
-            && speaker.is_some_and(|speaker| !is_role(speaker) && !self.named.contains(&speaker))
+            && speaker.is_some_and(|speaker| {
+                !is_role(speaker) && !self.named.contains(&speaker) && self.read.contains(&speaker)
+            })
     }
 }
 
@@ -257,12 +271,18 @@ fn words_of(text: &str) -> impl Iterator<Item = &str> {
         .filter(|word| !word.is_empty())
 }
 
-/// Whether two words are the same in any case.
+/// Whether two words are the same in any case; stops at the first difference, and
+/// allocates nothing.
 fn same_word(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         a.eq_ignore_ascii_case(b)
     } else {
-        a.to_lowercase() == b.to_lowercase()
+        // A final sigma is a sigma: `str::to_lowercase` writes one at a word's end.
+        let fold = |c: char| if c == 'ς' { 'σ' } else { c };
+        a.chars()
+            .flat_map(char::to_lowercase)
+            .map(fold)
+            .eq(b.chars().flat_map(char::to_lowercase).map(fold))
     }
 }
 
@@ -312,6 +332,58 @@ mod tests {
         // Part of a name is not the name.
         let named = Speakers::named_in("What did Ada build?", found);
         assert!(!named.is_other(Some("Melanie")));
+    }
+
+    #[test]
+    fn speakers_past_those_read_are_not_told_apart() {
+        // The first MAX_SPEAKERS distinct speakers are read; the query names one of them
+        // and one past them.
+        let found: Vec<String> = (0..20).map(|n| format!("speaker{n}")).collect();
+        let named = Speakers::named_in(
+            "what did speaker3 and speaker19 say?",
+            found.iter().map(String::as_str),
+        );
+        assert!(!named.is_other(Some("speaker3")));
+        assert!(named.is_other(Some("speaker4")));
+        assert!(
+            !named.is_other(Some("speaker19")),
+            "named, though past those read: not weighed as another's"
+        );
+        assert!(
+            !named.is_other(Some("speaker17")),
+            "never read: not told apart"
+        );
+    }
+
+    #[test]
+    fn a_name_longer_than_a_dialogue_accepts_is_not_read() {
+        // A memory's own metadata may hold any speaker; the dialogue API refuses one longer
+        // than MAX_SPEAKER_BYTES, and reading such names would cost a recall their length
+        // for every word of the query.
+        let long = format!("é{}", "a".repeat(super::MAX_SPEAKER_BYTES));
+        let query = format!("what did {long} and Melanie say?");
+        let found = [long.as_str(), "Melanie", "Caroline"];
+        let named = Speakers::named_in(&query, found);
+        assert!(!named.is_other(Some("Melanie")));
+        assert!(named.is_other(Some("Caroline")));
+        assert!(
+            !named.is_other(Some(long.as_str())),
+            "not read: not told apart"
+        );
+        // Only the long name named: nobody read is named, so no one is favoured.
+        let query = format!("what did {long} say?");
+        let named = Speakers::named_in(&query, found);
+        assert!(!named.is_other(Some("Caroline")));
+        assert!(!named.is_other(Some("Melanie")));
+    }
+
+    #[test]
+    fn names_beyond_ascii_match_in_any_case() {
+        let found = ["Ōtani Shōhei", "Νίκος", "Zoë"];
+        let named = Speakers::named_in("what did Ōtani Shōhei say to ΝΊΚΟΣ?", found);
+        assert!(!named.is_other(Some("Ōtani Shōhei")));
+        assert!(!named.is_other(Some("Νίκος")), "a final sigma is a sigma");
+        assert!(named.is_other(Some("Zoë")));
     }
 
     #[test]
