@@ -304,7 +304,9 @@ fn within_window(
 
 /// Adds the hits of the search within the query's time that the whole search did not
 /// return, their relevance on the same scale as its hits (`best`, its best score) and
-/// weighed as they are (`weights`: each timed hit's role and speaker weight, in order).
+/// weighed as they are (`weights`: each timed hit's role and speaker weight, in order),
+/// ranked in the channel after every hit of the whole search (which reciprocal rank fusion
+/// reads).
 fn merge_timed(
     out: &mut Vec<Candidate>,
     timed: Vec<SearchHit>,
@@ -323,15 +325,19 @@ fn merge_timed(
             .map(|hit| !known.contains(&(RecordType::Memory, &hit.item.namespace, &*hit.item.id)))
             .collect()
     };
-    for ((rank, hit), _) in timed
+    // Ranked after every keyword candidate, in the order of the search that found them:
+    // their place in that narrower search is not a place among the candidates.
+    let mut rank = out.len();
+    for ((at, hit), _) in timed
         .into_iter()
         .enumerate()
         .zip(new)
         .filter(|(_, new)| *new)
     {
+        rank += 1;
         let item = hit.item;
         let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
-        let weight = weights.get(rank).copied().unwrap_or(1.0);
+        let weight = weights.get(at).copied().unwrap_or(1.0);
         signals[Signal::Relevance] = (hit.score / best).min(1.0) * weight;
         if request.wants_overlap() {
             signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
@@ -342,7 +348,7 @@ fn merge_timed(
         }
         out.push(Candidate {
             record: RetrievalSource::Memory(item),
-            channels: Found::new(Channel::Memory, rank + 1),
+            channels: Found::new(Channel::Memory, rank),
             signals,
         });
     }

@@ -665,6 +665,69 @@ async fn a_query_naming_a_time_ranks_what_was_said_then_first() {
     assert!(error.to_string().contains("outside_time_factor"), "{error}");
 }
 
+/// Under reciprocal rank fusion, a memory that only the search of the time named found
+/// ranks after every keyword candidate in its channel, not at its place in that search: a
+/// weaker memory made then does not outrank a stronger one the keyword search also found.
+#[tokio::test]
+async fn a_memory_found_only_in_the_time_named_ranks_after_the_keyword_candidates() {
+    let ns = Namespace::parse("user-9").unwrap();
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-10T12:00:00Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    let store = Arc::new(InMemoryStore::new());
+    save_dated(
+        &store,
+        &ns,
+        now,
+        &[
+            (
+                "old1",
+                "I cooked pasta for my friend and cooked it well",
+                MemoryKind::Episodic,
+                40,
+            ),
+            (
+                "old2",
+                "I cooked a roast for my friend and cooked it twice",
+                MemoryKind::Episodic,
+                50,
+            ),
+            (
+                "old3",
+                "I cooked soup for my friend and cooked bread",
+                MemoryKind::Episodic,
+                60,
+            ),
+            (
+                "curry",
+                "I cooked a curry for my friend",
+                MemoryKind::Episodic,
+                2,
+            ),
+            ("visit", "my friend came over", MemoryKind::Episodic, 2),
+        ],
+    )
+    .await;
+    let retriever = Retriever::new(store.clone()).with_clock(clock.clone());
+    let query = "What did I cook for my friend a couple of days ago?";
+    // Four keyword candidates: the three old memories and the curry; the visit, which
+    // holds one query word, only the search of the time named finds (second there).
+    let config = RetrieverConfig {
+        fusion: Fusion::ReciprocalRank { k: 60.0 },
+        candidates_per_channel: 4,
+        max_results: 4,
+        head_rerank_depth: 0,
+        min_score: 0.0,
+        ..RetrieverConfig::default()
+    };
+    let found = retrieve(&retriever, &ns, query, &RecallFilter::default(), &config).await;
+    let ranked = ids(&found);
+    let at = |id: &str| ranked.iter().position(|found| *found == id);
+    assert!(
+        at("curry") < at("visit") && at("visit").is_some(),
+        "the curry matches more and was found by both searches: {ranked:?}"
+    );
+}
+
 /// With `drop_time_words`, a question naming a time by its distance from now ("last
 /// Saturday") leaves those words out of its search when memories were made then: a memory
 /// made that day comes before an older one that says "last Saturday" of another week. When
