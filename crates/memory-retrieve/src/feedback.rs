@@ -6,6 +6,9 @@ use memory_core::{MemoryStore, RecallEvent, Result};
 
 use crate::background::{BackgroundWrites, RETRIES, retried};
 
+/// Most events reserved for at once when a batch starts.
+const RESERVED_EVENTS: usize = 1024;
+
 /// Batches recall events and writes them with [`MemoryStore::record_recalls`].
 ///
 /// A recall only appends to a buffer; when a recall's events would bring it to
@@ -50,7 +53,8 @@ impl RecallRecorder {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             if pending.len() + events.len() < self.batch_size {
                 if pending.capacity() == 0 {
-                    pending.reserve(self.batch_size);
+                    // A large batch grows as its events come.
+                    pending.reserve(self.batch_size.min(RESERVED_EVENTS));
                 }
                 pending.extend(events);
                 return Ok(());

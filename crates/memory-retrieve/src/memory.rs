@@ -33,7 +33,7 @@ mod request;
 mod upkeep;
 
 pub use self::background::{MaintenanceHandle, PassReport};
-pub use self::builder::MemoryBuilder;
+pub use self::builder::{MAX_RECALL_BATCH, MemoryBuilder};
 pub use self::consolidate::{CONSOLIDATED_METADATA_KEY, ConsolidationConfig};
 pub use self::dialogue::{
     CONTEXT_BEFORE_METADATA_KEY, Dialogue, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, ROLE_METADATA_KEY,

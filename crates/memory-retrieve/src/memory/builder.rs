@@ -17,6 +17,11 @@ use crate::feedback::RecallRecorder;
 use crate::keywords::AnalyzerKeywordExtractor;
 use crate::retriever::{Retriever, RetrieverConfig};
 
+/// Most recall events a feedback write may wait for ([`MemoryBuilder::recall_batch`]):
+/// events not yet written are held in memory, and a pass of maintenance or a flush writes
+/// them sooner.
+pub const MAX_RECALL_BATCH: usize = 65_536;
+
 /// Builds a [`Memory`] from any backends; unset ones default to the in-memory backends.
 #[derive(Debug, Default)]
 pub struct MemoryBuilder {
@@ -213,7 +218,8 @@ impl MemoryBuilder {
     }
 
     /// Recall events per feedback write (default 64; also the batch of page and entity
-    /// accesses); at least 1, which writes each recall's events at once.
+    /// accesses); at least 1, which writes each recall's events at once, and at most
+    /// [`MAX_RECALL_BATCH`]: the events wait in memory until their batch is full.
     pub fn recall_batch(mut self, events: usize) -> Self {
         self.recall_batch = Some(events);
         self
@@ -234,11 +240,20 @@ impl MemoryBuilder {
             decay.validate()?;
         }
         self.knowledge_policy.validate()?;
-        if self.recall_batch == Some(0) {
-            return Err(memory_core::MemoryError::invalid(
-                "recall_batch",
-                "must be at least 1",
-            ));
+        match self.recall_batch {
+            Some(0) => {
+                return Err(memory_core::MemoryError::invalid(
+                    "recall_batch",
+                    "must be at least 1",
+                ));
+            }
+            Some(events) if events > MAX_RECALL_BATCH => {
+                return Err(memory_core::MemoryError::invalid(
+                    "recall_batch",
+                    format!("must be at most {MAX_RECALL_BATCH}, not {events}"),
+                ));
+            }
+            _ => {}
         }
         if let Some((_, config)) = &self.enricher {
             config.validate()?;

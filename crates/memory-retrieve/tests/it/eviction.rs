@@ -251,13 +251,31 @@ async fn invalid_policies_are_rejected() {
             other => panic!("{policy:?}: {other:?}"),
         }
     }
-    let error = Memory::builder()
-        .recall_batch(0)
+    for events in [0, memory_retrieve::MAX_RECALL_BATCH + 1, usize::MAX] {
+        let error = Memory::builder()
+            .recall_batch(events)
+            .build()
+            .expect_err("a batch of no events, or of more than may wait");
+        assert!(
+            matches!(&error, memory_core::MemoryError::InvalidInput { field, .. } if field == "recall_batch"),
+            "{events}: {error}"
+        );
+    }
+    // The largest batch allowed records a recall without writing it yet.
+    let most = Memory::builder()
+        .recall_batch(memory_retrieve::MAX_RECALL_BATCH)
         .build()
-        .expect_err("a batch of no events");
+        .unwrap();
+    most.remember(&ns, "a batch as large as allowed")
+        .await
+        .unwrap();
     assert!(
-        matches!(&error, memory_core::MemoryError::InvalidInput { field, .. } if field == "recall_batch"),
-        "{error}"
+        !most
+            .recall(&ns.exact(), "batch")
+            .await
+            .unwrap()
+            .items
+            .is_empty()
     );
     assert_eq!(
         ids(&store, &ns).await.len(),
