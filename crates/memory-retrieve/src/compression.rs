@@ -11,7 +11,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use memory_core::text::Analyzer;
+use memory_core::text::{Analyzer, is_cjk};
 use memory_core::{MemoryFilter, MemoryKind, MemoryStore, Result, Scope};
 use serde::{Deserialize, Serialize};
 
@@ -56,19 +56,101 @@ fn sentences(text: &str) -> Vec<&str> {
 }
 
 /// The longest prefix of `text` within `max_tokens`, cut at a whitespace when there is one.
+/// One pass: the prefix's [`estimate_tokens`] is counted as it grows.
 fn cut(text: &str, max_tokens: usize) -> &str {
+    let (mut cjk, mut other) = (0usize, 0usize);
     let mut end = 0;
     for (at, c) in text.char_indices() {
-        let next = at + c.len_utf8();
-        if estimate_tokens(&text[..next]) > max_tokens {
+        if is_cjk(c) {
+            cjk += 1;
+        } else {
+            other += 1;
+        }
+        if cjk + other.div_ceil(4) > max_tokens {
             break;
         }
-        end = next;
+        end = at + c.len_utf8();
     }
     match text[..end].rfind(char::is_whitespace) {
         Some(space) if space > 0 && end < text.len() => text[..space].trim_end(),
         _ => &text[..end],
     }
+}
+
+/// A sentence's place in the greedy choice: the new terms it adds per token when last
+/// counted (an upper bound of what it adds now, since the covered terms only grow), then
+/// the earlier sentence first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Offer {
+    value: f64,
+    at: usize,
+}
+
+impl Eq for Offer {}
+
+impl Ord for Offer {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.value
+            .total_cmp(&other.value)
+            .then_with(|| other.at.cmp(&self.at))
+    }
+}
+
+impl PartialOrd for Offer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Which of `pieces` (each `terms`) the greedy choice keeps within `max_tokens`: again and
+/// again the sentence that adds the most new terms per token and still fits, the earlier
+/// one on a tie, until none adds a term. Lazily: a sentence's value can only fall as terms
+/// are covered, so the best one counted is counted again, and taken when it still leads.
+/// Each choice costs a recount of the sentences whose counts fell, not of every sentence.
+fn choose(pieces: &[&str], terms: &[HashSet<String>], max_tokens: usize) -> Vec<bool> {
+    let costs: Vec<usize> = pieces
+        .iter()
+        .map(|piece| estimate_tokens(piece) + 1)
+        .collect();
+    let mut covered: HashSet<&str> = HashSet::new();
+    let mut chosen = vec![false; pieces.len()];
+    let mut used = 0usize;
+    let value = |at: usize, covered: &HashSet<&str>| {
+        let gain = terms[at]
+            .iter()
+            .filter(|term| !covered.contains(term.as_str()))
+            .count();
+        gain as f64 / costs[at] as f64
+    };
+    let mut offers: std::collections::BinaryHeap<Offer> = (0..pieces.len())
+        .filter(|&at| costs[at] <= max_tokens)
+        .map(|at| Offer {
+            value: value(at, &covered),
+            at,
+        })
+        .filter(|offer| offer.value > 0.0)
+        .collect();
+    while let Some(offer) = offers.pop() {
+        // Used only grows: a sentence that no longer fits never will.
+        if used + costs[offer.at] > max_tokens {
+            continue;
+        }
+        let now = Offer {
+            value: value(offer.at, &covered),
+            at: offer.at,
+        };
+        if now.value <= 0.0 {
+            continue;
+        }
+        if offers.peek().is_some_and(|next| *next > now) {
+            offers.push(now);
+            continue;
+        }
+        chosen[now.at] = true;
+        used += costs[now.at];
+        covered.extend(terms[now.at].iter().map(String::as_str));
+    }
+    chosen
 }
 
 #[async_trait]
@@ -80,37 +162,7 @@ impl Summarizer for ExtractiveSummarizer {
             .iter()
             .map(|piece| analyzer.unique_terms(piece).into_iter().collect())
             .collect();
-        let mut covered: HashSet<&str> = HashSet::new();
-        let mut chosen = vec![false; pieces.len()];
-        let mut used = 0usize;
-        loop {
-            // The sentence adding the most new terms per token that still fits.
-            let mut best: Option<(f64, usize)> = None;
-            for (at, piece) in pieces.iter().enumerate() {
-                if chosen[at] {
-                    continue;
-                }
-                let cost = estimate_tokens(piece) + 1;
-                if used + cost > max_tokens {
-                    continue;
-                }
-                let gain = terms[at]
-                    .iter()
-                    .filter(|term| !covered.contains(term.as_str()))
-                    .count();
-                if gain == 0 {
-                    continue;
-                }
-                let value = gain as f64 / cost as f64;
-                if best.is_none_or(|(top, _)| value > top) {
-                    best = Some((value, at));
-                }
-            }
-            let Some((_, at)) = best else { break };
-            chosen[at] = true;
-            used += estimate_tokens(pieces[at]) + 1;
-            covered.extend(terms[at].iter().map(String::as_str));
-        }
+        let chosen = choose(&pieces, &terms, max_tokens);
         let summary: Vec<&str> = pieces
             .iter()
             .zip(&chosen)
@@ -178,4 +230,113 @@ pub(crate) async fn compress_stale(
         compressed += 1;
     }
     Ok(compressed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use memory_core::text::Analyzer;
+    use proptest::prelude::*;
+
+    use super::{choose, cut, sentences};
+    use crate::prompt::estimate_tokens;
+
+    /// The greedy choice counted out in full at every step: every sentence that fits
+    /// counted again, the best taken (the earlier on a tie).
+    fn choose_by_recounting(
+        pieces: &[&str],
+        terms: &[HashSet<String>],
+        max_tokens: usize,
+    ) -> Vec<bool> {
+        let mut covered: HashSet<&str> = HashSet::new();
+        let mut chosen = vec![false; pieces.len()];
+        let mut used = 0usize;
+        loop {
+            let mut best: Option<(f64, usize)> = None;
+            for (at, piece) in pieces.iter().enumerate() {
+                let cost = estimate_tokens(piece) + 1;
+                if chosen[at] || used + cost > max_tokens {
+                    continue;
+                }
+                let gain = terms[at]
+                    .iter()
+                    .filter(|term| !covered.contains(term.as_str()))
+                    .count();
+                let value = gain as f64 / cost as f64;
+                if gain > 0 && best.is_none_or(|(top, _)| value > top) {
+                    best = Some((value, at));
+                }
+            }
+            let Some((_, at)) = best else { break };
+            chosen[at] = true;
+            used += estimate_tokens(pieces[at]) + 1;
+            covered.extend(terms[at].iter().map(String::as_str));
+        }
+        chosen
+    }
+
+    /// The longest prefix within the budget, each prefix counted whole.
+    fn cut_by_recounting(text: &str, max_tokens: usize) -> &str {
+        let mut end = 0;
+        for (at, c) in text.char_indices() {
+            let next = at + c.len_utf8();
+            if estimate_tokens(&text[..next]) > max_tokens {
+                break;
+            }
+            end = next;
+        }
+        match text[..end].rfind(char::is_whitespace) {
+            Some(space) if space > 0 && end < text.len() => text[..space].trim_end(),
+            _ => &text[..end],
+        }
+    }
+
+    const WORDS: [&str; 12] = [
+        "garden", "tomato", "river", "piano", "bread", "train", "北京", "咖啡", "lamp", "cat",
+        "stone", "paper",
+    ];
+
+    proptest! {
+        /// The lazy greedy choice keeps exactly the sentences the full recount keeps.
+        #[test]
+        fn the_lazy_choice_is_the_greedy_choice(
+            text in prop::collection::vec((0..WORDS.len(), 0u8..4), 1..120),
+            max_tokens in 1usize..80,
+        ) {
+            let mut written = String::new();
+            for (word, end) in text {
+                written.push_str(WORDS[word]);
+                written.push_str(match end { 0 => ". ", 1 => "! ", _ => " " });
+            }
+            let pieces = sentences(&written);
+            let analyzer = Analyzer::default();
+            let terms: Vec<HashSet<String>> = pieces
+                .iter()
+                .map(|piece| analyzer.unique_terms(piece).into_iter().collect())
+                .collect();
+            prop_assert_eq!(
+                choose(&pieces, &terms, max_tokens),
+                choose_by_recounting(&pieces, &terms, max_tokens)
+            );
+        }
+
+        /// Counting the prefix as it grows cuts where counting each prefix whole does.
+        #[test]
+        fn the_one_pass_cut_is_the_prefix_cut(
+            text in "[a-z 北京。]{0,200}",
+            max_tokens in 1usize..60,
+        ) {
+            prop_assert_eq!(cut(&text, max_tokens), cut_by_recounting(&text, max_tokens));
+        }
+    }
+
+    #[test]
+    fn a_long_text_without_a_sentence_end_is_cut_within_the_budget() {
+        let text = "word ".repeat(200_000);
+        let kept = cut(&text, 100_000);
+        assert!(estimate_tokens(kept) <= 100_000);
+        assert!(kept.len() > 399_000, "{}", kept.len());
+        assert!(kept.ends_with("word"));
+    }
 }
