@@ -216,6 +216,7 @@ impl Memory {
         let Some(pass) = self.writes.record_write(namespace, &self.eviction) else {
             return;
         };
+        let running = self.writes.running(namespace);
         let outcome = namespace_pass(
             &*self.store,
             namespace,
@@ -227,7 +228,7 @@ impl Memory {
         .await;
         match outcome {
             Ok((report, remaining)) => {
-                self.writes.finish(namespace, Some(remaining));
+                running.finish(Some(remaining));
                 tracing::debug!(
                     expired = report.expired,
                     evicted = report.evicted,
@@ -236,7 +237,7 @@ impl Memory {
                 );
             }
             Err(error) => {
-                self.writes.finish(namespace, None);
+                running.finish(None);
                 tracing::warn!(%error, %namespace, "eviction pass after a write failed");
             }
         }

@@ -129,9 +129,44 @@ impl WriteTracker {
         }
     }
 
+    /// The pass [`record_write`](Self::record_write) just started on `namespace`, ended by
+    /// [`Running::finish`], or as a failed pass when dropped before: a write whose future is
+    /// dropped mid-pass (a client gone, a timeout) would otherwise leave the namespace busy
+    /// for good, and no write to it would ever run a pass again.
+    pub(super) fn running<'a>(&'a self, namespace: &'a Namespace) -> Running<'a> {
+        Running {
+            tracker: self,
+            namespace,
+            ended: false,
+        }
+    }
+
     /// Takes the number of write-path passes that failed since the last call.
     pub(super) fn take_failed_passes(&self) -> usize {
         self.failed_passes.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// A pass under way on one namespace (see [`WriteTracker::running`]).
+pub(super) struct Running<'a> {
+    tracker: &'a WriteTracker,
+    namespace: &'a Namespace,
+    ended: bool,
+}
+
+impl Running<'_> {
+    /// Ends the pass: `remaining` as for [`WriteTracker::finish`].
+    pub(super) fn finish(mut self, remaining: Option<usize>) {
+        self.ended = true;
+        self.tracker.finish(self.namespace, remaining);
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.tracker.finish(self.namespace, None);
+        }
     }
 }
 

@@ -760,3 +760,44 @@ async fn pinned_victims_are_skipped_without_reading_everything() {
     );
     assert_eq!(store.stats_reads(), 0);
 }
+
+/// A write dropped while its eviction pass waits on the store (a client gone, a timeout)
+/// leaves the namespace to the next writes: they run their passes and keep it within its
+/// capacity, as if the dropped pass had failed.
+#[tokio::test]
+async fn a_write_dropped_mid_pass_leaves_later_writes_their_passes() {
+    let store = Arc::new(Instrumented::stalling_counts(1));
+    let capacity = 5;
+    let memory = Memory::builder()
+        .store(store.clone())
+        .eviction(memory_core::EvictionConfig {
+            policy: EvictionPolicy::Capacity {
+                max_items: capacity,
+            },
+            check_interval: 1_000,
+        })
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("dropped").unwrap();
+    // The first write's pass asks for the count, which never comes: the write is dropped.
+    let first = memory.remember(&ns, "note zero");
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(50), first)
+            .await
+            .is_err(),
+        "the pass waits on the stalled count"
+    );
+    for i in 1..=capacity + 10 {
+        memory.remember(&ns, &format!("note {i}")).await.unwrap();
+    }
+    let left = store.inner.count(&ns.exact()).await.unwrap();
+    assert!(
+        left <= capacity,
+        "{left} memories kept of at most {capacity}"
+    );
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(
+        report.failed_write_passes, 1,
+        "the dropped pass counts as failed"
+    );
+}

@@ -30,6 +30,9 @@ pub(crate) struct Instrumented {
     /// Whether they fail for good (a storage error) rather than for a while (a timeout).
     pub(crate) recall_writes_fail_for_good: bool,
     recall_writes: AtomicUsize,
+    /// How many `count` calls never answer, from the first (a slow database).
+    pub(crate) stalled_counts: usize,
+    counts: AtomicUsize,
 }
 
 impl Instrumented {
@@ -47,6 +50,14 @@ impl Instrumented {
         Self {
             failing_recall_writes: count,
             recall_writes_fail_for_good: true,
+            ..Self::default()
+        }
+    }
+
+    /// A store whose first `count` calls never answer (a database too slow to wait for).
+    pub(crate) fn stalling_counts(count: usize) -> Self {
+        Self {
+            stalled_counts: count,
             ..Self::default()
         }
     }
@@ -123,6 +134,9 @@ impl MemoryStore for Instrumented {
         self.inner.list_namespaces(scope).await
     }
     async fn count(&self, scope: &Scope) -> Result<usize> {
+        if self.counts.fetch_add(1, Ordering::SeqCst) < self.stalled_counts {
+            std::future::pending::<()>().await;
+        }
         self.inner.count(scope).await
     }
     async fn record_recalls(&self, events: &[RecallEvent]) -> Result<()> {
