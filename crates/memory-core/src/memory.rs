@@ -680,11 +680,13 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
-    /// The terms to search with: [`terms`](Self::terms) when set, else
+    /// The terms to search with: [`terms`](Self::terms) when set, each once and at most
+    /// [`MAX_QUERY_TERMS`](crate::text::MAX_QUERY_TERMS)
+    /// ([`Analyzer::searched_terms`](crate::text::Analyzer::searched_terms)), else
     /// [`Analyzer::query_terms`](crate::text::Analyzer::query_terms) of the text.
     pub fn analysed_terms(&self) -> std::borrow::Cow<'_, [String]> {
         match &self.terms {
-            Some(terms) => std::borrow::Cow::Borrowed(&terms[..]),
+            Some(terms) => crate::text::Analyzer::searched_terms(terms),
             None => {
                 std::borrow::Cow::Owned(crate::text::Analyzer::default().query_terms(&self.text))
             }

@@ -425,6 +425,30 @@ impl Analyzer {
         self.distinct_terms(text, usize::MAX)
     }
 
+    /// `terms` (a caller's, analysed already) as a query is searched with them: each once,
+    /// in order of first appearance, at most [`MAX_QUERY_TERMS`]; borrowed when they are
+    /// so already (the terms this analyzer gives always are), so every backend scores the
+    /// same terms.
+    pub fn searched_terms(terms: &[String]) -> std::borrow::Cow<'_, [String]> {
+        let distinct = terms.len() <= MAX_QUERY_TERMS
+            && terms
+                .iter()
+                .enumerate()
+                .all(|(at, term)| !terms[..at].contains(term));
+        if distinct {
+            return std::borrow::Cow::Borrowed(terms);
+        }
+        let mut seen: HashSet<&str> = HashSet::new();
+        std::borrow::Cow::Owned(
+            terms
+                .iter()
+                .filter(|term| seen.insert(term.as_str()))
+                .take(MAX_QUERY_TERMS)
+                .cloned()
+                .collect(),
+        )
+    }
+
     /// The terms a query is searched with: the distinct terms of `text` in order of first
     /// appearance, at most [`MAX_QUERY_TERMS`]. Linear in the length of `text`.
     pub fn query_terms(&self, text: &str) -> Vec<String> {

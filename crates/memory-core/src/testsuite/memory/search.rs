@@ -166,6 +166,39 @@ pub(super) async fn search(store: &dyn MemoryStore, ns: &Namespace) {
     )
     .await;
     assert_eq!(quantum.len(), 1, "replaced content is indexed");
+
+    // Terms a caller analysed, repeated: each is searched once, so the hits and their
+    // scores are those of the distinct terms, on every backend.
+    let terms = |terms: &[&str]| {
+        SearchQuery::new(ns.exact(), "", 10).with_terms(
+            terms
+                .iter()
+                .map(|term| (*term).to_owned())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let scored = |hits: Vec<crate::SearchHit>| {
+        hits.into_iter()
+            .map(|hit| (hit.item.id.clone(), hit.score))
+            .collect::<Vec<_>>()
+    };
+    let once = scored(must(store.search(&terms(&["support", "caroline"])), "search").await);
+    let repeated = scored(
+        must(
+            store.search(&terms(&["support", "support", "caroline", "support"])),
+            "search",
+        )
+        .await,
+    );
+    assert_eq!(once.len(), 1, "{once:?}");
+    assert_eq!(repeated.len(), once.len(), "{repeated:?}");
+    for ((id, score), (same, repeated)) in once.iter().zip(&repeated) {
+        assert_eq!(id, same);
+        assert!(
+            (score - repeated).abs() < 1e-5,
+            "{score} against {repeated}"
+        );
+    }
 }
 
 pub(super) async fn similarity_search(store: &dyn MemoryStore, ns: &Namespace) {
