@@ -240,48 +240,55 @@ impl MemoryStore for PostgresStore {
         if query.top_k == 0 || !filter_is_satisfiable(filter) {
             return Ok(Vec::new());
         }
-        let mut sql = bm25::scored(
-            &self.db,
-            &bm25::MEMORIES,
-            terms,
-            query.rarest,
-            &filter.scope,
-            |sql| {
-                and_conditions(sql, filter);
-            },
-        );
-        sql.push(&format!(
-            "SELECT {COLUMNS}, s.score, s.own_words FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
-             ORDER BY s.score DESC, m.id, m.ns"
-        ));
-        if filter.metadata.is_empty() {
-            sql.push(" LIMIT ").bind(limit_value(query.top_k), "bigint");
-        }
-        let rows = self
-            .db
-            .query(&sql, || "searching memories".to_owned())
-            .await?;
-        let mut hits = Vec::with_capacity(rows.len().min(query.top_k));
-        for row in &rows {
-            let item = decode(row)?;
-            if !filter.matches(&item) {
-                continue;
-            }
-            let score: f32 = row
-                .try_get(COLUMN_COUNT)
-                .map_err(|error| corrupt("a search score", error))?;
-            let own_words: bool = row
-                .try_get(COLUMN_COUNT + 1)
-                .map_err(|error| corrupt("where a hit's terms are", error))?;
-            hits.push(
-                SearchHit::new(std::sync::Arc::new(item), score.max(f32::MIN_POSITIVE))
-                    .with_own_words(own_words),
+        // With metadata conditions, a row the SQL keeps may fail the decoded item's check
+        // (jsonb compares numbers by value, serde_json by form): the search is asked again
+        // for four times as many until enough pass or no more rows come, never for all.
+        let mut asked = query.top_k;
+        loop {
+            let mut sql = bm25::scored(
+                &self.db,
+                &bm25::MEMORIES,
+                terms.clone(),
+                query.rarest,
+                &filter.scope,
+                |sql| {
+                    and_conditions(sql, filter);
+                },
             );
-            if hits.len() == query.top_k {
-                break;
+            sql.push(&format!(
+                "SELECT {COLUMNS}, s.score, s.own_words FROM scored s JOIN {{s}}.memories m ON m.rid = s.rid \
+                 ORDER BY s.score DESC, m.id, m.ns"
+            ));
+            sql.push(" LIMIT ").bind(limit_value(asked), "bigint");
+            let rows = self
+                .db
+                .query(&sql, || "searching memories".to_owned())
+                .await?;
+            let mut hits = Vec::with_capacity(rows.len().min(query.top_k));
+            for row in &rows {
+                let item = decode(row)?;
+                if !filter.matches(&item) {
+                    continue;
+                }
+                let score: f32 = row
+                    .try_get(COLUMN_COUNT)
+                    .map_err(|error| corrupt("a search score", error))?;
+                let own_words: bool = row
+                    .try_get(COLUMN_COUNT + 1)
+                    .map_err(|error| corrupt("where a hit's terms are", error))?;
+                hits.push(
+                    SearchHit::new(std::sync::Arc::new(item), score.max(f32::MIN_POSITIVE))
+                        .with_own_words(own_words),
+                );
+                if hits.len() == query.top_k {
+                    break;
+                }
             }
+            if hits.len() == query.top_k || rows.len() < asked || asked == usize::MAX {
+                return Ok(hits);
+            }
+            asked = asked.saturating_mul(4);
         }
-        Ok(hits)
     }
 
     async fn clear(&self, scope: &Scope) -> Result<usize> {

@@ -691,3 +691,37 @@ async fn a_search_tells_which_hits_hold_a_term_in_their_own_words() {
         ]
     );
 }
+
+/// A search with metadata conditions asks for a bounded number of rows, and asks again for
+/// more when the rows the SQL kept fail the exact check (jsonb compares 3 and 3.0 as equal,
+/// the contract does not): the one memory that matches is found below many that the SQL
+/// alone would have returned first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_search_asks_again_past_rows_the_exact_check_refuses() {
+    let schema = schema_or_skip!("fts_meta_again");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("fts/again").unwrap();
+    for n in 0..12 {
+        let entry = item(&ns, &format!("float{n:02}"), "tomato tomato garden")
+            .with_metadata(serde_json::json!({"turn": 3.0}))
+            .unwrap();
+        store.save(entry).await.unwrap();
+    }
+    let entry = item(
+        &ns,
+        "integer",
+        "a long note that mentions the garden once among many other words",
+    )
+    .with_metadata(serde_json::json!({"turn": 3}))
+    .unwrap();
+    store.save(entry).await.unwrap();
+    let filter = MemoryFilter::new(ns.exact()).with_metadata("turn", serde_json::json!(3));
+    for top_k in [1, 2] {
+        let query =
+            SearchQuery::new(ns.exact(), "tomato garden", top_k).with_filter(filter.clone());
+        let hits = store.search(&query).await.unwrap();
+        let ids: Vec<&str> = hits.iter().map(|hit| hit.item.id.as_str()).collect();
+        assert_eq!(ids, ["integer"], "top {top_k}");
+    }
+}
