@@ -268,9 +268,10 @@ impl PyMemory {
     /// `system` or `tool`), `session`, `at` (a datetime, RFC 3339 string or epoch seconds),
     /// `id`, `metadata`, `source`. The turns of one call form one stretch of dialogue: the
     /// first turn of a later call is not linked to the last of this one, so pass a
-    /// conversation's turns together (or at least whole sessions). Turns are stored one by
-    /// one; when one is refused, those before it stay stored and the error names the field
-    /// and the turn's position.
+    /// conversation's turns together (or at least whole sessions). Every turn is checked
+    /// before any is stored: a bad one refuses the call, naming the field and the turn's
+    /// position, and stores nothing; a storage failure part way leaves the turns before it
+    /// stored.
     #[pyo3(signature = (namespace, turns))]
     fn remember_dialogue(
         &self,
@@ -286,9 +287,8 @@ impl PyMemory {
         let memory = Arc::clone(&self.inner);
         block_on(py, async move {
             let mut dialogue = memory.dialogue(namespace);
-            let mut out = Vec::with_capacity(parsed.len());
-            for (position, turn) in parsed.into_iter().enumerate() {
-                let remembered = dialogue.add(turn).await.map_err(|error| match error {
+            let at = |position: usize| {
+                move |error| match error {
                     agent_memory::MemoryError::InvalidInput { field, problem } => {
                         agent_memory::MemoryError::InvalidInput {
                             field: format!("turns[{position}].{field}"),
@@ -296,7 +296,14 @@ impl PyMemory {
                         }
                     }
                     other => other,
-                })?;
+                }
+            };
+            for (position, turn) in parsed.iter().enumerate() {
+                dialogue.check(turn).map_err(at(position))?;
+            }
+            let mut out = Vec::with_capacity(parsed.len());
+            for (position, turn) in parsed.into_iter().enumerate() {
+                let remembered = dialogue.add(turn).await.map_err(at(position))?;
                 out.push(Remembered::new(remembered));
             }
             Ok(out)

@@ -361,6 +361,11 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
     with pytest.raises(InvalidInputError) as error:
         memory.remember_dialogue("chat", [{"text": "x", "speaker": "s" * 300}])
     assert error.value.field == "turns[0].speaker"
+    # The date the dialogue writes before a turn's text counts against the content limit:
+    # checked before the first turn is stored.
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"text": "hi"}, {"speaker": "a", "text": "x" * 1_048_573}])
+    assert error.value.field == "turns[1].content"
     assert memory.list("chat") == []
 
 

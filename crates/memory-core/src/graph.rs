@@ -37,7 +37,7 @@ pub(crate) fn attribute_line(attributes: &Attributes) -> String {
 /// `attributes` as a map, once checked; refused attributes are released without recursion
 /// ([`drop_json`](crate::validate::drop_json)), however deep they are.
 fn checked_attributes(attributes: serde_json::Value) -> Result<Attributes> {
-    if let Err(error) = crate::validate::validate_json_object("attributes", &attributes, None) {
+    if let Err(error) = crate::validate::validate_json_object("attributes", &attributes, &[]) {
         crate::validate::drop_json(attributes);
         return Err(error);
     }

@@ -143,7 +143,11 @@ pub fn validate_tag_count(tags: &[Tag]) -> Result<()> {
 }
 
 /// Checks metadata: a JSON object, at most [`MAX_METADATA_DEPTH`] levels deep, at most
-/// [`MAX_METADATA_BYTES`] as compact JSON, with no NUL character in a key or a string.
+/// [`MAX_METADATA_BYTES`] as compact JSON, with no NUL character in a key or a string. The
+/// indexed context ([`CONTEXT_METADATA_KEY`](crate::CONTEXT_METADATA_KEY)) and a compressed
+/// memory's original ([`ORIGINAL_METADATA_KEY`](crate::ORIGINAL_METADATA_KEY)), when text,
+/// do not count against the size: each has a limit of its own
+/// ([`MAX_CONTEXT_BYTES`](crate::MAX_CONTEXT_BYTES), the content's).
 ///
 /// The walk is iterative, so no nesting can overflow the stack, and the size is counted
 /// without building the JSON text.
@@ -154,17 +158,20 @@ pub fn validate_metadata(metadata: &serde_json::Value) -> Result<()> {
     validate_json_object(
         "metadata",
         metadata,
-        Some(crate::memory::ORIGINAL_METADATA_KEY),
+        &[
+            crate::memory::ORIGINAL_METADATA_KEY,
+            crate::memory::CONTEXT_METADATA_KEY,
+        ],
     )
 }
 
 /// Checks a JSON object as [`validate_metadata`] does, naming `field`; a top-level string
-/// under the key `exempt` (a compressed memory's original text, counted against the
-/// content limit instead) does not count against the size.
+/// under one of the keys `exempt` (text with a limit of its own, checked apart) does not
+/// count against the size.
 pub(crate) fn validate_json_object(
     field: &str,
     object: &serde_json::Value,
-    exempt: Option<&str>,
+    exempt: &[&str],
 ) -> Result<()> {
     match object {
         serde_json::Value::Object(fields) => validate_json_map(field, fields, exempt),
@@ -178,14 +185,14 @@ pub(crate) fn validate_json_object(
 /// # Errors
 /// [`MemoryError::InvalidInput`] naming `attributes`.
 pub fn validate_attributes(attributes: &crate::Attributes) -> Result<()> {
-    validate_json_map("attributes", attributes, None)
+    validate_json_map("attributes", attributes, &[])
 }
 
 /// [`validate_json_object`] for the object's fields.
 fn validate_json_map(
     field: &str,
     fields: &serde_json::Map<String, serde_json::Value>,
-    exempt: Option<&str>,
+    exempt: &[&str],
 ) -> Result<()> {
     use serde_json::Value;
     let too_large = || {
@@ -208,7 +215,7 @@ fn validate_json_map(
         if key.contains('\0') {
             return Err(nul());
         }
-        if exempt == Some(key.as_str())
+        if exempt.contains(&key.as_str())
             && let Value::String(original) = item
         {
             if original.contains('\0') {

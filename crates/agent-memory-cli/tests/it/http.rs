@@ -789,6 +789,97 @@ fn limits_are_enforced() {
     assert_eq!(body["error"]["field"], "limit");
 }
 
+/// A batch of memories or of dialogue turns with one bad among them is refused whole, by
+/// the bad one's index and field, with nothing of it stored: the limits checked only by the
+/// store (a context's, a source's, the date a dialogue adds to a turn's text) are checked
+/// before the first write. Metadata near its limit with a context beside it is accepted:
+/// the context has a limit of its own.
+#[test]
+fn a_bad_item_refuses_its_whole_batch() {
+    let dir = TempDir::new("batch");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    let with = |mut item: serde_json::Value, namespace: &str| {
+        item["namespace"] = namespace.into();
+        item
+    };
+    let stored = |namespace: &str| {
+        let (status, page) = server.call(
+            "GET",
+            &format!("/v1/memories?namespace={namespace}"),
+            Some(&key),
+            None,
+        );
+        assert_eq!(status, 200, "{page}");
+        page["items"].as_array().map_or(0, Vec::len)
+    };
+    for (namespace, second, field) in [
+        (
+            "acme/context",
+            json!({"text": "b", "context": "c".repeat(70_000)}),
+            "context",
+        ),
+        (
+            "acme/source",
+            json!({"text": "b", "source": "s".repeat(5_000)}),
+            "source",
+        ),
+    ] {
+        let (status, refused) = server.call(
+            "POST",
+            "/v1/memories/batch",
+            Some(&key),
+            Some(json!({"memories": [{"text": "a", "namespace": namespace}, with(second, namespace)]})),
+        );
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("memories[1]") && !m.contains("stored")),
+            "{refused}"
+        );
+        assert_eq!(stored(namespace), 0, "{namespace}: nothing stored");
+    }
+    let metadata = json!({"notes": "m".repeat(250 * 1024)});
+    let (status, accepted) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": [
+            {"text": "a", "namespace": "acme/near", "metadata": metadata,
+             "context": "c".repeat(60 * 1024)}
+        ]})),
+    );
+    assert_eq!(status, 201, "{accepted}");
+    assert_eq!(stored("acme/near"), 1);
+
+    // A turn whose text fits the content limit only without the date the dialogue adds.
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/dialogue",
+        Some(&key),
+        Some(json!({"namespace": "acme/chat", "turns": [
+            {"speaker": "user", "text": "hi"},
+            {"speaker": "a", "text": "x".repeat(1_048_573)}
+        ]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "content", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("turns[1]") && !m.contains("stored")),
+        "{refused}"
+    );
+    assert_eq!(stored("acme/chat"), 0, "no turn stored");
+    assert_eq!(server.stop(), Some(0));
+}
+
 #[test]
 fn recalls_on_reader_connections_see_every_write_and_keep_their_statistics() {
     for readers in ["0", "3"] {

@@ -229,8 +229,8 @@ class Memory:
         ``source``. Pass a conversation's turns together: a later call starts a new
         stretch of dialogue.
 
-        :raises InvalidInputError: naming the turn and field (``turns[3].role``); the turns
-            before it stay stored.
+        :raises InvalidInputError: naming the turn and field (``turns[3].role``); every
+            turn is checked before any is stored, so a bad one stores nothing.
         """
 
     def remember(

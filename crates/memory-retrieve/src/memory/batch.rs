@@ -356,7 +356,21 @@ impl Memory {
         if let Some(credibility) = request.credibility {
             item = item.with_credibility(credibility)?;
         }
+        // The limits no step above checks (the context's, the source's), so a refused
+        // request is refused here, before anything of a batch is written.
+        item.validate()?;
         Ok(item)
+    }
+
+    /// Checks `request` as [`remember_with`](Self::remember_with) does before it writes,
+    /// without writing anything: for a caller that accepts several requests together and
+    /// refuses them all when one is bad.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the
+    /// field, as `remember_with` would return it.
+    pub fn check(&self, request: &Remember) -> Result<()> {
+        self.item_of(request.clone(), self.clock.now()).map(drop)
     }
 }
 

@@ -167,6 +167,13 @@ impl Memory {
     }
 }
 
+/// What a dialogue writes for one turn (see [`Dialogue::add`]).
+struct Written {
+    request: Remember,
+    line: String,
+    before: Option<String>,
+}
+
 impl Dialogue<'_> {
     /// The namespace the turns go to.
     pub fn namespace(&self) -> &Namespace {
@@ -182,6 +189,45 @@ impl Dialogue<'_> {
     /// [`MemoryError::InvalidInput`] naming the field (`speaker`, `session`, `text`,
     /// `metadata`, ...); as [`Memory::remember_with`]. Nothing is stored when it fails.
     pub async fn add(&mut self, turn: Turn) -> Result<Remembered> {
+        let Written {
+            request,
+            line,
+            before,
+        } = self.written(&turn)?;
+        let remembered = self.memory.remember_with(request).await?;
+        // The stored turn: lend it this one as the turn after it.
+        if let Some(last) = self.last.take()
+            && last.own
+            && last.session == turn.session
+            && let Err(error) = self.lend_next(&last, &line).await
+        {
+            tracing::warn!(%error, namespace = %self.namespace, id = %last.id,
+                "a dialogue turn's context was not updated with the turn after it");
+        }
+        self.last = Some(Last {
+            id: remembered.id.clone(),
+            session: turn.session,
+            line,
+            before,
+            own: !matches!(remembered.outcome, Outcome::Merged { .. }),
+        });
+        Ok(remembered)
+    }
+
+    /// Checks `turn` as [`add`](Self::add) would before it writes, after the turns added
+    /// so far (its context is the last one's), without writing anything: for a caller that
+    /// accepts several turns together and refuses them all when one is bad.
+    ///
+    /// # Errors
+    /// As [`add`](Self::add) refuses the turn.
+    pub fn check(&self, turn: &Turn) -> Result<()> {
+        let Written { request, .. } = self.written(turn)?;
+        self.memory.check(&request)
+    }
+
+    /// What [`add`](Self::add) writes for `turn`: the request, the turn's line and the
+    /// context it is given (the turn before it in its session).
+    fn written(&self, turn: &Turn) -> Result<Written> {
         if turn.speaker.len() > MAX_SPEAKER_BYTES {
             return Err(MemoryError::invalid(
                 "speaker",
@@ -245,33 +291,20 @@ impl Dialogue<'_> {
         .kind(MemoryKind::Episodic)
         .created_at(at)
         .metadata(serde_json::Value::Object(metadata));
-        if let Some(id) = turn.id {
-            request = request.id(id);
+        if let Some(id) = &turn.id {
+            request = request.id(id.clone());
         }
-        if let Some(source) = turn.source {
-            request = request.source(source);
+        if let Some(source) = &turn.source {
+            request = request.source(source.clone());
         }
         if let Some(before) = &before {
             request = request.context(before.clone());
         }
-        let remembered = self.memory.remember_with(request).await?;
-        // The stored turn: lend it this one as the turn after it.
-        if let Some(last) = self.last.take()
-            && last.own
-            && last.session == turn.session
-            && let Err(error) = self.lend_next(&last, &line).await
-        {
-            tracing::warn!(%error, namespace = %self.namespace, id = %last.id,
-                "a dialogue turn's context was not updated with the turn after it");
-        }
-        self.last = Some(Last {
-            id: remembered.id.clone(),
-            session: turn.session,
+        Ok(Written {
+            request,
             line,
             before,
-            own: !matches!(remembered.outcome, Outcome::Merged { .. }),
-        });
-        Ok(remembered)
+        })
     }
 
     /// Sets the context of the memory of `last` to the turn before it and `next`.

@@ -816,3 +816,48 @@ async fn the_head_goes_to_the_turn_that_holds_the_words_before_the_cut() {
         assert!(moved > 0.0, "{moved}");
     }
 }
+
+/// A turn or a request is checked as it will be written, without writing: the dialogue's
+/// date makes a text at the content limit too long, a context or a source over its own
+/// limit is refused by name, and metadata near its limit leaves room for a context.
+#[tokio::test]
+async fn turns_and_requests_are_checked_as_they_will_be_written() {
+    let memory = Memory::builder().build().unwrap();
+    let ns = Namespace::parse("checked").unwrap();
+    let dialogue = memory.dialogue(ns.clone());
+    let limit = memory_core::DEFAULT_MAX_CONTENT_BYTES;
+    let fits_alone = Turn::new("a", "x".repeat(limit - 3));
+    let error = dialogue.check(&fits_alone).unwrap_err();
+    assert!(
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "content"),
+        "{error}"
+    );
+    dialogue.check(&Turn::new("a", "hello")).unwrap();
+    let error = dialogue
+        .check(&Turn::new("a", "hello").session("s".repeat(1_000)))
+        .unwrap_err();
+    assert!(
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "session"),
+        "{error}"
+    );
+
+    let request = |ns: &Namespace| memory_retrieve::Remember::new(ns.clone(), "a note");
+    for (bad, field) in [
+        (request(&ns).context("c".repeat(70_000)), "context"),
+        (request(&ns).source("s".repeat(5_000)), "source"),
+    ] {
+        let error = memory.check(&bad).unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::InvalidInput { field: named, .. } if named == field),
+            "{error}"
+        );
+        let error = memory.remember_with(bad).await.unwrap_err();
+        assert!(error.to_string().contains(field), "{error}");
+    }
+    let near = request(&ns)
+        .metadata(serde_json::json!({"notes": "m".repeat(250 * 1024)}))
+        .context("c".repeat(60 * 1024));
+    memory.check(&near).unwrap();
+    memory.remember_with(near).await.unwrap();
+    assert_eq!(memory.store().count(&ns.exact()).await.unwrap(), 1);
+}

@@ -149,18 +149,17 @@ pub(crate) async fn remember_turns(
             ..failure
         }
     };
+    let mut dialogue = memory.dialogue(namespace.clone());
     let mut turns = Vec::with_capacity(requests.len());
     for (index, turn) in requests.into_iter().enumerate() {
         let turn = turn.into_turn().map_err(at(index))?;
-        // The text as the store will check it (the date the dialogue adds aside).
-        agent_memory::MemoryItem::new(
-            namespace.clone(),
-            format!("{}: {}", turn.speaker, turn.text),
-        )
-        .map_err(|error| at(index)(Failure::from(error)))?;
+        // As the dialogue will write it: its dated text, its metadata with the speaker,
+        // role and session, and its context.
+        dialogue
+            .check(&turn)
+            .map_err(|error| at(index)(Failure::from(error)))?;
         turns.push(turn);
     }
-    let mut dialogue = memory.dialogue(namespace.clone());
     let mut memories = Vec::with_capacity(turns.len());
     for (index, turn) in turns.into_iter().enumerate() {
         let remembered = dialogue.add(turn).await.map_err(|error| {

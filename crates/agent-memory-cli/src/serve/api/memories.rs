@@ -117,35 +117,6 @@ impl RememberRequest {
     }
 }
 
-/// Checks a request as `Memory::remember_with` checks it, without storing anything: the
-/// memory it would build.
-fn check(request: &Remember) -> Result<MemoryItem, Failure> {
-    let request = request.clone();
-    agent_memory::backend::validate_metadata(&request.metadata)?;
-    let mut item = MemoryItem::new(request.namespace, request.text)?
-        .with_kind(request.kind)
-        .with_importance(request.importance)?
-        .with_tags(request.tags)?
-        .with_metadata(request.metadata)?
-        .with_created_at(request.created_at.unwrap_or_else(Utc::now));
-    if let Some(id) = request.id {
-        item = item.with_id(id)?;
-    }
-    if let Some(context) = request.context.filter(|c| !c.trim().is_empty()) {
-        item = item.with_context(context);
-    }
-    if let Some(key) = &request.fact_key {
-        item = item.with_fact_key(key)?;
-    }
-    if request.valid_from.is_some() || request.valid_until.is_some() {
-        item = item.with_validity(request.valid_from, request.valid_until)?;
-    }
-    if let Some(credibility) = request.credibility {
-        item = item.with_credibility(credibility)?;
-    }
-    Ok(item)
-}
-
 /// Remembers one memory, reconciled with the stored ones: a duplicate is merged into the
 /// memory it repeats (200, outcome `merged`), a memory with a fact key supersedes the
 /// current one of that key, and memories it contradicts are listed in `conflicts`. Answers
@@ -219,7 +190,10 @@ pub(crate) async fn remember_batch(
     let mut requests = Vec::with_capacity(body.memories.len());
     for (index, request) in body.memories.into_iter().enumerate() {
         let request = request.into_remember(&caller).map_err(at(index))?;
-        check(&request).map_err(at(index))?;
+        state
+            .memory
+            .check(&request)
+            .map_err(|error| at(index)(Failure::from(error)))?;
         requests.push(request);
     }
     let mut memories = Vec::with_capacity(requests.len());
