@@ -280,8 +280,23 @@ async fn import_mcp(
     if let Ok(style) = ProgressStyle::with_template("{spinner} writing {pos}/{len} [{bar:30}]") {
         bar.set_style(style);
     }
+    // The observations built and embedded first: an embedding service that fails (the
+    // step most likely to) fails the import before anything is written.
     let mut items: Vec<MemoryItem> = Vec::new();
-    let mut observation_count = 0;
+    for (_, entity) in &ordered {
+        for text in &entity.observations {
+            items.push(observations::observation(namespace, &entity.name, text)?);
+        }
+    }
+    // Duplicate observations of one entity share an id: keep one.
+    let mut seen = HashSet::new();
+    items.retain(|item| seen.insert(item.id.clone()));
+    let observation_count = items.len();
+    let items = if items.is_empty() {
+        items
+    } else {
+        observations::embedded(&memory, items).await?
+    };
     for (_, entity) in &ordered {
         let mut graph_entity = observations::entity(namespace, entity)?;
         match graph.add_entity(graph_entity.clone()).await {
@@ -294,20 +309,10 @@ async fn import_mcp(
             }
             other => other?,
         }
-        for text in &entity.observations {
-            items.push(observations::observation(namespace, &entity.name, text)?);
-        }
         bar.inc(1);
     }
-    // Duplicate observations of one entity share an id: keep one.
-    let mut seen = HashSet::new();
-    items.retain(|item| seen.insert(item.id.clone()));
-    observation_count += items.len();
     if !items.is_empty() {
-        memory
-            .store()
-            .save_many(observations::embedded(&memory, items).await?)
-            .await?;
+        memory.store().save_many(items).await?;
     }
     bar.inc(1);
     for (_, relation) in &relations {

@@ -463,3 +463,36 @@ fn reembed_embeds_memories_remembered_before_the_table() {
     assert_eq!(code, 0, "{report}");
     assert_eq!(report["embedded"], 2, "{report}");
 }
+
+/// An import of the MCP memory server's file embeds its observations before it writes
+/// anything: when the service fails (here it answers vectors of another dimension than
+/// the table says), the import fails and leaves no entity behind.
+#[test]
+fn a_failing_service_fails_an_mcp_import_before_it_writes() {
+    let service = toy_service();
+    let dir = TempDir::new("embeddings-mcp-import");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 8\n"),
+    );
+    let file = dir.path().join("memory.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"entity","name":"Ada","entityType":"person","observations":["Writes the first program"]}"#,
+            "\n",
+            r#"{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}"#,
+            "\n",
+            r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
+            "\n"
+        ),
+    )
+    .expect("write memory.jsonl");
+    let (code, failed) = run_json(&dir, &["-n", "kb", "import", file.to_str().expect("utf-8")]);
+    assert_ne!(code, 0, "{failed}");
+    write_config(&dir, "");
+    let (code, stats) = run_json(&dir, &["-n", "kb", "stats"]);
+    assert_eq!(code, 0, "{stats}");
+    assert_eq!(stats["entities"], 0, "nothing written: {stats}");
+    assert_eq!(stats["total"], 0, "{stats}");
+}
