@@ -1,7 +1,7 @@
 //! Conversions between Python values and the library's: JSON-like values (metadata, the
 //! builder's settings), times, namespaces and scopes, kinds, and settings read with serde.
 
-use agent_memory::{MAX_METADATA_DEPTH, MemoryKind, Namespace, Scope};
+use agent_memory::{MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MemoryKind, Namespace, Scope};
 use chrono::{DateTime, TimeZone, Utc};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -15,12 +15,49 @@ use crate::errors::{invalid, to_py_err};
 const MAX_VALUE_DEPTH: usize = MAX_METADATA_DEPTH + 1;
 
 /// A Python value (dict with string keys, list, tuple, str, int, float, bool, None) as
-/// JSON. `field` names the argument in the error a value that is not JSON raises.
+/// JSON. `field` names the argument in the error a value that is not JSON raises, or one
+/// larger as JSON than [`MAX_METADATA_BYTES`] (the most any JSON the library takes may
+/// hold): the conversion stops there, however much the value shares (a list holding the
+/// same list twice, 32 times over, is four billion values as JSON).
 pub(crate) fn to_json(value: &Bound<'_, PyAny>, field: &str) -> PyResult<serde_json::Value> {
-    to_json_at(value, field, 0)
+    let mut budget = MAX_METADATA_BYTES;
+    to_json_at(value, field, 0, &mut budget)
 }
 
-fn to_json_at(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<serde_json::Value> {
+/// Takes `bytes` from `budget` (a lower bound of the JSON a value writes); an error once
+/// it is spent.
+fn spend(value: &Bound<'_, PyAny>, field: &str, budget: &mut usize, bytes: usize) -> PyResult<()> {
+    match budget.checked_sub(bytes) {
+        Some(left) => {
+            *budget = left;
+            Ok(())
+        }
+        None => Err(invalid(
+            value.py(),
+            field,
+            format!("more than the limit of {MAX_METADATA_BYTES} bytes as JSON"),
+        )),
+    }
+}
+
+/// The text of a Python string, refused by `field` when it is not valid Unicode (a lone
+/// surrogate).
+fn text_of<'a>(value: &'a Bound<'_, PyString>, field: &str) -> PyResult<&'a str> {
+    value.to_str().map_err(|_| {
+        invalid(
+            value.py(),
+            field,
+            "not valid Unicode (it holds a lone surrogate)",
+        )
+    })
+}
+
+fn to_json_at(
+    value: &Bound<'_, PyAny>,
+    field: &str,
+    depth: usize,
+    budget: &mut usize,
+) -> PyResult<serde_json::Value> {
     if depth > MAX_VALUE_DEPTH {
         return Err(invalid(
             value.py(),
@@ -28,6 +65,8 @@ fn to_json_at(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<s
             format!("nested more than {MAX_METADATA_DEPTH} levels deep"),
         ));
     }
+    // Every value writes a byte at least (a digit, a bracket).
+    spend(value, field, budget, 1)?;
     if value.is_none() {
         return Ok(serde_json::Value::Null);
     }
@@ -36,7 +75,9 @@ fn to_json_at(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<s
         return Ok(serde_json::Value::Bool(flag.is_true()));
     }
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(serde_json::Value::String(text.to_str()?.to_owned()));
+        let text = text_of(text, field)?;
+        spend(value, field, budget, text.len())?;
+        return Ok(serde_json::Value::String(text.to_owned()));
     }
     if value.is_instance_of::<PyInt>() {
         if let Ok(number) = value.extract::<i64>() {
@@ -66,17 +107,16 @@ fn to_json_at(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<s
                     "dictionary keys must be strings",
                 ));
             };
-            object.insert(
-                key.to_str()?.to_owned(),
-                to_json_at(&item, field, depth + 1)?,
-            );
+            let key = text_of(key, field)?;
+            spend(value, field, budget, key.len())?;
+            object.insert(key.to_owned(), to_json_at(&item, field, depth + 1, budget)?);
         }
         return Ok(serde_json::Value::Object(object));
     }
     if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
         let mut array = Vec::new();
         for item in value.try_iter()? {
-            array.push(to_json_at(&item?, field, depth + 1)?);
+            array.push(to_json_at(&item?, field, depth + 1, budget)?);
         }
         return Ok(serde_json::Value::Array(array));
     }
@@ -169,7 +209,7 @@ fn datetime_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 pub(crate) fn to_time(value: &Bound<'_, PyAny>, field: &str) -> PyResult<DateTime<Utc>> {
     let py = value.py();
     if let Ok(text) = value.cast::<PyString>() {
-        return DateTime::parse_from_rfc3339(text.to_str()?)
+        return DateTime::parse_from_rfc3339(text_of(text, field)?)
             .map(|at| at.with_timezone(&Utc))
             .map_err(|error| invalid(py, field, format!("not an RFC 3339 time: {error}")));
     }
@@ -177,7 +217,8 @@ pub(crate) fn to_time(value: &Bound<'_, PyAny>, field: &str) -> PyResult<DateTim
         return Err(invalid(py, field, "expected a datetime, not a bool"));
     }
     if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
-        let seconds: f64 = value.extract()?;
+        // An int too large for a float is out of range, as an infinite one is.
+        let seconds: f64 = value.extract().unwrap_or(f64::INFINITY);
         if !seconds.is_finite() {
             return Err(invalid(py, field, "not a finite number of seconds"));
         }

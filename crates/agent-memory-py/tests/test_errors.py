@@ -56,6 +56,10 @@ def test_one_class_per_kind_under_one_base() -> None:
         (lambda m: m.remember("u", "text", metadata={"x": math.inf}), "metadata"),
         (lambda m: m.remember("u", "text", metadata={"x": 2**70}), "metadata"),
         (lambda m: m.remember("u", "text", metadata=["not", "a", "dict"]), "metadata"),
+        (lambda m: m.remember("u", "text", metadata={"k": "\ud800"}), "metadata"),
+        (lambda m: m.remember("u", "text", metadata={"\udc00": 1}), "metadata"),
+        (lambda m: m.remember("u", "text", created_at=10**400), "created_at"),
+        (lambda m: m.remember("u", "text", created_at="\ud800"), "created_at"),
         (lambda m: m.remember("u", "text", tags=["x" * 1000]), "tag"),
         (lambda m: m.remember("u", "text", id=""), "id"),
         (lambda m: m.remember("u", "text", created_at="yesterday"), "created_at"),
@@ -80,6 +84,18 @@ def test_bad_input_names_the_field(memory: Memory, call, field: str) -> None:
     assert error.field == field, str(error)
     assert error.problem and field in str(error) and error.message == str(error)
     assert not error.recoverable
+
+
+def test_metadata_that_shares_itself_is_refused_at_its_size(memory: Memory) -> None:
+    # Each level holds the one below twice: 2**24 values as JSON, from 24 lists.
+    shared: object = 0
+    for _ in range(24):
+        shared = [shared, shared]
+    with pytest.raises(InvalidInputError) as caught:
+        memory.remember("u", "text", metadata={"k": shared})
+    assert caught.value.field == "metadata"
+    assert "bytes as JSON" in caught.value.problem
+    assert memory.list("u") == []
 
 
 def test_deep_and_self_containing_metadata_is_refused(memory: Memory) -> None:
