@@ -147,7 +147,7 @@ pub fn validate_tag_count(tags: &[Tag]) -> Result<()> {
 /// indexed context ([`CONTEXT_METADATA_KEY`](crate::CONTEXT_METADATA_KEY)) and a compressed
 /// memory's original ([`ORIGINAL_METADATA_KEY`](crate::ORIGINAL_METADATA_KEY)), when text,
 /// do not count against the size: each has a limit of its own
-/// ([`MAX_CONTEXT_BYTES`](crate::MAX_CONTEXT_BYTES), the content's).
+/// ([`MAX_CONTEXT_BYTES`], the content's).
 ///
 /// The walk is iterative, so no nesting can overflow the stack, and the size is counted
 /// without building the JSON text.

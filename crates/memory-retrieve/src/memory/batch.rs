@@ -367,8 +367,7 @@ impl Memory {
     /// refuses them all when one is bad.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming the
-    /// field, as `remember_with` would return it.
+    /// [`MemoryError::InvalidInput`] naming the field, as `remember_with` would return it.
     pub fn check(&self, request: &Remember) -> Result<()> {
         self.item_of(request.clone(), self.clock.now()).map(drop)
     }
