@@ -128,17 +128,15 @@ fn read_locomo(
     let mut conversations: Vec<Conversation> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut last: BTreeMap<usize, DateTime<Utc>> = BTreeMap::new();
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut number = 0;
     loop {
-        line.clear();
-        let read = input.read_line(&mut line).map_err(|error| {
-            Failure::invalid("input", format!("reading line {}: {error}", number + 1))
-        })?;
-        if read == 0 {
+        bytes.clear();
+        if !crate::exchange::read_line_within(input, &mut bytes, number + 1)? {
             break;
         }
         number += 1;
+        let line = crate::exchange::utf8_line(&bytes, number)?;
         if line.trim().is_empty() {
             continue;
         }

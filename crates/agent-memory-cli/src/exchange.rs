@@ -102,22 +102,40 @@ pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outc
         "{spinner} reading {bytes}/{total_bytes} [{bar:30}] {msg}",
     );
     let mut reader = bar.wrap_read(reader);
-    let mut first = String::new();
-    // Blank lines before the first record are allowed by both formats.
-    while first.trim().is_empty() {
-        first.clear();
-        let read = reader
-            .read_line(&mut first)
-            .map_err(|error| Failure::invalid("input", format!("reading the input: {error}")))?;
-        if read == 0 {
-            break;
+    // Blank lines before the first record are allowed by every format; they are kept, so
+    // each importer numbers the lines as the file does.
+    let mut start = Vec::new();
+    let mut number = 0;
+    let first = loop {
+        // LongMemEval's JSON list may be one line of any size: it is read as JSON, not as
+        // lines, so its opening is enough to tell it.
+        if starts_a_list(&mut reader)? {
+            break "[".to_owned();
         }
-    }
+        if start.len() > transfer::MAX_LINE_BYTES {
+            return Err(Failure::invalid(
+                "input",
+                format!(
+                    "more than {} bytes of blank lines before the first record",
+                    transfer::MAX_LINE_BYTES
+                ),
+            ));
+        }
+        let before = start.len();
+        number += 1;
+        if !read_line_within(&mut reader, &mut start, number)? {
+            break String::new();
+        }
+        let line = &start[before..];
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            break String::from_utf8_lossy(line).into_owned();
+        }
+    };
     let format = match args.format {
         ImportFormat::Auto => detect(&first)?,
         other => other,
     };
-    let mut input = Cursor::new(first.into_bytes()).chain(reader);
+    let mut input = Cursor::new(start).chain(reader);
     let outcome = match format {
         ImportFormat::McpMemory => import_mcp(settings, &mut input, &bar).await,
         ImportFormat::Locomo => {
@@ -135,6 +153,58 @@ pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outc
 }
 
 /// The format of an input from its first line.
+/// Appends the next line of `reader` (newline included) to `into`: false at the end of the
+/// input. A line longer than [`transfer::MAX_LINE_BYTES`] (the native format's limit) is
+/// refused, naming its `number`, without reading the rest of it; a LongMemEval list opens
+/// on a line of its own or is told apart before ([`starts_a_list`]).
+pub(crate) fn read_line_within(
+    reader: &mut dyn BufRead,
+    into: &mut Vec<u8>,
+    number: usize,
+) -> Result<bool, Failure> {
+    let before = into.len();
+    let limit = u64::try_from(transfer::MAX_LINE_BYTES)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    let read = Read::take(&mut *reader, limit)
+        .read_until(b'\n', into)
+        .map_err(|error| Failure::invalid("input", format!("reading line {number}: {error}")))?;
+    if into.len() - before > transfer::MAX_LINE_BYTES && into.last() != Some(&b'\n') {
+        return Err(Failure::invalid(
+            "input",
+            format!(
+                "line {number} is longer than {} bytes",
+                transfer::MAX_LINE_BYTES
+            ),
+        ));
+    }
+    Ok(read > 0)
+}
+
+/// Line `number` (`bytes`) as text; refused by its number when it is not UTF-8.
+pub(crate) fn utf8_line(bytes: &[u8], number: usize) -> Result<&str, Failure> {
+    std::str::from_utf8(bytes)
+        .map_err(|error| Failure::invalid("input", format!("line {number} is not UTF-8: {error}")))
+}
+
+/// Whether what `reader` holds next, past spaces and tabs on this line, opens a JSON list
+/// (`[`); nothing is consumed but those spaces.
+fn starts_a_list(reader: &mut dyn BufRead) -> Result<bool, Failure> {
+    loop {
+        let buffer = reader
+            .fill_buf()
+            .map_err(|error| Failure::invalid("input", format!("reading the input: {error}")))?;
+        let Some(&byte) = buffer.first() else {
+            return Ok(false);
+        };
+        match byte {
+            b' ' | b'\t' => reader.consume(1),
+            b'[' => return Ok(true),
+            _ => return Ok(false),
+        }
+    }
+}
+
 fn detect(first: &str) -> Result<ImportFormat, Failure> {
     if first.trim_start().starts_with('[') {
         return Ok(ImportFormat::Longmemeval);
@@ -207,17 +277,15 @@ async fn import_mcp(
     // observations to the first.
     let mut entities: BTreeMap<String, (usize, observations::McpEntity)> = BTreeMap::new();
     let mut relations = Vec::new();
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut number = 0;
     loop {
-        line.clear();
-        let read = input.read_line(&mut line).map_err(|error| {
-            Failure::invalid("input", format!("reading line {}: {error}", number + 1))
-        })?;
-        if read == 0 {
+        bytes.clear();
+        if !read_line_within(input, &mut bytes, number + 1)? {
             break;
         }
         number += 1;
+        let line = utf8_line(&bytes, number)?;
         if line.trim().is_empty() {
             continue;
         }

@@ -165,3 +165,50 @@ fn longmemeval_haystacks_import_each_into_its_namespace() {
     );
     assert_eq!(code, 3, "{bad}");
 }
+
+/// Every line-based format reads a line only up to the native format's limit and refuses a
+/// longer one by its number, without holding the rest; blank lines before the first
+/// record keep their place in the numbering.
+#[test]
+fn import_reads_lines_within_the_limit_and_numbers_them_as_the_file_does() {
+    let dir = TempDir::new("import-lines");
+    let long = vec![b'a'; agent_memory::transfer::MAX_LINE_BYTES + 10];
+    std::fs::write(dir.path().join("long.jsonl"), &long).expect("write");
+    drop(long);
+    for format in [None, Some("mcp-memory"), Some("locomo"), Some("agent-memory")] {
+        let mut args = vec!["-n", "lines", "import"];
+        if let Some(format) = format {
+            args.extend(["--format", format]);
+        }
+        args.push("long.jsonl");
+        let (code, refused) = run_json(&dir, &args);
+        assert_eq!(code, 3, "{format:?}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("line 1") && message.contains("longer than"),
+            "{format:?}: {refused}"
+        );
+    }
+    std::fs::write(
+        dir.path().join("blank.jsonl"),
+        concat!(
+            "\n",
+            "  \n",
+            r#"{"type":"entity","name":"Ada","entityType":"person","observations":[]}"#,
+            "\n",
+            "not json\n"
+        ),
+    )
+    .expect("write");
+    let (code, refused) = run_json(&dir, &["-n", "lines", "import", "blank.jsonl"]);
+    assert_eq!(code, 3, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 4")),
+        "{refused}"
+    );
+    let (_, stats) = run_json(&dir, &["-n", "lines", "stats"]);
+    assert_eq!(stats["total"], 0, "{stats}");
+    assert_eq!(stats["entities"], 0, "{stats}");
+}
