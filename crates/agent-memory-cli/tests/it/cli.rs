@@ -1,6 +1,6 @@
 //! The commands on a temporary SQLite file.
 
-use crate::support::{TempDir, command, ok_in, run, run_json};
+use crate::support::{ADA_MEMORY_FILE, TempDir, command, ok_in, run, run_json};
 
 #[test]
 fn remember_recall_forget_stats() {
@@ -536,18 +536,7 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
     );
 
     let mcp = dir.path().join("memory.jsonl");
-    std::fs::write(
-        &mcp,
-        concat!(
-            r#"{"type":"entity","name":"Ada","entityType":"person","observations":["Writes the first program","Likes mathematics"]}"#,
-            "\n",
-            r#"{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}"#,
-            "\n",
-            r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
-            "\n"
-        ),
-    )
-    .expect("write memory.jsonl");
+    std::fs::write(&mcp, ADA_MEMORY_FILE).expect("write memory.jsonl");
     let (code, imported) = run_json(
         &other,
         &["-n", "kb", "import", mcp.to_str().expect("utf-8")],

@@ -175,7 +175,12 @@ fn import_reads_lines_within_the_limit_and_numbers_them_as_the_file_does() {
     let long = vec![b'a'; agent_memory::transfer::MAX_LINE_BYTES + 10];
     std::fs::write(dir.path().join("long.jsonl"), &long).expect("write");
     drop(long);
-    for format in [None, Some("mcp-memory"), Some("locomo"), Some("agent-memory")] {
+    for format in [
+        None,
+        Some("mcp-memory"),
+        Some("locomo"),
+        Some("agent-memory"),
+    ] {
         let mut args = vec!["-n", "lines", "import"];
         if let Some(format) = format {
             args.extend(["--format", format]);

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 
-use crate::support::{Server, TempDir, command, run_json};
+use crate::support::{ADA_MEMORY_FILE, Server, TempDir, command, run_json};
 
 /// Toy vectors of 4 values: pets, vehicles, food, and a small constant so none is zero. A
 /// text in the query form (put after `query: `) reads "animal" as a pet, as a model with
@@ -476,18 +476,7 @@ fn a_failing_service_fails_an_mcp_import_before_it_writes() {
         &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 8\n"),
     );
     let file = dir.path().join("memory.jsonl");
-    std::fs::write(
-        &file,
-        concat!(
-            r#"{"type":"entity","name":"Ada","entityType":"person","observations":["Writes the first program"]}"#,
-            "\n",
-            r#"{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}"#,
-            "\n",
-            r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
-            "\n"
-        ),
-    )
-    .expect("write memory.jsonl");
+    std::fs::write(&file, ADA_MEMORY_FILE).expect("write memory.jsonl");
     let (code, failed) = run_json(&dir, &["-n", "kb", "import", file.to_str().expect("utf-8")]);
     assert_ne!(code, 0, "{failed}");
     write_config(&dir, "");

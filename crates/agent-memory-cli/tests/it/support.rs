@@ -303,3 +303,14 @@ impl Drop for DropSchema {
         });
     }
 }
+
+/// An MCP memory server's `memory.jsonl`: two entities, Ada's two observations, and a
+/// relation between them.
+pub(crate) const ADA_MEMORY_FILE: &str = concat!(
+    r#"{"type":"entity","name":"Ada","entityType":"person","observations":["Writes the first program","Likes mathematics"]}"#,
+    "\n",
+    r#"{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}"#,
+    "\n",
+    r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
+    "\n"
+);
