@@ -221,7 +221,16 @@ impl Dialogue<'_> {
     /// # Errors
     /// As [`add`](Self::add) refuses the turn.
     pub fn check(&self, turn: &Turn) -> Result<()> {
-        let Written { request, .. } = self.written(turn)?;
+        let Written { mut request, .. } = self.written(turn)?;
+        // Checked as if a turn came before it (the turns of one call are checked before
+        // the first is added): the context it would be lent is bounded and counted apart,
+        // and the length of that context is written into its metadata.
+        if let serde_json::Value::Object(metadata) = &mut request.metadata {
+            metadata.insert(
+                CONTEXT_BEFORE_METADATA_KEY.into(),
+                memory_core::MAX_CONTEXT_BYTES.into(),
+            );
+        }
         self.memory.check(&request)
     }
 
