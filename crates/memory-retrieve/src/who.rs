@@ -177,9 +177,10 @@ const ROLES: [&str; 4] = ["user", "assistant", "system", "tool"];
 #[derive(Debug, Default)]
 pub(crate) struct Speakers<'a> {
     named: Vec<&'a str>,
-    /// Every speaker read ([`MAX_SPEAKERS`] at most): only those can be told apart as
-    /// named or not.
-    read: Vec<&'a str>,
+    /// Every speaker read, the first `distinct` ([`MAX_SPEAKERS`] at most): only those can
+    /// be told apart as named or not. Inline: a recall reads this for every hit.
+    read: [&'a str; MAX_SPEAKERS],
+    distinct: usize,
 }
 
 impl<'a> Speakers<'a> {
@@ -245,7 +246,8 @@ impl<'a> Speakers<'a> {
         }
         Self {
             named,
-            read: seen[..distinct].to_vec(),
+            read: seen,
+            distinct,
         }
     }
 
@@ -255,7 +257,9 @@ impl<'a> Speakers<'a> {
     pub(crate) fn is_other(&self, speaker: Option<&str>) -> bool {
         !self.named.is_empty()
             && speaker.is_some_and(|speaker| {
-                !is_role(speaker) && !self.named.contains(&speaker) && self.read.contains(&speaker)
+                !is_role(speaker)
+                    && !self.named.contains(&speaker)
+                    && self.read[..self.distinct].contains(&speaker)
             })
     }
 }
