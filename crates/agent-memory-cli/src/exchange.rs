@@ -152,7 +152,6 @@ pub(crate) async fn import(settings: &Settings, args: ImportArgs) -> Result<Outc
     outcome
 }
 
-/// The format of an input from its first line.
 /// Appends the next line of `reader` (newline included) to `into`: false at the end of the
 /// input. A line longer than [`transfer::MAX_LINE_BYTES`] (the native format's limit) is
 /// refused, naming its `number`, without reading the rest of it; a LongMemEval list opens
@@ -205,6 +204,7 @@ fn starts_a_list(reader: &mut dyn BufRead) -> Result<bool, Failure> {
     }
 }
 
+/// The format of an input from its first line.
 fn detect(first: &str) -> Result<ImportFormat, Failure> {
     if first.trim_start().starts_with('[') {
         return Ok(ImportFormat::Longmemeval);
