@@ -100,12 +100,19 @@ LIMIT $4::integer
 ///
 /// `states` holds the distinct entities reached after each hop (set semantics, so a dense
 /// graph never multiplies them); `paths` the paths themselves, as the ids along them and the
-/// weights and validity bounds of their relations. The default algorithm extends, hop by hop, the paths of each
-/// entity in id order, along its relations of the hop's type in target order, and keeps the
-/// first `$4` extensions in that order; each entity's paths stay in the order they were added
-/// (parent id, then the parent path's own rank). `kept` numbers the extensions in that
-/// order, and the next level ranks each entity's paths in it. An entity can be reached with
-/// every path dropped by the limit: it is still a result, as in the default.
+/// weights and validity bounds of their relations. The default algorithm extends, hop by
+/// hop, the paths of each entity in id order, along its relations of the hop's type in target
+/// order, and keeps the first `$4` extensions in that order; each entity's paths stay in the
+/// order they were added (parent id, then the parent path's own rank), numbered from 1.
+///
+/// The extensions are never all built: a level of `$4` paths ending at one entity with `$4`
+/// relations of the hop's type would make `$4`² of them. `parents` counts the level's paths
+/// per entity and `edges` pairs each entity with its relations of the hop's type, in the
+/// default's order, with `before`, the number of extensions every earlier pair makes. A pair
+/// whose `before` is under `$4` extends its parent's first `$4 - before` paths, so a level
+/// builds at most `$4` rows, and the work of a hop is the relations of the entities reached
+/// plus the paths kept. An entity can be reached with every path dropped by the limit: it is
+/// still a result, as in the default.
 ///
 /// The rows: one of kind 0 when the start exists; the results (kind 1) in id order; the paths
 /// (kind 2) by end entity and rank.
@@ -125,26 +132,43 @@ paths (node, step, rank, nodes, weights, froms, untils) AS (
            ARRAY[]::bigint[], ARRAY[]::bigint[]
     UNION ALL (
         WITH level AS (SELECT * FROM paths),
-        extended AS (
-            SELECT r.target_id AS node, l.step + 1 AS step, l.node AS parent,
-                   l.rank AS parent_rank, l.nodes || r.target_id AS nodes,
-                   l.weights || r.weight AS weights,
-                   array_append(l.froms, r.valid_from) AS froms,
-                   array_append(l.untils, r.valid_until) AS untils
-            FROM level l JOIN {s}.relations r
-              ON r.ns = $1::text AND r.source_id = l.node
-             AND r.relation_type = ($3::text[])[l.step + 1]
-             AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
-            WHERE l.step < cardinality($3::text[])
+        counted AS (
+            SELECT l.*, count(*) OVER (PARTITION BY l.node) AS paths,
+                   CASE WHEN l.rank = 1 THEN (
+                       SELECT count(*) FROM {s}.relations r
+                       WHERE r.ns = $1::text AND r.source_id = l.node
+                         AND r.relation_type = ($3::text[])[l.step + 1]
+                         AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
+                   ) END AS degree
+            FROM level l WHERE l.step < cardinality($3::text[])
         ),
-        kept AS (
-            SELECT e.*, row_number() OVER (ORDER BY e.parent, e.node, e.parent_rank) AS nth
-            FROM extended e
+        placed AS (
+            SELECT c.*, (sum(c.paths * c.degree) OVER (ORDER BY c.node))::bigint AS through,
+                   max(c.degree) OVER (PARTITION BY c.node) AS own
+            FROM counted c
+        ),
+        extended AS (
+            SELECT x.target_id AS node, p.step + 1 AS step, p.node AS parent,
+                   p.rank AS parent_rank, p.nodes || x.target_id AS nodes,
+                   p.weights || x.weight AS weights,
+                   array_append(p.froms, x.valid_from) AS froms,
+                   array_append(p.untils, x.valid_until) AS untils
+            FROM placed p CROSS JOIN LATERAL (
+                SELECT r.target_id, r.weight, r.valid_from, r.valid_until
+                FROM {s}.relations r
+                WHERE r.ns = $1::text AND r.source_id = p.node
+                  AND r.relation_type = ($3::text[])[p.step + 1]
+                  AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
+                ORDER BY r.target_id
+                LIMIT greatest(($4::bigint - p.rank - (p.through - p.paths * p.own))
+                               / p.paths + 1, 0)
+            ) AS x
+            WHERE $4::bigint - p.rank - (p.through - p.paths * p.own) >= 0
         )
-        SELECT k.node, k.step,
-               row_number() OVER (PARTITION BY k.node ORDER BY k.parent, k.parent_rank),
-               k.nodes, k.weights, k.froms, k.untils
-        FROM kept k WHERE k.nth <= $4::bigint
+        SELECT e.node, e.step,
+               row_number() OVER (PARTITION BY e.node ORDER BY e.parent, e.parent_rank),
+               e.nodes, e.weights, e.froms, e.untils
+        FROM extended e
     )
 )
 SELECT 0 AS kind, e.id AS node, 0::bigint AS rank, NULL::text[] AS nodes,

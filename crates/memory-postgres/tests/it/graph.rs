@@ -422,6 +422,65 @@ async fn multi_hop_and_shortest_path_equal_the_default_and_the_in_memory_graph()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_hop_builds_no_more_paths_than_it_keeps() {
+    let schema = schema_or_skip!("graph_funnel");
+    let backend = schema.connect().await;
+    let graph = backend.graph();
+    let ns = Namespace::parse("funnel").unwrap();
+    // A fan-out, a funnel and a fan-out again: start -> 10,000 middles -> neck -> 10,000
+    // ends. The neck is reached by 10,000 paths, each of which its 10,000 relations would
+    // extend: 10^8 extensions of which the default keeps the first 10,000, all to end000001.
+    let width = MAX_TRAVERSAL_VISITED;
+    let client = schema.raw_client().await;
+    client
+        .batch_execute(&format!(
+            "INSERT INTO \"{s}\".entities (ns, id, name, name_key, entity_type, type_key, description, tags)
+             SELECT 'funnel', id, 'N', 'n', 'x', 'x', '', '{{}}'
+             FROM unnest(ARRAY['start', 'neck']) AS id;
+             INSERT INTO \"{s}\".entities (ns, id, name, name_key, entity_type, type_key, description, tags)
+             SELECT 'funnel', kind || lpad(i::text, 6, '0'), 'N', 'n', 'x', 'x', '', '{{}}'
+             FROM generate_series(1, {width}) AS i, unnest(ARRAY['middle', 'end']) AS kind;
+             INSERT INTO \"{s}\".relations (ns, source_id, target_id, relation_type, weight)
+             SELECT 'funnel', 'start', 'middle' || lpad(i::text, 6, '0'), 'has', 0.5
+             FROM generate_series(1, {width}) AS i;
+             INSERT INTO \"{s}\".relations (ns, source_id, target_id, relation_type, weight)
+             SELECT 'funnel', 'middle' || lpad(i::text, 6, '0'), 'neck', 'to', 0.5
+             FROM generate_series(1, {width}) AS i;
+             INSERT INTO \"{s}\".relations (ns, source_id, target_id, relation_type, weight)
+             SELECT 'funnel', 'neck', 'end' || lpad(i::text, 6, '0'), 'out', 0.5
+             FROM generate_series(1, {width}) AS i;",
+            s = schema.name
+        ))
+        .await
+        .unwrap();
+    let chain: Vec<String> = ["has", "to", "out"].map(String::from).to_vec();
+    let got = graph.multi_hop(&ns, "start", &chain).await.unwrap();
+    assert_eq!(got.results.len(), width, "every end is reached");
+    assert_eq!(
+        got.paths.len(),
+        MAX_TRAVERSAL_VISITED,
+        "the paths stop at the limit"
+    );
+    assert!(
+        got.paths
+            .iter()
+            .all(|path| path[2].target_id == "end000001"),
+        "the first relation of the neck takes every path kept"
+    );
+    let in_memory = in_memory_copy(graph, &ns.exact()).await;
+    assert_eq!(
+        got,
+        in_memory.multi_hop(&ns, "start", &chain).await.unwrap()
+    );
+    // Two hops: every middle's one path to the neck is kept.
+    let two = &chain[..2];
+    assert_eq!(
+        graph.multi_hop(&ns, "start", two).await.unwrap(),
+        in_memory.multi_hop(&ns, "start", two).await.unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shortest_path_stops_at_the_visited_limit_like_the_default() {
     let schema = schema_or_skip!("graph_path_limit");
     let backend = schema.connect().await;
