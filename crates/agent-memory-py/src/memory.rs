@@ -49,6 +49,8 @@ use self::arguments::{
 /// `/embeddings` service (`{"base_url": ..., "model": ..., "dimension": ...}`, optionally
 /// `api_key`, `batch_size`, `send_dimensions`). Each memory is embedded as it is
 /// remembered and each query as it is asked; a memory the embedder fails on is not stored.
+/// The embedder runs inside the call that needs it, so it may not call a `Memory` method
+/// itself (of any memory): that raises `RuntimeError` within it.
 ///
 /// Every method releases the GIL while the library works, so threads may share one Memory.
 /// Errors raise subclasses of `agent_memory.MemoryError`.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -266,3 +267,54 @@ def test_a_sentence_transformers_model_is_taken_as_it_is() -> None:
         Memory(embedder=Unknown(forms=False))
     assert raised.value.field == "embedding_dimension"
     assert ids(Memory(embedder=Unknown(forms=False), embedding_dimension=4).recall("u", "dog")) == []
+
+
+def test_a_memory_method_called_inside_the_embedder_raises_runtime_error() -> None:
+    raised: list[BaseException] = []
+    other = Memory()
+    memory: Memory | None = None
+
+    def embedder(texts: list[str]) -> list[list[float]]:
+        for call in (lambda: other.remember("u", "from inside"), lambda: memory.list("u")):
+            try:
+                call()
+            except RuntimeError as error:
+                raised.append(error)
+        return toy(texts)
+
+    memory = Memory(embedder=embedder, embedding_dimension=4)
+    kitten = memory.remember("u", "I adopted a kitten last spring").id
+    assert len(raised) == 2 and all("from inside a callable" in str(e) for e in raised), raised
+    assert other.list("u") == [], "the refused call wrote nothing"
+    assert ids(memory.recall("u", "which cat do I have?"))[0] == kitten
+
+    def calling(texts: list[str]) -> list[list[float]]:
+        other.recall("u", "anything")
+        return toy(texts)
+
+    failing = Memory(embedder=calling, embedding_dimension=4)
+    with pytest.raises(UnavailableError, match="from inside a callable"):
+        failing.remember("u", "the embedder's error is the call's")
+    assert failing.list("u") == []
+
+
+def test_a_memory_dropped_inside_the_embedder_still_flushes(tmp_path) -> None:
+    path = str(tmp_path / "store.db")
+    held = [Memory(path)]
+    note = held[0].remember("u", "Recall statistics are written when the memory goes").id
+    for _ in range(3):
+        held[0].recall("u", "statistics")
+
+    def embedder(texts: list[str]) -> list[list[float]]:
+        held.clear()  # the last handle, dropped on the thread the library runs this on
+        return toy(texts)
+
+    Memory(embedder=embedder, embedding_dimension=4).remember("u", "a kitten")
+    assert held == []
+    # The flush could not wait inside the callable: it runs on the runtime's workers.
+    reopened = Memory(path)
+    for _ in range(500):
+        if reopened.get("u", note).access_count >= 3:
+            break
+        time.sleep(0.01)
+    assert reopened.get("u", note).access_count >= 3

@@ -198,7 +198,9 @@ class Memory:
     given); or a dict naming an OpenAI-compatible ``/embeddings`` service
     (``{"base_url": ..., "model": ..., "dimension": ...}``, optionally ``"query_prefix":
     "query: "`` and ``"document_prefix": "passage: "`` for such models). A memory the
-    embedder fails on is not stored.
+    embedder fails on is not stored. The embedder runs inside the call that needs it, so
+    it may not call a ``Memory`` method itself (of any memory): that raises
+    ``RuntimeError`` within it.
     """
 
     def __init__(
