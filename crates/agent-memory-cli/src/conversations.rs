@@ -259,12 +259,9 @@ fn read_longmemeval(
     Ok(conversations)
 }
 
-/// The dialogue turns of a conversation, each checked as the dialogue API would check it,
-/// and how many were skipped for having nothing said.
-fn requests(
-    conversation: &Conversation,
-    source: &str,
-) -> Result<(Vec<agent_memory::Turn>, usize), Failure> {
+/// The dialogue turns of a conversation, and how many were skipped for having nothing said.
+/// Each is checked by [`check`], as the dialogue will write it, before anything is written.
+fn requests(conversation: &Conversation, source: &str) -> (Vec<agent_memory::Turn>, usize) {
     let mut out = Vec::with_capacity(conversation.turns.len());
     let mut skipped = 0;
     for turn in &conversation.turns {
@@ -272,25 +269,6 @@ fn requests(
             skipped += 1;
             continue;
         }
-        let fail = |error: agent_memory::MemoryError| {
-            let failure = Failure::from(error);
-            Failure {
-                message: format!(
-                    "turn {} of {}: {}",
-                    turn.id, conversation.namespace, failure.message
-                ),
-                ..failure
-            }
-        };
-        if turn.speaker.len() > agent_memory::retrieve::MAX_SPEAKER_BYTES {
-            return Err(fail(agent_memory::MemoryError::invalid(
-                "speaker", "too long",
-            )));
-        }
-        agent_memory::MemoryItem::new(conversation.namespace.clone(), turn.text.clone())
-            .and_then(|item| item.with_id(turn.id.clone()))
-            .and_then(|item| item.with_metadata(turn.metadata.clone()))
-            .map_err(fail)?;
         let mut line = agent_memory::Turn::new(turn.speaker.clone(), turn.text.clone())
             .id(turn.id.clone())
             .at(turn.at)
@@ -302,7 +280,29 @@ fn requests(
         }
         out.push(line);
     }
-    Ok((out, skipped))
+    (out, skipped)
+}
+
+/// Checks every turn of a conversation as its dialogue will write it (`Dialogue::check`:
+/// the dated text, the speaker, the session, the metadata and the context it is lent),
+/// naming the turn and the conversation of the first refused.
+fn check(
+    memory: &agent_memory::Memory,
+    namespace: &Namespace,
+    turns: &[agent_memory::Turn],
+) -> Result<(), Failure> {
+    let dialogue = memory.dialogue(namespace.clone());
+    for turn in turns {
+        dialogue.check(turn).map_err(|error| {
+            let failure = Failure::from(error);
+            let id = turn.id.as_deref().unwrap_or_default();
+            Failure {
+                message: format!("turn {id} of {namespace}: {}", failure.message),
+                ..failure
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// Imports LoCoMo (`longmemeval` false) or LongMemEval conversations.
@@ -322,12 +322,15 @@ pub(crate) async fn import(
     let mut all = Vec::with_capacity(conversations.len());
     let mut skipped = 0;
     for conversation in &conversations {
-        let (turns, empty) = requests(conversation, format)?;
+        let (turns, empty) = requests(conversation, format);
         skipped += empty;
         all.push((&conversation.namespace, turns));
     }
     let total: usize = all.iter().map(|(_, requests)| requests.len()).sum();
     let memory = settings.open().await?;
+    for (namespace, turns) in &all {
+        check(&memory, namespace, turns)?;
+    }
     bar.set_length(total as u64);
     bar.set_position(0);
     if let Ok(style) = ProgressStyle::with_template(

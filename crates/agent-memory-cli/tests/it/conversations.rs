@@ -97,6 +97,39 @@ fn locomo_conversations_import_each_into_its_namespace() {
 }
 
 #[test]
+fn a_turn_the_dialogue_would_refuse_fails_the_import_before_any_write() {
+    let dir = TempDir::new("locomo-refused");
+    let turn = |conv: &str, session: serde_json::Value, text: &str| {
+        json!({"conv_id": conv, "dia_id": "D1:1", "session": session,
+            "date": "8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+            "speaker": "Ana", "text": text})
+    };
+    let fine = turn("conv-1", json!(1), "I adopted a greyhound called Comet");
+    // A session name over the dialogue's limit; a text within the content limit that its
+    // date and speaker take past it. Each in the second conversation, after a good one.
+    let cases = [
+        (turn("conv-2", json!("s".repeat(300)), "hello"), "session"),
+        (
+            turn("conv-2", json!(1), &"a".repeat(1024 * 1024 - 4)),
+            "content",
+        ),
+    ];
+    for (index, (bad, field)) in cases.into_iter().enumerate() {
+        let name = format!("bad{index}.jsonl");
+        std::fs::write(dir.path().join(&name), format!("{fine}\n{bad}\n")).expect("write");
+        let (code, report) = run_json(&dir, &["-n", "bench", "import", &name]);
+        assert_eq!(code, 3, "{report}");
+        let message = report["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(field) && message.contains("bench/conv-2"),
+            "{report}"
+        );
+        let (_, stats) = run_json(&dir, &["-n", "bench", "stats"]);
+        assert_eq!(stats["total"], 0, "nothing stored: {stats}");
+    }
+}
+
+#[test]
 fn longmemeval_haystacks_import_each_into_its_namespace() {
     let dir = TempDir::new("longmemeval");
     let questions = json!([
