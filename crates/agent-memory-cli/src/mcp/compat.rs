@@ -19,7 +19,8 @@
 use std::collections::{BTreeSet, HashSet};
 
 use agent_memory::{
-    EntityPosition, Memory, MemoryError, MemoryFilter, MemoryKind, Namespace, SearchQuery,
+    EntityPosition, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
+    SearchQuery,
 };
 use rmcp::model::Tool;
 use serde::Deserialize;
@@ -271,40 +272,65 @@ pub(super) async fn call(
     match name {
         "create_entities" => {
             let args: Entities = arguments(raw)?;
-            // Check everything before the first write.
+            // Everything is checked, and the new entities' observations embedded, before the
+            // first write. An entity the namespace holds is left as it is, with its
+            // observations, as the reference server does.
+            let mut entities = Vec::with_capacity(args.entities.len());
             let mut items = Vec::new();
+            let mut held = HashSet::new();
             for entity in &args.entities {
-                observations::entity(&namespace, entity)?;
+                entities.push(observations::entity(&namespace, entity)?);
                 for text in &entity.observations {
                     items.push(observations::observation(&namespace, &entity.name, text)?);
                 }
-            }
-            let mut created = Vec::new();
-            let mut fresh = HashSet::new();
-            for entity in &args.entities {
-                match graph
-                    .add_entity(observations::entity(&namespace, entity)?)
-                    .await
-                {
-                    Ok(()) => {
-                        fresh.insert(entity.name.clone());
-                        created.push(entity.clone());
-                    }
-                    Err(MemoryError::AlreadyExists { .. }) => {}
-                    Err(error) => return Err(error.into()),
+                if graph.get_entity(&namespace, &entity.name).await?.is_some() {
+                    held.insert(entity.name.clone());
                 }
             }
-            items.retain(|item| {
+            let of_any = |item: &MemoryItem, names: &HashSet<String>| {
                 item.metadata
                     .get(ENTITY_KEY)
                     .and_then(Value::as_str)
-                    .is_some_and(|name| fresh.contains(name))
-            });
-            if !items.is_empty() {
-                memory
-                    .store()
-                    .save_many(observations::embedded(memory, items).await?)
-                    .await?;
+                    .is_some_and(|name| names.contains(name))
+            };
+            items.retain(|item| !of_any(item, &held));
+            let items = observations::embedded(memory, items).await?;
+            // Then the entities, and their observations in one write. When a write fails,
+            // the entities this call added are removed again, so a retry finds them new and
+            // stores their observations; none is left without them.
+            let mut created = Vec::new();
+            let mut fresh = HashSet::new();
+            let mut outcome = Ok(());
+            for (entity, shown) in entities.into_iter().zip(&args.entities) {
+                match graph.add_entity(entity).await {
+                    Ok(()) => {
+                        fresh.insert(shown.name.clone());
+                        created.push(shown.clone());
+                    }
+                    Err(MemoryError::AlreadyExists { .. }) => {}
+                    Err(error) => {
+                        outcome = Err(error);
+                        break;
+                    }
+                }
+            }
+            if outcome.is_ok() {
+                let items: Vec<MemoryItem> = items
+                    .into_iter()
+                    .filter(|item| of_any(item, &fresh))
+                    .collect();
+                if !items.is_empty() {
+                    outcome = memory.store().save_many(items).await;
+                }
+            }
+            if let Err(error) = outcome {
+                for name in &fresh {
+                    if let Err(undo) = graph.remove_entity(&namespace, name).await {
+                        tracing::warn!(%undo, entity = %name,
+                            "an entity of a failed create_entities could not be removed");
+                    }
+                }
+                return Err(error.into());
             }
             Ok(json!({ "entities": created }))
         }
@@ -313,6 +339,18 @@ pub(super) async fn call(
             let mut relations = Vec::new();
             for relation in &args.relations {
                 relations.push(observations::relation(&namespace, relation)?);
+            }
+            // Every end must exist before the first relation is written.
+            let mut known = HashSet::new();
+            for relation in &relations {
+                for end in [&relation.source_id, &relation.target_id] {
+                    if !known.contains(end.as_str()) {
+                        if graph.get_entity(&namespace, end).await?.is_none() {
+                            return Err(MemoryError::not_found("entity", &namespace, end).into());
+                        }
+                        known.insert(end.clone());
+                    }
+                }
             }
             let mut created = Vec::new();
             for (relation, shown) in relations.into_iter().zip(&args.relations) {

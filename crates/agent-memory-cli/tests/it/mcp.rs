@@ -836,3 +836,93 @@ fn streamable_http_scenario(server: &Server) {
     );
     assert_eq!(message_of(&body)["result"]["isError"], true, "{body}");
 }
+
+/// `create_entities` writes all or nothing: when the observations cannot be embedded (an
+/// embedding service nobody answers at), no entity is left behind, so the same call made
+/// again once the service works stores the entities with their observations.
+#[test]
+fn stdio_compat_create_entities_leaves_nothing_when_it_fails() {
+    let dir = TempDir::new("mcp-compat-atomic");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").display().to_string(),
+    ];
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[embeddings]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"toy\"\ndimension = 4\n"
+        ),
+    )
+    .expect("write the configuration");
+    let entities = json!({"entities": [
+        {"name": "Ada", "entityType": "person", "observations": ["Writes the first program"]},
+        {"name": "Engine", "entityType": "machine", "observations": []}
+    ]});
+    let mut client = Stdio_::start(
+        &dir,
+        &store,
+        &["-n", "kb", "mcp", "--compat", "server-memory"],
+    );
+    let failed = client.call("create_entities", entities.clone());
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    drop(client);
+
+    std::fs::write(config.join("config.toml"), "").expect("write the configuration");
+    let mut client = Stdio_::start(
+        &dir,
+        &store,
+        &["-n", "kb", "mcp", "--compat", "server-memory"],
+    );
+    let graph = client.payload("read_graph", json!({}));
+    assert_eq!(graph["entities"], json!([]), "no entity left: {graph}");
+    let created = client.payload("create_entities", entities);
+    assert_eq!(
+        created["entities"].as_array().map(Vec::len),
+        Some(2),
+        "{created}"
+    );
+    let opened = client.payload("open_nodes", json!({"names": ["Ada"]}));
+    assert_eq!(
+        opened["entities"][0]["observations"],
+        json!(["Writes the first program"]),
+        "{opened}"
+    );
+}
+
+/// `create_relations` checks that every end exists before it writes the first relation.
+#[test]
+fn stdio_compat_create_relations_writes_none_when_an_end_is_missing() {
+    let dir = TempDir::new("mcp-compat-relations");
+    for (backend, store) in backends(&dir, "mcp_compat_relations") {
+        let _schema = DropSchema(store.clone());
+        let mut client = Stdio_::start(
+            &dir,
+            &store,
+            &["-n", "kb", "mcp", "--compat", "server-memory"],
+        );
+        client.payload(
+            "create_entities",
+            json!({"entities": [
+                {"name": "Ada", "entityType": "person", "observations": []},
+                {"name": "Engine", "entityType": "machine", "observations": []}
+            ]}),
+        );
+        let failed = client.call(
+            "create_relations",
+            json!({"relations": [
+                {"from": "Ada", "to": "Engine", "relationType": "designs"},
+                {"from": "Ada", "to": "Nobody", "relationType": "knows"}
+            ]}),
+        );
+        assert_eq!(failed["result"]["isError"], true, "{backend}: {failed}");
+        assert!(failed.to_string().contains("Nobody"), "{backend}: {failed}");
+        let graph = client.payload("read_graph", json!({}));
+        assert_eq!(graph["relations"], json!([]), "{backend}: {graph}");
+    }
+}
