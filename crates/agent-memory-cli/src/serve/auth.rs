@@ -9,8 +9,9 @@
 //!
 //! Known keys are cached by digest for [`CACHE_TTL`] (at most [`CACHE_CAPACITY`] of them),
 //! so a request costs one SHA-256 and a map lookup instead of a read of the store. Creating
-//! or revoking a key through this server empties the cache at once; a key revoked through
-//! another server on the same store stops working here within the TTL. Unknown keys are
+//! or revoking a key through this server empties the cache at once, and a key a request was
+//! reading from the store meanwhile is not cached (the cache's generation moved on); a key
+//! revoked through another server on the same store stops working here within the TTL. Unknown keys are
 //! never cached: a key created elsewhere works at once.
 
 use std::collections::HashMap;
@@ -155,7 +156,16 @@ pub(crate) struct Keys {
     open: bool,
     namespace: Namespace,
     /// Known keys by digest: the prefix each covers and when it was read from the store.
-    cache: Mutex<HashMap<String, (Namespace, Instant)>>,
+    cache: Mutex<Cache>,
+}
+
+/// The keys read from the store, and how many times the cache was emptied.
+#[derive(Debug, Default)]
+struct Cache {
+    keys: HashMap<String, (Namespace, Instant)>,
+    /// Raised by every [`Keys::invalidate`]: a key read before is not cached after it, so a
+    /// key revoked while a request was reading it is not cached as valid.
+    generation: u64,
 }
 
 impl Keys {
@@ -165,7 +175,7 @@ impl Keys {
             admin_key,
             open,
             namespace: Namespace::parse(KEYS_NAMESPACE)?,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Cache::default()),
         })
     }
 
@@ -190,6 +200,7 @@ impl Keys {
         if let Some(prefix) = self.cached(&hash) {
             return Ok(Caller::Tenant(prefix));
         }
+        let generation = self.generation();
         let entity = memory.graph().get_entity(&self.namespace, &hash).await?;
         match entity {
             Some(entity) if entity.entity_type == KEY_TYPE => {
@@ -198,7 +209,7 @@ impl Keys {
                         Failure::internal(format!("a stored key is unreadable: {error}"))
                     })?;
                 let prefix = Namespace::parse(&record.prefix)?;
-                self.remember(hash, prefix.clone());
+                self.remember(hash, prefix.clone(), generation);
                 Ok(Caller::Tenant(prefix))
             }
             _ => Err(Failure::new(
@@ -208,35 +219,44 @@ impl Keys {
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The prefix of a key known within the TTL.
     fn cached(&self, hash: &str) -> Option<Namespace> {
-        let cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache
+        self.lock()
+            .keys
             .get(hash)
             .filter(|(_, read)| read.elapsed() < CACHE_TTL)
             .map(|(prefix, _)| prefix.clone())
     }
 
-    fn remember(&self, hash: String, prefix: Namespace) {
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.len() >= CACHE_CAPACITY {
-            cache.clear();
+    /// The cache's generation, taken before a key is read from the store.
+    fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Caches a key read from the store when the cache was at `generation`: not when it
+    /// was emptied since (a key changed meanwhile, perhaps this one).
+    fn remember(&self, hash: String, prefix: Namespace, generation: u64) {
+        let mut cache = self.lock();
+        if cache.generation != generation {
+            return;
         }
-        cache.insert(hash, (prefix, Instant::now()));
+        if cache.keys.len() >= CACHE_CAPACITY {
+            cache.keys.clear();
+        }
+        cache.keys.insert(hash, (prefix, Instant::now()));
     }
 
     /// Forgets every cached key (after a key changed).
     fn invalidate(&self) {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        let mut cache = self.lock();
+        cache.keys.clear();
+        cache.generation = cache.generation.wrapping_add(1);
     }
 
     /// Creates a key for `prefix`.
@@ -361,13 +381,20 @@ mod tests {
     fn the_cache_is_bounded_and_invalidated() {
         let keys = Keys::new(None, false).unwrap();
         let acme = Namespace::parse("acme").unwrap();
+        let generation = keys.generation();
         for index in 0..CACHE_CAPACITY + 10 {
-            keys.remember(format!("h{index}"), acme.clone());
+            keys.remember(format!("h{index}"), acme.clone(), generation);
         }
-        assert!(keys.cache.lock().unwrap().len() <= CACHE_CAPACITY);
-        keys.remember("x".to_owned(), acme.clone());
-        assert_eq!(keys.cached("x"), Some(acme));
+        assert!(keys.lock().keys.len() <= CACHE_CAPACITY);
+        keys.remember("x".to_owned(), acme.clone(), generation);
+        assert_eq!(keys.cached("x"), Some(acme.clone()));
         keys.invalidate();
         assert_eq!(keys.cached("x"), None);
+        // A key read before the cache was emptied (a revocation while the request read
+        // it) is not cached after; one read after is.
+        keys.remember("x".to_owned(), acme.clone(), generation);
+        assert_eq!(keys.cached("x"), None);
+        keys.remember("x".to_owned(), acme.clone(), keys.generation());
+        assert_eq!(keys.cached("x"), Some(acme));
     }
 }
