@@ -2,7 +2,7 @@
 //! how many records a search first asks the index for.
 
 use memory_core::backend::listing_order;
-use memory_core::{MemoryFilter, MemoryItem, Namespace, Result, Scope, TimeView};
+use memory_core::{ListPosition, MemoryFilter, MemoryItem, Namespace, Result, Scope, TimeView};
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use super::row::{COLUMNS, Raw, read_raw};
@@ -214,14 +214,40 @@ pub(super) fn list_items(
     listed(connection, filter)
 }
 
+/// Rows a listing reads at a time when a metadata condition is decided after decoding.
+const LIST_CHUNK: usize = 256;
+
 /// The memories of one listing statement, checked against every condition, at most the
 /// filter's limit.
+///
+/// A limited listing with a metadata condition SQL cannot decide ([`metadata_sql`]) reads
+/// its rows [`LIST_CHUNK`] at a time, each chunk from the last row of the one before,
+/// until the limit is reached or the rows run out: reading every row of the scope at once
+/// held and decoded the whole scope for a page of one.
 fn listed(connection: &Connection, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-    let mut items = query_items(connection, &list_sql(filter), "listing memories")?;
-    items.retain(|item| filter.matches(item));
-    if let Some(limit) = filter.limit {
-        items.truncate(limit);
+    let what = "listing memories";
+    let Some(limit) = filter.limit.filter(|_| !metadata_in_sql(filter)) else {
+        let mut items = query_items(connection, &list_sql(filter), what)?;
+        items.retain(|item| filter.matches(item));
+        if let Some(limit) = filter.limit {
+            items.truncate(limit);
+        }
+        return Ok(items);
+    };
+    let mut items = Vec::new();
+    let mut chunk = filter.clone();
+    loop {
+        let mut sql = list_sql(&chunk);
+        sql.push(" LIMIT ").bind(limit_value(LIST_CHUNK));
+        let rows = query_items(connection, &sql, what)?;
+        let (read, last) = (rows.len(), rows.last().map(ListPosition::of));
+        items.extend(rows.into_iter().filter(|item| filter.matches(item)));
+        if items.len() >= limit || read < LIST_CHUNK {
+            break;
+        }
+        chunk.after = last;
     }
+    items.truncate(limit);
     Ok(items)
 }
 
