@@ -131,6 +131,17 @@ async fn crud(store: &dyn MemoryStore, ns: &Namespace) {
         ["b3", "b1"],
         "get_many keeps the asked order and skips missing ids"
     );
+    let repeated = ["b1", "b3", "b1", "zz", "b1", "b3"].map(str::to_owned);
+    let got = must(store.get_many(ns, &repeated), "get_many").await;
+    assert_eq!(
+        ids(&got),
+        ["b1", "b3", "b1", "b1", "b3"],
+        "get_many answers each request of a repeated id"
+    );
+    assert!(
+        got.iter().all(|item| item.content.starts_with("batch")),
+        "each copy whole: {got:?}"
+    );
 
     // delete_many counts what existed, skips missing and repeated ids, and touches no other
     // namespace.
