@@ -199,6 +199,12 @@ impl Default for CompressionConfig {
     }
 }
 
+/// `days` before `now`; `None` when that is before any representable time (so nothing is
+/// that old). A setting in days may be any `u32`, past what `chrono` counts in a duration.
+pub(crate) fn days_before(now: DateTime<Utc>, days: u32) -> Option<DateTime<Utc>> {
+    Duration::try_days(i64::from(days)).and_then(|back| now.checked_sub_signed(back))
+}
+
 /// Compresses the stale memories of `scope` (see [`CompressionConfig`]). Returns how many.
 pub(crate) async fn compress_stale(
     store: &dyn MemoryStore,
@@ -207,7 +213,9 @@ pub(crate) async fn compress_stale(
     summarizer: &dyn Summarizer,
     now: DateTime<Utc>,
 ) -> Result<usize> {
-    let cutoff = now - Duration::days(i64::from(config.older_than_days));
+    let Some(cutoff) = days_before(now, config.older_than_days) else {
+        return Ok(0);
+    };
     let filter = MemoryFilter::new(scope.clone()).with_time_range(None, Some(cutoff));
     let mut compressed = 0;
     for item in store.list(&filter).await? {

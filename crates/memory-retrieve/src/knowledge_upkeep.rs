@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use memory_core::{
     AccessEvent, GraphEntity, KnowledgeGraph, KnowledgePage, KnowledgeStore, MemoryError, Result,
     RetrievalSource, Scope, ScoredItem,
@@ -114,7 +114,7 @@ impl KnowledgePolicy {
 /// The time before which a record last active is expired: `now - days`; `None` when that
 /// is before any representable time (nothing expires).
 fn cutoff(now: DateTime<Utc>, days: Option<u32>) -> Option<DateTime<Utc>> {
-    now.checked_sub_signed(Duration::days(i64::from(days?)))
+    crate::compression::days_before(now, days?)
 }
 
 /// The capacity order, least valuable first: fewest accesses, then least recently active,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use memory_core::{
     EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
     Namespace, Result, Scope, TimeView,
@@ -11,7 +11,7 @@ use memory_core::{
 use serde::{Deserialize, Serialize};
 
 use super::Memory;
-use crate::compression::{ExtractiveSummarizer, Summarizer};
+use crate::compression::{ExtractiveSummarizer, Summarizer, days_before};
 use crate::eviction::DECAY_METADATA_KEY;
 
 /// Metadata key of a summary memory: how many memories it consolidates.
@@ -187,8 +187,10 @@ impl Memory {
         config: &ConsolidationConfig,
         now: DateTime<Utc>,
     ) -> Result<(usize, usize)> {
-        let cutoff = now - Duration::days(i64::from(config.older_than_days));
         let (mut folded, mut summaries) = (0, 0);
+        let Some(cutoff) = days_before(now, config.older_than_days) else {
+            return Ok((folded, summaries));
+        };
         for namespace in self.store.list_namespaces(scope).await? {
             let filter = MemoryFilter::new(namespace.exact())
                 .with_kinds([MemoryKind::Episodic])

@@ -340,6 +340,47 @@ async fn recall_options_override_field_by_field() {
     assert_eq!(memory_ids(&found).len(), 1);
 }
 
+/// Settings in days may be any `u32`: one past what a time can count back to (about 290,000
+/// years) means nothing is that old. Each of these made `maintain` panic.
+#[tokio::test]
+async fn maintenance_settings_of_any_number_of_days_do_not_panic() {
+    let clock = clock();
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .knowledge(Arc::new(memory_inmem::InMemoryKnowledgeStore::new()))
+        .compression(memory_retrieve::CompressionConfig {
+            older_than_days: u32::MAX,
+            max_tokens: 4,
+        })
+        .consolidation(memory_retrieve::ConsolidationConfig {
+            older_than_days: u32::MAX,
+            min_group: 2,
+            ..memory_retrieve::ConsolidationConfig::default()
+        })
+        .knowledge_policy(memory_retrieve::KnowledgePolicy {
+            page_ttl_days: Some(u32::MAX),
+            entity_ttl_days: Some(u32::MAX),
+            ..memory_retrieve::KnowledgePolicy::default()
+        })
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("days").unwrap();
+    for text in [
+        "We planned the trip to Lisbon in May. The flights were cheap on Tuesday.",
+        "My sister will join us for the first week. We still need a hotel near the river.",
+    ] {
+        memory.remember(&ns, text).await.unwrap();
+    }
+    clock.advance(Duration::days(400));
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(
+        (report.compressed, report.consolidated),
+        (0, 0),
+        "{report:?}"
+    );
+    assert_eq!(memory.stats(&ns.subtree()).await.unwrap().total, 2);
+}
+
 /// Compression keeps the original: the compressed text is what search finds and recall
 /// shows, the original comes back on request, and stats count it. Maintenance compresses
 /// stale long memories (not fresh, short, pinned ones) with the extractive summarizer.
