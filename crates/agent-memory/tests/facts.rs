@@ -154,6 +154,73 @@ async fn a_fact_key_supersedes_and_keeps_the_history() {
     }
 }
 
+/// Forgetting a memory consolidated into a summary deletes the summary too (it holds the
+/// memory's text), and not the summary's other sources or their facts: they come back, and
+/// a keyed one whose fact has a newer version since is ended by that version. Before, the
+/// walk went from the summary to every source and every version of their fact keys, so
+/// forgetting a hike deleted where the user lives now.
+#[tokio::test]
+async fn forget_stops_at_a_summary_and_brings_its_other_sources_back() {
+    for backend in common::backends("facts_forget_summary").await {
+        let clock = Arc::new(ManualClock::new(day(100)));
+        let memory = builder(&backend, &clock).build().unwrap();
+        let ns = Namespace::parse("forget-summary").unwrap();
+        let name = backend.name;
+        let remember = |text: &str, key: Option<&str>, at: i64| {
+            let mut request = Remember::new(ns.clone(), text).created_at(day(at));
+            if let Some(key) = key {
+                request = request.fact_key(key);
+            }
+            let memory = &memory;
+            async move { memory.remember_with(request).await.unwrap().id }
+        };
+        let paris = remember("The user lives in Paris", Some("user.city"), 1).await;
+        let hike = remember("We hiked the ridge trail above the lake", None, 2).await;
+        let eagles = remember("We saw two eagles near the summit", None, 3).await;
+        let summary = memory
+            .consolidate(&ns, &[paris.clone(), hike.clone(), eagles.clone()], 50)
+            .await
+            .unwrap();
+        clock.advance(Duration::days(1));
+        let lisbon = remember("The user lives in Lisbon", Some("user.city"), 101).await;
+
+        assert!(memory.forget(&ns, &hike).await.unwrap(), "{name}");
+        let get = |id: &str| {
+            let store = Arc::clone(&backend.store);
+            let (ns, id) = (ns.clone(), id.to_owned());
+            async move { store.get(&ns, &id).await.unwrap() }
+        };
+        assert_eq!(get(&hike).await, None, "{name}");
+        assert_eq!(
+            get(&summary).await,
+            None,
+            "{name}: the summary holds its text"
+        );
+        let lisbon_item = get(&lisbon).await.expect("the current city stays");
+        assert_eq!(lisbon_item.ended, None, "{name}");
+        let eagles_item = get(&eagles).await.expect("another source stays");
+        assert_eq!(eagles_item.ended, None, "{name}: current again");
+        let paris_item = get(&paris).await.expect("an older version stays");
+        assert_eq!(
+            paris_item
+                .ended
+                .as_ref()
+                .and_then(|ended| ended.superseded_by()),
+            Some(lisbon.as_str()),
+            "{name}: ended by the version written since"
+        );
+        let found = memory
+            .recall(&ns.subtree(), "where does the user live")
+            .await
+            .unwrap();
+        assert_eq!(memory_ids(&found), [lisbon.as_str()], "{name}");
+        let found = memory.recall(&ns.subtree(), "eagles summit").await.unwrap();
+        assert_eq!(memory_ids(&found), [eagles.as_str()], "{name}");
+        assert_eq!(count(&backend, &ns).await, 3, "{name}");
+        backend.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_less_credible_source_never_supersedes() {
     for backend in common::backends("facts_credibility").await {

@@ -497,11 +497,19 @@ impl Memory {
         Ok(true)
     }
 
-    /// Forgets a memory: a hard delete of it and of every version of its fact
-    /// ([`history`](Self::history)), so nothing of it stays. A memory that flagged it as
-    /// contradicting keeps the bare id in its [`conflicts_with`](MemoryItem::conflicts_with),
-    /// which then names nothing and is ignored: rewriting that memory here could undo a
-    /// concurrent write to it. Returns whether it existed.
+    /// Forgets a memory: a hard delete of it, of every version of its fact, and of every
+    /// summary one of them was consolidated into (a summary holds their text), so nothing
+    /// of it stays. A summary's other sources are other memories: they are written back
+    /// current, as before it was made (ended by their own fact's current version, if one
+    /// was written since). The deletes are one
+    /// [`delete_many`](memory_core::MemoryStore::delete_many) (one transaction on the SQL
+    /// backends), after the sources are written back, so a failure leaves every memory
+    /// stored and the call can be made again. A memory that flagged it as contradicting keeps the bare id
+    /// in its [`conflicts_with`](MemoryItem::conflicts_with), which then names nothing and
+    /// is ignored: rewriting that memory here could undo a concurrent write to it. With
+    /// enrichment, the memories' link nodes are removed after; one that cannot be is
+    /// logged, and removed by the next [`maintain`](Self::maintain). Returns whether it
+    /// existed.
     ///
     /// # Errors
     /// Store errors.
@@ -509,36 +517,57 @@ impl Memory {
         let Some(item) = self.store.get(namespace, id).await? else {
             return Ok(false);
         };
-        // A hard delete leaves nothing behind: the fact's other versions go too, and the
-        // memories flagged as contradicting it lose the link.
-        let versions =
-            if item.fact_key.is_some() || item.ended.is_some() || !item.supersedes.is_empty() {
-                self.history(namespace, id).await?
-            } else {
-                vec![item]
-            };
-        let mut existed = false;
-        for version in &versions {
-            existed |= self.store.delete(namespace, &version.id).await?;
-            if self.enrichment.is_some() {
-                let node = crate::enrich::memory_node_id(&version.id);
-                self.graph.remove_entity(namespace, &node).await?;
+        let forgetting = self.forgetting(namespace, item).await?;
+        if !forgetting.restored.is_empty() {
+            self.store.save_many(forgetting.restored).await?;
+        }
+        let existed = self
+            .store
+            .delete_many(namespace, &forgetting.doomed)
+            .await?
+            > 0;
+        if self.enrichment.is_some() {
+            for id in &forgetting.doomed {
+                let node = crate::enrich::memory_node_id(id);
+                if let Err(error) = self.graph.remove_entity(namespace, &node).await {
+                    tracing::warn!(%error, %namespace, %id,
+                        "the link node of a forgotten memory was not removed");
+                }
             }
         }
         Ok(existed)
     }
 
-    /// Forgets every memory matching `filter` (its limit is ignored). Returns how many.
+    /// Forgets every memory matching `filter` (its limit is ignored), each namespace's in
+    /// one [`delete_many`](memory_core::MemoryStore::delete_many), with their link nodes
+    /// when enrichment is on. Only the memories that match go (not other versions of their
+    /// facts, as [`forget`](Self::forget) does). Returns how many.
     ///
     /// # Errors
-    /// Store errors.
+    /// Store errors; the namespaces done before the failing one stay done.
     pub async fn forget_matching(&self, filter: &MemoryFilter) -> Result<usize> {
         let mut filter = filter.clone();
         filter.limit = None;
-        let mut deleted = 0;
+        let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<String>> =
+            std::collections::BTreeMap::new();
         for item in self.store.list(&filter).await? {
-            if self.store.delete(&item.namespace, &item.id).await? {
-                deleted += 1;
+            by_namespace
+                .entry(item.namespace)
+                .or_default()
+                .push(item.id);
+        }
+        // One `delete_many` per namespace (one transaction each on the SQL backends).
+        let mut deleted = 0;
+        for (namespace, ids) in &by_namespace {
+            deleted += self.store.delete_many(namespace, ids).await?;
+            if self.enrichment.is_some() {
+                for id in ids {
+                    let node = crate::enrich::memory_node_id(id);
+                    if let Err(error) = self.graph.remove_entity(namespace, &node).await {
+                        tracing::warn!(%error, %namespace, %id,
+                            "the link node of a forgotten memory was not removed");
+                    }
+                }
             }
         }
         Ok(deleted)

@@ -78,6 +78,12 @@ fn start(item: &MemoryItem) -> (DateTime<Utc>, DateTime<Utc>, &str) {
 /// Ends `old` where `new` begins: `old` is superseded by `new` (recorded when `new` was),
 /// its validity closed at `new`'s start, and `new` lists it.
 fn supersede_with(old: &mut MemoryItem, new: &mut MemoryItem) {
+    end_with(old, new);
+    push_link(&mut new.supersedes, &old.id);
+}
+
+/// Ends `old` where `new` begins, as superseded by it (`new` unchanged).
+fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
     let begins = new.valid_from.unwrap_or(new.created_at);
     let until = old.valid_until.map_or(begins, |until| until.min(begins));
     old.valid_until = Some(old.valid_from.map_or(until, |from| until.max(from)));
@@ -85,7 +91,23 @@ fn supersede_with(old: &mut MemoryItem, new: &mut MemoryItem) {
         at: new.created_at.max(old.created_at),
         reason: EndReason::Superseded { by: new.id.clone() },
     });
-    push_link(&mut new.supersedes, &old.id);
+}
+
+/// What [`Memory::forget`] deletes and what it writes back.
+pub(super) struct Forgetting {
+    /// The memory, every version of its fact, and every summary one of them was
+    /// consolidated into.
+    pub(super) doomed: Vec<String>,
+    /// The other sources of those summaries, current again (or ended by the current
+    /// version of their own fact, when one was written since).
+    pub(super) restored: Vec<MemoryItem>,
+}
+
+/// Whether `item` is a summary [`Memory::consolidate`] wrote.
+fn is_summary(item: &MemoryItem) -> bool {
+    item.metadata
+        .get(super::consolidate::CONSOLIDATED_METADATA_KEY)
+        .is_some()
 }
 
 /// Records on the new memory that it contradicts `old`. The link is kept on the memory
@@ -476,6 +498,81 @@ impl Memory {
         }
         versions.sort_by(|a, b| start(a).cmp(&start(b)));
         Ok(versions)
+    }
+
+    /// What forgetting `first` deletes: `first`, the versions of its fact (linked by
+    /// supersession or sharing its fact key), and the summaries any of them was consolidated
+    /// into, since a summary holds their text. Unlike [`history`](Self::history) it does not
+    /// follow a summary to its other sources: they are other memories, and come back as
+    /// their summary goes (ended again when their own fact has a current version now). Every
+    /// version of a fact key is read, however many.
+    pub(super) async fn forgetting(
+        &self,
+        namespace: &Namespace,
+        first: MemoryItem,
+    ) -> Result<Forgetting> {
+        let mut seen: HashSet<String> = HashSet::from([first.id.clone()]);
+        let mut keys: HashSet<String> = HashSet::new();
+        let mut queue: VecDeque<MemoryItem> = VecDeque::from([first]);
+        let mut summaries: Vec<MemoryItem> = Vec::new();
+        let mut doomed: Vec<String> = Vec::new();
+        while let Some(item) = queue.pop_front() {
+            doomed.push(item.id.clone());
+            if is_summary(&item) {
+                summaries.push(item);
+                continue;
+            }
+            let mut next: Vec<String> = item.supersedes.clone();
+            if let Some(by) = item.ended.as_ref().and_then(Ended::successor) {
+                next.push(by.to_owned());
+            }
+            if let Some(key) = &item.fact_key
+                && keys.insert(key.clone())
+            {
+                let mut filter = MemoryFilter::new(namespace.exact());
+                filter.fact_key = Some(key.clone());
+                for version in self.store.list(&filter).await? {
+                    if seen.insert(version.id.clone()) {
+                        queue.push_back(version);
+                    }
+                }
+            }
+            next.retain(|id| seen.insert(id.clone()));
+            queue.extend(self.store.get_many(namespace, &next).await?);
+        }
+        // The other sources of the summaries that go: current again, unless their fact
+        // has a current version (written after the summary ended them).
+        let mut restored = Vec::new();
+        for summary in &summaries {
+            let others: Vec<String> = summary
+                .supersedes
+                .iter()
+                .filter(|id| !seen.contains(*id))
+                .cloned()
+                .collect();
+            for mut source in self.store.get_many(namespace, &others).await? {
+                let into_this = source.ended.as_ref().is_some_and(|ended| {
+                    ended.reason
+                        == EndReason::Consolidated {
+                            into: summary.id.clone(),
+                        }
+                });
+                if !into_this {
+                    continue;
+                }
+                source.ended = None;
+                if let Some(key) = &source.fact_key {
+                    let mut filter = MemoryFilter::new(namespace.exact())
+                        .with_view(TimeView::Current(self.clock.now()));
+                    filter.fact_key = Some(key.clone());
+                    if let Some(current) = self.store.list(&filter).await?.into_iter().next() {
+                        end_with(&mut source, &current);
+                    }
+                }
+                restored.push(source);
+            }
+        }
+        Ok(Forgetting { doomed, restored })
     }
 
     /// The pairs of current memories in `scope` flagged as contradicting each other: the
