@@ -2,12 +2,15 @@
 //! statement per namespace with the pages merged in the listing's order.
 
 use memory_core::backend::listing_order;
-use memory_core::{MemoryFilter, MemoryItem, Namespace, Result, Scope};
+use memory_core::{ListPosition, MemoryFilter, MemoryItem, Namespace, Result, Scope};
 
 use super::filter::{and_conditions, filter_is_satisfiable};
 use super::{COLUMNS, PostgresStore, decode_all};
 use crate::error::corrupt;
 use crate::sql::limit_value;
+
+/// The fewest rows a listing with metadata conditions reads at a time.
+const LIST_CHUNK: usize = 256;
 
 /// A page of a subtree is read namespace by namespace, each page merged, when the subtree
 /// spans at most this many namespaces holding memories.
@@ -16,28 +19,49 @@ const MERGED_NAMESPACES: usize = 8;
 impl PostgresStore {
     /// The memories of one listing statement, checked against every condition, at most the
     /// filter's limit.
+    ///
+    /// Metadata conditions go to SQL (`@>`) but are checked again on the decoded item, where
+    /// a few values compare differently (numbers jsonb reads as equal). So a limited listing
+    /// with metadata reads `limit` rows (at least [`LIST_CHUNK`]) at a time, each from the
+    /// last row of the one before, until its page is full or the rows run out; reading every
+    /// matching row for a page had held and decoded the whole scope.
     async fn list_statement(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let mut sql = self.db.sql(&format!(
-            "SELECT {COLUMNS} FROM {{s}}.memories m WHERE true"
-        ));
-        sql.and_scope("m.ns", &filter.scope);
-        and_conditions(&mut sql, filter);
-        sql.push(if filter.newest_first {
-            " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
-        } else {
-            " ORDER BY m.created_at, m.id, m.ns"
-        });
-        // Metadata is checked again on the decoded item, so the limit can only go to SQL
-        // without it.
-        if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
-            sql.push(" LIMIT ").bind(limit_value(limit), "bigint");
+        let chunk = match filter.limit {
+            Some(limit) if !filter.metadata.is_empty() => Some(limit.max(LIST_CHUNK)),
+            limit => limit,
+        };
+        let mut items = Vec::new();
+        let mut from = filter.clone();
+        loop {
+            let mut sql = self.db.sql(&format!(
+                "SELECT {COLUMNS} FROM {{s}}.memories m WHERE true"
+            ));
+            sql.and_scope("m.ns", &from.scope);
+            and_conditions(&mut sql, &from);
+            sql.push(if from.newest_first {
+                " ORDER BY m.created_at DESC, m.id DESC, m.ns DESC"
+            } else {
+                " ORDER BY m.created_at, m.id, m.ns"
+            });
+            if let Some(chunk) = chunk {
+                sql.push(" LIMIT ").bind(limit_value(chunk), "bigint");
+            }
+            let rows = self
+                .db
+                .query(&sql, || "listing memories".to_owned())
+                .await?;
+            let read = rows.len();
+            let decoded = decode_all(&rows)?;
+            let last = decoded.last().map(ListPosition::of);
+            items.extend(decoded.into_iter().filter(|item| filter.matches(item)));
+            let (Some(limit), Some(chunk)) = (filter.limit, chunk) else {
+                break;
+            };
+            if items.len() >= limit || read < chunk {
+                break;
+            }
+            from.after = last;
         }
-        let rows = self
-            .db
-            .query(&sql, || "listing memories".to_owned())
-            .await?;
-        let mut items = decode_all(&rows)?;
-        items.retain(|item| filter.matches(item));
         if let Some(limit) = filter.limit {
             items.truncate(limit);
         }

@@ -240,9 +240,11 @@ fn encode_optional_time(
 }
 
 /// The metadata's JSON text when the `jsonb` column cannot give it back exactly, `None`
-/// otherwise (almost always). `jsonb` keeps numbers as `numeric`, which has no negative zero,
-/// so a `-0.0` would read back as `0.0`; filters still read the `jsonb` column, where the two
-/// compare equal as they do in Rust.
+/// otherwise (almost always). `jsonb` keeps numbers as `numeric`: it has no negative zero,
+/// so a `-0.0` would read back as `0.0`, and it writes a float given with an exponent in
+/// plain digits, so `1.7e18` would read back as the integer `1700000000000000000` (another
+/// JSON value, which a metadata condition of `1.7e18` no longer matches). Filters still read
+/// the `jsonb` column, where each pair compares equal as it does in Rust.
 pub(super) fn exact_metadata(metadata: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     let mut stack = vec![metadata];
@@ -250,9 +252,10 @@ pub(super) fn exact_metadata(metadata: &serde_json::Value) -> Option<String> {
         match value {
             Value::Number(number) => {
                 if number.is_f64()
-                    && number
+                    && (number
                         .as_f64()
                         .is_some_and(|x| x == 0.0 && x.is_sign_negative())
+                        || number.to_string().contains(['e', 'E']))
                 {
                     return Some(metadata.to_string());
                 }

@@ -104,3 +104,118 @@ async fn negative_zero_is_positive_zero_in_importance_and_exact_elsewhere() {
         .unwrap();
     assert_eq!(filtered.len(), 2);
 }
+
+/// A float that JSON writes with an exponent reads back as the float (`jsonb` writes it in
+/// plain digits, which read back as an integer), and a metadata condition on it finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floats_with_an_exponent_read_back_and_match() {
+    let schema = schema_or_skip!("records_exponent");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let ns = Namespace::parse("exponent").unwrap();
+    let values = [
+        serde_json::json!(1.7e18),
+        serde_json::json!(-1.7e18),
+        serde_json::json!(2.5e-7),
+        serde_json::json!(1e300),
+    ];
+    for (index, value) in values.iter().enumerate() {
+        let entry = item(&ns, &format!("e{index}"), "a number in metadata")
+            .with_metadata(serde_json::json!({ "ts": value }))
+            .unwrap();
+        store.save(entry.clone()).await.unwrap();
+        assert_eq!(
+            store.get(&ns, &entry.id).await.unwrap(),
+            Some(entry.clone()),
+            "{value}"
+        );
+        let mut filter = MemoryFilter::new(ns.exact()).with_limit(5);
+        filter.metadata = vec![("ts".into(), value.clone())];
+        let found = store.list(&filter).await.unwrap();
+        assert_eq!(
+            found
+                .iter()
+                .map(|item| item.id.as_str())
+                .collect::<Vec<_>>(),
+            [entry.id.as_str()],
+            "{value}"
+        );
+    }
+}
+
+/// A listing with metadata conditions reads its rows a chunk at a time from the position,
+/// and pages through the scope exactly as the in-memory store does, with matches sparse
+/// across chunks and memories sharing a creation time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_with_metadata_pages_like_the_in_memory_store() {
+    use chrono::{Duration, TimeZone, Utc};
+    use memory_core::ListPosition;
+
+    let schema = schema_or_skip!("records_listing");
+    let backend = schema.connect().await;
+    let store = backend.memory_store();
+    let inmem = memory_inmem::InMemoryStore::new();
+    let base = Namespace::parse("list").unwrap();
+    let child = Namespace::parse("list/child").unwrap();
+    let start = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().unwrap();
+    let mut items = Vec::new();
+    for n in 0..1_200i64 {
+        let weight = if n % 97 == 5 { 1.5 } else { 2.0 };
+        let role = if n % 211 == 7 { "user" } else { "assistant" };
+        let namespace = if n % 2 == 0 { &base } else { &child };
+        let mut entry = MemoryItem::new(namespace.clone(), format!("memory {n}"))
+            .and_then(|entry| entry.with_id(format!("m{:04}", (n * 7) % 1_200)))
+            .and_then(|entry| {
+                entry.with_metadata(serde_json::json!({ "weight": weight, "role": role }))
+            })
+            .unwrap();
+        entry.created_at = start + Duration::seconds(n / 3);
+        entry.updated_at = entry.created_at;
+        items.push(entry);
+    }
+    store.save_many(items.clone()).await.unwrap();
+    inmem.save_many(items.clone()).await.unwrap();
+    for (key, value) in [
+        ("weight", serde_json::json!(1.5)),
+        ("role", serde_json::json!("user")),
+        ("weight", serde_json::json!(9.5)),
+    ] {
+        for newest_first in [false, true] {
+            for limit in [1, 3, 300] {
+                let mut filter = MemoryFilter::new(base.subtree()).with_limit(limit);
+                filter.metadata = vec![(key.into(), value.clone())];
+                filter.newest_first = newest_first;
+                let mut pages = 0;
+                loop {
+                    let ours = store.list(&filter).await.unwrap();
+                    let reference = inmem.list(&filter).await.unwrap();
+                    let ids = |found: &[MemoryItem]| -> Vec<(String, String)> {
+                        found
+                            .iter()
+                            .map(|item| (item.namespace.to_string(), item.id.clone()))
+                            .collect()
+                    };
+                    assert_eq!(
+                        ids(&ours),
+                        ids(&reference),
+                        "{key} = {value}, newest first {newest_first}, limit {limit}, page {pages}"
+                    );
+                    let Some(last) = ours.last() else {
+                        break;
+                    };
+                    filter.after = Some(ListPosition::of(last));
+                    pages += 1;
+                }
+                let matches = items
+                    .iter()
+                    .filter(|item| item.metadata.get(key) == Some(&value))
+                    .count();
+                assert_eq!(
+                    pages,
+                    matches.div_ceil(limit),
+                    "{key} = {value}, limit {limit}"
+                );
+            }
+        }
+    }
+}
