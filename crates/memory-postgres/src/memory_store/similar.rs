@@ -7,12 +7,14 @@
 //! Without a vector index (no extension is assumed) the ranking pass still reads every
 //! embedding in scope: the search is exact and linear. What it saves is the rest of each
 //! row (content, context, metadata, tags) and its decoding, which the trait's default, a
-//! whole listing, paid for every memory in scope.
+//! whole listing, paid for every memory in scope. The ranking pass streams its rows, so it
+//! holds one embedding at a time and a score with a key for each row.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use memory_core::backend::CosineQuery;
+use futures::StreamExt;
 use memory_core::{MemoryFilter, Result, SearchHit};
 use tokio_postgres::IsolationLevel;
 
@@ -64,10 +66,23 @@ pub(super) async fn search_similar(
     );
     sql.and_scope("m.ns", &filter.scope);
     and_conditions(&mut sql, filter);
-    let rows = query(&transaction, &sql, what).await?;
-    let mut ranked: Vec<Ranked> = Vec::with_capacity(rows.len());
+    // Streamed: each row's embedding is scored as it arrives and let go, so the pass holds
+    // one row at a time and the scores, not every embedding in scope (6 GB for a million
+    // vectors of 1,536 values).
+    let statement = transaction
+        .prepare_cached(&sql.text)
+        .await
+        .context(what)?;
+    let mut rows = std::pin::pin!(
+        transaction
+            .query_raw(&statement, sql.params())
+            .await
+            .context(what)?
+    );
+    let mut ranked: Vec<Ranked> = Vec::new();
     let mut embedding: Vec<f32> = Vec::with_capacity(vector.len());
-    for row in &rows {
+    while let Some(row) = rows.next().await {
+        let row = row.context(what)?;
         let rid: i64 = row.try_get(0).map_err(|e| corrupt("a memory row id", e))?;
         let id: String = row.try_get(1).map_err(|e| corrupt("a memory id", e))?;
         let ns: String = row
@@ -80,7 +95,6 @@ pub(super) async fn search_similar(
             ranked.push((score, id, ns, rid));
         }
     }
-    drop(rows);
     ranked.sort_unstable_by(|a, b| {
         b.0.total_cmp(&a.0)
             .then_with(|| (&a.1, &a.2).cmp(&(&b.1, &b.2)))
