@@ -21,6 +21,9 @@ use crate::retriever::Retriever;
 /// view of an entity (`KnowledgeGraphExt::context_for_agent`).
 const MAX_ATTRIBUTE_CHARS: usize = 160;
 
+/// Memories [`Memory::stats`] reads at a time.
+const STATS_PAGE: usize = 1_000;
+
 mod background;
 mod batch;
 mod builder;
@@ -644,35 +647,46 @@ impl Memory {
     }
 
     /// Counts per kind and namespace, mean access count, capacity use, pages and entities.
+    /// The memories are read [`STATS_PAGE`] at a time, so the call holds one page of them
+    /// whatever the scope holds.
     ///
     /// # Errors
     /// Store errors.
     pub async fn stats(&self, scope: &Scope) -> Result<MemoryStats> {
         self.recorder.flush().await?;
-        let items = self.store.list(&MemoryFilter::new(scope.clone())).await?;
-        let mut stats = MemoryStats {
-            total: items.len(),
-            ..MemoryStats::default()
-        };
+        let mut stats = MemoryStats::default();
         let mut access = 0u64;
-        for item in &items {
-            stats.compressed += usize::from(item.is_compressed());
-            *stats.per_kind.entry(item.kind).or_default() += 1;
-            *stats
-                .per_namespace
-                .entry(item.namespace.to_string())
-                .or_default() += 1;
-            access = access.saturating_add(item.access_count);
+        // Read a page at a time: the scope's memories are counted, not held at once.
+        let mut filter = MemoryFilter::new(scope.clone()).with_limit(STATS_PAGE);
+        loop {
+            let page = self.store.list(&filter).await?;
+            for item in &page {
+                stats.total += 1;
+                stats.compressed += usize::from(item.is_compressed());
+                *stats.per_kind.entry(item.kind).or_default() += 1;
+                *stats
+                    .per_namespace
+                    .entry(item.namespace.to_string())
+                    .or_default() += 1;
+                access = access.saturating_add(item.access_count);
+            }
+            match page.last() {
+                Some(last) if page.len() == STATS_PAGE => {
+                    filter.after = Some(memory_core::ListPosition::of(last));
+                }
+                _ => break,
+            }
         }
-        stats.mean_access = if items.is_empty() {
+        let total = stats.total;
+        stats.mean_access = if total == 0 {
             0.0
         } else {
-            access as f64 / items.len() as f64
+            access as f64 / total as f64
         };
-        stats.compression_rate = if items.is_empty() {
+        stats.compression_rate = if total == 0 {
             0.0
         } else {
-            stats.compressed as f64 / items.len() as f64
+            stats.compressed as f64 / total as f64
         };
         let capacity = self.eviction.policy.capacity();
         stats.capacity_use = capacity.map(|cap| {

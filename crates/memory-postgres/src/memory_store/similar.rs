@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memory_core::backend::CosineQuery;
 use futures::StreamExt;
+use memory_core::backend::CosineQuery;
 use memory_core::{MemoryFilter, Result, SearchHit};
 use tokio_postgres::IsolationLevel;
 
@@ -69,10 +69,7 @@ pub(super) async fn search_similar(
     // Streamed: each row's embedding is scored as it arrives and let go, so the pass holds
     // one row at a time and the scores, not every embedding in scope (6 GB for a million
     // vectors of 1,536 values).
-    let statement = transaction
-        .prepare_cached(&sql.text)
-        .await
-        .context(what)?;
+    let statement = transaction.prepare_cached(&sql.text).await.context(what)?;
     let mut rows = std::pin::pin!(
         transaction
             .query_raw(&statement, sql.params())

@@ -340,6 +340,48 @@ async fn recall_options_override_field_by_field() {
     assert_eq!(memory_ids(&found).len(), 1);
 }
 
+/// Statistics read the scope a page at a time and count every memory of it: more than one
+/// page, in two namespaces, several kinds, memories sharing a creation time.
+#[tokio::test]
+async fn stats_count_a_scope_of_several_pages() {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().unwrap();
+    let stores: [Arc<dyn memory_core::MemoryStore>; 2] = [
+        Arc::new(memory_inmem::InMemoryStore::new()),
+        Arc::new(sqlite.memory_store().clone()),
+    ];
+    for store in stores {
+        let memory = Memory::builder()
+            .store(store.clone())
+            .clock(clock())
+            .facts(memory_retrieve::FactsConfig::off())
+            .build()
+            .unwrap();
+        let parent = Namespace::parse("stats").unwrap();
+        let child = Namespace::parse("stats/child").unwrap();
+        let requests: Vec<Remember> = (0..2_345)
+            .map(|n| {
+                let ns = if n % 3 == 0 { &child } else { &parent };
+                let kind = if n % 5 == 0 {
+                    memory_core::MemoryKind::Semantic
+                } else {
+                    memory_core::MemoryKind::Episodic
+                };
+                Remember::new(ns.clone(), format!("note {n}")).kind(kind)
+            })
+            .collect();
+        memory.remember_many(requests).await.unwrap();
+        let stats = memory.stats(&parent.subtree()).await.unwrap();
+        assert_eq!(stats.total, 2_345);
+        assert_eq!(stats.per_namespace.get("stats/child"), Some(&782));
+        assert_eq!(stats.per_namespace.get("stats"), Some(&1_563));
+        assert_eq!(
+            stats.per_kind.get(&memory_core::MemoryKind::Semantic),
+            Some(&469)
+        );
+        assert_eq!(memory.stats(&child.exact()).await.unwrap().total, 782);
+    }
+}
+
 /// Settings in days may be any `u32`: one past what a time can count back to (about 290,000
 /// years) means nothing is that old. Each of these made `maintain` panic.
 #[tokio::test]
