@@ -6,7 +6,6 @@ mod concurrency;
 mod conformance;
 mod crash;
 mod fts;
-mod listing;
 mod migration;
 mod migration_v3;
 mod migration_v4;

@@ -340,3 +340,54 @@ pub(super) async fn subtree_pages(store: &dyn MemoryStore, ns: &Namespace) {
         }
     }
 }
+
+/// Pages of a listing with metadata conditions, SQL-decidable or not (a string, a float, an
+/// array): each backend reads such a listing a chunk of rows at a time, and its pages must
+/// be the model's, with matches sparse across chunks (one in 97 rows, one in 211) and three
+/// memories sharing each creation time, in both orders.
+pub(super) async fn metadata_pages(store: &dyn MemoryStore, ns: &Namespace) {
+    let below = child(ns, "child");
+    let mut saved = Vec::new();
+    for n in 0..1_200i64 {
+        let weight = if n % 97 == 5 { 1.5 } else { 2.0 };
+        let role = if n % 211 == 7 { "user" } else { "assistant" };
+        let tags = if n % 150 == 9 { vec![1, 2] } else { vec![3] };
+        let namespace = if n % 2 == 0 { ns } else { &below };
+        let entry = item(
+            namespace,
+            &format!("m{:04}", (n * 7) % 1_200),
+            &format!("memory {n}"),
+            n / 3,
+        )
+        .with_metadata(serde_json::json!({ "weight": weight, "role": role, "tags": tags }))
+        .unwrap_or_else(|error| panic!("conformance: metadata of {n}: {error}"));
+        saved.push(entry);
+    }
+    must(store.save_many(saved.clone()), "save_many").await;
+    for (key, value) in [
+        ("weight", serde_json::json!(1.5)),
+        ("role", serde_json::json!("user")),
+        ("tags", serde_json::json!([1, 2])),
+        ("weight", serde_json::json!(9.5)),
+    ] {
+        for newest_first in [false, true] {
+            let mut want: Vec<MemoryItem> = saved
+                .iter()
+                .filter(|entry| entry.metadata.get(key) == Some(&value))
+                .cloned()
+                .collect();
+            want.sort_by(|a, b| crate::backend::listing_order(a, b, newest_first));
+            for size in [1, 3, 300] {
+                let mut filter = MemoryFilter::new(ns.subtree());
+                filter.metadata = vec![(key.into(), value.clone())];
+                filter.newest_first = newest_first;
+                let got = paged(store, &filter, size).await;
+                assert_eq!(
+                    keys(&got),
+                    keys(&want),
+                    "conformance: pages of {size} where {key} = {value}, newest first {newest_first}"
+                );
+            }
+        }
+    }
+}
