@@ -647,8 +647,8 @@ impl Memory {
     }
 
     /// Counts per kind and namespace, mean access count, capacity use, pages and entities.
-    /// The memories are read [`STATS_PAGE`] at a time, so the call holds one page of them
-    /// whatever the scope holds.
+    /// The memories are read 1,000 at a time, so the call holds one page of them whatever
+    /// the scope holds.
     ///
     /// # Errors
     /// Store errors.
