@@ -591,6 +591,9 @@ pub async fn import_jsonl(
             other => rest.push((line, other)),
         }
     }
+    // Relations last: the input may give a relation before the entities it joins (the
+    // format fixes no order), and each end must be stored when the relation is written.
+    rest.sort_by_key(|(_, record)| matches!(record, Record::Relation(_)));
     let ignored = check_references(&items, &rest, memories, graph).await?;
     if let Some(store) = memories
         && !items.is_empty()

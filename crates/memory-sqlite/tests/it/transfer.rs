@@ -422,6 +422,50 @@ fn import_lines() -> Vec<String> {
     lines
 }
 
+/// The format fixes no order of records: a relation given before the entities it joins
+/// imports with them, on SQLite and in memory. It had failed after the memories were stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relation_before_its_entities_imports() {
+    let mut lines = import_lines();
+    let relation = lines.pop().expect("the relation line");
+    lines.insert(1, relation);
+    let text = lines.join("\n") + "\n";
+    let sqlite = SqliteBackend::open_in_memory().unwrap();
+    let (memories, pages, graph) = (
+        InMemoryStore::new(),
+        InMemoryKnowledgeStore::new(),
+        PetGraph::new(),
+    );
+    let targets: [(&dyn MemoryStore, &dyn KnowledgeStore, &dyn KnowledgeGraph); 2] = [
+        (
+            sqlite.memory_store(),
+            sqlite.knowledge_store(),
+            sqlite.graph(),
+        ),
+        (&memories, &pages, &graph),
+    ];
+    for (memories, pages, graph) in targets {
+        import_jsonl(
+            &mut text.as_bytes(),
+            Some(memories),
+            Some(pages),
+            Some(graph),
+        )
+        .await
+        .expect("imported");
+        assert_eq!(memories.count(&Scope::all()).await.unwrap(), 600);
+        let relations = graph.list_relations(&Scope::all()).await.unwrap();
+        assert_eq!(relations.len(), 1);
+        assert_eq!(
+            (
+                relations[0].source_id.as_str(),
+                relations[0].target_id.as_str()
+            ),
+            ("a", "b")
+        );
+    }
+}
+
 /// Line `index` of `lines` with `field` set to `value`.
 fn edit(lines: &mut [String], index: usize, field: &str, value: serde_json::Value) {
     let mut record: serde_json::Value = serde_json::from_str(&lines[index]).unwrap();
