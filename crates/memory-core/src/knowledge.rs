@@ -20,6 +20,9 @@ pub const MAX_TITLE_BYTES: usize = 1024;
 /// Longest page summary accepted, in bytes.
 pub const MAX_SUMMARY_BYTES: usize = 16 * 1024;
 
+/// Most cross-references one page holds (distinct page ids).
+pub const MAX_REFERENCES: usize = 1_000;
+
 /// A knowledge page: a titled, summarised, tagged piece of compiled knowledge with
 /// cross-references to other pages of the same namespace. This is a persistence format.
 ///
@@ -85,6 +88,13 @@ pub(crate) fn validate_access_count(count: u64) -> Result<()> {
     Ok(())
 }
 
+fn too_many_references() -> crate::MemoryError {
+    crate::MemoryError::invalid(
+        "references",
+        format!("more than {MAX_REFERENCES} distinct page ids"),
+    )
+}
+
 impl KnowledgePage {
     /// A page with a title and nothing else, created now.
     ///
@@ -142,17 +152,23 @@ impl KnowledgePage {
     /// Sets the cross-references (ids of other pages), dropping duplicates.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `references`.
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) naming `references`
+    /// for a bad id or more than [`MAX_REFERENCES`] distinct ones.
     pub fn with_references<I, S>(mut self, references: I) -> Result<Self>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         let mut out: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         for reference in references {
             let reference = reference.into();
             validate_id("references", &reference)?;
-            if !out.contains(&reference) {
+            if !seen.contains(&reference) {
+                if out.len() == MAX_REFERENCES {
+                    return Err(too_many_references());
+                }
+                seen.insert(reference.clone());
                 out.push(reference);
             }
         }
@@ -186,6 +202,9 @@ impl KnowledgePage {
             validate_time("last_accessed", at)?;
         }
         validate_access_count(self.access_count)?;
+        if self.references.len() > MAX_REFERENCES {
+            return Err(too_many_references());
+        }
         for reference in &self.references {
             validate_id("references", reference)?;
         }
@@ -322,6 +341,30 @@ pub struct PageHit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn references_are_bounded_and_deduplicated() {
+        let page = KnowledgePage::new(Namespace::parse("kb").unwrap(), "p", "Title").unwrap();
+        let ids: Vec<String> = (0..MAX_REFERENCES).map(|i| format!("r{i}")).collect();
+        // Repeats count once: the limit is on distinct ids.
+        let repeated = ids.iter().chain(ids.iter()).cloned();
+        let full = page.clone().with_references(repeated).unwrap();
+        assert_eq!(full.references, ids);
+        assert!(full.validate().is_ok());
+        let over = ids.iter().cloned().chain(["one more".to_owned()]);
+        let error = page.clone().with_references(over).unwrap_err();
+        assert!(
+            matches!(&error, crate::MemoryError::InvalidInput { field, .. } if field == "references"),
+            "{error}"
+        );
+        // A page built field by field is refused by `validate`, which every store calls.
+        let mut built = full;
+        built.references.push("one more".to_owned());
+        assert!(matches!(
+            built.validate(),
+            Err(crate::MemoryError::InvalidInput { field, .. }) if field == "references"
+        ));
+    }
 
     #[test]
     fn validation_and_serde() {

@@ -54,7 +54,7 @@ pub use crate::{
     graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
-        KnowledgePage, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
+        KnowledgePage, MAX_REFERENCES, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
         PageMatchSignals, PageQuery, PageRuleBits, PageRuleKeywords, PageRuleText,
     },
     knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},

@@ -405,7 +405,7 @@ class Memory:
         references: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Writes knowledge page ``id`` (creates it, or replaces it keeping its creation time);
-        ``references`` are the ids of the pages it cites. Returns it as :meth:`get_page` does."""
+        ``references`` are the ids of the pages it cites (at most 1,000 distinct). Returns it as :meth:`get_page` does."""
     def get_page(self, namespace: str, id: str) -> dict[str, Any] | None:
         """Knowledge page ``id`` as a dict, with ``referrers`` (the pages citing it), or None."""
     def pages(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:

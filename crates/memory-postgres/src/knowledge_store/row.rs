@@ -90,9 +90,11 @@ pub(super) fn encode(page: KnowledgePage) -> Result<EncodedPage> {
     reject_nul("content", &page.content)?;
     let tags: Vec<&str> = page.tags.iter().map(Tag::as_str).collect();
     let indexed = page_terms(&page.title, &page.summary, &tags, &page.content);
+    // Distinct, without the page itself (validated: at most `MAX_REFERENCES`).
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut refs: Vec<String> = Vec::new();
     for reference in &page.references {
-        if *reference != page.id && !refs.contains(reference) {
+        if *reference != page.id && seen.insert(reference.as_str()) {
             refs.push(reference.clone());
         }
     }

@@ -45,9 +45,11 @@ pub(super) fn analyze(page: &KnowledgePage) -> Analyzed<4> {
 
 pub(super) fn encode(page: KnowledgePage) -> Result<EncodedPage> {
     page.validate()?;
+    // Distinct, without the page itself (validated: at most `MAX_REFERENCES`).
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut refs: Vec<String> = Vec::new();
     for reference in &page.references {
-        if *reference != page.id && !refs.contains(reference) {
+        if *reference != page.id && seen.insert(reference.as_str()) {
             refs.push(reference.clone());
         }
     }
