@@ -38,8 +38,8 @@ pub struct HttpConfig {
     /// Requests per call at most, the first included (default 3): 429, 5xx, timeouts and
     /// refused connections are retried, other errors are not.
     pub max_attempts: u32,
-    /// The wait before the first retry, doubling with each retry (default 500 ms); a
-    /// `Retry-After` header in seconds replaces it (up to 60 s).
+    /// The wait before the first retry, doubling with each retry up to 60 s (default
+    /// 500 ms); a `Retry-After` header in seconds replaces it (up to 60 s).
     #[serde(with = "memory_retrieve::serde_millis")]
     pub backoff: Duration,
     /// Requests in flight at most, per client (default 4).
@@ -175,8 +175,28 @@ impl Endpoint {
 
     fn url(&self, path: &str) -> String {
         let scheme = if self.https { "https" } else { "http" };
-        format!("{scheme}://{}:{}{}{path}", self.host, self.port, self.path)
+        format!(
+            "{scheme}://{}:{}{}{path}",
+            self.bracketed(),
+            self.port,
+            self.path
+        )
     }
+
+    /// The host as a URL and a `Host` header write it: an IPv6 address in brackets.
+    fn bracketed(&self) -> std::borrow::Cow<'_, str> {
+        if self.host.contains(':') {
+            std::borrow::Cow::Owned(format!("[{}]", self.host))
+        } else {
+            std::borrow::Cow::Borrowed(&self.host)
+        }
+    }
+}
+
+/// The wait before the next retry: doubled, up to the longest pause a service may ask for
+/// (twenty attempts from 500 ms would otherwise wait 36 hours before the last).
+fn doubled(wait: Duration) -> Duration {
+    wait.saturating_mul(2).min(MAX_RETRY_AFTER)
 }
 
 /// A failed attempt, and whether another may succeed.
@@ -300,7 +320,7 @@ impl HttpClient {
             let pause = failure.retry_after.unwrap_or(wait);
             tracing::debug!(error = %failure.error, attempt, pause_ms = pause.as_millis() as u64, "{what}: retrying");
             tokio::time::sleep(pause).await;
-            wait = wait.saturating_mul(2);
+            wait = doubled(wait);
         }
     }
 
@@ -329,9 +349,9 @@ impl HttpClient {
         let authority = if (endpoint.https && endpoint.port == 443)
             || (!endpoint.https && endpoint.port == 80)
         {
-            endpoint.host.clone()
+            endpoint.bracketed().into_owned()
         } else {
-            format!("{}:{}", endpoint.host, endpoint.port)
+            format!("{}:{}", endpoint.bracketed(), endpoint.port)
         };
         let mut request = Request::builder()
             .method(Method::POST)
@@ -471,6 +491,19 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector> {
         .map_err(|problem| MemoryError::invalid("base_url", format!("https: {problem}")))
 }
 
+/// `text` cut to at most `max_bytes` bytes, at a character boundary: for the limits the
+/// records count in bytes.
+pub(crate) fn truncate_bytes(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut at = max_bytes;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    &text[..at]
+}
+
 /// Truncates `text` to at most `max_chars` characters (at a character boundary).
 pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {
@@ -496,6 +529,18 @@ mod tests {
             let error = Endpoint::parse(bad).unwrap_err();
             assert_eq!(error.field(), Some("base_url"), "{bad}");
         }
+        let endpoint = Endpoint::parse("http://[::1]:8080/v1").unwrap();
+        assert_eq!(endpoint.host, "::1", "connected to as an address");
+        assert_eq!(endpoint.bracketed(), "[::1]", "written in brackets");
+        assert_eq!(endpoint.url("/rerank"), "http://[::1]:8080/v1/rerank");
+        let mut wait = Duration::from_millis(500);
+        for _ in 0..20 {
+            wait = doubled(wait);
+        }
+        assert_eq!(
+            wait, MAX_RETRY_AFTER,
+            "the backoff stops growing at a minute"
+        );
         assert_eq!(truncate_chars("héllo", 2), "hé");
         assert_eq!(truncate_chars("hi", 5), "hi");
     }

@@ -12,7 +12,7 @@ use memory_retrieve::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::{HttpClient, HttpConfig, truncate_chars};
+use crate::http::{HttpClient, HttpConfig, truncate_bytes, truncate_chars};
 
 /// The characters of one memory sent to the model at most.
 const MAX_MEMORY_CHARS: usize = 4000;
@@ -290,7 +290,8 @@ impl EnrichEntry {
                     .unwrap_or_default();
                 Some(EntityMention {
                     name: truncate_chars(name, 200).to_owned(),
-                    entity_type: truncate_chars(entity_type, 64).to_owned(),
+                    // Types are at most 128 bytes (`GraphEntity::validate`), names 1,024.
+                    entity_type: truncate_bytes(truncate_chars(entity_type, 64), 128).to_owned(),
                     tags,
                 })
             })
@@ -303,7 +304,11 @@ impl EnrichEntry {
                 Some(RelationMention {
                     source: text_field(relation, "source")?.to_owned(),
                     target: text_field(relation, "target")?.to_owned(),
-                    relation_type: truncate_chars(text_field(relation, "type")?, 64).to_owned(),
+                    relation_type: truncate_bytes(
+                        truncate_chars(text_field(relation, "type")?, 64),
+                        128,
+                    )
+                    .to_owned(),
                 })
             })
             .take(32)
@@ -465,6 +470,32 @@ impl Summarizer for ChatModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn types_from_the_model_fit_the_graph_in_bytes() {
+        // 60 CJK characters: within 64 characters, 180 bytes, over the 128 a type may hold.
+        let long = "类".repeat(60);
+        let entry: EnrichEntry = serde_json::from_value(json!({
+            "index": 0,
+            "entities": [{"name": "Ada", "type": long}],
+            "relations": [{"source": "Ada", "target": "Engine", "type": long}],
+        }))
+        .unwrap();
+        let enrichment = entry.into_enrichment();
+        let ns = memory_core::Namespace::parse("kb").unwrap();
+        let entity = &enrichment.entities[0];
+        assert!(entity.entity_type.len() <= 128 && entity.entity_type.starts_with('类'));
+        assert!(
+            memory_core::GraphEntity::new(ns.clone(), "ada", "Ada", &entity.entity_type).is_ok()
+        );
+        let relation = &enrichment.relations[0];
+        assert!(
+            memory_core::GraphRelation::new(ns, "ada", "engine", &relation.relation_type, 0.5)
+                .is_ok()
+        );
+        assert_eq!(truncate_bytes("aé", 2), "a");
+        assert_eq!(truncate_bytes("aé", 3), "aé");
+    }
 
     #[test]
     fn parses_objects_in_fences() {
