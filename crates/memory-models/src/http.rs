@@ -491,19 +491,6 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector> {
         .map_err(|problem| MemoryError::invalid("base_url", format!("https: {problem}")))
 }
 
-/// `text` cut to at most `max_bytes` bytes, at a character boundary: for the limits the
-/// records count in bytes.
-pub(crate) fn truncate_bytes(text: &str, max_bytes: usize) -> &str {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let mut at = max_bytes;
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    &text[..at]
-}
-
 /// Truncates `text` to at most `max_chars` characters (at a character boundary).
 pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {

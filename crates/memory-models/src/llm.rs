@@ -12,7 +12,7 @@ use memory_retrieve::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::{HttpClient, HttpConfig, truncate_bytes, truncate_chars};
+use crate::http::{HttpClient, HttpConfig, truncate_chars};
 
 /// The characters of one memory sent to the model at most.
 const MAX_MEMORY_CHARS: usize = 4000;
@@ -259,6 +259,19 @@ struct EnrichEntry {
     importance: Option<Value>,
     #[serde(default)]
     fact_key: Option<Value>,
+}
+
+/// `text` cut to at most `max_bytes` bytes, at a character boundary: for the limits the
+/// records count in bytes.
+fn truncate_bytes(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut at = max_bytes;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    &text[..at]
 }
 
 fn text_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
