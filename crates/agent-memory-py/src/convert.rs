@@ -99,7 +99,9 @@ fn to_json_at(
     }
     if let Ok(dict) = value.cast::<PyDict>() {
         let mut object = serde_json::Map::with_capacity(dict.len());
-        for (key, item) in dict.iter() {
+        // Over a copy: converting a value may run Python code (a list subclass's
+        // `__iter__`) that changes the dict, and iterating a dict that changes panics.
+        for (key, item) in dict.copy()?.iter() {
             let Ok(key) = key.cast::<PyString>() else {
                 return Err(invalid(
                     value.py(),

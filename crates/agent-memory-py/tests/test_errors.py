@@ -113,6 +113,30 @@ def test_deep_and_self_containing_metadata_is_refused(memory: Memory) -> None:
         memory.remember("u", "text", metadata={"loop": loop})
 
 
+def test_metadata_changed_while_it_converts_is_read_as_it_was(memory: Memory) -> None:
+    # A list subclass whose iteration adds a key to the dict holding it: the dict changes
+    # while it is read, which had panicked (PanicException, no Exception at all).
+    metadata: dict = {}
+
+    class Growing(list):
+        def __iter__(self):
+            metadata[f"k{len(metadata)}"] = 1
+            return iter([1, 2])
+
+    metadata["a"] = Growing()
+    done = memory.remember("u", "text", metadata=metadata)
+    assert memory.get("u", done.id).metadata == {"a": [1, 2]}
+    conditions: dict = {}
+
+    class Adding(list):
+        def __iter__(self):
+            conditions["extra"] = 1
+            return iter([1, 2])
+
+    conditions["a"] = Adding()
+    assert [record.id for record in memory.list("u", metadata=conditions)] == [done.id]
+
+
 def test_bad_settings_name_the_setting() -> None:
     for kwargs, field in [
         ({"eviction": {"policy": "sometimes"}}, "eviction"),

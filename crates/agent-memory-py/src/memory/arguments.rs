@@ -86,6 +86,8 @@ pub(super) fn conditions(
     metadata: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<(String, serde_json::Value)>> {
     let mut out = Vec::new();
+    // Over a copy, which converting a value cannot change (see `to_json`).
+    let metadata = metadata.map(|metadata| metadata.copy()).transpose()?;
     for (key, value) in metadata.iter().flat_map(|metadata| metadata.iter()) {
         let key: String = key
             .extract()
