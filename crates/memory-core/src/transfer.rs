@@ -292,7 +292,9 @@ const EXPORT_PAGE: usize = 512;
 /// once they are known, then the records are copied after it. The memory an export takes
 /// so does not grow with the store (pages are read whole: a scope's pages are few; the
 /// entities written are remembered by a 64-bit hash of namespace and id, 8 bytes each). The
-/// temporary file is removed when the export ends, whether it succeeded or not. Where no
+/// temporary file is readable by its owner alone and is removed when the export ends,
+/// whether it succeeded or not; on Unix it is removed as soon as it is open, so other
+/// processes cannot read it and a killed export leaves nothing behind. Where no
 /// temporary file can be made (a read-only temporary directory), the records wait in
 /// memory instead. A store
 /// written meanwhile is exported as each page stood when it was read; the header's counts
@@ -459,13 +461,20 @@ impl Spool {
     /// A spool in a new file of `dir`, or in memory when none can be made there.
     fn create_in(dir: &std::path::Path) -> Self {
         let path = dir.join(format!("agent-memory-export-{}.jsonl", crate::new_id()));
-        let sink = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => Sink::File(std::io::BufWriter::new(file), path),
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        // The spool holds every exported memory: readable by its owner alone.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let sink = match options.open(&path) {
+            Ok(file) => {
+                // On Unix its name goes at once: the file stays readable and writable through
+                // its handle, no other process can open it, and a process killed mid-export
+                // leaves no copy behind.
+                #[cfg(unix)]
+                let _ = std::fs::remove_file(&path);
+                Sink::File(std::io::BufWriter::new(file), path)
+            }
             Err(_) => Sink::Memory(Vec::new()),
         };
         Self {
