@@ -21,13 +21,14 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 
 use memory_core::{AccessTally, GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
+use petgraph::visit::{EdgeRef, NodeIndexable};
 
 /// A node or edge index of the `StableGraph`, as the number the indexes and half-edges
 /// store.
@@ -184,6 +185,9 @@ pub(crate) struct NamespaceGraph {
     /// The entities and relations; node and edge indices are the slots.
     graph: StableGraph<Node, Edge, petgraph::Directed, Slot>,
     ids: HashMap<Arc<str>, Slot>,
+    /// The same ids in order, so a page of a listing seeks to its position instead of
+    /// reading every entity (an export reads the graph a page at a time).
+    sorted_ids: BTreeMap<Arc<str>, Slot>,
     /// `(name key, lowercased name, id key, slot)` of every entity, the name key being the
     /// [`prefix_key`] of the lowercased name (so the order is the names' order): a name
     /// prefix is one range scan of one tree (most names are unique, so a set per name would
@@ -235,6 +239,7 @@ impl NamespaceGraph {
             namespace,
             graph: StableGraph::default(),
             ids: HashMap::new(),
+            sorted_ids: BTreeMap::new(),
             names: BTreeSet::new(),
             entity_types: HashMap::new(),
             tags: BTreeMap::new(),
@@ -370,6 +375,7 @@ impl NamespaceGraph {
             outgoing: 0,
         };
         let slot = slot_of(self.graph.add_node(node).index());
+        self.sorted_ids.insert(Arc::clone(&id), slot);
         self.ids.insert(id, slot);
         self.index_keys(slot, keys);
         Ok(())
@@ -434,6 +440,7 @@ impl NamespaceGraph {
         let Some(slot) = self.ids.remove(id) else {
             return false;
         };
+        self.sorted_ids.remove(id);
         // petgraph removes the node's edges with it; the other ends' half-edges go here.
         let Some(node) = self.graph.remove_node(node_index(slot)) else {
             return true;
@@ -474,6 +481,7 @@ impl NamespaceGraph {
         let count = self.ids.len();
         self.graph.clear();
         self.ids.clear();
+        self.sorted_ids.clear();
         self.names.clear();
         self.entity_types.clear();
         self.tags.clear();
@@ -493,63 +501,62 @@ impl NamespaceGraph {
     }
 
     /// At most `limit` entities whose id comes after `after` (every one with `None`),
-    /// ordered by id: the smallest are chosen before any is sorted or copied, so a page
-    /// costs a pass over the ids and the copies of what it returns.
+    /// ordered by id: the ordered ids seek to `after`, so a page costs its own entities.
     pub(crate) fn entities_after(&self, after: Option<&str>, limit: usize) -> Vec<GraphEntity> {
-        let entities: Vec<&Node> = self
-            .graph
-            .node_weights()
-            .filter(|node| after.is_none_or(|after| node.id() > after))
-            .collect();
-        first_in_order(entities, limit, |a, b| a.id().cmp(b.id()))
-            .into_iter()
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.sorted_ids
+            .range::<str, _>((from, Bound::Unbounded))
+            .filter_map(|(_, slot)| self.node(*slot))
+            .take(limit)
             .map(|node| GraphEntity::clone(&node.entity))
             .collect()
     }
 
     /// At most `limit` relations whose `(source, type, target)` comes after `after` (every
-    /// one with `None`), in that order, chosen as by [`entities_after`](Self::entities_after).
+    /// one with `None`), in that order: the sources are read in id order from `after`'s, each
+    /// one's relations put in order, until the page is full. A page costs its relations and
+    /// the relations of the sources it reads.
     pub(crate) fn relations_after(
         &self,
         after: Option<(&str, &str, &str)>,
         limit: usize,
     ) -> Vec<GraphRelation> {
-        let edges: Vec<(&str, &str, &str, Slot)> = self
-            .graph
-            .edge_references()
-            .map(|edge| {
-                (
-                    self.node_id(slot_of(edge.source().index())),
-                    &*self.relation_types[edge.weight().relation_type as usize],
-                    self.node_id(slot_of(edge.target().index())),
-                    slot_of(edge.id().index()),
-                )
-            })
-            .filter(|edge| after.is_none_or(|after| (edge.0, edge.1, edge.2) > after))
-            .collect();
-        let edges = first_in_order(edges, limit, |a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        self.relations(edges.into_iter().map(|(_, _, _, edge)| edge))
+        let from = after.map_or(Bound::Unbounded, |(source, _, _)| Bound::Included(source));
+        let mut page: Vec<Slot> = Vec::new();
+        let mut edges: Vec<(&str, &str, Slot)> = Vec::new();
+        for (source, slot) in self.sorted_ids.range::<str, _>((from, Bound::Unbounded)) {
+            if page.len() >= limit {
+                break;
+            }
+            edges.clear();
+            edges.extend(
+                self.graph
+                    .edges_directed(node_index(*slot), petgraph::Direction::Outgoing)
+                    .map(|edge| {
+                        (
+                            &*self.relation_types[edge.weight().relation_type as usize],
+                            self.node_id(slot_of(edge.target().index())),
+                            slot_of(edge.id().index()),
+                        )
+                    }),
+            );
+            edges.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            for &(kind, target, edge) in &edges {
+                if page.len() >= limit {
+                    break;
+                }
+                if after.is_none_or(|after| (&**source, kind, target) > after) {
+                    page.push(edge);
+                }
+            }
+        }
+        self.relations(page)
     }
 
     /// Every relation, ordered by source, type, target.
     pub(crate) fn sorted_relations(&self) -> Vec<GraphRelation> {
         self.relations_after(None, usize::MAX)
     }
-}
-
-/// The first `limit` of `items` in the order `compare` gives, sorted: the smallest are
-/// chosen in linear time before only they are sorted.
-fn first_in_order<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    compare: impl Fn(&T, &T) -> Ordering + Copy,
-) -> Vec<T> {
-    if items.len() > limit {
-        items.select_nth_unstable_by(limit, compare);
-        items.truncate(limit);
-    }
-    items.sort_unstable_by(compare);
-    items
 }
 
 #[cfg(test)]

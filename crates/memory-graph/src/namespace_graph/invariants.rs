@@ -10,6 +10,14 @@ use super::{CLOSES, NamespaceGraph, Posting, Slot, id_key, prefix_key, slot_of};
 impl NamespaceGraph {
     /// Checks every invariant of the indexes and the adjacency.
     pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
+        if self.sorted_ids.len() != self.ids.len()
+            || self
+                .sorted_ids
+                .iter()
+                .any(|(id, slot)| self.ids.get(id) != Some(slot))
+        {
+            return Err("the ordered ids differ from the ids".to_owned());
+        }
         if self.ids.len() != self.graph.node_count() {
             return Err(format!(
                 "{} ids, {} nodes",

@@ -101,6 +101,25 @@ pub(super) async fn pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
     let whole_relations = must(graph.list_relations(&scope), "list_relations").await;
     assert_eq!(whole.len(), 8);
     assert_eq!(whole_relations.len(), 10);
+    // The order itself: namespace, then id; namespace, then source, type and target.
+    let mut ordered = entity_keys(&whole);
+    ordered.sort();
+    assert_eq!(entity_keys(&whole), ordered, "entities in id order");
+    let order = |r: &GraphRelation| {
+        (
+            r.namespace.to_string(),
+            r.source_id.clone(),
+            r.relation_type.clone(),
+            r.target_id.clone(),
+        )
+    };
+    let mut ordered: Vec<GraphRelation> = whole_relations.clone();
+    ordered.sort_by_key(order);
+    assert_eq!(
+        relation_keys(&whole_relations),
+        relation_keys(&ordered),
+        "relations in source, type, target order"
+    );
     for size in [1, 2, 3, 5, 100] {
         assert_eq!(
             entity_keys(&entity_pages(graph, &scope, size).await),
