@@ -50,6 +50,16 @@ impl Stdio_ {
         client
     }
 
+    /// A client of the reference memory server's tools (`mcp --compat server-memory`) in
+    /// namespace `kb`.
+    fn compat(dir: &TempDir, store: &[String]) -> Self {
+        Self::start(
+            dir,
+            store,
+            &["-n", "kb", "mcp", "--compat", "server-memory"],
+        )
+    }
+
     fn send(&mut self, message: &Value) {
         writeln!(self.input, "{message}").expect("write to the server");
         self.input.flush().expect("flush");
@@ -538,11 +548,7 @@ fn stdio_compat_server_memory() {
     let dir = TempDir::new("mcp-compat");
     for (backend, store) in backends(&dir, "mcp_compat") {
         let _schema = DropSchema(store.clone());
-        let mut client = Stdio_::start(
-            &dir,
-            &store,
-            &["-n", "kb", "mcp", "--compat", "server-memory"],
-        );
+        let mut client = Stdio_::compat(&dir, &store);
         compat_scenario(&mut client);
         eprintln!("{backend}: passed");
     }
@@ -656,11 +662,7 @@ fn stdio_compat_search_nodes_matches_parts_of_observations() {
     let dir = TempDir::new("mcp-compat-search");
     for (backend, store) in backends(&dir, "mcp_compat_search") {
         let _schema = DropSchema(store.clone());
-        let mut client = Stdio_::start(
-            &dir,
-            &store,
-            &["-n", "kb", "mcp", "--compat", "server-memory"],
-        );
+        let mut client = Stdio_::compat(&dir, &store);
         client.payload(
             "create_entities",
             json!({"entities": [
@@ -864,21 +866,13 @@ fn stdio_compat_create_entities_leaves_nothing_when_it_fails() {
         {"name": "Ada", "entityType": "person", "observations": ["Writes the first program"]},
         {"name": "Engine", "entityType": "machine", "observations": []}
     ]});
-    let mut client = Stdio_::start(
-        &dir,
-        &store,
-        &["-n", "kb", "mcp", "--compat", "server-memory"],
-    );
+    let mut client = Stdio_::compat(&dir, &store);
     let failed = client.call("create_entities", entities.clone());
     assert_eq!(failed["result"]["isError"], true, "{failed}");
     drop(client);
 
     std::fs::write(config.join("config.toml"), "").expect("write the configuration");
-    let mut client = Stdio_::start(
-        &dir,
-        &store,
-        &["-n", "kb", "mcp", "--compat", "server-memory"],
-    );
+    let mut client = Stdio_::compat(&dir, &store);
     let graph = client.payload("read_graph", json!({}));
     assert_eq!(graph["entities"], json!([]), "no entity left: {graph}");
     let created = client.payload("create_entities", entities);
@@ -901,11 +895,7 @@ fn stdio_compat_create_relations_writes_none_when_an_end_is_missing() {
     let dir = TempDir::new("mcp-compat-relations");
     for (backend, store) in backends(&dir, "mcp_compat_relations") {
         let _schema = DropSchema(store.clone());
-        let mut client = Stdio_::start(
-            &dir,
-            &store,
-            &["-n", "kb", "mcp", "--compat", "server-memory"],
-        );
+        let mut client = Stdio_::compat(&dir, &store);
         client.payload(
             "create_entities",
             json!({"entities": [
