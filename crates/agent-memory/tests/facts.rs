@@ -177,12 +177,19 @@ async fn forget_stops_at_a_summary_and_brings_its_other_sources_back() {
         let paris = remember("The user lives in Paris", Some("user.city"), 1).await;
         let hike = remember("We hiked the ridge trail above the lake", None, 2).await;
         let eagles = remember("We saw two eagles near the summit", None, 3).await;
+        let acme = remember("The user works at Acme", Some("user.job"), 4).await;
         let summary = memory
-            .consolidate(&ns, &[paris.clone(), hike.clone(), eagles.clone()], 50)
+            .consolidate(
+                &ns,
+                &[paris.clone(), hike.clone(), eagles.clone(), acme.clone()],
+                50,
+            )
             .await
             .unwrap();
         clock.advance(Duration::days(1));
         let lisbon = remember("The user lives in Lisbon", Some("user.city"), 101).await;
+        // Told late: it held before the job in the summary, which comes back ending it.
+        let globex = remember("The user worked at Globex", Some("user.job"), 0).await;
 
         assert!(memory.forget(&ns, &hike).await.unwrap(), "{name}");
         let get = |id: &str| {
@@ -209,14 +216,30 @@ async fn forget_stops_at_a_summary_and_brings_its_other_sources_back() {
             Some(lisbon.as_str()),
             "{name}: ended by the version written since"
         );
-        let found = memory
-            .recall(&ns.subtree(), "where does the user live")
-            .await
-            .unwrap();
-        assert_eq!(memory_ids(&found), [lisbon.as_str()], "{name}");
+        assert_eq!(
+            get(&acme).await.expect("a keyed source stays").ended,
+            None,
+            "{name}"
+        );
+        let globex_item = get(&globex).await.expect("the earlier job stays");
+        assert_eq!(
+            globex_item
+                .ended
+                .as_ref()
+                .and_then(|ended| ended.superseded_by()),
+            Some(acme.as_str()),
+            "{name}: the later start holds"
+        );
+        // Recall finds the current versions only.
+        let found = memory_ids(&memory.recall(&ns.subtree(), "user lives").await.unwrap());
+        assert_eq!(found.first(), Some(&lisbon), "{name}");
+        assert!(!found.contains(&paris), "{name}");
         let found = memory.recall(&ns.subtree(), "eagles summit").await.unwrap();
         assert_eq!(memory_ids(&found), [eagles.as_str()], "{name}");
-        assert_eq!(count(&backend, &ns).await, 3, "{name}");
+        let found = memory_ids(&memory.recall(&ns.subtree(), "user works").await.unwrap());
+        assert_eq!(found.first(), Some(&acme), "{name}");
+        assert!(!found.contains(&globex), "{name}");
+        assert_eq!(count(&backend, &ns).await, 5, "{name}");
         backend.cleanup().await;
     }
 }

@@ -99,7 +99,8 @@ pub(super) struct Forgetting {
     /// consolidated into.
     pub(super) doomed: Vec<String>,
     /// The other sources of those summaries, current again (or ended by the current
-    /// version of their own fact, when one was written since).
+    /// version of their own fact when that one starts later, or ending it when it starts
+    /// earlier), and such current versions.
     pub(super) restored: Vec<MemoryItem>,
 }
 
@@ -504,8 +505,9 @@ impl Memory {
     /// supersession or sharing its fact key), and the summaries any of them was consolidated
     /// into, since a summary holds their text. Unlike [`history`](Self::history) it does not
     /// follow a summary to its other sources: they are other memories, and come back as
-    /// their summary goes (ended again when their own fact has a current version now). Every
-    /// version of a fact key is read, however many.
+    /// their summary goes (reconciled with their own fact's current version, if one was
+    /// written since: the later start holds). Every version of a fact key is read, however
+    /// many.
     pub(super) async fn forgetting(
         &self,
         namespace: &Namespace,
@@ -565,8 +567,14 @@ impl Memory {
                     let mut filter = MemoryFilter::new(namespace.exact())
                         .with_view(TimeView::Current(self.clock.now()));
                     filter.fact_key = Some(key.clone());
-                    if let Some(current) = self.store.list(&filter).await?.into_iter().next() {
-                        end_with(&mut source, &current);
+                    if let Some(mut current) = self.store.list(&filter).await?.into_iter().next() {
+                        // The later start holds, as when the two were remembered.
+                        if start(&current) >= start(&source) {
+                            end_with(&mut source, &current);
+                        } else {
+                            supersede_with(&mut current, &mut source);
+                            restored.push(current);
+                        }
                     }
                 }
                 restored.push(source);
