@@ -503,8 +503,8 @@ impl Memory {
     /// Forgets a memory: a hard delete of it, of every version of its fact, and of every
     /// summary one of them was consolidated into (a summary holds their text), so nothing
     /// of it stays. A summary's other sources are other memories: they are written back
-    /// current, as before it was made (ended by their own fact's current version, if one
-    /// was written since). The deletes are one
+    /// current, as before it was made (reconciled with their own fact's current version if
+    /// one was written since: the later start holds). The deletes are one
     /// [`delete_many`](memory_core::MemoryStore::delete_many) (one transaction on the SQL
     /// backends), after the sources are written back, so a failure leaves every memory
     /// stored and the call can be made again. A memory that flagged it as contradicting keeps the bare id
