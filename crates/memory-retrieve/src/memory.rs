@@ -507,12 +507,12 @@ impl Memory {
     /// one was written since: the later start holds). The deletes are one
     /// [`delete_many`](memory_core::MemoryStore::delete_many) (one transaction on the SQL
     /// backends), after the sources are written back, so a failure leaves every memory
-    /// stored and the call can be made again. A memory that flagged it as contradicting keeps the bare id
-    /// in its [`conflicts_with`](MemoryItem::conflicts_with), which then names nothing and
-    /// is ignored: rewriting that memory here could undo a concurrent write to it. With
-    /// enrichment, the memories' link nodes are removed after; one that cannot be is
-    /// logged, and removed by the next [`maintain`](Self::maintain). Returns whether it
-    /// existed.
+    /// stored and the call can be made again. A memory that flagged it as contradicting
+    /// keeps the bare id in its [`conflicts_with`](MemoryItem::conflicts_with), which then
+    /// names nothing and is ignored: rewriting that memory here could undo a concurrent
+    /// write to it. With enrichment, the memories' link nodes are removed after; one that
+    /// cannot be is logged, and removed by the next [`maintain`](Self::maintain). Returns
+    /// whether it existed.
     ///
     /// # Errors
     /// Store errors.
@@ -529,16 +529,23 @@ impl Memory {
             .delete_many(namespace, &forgetting.doomed)
             .await?
             > 0;
-        if self.enrichment.is_some() {
-            for id in &forgetting.doomed {
-                let node = crate::enrich::memory_node_id(id);
-                if let Err(error) = self.graph.remove_entity(namespace, &node).await {
-                    tracing::warn!(%error, %namespace, %id,
-                        "the link node of a forgotten memory was not removed");
-                }
+        self.remove_link_nodes(namespace, &forgetting.doomed).await;
+        Ok(existed)
+    }
+
+    /// With enrichment, removes the link nodes of the deleted memories `ids`. One that cannot
+    /// be removed is logged; the next [`maintain`](Self::maintain) prunes it.
+    async fn remove_link_nodes(&self, namespace: &Namespace, ids: &[String]) {
+        if self.enrichment.is_none() {
+            return;
+        }
+        for id in ids {
+            let node = crate::enrich::memory_node_id(id);
+            if let Err(error) = self.graph.remove_entity(namespace, &node).await {
+                tracing::warn!(%error, %namespace, %id,
+                    "the link node of a forgotten memory was not removed");
             }
         }
-        Ok(existed)
     }
 
     /// Forgets every memory matching `filter` (its limit is ignored), each namespace's in
@@ -563,15 +570,7 @@ impl Memory {
         let mut deleted = 0;
         for (namespace, ids) in &by_namespace {
             deleted += self.store.delete_many(namespace, ids).await?;
-            if self.enrichment.is_some() {
-                for id in ids {
-                    let node = crate::enrich::memory_node_id(id);
-                    if let Err(error) = self.graph.remove_entity(namespace, &node).await {
-                        tracing::warn!(%error, %namespace, %id,
-                            "the link node of a forgotten memory was not removed");
-                    }
-                }
-            }
+            self.remove_link_nodes(namespace, ids).await;
         }
         Ok(deleted)
     }
