@@ -202,7 +202,8 @@ type StopStreams = Box<dyn FnOnce() + Send>;
 pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Router, StopStreams) {
     let mut config = StreamableHttpServerConfig::default();
     config.max_request_body_bytes = max_body;
-    // Keys guard every request, so any Host may reach the server it listens as.
+    // Keys guard every request, so any Host may reach the server it listens as; without keys
+    // (`--no-auth`), `addressed_directly` guards every route, this one included.
     config = config.disable_allowed_hosts();
     let token = config.cancellation_token.clone();
     let served = state.clone();
@@ -270,6 +271,10 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            addressed_directly,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state);
     (app, Box::new(move || token.cancel()))
@@ -313,10 +318,111 @@ async fn not_found(request: Request) -> Failure {
     .with_hint("GET /openapi.json lists every route")
 }
 
+/// `response` with an error body in the API's one shape (`{"error": {"kind", "message",
+/// "hint"}}`) when it is an error without a JSON body: the router's own answers (a method a
+/// route does not take, with an empty body; a path segment that is not UTF-8, in plain
+/// text) keep their status and headers and say the same in JSON.
+async fn as_json_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let kind = match status.as_u16() {
+        401 => ErrorKind::Unauthorized,
+        403 => ErrorKind::Forbidden,
+        404 => ErrorKind::NotFound,
+        405 | 415 => ErrorKind::Usage,
+        413 => ErrorKind::PayloadTooLarge,
+        503 => ErrorKind::Unavailable,
+        504 => ErrorKind::Timeout,
+        400..=499 => ErrorKind::InvalidInput,
+        _ => ErrorKind::Internal,
+    };
+    let (mut parts, body) = response.into_parts();
+    // The router's own bodies are a line; more is not read.
+    let said = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let said = String::from_utf8_lossy(&said);
+    let message = match (status.as_u16(), said.trim()) {
+        (405, _) => match parts
+            .headers
+            .get(axum::http::header::ALLOW)
+            .and_then(|value| value.to_str().ok())
+            .filter(|allowed| !allowed.is_empty())
+        {
+            Some(allowed) => format!("the route does not take this method; it takes {allowed}"),
+            None => "the route does not take this method (GET /openapi.json lists each route's methods)"
+                .to_owned(),
+        },
+        (_, "") => status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_lowercase(),
+        (_, said) => said.to_owned(),
+    };
+    let body = serde_json::to_vec(&api::ErrorBody {
+        error: Failure::new(kind, message),
+    })
+    .unwrap_or_default();
+    parts.headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
+
+/// Without keys (`--no-auth`), refuses a request whose `Host` is a name other than
+/// `localhost`: a web page whose domain is made to resolve to the server's address (DNS
+/// rebinding) would otherwise read and write every memory from the user's browser. A
+/// request addressed by IP address (`127.0.0.1:8080`, `[::1]:8080`, a LAN address) or to
+/// `localhost` goes on. With keys, every request is guarded by its key instead.
+async fn addressed_directly(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !state.keys.is_open() {
+        return next.run(request).await;
+    }
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| request.uri().host());
+    match host {
+        Some(host) if !is_direct_host(host) => Failure::new(
+            ErrorKind::Forbidden,
+            format!("a server without keys answers requests to an IP address or localhost, not to `{host}`"),
+        )
+        .with_hint("address the server by its IP address or as localhost, or serve with keys")
+        .into_response(),
+        _ => next.run(request).await,
+    }
+}
+
+/// Whether `host` (a `Host` header: a name or an address, perhaps with a port) is an IP
+/// address or `localhost`.
+fn is_direct_host(host: &str) -> bool {
+    let name = if let Some(bracketed) = host.strip_prefix('[') {
+        // `[::1]:8080`: an IPv6 address.
+        return bracketed
+            .split_once(']')
+            .is_some_and(|(address, _)| address.parse::<std::net::Ipv6Addr>().is_ok());
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
 /// Times out, logs and counts every request.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().to_string();
+    let method = metrics::method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -326,7 +432,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         next.run(request).await
     } else {
         match tokio::time::timeout(state.timeout, next.run(request)).await {
-            Ok(response) => response,
+            Ok(response) => as_json_error(response).await,
             Err(_) => Failure::new(
                 ErrorKind::Timeout,
                 format!(
@@ -339,7 +445,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     };
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    state.metrics.record(&method, &route, status, elapsed);
+    state.metrics.record(method, &route, status, elapsed);
     tracing::info!(
         method,
         route,

@@ -74,7 +74,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     ErrorKind::Usage,
                     "the body must be JSON with `Content-Type: application/json`",
                 ),
-                _ => Failure::invalid("body", rejection.body_text()),
+                _ => {
+                    let message = rejection.body_text();
+                    Failure::invalid(body_field(&message).unwrap_or("body"), message.as_str())
+                }
             }),
         }
     }
@@ -107,6 +110,32 @@ fn query_field(message: &str) -> Option<&str> {
         .then_some(field)
 }
 
+/// The field a JSON body's rejection names, if it names one: the path before the error
+/// (`importance: invalid type: ...` names `importance`, `items[2].text: ...` names
+/// `items[2].text`), or the field in `` unknown field `txt` `` and `` missing field `text` ``.
+fn body_field(message: &str) -> Option<&str> {
+    let rest = message
+        .split_once("into the target type: ")
+        .map_or(message, |(_, rest)| rest);
+    for quoted in ["unknown field `", "missing field `"] {
+        if let Some(at) = rest.find(quoted) {
+            let field = rest[at + quoted.len()..].split('`').next()?;
+            return is_field_path(field).then_some(field);
+        }
+    }
+    let (field, _) = rest.split_once(": ")?;
+    is_field_path(field).then_some(field)
+}
+
+/// Whether `text` reads as a field's path in a body (`importance`, `items[2].text`).
+fn is_field_path(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 256
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']'))
+}
+
 /// The caller, from the `Authorization: Bearer` (or `X-API-Key`) header.
 #[derive(Debug)]
 pub(crate) struct Auth(pub(crate) Caller);
@@ -133,8 +162,10 @@ pub(crate) fn presented_key(parts: &Parts) -> Option<&str> {
         .headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|value| value.trim_start().split_once(' '))
+        // The scheme is case-insensitive (RFC 9110, 11.1).
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key.trim());
     bearer.or_else(|| {
         parts
             .headers

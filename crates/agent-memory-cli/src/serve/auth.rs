@@ -113,6 +113,20 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The prefix of every key [`Keys`] issues, before its 64 hex digits.
+const KEY_PREFIX: &str = "am_";
+
+/// Whether `key` has the shape of a key this server issues: [`KEY_PREFIX`] and 64 lowercase
+/// hex digits (32 random bytes).
+fn has_key_shape(key: &str) -> bool {
+    key.strip_prefix(KEY_PREFIX).is_some_and(|digits| {
+        digits.len() == 64
+            && digits
+                .bytes()
+                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+    })
+}
+
 /// Compares two strings in time independent of where they differ.
 fn constant_time_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -179,6 +193,11 @@ impl Keys {
         })
     }
 
+    /// Whether every request is let in as admin (`--no-auth`).
+    pub(crate) fn is_open(&self) -> bool {
+        self.open
+    }
+
     /// Who sent the request with this `Authorization` value.
     pub(crate) async fn caller(
         &self,
@@ -195,6 +214,14 @@ impl Keys {
             && constant_time_eq(admin, key)
         {
             return Ok(Caller::Admin);
+        }
+        // Every key this server issues has one shape: anything else is refused before the
+        // store is asked, so random tokens cost no store read.
+        if !has_key_shape(key) {
+            return Err(Failure::new(
+                ErrorKind::Unauthorized,
+                "the API key is not known",
+            ));
         }
         let hash = digest(key);
         if let Some(prefix) = self.cached(&hash) {
@@ -270,7 +297,7 @@ impl Keys {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)
             .map_err(|error| Failure::internal(format!("no random bytes for a key: {error}")))?;
-        let key = format!("am_{}", hex(&bytes));
+        let key = format!("{KEY_PREFIX}{}", hex(&bytes));
         let hash = digest(&key);
         let record = KeyRecord {
             prefix: prefix.to_string(),
@@ -367,6 +394,29 @@ mod tests {
                 .is_err()
         );
         assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abd"));
+    }
+
+    #[tokio::test]
+    async fn only_keys_of_the_issued_shape_are_looked_up() {
+        let memory = Memory::in_memory();
+        let keys = Keys::new(None, false).unwrap();
+        let issued = keys.create(&memory, "ci", "acme").await.unwrap();
+        assert!(has_key_shape(&issued.key), "{}", issued.key);
+        let caller = keys.caller(&memory, Some(&issued.key)).await.unwrap();
+        assert!(matches!(caller, Caller::Tenant(prefix) if prefix.as_str() == "acme"));
+        let digits = &issued.key[KEY_PREFIX.len()..];
+        for shapeless in [
+            digits.to_owned(),
+            format!("AM_{digits}"),
+            format!("{KEY_PREFIX}{}", digits.to_uppercase()),
+            format!("{}0", issued.key),
+            issued.key[..issued.key.len() - 1].to_owned(),
+            format!("{KEY_PREFIX}{}", "g".repeat(64)),
+        ] {
+            assert!(!has_key_shape(&shapeless), "{shapeless}");
+            let refused = keys.caller(&memory, Some(&shapeless)).await.unwrap_err();
+            assert_eq!(refused.kind, ErrorKind::Unauthorized, "{shapeless}");
+        }
     }
 
     #[test]

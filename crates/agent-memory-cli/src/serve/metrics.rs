@@ -27,6 +27,30 @@ struct Inner {
 }
 
 /// The server's request metrics.
+/// The label a request's method is counted under: the method's name when it is one of the
+/// standard nine, `OTHER` for the rest. A client chooses the method (hyper accepts any token
+/// of any length, before any key is checked), so counting it as sent would let anyone add
+/// entries to the metrics without bound; the route label is bounded the same way
+/// (`unmatched`).
+pub(crate) fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const STANDARD: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::PATCH, "PATCH"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::TRACE, "TRACE"),
+    ];
+    STANDARD
+        .iter()
+        .find(|(standard, _)| standard == method)
+        .map_or("OTHER", |(_, label)| label)
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     inner: Mutex<Inner>,
@@ -129,5 +153,15 @@ mod tests {
         assert!(text.contains("le=\"0.005\"} 1"), "{text}");
         assert!(text.contains("le=\"0.05\"} 2"), "{text}");
         assert!(text.contains("_count{method=\"POST\",route=\"/v1/recall\"} 2"));
+    }
+
+    #[test]
+    fn a_method_outside_the_standard_nine_is_counted_as_other() {
+        use axum::http::Method;
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        assert_eq!(method_label(&Method::GET), "GET");
+        let invented = Method::from_bytes(&[b'A'; 10_000]).expect("a method token");
+        assert_eq!(method_label(&invented), "OTHER");
+        assert_eq!(method_label(&Method::from_bytes(b"PROPFIND").expect("token")), "OTHER");
     }
 }

@@ -789,6 +789,116 @@ fn limits_are_enforced() {
     assert_eq!(body["error"]["field"], "limit");
 }
 
+/// Without keys, the server answers only requests addressed to an IP address or to
+/// localhost: a page whose domain is made to resolve to it (DNS rebinding) is refused, on
+/// the API and on MCP alike. With keys, any name may address it.
+#[test]
+fn a_server_without_keys_refuses_other_hosts() {
+    let dir = TempDir::new("hosts");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let open = Server::start(&dir, &store, &["--no-auth"]);
+    let port = open.address.rsplit_once(':').map(|(_, port)| port).unwrap_or_default();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "LOCALHOST".to_owned(),
+        format!("[::1]:{port}"),
+        "192.168.1.20".to_owned(),
+    ] {
+        let (status, _, text) =
+            open.raw_with_headers("GET", "/v1/memories", None, &[("Host", host.clone())], None);
+        assert_eq!(status, 200, "{host}: {text}");
+    }
+    for host in [
+        format!("attacker.example:{port}"),
+        "localhost.attacker.example".to_owned(),
+        "127.0.0.1.nip.io".to_owned(),
+    ] {
+        for path in ["/v1/memories", "/mcp"] {
+            let (status, _, text) =
+                open.raw_with_headers("GET", path, None, &[("Host", host.clone())], None);
+            assert_eq!(status, 403, "{host} {path}: {text}");
+            let refused: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            assert_eq!(refused["error"]["kind"], "forbidden", "{refused}");
+        }
+    }
+    drop(open);
+    let keyed = Server::start(&dir, &store, &[]);
+    let key = keyed.key_for("acme");
+    let (status, _, text) = keyed.raw_with_headers(
+        "GET",
+        "/v1/memories",
+        Some(&key),
+        &[("Host", "memory.internal.example".to_owned())],
+        None,
+    );
+    assert_eq!(status, 200, "{text}");
+}
+
+/// Every error is JSON in the API's shape, naming the field at fault where there is one:
+/// a body's field of the wrong type, an unknown or a missing field, a path segment that is
+/// not UTF-8, a method a route does not take. The
+/// `Bearer` scheme is read in any case, and a method outside the standard ones is counted
+/// under one label in the metrics.
+#[test]
+fn errors_are_json_and_name_their_field() {
+    let dir = TempDir::new("errors");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    for (body, field) in [
+        (json!({"text": "a", "importance": "high"}), "importance"),
+        (json!({"txt": "a"}), "txt"),
+        (json!({"importance": 0.5}), "text"),
+    ] {
+        let (status, refused) = server.call("POST", "/v1/memories", Some(&key), Some(body));
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+    }
+    let (status, refused) = server.call("GET", "/v1/memories/%FF", Some(&key), None);
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
+    let (status, head, text) =
+        server.raw_with_headers("PATCH", "/v1/memories", Some(&key), &[], None);
+    assert_eq!(status, 405, "{text}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    let refused: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
+    assert_eq!(refused["error"]["kind"], "usage", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("method")),
+        "{refused}"
+    );
+    // The scheme in lower case.
+    let (status, _, text) = server.raw_with_headers(
+        "GET",
+        "/v1/memories",
+        None,
+        &[("Authorization", format!("bearer {key}"))],
+        None,
+    );
+    assert_eq!(status, 200, "{text}");
+    let invented = "A".repeat(2_000);
+    let (status, _) = server.raw(&invented, "/v1/memories", Some(&key), None);
+    assert!(status >= 400, "{status}");
+    let (status, metrics) = server.raw("GET", "/metrics", None, None);
+    assert_eq!(status, 200);
+    assert!(!metrics.contains(&invented), "the method is counted as sent");
+    assert!(metrics.contains("method=\"OTHER\""), "{metrics}");
+}
+
 /// A batch of memories or of dialogue turns with one bad among them is refused whole, by
 /// the bad one's index and field, with nothing of it stored: the limits checked only by the
 /// store (a context's, a source's, the date a dialogue adds to a turn's text) are checked

@@ -207,8 +207,13 @@ pub(crate) fn request_full(
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address).ok()?;
     let body = body.unwrap_or("");
+    // A `Host` among `headers` replaces the address.
+    let host = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+        .map_or(address, |(_, host)| host.as_str());
     let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     if !body.is_empty() {
@@ -217,7 +222,7 @@ pub(crate) fn request_full(
     if let Some(key) = key {
         request.push_str(&format!("Authorization: Bearer {key}\r\n"));
     }
-    for (name, value) in headers {
+    for (name, value) in headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("host")) {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
