@@ -355,8 +355,10 @@ async fn as_json_error(response: Response) -> Response {
             .filter(|allowed| !allowed.is_empty())
         {
             Some(allowed) => format!("the route does not take this method; it takes {allowed}"),
-            None => "the route does not take this method (GET /openapi.json lists each route's methods)"
-                .to_owned(),
+            None => {
+                "the route does not take this method (GET /openapi.json lists each route's methods)"
+                    .to_owned()
+            }
         },
         (_, "") => status
             .canonical_reason()

@@ -329,6 +329,48 @@ async fn duplicates_merge_reject_or_stay_by_policy() {
             .await
             .unwrap();
         assert_eq!(other.outcome, Outcome::Added, "{name}");
+        // Nor is its negation, with the typographic apostrophe as with the straight one.
+        for (at, negated) in [
+            "The user doesn’t like green tea",
+            "The user doesn't like green tea",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ns = Namespace::parse(&format!("dup/negated-{at}")).unwrap();
+            memory
+                .remember(&ns, "The user likes green tea")
+                .await
+                .unwrap();
+            let told = memory
+                .remember_with(Remember::new(ns.clone(), negated))
+                .await
+                .unwrap();
+            assert_eq!(told.outcome, Outcome::Added, "{name}: {negated}");
+            assert_eq!(count(&backend, &ns).await, 2, "{name}: {negated}");
+        }
+        // A threshold near zero takes nearly every text for a duplicate, and sizes nothing
+        // by it.
+        let loose = builder(&backend, &clock)
+            .facts(FactsConfig {
+                duplicate_similarity: 1e-12,
+                ..FactsConfig::default()
+            })
+            .build()
+            .unwrap();
+        let ns = Namespace::parse("dup/loose").unwrap();
+        loose
+            .remember(&ns, "The user likes green tea")
+            .await
+            .unwrap();
+        let merged = loose
+            .remember_with(Remember::new(ns.clone(), "The user likes green tea a lot"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(merged.outcome, Outcome::Merged { .. }),
+            "{name}: {merged:?}"
+        );
 
         let strict = builder(&backend, &clock)
             .facts(FactsConfig {

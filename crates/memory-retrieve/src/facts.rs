@@ -288,6 +288,20 @@ mod tests {
         let mut vocabulary = Vocabulary;
         let terms = vocabulary.terms_with_text("I do not eat meat, NOT ever.", |_, _| ());
         assert_eq!(terms.negations, 2);
+        // The typographic apostrophe phones and models write is a negation too.
+        let terms = vocabulary.terms_with_text("I don’t eat meat. She DOESN’T either.", |_, _| ());
+        assert_eq!(terms.negations, 2);
+    }
+
+    #[test]
+    fn a_negation_with_a_typographic_apostrophe_conflicts_and_is_no_duplicate() {
+        let detector = RuleConflictDetector::default();
+        let (old, new) = (
+            "The user likes black coffee in the morning",
+            "The user doesn’t like black coffee in the morning",
+        );
+        assert!(detector.explain(new, old).is_some(), "{new:?} vs {old:?}");
+        assert!(similarity(new, old) < 1.0, "{new:?} vs {old:?}");
     }
 
     #[test]

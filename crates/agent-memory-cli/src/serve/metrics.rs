@@ -162,6 +162,9 @@ mod tests {
         assert_eq!(method_label(&Method::GET), "GET");
         let invented = Method::from_bytes(&[b'A'; 10_000]).expect("a method token");
         assert_eq!(method_label(&invented), "OTHER");
-        assert_eq!(method_label(&Method::from_bytes(b"PROPFIND").expect("token")), "OTHER");
+        assert_eq!(
+            method_label(&Method::from_bytes(b"PROPFIND").expect("token")),
+            "OTHER"
+        );
     }
 }

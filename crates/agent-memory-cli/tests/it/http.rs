@@ -800,7 +800,11 @@ fn a_server_without_keys_refuses_other_hosts() {
         dir.path().join("s.db").to_string_lossy().into_owned(),
     ];
     let open = Server::start(&dir, &store, &["--no-auth"]);
-    let port = open.address.rsplit_once(':').map(|(_, port)| port).unwrap_or_default();
+    let port = open
+        .address
+        .rsplit_once(':')
+        .map(|(_, port)| port)
+        .unwrap_or_default();
     for host in [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -895,7 +899,10 @@ fn errors_are_json_and_name_their_field() {
     assert!(status >= 400, "{status}");
     let (status, metrics) = server.raw("GET", "/metrics", None, None);
     assert_eq!(status, 200);
-    assert!(!metrics.contains(&invented), "the method is counted as sent");
+    assert!(
+        !metrics.contains(&invented),
+        "the method is counted as sent"
+    );
     assert!(metrics.contains("method=\"OTHER\""), "{metrics}");
 }
 

@@ -222,7 +222,10 @@ pub(crate) fn request_full(
     if let Some(key) = key {
         request.push_str(&format!("Authorization: Bearer {key}\r\n"));
     }
-    for (name, value) in headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("host")) {
+    for (name, value) in headers
+        .iter()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+    {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");

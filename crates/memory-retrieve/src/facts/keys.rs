@@ -313,9 +313,10 @@ impl Vocabulary {
         }
         // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
         // `text` outside `terms` already fails, whatever follows.
+        // (A float cast saturates: a tiny threshold allows every term, and sizes nothing.)
         let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
         shared.clear();
-        let mut extra: Vec<Key> = Vec::with_capacity(allowed + 1);
+        let mut extra: HashSet<Key> = HashSet::with_capacity(allowed.min(64).saturating_add(1));
         let mut within = true;
         self.with(|keys| {
             for_each_raw_word(text, |raw| {
@@ -324,8 +325,7 @@ impl Vocabulary {
                 };
                 if terms.contains(&key) {
                     shared.insert(key);
-                } else if !extra.contains(&key) {
-                    extra.push(key);
+                } else if extra.insert(key) {
                     within = extra.len() <= allowed;
                 }
                 within
@@ -346,13 +346,15 @@ pub(super) fn jaccard<T: Eq + std::hash::Hash>(a: &HashSet<T>, b: &HashSet<T>) -
 
 /// Whether `word` (as written) is one of [`NEGATIONS`], whatever its case and apostrophe.
 fn is_negation(word: &str) -> bool {
-    word.len() <= 8
+    // Compared a character at a time: `’` is three bytes where `'` is one.
+    word.len() <= 10
         && NEGATIONS.iter().any(|negation| {
-            negation.len() == word.len()
-                && negation
-                    .chars()
-                    .zip(word.chars())
-                    .all(|(n, w)| n == w.to_ascii_lowercase() || (n == '\'' && w == '’'))
+            let mut written = word.chars();
+            negation.chars().all(|n| {
+                written
+                    .next()
+                    .is_some_and(|w| n == w.to_ascii_lowercase() || (n == '\'' && w == '’'))
+            }) && written.next().is_none()
         })
 }
 
