@@ -141,9 +141,12 @@ pub struct ConversationConfig {
     pub compact: Option<CompactConfig>,
     /// Promotion by importance: a message added with an importance at or above this is
     /// also stored as an episodic (long-term) memory in the session's
-    /// [`promoted_namespace`], as
-    /// [`Memory::promote`](crate::Memory::promote) would, so it outlives the window and
-    /// the capacity of the conversation. `None` (the default): promotion is explicit only.
+    /// [`promoted_namespace`], so it outlives the window and the capacity of the
+    /// conversation. The copy is written with the message, in one write of the store (both
+    /// or neither): unlike [`Memory::promote`](crate::Memory::promote), it is not embedded,
+    /// merged with a duplicate or counted against a namespace capacity on the way in (the
+    /// next [`Memory::maintain`](crate::Memory::maintain) applies the capacity). Call
+    /// `Memory::promote` for those. `None` (the default): promotion is explicit only.
     #[serde(default)]
     pub promote_at: Option<f32>,
 }
@@ -199,6 +202,10 @@ pub struct ConversationMemory {
     /// The next sequence number and the time of the newest message written: each message
     /// is stamped strictly after the one before it.
     next: Mutex<(u64, DateTime<Utc>)>,
+    /// This handle's mark in the ids of the messages it writes (`msg-<seq>-<mark>`): two
+    /// handles open on one session read the same next sequence number, and a save is an
+    /// upsert, so ids of the sequence alone made the second message replace the first.
+    mark: String,
 }
 
 const SEQ_WIDTH: usize = 12;
@@ -269,6 +276,8 @@ impl ConversationMemory {
             config,
             clock,
             next: Mutex::new((next, last_at)),
+            // The counter and the process's salt of a new id: unique to this handle.
+            mark: memory_core::new_id().split_off(14),
         })
     }
 
@@ -277,10 +286,14 @@ impl ConversationMemory {
         &self.session
     }
 
-    /// Stores a message, then applies eviction and compaction. Returns its id.
+    /// Stores a message, then applies eviction and compaction. Returns its id,
+    /// `msg-<sequence>-<handle>`: any number of handles may write to one session, and each
+    /// message keeps its own id.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] for empty content; store errors.
+    /// [`MemoryError::InvalidInput`] for empty content; the store's error when the message
+    /// could not be stored. Once it is stored, a failure of eviction or compaction is logged
+    /// and the id returned: the message is there, and a retry would store it twice.
     pub async fn add_message(&self, message: Message) -> Result<String> {
         let (seq, at) = {
             let mut next = self
@@ -294,7 +307,7 @@ impl ConversationMemory {
             *next = (seq + 1, at);
             (seq, at)
         };
-        let id = format!("msg-{seq:0width$}", width = SEQ_WIDTH);
+        let id = format!("msg-{seq:0width$}-{}", self.mark, width = SEQ_WIDTH);
         let mut metadata = serde_json::json!({"role": message.role.as_str(), "seq": seq});
         if let Some(call) = &message.tool_call_id {
             metadata["tool_call_id"] = serde_json::Value::String(call.clone());
@@ -329,8 +342,15 @@ impl ConversationMemory {
             Some(promoted) => self.store.save_many(vec![item, promoted]).await?,
             None => self.store.save(item).await?,
         }
-        self.evict().await?;
-        self.compact().await?;
+        // The message is stored: a failure of the upkeep after it is logged, not returned,
+        // or a caller that retries would store the message twice. The next message's
+        // upkeep (or `evict` and `compact` called directly) catches up.
+        if let Err(error) = self.evict().await {
+            tracing::warn!(%error, session = %self.session, "conversation eviction failed after a message was stored");
+        }
+        if let Err(error) = self.compact().await {
+            tracing::warn!(%error, session = %self.session, "conversation compaction failed after a message was stored");
+        }
         Ok(id)
     }
 
@@ -359,8 +379,12 @@ impl ConversationMemory {
         Ok(deleted)
     }
 
-    /// Compacts old tool results when the history is over budget. Returns how many messages
-    /// were compacted.
+    /// Compacts old tool results when the history ([`get_history`](Self::get_history): the
+    /// window, under the sliding-window strategy) is over budget: the oldest tool results in
+    /// it, past the newest `keep_recent`, are replaced by a one-line placeholder until it
+    /// fits. A result no longer than its placeholder is left whole (replacing it would
+    /// grow the history and lose the result for nothing). Returns how many messages were
+    /// compacted.
     ///
     /// # Errors
     /// Store errors.
@@ -372,19 +396,21 @@ impl ConversationMemory {
             .store
             .list(&MemoryFilter::new(self.session.exact()))
             .await?;
+        let history = self.history_positions(&items, |item| {
+            Role::parse(role_of(item).unwrap_or_default()).unwrap_or(Role::User)
+        });
         let budget = config.context_window - config.reserved_tokens;
-        let mut total: usize = items
+        let mut total: usize = history
             .iter()
-            .map(|item| estimate_tokens(&item.content))
+            .map(|&at| estimate_tokens(&items[at].content))
             .sum();
         if total <= budget {
             return Ok(0);
         }
-        let tool_positions: Vec<usize> = items
+        let tool_positions: Vec<usize> = history
             .iter()
-            .enumerate()
-            .filter(|(_, item)| item.metadata.get("role").and_then(|r| r.as_str()) == Some("tool"))
-            .map(|(at, _)| at)
+            .copied()
+            .filter(|&at| role_of(&items[at]) == Some("tool"))
             .collect();
         let old = tool_positions.len().saturating_sub(config.keep_recent);
         let mut compacted = 0;
@@ -396,12 +422,16 @@ impl ConversationMemory {
             if item.metadata.get("compacted").and_then(|c| c.as_bool()) == Some(true) {
                 continue;
             }
+            let tokens = estimate_tokens(&item.content);
             let placeholder = format!(
-                "[tool result compacted: {} characters, about {} tokens]",
+                "[tool result compacted: {} characters, about {tokens} tokens]",
                 item.content.chars().count(),
-                estimate_tokens(&item.content)
             );
-            total = total - estimate_tokens(&item.content) + estimate_tokens(&placeholder);
+            let kept = estimate_tokens(&placeholder);
+            if tokens <= kept {
+                continue;
+            }
+            total = total - tokens + kept;
             let mut replaced = item.clone();
             replaced.content = placeholder;
             replaced.metadata["compacted"] = serde_json::Value::Bool(true);
@@ -409,6 +439,29 @@ impl ConversationMemory {
             compacted += 1;
         }
         Ok(compacted)
+    }
+
+    /// The positions in `messages` (the session's, oldest first) of those
+    /// [`get_history`](Self::get_history) returns, in order: all of them, or under the
+    /// sliding window the system messages before the last `max_turns` user turns and
+    /// everything from the first of those turns on. `role` reads a message's role.
+    fn history_positions<T>(&self, messages: &[T], role: impl Fn(&T) -> Role) -> Vec<usize> {
+        let all = 0..messages.len();
+        if self.config.strategy == HistoryStrategy::Full {
+            return all.collect();
+        }
+        let user_starts: Vec<usize> = all
+            .clone()
+            .filter(|&at| role(&messages[at]) == Role::User)
+            .collect();
+        if user_starts.len() <= self.config.max_turns {
+            return all.collect();
+        }
+        let cut = user_starts[user_starts.len() - self.config.max_turns];
+        (0..cut)
+            .filter(|&at| role(&messages[at]) == Role::System)
+            .chain(cut..messages.len())
+            .collect()
     }
 
     /// The history under the configured strategy, oldest first.
@@ -420,27 +473,17 @@ impl ConversationMemory {
             .store
             .list(&MemoryFilter::new(self.session.exact()))
             .await?;
-        let messages: Vec<Message> = items.into_iter().map(to_message).collect();
-        if self.config.strategy == HistoryStrategy::Full {
-            return Ok(messages);
-        }
-        let user_starts: Vec<usize> = messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.role == Role::User)
-            .map(|(at, _)| at)
+        let mut messages: Vec<Option<Message>> = items
+            .into_iter()
+            .map(|item| Some(to_message(item)))
             .collect();
-        if user_starts.len() <= self.config.max_turns {
-            return Ok(messages);
-        }
-        let cut = user_starts[user_starts.len() - self.config.max_turns];
-        let mut out: Vec<Message> = messages[..cut]
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .cloned()
-            .collect();
-        out.extend_from_slice(&messages[cut..]);
-        Ok(out)
+        let positions = self.history_positions(&messages, |message| {
+            message.as_ref().map_or(Role::User, |message| message.role)
+        });
+        Ok(positions
+            .into_iter()
+            .filter_map(|at| messages[at].take())
+            .collect())
     }
 
     /// The estimated token count of [`get_history`](Self::get_history).
@@ -463,6 +506,11 @@ impl ConversationMemory {
     pub async fn clear(&self) -> Result<usize> {
         self.store.clear(&self.session.exact()).await
     }
+}
+
+/// The role a message's metadata names, if any.
+fn role_of(item: &MemoryItem) -> Option<&str> {
+    item.metadata.get("role").and_then(|role| role.as_str())
 }
 
 fn to_message(item: MemoryItem) -> Message {

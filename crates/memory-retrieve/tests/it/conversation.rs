@@ -174,6 +174,72 @@ async fn compaction_replaces_old_tool_results_only_on(store: Arc<dyn MemoryStore
     assert!(memory.estimated_tokens().await.unwrap() <= 150);
 }
 
+/// Compaction measures the history the strategy returns (the window), not every message
+/// stored: a window within budget loses no tool result, however long the session behind it.
+/// A result no longer than its placeholder is never replaced.
+#[tokio::test]
+async fn compaction_measures_the_window_and_spares_short_results() {
+    for store in stores() {
+        let config = ConversationConfig {
+            strategy: HistoryStrategy::SlidingWindow,
+            max_turns: 2,
+            max_messages: None,
+            compact: Some(CompactConfig {
+                context_window: 1_600,
+                reserved_tokens: 100,
+                keep_recent: 0,
+            }),
+            promote_at: None,
+        };
+        let memory = open(store.clone(), config.clone()).await;
+        let long = "y".repeat(400); // about 100 tokens each
+        for at in 0..60 {
+            memory
+                .add_message(Message::new(Role::User, format!("{at} {long}")))
+                .await
+                .unwrap();
+        }
+        memory
+            .add_message(Message::tool_result("call-1", "42"))
+            .await
+            .unwrap();
+        memory
+            .add_message(Message::tool_result("call-2", "z".repeat(200)))
+            .await
+            .unwrap();
+        let history = memory.get_history().await.unwrap();
+        assert!(memory.estimated_tokens().await.unwrap() <= 1_500);
+        assert!(
+            history.iter().all(|message| !message.compacted),
+            "{history:?}"
+        );
+        assert_eq!(memory.compact().await.unwrap(), 0);
+        // Over budget within the window: the long result goes, the short one stays.
+        let tight = ConversationConfig {
+            compact: Some(CompactConfig {
+                context_window: 200,
+                reserved_tokens: 100,
+                keep_recent: 0,
+            }),
+            ..config
+        };
+        let memory = open(store, tight).await;
+        assert_eq!(memory.compact().await.unwrap(), 1);
+        let history = memory.get_history().await.unwrap();
+        let tools: Vec<(&str, bool)> = history
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .map(|message| {
+                (
+                    message.tool_call_id.as_deref().unwrap_or_default(),
+                    message.compacted,
+                )
+            })
+            .collect();
+        assert_eq!(tools, [("call-1", false), ("call-2", true)]);
+    }
+}
+
 #[tokio::test]
 async fn bad_config_is_rejected() {
     for store in stores() {
@@ -270,6 +336,37 @@ async fn order_holds_past_a_thousand_messages_at_one_instant_on(store: Arc<dyn M
     );
     assert_eq!(reopened.clear().await.unwrap(), 1_500);
     assert!(reopened.get_history().await.unwrap().is_empty());
+}
+
+/// Two handles open on one session each keep every message they add: both read the same
+/// next sequence number when they open, and their messages do not share an id.
+#[tokio::test]
+async fn two_handles_on_one_session_lose_no_message() {
+    for store in stores() {
+        let config = ConversationConfig {
+            strategy: HistoryStrategy::Full,
+            ..Default::default()
+        };
+        let first = open(store.clone(), config.clone()).await;
+        let second = open(store.clone(), config.clone()).await;
+        let a = first
+            .add_message(Message::new(Role::User, "from A"))
+            .await
+            .unwrap();
+        let b = second
+            .add_message(Message::new(Role::User, "from B"))
+            .await
+            .unwrap();
+        assert_ne!(a, b);
+        let history = open(store.clone(), config)
+            .await
+            .get_history()
+            .await
+            .unwrap();
+        let mut said = contents(&history);
+        said.sort_unstable();
+        assert_eq!(said, ["from A", "from B"]);
+    }
 }
 
 /// A message added with an importance at or above `promote_at` is kept as a long-term
