@@ -520,6 +520,78 @@ async fn conflicts_without_keys_are_flagged_ranked_and_settled_by_policy() {
     }
 }
 
+/// A keyed statement repeating a memory without its key is that fact's new version, not a
+/// duplicate: merged into the keyless memory, it left the key two current versions (the
+/// merged memory, given the key, and the version it should have ended). Alone and in a
+/// batch.
+#[tokio::test]
+async fn a_keyed_restatement_of_a_keyless_memory_settles_its_key() {
+    for backend in common::backends("facts_keyed_restatement").await {
+        let clock = Arc::new(ManualClock::new(day(100)));
+        let name = backend.name;
+        let memory = builder(&backend, &clock).build().unwrap();
+        let current = |ns: Namespace| {
+            let store = Arc::clone(&backend.store);
+            async move {
+                let mut filter = agent_memory::MemoryFilter::new(ns.exact())
+                    .with_view(agent_memory::TimeView::Current(day(1000)))
+                    .with_fact_key("user.city")
+                    .unwrap();
+                filter.limit = None;
+                let live = store.list(&filter).await.unwrap();
+                live.into_iter()
+                    .map(|item| item.content)
+                    .collect::<Vec<_>>()
+            }
+        };
+        let ns = Namespace::parse("restated/one").unwrap();
+        memory
+            .remember_with(Remember::new(ns.clone(), "The user lives in Paris").created_at(day(1)))
+            .await
+            .unwrap();
+        for (at, city) in [(2, "Berlin"), (3, "Paris")] {
+            memory
+                .remember_with(
+                    Remember::new(ns.clone(), format!("The user lives in {city}"))
+                        .fact_key("user.city")
+                        .created_at(day(at)),
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            current(ns.clone()).await,
+            ["The user lives in Paris"],
+            "{name}"
+        );
+
+        let ns = Namespace::parse("restated/batch").unwrap();
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "The user lives in Berlin")
+                    .fact_key("user.city")
+                    .created_at(day(2)),
+            )
+            .await
+            .unwrap();
+        memory
+            .remember_many(vec![
+                Remember::new(ns.clone(), "The user lives in Paris").created_at(day(1)),
+                Remember::new(ns.clone(), "The user lives in Paris")
+                    .fact_key("user.city")
+                    .created_at(day(3)),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(
+            current(ns).await,
+            ["The user lives in Paris"],
+            "{name}: batch"
+        );
+        backend.cleanup().await;
+    }
+}
+
 /// A keyed fact is replaced by its key, not by inference: newer statements without its key
 /// that share its words ("Ava Novak's sister lives in Oslo") or that the detector flags
 /// against it ("Ava Novak lives in Oslo") do not rank it stale, though the flag stays

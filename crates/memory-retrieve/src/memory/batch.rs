@@ -32,7 +32,7 @@ fn at_index(index: usize, error: MemoryError) -> MemoryError {
 }
 
 /// The stored duplicate `old` reinforced by a repetition `new` (as a single `remember`
-/// merges it).
+/// merges it; `new`'s key, if any, is `old`'s: `keys_allow_merge`).
 fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
     old.access_count = old.access_count.saturating_add(1);
     old.importance = old.importance.max(new.importance);
@@ -43,9 +43,6 @@ fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
         }
     }
     old.updated_at = old.updated_at.max(new.created_at);
-    if old.fact_key.is_none() {
-        old.fact_key.clone_from(&new.fact_key);
-    }
     if old.source.is_none() {
         old.source.clone_from(&new.source);
     }
@@ -258,9 +255,7 @@ impl Memory {
                 earlier.iter().copied().find(|&at| {
                     let old: &MemoryItem = &writes.items[at];
                     prepared.duplicates(&item, old, &self.facts)
-                        && (old.fact_key.is_none()
-                            || item.fact_key.is_none()
-                            || old.fact_key == item.fact_key)
+                        && super::facts::keys_allow_merge(old, &item)
                 })
             });
             if let Some(at) = earlier {

@@ -119,7 +119,18 @@ fn link_conflict(new: &mut MemoryItem, old: &MemoryItem) {
     push_link(&mut new.conflicts_with, &old.id);
 }
 
-/// The stored duplicate `old` reinforced by a repetition `new`.
+/// Whether the fact keys of a stored duplicate `old` and a repetition `new` let `new` merge
+/// into it: the same key, or `new` without one (it restates `old`, whatever `old` is the
+/// fact of). A keyed `new` never merges into a memory without its key: it is that fact's
+/// new version, and settles the key (the current version ends) as any version does. Given
+/// the key by a merge instead, the old memory kept its own start and the fact two current
+/// versions.
+pub(super) fn keys_allow_merge(old: &MemoryItem, new: &MemoryItem) -> bool {
+    new.fact_key.is_none() || old.fact_key == new.fact_key
+}
+
+/// The stored duplicate `old` reinforced by a repetition `new` (whose key, if any, is
+/// `old`'s: [`keys_allow_merge`]).
 fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
     let mut merged = old.clone();
     merged.access_count = merged.access_count.saturating_add(1);
@@ -131,9 +142,6 @@ fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
         }
     }
     merged.updated_at = merged.updated_at.max(new.created_at);
-    if merged.fact_key.is_none() {
-        merged.fact_key.clone_from(&new.fact_key);
-    }
     if merged.source.is_none() {
         merged.source.clone_from(&new.source);
     }
@@ -220,12 +228,9 @@ impl Memory {
             .collect();
         if config.duplicates != DuplicatePolicy::KeepBoth
             && let Some(prepared) = prepared.as_mut()
-            && let Some(duplicate) = candidates.iter().find(|old| {
-                prepared.duplicates(&item, old, config)
-                    && (old.fact_key.is_none()
-                        || item.fact_key.is_none()
-                        || old.fact_key == item.fact_key)
-            })
+            && let Some(duplicate) = candidates
+                .iter()
+                .find(|old| prepared.duplicates(&item, old, config) && keys_allow_merge(old, &item))
         {
             if config.duplicates == DuplicatePolicy::Reject {
                 return Err(MemoryError::AlreadyExists(format!(
