@@ -102,6 +102,37 @@ async fn a_busy_tenant_beside_quiet_ones_stays_within_capacity() {
     }
 }
 
+/// Writes made at once to one namespace, most of them while another's pass runs, leave it
+/// within its capacity once all are acknowledged: the writes counted during a pass ask for
+/// another when they take the namespace over again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_concurrent_writes_ends_within_capacity() {
+    for backend in backends("capacity_burst").await {
+        let memory = Arc::new(backend.memory(EvictionPolicy::Capacity { max_items: 16 }, 100));
+        let tenant = Namespace::parse("burst").expect("valid namespace");
+        for round in 0..4 {
+            let writes: Vec<_> = (0..64)
+                .map(|i| {
+                    let memory = Arc::clone(&memory);
+                    let tenant = tenant.clone();
+                    tokio::spawn(async move {
+                        memory
+                            .remember(&tenant, &format!("burst {round} note {i}"))
+                            .await
+                            .expect("remember")
+                    })
+                })
+                .collect();
+            for write in writes {
+                write.await.expect("the write's task");
+            }
+            let held = backend.store.count(&tenant.exact()).await.expect("count");
+            assert!(held <= 16, "{} round {round}: {held} of 16", backend.name);
+        }
+        backend.cleanup().await;
+    }
+}
+
 /// A random interleaving: batches of writes, each to one tenant.
 fn batches() -> impl Strategy<Value = Vec<(usize, usize)>> {
     prop::collection::vec((0usize..12, 1usize..25), 1..40)

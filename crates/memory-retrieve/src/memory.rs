@@ -24,6 +24,10 @@ const MAX_ATTRIBUTE_CHARS: usize = 160;
 /// Memories [`Memory::stats`] reads at a time.
 const STATS_PAGE: usize = 1_000;
 
+/// Most eviction passes one write runs on its namespace: the one it asks for and those the
+/// writes made meanwhile ask for after it (see `WriteTracker::finish`).
+const MAX_PASSES_PER_WRITE: usize = 4;
+
 mod background;
 mod batch;
 mod builder;
@@ -210,8 +214,10 @@ impl Memory {
         .await
     }
 
-    /// Runs the eviction pass a write to `namespace` asks for, if any (see the `upkeep`
-    /// module). A failure is logged and counted for the next [`Memory::maintain`].
+    /// Runs the eviction pass a write to `namespace` asks for, if any, and those the
+    /// writes made meanwhile ask for after it (at most [`MAX_PASSES_PER_WRITE`]; see the
+    /// `upkeep` module). A failure is logged and counted for the next
+    /// [`Memory::maintain`].
     async fn keep_within_capacity(&self, namespace: &Namespace) {
         if self.eviction.policy == memory_core::EvictionPolicy::None {
             return;
@@ -219,30 +225,41 @@ impl Memory {
         let Some(pass) = self.writes.record_write(namespace, &self.eviction) else {
             return;
         };
-        let running = self.writes.running(namespace);
-        let outcome = namespace_pass(
-            &*self.store,
-            namespace,
-            &self.eviction.policy,
-            self.clock.now(),
-            pass.with_ttl,
-            pass.headroom,
-        )
-        .await;
-        match outcome {
-            Ok((report, remaining)) => {
-                running.finish(Some(remaining));
-                tracing::debug!(
-                    expired = report.expired,
-                    evicted = report.evicted,
-                    remaining,
-                    "eviction pass"
-                );
-            }
-            Err(error) => {
-                running.finish(None);
-                tracing::warn!(%error, %namespace, "eviction pass after a write failed");
-            }
+        let mut running = self.writes.running(namespace);
+        let mut pass = Some(pass);
+        // Writes made while a pass ran may ask for another (see `WriteTracker::finish`);
+        // this write runs at most a few, and the next write to the namespace runs the rest.
+        for _ in 0..MAX_PASSES_PER_WRITE {
+            let Some(this) = pass else { return };
+            let outcome = namespace_pass(
+                &*self.store,
+                namespace,
+                &self.eviction.policy,
+                self.clock.now(),
+                this.with_ttl,
+                this.headroom,
+            )
+            .await;
+            pass = match outcome {
+                Ok((report, remaining)) => {
+                    tracing::debug!(
+                        expired = report.expired,
+                        evicted = report.evicted,
+                        remaining,
+                        "eviction pass"
+                    );
+                    running.finish(Some(remaining), &self.eviction)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, %namespace, "eviction pass after a write failed");
+                    running.finish(None, &self.eviction)
+                }
+            };
+        }
+        // Passes left: the namespace is let go; its next write asks again (its bound is
+        // over the capacity).
+        if pass.is_some() {
+            running.release();
         }
     }
 

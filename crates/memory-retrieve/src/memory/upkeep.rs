@@ -9,7 +9,10 @@
 //! state one pass serves the next `capacity / 16` writes and the cost of a pass (a count
 //! and an ordered read of the victims) is shared among them. The bookkeeping is one map
 //! lookup per write under a short lock, never held across an await, and independent of
-//! the number of namespaces.
+//! the number of namespaces. Writes made while a pass runs are counted, not passed: when
+//! the pass ends with them over the capacity again, the writer that ran it runs another
+//! (a few at most; the namespace's next write asks for the rest), so a burst of
+//! concurrent writes ends within the capacity too.
 //!
 //! The map holds at most [`MAX_TRACKED`] namespaces: a server with many tenants would
 //! otherwise keep an entry for every namespace it ever wrote. When a new namespace would go
@@ -113,7 +116,15 @@ impl WriteTracker {
 
     /// Ends the pass on `namespace`: `remaining` is the namespace's count after it, or
     /// `None` when the pass failed (the bound is then read again at the next write).
-    pub(super) fn finish(&self, namespace: &Namespace, remaining: Option<usize>) {
+    /// Returns the pass to run next when the writes made while it ran took the namespace
+    /// over `config`'s capacity again: the namespace stays busy, and the caller runs it (a
+    /// burst that then goes quiet would otherwise stay over the bound until `maintain`).
+    pub(super) fn finish(
+        &self,
+        namespace: &Namespace,
+        remaining: Option<usize>,
+        config: &EvictionConfig,
+    ) -> Option<Pass> {
         if remaining.is_none() {
             self.failed_passes.fetch_add(1, Ordering::Relaxed);
         }
@@ -121,9 +132,45 @@ impl WriteTracker {
             .namespaces
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tracked = namespaces.get_mut(namespace)?;
+        tracked.items = remaining.map(|items| items.saturating_add(tracked.during));
+        tracked.since_full += tracked.during;
+        tracked.during = 0;
+        let capacity = config.policy.capacity();
+        match (capacity, tracked.items) {
+            (Some(capacity), Some(items)) if items > capacity => Some(Pass {
+                with_ttl: false,
+                headroom: capacity / 16,
+            }),
+            _ => {
+                tracked.busy = false;
+                None
+            }
+        }
+    }
+
+    /// Lets `namespace` go with its bound as it is (see [`Running::release`]).
+    fn release(&self, namespace: &Namespace) {
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(tracked) = namespaces.get_mut(namespace) {
             tracked.busy = false;
-            tracked.items = remaining.map(|items| items.saturating_add(tracked.during));
+        }
+    }
+
+    /// Ends the pass on `namespace` as failed (a write's future dropped while it ran): its
+    /// bound is read again at the next write.
+    fn abandon(&self, namespace: &Namespace) {
+        self.failed_passes.fetch_add(1, Ordering::Relaxed);
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tracked) = namespaces.get_mut(namespace) {
+            tracked.busy = false;
+            tracked.items = None;
             tracked.since_full += tracked.during;
             tracked.during = 0;
         }
@@ -155,17 +202,33 @@ pub(super) struct Running<'a> {
 }
 
 impl Running<'_> {
-    /// Ends the pass: `remaining` as for [`WriteTracker::finish`].
-    pub(super) fn finish(mut self, remaining: Option<usize>) {
+    /// Ends the pass: `remaining` and the answer as for [`WriteTracker::finish`]. When it
+    /// answers a pass, the namespace is still busy and this guard still holds it: run the
+    /// pass and finish again.
+    pub(super) fn finish(
+        &mut self,
+        remaining: Option<usize>,
+        config: &EvictionConfig,
+    ) -> Option<Pass> {
+        let next = self.tracker.finish(self.namespace, remaining, config);
+        self.ended = next.is_none();
+        next
+    }
+}
+
+impl Running<'_> {
+    /// Lets the namespace go with a pass still asked for: its bound stays over the
+    /// capacity, so its next write asks again.
+    pub(super) fn release(mut self) {
         self.ended = true;
-        self.tracker.finish(self.namespace, remaining);
+        self.tracker.release(self.namespace);
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         if !self.ended {
-            self.tracker.finish(self.namespace, None);
+            self.tracker.abandon(self.namespace);
         }
     }
 }
@@ -195,12 +258,12 @@ mod tests {
         assert!(tracker.record_write(&namespace(0), &config).is_some());
         // The second's count is known, and its pass done.
         assert!(tracker.record_write(&namespace(1), &config).is_some());
-        tracker.finish(&namespace(1), Some(10));
+        assert_eq!(tracker.finish(&namespace(1), Some(10), &config), None);
         assert_eq!(tracker.record_write(&namespace(1), &config), None);
         for n in 2..MAX_TRACKED + 100 {
             let pass = tracker.record_write(&namespace(n), &config);
             if pass.is_some() {
-                tracker.finish(&namespace(n), Some(1));
+                assert_eq!(tracker.finish(&namespace(n), Some(1), &config), None);
             }
             assert!(
                 tracked(&tracker) <= MAX_TRACKED,
@@ -222,5 +285,34 @@ mod tests {
             tracker.record_write(&namespace(1), &config).is_some(),
             "a namespace let go is read again by a pass"
         );
+    }
+
+    /// Writes counted while a pass ran that take the namespace over its capacity again ask
+    /// the writer that ran it for another pass, the namespace busy meanwhile; within the
+    /// capacity, it is let go.
+    #[test]
+    fn writes_during_a_pass_over_the_capacity_ask_for_another() {
+        let config = EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 16 },
+            check_interval: 1_000,
+        };
+        let tracker = WriteTracker::default();
+        let ns = Namespace::parse("burst").expect("a namespace");
+        assert!(tracker.record_write(&ns, &config).is_some());
+        for _ in 0..30 {
+            assert_eq!(tracker.record_write(&ns, &config), None, "busy: counted");
+        }
+        let again = tracker.finish(&ns, Some(15), &config);
+        assert_eq!(
+            again,
+            Some(Pass {
+                with_ttl: false,
+                headroom: 1
+            })
+        );
+        assert_eq!(tracker.record_write(&ns, &config), None, "still busy");
+        // 15 and the one written meanwhile: within the capacity.
+        assert_eq!(tracker.finish(&ns, Some(15), &config), None);
+        assert!(tracker.record_write(&ns, &config).is_some(), "17 of 16");
     }
 }
