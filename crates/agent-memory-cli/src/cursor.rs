@@ -11,9 +11,11 @@ use serde::de::DeserializeOwned;
 
 use crate::failure::Failure;
 
-/// Longest cursor read: the position's JSON holds an id of at most 256 bytes, a namespace
-/// of at most 512 and a time, each escaped at most six times over, in hexadecimal.
-const MAX_CURSOR: usize = 2 * 6 * 1024;
+/// Longest cursor read: the position's JSON holds at most a namespace of 512 bytes, an id
+/// of 256 and a page's title lowercased (1,024 bytes, half again once lowercased: `Ⱥ` is
+/// two bytes and `ⱥ` three) or a relation's ends and type, each escaped at most six times
+/// over (a control character is `\u0001`), in hexadecimal.
+const MAX_CURSOR: usize = 2 * 6 * (512 + 256 + 1_536 + 64);
 
 /// The cursor naming `position`.
 pub(crate) fn encode(position: &impl Serialize) -> String {
@@ -125,6 +127,22 @@ mod tests {
         assert_eq!(
             decode::<ListPosition>(&cursor).unwrap(),
             ListPosition::of(&item)
+        );
+    }
+
+    /// The longest position a listing gives, a page index line whose title is of control
+    /// characters, makes a cursor that is read back.
+    #[test]
+    fn the_longest_position_is_read_back() {
+        let longest = ("n".repeat(512), "\u{1}".repeat(1_024), "i".repeat(256));
+        let cursor = encode(&longest);
+        assert!(cursor.len() <= MAX_CURSOR, "{}", cursor.len());
+        let back: (String, String, String) = decode(&cursor).unwrap();
+        assert_eq!(back, longest);
+        let wide = ("n".repeat(512), "ⱥ".repeat(512), "i".repeat(256));
+        assert_eq!(
+            decode::<(String, String, String)>(&encode(&wide)).unwrap(),
+            wide
         );
     }
 

@@ -104,13 +104,18 @@ pub(crate) fn relation(
     )?)
 }
 
-/// The observations of entity `name`, oldest first.
+/// The observations of entity `name`, oldest first: the semantic memories of the namespace
+/// whose id is an observation's ([`OBSERVATION_PREFIX`]) and whose metadata names the
+/// entity. A memory the user stored by other means with the same metadata (through the
+/// API, say) is not one: it is neither shown as an observation nor deleted with the entity.
 pub(crate) async fn observations_of(
     memory: &Memory,
     namespace: &Namespace,
     name: &str,
 ) -> Result<Vec<MemoryItem>, Failure> {
     let filter = MemoryFilter::new(Scope::from(namespace))
+        .with_kinds([MemoryKind::Semantic])
+        .with_id_prefix(OBSERVATION_PREFIX)
         .with_metadata(ENTITY_KEY, serde_json::Value::String(name.to_owned()));
     Ok(memory.store().list(&filter).await?)
 }

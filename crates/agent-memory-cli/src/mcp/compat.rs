@@ -16,7 +16,7 @@
 //! form (`programs` for "wrote the first program") is found too: the answer holds everything
 //! the reference server's does, and these keyword matches besides.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agent_memory::{
     EntityPosition, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
@@ -40,6 +40,21 @@ const DEFAULT_PAGE: usize = 50;
 const MAX_PAGE: usize = 200;
 /// Most names `open_nodes` takes at once.
 const MAX_NAMES: usize = 200;
+/// Most records one write call takes: entities, relations, entity names, and observations
+/// counted over all its entries (as a batch of the API takes at most 1,000 memories). A
+/// call is refused whole past it, before anything is written.
+const MAX_ITEMS: usize = 1_000;
+
+/// Refuses `count` records of `field` past [`MAX_ITEMS`].
+fn at_most(field: &str, count: usize) -> Result<(), Failure> {
+    if count > MAX_ITEMS {
+        return Err(Failure::invalid(
+            field,
+            format!("{count} is more than {MAX_ITEMS} in one call: split it"),
+        ));
+    }
+    Ok(())
+}
 
 fn entity_schema() -> Value {
     json!({
@@ -97,7 +112,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Create multiple new entities in the knowledge graph. Entities whose name exists already are left as they are and not returned.",
             schema(json!({
                 "type": "object",
-                "properties": {"entities": {"type": "array", "items": entity_schema()}},
+                "properties": {"entities": {"type": "array", "items": entity_schema(), "maxItems": MAX_ITEMS}},
                 "required": ["entities"],
                 "additionalProperties": false
             })),
@@ -107,7 +122,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice. Both entities must exist.",
             schema(json!({
                 "type": "object",
-                "properties": {"relations": {"type": "array", "items": relation_schema()}},
+                "properties": {"relations": {"type": "array", "items": relation_schema(), "maxItems": MAX_ITEMS}},
                 "required": ["relations"],
                 "additionalProperties": false
             })),
@@ -117,7 +132,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Add new observations to existing entities in the knowledge graph. Returns the observations that were new.",
             schema(json!({
                 "type": "object",
-                "properties": {"observations": {"type": "array", "items": {
+                "properties": {"observations": {"type": "array", "maxItems": MAX_ITEMS, "items": {
                     "type": "object",
                     "properties": {
                         "entityName": {"type": "string", "minLength": 1, "description": "The name of the entity to add the observations to"},
@@ -135,7 +150,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Delete multiple entities and their associated relations and observations from the knowledge graph.",
             schema(json!({
                 "type": "object",
-                "properties": {"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}},
+                "properties": {"entityNames": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ITEMS, "description": "An array of entity names to delete"}},
                 "required": ["entityNames"],
                 "additionalProperties": false
             })),
@@ -145,7 +160,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Delete specific observations from entities in the knowledge graph.",
             schema(json!({
                 "type": "object",
-                "properties": {"deletions": {"type": "array", "items": {
+                "properties": {"deletions": {"type": "array", "maxItems": MAX_ITEMS, "items": {
                     "type": "object",
                     "properties": {
                         "entityName": {"type": "string", "minLength": 1, "description": "The name of the entity containing the observations"},
@@ -163,7 +178,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "Delete multiple relations from the knowledge graph.",
             schema(json!({
                 "type": "object",
-                "properties": {"relations": {"type": "array", "items": relation_schema(), "description": "An array of relations to delete"}},
+                "properties": {"relations": {"type": "array", "items": relation_schema(), "maxItems": MAX_ITEMS, "description": "An array of relations to delete"}},
                 "required": ["relations"],
                 "additionalProperties": false
             })),
@@ -272,6 +287,14 @@ pub(super) async fn call(
     match name {
         "create_entities" => {
             let args: Entities = arguments(raw)?;
+            at_most("entities", args.entities.len())?;
+            at_most(
+                "observations",
+                args.entities
+                    .iter()
+                    .map(|entity| entity.observations.len())
+                    .sum(),
+            )?;
             // Everything is checked, and the new entities' observations embedded, before the
             // first write. An entity the namespace holds is left as it is, with its
             // observations, as the reference server does.
@@ -336,6 +359,7 @@ pub(super) async fn call(
         }
         "create_relations" => {
             let args: Relations = arguments(raw)?;
+            at_most("relations", args.relations.len())?;
             let mut relations = Vec::new();
             for relation in &args.relations {
                 relations.push(observations::relation(&namespace, relation)?);
@@ -352,18 +376,27 @@ pub(super) async fn call(
                     }
                 }
             }
+            // Each source's relations are read once, and what this call adds joins them: a
+            // call of many relations from one entity reads its relations once, not once a
+            // relation, and a relation listed twice is created once.
+            let mut held: HashMap<String, HashSet<(String, String)>> = HashMap::new();
             let mut created = Vec::new();
             for (relation, shown) in relations.into_iter().zip(&args.relations) {
-                let exists = graph
-                    .relations_of(&namespace, &relation.source_id)
-                    .await?
-                    .iter()
-                    .any(|r| {
-                        r.source_id == relation.source_id
-                            && r.target_id == relation.target_id
-                            && r.relation_type == relation.relation_type
-                    });
-                if !exists {
+                if !held.contains_key(&relation.source_id) {
+                    let known = graph
+                        .relations_of(&namespace, &relation.source_id)
+                        .await?
+                        .into_iter()
+                        .filter(|r| r.source_id == relation.source_id)
+                        .map(|r| (r.target_id, r.relation_type))
+                        .collect();
+                    held.insert(relation.source_id.clone(), known);
+                }
+                let pair = (relation.target_id.clone(), relation.relation_type.clone());
+                let fresh = held
+                    .get_mut(&relation.source_id)
+                    .is_some_and(|known| known.insert(pair));
+                if fresh {
                     graph.add_relation(relation).await?;
                     created.push(shown.clone());
                 }
@@ -372,6 +405,11 @@ pub(super) async fn call(
         }
         "add_observations" => {
             let args: Observations = arguments(raw)?;
+            at_most("observations", args.observations.len())?;
+            at_most(
+                "contents",
+                args.observations.iter().map(|add| add.contents.len()).sum(),
+            )?;
             let mut results = Vec::new();
             let mut items = Vec::new();
             for add in &args.observations {
@@ -414,6 +452,7 @@ pub(super) async fn call(
         }
         "delete_entities" => {
             let args: EntityNames = arguments(raw)?;
+            at_most("entityNames", args.entity_names.len())?;
             for name in &args.entity_names {
                 for item in observations::observations_of(memory, &namespace, name).await? {
                     memory.forget(&namespace, &item.id).await?;
@@ -424,6 +463,14 @@ pub(super) async fn call(
         }
         "delete_observations" => {
             let args: Deletions = arguments(raw)?;
+            at_most("deletions", args.deletions.len())?;
+            at_most(
+                "observations",
+                args.deletions
+                    .iter()
+                    .map(|deletion| deletion.observations.len())
+                    .sum(),
+            )?;
             for deletion in &args.deletions {
                 for text in &deletion.observations {
                     memory
@@ -435,6 +482,7 @@ pub(super) async fn call(
         }
         "delete_relations" => {
             let args: Relations = arguments(raw)?;
+            at_most("relations", args.relations.len())?;
             for relation in &args.relations {
                 graph
                     .remove_relation(
@@ -506,7 +554,10 @@ pub(super) async fn call(
                     .search(&SearchQuery::new(namespace.exact(), &args.query, 1000))
                     .await?;
                 for hit in hits {
-                    if let Some(name) = hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
+                    if hit.item.kind == MemoryKind::Semantic
+                        && hit.item.id.starts_with(OBSERVATION_PREFIX)
+                        && let Some(name) =
+                            hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
                         && others.contains(name)
                     {
                         found.push(name.to_owned());

@@ -22,7 +22,7 @@ const MAX_CONFLICTS: usize = 100;
 /// Most relations shown with one entity.
 const MAX_RELATIONS: usize = 100;
 
-const NAMESPACE: &str = "Optional sub-namespace to work in, under the one this connection is scoped to (e.g. `project-x` or `sessions/42`). Leave it out to use the connection's namespace; reads then cover everything under it.";
+const NAMESPACE: &str = "Optional namespace to work in, written in full: the one this connection is scoped to or one under it (e.g. `team/project-x` when the connection is scoped to `team`; recall results show each memory's namespace in this form). Leave it out to use the connection's namespace; reads then cover everything under it.";
 
 fn tool(name: &'static str, description: &'static str, input: Value, read_only: bool) -> Tool {
     let mut tool = Tool::new(name, description, schema(input));

@@ -916,3 +916,56 @@ fn stdio_compat_create_relations_writes_none_when_an_end_is_missing() {
         assert_eq!(graph["relations"], json!([]), "{backend}: {graph}");
     }
 }
+
+/// The compatibility tools take as observations only the memories they wrote: a memory the
+/// user stored otherwise with the same `entity` metadata is neither shown with the entity
+/// nor deleted with it. A write call of more than 1,000 records is refused whole.
+#[test]
+fn stdio_compat_leaves_other_memories_and_bounds_its_calls() {
+    let dir = TempDir::new("mcp-compat-own");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").to_string_lossy().into_owned(),
+    ];
+    let own = crate::support::ok_in(
+        &dir,
+        "kb",
+        &[
+            "remember",
+            "Alice moved to Berlin",
+            "--metadata",
+            r#"{"entity": "Alice"}"#,
+        ],
+    );
+    let id = own["id"].as_str().expect("an id").to_owned();
+    let mut client = Stdio_::compat(&dir, &store);
+    client.payload(
+        "create_entities",
+        json!({"entities": [
+            {"name": "Alice", "entityType": "person", "observations": ["works at Acme"]}
+        ]}),
+    );
+    let opened = client.payload("open_nodes", json!({"names": ["Alice"]}));
+    assert_eq!(
+        opened["entities"][0]["observations"],
+        json!(["works at Acme"]),
+        "{opened}"
+    );
+    let found = client.payload("search_nodes", json!({"query": "Berlin"}));
+    assert_eq!(found["entities"], json!([]), "{found}");
+    client.payload("delete_entities", json!({"entityNames": ["Alice"]}));
+    drop(client);
+    let kept = crate::support::ok_in(&dir, "kb", &["get", &id]);
+    assert_eq!(kept["content"], "Alice moved to Berlin", "{kept}");
+
+    let mut client = Stdio_::compat(&dir, &store);
+    let many: Vec<Value> = (0..1_001)
+        .map(|n| json!({"from": "hub", "to": format!("e{n}"), "relationType": "links"}))
+        .collect();
+    let refused = client.call("create_relations", json!({ "relations": many }));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("relations"), "{refused}");
+    let names: Vec<String> = (0..1_001).map(|n| format!("e{n}")).collect();
+    let refused = client.call("delete_entities", json!({ "entityNames": names }));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+}
