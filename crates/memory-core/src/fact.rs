@@ -140,14 +140,17 @@ pub fn normalize_fact_key(key: &str) -> Result<String> {
     if key.is_empty() {
         return Err(MemoryError::invalid("fact_key", "must not be empty"));
     }
-    if key.len() > MAX_FACT_KEY_LEN {
-        return Err(MemoryError::invalid(
+    // Checked before the work (a long key is refused without being lowercased), and after
+    // it: lowercasing can lengthen a key (`Ⱥ` is two bytes, `ⱥ` three), and a key accepted
+    // here must be one a memory can be saved with.
+    let too_long = |length: usize| {
+        MemoryError::invalid(
             "fact_key",
-            format!(
-                "{} bytes exceeds the limit of {MAX_FACT_KEY_LEN}",
-                key.len()
-            ),
-        ));
+            format!("{length} bytes exceeds the limit of {MAX_FACT_KEY_LEN}"),
+        )
+    };
+    if key.len() > MAX_FACT_KEY_LEN {
+        return Err(too_long(key.len()));
     }
     if key.chars().any(char::is_control) {
         return Err(MemoryError::invalid(
@@ -155,11 +158,15 @@ pub fn normalize_fact_key(key: &str) -> Result<String> {
             "must not contain control characters",
         ));
     }
-    Ok(key
+    let normal = key
         .split_whitespace()
         .map(str::to_lowercase)
         .collect::<Vec<_>>()
-        .join("_"))
+        .join("_");
+    if normal.len() > MAX_FACT_KEY_LEN {
+        return Err(too_long(normal.len()));
+    }
+    Ok(normal)
 }
 
 /// Checks a validity interval (of a memory or a relation): both ends storable, the end
@@ -309,6 +316,26 @@ mod tests {
         let mut unnormalised = item();
         unnormalised.fact_key = Some("User.City".into());
         assert!(unnormalised.validate().is_err());
+        // 256 bytes as given, 384 once lowercased: refused, not accepted and then unsavable.
+        let growing = "Ⱥ".repeat(MAX_FACT_KEY_LEN / 2);
+        assert_eq!(growing.len(), MAX_FACT_KEY_LEN);
+        let error = normalize_fact_key(&growing).unwrap_err();
+        assert!(error.to_string().contains("fact_key"), "{error}");
+        assert!(item().with_fact_key(&growing).is_err());
+        // Every key accepted is one a memory is saved with.
+        let fits = "Ⱥ".repeat(MAX_FACT_KEY_LEN / 3);
+        let keyed = item().with_fact_key(&fits).unwrap();
+        keyed.validate().unwrap();
+    }
+
+    #[test]
+    fn an_access_count_past_the_stores_integers_is_refused() {
+        let mut counted = item();
+        counted.access_count = crate::MAX_ACCESS_COUNT;
+        counted.validate().unwrap();
+        counted.access_count = crate::MAX_ACCESS_COUNT + 1;
+        let error = counted.validate().unwrap_err();
+        assert!(error.to_string().contains("access_count"), "{error}");
     }
 
     #[test]

@@ -77,9 +77,13 @@ pub(crate) fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
+/// The largest access count a record may hold: every backend stores counts as signed
+/// 64-bit integers. A count reinforced past it stays at it.
+pub const MAX_ACCESS_COUNT: u64 = i64::MAX as u64;
+
 /// Checks an access count: every backend stores counts as signed 64-bit integers.
 pub(crate) fn validate_access_count(count: u64) -> Result<()> {
-    if i64::try_from(count).is_err() {
+    if count > MAX_ACCESS_COUNT {
         return Err(crate::MemoryError::invalid(
             "access_count",
             format!("{count} is larger than 2^63 - 1"),

@@ -54,8 +54,9 @@ pub use crate::{
     graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
-        KnowledgePage, MAX_REFERENCES, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES, PageHit, PageIndexEntry,
-        PageMatchSignals, PageQuery, PageRuleBits, PageRuleKeywords, PageRuleText,
+        KnowledgePage, MAX_ACCESS_COUNT, MAX_REFERENCES, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES,
+        PageHit, PageIndexEntry, PageMatchSignals, PageQuery, PageRuleBits, PageRuleKeywords,
+        PageRuleText,
     },
     knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},
     memory::{

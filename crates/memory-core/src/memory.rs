@@ -339,6 +339,7 @@ impl MemoryItem {
         validate_unit("importance", self.importance)?;
         validate_unit("credibility", self.credibility)?;
         validate_tag_count(&self.tags)?;
+        crate::knowledge::validate_access_count(self.access_count)?;
         validate_metadata(&self.metadata)?;
         if let Some(original) = self.metadata.get(ORIGINAL_METADATA_KEY) {
             let original = original

@@ -223,12 +223,13 @@ fn validate_json_map(
             }
             continue;
         }
-        bytes = bytes.saturating_add(key.len() + 3);
+        bytes = bytes.saturating_add(json_len(key) + 3);
         stack.push((item, 2));
     }
     while let Some((value, depth)) = stack.pop() {
-        // Separators, quotes and escapes are counted approximately (two bytes per value
-        // and key); the bound is what matters, not the exact figure.
+        // Separators and quotes are counted approximately (two bytes per value and key),
+        // escapes in full (a control character is six bytes as JSON): the bound is what
+        // matters, and it holds for the JSON written, not only for the text.
         bytes = bytes.saturating_add(2);
         match value {
             Value::Null | Value::Bool(_) => bytes = bytes.saturating_add(5),
@@ -237,7 +238,7 @@ fn validate_json_map(
                 if text.contains('\0') {
                     return Err(nul());
                 }
-                bytes = bytes.saturating_add(text.len());
+                bytes = bytes.saturating_add(json_len(text));
             }
             Value::Array(items) => {
                 if depth > MAX_METADATA_DEPTH {
@@ -253,7 +254,7 @@ fn validate_json_map(
                     if key.contains('\0') {
                         return Err(nul());
                     }
-                    bytes = bytes.saturating_add(key.len() + 3);
+                    bytes = bytes.saturating_add(json_len(key) + 3);
                     stack.push((item, depth + 1));
                 }
             }
@@ -445,6 +446,21 @@ impl PartialEq<&str> for Tag {
     }
 }
 
+/// The length of `text` as a JSON string's contents, at most: a quote or a backslash is
+/// written escaped (two bytes), a control character as `\u00XX` (six; serde_json writes a
+/// few as two).
+fn json_len(text: &str) -> usize {
+    let escapes: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len().saturating_add(escapes)
+}
+
 /// A new record id: unique within the process and, with overwhelming likelihood, across
 /// processes; lexicographically increasing with creation time (26 lowercase hex and base-32
 /// characters, no dependency on a UUID crate).
@@ -469,6 +485,19 @@ pub fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size bound holds for the JSON written: text that escapes counts as escaped.
+    #[test]
+    fn metadata_is_measured_as_the_json_written() {
+        let plain = serde_json::json!({ "note": "a".repeat(200 * 1024) });
+        validate_metadata(&plain).unwrap();
+        let controls = serde_json::json!({ "note": "\u{1}".repeat(200 * 1024) });
+        assert!(serde_json::to_string(&controls).unwrap().len() > MAX_METADATA_BYTES);
+        let error = validate_metadata(&controls).unwrap_err();
+        assert!(error.to_string().contains("metadata"), "{error}");
+        let quotes = serde_json::json!({ "\"".repeat(140 * 1024): "\\" });
+        assert!(validate_metadata(&quotes).is_err());
+    }
 
     #[test]
     fn ids() {

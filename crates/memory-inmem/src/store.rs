@@ -134,7 +134,10 @@ impl Entry {
     fn record_recall(&mut self, score: f32, at: DateTime<Utc>) {
         self.stats.record(score, at);
         let item = Arc::make_mut(&mut self.item);
-        item.access_count = item.access_count.saturating_add(1);
+        item.access_count = item
+            .access_count
+            .saturating_add(1)
+            .min(memory_core::MAX_ACCESS_COUNT);
         item.last_accessed = Some(item.last_accessed.map_or(at, |last| last.max(at)));
     }
 }

@@ -607,17 +607,17 @@ fn iso_date(word: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(year, month, day)
 }
 
-/// The date with this month and day in `year`, or, without one, the last not after `now`.
+/// The date with this month and day in `year`, or, without one, the last not after `now`
+/// (for 29 February, that of the last leap year: up to eight years back, past a century
+/// that is not one).
 fn dated(year: Option<i32>, month: u32, day: u32, now: DateTime<Utc>) -> Option<NaiveDate> {
     match year {
         Some(year) => NaiveDate::from_ymd_opt(year, month, day),
         None => {
-            let this_year = NaiveDate::from_ymd_opt(now.year(), month, day)?;
-            if this_year <= now.date_naive() {
-                Some(this_year)
-            } else {
-                NaiveDate::from_ymd_opt(now.year() - 1, month, day)
-            }
+            let today = now.date_naive();
+            (0..=8)
+                .filter_map(|back| NaiveDate::from_ymd_opt(now.year() - back, month, day))
+                .find(|date| *date <= today)
         }
     }
 }

@@ -219,22 +219,29 @@ impl<'a> Speakers<'a> {
             if is_role(speaker) {
                 continue;
             }
-            let said = (!first.is_ascii() || holds(query, first)) && {
-                let (words, cased) = read.get_or_insert_with(|| {
-                    let words: Vec<&str> = words_of(query).take(MAX_WORDS).collect();
-                    let cased = words
-                        .iter()
-                        .skip(1)
-                        .any(|word| word.chars().next().is_some_and(char::is_uppercase));
-                    (words, cased)
-                });
-                let cased = *cased;
-                words.windows(length).any(|window| {
-                    window.iter().zip(words_of(speaker)).all(|(word, part)| {
-                        same_word(word, part) && (!cased || same_capital(word, part))
+            // An ASCII first word is looked for among the query's words first (each
+            // compared once, by length then bytes): a search for it at every byte of the
+            // query cost the query's length times the name's, for each speaker.
+            let said = (!first.is_ascii()
+                || words_of(query)
+                    .take(MAX_WORDS)
+                    .any(|word| word.eq_ignore_ascii_case(first)))
+                && {
+                    let (words, cased) = read.get_or_insert_with(|| {
+                        let words: Vec<&str> = words_of(query).take(MAX_WORDS).collect();
+                        let cased = words
+                            .iter()
+                            .skip(1)
+                            .any(|word| word.chars().next().is_some_and(char::is_uppercase));
+                        (words, cased)
+                    });
+                    let cased = *cased;
+                    words.windows(length).any(|window| {
+                        window.iter().zip(words_of(speaker)).all(|(word, part)| {
+                            same_word(word, part) && (!cased || same_capital(word, part))
+                        })
                     })
-                })
-            };
+                };
             if said {
                 named.push(speaker);
             } else {

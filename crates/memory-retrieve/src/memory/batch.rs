@@ -34,7 +34,10 @@ fn at_index(index: usize, error: MemoryError) -> MemoryError {
 /// The stored duplicate `old` reinforced by a repetition `new` (as a single `remember`
 /// merges it; `new`'s key, if any, is `old`'s: `keys_allow_merge`).
 fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
-    old.access_count = old.access_count.saturating_add(1);
+    old.access_count = old
+        .access_count
+        .saturating_add(1)
+        .min(memory_core::MAX_ACCESS_COUNT);
     old.importance = old.importance.max(new.importance);
     old.credibility = old.credibility.max(new.credibility);
     for tag in &new.tags {

@@ -133,7 +133,10 @@ pub(super) fn keys_allow_merge(old: &MemoryItem, new: &MemoryItem) -> bool {
 /// `old`'s: [`keys_allow_merge`]).
 fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
     let mut merged = old.clone();
-    merged.access_count = merged.access_count.saturating_add(1);
+    merged.access_count = merged
+        .access_count
+        .saturating_add(1)
+        .min(memory_core::MAX_ACCESS_COUNT);
     merged.importance = merged.importance.max(new.importance);
     merged.credibility = merged.credibility.max(new.credibility);
     for tag in &new.tags {

@@ -113,6 +113,27 @@ fn dates() {
         days_of("on Dec 8"),
         Some((ymd(2022, 12, 7), ymd(2022, 12, 9)))
     );
+    // The last 29 February is that of the last leap year: 2020, asked in 2023 or in
+    // January 2024; 2024 once it has come; 2096 in 2103 (2100 has none).
+    let window = |query: &str, asked: DateTime<Utc>| {
+        time_window(query, asked).map(|w| (w.from.date_naive(), w.until.date_naive()))
+    };
+    assert_eq!(
+        days_of("what did I do on February 29?"),
+        Some((ymd(2020, 2, 28), ymd(2020, 3, 1)))
+    );
+    assert_eq!(
+        window("on Feb 29", date(2024, 1, 15)),
+        Some((ymd(2020, 2, 28), ymd(2020, 3, 1)))
+    );
+    assert_eq!(
+        window("on Feb 29", date(2024, 3, 2)),
+        Some((ymd(2024, 2, 28), ymd(2024, 3, 1)))
+    );
+    assert_eq!(
+        window("on 29 February", date(2103, 6, 1)),
+        Some((ymd(2096, 2, 28), ymd(2096, 3, 1)))
+    );
     assert_eq!(
         days_of("in June 2022"),
         Some((ymd(2022, 5, 31), ymd(2022, 7, 1)))
