@@ -216,6 +216,24 @@ pub(crate) struct NamespaceQuery {
     pub(crate) namespace: Option<String>,
 }
 
+/// The namespace a write on one record names: in its body, or in its query string as the
+/// reads on the same path take it. Both may be given only alike: a request naming two is
+/// refused, not served on either.
+fn namespace_of<'a>(
+    body: Option<&'a str>,
+    query: Option<&'a str>,
+) -> Result<Option<&'a str>, Failure> {
+    match (body, query) {
+        (Some(body), Some(query)) if body != query => Err(Failure::invalid(
+            "namespace",
+            format!("the query names namespace {query:?} and the body {body:?}"),
+        )
+        .with_hint("name the namespace once, in the body or in the query")),
+        (Some(named), _) | (None, Some(named)) => Ok(Some(named)),
+        (None, None) => Ok(None),
+    }
+}
+
 fn not_found(what: &str, id: &str, namespace: &Namespace) -> Failure {
     Failure::new(
         ErrorKind::NotFound,

@@ -842,6 +842,58 @@ fn a_server_without_keys_refuses_other_hosts() {
     assert_eq!(status, 200, "{text}");
 }
 
+/// An entity read shows a page of its relations, and says when it has more.
+#[test]
+fn an_entity_read_shows_a_page_of_its_relations() {
+    let dir = TempDir::new("entity-relations");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    for id in ["hub", "spoke"] {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/graph/entities",
+            Some(&key),
+            Some(json!({"id": id, "name": id, "entity_type": "thing"})),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    for n in 0..105 {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/graph/relations",
+            Some(&key),
+            Some(json!({"source_id": "hub", "target_id": "spoke", "relation_type": format!("r{n:03}")})),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, detail) = server.call("GET", "/v1/graph/entities/hub", Some(&key), None);
+    assert_eq!(status, 200, "{detail}");
+    let shown = detail["relations"].as_array().expect("relations");
+    assert_eq!(shown.len(), 100, "{detail}");
+    assert_eq!(shown[0]["relation_type"], "r000");
+    assert_eq!(shown[99]["relation_type"], "r099");
+    assert_eq!(detail["relations_truncated"], true);
+    let (_, detail) = server.call("GET", "/v1/graph/entities/spoke", Some(&key), None);
+    assert_eq!(detail["relations_truncated"], true);
+    // A deletion names the relation by its ends and type; its weight and attributes are
+    // ignored, not checked.
+    let (status, body) = server.call(
+        "POST",
+        "/v1/graph/relations/delete",
+        Some(&key),
+        Some(
+            json!({"source_id": "hub", "target_id": "spoke", "relation_type": "r000",
+                    "weight": 2, "attributes": [1]}),
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["forgotten"], 1, "{body}");
+}
+
 /// Every error is JSON in the API's shape, naming the field at fault where there is one:
 /// a body's field of the wrong type, an unknown or a missing field, a path segment that is
 /// not UTF-8, a method a route does not take. The
@@ -894,6 +946,39 @@ fn errors_are_json_and_name_their_field() {
         None,
     );
     assert_eq!(status, 200, "{text}");
+    // A write on one memory takes its namespace from the query string as the reads do,
+    // and refuses a request naming two.
+    let (status, stored) = server.call(
+        "POST",
+        "/v1/memories",
+        Some(&key),
+        Some(json!({"text": "the b team prefers tea", "namespace": "acme/b"})),
+    );
+    assert_eq!(status, 201, "{stored}");
+    let id = stored["id"].as_str().expect("an id").to_owned();
+    let (status, changed) = server.call(
+        "PATCH",
+        &format!("/v1/memories/{id}?namespace=acme/b"),
+        Some(&key),
+        Some(json!({"content": "the b team prefers coffee"})),
+    );
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["content"], "the b team prefers coffee", "{changed}");
+    let (status, refused) = server.call(
+        "PATCH",
+        &format!("/v1/memories/{id}?namespace=acme/b"),
+        Some(&key),
+        Some(json!({"content": "x", "namespace": "acme/c"})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "namespace", "{refused}");
+    let (status, retracted) = server.call(
+        "POST",
+        &format!("/v1/memories/{id}/retract?namespace=acme/b"),
+        Some(&key),
+        Some(json!({"reason": "asked"})),
+    );
+    assert_eq!(status, 200, "{retracted}");
     let invented = "A".repeat(2_000);
     let (status, _) = server.raw(&invented, "/v1/memories", Some(&key), None);
     assert!(status >= 400, "{status}");

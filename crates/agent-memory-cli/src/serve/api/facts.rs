@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, PageQuery, not_found, page_limit, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, PageQuery, namespace_of, not_found,
+    page_limit, scope_of,
 };
 use crate::failure::Failure;
 use crate::serve::AppState;
@@ -63,16 +64,20 @@ pub(crate) struct RetractRequest {
 /// the reason. Answers with the memory as stored.
 #[utoipa::path(post, path = "/v1/memories/{id}/retract", tag = "facts",
     request_body = RetractRequest,
-    params(("id" = String, Path, description = "The memory's id")),
+    params(("id" = String, Path, description = "The memory's id"), NamespaceQuery),
     responses((status = 200, body = MemoryView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn retract(
     State(state): State<AppState>,
     Auth(caller): Auth,
     Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
     ApiJson(body): ApiJson<RetractRequest>,
 ) -> Result<Json<MemoryView>, Failure> {
-    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let namespace = caller.namespace(namespace_of(
+        body.namespace.as_deref(),
+        query.namespace.as_deref(),
+    )?)?;
     state.memory.retract(&namespace, &id, &body.reason).await?;
     match state.memory.store().get(&namespace, &id).await? {
         Some(item) => Ok(Json(MemoryView::from(&item))),
@@ -106,16 +111,20 @@ pub(crate) struct SupersededView {
 /// where the new one's begins, and both stay in the history.
 #[utoipa::path(post, path = "/v1/memories/{id}/supersede", tag = "facts",
     request_body = SupersedeRequest,
-    params(("id" = String, Path, description = "The id of the memory that no longer holds")),
+    params(("id" = String, Path, description = "The id of the memory that no longer holds"), NamespaceQuery),
     responses((status = 200, body = SupersededView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn supersede(
     State(state): State<AppState>,
     Auth(caller): Auth,
     Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
     ApiJson(body): ApiJson<SupersedeRequest>,
 ) -> Result<Json<SupersededView>, Failure> {
-    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let namespace = caller.namespace(namespace_of(
+        body.namespace.as_deref(),
+        query.namespace.as_deref(),
+    )?)?;
     state.memory.supersede(&namespace, &id, &body.by).await?;
     let pair = state
         .memory

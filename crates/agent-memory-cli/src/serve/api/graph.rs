@@ -60,9 +60,16 @@ pub(crate) struct EntityList {
 pub(crate) struct EntityDetail {
     /// The entity.
     pub(crate) entity: EntityView,
-    /// The relations from and to it.
+    /// The relations from and to it: the first [`MAX_ENTITY_RELATIONS`] (by source, target
+    /// and type); `GET /v1/graph/relations` pages through all of them.
     pub(crate) relations: Vec<RelationView>,
+    /// Whether it has more relations than are shown.
+    pub(crate) relations_truncated: bool,
 }
+
+/// The most relations shown with one entity: a tenant may give one entity any number
+/// (relation types are free text), and a read of it stays the size of a page.
+pub(crate) const MAX_ENTITY_RELATIONS: usize = 100;
 
 /// Lists entities, a page at a time.
 #[utoipa::path(get, path = "/v1/graph/entities", tag = "graph", params(PageQuery),
@@ -131,11 +138,30 @@ pub(crate) async fn get_entity(
     let Some(entity) = graph.get_entity(&namespace, &id).await? else {
         return Err(not_found("entity", &id, &namespace));
     };
-    let relations = graph.relations_of(&namespace, &id).await?;
+    let mut relations = graph.relations_of(&namespace, &id).await?;
+    let relations_truncated = relations.len() > MAX_ENTITY_RELATIONS;
+    if relations_truncated {
+        relations.select_nth_unstable_by(MAX_ENTITY_RELATIONS, relation_order);
+        relations.truncate(MAX_ENTITY_RELATIONS);
+    }
+    relations.sort_unstable_by(relation_order);
     Ok(Json(EntityDetail {
         entity: EntityView::from(&entity),
         relations: relations.iter().map(RelationView::from).collect(),
+        relations_truncated,
     }))
+}
+
+/// Relations by source, target and type.
+fn relation_order(
+    a: &agent_memory::GraphRelation,
+    b: &agent_memory::GraphRelation,
+) -> std::cmp::Ordering {
+    (&a.source_id, &a.target_id, &a.relation_type).cmp(&(
+        &b.source_id,
+        &b.target_id,
+        &b.relation_type,
+    ))
 }
 
 /// The most hops a `related` request walks.
@@ -390,7 +416,16 @@ pub(crate) async fn delete_relation(
     Auth(caller): Auth,
     ApiJson(body): ApiJson<RelationRequest>,
 ) -> Result<Json<Forgotten>, Failure> {
-    let relation = relation_of(&caller, body)?;
+    // The relation is named by its ends and type: its weight and attributes, ignored when
+    // deleting, are not checked either.
+    let relation = relation_of(
+        &caller,
+        RelationRequest {
+            weight: None,
+            attributes: None,
+            ..body
+        },
+    )?;
     let removed = state
         .memory
         .graph()

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{
-    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, not_found,
-    page_limit, parse_kind, parse_time, scope_of,
+    ApiJson, ApiQuery, Auth, ErrorBody, Forgotten, NamespaceQuery, comma_list, namespace_of,
+    not_found, page_limit, parse_kind, parse_time, scope_of,
 };
 use crate::commands::{parse_metadata_conditions, with_fact};
 use crate::failure::Failure;
@@ -245,16 +245,20 @@ pub(crate) struct UpdateRequest {
 /// the fields given); answers with the memory as stored.
 #[utoipa::path(patch, path = "/v1/memories/{id}", tag = "memories",
     request_body = UpdateRequest,
-    params(("id" = String, Path, description = "The memory's id")),
+    params(("id" = String, Path, description = "The memory's id"), NamespaceQuery),
     responses((status = 200, body = MemoryView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn update_memory(
     State(state): State<AppState>,
     Auth(caller): Auth,
     Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
     ApiJson(body): ApiJson<UpdateRequest>,
 ) -> Result<Json<MemoryView>, Failure> {
-    let namespace = caller.namespace(body.namespace.as_deref())?;
+    let namespace = caller.namespace(namespace_of(
+        body.namespace.as_deref(),
+        query.namespace.as_deref(),
+    )?)?;
     let store = state.memory.store();
     let Some(mut item) = store.get(&namespace, &id).await? else {
         return Err(not_found("memory", &id, &namespace));
@@ -290,16 +294,17 @@ pub(crate) async fn update_memory(
 /// Same as PATCH: changes only the fields given.
 #[utoipa::path(put, path = "/v1/memories/{id}", tag = "memories",
     request_body = UpdateRequest,
-    params(("id" = String, Path, description = "The memory's id")),
+    params(("id" = String, Path, description = "The memory's id"), NamespaceQuery),
     responses((status = 200, body = MemoryView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn put_memory(
     state: State<AppState>,
     auth: Auth,
     id: Path<String>,
+    query: ApiQuery<NamespaceQuery>,
     body: ApiJson<UpdateRequest>,
 ) -> Result<Json<MemoryView>, Failure> {
-    update_memory(state, auth, id, body).await
+    update_memory(state, auth, id, query, body).await
 }
 
 /// One memory.

@@ -51,7 +51,10 @@ pub(crate) struct PageList {
     pub(crate) next_cursor: Option<String>,
 }
 
-/// The page index, a page at a time.
+/// The page index, a page at a time, by title (regardless of case), then id. The cursor is
+/// the last line's title and id: a page retitled between two requests moves in the index,
+/// and may be listed again or not at all; a page written or deleted meanwhile moves no
+/// other.
 #[utoipa::path(get, path = "/v1/pages", tag = "pages", params(PageQuery),
     responses((status = 200, body = PageList), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
