@@ -144,14 +144,34 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     // The address on stderr, for whoever started the server (port 0 picks a free one).
     eprintln!("agent-memory listening on http://{address}");
     tracing::info!(%address, open, readers, "serving");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            // Open MCP event streams end, so the stop does not wait on them.
-            stop_streams();
-        })
-        .await
-        .map_err(|error| Failure::internal(format!("serving: {error}")))?;
+    let (stopping, mut stop_seen) = tokio::sync::watch::channel(false);
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        // Open MCP event streams end, so the stop does not wait on them.
+        stop_streams();
+        let _ = stopping.send(true);
+    });
+    // A stop waits for the requests in flight, each within its deadline, then a second
+    // more: a connection that never finishes sending its request (headers sent a byte at a
+    // time, or never ended) would otherwise hold the stop for ever, and the recall
+    // statistics below would never be written. Nothing acknowledged is cut: an answer not
+    // sent by then was not given.
+    let grace = Duration::from_millis(timeout_ms).saturating_add(Duration::from_secs(1));
+    let overdue = async move {
+        let _ = stop_seen.wait_for(|stopping| *stopping).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = served => {
+            served.map_err(|error| Failure::internal(format!("serving: {error}")))?;
+        }
+        () = overdue => {
+            tracing::warn!(
+                grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+                "stopping with connections still open: none had a request in its deadline"
+            );
+        }
+    }
     // Every request has finished: write what recalls left pending.
     memory.flush().await?;
     tracing::info!("stopped");

@@ -842,6 +842,34 @@ fn a_server_without_keys_refuses_other_hosts() {
     assert_eq!(status, 200, "{text}");
 }
 
+/// A connection that never finishes its request does not hold a stop: the server waits for
+/// the requests in flight, within their deadline and a second more, then stops (with the
+/// statistics written).
+#[test]
+fn a_stop_is_not_held_by_an_unfinished_request() {
+    use std::io::Write;
+    let dir = TempDir::new("stalled");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &["--request-timeout-ms", "300"]);
+    let mut stalled = std::net::TcpStream::connect(&server.address).expect("connect");
+    stalled
+        .write_all(b"GET /v1/memories HTTP/1.1\r\nHost: localhost\r\n")
+        .expect("half a request");
+    stalled.flush().expect("flush");
+    let (stopped, code) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = stopped.send(server.stop());
+    });
+    let code = code
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the server stops though a request never ended");
+    assert_eq!(code, Some(0));
+    drop(stalled);
+}
+
 /// An entity read shows a page of its relations, and says when it has more.
 #[test]
 fn an_entity_read_shows_a_page_of_its_relations() {
