@@ -558,7 +558,8 @@ pub(super) async fn call(
         "remember_dialogue" => {
             let args: crate::serve::DialogueRequest = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let memories = crate::serve::remember_turns(memory, &namespace, args.turns).await?;
+            let memories =
+                crate::serve::remember_turns(memory, &namespace, args.turns, None).await?;
             to_value(&json!({ "memories": memories }))
         }
         "recall" => {

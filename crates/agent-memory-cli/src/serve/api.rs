@@ -216,6 +216,28 @@ pub(crate) struct NamespaceQuery {
     pub(crate) namespace: Option<String>,
 }
 
+/// When a request writing its records one at a time stops before the next: nine tenths of
+/// its deadline from now, so that it answers with how many it stored rather than be cut
+/// off by the deadline with no count.
+pub(crate) fn batch_deadline(state: &AppState) -> std::time::Instant {
+    std::time::Instant::now() + state.timeout.mul_f64(0.9)
+}
+
+/// The answer of a batch that stopped at `index` as its deadline neared (see
+/// [`batch_deadline`]): the records before it are stored, and the rest are to be sent
+/// again.
+pub(crate) fn batch_overdue(list: &str, index: usize) -> Failure {
+    Failure::new(
+        ErrorKind::Timeout,
+        format!(
+            "{list}[{index}]: the request neared its deadline and stopped; the {index} before it are stored"
+        ),
+    )
+    .with_hint(format!(
+        "send {list}[{index}..] again in another request (or raise --request-timeout-ms)"
+    ))
+}
+
 /// The namespace a write on one record names: in its body, or in its query string as the
 /// reads on the same path take it. Both may be given only alike: a request naming two is
 /// refused, not served on either.

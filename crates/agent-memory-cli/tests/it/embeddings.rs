@@ -29,6 +29,11 @@ fn toy_vector(text: &str) -> [f32; 4] {
 /// An `/embeddings` service on a free port, answering every request with [`toy_vector`]s;
 /// runs until the test process ends. Returns its base URL.
 fn toy_service() -> String {
+    slow_toy_service(std::time::Duration::ZERO)
+}
+
+/// [`toy_service`], answering each request `delay` after reading it, one at a time.
+fn slow_toy_service(delay: std::time::Duration) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = listener.local_addr().expect("address");
     std::thread::spawn(move || {
@@ -72,6 +77,7 @@ fn toy_service() -> String {
                     serde_json::json!({"object": "embedding", "index": index, "embedding": toy_vector(text)})
                 })
                 .collect();
+            std::thread::sleep(delay);
             let answer = serde_json::json!({"object": "list", "data": data}).to_string();
             let _ = write!(
                 stream,
@@ -484,4 +490,48 @@ fn a_failing_service_fails_an_mcp_import_before_it_writes() {
     assert_eq!(code, 0, "{stats}");
     assert_eq!(stats["entities"], 0, "nothing written: {stats}");
     assert_eq!(stats["total"], 0, "{stats}");
+}
+
+/// A batch written one memory at a time stops before its deadline and says how many it
+/// stored (they are), rather than be cut off by the deadline with no count.
+#[test]
+fn a_slow_batch_stops_before_its_deadline_and_counts_what_it_stored() {
+    let service = slow_toy_service(std::time::Duration::from_millis(60));
+    let dir = TempDir::new("embeddings-deadline");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").display().to_string(),
+    ];
+    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "900"]);
+    let memories: Vec<serde_json::Value> = (0..40)
+        .map(|n| serde_json::json!({"text": format!("note {n} about a cake"), "namespace": "acme"}))
+        .collect();
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        None,
+        Some(serde_json::json!({ "memories": memories })),
+    );
+    assert_eq!(status, 504, "{refused}");
+    assert_eq!(refused["error"]["kind"], "timeout", "{refused}");
+    let message = refused["error"]["message"].as_str().expect("a message");
+    let stored: u64 = message
+        .split("; the ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("a count in {message:?}"));
+    assert!(stored > 0 && stored < 40, "{message}");
+    assert!(
+        message.starts_with(&format!("memories[{stored}]")),
+        "{message}"
+    );
+    let (status, stats) = server.call("GET", "/v1/stats?namespace=acme", None, None);
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats["total"], stored, "{stats}");
+    assert_eq!(server.stop(), Some(0));
 }

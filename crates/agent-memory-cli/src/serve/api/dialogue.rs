@@ -121,18 +121,21 @@ pub(crate) async fn remember_dialogue(
     ApiJson(body): ApiJson<DialogueRequest>,
 ) -> Result<(StatusCode, Json<BatchRemembered>), Failure> {
     let namespace = caller.namespace(body.namespace.as_deref())?;
-    let memories = remember_turns(&state.memory, &namespace, body.turns).await?;
+    let deadline = super::batch_deadline(&state);
+    let memories = remember_turns(&state.memory, &namespace, body.turns, Some(deadline)).await?;
     Ok((StatusCode::CREATED, Json(BatchRemembered { memories })))
 }
 
 /// Checks every turn, then remembers them in order in `namespace` through one
 /// `Memory::dialogue` (the HTTP endpoint and the MCP tool both call this). A bad turn
 /// refuses them all, naming `turns[i]` and its field; a store failure part way leaves the
-/// turns before it stored and says how many.
+/// turns before it stored and says how many, as does reaching `deadline` (when given)
+/// before the last turn.
 pub(crate) async fn remember_turns(
     memory: &agent_memory::Memory,
     namespace: &agent_memory::Namespace,
     requests: Vec<TurnRequest>,
+    deadline: Option<std::time::Instant>,
 ) -> Result<Vec<RememberedView>, Failure> {
     if requests.len() > MAX_BATCH {
         return Err(Failure::invalid(
@@ -162,6 +165,9 @@ pub(crate) async fn remember_turns(
     }
     let mut memories = Vec::with_capacity(turns.len());
     for (index, turn) in turns.into_iter().enumerate() {
+        if index > 0 && deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline) {
+            return Err(super::batch_overdue("turns", index));
+        }
         let remembered = dialogue.add(turn).await.map_err(|error| {
             let failure = Failure::from(error);
             Failure {

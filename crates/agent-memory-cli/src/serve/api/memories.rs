@@ -196,8 +196,12 @@ pub(crate) async fn remember_batch(
             .map_err(|error| at(index)(Failure::from(error)))?;
         requests.push(request);
     }
+    let deadline = super::batch_deadline(&state);
     let mut memories = Vec::with_capacity(requests.len());
     for (index, request) in requests.into_iter().enumerate() {
+        if index > 0 && std::time::Instant::now() >= deadline {
+            return Err(super::batch_overdue("memories", index));
+        }
         let namespace = request.namespace.clone();
         let remembered = state.memory.remember_with(request).await.map_err(|error| {
             let failure = Failure::from(error);
