@@ -1,7 +1,9 @@
 //! The one text analyzer: every backend indexes with it and every query is analysed with
 //! it, so indexing and querying never disagree.
 //!
-//! Steps: Unicode word segmentation (UAX #29), lowercasing, removal of possessive `'s` and
+//! Steps: Unicode word segmentation (UAX #29), compatibility composition (NFKC: an accent
+//! typed apart joins its letter, a full-width letter is the letter) and lowercasing with the
+//! folds it leaves (final sigma, `ß`, the dot of `İ`), removal of possessive `'s` and
 //! apostrophes, English stop words, Snowball English stemming (an irregular form such as
 //! "went" or "children", or a comparative such as "older", stemmed as the word it is a form
 //! of: see `irregular`; a British spelling such as "colour" as the American: see
@@ -22,6 +24,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 pub use self::inline::InlineStr;
@@ -311,8 +314,20 @@ impl Analyzer {
                     .map(|byte| char::from(byte.to_ascii_lowercase())),
             );
         } else {
-            for c in segment.chars().filter(|c| c.is_alphanumeric()) {
-                buffer.extend(c.to_lowercase());
+            // Compatibility-composed first (NFKC): an accent typed apart joins its letter
+            // and a full-width or ligature letter is the letter, so a word is one term
+            // however it was typed. Then lowercased, with the folds lowercasing leaves: a
+            // final sigma is a sigma ("ΝΊΚΟΣ" and "Νίκος" alike), "ß" is "ss" (as
+            // "STRASSE" lowercases), and the dot "İ" lowercases with is dropped.
+            for c in segment.nfkc().filter(|c| c.is_alphanumeric()) {
+                for lower in c.to_lowercase() {
+                    match lower {
+                        'ς' => buffer.push('σ'),
+                        'ß' => buffer.push_str("ss"),
+                        '\u{307}' => {}
+                        other => buffer.push(other),
+                    }
+                }
             }
         }
         // A possessive loses its "s": "caroline's" -> "caroline".
@@ -364,7 +379,7 @@ impl Analyzer {
     pub fn fingerprint(&self) -> String {
         const PROBE: &str = "The cats are running! Caroline's adoption agencies; I'm going \
             to the LGBTQ support group. Version 3.5 of GPT-4, snake_case and e-mail. ÇAFÉ naïve \
-            résumé Straße. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
+            résumé Straße. ΝΊΚΟΣ İstanbul ＧＰＴ４ ﬁle cafe\u{301}. LangGraph 的 StateGraph 状态管理原理？ 東京で日本語を勉強しています 猫 的 \
             connection connected connecting generously happiness relational conditional \
             aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

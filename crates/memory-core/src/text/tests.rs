@@ -74,6 +74,32 @@ fn odd_input_never_panics() {
     assert_eq!(analyzer.terms("ÇAFÉ"), ["çafé"]);
 }
 
+/// A word is one term however it was typed: composed or decomposed accents, full-width
+/// or ligature letters, a final sigma or a capital one, `ß` or `SS`, the Turkish dotted
+/// capital. So a memory is found by its own words written another way.
+#[test]
+fn a_word_is_one_term_however_it_is_typed() {
+    let analyzer = Analyzer::default();
+    for (one, other) in [
+        ("café", "cafe\u{301}"),
+        ("CAFÉ", "cafe\u{301}"),
+        ("ΝΊΚΟΣ", "Νίκος"),
+        ("Straße", "STRASSE"),
+        ("İstanbul", "istanbul"),
+        ("ＧＰＴ４", "gpt4"),
+        ("ﬁle", "file"),
+        ("ｃａｔｓ", "cat"),
+    ] {
+        assert_eq!(
+            analyzer.terms(one),
+            analyzer.terms(other),
+            "{one} / {other}"
+        );
+        assert!(!analyzer.terms(one).is_empty(), "{one}");
+    }
+    assert_ne!(analyzer.terms("Paris"), analyzer.terms("Pâris"));
+}
+
 /// The next value of a xorshift generator: generated test text, the same on every run.
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
