@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
 
 use crate::{MemoryError, Result};
 
@@ -295,7 +296,8 @@ pub fn drop_json(value: serde_json::Value) {
 /// [`Tag::new`] normalises what can be normalised: it lowercases, turns runs of spaces,
 /// underscores, slashes and dots into one `-`, and splits CamelCase words
 /// (`"State Graph"` and `"StateGraph"` become `"state-graph"`). Letters of any script are kept
-/// (`"状态管理"` is a tag). What is left empty, or holds other punctuation, is rejected.
+/// (`"状态管理"` is a tag), with the combining marks written after them (`"हिन्दी"`), composed
+/// (NFC) where they compose. What is left empty, or holds other punctuation, is rejected.
 ///
 /// ```
 /// use memory_core::Tag;
@@ -320,9 +322,22 @@ impl Tag {
         let mut out = String::with_capacity(raw.len());
         let mut previous: Option<char> = None;
         let mut pending_dash = false;
-        for c in raw.trim().chars() {
+        // Composed first (NFC): an accent typed apart joins its letter. A combining mark
+        // that has no composed form with it (a Devanagari virama, a Tamil vowel sign) is
+        // part of its word, and kept after a letter or digit.
+        for c in raw.trim().nfc() {
             if c.is_whitespace() || matches!(c, '_' | '-' | '/' | '.') {
                 pending_dash = true;
+                previous = Some(c);
+                continue;
+            }
+            if unicode_normalization::char::is_combining_mark(c)
+                && !pending_dash
+                && previous.is_some_and(|p| {
+                    p.is_alphanumeric() || unicode_normalization::char::is_combining_mark(p)
+                })
+            {
+                out.push(c);
                 previous = Some(c);
                 continue;
             }
@@ -551,6 +566,11 @@ mod tests {
             "x١Y",
             "ᾈbc",
             "Ⅻx",
+            "हिन्दी",
+            "தமிழ்",
+            "cafe\u{301}",
+            "Ca\u{301}fe\u{301}Bar",
+            "a\u{301}\u{302}",
         ];
         for raw in inputs {
             let tag = Tag::new(raw).unwrap_or_else(|error| panic!("{raw:?}: {error}"));
@@ -574,6 +594,11 @@ mod tests {
             ("gpt4Turbo", Some("gpt4-turbo")),
             ("  a__b--c ", Some("a-b-c")),
             ("状态管理", Some("状态管理")),
+            ("हिन्दी", Some("हिन्दी")),
+            ("தமிழ்", Some("தமிழ்")),
+            ("cafe\u{301}", Some("café")),
+            ("\u{301}x", None),
+            ("a-\u{301}", None),
             ("", None),
             ("---", None),
             ("c++", None),
