@@ -3,8 +3,9 @@
 //!
 //! Steps: Unicode word segmentation (UAX #29), compatibility composition (NFKC: an accent
 //! typed apart joins its letter, a full-width letter is the letter) and lowercasing with the
-//! folds it leaves (final sigma, `ß`, the dot of `İ`), removal of possessive `'s` and
-//! apostrophes, English stop words, Snowball English stemming (an irregular form such as
+//! folds it leaves (final sigma, `ß`, the dot of `İ`), a word joined by `.`, `:` or `_`
+//! read as its pieces ("Paris.She", "jane.doe", "snake_case"; "3.5" stays one number),
+//! removal of possessive `'s` and apostrophes, English stop words, Snowball English stemming (an irregular form such as
 //! "went" or "children", or a comparative such as "older", stemmed as the word it is a form
 //! of: see `irregular`; a British spelling such as "colour" as the American: see
 //! `spelling`; a word the stemmer would merge with one of another meaning, such as
@@ -302,9 +303,25 @@ impl Analyzer {
             }
             return;
         }
+        // A word joined by `.`, `:` or `_` ("Paris.She", "jane.doe", "snake_case") is its
+        // pieces: each is found by its own word. Digits joined by `.` ("3.5") stay one.
+        // Each piece holds no such joiner, so this goes one level deep, however many
+        // pieces a word has.
+        if joined_at(segment, 0).is_some() {
+            let mut from = 0;
+            while from <= segment.len() {
+                let end = joined_at(segment, from).unwrap_or(segment.len());
+                let piece = &segment[from..end];
+                if piece.chars().any(char::is_alphanumeric) {
+                    let plain = piece.bytes().all(|byte| byte.is_ascii_alphanumeric());
+                    self.emit_word(piece, plain, buffer, may_start, emit, skipped);
+                }
+                from = end + 1;
+            }
+            return;
+        }
         // Letters and digits, lowercased. Everything else inside a word is dropped: an
-        // apostrophe ("don't" -> "dont"), inner punctuation such as "." in "3.5" or "_" in
-        // "snake_case" (the pieces stay one term).
+        // apostrophe ("don't" -> "dont"), a `.` between digits ("3.5" -> "35").
         buffer.clear();
         if segment.is_ascii() {
             buffer.extend(
@@ -657,6 +674,24 @@ fn ascii_words<'t>(text: &'t str, mut emit: impl FnMut(&'t str, bool)) {
             emit(segment, !underscore && !joined);
         }
     }
+}
+
+/// Where the first `.`, `:` or `_` from byte `from` on that joins two pieces of `segment`
+/// into one word is, if any: not a `.` between two digits ("3.5"), which make one number.
+fn joined_at(segment: &str, from: usize) -> Option<usize> {
+    let bytes = segment.as_bytes();
+    memchr::memchr3(b'.', b':', b'_', bytes.get(from..)?)?;
+    (from..bytes.len()).find(|&at| match bytes[at] {
+        b'_' => true,
+        b'.' | b':' => {
+            let digit = |at: Option<usize>| {
+                at.and_then(|at| bytes.get(at))
+                    .is_some_and(u8::is_ascii_digit)
+            };
+            !(digit(at.checked_sub(1)) && digit(Some(at + 1)))
+        }
+        _ => false,
+    })
 }
 
 /// The lowercased words of `text` as written (no stemming, no stop-word removal; CJK runs

@@ -100,6 +100,35 @@ fn a_word_is_one_term_however_it_is_typed() {
     assert_ne!(analyzer.terms("Paris"), analyzer.terms("Pâris"));
 }
 
+/// A word joined by `.`, `:` or `_` is its pieces, each found by its own word: a missing
+/// space after a full stop, an address, an identifier. Numbers stay whole.
+#[test]
+fn joined_words_are_their_pieces() {
+    let analyzer = Analyzer::default();
+    for (joined, apart) in [
+        (
+            "She moved to Paris.She loves it",
+            "She moved to Paris. She loves it",
+        ),
+        ("jane.doe@acme.com", "jane doe @ acme com"),
+        ("snake_case", "snake case"),
+        ("file_name.py", "file name py"),
+        ("note:urgent", "note urgent"),
+        ("Mr.Smith's car", "Mr. Smith's car"),
+        ("__init__", "init"),
+        ("Ünïcödé_Straße.ΝΊΚΟΣ", "Ünïcödé Straße ΝΊΚΟΣ"),
+    ] {
+        assert_eq!(analyzer.terms(joined), analyzer.terms(apart), "{joined}");
+    }
+    assert_eq!(analyzer.terms("version 3.5"), ["version", "35"]);
+    assert_eq!(analyzer.terms("v1.2_beta"), analyzer.terms("v12 beta"));
+    // However many pieces a word has, it is read without recursion.
+    let long = "ab_".repeat(200_000);
+    let terms = analyzer.terms(&long);
+    assert_eq!(terms.len(), 200_000);
+    assert!(terms.iter().all(|term| term == "ab"));
+}
+
 /// The next value of a xorshift generator: generated test text, the same on every run.
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
