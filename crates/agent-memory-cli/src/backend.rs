@@ -3,7 +3,7 @@
 pub(crate) use agent_memory::StoreLocation;
 use agent_memory::{
     EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
-    RetrieverConfig, SqliteBackend, SqliteOptions,
+    RetrieverConfig, SqliteBackend, SqliteOptions, ValueBasedConfig,
 };
 
 use crate::failure::{ErrorKind, Failure};
@@ -49,8 +49,13 @@ fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure>
                 "max_memories must be at least 1",
             ));
         }
+        // By value (importance, age and use), as `--help`, the README and the MCP tools
+        // tell: an important memory outlives a trivial newer one.
         Some(max_items) => builder.eviction(EvictionConfig {
-            policy: EvictionPolicy::Capacity { max_items },
+            policy: EvictionPolicy::ValueBased(ValueBasedConfig {
+                max_items,
+                ..ValueBasedConfig::default()
+            }),
             ..EvictionConfig::default()
         }),
         None => builder,

@@ -453,15 +453,16 @@ fn batches_keep_each_namespace_within_its_capacity() {
     ];
     let server = Server::start(&dir, &store, &[]);
     let key = server.key_for("cap");
+    // The first is the most important: eviction goes by value, so it outlives newer ones.
     let memories: Vec<Value> = [
-        "Ana plays the cello",
-        "Bo collects stamps",
-        "Cy runs marathons",
-        "Di grows tomatoes",
-        "Ed repairs bicycles",
+        ("Ana plays the cello", 1.0),
+        ("Bo collects stamps", 0.1),
+        ("Cy runs marathons", 0.1),
+        ("Di grows tomatoes", 0.1),
+        ("Ed repairs bicycles", 0.1),
     ]
     .iter()
-    .map(|text| json!({"text": text}))
+    .map(|(text, importance)| json!({"text": text, "importance": importance}))
     .collect();
     let (status, batch) = server.call(
         "POST",
@@ -472,6 +473,11 @@ fn batches_keep_each_namespace_within_its_capacity() {
     assert_eq!(status, 201, "{batch}");
     let (_, stats) = server.call("GET", "/v1/stats", Some(&key), None);
     assert_eq!(stats["total"], 3, "evicted down to the capacity: {stats}");
+    let (_, listed) = server.call("GET", "/v1/memories", Some(&key), None);
+    assert!(
+        listed.to_string().contains("Ana plays the cello"),
+        "the important memory is kept: {listed}"
+    );
     let (_, other) = server.call(
         "POST",
         "/v1/memories",
