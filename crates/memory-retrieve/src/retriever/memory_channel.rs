@@ -491,20 +491,21 @@ fn merge_similar(out: &mut Vec<Candidate>, similar: Vec<SearchHit>, request: &Re
 /// The two listings that find the memories within `window` of `item` in `(created_at, id)`
 /// order: those made up to its time, newest first, and those made from its time on; each
 /// holds `item` itself and up to `2 * window` more, so ties of time on either side still
-/// leave `window` past it.
+/// leave `window` past it. Both stay within the recall's own time range (`filter`'s
+/// `since` and `until`): a neighbour outside it is no result, whatever lends it relevance.
 fn neighbour_filters(filter: &MemoryFilter, item: &MemoryItem, window: usize) -> [MemoryFilter; 2] {
     let mut scoped = filter.clone();
     scoped.scope = item.namespace.exact();
+    let (since, until) = (filter.since, filter.until);
+    let up_to = item.created_at + chrono::Duration::microseconds(1);
     let earlier = scoped
         .clone()
-        .with_time_range(
-            None,
-            Some(item.created_at + chrono::Duration::microseconds(1)),
-        )
+        .with_time_range(since, Some(until.map_or(up_to, |until| until.min(up_to))))
         .newest_first()
         .with_limit(2 * window + 1);
+    let from = since.map_or(item.created_at, |since| since.max(item.created_at));
     let later = scoped
-        .with_time_range(Some(item.created_at), None)
+        .with_time_range(Some(from), until)
         .with_limit(2 * window + 1);
     [earlier, later]
 }

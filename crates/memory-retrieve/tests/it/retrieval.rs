@@ -551,6 +551,32 @@ async fn conversation_context_lends_relevance_to_neighbours() {
         .await
         .unwrap();
     assert_eq!(ids(&result), ["t1"], "window 0 turns context off");
+    // A recall's time range holds for the neighbours too: those made outside it are no
+    // results, whatever lends them relevance.
+    let within = RecallFilter {
+        since: Some(t0 + chrono::Duration::seconds(20)),
+        until: Some(t0 + chrono::Duration::seconds(40)),
+        ..RecallFilter::default()
+    };
+    let result = retriever
+        .retrieve_with(&ns.exact(), "how long married", &within, retriever.config())
+        .await
+        .unwrap();
+    assert_eq!(ids(&result), ["t1"], "t0 and t2 are outside the range");
+    let from_the_question = RecallFilter {
+        since: Some(t0 + chrono::Duration::seconds(20)),
+        ..RecallFilter::default()
+    };
+    let result = retriever
+        .retrieve_with(
+            &ns.exact(),
+            "how long married",
+            &from_the_question,
+            retriever.config(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&result), ["t1", "t2"], "t0 is before the range");
 }
 
 /// A question naming a time ("a couple of days ago") ranks the memories made then above
