@@ -39,7 +39,7 @@ impl<T: Reranker + ?Sized> Reranker for Arc<T> {
 
 /// How the reranking stage applies.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RerankConfig {
     /// How many of the best fused candidates are reranked (default 30).
     pub depth: usize,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Weights of the hybrid score. Each is finite and `>= 0`, at least one is positive; they
 /// are normalised to sum to 1, so a score stays in `[0, 1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ScoreWeights {
     /// The channel's own relevance (BM25/BM25F), normalised by the best hit of the channel.
     pub relevance: f32,
@@ -115,7 +115,7 @@ impl ScoreWeights {
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming the weight that is NaN, infinite or negative, or
-    /// `weights` when all are zero.
+    /// `weights` when all are zero or their sum is not finite.
     pub fn validate(&self) -> Result<()> {
         for (name, weight) in self.pairs() {
             if !weight.is_finite() || weight < 0.0 {
@@ -129,6 +129,15 @@ impl ScoreWeights {
             return Err(MemoryError::invalid(
                 "weights",
                 "at least one weight must be positive",
+            ));
+        }
+        // Each finite, and their sum too: the shares are each weight over the sum, and an
+        // infinite sum would turn every weight off (every score 0, every result dropped).
+        let total: f32 = self.pairs().iter().map(|(_, weight)| weight).sum();
+        if !total.is_finite() {
+            return Err(MemoryError::invalid(
+                "weights",
+                format!("they add up to {total}: scale them down"),
             ));
         }
         Ok(())
@@ -564,5 +573,24 @@ mod tests {
             ..ScoringStrategy::GraphDistance.weights()
         };
         assert!(ScoreWeights { graph: 0.0, ..none }.validate().is_err());
+        // Each finite, the sum not: refused, or every score would be 0.
+        let huge = ScoreWeights {
+            relevance: f32::MAX,
+            recency: f32::MAX,
+            ..ScoreWeights::default()
+        };
+        let error = huge.validate().unwrap_err();
+        assert!(error.to_string().contains("weights"), "{error}");
+    }
+
+    /// A misspelt weight is refused by name, not read as a weight of 0.
+    #[test]
+    fn an_unknown_weight_is_refused() {
+        let typo = r#"{"strategy": "hybrid", "relevance": 1, "contxt": 0.5}"#;
+        let error = serde_json::from_str::<ScoringStrategy>(typo).unwrap_err();
+        assert!(error.to_string().contains("contxt"), "{error}");
+        let good = r#"{"strategy": "hybrid", "relevance": 1, "context": 0.5}"#;
+        let read: ScoringStrategy = serde_json::from_str(good).unwrap();
+        assert_eq!(read.weights().context, 0.5);
     }
 }
