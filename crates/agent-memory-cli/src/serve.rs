@@ -141,12 +141,14 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     let address = listener
         .local_addr()
         .map_err(|error| Failure::internal(error.to_string()))?;
+    // Before the server says it listens: a signal from then on stops it gracefully.
+    let signalled = shutdown_signal();
     // The address on stderr, for whoever started the server (port 0 picks a free one).
     eprintln!("agent-memory listening on http://{address}");
     tracing::info!(%address, open, readers, "serving");
     let (stopping, mut stop_seen) = tokio::sync::watch::channel(false);
     let served = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown_signal().await;
+        signalled.await;
         // Open MCP event streams end, so the stop does not wait on them.
         stop_streams();
         let _ = stopping.send(true);
@@ -193,26 +195,51 @@ fn init_logs() {
         .try_init();
 }
 
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that ends at the first SIGINT or SIGTERM. The handlers are installed when it
+/// is made, not when it is first polled: the server says it listens before it serves, and a
+/// signal sent between the two must stop it gracefully, not kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let (mut interrupt, mut terminate) = signals;
+            let interrupt = async {
+                match interrupt.as_mut() {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            };
+            let terminate = async {
+                match terminate.as_mut() {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = interrupt => {},
+                () = terminate => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("stopping: finishing the requests in flight");
     }
-    tracing::info!("stopping: finishing the requests in flight");
 }
 
 /// Ends the MCP event streams.

@@ -451,8 +451,12 @@ async fn conflicts_without_keys_are_flagged_ranked_and_settled_by_policy() {
             [new.id.clone(), old.id.clone()],
             "{name}"
         );
-        let stale = found.items[1].breakdown.value(Signal::Stale);
-        assert_eq!(stale, Some(agent_memory::retrieve::STALE_FACTOR), "{name}");
+        // The factor it took: the stale factor, or less when it was put under its rival.
+        let stale = found.items[1].breakdown.value(Signal::Stale).unwrap_or(1.0);
+        assert!(
+            stale > 0.0 && stale <= agent_memory::retrieve::STALE_FACTOR,
+            "{name}: {stale}"
+        );
         let pairs = memory.conflicts(&ns.subtree()).await.unwrap();
         assert_eq!(pairs.len(), 1, "{name}");
         assert_eq!(

@@ -94,7 +94,10 @@ fn document(record: &RetrievalSource) -> Cow<'_, str> {
 }
 
 /// Reranks the head of `items` (best first) and re-sorts them; the caller cuts afterwards.
-/// A failing reranker leaves the items as they are.
+/// Each result's score becomes `(1 - weight) * fused + weight * measure` (the measure 0 past
+/// the depth), explained by a [`Signal::Rerank`] contribution; a stale result is kept under
+/// every result fused above it that is not stale. A failing reranker leaves the items as
+/// they are.
 pub(crate) async fn apply(
     reranker: &dyn Reranker,
     config: &RerankConfig,
@@ -123,25 +126,35 @@ pub(crate) async fn apply(
         }
     };
     let weight = config.weight;
+    // The least score so far of the results that are not stale, in the fused order: a stale
+    // result (ended, or the older of a pair) is never lifted above one fused above it, as
+    // fusion put it under the newer memory of its pair.
+    let mut floor = f32::INFINITY;
     for (at, item) in items.iter_mut().enumerate() {
         let before = item.score;
-        let after = match scores.get(at) {
+        let (value, blended) = match scores.get(at) {
             Some(score) => {
                 let value = if score.is_finite() {
                     score.clamp(0.0, 1.0)
                 } else {
                     0.0
                 };
-                let after = (1.0 - weight) * before + weight * value;
-                item.breakdown.signals.push(SignalScore {
-                    name: Signal::Rerank,
-                    value,
-                    contribution: after - before,
-                });
-                after
+                (value, (1.0 - weight) * before + weight * value)
             }
-            None => (1.0 - weight) * before,
+            // Past the depth: the fused score's share alone, and no measure.
+            None => (0.0, (1.0 - weight) * before),
         };
+        let after = if item.breakdown.value(Signal::Stale).is_some() {
+            blended.min(floor * 0.99)
+        } else {
+            floor = floor.min(blended);
+            blended
+        };
+        item.breakdown.signals.push(SignalScore {
+            name: Signal::Rerank,
+            value,
+            contribution: after - before,
+        });
         item.score = after;
     }
     // Stable: equal scores keep the fused order.

@@ -870,6 +870,18 @@ fn a_stop_is_not_held_by_an_unfinished_request() {
     drop(stalled);
 }
 
+/// A stop sent as soon as the server says it listens is graceful: the signal handlers are
+/// in place before it says so.
+#[test]
+fn a_stop_right_after_the_start_is_graceful() {
+    let dir = TempDir::new("quick-stop");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    for _ in 0..5 {
+        let server = Server::start(&dir, &store, &["--no-auth"]);
+        assert_eq!(server.stop(), Some(0));
+    }
+}
+
 /// An entity read shows a page of its relations, and says when it has more.
 #[test]
 fn an_entity_read_shows_a_page_of_its_relations() {

@@ -97,6 +97,10 @@ pub(super) fn rank(
             config,
         );
     }
+    // A stale score lowered under its rivals may fall under the threshold it passed.
+    if !penalised.is_empty() {
+        scored.retain(|(score, _)| *score >= config.min_score && *score > 0.0);
+    }
     let key_of = |at: usize| candidates[at].as_ref().map(Candidate::key);
     let order = |a: &(f32, usize), b: &(f32, usize)| {
         b.0.total_cmp(&a.0)
@@ -113,29 +117,50 @@ pub(super) fn rank(
             .into_iter()
             .filter_map(|(score, at)| Some((score, at, candidates[at].take()?)))
             .map(|(score, at, candidate)| {
+                // The contributions add up to the score: the signals' (or the fused rank's)
+                // to the score before any penalty, then the time's, then staleness's, each
+                // what it took away.
                 let mut signals = weights.breakdown(&candidate.signals);
-                if let Fusion::ReciprocalRank { .. } = config.fusion {
-                    for signal in &mut signals {
-                        signal.contribution = 0.0;
+                let base = match config.fusion {
+                    Fusion::Weighted => signals.iter().map(|signal| signal.contribution).sum(),
+                    Fusion::ReciprocalRank { k } => {
+                        let ranks: Vec<usize> =
+                            candidate.channels.iter().map(|(_, rank)| rank).collect();
+                        let base = reciprocal_rank(&ranks, k, active);
+                        for signal in &mut signals {
+                            signal.contribution = 0.0;
+                        }
+                        signals.push(SignalScore {
+                            name: Signal::Rrf,
+                            value: base,
+                            contribution: base,
+                        });
+                        base
                     }
-                    signals.push(SignalScore {
-                        name: Signal::Rrf,
-                        value: score,
-                        contribution: score,
-                    });
-                }
-                if outside(&candidate) {
+                };
+                let timed = if outside(&candidate) {
+                    let timed = base * factor;
                     signals.push(SignalScore {
                         name: Signal::Time,
                         value: factor,
-                        contribution: score - score / factor,
+                        contribution: timed - base,
                     });
-                }
-                if let Some(before) = penalised.get(&at) {
+                    timed
+                } else {
+                    base
+                };
+                if penalised.contains_key(&at) {
+                    // The factor it took: STALE_FACTOR, or less when it was put under a
+                    // newer rival.
+                    let value = if timed > 0.0 {
+                        (score / timed).clamp(0.0, 1.0)
+                    } else {
+                        STALE_FACTOR
+                    };
                     signals.push(SignalScore {
                         name: Signal::Stale,
-                        value: STALE_FACTOR,
-                        contribution: score - before,
+                        value,
+                        contribution: score - timed,
                     });
                 }
                 let breakdown = ScoreBreakdown {

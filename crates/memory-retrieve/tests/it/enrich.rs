@@ -601,6 +601,72 @@ async fn the_reranker_runs_before_the_cut() {
     assert_eq!(ids(&top), [down_ids[0].clone()]);
 }
 
+/// Every reranked result's contributions add up to its score, those past the depth too;
+/// and a stale result is not lifted above the newer one that replaced it, however the
+/// reranker measures it.
+#[tokio::test]
+async fn a_reranked_result_is_explained_and_a_stale_one_stays_under_its_rival() {
+    let reranked = Memory::builder()
+        .retriever_config(RetrieverConfig {
+            max_results: 10,
+            min_score: 0.0,
+            ..RetrieverConfig::default()
+        })
+        .reranker_with(
+            Arc::new(Favourite("Paris".into())),
+            RerankConfig {
+                depth: 1,
+                weight: 0.5,
+            },
+        )
+        .build()
+        .unwrap();
+    garden(&reranked).await;
+    let found = reranked
+        .recall(&ns("user").exact(), "garden")
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 3);
+    for item in &found.items {
+        let sum: f32 = item.breakdown.signals.iter().map(|s| s.contribution).sum();
+        assert!(
+            (sum - item.score).abs() < 1e-5,
+            "{sum} against {}",
+            item.score
+        );
+        assert!(item.breakdown.value(Signal::Rerank).is_some());
+    }
+
+    let user = ns("city");
+    let deep = Memory::builder()
+        .retriever_config(RetrieverConfig {
+            max_results: 10,
+            min_score: 0.0,
+            ..RetrieverConfig::default()
+        })
+        .reranker_with(
+            Arc::new(Favourite("Paris".into())),
+            RerankConfig {
+                depth: 10,
+                weight: 0.8,
+            },
+        )
+        .build()
+        .unwrap();
+    let old = deep.remember(&user, "I live in Paris").await.unwrap();
+    let new = deep.remember(&user, "Now I live in Berlin").await.unwrap();
+    deep.supersede(&user, &old, &new).await.unwrap();
+    let found = deep
+        .recall_with(
+            &user.exact(),
+            "Do I live in Paris?",
+            &memory_retrieve::RecallOptions::default().view(memory_retrieve::RecallView::All),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&found), [new.clone(), old.clone()], "{found:?}");
+}
+
 #[tokio::test]
 async fn the_term_reranker_prefers_full_coverage() {
     let memory = Memory::builder()

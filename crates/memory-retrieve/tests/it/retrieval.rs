@@ -1321,3 +1321,116 @@ mod properties {
         }
     }
 }
+
+/// A result's contributions add up to its score when penalties apply: a retracted memory
+/// made before the time the query names carries the time's factor and staleness's, each
+/// what it took away, under weighted fusion and under reciprocal rank fusion alike.
+#[tokio::test]
+async fn contributions_add_up_under_the_time_and_stale_penalties() {
+    let now: chrono::DateTime<chrono::Utc> = "2024-06-01T12:00:00Z".parse().unwrap();
+    let ns = Namespace::parse("cook").unwrap();
+    for fusion in [Fusion::Weighted, Fusion::ReciprocalRank { k: 60.0 }] {
+        let memory = memory_retrieve::Memory::builder()
+            .clock(Arc::new(ManualClock::new(now)))
+            .build()
+            .unwrap();
+        let old = memory
+            .remember_with(
+                memory_retrieve::Remember::new(ns.clone(), "I cooked pasta for my friend")
+                    .created_at(now - chrono::Duration::days(40)),
+            )
+            .await
+            .unwrap();
+        memory
+            .remember_with(
+                memory_retrieve::Remember::new(ns.clone(), "I cooked risotto for my friend Ana")
+                    .created_at(now - chrono::Duration::days(2)),
+            )
+            .await
+            .unwrap();
+        memory
+            .retract(&ns, &old.id, "never happened")
+            .await
+            .unwrap();
+        let found = memory
+            .recall_with(
+                &ns.exact(),
+                "What did I cook for my friend a couple of days ago?",
+                &memory_retrieve::RecallOptions::default()
+                    .view(memory_retrieve::RecallView::All)
+                    .fusion(fusion),
+            )
+            .await
+            .unwrap();
+        let retracted = found
+            .items
+            .iter()
+            .find(|item| item.record.id() == old.id)
+            .unwrap_or_else(|| panic!("{fusion:?}: the retracted memory is listed"));
+        assert!(
+            retracted.breakdown.value(Signal::Time).is_some(),
+            "{fusion:?}"
+        );
+        assert!(
+            retracted.breakdown.value(Signal::Stale).is_some(),
+            "{fusion:?}"
+        );
+        for item in &found.items {
+            let sum: f32 = item.breakdown.signals.iter().map(|s| s.contribution).sum();
+            assert!(
+                (sum - item.score).abs() < 1e-5,
+                "{fusion:?} {}: {sum} against {}: {:?}",
+                item.record.id(),
+                item.score,
+                item.breakdown.signals
+            );
+        }
+    }
+}
+
+/// The score threshold holds after a stale memory is put under the newer one that replaced
+/// it: lowered below the threshold, it is not returned.
+#[tokio::test]
+async fn the_threshold_holds_for_a_stale_memory_put_under_its_rival() {
+    let ns = Namespace::parse("city").unwrap();
+    let memory = memory_retrieve::Memory::in_memory();
+    let old = memory.remember(&ns, "Paris Paris Paris").await.unwrap();
+    let new = memory
+        .remember(
+            &ns,
+            "After many years the user moved away from Paris to live in Berlin with their \
+             family, close to the river, the old market, the parks and the new office where \
+             they work on weekdays and sometimes on weekends too",
+        )
+        .await
+        .unwrap();
+    memory.supersede(&ns, &old, &new).await.unwrap();
+    let options = memory_retrieve::RecallOptions::default()
+        .view(memory_retrieve::RecallView::All)
+        .scoring(ScoringStrategy::Relevance)
+        .min_score(0.0);
+    let found = memory
+        .recall_with(&ns.exact(), "Paris", &options)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&found),
+        [new.as_str(), old.as_str()],
+        "the stale one under its rival"
+    );
+    let rival = found.items[0].score;
+    assert!(
+        found.items[1].breakdown.value(Signal::Stale).unwrap_or(1.0) < 0.5,
+        "put under its rival, past the stale factor: {:?}",
+        found.items[1].breakdown
+    );
+    let found = memory
+        .recall_with(&ns.exact(), "Paris", &options.clone().min_score(rival))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&found),
+        [new.as_str()],
+        "the stale one fell under the threshold"
+    );
+}
