@@ -550,16 +550,54 @@ impl Memory {
         Ok(existed)
     }
 
-    /// With enrichment, removes the link nodes of the deleted memories `ids`. One that cannot
-    /// be removed is logged; the next [`maintain`](Self::maintain) prunes it.
+    /// Removes the link nodes of the deleted memories `ids`, with or without an enricher of
+    /// its own: another `Memory` on the same stores may have enriched them, and a node holds
+    /// the start of its memory's text, which a forget must not leave behind. Without an
+    /// enricher, a namespace whose graph holds no entity is not asked further. One that
+    /// cannot be removed is logged; the next [`maintain`](Self::maintain) of a `Memory` with
+    /// an enricher prunes it.
     async fn remove_link_nodes(&self, namespace: &Namespace, ids: &[String]) {
-        if self.enrichment.is_none() {
+        if ids.is_empty() {
             return;
         }
-        for id in ids {
-            let node = crate::enrich::memory_node_id(id);
+        if self.enrichment.is_none()
+            && !self
+                .graph
+                .may_have_entities(&namespace.exact())
+                .await
+                .unwrap_or(true)
+        {
+            return;
+        }
+        // A few are removed by id; more, by one listing of the namespace's link nodes, so
+        // a large forget costs a statement per node that exists, not per memory.
+        const BY_ID: usize = 16;
+        let nodes: Vec<String> = if ids.len() <= BY_ID {
+            ids.iter()
+                .map(|id| crate::enrich::memory_node_id(id))
+                .collect()
+        } else {
+            let forgotten: std::collections::HashSet<&str> =
+                ids.iter().map(String::as_str).collect();
+            match self.graph.list_entities(&namespace.exact()).await {
+                Ok(entities) => entities
+                    .into_iter()
+                    .filter(|entity| entity.entity_type == crate::MEMORY_NODE_TYPE)
+                    .filter(|entity| {
+                        crate::memory_of_node(&entity.id).is_some_and(|id| forgotten.contains(id))
+                    })
+                    .map(|entity| entity.id)
+                    .collect(),
+                Err(error) => {
+                    tracing::warn!(%error, %namespace,
+                        "the link nodes of forgotten memories were not listed");
+                    return;
+                }
+            }
+        };
+        for node in nodes {
             if let Err(error) = self.graph.remove_entity(namespace, &node).await {
-                tracing::warn!(%error, %namespace, %id,
+                tracing::warn!(%error, %namespace, %node,
                     "the link node of a forgotten memory was not removed");
             }
         }

@@ -862,3 +862,75 @@ async fn maintain_prunes_the_links_of_evicted_memories() {
     assert!(!node(&first).await, "pruned");
     assert!(node(&second).await, "a live memory keeps its links");
 }
+
+/// A `Memory` without an enricher, over stores another one enriched, forgets a memory with
+/// its link node (which holds the start of its text): alone, and many at once. On the
+/// in-memory stores and on SQLite.
+#[tokio::test]
+async fn a_forget_without_an_enricher_removes_the_link_nodes() {
+    let sqlite = memory_sqlite::SqliteBackend::open_in_memory().unwrap();
+    let in_memory = Memory::in_memory();
+    let shared = memory_core::Stores::new(
+        in_memory.store().clone(),
+        in_memory.knowledge().clone(),
+        in_memory.graph().clone(),
+    );
+    for stores in [shared, sqlite.stores()] {
+        let enriching = Memory::builder()
+            .stores(stores.clone())
+            .enricher(Arc::new(RuleEnricher))
+            .build()
+            .unwrap();
+        let family = ns("family");
+        let (first, second) = sister_story(&enriching, &family).await;
+        let mut many = Vec::new();
+        for n in 0..20 {
+            many.push(
+                enriching
+                    .remember(&family, &format!("Anna visited Lisbon on trip number {n}."))
+                    .await
+                    .unwrap(),
+            );
+        }
+        enriching.flush().await.unwrap();
+        let graph = enriching.graph();
+        for id in [&first, &second].into_iter().chain(&many) {
+            assert!(
+                graph
+                    .get_entity(&family, &memory_node_id(id))
+                    .await
+                    .unwrap()
+                    .is_some(),
+                "{id} is linked"
+            );
+        }
+        let plain = Memory::builder().stores(stores.clone()).build().unwrap();
+        assert!(plain.forget(&family, &second).await.unwrap());
+        assert!(
+            graph
+                .get_entity(&family, &memory_node_id(&second))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let forgotten = plain
+            .forget_matching(&memory_core::MemoryFilter::new(family.exact()))
+            .await
+            .unwrap();
+        assert_eq!(forgotten, 21);
+        for id in std::iter::once(&first).chain(&many) {
+            assert!(
+                graph
+                    .get_entity(&family, &memory_node_id(id))
+                    .await
+                    .unwrap()
+                    .is_none(),
+                "{id}'s node is gone"
+            );
+        }
+        assert!(
+            graph.get_entity(&family, "anna").await.unwrap().is_some(),
+            "entities stay"
+        );
+    }
+}
