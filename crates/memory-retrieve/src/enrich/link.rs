@@ -40,18 +40,31 @@ pub(crate) async fn apply(
         tracing::debug!(id = %item.id, "memory id too long for a graph node: not linked");
         return Ok(());
     }
-    if graph.get_entity(namespace, &node).await?.is_none() {
-        let description: String = item.content.chars().take(NODE_DESCRIPTION_CHARS).collect();
-        let entity = GraphEntity::new(
-            namespace.clone(),
-            node.clone(),
-            format!("#{}", item.id),
-            MEMORY_NODE_TYPE,
-        )?
-        .with_description(description)
-        .with_created_at(Some(item.created_at));
-        ignore_exists(graph.add_entity(entity).await)?;
-    }
+    let description: String = item.content.chars().take(NODE_DESCRIPTION_CHARS).collect();
+    // A memory enriched again (remembered again under its id with another text) keeps its
+    // node, which then describes and links the text it holds now.
+    let existed = match graph.get_entity(namespace, &node).await? {
+        None => {
+            let entity = GraphEntity::new(
+                namespace.clone(),
+                node.clone(),
+                format!("#{}", item.id),
+                MEMORY_NODE_TYPE,
+            )?
+            .with_description(description)
+            .with_created_at(Some(item.created_at));
+            ignore_exists(graph.add_entity(entity).await)?;
+            false
+        }
+        Some(existing) => {
+            if existing.description != description {
+                graph
+                    .update_entity(existing.with_description(description))
+                    .await?;
+            }
+            true
+        }
+    };
     let mut ids: HashMap<String, String> = HashMap::new();
     for mention in &enrichment.entities {
         let Some(id) = ensure_entity(
@@ -76,6 +89,20 @@ pub(crate) async fn apply(
             )?)
             .await?;
         ids.insert(mention.name.clone(), id);
+    }
+    if existed {
+        // The mentions of the text it held before and no longer names go.
+        let mentioned: std::collections::HashSet<&str> = ids.values().map(String::as_str).collect();
+        for link in graph.relations_of(namespace, &node).await? {
+            if link.source_id == node
+                && link.relation_type == MENTIONS
+                && !mentioned.contains(link.target_id.as_str())
+            {
+                graph
+                    .remove_relation(namespace, &node, &link.target_id, MENTIONS)
+                    .await?;
+            }
+        }
     }
     for relation in &enrichment.relations {
         let mut ends = Vec::with_capacity(2);

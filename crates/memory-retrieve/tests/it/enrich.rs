@@ -934,3 +934,48 @@ async fn a_forget_without_an_enricher_removes_the_link_nodes() {
         );
     }
 }
+
+/// A memory remembered again under its id with another text is enriched again: its node
+/// describes and links the text it holds now, and the entities only the old text named
+/// no longer reach it.
+#[tokio::test]
+async fn a_memory_whose_text_changes_is_linked_by_its_new_text() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let remember = |text: &'static str| {
+        memory.remember_with(memory_retrieve::Remember::new(family.clone(), text).id("x"))
+    };
+    remember("Caroline's sister Anna moved to Lisbon.")
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    let graph = memory.graph();
+    let node = memory_node_id("x");
+    let targets = |links: Vec<memory_core::GraphRelation>| -> Vec<String> {
+        let mut targets: Vec<String> = links
+            .into_iter()
+            .filter(|link| link.source_id == node && link.relation_type == "mentions")
+            .map(|link| link.target_id)
+            .collect();
+        targets.sort();
+        targets
+    };
+    let before = targets(graph.relations_of(&family, &node).await.unwrap());
+    assert!(before.contains(&"anna".to_owned()), "{before:?}");
+    remember("Bob likes green tea.").await.unwrap();
+    memory.flush().await.unwrap();
+    let after = targets(graph.relations_of(&family, &node).await.unwrap());
+    assert!(!after.contains(&"anna".to_owned()), "{after:?}");
+    assert!(!after.contains(&"lisbon".to_owned()), "{after:?}");
+    assert!(after.contains(&"bob".to_owned()), "{after:?}");
+    let described = graph.get_entity(&family, &node).await.unwrap().unwrap();
+    assert_eq!(described.description, "Bob likes green tea.");
+    let found = memory
+        .recall(&family.exact(), "Where did Anna move?")
+        .await
+        .unwrap();
+    assert!(!ids(&found).contains(&"x".to_owned()), "{:?}", ids(&found));
+}
