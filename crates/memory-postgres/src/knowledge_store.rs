@@ -214,11 +214,12 @@ impl KnowledgeStore for PostgresKnowledgeStore {
                 signals,
             });
         }
+        // Ties by namespace, then id, as the other backends break them.
         candidates.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
-                .then_with(|| a.id.cmp(&b.id))
                 .then_with(|| a.ns.cmp(&b.ns))
+                .then_with(|| a.id.cmp(&b.id))
         });
         candidates.truncate(query.top_k);
         if candidates.is_empty() {

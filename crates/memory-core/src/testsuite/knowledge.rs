@@ -375,6 +375,11 @@ async fn references(store: &dyn KnowledgeStore, ns: &Namespace) {
             .is_empty(),
         "referrers stay in their namespace"
     );
+    assert_eq!(
+        must(store.reference_count(ns, "future"), "reference_count").await,
+        0,
+        "a page that does not exist is referenced by no existing page's count"
+    );
     must(
         store.add_page(page(ns, "future", "Future", "", &[], &[])),
         "add_page",
@@ -521,6 +526,47 @@ async fn search(store: &dyn KnowledgeStore, ns: &Namespace) {
         hits.iter().map(|h| h.page.id.as_str()).collect::<Vec<_>>(),
         ["rs"],
         "tag filter"
+    );
+    // Equal scores are broken by namespace, then id, on every backend: the same pages give
+    // the same top k.
+    for (namespace, id) in [("y", "y"), ("x", "z")] {
+        must(
+            store.add_page(page(
+                &child(ns, namespace),
+                id,
+                "Alpha notes",
+                "alpha",
+                &[],
+                &[],
+            )),
+            "add_page",
+        )
+        .await;
+    }
+    let hits = must(
+        store.search(&PageQuery::new(child(ns, "x").exact(), "alpha", 1)),
+        "search",
+    )
+    .await;
+    assert_eq!(hits.len(), 1, "one namespace alone");
+    let hits = must(
+        store.search(&PageQuery::new(ns.subtree(), "alpha", 2)),
+        "search",
+    )
+    .await;
+    let order: Vec<(&str, &str)> = hits
+        .iter()
+        .map(|hit| (hit.page.namespace.as_str(), hit.page.id.as_str()))
+        .collect();
+    let (x, y) = (child(ns, "x"), child(ns, "y"));
+    assert_eq!(
+        order,
+        [(x.as_str(), "z"), (y.as_str(), "y")],
+        "ties by namespace, then id"
+    );
+    assert_eq!(
+        hits[0].score, hits[1].score,
+        "the same page scores the same"
     );
 }
 
