@@ -105,6 +105,13 @@ pub(crate) async fn apply(
         }
     }
     for relation in &enrichment.relations {
+        // A relation the graph would refuse (a type past its limit) is left out before any
+        // of its ends is written.
+        let relation_type = relation_type(&relation.relation_type);
+        if GraphRelation::new(namespace.clone(), "a", "b", relation_type.as_str(), 1.0).is_err() {
+            tracing::debug!(%relation_type, id = %item.id, "a stated relation the graph refuses: left out");
+            continue;
+        }
         let mut ends = Vec::with_capacity(2);
         for name in [&relation.source, &relation.target] {
             let id = match ids.get(name) {
@@ -113,7 +120,6 @@ pub(crate) async fn apply(
             };
             ends.extend(id);
         }
-        let relation_type = relation_type(&relation.relation_type);
         if let ([source, target], false) = (ends.as_slice(), relation_type.is_empty())
             && source != target
         {
@@ -173,8 +179,19 @@ async fn ensure_entity(
             } else {
                 entity_type.trim()
             };
-            let entity = GraphEntity::new(namespace.clone(), id.clone(), name.trim(), entity_type)?
-                .with_tags(&wanted)?;
+            wanted.truncate(graph.tag_constraints().max_tags_per_entity);
+            // An entity the graph would refuse (a name or type past its limit) is left out,
+            // not written half way through the enrichment.
+            let entity =
+                match GraphEntity::new(namespace.clone(), id.clone(), name.trim(), entity_type)
+                    .and_then(|entity| entity.with_tags(&wanted))
+                {
+                    Ok(entity) => entity,
+                    Err(error) => {
+                        tracing::debug!(%error, %name, "an entity the graph refuses: left out");
+                        return Ok(None);
+                    }
+                };
             ignore_exists(graph.add_entity(entity).await)?;
         }
         Some(existing) => {

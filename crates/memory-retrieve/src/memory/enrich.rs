@@ -213,20 +213,39 @@ impl Worker {
         let (mut enriched, mut failed) = (0u64, 0u64);
         let mut tags = TagCache::new();
         for (item, enrichment) in items.iter().zip(&enrichments) {
-            let outcome = crate::enrich::apply(
-                &*self.graph,
-                &*self.store,
-                item,
-                enrichment,
-                self.config.update_memories,
-                &mut tags,
-            )
-            .await;
+            // Writing is idempotent (entities reused, links set again), so a write that
+            // fails on a recoverable error is tried again whole; one that still fails is
+            // undone (the memory's node goes with its links), so the memory stays stored,
+            // unlinked, as if it had not been enriched.
+            let mut wait = self.config.backoff;
+            let mut outcome = Ok(());
+            for attempt in 1..=self.config.max_attempts {
+                outcome = crate::enrich::apply(
+                    &*self.graph,
+                    &*self.store,
+                    item,
+                    enrichment,
+                    self.config.update_memories,
+                    &mut tags,
+                )
+                .await;
+                match &outcome {
+                    Err(error) if error.is_recoverable() && attempt < self.config.max_attempts => {
+                        tokio::time::sleep(wait).await;
+                        wait = wait.saturating_mul(2);
+                    }
+                    _ => break,
+                }
+            }
             match outcome {
                 Ok(()) => enriched += 1,
                 Err(error) => {
                     failed += 1;
                     tracing::warn!(%error, id = %item.id, namespace = %item.namespace, "enrichment not applied");
+                    let node = crate::enrich::memory_node_id(&item.id);
+                    if let Err(undo) = self.graph.remove_entity(&item.namespace, &node).await {
+                        tracing::warn!(%undo, id = %item.id, "the node of a failed enrichment was not removed");
+                    }
                 }
             }
         }

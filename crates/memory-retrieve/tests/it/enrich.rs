@@ -979,3 +979,29 @@ async fn a_memory_whose_text_changes_is_linked_by_its_new_text() {
         .unwrap();
     assert!(!ids(&found).contains(&"x".to_owned()), "{:?}", ids(&found));
 }
+
+/// An enrichment part the graph would refuse (a relation type past its limit) is left out
+/// before anything is written: the rest of the memory's enrichment is applied whole, not
+/// failed half way through.
+#[tokio::test]
+async fn a_part_the_graph_refuses_is_left_out_and_the_rest_applied() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let text = format!("Caroline's {} Anna moved to Lisbon.", "a".repeat(200));
+    let id = memory.remember(&family, &text).await.unwrap();
+    memory.flush().await.unwrap();
+    let stats = memory.enrichment_stats().unwrap();
+    assert_eq!((stats.enriched, stats.failed), (1, 0), "{stats:?}");
+    let links = memory
+        .graph()
+        .relations_of(&family, &memory_node_id(&id))
+        .await
+        .unwrap();
+    assert!(
+        links.iter().any(|link| link.target_id == "anna"),
+        "{links:?}"
+    );
+}
