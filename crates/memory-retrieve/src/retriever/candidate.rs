@@ -22,35 +22,41 @@ pub(super) struct Candidate {
 }
 
 /// The channels that found a candidate, each with the candidate's rank there, kept inline
-/// (no allocation per candidate). Two suffice: a record comes from one channel, except a
-/// graph entity both matched and reached by traversal, and a memory found by keywords and by
-/// similarity (context neighbours are never hits, so no record has three).
+/// (no allocation per candidate). Three at most: a graph entity both matched and reached by
+/// traversal, or a memory found by keywords, by similarity and through the graph's links
+/// (context neighbours are never hits).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Found {
     first: (Channel, usize),
-    second: Option<(Channel, usize)>,
+    more: [Option<(Channel, usize)>; 2],
 }
+
+/// The most channels a candidate records ([`Found`]).
+pub(super) const MAX_CHANNELS: usize = 3;
 
 impl Found {
     pub(super) fn new(channel: Channel, rank: usize) -> Self {
         Self {
             first: (channel, rank),
-            second: None,
+            more: [None; 2],
         }
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = (Channel, usize)> + '_ {
-        std::iter::once(self.first).chain(self.second)
+        std::iter::once(self.first).chain(self.more.iter().flatten().copied())
     }
 
     pub(super) fn contains(&self, channel: Channel) -> bool {
         self.iter().any(|(found, _)| found == channel)
     }
 
-    /// Records a second channel (a third is never needed; it would be ignored).
+    /// Records another channel, once (its first rank kept).
     pub(super) fn add(&mut self, channel: Channel, rank: usize) {
-        if self.second.is_none() {
-            self.second = Some((channel, rank));
+        if self.contains(channel) {
+            return;
+        }
+        if let Some(free) = self.more.iter_mut().find(|slot| slot.is_none()) {
+            *free = Some((channel, rank));
         }
     }
 }

@@ -61,7 +61,7 @@ pub(super) fn rank(
         let score = match config.fusion {
             Fusion::Weighted => weights.score(&candidate.signals),
             Fusion::ReciprocalRank { k } => {
-                let mut ranks = [0usize; 2];
+                let mut ranks = [0usize; super::candidate::MAX_CHANNELS];
                 let mut count = 0;
                 for (_, rank) in candidate.channels.iter() {
                     ranks[count] = rank;
