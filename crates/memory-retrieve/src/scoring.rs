@@ -227,6 +227,34 @@ impl Signals {
         signals
     }
 
+    /// [`of_memory`](Self::of_memory) for scoring under `weights`: a signal they weigh 0
+    /// is left at 0, not computed (it takes no part in a score or a breakdown; a recall
+    /// reads these for every keyword hit).
+    pub(crate) fn of_memory_for(
+        item: &MemoryItem,
+        now: DateTime<Utc>,
+        half_life_hours: f64,
+        weights: &ScoreWeights,
+    ) -> Self {
+        let now_secs = now.timestamp();
+        let mut signals = Self::default();
+        if weights.temporal > 0.0 {
+            signals[Signal::Temporal] =
+                temporal_weight_of_age(now_secs - item.updated_at.timestamp());
+        }
+        if weights.importance > 0.0 {
+            signals[Signal::Importance] = item.importance;
+        }
+        if weights.frequency > 0.0 {
+            signals[Signal::Frequency] = frequency(item.access_count);
+        }
+        if weights.recency > 0.0 {
+            signals[Signal::Recency] =
+                recency_of_age(now_secs - item.created_at.timestamp(), half_life_hours);
+        }
+        signals
+    }
+
     /// Only `signal`, at `value`.
     pub fn only(signal: Signal, value: f32) -> Self {
         let mut signals = Self::default();

@@ -27,8 +27,9 @@ pub(super) struct Candidate {
 /// (context neighbours are never hits).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Found {
-    first: (Channel, usize),
-    more: [Option<(Channel, usize)>; 2],
+    /// The first `len` are the channels, in the order they found the record.
+    slots: [(Channel, usize); MAX_CHANNELS],
+    len: u8,
 }
 
 /// The most channels a candidate records ([`Found`]).
@@ -37,13 +38,13 @@ pub(super) const MAX_CHANNELS: usize = 3;
 impl Found {
     pub(super) fn new(channel: Channel, rank: usize) -> Self {
         Self {
-            first: (channel, rank),
-            more: [None; 2],
+            slots: [(channel, rank); MAX_CHANNELS],
+            len: 1,
         }
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = (Channel, usize)> + '_ {
-        std::iter::once(self.first).chain(self.more.iter().flatten().copied())
+        self.slots[..usize::from(self.len)].iter().copied()
     }
 
     pub(super) fn contains(&self, channel: Channel) -> bool {
@@ -52,11 +53,10 @@ impl Found {
 
     /// Records another channel, once (its first rank kept).
     pub(super) fn add(&mut self, channel: Channel, rank: usize) {
-        if self.contains(channel) {
-            return;
-        }
-        if let Some(free) = self.more.iter_mut().find(|slot| slot.is_none()) {
-            *free = Some((channel, rank));
+        let len = usize::from(self.len);
+        if len < MAX_CHANNELS && !self.contains(channel) {
+            self.slots[len] = (channel, rank);
+            self.len += 1;
         }
     }
 }

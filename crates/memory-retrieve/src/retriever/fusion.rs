@@ -121,7 +121,11 @@ pub(super) fn rank(
                 // to the score before any penalty, then the time's, then staleness's, each
                 // what it took away.
                 let mut signals = weights.breakdown(&candidate.signals);
+                let is_outside = outside(&candidate);
+                let is_stale = penalised.contains_key(&at);
                 let base = match config.fusion {
+                    // Read only when a penalty is to be explained.
+                    Fusion::Weighted if !(is_outside || is_stale) => score,
                     Fusion::Weighted => signals.iter().map(|signal| signal.contribution).sum(),
                     Fusion::ReciprocalRank { k } => {
                         let ranks: Vec<usize> =
@@ -138,7 +142,7 @@ pub(super) fn rank(
                         base
                     }
                 };
-                let timed = if outside(&candidate) {
+                let timed = if is_outside {
                     let timed = base * factor;
                     signals.push(SignalScore {
                         name: Signal::Time,
@@ -149,7 +153,7 @@ pub(super) fn rank(
                 } else {
                     base
                 };
-                if penalised.contains_key(&at) {
+                if is_stale {
                     // The factor it took: STALE_FACTOR, or less when it was put under a
                     // newer rival.
                     let value = if timed > 0.0 {

@@ -129,8 +129,12 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
         .enumerate()
         .map(|(rank, hit)| {
             let item = hit.item;
-            let mut signals =
-                Signals::of_memory(&item, request.now, config.recency_half_life_hours);
+            let mut signals = Signals::of_memory_for(
+                &item,
+                request.now,
+                config.recency_half_life_hours,
+                &request.weights,
+            );
             let weight = weights.get(rank).copied().unwrap_or(1.0);
             signals[Signal::Relevance] = hit.score / best * weight;
             if request.wants_overlap() {
@@ -336,7 +340,12 @@ fn merge_timed(
     {
         rank += 1;
         let item = hit.item;
-        let mut signals = Signals::of_memory(&item, request.now, config.recency_half_life_hours);
+        let mut signals = Signals::of_memory_for(
+            &item,
+            request.now,
+            config.recency_half_life_hours,
+            &request.weights,
+        );
         let weight = weights.get(at).copied().unwrap_or(1.0);
         signals[Signal::Relevance] = (hit.score / best).min(1.0) * weight;
         if request.wants_overlap() {
