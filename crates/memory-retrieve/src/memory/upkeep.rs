@@ -149,31 +149,32 @@ impl WriteTracker {
         }
     }
 
-    /// Lets `namespace` go with its bound as it is (see [`Running::release`]).
-    fn release(&self, namespace: &Namespace) {
+    /// Applies `change` to `namespace`'s state, if it is tracked, under the lock.
+    fn with_tracked(&self, namespace: &Namespace, change: impl FnOnce(&mut Tracked)) {
         let mut namespaces = self
             .namespaces
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(tracked) = namespaces.get_mut(namespace) {
-            tracked.busy = false;
+            change(tracked);
         }
+    }
+
+    /// Lets `namespace` go with its bound as it is (see [`Running::release`]).
+    fn release(&self, namespace: &Namespace) {
+        self.with_tracked(namespace, |tracked| tracked.busy = false);
     }
 
     /// Ends the pass on `namespace` as failed (a write's future dropped while it ran): its
     /// bound is read again at the next write.
     fn abandon(&self, namespace: &Namespace) {
         self.failed_passes.fetch_add(1, Ordering::Relaxed);
-        let mut namespaces = self
-            .namespaces
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(tracked) = namespaces.get_mut(namespace) {
+        self.with_tracked(namespace, |tracked| {
             tracked.busy = false;
             tracked.items = None;
             tracked.since_full += tracked.during;
             tracked.during = 0;
-        }
+        });
     }
 
     /// The pass [`record_write`](Self::record_write) just started on `namespace`, ended by
