@@ -38,7 +38,11 @@ mod irregular;
 mod spelling;
 mod stop;
 
-/// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped.
+/// Longest term kept, in bytes; longer words (base64 blobs, hashes) are dropped. Bytes, not
+/// letters: a word of a script written in two bytes a letter (Cyrillic, Greek) is kept up to
+/// 24 letters, one of three (most of Asia's) up to 16. Scripts written without spaces other
+/// than Chinese and Japanese (Thai, Lao, Khmer, Myanmar) are not split into words by UAX #29:
+/// their letters come out one term each, so a search matches their letters, not their words.
 pub const MAX_TERM_BYTES: usize = 48;
 
 /// Most distinct terms a query is searched with (the first ones, in order of appearance).
