@@ -527,9 +527,10 @@ impl Memory {
     /// stored and the call can be made again. A memory that flagged it as contradicting
     /// keeps the bare id in its [`conflicts_with`](MemoryItem::conflicts_with), which then
     /// names nothing and is ignored: rewriting that memory here could undo a concurrent
-    /// write to it. With enrichment, the memories' link nodes are removed after; one that
-    /// cannot be is logged, and removed by the next [`maintain`](Self::maintain). Returns
-    /// whether it existed.
+    /// write to it. The memories' link nodes are removed after (whether or not this
+    /// `Memory` enriches: another may have); one that cannot be is logged, and removed by
+    /// the next [`maintain`](Self::maintain) of a `Memory` that enriches. Returns whether it
+    /// existed.
     ///
     /// # Errors
     /// Store errors.
@@ -605,7 +606,7 @@ impl Memory {
 
     /// Forgets every memory matching `filter` (its limit is ignored), each namespace's in
     /// one [`delete_many`](memory_core::MemoryStore::delete_many), with their link nodes
-    /// when enrichment is on. Only the memories that match go (not other versions of their
+    /// (as [`forget`](Self::forget) removes them). Only the memories that match go (not other versions of their
     /// facts, as [`forget`](Self::forget) does). Returns how many.
     ///
     /// # Errors
