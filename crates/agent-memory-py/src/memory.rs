@@ -953,7 +953,9 @@ impl PyMemory {
 
     /// Runs TTL, decay, eviction and (when configured) compression on `namespace` and
     /// under it now, after writing pending recall statistics. Returns counts: `expired`,
-    /// `decayed`, `evicted`, `compressed`, `failed_write_passes`, `conflicts_found`.
+    /// `decayed`, `evicted`, `compressed`, `failed_write_passes`, `conflicts_found`,
+    /// `failed_statistics_writes` (background statistics writes found failed; the pass goes
+    /// on) and the rest of the report.
     #[pyo3(signature = (namespace = "", *, exact = false))]
     fn maintain<'py>(
         &self,

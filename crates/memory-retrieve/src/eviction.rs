@@ -69,6 +69,11 @@ pub struct MaintenanceReport {
     /// because their memory is gone (evicted, expired, decayed or consolidated away).
     #[serde(default)]
     pub links_pruned: usize,
+    /// Background statistics writes (recall statistics, page and entity accesses) found
+    /// failed when the pass wrote what was pending: each was logged and its statistics are
+    /// lost; the pass went on (the statistics only order eviction by value).
+    #[serde(default)]
+    pub failed_statistics_writes: usize,
 }
 
 impl MaintenanceReport {
@@ -78,6 +83,7 @@ impl MaintenanceReport {
         self.evicted += other.evicted;
         self.compressed += other.compressed;
         self.failed_write_passes += other.failed_write_passes;
+        self.failed_statistics_writes += other.failed_statistics_writes;
         self.conflicts_found += other.conflicts_found;
         self.consolidated += other.consolidated;
         self.summaries += other.summaries;

@@ -637,18 +637,35 @@ impl Memory {
     /// consolidation, whose summaries are new memories: a pass ends with every namespace
     /// within the capacity. With a
     /// [`KnowledgePolicy`](crate::KnowledgePolicy), pages and entities are expired and
-    /// evicted too, after their pending accesses are written.
+    /// evicted too, after their pending accesses are written. A statistics write that
+    /// failed in the background is counted in
+    /// [`MaintenanceReport::failed_statistics_writes`], and the pass goes on.
     ///
     /// # Errors
     /// Store errors.
     pub async fn maintain(&self, scope: &Scope) -> Result<MaintenanceReport> {
         let span = tracing::debug_span!("maintain", scope = %scope.namespace);
         async move {
-            self.recorder.flush().await?;
-            self.knowledge_upkeep.flush().await?;
+            // A statistics write that failed in the background is reported, not fatal: the
+            // pass's TTL and eviction still run (a scheduled pass would otherwise stop at
+            // every lost batch).
+            let mut failed_statistics_writes = 0;
+            for (what, flushed) in [
+                ("recall statistics", self.recorder.flush().await),
+                (
+                    "page and entity accesses",
+                    self.knowledge_upkeep.flush().await,
+                ),
+            ] {
+                if let Err(error) = flushed {
+                    tracing::warn!(%error, what, "a statistics write failed; maintenance goes on");
+                    failed_statistics_writes += 1;
+                }
+            }
             let now = self.clock.now();
             let mut report = MaintenanceReport {
                 failed_write_passes: self.writes.take_failed_passes(),
+                failed_statistics_writes,
                 ..MaintenanceReport::default()
             };
             if let Some(config) = &self.decay {

@@ -773,3 +773,33 @@ fn a_serialized_retriever_config_refuses_unknown_fields() {
         assert_eq!(config.head_answer_bonus, 0.3, "{name}");
     }
 }
+
+/// A statistics write that failed in the background does not stop a maintenance pass: the
+/// pass reports it and still expires and evicts.
+#[tokio::test]
+async fn maintenance_goes_on_past_a_failed_statistics_write() {
+    use memory_core::{EvictionConfig, EvictionPolicy, MemoryStore};
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes_for_good(1));
+    let memory = memory_retrieve::Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .recall_batch(1)
+        .eviction(EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 2 },
+            check_interval: 1_000,
+        })
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("upkeep").unwrap();
+    for text in ["green tea", "black tea", "white tea"] {
+        store
+            .save(memory_core::MemoryItem::new(namespace.clone(), text).unwrap())
+            .await
+            .unwrap();
+    }
+    memory.recall(&namespace.exact(), "tea").await.unwrap();
+    tokio::task::yield_now().await;
+    let report = memory.maintain(&namespace.exact()).await.unwrap();
+    assert_eq!(report.failed_statistics_writes, 1, "{report:?}");
+    assert_eq!(report.evicted, 1, "{report:?}");
+    assert_eq!(store.count(&namespace.exact()).await.unwrap(), 2);
+}
