@@ -7,11 +7,12 @@
 //!
 //! `search_nodes` finds what the reference server finds: every entity whose name, type or
 //! any observation contains the query, ignoring case (`ali` finds an entity observed as
-//! "Alice likes tea"). Names and types are checked on the namespace's entities, listed
-//! anyway; observations on the namespace's observation memories, read in one listing (their
-//! ids share a prefix, so the store narrows to them), not entity by entity: one pass over
-//! what the namespace holds, as the reference server reads its whole file for each search.
-//! A substring cannot use the keyword index, hence the pass. The keyword search over the
+//! "Alice likes tea"). Names and types are checked on the namespace's entities;
+//! observations on the namespace's observation memories (their ids share a prefix, so the
+//! store narrows to them), not entity by entity: one pass over what the namespace holds, as
+//! the reference server reads its whole file for each search, read 256 records at a time and
+//! keeping only the page's names (and the entities' names), so a call's memory is bounded by
+//! its page, not by the namespace. A substring cannot use the keyword index, hence the pass. The keyword search over the
 //! observations stays beside it, so an observation that holds the query's words in another
 //! form (`programs` for "wrote the first program") is found too: the answer holds everything
 //! the reference server's does, and these keyword matches besides.
@@ -19,8 +20,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agent_memory::{
-    EntityPosition, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
-    SearchQuery,
+    EntityPosition, ListPosition, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
+    Namespace, SearchQuery,
 };
 use rmcp::model::Tool;
 use serde::Deserialize;
@@ -44,6 +45,35 @@ const MAX_NAMES: usize = 200;
 /// counted over all its entries (as a batch of the API takes at most 1,000 memories). A
 /// call is refused whole past it, before anything is written.
 const MAX_ITEMS: usize = 1_000;
+
+/// Entities or observations `search_nodes` reads at a time.
+const SCAN_PAGE: usize = 256;
+
+/// The names a `search_nodes` page shows: the `keep` smallest past the cursor's (`after`).
+struct Found<'a> {
+    names: BTreeSet<String>,
+    after: Option<&'a str>,
+    keep: usize,
+}
+
+impl Found<'_> {
+    /// Takes `name` if it is past the cursor and among the `keep` smallest seen.
+    fn offer(&mut self, name: &str) {
+        if self.after.is_some_and(|after| name <= after)
+            || (self.names.len() >= self.keep
+                && self
+                    .names
+                    .last()
+                    .is_some_and(|largest| name >= largest.as_str()))
+        {
+            return;
+        }
+        self.names.insert(name.to_owned());
+        if self.names.len() > self.keep {
+            self.names.pop_last();
+        }
+    }
+}
 
 /// Refuses `count` records of `field` past [`MAX_ITEMS`].
 fn at_most(field: &str, count: usize) -> Result<(), Failure> {
@@ -520,33 +550,65 @@ pub(super) async fn call(
             let args: Search = arguments(raw)?;
             let (_, limit) = paging(args.limit, None, DEFAULT_PAGE, MAX_PAGE)?;
             let needle = args.query.to_lowercase();
-            let entities = graph.list_entities(&namespace.exact()).await?;
-            let mut names = BTreeSet::new();
-            for entity in &entities {
-                if entity.name.to_lowercase().contains(&needle)
-                    || entity.entity_type.to_lowercase().contains(&needle)
-                {
-                    names.insert(entity.id.clone());
+            // The cursor is the last name shown, and the next page starts after it: an entity
+            // deleted or added between two pages pushes no other off one.
+            let after: Option<String> = crate::cursor::position(args.cursor.as_deref())?;
+            // The page's names, the smallest past the cursor, one more than the page to
+            // tell whether another follows: what a call holds is bounded by the page, not
+            // by the namespace, which is read a page at a time.
+            let mut found = Found {
+                names: BTreeSet::new(),
+                after: after.as_deref(),
+                keep: limit.saturating_add(1),
+            };
+            // Entities by name or type; the others' names, for their observations.
+            let mut others: HashSet<String> = HashSet::new();
+            let mut position = None;
+            loop {
+                let entities = graph
+                    .list_entities_after(&namespace.exact(), position.as_ref(), SCAN_PAGE)
+                    .await?;
+                let Some(last) = entities.last() else { break };
+                position = Some(EntityPosition::of(last));
+                let done = entities.len() < SCAN_PAGE;
+                for entity in entities {
+                    if entity.name.to_lowercase().contains(&needle)
+                        || entity.entity_type.to_lowercase().contains(&needle)
+                    {
+                        found.offer(&entity.id);
+                    } else {
+                        others.insert(entity.id);
+                    }
+                }
+                if done {
+                    break;
                 }
             }
-            let others: HashSet<&str> = entities
-                .iter()
-                .map(|entity| entity.id.as_str())
-                .filter(|id| !names.contains(*id))
-                .collect();
-            let mut found = Vec::new();
             if !others.is_empty() {
-                // Substrings of observations, as the reference server matches them.
+                // Substrings of observations, as the reference server matches them, a page
+                // of memories at a time.
                 let filter = MemoryFilter::new(namespace.exact())
                     .with_kinds([MemoryKind::Semantic])
-                    .with_id_prefix(OBSERVATION_PREFIX);
-                for item in memory.store().list(&filter).await? {
-                    if let Some(name) = item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
-                        && others.contains(name)
-                        && item.content.to_lowercase().contains(&needle)
-                    {
-                        found.push(name.to_owned());
+                    .with_id_prefix(OBSERVATION_PREFIX)
+                    .with_limit(SCAN_PAGE);
+                let mut page = filter.clone();
+                loop {
+                    let items = memory.store().list(&page).await?;
+                    let Some(last) = items.last() else { break };
+                    let next = ListPosition::of(last);
+                    let done = items.len() < SCAN_PAGE;
+                    for item in &items {
+                        if let Some(name) = item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
+                            && others.contains(name)
+                            && item.content.to_lowercase().contains(&needle)
+                        {
+                            found.offer(name);
+                        }
                     }
+                    if done {
+                        break;
+                    }
+                    page = filter.clone().after(next);
                 }
                 // And the query's words, through the keyword index.
                 let hits = memory
@@ -560,19 +622,12 @@ pub(super) async fn call(
                             hit.item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
                         && others.contains(name)
                     {
-                        found.push(name.to_owned());
+                        found.offer(name);
                     }
                 }
             }
-            names.extend(found);
-            // The cursor is the last name shown, and the next page starts after it: an entity
-            // deleted or added between two pages pushes no other off one.
-            let (page, next) = crate::cursor::page_after(
-                names.into_iter().collect(),
-                args.cursor.as_deref(),
-                limit,
-                String::clone,
-            )?;
+            let mut page: Vec<String> = found.names.into_iter().collect();
+            let next = crate::cursor::cut(&mut page, limit, String::clone);
             open(memory, &namespace, &page, next).await
         }
         "open_nodes" => {

@@ -969,3 +969,53 @@ fn stdio_compat_leaves_other_memories_and_bounds_its_calls() {
     let refused = client.call("delete_entities", json!({ "entityNames": names }));
     assert_eq!(refused["result"]["isError"], true, "{refused}");
 }
+
+/// `search_nodes` pages through more entities and observations than it reads at once: every
+/// match once, in name order, by name, type or observation.
+#[test]
+fn stdio_compat_search_nodes_pages_through_many() {
+    let dir = TempDir::new("mcp-compat-many");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").to_string_lossy().into_owned(),
+    ];
+    let mut client = Stdio_::compat(&dir, &store);
+    // 300 entities matched by name, 300 by an observation, 100 not at all.
+    let entities: Vec<Value> = (0..700)
+        .map(|n| {
+            let (name, observations) = match n {
+                0..300 => (format!("match-{n:03}"), vec![]),
+                300..600 => (format!("e-{n:03}"), vec![format!("a note on match {n}")]),
+                _ => (format!("other-{n:03}"), vec!["nothing here".to_owned()]),
+            };
+            json!({"name": name, "entityType": "thing", "observations": observations})
+        })
+        .collect();
+    client.payload("create_entities", json!({ "entities": entities }));
+    let mut seen: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut arguments = json!({"query": "match", "limit": 200});
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        let page = client.payload("search_nodes", arguments);
+        seen.extend(
+            page["entities"]
+                .as_array()
+                .expect("entities")
+                .iter()
+                .map(|entity| entity["name"].as_str().unwrap_or_default().to_owned()),
+        );
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let mut want: Vec<String> = (0..300)
+        .map(|n| format!("match-{n:03}"))
+        .chain((300..600).map(|n| format!("e-{n:03}")))
+        .collect();
+    want.sort();
+    assert_eq!(seen, want);
+}
