@@ -120,21 +120,56 @@ pub(crate) async fn observations_of(
     Ok(memory.store().list(&filter).await?)
 }
 
-/// An entity with its observations, as the reference server shows it.
-pub(crate) async fn to_mcp_entity(
+/// Observation memories read at a time by [`observations_of_each`].
+const OBSERVATION_PAGE: usize = 256;
+
+/// The observations of each of the entities `names`, oldest first, as
+/// [`observations_of`] answers for one: for several entities, one pass over the namespace's
+/// observation memories, a page at a time, rather than one listing (each a scan of them)
+/// per entity.
+pub(crate) async fn observations_of_each(
     memory: &Memory,
-    entity: &GraphEntity,
-) -> Result<McpEntity, Failure> {
-    let observations = observations_of(memory, &entity.namespace, &entity.id)
-        .await?
-        .into_iter()
-        .map(|item| item.content)
-        .collect();
-    Ok(McpEntity {
-        name: entity.id.clone(),
-        entity_type: entity.entity_type.clone(),
-        observations,
-    })
+    namespace: &Namespace,
+    names: &[&str],
+) -> Result<std::collections::HashMap<String, Vec<String>>, Failure> {
+    let mut found: std::collections::HashMap<String, Vec<String>> =
+        std::collections::HashMap::new();
+    if let [name] = names {
+        let texts = observations_of(memory, namespace, name)
+            .await?
+            .into_iter()
+            .map(|item| item.content)
+            .collect();
+        found.insert((*name).to_owned(), texts);
+        return Ok(found);
+    }
+    let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
+    let filter = MemoryFilter::new(Scope::from(namespace))
+        .with_kinds([MemoryKind::Semantic])
+        .with_id_prefix(OBSERVATION_PREFIX)
+        .with_limit(OBSERVATION_PAGE);
+    let mut page = filter.clone();
+    loop {
+        let items = memory.store().list(&page).await?;
+        let Some(last) = items.last() else { break };
+        let next = agent_memory::ListPosition::of(last);
+        let done = items.len() < OBSERVATION_PAGE;
+        for item in items {
+            if let Some(name) = item
+                .metadata
+                .get(ENTITY_KEY)
+                .and_then(serde_json::Value::as_str)
+                && wanted.contains(name)
+            {
+                found.entry(name.to_owned()).or_default().push(item.content);
+            }
+        }
+        if done {
+            break;
+        }
+        page = filter.clone().after(next);
+    }
+    Ok(found)
 }
 
 /// A relation as the reference server shows it.

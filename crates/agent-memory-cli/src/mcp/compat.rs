@@ -31,8 +31,7 @@ use super::native::paging;
 use super::{arguments, schema};
 use crate::failure::Failure;
 use crate::observations::{
-    self, ENTITY_KEY, McpEntity, McpRelation, OBSERVATION_PREFIX, observation_id, to_mcp_entity,
-    to_mcp_relation,
+    self, ENTITY_KEY, McpEntity, McpRelation, OBSERVATION_PREFIX, observation_id, to_mcp_relation,
 };
 use crate::serve::Caller;
 
@@ -534,10 +533,17 @@ pub(super) async fn call(
                 .list_entities_after(&namespace.exact(), after.as_ref(), limit.saturating_add(1))
                 .await?;
             let next = crate::cursor::cut(&mut page, limit, EntityPosition::of);
+            let names: Vec<&str> = page.iter().map(|entity| entity.id.as_str()).collect();
+            let mut observed =
+                observations::observations_of_each(memory, &namespace, &names).await?;
             let mut shown = Vec::with_capacity(page.len());
             let mut relations = Vec::new();
             for entity in &page {
-                shown.push(to_mcp_entity(memory, entity).await?);
+                shown.push(McpEntity {
+                    name: entity.id.clone(),
+                    entity_type: entity.entity_type.clone(),
+                    observations: observed.remove(&entity.id).unwrap_or_default(),
+                });
                 for relation in graph.relations_of(&namespace, &entity.id).await? {
                     if relation.source_id == entity.id {
                         relations.push(to_mcp_relation(&relation));
@@ -666,18 +672,29 @@ async fn open(
     next: Option<String>,
 ) -> Result<Value, Failure> {
     let graph = memory.graph();
-    let mut entities = Vec::new();
-    let mut relations = Vec::new();
-    let mut seen: HashSet<(String, String, String)> = HashSet::new();
+    let mut found = Vec::new();
     let mut opened: HashSet<&str> = HashSet::new();
     for name in names {
         if !opened.insert(name.as_str()) {
             continue;
         }
-        let Some(entity) = graph.get_entity(namespace, name).await? else {
-            continue;
-        };
-        entities.push(to_mcp_entity(memory, &entity).await?);
+        if let Some(entity) = graph.get_entity(namespace, name).await? {
+            found.push(entity);
+        }
+    }
+    // Their observations in one pass, not one listing per entity.
+    let ids: Vec<&str> = found.iter().map(|entity| entity.id.as_str()).collect();
+    let mut observed = observations::observations_of_each(memory, namespace, &ids).await?;
+    let mut entities = Vec::with_capacity(found.len());
+    let mut relations = Vec::new();
+    let mut seen: HashSet<(String, String, String)> = HashSet::new();
+    for entity in &found {
+        let name = &entity.id;
+        entities.push(McpEntity {
+            name: entity.id.clone(),
+            entity_type: entity.entity_type.clone(),
+            observations: observed.remove(&entity.id).unwrap_or_default(),
+        });
         for relation in graph.relations_of(namespace, name).await? {
             let key = (
                 relation.source_id.clone(),

@@ -1018,4 +1018,62 @@ fn stdio_compat_search_nodes_pages_through_many() {
         .collect();
     want.sort();
     assert_eq!(seen, want);
+    // Pages of the graph and opened nodes carry each entity's own observations, read in
+    // one pass over more observations than are read at once.
+    client.payload(
+        "add_observations",
+        json!({"observations": [{"entityName": "e-300", "contents": ["second note", "third note"]}]}),
+    );
+    let opened = client.payload(
+        "open_nodes",
+        json!({"names": ["e-300", "match-000", "other-650", "nobody"]}),
+    );
+    let shown: Vec<(String, Value)> = opened["entities"]
+        .as_array()
+        .expect("entities")
+        .iter()
+        .map(|entity| {
+            (
+                entity["name"].as_str().unwrap_or_default().to_owned(),
+                entity["observations"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "e-300".to_owned(),
+                json!(["a note on match 300", "second note", "third note"])
+            ),
+            ("match-000".to_owned(), json!([])),
+            ("other-650".to_owned(), json!(["nothing here"])),
+        ]
+    );
+    let mut observed = 0;
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut arguments = json!({"limit": 200});
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        let page = client.payload("read_graph", arguments);
+        for entity in page["entities"].as_array().expect("entities") {
+            let name = entity["name"].as_str().unwrap_or_default();
+            let notes = entity["observations"].as_array().expect("observations");
+            if name.starts_with("e-") && name != "e-300" {
+                assert_eq!(notes.len(), 1, "{entity}");
+                assert!(
+                    notes[0].as_str().unwrap_or_default().ends_with(&name[2..]),
+                    "{entity}"
+                );
+            }
+            observed += notes.len();
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(observed, 300 + 2 + 100);
 }
