@@ -120,7 +120,43 @@ pub(crate) async fn observations_of(
     Ok(memory.store().list(&filter).await?)
 }
 
-/// Observation memories read at a time by [`observations_of_each`].
+/// Visits every observation memory of `namespace` with its entity's name, oldest first, a
+/// page of [`OBSERVATION_PAGE`] at a time (memory bounded by the page, whatever the
+/// namespace holds).
+pub(crate) async fn for_each_observation(
+    memory: &Memory,
+    namespace: &Namespace,
+    mut visit: impl FnMut(&str, MemoryItem),
+) -> Result<(), Failure> {
+    let filter = MemoryFilter::new(Scope::from(namespace))
+        .with_kinds([MemoryKind::Semantic])
+        .with_id_prefix(OBSERVATION_PREFIX)
+        .with_limit(OBSERVATION_PAGE);
+    let mut page = filter.clone();
+    loop {
+        let items = memory.store().list(&page).await?;
+        let Some(last) = items.last() else { break };
+        let next = agent_memory::ListPosition::of(last);
+        let done = items.len() < OBSERVATION_PAGE;
+        for item in items {
+            let entity = item
+                .metadata
+                .get(ENTITY_KEY)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned);
+            if let Some(entity) = entity {
+                visit(&entity, item);
+            }
+        }
+        if done {
+            break;
+        }
+        page = filter.clone().after(next);
+    }
+    Ok(())
+}
+
+/// Observation memories read at a time ([`for_each_observation`]).
 const OBSERVATION_PAGE: usize = 256;
 
 /// The observations of each of the entities `names`, oldest first, as
@@ -144,31 +180,15 @@ pub(crate) async fn observations_of_each(
         return Ok(found);
     }
     let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
-    let filter = MemoryFilter::new(Scope::from(namespace))
-        .with_kinds([MemoryKind::Semantic])
-        .with_id_prefix(OBSERVATION_PREFIX)
-        .with_limit(OBSERVATION_PAGE);
-    let mut page = filter.clone();
-    loop {
-        let items = memory.store().list(&page).await?;
-        let Some(last) = items.last() else { break };
-        let next = agent_memory::ListPosition::of(last);
-        let done = items.len() < OBSERVATION_PAGE;
-        for item in items {
-            if let Some(name) = item
-                .metadata
-                .get(ENTITY_KEY)
-                .and_then(serde_json::Value::as_str)
-                && wanted.contains(name)
-            {
-                found.entry(name.to_owned()).or_default().push(item.content);
-            }
+    for_each_observation(memory, namespace, |entity, item| {
+        if wanted.contains(entity) {
+            found
+                .entry(entity.to_owned())
+                .or_default()
+                .push(item.content);
         }
-        if done {
-            break;
-        }
-        page = filter.clone().after(next);
-    }
+    })
+    .await?;
     Ok(found)
 }
 

@@ -20,8 +20,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agent_memory::{
-    EntityPosition, ListPosition, Memory, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
-    Namespace, SearchQuery,
+    EntityPosition, Memory, MemoryError, MemoryItem, MemoryKind, Namespace, SearchQuery,
 };
 use rmcp::model::Tool;
 use serde::Deserialize;
@@ -45,7 +44,7 @@ const MAX_NAMES: usize = 200;
 /// call is refused whole past it, before anything is written.
 const MAX_ITEMS: usize = 1_000;
 
-/// Entities or observations `search_nodes` reads at a time.
+/// Entities `search_nodes` reads at a time.
 const SCAN_PAGE: usize = 256;
 
 /// The names a `search_nodes` page shows: the `keep` smallest past the cursor's (`after`).
@@ -593,29 +592,12 @@ pub(super) async fn call(
             if !others.is_empty() {
                 // Substrings of observations, as the reference server matches them, a page
                 // of memories at a time.
-                let filter = MemoryFilter::new(namespace.exact())
-                    .with_kinds([MemoryKind::Semantic])
-                    .with_id_prefix(OBSERVATION_PREFIX)
-                    .with_limit(SCAN_PAGE);
-                let mut page = filter.clone();
-                loop {
-                    let items = memory.store().list(&page).await?;
-                    let Some(last) = items.last() else { break };
-                    let next = ListPosition::of(last);
-                    let done = items.len() < SCAN_PAGE;
-                    for item in &items {
-                        if let Some(name) = item.metadata.get(ENTITY_KEY).and_then(Value::as_str)
-                            && others.contains(name)
-                            && item.content.to_lowercase().contains(&needle)
-                        {
-                            found.offer(name);
-                        }
+                observations::for_each_observation(memory, &namespace, |entity, item| {
+                    if others.contains(entity) && item.content.to_lowercase().contains(&needle) {
+                        found.offer(entity);
                     }
-                    if done {
-                        break;
-                    }
-                    page = filter.clone().after(next);
-                }
+                })
+                .await?;
                 // And the query's words, through the keyword index.
                 let hits = memory
                     .store()
