@@ -3,7 +3,7 @@
 
 use memory_core::{Channel, ScoreBreakdown, ScoredItem, Signal, SignalScore};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use memory_core::RetrievalSource;
 
@@ -85,17 +85,10 @@ pub(super) fn rank(
         }
         scored.push((score, at));
     }
-    // The unpenalised scores of the stale candidates, for their breakdowns.
-    let mut penalised: HashMap<usize, f32> = HashMap::new();
+    // The stale candidates, for their breakdowns.
+    let mut penalised: HashSet<usize> = HashSet::new();
     if !stale.is_empty() {
-        below_newer_rivals(
-            &mut scored,
-            &candidates,
-            stale,
-            &mut penalised,
-            &weights,
-            config,
-        );
+        below_newer_rivals(&mut scored, &candidates, stale, &mut penalised);
     }
     // A stale score lowered under its rivals may fall under the threshold it passed.
     if !penalised.is_empty() {
@@ -122,7 +115,7 @@ pub(super) fn rank(
                 // what it took away.
                 let mut signals = weights.breakdown(&candidate.signals);
                 let is_outside = outside(&candidate);
-                let is_stale = penalised.contains_key(&at);
+                let is_stale = penalised.contains(&at);
                 let base = match config.fusion {
                     // Read only when a penalty is to be explained.
                     Fusion::Weighted if !(is_outside || is_stale) => score,
@@ -195,15 +188,13 @@ fn penalise(candidate: &Candidate, score: f32, stale: &StaleMarks) -> f32 {
     }
 }
 
-/// Records the unpenalised score of every stale candidate in `penalised`, and puts each
+/// Records every stale candidate in `penalised`, and puts each
 /// stale memory below its newer rivals that are scored too (just under the lowest of them).
 fn below_newer_rivals(
     scored: &mut [(f32, usize)],
     candidates: &[Option<Candidate>],
     stale: &StaleMarks,
-    penalised: &mut HashMap<usize, f32>,
-    weights: &crate::scoring::PreparedWeights,
-    config: &RetrieverConfig,
+    penalised: &mut HashSet<usize>,
 ) {
     let memory = |at: usize| match candidates[at].as_ref().map(|c| &c.record) {
         Some(RetrievalSource::Memory(item)) => Some(&**item),
@@ -220,13 +211,7 @@ fn below_newer_rivals(
         let Some(rivals) = stale.get(&item.namespace, &item.id) else {
             continue;
         };
-        let before = match config.fusion {
-            Fusion::Weighted => candidates[*at]
-                .as_ref()
-                .map_or(*score / STALE_FACTOR, |c| weights.score(&c.signals)),
-            Fusion::ReciprocalRank { .. } => *score / STALE_FACTOR,
-        };
-        penalised.insert(*at, before);
+        penalised.insert(*at);
         let lowest_rival = rivals
             .iter()
             .filter_map(|rival| scores.get(&(&item.namespace, rival.as_str())))
