@@ -526,6 +526,11 @@ pub(crate) struct ServeArgs {
     /// Deadline of one request, in milliseconds. Default 30000.
     #[arg(long, env = "AGENT_MEMORY_REQUEST_TIMEOUT_MS", value_name = "MS")]
     pub(crate) request_timeout_ms: Option<u64>,
+    /// The most connections open at once; more wait until one closes. A request's head
+    /// must arrive within the request deadline, on a new connection or one kept alive, or
+    /// its connection is closed. Default 512, at most 100000.
+    #[arg(long, env = "AGENT_MEMORY_MAX_CONNECTIONS", value_name = "N")]
+    pub(crate) max_connections: Option<usize>,
     /// SQLite stores: the most connections that serve reads (recall, context, lists, the
     /// graph) beside the one that writes, opened as requests overlap, so reads run in
     /// parallel instead of one after another and never wait for a write. Default 4, at most

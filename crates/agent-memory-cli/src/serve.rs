@@ -11,6 +11,7 @@
 
 mod api;
 mod auth;
+mod connections;
 mod metrics;
 
 use std::sync::Arc;
@@ -90,6 +91,29 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         file.request_timeout_ms,
         DEFAULT_REQUEST_TIMEOUT_MS,
     );
+    let max_connections = config::pick(
+        args.max_connections,
+        file.max_connections,
+        connections::DEFAULT_MAX_CONNECTIONS,
+    );
+    if !(1..=connections::MAX_CONNECTIONS).contains(&max_connections) {
+        return Err(Failure::invalid(
+            "max_connections",
+            format!(
+                "{max_connections} connections: the server keeps 1 to {} open",
+                connections::MAX_CONNECTIONS
+            ),
+        )
+        .with_hint(
+            "connections past the limit wait until one closes; each holds a file descriptor",
+        ));
+    }
+    if timeout_ms == 0 {
+        return Err(Failure::invalid(
+            "request_timeout_ms",
+            "a request deadline of 0 ms leaves no request time to arrive",
+        ));
+    }
     if admin_key.as_deref().is_some_and(|key| key.len() < 16) {
         return Err(
             Failure::invalid("admin_key", "the admin key is shorter than 16 characters")
@@ -146,33 +170,26 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     // The address on stderr, for whoever started the server (port 0 picks a free one).
     eprintln!("agent-memory listening on http://{address}");
     tracing::info!(%address, open, readers, "serving");
-    let (stopping, mut stop_seen) = tokio::sync::watch::channel(false);
-    let served = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let stop = async move {
         signalled.await;
         // Open MCP event streams end, so the stop does not wait on them.
         stop_streams();
-        let _ = stopping.send(true);
-    });
-    // A stop waits for the requests in flight, each within its deadline, then a second
-    // more: a connection that never finishes sending its request (headers sent a byte at a
-    // time, or never ended) would otherwise hold the stop for ever, and the recall
-    // statistics below would never be written. Nothing acknowledged is cut: an answer not
-    // sent by then was not given.
-    let grace = Duration::from_millis(timeout_ms).saturating_add(Duration::from_secs(1));
-    let overdue = async move {
-        let _ = stop_seen.wait_for(|stopping| *stopping).await;
-        tokio::time::sleep(grace).await;
     };
-    tokio::select! {
-        served = served => {
-            served.map_err(|error| Failure::internal(format!("serving: {error}")))?;
-        }
-        () = overdue => {
-            tracing::warn!(
-                grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-                "stopping with connections still open: none had a request in its deadline"
-            );
-        }
+    // A stop waits for the requests in flight, each within its deadline, then a second
+    // more: a connection that never finishes sending its request is closed by the header
+    // deadline, and whatever else still holds one must not keep the recall statistics below
+    // from being written. Nothing acknowledged is cut: an answer not sent by then was not
+    // given.
+    let grace = Duration::from_millis(timeout_ms).saturating_add(Duration::from_secs(1));
+    let limits = connections::Limits {
+        max_connections,
+        header_timeout: Duration::from_millis(timeout_ms),
+    };
+    if !connections::serve(listener, app, limits, stop, grace).await {
+        tracing::warn!(
+            grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            "stopping with connections still open: none had a request in its deadline"
+        );
     }
     // Every request has finished: write what recalls left pending.
     memory.flush().await?;

@@ -6,7 +6,9 @@ use serde_json::json;
 
 use proptest::test_runner::{Config, TestRunner};
 
-use crate::support::{ADMIN_KEY, DropSchema, Server, TempDir, backends, command, request};
+use crate::support::{
+    ADMIN_KEY, DropSchema, Server, TempDir, backends, command, request, run_json,
+};
 
 #[test]
 fn the_api_end_to_end() {
@@ -868,6 +870,123 @@ fn a_stop_is_not_held_by_an_unfinished_request() {
         .expect("the server stops though a request never ended");
     assert_eq!(code, Some(0));
     drop(stalled);
+}
+
+/// Reads what the server sends on `stream` until it closes it, within `patience`: `Ok` with
+/// the bytes when it closed, `Err` with them when it kept it open.
+fn read_until_closed(
+    stream: &mut std::net::TcpStream,
+    patience: std::time::Duration,
+) -> Result<Vec<u8>, Vec<u8>> {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(patience))
+        .expect("read timeout");
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return Ok(received),
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Ok(received);
+            }
+            Err(_) => return Err(received),
+        }
+    }
+}
+
+/// A request's head must arrive within the request deadline: a connection sending its
+/// headers and never ending them, one sending nothing, and one kept alive after its request
+/// and then silent are each closed, not held open for ever.
+#[test]
+fn a_request_head_must_arrive_within_the_deadline() {
+    use std::io::Write;
+    let dir = TempDir::new("slow-head");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "300"]);
+    let patience = std::time::Duration::from_secs(20);
+    let mut unfinished = std::net::TcpStream::connect(&server.address).expect("connect");
+    unfinished
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: a")
+        .expect("half a head");
+    let mut silent = std::net::TcpStream::connect(&server.address).expect("connect");
+    let mut kept = std::net::TcpStream::connect(&server.address).expect("connect");
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("a request");
+    assert!(
+        read_until_closed(&mut unfinished, patience).is_ok(),
+        "a head that never ends is cut off"
+    );
+    assert!(
+        read_until_closed(&mut silent, patience).is_ok(),
+        "a connection that sends nothing is closed"
+    );
+    let answered =
+        read_until_closed(&mut kept, patience).expect("an idle kept-alive connection is closed");
+    assert!(
+        answered.starts_with(b"HTTP/1.1 200"),
+        "the request before the silence was answered: {}",
+        String::from_utf8_lossy(&answered)
+    );
+    assert_eq!(server.stop(), Some(0));
+}
+
+/// Past `--max-connections`, a new connection waits until one closes, then is served.
+#[test]
+fn connections_past_the_limit_wait_for_one_to_close() {
+    use std::io::Write;
+    let dir = TempDir::new("max-connections");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    let server = Server::start(&dir, &store, &["--no-auth", "--max-connections", "2"]);
+    let request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    // Two connections, each answered once and kept alive: both are open on the server.
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let mut stream = std::net::TcpStream::connect(&server.address).expect("connect");
+        stream.write_all(request).expect("a request");
+        let answered = read_until_closed(&mut stream, std::time::Duration::from_millis(500))
+            .expect_err("kept alive");
+        assert!(answered.starts_with(b"HTTP/1.1 200"));
+        open.push(stream);
+    }
+    let mut third = std::net::TcpStream::connect(&server.address).expect("connect");
+    third.write_all(request).expect("a request");
+    let waiting = read_until_closed(&mut third, std::time::Duration::from_millis(500))
+        .expect_err("kept open");
+    assert!(
+        waiting.is_empty(),
+        "a third connection is not served while two are open"
+    );
+    drop(open.pop());
+    let served =
+        read_until_closed(&mut third, std::time::Duration::from_secs(2)).expect_err("kept alive");
+    assert!(
+        served.starts_with(b"HTTP/1.1 200"),
+        "served once one closed: {}",
+        String::from_utf8_lossy(&served)
+    );
+    drop(open);
+    drop(third);
+    assert_eq!(server.stop(), Some(0));
+}
+
+/// The connection limit and the request deadline are checked when the server starts.
+#[test]
+fn the_connection_limits_are_checked() {
+    let dir = TempDir::new("limits-checked");
+    for (flag, value, field) in [
+        ("--max-connections", "0", "max_connections"),
+        ("--max-connections", "100001", "max_connections"),
+        ("--request-timeout-ms", "0", "request_timeout_ms"),
+    ] {
+        let (code, refused) = run_json(
+            &dir,
+            &["serve", "--no-auth", flag, value, "--listen", "127.0.0.1:0"],
+        );
+        assert_eq!(code, 3, "{flag} {value}: {refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+    }
 }
 
 /// A stop sent as soon as the server says it listens is graceful: the signal handlers are
