@@ -215,6 +215,9 @@ impl KnowledgeGraph for PostgresGraph {
         if written > 0 {
             return Ok(());
         }
+        // Back to the pool before the reads below take one: holding it while waiting for
+        // another would stall a full pool (each failing call holding one, waiting for more).
+        drop(client);
         // The first endpoint that does not exist (the source when both were removed
         // concurrently after the insert failed).
         for endpoint in [&relation.source_id, &relation.target_id] {

@@ -130,11 +130,17 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      WHERE ns = $1::text AND id = $2::text";
 
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
-/// first: an `UPDATE ... FROM` changes each row at most once.
+/// first: an `UPDATE ... FROM` changes each row at most once. The counts saturate at the
+/// largest `bigint`, as every other store's do: one memory at its most must not fail the
+/// batch (and lose the other memories' recalls).
 const RECORD_RECALLS: &str = "UPDATE {s}.memories AS m SET \
-     recall_count = m.recall_count + e.n, recall_total = m.recall_total + e.total, \
+     recall_count = CASE WHEN m.recall_count > 9223372036854775807 - e.n \
+         THEN 9223372036854775807 ELSE m.recall_count + e.n END, \
+     recall_total = m.recall_total + e.total, \
      last_recall_at = greatest(m.last_recall_at, e.last), \
-     access_count = m.access_count + e.n, last_accessed = greatest(m.last_accessed, e.last) \
+     access_count = CASE WHEN m.access_count > 9223372036854775807 - e.n \
+         THEN 9223372036854775807 ELSE m.access_count + e.n END, \
+     last_accessed = greatest(m.last_accessed, e.last) \
      FROM (SELECT ns, id, count(*) AS n, sum(score) AS total, max(at) AS last \
            FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) AS e (ns, id, score, at) \
            GROUP BY ns, id) AS e \
@@ -352,6 +358,8 @@ impl MemoryStore for PostgresStore {
         }))
         .await?;
         transaction.commit().await.context(what)?;
+        // Back to the pool before the statistics refresh takes one of its own.
+        drop(client);
         if encoded.len() >= planner::ANALYZE_BATCH {
             planner::refresh_statistics(&self.db, encoded.len()).await;
         }

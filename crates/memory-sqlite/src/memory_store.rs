@@ -530,7 +530,7 @@ impl MemoryStore for SqliteStore {
         score: f32,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        let recalled = recall::RecalledMemory::new(namespace.as_str(), id, &[(score, at)])?;
+        let recalled = recall::RecalledMemory::new(namespace.as_str(), id, &[(score, at)]);
         self.db
             .write_statistics("recording a recall", move |transaction| {
                 recall::apply_recalls(transaction, recalled.as_slice())
@@ -556,7 +556,7 @@ impl MemoryStore for SqliteStore {
         }
         let mut recalled = Vec::with_capacity(groups.len());
         for (ns, id, recalls) in groups {
-            recalled.extend(recall::RecalledMemory::new(ns, id, &recalls)?);
+            recalled.extend(recall::RecalledMemory::new(ns, id, &recalls));
         }
         self.db
             .write_statistics("recording recalls", move |transaction| {

@@ -49,6 +49,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     metadata::metadata_values(store, &child(base, "metadata")).await;
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;
+    recall_statistics_at_their_limits(store, &child(base, "recall-limits")).await;
     similarity_search(store, &child(base, "similar")).await;
     positions::term_positions(store, &child(base, "positions")).await;
     positions::own_words(store, &child(base, "own-words")).await;
@@ -574,6 +575,69 @@ async fn recall_statistics(store: &dyn MemoryStore, ns: &Namespace) {
         must(store.recall_stats(ns, "r1"), "recall_stats").await,
         None,
         "delete drops statistics"
+    );
+}
+
+/// A batch of recall events is recorded whole at the edges of what a store holds: counts
+/// already at their most saturate, and a time past the store's range is held at its end,
+/// rather than failing the batch and losing every other memory's recalls with it.
+async fn recall_statistics_at_their_limits(store: &dyn MemoryStore, ns: &Namespace) {
+    let mut hot = item(ns, "hot", "recalled without end", 0);
+    hot.access_count = crate::MAX_ACCESS_COUNT;
+    must(store.save(hot), "save").await;
+    must(store.save(item(ns, "cold", "recalled once", 1)), "save").await;
+    let most = RecallStats {
+        recall_count: crate::MAX_ACCESS_COUNT,
+        total_score: 1.0,
+        last_recall_at: None,
+    };
+    must(store.set_recall_stats(ns, "hot", most), "set_recall_stats").await;
+    let at = Utc
+        .timestamp_opt(1_800_000_000, 0)
+        .single()
+        .unwrap_or_default();
+    let far = Utc
+        .with_ymd_and_hms(3237, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or_default();
+    let event = |id: &str, at| RecallEvent {
+        namespace: ns.clone(),
+        id: id.into(),
+        score: 0.5,
+        at,
+    };
+    must(
+        store.record_recalls(&[event("hot", at), event("cold", at), event("cold", far)]),
+        "record_recalls with a count at its most and a time past the range",
+    )
+    .await;
+    must(
+        store.record_recall(ns, "hot", 0.5, at),
+        "record_recall on a count at its most",
+    )
+    .await;
+    let hot = must(store.get(ns, "hot"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: hot vanished"));
+    assert_eq!(
+        hot.access_count,
+        crate::MAX_ACCESS_COUNT,
+        "an access count at its most stays there"
+    );
+    let hot_stats = must(store.recall_stats(ns, "hot"), "recall_stats").await;
+    assert!(
+        hot_stats.is_some_and(|stats| stats.recall_count >= crate::MAX_ACCESS_COUNT),
+        "a recall count at its most stays there: {hot_stats:?}"
+    );
+    let cold = must(store.recall_stats(ns, "cold"), "recall_stats").await;
+    let cold = cold.unwrap_or_else(|| panic!("conformance: cold has no statistics"));
+    assert_eq!(
+        cold.recall_count, 2,
+        "the batch's other recalls are recorded"
+    );
+    assert!(
+        cold.last_recall_at.is_some_and(|last| last > at),
+        "a time past the range counts as the latest: {cold:?}"
     );
 }
 

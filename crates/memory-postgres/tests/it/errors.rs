@@ -7,7 +7,8 @@ use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    KnowledgeGraph, KnowledgeStore, MemoryError, MemoryItem, MemoryStore, Namespace,
+    GraphEntity, GraphRelation, KnowledgeGraph, KnowledgeStore, MemoryError, MemoryItem,
+    MemoryStore, Namespace,
 };
 use memory_postgres::{PostgresBackend, PostgresOptions};
 
@@ -130,6 +131,32 @@ async fn an_exhausted_pool_is_a_timeout() {
         item.content, "second version",
         "the waiting write went through"
     );
+}
+
+/// A relation to a missing entity is `NotFound` on a pool of one connection: the call gives
+/// its connection back before it reads which end is missing (it held it and waited for a
+/// second one, a `Timeout`, and a full pool of such calls stalled every one of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_relation_end_is_found_on_a_pool_of_one() {
+    let schema = schema_or_skip!("err_pool_one");
+    let backend = PostgresBackend::connect(
+        &schema.url,
+        schema
+            .options()
+            .with_max_connections(1)
+            .with_acquire_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    let ns = Namespace::parse("pool-one").unwrap();
+    let graph = backend.graph();
+    graph
+        .add_entity(GraphEntity::new(ns.clone(), "a", "A", "thing").unwrap())
+        .await
+        .unwrap();
+    let relation = GraphRelation::new(ns.clone(), "a", "missing", "knows", 1.0).unwrap();
+    let error = graph.add_relation(relation).await.unwrap_err();
+    assert!(matches!(error, MemoryError::NotFound { .. }), "{error:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

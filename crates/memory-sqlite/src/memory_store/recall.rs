@@ -9,7 +9,7 @@ use memory_core::{RecallBasedConfig, RecallStats, Result};
 use rusqlite::{Connection, Transaction, params};
 
 use crate::error::Context;
-use crate::sql::{decode_time, encode_time, time_bound};
+use crate::sql::{decode_time, time_bound};
 
 /// The recalls of one memory in a batch, encoded for [`apply_recalls`]: how many, the sum
 /// of their scores (clamped as [`RecallStats::record`] clamps them) and the latest time.
@@ -23,28 +23,22 @@ pub(super) struct RecalledMemory {
 
 impl RecalledMemory {
     /// The recalls of memory `id` in `namespace`, each a `(score, at)`; `None` when there are
-    /// none. Fails with [`memory_core::MemoryError::InvalidInput`] naming `at` when a time is
-    /// outside what the backend stores.
-    pub(super) fn new(
-        namespace: &str,
-        id: &str,
-        recalls: &[(f32, DateTime<Utc>)],
-    ) -> Result<Option<Self>> {
+    /// none. A time outside what the backend stores (years 1678 to 2261) is held at the
+    /// range's end, as PostgreSQL holds it: these are statistics, and failing the batch
+    /// would lose every other memory's recalls in it.
+    pub(super) fn new(namespace: &str, id: &str, recalls: &[(f32, DateTime<Utc>)]) -> Option<Self> {
         let mut stats = RecallStats::default();
         for (score, at) in recalls {
-            encode_time("at", *at)?;
             stats.record(*score, *at);
         }
-        let Some(latest) = stats.last_recall_at else {
-            return Ok(None);
-        };
-        Ok(Some(Self {
+        let latest = stats.last_recall_at?;
+        Some(Self {
             ns: namespace.to_owned(),
             id: id.to_owned(),
             count: i64::try_from(stats.recall_count).unwrap_or(i64::MAX),
             total: stats.total_score,
             latest: time_bound(latest),
-        }))
+        })
     }
 }
 
