@@ -394,7 +394,24 @@ pub(crate) fn one_line(text: &str) -> String {
     }
 }
 
+/// The most tokens a context or a consolidation may be asked for, on every face.
+pub(crate) const MAX_TOKENS: usize = 100_000;
+
+/// Checks a token budget (`max_tokens`): 1 to [`MAX_TOKENS`], the same for the command, the
+/// HTTP API and the MCP tools.
+pub(crate) fn check_max_tokens(max_tokens: usize) -> Result<(), Failure> {
+    if (1..=MAX_TOKENS).contains(&max_tokens) {
+        Ok(())
+    } else {
+        Err(Failure::invalid(
+            "max_tokens",
+            format!("max_tokens {max_tokens} is outside 1 to {MAX_TOKENS}"),
+        ))
+    }
+}
+
 async fn context(settings: &Settings, args: ContextArgs) -> Result<Outcome, Failure> {
+    check_max_tokens(args.max_tokens)?;
     let memory = settings.open().await?;
     let context = memory
         .recall_context(&settings.namespace.subtree(), &args.query, args.max_tokens)
@@ -562,12 +579,7 @@ async fn supersede(settings: &Settings, args: SupersedeArgs) -> Result<Outcome, 
 }
 
 async fn consolidate(settings: &Settings, args: ConsolidateArgs) -> Result<Outcome, Failure> {
-    if args.max_tokens == 0 || args.max_tokens > 100_000 {
-        return Err(Failure::invalid(
-            "max_tokens",
-            format!("max_tokens {} is outside 1 to 100000", args.max_tokens),
-        ));
-    }
+    check_max_tokens(args.max_tokens)?;
     let memory = settings.open().await?;
     let id = memory
         .consolidate(&settings.namespace, &args.ids, args.max_tokens)

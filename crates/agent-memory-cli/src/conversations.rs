@@ -15,6 +15,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use crate::commands::{Outcome, Settings};
 use crate::failure::Failure;
@@ -71,22 +72,34 @@ struct Conversation {
     turns: Vec<Turn>,
 }
 
-/// A conversation id as a namespace segment.
+/// A conversation id as a namespace segment: the id itself when a namespace may hold it,
+/// else its characters a namespace does not allow as `-`, followed by eight hex digits of
+/// the id's SHA-256, so that ids cleaned to the same text (`会话` and `对话`, `conv 1` and
+/// `conv/1`) stay in namespaces of their own, the same at every import.
 fn segment(id: &str) -> String {
     let cleaned: String = id
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            if c.is_ascii_alphanumeric() || "-_.:@".contains(c) {
                 c
             } else {
                 '-'
             }
         })
         .collect();
+    if !cleaned.is_empty() && cleaned == id {
+        return cleaned;
+    }
+    let digest = Sha256::digest(id.as_bytes());
+    let hex: String = digest
+        .iter()
+        .take(4)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     if cleaned.is_empty() {
-        "conversation".to_owned()
+        format!("conversation-{hex}")
     } else {
-        cleaned
+        format!("{cleaned}-{hex}")
     }
 }
 
@@ -97,6 +110,33 @@ fn child(parent: &Namespace, id: &str, line: &str) -> Result<Namespace, Failure>
             format!("{line}: conversation {id:?} cannot be a namespace under {parent}: {error}"),
         )
     })
+}
+
+/// The namespaces an import has given out, each to one conversation id: two conversations
+/// in one namespace would write over each other's turns (their ids repeat from one to the
+/// next), so a second is refused before anything is written.
+#[derive(Default)]
+struct Claimed(BTreeMap<Namespace, String>);
+
+impl Claimed {
+    fn claim(&mut self, namespace: &Namespace, id: &str, at: &str) -> Result<(), Failure> {
+        match self.0.get(namespace) {
+            Some(holder) if holder == id => Err(Failure::invalid(
+                "input",
+                format!("{at}: conversation {id:?} appears twice"),
+            )),
+            Some(holder) => Err(Failure::invalid(
+                "input",
+                format!(
+                    "{at}: conversations {holder:?} and {id:?} would share the namespace {namespace}"
+                ),
+            )),
+            None => {
+                self.0.insert(namespace.clone(), id.to_owned());
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A LoCoMo `timestamp` (`2023-05-08T13:56:00`, or RFC 3339).
@@ -127,6 +167,7 @@ fn read_locomo(
 ) -> Result<Vec<Conversation>, Failure> {
     let mut conversations: Vec<Conversation> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut claimed = Claimed::default();
     let mut last: BTreeMap<usize, DateTime<Utc>> = BTreeMap::new();
     let mut bytes = Vec::new();
     let mut number = 0;
@@ -149,8 +190,10 @@ fn read_locomo(
         let position = match index.get(&turn.conv_id) {
             Some(position) => *position,
             None => {
+                let namespace = child(parent, &turn.conv_id, &at_line)?;
+                claimed.claim(&namespace, &turn.conv_id, &at_line)?;
                 conversations.push(Conversation {
-                    namespace: child(parent, &turn.conv_id, &at_line)?,
+                    namespace,
                     turns: Vec::new(),
                 });
                 index.insert(turn.conv_id.clone(), conversations.len() - 1);
@@ -211,6 +254,7 @@ fn read_longmemeval(
             )
         })?;
     let mut conversations = Vec::with_capacity(questions.len());
+    let mut claimed = Claimed::default();
     for (number, question) in questions.into_iter().enumerate() {
         let at_question = format!("question {} ({})", number + 1, question.question_id);
         if question.haystack_dates.len() != question.haystack_sessions.len() {
@@ -251,10 +295,9 @@ fn read_longmemeval(
                 });
             }
         }
-        conversations.push(Conversation {
-            namespace: child(parent, &question.question_id, &at_question)?,
-            turns,
-        });
+        let namespace = child(parent, &question.question_id, &at_question)?;
+        claimed.claim(&namespace, &question.question_id, &at_question)?;
+        conversations.push(Conversation { namespace, turns });
     }
     Ok(conversations)
 }
@@ -395,6 +438,17 @@ mod tests {
             Some("2023-05-20T02:21:00+00:00".to_owned())
         );
         assert_eq!(longmemeval_time("yesterday"), None);
-        assert_eq!(segment("conv 26/a"), "conv-26-a");
+        assert_eq!(segment("conv-26"), "conv-26");
+        assert_eq!(segment("user@host:1"), "user@host:1");
+        let cleaned = segment("conv 26/a");
+        assert!(cleaned.starts_with("conv-26-a-"), "{cleaned}");
+        assert_eq!(
+            cleaned,
+            segment("conv 26/a"),
+            "the same id, the same namespace"
+        );
+        assert_ne!(segment("conv 1"), segment("conv/1"));
+        assert_ne!(segment("会话"), segment("对话"));
+        assert!(segment("").starts_with("conversation-"));
     }
 }

@@ -43,14 +43,26 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
         )?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout())),
     };
-    let counts = transfer::export_jsonl(
+    let exported = transfer::export_jsonl(
         &scope,
         Some(&**memory.store()),
         Some(&**memory.knowledge()),
         Some(&**memory.graph()),
         &mut writer,
     )
-    .await?;
+    .await;
+    let counts = match exported {
+        Ok(counts) => counts,
+        // A reader that stopped early (`export | head`) closed the pipe: what it read is what
+        // it asked for, as for `recall x | head -1`, and not an error.
+        Err(error) if args.output.is_none() && closed_pipe(&error) => {
+            return Ok(Outcome {
+                json: serde_json::Value::Null,
+                text: String::new(),
+            });
+        }
+        Err(error) => return Err(error.into()),
+    };
     let summary = format!(
         "exported {} memories, {} pages, {} entities, {} relations",
         counts.memories, counts.pages, counts.entities, counts.relations
@@ -64,6 +76,21 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
             String::new()
         },
     })
+}
+
+/// Whether `error` comes from writing to a pipe whose reader has gone.
+fn closed_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// A progress bar on standard error: drawn only on a terminal and without `--json`.
@@ -366,14 +393,22 @@ async fn import_mcp(
         observations::embedded(&memory, items).await?
     };
     for (_, entity) in &ordered {
-        let mut graph_entity = observations::entity(namespace, entity)?;
+        let graph_entity = observations::entity(namespace, entity)?;
         match graph.add_entity(graph_entity.clone()).await {
             Err(MemoryError::AlreadyExists { .. }) => {
-                // The format has no attributes: an entity already stored keeps its own.
-                if let Some(stored) = graph.get_entity(namespace, &graph_entity.id).await? {
-                    graph_entity.attributes = stored.attributes;
+                // The format names an entity (its id here) and its type, nothing else: an
+                // entity already stored keeps its name, description, tags and attributes,
+                // and takes the file's type.
+                match graph.get_entity(namespace, &graph_entity.id).await? {
+                    Some(mut stored) => {
+                        if stored.entity_type != graph_entity.entity_type {
+                            stored.entity_type = graph_entity.entity_type;
+                            graph.update_entity(stored).await?;
+                        }
+                    }
+                    // Removed since: the file's.
+                    None => graph.update_entity(graph_entity).await?,
                 }
-                graph.update_entity(graph_entity).await?
             }
             other => other?,
         }

@@ -33,12 +33,23 @@ fn main() -> std::process::ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
+            let json = std::env::args_os().any(|arg| arg == "--json");
             if !error.use_stderr() {
-                // Help and version, on stdout.
-                let _ = error.print();
+                // Help and version, on stdout; with --json, as the one JSON document it holds.
+                if json {
+                    let text = error.render().to_string();
+                    let kind = if error.kind() == clap::error::ErrorKind::DisplayVersion {
+                        "version"
+                    } else {
+                        "help"
+                    };
+                    println!("{}", serde_json::json!({ kind: text.trim_end() }));
+                } else {
+                    let _ = error.print();
+                }
                 return ExitCode::Ok.into();
             }
-            if std::env::args_os().any(|arg| arg == "--json") {
+            if json {
                 let message = error.render().to_string();
                 let message = message.trim().trim_start_matches("error: ");
                 Failure::new(failure::ErrorKind::Usage, message).report(true);

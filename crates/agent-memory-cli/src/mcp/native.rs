@@ -593,12 +593,7 @@ pub(super) async fn call(
             let args: ContextArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
             let max_tokens = args.max_tokens.unwrap_or(500);
-            if max_tokens == 0 || max_tokens > 100_000 {
-                return Err(Failure::invalid(
-                    "max_tokens",
-                    format!("max_tokens {max_tokens} is outside 1 to 100000"),
-                ));
-            }
+            crate::commands::check_max_tokens(max_tokens)?;
             let context = memory
                 .recall_context(&namespace.subtree(), &args.query, max_tokens)
                 .await?;

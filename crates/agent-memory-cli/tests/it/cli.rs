@@ -102,6 +102,23 @@ fn remember_recall_forget_stats() {
         "{context}"
     );
 
+    // A budget outside 1 to 100000 tokens is refused, as by the HTTP API and MCP.
+    for budget in ["0", "100001"] {
+        let (code, refused) = run_json(
+            &dir,
+            &[
+                "-n",
+                "user-42",
+                "context",
+                "anything",
+                "--max-tokens",
+                budget,
+            ],
+        );
+        assert_eq!(code, 3, "{refused}");
+        assert_eq!(refused["error"]["field"], "max_tokens", "{refused}");
+    }
+
     let (code, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
     assert_eq!(code, 0);
     assert_eq!(stats["total"], 3, "{stats}");
@@ -554,8 +571,12 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
             "graph",
             "add",
             "Ada",
-            "Ada",
+            "Ada Lovelace",
             "person",
+            "--description",
+            "The first programmer",
+            "--tag",
+            "pioneer",
             "--attributes",
             r#"{"born":1815}"#,
         ][..],
@@ -581,6 +602,17 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
     assert_eq!(code, 0, "{imported}");
     let (_, ada) = run_json(&other, &["-n", "kb", "graph", "show", "Ada"]);
     assert_eq!(ada["entity"]["attributes"]["born"], 1815, "{ada}");
+    // And the name, description and tags it does not have either.
+    assert_eq!(ada["entity"]["name"], "Ada Lovelace", "{ada}");
+    assert_eq!(
+        ada["entity"]["description"], "The first programmer",
+        "{ada}"
+    );
+    assert_eq!(
+        ada["entity"]["tags"],
+        serde_json::json!(["pioneer"]),
+        "{ada}"
+    );
     assert_eq!(ada["relations"][0]["attributes"]["year"], 1843, "{ada}");
 
     // A relation to an unknown entity refuses the whole file.
@@ -638,4 +670,71 @@ fn the_config_file_sets_the_retriever() {
     let (code, found) = run_json(&dir, &["recall", "deploys"]);
     assert_eq!(code, 0, "{found}");
     assert_eq!(results(&found), Some(1), "{found}");
+}
+
+/// `export | head`: a reader that stops early is not an error, as for `recall x | head -1`.
+#[test]
+fn an_export_read_in_part_is_not_an_error() {
+    use std::io::Read;
+    let dir = TempDir::new("export-head");
+    // Enough turns that the records outgrow a pipe's buffer.
+    let lines: Vec<String> = (0..400)
+        .map(|turn| {
+            serde_json::json!({"conv_id": "c", "dia_id": format!("D1:{turn}"), "session": 1,
+                "date": "8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+                "speaker": "Ana", "text": format!("turn {turn} {}", "words ".repeat(60))})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("turns.jsonl"), lines.join("\n")).expect("write");
+    let (code, imported) = run_json(&dir, &["-n", "bench", "import", "turns.jsonl"]);
+    assert_eq!(code, 0, "{imported}");
+    let mut child = command(&dir)
+        .arg("--store")
+        .arg(dir.path().join("store.db"))
+        .args(["export", "--all-namespaces"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start export");
+    let mut head = [0u8; 100];
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut head)
+        .expect("the first records");
+    // stdout dropped: the pipe's reader is gone.
+    let output = child.wait_with_output().expect("export ends");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// With `--json`, help and the version are one JSON document on stdout too.
+#[test]
+fn help_and_version_with_json_are_json() {
+    let dir = TempDir::new("json-help");
+    for (args, key) in [
+        (&["--json", "--help"][..], "help"),
+        (&["--json", "recall", "--help"], "help"),
+        (&["--json", "--version"], "version"),
+    ] {
+        let output = command(&dir).args(args).output().expect("run");
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let value: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("one JSON document");
+        assert!(
+            value[key].as_str().is_some_and(|text| !text.is_empty()),
+            "{args:?}: {value}"
+        );
+    }
 }

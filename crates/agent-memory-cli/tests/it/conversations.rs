@@ -129,6 +129,64 @@ fn a_turn_the_dialogue_would_refuse_fails_the_import_before_any_write() {
     }
 }
 
+/// Conversation ids a namespace cannot hold as written stay apart: `conv 1` and `conv/1`,
+/// `会话` and `对话` each get a namespace of their own, and no turn writes over another.
+#[test]
+fn conversations_whose_ids_clean_alike_stay_apart() {
+    let dir = TempDir::new("locomo-alike");
+    let lines: Vec<String> = ["conv 1", "conv/1", "会话", "对话"]
+        .iter()
+        .map(|conv| {
+            json!({"conv_id": conv, "dia_id": "D1:1", "session": 1,
+                "date": "8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+                "speaker": "Ana", "text": format!("said in {conv}")})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("alike.jsonl"), lines.join("\n")).expect("write");
+    let (code, report) = run_json(&dir, &["-n", "bench", "import", "alike.jsonl"]);
+    assert_eq!(code, 0, "{report}");
+    let namespaces: Vec<&str> = report["namespaces"]
+        .as_array()
+        .map(|all| all.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    let distinct: std::collections::BTreeSet<&str> = namespaces.iter().copied().collect();
+    assert_eq!(distinct.len(), 4, "{report}");
+    let (_, stats) = run_json(&dir, &["-n", "bench", "stats"]);
+    assert_eq!(stats["total"], 4, "every turn kept: {stats}");
+}
+
+/// A LongMemEval file naming one question twice is refused before anything is written.
+#[test]
+fn a_question_named_twice_is_refused() {
+    let dir = TempDir::new("longmemeval-twice");
+    let question = json!({"question_id": "q1", "question_type": "single-session-user",
+        "question": "Where?", "answer": "here", "question_date": "2023/06/23 (Fri) 07:31",
+        "haystack_dates": ["2023/04/30 (Sun) 13:59"], "haystack_session_ids": ["a"],
+        "haystack_sessions": [[{"role": "user", "content": "I live here"}]],
+        "answer_session_ids": ["a"]});
+    std::fs::write(
+        dir.path().join("twice.json"),
+        json!([question, question]).to_string(),
+    )
+    .expect("write");
+    let (code, report) = run_json(
+        &dir,
+        &[
+            "-n",
+            "bench",
+            "import",
+            "twice.json",
+            "--format",
+            "longmemeval",
+        ],
+    );
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["error"]["field"], "input", "{report}");
+    let (_, stats) = run_json(&dir, &["-n", "bench", "stats"]);
+    assert_eq!(stats["total"], 0, "nothing stored: {stats}");
+}
+
 #[test]
 fn longmemeval_haystacks_import_each_into_its_namespace() {
     let dir = TempDir::new("longmemeval");

@@ -138,12 +138,7 @@ pub(crate) async fn context(
 ) -> Result<Json<ContextResponse>, Failure> {
     let namespace = caller.namespace(body.namespace.as_deref())?;
     let max_tokens = body.max_tokens.unwrap_or(500);
-    if max_tokens == 0 || max_tokens > 100_000 {
-        return Err(Failure::invalid(
-            "max_tokens",
-            format!("max_tokens {max_tokens} is outside 1 to 100000"),
-        ));
-    }
+    crate::commands::check_max_tokens(max_tokens)?;
     let context = state
         .memory
         .recall_context(&namespace.subtree(), &body.query, max_tokens)
