@@ -43,8 +43,10 @@ impl PyEmbedder {
                 self.callable
                     .call1(py, (texts,))
                     .map_err(|error| MemoryError::Unavailable {
-                        message: format!("embedder: the callable raised {error}"),
-                        source: None,
+                        message: "embedder: the callable failed".to_owned(),
+                        // Kept, to be raised again as it was (Ctrl-C, `sys.exit`) or as the
+                        // cause of the error raised.
+                        source: Some(Box::new(error)),
                     })?;
             returned.extract::<Vec<Vec<f32>>>(py).map_err(|error| {
                 MemoryError::invalid(
@@ -82,8 +84,8 @@ impl EmbeddingProvider for PyEmbedder {
                 embed_query
                     .call1(py, (query,))
                     .map_err(|error| MemoryError::Unavailable {
-                        message: format!("embedder: embed_query raised {error}"),
-                        source: None,
+                        message: "embedder: embed_query failed".to_owned(),
+                        source: Some(Box::new(error)),
                     })?;
             returned.extract::<Vec<f32>>(py).map_err(|error| {
                 MemoryError::invalid(

@@ -4,7 +4,7 @@
 //! (`InvalidInputError` is also a `ValueError`); this module raises them.
 
 use agent_memory::MemoryError;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyModule};
@@ -22,9 +22,25 @@ fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 /// The Python exception for `error`: its class by variant, its message the error's
 /// `Display`, and the variant's fields as attributes (`field` and `problem` for invalid
 /// input; `kind`, `namespace` and `id` for a missing record).
+///
+/// An error caused by Python code the library called (an embedder) keeps that exception: one
+/// that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`) is raised again as it was,
+/// not turned into a recoverable error a retry loop would swallow; any other is the raised
+/// error's `__cause__`.
 pub(crate) fn to_py_err(py: Python<'_>, error: MemoryError) -> PyErr {
+    let raised = python_cause(&error);
+    if let Some(raised) = raised
+        && !raised.is_instance_of::<PyException>(py)
+    {
+        return raised.clone_ref(py);
+    }
     match build(py, &error) {
-        Ok(err) => err,
+        Ok(err) => {
+            if let Some(raised) = raised {
+                err.set_cause(py, Some(raised.clone_ref(py)));
+            }
+            err
+        }
         // The errors module could not be imported: still raise, with the message.
         Err(import_error) => {
             let err = PyRuntimeError::new_err(error.to_string());
@@ -32,6 +48,18 @@ pub(crate) fn to_py_err(py: Python<'_>, error: MemoryError) -> PyErr {
             err
         }
     }
+}
+
+/// The Python exception among the causes of `error`, if Python code raised it.
+fn python_cause(error: &MemoryError) -> Option<&PyErr> {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(raised) = cause.downcast_ref::<PyErr>() {
+            return Some(raised);
+        }
+        source = cause.source();
+    }
+    None
 }
 
 fn build(py: Python<'_>, error: &MemoryError) -> PyResult<PyErr> {

@@ -466,7 +466,15 @@ impl PyMemory {
             };
             filter.metadata.extend(conditions(py, metadata)?);
             filter.view = match (view, as_of) {
-                (_, Some(at)) => RecallView::AsOf(to_time(at, "as_of")?),
+                (None, Some(at)) => RecallView::AsOf(to_time(at, "as_of")?),
+                // As the command refuses them together: a time names its own view.
+                (Some(_), Some(_)) => {
+                    return Err(invalid(
+                        py,
+                        "view",
+                        "view and as_of exclude each other: as_of recalls what was current then",
+                    ));
+                }
                 (None | Some("current"), None) => RecallView::Current,
                 (Some("all"), None) => RecallView::All,
                 (Some(other), None) => {

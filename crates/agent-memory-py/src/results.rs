@@ -11,7 +11,7 @@ use agent_memory::{
 };
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PySlice};
 
 use crate::convert::{from_json, from_time};
 
@@ -438,13 +438,34 @@ impl Recalled {
         self.result.items.len()
     }
 
-    fn __getitem__(&self, index: isize) -> PyResult<Hit> {
-        let len = self.result.items.len() as isize;
+    /// A hit by position (negative from the end), or a list of hits by slice, as for any
+    /// sequence.
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = index.cast::<PySlice>() {
+            let len = self.result.items.len();
+            let indices = slice.indices(isize::try_from(len).unwrap_or(isize::MAX))?;
+            let mut hits = Vec::with_capacity(indices.slicelength);
+            let mut at = indices.start;
+            for _ in 0..indices.slicelength {
+                if let Ok(position) = usize::try_from(at) {
+                    hits.push(self.hit(position));
+                }
+                at += indices.step;
+            }
+            return Ok(PyList::new(py, hits)?.into_any());
+        }
+        let index: isize = index.extract()?;
+        let len = isize::try_from(self.result.items.len()).unwrap_or(isize::MAX);
         let position = if index < 0 { index + len } else { index };
-        if (0..len).contains(&position) {
-            Ok(self.hit(position as usize))
-        } else {
-            Err(PyIndexError::new_err("recall result index out of range"))
+        match usize::try_from(position) {
+            Ok(position) if position < self.result.items.len() => {
+                Ok(Bound::new(py, self.hit(position))?.into_any())
+            }
+            _ => Err(PyIndexError::new_err("recall result index out of range")),
         }
     }
 

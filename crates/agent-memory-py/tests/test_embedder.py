@@ -59,7 +59,19 @@ def test_a_failing_embedder_stores_nothing() -> None:
         raise RuntimeError("model not loaded")
 
     memory = Memory(embedder=broken, embedding_dimension=4)
-    with pytest.raises(UnavailableError, match="model not loaded"):
+    with pytest.raises(UnavailableError, match="model not loaded") as raised:
+        memory.remember("u", "I adopted a kitten")
+    assert isinstance(raised.value.__cause__, RuntimeError), "the embedder's error is the cause"
+    assert memory.list("u") == []
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt(), SystemExit(3)])
+def test_an_interrupt_in_the_embedder_is_raised_as_it_was(stop: BaseException) -> None:
+    def interrupted(texts: list[str]) -> list[list[float]]:
+        raise stop
+
+    memory = Memory(embedder=interrupted, embedding_dimension=4)
+    with pytest.raises(type(stop)):
         memory.remember("u", "I adopted a kitten")
     assert memory.list("u") == []
 

@@ -43,6 +43,14 @@ def test_result_is_a_sequence(memory: Memory) -> None:
         result[3]
     with pytest.raises(IndexError):
         result[-4]
+    # Sliced as any sequence.
+    ids = [hit.id for hit in result]
+    assert [hit.id for hit in result[0:2]] == ids[0:2]
+    assert [hit.id for hit in result[::-1]] == ids[::-1]
+    assert [hit.id for hit in result[1:]] == ids[1:]
+    assert result[5:9] == []
+    with pytest.raises(TypeError):
+        result["first"]
     assert not memory.recall("u", "astronomy")
     assert "RecallResult" in repr(result) and "Hit" in repr(result[0])
 
@@ -161,6 +169,11 @@ def test_facts_supersede_history_and_views(memory: Memory) -> None:
     before = memory.get("user-7", paris.id).created_at + timedelta(microseconds=1)
     if before < memory.get("user-7", berlin.id).created_at:
         assert [h.id for h in memory.recall("user-7", "user lives", as_of=before)] == [paris.id]
+    # A time names its own view: a view beside it is refused, not ignored.
+    for view in ["all", "current", "al"]:
+        with pytest.raises(InvalidInputError) as raised:
+            memory.recall("user-7", "user lives", view=view, as_of=before)
+        assert raised.value.field == "view"
     assert [r.id for r in memory.list("user-7")] == [berlin.id]
     assert {r.id for r in memory.list("user-7", view="all")} == {paris.id, berlin.id}
     assert [r.id for r in memory.list("user-7", fact_key="user.city", view="all")] == [paris.id, berlin.id]
