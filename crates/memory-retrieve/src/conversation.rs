@@ -356,27 +356,40 @@ impl ConversationMemory {
 
     /// Deletes the oldest whole messages beyond `max_messages`. Returns how many.
     ///
+    /// Only messages count and go: a memory put in the session's namespace some other way
+    /// (a fact remembered there, pinned or not) is not one, and a message pinned since it
+    /// was written stays, as only `forget` removes a pinned memory.
+    ///
     /// # Errors
     /// Store errors.
     pub async fn evict(&self) -> Result<usize> {
         let Some(max) = self.config.max_messages else {
             return Ok(0);
         };
-        let count = self.store.count(&self.session.exact()).await?;
-        if count <= max {
+        // Fewer memories than the window: fewer messages, nothing to read.
+        if self.store.count(&self.session.exact()).await? <= max {
             return Ok(0);
         }
-        let oldest = self
-            .store
-            .list(&MemoryFilter::new(self.session.exact()).with_limit(count - max))
-            .await?;
+        let messages = self.store.list(&self.messages()).await?;
+        let excess = messages.len().saturating_sub(max);
         let mut deleted = 0;
-        for item in oldest {
+        for item in messages.into_iter().take(excess) {
+            if item.is_pinned() {
+                continue;
+            }
             if self.store.delete(&self.session, &item.id).await? {
                 deleted += 1;
             }
         }
         Ok(deleted)
+    }
+
+    /// The listing of this session's messages, oldest first: what [`add`](Self::add)
+    /// writes, short-term memories with ids `msg-...`.
+    fn messages(&self) -> MemoryFilter {
+        MemoryFilter::new(self.session.exact())
+            .with_kinds([MemoryKind::ShortTerm])
+            .with_id_prefix("msg-")
     }
 
     /// Compacts old tool results when the history ([`get_history`](Self::get_history): the
@@ -392,10 +405,7 @@ impl ConversationMemory {
         let Some(config) = self.config.compact else {
             return Ok(0);
         };
-        let items = self
-            .store
-            .list(&MemoryFilter::new(self.session.exact()))
-            .await?;
+        let items = self.store.list(&self.messages()).await?;
         let history = self.history_positions(&items, |item| {
             Role::parse(role_of(item).unwrap_or_default()).unwrap_or(Role::User)
         });
@@ -469,10 +479,7 @@ impl ConversationMemory {
     /// # Errors
     /// Store errors.
     pub async fn get_history(&self) -> Result<Vec<Message>> {
-        let items = self
-            .store
-            .list(&MemoryFilter::new(self.session.exact()))
-            .await?;
+        let items = self.store.list(&self.messages()).await?;
         let mut messages: Vec<Option<Message>> = items
             .into_iter()
             .map(|item| Some(to_message(item)))

@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    DecayConfig, EvictionPolicy, ListPosition, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig, Result, Scope, ValueBasedConfig,
+    DecayConfig, EvictionPolicy, ListPosition, MemoryError, MemoryFilter, MemoryItem, MemoryStore,
+    Namespace, RecallBasedConfig, Result, Scope, ValueBasedConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -443,8 +443,13 @@ pub async fn decay(
             updated.importance = decayed;
             updated.metadata[DECAY_METADATA_KEY] =
                 serde_json::json!({"base": base, "since": since.to_rfc3339()});
-            store.update(updated).await?;
-            report.decayed += 1;
+            match store.update(updated).await {
+                Ok(()) => report.decayed += 1,
+                // Forgotten since the listing (a `forget`, a write's eviction pass): nothing
+                // to decay, and no reason to stop the pass.
+                Err(MemoryError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
         }
     }
     report.evicted += delete_all(store, forgotten).await?;

@@ -708,14 +708,18 @@ impl Memory {
     /// entities), after waiting for the enrichment of every memory remembered before the
     /// call (with an enricher; a batch that fails is retried with backoff first).
     ///
+    /// Both kinds are written whatever happens to the other: a failure of the memories'
+    /// batch does not leave the pages' and entities' accesses queued.
+    ///
     /// # Errors
-    /// Store errors.
+    /// Store errors (the memories' first, when both fail).
     pub async fn flush(&self) -> Result<()> {
         if let Some(enrichment) = &self.enrichment {
             enrichment.flush().await;
         }
-        self.recorder.flush().await?;
-        self.knowledge_upkeep.flush().await
+        let memories = self.recorder.flush().await;
+        let knowledge = self.knowledge_upkeep.flush().await;
+        memories.and(knowledge)
     }
 
     /// Counts per kind and namespace, mean access count, capacity use, pages and entities.

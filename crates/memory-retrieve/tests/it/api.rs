@@ -803,3 +803,46 @@ async fn maintenance_goes_on_past_a_failed_statistics_write() {
     assert_eq!(report.evicted, 1, "{report:?}");
     assert_eq!(store.count(&namespace.exact()).await.unwrap(), 2);
 }
+
+/// A flush writes the pages' accesses though the memories' batch fails: both are tried, and
+/// the failure is still reported.
+#[tokio::test]
+async fn a_flush_writes_page_accesses_though_memory_statistics_fail() {
+    use memory_core::{KnowledgePage, MemoryStore};
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes_for_good(1));
+    let memory = memory_retrieve::Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .recall_batch(1000)
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("flush").unwrap();
+    memory
+        .remember(&namespace, "the user drinks green tea")
+        .await
+        .unwrap();
+    memory
+        .knowledge()
+        .add_page(
+            KnowledgePage::new(namespace.clone(), "tea", "Green tea")
+                .unwrap()
+                .with_summary("How the user brews green tea"),
+        )
+        .await
+        .unwrap();
+    let found = memory
+        .recall(&namespace.exact(), "green tea")
+        .await
+        .unwrap();
+    assert!(
+        found.items.iter().any(|hit| hit.record.id() == "tea"),
+        "the page is recalled"
+    );
+    assert!(memory.flush().await.is_err(), "the memories' batch failed");
+    let page = memory
+        .knowledge()
+        .get_page(&namespace, "tea")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(page.access_count, 1, "the page's access is written");
+}

@@ -112,6 +112,59 @@ async fn capacity_evicts_whole_oldest_messages_on(store: Arc<dyn MemoryStore>) {
     assert_eq!(store.count(&memory.session().exact()).await.unwrap(), 3);
 }
 
+/// The window counts and deletes messages only: a memory put in the session's namespace
+/// some other way (a pinned fact) is neither counted as a message, shown in the history,
+/// nor deleted; a message pinned since it was written stays too.
+#[tokio::test]
+async fn the_window_leaves_what_is_not_a_message_and_what_is_pinned() {
+    for store in stores() {
+        the_window_leaves_what_is_not_a_message_and_what_is_pinned_on(store).await;
+    }
+}
+
+async fn the_window_leaves_what_is_not_a_message_and_what_is_pinned_on(
+    store: Arc<dyn MemoryStore>,
+) {
+    let config = ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        max_turns: 10,
+        max_messages: Some(2),
+        compact: None,
+        promote_at: None,
+    };
+    let memory = open(store.clone(), config).await;
+    let fact = memory_core::MemoryItem::new(memory.session().clone(), "allergic to peanuts")
+        .unwrap()
+        .with_id("fact")
+        .unwrap()
+        .with_metadata(serde_json::json!({ memory_core::PINNED_METADATA_KEY: true }))
+        .unwrap();
+    store.save(fact).await.unwrap();
+    let first = memory
+        .add_message(Message::new(Role::User, "m0"))
+        .await
+        .unwrap();
+    let mut pinned = store.get(memory.session(), &first).await.unwrap().unwrap();
+    pinned.metadata[memory_core::PINNED_METADATA_KEY] = serde_json::json!(true);
+    store.update(pinned).await.unwrap();
+    for i in 1..5 {
+        memory
+            .add_message(Message::new(Role::User, format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    assert!(
+        store.get(memory.session(), "fact").await.unwrap().is_some(),
+        "the pinned fact stays"
+    );
+    let history = memory.get_history().await.unwrap();
+    assert_eq!(
+        contents(&history),
+        ["m0", "m3", "m4"],
+        "the window holds the last two messages, and the pinned one"
+    );
+}
+
 #[tokio::test]
 async fn compaction_replaces_old_tool_results_only() {
     for store in stores() {
