@@ -12,7 +12,11 @@
 //! the number of namespaces. Writes made while a pass runs are counted, not passed: when
 //! the pass ends with them over the capacity again, the writer that ran it runs another
 //! (a few at most; the namespace's next write asks for the rest), so a burst of
-//! concurrent writes ends within the capacity too.
+//! concurrent writes ends within the capacity too. A pass that cannot get under the
+//! capacity with no write made meanwhile (pinned memories alone over it) asks for none, and
+//! the namespace's next pass waits until a sixteenth more were written (of what the pass
+//! left, or of the capacity): every write would otherwise read the whole namespace to free
+//! its one memory.
 //!
 //! The map holds at most [`MAX_TRACKED`] namespaces: a server with many tenants would
 //! otherwise keep an entry for every namespace it ever wrote. When a new namespace would go
@@ -55,6 +59,9 @@ struct Tracked {
     busy: bool,
     /// Writes counted while the pass ran.
     during: usize,
+    /// What the last pass could not evict below (its pinned memories alone over the
+    /// capacity, say), when it ended over the capacity with no write made meanwhile.
+    floor: Option<usize>,
 }
 
 /// A pass a write asks for.
@@ -98,7 +105,16 @@ impl WriteTracker {
             (None, _) => false,
             // Not read yet: the pass reads the count.
             (Some(_), None) => true,
-            (Some(capacity), Some(items)) => items > capacity,
+            // Past what the last pass could not go below, by a sixteenth of it (or of the
+            // capacity, or one): a pass per write would read the whole namespace at every
+            // write and free one memory each time.
+            (Some(capacity), Some(items)) => {
+                items > capacity
+                    && tracked.floor.is_none_or(|floor| {
+                        let slack = (capacity / 16).max(floor / 16).max(1);
+                        items > floor.saturating_add(slack)
+                    })
+            }
         };
         if !full && !over {
             return None;
@@ -133,15 +149,25 @@ impl WriteTracker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tracked = namespaces.get_mut(namespace)?;
-        tracked.items = remaining.map(|items| items.saturating_add(tracked.during));
-        tracked.since_full += tracked.during;
+        let written_meanwhile = tracked.during;
+        tracked.items = remaining.map(|items| items.saturating_add(written_meanwhile));
+        tracked.since_full += written_meanwhile;
         tracked.during = 0;
         let capacity = config.policy.capacity();
+        tracked.floor = match (capacity, remaining) {
+            // Over the capacity with nothing written meanwhile: the pass freed what it could.
+            (Some(capacity), Some(left)) if left > capacity && written_meanwhile == 0 => Some(left),
+            _ => None,
+        };
         match (capacity, tracked.items) {
-            (Some(capacity), Some(items)) if items > capacity => Some(Pass {
-                with_ttl: false,
-                headroom: capacity / 16,
-            }),
+            // Another pass only for what was written meanwhile: one after a pass that could
+            // not get under the capacity would find the same.
+            (Some(capacity), Some(items)) if items > capacity && written_meanwhile > 0 => {
+                Some(Pass {
+                    with_ttl: false,
+                    headroom: capacity / 16,
+                })
+            }
             _ => {
                 tracked.busy = false;
                 None
@@ -315,5 +341,39 @@ mod tests {
         // 15 and the one written meanwhile: within the capacity.
         assert_eq!(tracker.finish(&ns, Some(15), &config), None);
         assert!(tracker.record_write(&ns, &config).is_some(), "17 of 16");
+    }
+
+    /// A pass that cannot get under the capacity (pinned memories alone over it) asks for
+    /// no other, and the next pass waits until a sixteenth more were written: a pass at
+    /// every write would read the whole namespace each time.
+    #[test]
+    fn a_pass_that_cannot_get_under_the_capacity_is_not_run_at_every_write() {
+        let config = EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 32 },
+            check_interval: 1_000,
+        };
+        let tracker = WriteTracker::default();
+        let ns = Namespace::parse("pinned").expect("a namespace");
+        assert!(tracker.record_write(&ns, &config).is_some());
+        // 200 pinned: the pass could not go below.
+        assert_eq!(tracker.finish(&ns, Some(200), &config), None, "no rerun");
+        let passes = (0..64)
+            .filter(|_| {
+                let pass = tracker.record_write(&ns, &config);
+                if pass.is_some() {
+                    assert_eq!(tracker.finish(&ns, Some(200), &config), None);
+                }
+                pass.is_some()
+            })
+            .count();
+        // A pass per 200 / 16 + 1 = 13 writes.
+        assert_eq!(passes, 4, "a pass per 13 writes");
+        // Once under the capacity again, every write over it asks.
+        let pass = (0..13).find_map(|_| tracker.record_write(&ns, &config));
+        assert!(pass.is_some());
+        assert_eq!(tracker.finish(&ns, Some(30), &config), None);
+        assert!(tracker.record_write(&ns, &config).is_none(), "31 of 32");
+        assert!(tracker.record_write(&ns, &config).is_none(), "32 of 32");
+        assert!(tracker.record_write(&ns, &config).is_some(), "33 of 32");
     }
 }

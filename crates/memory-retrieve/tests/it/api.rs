@@ -846,3 +846,43 @@ async fn a_flush_writes_page_accesses_though_memory_statistics_fail() {
         .unwrap();
     assert_eq!(page.access_count, 1, "the page's access is written");
 }
+
+/// Pinned memories alone over the capacity: the unpinned ones still go, but a write does not
+/// read the whole namespace each time (four passes a write, each listing every memory, did).
+#[tokio::test]
+async fn pinned_memories_over_the_capacity_do_not_cost_every_write_a_pass() {
+    use memory_core::{EvictionConfig, EvictionPolicy, MemoryStore, PINNED_METADATA_KEY};
+    let store = Arc::new(crate::instrumented::Instrumented::default());
+    let memory = memory_retrieve::Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .eviction(EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 10 },
+            check_interval: 100_000,
+        })
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("pinned").unwrap();
+    for n in 0..200 {
+        let item = memory_core::MemoryItem::new(namespace.clone(), format!("pinned fact {n}"))
+            .unwrap()
+            .with_metadata(serde_json::json!({ PINNED_METADATA_KEY: true }))
+            .unwrap();
+        store.inner.save(item).await.unwrap();
+    }
+    for n in 0..64 {
+        memory
+            .remember(&namespace, &format!("passing remark {n}"))
+            .await
+            .unwrap();
+    }
+    let read: usize = store.lists.lock().unwrap().iter().map(|(_, n)| n).sum();
+    let left = store.inner.count(&namespace.exact()).await.unwrap();
+    assert!(
+        left <= 200 + 200 / 16 + 1,
+        "the unpinned still go: {left} left"
+    );
+    assert!(
+        read <= 8 * 213,
+        "{read} memories read by listings for 64 writes"
+    );
+}
