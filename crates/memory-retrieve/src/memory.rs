@@ -226,6 +226,18 @@ impl Memory {
             return;
         };
         let mut running = self.writes.running(namespace);
+        // A policy that ranks by recalls or accesses ranks on what is written: the recalls
+        // still batched are written first, or a memory just recalled would count as never
+        // recalled and go first on a tie (`maintain` does the same). A pass runs once per
+        // sixteenth of the capacity's writes, so this write is shared as the pass is.
+        let by_recalls = self.eviction.policy.recall_config().is_some()
+            || matches!(
+                self.eviction.policy,
+                memory_core::EvictionPolicy::ValueBased(_)
+            );
+        if by_recalls && let Err(error) = self.recorder.flush().await {
+            tracing::warn!(%error, %namespace, "writing recall statistics before an eviction pass failed");
+        }
         let mut pass = Some(pass);
         // Writes made while a pass ran may ask for another (see `WriteTracker::finish`);
         // this write runs at most a few, and the next write to the namespace runs the rest.

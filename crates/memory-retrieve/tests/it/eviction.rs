@@ -801,3 +801,36 @@ async fn a_write_dropped_mid_pass_leaves_later_writes_their_passes() {
         "the dropped pass counts as failed"
     );
 }
+
+/// A write's eviction pass ranks on the recalls still batched: a memory just recalled is not
+/// taken for one never recalled (and evicted first, as the oldest on a tie).
+#[tokio::test]
+async fn a_write_pass_counts_the_recalls_not_yet_written() {
+    let memory = Memory::builder()
+        .eviction(memory_core::EvictionConfig {
+            policy: EvictionPolicy::RecallBased(RecallBasedConfig {
+                max_items: 3,
+                ..RecallBasedConfig::default()
+            }),
+            check_interval: 100_000,
+        })
+        .recall_batch(64)
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("pending").unwrap();
+    let recalled = memory
+        .remember(&ns, "alpha apples are crisp")
+        .await
+        .unwrap();
+    for text in ["bravo bananas", "charlie cherries"] {
+        memory.remember(&ns, text).await.unwrap();
+    }
+    let found = memory.recall(&ns.exact(), "alpha apples").await.unwrap();
+    assert_eq!(found.items[0].record.id(), recalled);
+    memory.remember(&ns, "delta dates").await.unwrap();
+    assert!(
+        memory.store().get(&ns, &recalled).await.unwrap().is_some(),
+        "the memory just recalled stays"
+    );
+    assert_eq!(memory.store().count(&ns.exact()).await.unwrap(), 3);
+}
