@@ -83,7 +83,9 @@ impl Memory {
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `ids` for fewer than 2 or more than
     /// [`MAX_FACT_LINKS`] ids, a repeated id, or a source that already ended;
-    /// [`MemoryError::NotFound`] for a missing source; summarizer and store errors.
+    /// [`MemoryError::NotFound`] for a missing source, also one forgotten while the summary
+    /// was written (it is not written back); [`MemoryError::Conflict`] (recoverable) for a
+    /// source ended or edited meanwhile; summarizer and store errors.
     pub async fn consolidate(
         &self,
         namespace: &Namespace,
@@ -134,6 +136,34 @@ impl Memory {
             None => &ExtractiveSummarizer,
         };
         let text = summarizer.summarize(&texts, max_tokens).await?;
+        // Read again after the summarizer's call, which may take seconds: a source forgotten
+        // meanwhile must not be written back (the save is an upsert, which would undo the
+        // forget), and one ended or changed meanwhile is not the text summarized.
+        let ids: Vec<String> = sources.iter().map(|item| item.id.clone()).collect();
+        let Some(namespace) = sources.first().map(|item| item.namespace.clone()) else {
+            return Err(MemoryError::invalid("ids", "no memory to consolidate"));
+        };
+        let current = self.store.get_many(&namespace, &ids).await?;
+        for source in &sources {
+            match current.iter().find(|item| item.id == source.id) {
+                None => return Err(MemoryError::not_found("memory", &namespace, &source.id)),
+                Some(now) if now.ended.is_some() || now.content != source.content => {
+                    return Err(MemoryError::Conflict {
+                        message: format!(
+                            "memory {} changed while its consolidation was written",
+                            source.id
+                        ),
+                        source: None,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        // The current versions are the ones ended (their accesses and metadata kept).
+        let mut sources: Vec<MemoryItem> = sources
+            .iter()
+            .filter_map(|source| current.iter().find(|item| item.id == source.id).cloned())
+            .collect();
         let Some(last) = sources.last() else {
             return Err(MemoryError::invalid("ids", "no memory to consolidate"));
         };
@@ -220,9 +250,17 @@ impl Memory {
                     if chunk.len() < 2 {
                         break;
                     }
-                    folded += chunk.len();
-                    summaries += 1;
-                    self.fold(chunk, config.max_tokens, now).await?;
+                    let size = chunk.len();
+                    match self.fold(chunk, config.max_tokens, now).await {
+                        Ok(_) => {
+                            folded += size;
+                            summaries += 1;
+                        }
+                        // A source forgotten or changed while the summary was written: the
+                        // group is left for the next pass, and this one goes on.
+                        Err(MemoryError::NotFound { .. } | MemoryError::Conflict { .. }) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }

@@ -886,3 +886,69 @@ async fn pinned_memories_over_the_capacity_do_not_cost_every_write_a_pass() {
         "{read} memories read by listings for 64 writes"
     );
 }
+
+/// A summarizer during whose call a memory is forgotten.
+#[derive(Debug)]
+struct ForgettingSummarizer {
+    store: Arc<memory_inmem::InMemoryStore>,
+    namespace: Namespace,
+    forget: &'static str,
+}
+
+#[async_trait::async_trait]
+impl memory_retrieve::Summarizer for ForgettingSummarizer {
+    async fn summarize(&self, texts: &[&str], _max_tokens: usize) -> memory_core::Result<String> {
+        use memory_core::MemoryStore;
+        self.store.delete(&self.namespace, self.forget).await?;
+        Ok(texts.join(" "))
+    }
+}
+
+/// A source forgotten while its consolidation's summary is written is not written back (a
+/// save is an upsert): the consolidation fails as for a missing source, and writes nothing.
+#[tokio::test]
+async fn a_source_forgotten_during_its_consolidation_stays_forgotten() {
+    use memory_core::MemoryStore;
+    let store = Arc::new(memory_inmem::InMemoryStore::new());
+    let namespace = Namespace::parse("fold").unwrap();
+    let memory = Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .compression_with(
+            memory_retrieve::CompressionConfig::default(),
+            Arc::new(ForgettingSummarizer {
+                store: Arc::clone(&store),
+                namespace: namespace.clone(),
+                forget: "b",
+            }),
+        )
+        .build()
+        .unwrap();
+    for (id, text) in [
+        ("a", "the user went hiking"),
+        ("b", "the user went swimming"),
+    ] {
+        memory
+            .remember_with(memory_retrieve::Remember::new(namespace.clone(), text).id(id))
+            .await
+            .unwrap();
+    }
+    let error = memory
+        .consolidate(&namespace, &["a".to_owned(), "b".to_owned()], 50)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, memory_core::MemoryError::NotFound { .. }),
+        "{error:?}"
+    );
+    assert!(
+        store.get(&namespace, "b").await.unwrap().is_none(),
+        "b stays forgotten"
+    );
+    let a = store.get(&namespace, "a").await.unwrap().unwrap();
+    assert!(a.ended.is_none(), "a is not ended");
+    assert_eq!(
+        store.count(&namespace.exact()).await.unwrap(),
+        1,
+        "no summary"
+    );
+}
