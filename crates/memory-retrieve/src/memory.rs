@@ -52,6 +52,12 @@ pub use self::request::{MemoryStats, RecallOptions, Remember};
 
 /// The one handle an agent keeps. Share it behind an `Arc`; every method takes `&self`.
 ///
+/// Recall statistics (and the accesses of pages and entities) are written in batches in
+/// the background: call [`flush`](Self::flush) before the last handle is dropped, or the
+/// batch still pending is lost (statistics only, never a memory: every write is stored
+/// before it returns). Dropping cannot write it: a store write is async, and `Drop` may run
+/// where no runtime is (the command, the server and Python flush when they stop).
+///
 /// ```
 /// use memory_core::Namespace;
 /// use memory_retrieve::Memory;
