@@ -86,7 +86,10 @@ impl RecallRecorder {
         }
     }
 
-    /// Writes every pending event and waits for background writes.
+    /// Writes every pending event and waits for background writes. The pending write is
+    /// tried again as a background one is, when it fails for a reason that may pass (on a
+    /// tokio runtime): the batch is out of the buffer, and a flush is often the last chance
+    /// to write it (before a stop).
     ///
     /// # Errors
     /// The first store error of the pending write or of a background write given up since
@@ -97,7 +100,12 @@ impl RecallRecorder {
         let written = if batch.is_empty() {
             Ok(())
         } else {
-            self.store.record_recalls(&batch).await
+            let retries = if tokio::runtime::Handle::try_current().is_ok() {
+                RETRIES
+            } else {
+                0
+            };
+            retried(retries, || self.store.record_recalls(&batch)).await
         };
         let waited = self.in_flight.wait().await;
         written.and(waited)

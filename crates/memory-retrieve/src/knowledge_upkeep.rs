@@ -215,7 +215,8 @@ impl KnowledgeUpkeep {
         }
     }
 
-    /// Writes every pending access and waits for background writes.
+    /// Writes every pending access and waits for background writes. The pending write is
+    /// tried again as a background one is (on a tokio runtime), as recall statistics are.
     ///
     /// # Errors
     /// The first store error of the pending write or of a background write since the last
@@ -223,7 +224,12 @@ impl KnowledgeUpkeep {
     pub(crate) async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let written = write(&*self.knowledge, &*self.graph, batch, 0).await;
+        let retries = if tokio::runtime::Handle::try_current().is_ok() {
+            RETRIES
+        } else {
+            0
+        };
+        let written = write(&*self.knowledge, &*self.graph, batch, retries).await;
         let waited = self.in_flight.wait().await;
         written.and(waited)
     }

@@ -952,3 +952,28 @@ async fn a_source_forgotten_during_its_consolidation_stays_forgotten() {
         "no summary"
     );
 }
+
+/// A flush tries the pending batch again when it fails for a reason that may pass (a
+/// timeout), as a background write does: the batch is out of the buffer once taken.
+#[tokio::test]
+async fn a_flush_tries_a_timed_out_batch_again() {
+    use memory_core::MemoryStore;
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
+    let memory = memory_retrieve::Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .recall_batch(1000)
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("retry").unwrap();
+    let id = memory
+        .remember(&namespace, "the user drinks green tea")
+        .await
+        .unwrap();
+    memory
+        .recall(&namespace.exact(), "green tea")
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
+    assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
+}
