@@ -23,6 +23,10 @@ pub(crate) struct BackgroundWrites {
     /// What the tasks write, named in the error of a task that panicked.
     what: &'static str,
     state: Mutex<State>,
+    /// Held by a [`wait`](Self::wait) while it waits: a second one waits behind it, then
+    /// for what is left, so it too returns once every write started before it has ended
+    /// (it found the tasks taken, and returned at once, before).
+    waiting: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +42,7 @@ impl BackgroundWrites {
         Self {
             what,
             state: Mutex::new(State::default()),
+            waiting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -70,12 +75,13 @@ impl BackgroundWrites {
         tasks.push(task);
     }
 
-    /// Waits for every task in flight.
+    /// Waits for every task in flight, those another wait is waiting for included.
     ///
     /// # Errors
     /// The first failure: of a task let go since the last wait, else of a task waited for
     /// now. Every task is waited for either way, and the failures are then forgotten.
     pub(crate) async fn wait(&self) -> Result<()> {
+        let _turn = self.waiting.lock().await;
         let (tasks, failed) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             (std::mem::take(&mut state.tasks), state.failed.take())
@@ -174,6 +180,44 @@ mod tests {
         let error = writes.wait().await.expect_err("the first write failed");
         assert!(matches!(error, MemoryError::Timeout(_)), "{error}");
         writes.wait().await.expect("a failure is returned once");
+    }
+
+    /// Two waits at once both return only once the write in flight when they began has
+    /// ended: the second found the tasks taken by the first, and returned at once.
+    #[tokio::test]
+    async fn a_second_wait_waits_for_the_writes_the_first_took() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let writes = Arc::new(BackgroundWrites::new("test writes"));
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let done = Arc::new(AtomicBool::new(false));
+        let written = Arc::clone(&done);
+        writes.spawn(&Handle::current(), async move {
+            let _ = released.await;
+            written.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        let first = {
+            let writes = Arc::clone(&writes);
+            tokio::spawn(async move { writes.wait().await })
+        };
+        // The first wait has taken the task.
+        while writes.state.lock().map(|state| state.tasks.len()).ok() != Some(0) {
+            tokio::task::yield_now().await;
+        }
+        let second = {
+            let writes = Arc::clone(&writes);
+            let done = Arc::clone(&done);
+            tokio::spawn(async move { writes.wait().await.map(|()| done.load(Ordering::SeqCst)) })
+        };
+        tokio::task::yield_now().await;
+        let _ = release.send(());
+        first.await.expect("joined").expect("written");
+        assert_eq!(
+            second.await.expect("joined").ok(),
+            Some(true),
+            "the second wait returned after the write"
+        );
     }
 
     /// A task that panicked, finished or still in flight, is a storage error naming what it
