@@ -248,66 +248,6 @@ pub(crate) async fn compress_stale(
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::sync::Arc;
-
-    use async_trait::async_trait;
-    use chrono::{DateTime, Duration, Utc};
-    use memory_core::{MemoryItem, MemoryStore, Namespace, Result};
-    use memory_inmem::InMemoryStore;
-
-    use super::{CompressionConfig, Summarizer, compress_stale};
-
-    /// A summarizer during whose call every memory is forgotten (a `forget`, a write's
-    /// eviction pass, elsewhere).
-    #[derive(Debug)]
-    struct ForgettingSummarizer {
-        store: Arc<InMemoryStore>,
-        namespace: Namespace,
-    }
-
-    #[async_trait]
-    impl Summarizer for ForgettingSummarizer {
-        async fn summarize(&self, _texts: &[&str], _max_tokens: usize) -> Result<String> {
-            for id in ["a", "b"] {
-                self.store.delete(&self.namespace, id).await?;
-            }
-            Ok("short".to_owned())
-        }
-    }
-
-    /// A memory forgotten while its summary was written is skipped, not an error that stops
-    /// the pass (and the maintenance after it).
-    #[tokio::test]
-    async fn a_memory_forgotten_during_its_summary_is_skipped() {
-        let store = Arc::new(InMemoryStore::new());
-        let namespace = Namespace::parse("compress").expect("namespace");
-        let old: DateTime<Utc> = "2020-01-01T00:00:00Z".parse().expect("time");
-        for id in ["a", "b"] {
-            let item = MemoryItem::new(namespace.clone(), "a long memory. ".repeat(40))
-                .and_then(|item| item.with_id(id))
-                .map(|item| item.with_created_at(old))
-                .expect("item");
-            store.save(item).await.expect("save");
-        }
-        let summarizer = ForgettingSummarizer {
-            store: Arc::clone(&store),
-            namespace: namespace.clone(),
-        };
-        let config = CompressionConfig {
-            older_than_days: 30,
-            max_tokens: 8,
-        };
-        let compressed = compress_stale(
-            &*store,
-            &namespace.subtree(),
-            &config,
-            &summarizer,
-            old + Duration::days(365),
-        )
-        .await
-        .expect("the pass goes on");
-        assert_eq!(compressed, 0, "nothing left to compress");
-    }
 
     use memory_core::text::Analyzer;
     use proptest::prelude::*;

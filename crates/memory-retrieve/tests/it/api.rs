@@ -900,7 +900,10 @@ impl memory_retrieve::Summarizer for ForgettingSummarizer {
     async fn summarize(&self, texts: &[&str], _max_tokens: usize) -> memory_core::Result<String> {
         use memory_core::MemoryStore;
         self.store.delete(&self.namespace, self.forget).await?;
-        Ok(texts.join(" "))
+        Ok(texts
+            .first()
+            .map_or("", |text| text.get(..20).unwrap_or(text))
+            .to_owned())
     }
 }
 
@@ -976,4 +979,44 @@ async fn a_flush_tries_a_timed_out_batch_again() {
     memory.flush().await.unwrap();
     let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
     assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
+}
+
+/// A memory forgotten while its summary was written is skipped by maintenance's compression,
+/// not an error that stops the pass (and the maintenance after it).
+#[tokio::test]
+async fn a_memory_forgotten_during_its_compression_is_skipped() {
+    use memory_core::MemoryStore;
+    let store = Arc::new(memory_inmem::InMemoryStore::new());
+    let namespace = Namespace::parse("compress").unwrap();
+    let clock = clock();
+    let memory = Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .compression_with(
+            memory_retrieve::CompressionConfig {
+                older_than_days: 10,
+                max_tokens: 8,
+            },
+            Arc::new(ForgettingSummarizer {
+                store: Arc::clone(&store),
+                namespace: namespace.clone(),
+                forget: "a",
+            }),
+        )
+        .facts(memory_retrieve::FactsConfig::off())
+        .build()
+        .unwrap();
+    for id in ["a", "b"] {
+        memory
+            .remember_with(
+                memory_retrieve::Remember::new(namespace.clone(), "a long memory. ".repeat(40))
+                    .id(id),
+            )
+            .await
+            .unwrap();
+    }
+    clock.advance(Duration::days(11));
+    let report = memory.maintain(&namespace.subtree()).await.unwrap();
+    assert_eq!(report.compressed, 1, "{report:?}");
+    assert!(store.get(&namespace, "a").await.unwrap().is_none());
 }
