@@ -113,10 +113,12 @@ impl HttpConfig {
             .ok()
             .filter(|url| !url.trim().is_empty())
             .unwrap_or_else(|| default_url.to_owned());
+        // Trimmed: a key read from a file of `KEY=value` lines often keeps its line break.
         let api_key = key_vars
             .iter()
             .filter_map(|var| std::env::var(var).ok())
-            .find(|key| !key.trim().is_empty());
+            .map(|key| key.trim().to_owned())
+            .find(|key| !key.is_empty());
         Self {
             base_url,
             api_key,
@@ -137,6 +139,20 @@ struct Endpoint {
 
 impl Endpoint {
     fn parse(base_url: &str) -> Result<Self> {
+        // Credentials in the URL would be neither sent (the key goes in `api_key`) nor kept
+        // out of errors and `Debug`: refused, without repeating the URL.
+        if base_url
+            .split_once("://")
+            .map_or(base_url, |(_, rest)| rest)
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|authority| authority.contains('@'))
+        {
+            return Err(MemoryError::invalid(
+                "base_url",
+                "the URL holds credentials (user:password@): give the key as api_key instead",
+            ));
+        }
         let uri: Uri = base_url
             .trim()
             .parse()
@@ -360,7 +376,16 @@ impl HttpClient {
             .header(CONTENT_TYPE, "application/json")
             .header(CONTENT_LENGTH, payload.len());
         if let Some(key) = &self.config.api_key {
-            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+            let value = hyper::header::HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+                .map_err(|_| Failure {
+                    error: MemoryError::invalid(
+                        "api_key",
+                        "the key holds a character a header cannot carry (a line break?)",
+                    ),
+                    retry: false,
+                    retry_after: None,
+                })?;
+            request = request.header(AUTHORIZATION, value);
         }
         let request = request.body(Full::new(payload)).map_err(|error| Failure {
             error: MemoryError::invalid("base_url", format!("{url}: {error}")),
@@ -399,7 +424,22 @@ impl HttpClient {
         let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(unreachable)?
+            .map_err(|error| {
+                if error.is::<http_body_util::LengthLimitError>() {
+                    // The same request would get the same answer: not retried.
+                    Failure {
+                        error: MemoryError::LimitExceeded(format!(
+                            "{what}: {url} answered more than {} MiB; ask for less at once \
+                             (fewer texts per request: batch_size)",
+                            MAX_RESPONSE_BYTES >> 20
+                        )),
+                        retry: false,
+                        retry_after: None,
+                    }
+                } else {
+                    unreachable(error)
+                }
+            })?
             .to_bytes();
         if status.is_success() {
             return Ok(body);

@@ -99,6 +99,9 @@ struct Completion {
 #[derive(Deserialize)]
 struct Choice {
     message: ChoiceMessage,
+    /// `length` when the answer was cut at `max_tokens`.
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -142,7 +145,9 @@ impl ChatModel {
     ///
     /// # Errors
     /// As the HTTP client (timeouts, 429 and 5xx after the retries, 4xx); a
-    /// [`MemoryError::Serialization`] for an answer without a message.
+    /// [`MemoryError::Serialization`] for an answer without a message;
+    /// [`MemoryError::LimitExceeded`] for one cut at its token limit (`finish_reason`
+    /// `length`).
     pub async fn complete(
         &self,
         system: &str,
@@ -166,10 +171,19 @@ impl ChatModel {
             .client
             .post_json("/chat/completions", &body, "chat completion")
             .await?;
-        completion
-            .choices
-            .into_iter()
-            .next()
+        let choice = completion.choices.into_iter().next();
+        // An answer cut at its token limit is half a sentence, or half a JSON document: not
+        // an answer (a summary taken from it would end memories in favour of it).
+        if choice
+            .as_ref()
+            .is_some_and(|choice| choice.finish_reason.as_deref() == Some("length"))
+        {
+            return Err(MemoryError::LimitExceeded(format!(
+                "chat completion: the answer was cut at {} tokens (max_tokens)",
+                max_tokens.clamp(1, self.config.max_tokens)
+            )));
+        }
+        choice
             .and_then(|choice| choice.message.content)
             .ok_or_else(|| MemoryError::Serialization {
                 message: "chat completion: the answer has no message content".to_owned(),
@@ -463,7 +477,10 @@ impl Summarizer for ChatModel {
             user.push_str(truncate_chars(text, MAX_MEMORY_CHARS));
             user.push('\n');
         }
-        let budget = u32::try_from(max_tokens.max(16)).unwrap_or(u32::MAX);
+        // The budget the request carries: the prompt asks for what the answer may hold.
+        let budget = u32::try_from(max_tokens.max(16))
+            .unwrap_or(u32::MAX)
+            .min(self.config.max_tokens);
         let system = format!(
             "Summarize these memories of an agent in at most {budget} tokens: keep names, \
              dates, numbers and decisions; no preamble."

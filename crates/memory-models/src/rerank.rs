@@ -65,8 +65,9 @@ impl RerankerConfig {
     }
 }
 
-/// A cross-encoder reranker over HTTP. Scores outside `[0, 1]` (raw logits) are mapped
-/// into it with the logistic function.
+/// A cross-encoder reranker over HTTP. An answer with a score outside `[0, 1]` holds raw
+/// logits: all its scores are mapped into `[0, 1]` with the logistic function, which keeps
+/// their order.
 #[derive(Clone, Debug)]
 pub struct HttpReranker {
     client: HttpClient,
@@ -129,19 +130,28 @@ impl Reranker for HttpReranker {
                 self.client.post_json("/rerank", &body, "rerank").await?
             }
         };
+        if entries
+            .iter()
+            .any(|entry| !entry.relevance_score.is_finite())
+        {
+            return Err(MemoryError::Serialization {
+                message: "rerank: a score is not finite".to_owned(),
+                source: None,
+            });
+        }
+        // One mapping for the whole answer, so the order of the scores is kept: raw logits
+        // (any of them outside [0, 1]) all through the logistic function, probabilities as
+        // they are. Each score on its own put 1.1 below 0.9 and -0.1 above 0.1.
+        let logits = entries
+            .iter()
+            .any(|entry| !(0.0..=1.0).contains(&entry.relevance_score));
         let mut scores: Vec<Option<f32>> = vec![None; documents.len()];
         for entry in entries {
             let score = entry.relevance_score;
-            if !score.is_finite() {
-                return Err(MemoryError::Serialization {
-                    message: "rerank: a score is not finite".to_owned(),
-                    source: None,
-                });
-            }
-            let score = if (0.0..=1.0).contains(&score) {
-                score
-            } else {
+            let score = if logits {
                 1.0 / (1.0 + (-score).exp())
+            } else {
+                score
             };
             match scores.get_mut(entry.index) {
                 Some(slot) => *slot = Some(score as f32),

@@ -165,3 +165,18 @@ fn an_overlong_prefix_is_refused_by_name() {
         Some("document_prefix")
     );
 }
+
+/// An answer larger than the client reads is an error naming the batch size, not retried
+/// (the same request would get the same answer) nor taken for an unreachable service.
+#[tokio::test]
+async fn an_answer_too_large_to_read_is_not_retried() {
+    let huge = format!("{{\"data\": \"{}\"}}", "x".repeat(17 << 20));
+    let server = serve(vec![Reply::Json(200, huge.clone()), Reply::Json(200, huge)]).await;
+    let error = embedder(&server.base, 4, 8)
+        .embed("text")
+        .await
+        .unwrap_err();
+    assert!(matches!(error, MemoryError::LimitExceeded(_)), "{error}");
+    assert!(error.to_string().contains("batch_size"), "{error}");
+    assert_eq!(server.requests().len(), 1, "not retried");
+}

@@ -275,3 +275,67 @@ fn invalid_settings_name_the_field() {
         Some("base_url")
     );
 }
+
+/// An answer cut at its token limit is not a summary; the prompt asks for the budget the
+/// request carries (the config's cap), not one the model cannot answer in.
+#[tokio::test]
+async fn an_answer_cut_at_its_token_limit_is_refused() {
+    let cut = Reply::Json(
+        200,
+        serde_json::json!({
+            "choices": [{"index": 0, "message": {"role": "assistant",
+                "content": "The user moved to Lis"}, "finish_reason": "length"}],
+        })
+        .to_string(),
+    );
+    let server = serve(vec![cut]).await;
+    let chat_model = model(&server.base, 3, Duration::from_secs(10));
+    let error = chat_model.summarize(&["one"], 5000).await.unwrap_err();
+    assert!(matches!(error, MemoryError::LimitExceeded(_)), "{error}");
+    let request = &server.requests()[0];
+    let cap = chat_model.config().max_tokens;
+    assert_eq!(request.body["max_tokens"], cap);
+    let system = request.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        system.contains(&format!("at most {cap} tokens")),
+        "{system}"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+/// Credentials in the base URL are refused without being repeated; a key's line break is
+/// trimmed, and a key a header cannot carry is named as the key.
+#[tokio::test]
+async fn credentials_in_the_url_and_keys_with_line_breaks() {
+    let mut config = ChatConfig::new("http://user:hunter2@localhost:9/v1", "test-model");
+    config.http = HttpConfig::new("http://user:hunter2@localhost:9/v1");
+    let error = ChatModel::new(config).unwrap_err();
+    assert_eq!(error.field(), Some("base_url"), "{error}");
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+
+    let server = serve(vec![chat("A summary.")]).await;
+    let mut config = ChatConfig::new(format!("{}/v1", server.base), "test-model");
+    config.http = HttpConfig::new(format!("{}/v1", server.base)).with_api_key("sk-test\r\n");
+    let summary = ChatModel::new(config)
+        .unwrap()
+        .summarize(&["one"], 50)
+        .await
+        .unwrap();
+    assert_eq!(summary, "A summary.");
+    assert!(
+        server.requests()[0]
+            .headers
+            .contains("authorization: bearer sk-test\r\n"),
+        "the key is sent trimmed"
+    );
+    let mut config = ChatConfig::new(format!("{}/v1", server.base), "test-model");
+    config.http = HttpConfig::new(format!("{}/v1", server.base)).with_api_key("sk\ntest");
+    let error = ChatModel::new(config)
+        .unwrap()
+        .summarize(&["one"], 50)
+        .await
+        .unwrap_err();
+    assert_eq!(error.field(), Some("api_key"), "{error}");
+}

@@ -56,6 +56,28 @@ async fn tei_shape_maps_logits_into_the_unit_range() {
     );
 }
 
+/// Logits that fall partly inside `[0, 1]` keep their order: the whole answer is mapped,
+/// not each score on its own.
+#[tokio::test]
+async fn logits_partly_in_the_unit_range_keep_their_order() {
+    let server = serve(vec![Reply::Json(
+        200,
+        r#"[{"index": 0, "score": 0.9}, {"index": 1, "score": 1.1},
+            {"index": 2, "score": -0.1}, {"index": 3, "score": 0.1}]"#
+            .into(),
+    )])
+    .await;
+    let scores = reranker(&server.base, RerankApi::Tei)
+        .rerank("query", &["a", "b", "c", "d"])
+        .await
+        .unwrap();
+    assert!(
+        scores[1] > scores[0] && scores[0] > scores[3] && scores[3] > scores[2],
+        "{scores:?}"
+    );
+    assert!(scores.iter().all(|score| (0.0..=1.0).contains(score)));
+}
+
 #[tokio::test]
 async fn bad_answers_are_errors_and_recall_keeps_the_fused_order() {
     let server = serve(vec![
