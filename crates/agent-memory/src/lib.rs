@@ -12,11 +12,14 @@ pub use location::StoreLocation;
 #[cfg(feature = "retrieve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retrieve")))]
 pub use memory_retrieve::{
-    Conflict, ConflictDetector, ConflictPair, ConflictPolicy, Dialogue, DuplicatePolicy, Enricher,
-    Enrichment, EnrichmentConfig, FactsConfig, MaintenanceReport, Memory, MemoryBuilder,
-    MemoryStats, Outcome, RecallFilter, RecallOptions, RecallView, Reembed, ReembedReport,
-    Remember, Remembered, RerankConfig, Reranker, RetrievalStrategy, RetrieverConfig, Role,
-    RuleConflictDetector, RuleEnricher, ScoreWeights, ScoringStrategy, TermReranker, Turn,
+    CompactConfig, CompressionConfig, Conflict, ConflictDetector, ConflictPair, ConflictPolicy,
+    ConsolidationConfig, ConversationConfig, ConversationMemory, Dialogue, DuplicatePolicy,
+    Enricher, Enrichment, EnrichmentConfig, EnrichmentStats, ExtractiveSummarizer, FactsConfig,
+    HistoryStrategy, KnowledgePolicy, MaintenanceHandle, MaintenanceReport, Memory, MemoryBuilder,
+    MemoryStats, Message, Outcome, PassReport, RecallFilter, RecallOptions, RecallView, Reembed,
+    ReembedReport, Remember, Remembered, RerankConfig, Reranker, RetrievalStrategy,
+    RetrieverConfig, Role, RuleConflictDetector, RuleEnricher, ScoreWeights, ScoringStrategy,
+    Summarizer, TermReranker, Turn,
 };
 
 // The backends, each behind its feature.

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 /// let server = StoreLocation::parse("postgres://me:secret@db.example:5432/agents");
 /// assert_eq!(server.to_string(), "postgres://…@db.example:5432/agents");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreLocation {
     /// The in-memory stores: nothing outlives the process.
     InMemory,
@@ -40,7 +40,7 @@ impl StoreLocation {
     pub fn parse(store: &str) -> Self {
         if matches!(store, ":memory:" | "memory:") {
             StoreLocation::InMemory
-        } else if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+        } else if has_prefix(store, "postgres://") || has_prefix(store, "postgresql://") {
             StoreLocation::Postgres(store.to_owned())
         } else {
             let path = store
@@ -57,14 +57,43 @@ impl fmt::Display for StoreLocation {
         match self {
             StoreLocation::InMemory => f.write_str(":memory:"),
             StoreLocation::Sqlite(path) => write!(f, "{}", path.display()),
-            // The URL may hold a password: show the server only.
+            // The URL may hold a password, before the server or in its query string
+            // (`?password=`): show the server and the database only.
             StoreLocation::Postgres(url) => {
-                let server = url.rsplit('@').next().unwrap_or(url);
-                let server = server.split_once("://").map_or(server, |(_, rest)| rest);
-                write!(f, "postgres://…@{server}")
+                let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+                let (authority, path) = match rest.find(['/', '?']) {
+                    Some(at) => rest.split_at(at),
+                    None => (rest, ""),
+                };
+                let server = authority.rsplit('@').next().unwrap_or(authority);
+                let (database, query) = match path.split_once('?') {
+                    Some((database, _)) => (database, "?…"),
+                    None => (path, ""),
+                };
+                write!(f, "postgres://…@{server}{database}{query}")
             }
         }
     }
+}
+
+/// As [`Display`](fmt::Display): a PostgreSQL URL without its credentials.
+impl fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreLocation::InMemory => f.write_str("InMemory"),
+            StoreLocation::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            StoreLocation::Postgres(_) => f
+                .debug_tuple("Postgres")
+                .field(&format_args!("{self}"))
+                .finish(),
+        }
+    }
+}
+
+/// Whether `text` starts with `prefix`, in any case (`POSTGRES://` is a URL scheme too).
+fn has_prefix(text: &str, prefix: &str) -> bool {
+    text.get(..prefix.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
 }
 
 #[cfg(test)]
@@ -108,6 +137,18 @@ mod tests {
             StoreLocation::parse("postgres://db/memory").to_string(),
             "postgres://…@db/memory"
         );
+        // A password in the query string, an `@` in a parameter, an upper-case scheme, and
+        // `Debug`.
+        let queried = StoreLocation::parse("postgres://db.example/agents?user=me&password=hunter2");
+        assert_eq!(queried.to_string(), "postgres://…@db.example/agents?…");
+        assert!(!format!("{queried:?}").contains("hunter2"), "{queried:?}");
+        assert_eq!(
+            StoreLocation::parse("postgres://u:p@db/agents?application_name=a@b").to_string(),
+            "postgres://…@db/agents?…"
+        );
+        let upper = StoreLocation::parse("POSTGRES://me:hunter2@db/x");
+        assert!(matches!(upper, StoreLocation::Postgres(_)), "{upper:?}");
+        assert_eq!(upper.to_string(), "postgres://…@db/x");
         assert_eq!(StoreLocation::parse("sqlite:a.db").to_string(), "a.db");
         assert_eq!(StoreLocation::InMemory.to_string(), ":memory:");
     }

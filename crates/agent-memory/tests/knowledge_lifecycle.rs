@@ -10,8 +10,8 @@ mod common;
 use std::sync::Arc;
 
 use agent_memory::prelude::*;
-use agent_memory::retrieve::{KnowledgePolicy, Memory};
 use agent_memory::{Clock, ManualClock, MemoryError};
+use agent_memory::{KnowledgePolicy, Memory};
 use chrono::{DateTime, Duration, Utc};
 use common::{Backend, backends};
 
@@ -508,4 +508,38 @@ fn bad_policy_values_are_invalid_input_naming_the_field() {
         max_entities: Some(usize::MAX),
     };
     assert!(Memory::builder().knowledge_policy(fine).build().is_ok());
+}
+
+/// The builder's settings, the summarizers and a conversation are named at the crate's
+/// root, as the README names them.
+#[tokio::test]
+async fn the_builders_parts_are_at_the_root() {
+    use agent_memory::{
+        CompressionConfig, ConsolidationConfig, ConversationConfig, ConversationMemory,
+        ExtractiveSummarizer, Message, Role, Summarizer,
+    };
+    let summary = ExtractiveSummarizer
+        .summarize(&["The user moved to Lisbon in May."], 16)
+        .await
+        .expect("a summary");
+    assert!(summary.contains("Lisbon"), "{summary}");
+    let memory = Memory::builder()
+        .compression(CompressionConfig::default())
+        .consolidation(ConsolidationConfig::default())
+        .knowledge_policy(KnowledgePolicy::default())
+        .build()
+        .expect("a memory");
+    let session = ns("user/session");
+    let conversation = ConversationMemory::open(
+        Arc::clone(memory.store()),
+        session,
+        ConversationConfig::default(),
+    )
+    .await
+    .expect("a conversation");
+    conversation
+        .add_message(Message::new(Role::User, "hello"))
+        .await
+        .expect("a message");
+    assert_eq!(conversation.get_history().await.expect("history").len(), 1);
 }
