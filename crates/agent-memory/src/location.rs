@@ -40,8 +40,12 @@ impl StoreLocation {
     pub fn parse(store: &str) -> Self {
         if matches!(store, ":memory:" | "memory:") {
             StoreLocation::InMemory
-        } else if has_prefix(store, "postgres://") || has_prefix(store, "postgresql://") {
-            StoreLocation::Postgres(store.to_owned())
+        } else if let Some((scheme, rest)) = ["postgres://", "postgresql://"]
+            .into_iter()
+            .find_map(|scheme| strip_prefix_any_case(store, scheme).map(|rest| (scheme, rest)))
+        {
+            // The driver reads the scheme in lower case only.
+            StoreLocation::Postgres(format!("{scheme}{rest}"))
         } else {
             let path = store
                 .strip_prefix("sqlite://")
@@ -58,14 +62,16 @@ impl fmt::Display for StoreLocation {
             StoreLocation::InMemory => f.write_str(":memory:"),
             StoreLocation::Sqlite(path) => write!(f, "{}", path.display()),
             // The URL may hold a password, before the server or in its query string
-            // (`?password=`): show the server and the database only.
+            // (`?password=`): show the server and the database only, read as the driver
+            // reads them (the credentials end at the first `@`, whatever `/` or `?` they
+            // hold; the server at the first `/` or `?` after it).
             StoreLocation::Postgres(url) => {
                 let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-                let (authority, path) = match rest.find(['/', '?']) {
+                let rest = rest.split_once('@').map_or(rest, |(_, server)| server);
+                let (server, path) = match rest.find(['/', '?']) {
                     Some(at) => rest.split_at(at),
                     None => (rest, ""),
                 };
-                let server = authority.rsplit('@').next().unwrap_or(authority);
                 let (database, query) = match path.split_once('?') {
                     Some((database, _)) => (database, "?…"),
                     None => (path, ""),
@@ -90,10 +96,12 @@ impl fmt::Debug for StoreLocation {
     }
 }
 
-/// Whether `text` starts with `prefix`, in any case (`POSTGRES://` is a URL scheme too).
-fn has_prefix(text: &str, prefix: &str) -> bool {
+/// `text` after `prefix`, which it starts with in any case (`POSTGRES://` is a URL scheme
+/// too).
+fn strip_prefix_any_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.get(..prefix.len())
-        .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+        .filter(|start| start.eq_ignore_ascii_case(prefix))
+        .and_then(|_| text.get(prefix.len()..))
 }
 
 #[cfg(test)]
@@ -146,8 +154,24 @@ mod tests {
             StoreLocation::parse("postgres://u:p@db/agents?application_name=a@b").to_string(),
             "postgres://…@db/agents?…"
         );
+        // A password holding `/` or `?` (base64) ends at the first `@`, as the driver reads it.
+        for url in [
+            "postgres://me:pa/ss@db.example/agents",
+            "postgres://me:p?ss@db/x",
+        ] {
+            let shown = StoreLocation::parse(url).to_string();
+            assert!(
+                !shown.contains("pa/ss") && !shown.contains("p?ss"),
+                "{shown}"
+            );
+            assert!(!shown.contains("me:"), "{shown}");
+        }
         let upper = StoreLocation::parse("POSTGRES://me:hunter2@db/x");
-        assert!(matches!(upper, StoreLocation::Postgres(_)), "{upper:?}");
+        assert_eq!(
+            upper,
+            StoreLocation::Postgres("postgres://me:hunter2@db/x".into()),
+            "the scheme as the driver reads it"
+        );
         assert_eq!(upper.to_string(), "postgres://…@db/x");
         assert_eq!(StoreLocation::parse("sqlite:a.db").to_string(), "a.db");
         assert_eq!(StoreLocation::InMemory.to_string(), ":memory:");
