@@ -477,15 +477,20 @@ impl Summarizer for ChatModel {
             user.push_str(truncate_chars(text, MAX_MEMORY_CHARS));
             user.push('\n');
         }
-        // The budget the request carries: the prompt asks for what the answer may hold.
+        // The prompt asks for the budget; the request allows twice it (within the config's
+        // cap), as models overshoot a little and some spend hidden tokens. An answer cut
+        // even there is refused by `complete`. The prompt never asks for more than the
+        // request allows.
+        let cap = self.config.max_tokens;
         let budget = u32::try_from(max_tokens.max(16))
             .unwrap_or(u32::MAX)
-            .min(self.config.max_tokens);
+            .min(cap);
+        let allowed = budget.saturating_mul(2).min(cap);
         let system = format!(
             "Summarize these memories of an agent in at most {budget} tokens: keep names, \
              dates, numbers and decisions; no preamble."
         );
-        let summary = self.complete(&system, &user, budget, false).await?;
+        let summary = self.complete(&system, &user, allowed, false).await?;
         let summary = summary.trim();
         if summary.is_empty() {
             return Err(MemoryError::Serialization {

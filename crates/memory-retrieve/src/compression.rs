@@ -228,9 +228,19 @@ pub(crate) async fn compress_stale(
         {
             continue;
         }
-        let summary = summarizer
+        let summary = match summarizer
             .summarize(&[&item.content], config.max_tokens)
-            .await?;
+            .await
+        {
+            Ok(summary) => summary,
+            // A summary the model could not give within its limit: this memory stays whole,
+            // and the pass (with the maintenance after it) goes on.
+            Err(MemoryError::LimitExceeded(reason)) => {
+                tracing::warn!(%reason, id = %item.id, "a memory was left uncompressed");
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         if summary.trim().is_empty() || summary.len() >= item.content.len() {
             continue;
         }

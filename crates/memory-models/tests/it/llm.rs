@@ -303,6 +303,16 @@ async fn an_answer_cut_at_its_token_limit_is_refused() {
         "{system}"
     );
     assert_eq!(server.requests().len(), 1, "not retried");
+    // A small budget leaves the answer room to overshoot it.
+    let server = serve(vec![chat("A summary.")]).await;
+    let chat_model = model(&server.base, 1, Duration::from_secs(10));
+    chat_model.summarize(&["one"], 64).await.unwrap();
+    let request = &server.requests()[0];
+    assert_eq!(request.body["max_tokens"], 128);
+    let system = request.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(system.contains("at most 64 tokens"), "{system}");
 }
 
 /// Credentials in the base URL are refused without being repeated; a key's line break is

@@ -83,9 +83,11 @@ impl Memory {
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `ids` for fewer than 2 or more than
     /// [`MAX_FACT_LINKS`] ids, a repeated id, or a source that already ended;
-    /// [`MemoryError::NotFound`] for a missing source, also one forgotten while the summary
-    /// was written (it is not written back); [`MemoryError::Conflict`] (recoverable) for a
-    /// source ended or edited meanwhile; summarizer and store errors.
+    /// [`MemoryError::NotFound`] for a missing source, also one found forgotten once the
+    /// summary is written (the sources are read again after the summarizer's call, so only
+    /// a forget between that read and the write can still be undone by it);
+    /// [`MemoryError::Conflict`] (recoverable) for a source ended or edited meanwhile;
+    /// summarizer and store errors.
     pub async fn consolidate(
         &self,
         namespace: &Namespace,
@@ -256,9 +258,14 @@ impl Memory {
                             folded += size;
                             summaries += 1;
                         }
-                        // A source forgotten or changed while the summary was written: the
-                        // group is left for the next pass, and this one goes on.
-                        Err(MemoryError::NotFound { .. } | MemoryError::Conflict { .. }) => {}
+                        // A source forgotten or changed while the summary was written, or
+                        // a summary the model could not give within its limit: the group is
+                        // left for the next pass, and this one goes on.
+                        Err(
+                            MemoryError::NotFound { .. }
+                            | MemoryError::Conflict { .. }
+                            | MemoryError::LimitExceeded(_),
+                        ) => {}
                         Err(error) => return Err(error),
                     }
                 }
