@@ -82,13 +82,34 @@ impl BackgroundWrites {
     /// now. Every task is waited for either way, and the failures are then forgotten.
     pub(crate) async fn wait(&self) -> Result<()> {
         let _turn = self.waiting.lock().await;
-        let (tasks, failed) = {
+        let (count, failed) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            (std::mem::take(&mut state.tasks), state.failed.take())
+            (state.tasks.len(), state.failed.take())
         };
         let mut first = failed;
-        for task in tasks {
-            if let Err(error) = self.outcome(task.await) {
+        // One task at a time, each left in the list until its turn: a wait whose caller
+        // stops waiting leaves the rest for the next (it took them all before, and they
+        // ran on unwatched, their failures lost). The tasks started since are not waited
+        // for: steady recalls would otherwise keep a flush waiting for ever.
+        for _ in 0..count {
+            let task = {
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                if state.tasks.is_empty() {
+                    break;
+                }
+                state.tasks.remove(0)
+            };
+            // Put back in its place if this wait is dropped before the task ends.
+            let mut waiting = Waiting {
+                writes: self,
+                task: Some(task),
+            };
+            let Some(task) = waiting.task.as_mut() else {
+                break;
+            };
+            let joined = task.await;
+            waiting.task = None;
+            if let Err(error) = self.outcome(joined) {
                 first.get_or_insert(error);
             }
         }
@@ -150,6 +171,27 @@ where
                 wait = wait.saturating_mul(4);
             }
             outcome => return outcome,
+        }
+    }
+}
+
+/// A task a [`BackgroundWrites::wait`] is waiting for, put back at the front of the list
+/// when the wait is dropped before it ends (its caller stopped waiting): the next wait
+/// waits for it, and reports its failure.
+struct Waiting<'a> {
+    writes: &'a BackgroundWrites,
+    task: Option<JoinHandle<Result<()>>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            let mut state = self
+                .writes
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.tasks.insert(0, task);
         }
     }
 }

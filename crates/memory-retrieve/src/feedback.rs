@@ -86,10 +86,11 @@ impl RecallRecorder {
         }
     }
 
-    /// Writes every pending event and waits for background writes. The pending write is
-    /// tried again as a background one is, when it fails for a reason that may pass (on a
-    /// tokio runtime): the batch is out of the buffer, and a flush is often the last chance
-    /// to write it (before a stop).
+    /// Writes every pending event and waits for background writes. On a tokio runtime the
+    /// pending batch is written as a background one, tried again as it is when it fails for
+    /// a reason that may pass: the batch is out of the buffer, a flush is often the last
+    /// chance to write it (before a stop), and a flush whose caller stops waiting (a
+    /// request's deadline) must not lose it.
     ///
     /// # Errors
     /// The first store error of the pending write or of a background write given up since
@@ -99,13 +100,19 @@ impl RecallRecorder {
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         let written = if batch.is_empty() {
             Ok(())
+        } else if self.store.records_recalls_inline() {
+            self.store.record_recalls(&batch).await
         } else {
-            let retries = if tokio::runtime::Handle::try_current().is_ok() {
-                RETRIES
-            } else {
-                0
-            };
-            retried(retries, || self.store.record_recalls(&batch)).await
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    let store = Arc::clone(&self.store);
+                    self.in_flight.spawn(&handle, async move {
+                        retried(RETRIES, || store.record_recalls(&batch)).await
+                    });
+                    Ok(())
+                }
+                Err(_) => self.store.record_recalls(&batch).await,
+            }
         };
         let waited = self.in_flight.wait().await;
         written.and(waited)

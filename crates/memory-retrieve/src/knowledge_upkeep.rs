@@ -215,8 +215,9 @@ impl KnowledgeUpkeep {
         }
     }
 
-    /// Writes every pending access and waits for background writes. The pending write is
-    /// tried again as a background one is (on a tokio runtime), as recall statistics are.
+    /// Writes every pending access and waits for background writes. On a tokio runtime the
+    /// pending batch is written as a background one (tried again as it is), so a flush
+    /// whose caller stops waiting (a request's deadline) does not lose it.
     ///
     /// # Errors
     /// The first store error of the pending write or of a background write since the last
@@ -224,12 +225,16 @@ impl KnowledgeUpkeep {
     pub(crate) async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let retries = if tokio::runtime::Handle::try_current().is_ok() {
-            RETRIES
-        } else {
-            0
+        let written = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let (knowledge, graph) = (Arc::clone(&self.knowledge), Arc::clone(&self.graph));
+                self.in_flight.spawn(&handle, async move {
+                    write(&*knowledge, &*graph, batch, RETRIES).await
+                });
+                Ok(())
+            }
+            Err(_) => write(&*self.knowledge, &*self.graph, batch, 0).await,
         };
-        let written = write(&*self.knowledge, &*self.graph, batch, retries).await;
         let waited = self.in_flight.wait().await;
         written.and(waited)
     }

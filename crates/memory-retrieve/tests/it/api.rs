@@ -1020,3 +1020,85 @@ async fn a_memory_forgotten_during_its_compression_is_skipped() {
     assert_eq!(report.compressed, 1, "{report:?}");
     assert!(store.get(&namespace, "a").await.unwrap().is_none());
 }
+
+/// A summarizer that cannot summarize a text holding `refuse` within its limit.
+#[derive(Debug)]
+struct LimitedSummarizer {
+    refuse: &'static str,
+}
+
+#[async_trait::async_trait]
+impl memory_retrieve::Summarizer for LimitedSummarizer {
+    async fn summarize(&self, texts: &[&str], _max_tokens: usize) -> memory_core::Result<String> {
+        if texts.iter().any(|text| text.contains(self.refuse)) {
+            return Err(memory_core::MemoryError::LimitExceeded(
+                "the answer was cut at its token limit".to_owned(),
+            ));
+        }
+        Ok("short".to_owned())
+    }
+}
+
+/// A memory the summarizer cannot summarize within its limit stays whole, and maintenance
+/// goes on to the others (it stopped at the same memory at every pass).
+#[tokio::test]
+async fn a_summary_over_its_limit_leaves_its_memory_whole() {
+    let clock = clock();
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .compression_with(
+            memory_retrieve::CompressionConfig {
+                older_than_days: 10,
+                max_tokens: 8,
+            },
+            Arc::new(LimitedSummarizer { refuse: "lisbon" }),
+        )
+        .facts(memory_retrieve::FactsConfig::off())
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("limited").unwrap();
+    for (id, text) in [
+        ("a", "a long note about lisbon. "),
+        ("b", "a long note about porto. "),
+    ] {
+        memory
+            .remember_with(
+                memory_retrieve::Remember::new(namespace.clone(), text.repeat(40)).id(id),
+            )
+            .await
+            .unwrap();
+    }
+    clock.advance(Duration::days(11));
+    let report = memory.maintain(&namespace.subtree()).await.unwrap();
+    assert_eq!(report.compressed, 1, "{report:?}");
+    let whole = memory.store().get(&namespace, "a").await.unwrap().unwrap();
+    assert!(!whole.is_compressed());
+}
+
+/// A flush whose caller stops waiting (a request's deadline) does not lose the batch it
+/// took: it is written in the background all the same.
+#[tokio::test]
+async fn a_flush_given_up_on_still_writes_its_batch() {
+    use memory_core::MemoryStore;
+    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
+    let memory = memory_retrieve::Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .recall_batch(1000)
+        .build()
+        .unwrap();
+    let namespace = Namespace::parse("given-up").unwrap();
+    let id = memory
+        .remember(&namespace, "the user drinks green tea")
+        .await
+        .unwrap();
+    memory
+        .recall(&namespace.exact(), "green tea")
+        .await
+        .unwrap();
+    // The first write times out and is retried 50 ms later: the flush is dropped before.
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(5), memory.flush()).await;
+    assert!(waited.is_err(), "the flush was given up on");
+    memory.flush().await.unwrap();
+    let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
+    assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
+}
