@@ -527,7 +527,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "AGENT_MEMORY_REQUEST_TIMEOUT_MS", value_name = "MS")]
     pub(crate) request_timeout_ms: Option<u64>,
     /// The most connections open at once; more wait until one closes. A request's head
-    /// must arrive within the request deadline, on a new connection or one kept alive, or
+    /// must arrive within the request deadline (and 10 s), on a new connection or one kept alive, or
     /// its connection is closed. Default 512, at most 100000.
     #[arg(long, env = "AGENT_MEMORY_MAX_CONNECTIONS", value_name = "N")]
     pub(crate) max_connections: Option<usize>,

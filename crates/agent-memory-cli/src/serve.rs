@@ -183,7 +183,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     let grace = Duration::from_millis(timeout_ms).saturating_add(Duration::from_secs(1));
     let limits = connections::Limits {
         max_connections,
-        header_timeout: Duration::from_millis(timeout_ms),
+        header_timeout: Duration::from_millis(timeout_ms).min(connections::MAX_HEADER_TIMEOUT),
     };
     if !connections::serve(listener, app, limits, stop, grace).await {
         tracing::warn!(

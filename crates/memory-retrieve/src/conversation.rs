@@ -356,9 +356,11 @@ impl ConversationMemory {
 
     /// Deletes the oldest whole messages beyond `max_messages`. Returns how many.
     ///
-    /// Only messages count and go: a memory put in the session's namespace some other way
-    /// (a fact remembered there, pinned or not) is not one, and a message pinned since it
-    /// was written stays, as only `forget` removes a pinned memory.
+    /// Only messages go: a memory put in the session's namespace some other way (a fact
+    /// remembered there, pinned or not) is not one, and a message pinned since it was
+    /// written stays, as only `forget` removes a pinned memory. Such memories still count
+    /// toward the window's size (the namespace's count is what is read, to keep an add
+    /// from reading every message): the session's namespace is meant for its messages.
     ///
     /// # Errors
     /// Store errors.
@@ -366,14 +368,16 @@ impl ConversationMemory {
         let Some(max) = self.config.max_messages else {
             return Ok(0);
         };
-        // Fewer memories than the window: fewer messages, nothing to read.
-        if self.store.count(&self.session.exact()).await? <= max {
+        let count = self.store.count(&self.session.exact()).await?;
+        if count <= max {
             return Ok(0);
         }
-        let messages = self.store.list(&self.messages()).await?;
-        let excess = messages.len().saturating_sub(max);
+        let oldest = self
+            .store
+            .list(&self.messages().with_limit(count - max))
+            .await?;
         let mut deleted = 0;
-        for item in messages.into_iter().take(excess) {
+        for item in oldest {
             if item.is_pinned() {
                 continue;
             }
@@ -384,7 +388,7 @@ impl ConversationMemory {
         Ok(deleted)
     }
 
-    /// The listing of this session's messages, oldest first: what [`add`](Self::add)
+    /// The listing of this session's messages, oldest first: what [`add_message`](Self::add_message)
     /// writes, short-term memories with ids `msg-...`.
     fn messages(&self) -> MemoryFilter {
         MemoryFilter::new(self.session.exact())

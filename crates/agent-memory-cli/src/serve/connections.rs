@@ -10,10 +10,15 @@
 //!   in the kernel's queue until one closes (a semaphore permit per connection, returned
 //!   when it closes);
 //! - a request's head (its line and headers) must arrive within
-//!   [`Limits::header_timeout`], the request deadline, and so must the next request's head
-//!   on a connection kept alive between requests: a connection that sends nothing in that
-//!   time is closed (hyper's `header_read_timeout`, which needs a timer, which `axum::serve`
-//!   does not give it);
+//!   [`Limits::header_timeout`] (the request deadline, at most [`MAX_HEADER_TIMEOUT`]), and
+//!   so must the next request's head on a connection kept alive between requests: a
+//!   connection that sends nothing in that time is closed (hyper's `header_read_timeout`,
+//!   which needs a timer, which `axum::serve` does not give it);
+//!
+//! The cap bounds what the process holds; it is not a defence against a client that opens
+//! connections faster than the header deadline closes them (a few dozen a second hold
+//! them all): a server exposed to such clients belongs behind a proxy that limits
+//! connections per client.
 //! - a stop stops accepting, lets every connection finish the request it is serving and
 //!   closes it, and waits for them at most a grace period: the same permits, all returned,
 //!   say that every connection has closed.
@@ -35,6 +40,10 @@ pub(crate) const MAX_CONNECTIONS: usize = 100_000;
 /// Open connections by default: under the usual limit of 1,024 file descriptors a process
 /// may hold, with room for the store's own files and connections.
 pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The longest a request's head may take, whatever the request deadline: a head is a few
+/// hundred bytes, sent at once by any client, and the longer a connection may hold its
+/// permit doing nothing, the fewer connections a client needs to hold them all.
+pub(crate) const MAX_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the loop waits before accepting again when accepting failed (out of file
 /// descriptors, say): a retry at once would fail the same way and spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);

@@ -112,9 +112,9 @@ async fn capacity_evicts_whole_oldest_messages_on(store: Arc<dyn MemoryStore>) {
     assert_eq!(store.count(&memory.session().exact()).await.unwrap(), 3);
 }
 
-/// The window counts and deletes messages only: a memory put in the session's namespace
-/// some other way (a pinned fact) is neither counted as a message, shown in the history,
-/// nor deleted; a message pinned since it was written stays too.
+/// The window deletes messages only: a memory put in the session's namespace some other way
+/// (a pinned fact) is neither shown in the history nor deleted; a message pinned since it
+/// was written stays too.
 #[tokio::test]
 async fn the_window_leaves_what_is_not_a_message_and_what_is_pinned() {
     for store in stores() {
@@ -157,11 +157,13 @@ async fn the_window_leaves_what_is_not_a_message_and_what_is_pinned_on(
         store.get(memory.session(), "fact").await.unwrap().is_some(),
         "the pinned fact stays"
     );
+    // The fact and the pinned message stay and count toward the window's two: the newest
+    // message is the one beside them.
     let history = memory.get_history().await.unwrap();
     assert_eq!(
         contents(&history),
-        ["m0", "m3", "m4"],
-        "the window holds the last two messages, and the pinned one"
+        ["m0", "m4"],
+        "the pinned message and the newest, not the fact"
     );
 }
 
