@@ -331,3 +331,22 @@ def test_index_embed_without_dims_is_refused() -> None:
     with pytest.raises(InvalidInputError) as raised:
         AgentMemoryStore(index={"embed": _toy_embed})
     assert raised.value.field == "embedding_dimension"
+
+
+def test_values_with_the_librarys_keys_are_refused(store: AgentMemoryStore) -> None:
+    for value in [{"_pinned": True, "title": "hello"}, {"_context": "secret", "title": "x"}, {"_original": 5}]:
+        with pytest.raises(InvalidInputError) as raised:
+            store.put(("cfg",), "k", value)
+        assert raised.value.field == "value"
+    assert store.get(("cfg",), "k") is None
+    store.put(("cfg",), "k", {"pinned": True, "title": "hello"})
+    assert store.get(("cfg",), "k").value == {"pinned": True, "title": "hello"}
+
+
+def test_an_async_embed_is_refused_when_the_store_is_made() -> None:
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    with pytest.raises(InvalidInputError) as raised:
+        AgentMemoryStore(index={"dims": 4, "embed": embed})
+    assert raised.value.field == "index.embed"

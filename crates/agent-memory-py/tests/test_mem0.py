@@ -271,3 +271,19 @@ def test_huggingface_is_a_local_model_or_a_service(monkeypatch: pytest.MonkeyPat
         Memory.from_config({"embedder": {"provider": "huggingface"}})
     assert raised.value.field == "embedder.provider"
     assert "pip install sentence-transformers" in raised.value.problem
+
+
+def test_limits_are_whole_numbers_of_at_least_zero(m: Memory) -> None:
+    m.add("I like hiking", user_id="alice")
+    assert m.search("hiking", user_id="alice", limit=0)["results"] == []
+    assert m.get_all(user_id="alice", limit=0)["results"] == []
+    for bad in [-1, 1.5, "3", True]:
+        with pytest.raises(InvalidInputError) as raised:
+            m.search("hiking", user_id="alice", limit=bad)
+        assert raised.value.field == "limit"
+        with pytest.raises(InvalidInputError) as raised:
+            m.get_all(user_id="alice", top_k=bad)
+        assert raised.value.field == "top_k"
+    with pytest.raises(InvalidInputError) as raised:
+        m.add("noted", user_id="alice", metadata={"_pinned": True})
+    assert raised.value.field == "metadata"

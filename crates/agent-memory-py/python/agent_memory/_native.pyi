@@ -5,7 +5,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, Protocol, final
+from typing import Any, Literal, Protocol, final, overload
 
 __version__: str
 
@@ -147,7 +147,10 @@ class RecallResult:
     def texts(self) -> list[str]:
         """The hits' texts, best first."""
     def __len__(self) -> int: ...
+    @overload
     def __getitem__(self, index: int) -> Hit: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Hit]: ...
     def __iter__(self) -> Iterator[Hit]: ...
     def __bool__(self) -> bool: ...
 

@@ -23,7 +23,11 @@ How LangGraph's model maps onto the library's:
   values and the operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``. Exact
   strings (also as ``$eq``) are matched by the library before it ranks or lists, so a query
   ranks the items that hold them; the other conditions are applied to the ranked items, of
-  which a query looks at the best 1,000.
+  which a query looks at the best 1,000: a search with a query ranks 1,000 items at most,
+  so its pages end there (``offset`` 1,000 and beyond find nothing).
+- A value's keys ``_context``, ``_original``, ``_pinned`` and ``_decay`` are the library's
+  own settings: a ``put`` of a value holding one is refused (``InvalidInputError`` naming
+  ``value``). An async ``embed`` is refused when the store is made (``index.embed``).
 - TTLs are not supported (``supports_ttl`` is False); the library's own eviction policies
   (the ``Memory``'s ``eviction`` setting, run by ``maintain``) bound a namespace instead.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import json
 import os
 import re
@@ -142,6 +147,20 @@ def _operator(actual: Any, operator: str, operand: Any) -> bool:
     raise ValueError(f"unsupported filter operator: {operator}")
 
 
+# The metadata keys the library reads as its own settings (the context indexed beside a
+# memory, its pin, its original text, its decay state).
+RESERVED_KEYS = ("_context", "_original", "_pinned", "_decay")
+
+
+def _check_value_keys(value: Mapping[str, Any], field: str) -> None:
+    """Refuses a value holding a key the library reads as its own setting: stored as given,
+    it would pin the item, be searched as context, or be dropped from the value read back."""
+    taken = sorted(key for key in value if key in RESERVED_KEYS)
+    if taken:
+        problem = f"the keys {', '.join(taken)} are the library's own settings; rename them"
+        raise InvalidInputError(f"invalid input: {field}: {problem}", field=field, problem=problem)
+
+
 def _embedder(embed: Any) -> Any:
     """The ``embed`` of LangGraph's index config as an embedder ``Memory`` takes: a
     LangChain ``Embeddings`` as it is (stored texts through its ``embed_documents``, a
@@ -154,6 +173,10 @@ def _embedder(embed: Any) -> Any:
             problem="a model name needs LangChain's init_embeddings: pass its result, or a callable",
         )
     documents = getattr(embed, "embed_documents", None)
+    called = documents if callable(documents) else embed
+    if inspect.iscoroutinefunction(called) or inspect.iscoroutinefunction(getattr(called, "__call__", None)):
+        problem = "an async embed is not supported: pass a synchronous callable or a LangChain Embeddings"
+        raise InvalidInputError(f"invalid input: index.embed: {problem}", field="index.embed", problem=problem)
     if callable(documents) and callable(getattr(embed, "embed_query", None)):
         return embed
     if callable(documents):
@@ -280,6 +303,7 @@ class AgentMemoryStore(BaseStore):
             return
         index = op.index if isinstance(op.index, list) else None
         value = dict(op.value)
+        _check_value_keys(value, "value")
         self.memory.put(namespace, op.key, self._text(value, index), metadata=value)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

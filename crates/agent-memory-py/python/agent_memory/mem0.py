@@ -260,6 +260,30 @@ def _embedder_service(embedder: Any) -> Any:
     return service
 
 
+
+# The metadata keys the library reads as its own settings.
+_RESERVED_KEYS = ("_context", "_original", "_pinned", "_decay")
+
+
+def _check_metadata_keys(metadata: Mapping[str, Any]) -> None:
+    """Refuses metadata holding a key the library reads as its own setting."""
+    taken = sorted(key for key in metadata if key in _RESERVED_KEYS)
+    if taken:
+        problem = f"the keys {', '.join(taken)} are the library's own settings; rename them"
+        raise InvalidInputError(f"invalid input: metadata: {problem}", field="metadata", problem=problem)
+
+
+def _wanted(limit: Any, top_k: Any) -> int:
+    """How many results a call asks for: ``limit``, else ``top_k``, else 20; a whole number
+    of at least 0 (``InvalidInputError`` naming the one given otherwise)."""
+    field, value = ("limit", limit) if limit is not None else ("top_k", top_k)
+    if value is None:
+        return 20
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        problem = f"{value!r} is not a whole number of at least 0"
+        raise InvalidInputError(f"invalid input: {field}: {problem}", field=field, problem=problem)
+    return value
+
 class Memory:
     """mem0's ``Memory`` API on agent-memory. ``store`` is what
     :class:`agent_memory.Memory` takes (nothing: in this process; a SQLite path; a
@@ -381,6 +405,7 @@ class Memory:
         ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, None)
         self._require(ids, "add")
         namespace = self._namespace(ids)
+        _check_metadata_keys(metadata or {})
         base = {**(metadata or {}), **ids}
         if memory_type is not None:
             base["memory_type"] = memory_type
@@ -415,7 +440,9 @@ class Memory:
         with its ``score``. ``limit`` (or ``top_k``) defaults to 20."""
         ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, filters)
         self._require(ids, "search")
-        wanted = limit if limit is not None else (top_k if top_k is not None else 20)
+        wanted = _wanted(limit, top_k)
+        if wanted == 0:
+            return {"results": []}
         conditions = {**(filters or {}), **ids}
         scope = self._scope(ids)
         # Exact values (ids below the scope among them) narrow the recall itself; the other
@@ -463,7 +490,9 @@ class Memory:
         to 20."""
         ids = self._ids({"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, filters)
         self._require(ids, "get_all")
-        wanted = limit if limit is not None else (top_k if top_k is not None else 20)
+        wanted = _wanted(limit, top_k)
+        if wanted == 0:
+            return {"results": []}
         conditions = {**(filters or {}), **ids}
         exact = _exact(conditions)
         records = self.memory.list(
