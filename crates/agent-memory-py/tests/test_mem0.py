@@ -287,3 +287,12 @@ def test_limits_are_whole_numbers_of_at_least_zero(m: Memory) -> None:
     with pytest.raises(InvalidInputError) as raised:
         m.add("noted", user_id="alice", metadata={"_pinned": True})
     assert raised.value.field == "metadata"
+
+
+def test_an_ended_version_is_not_updated(m: Memory) -> None:
+    paris = m.memory.remember("mem0/user:u", "The user lives in Paris", fact_key="user.city", metadata={"user_id": "u"})
+    berlin = m.memory.remember("mem0/user:u", "The user lives in Berlin", fact_key="user.city", metadata={"user_id": "u"})
+    with pytest.raises(InvalidInputError) as raised:
+        m.update(paris.id, "The user lives in Rome")
+    assert raised.value.field == "memory_id"
+    assert [r["id"] for r in m.get_all(user_id="u")["results"]] == [berlin.id]

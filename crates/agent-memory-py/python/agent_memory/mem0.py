@@ -513,8 +513,14 @@ class Memory:
         """Replaces the memory's text, keeping its id, metadata and creation time.
 
         :raises NotFoundError: when there is no such memory.
+        :raises InvalidInputError: (``memory_id``) when the memory is an ended version of a
+            fact (superseded, retracted): rewriting it would make it current again beside
+            the version that replaced it.
         """
         record = self._found(memory_id)
+        if record.ended is not None:
+            problem = f"memory {memory_id} has ended ({record.ended.get('reason')}); update the current version"
+            raise InvalidInputError(f"invalid input: memory_id: {problem}", field="memory_id", problem=problem)
         self.memory.put(
             record.namespace,
             record.id,
