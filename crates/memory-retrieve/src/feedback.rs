@@ -71,6 +71,13 @@ impl RecallRecorder {
                 std::mem::replace(&mut *pending, next)
             }
         };
+        self.write(batch).await
+    }
+
+    /// Writes `batch`: inline on a store that records recalls inline, else as a background
+    /// task on a tokio runtime (tried again while it fails for a reason that may pass, and
+    /// not lost when the caller stops waiting), else once, here.
+    async fn write(&self, batch: Vec<RecallEvent>) -> Result<()> {
         if self.store.records_recalls_inline() {
             return self.store.record_recalls(&batch).await;
         }
@@ -100,19 +107,8 @@ impl RecallRecorder {
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         let written = if batch.is_empty() {
             Ok(())
-        } else if self.store.records_recalls_inline() {
-            self.store.record_recalls(&batch).await
         } else {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    let store = Arc::clone(&self.store);
-                    self.in_flight.spawn(&handle, async move {
-                        retried(RETRIES, || store.record_recalls(&batch)).await
-                    });
-                    Ok(())
-                }
-                Err(_) => self.store.record_recalls(&batch).await,
-            }
+            self.write(batch).await
         };
         let waited = self.in_flight.wait().await;
         written.and(waited)

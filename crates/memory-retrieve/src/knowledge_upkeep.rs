@@ -203,6 +203,13 @@ impl KnowledgeUpkeep {
             }
             std::mem::take(&mut *pending)
         };
+        self.write_batch(batch).await
+    }
+
+    /// Writes `batch`: as a background task on a tokio runtime (tried again while it fails
+    /// for a reason that may pass, and not lost when the caller stops waiting), else once,
+    /// here.
+    async fn write_batch(&self, batch: Pending) -> Result<()> {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let (knowledge, graph) = (Arc::clone(&self.knowledge), Arc::clone(&self.graph));
@@ -225,16 +232,7 @@ impl KnowledgeUpkeep {
     pub(crate) async fn flush(&self) -> Result<()> {
         let batch =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
-        let written = match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                let (knowledge, graph) = (Arc::clone(&self.knowledge), Arc::clone(&self.graph));
-                self.in_flight.spawn(&handle, async move {
-                    write(&*knowledge, &*graph, batch, RETRIES).await
-                });
-                Ok(())
-            }
-            Err(_) => write(&*self.knowledge, &*self.graph, batch, 0).await,
-        };
+        let written = self.write_batch(batch).await;
         let waited = self.in_flight.wait().await;
         written.and(waited)
     }
