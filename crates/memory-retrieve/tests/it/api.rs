@@ -961,21 +961,7 @@ async fn a_source_forgotten_during_its_consolidation_stays_forgotten() {
 #[tokio::test]
 async fn a_flush_tries_a_timed_out_batch_again() {
     use memory_core::MemoryStore;
-    let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
-    let memory = memory_retrieve::Memory::builder()
-        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
-        .recall_batch(1000)
-        .build()
-        .unwrap();
-    let namespace = Namespace::parse("retry").unwrap();
-    let id = memory
-        .remember(&namespace, "the user drinks green tea")
-        .await
-        .unwrap();
-    memory
-        .recall(&namespace.exact(), "green tea")
-        .await
-        .unwrap();
+    let (store, memory, namespace, id) = recalled_with_a_timed_out_write("retry").await;
     memory.flush().await.unwrap();
     let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
     assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
@@ -1080,13 +1066,33 @@ async fn a_summary_over_its_limit_leaves_its_memory_whole() {
 #[tokio::test]
 async fn a_flush_given_up_on_still_writes_its_batch() {
     use memory_core::MemoryStore;
+    let (store, memory, namespace, id) = recalled_with_a_timed_out_write("given-up").await;
+    // The first write times out and is retried 50 ms later: the flush is dropped before.
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(5), memory.flush()).await;
+    assert!(waited.is_err(), "the flush was given up on");
+    memory.flush().await.unwrap();
+    let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
+    assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
+}
+
+/// A memory remembered and recalled once in `namespace`, on a store whose first write of
+/// recall statistics times out, the recall's event still batched (a batch of 1,000).
+async fn recalled_with_a_timed_out_write(
+    namespace: &str,
+) -> (
+    Arc<crate::instrumented::Instrumented>,
+    Memory,
+    Namespace,
+    String,
+) {
+    use memory_core::MemoryStore;
     let store = Arc::new(crate::instrumented::Instrumented::failing_recall_writes(1));
-    let memory = memory_retrieve::Memory::builder()
+    let memory = Memory::builder()
         .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
         .recall_batch(1000)
         .build()
         .unwrap();
-    let namespace = Namespace::parse("given-up").unwrap();
+    let namespace = Namespace::parse(namespace).unwrap();
     let id = memory
         .remember(&namespace, "the user drinks green tea")
         .await
@@ -1095,10 +1101,5 @@ async fn a_flush_given_up_on_still_writes_its_batch() {
         .recall(&namespace.exact(), "green tea")
         .await
         .unwrap();
-    // The first write times out and is retried 50 ms later: the flush is dropped before.
-    let waited = tokio::time::timeout(std::time::Duration::from_millis(5), memory.flush()).await;
-    assert!(waited.is_err(), "the flush was given up on");
-    memory.flush().await.unwrap();
-    let stats = store.inner.recall_stats(&namespace, &id).await.unwrap();
-    assert_eq!(stats.map(|stats| stats.recall_count), Some(1));
+    (store, memory, namespace, id)
 }
