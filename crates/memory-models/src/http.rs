@@ -39,7 +39,8 @@ pub struct HttpConfig {
     /// refused connections are retried, other errors are not.
     pub max_attempts: u32,
     /// The wait before the first retry, doubling with each retry up to 60 s (default
-    /// 500 ms); a `Retry-After` header in seconds replaces it (up to 60 s).
+    /// 500 ms); a `Retry-After` header, in seconds or as an HTTP date, replaces it (up to
+    /// 60 s).
     #[serde(with = "memory_retrieve::serde_millis")]
     pub backoff: Duration,
     /// Requests in flight at most, per client (default 4).
@@ -419,8 +420,7 @@ impl HttpClient {
             .headers()
             .get(RETRY_AFTER)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+            .and_then(|value| retry_after(value, chrono::Utc::now()));
         let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
@@ -539,6 +539,22 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// The wait a `Retry-After` header value asks for, at most [`MAX_RETRY_AFTER`]: a number of
+/// seconds, or an HTTP date (RFC 9110: `Sun, 06 Nov 1994 08:49:37 GMT`), counted from `now`
+/// (a date already past asks for no wait). `None` for a value that is neither, which leaves
+/// the backoff's own wait.
+fn retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = (at.with_timezone(&chrono::Utc) - now)
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +586,32 @@ mod tests {
         );
         assert_eq!(truncate_chars("héllo", 2), "hé");
         assert_eq!(truncate_chars("hi", 5), "hi");
+    }
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        let now = chrono::DateTime::parse_from_rfc3339("1994-11-06T08:49:30Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after("86400", now), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7)),
+            "an HTTP date is counted from now"
+        );
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date already past asks for no wait"
+        );
+        assert_eq!(
+            retry_after("Mon, 07 Nov 1994 08:49:37 GMT", now),
+            Some(MAX_RETRY_AFTER)
+        );
+        for bad in ["", "-1", "soon", "1.5"] {
+            assert_eq!(retry_after(bad, now), None, "{bad:?}");
+        }
     }
 
     #[test]
