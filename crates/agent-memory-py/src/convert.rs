@@ -272,6 +272,27 @@ pub(crate) fn from_time<'py>(py: Python<'py>, at: DateTime<Utc>) -> PyResult<Bou
     epoch(py)?.add(delta)
 }
 
+/// A count given from Python as `field` (a limit, a depth, a number of tokens): a whole
+/// number of at least 0.
+///
+/// Counts are taken from Python as `i64` rather than `usize`, so that a negative one is
+/// refused as an `InvalidInputError` naming its argument, not as an `OverflowError` that
+/// names none.
+pub(crate) fn count(py: Python<'_>, field: &str, value: i64) -> PyResult<usize> {
+    usize::try_from(value).map_err(|_| {
+        invalid(
+            py,
+            field,
+            format!("must be a whole number of at least 0, got {value}"),
+        )
+    })
+}
+
+/// [`count`] of an optional argument.
+pub(crate) fn count_of(py: Python<'_>, field: &str, value: Option<i64>) -> PyResult<Option<usize>> {
+    value.map(|value| count(py, field, value)).transpose()
+}
+
 /// A namespace from its `a/b/c` form.
 pub(crate) fn namespace(py: Python<'_>, text: &str) -> PyResult<Namespace> {
     Namespace::parse(text).map_err(|error| to_py_err(py, error))

@@ -13,7 +13,7 @@ use chrono::Utc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{from_json, from_python, record_namespace, scope, to_time};
+use crate::convert::{count, count_of, from_json, from_python, record_namespace, scope, to_time};
 use crate::errors::{invalid, to_py_err};
 use crate::results::{Recalled, Record, Remembered};
 use crate::runtime::{block_on, block_on_detached};
@@ -92,14 +92,16 @@ impl PyMemory {
         store: Option<&Bound<'_, PyAny>>,
         postgres_schema: Option<String>,
         eviction: Option<&Bound<'_, PyAny>>,
-        check_interval: Option<usize>,
+        check_interval: Option<i64>,
         decay: Option<&Bound<'_, PyAny>>,
         facts: Option<&Bound<'_, PyAny>>,
         retriever: Option<&Bound<'_, PyAny>>,
         single_valued_relations: Option<Vec<String>>,
         embedder: Option<&Bound<'_, PyAny>>,
-        embedding_dimension: Option<usize>,
+        embedding_dimension: Option<i64>,
     ) -> PyResult<Self> {
+        let check_interval = count_of(py, "check_interval", check_interval)?;
+        let embedding_dimension = count_of(py, "embedding_dimension", embedding_dimension)?;
         let location = location(store)?;
         let mut builder = Memory::builder();
         match embedder {
@@ -415,7 +417,7 @@ impl PyMemory {
         namespace: &str,
         query: &str,
         exact: bool,
-        max_results: Option<usize>,
+        max_results: Option<i64>,
         min_score: Option<f32>,
         kinds: Option<Vec<String>>,
         tags: Option<Vec<String>>,
@@ -427,8 +429,10 @@ impl PyMemory {
         strategy: Option<&Bound<'_, PyAny>>,
         scoring: Option<&Bound<'_, PyAny>>,
         fusion: Option<&Bound<'_, PyAny>>,
-        graph_depth: Option<usize>,
+        graph_depth: Option<i64>,
     ) -> PyResult<Recalled> {
+        let max_results = count_of(py, "max_results", max_results)?;
+        let graph_depth = count_of(py, "graph_depth", graph_depth)?;
         let scope = scope(py, namespace, exact)?;
         let mut options = RecallOptions::default();
         if let Some(max) = max_results {
@@ -502,11 +506,13 @@ impl PyMemory {
         py: Python<'_>,
         namespace: &str,
         query: &str,
-        max_tokens: usize,
+        max_tokens: i64,
         exact: bool,
         session: Option<&str>,
-        turns: usize,
+        turns: i64,
     ) -> PyResult<String> {
+        let max_tokens = count(py, "max_tokens", max_tokens)?;
+        let turns = count(py, "turns", turns)?;
         let scope = scope(py, namespace, exact)?;
         let session = session.map(|name| record_namespace(py, name)).transpose()?;
         let memory = &self.inner;
@@ -583,7 +589,7 @@ impl PyMemory {
         id_prefix: Option<String>,
         since: Option<&Bound<'_, PyAny>>,
         until: Option<&Bound<'_, PyAny>>,
-        limit: Option<usize>,
+        limit: Option<i64>,
         newest_first: bool,
         view: &str,
         after: Option<PyRef<'_, Record>>,
@@ -606,7 +612,7 @@ impl PyMemory {
         if let Some(prefix) = id_prefix {
             filter = filter.with_id_prefix(prefix);
         }
-        if let Some(limit) = limit {
+        if let Some(limit) = count_of(py, "limit", limit)? {
             filter = filter.with_limit(limit);
         }
         if newest_first {
@@ -740,9 +746,10 @@ impl PyMemory {
         py: Python<'py>,
         namespace: &str,
         exact: bool,
-        limit: Option<usize>,
+        limit: Option<i64>,
         after: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let limit = count_of(py, "limit", limit)?;
         let scope = scope(py, namespace, exact)?;
         let after = after.map(|last| graph::position(py, last)).transpose()?;
         let graph = Arc::clone(self.inner.graph());
@@ -831,8 +838,9 @@ impl PyMemory {
         py: Python<'py>,
         namespace: &str,
         id: &str,
-        depth: usize,
+        depth: i64,
     ) -> PyResult<Bound<'py, PyList>> {
+        let depth = count(py, "depth", depth)?;
         let namespace = record_namespace(py, namespace)?;
         graph::related(py, self.inner.graph(), namespace, id, depth)
     }

@@ -75,6 +75,14 @@ def test_one_class_per_kind_under_one_base() -> None:
         (lambda m: m.put("u", "k", "", metadata={}), "content"),
         (lambda m: m.retract("u", "id", "r" * 100_000), "reason"),
         (lambda m: m.context("u/", "q", 10, session=""), "namespace"),
+        # A negative count names its argument (it had raised an OverflowError naming none).
+        (lambda m: m.recall("u", "q", max_results=-1), "max_results"),
+        (lambda m: m.recall("u", "q", graph_depth=-1), "graph_depth"),
+        (lambda m: m.context("u", "q", -1), "max_tokens"),
+        (lambda m: m.context("u", "q", 10, session="s", turns=-2), "turns"),
+        (lambda m: m.list("u", limit=-1), "limit"),
+        (lambda m: m.entities("u", limit=-5), "limit"),
+        (lambda m: m.related("u", "e", depth=-1), "depth"),
     ],
 )
 def test_bad_input_names_the_field(memory: Memory, call, field: str) -> None:
@@ -144,6 +152,10 @@ def test_bad_settings_name_the_setting() -> None:
         ({"decay": {"daily_rate": "fast"}}, "decay"),
         ({"facts": {"duplicates": "maybe"}}, "facts"),
         ({"retriever": {"max_results": 0}}, "max_results"),
+        ({"eviction": {"policy": "capacity", "max_items": 4}, "check_interval": -1},
+         "check_interval"),
+        ({"embedder": lambda texts: [[1.0] for _ in texts], "embedding_dimension": -1},
+         "embedding_dimension"),
         ({"store": 42}, "store"),
     ]:
         store = kwargs.pop("store", None)
