@@ -380,6 +380,45 @@ impl PyMemory {
         })
     }
 
+    /// Changes memory `id` of `namespace`: its `text`, `tags`, `importance` or `metadata`,
+    /// only those given. Everything else stays: kind, source, credibility, the fact key and
+    /// the version's validity, the pin, the dialogue context, a compressed original, the
+    /// creation time and the recall statistics (`metadata` replaces the caller's keys; the
+    /// library's own are kept). A new text is checked as `remember` checks it and, with an
+    /// `embedder`, embedded again. Returns the memory as stored. A refused change writes
+    /// nothing.
+    ///
+    /// Raises `NotFoundError` when there is no such memory, `InvalidInputError` naming the
+    /// value out of its limits.
+    #[pyo3(signature = (namespace, id, *, text = None, tags = None, importance = None, metadata = None))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn update(
+        &self,
+        py: Python<'_>,
+        namespace: &str,
+        id: &str,
+        text: Option<String>,
+        tags: Option<Vec<String>>,
+        importance: Option<f32>,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Record> {
+        let namespace = record_namespace(py, namespace)?;
+        let mut update = agent_memory::MemoryUpdate::new();
+        update.content = text;
+        update.tags = tags;
+        update.importance = importance;
+        update.metadata = match metadata.filter(|value| !value.is_none()) {
+            Some(value) => Some(crate::convert::to_json(value, "metadata")?),
+            None => None,
+        };
+        let memory = &self.inner;
+        block_on(
+            py,
+            async move { memory.update(&namespace, id, update).await },
+        )
+        .map(Record::new)
+    }
+
     /// The best memories, knowledge pages and graph entities in `namespace` (and under it,
     /// unless `exact`) for `query`, best first, each with its score breakdown.
     ///

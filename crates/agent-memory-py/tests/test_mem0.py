@@ -289,6 +289,18 @@ def test_limits_are_whole_numbers_of_at_least_zero(m: Memory) -> None:
     assert raised.value.field == "metadata"
 
 
+def test_update_keeps_the_fact_key_and_the_pin(m: Memory) -> None:
+    # An update had written the text anew without its fact key and pin: a later value of the
+    # fact left it current beside the new one, and maintenance could evict it.
+    paris = m.memory.remember("mem0/user:u", "The user lives in Paris", fact_key="user.city", metadata={"user_id": "u"})
+    m.memory.pin("mem0/user:u", paris.id)
+    m.update(paris.id, "The user lives in Paris, France")
+    record = m.memory.get("mem0/user:u", paris.id)
+    assert (record.text, record.fact_key, record.pinned) == ("The user lives in Paris, France", "user.city", True)
+    berlin = m.memory.remember("mem0/user:u", "The user lives in Berlin", fact_key="user.city", metadata={"user_id": "u"})
+    assert [r["id"] for r in m.get_all(user_id="u")["results"]] == [berlin.id]
+
+
 def test_an_ended_version_is_not_updated(m: Memory) -> None:
     paris = m.memory.remember("mem0/user:u", "The user lives in Paris", fact_key="user.city", metadata={"user_id": "u"})
     berlin = m.memory.remember("mem0/user:u", "The user lives in Berlin", fact_key="user.city", metadata={"user_id": "u"})

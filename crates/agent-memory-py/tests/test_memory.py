@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agent_memory import Hit, InvalidInputError, Memory, MemoryRecord, RecallResult, Remembered
+from agent_memory import Hit, InvalidInputError, Memory, MemoryRecord, NotFoundError, RecallResult, Remembered
 
 
 def test_remember_and_recall_with_explained_scores(any_memory: Memory) -> None:
@@ -219,6 +219,31 @@ def test_put_replaces_by_id(memory: Memory) -> None:
     # No duplicate merging: the same text under another id is another memory.
     memory.put("kv", "k2", "first text")
     assert len(memory.list("kv")) == 2
+
+
+def test_update_changes_what_it_names_and_keeps_the_rest(memory: Memory) -> None:
+    city = memory.remember("u", "The user lives in Paris", fact_key="user.city", importance=0.8,
+                           tags=["home"], metadata={"src": "chat"}, source="onboarding")
+    memory.pin("u", city.id)
+    before = memory.get("u", city.id)
+    after = memory.update("u", city.id, text="The user lives in Paris, France")
+    assert after.text == "The user lives in Paris, France" == memory.get("u", city.id).text
+    assert (after.fact_key, after.pinned, after.importance, after.tags, after.metadata, after.source) == (
+        "user.city", True, pytest.approx(0.8), ["home"], {"src": "chat"}, "onboarding")
+    assert after.created_at == before.created_at and after.updated_at >= before.updated_at
+    # The fact key kept: a later value of the fact supersedes the updated one.
+    berlin = memory.remember("u", "The user lives in Berlin", fact_key="user.city")
+    assert [r.id for r in memory.list("u", fact_key="user.city")] == [berlin.id]
+    # Only what is named changes; a refused change writes nothing.
+    memory.update("u", berlin.id, tags=["moved"], metadata={"src": "form"})
+    with pytest.raises(InvalidInputError) as raised:
+        memory.update("u", berlin.id, text="", importance=0.1)
+    assert raised.value.field == "content"
+    record = memory.get("u", berlin.id)
+    assert (record.text, record.tags, record.metadata) == ("The user lives in Berlin", ["moved"], {"src": "form"})
+    assert record.importance != pytest.approx(0.1)
+    with pytest.raises(NotFoundError):
+        memory.update("u", "missing", text="x")
 
 
 def test_context_and_conversation(memory: Memory) -> None:

@@ -16,10 +16,10 @@ pub use memory_retrieve::{
     ConsolidationConfig, ConversationConfig, ConversationMemory, Dialogue, DuplicatePolicy,
     Enricher, Enrichment, EnrichmentConfig, EnrichmentStats, ExtractiveSummarizer, FactsConfig,
     HistoryStrategy, KnowledgePolicy, MaintenanceHandle, MaintenanceReport, Memory, MemoryBuilder,
-    MemoryStats, Message, Outcome, PassReport, RecallFilter, RecallOptions, RecallView, Reembed,
-    ReembedReport, Remember, Remembered, RerankConfig, Reranker, RetrievalStrategy,
-    RetrieverConfig, Role, RuleConflictDetector, RuleEnricher, ScoreWeights, ScoringStrategy,
-    Summarizer, TermReranker, Turn,
+    MemoryStats, MemoryUpdate, Message, Outcome, PassReport, RecallFilter, RecallOptions,
+    RecallView, Reembed, ReembedReport, Remember, Remembered, RerankConfig, Reranker,
+    RetrievalStrategy, RetrieverConfig, Role, RuleConflictDetector, RuleEnricher, ScoreWeights,
+    ScoringStrategy, Summarizer, TermReranker, Turn,
 };
 
 // The backends, each behind its feature.

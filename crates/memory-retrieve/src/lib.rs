@@ -62,8 +62,8 @@ pub use crate::{
     memory::{
         CONSOLIDATED_METADATA_KEY, CONTEXT_BEFORE_METADATA_KEY, ConflictPair, ConsolidationConfig,
         Dialogue, MAX_HISTORY, MAX_RECALL_BATCH, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES,
-        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, PassReport, ROLE_METADATA_KEY,
-        RecallOptions, Reembed, ReembedReport, Remember, SESSION_METADATA_KEY,
+        MaintenanceHandle, Memory, MemoryBuilder, MemoryStats, MemoryUpdate, PassReport,
+        ROLE_METADATA_KEY, RecallOptions, Reembed, ReembedReport, Remember, SESSION_METADATA_KEY,
         SPEAKER_METADATA_KEY, Turn,
     },
     prompt::estimate_tokens,

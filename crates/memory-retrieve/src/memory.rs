@@ -33,6 +33,7 @@ mod batch;
 mod builder;
 mod consolidate;
 mod dialogue;
+mod edit;
 mod enrich;
 mod facts;
 mod reembed;
@@ -46,6 +47,7 @@ pub use self::dialogue::{
     CONTEXT_BEFORE_METADATA_KEY, Dialogue, MAX_SESSION_BYTES, MAX_SPEAKER_BYTES, ROLE_METADATA_KEY,
     SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
 };
+pub use self::edit::MemoryUpdate;
 pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};

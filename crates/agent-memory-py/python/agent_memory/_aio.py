@@ -117,6 +117,10 @@ class AsyncMemory:
         """See :meth:`Memory.put`."""
         return await self._run(self.memory.put, namespace, id, text, **options)
 
+    async def update(self, namespace: str, id: str, **changes: Any) -> MemoryRecord:
+        """See :meth:`Memory.update`."""
+        return await self._run(self.memory.update, namespace, id, **changes)
+
     async def recall(
         self,
         namespace: str,

@@ -280,6 +280,23 @@ class Memory:
         """Stores ``text`` under ``id`` as given, replacing the memory with that id (its
         creation time and recall statistics kept): a key-value write, without
         reconciliation or an eviction pass."""
+    def update(
+        self,
+        namespace: str,
+        id: str,
+        *,
+        text: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord:
+        """Changes memory ``id``'s ``text``, ``tags``, ``importance`` or ``metadata`` (only
+        those given), keeping everything else: kind, source, fact key and validity, pin,
+        context, creation time and recall statistics. Returns the memory as stored.
+
+        :raises NotFoundError: when there is no such memory.
+        :raises InvalidInputError: naming the value out of its limits; nothing is written.
+        """
     def recall(
         self,
         namespace: str,

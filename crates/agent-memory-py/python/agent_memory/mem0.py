@@ -510,28 +510,19 @@ class Memory:
         return None if record is None else _view(record)
 
     def update(self, memory_id: str, data: str) -> dict[str, str]:
-        """Replaces the memory's text, keeping its id, metadata and creation time.
+        """Replaces the memory's text, keeping everything else: its id, metadata, fact key,
+        pin, creation time and recall statistics (:meth:`agent_memory.Memory.update`).
 
         :raises NotFoundError: when there is no such memory.
         :raises InvalidInputError: (``memory_id``) when the memory is an ended version of a
-            fact (superseded, retracted): rewriting it would make it current again beside
-            the version that replaced it.
+            fact (superseded, retracted): its history is not rewritten; the current version
+            is the one to update.
         """
         record = self._found(memory_id)
         if record.ended is not None:
             problem = f"memory {memory_id} has ended ({record.ended.get('reason')}); update the current version"
             raise InvalidInputError(f"invalid input: memory_id: {problem}", field="memory_id", problem=problem)
-        self.memory.put(
-            record.namespace,
-            record.id,
-            data,
-            kind=record.kind,
-            importance=record.importance,
-            tags=record.tags,
-            metadata=record.metadata,
-            source=record.source,
-            context=record.context,
-        )
+        self.memory.update(record.namespace, record.id, text=data)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str) -> dict[str, str]:

@@ -1,10 +1,9 @@
 //! Memories: remember one or a batch, get, list, forget one or by scope.
 
-use agent_memory::{ListPosition, MemoryFilter, MemoryItem, Reembed, ReembedReport, Remember};
+use agent_memory::{ListPosition, MemoryFilter, MemoryUpdate, Reembed, ReembedReport, Remember};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -263,35 +262,12 @@ pub(crate) async fn update_memory(
         body.namespace.as_deref(),
         query.namespace.as_deref(),
     )?)?;
-    let store = state.memory.store();
-    let Some(mut item) = store.get(&namespace, &id).await? else {
-        return Err(not_found("memory", &id, &namespace));
-    };
-    if let Some(content) = body.content {
-        // Checked as a new memory's text is.
-        let content = MemoryItem::new(namespace.clone(), content)?.content;
-        if content != item.content {
-            // The old vector describes the old text: embedded again, or none without an
-            // embedder.
-            item.embedding = None;
-            if let Some(vector) = state.memory.embedding_of(&content).await? {
-                item = item.with_embedding(vector)?;
-            }
-        }
-        item.content = content;
-    }
-    if let Some(tags) = body.tags {
-        item = item.with_tags(tags)?;
-    }
-    if let Some(importance) = body.importance {
-        item = item.with_importance(importance)?;
-    }
-    if let Some(metadata) = body.metadata {
-        // The memory's reserved keys (context, pin, original) stay: `with_metadata` keeps them.
-        item = item.with_metadata(metadata)?;
-    }
-    item.updated_at = Utc::now().max(item.created_at);
-    store.update(item.clone()).await?;
+    let mut update = MemoryUpdate::new();
+    update.content = body.content;
+    update.tags = body.tags;
+    update.importance = body.importance;
+    update.metadata = body.metadata;
+    let item = state.memory.update(&namespace, &id, update).await?;
     Ok(Json(MemoryView::from(&item)))
 }
 

@@ -1,0 +1,199 @@
+//! Editing a stored memory in place: [`Memory::update`] changes the fields a caller names
+//! and keeps every other (fact key and validity, pin, context, compressed original, creation
+//! time, recall statistics), which a [`save`](memory_core::MemoryStore::save) of a new
+//! item would not.
+
+use chrono::Utc;
+use memory_core::{MemoryError, MemoryItem, Namespace, Result};
+
+use super::Memory;
+
+/// The changes [`Memory::update`] makes to a memory: only the fields given change.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryUpdate {
+    /// The new text, checked as a new memory's is (not empty, at most the content limit).
+    /// A text that differs is embedded again when the memory has an embedder, and loses
+    /// its old vector otherwise.
+    pub content: Option<String>,
+    /// The new tags, replacing the old ones.
+    pub tags: Option<Vec<String>>,
+    /// The new importance, in [0, 1].
+    pub importance: Option<f32>,
+    /// The new metadata, a JSON object replacing the old one; the library's own keys
+    /// (those starting with `_`: context, pin, compressed original, decay state) are kept
+    /// unless it names them ([`MemoryItem::with_metadata`]).
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl MemoryUpdate {
+    /// No change yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With the new text.
+    #[must_use]
+    pub fn content(mut self, content: impl Into<String>) -> Self {
+        self.content = Some(content.into());
+        self
+    }
+
+    /// With the new tags.
+    #[must_use]
+    pub fn tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tags = Some(tags.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// With the new importance.
+    #[must_use]
+    pub fn importance(mut self, importance: f32) -> Self {
+        self.importance = Some(importance);
+        self
+    }
+
+    /// With the new metadata.
+    #[must_use]
+    pub fn metadata(mut self, metadata: serde_json::Value) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+}
+
+impl Memory {
+    /// Changes memory `id` of `namespace` as `update` says and returns it as stored. What
+    /// `update` does not name stays as it was: kind, source, credibility, the fact key and
+    /// the version's validity (a superseded version stays superseded), the pin, the
+    /// dialogue context, a compressed original, the creation time and the recall
+    /// statistics. Every change is checked before anything is written, so a refused update
+    /// changes nothing. Like the other edits (`pin`, `compress`) it reads the memory and
+    /// writes it back: a write to the same memory in between is replaced (last write wins).
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when there is no such memory;
+    /// [`MemoryError::InvalidInput`] naming `content`, `tag`, `importance` or `metadata`
+    /// for a value out of its limits; embedding and store errors.
+    pub async fn update(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        update: MemoryUpdate,
+    ) -> Result<MemoryItem> {
+        let Some(mut item) = self.store.get(namespace, id).await? else {
+            return Err(MemoryError::not_found("memory", namespace, id));
+        };
+        if let Some(content) = update.content {
+            // Checked as a new memory's text is.
+            let content = MemoryItem::new(namespace.clone(), content)?.content;
+            if content != item.content {
+                // The old vector describes the old text: embedded again, or none without
+                // an embedder.
+                item.embedding = None;
+                if let Some(vector) = self.embedding_of(&content).await? {
+                    item = item.with_embedding(vector)?;
+                }
+            }
+            item.content = content;
+        }
+        if let Some(tags) = update.tags {
+            item = item.with_tags(tags)?;
+        }
+        if let Some(importance) = update.importance {
+            item = item.with_importance(importance)?;
+        }
+        if let Some(metadata) = update.metadata {
+            item = item.with_metadata(metadata)?;
+        }
+        item.updated_at = Utc::now().max(item.created_at);
+        self.store.update(item.clone()).await?;
+        Ok(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::{MemoryError, MemoryStore, Namespace};
+    use serde_json::json;
+
+    use super::MemoryUpdate;
+    use crate::{Memory, Remember};
+
+    fn user() -> Namespace {
+        Namespace::parse("user").expect("namespace")
+    }
+
+    #[tokio::test]
+    async fn an_update_changes_what_it_names_and_keeps_the_rest() {
+        let memory = Memory::in_memory();
+        let paris = memory
+            .remember_with(
+                Remember::new(user(), "The user lives in Paris")
+                    .fact_key("user.city")
+                    .metadata(json!({"src": "chat"})),
+            )
+            .await
+            .expect("remember")
+            .id;
+        assert!(memory.pin(&user(), &paris, true).await.expect("pin"));
+        let before = memory.store().get(&user(), &paris).await.unwrap().unwrap();
+        let after = memory
+            .update(
+                &user(),
+                &paris,
+                MemoryUpdate::new().content("The user lives in Paris, France"),
+            )
+            .await
+            .expect("update");
+        assert_eq!(after.content, "The user lives in Paris, France");
+        assert_eq!(after.fact_key.as_deref(), Some("user.city"));
+        assert!(after.is_pinned(), "the pin is kept");
+        assert_eq!(after.metadata["src"], "chat");
+        assert_eq!(after.created_at, before.created_at);
+        assert_eq!(
+            memory.store().get(&user(), &paris).await.unwrap(),
+            Some(after),
+            "returned as stored"
+        );
+        // A later value of the fact supersedes the updated memory, and it stays superseded
+        // through an update of its own.
+        let berlin = memory
+            .remember_with(
+                Remember::new(user(), "The user lives in Berlin").fact_key("user.city"),
+            )
+            .await
+            .expect("remember")
+            .id;
+        let old = memory
+            .update(&user(), &paris, MemoryUpdate::new().tags(["home"]))
+            .await
+            .expect("update");
+        assert!(!old.is_current(), "a superseded version stays superseded");
+        assert!(memory.store().get(&user(), &berlin).await.unwrap().unwrap().is_current());
+    }
+
+    #[tokio::test]
+    async fn a_refused_update_writes_nothing() {
+        let memory = Memory::in_memory();
+        let id = memory.remember(&user(), "a note").await.expect("remember");
+        let before = memory.store().get(&user(), &id).await.unwrap();
+        for (update, field) in [
+            (MemoryUpdate::new().tags(["fine"]).content(""), "content"),
+            (MemoryUpdate::new().content("new text").importance(2.0), "importance"),
+            (MemoryUpdate::new().content("new text").metadata(json!([1])), "metadata"),
+        ] {
+            let error = memory.update(&user(), &id, update).await.unwrap_err();
+            assert_eq!(error.field(), Some(field), "{error}");
+        }
+        assert_eq!(memory.store().get(&user(), &id).await.unwrap(), before);
+        let missing = memory
+            .update(&user(), "missing", MemoryUpdate::new().content("x"))
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, MemoryError::NotFound { .. }), "{missing}");
+    }
+}
