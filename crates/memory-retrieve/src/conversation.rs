@@ -137,7 +137,11 @@ pub struct ConversationConfig {
     pub max_turns: usize,
     /// Capacity: the oldest whole messages beyond this are deleted (`None`: unbounded).
     pub max_messages: Option<usize>,
-    /// Tool-result compaction (`None`: never).
+    /// Tool-result compaction (`None`: never). An add reads the session for it only when
+    /// it may be due: before the handle's first read, and when the history's tokens the
+    /// handle knows of (those of its last read, plus the messages it added since) are over
+    /// budget and it has added a tool result since. Messages another handle adds are
+    /// counted at this handle's next read; [`ConversationMemory::compact`] reads at once.
     pub compact: Option<CompactConfig>,
     /// Promotion by importance: a message added with an importance at or above this is
     /// also stored as an episodic (long-term) memory in the session's
@@ -202,6 +206,9 @@ pub struct ConversationMemory {
     /// The next sequence number and the time of the newest message written: each message
     /// is stamped strictly after the one before it.
     next: Mutex<(u64, DateTime<Utc>)>,
+    /// What this handle knows of the history's size since it last read it, so that an add
+    /// reads the session for compaction only when compaction may be due.
+    compact_due: Mutex<CompactDue>,
     /// This handle's mark in the ids of the messages it writes (`msg-<seq>-<mark>`): two
     /// handles open on one session read the same next sequence number, and a save is an
     /// upsert, so ids of the sequence alone made the second message replace the first.
@@ -209,6 +216,27 @@ pub struct ConversationMemory {
 }
 
 const SEQ_WIDTH: usize = 12;
+
+/// What a [`ConversationMemory`] handle knows of its history's size, for
+/// [`add_message`](ConversationMemory::add_message) to tell whether compaction may be due.
+#[derive(Debug, Default)]
+struct CompactDue {
+    /// The history's tokens when the handle last read it, plus those of the messages it
+    /// has added since. `None` before the first read.
+    tokens: Option<usize>,
+    /// Whether the handle has added a tool result since that read: only a new tool result
+    /// can push an older one past `keep_recent`, making it one compaction may replace.
+    tool_added: bool,
+}
+
+/// The listing of `session`'s messages, oldest first: what
+/// [`add_message`](ConversationMemory::add_message) writes, short-term memories with ids
+/// `msg-...`.
+fn messages_of(session: &Namespace) -> MemoryFilter {
+    MemoryFilter::new(session.exact())
+        .with_kinds([MemoryKind::ShortTerm])
+        .with_id_prefix("msg-")
+}
 
 /// The last segment of [`promoted_namespace`].
 pub const PROMOTED_SEGMENT: &str = "long-term";
@@ -253,12 +281,10 @@ impl ConversationMemory {
         // The newest messages by time. Versions that nudged same-instant messages by
         // `seq % 1000` microseconds could order a burst out of sequence within one
         // millisecond, so the highest sequence among the newest thousand is the last one.
+        // Messages only: a memory put in the namespace some other way (dated in the future,
+        // say) does not move the stamps of the messages written after it.
         let newest = store
-            .list(
-                &MemoryFilter::new(session.exact())
-                    .newest_first()
-                    .with_limit(1000),
-            )
+            .list(&messages_of(&session).newest_first().with_limit(1000))
             .await?;
         let next = newest
             .iter()
@@ -276,6 +302,7 @@ impl ConversationMemory {
             config,
             clock,
             next: Mutex::new((next, last_at)),
+            compact_due: Mutex::new(CompactDue::default()),
             // The counter and the process's salt of a new id: unique to this handle.
             mark: memory_core::new_id().split_off(14),
         })
@@ -337,10 +364,18 @@ impl ConversationMemory {
             ),
             _ => None,
         };
+        let tokens = estimate_tokens(&item.content);
         match promoted {
             // The message and its long-term copy are stored together.
             Some(promoted) => self.store.save_many(vec![item, promoted]).await?,
             None => self.store.save(item).await?,
+        }
+        {
+            let mut due = self.compact_due();
+            if let Some(total) = &mut due.tokens {
+                *total = total.saturating_add(tokens);
+            }
+            due.tool_added |= message.role == Role::Tool;
         }
         // The message is stored: a failure of the upkeep after it is logged, not returned,
         // or a caller that retries would store the message twice. The next message's
@@ -348,7 +383,9 @@ impl ConversationMemory {
         if let Err(error) = self.evict().await {
             tracing::warn!(%error, session = %self.session, "conversation eviction failed after a message was stored");
         }
-        if let Err(error) = self.compact().await {
+        if self.compaction_may_be_due()
+            && let Err(error) = self.compact().await
+        {
             tracing::warn!(%error, session = %self.session, "conversation compaction failed after a message was stored");
         }
         Ok(id)
@@ -358,9 +395,13 @@ impl ConversationMemory {
     ///
     /// Only messages go: a memory put in the session's namespace some other way (a fact
     /// remembered there, pinned or not) is not one, and a message pinned since it was
-    /// written stays, as only `forget` removes a pinned memory. Such memories still count
-    /// toward the window's size (the namespace's count is what is read, to keep an add
-    /// from reading every message): the session's namespace is meant for its messages.
+    /// written stays, as only `forget` removes a pinned memory. The oldest
+    /// `count − max_messages` messages are read (the namespace's count, to keep an add from
+    /// reading every message) and the unpinned among them deleted: a memory that is not a
+    /// message counts toward the size (the session's namespace is meant for its messages),
+    /// and a pinned message among the oldest is passed over, not replaced by the next
+    /// oldest, so the session holds up to `max_messages` memories beside its pinned
+    /// messages.
     ///
     /// # Errors
     /// Store errors.
@@ -391,17 +432,46 @@ impl ConversationMemory {
     /// The listing of this session's messages, oldest first: what [`add_message`](Self::add_message)
     /// writes, short-term memories with ids `msg-...`.
     fn messages(&self) -> MemoryFilter {
-        MemoryFilter::new(self.session.exact())
-            .with_kinds([MemoryKind::ShortTerm])
-            .with_id_prefix("msg-")
+        messages_of(&self.session)
+    }
+
+    /// This handle's [`CompactDue`].
+    fn compact_due(&self) -> std::sync::MutexGuard<'_, CompactDue> {
+        self.compact_due
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the compaction after an add may find something to do, by what this handle
+    /// knows: before its first read of the session; or when the history's tokens it knows of
+    /// are over budget and it has added a tool result since its last read (without one, the
+    /// tool results past `keep_recent` are those the last read already compacted or left).
+    /// So an add reads the session for compaction only then, not at every message. Messages
+    /// other handles add are counted at this handle's next read (a [`compact`](Self::compact)
+    /// call reads at once).
+    fn compaction_may_be_due(&self) -> bool {
+        let Some(config) = self.config.compact else {
+            return false;
+        };
+        let due = self.compact_due();
+        match due.tokens {
+            None => true,
+            Some(tokens) => {
+                due.tool_added && tokens > config.context_window - config.reserved_tokens
+            }
+        }
     }
 
     /// Compacts old tool results when the history ([`get_history`](Self::get_history): the
     /// window, under the sliding-window strategy) is over budget: the oldest tool results in
     /// it, past the newest `keep_recent`, are replaced by a one-line placeholder until it
     /// fits. A result no longer than its placeholder is left whole (replacing it would
-    /// grow the history and lose the result for nothing). Returns how many messages were
+    /// grow the history and lose the result for nothing), and a pinned one is left as it
+    /// is (only `forget` changes a pinned memory). Returns how many messages were
     /// compacted.
+    ///
+    /// It reads the session's messages; [`add_message`](Self::add_message) calls it only
+    /// when compaction may be due ([`ConversationConfig::compact`]).
     ///
     /// # Errors
     /// Store errors.
@@ -410,7 +480,32 @@ impl ConversationMemory {
             return Ok(0);
         };
         let items = self.store.list(&self.messages()).await?;
-        let history = self.history_positions(&items, |item| {
+        let compacted = self.compact_read(config, &items).await;
+        let mut due = self.compact_due();
+        match compacted {
+            Ok((compacted, tokens)) => {
+                *due = CompactDue {
+                    tokens: Some(tokens),
+                    tool_added: false,
+                };
+                Ok(compacted)
+            }
+            Err(error) => {
+                // The next add reads again.
+                due.tokens = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// [`compact`](Self::compact) over `items`, the session's messages as read: how many
+    /// were compacted, and the history's tokens after.
+    async fn compact_read(
+        &self,
+        config: CompactConfig,
+        items: &[MemoryItem],
+    ) -> Result<(usize, usize)> {
+        let history = self.history_positions(items, |item| {
             Role::parse(role_of(item).unwrap_or_default()).unwrap_or(Role::User)
         });
         let budget = config.context_window - config.reserved_tokens;
@@ -419,7 +514,7 @@ impl ConversationMemory {
             .map(|&at| estimate_tokens(&items[at].content))
             .sum();
         if total <= budget {
-            return Ok(0);
+            return Ok((0, total));
         }
         let tool_positions: Vec<usize> = history
             .iter()
@@ -433,7 +528,9 @@ impl ConversationMemory {
                 break;
             }
             let item = &items[at];
-            if item.metadata.get("compacted").and_then(|c| c.as_bool()) == Some(true) {
+            if item.metadata.get("compacted").and_then(|c| c.as_bool()) == Some(true)
+                || item.is_pinned()
+            {
                 continue;
             }
             let tokens = estimate_tokens(&item.content);
@@ -452,7 +549,7 @@ impl ConversationMemory {
             self.store.update(replaced).await?;
             compacted += 1;
         }
-        Ok(compacted)
+        Ok((compacted, total))
     }
 
     /// The positions in `messages` (the session's, oldest first) of those

@@ -162,9 +162,7 @@ mod tests {
         // A later value of the fact supersedes the updated memory, and it stays superseded
         // through an update of its own.
         let berlin = memory
-            .remember_with(
-                Remember::new(user(), "The user lives in Berlin").fact_key("user.city"),
-            )
+            .remember_with(Remember::new(user(), "The user lives in Berlin").fact_key("user.city"))
             .await
             .expect("remember")
             .id;
@@ -173,7 +171,15 @@ mod tests {
             .await
             .expect("update");
         assert!(!old.is_current(), "a superseded version stays superseded");
-        assert!(memory.store().get(&user(), &berlin).await.unwrap().unwrap().is_current());
+        assert!(
+            memory
+                .store()
+                .get(&user(), &berlin)
+                .await
+                .unwrap()
+                .unwrap()
+                .is_current()
+        );
     }
 
     #[tokio::test]
@@ -183,8 +189,14 @@ mod tests {
         let before = memory.store().get(&user(), &id).await.unwrap();
         for (update, field) in [
             (MemoryUpdate::new().tags(["fine"]).content(""), "content"),
-            (MemoryUpdate::new().content("new text").importance(2.0), "importance"),
-            (MemoryUpdate::new().content("new text").metadata(json!([1])), "metadata"),
+            (
+                MemoryUpdate::new().content("new text").importance(2.0),
+                "importance",
+            ),
+            (
+                MemoryUpdate::new().content("new text").metadata(json!([1])),
+                "metadata",
+            ),
         ] {
             let error = memory.update(&user(), &id, update).await.unwrap_err();
             assert_eq!(error.field(), Some(field), "{error}");

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use memory_core::{ManualClock, MemoryStore, Namespace};
+use memory_core::{Clock, ManualClock, MemoryStore, Namespace};
 use memory_inmem::InMemoryStore;
 use memory_retrieve::{
     CompactConfig, ConversationConfig, ConversationMemory, HistoryStrategy, Message, Role,
@@ -488,4 +488,116 @@ async fn important_messages_are_promoted_on(store: Arc<dyn MemoryStore>) {
         matches!(refused, Err(memory_core::MemoryError::InvalidInput { ref field, .. }) if field == "importance")
     );
     assert_eq!(store.count(&session.exact()).await.unwrap(), before);
+}
+
+fn compacting(keep_recent: usize) -> ConversationConfig {
+    ConversationConfig {
+        strategy: HistoryStrategy::Full,
+        max_turns: 10,
+        max_messages: None,
+        compact: Some(CompactConfig {
+            context_window: 100,
+            reserved_tokens: 10,
+            keep_recent,
+        }),
+        promote_at: None,
+    }
+}
+
+#[tokio::test]
+async fn a_pinned_tool_result_is_not_compacted() {
+    for store in stores() {
+        let memory = open(store.clone(), compacting(1)).await;
+        let output = "important output ".repeat(10);
+        let id = memory
+            .add_message(Message::tool_result("call-1", output.clone()))
+            .await
+            .unwrap();
+        let mut pinned = store.get(memory.session(), &id).await.unwrap().unwrap();
+        pinned.metadata[memory_core::PINNED_METADATA_KEY] = serde_json::json!(true);
+        store.update(pinned).await.unwrap();
+        memory
+            .add_message(Message::tool_result("call-2", output.clone()))
+            .await
+            .unwrap();
+        memory
+            .add_message(Message::new(Role::User, "x".repeat(400)))
+            .await
+            .unwrap();
+        memory.compact().await.unwrap();
+        let kept = store.get(memory.session(), &id).await.unwrap().unwrap();
+        assert_eq!(kept.content, output, "only forget changes a pinned memory");
+        assert!(kept.is_pinned());
+    }
+}
+
+#[tokio::test]
+async fn a_memory_dated_later_does_not_move_the_messages_stamps() {
+    for store in stores() {
+        let session = Namespace::parse("user-1/agent/session-1").unwrap();
+        let later = "2099-01-01T00:00:00Z".parse().unwrap();
+        let appointment = memory_core::MemoryItem::new(session.clone(), "dentist appointment")
+            .unwrap()
+            .with_created_at(later);
+        store.save(appointment).await.unwrap();
+        let memory = open(store.clone(), ConversationConfig::default()).await;
+        let id = memory
+            .add_message(Message::new(Role::User, "hello"))
+            .await
+            .unwrap();
+        let message = store.get(&session, &id).await.unwrap().unwrap();
+        assert_eq!(
+            message.created_at,
+            clock().now(),
+            "stamped by the clock, not after the appointment"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_add_reads_the_session_for_compaction_only_when_it_may_be_due() {
+    let store = Arc::new(crate::instrumented::Instrumented::default());
+    let memory = open(store.clone(), compacting(1)).await;
+    let reads = |store: &crate::instrumented::Instrumented| store.whole_listings();
+    memory
+        .add_message(Message::new(Role::User, "first"))
+        .await
+        .unwrap();
+    let first = reads(&store);
+    assert_eq!(first, 1, "the first add reads the session once");
+    // Short messages under the budget: no read.
+    for at in 0..20 {
+        memory
+            .add_message(Message::new(Role::User, format!("message {at}")))
+            .await
+            .unwrap();
+    }
+    assert_eq!(reads(&store), first, "under budget an add reads nothing");
+    // Over budget without a new tool result: nothing new to compact, no read.
+    memory
+        .add_message(Message::new(Role::User, "y".repeat(400)))
+        .await
+        .unwrap();
+    assert_eq!(reads(&store), first);
+    // Tool results over budget: each may make an older one compactable, and is read for.
+    memory
+        .add_message(Message::tool_result("call-1", "z".repeat(200)))
+        .await
+        .unwrap();
+    memory
+        .add_message(Message::tool_result("call-2", "z".repeat(200)))
+        .await
+        .unwrap();
+    assert_eq!(reads(&store), first + 2);
+    let history = memory.get_history().await.unwrap();
+    let tools: Vec<bool> = history
+        .iter()
+        .filter(|message| message.role == Role::Tool)
+        .map(|message| message.compacted)
+        .collect();
+    assert_eq!(
+        tools,
+        [true, false],
+        "the older result compacted, keep_recent kept"
+    );
 }
