@@ -14,7 +14,7 @@ use crate::compression::{CompressionConfig, Summarizer, compress_stale};
 use crate::conversation::{ConversationConfig, ConversationMemory};
 use crate::eviction::{MaintenanceReport, decay, evict, namespace_pass};
 use crate::feedback::RecallRecorder;
-use crate::prompt::{estimate_tokens, max_chars_within, one_line, render_section};
+use crate::prompt::{Fit, estimate_tokens, max_chars_within, one_line, render_section};
 use crate::retriever::Retriever;
 
 /// The most characters of an entity's attributes in a prompt context, as in the graph's own
@@ -347,13 +347,15 @@ impl Memory {
         max_tokens: usize,
     ) -> Result<String> {
         session.require_record_namespace()?;
+        // No more than the budget can show: a line costs at least two tokens.
+        let most = turns.min(max_tokens / 2 + 1);
         let mut recent = self
             .store
             .list(
                 &MemoryFilter::new(session.exact())
                     .with_kinds([MemoryKind::ShortTerm])
                     .newest_first()
-                    .with_limit(turns),
+                    .with_limit(most),
             )
             .await?;
         // Newest first: as many of the newest as fit, then shown oldest first.
@@ -480,6 +482,7 @@ impl Memory {
         render_section(
             "Relevant memories:",
             &memories,
+            Fit::Each,
             max_tokens,
             &mut used,
             &mut out,
@@ -487,6 +490,7 @@ impl Memory {
         render_section(
             "Relevant knowledge:",
             &knowledge,
+            Fit::Each,
             max_tokens,
             &mut used,
             &mut out,
@@ -494,13 +498,25 @@ impl Memory {
         if let Some(entity) = best_entity {
             let remaining_chars = max_chars_within(max_tokens.saturating_sub(used));
             if remaining_chars > 40 {
+                let bound = remaining_chars - 20;
                 let context = self
                     .graph
-                    .context_for_agent(&entity.namespace, &entity.id, 1, remaining_chars - 20)
+                    .context_for_agent(&entity.namespace, &entity.id, 1, bound)
                     .await?;
-                if !context.is_empty() {
+                // The graph cuts its first line when not even that fits (one line of the
+                // bound's length): a cut header is left out, as a result that does not fit.
+                let cut = !context.contains('\n') && context.chars().count() >= bound;
+                if !context.is_empty() && !cut {
                     let lines: Vec<String> = context.lines().map(str::to_owned).collect();
-                    render_section("Related:", &lines, max_tokens, &mut used, &mut out);
+                    // Relations stand under their entity: no line after one left out.
+                    render_section(
+                        "Related:",
+                        &lines,
+                        Fit::Prefix,
+                        max_tokens,
+                        &mut used,
+                        &mut out,
+                    );
                 }
             }
         }

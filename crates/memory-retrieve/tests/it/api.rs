@@ -290,6 +290,95 @@ async fn context_shows_an_entitys_attributes() {
     assert!(line.ends_with("…)") && line.chars().count() < 200, "{line}");
 }
 
+/// A session's turns are read no further than the budget can show: `turns` may be any
+/// number.
+#[tokio::test]
+async fn the_session_is_read_as_far_as_the_budget_shows() {
+    let store = Arc::new(crate::instrumented::Instrumented::default());
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn memory_core::MemoryStore>)
+        .build()
+        .unwrap();
+    let session = Namespace::parse("u/chat").unwrap();
+    let chat = memory
+        .conversation(session.clone(), ConversationConfig::default())
+        .await
+        .unwrap();
+    for at in 0..50 {
+        chat.add_message(Message::new(Role::User, format!("turn {at}")))
+            .await
+            .unwrap();
+    }
+    let before = store.listings().len();
+    let context = memory
+        .recall_context_in(&session, usize::MAX, &session.subtree(), "turn", 12)
+        .await
+        .unwrap();
+    assert!(context.contains("turn 49"), "{context}");
+    let limits: Vec<Option<usize>> = store.listings()[before..]
+        .iter()
+        .map(|(limit, _)| *limit)
+        .collect();
+    assert_eq!(limits, [Some(7)], "12 tokens show at most 7 lines");
+}
+
+/// The related entities' lines are whole and stay under their entity, whatever the budget:
+/// a header that does not fit ends the section (its relations would read as the entity's
+/// above), and a header cut to fit is left out.
+#[tokio::test]
+async fn related_lines_are_whole_and_under_their_entity() {
+    use memory_core::{GraphEntity, GraphRelation};
+    let memory = Memory::in_memory();
+    let ns = Namespace::parse("u").unwrap();
+    let graph = memory.graph();
+    for entity in [
+        GraphEntity::new(ns.clone(), "a", "Ana Lima", "person")
+            .unwrap()
+            .with_description("Portuguese software engineer in Lisbon"),
+        GraphEntity::new(ns.clone(), "b", "Bruno", "person")
+            .unwrap()
+            .with_description("巴西的音乐家，住在圣保罗，喜欢爵士乐和古典音乐"),
+        GraphEntity::new(ns.clone(), "c", "Carla", "person").unwrap(),
+    ] {
+        graph.add_entity(entity).await.unwrap();
+    }
+    for (from, to, kind) in [
+        ("a", "b", "knows"),
+        ("a", "c", "knows"),
+        ("b", "c", "married_to"),
+    ] {
+        graph
+            .add_relation(GraphRelation::new(ns.clone(), from, to, kind, 1.0).unwrap())
+            .await
+            .unwrap();
+    }
+    let header = "[person] Ana Lima: Portuguese software engineer in Lisbon";
+    let mut related = 0;
+    for budget in 20..160 {
+        let context = memory
+            .recall_context(&ns.subtree(), "Ana Lima", budget)
+            .await
+            .unwrap();
+        assert!(
+            memory_retrieve::estimate_tokens(&context) <= budget,
+            "{context}"
+        );
+        let Some((_, section)) = context.split_once("Related:\n") else {
+            continue;
+        };
+        related += 1;
+        let lines: Vec<&str> = section.lines().collect();
+        assert_eq!(lines[0], header, "budget {budget}: {context}");
+        if section.contains("married_to") {
+            assert!(
+                lines.iter().any(|line| line.starts_with("[person] Bruno")),
+                "budget {budget}: Bruno's relation without Bruno: {context}"
+            );
+        }
+    }
+    assert!(related > 0, "the section is shown at some budget");
+}
+
 /// A per-call option overrides its one setting; the memory's other settings stay.
 #[tokio::test]
 async fn recall_options_override_field_by_field() {
