@@ -213,7 +213,7 @@ pub struct RetrieverConfig {
     pub other_speaker_factor: f32,
     /// When the query names a time ("yesterday", "last week", "in June", "on 8 December
     /// 2023"; see [`time_window`](crate::time_window)), the memory channel also searches the
-    /// memories made then, and the score of a memory made at another time is multiplied by
+    /// memories made then, and the score of a memory made before that time is multiplied by
     /// this factor, in `(0, 1]` (marked [`Signal::Time`](memory_core::Signal::Time) in its
     /// breakdown). 1 turns the reading of times off. Default 0.8.
     ///
@@ -302,15 +302,17 @@ pub struct RetrieverConfig {
     /// their places). The reordering only swaps results among the first
     /// `head_rerank_depth`: each keeps the score of the place it takes (the swap is the
     /// [`Signal::Rerank`](memory_core::Signal::Rerank) contribution in its breakdown), so the
-    /// scores, the results below the head and which results are returned stay as they
-    /// were. Depth and weight were chosen by cross-validation on two conversational
+    /// scores and the results below the head stay as they were. A recall of fewer results
+    /// than the depth is ordered over the whole head before it is cut, so it returns the
+    /// best of the head (a recall of one result may return the fused second). Depth and weight were chosen by cross-validation on two conversational
     /// benchmarks (every change tried is in `benches/README.md`): a deeper reordering moved
     /// results the search had right.
     pub head_rerank_depth: usize,
     /// The term measure's share of the order among the head, in `[0, 1]`: the head is
     /// ordered by `(1 - weight) * score + weight * term measure` (then weighed by
     /// [`head_question_factor`](Self::head_question_factor) and
-    /// [`head_answer_bonus`](Self::head_answer_bonus)). Default 0.5.
+    /// [`head_answer_bonus`](Self::head_answer_bonus)). Default 0.5. 0 turns the whole
+    /// reordering off, its factor and bonuses with it, as a depth below 2 does.
     pub head_rerank_weight: f32,
     /// How much a result of the head whose every sentence asks a question counts in the
     /// head's order, in `(0, 1]`: its key is multiplied by `1 - (1 - factor) * share`, the

@@ -40,7 +40,8 @@ pub(super) fn rank(
             found_by(Channel::Memory) || found_by(Channel::Context),
             found_by(Channel::Embedding),
             !pages.is_empty(),
-            !entities.is_empty(),
+            // The graph's list: its entities, and the memories its links reach.
+            !entities.is_empty() || found_by(Channel::GraphTraversal),
         ]
         .iter()
         .filter(|active| **active)
@@ -200,27 +201,133 @@ fn below_newer_rivals(
         Some(RetrievalSource::Memory(item)) => Some(&**item),
         _ => None,
     };
-    let scores: HashMap<(&memory_core::Namespace, &str), f32> = scored
+    let mut scores: HashMap<(&memory_core::Namespace, &str), f32> = scored
         .iter()
         .filter_map(|&(score, at)| {
             memory(at).map(|item| ((&item.namespace, item.id.as_str()), score))
         })
         .collect();
-    for (score, at) in scored.iter_mut() {
-        let Some(item) = memory(*at) else { continue };
-        let Some(rivals) = stale.get(&item.namespace, &item.id) else {
-            continue;
-        };
-        penalised.insert(*at);
-        let lowest_rival = rivals
-            .iter()
-            .filter_map(|rival| scores.get(&(&item.namespace, rival.as_str())))
-            .copied()
-            .reduce(f32::min);
-        if let Some(rival) = lowest_rival
-            && *score >= rival
-        {
-            *score = rival * 0.99;
+    let stale_at: Vec<usize> = (0..scored.len())
+        .filter(|&position| {
+            memory(scored[position].1)
+                .is_some_and(|item| stale.get(&item.namespace, &item.id).is_some())
+        })
+        .collect();
+    for &position in &stale_at {
+        penalised.insert(scored[position].1);
+    }
+    // Against the rivals' scores as lowered so far, until nothing moves: in a chain of
+    // statements (A replaced by B, B by C) B goes under C first or after, and A under B as
+    // it ends up. A pass per stale memory at most, so rivals that name each other end.
+    for _ in 0..=stale_at.len() {
+        let mut moved = false;
+        for &position in &stale_at {
+            let (score, at) = &mut scored[position];
+            let Some(item) = memory(*at) else { continue };
+            let Some(rivals) = stale.get(&item.namespace, &item.id) else {
+                continue;
+            };
+            let lowest_rival = rivals
+                .iter()
+                .filter_map(|rival| scores.get(&(&item.namespace, rival.as_str())))
+                .copied()
+                .reduce(f32::min);
+            if let Some(rival) = lowest_rival
+                && *score >= rival
+            {
+                *score = rival * 0.99;
+                scores.insert((&item.namespace, item.id.as_str()), *score);
+                moved = true;
+            }
         }
+        if !moved {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use memory_core::{Channel, MemoryItem, Namespace, RetrievalSource, Signal};
+
+    use super::super::candidate::{Candidate, Found};
+    use super::super::staleness::StaleMarks;
+    use super::super::{Fusion, RetrieverConfig};
+    use super::rank;
+    use crate::scoring::{ScoringStrategy, Signals};
+
+    fn memory(id: &str, channel: Channel, signal: Signal, value: f32, at: usize) -> Candidate {
+        let namespace = Namespace::parse("u").unwrap();
+        let item = MemoryItem::new(namespace, format!("memory {id}"))
+            .unwrap()
+            .with_id(id)
+            .unwrap();
+        Candidate {
+            record: RetrievalSource::Memory(Arc::new(item)),
+            channels: Found::new(channel, at),
+            signals: Signals::only(signal, value),
+        }
+    }
+
+    fn ids(items: &[memory_core::ScoredItem]) -> Vec<&str> {
+        items.iter().map(|item| item.record.id()).collect()
+    }
+
+    #[test]
+    fn reciprocal_rank_counts_the_graphs_linked_memories_as_a_list() {
+        let config = RetrieverConfig {
+            fusion: Fusion::ReciprocalRank { k: 60.0 },
+            min_score: 0.0,
+            ..RetrieverConfig::default()
+        };
+        let linked = vec![
+            memory("a", Channel::GraphTraversal, Signal::Graph, 0.9, 1),
+            memory("b", Channel::GraphTraversal, Signal::Graph, 0.5, 2),
+        ];
+        let (items, found) = rank(
+            linked,
+            Vec::new(),
+            Vec::new(),
+            &config,
+            &StaleMarks::default(),
+            None,
+        );
+        assert_eq!(found, 2);
+        assert_eq!(
+            ids(&items),
+            ["a", "b"],
+            "found by the graph alone, not dropped"
+        );
+    }
+
+    #[test]
+    fn a_chain_of_stale_memories_ranks_each_under_its_newer_rival() {
+        let config = RetrieverConfig {
+            scoring: ScoringStrategy::Relevance,
+            min_score: 0.0,
+            ..RetrieverConfig::default()
+        };
+        let candidates = vec![
+            memory("a", Channel::Memory, Signal::Relevance, 0.9, 1),
+            memory("b", Channel::Memory, Signal::Relevance, 0.8, 2),
+            memory("c", Channel::Memory, Signal::Relevance, 0.2, 3),
+        ];
+        // A replaced by B, B by C.
+        let mut stale = StaleMarks::default();
+        let item = |id: &str| match &candidates
+            .iter()
+            .find(|c| c.record.id() == id)
+            .unwrap()
+            .record
+        {
+            RetrievalSource::Memory(item) => Arc::clone(item),
+            _ => unreachable!(),
+        };
+        stale.mark_for_test(&item("a"), Some("b"));
+        stale.mark_for_test(&item("b"), Some("c"));
+        let (items, _) = rank(candidates, Vec::new(), Vec::new(), &config, &stale, None);
+        assert_eq!(ids(&items), ["c", "b", "a"]);
     }
 }

@@ -42,6 +42,12 @@ impl StaleMarks {
         }
     }
 
+    /// [`mark`](Self::mark), for the tests of fusion.
+    #[cfg(test)]
+    pub(super) fn mark_for_test(&mut self, item: &MemoryItem, newer: Option<&str>) {
+        self.mark(item, newer);
+    }
+
     /// The newer rivals of a stale memory, `None` when it is not stale.
     pub(super) fn get(&self, namespace: &Namespace, id: &str) -> Option<&[String]> {
         self.marks
