@@ -11,7 +11,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use memory_core::text::{Analyzer, is_cjk};
+use memory_core::text::Analyzer;
 use memory_core::{MemoryError, MemoryFilter, MemoryKind, MemoryStore, Result, Scope};
 use serde::{Deserialize, Serialize};
 
@@ -58,15 +58,15 @@ fn sentences(text: &str) -> Vec<&str> {
 /// The longest prefix of `text` within `max_tokens`, cut at a whitespace when there is one.
 /// One pass: the prefix's [`estimate_tokens`] is counted as it grows.
 fn cut(text: &str, max_tokens: usize) -> &str {
-    let (mut cjk, mut other) = (0usize, 0usize);
+    let (mut each, mut other) = (0usize, 0usize);
     let mut end = 0;
     for (at, c) in text.char_indices() {
-        if is_cjk(c) {
-            cjk += 1;
+        if crate::prompt::one_token_each(c) {
+            each += 1;
         } else {
             other += 1;
         }
-        if cjk + other.div_ceil(4) > max_tokens {
+        if each + other.div_ceil(4) > max_tokens {
             break;
         }
         end = at + c.len_utf8();
@@ -218,7 +218,38 @@ pub(crate) async fn compress_stale(
     };
     let filter = MemoryFilter::new(scope.clone()).with_time_range(None, Some(cutoff));
     let mut compressed = 0;
-    for item in store.list(&filter).await? {
+    // A page at a time: a scope may hold any number of old memories.
+    let mut after: Option<memory_core::ListPosition> = None;
+    loop {
+        let mut page = filter.clone().with_limit(COMPRESSION_PAGE);
+        if let Some(position) = after.take() {
+            page = page.after(position);
+        }
+        let items = store.list(&page).await?;
+        let Some(last) = items.last() else { break };
+        after = Some(memory_core::ListPosition::of(last));
+        let full = items.len() == COMPRESSION_PAGE;
+        compressed += compress_page(store, items, cutoff, config, summarizer).await?;
+        if !full {
+            break;
+        }
+    }
+    Ok(compressed)
+}
+
+/// The memories a compression pass reads at a time.
+const COMPRESSION_PAGE: usize = 256;
+
+/// [`compress_stale`] over one page of the memories made before `cutoff`.
+async fn compress_page(
+    store: &dyn MemoryStore,
+    items: Vec<memory_core::MemoryItem>,
+    cutoff: DateTime<Utc>,
+    config: &CompressionConfig,
+    summarizer: &dyn Summarizer,
+) -> Result<usize> {
+    let mut compressed = 0;
+    for item in items {
         let stale = item.last_accessed.is_none_or(|at| at < cutoff);
         if !stale
             || item.is_pinned()
@@ -347,7 +378,7 @@ mod tests {
         /// Counting the prefix as it grows cuts where counting each prefix whole does.
         #[test]
         fn the_one_pass_cut_is_the_prefix_cut(
-            text in "[a-z 北京。]{0,200}",
+            text in "[a-z 北京。안녕🙂]{0,200}",
             max_tokens in 1usize..60,
         ) {
             prop_assert_eq!(cut(&text, max_tokens), cut_by_recounting(&text, max_tokens));

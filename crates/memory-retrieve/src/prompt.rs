@@ -25,7 +25,7 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// or half-width form, or a symbol or emoji (the dingbats and miscellaneous symbols, and
 /// everything from U+1F000). Tokenizers rarely pack such characters several to a token;
 /// counting them as a quarter each let a budget hold four times the text it was set for.
-fn one_token_each(c: char) -> bool {
+pub(crate) fn one_token_each(c: char) -> bool {
     is_cjk(c)
         || matches!(c as u32,
             0x1100..=0x11FF        // Hangul Jamo

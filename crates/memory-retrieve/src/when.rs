@@ -181,7 +181,7 @@ fn is_relative(words: &[Word], at: usize, now: DateTime<Utc>) -> bool {
     !matches!(
         words[at].lower.as_ref(),
         "since" | "after" | "before" | "until" | "till"
-    ) && date_at(words, at, now).is_none()
+    ) && date_expression_at(words, at, now).is_none()
 }
 
 /// Words every time expression read here holds one of (besides a number or a month):
@@ -300,11 +300,13 @@ fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>
         // "since March", "after 8 May": from then until now. "before June": no time of
         // its own (everything earlier), so the date is passed over.
         Some(relation @ ("since" | "after" | "before" | "until" | "till")) => {
-            if let Some((window, used)) = date_at(words, at + 1, now) {
-                let window = matches!(relation, "since" | "after").then(|| TimeWindow {
-                    from: window.from,
-                    until: now,
-                });
+            if let Some((window, used)) = date_expression_at(words, at + 1, now) {
+                let window = window
+                    .filter(|_| matches!(relation, "since" | "after"))
+                    .map(|window| TimeWindow {
+                        from: window.from,
+                        until: now,
+                    });
                 return (window, used + 1);
             }
         }
@@ -314,10 +316,11 @@ fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>
             }
         }
         Some("in" | "over" | "during" | "within") => {
-            // "in the past month", "over the last two weeks"
+            // "in the past month", "over the last two weeks": the span up to now, not the
+            // calendar month or week before this one ("last month" alone).
             if word(1) == Some("the")
                 && matches!(word(2), Some("past" | "last"))
-                && let Some((window, used)) = last(words, at + 2, now)
+                && let Some((window, used)) = span_back(words, at + 2, now)
             {
                 return (window, used + 2);
             }
@@ -330,8 +333,8 @@ fn read_at(words: &[Word], at: usize, now: DateTime<Utc>) -> (Option<TimeWindow>
     {
         return (Some(ago(now, count, unit)), used + 2);
     }
-    if let Some((window, used)) = date_at(words, at, now) {
-        return (Some(window), used);
+    if let Some((window, used)) = date_expression_at(words, at, now) {
+        return (window, used);
     }
     (None, 1)
 }
@@ -378,7 +381,13 @@ fn last(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(Option<TimeWin
             return Some((Some(period), 2));
         }
     }
-    // "the past week", "the last three days": the span up to now.
+    span_back(words, at, now)
+}
+
+/// `last ...` / `past ...` at `words[at]` read as the span up to now: "the past week", "the
+/// last three days", "over the last month".
+fn span_back(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(Option<TimeWindow>, usize)> {
+    let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let (count, used) = match count_at(words, at + 1) {
         Some((count, used)) => (count, used),
         None => (1.0, 0),
@@ -518,14 +527,27 @@ fn year(word: &str) -> Option<i32> {
     (word.len() == 4 && (1900..2200).contains(&year)).then_some(year)
 }
 
-/// A date at `words[at]`: `2023-12-08` or `2023/12/08`, `8 December [2023]`,
-/// `December 8[th] [2023]`, `December 2023`, `in June`. A date without a year is the last
-/// one not after `now`.
+/// A date at `words[at]` that has begun by `now` ([`date_expression_at`] with a window).
 fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow, usize)> {
+    let (window, used) = date_expression_at(words, at, now)?;
+    Some((window?, used))
+}
+
+/// A date at `words[at]`: `2023-12-08` or `2023/12/08`, `8 December [2023]`,
+/// `December 8[th] [2023]`, `December 2023`, `in June`, and how many words it takes. A date
+/// without a year is the last one not after `now`; one with a year that begins after `now`
+/// names no time (its window `None`, its words still taken: "10 March 2023" is not read as
+/// "March 2023"). The check is made on the date itself, as its window is widened around it.
+fn date_expression_at(
+    words: &[Word],
+    at: usize,
+    now: DateTime<Utc>,
+) -> Option<(Option<TimeWindow>, usize)> {
     let word = |offset: usize| words.get(at + offset).map(|word| word.lower.as_ref());
     let first = word(0)?;
+    let begun = |date: NaiveDate| (at_midnight(date) <= now).then_some(date);
     if let Some(date) = iso_date(first) {
-        return Some((days(at_midnight(date), 1, 1), 1));
+        return Some((begun(date).map(|date| days(at_midnight(date), 1, 1)), 1));
     }
     // `8 December [2023]`
     if let Some(day) = day_of_month(first)
@@ -536,7 +558,7 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
             None => (None, 2),
         };
         let date = dated(year, month, day, now)?;
-        return Some((days(at_midnight(date), 1, 1), used));
+        return Some((begun(date).map(|date| days(at_midnight(date), 1, 1)), used));
     }
     // A year alone, after "in", "during" or "since".
     if let Some(year) = year(first) {
@@ -545,7 +567,8 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
         let end = NaiveDate::from_ymd_opt(year + 1, 1, 1)?;
         return after.then(|| {
             (
-                widen(at_midnight(start), at_midnight(end), Duration::days(7)),
+                begun(start)
+                    .map(|start| widen(at_midnight(start), at_midnight(end), Duration::days(7))),
                 1,
             )
         });
@@ -557,13 +580,14 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
             None => (None, 2),
         };
         let date = dated(year, month, day, now)?;
-        return Some((days(at_midnight(date), 1, 1), used));
+        return Some((begun(date).map(|date| days(at_midnight(date), 1, 1)), used));
     }
     if let Some(year) = word(1).and_then(year) {
         let start = NaiveDate::from_ymd_opt(year, month, 1)?;
         let end = start.checked_add_months(Months::new(1))?;
         return Some((
-            widen(at_midnight(start), at_midnight(end), Duration::days(1)),
+            begun(start)
+                .map(|start| widen(at_midnight(start), at_midnight(end), Duration::days(1))),
             2,
         ));
     }
@@ -590,7 +614,11 @@ fn date_at(words: &[Word], at: usize, now: DateTime<Utc>) -> Option<(TimeWindow,
     let start = NaiveDate::from_ymd_opt(year, month, 1)?;
     let end = start.checked_add_months(Months::new(1))?;
     Some((
-        widen(at_midnight(start), at_midnight(end), Duration::days(1)),
+        Some(widen(
+            at_midnight(start),
+            at_midnight(end),
+            Duration::days(1),
+        )),
         1,
     ))
 }

@@ -92,6 +92,53 @@ fn spans_up_to_now() {
         time_window("this month", now()).unwrap().from,
         date(2023, 3, 1)
     );
+    // "in/over/during/within the last month" is the span up to now, as "the past month" is,
+    // not the calendar month before this one ("last month" alone).
+    for query in [
+        "over the last month",
+        "in the last month",
+        "during the last month",
+        "within the last month",
+    ] {
+        let window = time_window(query, now()).unwrap();
+        assert_eq!(window.until, now(), "{query}");
+        assert_eq!(window.from.date_naive(), ymd(2023, 2, 6), "{query}");
+    }
+    let window = time_window("during the last week", now()).unwrap();
+    assert_eq!(
+        (window.from.date_naive(), window.until),
+        (ymd(2023, 3, 1), now())
+    );
+    assert_eq!(
+        days_of("last month"),
+        Some((ymd(2023, 1, 29), ymd(2023, 3, 3))),
+        "February, three days either side"
+    );
+    // A period that is no span ("the last weekend") keeps its calendar reading.
+    assert_eq!(
+        days_of("during the last weekend"),
+        Some((ymd(2023, 3, 3), ymd(2023, 3, 6)))
+    );
+}
+
+#[test]
+fn a_date_after_now_names_no_time() {
+    // The window is widened a day around a date: tomorrow's had reached back into today.
+    for query in [
+        "What is planned on 10 March 2023?",
+        "on 2023-03-10",
+        "March 10th, 2023",
+        "in April 2023",
+        "in 2024",
+        "since 12 March 2023",
+    ] {
+        assert_eq!(time_window(query, now()), None, "{query:?}");
+        assert!(!names_a_time(query, now()), "{query:?}");
+    }
+    // Today and the days before still do.
+    assert!(time_window("on 9 March 2023", now()).is_some());
+    assert!(time_window("in March 2023", now()).is_some());
+    assert!(time_window("in 2023", now()).is_some());
 }
 
 #[test]

@@ -1096,6 +1096,47 @@ async fn a_memory_forgotten_during_its_compression_is_skipped() {
     assert!(store.get(&namespace, "a").await.unwrap().is_none());
 }
 
+/// Compression reads the old memories a page at a time, not a scope's whole history at once,
+/// and compresses every page.
+#[tokio::test]
+async fn compression_reads_a_page_at_a_time() {
+    use memory_core::{Clock, MemoryStore};
+    let store = Arc::new(crate::instrumented::Instrumented::default());
+    let namespace = Namespace::parse("pages").unwrap();
+    let clock = clock();
+    let memory = Memory::builder()
+        .store(Arc::clone(&store) as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .compression_with(
+            memory_retrieve::CompressionConfig {
+                older_than_days: 10,
+                max_tokens: 8,
+            },
+            Arc::new(LimitedSummarizer { refuse: "\u{0}" }),
+        )
+        .facts(memory_retrieve::FactsConfig::off())
+        .build()
+        .unwrap();
+    let items: Vec<memory_core::MemoryItem> = (0..300)
+        .map(|at| {
+            memory_core::MemoryItem::new(namespace.clone(), format!("memory {at}. ").repeat(20))
+                .unwrap()
+                .with_created_at(clock.now())
+        })
+        .collect();
+    store.save_many(items).await.unwrap();
+    clock.advance(Duration::days(11));
+    let before = store.listings().len();
+    let report = memory.maintain(&namespace.subtree()).await.unwrap();
+    assert_eq!(report.compressed, 300, "{report:?}");
+    let pages: Vec<(Option<usize>, usize)> = store.listings()[before..]
+        .iter()
+        .filter(|(limit, _)| *limit == Some(256))
+        .copied()
+        .collect();
+    assert_eq!(pages, [(Some(256), 256), (Some(256), 44)]);
+}
+
 /// A summarizer that cannot summarize a text holding `refuse` within its limit.
 #[derive(Debug)]
 struct LimitedSummarizer {
