@@ -387,8 +387,7 @@ async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failur
 pub(crate) fn one_line(text: &str) -> String {
     let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() > 100 {
-        let cut: String = line.chars().take(99).collect();
-        format!("{cut}…")
+        format!("{}…", agent_memory::text::prefix_within(&line, 99))
     } else {
         line
     }

@@ -385,7 +385,7 @@ impl BoundedText {
             return true;
         }
         if self.text.is_empty() {
-            self.text = line.chars().take(self.max_chars).collect();
+            self.text = crate::text::prefix_within(line, self.max_chars).to_owned();
             self.chars = self.text.chars().count();
         }
         false

@@ -145,6 +145,29 @@ fn may_start_word(word: &str, may_start: &mut impl FnMut(u8, u8) -> bool) -> boo
     }
 }
 
+/// The longest prefix of `text` of at most `max_chars` characters that ends between two
+/// graphemes, so a cut never splits a flag, an emoji from its modifiers or a letter from
+/// its accents.
+///
+/// ```
+/// use memory_core::text::prefix_within;
+/// assert_eq!(prefix_within("🇵🇹🇵🇹", 3), "🇵🇹", "a flag is two characters");
+/// assert_eq!(prefix_within("héllo", 2), "hé");
+/// ```
+pub fn prefix_within(text: &str, max_chars: usize) -> &str {
+    let mut chars = 0;
+    let mut end = 0;
+    for (at, grapheme) in text.grapheme_indices(true) {
+        let count = grapheme.chars().count();
+        if chars + count > max_chars {
+            break;
+        }
+        chars += count;
+        end = at + grapheme.len();
+    }
+    &text[..end]
+}
+
 /// Whether `c` is written without spaces between words (Han ideographs, kana).
 pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,

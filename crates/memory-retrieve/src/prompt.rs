@@ -97,7 +97,7 @@ pub(crate) fn one_line_cut(text: &str, max_chars: usize) -> String {
     if line.chars().count() <= max_chars {
         return line;
     }
-    let mut cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+    let mut cut = memory_core::text::prefix_within(&line, max_chars.saturating_sub(1)).to_owned();
     cut.push('…');
     cut
 }
@@ -125,6 +125,15 @@ mod tests {
             "a symbol, then three characters"
         );
         assert!(max_chars_within(estimate_tokens("안녕")) >= "안녕".chars().count());
+    }
+
+    #[test]
+    fn a_cut_line_ends_between_graphemes() {
+        let flags = "🇵🇹".repeat(100);
+        let cut = one_line_cut(&flags, 160);
+        assert!(cut.chars().count() <= 160, "{cut}");
+        let kept = cut.strip_suffix('…').unwrap();
+        assert_eq!(kept, "🇵🇹".repeat(79), "no flag split in half");
     }
 
     #[test]

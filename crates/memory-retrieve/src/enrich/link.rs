@@ -40,7 +40,7 @@ pub(crate) async fn apply(
         tracing::debug!(id = %item.id, "memory id too long for a graph node: not linked");
         return Ok(());
     }
-    let description: String = item.content.chars().take(NODE_DESCRIPTION_CHARS).collect();
+    let description = memory_core::text::prefix_within(&item.content, NODE_DESCRIPTION_CHARS);
     // A memory enriched again (remembered again under its id with another text) keeps its
     // node, which then describes and links the text it holds now.
     let existed = match graph.get_entity(namespace, &node).await? {

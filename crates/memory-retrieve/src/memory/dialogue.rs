@@ -181,8 +181,10 @@ impl Dialogue<'_> {
     }
 
     /// Remembers `turn` (as [`Memory::remember_with`], reconciling it with the stored
-    /// memories), with the previous turn of the same session as its context, and adds it to
-    /// the previous turn's context. The text is stored as `[date] speaker: text`, the date
+    /// memories), with the turn added just before it as its context when that turn is of the
+    /// same session, and adds it to that turn's context. Add a session's turns together:
+    /// when sessions interleave (s1, s2, s1), a turn whose previous turn is of another
+    /// session gets no context. The text is stored as `[date] speaker: text`, the date
     /// being the turn's day (`8 May 2023`), so questions that name a day or a month find it.
     ///
     /// # Errors
