@@ -257,7 +257,8 @@ impl ConversationMemory {
     /// already there.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] for a bad config or the root namespace; store errors.
+    /// [`MemoryError::InvalidInput`] for a bad config, the root namespace, or a session too
+    /// deep for its promoted namespace when `promote_at` is set; store errors.
     pub async fn open(
         store: Arc<dyn MemoryStore>,
         session: Namespace,
@@ -278,6 +279,10 @@ impl ConversationMemory {
     ) -> Result<Self> {
         config.validate()?;
         session.require_record_namespace()?;
+        if config.promote_at.is_some() {
+            // Checked here, not at the first important message (which it would refuse).
+            promoted_namespace(&session)?;
+        }
         // The newest messages by time. Versions that nudged same-instant messages by
         // `seq % 1000` microseconds could order a burst out of sequence within one
         // millisecond, so the highest sequence among the newest thousand is the last one.
@@ -351,10 +356,15 @@ impl ConversationMemory {
             .with_created_at(at);
         let promoted = match (message.importance, self.config.promote_at) {
             (Some(importance), Some(threshold)) if importance >= threshold => Some(
-                MemoryItem::new(
-                    promoted_namespace(&self.session)?,
-                    format!("{}: {}", message.role.as_str(), item.content),
-                )?
+                MemoryItem::new(promoted_namespace(&self.session)?, {
+                    // The role leads the copy's text, unless the message is too long for it.
+                    let text = format!("{}: {}", message.role.as_str(), item.content);
+                    if text.len() > memory_core::DEFAULT_MAX_CONTENT_BYTES {
+                        item.content.clone()
+                    } else {
+                        text
+                    }
+                })?
                 .with_id(format!("promoted-{id}"))?
                 .with_kind(MemoryKind::Episodic)
                 .with_importance(importance)?

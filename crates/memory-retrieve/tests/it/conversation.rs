@@ -601,3 +601,51 @@ async fn an_add_reads_the_session_for_compaction_only_when_it_may_be_due() {
         "the older result compacted, keep_recent kept"
     );
 }
+
+/// Promotion is checked where it can fail: a session too deep for its promoted namespace is
+/// refused when opened (it had refused every important message), and a message too long for
+/// the role before its text is promoted without it.
+#[tokio::test]
+async fn promotion_fails_at_open_or_not_at_all() {
+    let store: Arc<dyn MemoryStore> = Arc::new(InMemoryStore::new());
+    let config = ConversationConfig {
+        promote_at: Some(0.5),
+        ..ConversationConfig::default()
+    };
+    let deepest = Namespace::from_segments((0..16).map(|at| format!("s{at}"))).unwrap();
+    let refused = ConversationMemory::open_with_clock(
+        store.clone(),
+        deepest.clone(),
+        config.clone(),
+        clock(),
+    )
+    .await
+    .err()
+    .expect("refused at open");
+    assert!(
+        matches!(refused, memory_core::MemoryError::InvalidInput { .. }),
+        "{refused}"
+    );
+    let unpromoted = ConversationConfig {
+        promote_at: None,
+        ..config.clone()
+    };
+    assert!(
+        ConversationMemory::open_with_clock(store.clone(), deepest, unpromoted, clock())
+            .await
+            .is_ok()
+    );
+    let memory = open(store.clone(), config).await;
+    let long = "x".repeat(memory_core::DEFAULT_MAX_CONTENT_BYTES);
+    let id = memory
+        .add_message(Message::new(Role::User, long.clone()).with_importance(0.9))
+        .await
+        .unwrap();
+    let long_term = memory_retrieve::promoted_namespace(memory.session()).unwrap();
+    let copy = store
+        .get(&long_term, &format!("promoted-{id}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.content, long);
+}
