@@ -620,8 +620,7 @@ async fn promotion_fails_at_open_or_not_at_all() {
         clock(),
     )
     .await
-    .err()
-    .expect("refused at open");
+    .expect_err("refused at open");
     assert!(
         matches!(refused, memory_core::MemoryError::InvalidInput { .. }),
         "{refused}"
