@@ -314,7 +314,12 @@ impl Vocabulary {
         // |U| - |I| <= (1 - t) |U| and |U| >= |terms|, so more than this many terms of
         // `text` outside `terms` already fails, whatever follows.
         // (A float cast saturates: a tiny threshold allows every term, and sizes nothing.)
-        let allowed = ((1.0 - threshold) / threshold * terms.len() as f32).floor() as usize;
+        // Counted in f64 with a little slack, so rounding never cuts the bound under a whole
+        // number it reaches (0.8 of 4 terms allows 1, where f32 gave 0.99999994): the check
+        // after the walk is exact, and the early exit must not decide for it.
+        let threshold_wide = f64::from(threshold);
+        let allowed =
+            ((1.0 - threshold_wide) / threshold_wide * terms.len() as f64 + 1e-6).floor() as usize;
         shared.clear();
         let mut extra: HashSet<Key> = HashSet::with_capacity(allowed.min(64).saturating_add(1));
         let mut within = true;

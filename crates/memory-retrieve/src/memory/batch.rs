@@ -5,11 +5,10 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{
-    MAX_TAGS, MemoryError, MemoryItem, MemoryKind, Namespace, Result, SearchHit, SearchQuery,
-};
+use memory_core::{MemoryError, MemoryItem, MemoryKind, Namespace, Result, SearchHit, SearchQuery};
 use tracing::Instrument;
 
+use super::facts::merge_into;
 use super::{Memory, Remember};
 use crate::facts::{DuplicatePolicy, Outcome, Prepared, Remembered};
 
@@ -28,26 +27,6 @@ fn at_index(index: usize, error: MemoryError) -> MemoryError {
             problem,
         },
         other => other,
-    }
-}
-
-/// The stored duplicate `old` reinforced by a repetition `new` (as a single `remember`
-/// merges it; `new`'s key, if any, is `old`'s: `keys_allow_merge`).
-fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
-    old.access_count = old
-        .access_count
-        .saturating_add(1)
-        .min(memory_core::MAX_ACCESS_COUNT);
-    old.importance = old.importance.max(new.importance);
-    old.credibility = old.credibility.max(new.credibility);
-    for tag in &new.tags {
-        if old.tags.len() < MAX_TAGS && !old.tags.contains(tag) {
-            old.tags.push(tag.clone());
-        }
-    }
-    old.updated_at = old.updated_at.max(new.created_at);
-    if old.source.is_none() {
-        old.source.clone_from(&new.source);
     }
 }
 
@@ -297,7 +276,9 @@ impl Memory {
     }
 
     /// Adds a request's plan to the batch's writes: a merge into a memory the batch already
-    /// changes is applied to that version.
+    /// changes is applied to that version, unless the batch ended it (an earlier request
+    /// superseded it): the request is then stored as a memory of its own, as it would be
+    /// after that request one call at a time (no current memory holds its text).
     fn apply_plan(
         &self,
         plan: super::facts::Plan,
@@ -308,7 +289,17 @@ impl Memory {
         if let Outcome::Merged { into } = &plan.remembered.outcome
             && let Some(pending) = writes.get_mut(&new.namespace, into)
         {
-            merge_into(pending, new);
+            if pending.ended.is_none() {
+                merge_into(pending, new);
+            } else {
+                writes.put(new.clone());
+                remembered.push(Remembered {
+                    id: new.id.clone(),
+                    outcome: Outcome::Added,
+                    conflicts: Vec::new(),
+                });
+                return;
+            }
         } else {
             for write in plan.writes {
                 writes.put(write);

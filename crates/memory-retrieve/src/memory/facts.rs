@@ -124,31 +124,58 @@ fn link_conflict(new: &mut MemoryItem, old: &MemoryItem) {
 /// fact of). A keyed `new` never merges into a memory without its key: it is that fact's
 /// new version, and settles the key (the current version ends) as any version does. Given
 /// the key by a merge instead, the old memory kept its own start and the fact two current
-/// versions.
+/// versions. Nor does a keyed `new` from a more credible source merge: it is a new version
+/// too, which settles the key against every current version (a less credible restatement,
+/// flagged beside the version it contradicted, raised by a merge to the credibility of that
+/// version, had left both current).
 pub(super) fn keys_allow_merge(old: &MemoryItem, new: &MemoryItem) -> bool {
-    new.fact_key.is_none() || old.fact_key == new.fact_key
+    new.fact_key.is_none() || (old.fact_key == new.fact_key && new.credibility <= old.credibility)
 }
 
 /// The stored duplicate `old` reinforced by a repetition `new` (whose key, if any, is
 /// `old`'s: [`keys_allow_merge`]).
 fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
     let mut merged = old.clone();
-    merged.access_count = merged
+    merge_into(&mut merged, new);
+    merged
+}
+
+/// [`merge`] in place, as a batch merges into a memory it writes: one more access, the
+/// larger importance and credibility, `new`'s tags added, its source when `old` has none,
+/// and its pin. A merge that raises the importance restarts its decay from the new value
+/// (as a recall does), or the next decay pass would compute it from the old one.
+pub(super) fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
+    old.access_count = old
         .access_count
         .saturating_add(1)
         .min(memory_core::MAX_ACCESS_COUNT);
-    merged.importance = merged.importance.max(new.importance);
-    merged.credibility = merged.credibility.max(new.credibility);
-    for tag in &new.tags {
-        if merged.tags.len() < MAX_TAGS && !merged.tags.contains(tag) {
-            merged.tags.push(tag.clone());
+    if new.importance > old.importance {
+        old.importance = new.importance;
+        if let Some(state) = old.metadata.get_mut(crate::eviction::DECAY_METADATA_KEY) {
+            *state = serde_json::json!({
+                "base": new.importance,
+                "since": new.created_at.max(old.created_at).to_rfc3339(),
+            });
         }
     }
-    merged.updated_at = merged.updated_at.max(new.created_at);
-    if merged.source.is_none() {
-        merged.source.clone_from(&new.source);
+    old.credibility = old.credibility.max(new.credibility);
+    for tag in &new.tags {
+        if old.tags.len() < MAX_TAGS && !old.tags.contains(tag) {
+            old.tags.push(tag.clone());
+        }
     }
-    merged
+    old.updated_at = old.updated_at.max(new.created_at);
+    if old.source.is_none() {
+        old.source.clone_from(&new.source);
+    }
+    if new.is_pinned()
+        && let Some(metadata) = old.metadata.as_object_mut()
+    {
+        metadata.insert(
+            memory_core::PINNED_METADATA_KEY.to_owned(),
+            serde_json::Value::Bool(true),
+        );
+    }
 }
 
 impl Memory {
@@ -373,7 +400,14 @@ impl Memory {
             .await?
             .into_iter()
             .filter(|version| {
-                version.id != item.id && !touched.iter().any(|old| old.id == version.id)
+                version.id != item.id
+                    && !touched.iter().any(|old| old.id == version.id)
+                    // A retracted or consolidated version keeps its ending: the history is
+                    // of the versions that held, one after another.
+                    && version
+                        .ended
+                        .as_ref()
+                        .is_none_or(|ended| ended.superseded_by().is_some())
             })
             .collect();
         let mut before: Option<MemoryItem> = None;
@@ -388,9 +422,21 @@ impl Memory {
             }
         }
         if let Some(mut after) = after {
-            supersede_with(item, &mut after);
-            *outdated_by = Some(after.id.clone());
-            touched.push(after);
+            if after.ended.is_none() && after.credibility < item.credibility {
+                // The version that followed is current and less credible: it does not end
+                // this one, and the two are flagged, as `settle` flags a less credible
+                // later statement.
+                link_conflict(item, &after);
+                conflicts.push(Conflict {
+                    id: after.id.clone(),
+                    reason: "a less credible memory states this fact later".to_owned(),
+                });
+                handled.insert(after.id.clone());
+            } else {
+                supersede_with(item, &mut after);
+                *outdated_by = Some(after.id.clone());
+                touched.push(after);
+            }
         }
         if let Some(mut before) = before {
             let begins = item.valid_from.unwrap_or(item.created_at);

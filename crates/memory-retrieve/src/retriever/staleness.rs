@@ -142,14 +142,20 @@ pub(super) async fn mark(memories: &[Candidate], request: &Request<'_>) -> Resul
                 .copied()
                 .or_else(|| fetched.get(&(item.namespace.clone(), rival_id.clone())));
             let Some(rival) = rival else { continue };
+            // The older is ranked stale unless the newer's source is less credible (then
+            // the newer was flagged rather than let supersede it).
             if start(item) > start(rival) {
                 if believed_at(item, at)
                     && known.contains_key(&(&rival.namespace, rival.id.as_str()))
                     && !keyed_apart(rival, item)
+                    && item.credibility >= rival.credibility
                 {
                     mark_newer(rival, Some(&item.id));
                 }
-            } else if believed_at(rival, at) && !keyed_apart(item, rival) {
+            } else if believed_at(rival, at)
+                && !keyed_apart(item, rival)
+                && rival.credibility >= item.credibility
+            {
                 mark_newer(item, Some(&rival.id));
             }
         }

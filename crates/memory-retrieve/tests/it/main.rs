@@ -9,6 +9,7 @@ mod enrich;
 mod eviction;
 mod instrumented;
 mod maintenance_crash;
+mod reconcile;
 #[cfg(feature = "embeddings")]
 mod reembed;
 mod retrieval;

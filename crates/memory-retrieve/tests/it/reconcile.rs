@@ -1,0 +1,309 @@
+//! Reconciliation at its edges: credibility between versions of a fact, merges that keep
+//! what the repetition brings, a late statement beside ended versions, a batch against
+//! one call at a time, the duplicate threshold read the same both ways.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use memory_core::{
+    Clock, DecayConfig, EndReason, EvictionConfig, EvictionPolicy, ManualClock, MemoryFilter,
+    MemoryKind, MemoryStore, Namespace, TimeView,
+};
+use memory_retrieve::{FactsConfig, Memory, Outcome, Remember};
+
+fn day(n: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap() + Duration::days(n)
+}
+
+fn ns() -> Namespace {
+    Namespace::parse("u").unwrap()
+}
+
+fn at(clock: &Arc<ManualClock>) -> Memory {
+    Memory::builder().clock(clock.clone()).build().unwrap()
+}
+
+/// The current versions of fact `key`, as (text, credibility), oldest first.
+async fn current(memory: &Memory, key: &str, now: DateTime<Utc>) -> Vec<(String, f32)> {
+    let mut filter = MemoryFilter::new(ns().exact()).with_view(TimeView::Current(now));
+    filter.fact_key = Some(key.to_owned());
+    let items = memory.store().list(&filter).await.unwrap();
+    items
+        .into_iter()
+        .map(|item| (item.content, item.credibility))
+        .collect()
+}
+
+fn city(text: &str) -> Remember {
+    Remember::new(ns(), text).fact_key("user.city")
+}
+
+#[tokio::test]
+async fn a_more_credible_restatement_settles_the_fact() {
+    let clock = Arc::new(ManualClock::new(day(10)));
+    let memory = at(&clock);
+    memory
+        .remember_with(city("The user lives in Paris"))
+        .await
+        .unwrap();
+    clock.advance(Duration::days(1));
+    memory
+        .remember_with(city("The user lives in Berlin").credibility(0.3))
+        .await
+        .unwrap();
+    assert_eq!(
+        current(&memory, "user.city", clock.now()).await.len(),
+        2,
+        "flagged"
+    );
+    clock.advance(Duration::days(1));
+    let again = memory
+        .remember_with(city("The user lives in Berlin").credibility(1.0))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again.outcome, Outcome::Superseded { .. }),
+        "{again:?}"
+    );
+    assert_eq!(
+        current(&memory, "user.city", clock.now()).await,
+        [("The user lives in Berlin".to_owned(), 1.0)],
+        "one current version"
+    );
+}
+
+#[tokio::test]
+async fn a_late_credible_statement_is_not_ended_by_a_less_credible_later_one() {
+    for credible_first in [true, false] {
+        let clock = Arc::new(ManualClock::new(day(10)));
+        let memory = at(&clock);
+        let paris = city("The user lives in Paris")
+            .created_at(day(4))
+            .credibility(1.0);
+        let berlin = city("The user lives in Berlin")
+            .created_at(day(5))
+            .credibility(0.3);
+        let order = if credible_first {
+            [paris, berlin]
+        } else {
+            [berlin, paris]
+        };
+        for request in order {
+            memory.remember_with(request).await.unwrap();
+        }
+        let now = current(&memory, "user.city", clock.now()).await;
+        assert_eq!(
+            now.len(),
+            2,
+            "both current, flagged, whatever the order: {now:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_merge_keeps_the_repetitions_pin_and_importance() {
+    let clock = Arc::new(ManualClock::new(day(0)));
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .eviction(EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 16 },
+            check_interval: 1000,
+        })
+        .decay(DecayConfig {
+            daily_rate: 0.1,
+            min_threshold: 0.01,
+            grace_period_days: 0,
+        })
+        .build()
+        .unwrap();
+    let first = memory
+        .remember_with(Remember::new(ns(), "The team deploys on Tuesdays").importance(0.5))
+        .await
+        .unwrap();
+    clock.advance(Duration::days(10));
+    memory.maintain(&ns().subtree()).await.unwrap();
+    let decayed = memory.store().get(&ns(), &first.id).await.unwrap().unwrap();
+    assert!(decayed.importance < 0.2, "{}", decayed.importance);
+    let merged = memory
+        .remember_with(
+            Remember::new(ns(), "The team deploys on Tuesdays")
+                .importance(0.9)
+                .pinned(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        merged.outcome,
+        Outcome::Merged {
+            into: first.id.clone()
+        }
+    );
+    memory.maintain(&ns().subtree()).await.unwrap();
+    let kept = memory.store().get(&ns(), &first.id).await.unwrap().unwrap();
+    assert!(kept.is_pinned(), "the repetition's pin is kept");
+    assert!(
+        (kept.importance - 0.9).abs() < 1e-6,
+        "decay restarts from the merge's importance, not the old base: {}",
+        kept.importance
+    );
+    for at in 0..40 {
+        memory
+            .remember(&ns(), &format!("filler note number {at} about zq{at}x"))
+            .await
+            .unwrap();
+    }
+    assert!(
+        memory
+            .store()
+            .get(&ns(), &first.id)
+            .await
+            .unwrap()
+            .is_some(),
+        "pinned: never evicted"
+    );
+}
+
+#[tokio::test]
+async fn a_less_credible_newer_statement_does_not_rank_the_older_stale() {
+    let clock = Arc::new(ManualClock::new(day(10)));
+    let memory = at(&clock);
+    memory
+        .remember_with(city("The user lives in Paris").kind(MemoryKind::Semantic))
+        .await
+        .unwrap();
+    clock.advance(Duration::days(1));
+    memory
+        .remember_with(
+            city("The user lives in Berlin")
+                .credibility(0.2)
+                .kind(MemoryKind::Semantic),
+        )
+        .await
+        .unwrap();
+    let found = memory
+        .recall(&ns().subtree(), "where does the user live")
+        .await
+        .unwrap();
+    let stale: Vec<String> = found
+        .items
+        .iter()
+        .filter(|item| {
+            item.breakdown
+                .signals
+                .iter()
+                .any(|signal| signal.name == memory_core::Signal::Stale)
+        })
+        .map(|item| item.record.text().to_string())
+        .collect();
+    assert!(
+        !stale.iter().any(|text| text == "The user lives in Paris"),
+        "the more credible statement is not ranked stale: {stale:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_late_statement_leaves_a_retracted_version_as_it_was() {
+    let clock = Arc::new(ManualClock::new(day(10)));
+    let memory = at(&clock);
+    let paris = memory
+        .remember_with(city("The user lives in Paris").created_at(day(1)))
+        .await
+        .unwrap();
+    memory
+        .retract(&ns(), &paris.id, "was a typo")
+        .await
+        .unwrap();
+    memory
+        .remember_with(city("The user lives in Oslo").created_at(day(5)))
+        .await
+        .unwrap();
+    memory
+        .remember_with(city("The user lives in Rome").created_at(day(3)))
+        .await
+        .unwrap();
+    let paris = memory.store().get(&ns(), &paris.id).await.unwrap().unwrap();
+    assert!(
+        matches!(
+            paris.ended.map(|ended| ended.reason),
+            Some(EndReason::Retracted { reason }) if reason == "was a typo"
+        ),
+        "the retraction and its reason stay"
+    );
+}
+
+#[tokio::test]
+async fn a_batch_does_not_merge_into_what_it_ended() {
+    let mut outcomes = Vec::new();
+    for batch in [false, true] {
+        let clock = Arc::new(ManualClock::new(day(10)));
+        let memory = at(&clock);
+        memory
+            .remember_with(city("The user lives in Paris").created_at(day(1)))
+            .await
+            .unwrap();
+        let requests = vec![
+            city("The user moved to Berlin"),
+            Remember::new(ns(), "The user lives in Paris"),
+        ];
+        let done = if batch {
+            memory.remember_many(requests).await.unwrap()
+        } else {
+            let mut done = Vec::new();
+            for request in requests {
+                done.push(memory.remember_with(request).await.unwrap());
+            }
+            done
+        };
+        let current = memory
+            .store()
+            .list(&MemoryFilter::new(ns().exact()).with_view(TimeView::Current(clock.now())))
+            .await
+            .unwrap();
+        let mut texts: Vec<String> = current.into_iter().map(|item| item.content).collect();
+        texts.sort();
+        let kinds: Vec<bool> = done
+            .iter()
+            .map(|r| matches!(r.outcome, Outcome::Merged { .. }))
+            .collect();
+        outcomes.push((kinds, texts));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "a batch as one call at a time");
+    assert_eq!(
+        outcomes[1].1,
+        ["The user lives in Paris", "The user moved to Berlin"]
+    );
+}
+
+#[tokio::test]
+async fn the_duplicate_threshold_reads_alike_both_ways() {
+    let mut merged = Vec::new();
+    for (first, second) in [
+        (
+            "alpha bravo charlie delta echo",
+            "alpha bravo charlie delta",
+        ),
+        (
+            "alpha bravo charlie delta",
+            "alpha bravo charlie delta echo",
+        ),
+    ] {
+        let memory = Memory::builder()
+            .facts(FactsConfig {
+                duplicate_similarity: 0.8,
+                ..FactsConfig::default()
+            })
+            .build()
+            .unwrap();
+        memory.remember(&ns(), first).await.unwrap();
+        let second = memory
+            .remember_with(Remember::new(ns(), second))
+            .await
+            .unwrap();
+        merged.push(matches!(second.outcome, Outcome::Merged { .. }));
+    }
+    assert_eq!(
+        merged,
+        [true, true],
+        "a similarity of 0.8 at a threshold of 0.8"
+    );
+}
