@@ -8,6 +8,9 @@ use super::{Enricher, Enrichment, EntityMention, RelationMention};
 
 /// Entities per memory at most: a long text keeps its first names.
 const MAX_ENTITIES: usize = 16;
+/// Stated relations per memory at most: each end a relation names is an entity, written
+/// when the graph has none of that name, so the relations are bounded as the entities are.
+const MAX_RELATIONS: usize = 16;
 
 /// The months, in order: the first twelve words of the facts module's month and day list.
 const MONTHS: &[&str] = crate::facts::MONTHS_AND_DAYS.split_at(12).0;
@@ -273,7 +276,8 @@ impl RuleEnricher {
             add(&mut out, &date, "date");
         }
         let words = words(body);
-        let capitalised_inside: Vec<&str> = words
+        // A set: each single capitalised word opening a sentence is looked up in it.
+        let capitalised_inside: std::collections::HashSet<&str> = words
             .iter()
             .filter(|word| !word.starts_sentence && is_capitalised(word.text))
             .map(|word| word.text)
@@ -311,6 +315,9 @@ impl RuleEnricher {
         }
         // "X's `<word>` Y": X related to Y by the word.
         for (index, (start, name, possessive)) in names.iter().enumerate() {
+            if out.relations.len() >= MAX_RELATIONS {
+                break;
+            }
             if !possessive {
                 continue;
             }
@@ -517,6 +524,26 @@ mod tests {
     use memory_core::Namespace;
 
     use super::*;
+
+    #[test]
+    fn a_long_text_states_a_bounded_number_of_relations() {
+        // Every stated relation's end becomes an entity: 5,000 had meant 10,000 entities
+        // from one memory, past its cap of 16 mentions.
+        let name = |at: usize| -> String {
+            let letters: String = [at / 676, at / 26 % 26, at % 26]
+                .iter()
+                .map(|&digit| char::from(b'a' + digit as u8))
+                .collect();
+            format!("N{letters}")
+        };
+        let text: String = (0..5_000)
+            .map(|at| format!("{}'s friend {}. ", name(at), name(at + 5_000)))
+            .collect();
+        let item = MemoryItem::new(Namespace::parse("u").unwrap(), text).unwrap();
+        let found = RuleEnricher::enrich_one(&item);
+        assert_eq!(found.entities.len(), MAX_ENTITIES);
+        assert_eq!(found.relations.len(), MAX_RELATIONS);
+    }
 
     #[test]
     fn the_shared_list_gives_the_months_and_the_weekdays() {
