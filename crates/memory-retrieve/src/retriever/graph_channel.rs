@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use futures::future::try_join_all;
 use memory_core::backend::entity_matches_keyword;
-use memory_core::{Channel, GraphEntity, Namespace, Result, RetrievalSource, Signal};
+use memory_core::{
+    Channel, GraphEntity, KnowledgeGraphExt, Namespace, Result, RetrievalSource, Signal,
+};
 
 use super::MAX_EXPANDED_ENTITIES;
 use super::candidate::{Candidate, Found, Key, RecordType};
@@ -78,6 +80,20 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         })
         .collect();
     matched.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    // Whether an entity may be a result: the recall's tags are asked of the entities kept,
+    // so the cuts below count those that pass (a tag filter applied after a cut had left
+    // none of the best 30 untagged matches' tagged peers).
+    let passes = |entity: &GraphEntity| {
+        entities_admitted && filter.tags.iter().all(|tag| entity.tags.contains(tag))
+    };
+    // The best matches that may be results, and the best few as the traversal's seeds
+    // whatever their tags (they lead to others, and to linked memories).
+    let seeds: Vec<Arc<GraphEntity>> = matched
+        .iter()
+        .take(MAX_EXPANDED_ENTITIES)
+        .map(|(_, entity)| Arc::clone(entity))
+        .collect();
+    matched.retain(|(_, entity)| passes(entity));
     matched.truncate(request.candidates);
     let mut found: HashMap<Key, Candidate> = HashMap::new();
     let mut linked: HashMap<(Namespace, String), f32> = HashMap::new();
@@ -101,19 +117,32 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
         );
     }
     if config.graph_depth > 0 {
-        // The traversals run together; their results merge in the matched order.
-        let expanded = matched
-            .iter()
-            .take(MAX_EXPANDED_ENTITIES)
-            .map(|(_, entity)| {
-                graph.get_related(&entity.namespace, &entity.id, config.graph_depth)
-            });
+        // The traversals run together; their results merge in the matched order. A recall
+        // as of a time walks the graph as it was then.
+        let expanded = seeds.iter().map(|entity| async move {
+            match filter.view {
+                super::RecallView::AsOf(at) => {
+                    graph
+                        .related_as_of(
+                            &entity.namespace,
+                            &entity.id,
+                            config.graph_depth.min(memory_core::MAX_TRAVERSAL_DEPTH),
+                            at,
+                        )
+                        .await
+                }
+                _ => {
+                    graph
+                        .get_related(&entity.namespace, &entity.id, config.graph_depth)
+                        .await
+                }
+            }
+        });
         // Memories are linked through entities that name a query keyword as a whole word (or
         // as a tag), not through those that only start with one ("car" is no "Caroline").
-        let naming: Vec<bool> = matched
+        let naming: Vec<bool> = seeds
             .iter()
-            .take(MAX_EXPANDED_ENTITIES)
-            .map(|(_, entity)| names_keyword(entity, keywords))
+            .map(|entity| names_keyword(entity, keywords))
             .collect();
         for (related, naming) in try_join_all(expanded).await?.into_iter().zip(naming) {
             for reached in related {
@@ -140,7 +169,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
                             existing.channels.add(Channel::GraphTraversal, rank);
                         }
                     }
-                    None => {
+                    None if passes(&reached.entity) => {
                         rank += 1;
                         found.insert(
                             key,
@@ -153,6 +182,8 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
                             },
                         );
                     }
+                    // Not a result (its tags, or no entity is one): it led here, and on.
+                    None => {}
                 }
                 if found.len() >= request.candidates * 2 {
                     break;
@@ -163,9 +194,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     let kept: Vec<Candidate> = found
         .into_values()
         .filter(|candidate| match &candidate.record {
-            RetrievalSource::GraphEntity(entity) => {
-                entities_admitted && filter.tags.iter().all(|tag| entity.tags.contains(tag))
-            }
+            RetrievalSource::GraphEntity(entity) => passes(entity),
             _ => false,
         })
         .collect();
@@ -222,40 +251,55 @@ async fn linked_memories(
     let mut best: Vec<(&(Namespace, String), f32)> =
         linked.iter().map(|(key, score)| (key, *score)).collect();
     best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    best.truncate(request.candidates);
-    let mut by_namespace: HashMap<&Namespace, Vec<String>> = HashMap::new();
-    for ((namespace, id), _) in &best {
-        by_namespace.entry(namespace).or_default().push(id.clone());
-    }
-    let reads = by_namespace
-        .iter()
-        .map(|(namespace, ids)| request.memory.get_many(namespace, ids));
     let memory_filter = request.filter.memory_filter(request.scope, request.now);
-    let mut out = Vec::new();
-    for items in try_join_all(reads).await? {
-        for item in items {
-            if !memory_filter.matches(&item) {
-                continue;
-            }
-            let Some(score) = linked.get(&(item.namespace.clone(), item.id.clone())) else {
-                continue;
-            };
-            let mut signals =
-                Signals::of_memory(&item, request.now, request.config.recency_half_life_hours);
-            signals[Signal::Graph] = *score;
-            if request.wants_overlap() {
-                signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
-            }
-            let rank = best
-                .iter()
-                .position(|((namespace, id), _)| *namespace == item.namespace && *id == item.id)
-                .map_or(best.len(), |at| at + 1);
-            out.push(Candidate {
-                signals,
-                channels: Found::new(Channel::GraphTraversal, rank),
-                record: RetrievalSource::Memory(std::sync::Arc::new(item)),
-            });
+    // Read a batch of the best at a time, until the candidates asked for pass the filter
+    // (a filter applied after one cut had left the best that pass unread).
+    let mut passing = Vec::new();
+    for batch in best.chunks(request.candidates.max(1)) {
+        let mut by_namespace: HashMap<&Namespace, Vec<String>> = HashMap::new();
+        for ((namespace, id), _) in batch {
+            by_namespace.entry(namespace).or_default().push(id.clone());
         }
+        let reads = by_namespace
+            .iter()
+            .map(|(namespace, ids)| request.memory.get_many(namespace, ids));
+        for items in try_join_all(reads).await? {
+            passing.extend(items.into_iter().filter(|item| memory_filter.matches(item)));
+        }
+        if passing.len() >= request.candidates {
+            break;
+        }
+    }
+    let place: HashMap<(&Namespace, &str), usize> = best
+        .iter()
+        .enumerate()
+        .map(|(at, ((namespace, id), _))| ((namespace, id.as_str()), at + 1))
+        .collect();
+    let rank_of = |item: &memory_core::MemoryItem| {
+        place
+            .get(&(&item.namespace, item.id.as_str()))
+            .copied()
+            .unwrap_or(best.len())
+    };
+    // The reads come back by namespace: the best first again.
+    passing.sort_by_key(|item| rank_of(item));
+    let mut out = Vec::new();
+    for item in passing.into_iter().take(request.candidates) {
+        let Some(score) = linked.get(&(item.namespace.clone(), item.id.clone())) else {
+            continue;
+        };
+        let mut signals =
+            Signals::of_memory(&item, request.now, request.config.recency_half_life_hours);
+        signals[Signal::Graph] = *score;
+        if request.wants_overlap() {
+            signals[Signal::Overlap] = text_overlap(&request.grams, &[(&item.content, 1.0)]);
+        }
+        let rank = rank_of(&item);
+        out.push(Candidate {
+            signals,
+            channels: Found::new(Channel::GraphTraversal, rank),
+            record: RetrievalSource::Memory(std::sync::Arc::new(item)),
+        });
     }
     Ok(out)
 }

@@ -7,6 +7,9 @@ use super::candidate::{Candidate, Found};
 use super::request::Request;
 use crate::scoring::{Signals, recency, reference, temporal_weight, text_overlap};
 
+/// The most pages a recall with a time range searches to find its candidates in range.
+const MOST_PAGES_SEARCHED: usize = 10_000;
+
 /// The pages of `request` as candidates, and the microseconds the channel took.
 pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64)> {
     let Some(knowledge) = request.knowledge else {
@@ -21,8 +24,26 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     page_query.tags = filter.tags.clone();
     // The page match rules keep their own keywords (the query's words as written): see
     // `page_rule_keywords`.
-    let page_query = page_query.with_terms(request.terms.clone());
-    let hits = knowledge.search(&page_query).await?;
+    let mut page_query = page_query.with_terms(request.terms.clone());
+    let mut hits = knowledge.search(&page_query).await?;
+    // A time range is checked on the hits (the page search takes none): searched deeper
+    // while too few of them are in range and the search had more, so the best pages in
+    // range are not cut by better ones outside it. Four times deeper each round, at most
+    // MOST_PAGES_SEARCHED.
+    if filter.since.is_some() || filter.until.is_some() {
+        let in_range = |hits: &[memory_core::PageHit]| {
+            hits.iter()
+                .filter(|hit| filter.in_range(hit.page.updated_at))
+                .count()
+        };
+        while in_range(&hits) < request.candidates
+            && hits.len() >= page_query.top_k
+            && page_query.top_k < MOST_PAGES_SEARCHED
+        {
+            page_query.top_k = page_query.top_k.saturating_mul(4).min(MOST_PAGES_SEARCHED);
+            hits = knowledge.search(&page_query).await?;
+        }
+    }
     let best = hits
         .first()
         .map_or(1.0, |hit| hit.score)
@@ -31,6 +52,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
     let out = hits
         .into_iter()
         .filter(|hit| filter.in_range(hit.page.updated_at))
+        .take(request.candidates)
         .enumerate()
         .map(|(rank, hit)| {
             let page = hit.page;

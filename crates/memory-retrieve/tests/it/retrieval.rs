@@ -1434,3 +1434,115 @@ async fn the_threshold_holds_for_a_stale_memory_put_under_its_rival() {
         "the stale one fell under the threshold"
     );
 }
+
+/// The ids of a recall's results, in order.
+fn result_ids(found: &memory_core::RetrievalResult) -> Vec<String> {
+    found
+        .items
+        .iter()
+        .map(|item| item.record.id().to_owned())
+        .collect()
+}
+
+/// A recall's time range is applied to pages before their cut, not after: the best page in
+/// range is found though better pages outside it fill the candidates.
+#[tokio::test]
+async fn a_page_time_range_is_applied_before_the_cut() {
+    use chrono::TimeZone;
+    let memory = memory_retrieve::Memory::in_memory();
+    let ns = Namespace::parse("wiki").unwrap();
+    for at in 0..40 {
+        let page =
+            memory_core::KnowledgePage::new(ns.clone(), format!("a{at:02}"), "rust notes").unwrap();
+        memory.knowledge().add_page(page).await.unwrap();
+    }
+    let old = chrono::Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap();
+    let page = memory_core::KnowledgePage::new(ns.clone(), "zz", "rust notes")
+        .unwrap()
+        .with_created_at(old);
+    memory.knowledge().add_page(page).await.unwrap();
+    let mut options = memory_retrieve::RecallOptions::default()
+        .strategy(memory_retrieve::RetrievalStrategy::KnowledgeOnly)
+        .max_results(5)
+        .min_score(0.0);
+    options.filter.until = Some(chrono::Utc.with_ymd_and_hms(2021, 1, 1, 0, 0, 0).unwrap());
+    let found = memory
+        .recall_with(&ns.exact(), "rust", &options)
+        .await
+        .unwrap();
+    assert_eq!(result_ids(&found), ["zz"]);
+}
+
+/// A recall's tags are asked of the entities before their cut, and of the memories the
+/// graph links to before theirs.
+#[tokio::test]
+async fn an_entity_tag_filter_is_applied_before_the_cut() {
+    let memory = memory_retrieve::Memory::in_memory();
+    let ns = Namespace::parse("g").unwrap();
+    for at in 0..40 {
+        let entity = GraphEntity::new(
+            ns.clone(),
+            format!("rust-{at:02}"),
+            format!("Rust {at}"),
+            "x",
+        )
+        .unwrap();
+        memory.graph().add_entity(entity).await.unwrap();
+    }
+    let tagged = GraphEntity::new(ns.clone(), "zz", "Rust zz", "x")
+        .unwrap()
+        .with_tags(["lang"])
+        .unwrap();
+    memory.graph().add_entity(tagged).await.unwrap();
+    let mut options = memory_retrieve::RecallOptions::default()
+        .strategy(memory_retrieve::RetrievalStrategy::GraphOnly)
+        .max_results(5)
+        .min_score(0.0);
+    options.filter.tags = vec![memory_core::Tag::new("lang").unwrap()];
+    let found = memory
+        .recall_with(&ns.exact(), "rust", &options)
+        .await
+        .unwrap();
+    assert_eq!(result_ids(&found), ["zz"]);
+}
+
+/// A recall as of a time walks the graph as it was then.
+#[tokio::test]
+async fn a_recall_as_of_a_time_walks_the_graph_as_it_was() {
+    use chrono::TimeZone;
+    let memory = memory_retrieve::Memory::in_memory();
+    let ns = Namespace::parse("g").unwrap();
+    for (id, name) in [("alice", "Alice"), ("paris", "Paris"), ("berlin", "Berlin")] {
+        let entity = GraphEntity::new(ns.clone(), id, name, "person").unwrap();
+        memory.graph().add_entity(entity).await.unwrap();
+    }
+    let year = |y| Some(chrono::Utc.with_ymd_and_hms(y, 1, 1, 0, 0, 0).unwrap());
+    for (to, from, until) in [
+        ("paris", year(2010), year(2020)),
+        ("berlin", year(2020), None),
+    ] {
+        let relation = memory_core::GraphRelation::new(ns.clone(), "alice", to, "lives_in", 1.0)
+            .unwrap()
+            .with_validity(from, until)
+            .unwrap();
+        memory.graph().add_relation(relation).await.unwrap();
+    }
+    let options = memory_retrieve::RecallOptions::default()
+        .strategy(memory_retrieve::RetrievalStrategy::GraphOnly)
+        .graph_depth(1)
+        .min_score(0.0);
+    let then = memory
+        .recall_with(
+            &ns.exact(),
+            "alice",
+            &options.clone().as_of(year(2015).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result_ids(&then), ["alice", "paris"]);
+    let now = memory
+        .recall_with(&ns.exact(), "alice", &options)
+        .await
+        .unwrap();
+    assert_eq!(result_ids(&now), ["alice", "berlin"]);
+}
