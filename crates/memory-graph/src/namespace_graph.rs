@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 
 use memory_core::{AccessTally, GraphEntity, GraphRelation, MemoryError, Namespace, Result, Tag};
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
-use petgraph::visit::{EdgeRef, NodeIndexable};
+use petgraph::visit::NodeIndexable;
 
 /// A node or edge index of the `StableGraph`, as the number the indexes and half-edges
 /// store.
@@ -514,8 +514,10 @@ impl NamespaceGraph {
 
     /// At most `limit` relations whose `(source, type, target)` comes after `after` (every
     /// one with `None`), in that order: the sources are read in id order from `after`'s, each
-    /// one's relations put in order, until the page is full. A page costs its relations and
-    /// the relations of the sources it reads.
+    /// one's outgoing half-edges already in that order (a binary search finds `after`'s place
+    /// among its source's), until the page is full. A page costs its relations and a search
+    /// of one source's relations, so paging through a hub with many relations reads each
+    /// once, not all of them at every page.
     pub(crate) fn relations_after(
         &self,
         after: Option<(&str, &str, &str)>,
@@ -523,32 +525,30 @@ impl NamespaceGraph {
     ) -> Vec<GraphRelation> {
         let from = after.map_or(Bound::Unbounded, |(source, _, _)| Bound::Included(source));
         let mut page: Vec<Slot> = Vec::new();
-        let mut edges: Vec<(&str, &str, Slot)> = Vec::new();
         for (source, slot) in self.sorted_ids.range::<str, _>((from, Bound::Unbounded)) {
             if page.len() >= limit {
                 break;
             }
-            edges.clear();
-            edges.extend(
-                self.graph
-                    .edges_directed(node_index(*slot), petgraph::Direction::Outgoing)
-                    .map(|edge| {
+            let Some(node) = self.node(*slot) else {
+                continue;
+            };
+            let outgoing = node.outgoing();
+            let start = match after {
+                Some((after_source, kind, target)) if &**source == after_source => outgoing
+                    .partition_point(|half| {
                         (
-                            &*self.relation_types[edge.weight().relation_type as usize],
-                            self.node_id(slot_of(edge.target().index())),
-                            slot_of(edge.id().index()),
-                        )
+                            &*self.relation_types[half.relation_type() as usize],
+                            self.node_id(half.other),
+                        ) <= (kind, target)
                     }),
+                _ => 0,
+            };
+            page.extend(
+                outgoing[start..]
+                    .iter()
+                    .take(limit - page.len())
+                    .map(|half| half.edge),
             );
-            edges.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            for &(kind, target, edge) in &edges {
-                if page.len() >= limit {
-                    break;
-                }
-                if after.is_none_or(|after| (&**source, kind, target) > after) {
-                    page.push(edge);
-                }
-            }
         }
         self.relations(page)
     }

@@ -42,6 +42,7 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     access_statistics(graph, &child(base, "access")).await;
     attributes(graph, &child(base, "attributes")).await;
     paging::pages(graph, &child(base, "pages")).await;
+    paging::hub_pages(graph, &child(base, "hub-pages")).await;
     depth_bound(graph, &child(base, "chain")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
 }

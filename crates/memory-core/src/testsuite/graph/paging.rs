@@ -241,3 +241,49 @@ pub(super) async fn pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         "the rest of a listing after writes between pages"
     );
 }
+
+/// A hub's relations, many of one source and of interleaved types, paged across them, and
+/// after a position between two of them that no relation holds.
+pub(super) async fn hub_pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let hub = ns.clone();
+    for id in [
+        "hub", "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09",
+    ] {
+        must(
+            graph.add_entity(entity(&hub, id, id, "thing", &[])),
+            "add_entity",
+        )
+        .await;
+    }
+    for target in 0..10 {
+        for kind in ["alpha", "beta", "gamma"] {
+            must(
+                graph.add_relation(relation(&hub, "hub", &format!("t{target:02}"), kind, 0.5)),
+                "add_relation",
+            )
+            .await;
+        }
+    }
+    let hub_scope = hub.exact();
+    let whole_hub = must(graph.list_relations(&hub_scope), "list_relations").await;
+    assert_eq!(whole_hub.len(), 30);
+    for size in [1, 4, 7, 29] {
+        assert_eq!(
+            relation_keys(&relation_pages(graph, &hub_scope, size).await),
+            relation_keys(&whole_hub),
+            "pages of {size} relations of a hub"
+        );
+    }
+    let between = crate::RelationPosition::new(hub.clone(), "hub", "beta", "t04x")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = must(
+        graph.list_relations_after(&hub_scope, Some(&between), 2),
+        "list_relations_after",
+    )
+    .await;
+    assert_eq!(
+        relation_keys(&rest),
+        relation_keys(&whole_hub[15..17]),
+        "after a position no relation holds"
+    );
+}
