@@ -173,6 +173,11 @@ impl Memory {
             .with_kind(MemoryKind::LongTerm)
             .with_created_at(last.created_at)
             .with_metadata(serde_json::json!({ CONSOLIDATED_METADATA_KEY: sources.len() }))?;
+        // Dated as its newest source (what it tells happened then), it holds from when the
+        // sources end: a recall as of a time before the consolidation sees the sources, not
+        // the summary beside them telling each twice.
+        let newest = sources.iter().map(|item| item.created_at).max();
+        summary.valid_from = Some(newest.map_or(now, |newest| now.max(newest)));
         summary.importance = sources
             .iter()
             .map(|item| item.importance)

@@ -307,3 +307,60 @@ async fn the_duplicate_threshold_reads_alike_both_ways() {
         "a similarity of 0.8 at a threshold of 0.8"
     );
 }
+
+#[tokio::test]
+async fn a_summary_is_not_seen_as_of_a_time_before_its_consolidation() {
+    let clock = Arc::new(ManualClock::new(day(100)));
+    let memory = at(&clock);
+    let mut ids = Vec::new();
+    for (n, text) in [
+        "We hiked the ridge trail above the lake",
+        "The ridge trail was muddy after rain",
+        "We saw eagles near the ridge summit",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let done = memory
+            .remember_with(Remember::new(ns(), text).created_at(day(n as i64)))
+            .await
+            .unwrap();
+        ids.push(done.id);
+    }
+    let summary = memory.consolidate(&ns(), &ids, 40).await.unwrap();
+    let as_of = |at: DateTime<Utc>| {
+        let memory = &memory;
+        async move {
+            let filter = MemoryFilter::new(ns().exact()).with_view(TimeView::AsOf(at));
+            let mut seen: Vec<String> = memory
+                .store()
+                .list(&filter)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|item| item.id)
+                .collect();
+            seen.sort();
+            seen
+        }
+    };
+    let mut sources = ids.clone();
+    sources.sort();
+    assert_eq!(
+        as_of(day(50)).await,
+        sources,
+        "the sources, not the summary beside them"
+    );
+    assert_eq!(
+        as_of(day(150)).await,
+        [summary.clone()],
+        "the summary, after"
+    );
+    let current = memory
+        .store()
+        .list(&MemoryFilter::new(ns().exact()).with_view(TimeView::Current(clock.now())))
+        .await
+        .unwrap();
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0].id, summary);
+}
