@@ -353,7 +353,7 @@ async fn a_summary_is_not_seen_as_of_a_time_before_its_consolidation() {
     );
     assert_eq!(
         as_of(day(150)).await,
-        [summary.clone()],
+        std::slice::from_ref(&summary),
         "the summary, after"
     );
     let current = memory
