@@ -311,7 +311,15 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
     }
 }
 
-/// `[type] name` with `: description` when there is one.
+/// An entity's line in [`context_for_agent`](KnowledgeGraphExt::context_for_agent)'s
+/// text: `[type] name`, with its attributes in parentheses and `: description` when it has
+/// them (each cut at 160 characters). A caller that bounds that text can tell by it whether
+/// the first line came whole (the text's first line is this one) or was cut to fit.
+pub fn context_header(entity: &GraphEntity) -> String {
+    header(entity)
+}
+
+/// [`context_header`].
 fn header(entity: &GraphEntity) -> String {
     let mut line = format!(
         "[{}] {}",

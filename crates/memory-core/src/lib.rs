@@ -50,7 +50,7 @@ pub use crate::{
         Attributes, DEFAULT_MAX_TAGS_PER_ENTITY, EntityPosition, GraphEntity, GraphRelation,
         MultiHopResult, RelationPosition, ScoredEntity, TagConstraints,
     },
-    graph_context::KnowledgeGraphExt,
+    graph_context::{KnowledgeGraphExt, context_header},
     graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{

@@ -140,8 +140,9 @@ pub struct ConversationConfig {
     /// Tool-result compaction (`None`: never). An add reads the session for it only when
     /// it may be due: before the handle's first read, and when the history's tokens the
     /// handle knows of (those of its last read, plus the messages it added since) are over
-    /// budget and it has added a tool result since. Messages another handle adds are
-    /// counted at this handle's next read; [`ConversationMemory::compact`] reads at once.
+    /// budget and a tool result may be replaced (the last read left one, or a tool result
+    /// was added since). Messages another handle adds are counted at this handle's next
+    /// read; [`ConversationMemory::compact`] reads at once.
     pub compact: Option<CompactConfig>,
     /// Promotion by importance: a message added with an importance at or above this is
     /// also stored as an episodic (long-term) memory in the session's
@@ -227,6 +228,10 @@ struct CompactDue {
     /// Whether the handle has added a tool result since that read: only a new tool result
     /// can push an older one past `keep_recent`, making it one compaction may replace.
     tool_added: bool,
+    /// Whether that read left a tool result compaction may replace (past `keep_recent`, not
+    /// compacted or pinned, longer than its placeholder): left because the history was
+    /// within budget then, or fit once the results before it were replaced.
+    compactable: bool,
 }
 
 /// The listing of `session`'s messages, oldest first: what
@@ -250,6 +255,18 @@ pub const PROMOTED_SEGMENT: &str = "long-term";
 /// [`MemoryError::InvalidInput`] when the session is at the deepest namespace level.
 pub fn promoted_namespace(session: &Namespace) -> Result<Namespace> {
     session.child(PROMOTED_SEGMENT)
+}
+
+/// The text of a message's long-term copy: `role: text`, or the text alone when the role
+/// before it would take it past the content limit (a message within the limit is always
+/// promotable).
+pub(crate) fn promoted_text(role: &str, content: &str) -> String {
+    let text = format!("{role}: {content}");
+    if text.len() > memory_core::DEFAULT_MAX_CONTENT_BYTES {
+        content.to_owned()
+    } else {
+        text
+    }
 }
 
 impl ConversationMemory {
@@ -356,15 +373,10 @@ impl ConversationMemory {
             .with_created_at(at);
         let promoted = match (message.importance, self.config.promote_at) {
             (Some(importance), Some(threshold)) if importance >= threshold => Some(
-                MemoryItem::new(promoted_namespace(&self.session)?, {
-                    // The role leads the copy's text, unless the message is too long for it.
-                    let text = format!("{}: {}", message.role.as_str(), item.content);
-                    if text.len() > memory_core::DEFAULT_MAX_CONTENT_BYTES {
-                        item.content.clone()
-                    } else {
-                        text
-                    }
-                })?
+                MemoryItem::new(
+                    promoted_namespace(&self.session)?,
+                    promoted_text(message.role.as_str(), &item.content),
+                )?
                 .with_id(format!("promoted-{id}"))?
                 .with_kind(MemoryKind::Episodic)
                 .with_importance(importance)?
@@ -454,11 +466,12 @@ impl ConversationMemory {
 
     /// Whether the compaction after an add may find something to do, by what this handle
     /// knows: before its first read of the session; or when the history's tokens it knows of
-    /// are over budget and it has added a tool result since its last read (without one, the
-    /// tool results past `keep_recent` are those the last read already compacted or left).
-    /// So an add reads the session for compaction only then, not at every message. Messages
-    /// other handles add are counted at this handle's next read (a [`compact`](Self::compact)
-    /// call reads at once).
+    /// are over budget and a tool result may be replaced: one the last read left (the
+    /// history was within budget then), or one pushed past `keep_recent` by a tool result
+    /// added since (without either, the last read replaced every one it could). So an add
+    /// reads the session for compaction only then, not at every message. Messages other
+    /// handles add are counted at this handle's next read (a [`compact`](Self::compact) call
+    /// reads at once).
     fn compaction_may_be_due(&self) -> bool {
         let Some(config) = self.config.compact else {
             return false;
@@ -467,7 +480,8 @@ impl ConversationMemory {
         match due.tokens {
             None => true,
             Some(tokens) => {
-                due.tool_added && tokens > config.context_window - config.reserved_tokens
+                (due.tool_added || due.compactable)
+                    && tokens > config.context_window - config.reserved_tokens
             }
         }
     }
@@ -493,10 +507,11 @@ impl ConversationMemory {
         let compacted = self.compact_read(config, &items).await;
         let mut due = self.compact_due();
         match compacted {
-            Ok((compacted, tokens)) => {
+            Ok((compacted, tokens, compactable)) => {
                 *due = CompactDue {
                     tokens: Some(tokens),
                     tool_added: false,
+                    compactable,
                 };
                 Ok(compacted)
             }
@@ -509,12 +524,14 @@ impl ConversationMemory {
     }
 
     /// [`compact`](Self::compact) over `items`, the session's messages as read: how many
-    /// were compacted, and the history's tokens after.
+    /// were compacted, the history's tokens after, and whether a tool result compaction may
+    /// replace is left (past `keep_recent`, not compacted or pinned, longer than its
+    /// placeholder: left because the history was within budget, or fit without it).
     async fn compact_read(
         &self,
         config: CompactConfig,
         items: &[MemoryItem],
-    ) -> Result<(usize, usize)> {
+    ) -> Result<(usize, usize, bool)> {
         let history = self.history_positions(items, |item| {
             Role::parse(role_of(item).unwrap_or_default()).unwrap_or(Role::User)
         });
@@ -523,9 +540,6 @@ impl ConversationMemory {
             .iter()
             .map(|&at| estimate_tokens(&items[at].content))
             .sum();
-        if total <= budget {
-            return Ok((0, total));
-        }
         let tool_positions: Vec<usize> = history
             .iter()
             .copied()
@@ -533,10 +547,8 @@ impl ConversationMemory {
             .collect();
         let old = tool_positions.len().saturating_sub(config.keep_recent);
         let mut compacted = 0;
+        let mut left = false;
         for &at in &tool_positions[..old] {
-            if total <= budget {
-                break;
-            }
             let item = &items[at];
             if item.metadata.get("compacted").and_then(|c| c.as_bool()) == Some(true)
                 || item.is_pinned()
@@ -552,6 +564,11 @@ impl ConversationMemory {
             if tokens <= kept {
                 continue;
             }
+            if total <= budget {
+                // Within budget: this one stays, for a later read to replace if need be.
+                left = true;
+                break;
+            }
             total = total - tokens + kept;
             let mut replaced = item.clone();
             replaced.content = placeholder;
@@ -559,7 +576,7 @@ impl ConversationMemory {
             self.store.update(replaced).await?;
             compacted += 1;
         }
-        Ok((compacted, total))
+        Ok((compacted, total, left))
     }
 
     /// The positions in `messages` (the session's, oldest first) of those

@@ -422,7 +422,7 @@ impl Memory {
             .unwrap_or("user");
         let request = Remember::new(
             crate::conversation::promoted_namespace(session)?,
-            format!("{role}: {}", message.content),
+            crate::conversation::promoted_text(role, &message.content),
         )
         .kind(MemoryKind::Episodic)
         .importance(importance)
@@ -503,10 +503,11 @@ impl Memory {
                     .graph
                     .context_for_agent(&entity.namespace, &entity.id, 1, bound)
                     .await?;
-                // The graph cuts its first line when not even that fits (one line of the
-                // bound's length): a cut header is left out, as a result that does not fit.
-                let cut = !context.contains('\n') && context.chars().count() >= bound;
-                if !context.is_empty() && !cut {
+                // The graph cuts its first line when not even that fits: a header that is not
+                // the entity's whole line is left out, as a result that does not fit.
+                let whole =
+                    context.lines().next() == Some(memory_core::context_header(&entity).as_str());
+                if whole {
                     let lines: Vec<String> = context.lines().map(str::to_owned).collect();
                     // Relations stand under their entity: no line after one left out.
                     render_section(

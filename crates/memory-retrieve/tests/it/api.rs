@@ -379,6 +379,64 @@ async fn related_lines_are_whole_and_under_their_entity() {
     assert!(related > 0, "the section is shown at some budget");
 }
 
+/// A message as long as content may be is promoted, without the role before its text.
+#[tokio::test]
+async fn a_message_at_the_content_limit_is_promoted() {
+    use memory_core::MemoryStore;
+    let memory = Memory::in_memory();
+    let session = Namespace::parse("u/chat").unwrap();
+    let long = "x".repeat(memory_core::DEFAULT_MAX_CONTENT_BYTES);
+    let message = memory_core::MemoryItem::new(session.clone(), long.clone())
+        .unwrap()
+        .with_kind(MemoryKind::ShortTerm);
+    let id = message.id.clone();
+    memory.store().save(message).await.unwrap();
+    let promoted = memory.promote(&session, &id, 0.9).await.unwrap().unwrap();
+    let long_term = memory_retrieve::promoted_namespace(&session).unwrap();
+    let copy = memory
+        .store()
+        .get(&long_term, &promoted)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.content, long);
+}
+
+/// A header cut between graphemes (short of the bound) is told from a whole one, and left
+/// out.
+#[tokio::test]
+async fn a_header_cut_between_graphemes_is_left_out() {
+    use memory_core::{GraphEntity, GraphRelation};
+    let memory = Memory::in_memory();
+    let ns = Namespace::parse("u").unwrap();
+    let accented = "e\u{301}".repeat(40);
+    let ana = GraphEntity::new(ns.clone(), "a", "Ana Lima", "person")
+        .unwrap()
+        .with_description(accented.clone());
+    let header = memory_core::context_header(&ana);
+    memory.graph().add_entity(ana).await.unwrap();
+    let bob = GraphEntity::new(ns.clone(), "b", "Bob", "person").unwrap();
+    memory.graph().add_entity(bob).await.unwrap();
+    let knows = GraphRelation::new(ns.clone(), "a", "b", "knows", 1.0).unwrap();
+    memory.graph().add_relation(knows).await.unwrap();
+    let mut shown = 0;
+    for budget in 20..120 {
+        let context = memory
+            .recall_context(&ns.subtree(), "Ana Lima", budget)
+            .await
+            .unwrap();
+        if let Some((_, section)) = context.split_once("Related:\n") {
+            shown += 1;
+            assert_eq!(
+                section.lines().next(),
+                Some(header.as_str()),
+                "budget {budget}"
+            );
+        }
+    }
+    assert!(shown > 0, "the section is shown once the header fits");
+}
+
 /// A per-call option overrides its one setting; the memory's other settings stay.
 #[tokio::test]
 async fn recall_options_override_field_by_field() {

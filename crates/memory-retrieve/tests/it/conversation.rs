@@ -648,3 +648,45 @@ async fn promotion_fails_at_open_or_not_at_all() {
         .unwrap();
     assert_eq!(copy.content, long);
 }
+
+/// A handle that finds the history within budget still compacts the tool results it left
+/// once plain messages take the history over (a handle opened on a session that already
+/// holds tool results, as after a restart).
+#[tokio::test]
+async fn tool_results_left_within_budget_are_compacted_once_over_it() {
+    for store in stores() {
+        let config = ConversationConfig {
+            compact: Some(CompactConfig {
+                context_window: 100,
+                reserved_tokens: 10,
+                keep_recent: 1,
+            }),
+            ..compacting(1)
+        };
+        let first = open(store.clone(), config.clone()).await;
+        first
+            .add_message(Message::tool_result("call-1", "a".repeat(160)))
+            .await
+            .unwrap();
+        first
+            .add_message(Message::tool_result("call-2", "b".repeat(20)))
+            .await
+            .unwrap();
+        drop(first);
+        let second = open(store.clone(), config).await;
+        second
+            .add_message(Message::new(Role::User, "hi"))
+            .await
+            .unwrap();
+        second
+            .add_message(Message::new(Role::User, "c".repeat(200)))
+            .await
+            .unwrap();
+        let history = second.get_history().await.unwrap();
+        assert!(
+            history[0].compacted,
+            "the older result is compacted once the history is over budget"
+        );
+        assert_eq!(second.compact().await.unwrap(), 0, "nothing was left to do");
+    }
+}
