@@ -5,7 +5,7 @@ use memory_core::text::is_cjk;
 
 /// A rough token estimate: one token per character of a script written without spaces or
 /// packed one to a token (Han, kana, Hangul, CJK punctuation, full-width forms, symbols
-/// and emoji: [`one_token_each`]), one per four other characters.
+/// and emoji), one per four other characters.
 ///
 /// Every token budget of the crate (conversation compaction, `Memory::recall_context`) is
 /// counted with this one rule.
