@@ -66,7 +66,7 @@ pub use crate::{
     namespace::{MAX_NAMESPACE_DEPTH, MAX_NAMESPACE_LEN, Namespace, Scope},
     recall::{
         DecayConfig, EvictionConfig, EvictionPolicy, RecallBasedConfig, RecallStats,
-        ValueBasedConfig, memory_value,
+        ValueBasedConfig, memory_value, storable_time,
     },
     retrieval::{
         Channel, Channels, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal,

@@ -17,17 +17,53 @@ pub struct RecallStats {
     pub last_recall_at: Option<DateTime<Utc>>,
 }
 
+/// `at` within the times every backend stores (nanoseconds in 64 bits, years 1677 to
+/// 2262), the nearest bound when outside: a recall's time is recorded, not refused.
+pub fn storable_time(at: DateTime<Utc>) -> DateTime<Utc> {
+    match at.timestamp_nanos_opt() {
+        Some(_) => at,
+        None if at.timestamp() < 0 => DateTime::from_timestamp_nanos(i64::MIN),
+        None => DateTime::from_timestamp_nanos(i64::MAX),
+    }
+}
+
 impl RecallStats {
-    /// Adds one recall with `score` at `at`. Scores are clamped into `[0, 1]`; NaN counts as 0.
+    /// Adds one recall with `score` at `at`. Scores are clamped into `[0, 1]`; NaN counts as
+    /// 0. The count saturates at `i64::MAX` and the time at the storable range
+    /// ([`storable_time`]), as every backend stores them.
     pub fn record(&mut self, score: f32, at: DateTime<Utc>) {
         let score = if score.is_nan() {
             0.0
         } else {
             score.clamp(0.0, 1.0)
         };
-        self.recall_count = self.recall_count.saturating_add(1);
+        let at = storable_time(at);
+        self.recall_count = self.recall_count.saturating_add(1).min(i64::MAX as u64);
         self.total_score += f64::from(score);
         self.last_recall_at = Some(self.last_recall_at.map_or(at, |last| last.max(at)));
+    }
+
+    /// Checks statistics given whole ([`set_recall_stats`](crate::MemoryStore::set_recall_stats)):
+    /// a finite total score of at least 0, a count of at most `i64::MAX`, a time in the
+    /// storable range.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] naming `total_score`, `recall_count` or
+    /// `last_recall_at`.
+    pub fn validate(&self) -> Result<()> {
+        if !self.total_score.is_finite() || self.total_score < 0.0 {
+            return Err(MemoryError::invalid(
+                "total_score",
+                format!("{} is not a finite number >= 0", self.total_score),
+            ));
+        }
+        if i64::try_from(self.recall_count).is_err() {
+            return Err(MemoryError::invalid("recall_count", "larger than 2^63 - 1"));
+        }
+        if let Some(at) = self.last_recall_at {
+            crate::validate::validate_time("last_recall_at", at)?;
+        }
+        Ok(())
     }
 
     /// Mean recall score, 0 when never recalled.

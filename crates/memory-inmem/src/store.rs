@@ -132,6 +132,9 @@ impl Entry {
     /// Counts one recall: the statistics, and the item's access count and last access time
     /// (copied on write if a search result still shares the item).
     fn record_recall(&mut self, score: f32, at: DateTime<Utc>) {
+        // As the SQL stores keep it: a time past the storable range at its bound (the item
+        // would otherwise hold a `last_accessed` its own checks refuse).
+        let at = memory_core::storable_time(at);
         self.stats.record(score, at);
         let item = Arc::make_mut(&mut self.item);
         item.access_count = item
@@ -692,6 +695,8 @@ impl MemoryStore for InMemoryStore {
         id: &str,
         stats: RecallStats,
     ) -> Result<()> {
+        // Checked as the SQL stores check them, before the id is looked up.
+        stats.validate()?;
         if let Some(shard) = self.registry.get(namespace)
             && let Some(entry) = write(&shard).entry_mut(id)
         {

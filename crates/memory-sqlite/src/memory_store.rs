@@ -648,12 +648,8 @@ impl MemoryStore for SqliteStore {
         id: &str,
         stats: RecallStats,
     ) -> Result<()> {
-        if !stats.total_score.is_finite() || stats.total_score < 0.0 {
-            return Err(MemoryError::invalid(
-                "total_score",
-                format!("{} is not a finite number >= 0", stats.total_score),
-            ));
-        }
+        // Checked as every backend checks them, before the id is looked up.
+        stats.validate()?;
         let recall_count = i64::try_from(stats.recall_count)
             .map_err(|_| MemoryError::invalid("recall_count", "larger than 2^63 - 1"))?;
         let last_recall_at = match stats.last_recall_at {

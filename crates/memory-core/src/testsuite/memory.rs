@@ -639,6 +639,52 @@ async fn recall_statistics_at_their_limits(store: &dyn MemoryStore, ns: &Namespa
         cold.last_recall_at.is_some_and(|last| last > at),
         "a time past the range counts as the latest: {cold:?}"
     );
+    assert_eq!(
+        cold.last_recall_at,
+        Some(crate::storable_time(far)),
+        "kept at the storable range's bound, on every backend"
+    );
+    // The item a recall past the range touched reads back as a valid item (its last access
+    // within the range), so an edit of it is not refused.
+    let touched = must(store.get(ns, "cold"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: cold vanished"));
+    assert!(touched.validate().is_ok(), "{:?}", touched.last_accessed);
+    // Statistics given whole are checked alike, before the id is looked up.
+    for (bad, field) in [
+        (
+            RecallStats {
+                recall_count: 1,
+                total_score: f64::NAN,
+                last_recall_at: None,
+            },
+            "total_score",
+        ),
+        (
+            RecallStats {
+                recall_count: u64::MAX,
+                total_score: 1.0,
+                last_recall_at: None,
+            },
+            "recall_count",
+        ),
+        (
+            RecallStats {
+                recall_count: 1,
+                total_score: 1.0,
+                last_recall_at: Some(far),
+            },
+            "last_recall_at",
+        ),
+    ] {
+        for id in ["cold", "unknown"] {
+            let refused = store.set_recall_stats(ns, id, bad).await;
+            assert!(
+                matches!(&refused, Err(crate::MemoryError::InvalidInput { field: f, .. }) if f == field),
+                "set_recall_stats refuses a bad {field} for {id}: {refused:?}"
+            );
+        }
+    }
 }
 
 async fn namespaces_and_clear(store: &dyn MemoryStore, ns: &Namespace) {
