@@ -383,10 +383,24 @@ async fn import_mcp(
             items.push(observations::observation(namespace, &entity.name, text)?);
         }
     }
-    // Duplicate observations of one entity share an id: keep one.
+    // Duplicate observations of one entity share an id: keep one. One already stored (a
+    // file imported again) stays as it is, as `add_observations` leaves it: writing it anew
+    // would reset its creation time, its edits and its statistics, and make an ended one
+    // current again.
     let mut seen = HashSet::new();
     items.retain(|item| seen.insert(item.id.clone()));
     let observation_count = items.len();
+    if !items.is_empty() {
+        let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
+        let stored: HashSet<String> = memory
+            .store()
+            .get_many(namespace, &ids)
+            .await?
+            .into_iter()
+            .map(|item| item.id)
+            .collect();
+        items.retain(|item| !stored.contains(&item.id));
+    }
     let items = if items.is_empty() {
         items
     } else {
@@ -415,7 +429,10 @@ async fn import_mcp(
         bar.inc(1);
     }
     if !items.is_empty() {
+        let written = items.len();
         memory.store().save_many(items).await?;
+        // Kept within the capacity, as remembered memories are.
+        memory.written(namespace, written).await;
     }
     bar.inc(1);
     for (_, relation) in &relations {

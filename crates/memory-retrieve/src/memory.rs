@@ -222,6 +222,17 @@ impl Memory {
         .await
     }
 
+    /// Runs the upkeep [`remember_with`](Self::remember_with) runs after each write, for
+    /// `count` memories written to `namespace` through the store directly (a bulk import, a
+    /// tool that writes its own records): the capacity's eviction pass when one is due, so
+    /// such writes are kept within the capacity as remembered ones are. Never fails: a
+    /// failed pass is logged and counted for the next [`maintain`](Self::maintain).
+    pub async fn written(&self, namespace: &Namespace, count: usize) {
+        for _ in 0..count {
+            Box::pin(self.keep_within_capacity(namespace)).await;
+        }
+    }
+
     /// Runs the eviction pass a write to `namespace` asks for, if any, and those the
     /// writes made meanwhile ask for after it (at most [`MAX_PASSES_PER_WRITE`]; see the
     /// `upkeep` module). A failure is logged and counted for the next

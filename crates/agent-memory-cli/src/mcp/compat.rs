@@ -371,7 +371,12 @@ pub(super) async fn call(
                     .filter(|item| of_any(item, &fresh))
                     .collect();
                 if !items.is_empty() {
+                    let written = items.len();
                     outcome = memory.store().save_many(items).await;
+                    if outcome.is_ok() {
+                        // Kept within the capacity, as remembered memories are.
+                        memory.written(&namespace, written).await;
+                    }
                 }
             }
             if let Err(error) = outcome {
@@ -471,10 +476,12 @@ pub(super) async fn call(
                 results.push(json!({ "entityName": add.entity_name, "addedObservations": added }));
             }
             if !items.is_empty() {
+                let written = items.len();
                 memory
                     .store()
                     .save_many(observations::embedded(memory, items).await?)
                     .await?;
+                memory.written(&namespace, written).await;
             }
             Ok(json!({ "results": results }))
         }

@@ -595,11 +595,20 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
         let (code, done) = run_json(&other, &all);
         assert_eq!(code, 0, "{done}");
     }
+    let observations = || {
+        let (code, listed) = run_json(&other, &["-n", "kb", "list"]);
+        assert_eq!(code, 0, "{listed}");
+        listed["items"].clone()
+    };
+    let before = observations();
     let (code, imported) = run_json(
         &other,
         &["-n", "kb", "import", mcp.to_str().expect("utf-8")],
     );
     assert_eq!(code, 0, "{imported}");
+    // The observations stored already are left as they were (they had been written anew:
+    // their creation times, edits and statistics reset).
+    assert_eq!(observations(), before);
     let (_, ada) = run_json(&other, &["-n", "kb", "graph", "show", "Ada"]);
     assert_eq!(ada["entity"]["attributes"]["born"], 1815, "{ada}");
     // And the name, description and tags it does not have either.

@@ -1077,3 +1077,39 @@ fn stdio_compat_search_nodes_pages_through_many() {
     }
     assert_eq!(observed, 300 + 2 + 100);
 }
+
+/// The compatibility tools' observations are kept within `--max-memories`, as remembered
+/// memories are: they are written to the store directly, and the write path's eviction
+/// runs after them.
+#[test]
+fn compat_observations_stay_within_the_capacity() {
+    let dir = TempDir::new("mcp-compat-capacity");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+        "--max-memories".to_owned(),
+        "3".to_owned(),
+    ];
+    let mut client = Stdio_::compat(&dir, &store);
+    let observations: Vec<String> = (0..8)
+        .map(|at| format!("Observation number {at}"))
+        .collect();
+    client.payload(
+        "create_entities",
+        json!({"entities": [{"name": "Ada", "entityType": "person", "observations": observations}]}),
+    );
+    let more: Vec<String> = (8..12)
+        .map(|at| format!("Observation number {at}"))
+        .collect();
+    client.payload(
+        "add_observations",
+        json!({"observations": [{"entityName": "Ada", "contents": more}]}),
+    );
+    let graph = client.payload("read_graph", json!({}));
+    let kept = graph["entities"][0]["observations"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or_default();
+    assert!(kept <= 3, "at most the capacity: {graph}");
+    assert!(kept > 0, "{graph}");
+}
