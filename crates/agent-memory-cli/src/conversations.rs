@@ -169,6 +169,9 @@ fn read_locomo(
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut claimed = Claimed::default();
     let mut last: BTreeMap<usize, DateTime<Utc>> = BTreeMap::new();
+    // Each conversation's turn ids: a turn's `dia_id` is its memory's id, and a second turn
+    // with one would replace the first.
+    let mut ids: std::collections::HashSet<(usize, String)> = std::collections::HashSet::new();
     let mut bytes = Vec::new();
     let mut number = 0;
     loop {
@@ -200,6 +203,15 @@ fn read_locomo(
                 conversations.len() - 1
             }
         };
+        if !ids.insert((position, turn.dia_id.clone())) {
+            return Err(Failure::invalid(
+                "input",
+                format!(
+                    "{at_line}: turn {:?} of conversation {:?} is there twice",
+                    turn.dia_id, turn.conv_id
+                ),
+            ));
+        }
         let previous = last
             .get(&position)
             .copied()

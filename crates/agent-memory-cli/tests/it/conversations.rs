@@ -187,6 +187,31 @@ fn a_question_named_twice_is_refused() {
     assert_eq!(stats["total"], 0, "nothing stored: {stats}");
 }
 
+/// A LoCoMo turn id (its memory's id) named twice in one conversation refuses the file:
+/// the second turn would replace the first.
+#[test]
+fn a_turn_named_twice_is_refused() {
+    let dir = TempDir::new("locomo-twice");
+    let turn = |text: &str| {
+        json!({"conv_id": "c", "dia_id": "D1:1", "session": 1, "date": "8 May, 2023",
+            "timestamp": "1:56 pm on 8 May, 2023", "speaker": "Ann", "text": text})
+        .to_string()
+    };
+    std::fs::write(
+        dir.path().join("twice.jsonl"),
+        format!("{}\n{}\n", turn("first"), turn("second")),
+    )
+    .expect("write");
+    let (code, report) = run_json(
+        &dir,
+        &["-n", "bench", "import", "twice.jsonl", "--format", "locomo"],
+    );
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["error"]["field"], "input", "{report}");
+    let (_, stats) = run_json(&dir, &["-n", "bench", "stats"]);
+    assert_eq!(stats["total"], 0, "nothing stored: {stats}");
+}
+
 #[test]
 fn longmemeval_haystacks_import_each_into_its_namespace() {
     let dir = TempDir::new("longmemeval");
