@@ -193,8 +193,9 @@ fn a_question_named_twice_is_refused() {
 fn a_turn_named_twice_is_refused() {
     let dir = TempDir::new("locomo-twice");
     let turn = |text: &str| {
-        json!({"conv_id": "c", "dia_id": "D1:1", "session": 1, "date": "8 May, 2023",
-            "timestamp": "1:56 pm on 8 May, 2023", "speaker": "Ann", "text": text})
+        json!({"conv_id": "c", "dia_id": "D1:1", "session": 1, "turn": 0,
+            "date": "1:56 pm on 8 May, 2023", "timestamp": "2023-05-08T13:56:00",
+            "speaker": "Ann", "text": text, "blip_caption": null})
         .to_string()
     };
     std::fs::write(
@@ -208,6 +209,12 @@ fn a_turn_named_twice_is_refused() {
     );
     assert_eq!(code, 3, "{report}");
     assert_eq!(report["error"]["field"], "input", "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("twice")),
+        "refused for the repeated id: {report}"
+    );
     let (_, stats) = run_json(&dir, &["-n", "bench", "stats"]);
     assert_eq!(stats["total"], 0, "nothing stored: {stats}");
 }
