@@ -206,11 +206,11 @@ pub(super) fn tools() -> Vec<Tool> {
             json!({
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "minLength": 1, "description": "A stable id, e.g. 'dana' or 'project-apollo'."},
-                    "name": {"type": "string", "minLength": 1, "description": "The display name."},
-                    "entity_type": {"type": "string", "minLength": 1, "description": "What it is: person, project, organization, ..."},
-                    "description": {"type": "string", "description": "One or two sentences about it."},
-                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Topic labels."},
+                    "id": {"type": "string", "minLength": 1, "maxLength": 256, "description": "A stable id, e.g. 'dana' or 'project-apollo'."},
+                    "name": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "The display name."},
+                    "entity_type": {"type": "string", "minLength": 1, "maxLength": 128, "description": "What it is: person, project, organization, ..."},
+                    "description": {"type": "string", "maxLength": 65536, "description": "One or two sentences about it."},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 64, "description": "Topic labels."},
                     "attributes": {"type": "object", "description": "What is known about it as keys and values, e.g. {\"born\": 1990, \"city\": \"Lisbon\"}."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
@@ -225,9 +225,9 @@ pub(super) fn tools() -> Vec<Tool> {
             json!({
                 "type": "object",
                 "properties": {
-                    "source_id": {"type": "string", "minLength": 1, "description": "The source entity's id."},
-                    "target_id": {"type": "string", "minLength": 1, "description": "The target entity's id."},
-                    "relation_type": {"type": "string", "minLength": 1, "description": "The relation in active voice, e.g. works_at, manages, depends_on."},
+                    "source_id": {"type": "string", "minLength": 1, "maxLength": 256, "description": "The source entity's id."},
+                    "target_id": {"type": "string", "minLength": 1, "maxLength": 256, "description": "The target entity's id."},
+                    "relation_type": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The relation in active voice, e.g. works_at, manages, depends_on."},
                     "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 1, "description": "How strong the relation is."},
                     "attributes": {"type": "object", "description": "What is known about the relation as keys and values, e.g. {\"since\": 2019}."},
                     "namespace": {"type": "string", "description": NAMESPACE}

@@ -392,6 +392,21 @@ fn api_scenario(server: &Server, backend: &str) {
     let (status, doc) = server.call("GET", "/openapi.json", None, None);
     assert_eq!(status, 200);
     assert!(doc["paths"]["/v1/recall"]["post"].is_object(), "{doc}");
+    // The schema states the library's limits, so a request it admits is not refused for
+    // its length (the entity's and the relation's had none).
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field, most) in [
+        ("EntityRequest", "name", 1024),
+        ("EntityRequest", "entity_type", 128),
+        ("EntityRequest", "description", 65536),
+        ("RelationRequest", "relation_type", 128),
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"][field]["maxLength"], most,
+            "{schema}.{field}: {}",
+            schemas[schema]
+        );
+    }
     let (status, metrics) = server.raw("GET", "/metrics", None, None);
     assert_eq!(status, 200);
     assert!(

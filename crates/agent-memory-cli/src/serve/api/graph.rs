@@ -26,17 +26,19 @@ pub(crate) struct EntityRequest {
     /// Its id, unique in the namespace; an entity with this id is replaced (its relations stay).
     #[schema(min_length = 1, max_length = 256)]
     pub(crate) id: String,
-    /// Its display name.
-    #[schema(min_length = 1)]
+    /// Its display name (at most 1 KiB).
+    #[schema(min_length = 1, max_length = 1024)]
     pub(crate) name: String,
-    /// Its type (person, project, ...).
-    #[schema(min_length = 1)]
+    /// Its type (person, project, ...; at most 128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
     pub(crate) entity_type: String,
-    /// A description.
+    /// A description (at most 64 KiB).
     #[serde(default)]
+    #[schema(max_length = 65536)]
     pub(crate) description: String,
-    /// Tags.
+    /// Tags (at most the server's tags per entity, 8 by default).
     #[serde(default)]
+    #[schema(max_items = 64)]
     pub(crate) tags: Vec<String>,
     /// What is known about it as keys and values, a JSON object (`{"born": 1990}`); it
     /// replaces the stored entity's attributes.
@@ -324,8 +326,8 @@ pub(crate) struct RelationRequest {
     /// The target entity's id.
     #[schema(min_length = 1, max_length = 256)]
     pub(crate) target_id: String,
-    /// The relation type (works_at, knows, ...).
-    #[schema(min_length = 1)]
+    /// The relation type (works_at, knows, ...; at most 128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
     pub(crate) relation_type: String,
     /// Its weight in [0, 1], default 1 (ignored when deleting).
     #[serde(default)]
