@@ -239,14 +239,17 @@ pub(crate) fn batch_overdue(list: &str, index: usize) -> Failure {
 }
 
 /// The namespace a write on one record names: in its body, or in its query string as the
-/// reads on the same path take it. Both may be given only alike: a request naming two is
-/// refused, not served on either.
+/// reads on the same path take it. Both may be given only alike (as namespaces: `acme` and
+/// `acme/` are one): a request naming two is refused, not served on either.
 fn namespace_of<'a>(
     body: Option<&'a str>,
     query: Option<&'a str>,
 ) -> Result<Option<&'a str>, Failure> {
+    let same = |a: &str, b: &str| {
+        a == b || matches!((Namespace::parse(a), Namespace::parse(b)), (Ok(a), Ok(b)) if a == b)
+    };
     match (body, query) {
-        (Some(body), Some(query)) if body != query => Err(Failure::invalid(
+        (Some(body), Some(query)) if !same(body, query) => Err(Failure::invalid(
             "namespace",
             format!("the query names namespace {query:?} and the body {body:?}"),
         )

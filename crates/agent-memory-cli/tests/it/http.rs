@@ -155,6 +155,45 @@ fn api_scenario(server: &Server, backend: &str) {
     assert_eq!(status, 200, "{runbook}");
     assert_eq!(runbook["referrers"], json!(["release"]), "{runbook}");
     assert_eq!(citing["referrers"], json!([]), "{citing}");
+    // A page and an entity go to the namespace the query names, as their reads take it (the
+    // writes had ignored it and used the key's own); one namespace written two ways is one.
+    let (status, page) = server.call(
+        "PUT",
+        "/v1/pages/team-notes?namespace=acme/team",
+        Some(&key),
+        Some(json!({"title": "Team notes"})),
+    );
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["namespace"], "acme/team", "{page}");
+    let (status, entity) = server.call(
+        "POST",
+        "/v1/graph/entities?namespace=acme/team",
+        Some(&key),
+        Some(json!({"id": "team", "name": "Team", "entity_type": "group"})),
+    );
+    assert_eq!(status, 200, "{entity}");
+    assert_eq!(entity["namespace"], "acme/team", "{entity}");
+    let (status, same) = server.call(
+        "PUT",
+        "/v1/pages/team-notes?namespace=acme/team",
+        Some(&key),
+        Some(json!({"title": "Team notes", "namespace": "acme/team/"})),
+    );
+    assert_eq!(status, 200, "{same}");
+    let (status, two) = server.call(
+        "PUT",
+        "/v1/pages/team-notes?namespace=acme/team",
+        Some(&key),
+        Some(json!({"title": "Team notes", "namespace": "acme/other"})),
+    );
+    assert_eq!(status, 400, "two namespaces are refused: {two}");
+    for path in [
+        "/v1/pages/team-notes?namespace=acme/team",
+        "/v1/graph/entities/team?namespace=acme/team",
+    ] {
+        let (status, _) = server.call("DELETE", path, Some(&key), None);
+        assert_eq!(status, 200, "{path}");
+    }
     // The index a page at a time, by title: a page deleted between two pages does not push
     // the next one off (an offset would skip the release checklist).
     let (status, draft) = server.call(

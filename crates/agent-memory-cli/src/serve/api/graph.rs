@@ -103,14 +103,18 @@ pub(crate) async fn list_entities(
 
 /// Writes an entity (creates it, or replaces the one with this id, keeping its relations).
 #[utoipa::path(post, path = "/v1/graph/entities", tag = "graph", request_body = EntityRequest,
+    params(NamespaceQuery),
     responses((status = 200, body = EntityView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn put_entity(
     State(state): State<AppState>,
     Auth(caller): Auth,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
     ApiJson(body): ApiJson<EntityRequest>,
 ) -> Result<Json<EntityView>, Failure> {
-    let namespace = caller.namespace(body.namespace.as_deref())?;
+    // In the body or the query, as the entity's reads take it.
+    let named = super::namespace_of(body.namespace.as_deref(), query.namespace.as_deref())?;
+    let namespace = caller.namespace(named)?;
     let entity = crate::entities::entity_of(
         namespace,
         body.id,

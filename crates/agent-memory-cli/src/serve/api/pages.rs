@@ -84,16 +84,19 @@ pub(crate) async fn list_pages(
 
 /// Writes a page (creates it, or replaces the page with this id).
 #[utoipa::path(put, path = "/v1/pages/{id}", tag = "pages", request_body = PageRequest,
-    params(("id" = String, Path, description = "The page's id")),
+    params(("id" = String, Path, description = "The page's id"), NamespaceQuery),
     responses((status = 200, body = PageView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]
 pub(crate) async fn put_page(
     State(state): State<AppState>,
     Auth(caller): Auth,
     Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<NamespaceQuery>,
     ApiJson(body): ApiJson<PageRequest>,
 ) -> Result<Json<PageView>, Failure> {
-    let namespace = caller.namespace(body.namespace.as_deref())?;
+    // In the body or the query, as the page's reads take it.
+    let named = super::namespace_of(body.namespace.as_deref(), query.namespace.as_deref())?;
+    let namespace = caller.namespace(named)?;
     let page = KnowledgePage::new(namespace.clone(), &id, body.title)?
         .with_summary(body.summary)
         .with_content(body.content)
