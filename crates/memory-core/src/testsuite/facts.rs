@@ -255,6 +255,18 @@ pub(super) async fn run_graph_facts(graph: &dyn KnowledgeGraph, base: &Namespace
         .map(|scored| scored.entity.id.clone())
         .collect();
     assert_eq!(reached, ["berlin"], "traversal skips closed relations");
+    // The graph as it was: each time walks the relations that held then.
+    for (time, expected) in [(5, "paris"), (15, "berlin")] {
+        let then: Vec<String> = must(
+            crate::KnowledgeGraphExt::related_as_of(graph, &ns, "u", 2, at(time)),
+            "related_as_of",
+        )
+        .await
+        .into_iter()
+        .map(|scored| scored.entity.id.clone())
+        .collect();
+        assert_eq!(then, [expected], "related_as_of at {time}");
+    }
     let hop = must(
         graph.multi_hop(&ns, "u", &["lives_in".to_owned()]),
         "multi_hop",
