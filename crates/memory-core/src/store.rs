@@ -172,6 +172,33 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         self.save(item).await
     }
 
+    /// Replaces the stored item of `item`'s namespace and id, as [`update`](Self::update)
+    /// does, only when the stored item's `updated_at` is still `read_at`: the `updated_at`
+    /// of the copy the change was made from. Returns `false`, writing nothing, when the item
+    /// was changed or deleted since that copy was read.
+    ///
+    /// This is how a read-modify-write edit (a pin, a compression, a decay pass) keeps a
+    /// concurrent write to the same memory: each edit writes a later `updated_at` than the
+    /// one it read ([`MemoryItem::revised`]), so of two edits made from one copy only the
+    /// first is written, and the second reads again or leaves the memory alone. The
+    /// default reads, compares and updates in three steps, which is exact only when nothing
+    /// else writes between them; every backend of this workspace does it in one step (under
+    /// the shard's lock, in one transaction, in one conditional `UPDATE`).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for an invalid item; backend errors.
+    async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        item.validate()?;
+        match self.get(&item.namespace, &item.id).await? {
+            Some(stored) if stored.updated_at == read_at => match self.update(item).await {
+                Ok(()) => Ok(true),
+                Err(MemoryError::NotFound { .. }) => Ok(false),
+                Err(error) => Err(error),
+            },
+            _ => Ok(false),
+        }
+    }
+
     /// Deletes the items `ids` of `namespace` (missing ones are skipped) with their recall
     /// statistics. Returns how many existed. The default deletes one by one; a backend may
     /// do it at once (the in-memory store updates its search index in one pass, which keeps
@@ -421,6 +448,9 @@ macro_rules! forward_memory_store {
             }
             async fn update(&self, item: MemoryItem) -> Result<()> {
                 (**self).update(item).await
+            }
+            async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+                (**self).update_if(item, read_at).await
             }
             async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
                 (**self).save_many(items).await

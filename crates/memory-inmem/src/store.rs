@@ -579,6 +579,23 @@ impl MemoryStore for InMemoryStore {
         Ok(())
     }
 
+    async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        item.validate()?;
+        let Some(shard) = self.registry.get(&item.namespace) else {
+            return Ok(false);
+        };
+        // The comparison and the write under one lock: no write comes between them.
+        let mut shard = write(&shard);
+        if shard
+            .entry(&item.id)
+            .is_none_or(|entry| entry.item.updated_at != read_at)
+        {
+            return Ok(false);
+        }
+        shard.insert(item);
+        Ok(true)
+    }
+
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
         for item in &items {
             item.validate()?;

@@ -129,6 +129,12 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      lineage = $24::text \
      WHERE ns = $1::text AND id = $2::text";
 
+/// [`UPDATE`] only when the row's `updated_at` is still `$25`: the comparison and the write
+/// are one statement, which takes the row's lock, so no writer comes between them.
+fn update_if_sql() -> String {
+    format!("{UPDATE} AND updated_at = $25::bigint")
+}
+
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
 /// first: an `UPDATE ... FROM` changes each row at most once. The counts saturate at the
 /// largest `bigint`, as every other store's do: one memory at its most must not fail the
@@ -331,6 +337,24 @@ impl MemoryStore for PostgresStore {
             return Err(MemoryError::not_found("memory", &encoded.ns, &encoded.id));
         }
         Ok(())
+    }
+
+    async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        let encoded = encode(item)?;
+        // A time the store cannot hold is no stored item's.
+        let Some(read_at) = read_at.timestamp_nanos_opt() else {
+            return Ok(false);
+        };
+        let what = || format!("updating memory {} in {}", encoded.id, encoded.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(&update_if_sql()))
+            .await
+            .context(what)?;
+        let mut params: Vec<&(dyn ToSql + Sync)> = encoded.params().to_vec();
+        params.push(&read_at);
+        let changed = client.execute(&statement, &params).await.context(what)?;
+        Ok(changed > 0)
     }
 
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {

@@ -275,12 +275,14 @@ async fn compress_page(
         if summary.trim().is_empty() || summary.len() >= item.content.len() {
             continue;
         }
-        match store.update(item.compressed(summary)?).await {
-            Ok(()) => compressed += 1,
-            // Forgotten while its summary was written (a `forget`, a write's eviction pass):
-            // nothing to compress, and no reason to stop the pass.
-            Err(MemoryError::NotFound { .. }) => {}
-            Err(error) => return Err(error),
+        // Written only over the copy summarised: a memory changed while its summary was
+        // written (an edit, a pin) or forgotten is left as it is now, for the next pass.
+        let read_at = item.updated_at;
+        if store
+            .update_if(item.compressed(summary)?.revised(read_at), read_at)
+            .await?
+        {
+            compressed += 1;
         }
     }
     Ok(compressed)

@@ -569,12 +569,18 @@ impl ConversationMemory {
                 left = true;
                 break;
             }
-            total = total - tokens + kept;
-            let mut replaced = item.clone();
+            let read_at = item.updated_at;
+            let mut replaced = item.clone().revised(read_at);
             replaced.content = placeholder;
             replaced.metadata["compacted"] = serde_json::Value::Bool(true);
-            self.store.update(replaced).await?;
-            compacted += 1;
+            // Written only over the copy read: a result changed since (pinned, edited) or
+            // deleted stays as it is, for a later read to look at again.
+            if self.store.update_if(replaced, read_at).await? {
+                total = total - tokens + kept;
+                compacted += 1;
+            } else {
+                left = true;
+            }
         }
         Ok((compacted, total, left))
     }

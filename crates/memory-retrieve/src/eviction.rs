@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    DecayConfig, EvictionPolicy, ListPosition, MemoryError, MemoryFilter, MemoryItem, MemoryStore,
-    Namespace, RecallBasedConfig, Result, Scope, ValueBasedConfig,
+    DecayConfig, EvictionPolicy, ListPosition, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig, Result, Scope, ValueBasedConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -439,16 +439,15 @@ pub async fn decay(
             continue;
         }
         if (decayed - item.importance).abs() > 1e-6 {
-            let mut updated = item.clone();
+            let read_at = item.updated_at;
+            let mut updated = item.clone().revised(read_at);
             updated.importance = decayed;
             updated.metadata[DECAY_METADATA_KEY] =
                 serde_json::json!({"base": base, "since": since.to_rfc3339()});
-            match store.update(updated).await {
-                Ok(()) => report.decayed += 1,
-                // Forgotten since the listing (a `forget`, a write's eviction pass): nothing
-                // to decay, and no reason to stop the pass.
-                Err(MemoryError::NotFound { .. }) => {}
-                Err(error) => return Err(error),
+            // Written only over the copy listed: a memory changed since (an edit, a pin) or
+            // forgotten is left as it is now, for the next pass.
+            if store.update_if(updated, read_at).await? {
+                report.decayed += 1;
             }
         }
     }

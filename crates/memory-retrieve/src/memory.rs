@@ -48,6 +48,7 @@ pub use self::dialogue::{
     SESSION_METADATA_KEY, SPEAKER_METADATA_KEY, Turn,
 };
 pub use self::edit::MemoryUpdate;
+pub(crate) use self::edit::{EDIT_ATTEMPTS, edit_conflict};
 pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
@@ -537,32 +538,55 @@ impl Memory {
 
     /// Compresses memory `id` of `namespace` to `text`: `text` replaces what is searched and
     /// shown, the original is kept ([`MemoryItem::original`]) and the memory says it is
-    /// compressed. Returns whether the memory exists.
+    /// compressed. Returns whether the memory exists. Like every edit it is written only
+    /// over the copy it read, and reads again when another write came between
+    /// ([`Memory::update`]).
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming `content`
-    /// for empty or oversized text; store errors.
+    /// for empty or oversized text;
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
+    /// changed the memory at each of eight attempts; store errors.
     pub async fn compress(&self, namespace: &Namespace, id: &str, text: &str) -> Result<bool> {
-        let Some(item) = self.store.get(namespace, id).await? else {
-            return Ok(false);
-        };
-        self.store.update(item.compressed(text)?).await?;
-        Ok(true)
+        for _ in 0..EDIT_ATTEMPTS {
+            let Some(item) = self.store.get(namespace, id).await? else {
+                return Ok(false);
+            };
+            let read_at = item.updated_at;
+            let compressed = item.compressed(text)?.revised(read_at);
+            if self.store.update_if(compressed, read_at).await? {
+                return Ok(true);
+            }
+        }
+        Err(edit_conflict(namespace, id))
     }
 
     /// Pins memory `id` of `namespace` (`pinned`), or unpins it: a pinned memory is never
     /// evicted, decayed or compressed by maintenance. Returns whether the memory exists.
     ///
+    /// Written only over the copy it read, as every edit ([`Memory::update`]).
+    ///
     /// # Errors
-    /// Store errors.
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
+    /// changed the memory at each of eight attempts; store errors.
     pub async fn pin(&self, namespace: &Namespace, id: &str, pinned: bool) -> Result<bool> {
-        let Some(item) = self.store.get(namespace, id).await? else {
-            return Ok(false);
-        };
-        if item.is_pinned() != pinned {
-            self.store.update(item.with_pinned(pinned)).await?;
+        for _ in 0..EDIT_ATTEMPTS {
+            let Some(item) = self.store.get(namespace, id).await? else {
+                return Ok(false);
+            };
+            if item.is_pinned() == pinned {
+                return Ok(true);
+            }
+            let read_at = item.updated_at;
+            if self
+                .store
+                .update_if(item.with_pinned(pinned).revised(read_at), read_at)
+                .await?
+            {
+                return Ok(true);
+            }
         }
-        Ok(true)
+        Err(edit_conflict(namespace, id))
     }
 
     /// Forgets a memory: a hard delete of it, of every version of its fact, and of every

@@ -478,6 +478,32 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        let encoded = encode(item)?;
+        // A time the store cannot hold is no stored item's.
+        let Some(read_at) = read_at.timestamp_nanos_opt() else {
+            return Ok(false);
+        };
+        self.db
+            .write("updating a memory", move |transaction| {
+                // Read and written in one write transaction: no writer comes between.
+                let stored: Option<i64> = transaction
+                    .prepare_cached("SELECT updated_at FROM memories WHERE ns = ?1 AND id = ?2")
+                    .and_then(|mut statement| {
+                        statement
+                            .query_row(params![encoded.ns, encoded.id], |row| row.get(0))
+                            .optional()
+                    })
+                    .context(|| format!("reading memory {} in {}", encoded.id, encoded.ns))?;
+                if stored != Some(read_at) {
+                    return Ok(false);
+                }
+                write_items(transaction, std::slice::from_ref(&encoded))?;
+                Ok(true)
+            })
+            .await
+    }
+
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
         let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         if encoded.is_empty() {

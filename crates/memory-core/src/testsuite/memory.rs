@@ -8,6 +8,7 @@ use crate::{
     RecallStats, Scope, SearchQuery,
 };
 
+mod conditional;
 mod metadata;
 mod paging;
 mod positions;
@@ -50,6 +51,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;
     recall_statistics_at_their_limits(store, &child(base, "recall-limits")).await;
+    conditional::conditional_updates(store, &child(base, "conditional")).await;
     similarity_search(store, &child(base, "similar")).await;
     positions::term_positions(store, &child(base, "positions")).await;
     positions::own_words(store, &child(base, "own-words")).await;

@@ -262,14 +262,30 @@ fn singular(tag: &str) -> &str {
 
 /// Writes the memory-level findings (tags, importance, fact key) to the stored memory; its
 /// own values win (see [`EnrichmentConfig::update_memories`](super::EnrichmentConfig)).
+/// Written only over the copy read, and made again on what is stored when another write
+/// (an edit, a pin) came between.
 async fn update_memory(
     store: &dyn MemoryStore,
     item: &MemoryItem,
     enrichment: &Enrichment,
 ) -> Result<()> {
-    let Some(mut current) = store.get(&item.namespace, &item.id).await? else {
-        return Ok(());
-    };
+    for _ in 0..crate::memory::EDIT_ATTEMPTS {
+        let Some(current) = store.get(&item.namespace, &item.id).await? else {
+            return Ok(());
+        };
+        let read_at = current.updated_at;
+        let Some(enriched) = enriched(current, enrichment)? else {
+            return Ok(());
+        };
+        if store.update_if(enriched.revised(read_at), read_at).await? {
+            return Ok(());
+        }
+    }
+    Err(crate::memory::edit_conflict(&item.namespace, &item.id))
+}
+
+/// `current` with the findings its own values leave room for, or `None` when it takes none.
+fn enriched(mut current: MemoryItem, enrichment: &Enrichment) -> Result<Option<MemoryItem>> {
     let mut changed = false;
     for raw in &enrichment.tags {
         if let Ok(tag) = Tag::new(raw)
@@ -294,10 +310,7 @@ async fn update_memory(
         current = with_key;
         changed = true;
     }
-    if changed {
-        store.update(current).await?;
-    }
-    Ok(())
+    Ok(changed.then_some(current))
 }
 
 /// `Ok` for an [`MemoryError::AlreadyExists`]: another write created the record first.

@@ -319,16 +319,25 @@ impl Dialogue<'_> {
     }
 
     /// Sets the context of the memory of `last` to the turn before it and `next`.
+    /// Written only over the copy read, and again on what is stored when another write (an
+    /// edit, a pin) came between.
     async fn lend_next(&self, last: &Last, next: &str) -> Result<()> {
         let store = &self.memory.store;
-        let Some(item) = store.get(&self.namespace, &last.id).await? else {
-            return Ok(());
-        };
-        let context = match &last.before {
+        let context = bounded(match &last.before {
             Some(before) => format!("{before}\n{next}"),
             None => next.to_owned(),
-        };
-        store.update(item.with_context(bounded(context))).await
+        });
+        for _ in 0..crate::memory::EDIT_ATTEMPTS {
+            let Some(item) = store.get(&self.namespace, &last.id).await? else {
+                return Ok(());
+            };
+            let read_at = item.updated_at;
+            let lent = item.with_context(context.clone()).revised(read_at);
+            if store.update_if(lent, read_at).await? {
+                return Ok(());
+            }
+        }
+        Err(crate::memory::edit_conflict(&self.namespace, &last.id))
     }
 }
 

@@ -72,46 +72,84 @@ impl Memory {
     /// dialogue context, a compressed original, the creation time and the recall
     /// statistics. Every change is checked before anything is written, so a refused update
     /// changes nothing. Like the other edits (`pin`, `compress`) it reads the memory and
-    /// writes it back: a write to the same memory in between is replaced (last write wins).
+    /// writes the change only over the copy it read
+    /// ([`update_if`](memory_core::MemoryStore::update_if)): when another write changed the
+    /// memory in between (a pin, an enrichment, another process's edit), the update reads it
+    /// again and makes its change on what is stored then, so neither write is lost.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when there is no such memory;
     /// [`MemoryError::InvalidInput`] naming `content`, `tag`, `importance` or `metadata`
-    /// for a value out of its limits; embedding and store errors.
+    /// for a value out of its limits; [`MemoryError::Conflict`] when other writes changed
+    /// the memory at each of eight attempts to edit it (nothing is written; the
+    /// update can be made again); embedding and store errors.
     pub async fn update(
         &self,
         namespace: &Namespace,
         id: &str,
         update: MemoryUpdate,
     ) -> Result<MemoryItem> {
-        let Some(mut item) = self.store.get(namespace, id).await? else {
-            return Err(MemoryError::not_found("memory", namespace, id));
-        };
-        if let Some(content) = update.content {
-            // Checked as a new memory's text is.
-            let content = MemoryItem::new(namespace.clone(), content)?.content;
-            if content != item.content {
+        // Checked as a new memory's text is, before anything is read.
+        let content = update
+            .content
+            .map(|content| MemoryItem::new(namespace.clone(), content).map(|item| item.content))
+            .transpose()?;
+        // The new text's vector, asked for once however many times the memory is read.
+        let mut vector: Option<Option<Vec<f32>>> = None;
+        for _ in 0..EDIT_ATTEMPTS {
+            let Some(mut item) = self.store.get(namespace, id).await? else {
+                return Err(MemoryError::not_found("memory", namespace, id));
+            };
+            let read_at = item.updated_at;
+            if let Some(content) = &content
+                && *content != item.content
+            {
                 // The old vector describes the old text: embedded again, or none without
                 // an embedder.
+                let embedded = match &vector {
+                    Some(embedded) => embedded.clone(),
+                    None => vector.insert(self.embedding_of(content).await?).clone(),
+                };
                 item.embedding = None;
-                if let Some(vector) = self.embedding_of(&content).await? {
-                    item = item.with_embedding(vector)?;
+                if let Some(embedded) = embedded {
+                    item = item.with_embedding(embedded)?;
                 }
+                item.content = content.clone();
             }
-            item.content = content;
+            if let Some(tags) = &update.tags {
+                item = item.with_tags(tags.clone())?;
+            }
+            if let Some(importance) = update.importance {
+                item = item.with_importance(importance)?;
+            }
+            if let Some(metadata) = &update.metadata {
+                item = item.with_metadata(metadata.clone())?;
+            }
+            item.updated_at = Utc::now().max(item.created_at);
+            let item = item.revised(read_at);
+            if self.store.update_if(item.clone(), read_at).await? {
+                return Ok(item);
+            }
         }
-        if let Some(tags) = update.tags {
-            item = item.with_tags(tags)?;
-        }
-        if let Some(importance) = update.importance {
-            item = item.with_importance(importance)?;
-        }
-        if let Some(metadata) = update.metadata {
-            item = item.with_metadata(metadata)?;
-        }
-        item.updated_at = Utc::now().max(item.created_at);
-        self.store.update(item.clone()).await?;
-        Ok(item)
+        Err(edit_conflict(namespace, id))
+    }
+}
+
+/// How many times an edit of one memory reads it again when another write changed it
+/// between the edit's read and its write, before it gives up with
+/// [`MemoryError::Conflict`]. Each attempt is a read and a conditional write; eight
+/// concurrent writes to one memory within one edit are already far past what an agent
+/// does.
+pub(crate) const EDIT_ATTEMPTS: usize = 8;
+
+/// The error of an edit that found memory `id` changed at each of its [`EDIT_ATTEMPTS`].
+pub(crate) fn edit_conflict(namespace: &Namespace, id: &str) -> MemoryError {
+    MemoryError::Conflict {
+        message: format!(
+            "memory {id} in {namespace} was changed by other writes at each of {EDIT_ATTEMPTS} \
+             attempts to edit it; nothing was written"
+        ),
+        source: None,
     }
 }
 

@@ -497,23 +497,32 @@ impl Memory {
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
-    /// `reason` when it is longer than [`MAX_REASON_LEN`], or `id` when it already ended.
+    /// `reason` when it is longer than [`MAX_REASON_LEN`], or `id` when it already ended;
+    /// [`MemoryError::Conflict`] when other writes changed the memory at each of eight
+    /// attempts; store errors.
     pub async fn retract(&self, namespace: &Namespace, id: &str, reason: &str) -> Result<()> {
         memory_core::backend::validate_len("reason", reason, MAX_REASON_LEN)?;
-        let mut item = self.require(namespace, id).await?;
-        if item.ended.is_some() {
-            return Err(MemoryError::invalid(
-                "id",
-                format!("memory {id} already ended"),
-            ));
+        for _ in 0..super::EDIT_ATTEMPTS {
+            let mut item = self.require(namespace, id).await?;
+            if item.ended.is_some() {
+                return Err(MemoryError::invalid(
+                    "id",
+                    format!("memory {id} already ended"),
+                ));
+            }
+            let read_at = item.updated_at;
+            item.ended = Some(Ended {
+                at: self.clock.now().max(item.created_at),
+                reason: EndReason::Retracted {
+                    reason: reason.to_owned(),
+                },
+            });
+            // Written only over the copy read, as every edit ([`Memory::update`]).
+            if self.store.update_if(item.revised(read_at), read_at).await? {
+                return Ok(());
+            }
         }
-        item.ended = Some(Ended {
-            at: self.clock.now().max(item.created_at),
-            reason: EndReason::Retracted {
-                reason: reason.to_owned(),
-            },
-        });
-        self.store.save(item).await
+        Err(super::edit_conflict(namespace, id))
     }
 
     /// Every version of the fact memory `id` states, in order (by when each starts to hold,

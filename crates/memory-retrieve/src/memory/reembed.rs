@@ -147,17 +147,19 @@ impl Memory {
         for (read, vector) in batch.iter().zip(vectors) {
             match now.remove(&read.id) {
                 Some(item) if item.content == read.content => {
-                    writes.push(item.with_embedding(vector)?);
+                    let read_at = item.updated_at;
+                    writes.push((read_at, item.with_embedding(vector)?.revised(read_at)));
                 }
                 _ => report.skipped += 1,
             }
         }
-        for item in writes {
-            // `update`, not a batch save: a memory deleted since it was read stays deleted.
-            match self.store.update(item).await {
-                Ok(()) => report.embedded += 1,
-                Err(MemoryError::NotFound { .. }) => report.skipped += 1,
-                Err(error) => return Err(error),
+        for (read_at, item) in writes {
+            // Written only over the copy read: a memory deleted or changed since stays as it
+            // is now (a changed text is embedded by the next pass).
+            if self.store.update_if(item, read_at).await? {
+                report.embedded += 1;
+            } else {
+                report.skipped += 1;
             }
         }
         Ok(())

@@ -1,6 +1,8 @@
 //! An in-memory store that counts what is asked of it, and fails recall writes on demand:
 //! the tests that check how much a pass reads, or what becomes of a failed write, run on it.
 
+use std::collections::VecDeque;
+use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,6 +35,52 @@ pub(crate) struct Instrumented {
     /// How many `count` calls never answer, from the first (a slow database).
     pub(crate) stalled_counts: usize,
     counts: AtomicUsize,
+    /// Writes another writer makes right after the next reads (`get`, `list`) answer.
+    pub(crate) after_reads: Interleaved,
+}
+
+/// A change of one stored memory.
+type Change = Box<dyn FnOnce(MemoryItem) -> MemoryItem + Send>;
+
+/// Writes of another writer, each made right after one read of the store answers (in
+/// order, one per read): the race of an edit's read and its write, made to happen.
+#[derive(Default)]
+pub(crate) struct Interleaved(Mutex<VecDeque<(Namespace, String, Change)>>);
+
+impl fmt::Debug for Interleaved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pending = self.0.lock().map(|queue| queue.len()).unwrap_or_default();
+        f.debug_struct("Interleaved")
+            .field("pending", &pending)
+            .finish()
+    }
+}
+
+impl Interleaved {
+    /// After a later read, memory `id` of `namespace` is changed by `change`, as an edit
+    /// changes it (its `updated_at` moved on).
+    pub(crate) fn push(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        change: impl FnOnce(MemoryItem) -> MemoryItem + Send + 'static,
+    ) {
+        if let Ok(mut queue) = self.0.lock() {
+            queue.push_back((namespace.clone(), id.to_owned(), Box::new(change)));
+        }
+    }
+
+    /// Makes the next write, if any.
+    async fn write_next(&self, store: &InMemoryStore) -> Result<()> {
+        let next = self.0.lock().ok().and_then(|mut queue| queue.pop_front());
+        if let Some((namespace, id, change)) = next
+            && let Some(item) = store.get(&namespace, &id).await?
+        {
+            let read_at = item.updated_at;
+            store.save(change(item).revised(read_at)).await?;
+        }
+        Ok(())
+    }
 }
 
 impl Instrumented {
@@ -103,7 +151,9 @@ impl MemoryStore for Instrumented {
         self.inner.save(item).await
     }
     async fn get(&self, namespace: &Namespace, id: &str) -> Result<Option<MemoryItem>> {
-        self.inner.get(namespace, id).await
+        let item = self.inner.get(namespace, id).await?;
+        self.after_reads.write_next(&self.inner).await?;
+        Ok(item)
     }
     async fn get_many(&self, namespace: &Namespace, ids: &[String]) -> Result<Vec<MemoryItem>> {
         self.inner.get_many(namespace, ids).await
@@ -119,6 +169,7 @@ impl MemoryStore for Instrumented {
         if let Ok(mut lists) = self.lists.lock() {
             lists.push((filter.limit, items.len()));
         }
+        self.after_reads.write_next(&self.inner).await?;
         Ok(items)
     }
     async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {

@@ -3,6 +3,7 @@
 mod api;
 mod conversation;
 mod dialogue;
+mod edits;
 #[cfg(feature = "embeddings")]
 mod embedding;
 mod enrich;

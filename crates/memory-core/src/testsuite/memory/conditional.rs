@@ -1,0 +1,117 @@
+//! Conformance of [`MemoryStore::update_if`]: an edit is written only over the copy it was
+//! made from, and a refused one changes nothing.
+
+use chrono::Duration;
+
+use super::{item, must};
+use crate::{MemoryError, MemoryStore, Namespace, RecallStats, SearchQuery};
+
+async fn found(store: &dyn MemoryStore, ns: &Namespace, words: &str) -> Vec<String> {
+    must(
+        store.search(&SearchQuery::new(ns.exact(), words, 10)),
+        "search",
+    )
+    .await
+    .into_iter()
+    .map(|hit| hit.item.id.clone())
+    .collect()
+}
+
+pub(super) async fn conditional_updates(store: &dyn MemoryStore, ns: &Namespace) {
+    must(
+        store.save(item(ns, "a", "the violin lessons start in May", 0)),
+        "save",
+    )
+    .await;
+    must(
+        store.record_recall(ns, "a", 0.5, item(ns, "x", "x", 5).created_at),
+        "record_recall",
+    )
+    .await;
+    let read = must(store.get(ns, "a"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: the saved memory is there"));
+
+    // Two edits made from one copy: the first is written, with a later `updated_at`.
+    let mut first = read.clone();
+    first.content = "the cello lessons start in June".into();
+    let first = first.revised(read.updated_at);
+    assert_eq!(
+        first.updated_at,
+        read.updated_at + Duration::nanoseconds(1),
+        "conformance: a revision moves updated_at by a nanosecond"
+    );
+    assert!(
+        must(store.update_if(first.clone(), read.updated_at), "update_if").await,
+        "conformance: an edit of the copy as stored is written"
+    );
+    let stored = must(store.get(ns, "a"), "get").await;
+    assert_eq!(
+        stored.as_ref().map(|item| (&item.content, item.updated_at)),
+        Some((&first.content, first.updated_at)),
+        "conformance: the edit is stored, with its updated_at"
+    );
+    assert_eq!(
+        must(store.recall_stats(ns, "a"), "recall_stats")
+            .await
+            .map(|stats: RecallStats| stats.recall_count),
+        Some(1),
+        "conformance: a conditional update keeps the recall statistics"
+    );
+    assert_eq!(found(store, ns, "cello").await, ["a"]);
+
+    // The second was made from the same copy: refused, and nothing of it written.
+    let second = read.clone().with_pinned(true).revised(read.updated_at);
+    assert!(
+        !must(store.update_if(second, read.updated_at), "update_if").await,
+        "conformance: an edit of a copy changed since is refused"
+    );
+    let stored = must(store.get(ns, "a"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: the memory is still there"));
+    assert_eq!(stored.content, first.content);
+    assert!(
+        !stored.is_pinned(),
+        "conformance: a refused edit writes nothing"
+    );
+    assert!(
+        found(store, ns, "violin").await.is_empty(),
+        "conformance: a refused edit leaves the index as the stored text"
+    );
+
+    // Made again from what is stored now, it is written.
+    let again = stored.clone().with_pinned(true).revised(stored.updated_at);
+    assert!(must(store.update_if(again, stored.updated_at), "update_if").await);
+    assert!(
+        must(store.get(ns, "a"), "get")
+            .await
+            .is_some_and(|item| item.is_pinned() && item.content == first.content)
+    );
+
+    // A memory that is not stored (deleted, or never saved) is not written.
+    let gone = item(ns, "gone", "a memory forgotten before its edit", 1);
+    assert!(
+        !must(store.update_if(gone.clone(), gone.updated_at), "update_if").await,
+        "conformance: a conditional update never creates a memory"
+    );
+    assert!(must(store.get(ns, "gone"), "get").await.is_none());
+    let elsewhere = item(&super::child(ns, "never-written"), "b", "a memory", 2);
+    assert!(
+        !must(
+            store.update_if(elsewhere.clone(), elsewhere.updated_at),
+            "update_if"
+        )
+        .await
+    );
+
+    // An invalid item is refused as invalid, whatever is stored.
+    let mut invalid = must(store.get(ns, "a"), "get")
+        .await
+        .unwrap_or_else(|| panic!("conformance: the memory is still there"));
+    let at = invalid.updated_at;
+    invalid.importance = f32::NAN;
+    assert!(matches!(
+        store.update_if(invalid, at).await,
+        Err(MemoryError::InvalidInput { .. })
+    ));
+}

@@ -1,0 +1,232 @@
+//! Edits that race another writer: each is written only over the copy it read, so a write
+//! made between an edit's read and its write is kept, not replaced.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use memory_core::{DecayConfig, MemoryError, MemoryItem, MemoryStore, Namespace, Result};
+use memory_inmem::InMemoryStore;
+use memory_retrieve::{CompressionConfig, Memory, MemoryUpdate, Summarizer, decay};
+
+use crate::instrumented::Instrumented;
+
+fn ns() -> Namespace {
+    Namespace::parse("edits").unwrap()
+}
+
+/// A memory on an instrumented store, holding one memory; returns its id.
+async fn one_memory() -> (Arc<Instrumented>, Memory, String) {
+    let store = Arc::new(Instrumented::default());
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .build()
+        .unwrap();
+    let id = memory
+        .remember(&ns(), "The user plays the violin on Sundays")
+        .await
+        .unwrap();
+    (store, memory, id)
+}
+
+async fn stored(store: &Instrumented, id: &str) -> MemoryItem {
+    store.inner.get(&ns(), id).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn an_update_keeps_a_pin_made_between_its_read_and_its_write() {
+    let (store, memory, id) = one_memory().await;
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_pinned(true));
+    let updated = memory
+        .update(
+            &ns(),
+            &id,
+            MemoryUpdate::new().content("The user plays the cello on Sundays"),
+        )
+        .await
+        .unwrap();
+    let now = stored(&store, &id).await;
+    assert_eq!(now, updated, "the update returns what is stored");
+    assert_eq!(now.content, "The user plays the cello on Sundays");
+    assert!(
+        now.is_pinned(),
+        "the pin made while the update was made is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_pin_keeps_an_edit_made_between_its_read_and_its_write() {
+    let (store, memory, id) = one_memory().await;
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_tags(["music"]).unwrap());
+    assert!(memory.pin(&ns(), &id, true).await.unwrap());
+    let now = stored(&store, &id).await;
+    assert!(now.is_pinned());
+    assert_eq!(
+        now.tags.len(),
+        1,
+        "the tags written while it was pinned are kept"
+    );
+}
+
+#[tokio::test]
+async fn a_compression_keeps_an_edit_made_between_its_read_and_its_write() {
+    let (store, memory, id) = one_memory().await;
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_importance(0.9).unwrap());
+    assert!(
+        memory
+            .compress(&ns(), &id, "violin, Sundays")
+            .await
+            .unwrap()
+    );
+    let now = stored(&store, &id).await;
+    assert_eq!(now.content, "violin, Sundays");
+    assert_eq!(now.importance, 0.9, "the importance set meanwhile is kept");
+}
+
+/// Another writer that changes the memory before every write: the edit gives up with a
+/// conflict, and writes nothing.
+#[tokio::test]
+async fn an_edit_that_never_finds_its_copy_stored_writes_nothing() {
+    let (store, memory, id) = one_memory().await;
+    for _ in 0..20 {
+        store
+            .after_reads
+            .push(&ns(), &id, |item| item.with_importance(0.7).unwrap());
+    }
+    let error = memory
+        .update(&ns(), &id, MemoryUpdate::new().content("Something else"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, MemoryError::Conflict { .. }), "{error}");
+    assert_eq!(
+        stored(&store, &id).await.content,
+        "The user plays the violin on Sundays"
+    );
+}
+
+/// A decay pass writes each memory it lowers only over the copy it listed: a memory pinned
+/// after the listing stays pinned, at its importance.
+#[tokio::test]
+async fn a_decay_pass_leaves_a_memory_pinned_after_its_listing() {
+    let store = Instrumented::default();
+    let t0: DateTime<Utc> = "2024-01-01T00:00:00Z".parse().unwrap();
+    let item = MemoryItem::new(ns(), "an old memory that decays")
+        .unwrap()
+        .with_id("old")
+        .unwrap()
+        .with_importance(0.8)
+        .unwrap()
+        .with_created_at(t0);
+    store.inner.save(item).await.unwrap();
+    store
+        .after_reads
+        .push(&ns(), "old", |item| item.with_pinned(true));
+    let config = DecayConfig {
+        daily_rate: 0.1,
+        min_threshold: 0.01,
+        grace_period_days: 1,
+    };
+    let report = decay(
+        &store,
+        &ns().subtree(),
+        &config,
+        t0 + Duration::days(30),
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.decayed, 0, "{report:?}");
+    let now = stored(&store, "old").await;
+    assert!(now.is_pinned(), "the pin made after the listing is kept");
+    assert_eq!(now.importance, 0.8);
+}
+
+/// A summarizer that pins the memory it is asked to summarise, as a user might while a
+/// model writes the summary.
+#[derive(Debug)]
+struct PinsWhileSummarising(Arc<InMemoryStore>);
+
+#[async_trait]
+impl Summarizer for PinsWhileSummarising {
+    async fn summarize(&self, _texts: &[&str], _max_tokens: usize) -> Result<String> {
+        for item in self
+            .0
+            .list(&memory_core::MemoryFilter::new(ns().subtree()))
+            .await?
+        {
+            let read_at = item.updated_at;
+            self.0.save(item.with_pinned(true).revised(read_at)).await?;
+        }
+        Ok("a short summary".to_owned())
+    }
+}
+
+#[tokio::test]
+async fn a_memory_pinned_while_its_summary_is_written_is_not_compressed() {
+    let store = Arc::new(InMemoryStore::new());
+    let clock = Arc::new(memory_core::ManualClock::new(
+        "2024-03-01T12:00:00Z".parse().unwrap(),
+    ));
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .compression_with(
+            CompressionConfig {
+                older_than_days: 7,
+                max_tokens: 4,
+            },
+            Arc::new(PinsWhileSummarising(store.clone())),
+        )
+        .build()
+        .unwrap();
+    let text = "We planned the trip to Lisbon in May. The flights were cheap on Tuesday, and \
+        my sister will join us for the first week.";
+    let id = memory.remember(&ns(), text).await.unwrap();
+    clock.advance(Duration::days(30));
+    let report = memory.maintain(&ns().subtree()).await.unwrap();
+    assert_eq!(report.compressed, 0, "{report:?}");
+    let now = store.get(&ns(), &id).await.unwrap().unwrap();
+    assert!(
+        now.is_pinned(),
+        "the pin made while the summary was written is kept"
+    );
+    assert_eq!(now.content, text);
+}
+
+/// An edit read before a retraction and written after it keeps the retraction (it had
+/// brought the memory back), and a retraction keeps an edit made while it was made.
+#[tokio::test]
+async fn an_edit_and_a_retraction_of_one_memory_both_hold() {
+    let (store, memory, id) = one_memory().await;
+    store.after_reads.push(&ns(), &id, |mut item| {
+        item.ended = Some(memory_core::Ended {
+            at: item.created_at,
+            reason: memory_core::EndReason::Retracted {
+                reason: "said in jest".to_owned(),
+            },
+        });
+        item
+    });
+    memory
+        .update(&ns(), &id, MemoryUpdate::new().importance(0.9))
+        .await
+        .unwrap();
+    let now = stored(&store, &id).await;
+    assert!(now.ended.is_some(), "the retraction made meanwhile is kept");
+    assert_eq!(now.importance, 0.9);
+
+    let (store, memory, id) = one_memory().await;
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_tags(["music"]).unwrap());
+    memory.retract(&ns(), &id, "no longer true").await.unwrap();
+    let now = stored(&store, &id).await;
+    assert!(now.ended.is_some());
+    assert_eq!(now.tags.len(), 1, "the tags written meanwhile are kept");
+}
