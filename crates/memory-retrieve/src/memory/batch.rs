@@ -18,14 +18,27 @@ use crate::facts::{DuplicatePolicy, Outcome, Prepared, Remembered};
 /// request by default).
 const SEARCH_CHUNK: usize = 256;
 
-/// Prefixes the field of an [`MemoryError::InvalidInput`] with the request's place in the
-/// batch (`requests[3].text`); other errors pass through.
+/// Names the request of the batch an error is about: the field of an
+/// [`MemoryError::InvalidInput`] gains the request's place (`requests[3].text`), and the
+/// message of a refused duplicate or conflict ([`MemoryError::AlreadyExists`],
+/// [`MemoryError::Conflict`]) opens with it (`requests[3]: memory m1 ...`); other errors
+/// pass through.
 fn at_index(index: usize, error: MemoryError) -> MemoryError {
+    let place = format!("requests[{index}]");
     match error {
         MemoryError::InvalidInput { field, problem } => MemoryError::InvalidInput {
-            field: format!("requests[{index}].{field}"),
+            field: format!("{place}.{field}"),
             problem,
         },
+        MemoryError::AlreadyExists(message) if !message.starts_with(&place) => {
+            MemoryError::AlreadyExists(format!("{place}: {message}"))
+        }
+        MemoryError::Conflict { message, source } if !message.starts_with(&place) => {
+            MemoryError::Conflict {
+                message: format!("{place}: {message}"),
+                source,
+            }
+        }
         other => other,
     }
 }
@@ -94,8 +107,9 @@ impl Memory {
     /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].text`) for
     /// the first invalid request, or `requests[j].fact_key` for a fact key an earlier
     /// request of the batch states in the same namespace;
-    /// [`MemoryError::AlreadyExists`] or [`MemoryError::Conflict`] when the
-    /// [`FactsConfig`](crate::FactsConfig) rejects a duplicate or conflict; store errors.
+    /// [`MemoryError::AlreadyExists`] or [`MemoryError::Conflict`] naming the request
+    /// (`requests[3]: ...`) when the [`FactsConfig`](crate::FactsConfig) rejects a
+    /// duplicate or conflict; store errors.
     /// Nothing is stored when it fails.
     pub async fn remember_many(&self, requests: Vec<Remember>) -> Result<Vec<Remembered>> {
         let span = tracing::debug_span!("remember_many", count = requests.len());
@@ -261,7 +275,10 @@ impl Memory {
             None
         };
         let new = item.clone();
-        let plan = self.reconcile_found(item, now, found).await?;
+        let plan = self
+            .reconcile_found(item, now, found)
+            .await
+            .map_err(|error| at_index(index, error))?;
         self.apply_plan(plan, &new, writes, remembered);
         if let Some(key) = key
             && matches!(
@@ -497,6 +514,63 @@ mod tests {
         let error = memory.remember_many(bad_importance).await.unwrap_err();
         assert_eq!(error.field(), Some("requests[1].importance"), "{error}");
         assert_eq!(count(&memory).await, 0);
+    }
+
+    /// A batch refused by a `Reject` policy names the request refused, for a duplicate or
+    /// rival stored before the batch as for one of the batch's own, and stores nothing.
+    #[tokio::test]
+    async fn a_rejected_request_is_named_and_nothing_is_stored() {
+        let memory = Memory::builder()
+            .facts(crate::FactsConfig {
+                duplicates: crate::DuplicatePolicy::Reject,
+                conflicts: crate::ConflictPolicy::Reject,
+                ..crate::FactsConfig::default()
+            })
+            .build()
+            .unwrap();
+        for (id, text) in [
+            ("cat", "The user's cat is called Miso"),
+            ("phone", "Ava's phone number is 555-0100"),
+        ] {
+            memory
+                .remember_with(Remember::new(user(), text).id(id))
+                .await
+                .unwrap();
+        }
+        let batch = |text: &str| {
+            vec![
+                Remember::new(user(), "The user drinks green tea every morning"),
+                Remember::new(user(), text.to_owned()),
+            ]
+        };
+        let error = memory
+            .remember_many(batch("the user's cat is called Miso"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::AlreadyExists(message) if message.starts_with("requests[1]: ")),
+            "{error}"
+        );
+        let error = memory
+            .remember_many(batch("Ava's phone number is 555-0199"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::Conflict { message, .. } if message.starts_with("requests[1]: ")),
+            "{error}"
+        );
+        let error = memory
+            .remember_many(vec![
+                Remember::new(user(), "The user drinks green tea every morning"),
+                Remember::new(user(), "the user drinks green tea every morning"),
+            ])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::AlreadyExists(message) if message.starts_with("requests[1] repeats")),
+            "{error}"
+        );
+        assert_eq!(count(&memory).await, 2, "a refused batch stores nothing");
     }
 
     #[tokio::test]
