@@ -92,6 +92,25 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// Backend errors only.
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>>;
 
+    /// The first `limit` of [`relations_of`](Self::relations_of)' relations of `id`, in its
+    /// order: what a reader that shows a page of a hub's relations needs, at the cost of the
+    /// page rather than of the hub's degree (an entity every memory mentions has a relation
+    /// per memory). The default reads them all and keeps the first `limit`; every backend of
+    /// this workspace reads only those.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn relations_of_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        let mut relations = self.relations_of(namespace, id).await?;
+        relations.truncate(limit);
+        Ok(relations)
+    }
+
     /// Entities matching any keyword under the matching rule ([`entity_matches_keyword`]):
     /// name prefix (case-insensitive), tag exact (after normalisation), entity type exact
     /// (case-insensitive). Ordered by namespace, then id. The entities are shared (`Arc`), so
@@ -506,6 +525,14 @@ macro_rules! forward_knowledge_graph {
                 id: &str,
             ) -> Result<Vec<GraphRelation>> {
                 (**self).relations_of(namespace, id).await
+            }
+            async fn relations_of_at_most(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                limit: usize,
+            ) -> Result<Vec<GraphRelation>> {
+                (**self).relations_of_at_most(namespace, id, limit).await
             }
             async fn find_by_keywords(
                 &self,

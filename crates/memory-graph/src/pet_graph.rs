@@ -326,6 +326,17 @@ impl KnowledgeGraph for PetGraph {
             .unwrap_or_default())
     }
 
+    async fn relations_of_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        Ok(self
+            .read_namespace(namespace, |graph| graph.relations_of_at_most(id, limit))
+            .unwrap_or_default())
+    }
+
     async fn find_by_keywords(
         &self,
         scope: &Scope,

@@ -273,22 +273,38 @@ impl KnowledgeGraph for PostgresGraph {
     }
 
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
-        if !storable(id) {
+        self.relations_of_at_most(namespace, id, usize::MAX).await
+    }
+
+    async fn relations_of_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        if !storable(id) || limit == 0 {
             return Ok(Vec::new());
         }
         let ns = namespace.as_str().to_owned();
         let id = id.to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut sql = self.db.sql(&format!(
             "SELECT {RELATION_COLUMNS} FROM ( \
-             SELECT *, 0 AS dir, target_id AS other FROM {{s}}.relations \
+             (SELECT *, 0 AS dir, target_id AS other FROM {{s}}.relations \
              WHERE ns = $1::text AND source_id = $2::text \
+             ORDER BY relation_type, target_id LIMIT $3::bigint) \
              UNION ALL \
-             SELECT *, 1 AS dir, source_id AS other FROM {{s}}.relations \
+             (SELECT *, 1 AS dir, source_id AS other FROM {{s}}.relations \
              WHERE ns = $1::text AND target_id = $2::text AND source_id <> $2::text \
-             ) AS r ORDER BY r.dir, r.relation_type, r.other"
+             ORDER BY relation_type, source_id LIMIT $3::bigint) \
+             ) AS r ORDER BY r.dir, r.relation_type, r.other LIMIT $3::bigint"
         ));
-        // The statement names $1 and $2 itself; bind them in order.
-        sql.bind_only(ns.clone()).bind_only(id.clone());
+        // The statement names $1 to $3 itself; bind them in order. Each direction is cut to
+        // the limit before the two are put together, so a hub's other relations are not read
+        // past its index.
+        sql.bind_only(ns.clone())
+            .bind_only(id.clone())
+            .bind_only(limit);
         let rows = self
             .db
             .query(&sql, || {

@@ -283,6 +283,15 @@ impl KnowledgeGraph for SqliteGraph {
     }
 
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
+        self.relations_of_at_most(namespace, id, usize::MAX).await
+    }
+
+    async fn relations_of_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
         self.db
             .query(move |connection| {
@@ -291,19 +300,25 @@ impl KnowledgeGraph for SqliteGraph {
                 for sql in [
                     format!(
                         "SELECT {RELATION_COLUMNS} FROM relations r \
-                         WHERE r.ns = ?1 AND r.source_id = ?2 ORDER BY r.relation_type, r.target_id"
+                         WHERE r.ns = ?1 AND r.source_id = ?2 ORDER BY r.relation_type, r.target_id \
+                         LIMIT ?3"
                     ),
                     format!(
                         "SELECT {RELATION_COLUMNS} FROM relations r \
                          WHERE r.ns = ?1 AND r.target_id = ?2 AND r.source_id <> ?2 \
-                         ORDER BY r.relation_type, r.source_id"
+                         ORDER BY r.relation_type, r.source_id LIMIT ?3"
                     ),
                 ] {
+                    // What is left of the limit (SQLite reads a negative limit as none).
+                    let left = i64::try_from(limit.saturating_sub(out.len())).unwrap_or(i64::MAX);
+                    if left == 0 {
+                        break;
+                    }
                     let rows = connection
                         .prepare_cached(&sql)
                         .and_then(|mut statement| {
                             statement
-                                .query_map(params![ns, id], read_relation)?
+                                .query_map(params![ns, id, left], read_relation)?
                                 .collect::<rusqlite::Result<Vec<_>>>()
                         })
                         .context(|| format!("reading the relations of entity {id} in {ns}"))?;

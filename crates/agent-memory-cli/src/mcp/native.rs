@@ -682,7 +682,12 @@ pub(super) async fn call(
                     format!("no entity {:?} in namespace {namespace}", args.id),
                 ));
             };
-            let relations = memory.graph().relations_of(&namespace, &args.id).await?;
+            // One more than is shown, to tell whether there are more: a hub's read costs a
+            // page.
+            let relations = memory
+                .graph()
+                .relations_of_at_most(&namespace, &args.id, MAX_RELATIONS + 1)
+                .await?;
             let truncated = relations.len() > MAX_RELATIONS;
             let relations: Vec<RelationView> = relations
                 .iter()

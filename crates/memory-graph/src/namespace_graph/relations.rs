@@ -203,8 +203,14 @@ impl NamespaceGraph {
 
     /// Every relation with `id` as source or target, in the trait's order.
     pub(crate) fn relations_of(&self, id: &str) -> Vec<GraphRelation> {
+        self.relations_of_at_most(id, usize::MAX)
+    }
+
+    /// The first `limit` relations of [`relations_of`](Self::relations_of): the adjacency is
+    /// kept in the trait's order, so only those are read.
+    pub(crate) fn relations_of_at_most(&self, id: &str, limit: usize) -> Vec<GraphRelation> {
         match self.slot(id).and_then(|slot| self.node(slot)) {
-            Some(node) => self.relations(node.adjacency.iter().map(|half| half.edge)),
+            Some(node) => self.relations(node.adjacency.iter().take(limit).map(|half| half.edge)),
             None => Vec::new(),
         }
     }

@@ -62,8 +62,9 @@ pub(crate) struct EntityList {
 pub(crate) struct EntityDetail {
     /// The entity.
     pub(crate) entity: EntityView,
-    /// The relations from and to it: the first [`MAX_ENTITY_RELATIONS`] (by source, target
-    /// and type); `GET /v1/graph/relations` pages through all of them.
+    /// The relations from and to it: the first [`MAX_ENTITY_RELATIONS`], those from it
+    /// first, each group by relation type then the other entity; `GET /v1/graph/relations`
+    /// pages through all of them.
     pub(crate) relations: Vec<RelationView>,
     /// Whether it has more relations than are shown.
     pub(crate) relations_truncated: bool,
@@ -144,30 +145,17 @@ pub(crate) async fn get_entity(
     let Some(entity) = graph.get_entity(&namespace, &id).await? else {
         return Err(not_found("entity", &id, &namespace));
     };
-    let mut relations = graph.relations_of(&namespace, &id).await?;
+    // One more than is shown, to tell whether there are more: a hub's read costs a page.
+    let mut relations = graph
+        .relations_of_at_most(&namespace, &id, MAX_ENTITY_RELATIONS + 1)
+        .await?;
     let relations_truncated = relations.len() > MAX_ENTITY_RELATIONS;
-    if relations_truncated {
-        relations.select_nth_unstable_by(MAX_ENTITY_RELATIONS, relation_order);
-        relations.truncate(MAX_ENTITY_RELATIONS);
-    }
-    relations.sort_unstable_by(relation_order);
+    relations.truncate(MAX_ENTITY_RELATIONS);
     Ok(Json(EntityDetail {
         entity: EntityView::from(&entity),
         relations: relations.iter().map(RelationView::from).collect(),
         relations_truncated,
     }))
-}
-
-/// Relations by source, target and type.
-fn relation_order(
-    a: &agent_memory::GraphRelation,
-    b: &agent_memory::GraphRelation,
-) -> std::cmp::Ordering {
-    (&a.source_id, &a.target_id, &a.relation_type).cmp(&(
-        &b.source_id,
-        &b.target_id,
-        &b.relation_type,
-    ))
 }
 
 /// The most hops a `related` request walks.

@@ -286,4 +286,36 @@ pub(super) async fn hub_pages(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         relation_keys(&whole_hub[15..17]),
         "after a position no relation holds"
     );
+
+    // The first relations of a hub, outgoing then incoming (a loop once).
+    for (source, kind) in [("t03", "alpha"), ("t01", "zeta"), ("hub", "omega")] {
+        let target = "hub";
+        must(
+            graph.add_relation(relation(&hub, source, target, kind, 0.5)),
+            "add_relation",
+        )
+        .await;
+    }
+    let all = must(graph.relations_of(&hub, "hub"), "relations_of").await;
+    assert_eq!(all.len(), 33, "30 out, a loop, 2 in");
+    for limit in [0, 1, 5, 30, 31, 32, 33, 34, usize::MAX] {
+        let first = must(
+            graph.relations_of_at_most(&hub, "hub", limit),
+            "relations_of_at_most",
+        )
+        .await;
+        assert_eq!(
+            relation_keys(&first),
+            relation_keys(&all[..limit.min(all.len())]),
+            "the first {limit} relations of a hub"
+        );
+    }
+    assert!(
+        must(
+            graph.relations_of_at_most(&hub, "nobody", 10),
+            "relations_of_at_most"
+        )
+        .await
+        .is_empty()
+    );
 }
