@@ -472,7 +472,9 @@ impl Memory {
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
-    /// `new` when both ids are the same, or `old` when it already ended.
+    /// `new` when both ids are the same or when `new` already supersedes
+    /// [`MAX_FACT_LINKS`](memory_core::MAX_FACT_LINKS) memories, or `old` when it already
+    /// ended.
     pub async fn supersede(&self, namespace: &Namespace, old: &str, new: &str) -> Result<()> {
         if old == new {
             return Err(MemoryError::invalid(
@@ -486,6 +488,18 @@ impl Memory {
             return Err(MemoryError::invalid(
                 "old",
                 format!("memory {old} already ended"),
+            ));
+        }
+        // A further link would push the oldest out of `supersedes`, and that predecessor
+        // would then name a successor that no longer names it (evicting or forgetting the
+        // successor would leave it pointing at nothing).
+        if new_item.supersedes.len() >= memory_core::MAX_FACT_LINKS {
+            return Err(MemoryError::invalid(
+                "new",
+                format!(
+                    "memory {new} already supersedes {} memories, the most one memory links",
+                    new_item.supersedes.len()
+                ),
             ));
         }
         supersede_with(&mut old_item, &mut new_item);

@@ -364,3 +364,46 @@ async fn a_summary_is_not_seen_as_of_a_time_before_its_consolidation() {
     assert_eq!(current.len(), 1);
     assert_eq!(current[0].id, summary);
 }
+
+/// `supersede` links a successor to at most `MAX_FACT_LINKS` predecessors: one more would
+/// push the first out of the successor's links while it still names the successor, and
+/// forgetting the successor would then leave it naming nothing. Refused, nothing written.
+#[tokio::test]
+async fn a_successor_links_a_bounded_number_of_predecessors() {
+    let memory = Memory::builder().facts(FactsConfig::off()).build().unwrap();
+    let new = memory
+        .remember(&ns(), "the one that replaces them all")
+        .await
+        .unwrap();
+    for i in 0..=memory_core::MAX_FACT_LINKS {
+        let old = memory
+            .remember(&ns(), &format!("version number {i} of the fact"))
+            .await
+            .unwrap();
+        let result = memory.supersede(&ns(), &old, &new).await;
+        if i < memory_core::MAX_FACT_LINKS {
+            result.unwrap();
+            continue;
+        }
+        let error = result.unwrap_err();
+        assert_eq!(error.field(), Some("new"), "{error}");
+        let refused = memory.store().get(&ns(), &old).await.unwrap().unwrap();
+        assert!(refused.ended.is_none(), "a refused supersede ends nothing");
+    }
+    // Forgetting the successor takes every predecessor it links with it: none is left
+    // naming a successor that is gone.
+    assert!(memory.forget(&ns(), &new).await.unwrap());
+    let left = memory
+        .store()
+        .list(&MemoryFilter::new(ns().exact()))
+        .await
+        .unwrap();
+    assert!(
+        left.iter().all(|item| item.ended.is_none()),
+        "{:?}",
+        left.iter()
+            .filter(|item| item.ended.is_some())
+            .map(|item| &item.id)
+            .collect::<Vec<_>>()
+    );
+}
