@@ -457,6 +457,16 @@ async fn stats(settings: &Settings) -> Result<Outcome, Failure> {
         let _ = writeln!(text, "  {:<10} {count}", kind.as_str());
     }
     let _ = write!(text, "mean recalls per memory: {:.2}", stats.mean_access);
+    if let Some(score) = stats.mean_recall_score {
+        let _ = write!(
+            text,
+            "\n{} memories recalled, with a mean relevance of {score:.2}",
+            stats.recalled
+        );
+    }
+    if stats.compressed > 0 {
+        let _ = write!(text, "\n{} compressed", stats.compressed);
+    }
     Ok(Outcome {
         json: serde_json::to_value(&stats).map_err(|error| Failure::internal(error.to_string()))?,
         text,

@@ -991,7 +991,8 @@ impl PyMemory {
 
     /// Counts in `namespace` and under it (`""`: everything): `total`, `per_kind`,
     /// `per_namespace`, `mean_access`, `compressed`, `compression_rate`, `capacity_use`
-    /// (with a capacity set), `pages`, `entities`.
+    /// (with a capacity set), `recalled`, `mean_recall_score` (`None` before the first
+    /// recall), `pages`, `entities`.
     #[pyo3(signature = (namespace = "", *, exact = false))]
     fn stats<'py>(
         &self,

@@ -308,6 +308,7 @@ def test_stats_maintain_and_eviction() -> None:
     assert stats["total"] <= 4 and stats["per_kind"] == {"episodic": stats["total"]}
     assert stats["per_namespace"] == {"u": stats["total"]}
     assert stats["capacity_use"] <= 1.0 and stats["pages"] == 0 and stats["entities"] == 0
+    assert stats["recalled"] == 0 and stats["mean_recall_score"] is None
     report = memory.maintain("u")
     assert set(report) >= {"expired", "decayed", "evicted", "compressed", "failed_write_passes", "conflicts_found"}
     assert all(isinstance(value, int) for value in report.values())
@@ -320,7 +321,9 @@ def test_recall_statistics_and_flush(memory: Memory) -> None:
     memory.flush()
     record = memory.get("u", done.id)
     assert record.access_count >= 3 and record.last_accessed is not None
-    assert memory.stats("u")["mean_access"] >= 3
+    stats = memory.stats("u")
+    assert stats["mean_access"] >= 3
+    assert stats["recalled"] == 1 and 0.0 < stats["mean_recall_score"] <= 1.0
 
 
 def test_settings_from_dicts() -> None:

@@ -794,9 +794,10 @@ impl Memory {
         memories.and(knowledge)
     }
 
-    /// Counts per kind and namespace, mean access count, capacity use, pages and entities.
-    /// The memories are read 1,000 at a time, so the call holds one page of them whatever
-    /// the scope holds.
+    /// Counts per kind and namespace, mean access count, compression, how many memories
+    /// were recalled and the mean relevance they were recalled with, capacity use, pages
+    /// and entities. The memories (with their recall statistics) and the entities are read
+    /// 1,000 at a time, so the call holds one page of them whatever the scope holds.
     ///
     /// # Errors
     /// Store errors.
@@ -806,8 +807,27 @@ impl Memory {
         let mut access = 0u64;
         // Read a page at a time: the scope's memories are counted, not held at once.
         let mut filter = MemoryFilter::new(scope.clone()).with_limit(STATS_PAGE);
+        let (mut recalls, mut recall_score) = (0u64, 0.0f64);
         loop {
             let page = self.store.list(&filter).await?;
+            // The page's recall statistics, one read per namespace it holds (a listing is
+            // in namespace order).
+            for run in page.chunk_by(|a, b| a.namespace == b.namespace) {
+                let Some(first) = run.first() else { continue };
+                let ids: Vec<String> = run.iter().map(|item| item.id.clone()).collect();
+                for recall in self
+                    .store
+                    .recall_stats_many(&first.namespace, &ids)
+                    .await?
+                    .into_iter()
+                    .flatten()
+                    .filter(|recall| recall.recall_count > 0)
+                {
+                    stats.recalled += 1;
+                    recalls = recalls.saturating_add(recall.recall_count);
+                    recall_score += recall.total_score;
+                }
+            }
             for item in &page {
                 stats.total += 1;
                 stats.compressed += usize::from(item.is_compressed());
@@ -836,19 +856,32 @@ impl Memory {
         } else {
             stats.compressed as f64 / total as f64
         };
+        stats.mean_recall_score =
+            (recalls > 0).then(|| (recall_score / recalls as f64).clamp(0.0, 1.0));
         let capacity = self.eviction.policy.capacity();
         stats.capacity_use = capacity.map(|cap| {
             stats.per_namespace.values().copied().max().unwrap_or(0) as f64 / cap as f64
         });
         stats.pages = self.knowledge.get_index(scope).await?.len();
         // Entities the agent knows of, not the link nodes enrichment keeps for memories.
-        stats.entities = self
-            .graph
-            .list_entities(scope)
-            .await?
-            .iter()
-            .filter(|entity| entity.entity_type != crate::MEMORY_NODE_TYPE)
-            .count();
+        // A page at a time, as the memories.
+        let mut after = None;
+        loop {
+            let page = self
+                .graph
+                .list_entities_after(scope, after.as_ref(), STATS_PAGE)
+                .await?;
+            stats.entities += page
+                .iter()
+                .filter(|entity| entity.entity_type != crate::MEMORY_NODE_TYPE)
+                .count();
+            match page.last() {
+                Some(last) if page.len() == STATS_PAGE => {
+                    after = Some(memory_core::EntityPosition::of(last));
+                }
+                _ => break,
+            }
+        }
         Ok(stats)
     }
 

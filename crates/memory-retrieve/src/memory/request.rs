@@ -297,6 +297,14 @@ pub struct MemoryStats {
     pub compression_rate: f64,
     /// The largest namespace's share of the per-namespace capacity, when a capacity is set.
     pub capacity_use: Option<f64>,
+    /// Items returned by at least one recall.
+    #[serde(default)]
+    pub recalled: usize,
+    /// The mean relevance recalls returned the items with, in `[0, 1]`: every recall of
+    /// every item counted once (the recall statistics' total score over their count).
+    /// `None` before the first recall.
+    #[serde(default)]
+    pub mean_recall_score: Option<f64>,
     /// Knowledge pages in the scope.
     pub pages: usize,
     /// Graph entities in the scope (the link nodes enrichment keeps for memories are not

@@ -1291,3 +1291,49 @@ async fn recalled_with_a_timed_out_write(
         .unwrap();
     (store, memory, namespace, id)
 }
+
+/// Stats tell how many memories recall returned and with what mean relevance, and count
+/// every entity of a graph larger than one page of them.
+#[tokio::test]
+async fn stats_tell_what_recall_found_and_count_every_entity() {
+    let memory = Memory::builder().clock(clock()).build().unwrap();
+    let ns = Namespace::parse("stats").unwrap();
+    for text in [
+        "The user plays the violin on Sundays",
+        "The user's violin teacher lives in Lisbon",
+        "Groceries to buy: milk and bread",
+    ] {
+        memory.remember(&ns, text).await.unwrap();
+    }
+    let before = memory.stats(&ns.subtree()).await.unwrap();
+    assert_eq!((before.recalled, before.mean_recall_score), (0, None));
+    let found = memory.recall(&ns.subtree(), "violin").await.unwrap();
+    let scores: Vec<f64> = found
+        .items
+        .iter()
+        .map(|item| f64::from(item.score))
+        .collect();
+    assert_eq!(scores.len(), 2, "{found:?}");
+    let stats = memory.stats(&ns.subtree()).await.unwrap();
+    assert_eq!(stats.recalled, 2);
+    let mean = scores.iter().sum::<f64>() / 2.0;
+    let told = stats.mean_recall_score.expect("a mean after a recall");
+    assert!((told - mean).abs() < 1e-6, "{told} against {mean}");
+
+    for i in 0..1_005 {
+        memory
+            .graph()
+            .add_entity(
+                memory_core::GraphEntity::new(
+                    ns.clone(),
+                    format!("e{i:04}"),
+                    format!("E{i}"),
+                    "thing",
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(memory.stats(&ns.subtree()).await.unwrap().entities, 1_005);
+}

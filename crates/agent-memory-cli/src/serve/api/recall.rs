@@ -157,6 +157,19 @@ pub(crate) struct StatsView {
     pub(crate) per_namespace: BTreeMap<String, usize>,
     /// Mean recalls per memory.
     pub(crate) mean_access: f64,
+    /// Compressed memories (their originals kept).
+    pub(crate) compressed: usize,
+    /// The share of memories that are compressed, in [0, 1].
+    pub(crate) compression_rate: f64,
+    /// Memories returned by at least one recall.
+    pub(crate) recalled: usize,
+    /// The mean relevance recalls returned memories with, in [0, 1]; absent before the
+    /// first recall.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mean_recall_score: Option<f64>,
+    /// The largest namespace's share of the per-namespace capacity, when one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) capacity_use: Option<f64>,
     /// Knowledge pages.
     pub(crate) pages: usize,
     /// Graph entities.
@@ -183,6 +196,11 @@ pub(crate) async fn stats(
             .collect(),
         per_namespace: stats.per_namespace,
         mean_access: stats.mean_access,
+        compressed: stats.compressed,
+        compression_rate: stats.compression_rate,
+        recalled: stats.recalled,
+        mean_recall_score: stats.mean_recall_score,
+        capacity_use: stats.capacity_use,
         pages: stats.pages,
         entities: stats.entities,
     }))
