@@ -46,6 +46,9 @@ pub(crate) enum ErrorKind {
     InvalidInput,
     /// A record with this key exists already.
     AlreadyExists,
+    /// Another write changed the record while it was being edited, or the record
+    /// contradicts a stored one that the facts policy keeps.
+    Conflict,
     /// The record does not exist.
     NotFound,
     /// No or an unknown API key.
@@ -71,6 +74,7 @@ impl ErrorKind {
             ErrorKind::Usage => ExitCode::Usage,
             ErrorKind::InvalidInput
             | ErrorKind::AlreadyExists
+            | ErrorKind::Conflict
             | ErrorKind::PayloadTooLarge
             | ErrorKind::Unauthorized
             | ErrorKind::Forbidden => ExitCode::InvalidInput,
@@ -87,7 +91,7 @@ impl ErrorKind {
             ErrorKind::Unauthorized => 401,
             ErrorKind::Forbidden => 403,
             ErrorKind::NotFound => 404,
-            ErrorKind::AlreadyExists => 409,
+            ErrorKind::AlreadyExists | ErrorKind::Conflict => 409,
             ErrorKind::PayloadTooLarge => 413,
             ErrorKind::Storage | ErrorKind::Internal => 500,
             ErrorKind::Unavailable => 503,
@@ -103,6 +107,9 @@ impl ErrorKind {
                 "correct the value the message names; `agent-memory <command> --help` says what each option accepts"
             }
             ErrorKind::AlreadyExists => "choose another id, or forget the existing record first",
+            ErrorKind::Conflict => {
+                "other writes changed the record while it was being edited: retry; or the record contradicts the stored one the message names, which the facts policy keeps"
+            }
             ErrorKind::NotFound => {
                 "check the id and the namespace (--namespace, or the request's namespace): records are only found in their own namespace"
             }
@@ -209,9 +216,8 @@ impl From<MemoryError> for Failure {
             MemoryError::InvalidInput { .. }
             | MemoryError::LimitExceeded { .. }
             | MemoryError::Serialization { .. } => ErrorKind::InvalidInput,
-            MemoryError::Unavailable { .. } | MemoryError::Conflict { .. } => {
-                ErrorKind::Unavailable
-            }
+            MemoryError::Conflict { .. } => ErrorKind::Conflict,
+            MemoryError::Unavailable { .. } => ErrorKind::Unavailable,
             MemoryError::Timeout { .. } => ErrorKind::Timeout,
             MemoryError::Storage { .. } => ErrorKind::Storage,
             _ => ErrorKind::Internal,
@@ -248,6 +254,20 @@ mod tests {
         assert_eq!(failure.exit_code(), ExitCode::InvalidInput);
         let other = Failure::from(MemoryError::invalid("import line 3", "bad"));
         assert_eq!(other.field.as_deref(), Some("import line 3"));
+    }
+
+    /// An edit that lost to other writes, or a contradiction the facts policy refuses, is a
+    /// conflict (409, the record refused), not an unreachable store (503).
+    #[test]
+    fn a_conflict_is_not_an_outage() {
+        let failure = Failure::from(MemoryError::Conflict {
+            message: "memory m1 in u was changed by other writes".to_owned(),
+            source: None,
+        });
+        assert_eq!(failure.kind, ErrorKind::Conflict);
+        assert_eq!(failure.kind.http_status(), 409);
+        assert_eq!(failure.exit_code(), ExitCode::InvalidInput);
+        assert_eq!(failure.hint, ErrorKind::Conflict.hint());
     }
 
     #[test]

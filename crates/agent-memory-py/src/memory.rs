@@ -386,10 +386,12 @@ impl PyMemory {
     /// creation time and the recall statistics (`metadata` replaces the caller's keys; the
     /// library's own are kept). A new text is checked as `remember` checks it and, with an
     /// `embedder`, embedded again. Returns the memory as stored. A refused change writes
-    /// nothing.
+    /// nothing. The change is written only over the copy read: another write in between
+    /// (a pin, another process's edit) is kept, the memory read again and changed anew.
     ///
     /// Raises `NotFoundError` when there is no such memory, `InvalidInputError` naming the
-    /// value out of its limits.
+    /// value out of its limits, `ConflictError` when other writes changed the memory at
+    /// each of eight attempts (nothing written; the call can be made again).
     #[pyo3(signature = (namespace, id, *, text = None, tags = None, importance = None, metadata = None))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn update(
@@ -699,7 +701,8 @@ impl PyMemory {
         block_on(py, memory.supersede(&namespace, old, new))
     }
 
-    /// Withdraws memory `id` without a replacement; it stays in its history.
+    /// Withdraws memory `id` without a replacement; it stays in its history. Raises
+    /// `ConflictError` when other writes changed the memory at each of eight attempts.
     fn retract(&self, py: Python<'_>, namespace: &str, id: &str, reason: &str) -> PyResult<()> {
         let namespace = record_namespace(py, namespace)?;
         let memory = &self.inner;
@@ -707,6 +710,8 @@ impl PyMemory {
     }
 
     /// Pins memory `id` (or unpins it with `pinned=False`). Returns whether it exists.
+    /// Raises `ConflictError` when other writes changed the memory at each of eight
+    /// attempts.
     #[pyo3(signature = (namespace, id, pinned = true))]
     fn pin(&self, py: Python<'_>, namespace: &str, id: &str, pinned: bool) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
@@ -715,7 +720,8 @@ impl PyMemory {
     }
 
     /// Replaces memory `id`'s text with a shorter `text`, keeping the original. Returns
-    /// whether it exists.
+    /// whether it exists. Raises `ConflictError` when other writes changed the memory at
+    /// each of eight attempts.
     fn compress(&self, py: Python<'_>, namespace: &str, id: &str, text: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
         let memory = &self.inner;

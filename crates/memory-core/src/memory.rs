@@ -288,16 +288,23 @@ impl MemoryItem {
     /// The item as an edit made from a copy read with `updated_at` `read_at` writes it:
     /// `updated_at` at least a nanosecond after `read_at` (and left where it is when already
     /// later), so the next [`update_if`](crate::MemoryStore::update_if) made from the same
-    /// copy finds it changed. A nanosecond moves no recency a memory is ranked by; an edit
-    /// that changes what the memory says sets `updated_at` to its own time first. Within
-    /// the stored range ([`storable_time`](crate::storable_time)): at its last nanosecond,
-    /// the time cannot move and edits are last-write-wins.
+    /// copy finds it changed. Every write that rewrites a stored memory moves it so (an
+    /// edit, a pin, a supersession, a merge, a consolidation); a nanosecond moves no recency
+    /// a memory is ranked by, and an edit of the text through `Memory::update` sets
+    /// `updated_at` to its own time. Within the stored range
+    /// ([`storable_time`](crate::storable_time)): at its last nanosecond, the time cannot
+    /// move and edits are last-write-wins.
     pub fn revised(mut self, read_at: DateTime<Utc>) -> Self {
+        self.revise(read_at);
+        self
+    }
+
+    /// [`revised`](Self::revised) in place.
+    pub fn revise(&mut self, read_at: DateTime<Utc>) {
         let next = read_at
             .checked_add_signed(chrono::TimeDelta::nanoseconds(1))
             .unwrap_or(read_at);
         self.updated_at = crate::storable_time(self.updated_at.max(next));
-        self
     }
 
     /// Sets the fact key, normalised ([`normalize_fact_key`](crate::normalize_fact_key)).

@@ -462,9 +462,24 @@ pub(super) async fn call(
                         .into_iter()
                         .map(|item| item.content)
                         .collect();
+                // An observation stored under the id of a text but holding another (edited,
+                // compressed) is not the text's to overwrite: it is skipped, as one holding
+                // the text is.
+                let ids: Vec<String> = add
+                    .contents
+                    .iter()
+                    .map(|text| observations::observation_id(&add.entity_name, text))
+                    .collect();
+                let stored: HashSet<String> = memory
+                    .store()
+                    .get_many(&namespace, &ids)
+                    .await?
+                    .into_iter()
+                    .map(|item| item.id)
+                    .collect();
                 let mut added = Vec::new();
-                for text in &add.contents {
-                    if !existing.contains(text) && !added.contains(text) {
+                for (text, id) in add.contents.iter().zip(&ids) {
+                    if !existing.contains(text) && !stored.contains(id) && !added.contains(text) {
                         items.push(observations::observation(
                             &namespace,
                             &add.entity_name,
@@ -714,4 +729,57 @@ pub(super) fn text_of(name: &str, structured: &Value) -> String {
         _ => structured,
     };
     serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_memory::{Memory, MemoryStore, Namespace};
+    use serde_json::{Value, json};
+
+    use super::call;
+    use crate::observations::observation_id;
+    use crate::serve::Caller;
+
+    fn arguments(value: Value) -> Option<serde_json::Map<String, Value>> {
+        value.as_object().cloned()
+    }
+
+    /// Adding an observation whose stored memory was edited since (compressed here) leaves
+    /// it as it is: the id is the text's, but what it holds is another write's.
+    #[tokio::test]
+    async fn an_edited_observation_is_not_written_over() {
+        let memory = Memory::in_memory();
+        let namespace = Namespace::parse("acme").unwrap();
+        let caller = Caller::Tenant(namespace.clone());
+        call(
+            &memory,
+            &caller,
+            "create_entities",
+            arguments(json!({"entities": [{"name": "Ada", "entityType": "person",
+                "observations": ["Ada drinks green tea every morning before work"]}]})),
+        )
+        .await
+        .unwrap();
+        let id = observation_id("Ada", "Ada drinks green tea every morning before work");
+        assert!(memory.compress(&namespace, &id, "green tea").await.unwrap());
+        let answer = call(
+            &memory,
+            &caller,
+            "add_observations",
+            arguments(json!({"observations": [{"entityName": "Ada",
+                "contents": ["Ada drinks green tea every morning before work", "Ada rows"]}]})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            answer["results"][0]["addedObservations"],
+            json!(["Ada rows"])
+        );
+        let stored = memory.store().get(&namespace, &id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.content, "green tea",
+            "the compressed observation is kept"
+        );
+        assert!(stored.is_compressed());
+    }
 }

@@ -263,7 +263,10 @@ fn singular(tag: &str) -> &str {
 /// Writes the memory-level findings (tags, importance, fact key) to the stored memory; its
 /// own values win (see [`EnrichmentConfig::update_memories`](super::EnrichmentConfig)).
 /// Written only over the copy read, and made again on what is stored when another write
-/// (an edit, a pin) came between.
+/// (a pin, a recall's statistics) came between. The findings are of the text enriched: a
+/// memory whose text changed since is left as it is (its next enrichment reads the new
+/// text), and so is one that other writes changed at each attempt, as its graph links hold
+/// either way.
 async fn update_memory(
     store: &dyn MemoryStore,
     item: &MemoryItem,
@@ -273,6 +276,9 @@ async fn update_memory(
         let Some(current) = store.get(&item.namespace, &item.id).await? else {
             return Ok(());
         };
+        if current.content != item.content {
+            return Ok(());
+        }
         let read_at = current.updated_at;
         let Some(enriched) = enriched(current, enrichment)? else {
             return Ok(());
@@ -281,7 +287,9 @@ async fn update_memory(
             return Ok(());
         }
     }
-    Err(crate::memory::edit_conflict(&item.namespace, &item.id))
+    tracing::debug!(id = %item.id, namespace = %item.namespace,
+        "a memory changed at each attempt to write its enrichment; left as it is");
+    Ok(())
 }
 
 /// `current` with the findings its own values leave room for, or `None` when it takes none.

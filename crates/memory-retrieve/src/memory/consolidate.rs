@@ -209,6 +209,8 @@ impl Memory {
                 at: now.max(item.created_at),
                 reason: EndReason::Consolidated { into: id.clone() },
             });
+            // An edit made from a copy read before must not bring it back.
+            item.revise(item.updated_at);
         }
         let mut writes = vec![summary];
         writes.extend(sources);

@@ -80,10 +80,15 @@ fn start(item: &MemoryItem) -> (DateTime<Utc>, DateTime<Utc>, &str) {
 fn supersede_with(old: &mut MemoryItem, new: &mut MemoryItem) {
     end_with(old, new);
     push_link(&mut new.supersedes, &old.id);
+    // `new` may be stored too (`Memory::supersede`, a restored source).
+    new.revise(new.updated_at);
 }
 
-/// Ends `old` where `new` begins, as superseded by it (`new` unchanged).
+/// Ends `old` where `new` begins, as superseded by it (`new` unchanged). `old`'s
+/// `updated_at` moves on ([`MemoryItem::revise`]), so an edit made from a copy read before
+/// does not bring it back ([`MemoryStore::update_if`](memory_core::MemoryStore::update_if)).
 fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
+    old.revise(old.updated_at);
     let begins = new.valid_from.unwrap_or(new.created_at);
     let until = old.valid_until.map_or(begins, |until| until.min(begins));
     old.valid_until = Some(old.valid_from.map_or(until, |from| until.max(from)));
@@ -164,7 +169,11 @@ pub(super) fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
             old.tags.push(tag.clone());
         }
     }
+    let read_at = old.updated_at;
     old.updated_at = old.updated_at.max(new.created_at);
+    // Moved on even when `new` is dated earlier (a replayed turn): an edit made from a copy
+    // read before the merge must not undo it.
+    old.revise(read_at);
     if old.source.is_none() {
         old.source.clone_from(&new.source);
     }
@@ -640,6 +649,7 @@ impl Memory {
                     continue;
                 }
                 source.ended = None;
+                source.revise(source.updated_at);
                 if let Some(key) = &source.fact_key {
                     let mut filter = MemoryFilter::new(namespace.exact())
                         .with_view(TimeView::Current(self.clock.now()));

@@ -230,3 +230,73 @@ async fn an_edit_and_a_retraction_of_one_memory_both_hold() {
     assert!(now.ended.is_some());
     assert_eq!(now.tags.len(), 1, "the tags written meanwhile are kept");
 }
+
+/// A summarizer that has another process (a second `Memory` on the same store) supersede
+/// the memory it is summarising with a new version.
+#[derive(Debug)]
+struct SupersedesWhileSummarising {
+    other: Memory,
+    ids: std::sync::Mutex<Option<(String, String)>>,
+}
+
+#[async_trait]
+impl Summarizer for SupersedesWhileSummarising {
+    async fn summarize(&self, _texts: &[&str], _max_tokens: usize) -> Result<String> {
+        let ids = self.ids.lock().ok().and_then(|mut ids| ids.take());
+        if let Some((old, new)) = ids {
+            self.other.supersede(&ns(), &old, &new).await?;
+        }
+        Ok("a short summary".to_owned())
+    }
+}
+
+/// A supersession is a write like an edit: a compression made from a copy read before it
+/// does not bring the superseded version back as current.
+#[tokio::test]
+async fn a_memory_superseded_while_its_summary_is_written_stays_superseded() {
+    let store = Arc::new(InMemoryStore::new());
+    let clock = Arc::new(memory_core::ManualClock::new(
+        "2024-03-01T12:00:00Z".parse().unwrap(),
+    ));
+    let summarizer = Arc::new(SupersedesWhileSummarising {
+        other: Memory::builder()
+            .store(store.clone() as Arc<dyn MemoryStore>)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+        ids: std::sync::Mutex::new(None),
+    });
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .compression_with(
+            CompressionConfig {
+                older_than_days: 7,
+                max_tokens: 4,
+            },
+            summarizer.clone(),
+        )
+        .build()
+        .unwrap();
+    let old = memory
+        .remember(
+            &ns(),
+            "We planned the trip to Lisbon in May. The flights were cheap on Tuesday, and my \
+             sister will join us for the first week.",
+        )
+        .await
+        .unwrap();
+    clock.advance(Duration::days(30));
+    let new = memory
+        .remember(&ns(), "The trip moved to Porto")
+        .await
+        .unwrap();
+    *summarizer.ids.lock().unwrap() = Some((old.clone(), new));
+    let report = memory.maintain(&ns().subtree()).await.unwrap();
+    assert_eq!(report.compressed, 0, "{report:?}");
+    let now = store.get(&ns(), &old).await.unwrap().unwrap();
+    assert!(
+        now.ended.is_some(),
+        "the supersession made meanwhile is kept"
+    );
+}
