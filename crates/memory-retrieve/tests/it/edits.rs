@@ -147,6 +147,33 @@ async fn a_decay_pass_leaves_a_memory_pinned_after_its_listing() {
     assert_eq!(now.importance, 0.8);
 }
 
+/// A clock at the tests' start.
+fn clock() -> Arc<memory_core::ManualClock> {
+    Arc::new(memory_core::ManualClock::new(
+        "2024-03-01T12:00:00Z".parse().unwrap(),
+    ))
+}
+
+/// A memory on `store` that compresses memories older than a week with `summarizer`.
+fn compressing(
+    store: &Arc<InMemoryStore>,
+    clock: &Arc<memory_core::ManualClock>,
+    summarizer: Arc<dyn Summarizer>,
+) -> Memory {
+    Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .compression_with(
+            CompressionConfig {
+                older_than_days: 7,
+                max_tokens: 4,
+            },
+            summarizer,
+        )
+        .build()
+        .unwrap()
+}
+
 /// A summarizer that pins the memory it is asked to summarise, as a user might while a
 /// model writes the summary.
 #[derive(Debug)]
@@ -170,21 +197,12 @@ impl Summarizer for PinsWhileSummarising {
 #[tokio::test]
 async fn a_memory_pinned_while_its_summary_is_written_is_not_compressed() {
     let store = Arc::new(InMemoryStore::new());
-    let clock = Arc::new(memory_core::ManualClock::new(
-        "2024-03-01T12:00:00Z".parse().unwrap(),
-    ));
-    let memory = Memory::builder()
-        .store(store.clone() as Arc<dyn MemoryStore>)
-        .clock(clock.clone())
-        .compression_with(
-            CompressionConfig {
-                older_than_days: 7,
-                max_tokens: 4,
-            },
-            Arc::new(PinsWhileSummarising(store.clone())),
-        )
-        .build()
-        .unwrap();
+    let clock = clock();
+    let memory = compressing(
+        &store,
+        &clock,
+        Arc::new(PinsWhileSummarising(store.clone())),
+    );
     let text = "We planned the trip to Lisbon in May. The flights were cheap on Tuesday, and \
         my sister will join us for the first week.";
     let id = memory.remember(&ns(), text).await.unwrap();
@@ -255,9 +273,7 @@ impl Summarizer for SupersedesWhileSummarising {
 #[tokio::test]
 async fn a_memory_superseded_while_its_summary_is_written_stays_superseded() {
     let store = Arc::new(InMemoryStore::new());
-    let clock = Arc::new(memory_core::ManualClock::new(
-        "2024-03-01T12:00:00Z".parse().unwrap(),
-    ));
+    let clock = clock();
     let summarizer = Arc::new(SupersedesWhileSummarising {
         other: Memory::builder()
             .store(store.clone() as Arc<dyn MemoryStore>)
@@ -266,18 +282,7 @@ async fn a_memory_superseded_while_its_summary_is_written_stays_superseded() {
             .unwrap(),
         ids: std::sync::Mutex::new(None),
     });
-    let memory = Memory::builder()
-        .store(store.clone() as Arc<dyn MemoryStore>)
-        .clock(clock.clone())
-        .compression_with(
-            CompressionConfig {
-                older_than_days: 7,
-                max_tokens: 4,
-            },
-            summarizer.clone(),
-        )
-        .build()
-        .unwrap();
+    let memory = compressing(&store, &clock, summarizer.clone());
     let old = memory
         .remember(
             &ns(),
