@@ -199,6 +199,35 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         }
     }
 
+    /// Deletes the items of `namespace` that `read` names (each an id and the `updated_at`
+    /// it was read with) and that are still as read, with their recall statistics; an item
+    /// changed since (pinned, edited, merged into: every such write moves `updated_at`, see
+    /// [`MemoryItem::revised`]) or gone is left. Returns how many were deleted. This is how
+    /// an eviction pass deletes what it chose from a listing without deleting a memory
+    /// pinned in between. The default reads, compares and deletes in steps, exact only when
+    /// nothing else writes between them; every backend of this workspace does it in one
+    /// (the shard's lock, one SQLite transaction, one PostgreSQL `DELETE`).
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn delete_many_if(
+        &self,
+        namespace: &Namespace,
+        read: &[(String, DateTime<Utc>)],
+    ) -> Result<usize> {
+        let ids: Vec<String> = read.iter().map(|(id, _)| id.clone()).collect();
+        let stored = self.get_many(namespace, &ids).await?;
+        let unchanged: Vec<String> = stored
+            .into_iter()
+            .filter(|item| read.contains(&(item.id.clone(), item.updated_at)))
+            .map(|item| item.id)
+            .collect();
+        if unchanged.is_empty() {
+            return Ok(0);
+        }
+        self.delete_many(namespace, &unchanged).await
+    }
+
     /// Deletes the items `ids` of `namespace` (missing ones are skipped) with their recall
     /// statistics. Returns how many existed. The default deletes one by one; a backend may
     /// do it at once (the in-memory store updates its search index in one pass, which keeps
@@ -417,6 +446,13 @@ macro_rules! forward_memory_store {
             }
             async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
                 (**self).delete_many(namespace, ids).await
+            }
+            async fn delete_many_if(
+                &self,
+                namespace: &Namespace,
+                read: &[(String, DateTime<Utc>)],
+            ) -> Result<usize> {
+                (**self).delete_many_if(namespace, read).await
             }
             async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
                 (**self).list(filter).await

@@ -377,6 +377,28 @@ impl MemoryStore for InMemoryStore {
             .map_or(0, |shard| write(&shard).remove_many(ids)))
     }
 
+    async fn delete_many_if(
+        &self,
+        namespace: &Namespace,
+        read: &[(String, DateTime<Utc>)],
+    ) -> Result<usize> {
+        let Some(shard) = self.registry.get(namespace) else {
+            return Ok(0);
+        };
+        // Compared and removed under one lock: no write comes between them.
+        let mut shard = write(&shard);
+        let unchanged: Vec<String> = read
+            .iter()
+            .filter(|(id, at)| {
+                shard
+                    .entry(id)
+                    .is_some_and(|entry| entry.item.updated_at == *at)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        Ok(shard.remove_many(&unchanged))
+    }
+
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         let limit = filter.limit.unwrap_or(usize::MAX);
         let mut out = Vec::new();

@@ -224,6 +224,35 @@ impl MemoryStore for PostgresStore {
         Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
 
+    async fn delete_many_if(
+        &self,
+        namespace: &Namespace,
+        read: &[(String, DateTime<Utc>)],
+    ) -> Result<usize> {
+        // A time or an id the store cannot hold is no stored item's.
+        let (ids, ats): (Vec<String>, Vec<i64>) = read
+            .iter()
+            .filter(|(id, _)| storable(id))
+            .filter_map(|(id, at)| Some((id.clone(), at.timestamp_nanos_opt()?)))
+            .unzip();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        // One statement: each row is compared and deleted under its lock.
+        let mut sql = self.db.sql("DELETE FROM {s}.memories AS m USING unnest(");
+        sql.bind(ids, "text[]")
+            .push(", ")
+            .bind(ats, "bigint[]")
+            .push(") AS r(id, at) WHERE m.ns = ")
+            .bind(namespace.as_str().to_owned(), "text")
+            .push(" AND m.id = r.id AND m.updated_at = r.at");
+        let deleted = self
+            .db
+            .execute(&sql, || format!("deleting memories in {namespace}"))
+            .await?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+    }
+
     /// The listings concurrently, each on a connection of the pool: one round trip of
     /// latency for all of them, as a recall's reads of its hits' neighbours had before
     /// they were asked together.

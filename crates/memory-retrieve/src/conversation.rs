@@ -439,16 +439,16 @@ impl ConversationMemory {
             .store
             .list(&self.messages().with_limit(count - max))
             .await?;
-        let mut deleted = 0;
-        for item in oldest {
-            if item.is_pinned() {
-                continue;
-            }
-            if self.store.delete(&self.session, &item.id).await? {
-                deleted += 1;
-            }
+        // Each only if still as read: a message pinned meanwhile stays.
+        let read: Vec<(String, chrono::DateTime<chrono::Utc>)> = oldest
+            .into_iter()
+            .filter(|item| !item.is_pinned())
+            .map(|item| (item.id, item.updated_at))
+            .collect();
+        if read.is_empty() {
+            return Ok(0);
         }
-        Ok(deleted)
+        self.store.delete_many_if(&self.session, &read).await
     }
 
     /// The listing of this session's messages, oldest first: what [`add_message`](Self::add_message)

@@ -159,18 +159,21 @@ pub(crate) async fn namespace_pass(
     Ok((report, count.saturating_sub(report.evicted)))
 }
 
-/// Deletes `items`, namespace by namespace through [`MemoryStore::delete_many`] (the
+/// Deletes `items`, namespace by namespace through [`MemoryStore::delete_many_if`] (the
 /// in-memory store then updates its index once per pass, not once per memory), with the
-/// history they end (see [`with_history`]).
+/// history they end (see [`with_history`]). Each is deleted only if it is still as the pass
+/// read it: a memory pinned, edited or merged into since is left, so a pin made while a
+/// pass chose its victims still saves the memory.
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
     let mut deleted = 0;
-    for (namespace, ids) in with_history(store, items).await? {
-        deleted += store.delete_many(&namespace, &ids).await?;
+    for (namespace, read) in with_history(store, items).await? {
+        deleted += store.delete_many_if(&namespace, &read).await?;
     }
     Ok(deleted)
 }
 
-/// The ids of `items` by namespace, with the history they end: the unpinned memories each
+/// The ids of `items` by namespace, each with the `updated_at` it was read with, and the
+/// history they end: the unpinned memories each
 /// names in [`supersedes`](MemoryItem::supersedes) that have ended (versions it
 /// superseded, sources consolidated into it), and theirs in turn. A deleted memory takes
 /// its history with it, as [`Memory::forget`](crate::Memory::forget) does, so no ended
@@ -182,11 +185,13 @@ async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<u
 async fn with_history(
     store: &dyn MemoryStore,
     items: Vec<MemoryItem>,
-) -> Result<BTreeMap<Namespace, Vec<String>>> {
-    let mut out: BTreeMap<Namespace, Vec<String>> = BTreeMap::new();
+) -> Result<BTreeMap<Namespace, Vec<(String, DateTime<Utc>)>>> {
+    let mut out: BTreeMap<Namespace, Vec<(String, DateTime<Utc>)>> = BTreeMap::new();
     if items.iter().all(|item| item.supersedes.is_empty()) {
         for item in items {
-            out.entry(item.namespace).or_default().push(item.id);
+            out.entry(item.namespace)
+                .or_default()
+                .push((item.id, item.updated_at));
         }
         return Ok(out);
     }
@@ -226,7 +231,9 @@ async fn with_history(
     // half-way leaves memories whose predecessors are gone, never a predecessor naming a
     // successor that is gone.
     for item in levels.into_iter().rev().flatten() {
-        out.entry(item.namespace).or_default().push(item.id);
+        out.entry(item.namespace)
+            .or_default()
+            .push((item.id, item.updated_at));
     }
     Ok(out)
 }

@@ -343,6 +343,45 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    async fn delete_many_if(
+        &self,
+        namespace: &Namespace,
+        read: &[(String, DateTime<Utc>)],
+    ) -> Result<usize> {
+        // A time the store cannot hold is no stored item's.
+        let read: Vec<(String, i64)> = read
+            .iter()
+            .filter_map(|(id, at)| Some((id.clone(), at.timestamp_nanos_opt()?)))
+            .collect();
+        if read.is_empty() {
+            return Ok(0);
+        }
+        let ns = namespace.as_str().to_owned();
+        self.db
+            .write("deleting memories", move |transaction| {
+                // Compared and deleted in one write transaction: no writer comes between.
+                let mut deleted = 0;
+                for (id, at) in &read {
+                    let rid: Option<i64> = transaction
+                        .prepare_cached(
+                            "SELECT rid FROM memories WHERE ns = ?1 AND id = ?2 AND updated_at = ?3",
+                        )
+                        .and_then(|mut statement| {
+                            statement
+                                .query_row(params![ns, id, at], |row| row.get(0))
+                                .optional()
+                        })
+                        .context(|| format!("looking up memory {id} in {ns}"))?;
+                    if let Some(rid) = rid {
+                        delete_rid(transaction, rid)?;
+                        deleted += 1;
+                    }
+                }
+                Ok(deleted)
+            })
+            .await
+    }
+
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         let filter = filter.clone();
         self.db

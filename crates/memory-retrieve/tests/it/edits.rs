@@ -305,3 +305,28 @@ async fn a_memory_superseded_while_its_summary_is_written_stays_superseded() {
         "the supersession made meanwhile is kept"
     );
 }
+
+/// An eviction pass deletes the memories it chose only if they are still as it read them:
+/// one pinned after the listing stays.
+#[tokio::test]
+async fn a_memory_pinned_after_an_eviction_listing_stays() {
+    let store = Instrumented::default();
+    let t0: DateTime<Utc> = "2024-01-01T00:00:00Z".parse().unwrap();
+    for i in 0..5 {
+        let item = MemoryItem::new(ns(), format!("memory number {i}"))
+            .unwrap()
+            .with_id(format!("m{i}"))
+            .unwrap()
+            .with_created_at(t0 + Duration::hours(i));
+        store.inner.save(item).await.unwrap();
+    }
+    store
+        .after_reads
+        .push(&ns(), "m0", |item| item.with_pinned(true));
+    let policy = memory_core::EvictionPolicy::Capacity { max_items: 3 };
+    memory_retrieve::evict(&store, &ns().subtree(), &policy, t0 + Duration::days(1))
+        .await
+        .unwrap();
+    let oldest = stored(&store, "m0").await;
+    assert!(oldest.is_pinned(), "the memory pinned meanwhile is kept");
+}

@@ -115,3 +115,52 @@ pub(super) async fn conditional_updates(store: &dyn MemoryStore, ns: &Namespace)
         Err(MemoryError::InvalidInput { .. })
     ));
 }
+
+pub(super) async fn conditional_deletes(store: &dyn MemoryStore, ns: &Namespace) {
+    for (id, text, second) in [
+        ("a", "the harp recital", 0),
+        ("b", "the harp concert", 1),
+        ("c", "the harp lesson", 2),
+    ] {
+        must(store.save(item(ns, id, text, second)), "save").await;
+    }
+    let read = |item: Option<crate::MemoryItem>| {
+        item.unwrap_or_else(|| panic!("conformance: the saved memory is there"))
+    };
+    let a = read(must(store.get(ns, "a"), "get").await);
+    let b = read(must(store.get(ns, "b"), "get").await);
+    let c = read(must(store.get(ns, "c"), "get").await);
+    // `b` is pinned after it was read: the delete leaves it.
+    let pinned = b.clone().with_pinned(true).revised(b.updated_at);
+    assert!(must(store.update_if(pinned, b.updated_at), "update_if").await);
+    let chosen = [
+        (a.id.clone(), a.updated_at),
+        (b.id.clone(), b.updated_at),
+        (c.id.clone(), c.updated_at),
+        ("gone".to_owned(), a.updated_at),
+    ];
+    assert_eq!(
+        must(store.delete_many_if(ns, &chosen), "delete_many_if").await,
+        2,
+        "conformance: only the memories still as read are deleted"
+    );
+    assert!(must(store.get(ns, "a"), "get").await.is_none());
+    assert!(must(store.get(ns, "c"), "get").await.is_none());
+    assert!(
+        must(store.get(ns, "b"), "get")
+            .await
+            .is_some_and(|item| item.is_pinned()),
+        "conformance: a memory changed since it was read is not deleted"
+    );
+    assert_eq!(found(store, ns, "harp").await, ["b"]);
+    // Again, or elsewhere: nothing left to delete.
+    assert_eq!(
+        must(store.delete_many_if(ns, &chosen), "delete_many_if").await,
+        0
+    );
+    let elsewhere = super::child(ns, "never-written");
+    assert_eq!(
+        must(store.delete_many_if(&elsewhere, &chosen), "delete_many_if").await,
+        0
+    );
+}
