@@ -261,6 +261,36 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         Ok(())
     }
 
+    /// Saves `items` as [`save_many`](Self::save_many) does, all of them or none, only when
+    /// every stored item `expected` names is still as read: `expected` pairs an index into
+    /// `items` with the `updated_at` the stored item of that namespace and id was read
+    /// with. Returns `false`, writing nothing, when one of them was changed or deleted
+    /// since. The items `expected` does not name are written whatever is stored. This is
+    /// [`update_if`](Self::update_if) for a write that changes several memories at once:
+    /// superseding a version while storing its successor, merging a duplicate. The default
+    /// reads, compares and saves in steps, exact only when nothing else writes between
+    /// them; every backend of this workspace does it in one (the shards' locks, one SQLite
+    /// transaction, one PostgreSQL transaction that locks the rows it compares).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for the first invalid item, or naming `expected` for an
+    /// index past `items` (nothing written); backend errors.
+    async fn save_many_if(
+        &self,
+        items: Vec<MemoryItem>,
+        expected: &[(usize, DateTime<Utc>)],
+    ) -> Result<bool> {
+        validate_expected(&items, expected)?;
+        for (at, read_at) in expected {
+            let item = &items[*at];
+            match self.get(&item.namespace, &item.id).await? {
+                Some(stored) if stored.updated_at == *read_at => {}
+                _ => return Ok(false),
+            }
+        }
+        self.save_many(items).await.map(|()| true)
+    }
+
     /// The items of `namespace` with these ids that exist, in the order asked.
     ///
     /// # Errors
@@ -428,6 +458,25 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     }
 }
 
+/// Checks a [`MemoryStore::save_many_if`] call before anything is read or written: every
+/// item valid, every index of `expected` within `items`.
+///
+/// # Errors
+/// [`MemoryError::InvalidInput`] for the first invalid item, or naming `expected` for an
+/// index past `items`.
+pub fn validate_expected(items: &[MemoryItem], expected: &[(usize, DateTime<Utc>)]) -> Result<()> {
+    for item in items {
+        item.validate()?;
+    }
+    match expected.iter().find(|(at, _)| *at >= items.len()) {
+        Some((at, _)) => Err(MemoryError::invalid(
+            "expected",
+            format!("index {at} is past the {} items", items.len()),
+        )),
+        None => Ok(()),
+    }
+}
+
 macro_rules! forward_memory_store {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a
@@ -490,6 +539,13 @@ macro_rules! forward_memory_store {
             }
             async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
                 (**self).save_many(items).await
+            }
+            async fn save_many_if(
+                &self,
+                items: Vec<MemoryItem>,
+                expected: &[(usize, DateTime<Utc>)],
+            ) -> Result<bool> {
+                (**self).save_many_if(items, expected).await
             }
             async fn get_many(
                 &self,

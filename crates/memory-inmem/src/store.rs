@@ -618,6 +618,54 @@ impl MemoryStore for InMemoryStore {
         Ok(true)
     }
 
+    async fn save_many_if(
+        &self,
+        items: Vec<MemoryItem>,
+        expected: &[(usize, DateTime<Utc>)],
+    ) -> Result<bool> {
+        memory_core::backend::validate_expected(&items, expected)?;
+        // A memory expected in a namespace that holds none has been deleted.
+        if expected
+            .iter()
+            .any(|(at, _)| self.registry.get(&items[*at].namespace).is_none())
+        {
+            return Ok(false);
+        }
+        // Every namespace written locked at once, in namespace order (two such writes lock
+        // in the same order, so neither waits on the other forever): the comparisons and the
+        // writes see no other write between them.
+        let namespaces: std::collections::BTreeSet<Namespace> =
+            items.iter().map(|item| item.namespace.clone()).collect();
+        let shards: Vec<(Namespace, _)> = namespaces
+            .into_iter()
+            .map(|namespace| {
+                let shard = self.registry.get_or_create(&namespace);
+                (namespace, shard)
+            })
+            .collect();
+        let mut locked: Vec<_> = shards.iter().map(|(_, shard)| write(shard)).collect();
+        let position = |namespace: &Namespace| {
+            shards
+                .binary_search_by(|(held, _)| held.cmp(namespace))
+                .ok()
+        };
+        for (at, read_at) in expected {
+            let item = &items[*at];
+            let unchanged = position(&item.namespace)
+                .and_then(|held| locked[held].entry(&item.id))
+                .is_some_and(|entry| entry.item.updated_at == *read_at);
+            if !unchanged {
+                return Ok(false);
+            }
+        }
+        for item in items {
+            if let Some(held) = position(&item.namespace) {
+                locked[held].insert(item);
+            }
+        }
+        Ok(true)
+    }
+
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
         for item in &items {
             item.validate()?;

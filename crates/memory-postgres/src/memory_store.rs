@@ -386,6 +386,71 @@ impl MemoryStore for PostgresStore {
         Ok(changed > 0)
     }
 
+    async fn save_many_if(
+        &self,
+        items: Vec<MemoryItem>,
+        expected: &[(usize, DateTime<Utc>)],
+    ) -> Result<bool> {
+        memory_core::backend::validate_expected(&items, expected)?;
+        let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
+        // A time the store cannot hold is no stored item's.
+        let Some(expected) = expected
+            .iter()
+            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(false);
+        };
+        if encoded.is_empty() {
+            return Ok(true);
+        }
+        let what = || format!("saving {} memories", encoded.len());
+        let mut client = self.db.client(&what()).await?;
+        let transaction = client.transaction().await.context(what)?;
+        // Each row compared is locked until the commit: a concurrent write of it waits, and
+        // one committed first is seen (read committed reads the latest row it locks).
+        let lock = transaction
+            .prepare_cached(&self.db.qualify(
+                "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE",
+            ))
+            .await
+            .context(what)?;
+        for (at, read_at) in &expected {
+            let Some(item) = encoded.get(*at) else {
+                return Ok(false);
+            };
+            let stored = transaction
+                .query_opt(&lock, &[&item.ns, &item.id])
+                .await
+                .context(|| format!("reading memory {} in {}", item.id, item.ns))?
+                .map(|row| row.try_get::<_, i64>(0))
+                .transpose()
+                .context(|| format!("reading memory {} in {}", item.id, item.ns))?;
+            if stored != Some(*read_at) {
+                // Dropped: rolled back, nothing written.
+                return Ok(false);
+            }
+        }
+        let statement = transaction
+            .prepare_cached(&self.db.qualify(UPSERT))
+            .await
+            .context(what)?;
+        // Pipelined: the statements go out together and run in order, in one transaction.
+        try_join_all(encoded.iter().map(|item| {
+            let statement = &statement;
+            let transaction = &transaction;
+            async move {
+                transaction
+                    .execute(statement, &item.params())
+                    .await
+                    .context(|| format!("saving memory {} in {}", item.id, item.ns))
+            }
+        }))
+        .await?;
+        transaction.commit().await.context(what)?;
+        Ok(true)
+    }
+
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
         let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         if encoded.is_empty() {

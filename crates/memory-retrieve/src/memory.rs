@@ -203,24 +203,51 @@ impl Memory {
                     Box::pin(crate::embedding::embed_checked(&**embedder, &item.content)).await?;
                 item = item.with_embedding(vector)?;
             }
-            let plan = Box::pin(self.reconcile(item, self.clock.now())).await?;
-            match <[MemoryItem; 1]>::try_from(plan.writes) {
-                Ok([item]) => self.store.save(item).await?,
-                Err(writes) => self.store.save_many(writes).await?,
-            }
+            let remembered = Box::pin(self.write_reconciled(item)).await?;
             // The write is committed: what follows never turns it into an error.
             if let Some(enrichment) = &self.enrichment {
-                Box::pin(enrichment.enqueue(&namespace, &plan.remembered.id)).await;
+                Box::pin(enrichment.enqueue(&namespace, &remembered.id)).await;
             }
             if self.eviction.policy != memory_core::EvictionPolicy::None {
                 // Boxed: an eviction pass's state would otherwise make every write's
                 // future larger, and the future is moved several times per write.
                 Box::pin(self.keep_within_capacity(&namespace)).await;
             }
-            Ok(plan.remembered)
+            Ok(remembered)
         }
         .instrument(span)
         .await
+    }
+
+    /// Reconciles `item` with the stored memories and writes the plan: the new memory alone
+    /// as it is, or with the stored memories it changes (a superseded version, a duplicate
+    /// merged into) only if they are still as reconciliation read them
+    /// ([`MemoryStore::save_many_if`]). When another
+    /// write changed one in between, the reconciliation is made again on what is stored
+    /// then, up to eight times.
+    async fn write_reconciled(&self, item: MemoryItem) -> Result<crate::Remembered> {
+        for _ in 0..EDIT_ATTEMPTS {
+            let plan = Box::pin(self.reconcile(item.clone(), self.clock.now())).await?;
+            let expected = plan.expected();
+            if expected.is_empty() {
+                match <[MemoryItem; 1]>::try_from(plan.writes) {
+                    Ok([item]) => self.store.save(item).await?,
+                    Err(writes) => self.store.save_many(writes).await?,
+                }
+                return Ok(plan.remembered);
+            }
+            if self.store.save_many_if(plan.writes, &expected).await? {
+                return Ok(plan.remembered);
+            }
+        }
+        Err(memory_core::MemoryError::Conflict {
+            message: format!(
+                "the memories a new memory of {} reconciles with were changed by other writes \
+                 at each of {EDIT_ATTEMPTS} attempts; nothing was written",
+                item.namespace
+            ),
+            source: None,
+        })
     }
 
     /// Runs the upkeep [`remember_with`](Self::remember_with) runs after each write, for
@@ -602,24 +629,40 @@ impl Memory {
     /// write to it. The memories' link nodes are removed after (whether or not this
     /// `Memory` enriches: another may have); one that cannot be is logged, and removed by
     /// the next [`maintain`](Self::maintain) of a `Memory` that enriches. Returns whether it
-    /// existed.
+    /// existed. The sources are written back only if they are still as read; when another
+    /// write changed one in between, the forgetting is worked out again on what is stored.
     ///
     /// # Errors
-    /// Store errors.
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
+    /// changed the sources at each of eight attempts (nothing deleted); store errors.
     pub async fn forget(&self, namespace: &Namespace, id: &str) -> Result<bool> {
         let Some(item) = self.store.get(namespace, id).await? else {
             return Ok(false);
         };
-        let forgetting = self.forgetting(namespace, item).await?;
-        if !forgetting.restored.is_empty() {
-            self.store.save_many(forgetting.restored).await?;
-        }
-        let existed = self
-            .store
-            .delete_many(namespace, &forgetting.doomed)
-            .await?
-            > 0;
-        self.remove_link_nodes(namespace, &forgetting.doomed).await;
+        let mut item = item;
+        let mut attempts = 1;
+        let doomed = loop {
+            let facts::Forgetting {
+                doomed,
+                restored,
+                read,
+            } = self.forgetting(namespace, item).await?;
+            // The sources written back only if still as read: another write in between
+            // (an edit, a new version of their fact) and the forgetting is worked out again.
+            if restored.is_empty() || self.store.save_many_if(restored, &read).await? {
+                break doomed;
+            }
+            if attempts == EDIT_ATTEMPTS {
+                return Err(edit_conflict(namespace, id));
+            }
+            attempts += 1;
+            let Some(again) = self.store.get(namespace, id).await? else {
+                return Ok(false);
+            };
+            item = again;
+        };
+        let existed = self.store.delete_many(namespace, &doomed).await? > 0;
+        self.remove_link_nodes(namespace, &doomed).await;
         Ok(existed)
     }
 

@@ -543,6 +543,49 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    async fn save_many_if(
+        &self,
+        items: Vec<MemoryItem>,
+        expected: &[(usize, DateTime<Utc>)],
+    ) -> Result<bool> {
+        memory_core::backend::validate_expected(&items, expected)?;
+        let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
+        // A time the store cannot hold is no stored item's.
+        let Some(expected) = expected
+            .iter()
+            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(false);
+        };
+        if encoded.is_empty() {
+            return Ok(true);
+        }
+        self.db
+            .write("saving memories", move |transaction| {
+                // Compared and written in one write transaction: no writer comes between.
+                for (at, read_at) in &expected {
+                    let Some(item) = encoded.get(*at) else {
+                        return Ok(false);
+                    };
+                    let stored: Option<i64> = transaction
+                        .prepare_cached("SELECT updated_at FROM memories WHERE ns = ?1 AND id = ?2")
+                        .and_then(|mut statement| {
+                            statement
+                                .query_row(params![item.ns, item.id], |row| row.get(0))
+                                .optional()
+                        })
+                        .context(|| format!("reading memory {} in {}", item.id, item.ns))?;
+                    if stored != Some(*read_at) {
+                        return Ok(false);
+                    }
+                }
+                write_items(transaction, &encoded)?;
+                Ok(true)
+            })
+            .await
+    }
+
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
         let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         if encoded.is_empty() {

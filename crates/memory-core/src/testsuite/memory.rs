@@ -53,6 +53,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     recall_statistics_at_their_limits(store, &child(base, "recall-limits")).await;
     conditional::conditional_updates(store, &child(base, "conditional")).await;
     conditional::conditional_deletes(store, &child(base, "conditional-deletes")).await;
+    conditional::conditional_batches(store, &child(base, "conditional-batches")).await;
     similarity_search(store, &child(base, "similar")).await;
     positions::term_positions(store, &child(base, "positions")).await;
     positions::own_words(store, &child(base, "own-words")).await;

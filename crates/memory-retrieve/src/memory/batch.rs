@@ -61,12 +61,27 @@ struct Writes {
     /// Per duplicate key ([`duplicate_key`]), where in `items` the requests of the batch
     /// stored as new memories are.
     added: HashMap<(Namespace, Vec<String>), Vec<usize>>,
+    /// The stored memories among `items`, each with the `updated_at` it was read with.
+    read: HashMap<(Namespace, String), DateTime<Utc>>,
 }
 
 impl Writes {
     fn get_mut(&mut self, namespace: &Namespace, id: &str) -> Option<&mut MemoryItem> {
         let at = *self.at.get(&(namespace.clone(), id.to_owned()))?;
         self.items.get_mut(at)
+    }
+
+    /// The conditions of the batch's write: the index of each stored memory among `items`
+    /// and the `updated_at` it was read with.
+    fn expected(&self) -> Vec<(usize, DateTime<Utc>)> {
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(|(at, item)| {
+                let read_at = self.read.get(&(item.namespace.clone(), item.id.clone()))?;
+                Some((at, *read_at))
+            })
+            .collect()
     }
 
     /// Adds `item`, replacing an earlier version of it in the batch.
@@ -165,6 +180,56 @@ impl Memory {
         }
 
         let namespaces: Vec<Namespace> = items.iter().map(|item| item.namespace.clone()).collect();
+        // The stored memories the batch changes are written only if they are still as its
+        // reconciliation read them; when another write came between, the batch is
+        // reconciled again on what is stored then.
+        let mut committed = None;
+        for _ in 0..super::EDIT_ATTEMPTS {
+            let (writes, remembered) = self.plan_batch(items.clone(), now).await?;
+            let expected = writes.expected();
+            if writes.items.is_empty() {
+                committed = Some(remembered);
+                break;
+            }
+            if expected.is_empty() {
+                self.store.save_many(writes.items).await?;
+                committed = Some(remembered);
+                break;
+            }
+            if self.store.save_many_if(writes.items, &expected).await? {
+                committed = Some(remembered);
+                break;
+            }
+        }
+        let Some(remembered) = committed else {
+            return Err(MemoryError::Conflict {
+                message: format!(
+                    "the memories the batch reconciles with were changed by other writes at \
+                     each of {} attempts; nothing was written",
+                    super::EDIT_ATTEMPTS
+                ),
+                source: None,
+            });
+        };
+        // The batch is committed: what follows never turns it into an error.
+        if let Some(enrichment) = &self.enrichment {
+            for (namespace, done) in namespaces.iter().zip(&remembered) {
+                enrichment.enqueue(namespace, &done.id).await;
+            }
+        }
+        for namespace in &namespaces {
+            self.keep_within_capacity(namespace).await;
+        }
+        Ok(remembered)
+    }
+
+    /// What the batch writes, each request reconciled with the stored memories and the
+    /// requests before it, and what happened to each request.
+    async fn plan_batch(
+        &self,
+        items: Vec<MemoryItem>,
+        now: DateTime<Utc>,
+    ) -> Result<(Writes, Vec<Remembered>)> {
         let mut writes = Writes::default();
         let mut remembered = Vec::with_capacity(items.len());
         // The searches for duplicates and rivals go to the store a chunk at a time
@@ -196,19 +261,7 @@ impl Memory {
                     .await?;
             }
         }
-        if !writes.items.is_empty() {
-            self.store.save_many(writes.items).await?;
-        }
-        // The batch is committed: what follows never turns it into an error.
-        if let Some(enrichment) = &self.enrichment {
-            for (namespace, done) in namespaces.iter().zip(&remembered) {
-                enrichment.enqueue(namespace, &done.id).await;
-            }
-        }
-        for namespace in &namespaces {
-            self.keep_within_capacity(namespace).await;
-        }
-        Ok(remembered)
+        Ok((writes, remembered))
     }
 
     /// Reconciles the batch's request `index` with the stored memories (what its search
@@ -318,6 +371,12 @@ impl Memory {
                 return;
             }
         } else {
+            for (id, read_at) in plan.read {
+                writes
+                    .read
+                    .entry((new.namespace.clone(), id))
+                    .or_insert(read_at);
+            }
             for write in plan.writes {
                 writes.put(write);
             }

@@ -169,6 +169,8 @@ impl Memory {
         let Some(last) = sources.last() else {
             return Err(MemoryError::invalid("ids", "no memory to consolidate"));
         };
+        // The sources as just read: they end only if they are still so when written.
+        let read: Vec<DateTime<Utc>> = sources.iter().map(|item| item.updated_at).collect();
         let mut summary = MemoryItem::new(last.namespace.clone(), text)?
             .with_kind(MemoryKind::LongTerm)
             .with_created_at(last.created_at)
@@ -214,7 +216,19 @@ impl Memory {
         }
         let mut writes = vec![summary];
         writes.extend(sources);
-        self.store.save_many(writes).await?;
+        let expected: Vec<(usize, DateTime<Utc>)> = read
+            .into_iter()
+            .enumerate()
+            .map(|(at, read_at)| (at + 1, read_at))
+            .collect();
+        if !self.store.save_many_if(writes, &expected).await? {
+            return Err(MemoryError::Conflict {
+                message: format!(
+                    "a source of summary {id} changed while its consolidation was written"
+                ),
+                source: None,
+            });
+        }
         Ok(id)
     }
 

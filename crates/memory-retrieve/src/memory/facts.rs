@@ -2,7 +2,7 @@
 //! (see [`crate::facts`]), explicit supersession and retraction, history, conflicts, and
 //! relations of single-valued types.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -34,6 +34,24 @@ pub struct ConflictPair {
 pub(super) struct Plan {
     pub(super) writes: Vec<MemoryItem>,
     pub(super) remembered: Remembered,
+    /// The stored memories among `writes` (every write but the new memory), each with the
+    /// `updated_at` it was read with: the plan holds only if they are still as read
+    /// ([`MemoryStore::save_many_if`](memory_core::MemoryStore::save_many_if)).
+    pub(super) read: Vec<(String, DateTime<Utc>)>,
+}
+
+impl Plan {
+    /// The conditions of the plan's write: the index of each stored memory among `writes`
+    /// and the `updated_at` it was read with.
+    pub(super) fn expected(&self) -> Vec<(usize, DateTime<Utc>)> {
+        self.read
+            .iter()
+            .filter_map(|(id, read_at)| {
+                let at = self.writes.iter().position(|write| write.id == *id)?;
+                Some((at, *read_at))
+            })
+            .collect()
+    }
 }
 
 /// How many of a new memory's terms its self-match search uses: the four its namespace
@@ -107,6 +125,9 @@ pub(super) struct Forgetting {
     /// version of their own fact when that one starts later, or ending it when it starts
     /// earlier), and such current versions.
     pub(super) restored: Vec<MemoryItem>,
+    /// Where each of `restored` is and the `updated_at` it was read with: they are written
+    /// only if still as read.
+    pub(super) read: Vec<(usize, DateTime<Utc>)>,
 }
 
 /// Whether `item` is a summary [`Memory::consolidate`] wrote.
@@ -233,6 +254,7 @@ impl Memory {
                 conflicts,
             },
             writes: vec![item],
+            read: Vec::new(),
         };
         if item.kind == MemoryKind::ShortTerm {
             return Ok(added(item, Outcome::Added, Vec::new()));
@@ -287,6 +309,7 @@ impl Memory {
                     conflicts: Vec::new(),
                 },
                 writes: vec![merged],
+                read: vec![(duplicate.id.clone(), duplicate.updated_at)],
             });
         }
 
@@ -302,6 +325,7 @@ impl Memory {
             mut superseded,
             mut outdated_by,
             mut conflicts,
+            read,
         } = settled;
         // Conflicts among the most similar memories (those of another fact key state
         // another fact; those of this key were settled above).
@@ -353,6 +377,20 @@ impl Memory {
             (None, true) => Outcome::Added,
         };
         let mut plan = added(item, outcome, conflicts);
+        // Every stored memory it rewrites was read as a candidate or as a version of its
+        // fact.
+        plan.read = touched
+            .iter()
+            .filter_map(|old| {
+                let read_at = read.get(&old.id).copied().or_else(|| {
+                    candidates
+                        .iter()
+                        .find(|candidate| candidate.id == old.id)
+                        .map(|candidate| candidate.updated_at)
+                })?;
+                Some((old.id.clone(), read_at))
+            })
+            .collect();
         plan.writes.extend(touched);
         Ok(plan)
     }
@@ -373,6 +411,7 @@ impl Memory {
             superseded,
             outdated_by,
             conflicts,
+            read,
         } = settlement;
         let namespace = &item.namespace;
         let mut filter = MemoryFilter::new(namespace.exact()).with_view(TimeView::Current(now));
@@ -382,6 +421,7 @@ impl Memory {
             if old.id == item.id {
                 continue;
             }
+            read.insert(old.id.clone(), old.updated_at);
             if item.credibility >= old.credibility && start(item) < start(&old) {
                 // A later version exists: settled below against the whole history.
                 outdated = true;
@@ -408,6 +448,9 @@ impl Memory {
             .list(&filter)
             .await?
             .into_iter()
+            .inspect(|version| {
+                read.entry(version.id.clone()).or_insert(version.updated_at);
+            })
             .filter(|version| {
                 version.id != item.id
                     && !touched.iter().any(|old| old.id == version.id)
@@ -483,7 +526,8 @@ impl Memory {
     /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
     /// `new` when both ids are the same or when `new` already supersedes
     /// [`MAX_FACT_LINKS`](memory_core::MAX_FACT_LINKS) memories, or `old` when it already
-    /// ended.
+    /// ended; [`MemoryError::Conflict`] when other writes changed one of the two at each of
+    /// eight attempts.
     pub async fn supersede(&self, namespace: &Namespace, old: &str, new: &str) -> Result<()> {
         if old == new {
             return Err(MemoryError::invalid(
@@ -491,28 +535,39 @@ impl Memory {
                 "a memory cannot supersede itself",
             ));
         }
-        let mut old_item = self.require(namespace, old).await?;
-        let mut new_item = self.require(namespace, new).await?;
-        if old_item.ended.is_some() {
-            return Err(MemoryError::invalid(
-                "old",
-                format!("memory {old} already ended"),
-            ));
+        for _ in 0..super::EDIT_ATTEMPTS {
+            let mut old_item = self.require(namespace, old).await?;
+            let mut new_item = self.require(namespace, new).await?;
+            if old_item.ended.is_some() {
+                return Err(MemoryError::invalid(
+                    "old",
+                    format!("memory {old} already ended"),
+                ));
+            }
+            // A further link would push the oldest out of `supersedes`, and that predecessor
+            // would then name a successor that no longer names it (evicting or forgetting
+            // the successor would leave it pointing at nothing).
+            if new_item.supersedes.len() >= memory_core::MAX_FACT_LINKS {
+                return Err(MemoryError::invalid(
+                    "new",
+                    format!(
+                        "memory {new} already supersedes {} memories, the most one memory links",
+                        new_item.supersedes.len()
+                    ),
+                ));
+            }
+            let expected = [(0, old_item.updated_at), (1, new_item.updated_at)];
+            supersede_with(&mut old_item, &mut new_item);
+            // Both written only if both are as read ([`Memory::update`]).
+            if self
+                .store
+                .save_many_if(vec![old_item, new_item], &expected)
+                .await?
+            {
+                return Ok(());
+            }
         }
-        // A further link would push the oldest out of `supersedes`, and that predecessor
-        // would then name a successor that no longer names it (evicting or forgetting the
-        // successor would leave it pointing at nothing).
-        if new_item.supersedes.len() >= memory_core::MAX_FACT_LINKS {
-            return Err(MemoryError::invalid(
-                "new",
-                format!(
-                    "memory {new} already supersedes {} memories, the most one memory links",
-                    new_item.supersedes.len()
-                ),
-            ));
-        }
-        supersede_with(&mut old_item, &mut new_item);
-        self.store.save_many(vec![old_item, new_item]).await
+        Err(super::edit_conflict(namespace, old))
     }
 
     /// Withdraws a memory without a replacement: it leaves default recall and stays in the
@@ -631,6 +686,7 @@ impl Memory {
         // The other sources of the summaries that go: current again, unless their fact
         // has a current version (written after the summary ended them).
         let mut restored = Vec::new();
+        let mut read = Vec::new();
         for summary in &summaries {
             let others: Vec<String> = summary
                 .supersedes
@@ -639,6 +695,7 @@ impl Memory {
                 .cloned()
                 .collect();
             for mut source in self.store.get_many(namespace, &others).await? {
+                let source_read = source.updated_at;
                 let into_this = source.ended.as_ref().is_some_and(|ended| {
                     ended.reason
                         == EndReason::Consolidated {
@@ -659,15 +716,21 @@ impl Memory {
                         if start(&current) >= start(&source) {
                             end_with(&mut source, &current);
                         } else {
+                            read.push((restored.len(), current.updated_at));
                             supersede_with(&mut current, &mut source);
                             restored.push(current);
                         }
                     }
                 }
+                read.push((restored.len(), source_read));
                 restored.push(source);
             }
         }
-        Ok(Forgetting { doomed, restored })
+        Ok(Forgetting {
+            doomed,
+            restored,
+            read,
+        })
     }
 
     /// The pairs of current memories in `scope` flagged as contradicting each other: the
@@ -744,6 +807,8 @@ struct Settlement {
     outdated_by: Option<String>,
     /// The stored memories it conflicts with.
     conflicts: Vec<Conflict>,
+    /// Each stored version of its fact listed, with the `updated_at` it was read with.
+    read: HashMap<String, DateTime<Utc>>,
 }
 
 enum Settled {

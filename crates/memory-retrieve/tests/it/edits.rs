@@ -330,3 +330,70 @@ async fn a_memory_pinned_after_an_eviction_listing_stays() {
     let oldest = stored(&store, "m0").await;
     assert!(oldest.is_pinned(), "the memory pinned meanwhile is kept");
 }
+
+/// A repetition merged into a memory edited while the merge was worked out keeps the edit:
+/// the merge is written only over the copy it read, and worked out again.
+#[tokio::test]
+async fn a_merge_keeps_an_edit_made_while_it_was_worked_out() {
+    let (store, memory, id) = one_memory().await;
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_tags(["music"]).unwrap());
+    let again = memory
+        .remember(&ns(), "The user plays the violin on Sundays")
+        .await
+        .unwrap();
+    assert_eq!(again, id, "merged into the stored memory");
+    let now = stored(&store, &id).await;
+    assert_eq!(now.tags.len(), 1, "the tags written meanwhile are kept");
+    assert_eq!(now.access_count, 1, "and the merge counted");
+
+    // The same through a batch.
+    store
+        .after_reads
+        .push(&ns(), &id, |item| item.with_importance(0.9).unwrap());
+    let done = memory
+        .remember_many(vec![memory_retrieve::Remember::new(
+            ns(),
+            "the user plays the violin on Sundays",
+        )])
+        .await
+        .unwrap();
+    assert_eq!(done[0].id, id);
+    let now = stored(&store, &id).await;
+    assert_eq!(now.importance, 0.9, "the importance set meanwhile is kept");
+    assert_eq!(now.access_count, 2);
+}
+
+/// A new version of a fact supersedes the stored one as it is when written: an edit made
+/// to it while the new version was reconciled is kept, and it ends.
+#[tokio::test]
+async fn a_superseded_version_keeps_an_edit_made_while_it_was_superseded() {
+    let store = Arc::new(Instrumented::default());
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .build()
+        .unwrap();
+    let paris = memory
+        .remember_with(
+            memory_retrieve::Remember::new(ns(), "The user lives in Paris").fact_key("user.city"),
+        )
+        .await
+        .unwrap()
+        .id;
+    // The first read (the search for rivals) changes nothing of it; the second (the listing
+    // of the fact's versions) is followed by another writer's edit.
+    store.after_reads.push(&ns(), "nobody", |item| item);
+    store
+        .after_reads
+        .push(&ns(), &paris, |item| item.with_importance(0.9).unwrap());
+    memory
+        .remember_with(
+            memory_retrieve::Remember::new(ns(), "The user lives in Berlin").fact_key("user.city"),
+        )
+        .await
+        .unwrap();
+    let now = stored(&store, &paris).await;
+    assert!(now.ended.is_some(), "superseded");
+    assert_eq!(now.importance, 0.9, "the importance set meanwhile is kept");
+}

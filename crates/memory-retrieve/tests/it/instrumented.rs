@@ -35,7 +35,8 @@ pub(crate) struct Instrumented {
     /// How many `count` calls never answer, from the first (a slow database).
     pub(crate) stalled_counts: usize,
     counts: AtomicUsize,
-    /// Writes another writer makes right after the next reads (`get`, `list`) answer.
+    /// Writes another writer makes right after the next reads (`get`, `list`, `search`)
+    /// answer.
     pub(crate) after_reads: Interleaved,
 }
 
@@ -176,7 +177,9 @@ impl MemoryStore for Instrumented {
         if let Ok(mut searches) = self.searches.lock() {
             searches.push(query.top_k);
         }
-        self.inner.search(query).await
+        let hits = self.inner.search(query).await?;
+        self.after_reads.write_next(&self.inner).await?;
+        Ok(hits)
     }
     async fn clear(&self, scope: &Scope) -> Result<usize> {
         self.inner.clear(scope).await

@@ -164,3 +164,91 @@ pub(super) async fn conditional_deletes(store: &dyn MemoryStore, ns: &Namespace)
         0
     );
 }
+
+pub(super) async fn conditional_batches(store: &dyn MemoryStore, ns: &Namespace) {
+    let other = super::child(ns, "other");
+    must(
+        store.save(item(ns, "a", "the oboe is in the attic", 0)),
+        "save",
+    )
+    .await;
+    must(
+        store.save(item(&other, "b", "the flute is in the car", 1)),
+        "save",
+    )
+    .await;
+    let get = |namespace: &Namespace, id: &'static str| {
+        let namespace = namespace.clone();
+        async move {
+            must(store.get(&namespace, id), "get")
+                .await
+                .unwrap_or_else(|| panic!("conformance: memory {id} is there"))
+        }
+    };
+    let a = get(ns, "a").await;
+    let b = get(&other, "b").await;
+
+    // Two namespaces, both as read, and a new memory: all written.
+    let mut a2 = a.clone().revised(a.updated_at);
+    a2.content = "the oboe is in the cellar".into();
+    let b2 = b.clone().with_pinned(true).revised(b.updated_at);
+    let c = item(ns, "c", "a new memory about the oboe", 2);
+    assert!(
+        must(
+            store.save_many_if(
+                vec![c.clone(), a2.clone(), b2],
+                &[(1, a.updated_at), (2, b.updated_at)]
+            ),
+            "save_many_if"
+        )
+        .await,
+        "conformance: a batch whose memories are as read is written"
+    );
+    assert_eq!(get(ns, "a").await.content, a2.content);
+    assert!(get(&other, "b").await.is_pinned());
+    assert_eq!(get(ns, "c").await.content, c.content);
+
+    // Made from the first copy of `a`: refused whole, the new memory with it.
+    let stale = a.clone().with_pinned(true).revised(a.updated_at);
+    let d = item(ns, "d", "a memory written with a stale one", 3);
+    assert!(
+        !must(
+            store.save_many_if(vec![d, stale], &[(1, a.updated_at)]),
+            "save_many_if"
+        )
+        .await,
+        "conformance: a batch with a memory changed since is refused"
+    );
+    assert!(must(store.get(ns, "d"), "get").await.is_none());
+    let now = get(ns, "a").await;
+    assert!(!now.is_pinned() && now.content == a2.content);
+    assert!(
+        found(store, ns, "stale").await.is_empty(),
+        "conformance: a refused batch leaves the index as it was"
+    );
+
+    // A memory expected but gone, in a namespace never written or in this one.
+    let gone = item(&super::child(ns, "never-written"), "e", "a memory", 4);
+    assert!(
+        !must(
+            store.save_many_if(vec![gone.clone()], &[(0, gone.updated_at)]),
+            "save_many_if"
+        )
+        .await
+    );
+    let missing = item(ns, "missing", "a memory", 5);
+    assert!(
+        !must(
+            store.save_many_if(vec![missing.clone()], &[(0, missing.updated_at)]),
+            "save_many_if"
+        )
+        .await
+    );
+    assert!(must(store.get(ns, "missing"), "get").await.is_none());
+
+    // An index past the items is refused as invalid.
+    assert!(matches!(
+        store.save_many_if(vec![], &[(0, a.updated_at)]).await,
+        Err(MemoryError::InvalidInput { .. })
+    ));
+}
