@@ -17,7 +17,8 @@ pub(crate) enum ExitCode {
     InvalidInput = 3,
     /// 4: the record asked for does not exist.
     NotFound = 4,
-    /// 5: the store failed or could not be reached; retrying later may succeed.
+    /// 5: the store failed or could not be reached, or another write changed the record
+    /// first; retrying may succeed.
     Storage = 5,
 }
 
@@ -34,7 +35,8 @@ pub(crate) const EXIT_CODES_HELP: &str = "Exit codes:
   2  usage: unknown command or option, missing or malformed argument
   3  invalid input: a value, file or record was refused (the message names it)
   4  not found: no record with that id in that namespace
-  5  storage: the store failed or is unreachable (retrying later may succeed)";
+  5  storage: the store failed or is unreachable, or another write changed the record
+     first (retrying may succeed)";
 
 /// The kind of a failure, as the `kind` of a JSON error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -46,7 +48,8 @@ pub(crate) enum ErrorKind {
     InvalidInput,
     /// A record with this key exists already.
     AlreadyExists,
-    /// Another write changed the record while it was being edited, or the record
+    /// Another write changed the record while it was being edited, the store reported a
+    /// conflicting transaction (a serialization failure, a deadlock), or the record
     /// contradicts a stored one that the facts policy keeps.
     Conflict,
     /// The record does not exist.
@@ -74,12 +77,14 @@ impl ErrorKind {
             ErrorKind::Usage => ExitCode::Usage,
             ErrorKind::InvalidInput
             | ErrorKind::AlreadyExists
-            | ErrorKind::Conflict
             | ErrorKind::PayloadTooLarge
             | ErrorKind::Unauthorized
             | ErrorKind::Forbidden => ExitCode::InvalidInput,
             ErrorKind::NotFound => ExitCode::NotFound,
-            ErrorKind::Storage | ErrorKind::Unavailable | ErrorKind::Timeout => ExitCode::Storage,
+            ErrorKind::Storage
+            | ErrorKind::Unavailable
+            | ErrorKind::Timeout
+            | ErrorKind::Conflict => ExitCode::Storage,
             ErrorKind::Internal => ExitCode::Internal,
         }
     }
@@ -108,7 +113,7 @@ impl ErrorKind {
             }
             ErrorKind::AlreadyExists => "choose another id, or forget the existing record first",
             ErrorKind::Conflict => {
-                "other writes changed the record while it was being edited: retry; or the record contradicts the stored one the message names, which the facts policy keeps"
+                "retry: another write changed the record while it was being edited, or the store reported a conflicting transaction; when the message names a contradiction, the facts policy refused it and a retry is refused too"
             }
             ErrorKind::NotFound => {
                 "check the id and the namespace (--namespace, or the request's namespace): records are only found in their own namespace"
@@ -256,8 +261,9 @@ mod tests {
         assert_eq!(other.field.as_deref(), Some("import line 3"));
     }
 
-    /// An edit that lost to other writes, or a contradiction the facts policy refuses, is a
-    /// conflict (409, the record refused), not an unreachable store (503).
+    /// An edit that lost to other writes, a conflicting transaction or a contradiction the
+    /// facts policy refuses is a conflict (409), not an unreachable store (503); a command
+    /// exits with the code that says a retry may succeed.
     #[test]
     fn a_conflict_is_not_an_outage() {
         let failure = Failure::from(MemoryError::Conflict {
@@ -266,7 +272,7 @@ mod tests {
         });
         assert_eq!(failure.kind, ErrorKind::Conflict);
         assert_eq!(failure.kind.http_status(), 409);
-        assert_eq!(failure.exit_code(), ExitCode::InvalidInput);
+        assert_eq!(failure.exit_code(), ExitCode::Storage);
         assert_eq!(failure.hint, ErrorKind::Conflict.hint());
     }
 

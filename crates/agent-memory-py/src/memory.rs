@@ -694,7 +694,9 @@ impl PyMemory {
         block_on(py, memory.history(&namespace, id)).map(records)
     }
 
-    /// Marks memory `new` as superseding memory `old` (same namespace).
+    /// Marks memory `new` as superseding memory `old` (same namespace). Raises
+    /// `InvalidInputError` naming `new` when it already supersedes 64 memories,
+    /// `ConflictError` when other writes changed one of the two at each of eight attempts.
     fn supersede(&self, py: Python<'_>, namespace: &str, old: &str, new: &str) -> PyResult<()> {
         let namespace = record_namespace(py, namespace)?;
         let memory = &self.inner;

@@ -200,13 +200,16 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     }
 
     /// Deletes the items of `namespace` that `read` names (each an id and the `updated_at`
-    /// it was read with) and that are still as read, with their recall statistics; an item
-    /// changed since (pinned, edited, merged into: every such write moves `updated_at`, see
-    /// [`MemoryItem::revised`]) or gone is left. Returns how many were deleted. This is how
-    /// an eviction pass deletes what it chose from a listing without deleting a memory
-    /// pinned in between. The default reads, compares and deletes in steps, exact only when
-    /// nothing else writes between them; every backend of this workspace does it in one
-    /// (the shard's lock, one SQLite transaction, one PostgreSQL `DELETE`).
+    /// it was read with), with their recall statistics, all of them or none: none when one
+    /// of them was changed since it was read (pinned, edited, merged into: every such write
+    /// moves `updated_at`, see [`MemoryItem::revised`]). An item gone already counts as
+    /// unchanged, as there is nothing of it to keep. Returns how many were deleted, or
+    /// `None` when the call was refused. This is how an eviction pass deletes what it chose
+    /// from a listing, a memory with the history it ends, without deleting a memory pinned
+    /// in between or leaving a version whose successor is gone. The default reads, compares
+    /// and deletes in steps, exact only when nothing else writes between them; every
+    /// backend of this workspace does it in one (the shard's lock, one SQLite transaction,
+    /// one PostgreSQL transaction that locks the rows it compares).
     ///
     /// # Errors
     /// Backend errors only.
@@ -214,18 +217,21 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         &self,
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
-    ) -> Result<usize> {
-        let ids: Vec<String> = read.iter().map(|(id, _)| id.clone()).collect();
+    ) -> Result<Option<usize>> {
+        let expected: std::collections::HashMap<&str, DateTime<Utc>> =
+            read.iter().map(|(id, at)| (id.as_str(), *at)).collect();
+        let ids: Vec<String> = expected.keys().map(|id| (*id).to_owned()).collect();
         let stored = self.get_many(namespace, &ids).await?;
-        let unchanged: Vec<String> = stored
-            .into_iter()
-            .filter(|item| read.contains(&(item.id.clone(), item.updated_at)))
-            .map(|item| item.id)
-            .collect();
-        if unchanged.is_empty() {
-            return Ok(0);
+        if stored
+            .iter()
+            .any(|item| expected.get(item.id.as_str()) != Some(&item.updated_at))
+        {
+            return Ok(None);
         }
-        self.delete_many(namespace, &unchanged).await
+        if ids.is_empty() {
+            return Ok(Some(0));
+        }
+        self.delete_many(namespace, &ids).await.map(Some)
     }
 
     /// Deletes the items `ids` of `namespace` (missing ones are skipped) with their recall
@@ -500,7 +506,7 @@ macro_rules! forward_memory_store {
                 &self,
                 namespace: &Namespace,
                 read: &[(String, DateTime<Utc>)],
-            ) -> Result<usize> {
+            ) -> Result<Option<usize>> {
                 (**self).delete_many_if(namespace, read).await
             }
             async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {

@@ -381,22 +381,22 @@ impl MemoryStore for InMemoryStore {
         &self,
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
-    ) -> Result<usize> {
+    ) -> Result<Option<usize>> {
         let Some(shard) = self.registry.get(namespace) else {
-            return Ok(0);
+            return Ok(Some(0));
         };
         // Compared and removed under one lock: no write comes between them.
         let mut shard = write(&shard);
-        let unchanged: Vec<String> = read
-            .iter()
-            .filter(|(id, at)| {
-                shard
-                    .entry(id)
-                    .is_some_and(|entry| entry.item.updated_at == *at)
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        Ok(shard.remove_many(&unchanged))
+        let changed = read.iter().any(|(id, at)| {
+            shard
+                .entry(id)
+                .is_some_and(|entry| entry.item.updated_at != *at)
+        });
+        if changed {
+            return Ok(None);
+        }
+        let ids: Vec<String> = read.iter().map(|(id, _)| id.clone()).collect();
+        Ok(Some(shard.remove_many(&ids)))
     }
 
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {

@@ -228,29 +228,54 @@ impl MemoryStore for PostgresStore {
         &self,
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
-    ) -> Result<usize> {
-        // A time or an id the store cannot hold is no stored item's.
-        let (ids, ats): (Vec<String>, Vec<i64>) = read
+    ) -> Result<Option<usize>> {
+        // An id the store cannot hold is no stored item's (gone, so unchanged).
+        let read: Vec<(String, Option<i64>)> = read
             .iter()
             .filter(|(id, _)| storable(id))
-            .filter_map(|(id, at)| Some((id.clone(), at.timestamp_nanos_opt()?)))
-            .unzip();
-        if ids.is_empty() {
-            return Ok(0);
+            .map(|(id, at)| (id.clone(), at.timestamp_nanos_opt()))
+            .collect();
+        if read.is_empty() {
+            return Ok(Some(0));
         }
-        // One statement: each row is compared and deleted under its lock.
-        let mut sql = self.db.sql("DELETE FROM {s}.memories AS m USING unnest(");
-        sql.bind(ids, "text[]")
-            .push(", ")
-            .bind(ats, "bigint[]")
-            .push(") AS r(id, at) WHERE m.ns = ")
-            .bind(namespace.as_str().to_owned(), "text")
-            .push(" AND m.id = r.id AND m.updated_at = r.at");
-        let deleted = self
-            .db
-            .execute(&sql, || format!("deleting memories in {namespace}"))
-            .await?;
-        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+        let ids: Vec<String> = read.iter().map(|(id, _)| id.clone()).collect();
+        let ns = namespace.as_str().to_owned();
+        let what = || format!("deleting memories in {namespace}");
+        let mut client = self.db.client(&what()).await?;
+        let transaction = client.transaction().await.context(what)?;
+        // The rows compared are locked until the commit: a concurrent write of one waits,
+        // and one committed first is seen (read committed reads the latest row it locks).
+        let lock = transaction
+            .prepare_cached(&self.db.qualify(
+                "SELECT id, updated_at FROM {s}.memories \
+                 WHERE ns = $1::text AND id = ANY($2::text[]) FOR UPDATE",
+            ))
+            .await
+            .context(what)?;
+        let rows = transaction.query(&lock, &[&ns, &ids]).await.context(what)?;
+        let expected: HashMap<&str, Option<i64>> =
+            read.iter().map(|(id, at)| (id.as_str(), *at)).collect();
+        for row in &rows {
+            let id: String = row.try_get(0).context(what)?;
+            let updated_at: i64 = row.try_get(1).context(what)?;
+            if expected.get(id.as_str()) != Some(&Some(updated_at)) {
+                // Dropped: rolled back, nothing deleted.
+                return Ok(None);
+            }
+        }
+        let delete =
+            transaction
+                .prepare_cached(&self.db.qualify(
+                    "DELETE FROM {s}.memories WHERE ns = $1::text AND id = ANY($2::text[])",
+                ))
+                .await
+                .context(what)?;
+        let deleted = transaction
+            .execute(&delete, &[&ns, &ids])
+            .await
+            .context(what)?;
+        transaction.commit().await.context(what)?;
+        Ok(Some(usize::try_from(deleted).unwrap_or(usize::MAX)))
     }
 
     /// The listings concurrently, each on a connection of the pool: one round trip of

@@ -445,10 +445,19 @@ impl ConversationMemory {
             .filter(|item| !item.is_pinned())
             .map(|item| (item.id, item.updated_at))
             .collect();
-        if read.is_empty() {
-            return Ok(0);
+        if let Some(deleted) = self.store.delete_many_if(&self.session, &read).await? {
+            return Ok(deleted);
         }
-        self.store.delete_many_if(&self.session, &read).await
+        // One of them changed since: each deleted alone, those changed left.
+        let mut deleted = 0;
+        for one in read.chunks(1) {
+            deleted += self
+                .store
+                .delete_many_if(&self.session, one)
+                .await?
+                .unwrap_or(0);
+        }
+        Ok(deleted)
     }
 
     /// The listing of this session's messages, oldest first: what [`add_message`](Self::add_message)

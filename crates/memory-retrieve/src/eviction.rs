@@ -161,13 +161,36 @@ pub(crate) async fn namespace_pass(
 
 /// Deletes `items`, namespace by namespace through [`MemoryStore::delete_many_if`] (the
 /// in-memory store then updates its index once per pass, not once per memory), with the
-/// history they end (see [`with_history`]). Each is deleted only if it is still as the pass
-/// read it: a memory pinned, edited or merged into since is left, so a pin made while a
-/// pass chose its victims still saves the memory.
+/// history they end (see [`with_history`]). Each is deleted only if it and its history are
+/// still as the pass read them: a memory pinned, edited or merged into since is left with
+/// its history, so a pin made while a pass chose its victims still saves the memory, and no
+/// version is left naming a successor that is gone. When a namespace's deletion is refused
+/// for one of them, each memory is deleted with its own history, and those changed stay.
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
+    let mut by_namespace: BTreeMap<Namespace, Vec<MemoryItem>> = BTreeMap::new();
+    for item in items {
+        by_namespace
+            .entry(item.namespace.clone())
+            .or_default()
+            .push(item);
+    }
     let mut deleted = 0;
-    for (namespace, read) in with_history(store, items).await? {
-        deleted += store.delete_many_if(&namespace, &read).await?;
+    for (namespace, items) in by_namespace {
+        let read = with_history(store, items.clone())
+            .await?
+            .remove(&namespace)
+            .unwrap_or_default();
+        if let Some(count) = store.delete_many_if(&namespace, &read).await? {
+            deleted += count;
+            continue;
+        }
+        for item in items {
+            let read = with_history(store, vec![item])
+                .await?
+                .remove(&namespace)
+                .unwrap_or_default();
+            deleted += store.delete_many_if(&namespace, &read).await?.unwrap_or(0);
+        }
     }
     Ok(deleted)
 }

@@ -347,37 +347,43 @@ impl MemoryStore for SqliteStore {
         &self,
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
-    ) -> Result<usize> {
-        // A time the store cannot hold is no stored item's.
-        let read: Vec<(String, i64)> = read
-            .iter()
-            .filter_map(|(id, at)| Some((id.clone(), at.timestamp_nanos_opt()?)))
-            .collect();
+    ) -> Result<Option<usize>> {
         if read.is_empty() {
-            return Ok(0);
+            return Ok(Some(0));
         }
+        let read: Vec<(String, Option<i64>)> = read
+            .iter()
+            .map(|(id, at)| (id.clone(), at.timestamp_nanos_opt()))
+            .collect();
         let ns = namespace.as_str().to_owned();
         self.db
             .write("deleting memories", move |transaction| {
-                // Compared and deleted in one write transaction: no writer comes between.
-                let mut deleted = 0;
+                // Compared, all of them, then deleted, in one write transaction: no writer
+                // comes between.
+                let mut rids = Vec::with_capacity(read.len());
                 for (id, at) in &read {
-                    let rid: Option<i64> = transaction
+                    let stored: Option<(i64, i64)> = transaction
                         .prepare_cached(
-                            "SELECT rid FROM memories WHERE ns = ?1 AND id = ?2 AND updated_at = ?3",
+                            "SELECT rid, updated_at FROM memories WHERE ns = ?1 AND id = ?2",
                         )
                         .and_then(|mut statement| {
                             statement
-                                .query_row(params![ns, id, at], |row| row.get(0))
+                                .query_row(params![ns, id], |row| Ok((row.get(0)?, row.get(1)?)))
                                 .optional()
                         })
                         .context(|| format!("looking up memory {id} in {ns}"))?;
-                    if let Some(rid) = rid {
-                        delete_rid(transaction, rid)?;
-                        deleted += 1;
+                    match stored {
+                        None => {}
+                        Some((rid, updated_at)) if Some(updated_at) == *at => rids.push(rid),
+                        Some(_) => return Ok(None),
                     }
                 }
-                Ok(deleted)
+                rids.sort_unstable();
+                rids.dedup();
+                for rid in &rids {
+                    delete_rid(transaction, *rid)?;
+                }
+                Ok(Some(rids.len()))
             })
             .await
     }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 use crate::error::Context;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// `PRAGMA application_id` of an agent-memory database: the ASCII bytes `AMEM`.
 pub const APPLICATION_ID: i32 = 0x414D_454D;
@@ -22,7 +22,7 @@ struct Migration {
 }
 
 /// Every migration, oldest first; `MIGRATIONS[i].version == i + 1`.
-const MIGRATIONS: [Migration; 6] = [
+const MIGRATIONS: [Migration; 7] = [
     Migration {
         version: 1,
         summary: "memories, knowledge pages and the knowledge graph, with FTS5 indexes",
@@ -52,6 +52,11 @@ const MIGRATIONS: [Migration; 6] = [
         version: 6,
         summary: "attributes of entities and relations",
         sql: MIGRATION_6,
+    },
+    Migration {
+        version: 7,
+        summary: "an entity's relations indexed in the order they are read",
+        sql: MIGRATION_7,
     },
 ];
 
@@ -230,6 +235,18 @@ ALTER TABLE entities ADD COLUMN last_accessed INTEGER;
 const MIGRATION_6: &str = "
 ALTER TABLE entities ADD COLUMN attributes TEXT;
 ALTER TABLE relations ADD COLUMN attributes TEXT;
+";
+
+// An entity's relations are read outgoing then incoming, each by relation type then the
+// other end (`relations_of`, and a page of them for an entity read): indexes in that order
+// let a read of the first relations stop at them, where the primary key (target before
+// type) sorted every outgoing relation first, and the index on the target alone was passed
+// over for a scan of the namespace. The version changes so that an older build, which
+// would not maintain them, refuses the file.
+const MIGRATION_7: &str = "
+DROP INDEX relations_by_target;
+CREATE INDEX relations_by_target ON relations (ns, target_id, relation_type, source_id);
+CREATE INDEX relations_by_source ON relations (ns, source_id, relation_type, target_id);
 ";
 
 fn user_version(connection: &Connection, display: &str) -> Result<i64> {

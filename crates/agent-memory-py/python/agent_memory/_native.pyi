@@ -296,6 +296,8 @@ class Memory:
 
         :raises NotFoundError: when there is no such memory.
         :raises InvalidInputError: naming the value out of its limits; nothing is written.
+        :raises ConflictError: when other writes changed the memory at each of eight
+            attempts; nothing is written.
         """
     def recall(
         self,
@@ -363,13 +365,18 @@ class Memory:
     def history(self, namespace: str, id: str) -> builtins.list[MemoryRecord]:
         """The versions of memory ``id``'s fact, oldest first."""
     def supersede(self, namespace: str, old: str, new: str) -> None:
-        """Marks memory ``new`` as superseding memory ``old``."""
+        """Marks memory ``new`` as superseding memory ``old``. Raises ``InvalidInputError``
+        naming ``new`` when it already supersedes 64 memories, ``ConflictError`` when other
+        writes changed one of the two at each of eight attempts."""
     def retract(self, namespace: str, id: str, reason: str) -> None:
-        """Withdraws memory ``id`` without a replacement; it stays in its history."""
+        """Withdraws memory ``id`` without a replacement; it stays in its history. Raises
+        ``ConflictError`` when other writes changed it at each of eight attempts."""
     def pin(self, namespace: str, id: str, pinned: bool = True) -> bool:
-        """Pins (or unpins) memory ``id``. Returns whether it exists."""
+        """Pins (or unpins) memory ``id``. Returns whether it exists. Raises
+        ``ConflictError`` when other writes changed it at each of eight attempts."""
     def compress(self, namespace: str, id: str, text: str) -> bool:
-        """Replaces memory ``id``'s text with ``text``, keeping the original."""
+        """Replaces memory ``id``'s text with ``text``, keeping the original. Raises
+        ``ConflictError`` when other writes changed it at each of eight attempts."""
     def add_entity(
         self,
         namespace: str,
@@ -437,7 +444,9 @@ class Memory:
         """Pairs of current memories flagged as contradicting: ``{"namespace", "older", "newer"}``."""
     def stats(self, namespace: str = "", *, exact: bool = False) -> dict[str, Any]:
         """Counts: ``total``, ``per_kind``, ``per_namespace``, ``mean_access``, ``compressed``,
-        ``compression_rate``, ``capacity_use``, ``pages``, ``entities``."""
+        ``compression_rate``, ``capacity_use``, ``recalled`` (memories returned by a recall),
+        ``mean_recall_score`` (the mean relevance they were returned with, ``None`` before
+        the first recall), ``pages``, ``entities``."""
     def maintain(self, namespace: str = "", *, exact: bool = False) -> dict[str, int]:
         """Runs TTL, decay, eviction and compression now; returns what it did."""
     def reembed(self, namespace: str = "", *, exact: bool = False, all: bool = False) -> dict[str, int]:

@@ -210,7 +210,12 @@ impl NamespaceGraph {
     /// kept in the trait's order, so only those are read.
     pub(crate) fn relations_of_at_most(&self, id: &str, limit: usize) -> Vec<GraphRelation> {
         match self.slot(id).and_then(|slot| self.node(slot)) {
-            Some(node) => self.relations(node.adjacency.iter().take(limit).map(|half| half.edge)),
+            Some(node) => node
+                .adjacency
+                .iter()
+                .filter_map(|half| self.relation(half.edge))
+                .take(limit)
+                .collect(),
             None => Vec::new(),
         }
     }

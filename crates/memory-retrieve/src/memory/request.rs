@@ -282,6 +282,7 @@ impl RecallOptions {
 
 /// Counts from [`Memory::stats`](super::Memory::stats).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MemoryStats {
     /// Items in the scope.
     pub total: usize,

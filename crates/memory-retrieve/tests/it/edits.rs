@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use memory_core::{DecayConfig, MemoryError, MemoryItem, MemoryStore, Namespace, Result};
+use memory_core::{Clock, DecayConfig, MemoryError, MemoryItem, MemoryStore, Namespace, Result};
 use memory_inmem::InMemoryStore;
 use memory_retrieve::{CompressionConfig, Memory, MemoryUpdate, Summarizer, decay};
 
@@ -396,4 +396,65 @@ async fn a_superseded_version_keeps_an_edit_made_while_it_was_superseded() {
     let now = stored(&store, &paris).await;
     assert!(now.ended.is_some(), "superseded");
     assert_eq!(now.importance, 0.9, "the importance set meanwhile is kept");
+}
+
+/// A memory pinned while an eviction pass chose it stays with the history it ends, and the
+/// pass still deletes its other victims: no version is left naming a successor that is
+/// gone, and none of a pinned memory's history is deleted.
+#[tokio::test]
+async fn a_memory_pinned_during_eviction_keeps_its_history() {
+    let store = Arc::new(Instrumented::default());
+    let clock = clock();
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let remember = |text: &'static str, key: Option<&'static str>, importance: f32| {
+        let memory = &memory;
+        async move {
+            let mut request = memory_retrieve::Remember::new(ns(), text).importance(importance);
+            if let Some(key) = key {
+                request = request.fact_key(key);
+            }
+            memory.remember_with(request).await.unwrap().id
+        }
+    };
+    // By value, the victims are the two memories of low importance (and one more); the
+    // version Berlin superseded is worth keeping alone, but goes with Berlin as history.
+    let paris = remember("The user lives in Paris", Some("user.city"), 1.0).await;
+    clock.advance(Duration::hours(1));
+    let berlin = remember("The user lives in Berlin", Some("user.city"), 0.1).await;
+    clock.advance(Duration::hours(1));
+    let other = remember("The user drinks green tea", None, 0.1).await;
+    clock.advance(Duration::hours(1));
+    for text in [
+        "a newer memory about boats",
+        "a newer one about trains",
+        "one about planes",
+    ] {
+        remember(text, None, 0.9).await;
+    }
+    store
+        .after_reads
+        .push(&ns(), &berlin, |item| item.with_pinned(true));
+    let policy = memory_core::EvictionPolicy::ValueBased(memory_core::ValueBasedConfig {
+        max_items: 3,
+        ..memory_core::ValueBasedConfig::default()
+    });
+    memory_retrieve::evict(&*store, &ns().subtree(), &policy, clock.now())
+        .await
+        .unwrap();
+    assert!(
+        stored(&store, &berlin).await.is_pinned(),
+        "pinned meanwhile, kept"
+    );
+    assert!(
+        store.inner.get(&ns(), &paris).await.unwrap().is_some(),
+        "its history kept with it"
+    );
+    assert!(
+        store.inner.get(&ns(), &other).await.unwrap().is_none(),
+        "the pass's other victim deleted"
+    );
 }

@@ -165,6 +165,28 @@ impl MemoryStore for Instrumented {
     async fn delete_many(&self, namespace: &Namespace, ids: &[String]) -> Result<usize> {
         self.inner.delete_many(namespace, ids).await
     }
+    // The conditional writes are the in-memory store's own, in one step: the interleaved
+    // writes come after the caller's reads, never inside these.
+    async fn update(&self, item: MemoryItem) -> Result<()> {
+        self.inner.update(item).await
+    }
+    async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        self.inner.update_if(item, read_at).await
+    }
+    async fn save_many_if(
+        &self,
+        items: Vec<MemoryItem>,
+        expected: &[(usize, DateTime<Utc>)],
+    ) -> Result<bool> {
+        self.inner.save_many_if(items, expected).await
+    }
+    async fn delete_many_if(
+        &self,
+        namespace: &Namespace,
+        read: &[(String, DateTime<Utc>)],
+    ) -> Result<Option<usize>> {
+        self.inner.delete_many_if(namespace, read).await
+    }
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         let items = self.inner.list(filter).await?;
         if let Ok(mut lists) = self.lists.lock() {

@@ -141,8 +141,26 @@ pub(super) async fn conditional_deletes(store: &dyn MemoryStore, ns: &Namespace)
     ];
     assert_eq!(
         must(store.delete_many_if(ns, &chosen), "delete_many_if").await,
-        2,
-        "conformance: only the memories still as read are deleted"
+        None,
+        "conformance: with one memory changed since it was read, none is deleted"
+    );
+    for id in ["a", "b", "c"] {
+        assert!(must(store.get(ns, id), "get").await.is_some());
+    }
+    must(
+        store.record_recall(ns, "a", 0.5, a.updated_at),
+        "record_recall",
+    )
+    .await;
+    let unchanged = [
+        (a.id.clone(), a.updated_at),
+        (c.id.clone(), c.updated_at),
+        ("gone".to_owned(), a.updated_at),
+    ];
+    assert_eq!(
+        must(store.delete_many_if(ns, &unchanged), "delete_many_if").await,
+        Some(2),
+        "conformance: memories as read are deleted, one gone already counts as unchanged"
     );
     assert!(must(store.get(ns, "a"), "get").await.is_none());
     assert!(must(store.get(ns, "c"), "get").await.is_none());
@@ -152,16 +170,29 @@ pub(super) async fn conditional_deletes(store: &dyn MemoryStore, ns: &Namespace)
             .is_some_and(|item| item.is_pinned()),
         "conformance: a memory changed since it was read is not deleted"
     );
+    // Saved again, it has no recall statistics of the one deleted.
+    must(
+        store.save(item(ns, "a", "the harp recital again", 3)),
+        "save",
+    )
+    .await;
+    assert!(
+        must(store.recall_stats(ns, "a"), "recall_stats")
+            .await
+            .is_none_or(|stats| stats.recall_count == 0),
+        "conformance: a conditional delete takes the recall statistics with it"
+    );
+    must(store.delete(ns, "a"), "delete").await;
     assert_eq!(found(store, ns, "harp").await, ["b"]);
     // Again, or elsewhere: nothing left to delete.
     assert_eq!(
-        must(store.delete_many_if(ns, &chosen), "delete_many_if").await,
-        0
+        must(store.delete_many_if(ns, &unchanged), "delete_many_if").await,
+        Some(0)
     );
     let elsewhere = super::child(ns, "never-written");
     assert_eq!(
         must(store.delete_many_if(&elsewhere, &chosen), "delete_many_if").await,
-        0
+        Some(0)
     );
 }
 
