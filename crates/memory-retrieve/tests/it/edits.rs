@@ -458,3 +458,48 @@ async fn a_memory_pinned_during_eviction_keeps_its_history() {
         "the pass's other victim deleted"
     );
 }
+
+/// A conversation's window deletes the oldest messages only as it read them: one pinned
+/// while the window chose it stays.
+#[tokio::test]
+async fn a_message_pinned_while_the_window_chose_it_stays() {
+    let store = Arc::new(Instrumented::default());
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .build()
+        .unwrap();
+    let session = Namespace::parse("edits/chat").unwrap();
+    let chat = memory
+        .conversation(
+            session.clone(),
+            memory_retrieve::ConversationConfig {
+                max_messages: Some(3),
+                ..memory_retrieve::ConversationConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for text in ["first", "second", "third"] {
+        ids.push(
+            chat.add_message(memory_retrieve::Message::new(
+                memory_retrieve::Role::User,
+                text,
+            ))
+            .await
+            .unwrap(),
+        );
+    }
+    // A fourth memory in the session's namespace takes it over its size.
+    store
+        .inner
+        .save(MemoryItem::new(session.clone(), "a note kept beside the chat").unwrap())
+        .await
+        .unwrap();
+    store
+        .after_reads
+        .push(&session, &ids[0], |item| item.with_pinned(true));
+    assert_eq!(chat.evict().await.unwrap(), 0);
+    let first = store.inner.get(&session, &ids[0]).await.unwrap().unwrap();
+    assert!(first.is_pinned(), "pinned meanwhile, kept");
+}
