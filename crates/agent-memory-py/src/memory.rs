@@ -389,10 +389,13 @@ impl PyMemory {
     /// nothing. The change is written only over the copy read: another write in between
     /// (a pin, another process's edit) is kept, the memory read again and changed anew.
     ///
+    /// With `only_current=True`, an ended memory (a superseded or retracted version, as read
+    /// when the update is made) is refused with `InvalidInputError` naming `id`.
+    ///
     /// Raises `NotFoundError` when there is no such memory, `InvalidInputError` naming the
     /// value out of its limits, `ConflictError` when other writes changed the memory at
     /// each of eight attempts (nothing written; the call can be made again).
-    #[pyo3(signature = (namespace, id, *, text = None, tags = None, importance = None, metadata = None))]
+    #[pyo3(signature = (namespace, id, *, text = None, tags = None, importance = None, metadata = None, only_current = false))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn update(
         &self,
@@ -403,9 +406,11 @@ impl PyMemory {
         tags: Option<Vec<String>>,
         importance: Option<f32>,
         metadata: Option<&Bound<'_, PyAny>>,
+        only_current: bool,
     ) -> PyResult<Record> {
         let namespace = record_namespace(py, namespace)?;
         let mut update = agent_memory::MemoryUpdate::new();
+        update.only_current = only_current;
         update.content = text;
         update.tags = tags;
         update.importance = importance;

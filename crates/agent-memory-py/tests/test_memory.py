@@ -244,6 +244,12 @@ def test_update_changes_what_it_names_and_keeps_the_rest(memory: Memory) -> None
     assert record.importance != pytest.approx(0.1)
     with pytest.raises(NotFoundError):
         memory.update("u", "missing", text="x")
+    # An ended version may be corrected, unless the update is for the current one only.
+    with pytest.raises(InvalidInputError) as raised:
+        memory.update("u", city.id, text="The user lived in Lyon", only_current=True)
+    assert raised.value.field == "id"
+    assert memory.get("u", city.id).text == "The user lives in Paris, France"
+    assert memory.update("u", city.id, text="The user lived in Paris").ended is not None
 
 
 def test_context_and_conversation(memory: Memory) -> None:

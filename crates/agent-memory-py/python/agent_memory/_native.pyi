@@ -289,10 +289,13 @@ class Memory:
         tags: Sequence[str] | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        only_current: bool = False,
     ) -> MemoryRecord:
         """Changes memory ``id``'s ``text``, ``tags``, ``importance`` or ``metadata`` (only
         those given), keeping everything else: kind, source, fact key and validity, pin,
-        context, creation time and recall statistics. Returns the memory as stored.
+        context, creation time and recall statistics. Returns the memory as stored. With
+        ``only_current``, an ended memory (superseded, retracted) is refused, as read when
+        the update is made.
 
         :raises NotFoundError: when there is no such memory.
         :raises InvalidInputError: naming the value out of its limits; nothing is written.

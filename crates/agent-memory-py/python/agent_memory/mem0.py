@@ -522,7 +522,8 @@ class Memory:
         if record.ended is not None:
             problem = f"memory {memory_id} has ended ({record.ended.get('reason')}); update the current version"
             raise InvalidInputError(f"invalid input: memory_id: {problem}", field="memory_id", problem=problem)
-        self.memory.update(record.namespace, record.id, text=data)
+        # Refused too when a concurrent write ends it between the check above and the write.
+        self.memory.update(record.namespace, record.id, text=data, only_current=True)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str) -> dict[str, str]:

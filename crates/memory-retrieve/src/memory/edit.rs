@@ -24,6 +24,11 @@ pub struct MemoryUpdate {
     /// (those starting with `_`: context, pin, compressed original, decay state) are kept
     /// unless it names them ([`MemoryItem::with_metadata`]).
     pub metadata: Option<serde_json::Value>,
+    /// Refuse the update when the memory has ended (a superseded or retracted version of a
+    /// fact), as read at each attempt: an update meant for the current version is then not
+    /// written on one that a concurrent write ended. Off by default (an ended version may be
+    /// corrected in place).
+    pub only_current: bool,
 }
 
 impl MemoryUpdate {
@@ -63,6 +68,13 @@ impl MemoryUpdate {
         self.metadata = Some(metadata);
         self
     }
+
+    /// Refusing the update of a memory that has ended ([`only_current`](Self::only_current)).
+    #[must_use]
+    pub fn only_current(mut self) -> Self {
+        self.only_current = true;
+        self
+    }
 }
 
 impl Memory {
@@ -80,7 +92,8 @@ impl Memory {
     /// # Errors
     /// [`MemoryError::NotFound`] when there is no such memory;
     /// [`MemoryError::InvalidInput`] naming `content`, `tag`, `importance` or `metadata`
-    /// for a value out of its limits; [`MemoryError::Conflict`] when other writes changed
+    /// for a value out of its limits, or `id` for an ended memory when the update is
+    /// [`only_current`](MemoryUpdate::only_current); [`MemoryError::Conflict`] when other writes changed
     /// the memory at each of eight attempts to edit it (nothing is written; the
     /// update can be made again); embedding and store errors.
     pub async fn update(
@@ -100,6 +113,12 @@ impl Memory {
             let Some(mut item) = self.store.get(namespace, id).await? else {
                 return Err(MemoryError::not_found("memory", namespace, id));
             };
+            if update.only_current && item.ended.is_some() {
+                return Err(MemoryError::invalid(
+                    "id",
+                    format!("memory {id} in {namespace} has ended; update the current version"),
+                ));
+            }
             let read_at = item.updated_at;
             if let Some(content) = &content
                 && *content != item.content
@@ -163,6 +182,47 @@ mod tests {
 
     fn user() -> Namespace {
         Namespace::parse("user").expect("namespace")
+    }
+
+    /// An update for the current version only is refused on an ended one, read as the
+    /// update is made; without it, an ended version may be corrected.
+    #[tokio::test]
+    async fn an_update_for_the_current_version_is_refused_on_an_ended_one() {
+        let memory = Memory::in_memory();
+        let remember = |text: &'static str| {
+            let memory = &memory;
+            async move {
+                memory
+                    .remember_with(Remember::new(user(), text).fact_key("user.city"))
+                    .await
+                    .expect("remember")
+                    .id
+            }
+        };
+        let paris = remember("The user lives in Paris").await;
+        remember("The user lives in Berlin").await;
+        let error = memory
+            .update(
+                &user(),
+                &paris,
+                MemoryUpdate::new()
+                    .content("The user lives in Lyon")
+                    .only_current(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(error.field(), Some("id"), "{error}");
+        let stored = memory.store().get(&user(), &paris).await.unwrap().unwrap();
+        assert_eq!(stored.content, "The user lives in Paris", "nothing written");
+        let corrected = memory
+            .update(
+                &user(),
+                &paris,
+                MemoryUpdate::new().content("The user lived in Paris"),
+            )
+            .await
+            .expect("an ended version may be corrected");
+        assert!(corrected.ended.is_some());
     }
 
     #[tokio::test]
