@@ -129,6 +129,33 @@ const UPDATE: &str = "UPDATE {s}.memories SET content = $3::text, kind = $4::tex
      lineage = $24::text \
      WHERE ns = $1::text AND id = $2::text";
 
+impl PostgresStore {
+    /// Upserts `encoded` in `transaction` ([`UPSERT`]): the statements go out together
+    /// (pipelined) and run in order.
+    async fn upsert_all(
+        &self,
+        transaction: &deadpool_postgres::Transaction<'_>,
+        encoded: &[row::Encoded],
+    ) -> Result<()> {
+        let what = || format!("saving {} memories", encoded.len());
+        let statement = transaction
+            .prepare_cached(&self.db.qualify(UPSERT))
+            .await
+            .context(what)?;
+        try_join_all(encoded.iter().map(|item| {
+            let statement = &statement;
+            async move {
+                transaction
+                    .execute(statement, &item.params())
+                    .await
+                    .context(|| format!("saving memory {} in {}", item.id, item.ns))
+            }
+        }))
+        .await?;
+        Ok(())
+    }
+}
+
 /// [`UPDATE`] only when the row's `updated_at` is still `$25`: the comparison and the write
 /// are one statement, which takes the row's lock, so no writer comes between them.
 fn update_if_sql() -> String {
@@ -456,23 +483,13 @@ impl MemoryStore for PostgresStore {
                 return Ok(false);
             }
         }
-        let statement = transaction
-            .prepare_cached(&self.db.qualify(UPSERT))
-            .await
-            .context(what)?;
-        // Pipelined: the statements go out together and run in order, in one transaction.
-        try_join_all(encoded.iter().map(|item| {
-            let statement = &statement;
-            let transaction = &transaction;
-            async move {
-                transaction
-                    .execute(statement, &item.params())
-                    .await
-                    .context(|| format!("saving memory {} in {}", item.id, item.ns))
-            }
-        }))
-        .await?;
+        self.upsert_all(&transaction, &encoded).await?;
         transaction.commit().await.context(what)?;
+        // Back to the pool before the statistics refresh takes one of its own.
+        drop(client);
+        if encoded.len() >= planner::ANALYZE_BATCH {
+            planner::refresh_statistics(&self.db, encoded.len()).await;
+        }
         Ok(true)
     }
 
@@ -484,22 +501,7 @@ impl MemoryStore for PostgresStore {
         let what = || format!("saving {} memories", encoded.len());
         let mut client = self.db.client(&what()).await?;
         let transaction = client.transaction().await.context(what)?;
-        let statement = transaction
-            .prepare_cached(&self.db.qualify(UPSERT))
-            .await
-            .context(what)?;
-        // Pipelined: the statements go out together and run in order, in one transaction.
-        try_join_all(encoded.iter().map(|item| {
-            let statement = &statement;
-            let transaction = &transaction;
-            async move {
-                transaction
-                    .execute(statement, &item.params())
-                    .await
-                    .context(|| format!("saving memory {} in {}", item.id, item.ns))
-            }
-        }))
-        .await?;
+        self.upsert_all(&transaction, &encoded).await?;
         transaction.commit().await.context(what)?;
         // Back to the pool before the statistics refresh takes one of its own.
         drop(client);
