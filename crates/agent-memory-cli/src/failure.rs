@@ -60,6 +60,8 @@ pub(crate) enum ErrorKind {
     Forbidden,
     /// The request body is larger than the server accepts.
     PayloadTooLarge,
+    /// The request body is not declared as JSON (`Content-Type: application/json`).
+    UnsupportedMediaType,
     /// The store failed.
     Storage,
     /// The store could not be reached or timed out; retry later.
@@ -74,7 +76,7 @@ impl ErrorKind {
     /// The exit code of a command that failed this way.
     pub(crate) fn exit_code(self) -> ExitCode {
         match self {
-            ErrorKind::Usage => ExitCode::Usage,
+            ErrorKind::Usage | ErrorKind::UnsupportedMediaType => ExitCode::Usage,
             ErrorKind::InvalidInput
             | ErrorKind::AlreadyExists
             | ErrorKind::PayloadTooLarge
@@ -98,6 +100,7 @@ impl ErrorKind {
             ErrorKind::NotFound => 404,
             ErrorKind::AlreadyExists | ErrorKind::Conflict => 409,
             ErrorKind::PayloadTooLarge => 413,
+            ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::Storage | ErrorKind::Internal => 500,
             ErrorKind::Unavailable => 503,
             ErrorKind::Timeout => 504,
@@ -126,6 +129,9 @@ impl ErrorKind {
             }
             ErrorKind::PayloadTooLarge => {
                 "send a smaller body (split a batch), or raise the server's --max-body-bytes"
+            }
+            ErrorKind::UnsupportedMediaType => {
+                "send the body as JSON with the header `Content-Type: application/json`"
             }
             ErrorKind::Storage => {
                 "check that the store (--store or AGENT_MEMORY_STORE) exists, is writable and is not used by an incompatible version"

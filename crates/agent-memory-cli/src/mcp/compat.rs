@@ -3,7 +3,11 @@
 //! paginated: `read_graph` and `search_nodes` take `limit` and `cursor` and return
 //! `nextCursor` while more remains, so no call returns an unbounded graph. The cursor is a
 //! position (the last entity's, or the last name found), so a page starts after the one
-//! before it whatever was deleted between them.
+//! before it whatever was deleted between them. Each entity shown brings at most
+//! [`MAX_RELATIONS`] of its relations (those from it first), and `relationsTruncated` names
+//! the entities that have more: an entity every memory mentions would otherwise put its
+//! whole degree in every page that shows it. The native server's `get_entity` and the HTTP
+//! API's `GET /v1/graph/relations` read the rest a page at a time.
 //!
 //! `search_nodes` finds what the reference server finds: every entity whose name, type or
 //! any observation contains the query, ignoring case (`ali` finds an entity observed as
@@ -37,6 +41,8 @@ use crate::serve::Caller;
 /// The default and largest page of entities.
 const DEFAULT_PAGE: usize = 50;
 const MAX_PAGE: usize = 200;
+/// Most relations shown with one entity.
+const MAX_RELATIONS: usize = 100;
 /// Most names `open_nodes` takes at once.
 const MAX_NAMES: usize = 200;
 /// Most records one write call takes: entities, relations, entity names, and observations
@@ -213,17 +219,17 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "read_graph",
-            "Read the knowledge graph a page of entities at a time: each page holds entities with their observations and the relations that start from them. Pass nextCursor back to read on.",
+            "Read the knowledge graph a page of entities at a time: each page holds entities with their observations and the relations that start from them (at most 100 an entity; relationsTruncated names the entities with more). Pass nextCursor back to read on.",
             schema(read),
         ),
         Tool::new(
             "search_nodes",
-            "Search for nodes in the knowledge graph based on a query: entities whose name, type or any observation contains it (ignoring case), or whose observations hold its words. Returns a page of entities and the relations from or to them.",
+            "Search for nodes in the knowledge graph based on a query: entities whose name, type or any observation contains it (ignoring case), or whose observations hold its words. Returns a page of entities and the relations from or to them (at most 100 an entity; relationsTruncated names the entities with more).",
             schema(search),
         ),
         Tool::new(
             "open_nodes",
-            "Open specific nodes in the knowledge graph by their names: the entities with their observations, and the relations from or to them.",
+            "Open specific nodes in the knowledge graph by their names: the entities with their observations, and the relations from or to them (at most 100 an entity; relationsTruncated names the entities with more).",
             schema(json!({
                 "type": "object",
                 "properties": {"names": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_NAMES, "description": "An array of entity names to retrieve"}},
@@ -559,19 +565,27 @@ pub(super) async fn call(
                 observations::observations_of_each(memory, &namespace, &names).await?;
             let mut shown = Vec::with_capacity(page.len());
             let mut relations = Vec::new();
+            let mut truncated = Vec::new();
             for entity in &page {
                 shown.push(McpEntity {
                     name: entity.id.clone(),
                     entity_type: entity.entity_type.clone(),
                     observations: observed.remove(&entity.id).unwrap_or_default(),
                 });
-                for relation in graph.relations_of(&namespace, &entity.id).await? {
-                    if relation.source_id == entity.id {
-                        relations.push(to_mcp_relation(&relation));
-                    }
+                // Those from it come first: fewer than the page read means all of them.
+                let read = graph
+                    .relations_of_at_most(&namespace, &entity.id, MAX_RELATIONS + 1)
+                    .await?;
+                let from: Vec<_> = read
+                    .iter()
+                    .filter(|relation| relation.source_id == entity.id)
+                    .collect();
+                if from.len() > MAX_RELATIONS {
+                    truncated.push(entity.id.clone());
                 }
+                relations.extend(from.into_iter().take(MAX_RELATIONS).map(to_mcp_relation));
             }
-            Ok(graph_page(shown, relations, next))
+            Ok(graph_page(shown, relations, truncated, next))
         }
         "search_nodes" => {
             let args: Search = arguments(raw)?;
@@ -654,12 +668,19 @@ pub(super) async fn call(
     }
 }
 
+/// A page of the graph: the entities, their relations, the names of those with more
+/// relations than shown (`relationsTruncated`, only when there are some, so a page is what
+/// the reference server returns whenever nothing is cut) and the next page's cursor.
 fn graph_page(
     entities: Vec<McpEntity>,
     relations: Vec<McpRelation>,
+    truncated: Vec<String>,
     next: Option<String>,
 ) -> Value {
     let mut value = json!({ "entities": entities, "relations": relations });
+    if !truncated.is_empty() {
+        value["relationsTruncated"] = json!(truncated);
+    }
     if let Some(next) = next {
         value["nextCursor"] = Value::String(next);
     }
@@ -668,7 +689,7 @@ fn graph_page(
 
 /// The named entities with their observations, and the relations with at least one end
 /// among them (as the reference server answers since it lets callers discover a node's
-/// connections), each once.
+/// connections), each once, at most [`MAX_RELATIONS`] of each entity's.
 async fn open(
     memory: &Memory,
     namespace: &Namespace,
@@ -692,6 +713,7 @@ async fn open(
     let mut entities = Vec::with_capacity(found.len());
     let mut relations = Vec::new();
     let mut seen: HashSet<(String, String, String)> = HashSet::new();
+    let mut truncated = Vec::new();
     for entity in &found {
         let name = &entity.id;
         entities.push(McpEntity {
@@ -699,7 +721,14 @@ async fn open(
             entity_type: entity.entity_type.clone(),
             observations: observed.remove(&entity.id).unwrap_or_default(),
         });
-        for relation in graph.relations_of(namespace, name).await? {
+        let mut read = graph
+            .relations_of_at_most(namespace, name, MAX_RELATIONS + 1)
+            .await?;
+        if read.len() > MAX_RELATIONS {
+            read.truncate(MAX_RELATIONS);
+            truncated.push(name.clone());
+        }
+        for relation in read {
             let key = (
                 relation.source_id.clone(),
                 relation.target_id.clone(),
@@ -710,7 +739,7 @@ async fn open(
             }
         }
     }
-    Ok(graph_page(entities, relations, next))
+    Ok(graph_page(entities, relations, truncated, next))
 }
 
 /// The text a client reads of a tool's result, as the reference server writes it: the list

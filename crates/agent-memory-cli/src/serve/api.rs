@@ -71,7 +71,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     Failure::new(ErrorKind::PayloadTooLarge, rejection.body_text())
                 }
                 StatusCode::UNSUPPORTED_MEDIA_TYPE => Failure::new(
-                    ErrorKind::Usage,
+                    ErrorKind::UnsupportedMediaType,
                     "the body must be JSON with `Content-Type: application/json`",
                 ),
                 _ => {

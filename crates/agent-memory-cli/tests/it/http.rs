@@ -1150,6 +1150,26 @@ fn errors_are_json_and_name_their_field() {
             .is_some_and(|message| message.contains("method")),
         "{refused}"
     );
+    // A body not declared as JSON: 415, saying which header to send.
+    let (status, _, text) = server.raw_with_headers(
+        "POST",
+        "/v1/memories",
+        Some(&key),
+        &[("Content-Type", "text/plain".to_owned())],
+        Some(r#"{"text": "a"}"#),
+    );
+    assert_eq!(status, 415, "{text}");
+    let refused: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
+    assert_eq!(
+        refused["error"]["kind"], "unsupported_media_type",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .is_some_and(|hint| hint.contains("application/json")),
+        "{refused}"
+    );
     // The scheme in lower case.
     let (status, _, text) = server.raw_with_headers(
         "GET",

@@ -970,6 +970,86 @@ fn stdio_compat_leaves_other_memories_and_bounds_its_calls() {
     assert_eq!(refused["result"]["isError"], true, "{refused}");
 }
 
+/// An entity with more relations than a read shows brings a page of them, those from it
+/// first, and the read names it in `relationsTruncated`; one with fewer brings all of them
+/// and no such field.
+#[test]
+fn stdio_compat_reads_show_a_page_of_a_hubs_relations() {
+    let dir = TempDir::new("mcp-compat-hub");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").to_string_lossy().into_owned(),
+    ];
+    let mut client = Stdio_::compat(&dir, &store);
+    let mut entities: Vec<Value> = (0..150)
+        .map(|n| json!({"name": format!("leaf-{n:03}"), "entityType": "thing"}))
+        .collect();
+    entities.push(json!({"name": "hub", "entityType": "thing"}));
+    client.payload("create_entities", json!({ "entities": entities }));
+    // 120 relations from the hub and 30 to it; one leaf relates to the hub alone.
+    let mut relations: Vec<Value> = (0..120)
+        .map(|n| json!({"from": "hub", "to": format!("leaf-{n:03}"), "relationType": "links"}))
+        .collect();
+    relations
+        .extend((120..150).map(
+            |n| json!({"from": format!("leaf-{n:03}"), "to": "hub", "relationType": "cites"}),
+        ));
+    client.payload("create_relations", json!({ "relations": relations }));
+    let opened = client.payload("open_nodes", json!({"names": ["hub", "leaf-149"]}));
+    let shown = opened["relations"].as_array().expect("relations");
+    // The hub's first 100 (all from it), and the leaf's one, to the hub.
+    assert_eq!(shown.len(), 101, "{opened}");
+    assert_eq!(
+        shown
+            .iter()
+            .filter(|relation| relation["from"] == "hub")
+            .count(),
+        100
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|relation| relation["from"] == "leaf-149" && relation["to"] == "hub")
+    );
+    assert_eq!(opened["relationsTruncated"], json!(["hub"]), "{opened}");
+    // The page of the graph holding the hub shows 100 of the 120 relations from it.
+    let mut from_hub = None;
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut arguments = json!({"limit": 200});
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        let page = client.payload("read_graph", arguments);
+        if page["entities"]
+            .as_array()
+            .expect("entities")
+            .iter()
+            .any(|entity| entity["name"] == "hub")
+        {
+            let relations = page["relations"].as_array().expect("relations");
+            from_hub = Some(
+                relations
+                    .iter()
+                    .filter(|relation| relation["from"] == "hub")
+                    .count(),
+            );
+            assert_eq!(page["relationsTruncated"], json!(["hub"]), "{page}");
+            // Every leaf's own relation (the 30 to the hub) is there too.
+            assert_eq!(relations.len(), 130, "{page}");
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(from_hub, Some(100));
+    // A leaf alone is shown whole, without the field.
+    let opened = client.payload("open_nodes", json!({"names": ["leaf-000"]}));
+    assert_eq!(opened["relations"].as_array().map(Vec::len), Some(1));
+    assert!(opened.get("relationsTruncated").is_none(), "{opened}");
+}
+
 /// `search_nodes` pages through more entities and observations than it reads at once: every
 /// match once, in name order, by name, type or observation.
 #[test]

@@ -216,7 +216,11 @@ pub(crate) fn request_full(
         "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
-    if !body.is_empty() {
+    // A `Content-Type` among `headers` replaces JSON's.
+    let typed = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+    if !body.is_empty() && !typed {
         request.push_str("Content-Type: application/json\r\n");
     }
     if let Some(key) = key {
