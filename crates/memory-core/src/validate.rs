@@ -368,6 +368,12 @@ impl Tag {
                 format!("{raw:?} is empty after normalisation"),
             ));
         }
+        // A mark may compose with a letter's lowercase form and not with the letter ('J'
+        // and U+030C stay apart, 'j' and U+030C are 'ǰ'): composed again, so the tag a
+        // store reads back through `Tag::new` is the tag it wrote.
+        if !unicode_normalization::is_nfc(&out) {
+            out = out.nfc().collect();
+        }
         if out.len() > MAX_TAG_LEN {
             return Err(MemoryError::invalid(
                 "tag",
@@ -571,6 +577,10 @@ mod tests {
             "cafe\u{301}",
             "Ca\u{301}fe\u{301}Bar",
             "a\u{301}\u{302}",
+            "J\u{30C}",
+            "T\u{308}",
+            "İ\u{301}",
+            "xJ\u{30C}Y",
         ];
         for raw in inputs {
             let tag = Tag::new(raw).unwrap_or_else(|error| panic!("{raw:?}: {error}"));
@@ -582,6 +592,7 @@ mod tests {
             );
         }
         assert_eq!(Tag::new("İstanbul").unwrap().as_str(), "istanbul");
+        assert_eq!(Tag::new("J\u{30C}").unwrap().as_str(), "\u{1F0}");
     }
 
     #[test]
