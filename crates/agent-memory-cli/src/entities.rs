@@ -68,16 +68,20 @@ pub(crate) fn entity_of(
 }
 
 /// Adds `entity`, or replaces the stored one with its id (its relations and access
-/// statistics stay).
+/// statistics stay), and returns it as stored: the store keeps the first
+/// `TagConstraints::max_tags_per_entity` tags, so an answer built from the request would
+/// show tags a read does not. Read back after the write; the entity given if another
+/// writer deleted it in between.
 pub(crate) async fn put_entity(
     graph: &dyn KnowledgeGraph,
     entity: GraphEntity,
-) -> Result<(), Failure> {
+) -> Result<GraphEntity, Failure> {
+    let (namespace, id) = (entity.namespace.clone(), entity.id.clone());
     match graph.add_entity(entity.clone()).await {
-        Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity).await?,
+        Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity.clone()).await?,
         other => other?,
     }
-    Ok(())
+    Ok(graph.get_entity(&namespace, &id).await?.unwrap_or(entity))
 }
 
 async fn add(settings: &Settings, args: EntityArgs) -> Result<Outcome, Failure> {
@@ -91,7 +95,7 @@ async fn add(settings: &Settings, args: EntityArgs) -> Result<Outcome, Failure> 
         attributes(args.attributes.as_deref())?,
     )?;
     let memory = settings.open().await?;
-    put_entity(memory.graph().as_ref(), entity.clone()).await?;
+    let entity = put_entity(memory.graph().as_ref(), entity).await?;
     Ok(Outcome {
         text: format!("entity {} in {}", entity.id, entity.namespace),
         json: to_json(&EntityView::from(&entity))?,

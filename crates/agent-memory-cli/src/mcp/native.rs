@@ -654,8 +654,8 @@ pub(super) async fn call(
                 &args.tags,
                 args.attributes,
             )?;
-            crate::entities::put_entity(memory.graph().as_ref(), entity.clone()).await?;
-            to_value(&EntityView::from(&entity))
+            let stored = crate::entities::put_entity(memory.graph().as_ref(), entity).await?;
+            to_value(&EntityView::from(&stored))
         }
         "add_relation" => {
             let args: RelationArgs = arguments(raw)?;

@@ -1055,7 +1055,8 @@ fn a_stop_right_after_the_start_is_graceful() {
     }
 }
 
-/// An entity read shows a page of its relations, and says when it has more.
+/// An entity read shows a page of its relations, and says when it has more; a write
+/// answers with the entity as stored.
 #[test]
 fn an_entity_read_shows_a_page_of_its_relations() {
     let dir = TempDir::new("entity-relations");
@@ -1105,6 +1106,22 @@ fn an_entity_read_shows_a_page_of_its_relations() {
     );
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["forgotten"], 1, "{body}");
+    // A write answers with the entity as stored: the store keeps the first eight tags.
+    let tags: Vec<String> = (0..12).map(|n| format!("t{n:02}")).collect();
+    let (status, written) = server.call(
+        "POST",
+        "/v1/graph/entities",
+        Some(&key),
+        Some(json!({"id": "tagged", "name": "tagged", "entity_type": "thing", "tags": tags})),
+    );
+    assert_eq!(status, 200, "{written}");
+    let (_, read) = server.call("GET", "/v1/graph/entities/tagged", Some(&key), None);
+    assert_eq!(
+        written["tags"].as_array().map(Vec::len),
+        Some(8),
+        "{written}"
+    );
+    assert_eq!(written["tags"], read["entity"]["tags"], "{read}");
 }
 
 /// Every error is JSON in the API's shape, naming the field at fault where there is one:

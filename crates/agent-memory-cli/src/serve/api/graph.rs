@@ -102,7 +102,8 @@ pub(crate) async fn list_entities(
     }))
 }
 
-/// Writes an entity (creates it, or replaces the one with this id, keeping its relations).
+/// Writes an entity (creates it, or replaces the one with this id, keeping its relations),
+/// and answers with it as stored (the store keeps its first eight tags).
 #[utoipa::path(post, path = "/v1/graph/entities", tag = "graph", request_body = EntityRequest,
     params(NamespaceQuery),
     responses((status = 200, body = EntityView), (status = "4XX", body = ErrorBody)),
@@ -125,8 +126,8 @@ pub(crate) async fn put_entity(
         &body.tags,
         body.attributes,
     )?;
-    crate::entities::put_entity(state.memory.graph().as_ref(), entity.clone()).await?;
-    Ok(Json(EntityView::from(&entity)))
+    let stored = crate::entities::put_entity(state.memory.graph().as_ref(), entity).await?;
+    Ok(Json(EntityView::from(&stored)))
 }
 
 /// One entity with its relations.
