@@ -831,7 +831,9 @@ impl PyMemory {
 
     /// Adds the relation `source_id -[relation_type]-> target_id` between two entities of
     /// `namespace`, with a `weight` in [0, 1] and `attributes` (a dict); adding it again
-    /// replaces the weight and the attributes.
+    /// replaces the weight and the attributes. A type named in `single_valued_relations`
+    /// closes the current relation of that type from the same source (`Memory::relate`).
+    /// Returns the relations it closed, as dicts.
     #[pyo3(signature = (
         namespace,
         source_id,
@@ -842,16 +844,16 @@ impl PyMemory {
         attributes = None,
     ))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
-    fn add_relation(
+    fn add_relation<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         namespace: &str,
         source_id: &str,
         target_id: &str,
         relation_type: &str,
         weight: f32,
         attributes: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let namespace = record_namespace(py, namespace)?;
         let relation = graph::relation(py, namespace, source_id, target_id, relation_type, weight)?;
         let relation = match graph::attributes(attributes)? {
@@ -860,8 +862,13 @@ impl PyMemory {
                 .map_err(|error| to_py_err(py, error))?,
             None => relation,
         };
-        let graph = Arc::clone(self.inner.graph());
-        block_on(py, async move { graph.add_relation(relation).await })
+        let memory = Arc::clone(&self.inner);
+        let closed = block_on(py, async move { memory.relate(relation).await })?;
+        let list = PyList::empty(py);
+        for relation in &closed {
+            list.append(graph::as_dict(py, relation)?)?;
+        }
+        Ok(list)
     }
 
     /// The relations of entity `id`, both ways, as dicts (`source_id`, `target_id`,

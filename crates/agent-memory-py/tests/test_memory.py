@@ -444,6 +444,21 @@ def test_knowledge_pages(memory: Memory) -> None:
     assert memory.get_page("kb", "runbook")["referrers"] == []
 
 
+def test_a_single_valued_relation_closes_the_current_one() -> None:
+    memory = Memory(single_valued_relations=["lives_in"])
+    for id, name in [("ava", "Ava"), ("paris", "Paris"), ("berlin", "Berlin")]:
+        memory.add_entity("kb", id, name, "thing")
+    assert memory.add_relation("kb", "ava", "paris", "lives_in") == []
+    closed = memory.add_relation("kb", "ava", "berlin", "lives_in")
+    assert [(r["target_id"], r["valid_until"] is not None) for r in closed] == [("paris", True)]
+    # The walk follows the current relation only; both stay, the old one closed.
+    assert [hit["entity"]["id"] for hit in memory.related("kb", "ava", depth=1)] == ["berlin"]
+    assert len(memory.relations("kb", "ava")) == 2
+    # A type not declared single-valued keeps every relation current.
+    assert memory.add_relation("kb", "ava", "paris", "visited") == []
+    assert memory.add_relation("kb", "ava", "berlin", "visited") == []
+
+
 def test_the_knowledge_graph(memory: Memory) -> None:
     memory.add_entity("kb", "ana", "Ana Lima", "person", tags=["team"], attributes={"born": 1990, "city": "Lisbon"})
     memory.add_entity("kb", "acme", "Acme", "company", description="Makes anvils")

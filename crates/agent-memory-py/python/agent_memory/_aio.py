@@ -271,7 +271,7 @@ class AsyncMemory:
         weight: float = 1.0,
         *,
         attributes: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> builtins.list[dict[str, Any]]:
         """See :meth:`Memory.add_relation`."""
         return await self._run(
             self.memory.add_relation, namespace, source_id, target_id, relation_type, weight, attributes=attributes

@@ -416,9 +416,11 @@ class Memory:
         weight: float = 1.0,
         *,
         attributes: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> builtins.list[dict[str, Any]]:
         """Adds ``source_id -[relation_type]-> target_id`` (weight in [0, 1], ``attributes`` a
-        dict); adding it again replaces the weight and the attributes."""
+        dict); adding it again replaces the weight and the attributes. A type named in
+        ``single_valued_relations`` closes the current relation of that type from the same
+        source (its ``valid_until`` set). Returns the relations it closed, as dicts."""
     def relations(self, namespace: str, id: str) -> builtins.list[dict[str, Any]]:
         """The relations of entity ``id``, both ways, as dicts."""
     def related(self, namespace: str, id: str, depth: int = 2) -> builtins.list[dict[str, Any]]:
