@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::{PageArgs, PageCommand, PageId};
 use crate::commands::{Outcome, Settings, to_json};
 use crate::failure::{ErrorKind, Failure};
-use crate::views::{PageIndexView, PageView};
+use crate::views::{MAX_REFERRERS, PageIndexView, PageView};
 
 /// Runs one `page` subcommand in the settings' namespace.
 pub(crate) async fn run(settings: &Settings, command: PageCommand) -> Result<Outcome, Failure> {
@@ -43,7 +43,14 @@ async fn show(settings: &Settings, args: PageId) -> Result<Outcome, Failure> {
         ("summary", view.summary.clone()),
         ("tags", view.tags.join(", ")),
         ("cites", view.references.join(", ")),
-        ("cited by", view.referrers.join(", ")),
+        (
+            "cited by",
+            if view.referrers_truncated {
+                format!("{}, and more", view.referrers.join(", "))
+            } else {
+                view.referrers.join(", ")
+            },
+        ),
     ] {
         if !value.is_empty() {
             let _ = write!(text, "\n{label}: {value}");
@@ -137,6 +144,8 @@ pub(crate) async fn page_view(
             format!("no page {id:?} in namespace {namespace}"),
         ));
     };
-    let referrers = knowledge.referrers(namespace, id).await?;
+    let referrers = knowledge
+        .referrers_at_most(namespace, id, MAX_REFERRERS + 1)
+        .await?;
     Ok(PageView::with_referrers(&page, referrers))
 }

@@ -372,19 +372,32 @@ pub(crate) struct PageView {
     pub(crate) tags: Vec<String>,
     /// Ids of pages it refers to.
     pub(crate) references: Vec<String>,
-    /// Ids of the pages that refer to it, sorted (what links here).
+    /// Ids of the pages that refer to it, sorted (what links here): the first
+    /// [`MAX_REFERRERS`]; the page index lists every page's references.
     pub(crate) referrers: Vec<String>,
+    /// Whether more pages refer to it than `referrers` shows.
+    #[serde(default)]
+    pub(crate) referrers_truncated: bool,
     /// When it was created (RFC 3339).
     pub(crate) created_at: String,
     /// When it last changed (RFC 3339).
     pub(crate) updated_at: String,
 }
 
+/// The most referrers shown with one page: any number of pages may cite one (an index
+/// page every page cites), and a read of it stays the size of a page.
+pub(crate) const MAX_REFERRERS: usize = 100;
+
 impl PageView {
-    /// The page with the ids of the pages that refer to it.
-    pub(crate) fn with_referrers(page: &KnowledgePage, referrers: Vec<String>) -> Self {
+    /// The page with the ids of the pages that refer to it, read as
+    /// `KnowledgeStore::referrers_at_most(.., MAX_REFERRERS + 1)`: the first
+    /// [`MAX_REFERRERS`] are kept, and one more says there are more.
+    pub(crate) fn with_referrers(page: &KnowledgePage, mut referrers: Vec<String>) -> Self {
+        let referrers_truncated = referrers.len() > MAX_REFERRERS;
+        referrers.truncate(MAX_REFERRERS);
         Self {
             referrers,
+            referrers_truncated,
             ..Self::from(page)
         }
     }
@@ -401,6 +414,7 @@ impl From<&KnowledgePage> for PageView {
             tags: page.tags.iter().map(ToString::to_string).collect(),
             references: page.references.clone(),
             referrers: Vec::new(),
+            referrers_truncated: false,
             created_at: page.created_at.to_rfc3339(),
             updated_at: page.updated_at.to_rfc3339(),
         }

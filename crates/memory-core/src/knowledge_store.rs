@@ -210,6 +210,25 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
         Ok(ids)
     }
 
+    /// The first `limit` of [`referrers`](Self::referrers)' ids, in its order: what a
+    /// reader that shows a page with a page of what cites it needs, at the cost of that
+    /// page rather than of every citing page (an index page every page cites). The default
+    /// reads them all and keeps the first `limit`; every backend of this workspace reads
+    /// only those.
+    ///
+    /// # Errors
+    /// Backend errors only.
+    async fn referrers_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let mut ids = self.referrers(namespace, id).await?;
+        ids.truncate(limit);
+        Ok(ids)
+    }
+
     /// Records that recalls returned these pages: each event adds one to its page's
     /// `access_count` and moves `last_accessed` to the event's time when later (see
     /// [`AccessEvent::tally`]). Events naming a page that does not exist are ignored. Backends
@@ -285,6 +304,14 @@ macro_rules! forward_knowledge_store {
             }
             async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
                 (**self).referrers(namespace, id).await
+            }
+            async fn referrers_at_most(
+                &self,
+                namespace: &Namespace,
+                id: &str,
+                limit: usize,
+            ) -> Result<Vec<String>> {
+                (**self).referrers_at_most(namespace, id, limit).await
             }
             async fn list_pages(&self, scope: &Scope) -> Result<Vec<KnowledgePage>> {
                 (**self).list_pages(scope).await

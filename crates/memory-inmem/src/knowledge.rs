@@ -405,16 +405,34 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
     }
 
     async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        self.referrers_at_most(namespace, id, usize::MAX).await
+    }
+
+    /// The smallest `limit` ids selected before any is copied: a linear pass over the
+    /// citing pages, and a sort of the page kept.
+    async fn referrers_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         let Some(shard) = self.registry.get(namespace) else {
             return Ok(Vec::new());
         };
-        let mut ids: Vec<String> = read(&shard)
-            .referrers
-            .get(id)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default();
-        ids.sort();
-        Ok(ids)
+        let shard = read(&shard);
+        let Some(set) = shard.referrers.get(id) else {
+            return Ok(Vec::new());
+        };
+        let mut ids: Vec<&String> = set.iter().collect();
+        if ids.len() > limit {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            ids.select_nth_unstable(limit - 1);
+            ids.truncate(limit);
+        }
+        ids.sort_unstable();
+        Ok(ids.into_iter().cloned().collect())
     }
 
     async fn reference_count(&self, namespace: &Namespace, id: &str) -> Result<usize> {
@@ -546,6 +564,11 @@ mod tests {
                 .collect();
             citing.sort();
             assert_eq!(store.referrers(&ns, "p45").await.unwrap(), citing);
+            for limit in [0, 1, 3, citing.len(), citing.len() + 1] {
+                let first = &citing[..limit.min(citing.len())];
+                let read = store.referrers_at_most(&ns, "p45", limit).await.unwrap();
+                assert_eq!(read, first, "step {step}, limit {limit}");
+            }
         }
     }
 

@@ -306,8 +306,18 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         namespaces(&self.db, &sql, "listing page namespaces").await
     }
 
-    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`.
     async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        self.referrers_at_most(namespace, id, usize::MAX).await
+    }
+
+    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`, so the first
+    /// `limit` are read in order and no more.
+    async fn referrers_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         if !storable(id) {
             return Ok(Vec::new());
         }
@@ -317,7 +327,8 @@ impl KnowledgeStore for PostgresKnowledgeStore {
         sql.bind(namespace.as_str().to_owned(), "text")
             .push(" AND r.target_id = ")
             .bind(id.to_owned(), "text")
-            .push(" AND r.source_id <> r.target_id ORDER BY r.source_id");
+            .push(" AND r.source_id <> r.target_id ORDER BY r.source_id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX), "bigint");
         let rows = self
             .db
             .query(&sql, || {

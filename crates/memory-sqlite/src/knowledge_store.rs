@@ -349,19 +349,31 @@ impl KnowledgeStore for SqliteKnowledgeStore {
             .await
     }
 
-    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`.
     async fn referrers(&self, namespace: &Namespace, id: &str) -> Result<Vec<String>> {
+        self.referrers_at_most(namespace, id, usize::MAX).await
+    }
+
+    /// One index read: `page_refs` is keyed by `(ns, target_id, source_id)`, so the first
+    /// `limit` are read in order and no more.
+    async fn referrers_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         let (ns, id) = (namespace.as_str().to_owned(), id.to_owned());
+        // SQLite's LIMIT is a signed 64-bit integer; -1 is none.
+        let limit = i64::try_from(limit).unwrap_or(-1);
         self.db
             .query(move |connection| {
                 connection
                     .prepare_cached(
                         "SELECT source_id FROM page_refs WHERE ns = ?1 AND target_id = ?2 \
-                         AND source_id <> ?2 ORDER BY source_id",
+                         AND source_id <> ?2 ORDER BY source_id LIMIT ?3",
                     )
                     .and_then(|mut statement| {
                         statement
-                            .query_map(params![ns, id], |row| row.get::<_, String>(0))?
+                            .query_map(params![ns, id, limit], |row| row.get::<_, String>(0))?
                             .collect::<rusqlite::Result<Vec<String>>>()
                     })
                     .context(|| format!("listing the pages that refer to page {id} in {ns}"))

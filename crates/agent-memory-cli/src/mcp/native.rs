@@ -316,7 +316,7 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         tool(
             "read_page",
-            "Read one knowledge page, with referrers: the ids of the pages that cite it.",
+            "Read one knowledge page, with referrers: the ids of the pages that cite it (the first 100; referrers_truncated says whether there are more).",
             json!({
                 "type": "object",
                 "properties": {

@@ -1055,6 +1055,47 @@ fn a_stop_right_after_the_start_is_graceful() {
     }
 }
 
+/// A page read shows the first hundred pages citing it, in id order, and says when more
+/// cite it; on both stores.
+#[test]
+fn a_page_read_shows_a_page_of_its_referrers() {
+    let dir = TempDir::new("page-referrers");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    for store in [store, vec!["--store".to_owned(), "memory:".to_owned()]] {
+        let server = Server::start(&dir, &store, &[]);
+        let key = server.key_for("acme");
+        let (status, index) = server.call(
+            "PUT",
+            "/v1/pages/index",
+            Some(&key),
+            Some(json!({"title": "Index"})),
+        );
+        assert_eq!(status, 200, "{index}");
+        for n in 0..102 {
+            let (status, body) = server.call(
+                "PUT",
+                &format!("/v1/pages/p{n:03}"),
+                Some(&key),
+                Some(json!({"title": format!("Page {n}"), "references": ["index"]})),
+            );
+            assert_eq!(status, 200, "{body}");
+        }
+        let (status, index) = server.call("GET", "/v1/pages/index", Some(&key), None);
+        assert_eq!(status, 200, "{index}");
+        let shown = index["referrers"].as_array().expect("referrers");
+        assert_eq!(shown.len(), 100, "{index}");
+        assert_eq!(shown[0], "p000");
+        assert_eq!(shown[99], "p099");
+        assert_eq!(index["referrers_truncated"], true, "{index}");
+        let (_, cited_once) = server.call("GET", "/v1/pages/p000", Some(&key), None);
+        assert_eq!(cited_once["referrers_truncated"], false, "{cited_once}");
+        server.stop();
+    }
+}
+
 /// An entity read shows a page of its relations, and says when it has more; a write
 /// answers with the entity as stored.
 #[test]

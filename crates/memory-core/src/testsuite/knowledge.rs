@@ -364,6 +364,22 @@ async fn references(store: &dyn KnowledgeStore, ns: &Namespace) {
         ["a", "b"],
         "referrers lists the citing pages, sorted, the page itself excepted"
     );
+    for (limit, first) in [
+        (0, &[][..]),
+        (1, &["a"][..]),
+        (2, &["a", "b"][..]),
+        (9, &["a", "b"]),
+    ] {
+        assert_eq!(
+            must(
+                store.referrers_at_most(ns, "hub", limit),
+                "referrers_at_most"
+            )
+            .await,
+            first,
+            "referrers_at_most keeps the first {limit} of referrers, in its order"
+        );
+    }
     assert_eq!(
         must(store.referrers(ns, "future"), "referrers").await,
         ["a"],
