@@ -171,14 +171,16 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
             .collect();
         let mut text = BoundedText::new(max_chars);
         let mut shown: HashSet<(String, String, String)> = HashSet::new();
-        'entities: for entity in entities.iter().copied() {
+        for entity in entities.iter().copied() {
             if !text.push_line(&header(entity)) {
                 break;
             }
             let now = Utc::now();
-            for relation in self.relations_of(namespace, &entity.id).await? {
+            // Read as far as the text goes: a hub's relations fill it long before its degree.
+            let mut full = false;
+            crate::graph_store::relations_while(self, namespace, &entity.id, 64, |relation| {
                 if !relation.is_current_at(now) {
-                    continue;
+                    return true;
                 }
                 let outgoing = relation.source_id == entity.id;
                 let other = if outgoing {
@@ -187,7 +189,7 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
                     &relation.source_id
                 };
                 let Some(other_name) = names.get(other.as_str()) else {
-                    continue;
+                    return true;
                 };
                 let key = (
                     relation.source_id.clone(),
@@ -195,7 +197,7 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
                     relation.relation_type.clone(),
                 );
                 if !shown.insert(key) {
-                    continue;
+                    return true;
                 }
                 let mut relation_type = one_line(&relation.relation_type, usize::MAX);
                 let attributes = crate::graph::attribute_line(&relation.attributes);
@@ -209,9 +211,12 @@ impl<G: KnowledgeGraph + ?Sized> KnowledgeGraphExt for G {
                 } else {
                     format!("  <-- {relation_type} -- {other_name}")
                 };
-                if !text.push_line(&line) {
-                    break 'entities;
-                }
+                full = !text.push_line(&line);
+                !full
+            })
+            .await?;
+            if full {
+                break;
             }
         }
         Ok(text.into_string())

@@ -241,22 +241,27 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             let mut next = Vec::new();
             for current in &frontier {
                 let base = paths.get(current).cloned().unwrap_or_default();
-                for relation in self.relations_of(namespace, current).await? {
+                // A hub's relations are read as far as the walk goes, not to its degree:
+                // first as many as could reach the bound, more only if some were passed over.
+                let first = (MAX_TRAVERSAL_VISITED + 1).saturating_sub(visited.len());
+                let stopped = relations_while(self, namespace, current, first, |relation| {
                     if !relation.is_current_at(now) {
-                        continue;
+                        return true;
                     }
                     let other = other_end(&relation, current).to_owned();
                     if !visited.insert(other.clone()) {
-                        continue;
+                        return true;
                     }
                     let mut path = base.clone();
                     path.push(Arc::new(relation));
                     paths.insert(other.clone(), path);
                     next.push(other.clone());
                     reached.push((other, hops));
-                    if visited.len() > MAX_TRAVERSAL_VISITED {
-                        break 'levels;
-                    }
+                    visited.len() <= MAX_TRAVERSAL_VISITED
+                })
+                .await?;
+                if stopped {
+                    break 'levels;
                 }
             }
             if next.is_empty() {
@@ -454,6 +459,47 @@ pub fn distance_score<R: Borrow<GraphRelation>>(hops: usize, path: &[R]) -> f32 
         .map(|relation| relation.borrow().weight)
         .product();
     (weight / (1.0 + hops as f32)).clamp(0.0, 1.0)
+}
+
+/// Hands the relations of `id` to `keep_going`, in
+/// [`relations_of`](KnowledgeGraph::relations_of)' order, until it returns `false`; returns
+/// whether it did. They are read in prefixes ([`KnowledgeGraph::relations_of_at_most`]) of
+/// `first`, then twice as many each time, each read handing on only what the one before
+/// did not: a reader that stops early (a walk at its bound, a text at its length) reads
+/// about twice what it handles, not the entity's every relation (an entity every memory
+/// mentions has one per memory). A relation written between two reads may shift the
+/// prefix, and one relation be handed on twice or not at all; a walk over a graph being
+/// written is no snapshot either way.
+///
+/// # Errors
+/// Backend errors of the reads.
+pub(crate) async fn relations_while<G, F>(
+    graph: &G,
+    namespace: &Namespace,
+    id: &str,
+    first: usize,
+    mut keep_going: F,
+) -> Result<bool>
+where
+    G: KnowledgeGraph + ?Sized,
+    F: FnMut(GraphRelation) -> bool + Send,
+{
+    let mut handled = 0;
+    let mut ask = first.max(1);
+    loop {
+        let read = graph.relations_of_at_most(namespace, id, ask).await?;
+        let (len, complete) = (read.len(), read.len() < ask);
+        for relation in read.into_iter().skip(handled) {
+            if !keep_going(relation) {
+                return Ok(true);
+            }
+        }
+        if complete {
+            return Ok(false);
+        }
+        handled = len;
+        ask = ask.saturating_mul(2);
+    }
 }
 
 /// Sorts traversal results by hops, then score (descending), then id.

@@ -6,7 +6,8 @@ use memory_core::{
     MemoryError, MultiHopResult, Namespace, Result, Scope, ScoredEntity, TagConstraints,
     async_trait,
 };
-use memory_graph::PetGraph;
+use memory_graph::{KnowledgeGraphExt, PetGraph};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{XorShift, entity, ns, relation, seeded};
 
@@ -404,9 +405,28 @@ async fn shortest_paths() {
 }
 
 /// A graph that forwards the required methods to a [`PetGraph`] and keeps the trait's
-/// default traversal algorithms: the reference the native ones must agree with.
+/// default traversal algorithms: the reference the native ones must agree with. It counts
+/// the relations its reads return.
 #[derive(Debug)]
-struct DefaultAlgorithms(PetGraph);
+struct DefaultAlgorithms(PetGraph, AtomicUsize);
+
+impl DefaultAlgorithms {
+    fn new() -> Self {
+        Self(PetGraph::new(), AtomicUsize::new(0))
+    }
+
+    /// The relations read since the last call.
+    fn read(&self) -> usize {
+        self.1.swap(0, Ordering::Relaxed)
+    }
+
+    fn counted(&self, relations: Result<Vec<GraphRelation>>) -> Result<Vec<GraphRelation>> {
+        if let Ok(relations) = &relations {
+            self.1.fetch_add(relations.len(), Ordering::Relaxed);
+        }
+        relations
+    }
+}
 
 #[async_trait]
 impl KnowledgeGraph for DefaultAlgorithms {
@@ -437,7 +457,15 @@ impl KnowledgeGraph for DefaultAlgorithms {
             .await
     }
     async fn relations_of(&self, namespace: &Namespace, id: &str) -> Result<Vec<GraphRelation>> {
-        self.0.relations_of(namespace, id).await
+        self.counted(self.0.relations_of(namespace, id).await)
+    }
+    async fn relations_of_at_most(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<GraphRelation>> {
+        self.counted(self.0.relations_of_at_most(namespace, id, limit).await)
     }
     async fn find_by_keywords(
         &self,
@@ -477,13 +505,87 @@ impl KnowledgeGraph for DefaultAlgorithms {
     }
 }
 
+/// The default walk reads a hub's relations as far as it goes, not to the hub's degree,
+/// and finds what the native walk finds; the neighbourhood text reads as far as its length
+/// goes, and still finds a relation past the first read.
+#[tokio::test]
+async fn the_default_algorithms_read_a_hub_only_as_far_as_they_go() {
+    let ns = ns("walk/hub");
+    let graph = DefaultAlgorithms::new();
+    let leaves = MAX_TRAVERSAL_VISITED + 2_000;
+    graph
+        .add_entity(entity(&ns, "hub", "Hub", "x", &[]))
+        .await
+        .unwrap();
+    for i in 0..leaves {
+        let id = format!("leaf{i:05}");
+        graph
+            .add_entity(entity(&ns, &id, &id, "x", &[]))
+            .await
+            .unwrap();
+        graph
+            .add_relation(relation(&ns, "hub", &id, "links", 1.0))
+            .await
+            .unwrap();
+    }
+    graph.read();
+    let walked = graph.get_related(&ns, "hub", 1).await.unwrap();
+    assert_eq!(walked.len(), MAX_TRAVERSAL_VISITED);
+    assert!(graph.read() <= MAX_TRAVERSAL_VISITED + 1);
+    assert_eq!(walked, graph.0.get_related(&ns, "hub", 1).await.unwrap());
+
+    // 200 relations to entities the text does not show come first (by type), then one to
+    // the neighbour it shows: found past the first two reads.
+    graph
+        .add_entity(entity(&ns, "star", "Star", "x", &[]))
+        .await
+        .unwrap();
+    graph
+        .add_entity(entity(&ns, "near", "Near", "x", &[]))
+        .await
+        .unwrap();
+    for i in 0..200 {
+        graph
+            .add_relation(relation(&ns, "star", &format!("leaf{i:05}"), "a-far", 1.0))
+            .await
+            .unwrap();
+    }
+    graph
+        .add_relation(relation(&ns, "star", "near", "z-near", 1.0))
+        .await
+        .unwrap();
+    let star = graph.get_entity(&ns, "star").await.unwrap().unwrap();
+    let near: Vec<ScoredEntity> = graph
+        .get_related(&ns, "star", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|scored| scored.entity.id == "near")
+        .collect();
+    graph.read();
+    let text = graph
+        .render_neighbourhood(&ns, &star, &near, 10_000)
+        .await
+        .unwrap();
+    assert!(text.contains("-- z-near --> Near"), "{text}");
+    // A hub's text fills long before its relations end.
+    let hub = graph.get_entity(&ns, "hub").await.unwrap().unwrap();
+    graph.read();
+    let text = graph
+        .render_neighbourhood(&ns, &hub, &walked, 500)
+        .await
+        .unwrap();
+    assert!(text.contains("-- links --> leaf00000"), "{text}");
+    assert!(graph.read() <= 64, "{text}");
+}
+
 #[tokio::test]
 async fn native_traversals_agree_with_the_default_algorithms() {
     let relation_types = ["knows", "uses", "part_of"];
     for seed in 1..=12u64 {
         let mut rng = XorShift(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
         let ns = ns(&format!("walk/agree-{seed}"));
-        let reference = DefaultAlgorithms(PetGraph::new());
+        let reference = DefaultAlgorithms::new();
         let n = 10 + rng.below(40) as usize;
         for i in 0..n {
             reference
@@ -540,7 +642,7 @@ async fn equal_scores_order_by_whole_id_like_the_default() {
     for seed in 1..=6u64 {
         let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let ns = ns(&format!("walk/ties-{seed}"));
-        let reference = DefaultAlgorithms(PetGraph::new());
+        let reference = DefaultAlgorithms::new();
         let n = 40 + rng.below(40);
         let id = |i: u64| format!("entity-{:03}", (i * 37) % 1000);
         for i in (0..n).rev() {
@@ -581,7 +683,7 @@ async fn dense_graphs_agree_with_the_default_after_changes() {
     for seed in 1..=8u64 {
         let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let ns = ns(&format!("walk/dense-{seed}"));
-        let reference = DefaultAlgorithms(PetGraph::new());
+        let reference = DefaultAlgorithms::new();
         let n = 60 + rng.below(60) as usize;
         let id = |i: u64| format!("n{i:03}");
         for i in 0..n {
@@ -707,7 +809,7 @@ async fn shortest_path_finds_paths_beyond_the_one_sided_limit() {
         .await
         .unwrap();
     let far = format!("right-leaf{:05}", leaves("right") - 1);
-    let reference = DefaultAlgorithms(PetGraph::new());
+    let reference = DefaultAlgorithms::new();
     for entity in graph.list_entities(&ns.exact()).await.unwrap() {
         reference.add_entity(entity).await.unwrap();
     }
@@ -757,7 +859,7 @@ async fn pages_of_the_graph_agree_with_the_default() {
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     for round in 0..4 {
         let native = PetGraph::new();
-        let reference = DefaultAlgorithms(PetGraph::new());
+        let reference = DefaultAlgorithms::new();
         let spaces = [ns(&format!("p{round}/a")), ns(&format!("p{round}/b"))];
         for space in &spaces {
             let count = 3 + rng.below(12);
