@@ -323,6 +323,11 @@ pub(crate) struct PageArgs {
     /// The id of a page it cites, written or not (repeat for several).
     #[arg(long = "cites", value_name = "PAGE")]
     pub(crate) references: Vec<String>,
+    /// Write only over the page as it was read: its `updated_at` (RFC 3339, as `page show
+    /// --json` prints it). Refused (exit code 5) when the page changed since, and exit code
+    /// 4 when it was deleted: read it again and redo the edit.
+    #[arg(long, value_name = "TIME")]
+    pub(crate) if_updated_at: Option<String>,
 }
 
 /// `page show` and `page remove`.

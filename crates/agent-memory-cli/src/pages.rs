@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use agent_memory::{KnowledgePage, KnowledgeStore, MemoryError, Namespace};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::cli::{PageArgs, PageCommand, PageId};
@@ -27,8 +28,9 @@ async fn put(settings: &Settings, args: PageArgs) -> Result<Outcome, Failure> {
         .with_content(args.content)
         .with_tags(&args.tags)?
         .with_references(&args.references)?;
+    let read_at = read_at(args.if_updated_at.as_deref())?;
     let memory = settings.open().await?;
-    let view = put_page(memory.knowledge().as_ref(), page).await?;
+    let view = put_page(memory.knowledge().as_ref(), page, read_at).await?;
     Ok(Outcome {
         text: format!("page {} in {}", view.id, view.namespace),
         json: to_json(&view)?,
@@ -115,16 +117,71 @@ pub(crate) fn index_position(entry: &agent_memory::PageIndexEntry) -> (String, S
     )
 }
 
+/// The `if_updated_at` of a page write: the `updated_at` of the page as read, in RFC 3339
+/// (as every page view shows it, to the nanosecond).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming `if_updated_at` for a time that is not RFC 3339.
+pub(crate) fn read_at(raw: Option<&str>) -> Result<Option<DateTime<Utc>>, Failure> {
+    raw.map(|raw| {
+        DateTime::parse_from_rfc3339(raw.trim())
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(|error| {
+                Failure::invalid(
+                    "if_updated_at",
+                    format!("{raw:?} is not an RFC 3339 time: {error}"),
+                )
+                .with_hint("pass the page's updated_at as a read of it shows it")
+            })
+    })
+    .transpose()
+}
+
 /// Adds `page`, or replaces the stored one with its id (its creation time and access
 /// statistics stay), then reads it back with the pages that cite it.
+///
+/// With `read_at` (the `updated_at` of the page as the writer read it), the page is only
+/// replaced if it is still as read (`KnowledgeStore::update_page_if`): two agents editing
+/// one page from one copy do not lose an edit, as the second is told to read again. Its
+/// `updated_at` is moved past `read_at`, so a second edit from the same copy is refused
+/// even within one clock tick.
+///
+/// # Errors
+/// With `read_at`: [`ErrorKind::Conflict`] when the page changed since it was read,
+/// [`ErrorKind::NotFound`] when it does not exist (deleted since, or never written).
 pub(crate) async fn put_page(
     knowledge: &dyn KnowledgeStore,
-    page: KnowledgePage,
+    mut page: KnowledgePage,
+    read_at: Option<DateTime<Utc>>,
 ) -> Result<PageView, Failure> {
     let (namespace, id) = (page.namespace.clone(), page.id.clone());
-    match knowledge.add_page(page.clone()).await {
-        Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await?,
-        other => other?,
+    match read_at {
+        Some(read_at) => {
+            page.updated_at = page
+                .updated_at
+                .max(read_at + chrono::Duration::nanoseconds(1));
+            if !knowledge.update_page_if(page, read_at).await? {
+                return Err(match knowledge.get_page(&namespace, &id).await? {
+                    Some(stored) => Failure::new(
+                        ErrorKind::Conflict,
+                        format!(
+                            "page {id:?} in {namespace} changed since it was read: it was updated at {}, not {}",
+                            stored.updated_at.to_rfc3339(),
+                            read_at.to_rfc3339()
+                        ),
+                    )
+                    .with_hint("read the page again, redo the edit on what it holds now, and write it with its new updated_at"),
+                    None => Failure::new(
+                        ErrorKind::NotFound,
+                        format!("no page {id:?} in namespace {namespace} to write over"),
+                    ),
+                });
+            }
+        }
+        None => match knowledge.add_page(page.clone()).await {
+            Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await?,
+            other => other?,
+        },
     }
     page_view(knowledge, &namespace, &id).await
 }

@@ -908,7 +908,9 @@ impl PyMemory {
     /// id (keeping its creation time and access statistics). A page has a `title`, a
     /// `summary`, its `content`, `tags`, and `references` (the ids of the pages it cites,
     /// written or not). Recall's knowledge channel finds it. Returns the page as `get_page`
-    /// does.
+    /// does. With `if_updated_at` (the `updated_at` of the page dict the edit was made
+    /// from), it writes only over the page as read: `ConflictError` when another write
+    /// changed it since (read it again and redo the edit), `NotFoundError` when it is gone.
     #[pyo3(signature = (
         namespace,
         id,
@@ -918,6 +920,7 @@ impl PyMemory {
         content = "",
         tags = None,
         references = None,
+        if_updated_at = None,
     ))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn put_page<'py>(
@@ -930,15 +933,17 @@ impl PyMemory {
         content: &str,
         tags: Option<Vec<String>>,
         references: Option<Vec<String>>,
+        if_updated_at: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let namespace = record_namespace(py, namespace)?;
+        let read_at = pages::read_at(py, if_updated_at)?;
         let page = agent_memory::KnowledgePage::new(namespace.clone(), id, title)
             .and_then(|page| page.with_tags(tags.unwrap_or_default()))
             .and_then(|page| page.with_references(references.unwrap_or_default()))
             .map_err(|error| to_py_err(py, error))?
             .with_summary(summary)
             .with_content(content);
-        pages::put(py, self.inner.knowledge(), page)?;
+        pages::put(py, self.inner.knowledge(), page, read_at)?;
         pages::get(py, self.inner.knowledge(), namespace.clone(), id)?.ok_or_else(|| {
             to_py_err(
                 py,

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agent_memory import Hit, InvalidInputError, Memory, MemoryRecord, NotFoundError, RecallResult, Remembered
+from agent_memory import ConflictError, Hit, InvalidInputError, Memory, MemoryRecord, NotFoundError, RecallResult, Remembered
 
 
 def test_remember_and_recall_with_explained_scores(any_memory: Memory) -> None:
@@ -442,6 +442,22 @@ def test_knowledge_pages(memory: Memory) -> None:
     assert memory.remove_page("kb", "release") is True
     assert memory.remove_page("kb", "release") is False
     assert memory.get_page("kb", "runbook")["referrers"] == []
+
+
+def test_a_page_edit_from_an_old_copy_is_refused(memory: Memory) -> None:
+    read = memory.put_page("kb", "runbook", "Runbook", content="deploy on Tuesdays")
+    first = memory.put_page("kb", "runbook", "Runbook", content="deploy on Thursdays", if_updated_at=read["updated_at"])
+    assert first["content"] == "deploy on Thursdays" and first["updated_at"] != read["updated_at"]
+    # A second edit from the same copy: refused, and the first edit stays.
+    with pytest.raises(ConflictError):
+        memory.put_page("kb", "runbook", "Runbook", content="deploy on Fridays", if_updated_at=read["updated_at"])
+    assert memory.get_page("kb", "runbook")["content"] == "deploy on Thursdays"
+    with pytest.raises(NotFoundError):
+        memory.put_page("kb", "nowhere", "Nowhere", if_updated_at=read["updated_at"])
+    assert memory.get_page("kb", "nowhere") is None
+    with pytest.raises(InvalidInputError) as refused:
+        memory.put_page("kb", "runbook", "Runbook", if_updated_at="Tuesday")
+    assert refused.value.field == "if_updated_at"
 
 
 def test_a_single_valued_relation_closes_the_current_one() -> None:

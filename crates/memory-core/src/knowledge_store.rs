@@ -126,6 +126,32 @@ pub trait KnowledgeStore: Send + Sync + Debug + 'static {
     /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid page.
     async fn update_page(&self, page: KnowledgePage) -> Result<()>;
 
+    /// Replaces the stored page of `page`'s namespace and id, as
+    /// [`update_page`](Self::update_page) does, only when the stored page's `updated_at` is
+    /// still `read_at`: the `updated_at` of the copy the new version was made from. Returns
+    /// `false`, writing nothing, when the page was changed or deleted since that copy was
+    /// read: two agents editing one page from one copy do not lose an edit, as the second
+    /// learns that it must read again. `page.updated_at` should be later than `read_at`, or
+    /// a second edit from the same copy would find it unchanged.
+    ///
+    /// The default reads, compares and updates in three steps, exact only when nothing else
+    /// writes between them; every backend of this workspace does it in one step (under the
+    /// shard's lock, in one transaction, in one conditional `UPDATE`).
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid page;
+    /// backend errors.
+    async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
+        page.validate()?;
+        match self.get_page(&page.namespace, &page.id).await? {
+            Some(stored) if stored.updated_at == read_at => {
+                self.update_page(page).await?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Adds `page`, or replaces the page with its id whole: its creation time and access
     /// statistics too, as given (an import or a restore, where [`update_page`](Self::update_page)
     /// keeps the stored ones). A failure leaves the stored page as it was. The default
@@ -280,6 +306,13 @@ macro_rules! forward_knowledge_store {
             }
             async fn update_page(&self, page: KnowledgePage) -> Result<()> {
                 (**self).update_page(page).await
+            }
+            async fn update_page_if(
+                &self,
+                page: KnowledgePage,
+                read_at: DateTime<Utc>,
+            ) -> Result<bool> {
+                (**self).update_page_if(page, read_at).await
             }
             async fn put_page(&self, page: KnowledgePage) -> Result<()> {
                 (**self).put_page(page).await

@@ -6,6 +6,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use memory_core::search::PAGE_FIELD_WEIGHTS;
 use memory_core::text::Analyzer;
 use memory_core::{
@@ -269,6 +270,30 @@ impl KnowledgeStore for InMemoryKnowledgeStore {
         page.last_accessed = existing.page.last_accessed;
         shard.insert(page);
         Ok(())
+    }
+
+    /// Compared and replaced under the shard's write lock.
+    async fn update_page_if(
+        &self,
+        mut page: KnowledgePage,
+        read_at: DateTime<Utc>,
+    ) -> Result<bool> {
+        page.validate()?;
+        let Some(shard) = self.registry.get(&page.namespace) else {
+            return Ok(false);
+        };
+        let mut shard = write(&shard);
+        let Some(existing) = shard.entry(&page.id) else {
+            return Ok(false);
+        };
+        if existing.page.updated_at != read_at {
+            return Ok(false);
+        }
+        page.created_at = existing.page.created_at;
+        page.access_count = existing.page.access_count;
+        page.last_accessed = existing.page.last_accessed;
+        shard.insert(page);
+        Ok(true)
     }
 
     async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {

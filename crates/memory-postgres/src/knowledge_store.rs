@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use memory_core::{
     AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageMatchSignals, PageQuery, PageRuleKeywords, PageRuleText, Result, Scope,
@@ -13,12 +14,12 @@ mod row;
 
 pub(crate) use reindex::reindex;
 pub(crate) use row::decode_tags;
-use row::{INSERT, UPDATE, decode, encode};
+use row::{INSERT, UPDATE, UPDATE_IF, decode, encode};
 
 use crate::bm25;
 use crate::database::Database;
 use crate::error::{Context, corrupt};
-use crate::sql::{count, decode_time, namespaces, nonempty, to_count};
+use crate::sql::{count, decode_time, encode_time, namespaces, nonempty, to_count};
 
 /// A [`KnowledgeStore`] in PostgreSQL.
 ///
@@ -126,6 +127,27 @@ impl KnowledgeStore for PostgresKnowledgeStore {
             return Err(MemoryError::not_found("page", &page.ns, &page.id));
         }
         Ok(())
+    }
+
+    /// One statement: the `UPDATE` of [`update_page`](KnowledgeStore::update_page) with the
+    /// stored `updated_at` in its `WHERE`, so the comparison and the write are one step.
+    async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
+        let page = encode(page)?;
+        let read_at = encode_time("read_at", read_at)?;
+        let what = || format!("updating page {} in {}", page.id, page.ns);
+        let client = self.db.client(&what()).await?;
+        let statement = client
+            .prepare_cached(&self.db.qualify(UPDATE_IF))
+            .await
+            .context(what)?;
+        let mut params = page.update_params().to_vec();
+        params.push(&read_at);
+        let updated: i64 = client
+            .query_one(&statement, &params)
+            .await
+            .and_then(|row| row.try_get(0))
+            .context(what)?;
+        Ok(updated > 0)
     }
 
     /// One transaction: the stored page deleted (its references with it) and the new one

@@ -5,6 +5,7 @@ mod row;
 mod search;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use memory_core::{
     AccessEvent, KnowledgePage, KnowledgeStore, MemoryError, Namespace, PageHit, PageIndexEntry,
     PageQuery, Result, Scope,
@@ -15,7 +16,7 @@ use self::row::{COLUMNS, EncodedPage, RawPage, analyze, encode, read_raw, read_r
 use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::fulltext;
-use crate::sql::{Sql, decode_tags, decode_time, namespaces, to_count};
+use crate::sql::{Sql, decode_tags, decode_time, encode_time, namespaces, to_count};
 use crate::terms::{Analyzed, QueryTerms};
 
 /// A [`KnowledgeStore`] in an SQLite database.
@@ -94,6 +95,31 @@ fn write_index(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> R
 }
 
 /// Removes the page's references (before its row is updated or deleted).
+/// Replaces the stored page at `rid` with `page`: its fields, references and index;
+/// `created_at` and the access statistics are kept from the stored page.
+fn replace_page(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> Result<()> {
+    clear_refs(transaction, &page.ns, &page.id)?;
+    transaction
+        .prepare_cached(
+            "UPDATE pages SET title = ?2, title_key = ?3, summary = ?4, content = ?5, \
+             tags = ?6, refs = ?7, updated_at = ?8 WHERE rid = ?1",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                rid,
+                page.title,
+                page.title_key,
+                page.summary,
+                page.content,
+                page.tags_json,
+                page.refs_json,
+                page.updated_at,
+            ])
+        })
+        .context(|| format!("updating page {} in {}", page.id, page.ns))?;
+    write_index(transaction, rid, page)
+}
+
 fn clear_refs(transaction: &Transaction<'_>, ns: &str, id: &str) -> Result<()> {
     transaction
         .prepare_cached("DELETE FROM page_refs WHERE ns = ?1 AND source_id = ?2")
@@ -198,27 +224,29 @@ impl KnowledgeStore for SqliteKnowledgeStore {
                 let Some(rid) = find_page(transaction, &page.ns, &page.id)? else {
                     return Err(MemoryError::not_found("page", &page.ns, &page.id));
                 };
-                clear_refs(transaction, &page.ns, &page.id)?;
-                // created_at and the access statistics are kept from the stored page.
-                transaction
-                    .prepare_cached(
-                        "UPDATE pages SET title = ?2, title_key = ?3, summary = ?4, content = ?5, \
-                         tags = ?6, refs = ?7, updated_at = ?8 WHERE rid = ?1",
-                    )
-                    .and_then(|mut statement| {
-                        statement.execute(params![
-                            rid,
-                            page.title,
-                            page.title_key,
-                            page.summary,
-                            page.content,
-                            page.tags_json,
-                            page.refs_json,
-                            page.updated_at,
-                        ])
-                    })
-                    .context(|| format!("updating page {} in {}", page.id, page.ns))?;
-                write_index(transaction, rid, &page)
+                replace_page(transaction, rid, &page)
+            })
+            .await
+    }
+
+    /// One write transaction: the stored `updated_at` compared, then the page replaced.
+    async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
+        let page = encode(page)?;
+        let read_at = encode_time("read_at", read_at)?;
+        self.db
+            .write("updating a page", move |transaction| {
+                let Some(rid) = find_page(transaction, &page.ns, &page.id)? else {
+                    return Ok(false);
+                };
+                let stored: i64 = transaction
+                    .prepare_cached("SELECT updated_at FROM pages WHERE rid = ?1")
+                    .and_then(|mut statement| statement.query_row(params![rid], |row| row.get(0)))
+                    .context(|| format!("reading page {} in {}", page.id, page.ns))?;
+                if stored != read_at {
+                    return Ok(false);
+                }
+                replace_page(transaction, rid, &page)?;
+                Ok(true)
             })
             .await
     }

@@ -307,6 +307,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "content": {"type": "string", "description": "The body."},
                     "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Tags."},
                     "references": {"type": "array", "items": {"type": "string"}, "description": "Ids of the pages it cites, written or not."},
+                    "if_updated_at": {"type": "string", "description": "Write only over the page as it was read: the updated_at read_page showed. Refused when another write changed the page since: read it again and redo the edit."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },
                 "required": ["id", "title"],
@@ -441,6 +442,8 @@ struct PageArgs {
     tags: Vec<String>,
     #[serde(default)]
     references: Vec<String>,
+    #[serde(default)]
+    if_updated_at: Option<String>,
     #[serde(default)]
     namespace: Option<String>,
 }
@@ -746,7 +749,8 @@ pub(super) async fn call(
                 .with_content(args.content)
                 .with_tags(&args.tags)?
                 .with_references(&args.references)?;
-            to_value(&crate::pages::put_page(memory.knowledge().as_ref(), page).await?)
+            let read_at = crate::pages::read_at(args.if_updated_at.as_deref())?;
+            to_value(&crate::pages::put_page(memory.knowledge().as_ref(), page, read_at).await?)
         }
         "read_page" => {
             let args: IdArgs = arguments(raw)?;

@@ -310,6 +310,37 @@ fn knowledge_pages_from_the_command_line() {
         serde_json::json!(["release"]),
         "{shown}"
     );
+    // An edit made from the copy read is written; a second from the same copy is refused
+    // (exit code 5, "retrying may succeed"), and the first stays.
+    let read_at = shown["updated_at"].as_str().expect("updated_at").to_owned();
+    let edit = |summary: &str| {
+        run_json(
+            &dir,
+            &[
+                "-n",
+                "kb",
+                "page",
+                "put",
+                "runbook",
+                "Deploy runbook",
+                "--summary",
+                summary,
+                "--tag",
+                "ops",
+                "--if-updated-at",
+                &read_at,
+            ],
+        )
+    };
+    let (code, edited) = edit("How we deploy now");
+    assert_eq!(code, 0, "{edited}");
+    let (code, refused) = edit("How we deployed once");
+    assert_eq!(code, 5, "{refused}");
+    assert_eq!(refused["error"]["kind"], "conflict", "{refused}");
+    assert_eq!(
+        ok(&["page", "show", "runbook"])["summary"],
+        "How we deploy now"
+    );
     let text = run(&dir, &["-n", "kb", "page", "show", "release"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(

@@ -1055,6 +1055,58 @@ fn a_stop_right_after_the_start_is_graceful() {
     }
 }
 
+/// A page written with `if_updated_at` replaces only the page as it was read: of two edits
+/// from one copy, the second gets 409 and the first stays; a page that is not there gets
+/// 404 and is not created; a time that is not RFC 3339 is refused by name.
+#[test]
+fn a_page_edit_from_an_old_copy_is_refused() {
+    let dir = TempDir::new("page-precondition");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    for store in [store, vec!["--store".to_owned(), "memory:".to_owned()]] {
+        let server = Server::start(&dir, &store, &[]);
+        let key = server.key_for("acme");
+        let put = |body: serde_json::Value| {
+            server.call("PUT", "/v1/pages/runbook", Some(&key), Some(body))
+        };
+        let (status, read) = put(json!({"title": "Runbook", "content": "deploy on Tuesdays"}));
+        assert_eq!(status, 200, "{read}");
+        let read_at = read["updated_at"].clone();
+        let (status, first) = put(
+            json!({"title": "Runbook", "content": "deploy on Thursdays", "if_updated_at": read_at}),
+        );
+        assert_eq!(status, 200, "{first}");
+        assert_ne!(first["updated_at"], read_at);
+        let (status, refused) = put(
+            json!({"title": "Runbook", "content": "deploy on Fridays", "if_updated_at": read_at}),
+        );
+        assert_eq!(status, 409, "{refused}");
+        assert_eq!(refused["error"]["kind"], "conflict", "{refused}");
+        let (_, now) = server.call("GET", "/v1/pages/runbook", Some(&key), None);
+        assert_eq!(now["content"], "deploy on Thursdays", "{now}");
+        // From the copy now stored, it is written.
+        let (status, second) = put(
+            json!({"title": "Runbook", "content": "deploy on Fridays", "if_updated_at": now["updated_at"]}),
+        );
+        assert_eq!(status, 200, "{second}");
+        let (status, missing) = server.call(
+            "PUT",
+            "/v1/pages/nowhere",
+            Some(&key),
+            Some(json!({"title": "Nowhere", "if_updated_at": read_at})),
+        );
+        assert_eq!(status, 404, "{missing}");
+        let (status, _) = server.call("GET", "/v1/pages/nowhere", Some(&key), None);
+        assert_eq!(status, 404);
+        let (status, refused) = put(json!({"title": "Runbook", "if_updated_at": "Tuesday"}));
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["field"], "if_updated_at", "{refused}");
+        server.stop();
+    }
+}
+
 /// A page read shows the first hundred pages citing it, in id order, and says when more
 /// cite it; on both stores.
 #[test]

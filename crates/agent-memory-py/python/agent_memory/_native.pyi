@@ -435,9 +435,13 @@ class Memory:
         content: str = "",
         tags: Sequence[str] | None = None,
         references: Sequence[str] | None = None,
+        if_updated_at: str | None = None,
     ) -> dict[str, Any]:
         """Writes knowledge page ``id`` (creates it, or replaces it keeping its creation time);
-        ``references`` are the ids of the pages it cites (at most 1,000 distinct). Returns it as :meth:`get_page` does."""
+        ``references`` are the ids of the pages it cites (at most 1,000 distinct). Returns it as :meth:`get_page` does.
+        With ``if_updated_at`` (the ``updated_at`` of the page dict the edit was made from), it
+        writes only over the page as read: :class:`ConflictError` when another write changed it
+        since, :class:`NotFoundError` when it is gone."""
     def get_page(self, namespace: str, id: str) -> dict[str, Any] | None:
         """Knowledge page ``id`` as a dict, with ``referrers`` (the pages citing it), or None."""
     def pages(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:

@@ -4,26 +4,72 @@
 use std::sync::Arc;
 
 use agent_memory::{KnowledgePage, KnowledgeStore, MemoryError, Namespace, Scope};
+use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::graph::as_dict;
+use crate::errors::invalid;
 use crate::runtime::block_on;
 
 /// Writes `page`: adds it, or replaces the stored page with its id (which keeps its creation
 /// time and access statistics).
+///
+/// With `read_at` (the `updated_at` of the page as read), only over the page as read
+/// (`KnowledgeStore::update_page_if`), its `updated_at` moved past `read_at`:
+/// [`MemoryError::Conflict`] when it changed since, [`MemoryError::NotFound`] when it does
+/// not exist.
 pub(super) fn put(
     py: Python<'_>,
     knowledge: &Arc<dyn KnowledgeStore>,
-    page: KnowledgePage,
+    mut page: KnowledgePage,
+    read_at: Option<DateTime<Utc>>,
 ) -> PyResult<()> {
     let knowledge = Arc::clone(knowledge);
     block_on(py, async move {
-        match knowledge.add_page(page.clone()).await {
-            Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await,
-            other => other,
+        let Some(read_at) = read_at else {
+            return match knowledge.add_page(page.clone()).await {
+                Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await,
+                other => other,
+            };
+        };
+        page.updated_at = page
+            .updated_at
+            .max(read_at + chrono::Duration::nanoseconds(1));
+        let (namespace, id) = (page.namespace.clone(), page.id.clone());
+        if knowledge.update_page_if(page, read_at).await? {
+            return Ok(());
         }
+        Err(match knowledge.get_page(&namespace, &id).await? {
+            Some(stored) => MemoryError::Conflict {
+                message: format!(
+                    "page {id} in {namespace} changed since it was read: it was updated at {}, \
+                     not {}; read it again and redo the edit",
+                    stored.updated_at.to_rfc3339(),
+                    read_at.to_rfc3339()
+                ),
+                source: None,
+            },
+            None => MemoryError::not_found("page", &namespace, &id),
+        })
     })
+}
+
+/// The `if_updated_at` of `put_page`: a page dict's `updated_at` (RFC 3339, to the
+/// nanosecond; a Python `datetime` holds only microseconds, so the text is taken).
+pub(super) fn read_at(py: Python<'_>, raw: Option<&str>) -> PyResult<Option<DateTime<Utc>>> {
+    raw.map(|raw| {
+        DateTime::parse_from_rfc3339(raw.trim())
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(|error| {
+                invalid(
+                    py,
+                    "if_updated_at",
+                    format!("{raw:?} is not an RFC 3339 time (a page's updated_at): {error}"),
+                )
+            })
+    })
+    .transpose()
 }
 
 /// Page `id` of `namespace` as a dict with its `referrers` (the ids of the pages citing

@@ -38,6 +38,7 @@ pub async fn run_knowledge_store(store: &dyn KnowledgeStore, base: &Namespace) {
     isolation_and_clear(store, &child(base, "isolation")).await;
     access_statistics(store, &child(base, "access")).await;
     put_page(store, &child(base, "put")).await;
+    conditional_update(store, &child(base, "conditional")).await;
     super::ranking::page_ranking(store, &child(base, "ranking")).await;
 }
 
@@ -650,4 +651,101 @@ async fn isolation_and_clear(store: &dyn KnowledgeStore, ns: &Namespace) {
         1
     );
     assert_eq!(must(store.clear(&ns.subtree()), "clear").await, 1);
+}
+
+/// `update_page_if` writes only over the copy it names: of two edits from one copy the first
+/// is written and the second refused with nothing changed (content, index, references); a
+/// deleted page refuses it; the stored bookkeeping is kept as `update_page` keeps it.
+async fn conditional_update(store: &dyn KnowledgeStore, ns: &Namespace) {
+    let mut first = page(ns, "p", "Tea notes", "green tea", &["tea"], &["a"]);
+    first.created_at = at(5);
+    first.updated_at = at(5);
+    first.access_count = 2;
+    must(store.add_page(first.clone()), "add_page").await;
+    let read = must(store.get_page(ns, "p"), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("conformance: p vanished"));
+    let mut edit = page(ns, "p", "Coffee notes", "espresso", &["coffee"], &["b"]);
+    edit.updated_at = at(6);
+    assert!(
+        must(
+            store.update_page_if(edit.clone(), read.updated_at),
+            "update_page_if"
+        )
+        .await,
+        "an edit from the stored copy is written"
+    );
+    let stored = must(store.get_page(ns, "p"), "get_page")
+        .await
+        .unwrap_or_else(|| panic!("conformance: p vanished"));
+    assert_eq!(stored.title, "Coffee notes");
+    assert_eq!(stored.updated_at, at(6));
+    assert_eq!(stored.created_at, at(5), "the creation time is kept");
+    assert_eq!(stored.access_count, 2, "the access statistics are kept");
+    let mut late = page(ns, "p", "Herbal notes", "chamomile", &["herbal"], &["c"]);
+    late.updated_at = at(7);
+    assert!(
+        !must(
+            store.update_page_if(late.clone(), read.updated_at),
+            "update_page_if"
+        )
+        .await,
+        "a second edit from the same copy is refused"
+    );
+    assert_eq!(
+        must(store.get_page(ns, "p"), "get_page").await,
+        Some(stored.clone()),
+        "a refused edit changes nothing"
+    );
+    let found = |text: &'static str| async move {
+        must(store.search(&PageQuery::new(ns.exact(), text, 5)), "search")
+            .await
+            .into_iter()
+            .map(|hit| hit.page.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found("espresso").await,
+        ["p"],
+        "the written text is searched"
+    );
+    assert!(
+        found("chamomile").await.is_empty(),
+        "the refused text is not"
+    );
+    assert_eq!(must(store.referrers(ns, "b"), "referrers").await, ["p"]);
+    assert!(
+        must(store.referrers(ns, "c"), "referrers").await.is_empty(),
+        "a refused edit adds no reference"
+    );
+    assert!(
+        must(store.referrers(ns, "a"), "referrers").await.is_empty(),
+        "the written edit dropped the old reference"
+    );
+    // From the copy now stored, it is written.
+    assert!(
+        must(
+            store.update_page_if(late, stored.updated_at),
+            "update_page_if"
+        )
+        .await
+    );
+    assert!(must(store.delete_page(ns, "p"), "delete_page").await);
+    let mut gone = page(ns, "p", "Gone", "", &[], &[]);
+    gone.updated_at = at(9);
+    assert!(
+        !must(store.update_page_if(gone, at(7)), "update_page_if").await,
+        "a deleted page is not written back"
+    );
+    assert_eq!(must(store.get_page(ns, "p"), "get_page").await, None);
+    let mut bad = page(ns, "q", "Q", "", &[], &[]);
+    bad.title = String::new();
+    let error = store
+        .update_page_if(bad, at(1))
+        .await
+        .expect_err("an empty title");
+    assert!(
+        matches!(error, MemoryError::InvalidInput { .. }),
+        "conformance: update_page_if of an invalid page: {error}"
+    );
 }

@@ -164,6 +164,20 @@ pub(super) const UPDATE: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::
      ON CONFLICT DO NOTHING) \
      SELECT count(*) FROM page";
 
+/// [`UPDATE`] only when the stored `updated_at` is still `$17`.
+pub(super) const UPDATE_IF: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, \
+     title_key = $4::text, summary = $5::text, content = $6::text, tags = $7::text[], \
+     refs = $8::text[], updated_at = $9::bigint, terms = $10::text[], term_freqs = $11::jsonb, \
+     title_len = $12::integer, summary_len = $13::integer, tags_len = $14::integer, \
+     content_len = $15::integer \
+     WHERE ns = $1::text AND id = $2::text AND updated_at = $17::bigint RETURNING ns, id), \
+     gone AS (DELETE FROM {s}.page_refs AS r USING page \
+     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($16::text[])), \
+     added AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
+     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target \
+     ON CONFLICT DO NOTHING) \
+     SELECT count(*) FROM page";
+
 pub(super) fn decode(row: &Row) -> Result<KnowledgePage> {
     let ns: String = row.try_get(0).map_err(|error| corrupt("a page", error))?;
     let id: String = row

@@ -39,6 +39,10 @@ pub(crate) struct PageRequest {
     /// Ids of pages it refers to.
     #[serde(default)]
     pub(crate) references: Vec<String>,
+    /// Write only over the page as it was read: its `updated_at` as a read showed it (RFC
+    /// 3339). 409 when the page changed since, 404 when it does not exist.
+    #[serde(default)]
+    pub(crate) if_updated_at: Option<String>,
 }
 
 /// A page of the page index.
@@ -82,7 +86,8 @@ pub(crate) async fn list_pages(
     }))
 }
 
-/// Writes a page (creates it, or replaces the page with this id).
+/// Writes a page (creates it, or replaces the page with this id); with `if_updated_at`,
+/// only over the page as it was read (409 when it changed since).
 #[utoipa::path(put, path = "/v1/pages/{id}", tag = "pages", request_body = PageRequest,
     params(("id" = String, Path, description = "The page's id"), NamespaceQuery),
     responses((status = 200, body = PageView), (status = "4XX", body = ErrorBody)),
@@ -102,7 +107,8 @@ pub(crate) async fn put_page(
         .with_content(body.content)
         .with_tags(&body.tags)?
         .with_references(&body.references)?;
-    let view = crate::pages::put_page(state.memory.knowledge().as_ref(), page).await?;
+    let read_at = crate::pages::read_at(body.if_updated_at.as_deref())?;
+    let view = crate::pages::put_page(state.memory.knowledge().as_ref(), page, read_at).await?;
     Ok(Json(view))
 }
 
