@@ -11,6 +11,7 @@ mod compat;
 mod native;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_memory::Memory;
 use rmcp::model::{
@@ -33,6 +34,9 @@ pub(crate) struct MemoryServer {
     compat: Compat,
     /// The caller on stdio; over HTTP the caller comes with each request.
     fixed: Option<Caller>,
+    /// How long one tool call may take (over HTTP, the server's request deadline: the MCP
+    /// stream stays open as long as the client wants, each call within the deadline).
+    deadline: Option<Duration>,
 }
 
 impl MemoryServer {
@@ -43,7 +47,15 @@ impl MemoryServer {
             memory,
             compat,
             fixed,
+            deadline: None,
         }
+    }
+
+    /// The server with a deadline for each tool call: a call that takes longer fails with
+    /// a `timeout` tool error, as an HTTP request past its deadline gets 504.
+    pub(crate) fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -167,14 +179,21 @@ impl ServerHandler for MemoryServer {
         }
         let outcome = match self.caller(&context) {
             Err(failure) => Err(failure),
-            Ok(caller) => match self.compat {
-                Compat::Native => {
-                    native::call(&self.memory, &caller, &request.name, request.arguments).await
-                }
-                Compat::ServerMemory => {
-                    compat::call(&self.memory, &caller, &request.name, request.arguments).await
-                }
-            },
+            Ok(caller) => {
+                let call = async {
+                    match self.compat {
+                        Compat::Native => {
+                            native::call(&self.memory, &caller, &request.name, request.arguments)
+                                .await
+                        }
+                        Compat::ServerMemory => {
+                            compat::call(&self.memory, &caller, &request.name, request.arguments)
+                                .await
+                        }
+                    }
+                };
+                within(self.deadline, call).await
+            }
         };
         Ok(match outcome {
             Ok(value) if self.compat == Compat::ServerMemory => {
@@ -189,6 +208,25 @@ impl ServerHandler for MemoryServer {
         }
         .into())
     }
+}
+
+/// `call`'s outcome, or a [`ErrorKind::Timeout`] failure when it takes longer than
+/// `deadline` (the call is then dropped, as an HTTP request past its deadline is).
+async fn within<T>(
+    deadline: Option<Duration>,
+    call: impl Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    let Some(deadline) = deadline else {
+        return call.await;
+    };
+    tokio::time::timeout(deadline, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::new(
+                ErrorKind::Timeout,
+                format!("the tool call took longer than {} ms", deadline.as_millis()),
+            ))
+        })
 }
 
 /// `agent-memory mcp`: serves MCP on standard input and output until the client closes it.
@@ -213,4 +251,32 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
         json: Value::Null,
         text: String::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call past the deadline fails with `timeout`, naming the deadline; one within it,
+    /// or without a deadline, gives its outcome.
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_call_past_its_deadline_times_out() {
+        let deadline = Some(Duration::from_millis(250));
+        let stuck = within(deadline, std::future::pending::<Result<(), Failure>>()).await;
+        let failure = stuck.expect_err("a call that never ends times out");
+        assert_eq!(failure.kind, ErrorKind::Timeout);
+        assert!(failure.message.contains("250 ms"), "{}", failure.message);
+        let quick = within(deadline, async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok::<_, Failure>(7)
+        })
+        .await;
+        assert_eq!(quick.ok(), Some(7));
+        let slow = within(None, async {
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            Ok::<_, Failure>(8)
+        })
+        .await;
+        assert_eq!(slow.ok(), Some(8));
+    }
 }

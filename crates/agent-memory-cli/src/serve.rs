@@ -272,7 +272,10 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     let token = config.cancellation_token.clone();
     let served = state.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(MemoryServer::new(Arc::clone(&served.memory), compat, None)),
+        move || {
+            Ok(MemoryServer::new(Arc::clone(&served.memory), compat, None)
+                .with_deadline(served.timeout))
+        },
         Arc::new(LocalSessionManager::default()),
         config,
     );
@@ -494,7 +497,8 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
-    // MCP streams stay open as long as the client wants; every other request has a deadline.
+    // MCP streams stay open as long as the client wants (each tool call has the deadline,
+    // `MemoryServer::with_deadline`); every other request has a deadline.
     let response = if route.starts_with("/mcp") {
         next.run(request).await
     } else {
