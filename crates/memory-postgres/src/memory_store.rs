@@ -18,6 +18,7 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{count, decode_time, encode_time, limit_value, namespaces, nonempty, time_bound};
 
+mod conditional;
 mod filter;
 mod least_valuable;
 mod listing;
@@ -156,12 +157,6 @@ impl PostgresStore {
     }
 }
 
-/// [`UPDATE`] only when the row's `updated_at` is still `$25`: the comparison and the write
-/// are one statement, which takes the row's lock, so no writer comes between them.
-fn update_if_sql() -> String {
-    format!("{UPDATE} AND updated_at = $25::bigint")
-}
-
 /// Adds recall events to the rows they name, in one statement. Events of one item are summed
 /// first: an `UPDATE ... FROM` changes each row at most once. The counts saturate at the
 /// largest `bigint`, as every other store's do: one memory at its most must not fail the
@@ -251,58 +246,13 @@ impl MemoryStore for PostgresStore {
         Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
 
+    /// One transaction: the rows compared locked (`FOR UPDATE`), then deleted.
     async fn delete_many_if(
         &self,
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
     ) -> Result<Option<usize>> {
-        // An id the store cannot hold is no stored item's (gone, so unchanged).
-        let read: Vec<(String, Option<i64>)> = read
-            .iter()
-            .filter(|(id, _)| storable(id))
-            .map(|(id, at)| (id.clone(), at.timestamp_nanos_opt()))
-            .collect();
-        if read.is_empty() {
-            return Ok(Some(0));
-        }
-        let ids: Vec<String> = read.iter().map(|(id, _)| id.clone()).collect();
-        let ns = namespace.as_str().to_owned();
-        let what = || format!("deleting memories in {namespace}");
-        let mut client = self.db.client(&what()).await?;
-        let transaction = client.transaction().await.context(what)?;
-        // The rows compared are locked until the commit: a concurrent write of one waits,
-        // and one committed first is seen (read committed reads the latest row it locks).
-        let lock = transaction
-            .prepare_cached(&self.db.qualify(
-                "SELECT id, updated_at FROM {s}.memories \
-                 WHERE ns = $1::text AND id = ANY($2::text[]) FOR UPDATE",
-            ))
-            .await
-            .context(what)?;
-        let rows = transaction.query(&lock, &[&ns, &ids]).await.context(what)?;
-        let expected: HashMap<&str, Option<i64>> =
-            read.iter().map(|(id, at)| (id.as_str(), *at)).collect();
-        for row in &rows {
-            let id: String = row.try_get(0).context(what)?;
-            let updated_at: i64 = row.try_get(1).context(what)?;
-            if expected.get(id.as_str()) != Some(&Some(updated_at)) {
-                // Dropped: rolled back, nothing deleted.
-                return Ok(None);
-            }
-        }
-        let delete =
-            transaction
-                .prepare_cached(&self.db.qualify(
-                    "DELETE FROM {s}.memories WHERE ns = $1::text AND id = ANY($2::text[])",
-                ))
-                .await
-                .context(what)?;
-        let deleted = transaction
-            .execute(&delete, &[&ns, &ids])
-            .await
-            .context(what)?;
-        transaction.commit().await.context(what)?;
-        Ok(Some(usize::try_from(deleted).unwrap_or(usize::MAX)))
+        conditional::delete_many_if(self, namespace, read).await
     }
 
     /// The listings concurrently, each on a connection of the pool: one round trip of
@@ -420,77 +370,18 @@ impl MemoryStore for PostgresStore {
         Ok(())
     }
 
+    /// One statement: `UPDATE ... AND updated_at = $25`.
     async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
-        let encoded = encode(item)?;
-        // A time the store cannot hold is no stored item's.
-        let Some(read_at) = read_at.timestamp_nanos_opt() else {
-            return Ok(false);
-        };
-        let what = || format!("updating memory {} in {}", encoded.id, encoded.ns);
-        let client = self.db.client(&what()).await?;
-        let statement = client
-            .prepare_cached(&self.db.qualify(&update_if_sql()))
-            .await
-            .context(what)?;
-        let mut params: Vec<&(dyn ToSql + Sync)> = encoded.params().to_vec();
-        params.push(&read_at);
-        let changed = client.execute(&statement, &params).await.context(what)?;
-        Ok(changed > 0)
+        conditional::update_if(self, item, read_at).await
     }
 
+    /// One transaction: the rows compared locked (`FOR UPDATE`), then the batch upserted.
     async fn save_many_if(
         &self,
         items: Vec<MemoryItem>,
         expected: &[(usize, DateTime<Utc>)],
     ) -> Result<bool> {
-        memory_core::backend::validate_expected(&items, expected)?;
-        let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
-        // A time the store cannot hold is no stored item's.
-        let Some(expected) = expected
-            .iter()
-            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
-            .collect::<Option<Vec<_>>>()
-        else {
-            return Ok(false);
-        };
-        if encoded.is_empty() {
-            return Ok(true);
-        }
-        let what = || format!("saving {} memories", encoded.len());
-        let mut client = self.db.client(&what()).await?;
-        let transaction = client.transaction().await.context(what)?;
-        // Each row compared is locked until the commit: a concurrent write of it waits, and
-        // one committed first is seen (read committed reads the latest row it locks).
-        let lock = transaction
-            .prepare_cached(&self.db.qualify(
-                "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE",
-            ))
-            .await
-            .context(what)?;
-        for (at, read_at) in &expected {
-            let Some(item) = encoded.get(*at) else {
-                return Ok(false);
-            };
-            let stored = transaction
-                .query_opt(&lock, &[&item.ns, &item.id])
-                .await
-                .context(|| format!("reading memory {} in {}", item.id, item.ns))?
-                .map(|row| row.try_get::<_, i64>(0))
-                .transpose()
-                .context(|| format!("reading memory {} in {}", item.id, item.ns))?;
-            if stored != Some(*read_at) {
-                // Dropped: rolled back, nothing written.
-                return Ok(false);
-            }
-        }
-        self.upsert_all(&transaction, &encoded).await?;
-        transaction.commit().await.context(what)?;
-        // Back to the pool before the statistics refresh takes one of its own.
-        drop(client);
-        if encoded.len() >= planner::ANALYZE_BATCH {
-            planner::refresh_statistics(&self.db, encoded.len()).await;
-        }
-        Ok(true)
+        conditional::save_many_if(self, items, expected).await
     }
 
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
