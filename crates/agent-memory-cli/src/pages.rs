@@ -157,9 +157,7 @@ pub(crate) async fn put_page(
     let (namespace, id) = (page.namespace.clone(), page.id.clone());
     match read_at {
         Some(read_at) => {
-            page.updated_at = page
-                .updated_at
-                .max(read_at + chrono::Duration::nanoseconds(1));
+            page.revise(read_at);
             if !knowledge.update_page_if(page, read_at).await? {
                 return Err(match knowledge.get_page(&namespace, &id).await? {
                     Some(stored) => Failure::new(

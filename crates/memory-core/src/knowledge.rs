@@ -187,6 +187,21 @@ impl KnowledgePage {
         self
     }
 
+    /// Moves `updated_at` at least a nanosecond past `read_at`, the `updated_at` of the copy
+    /// this version was made from (left where it is when already later), within the stored
+    /// range ([`storable_time`](crate::storable_time)), as
+    /// [`MemoryItem::revise`](crate::MemoryItem::revise) does: a second edit made from the
+    /// same copy then finds the page changed
+    /// ([`KnowledgeStore::update_page_if`](crate::KnowledgeStore::update_page_if)), even
+    /// within one tick of the clock or when the copy was written by a process whose clock
+    /// runs ahead.
+    pub fn revise(&mut self, read_at: DateTime<Utc>) {
+        let next = read_at
+            .checked_add_signed(chrono::TimeDelta::nanoseconds(1))
+            .unwrap_or(read_at);
+        self.updated_at = crate::storable_time(self.updated_at.max(next));
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -345,6 +360,28 @@ pub struct PageHit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A revision is later than the copy it was made from, by a nanosecond when the clock
+    /// has not moved, and stays within the stored range however late the copy claims to be.
+    #[test]
+    fn a_revision_is_later_than_its_copy() {
+        let at = DateTime::from_timestamp(1_700_000_000, 5).unwrap();
+        let mut page = KnowledgePage::new(Namespace::parse("kb").unwrap(), "p", "Title")
+            .unwrap()
+            .with_created_at(at);
+        page.revise(at);
+        assert_eq!(page.updated_at, at + chrono::TimeDelta::nanoseconds(1));
+        let later = at + chrono::TimeDelta::seconds(9);
+        page.updated_at = later;
+        page.revise(at);
+        assert_eq!(page.updated_at, later, "a later time stays");
+        let far = DateTime::parse_from_rfc3339("9999-12-31T23:59:59Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        page.revise(far);
+        assert_eq!(page.updated_at, crate::storable_time(far));
+        assert!(page.validate().is_ok());
+    }
 
     #[test]
     fn references_are_bounded_and_deduplicated() {

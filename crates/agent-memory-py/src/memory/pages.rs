@@ -33,9 +33,7 @@ pub(super) fn put(
                 other => other,
             };
         };
-        page.updated_at = page
-            .updated_at
-            .max(read_at + chrono::Duration::nanoseconds(1));
+        page.revise(read_at);
         let (namespace, id) = (page.namespace.clone(), page.id.clone());
         if knowledge.update_page_if(page, read_at).await? {
             return Ok(());
