@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use agent_memory::{ListPosition, MemoryFilter};
+use agent_memory::{ListPosition, MemoryFilter, TimeView};
 
 use crate::cli::{GetArgs, ListArgs};
 use crate::commands::{
@@ -81,6 +81,9 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
     if args.newest_first {
         filter = filter.newest_first();
     }
+    if args.current {
+        filter = filter.with_view(TimeView::Current(chrono::Utc::now()));
+    }
     filter.after = crate::cursor::position(args.cursor.as_deref())?;
     filter.limit = Some(args.limit.saturating_add(1));
     let memory = settings.open().await?;
@@ -92,9 +95,14 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
         text.push_str("no memories");
     }
     for view in &views {
+        let ended = view
+            .ended
+            .as_ref()
+            .map(|ended| format!("  [{}]", ended.kind))
+            .unwrap_or_default();
         let _ = writeln!(
             text,
-            "{}  {}  {}",
+            "{}  {}  {}{ended}",
             view.created_at,
             view.id,
             one_line(&view.content)

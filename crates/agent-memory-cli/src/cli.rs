@@ -252,6 +252,11 @@ pub(crate) struct ListArgs {
     /// Only the namespace itself, not those under it.
     #[arg(long)]
     pub(crate) exact: bool,
+    /// Only the memories that hold now: none superseded, retracted or consolidated, none
+    /// outside its validity (by default the history is listed too, each ended memory
+    /// marked).
+    #[arg(long)]
+    pub(crate) current: bool,
     /// Newest first.
     #[arg(long)]
     pub(crate) newest_first: bool,

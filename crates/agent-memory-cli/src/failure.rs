@@ -112,7 +112,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Usage => "run `agent-memory --help` or `agent-memory <command> --help`",
             ErrorKind::InvalidInput => {
-                "correct the value the message names; `agent-memory <command> --help` says what each option accepts"
+                "correct the value the message and `field` name; what each accepts is in `agent-memory <command> --help`, the HTTP API's GET /openapi.json, or the MCP tool's input schema"
             }
             ErrorKind::AlreadyExists => "choose another id, or forget the existing record first",
             ErrorKind::Conflict => {

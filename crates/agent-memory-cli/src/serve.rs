@@ -108,6 +108,12 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
             "connections past the limit wait until one closes; each holds a file descriptor",
         ));
     }
+    if max_body == 0 {
+        return Err(Failure::invalid(
+            "max_body_bytes",
+            "a body limit of 0 bytes refuses every write",
+        ));
+    }
     if timeout_ms == 0 {
         return Err(Failure::invalid(
             "request_timeout_ms",
@@ -165,6 +171,17 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     let address = listener
         .local_addr()
         .map_err(|error| Failure::internal(error.to_string()))?;
+    // Every request is admin without keys: anyone who can reach the address could read and
+    // write every namespace, so such a server listens on loopback only.
+    if open && !address.ip().is_loopback() {
+        return Err(Failure::invalid(
+            "no_auth",
+            format!(
+                "--no-auth lets every request in as admin, and {address} is reachable from other machines"
+            ),
+        )
+        .with_hint("listen on loopback (--listen 127.0.0.1:PORT), or serve with --admin-key and API keys"));
+    }
     // Before the server says it listens: a signal from then on stops it gracefully.
     let signalled = shutdown_signal();
     // The address on stderr, for whoever started the server (port 0 picks a free one).
@@ -434,10 +451,12 @@ async fn as_json_error(response: Response) -> Response {
             .to_lowercase(),
         (_, said) => said.to_owned(),
     };
-    let body = serde_json::to_vec(&api::ErrorBody {
-        error: Failure::new(kind, message),
-    })
-    .unwrap_or_default();
+    let mut failure = Failure::new(kind, message);
+    if kind == ErrorKind::Usage {
+        // The command line's hint says nothing to an HTTP client.
+        failure = failure.with_hint("GET /openapi.json lists each route and what it takes");
+    }
+    let body = serde_json::to_vec(&api::ErrorBody { error: failure }).unwrap_or_default();
     parts.headers.insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),

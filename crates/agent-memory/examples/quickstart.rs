@@ -16,7 +16,19 @@ const DATABASE: &str = "agent-memory-quickstart.db";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), MemoryError> {
-    let in_memory = std::env::args().any(|arg| arg == "--in-memory");
+    // One option: anything else (a typo of it) is refused rather than taken as the file.
+    let mut in_memory = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--in-memory" => in_memory = true,
+            other => {
+                return Err(MemoryError::invalid(
+                    "arguments",
+                    format!("unknown argument {other:?}; the quickstart takes only --in-memory"),
+                ));
+            }
+        }
+    }
     let memory = if in_memory {
         println!("backend: in memory (nothing is kept after this run)");
         Memory::in_memory()

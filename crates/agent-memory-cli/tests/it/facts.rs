@@ -46,6 +46,22 @@ fn facts_scenario(server: &Server, backend: &str) {
     assert_eq!(berlin["old"], json!([paris_id]), "{berlin}");
     let berlin_id = berlin["id"].as_str().expect("id").to_owned();
 
+    // A listing holds the history, the ended version marked; `current` lists what holds.
+    let listed = |query: &str| {
+        let (status, page) = server.call("GET", &format!("/v1/memories{query}"), key, None);
+        assert_eq!(status, 200, "{page}");
+        page["items"].as_array().cloned().unwrap_or_default()
+    };
+    let all = listed("");
+    assert_eq!(all.len(), 2, "{backend}: {all:?}");
+    assert!(
+        all.iter().any(|item| item["ended"]["kind"] == "superseded"),
+        "{all:?}"
+    );
+    let current = listed("?current=true");
+    assert_eq!(current.len(), 1, "{backend}: {current:?}");
+    assert_eq!(current[0]["id"], berlin_id.as_str());
+
     // Recall now, as of a time, and with ended memories.
     let recall = |body: Value| {
         let (status, found) = server.call("POST", "/v1/recall", key, Some(body));
@@ -329,6 +345,18 @@ fn facts_from_the_command_line() {
     assert_eq!(berlin["old"], json!([paris["id"]]), "{berlin}");
     let berlin_id = berlin["id"].as_str().expect("id");
     let paris_id = paris["id"].as_str().expect("id");
+
+    // `list` shows the history with the ended version marked; `--current` what holds.
+    let (code, current) = run(&["list", "--current"]);
+    assert_eq!(code, 0, "{current}");
+    assert_eq!(ids(&current["items"]), [berlin_id], "{current}");
+    let text = crate::support::run(&dir, &["-n", "user-7", "list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|line| line.contains(paris_id) && line.ends_with("[superseded]")),
+        "{text}"
+    );
 
     let (_, now) = run(&["recall", "where does the user live"]);
     assert_eq!(ids(&now["results"]), [berlin_id], "{now}");

@@ -1025,7 +1025,8 @@ fn connections_past_the_limit_wait_for_one_to_close() {
     assert_eq!(server.stop(), Some(0));
 }
 
-/// The connection limit and the request deadline are checked when the server starts.
+/// The connection limit, the request deadline and the body limit are checked when the server
+/// starts, and a server without keys refuses to listen past loopback.
 #[test]
 fn the_connection_limits_are_checked() {
     let dir = TempDir::new("limits-checked");
@@ -1033,6 +1034,7 @@ fn the_connection_limits_are_checked() {
         ("--max-connections", "0", "max_connections"),
         ("--max-connections", "100001", "max_connections"),
         ("--request-timeout-ms", "0", "request_timeout_ms"),
+        ("--max-body-bytes", "0", "max_body_bytes"),
     ] {
         let (code, refused) = run_json(
             &dir,
@@ -1041,6 +1043,10 @@ fn the_connection_limits_are_checked() {
         assert_eq!(code, 3, "{flag} {value}: {refused}");
         assert_eq!(refused["error"]["field"], field, "{refused}");
     }
+    // A server without keys listens on loopback only.
+    let (code, refused) = run_json(&dir, &["serve", "--no-auth", "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "no_auth", "{refused}");
 }
 
 /// A stop sent as soon as the server says it listens is graceful: the signal handlers are
@@ -1307,6 +1313,18 @@ fn errors_are_json_and_name_their_field() {
     );
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["content"], "the b team prefers coffee", "{changed}");
+    // The new text under the name a remember gives it.
+    let (status, changed) = server.call(
+        "PATCH",
+        &format!("/v1/memories/{id}?namespace=acme/b"),
+        Some(&key),
+        Some(json!({"text": "the b team prefers green tea"})),
+    );
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(
+        changed["content"], "the b team prefers green tea",
+        "{changed}"
+    );
     let (status, refused) = server.call(
         "PATCH",
         &format!("/v1/memories/{id}?namespace=acme/b"),

@@ -524,9 +524,9 @@ impl Memory {
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming
-    /// `new` when both ids are the same or when `new` already supersedes
-    /// [`MAX_FACT_LINKS`](memory_core::MAX_FACT_LINKS) memories, or `old` when it already
-    /// ended; [`MemoryError::Conflict`] when other writes changed one of the two at each of
+    /// `new` when both ids are the same, when `new` has ended, or when `new` already
+    /// supersedes [`MAX_FACT_LINKS`](memory_core::MAX_FACT_LINKS) memories, or `old` when it
+    /// already ended; [`MemoryError::Conflict`] when other writes changed one of the two at each of
     /// eight attempts.
     pub async fn supersede(&self, namespace: &Namespace, old: &str, new: &str) -> Result<()> {
         if old == new {
@@ -542,6 +542,13 @@ impl Memory {
                 return Err(MemoryError::invalid(
                     "old",
                     format!("memory {old} already ended"),
+                ));
+            }
+            // An ended memory replaces nothing: the fact would be left with no current version.
+            if new_item.ended.is_some() {
+                return Err(MemoryError::invalid(
+                    "new",
+                    format!("memory {new} has ended and cannot replace another"),
                 ));
             }
             // A further link would push the oldest out of `supersedes`, and that predecessor

@@ -365,6 +365,26 @@ async fn a_summary_is_not_seen_as_of_a_time_before_its_consolidation() {
     assert_eq!(current[0].id, summary);
 }
 
+/// `supersede` refuses an ended memory as the successor (the fact would be left with no
+/// current version), and writes nothing.
+#[tokio::test]
+async fn an_ended_memory_replaces_nothing() {
+    let memory = Memory::builder().facts(FactsConfig::off()).build().unwrap();
+    let old = memory
+        .remember(&ns(), "the office is in Lisbon")
+        .await
+        .unwrap();
+    let new = memory
+        .remember(&ns(), "the office is in Porto")
+        .await
+        .unwrap();
+    memory.retract(&ns(), &new, "asked").await.unwrap();
+    let error = memory.supersede(&ns(), &old, &new).await.unwrap_err();
+    assert_eq!(error.field(), Some("new"), "{error}");
+    let kept = memory.store().get(&ns(), &old).await.unwrap().unwrap();
+    assert!(kept.ended.is_none(), "a refused supersede ends nothing");
+}
+
 /// `supersede` links a successor to at most `MAX_FACT_LINKS` predecessors: one more would
 /// push the first out of the successor's links while it still names the successor, and
 /// forgetting the successor would then leave it naming nothing. Refused, nothing written.

@@ -1,9 +1,12 @@
 //! Memories: remember one or a batch, get, list, forget one or by scope.
 
-use agent_memory::{ListPosition, MemoryFilter, MemoryUpdate, Reembed, ReembedReport, Remember};
+use agent_memory::{
+    ListPosition, MemoryFilter, MemoryUpdate, Reembed, ReembedReport, Remember, TimeView,
+};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -225,8 +228,9 @@ pub(crate) struct UpdateRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 512)]
     pub(crate) namespace: Option<String>,
-    /// The new text (1 byte to 1 MiB).
-    #[serde(default)]
+    /// The new text (1 byte to 1 MiB); also taken as `text`, the name a remember and the
+    /// Python `update` give it.
+    #[serde(default, alias = "text")]
     #[schema(min_length = 1, max_length = 1048576)]
     pub(crate) content: Option<String>,
     /// The new tags, replacing the old ones (at most 64).
@@ -333,6 +337,10 @@ pub(crate) struct ListQuery {
     /// Only memories created before this time (RFC 3339).
     #[serde(default)]
     pub(crate) until: Option<String>,
+    /// Only the memories that hold now: none superseded, retracted or consolidated, none
+    /// outside its validity. Default false: the history too, each ended one with `ended`.
+    #[serde(default)]
+    pub(crate) current: Option<bool>,
     /// Page size, 1 to 500, default 50.
     #[serde(default)]
     #[param(minimum = 1, maximum = 500)]
@@ -384,6 +392,9 @@ pub(crate) async fn list_memories(
     filter.until = until;
     if let Some(raw) = query.metadata.as_deref() {
         filter.metadata = parse_metadata_conditions(raw)?.into_iter().collect();
+    }
+    if query.current == Some(true) {
+        filter = filter.with_view(TimeView::Current(Utc::now()));
     }
     filter.after = crate::cursor::position(query.cursor.as_deref())?;
     filter.limit = Some(limit.saturating_add(1));
