@@ -233,7 +233,24 @@ impl From<MemoryError> for Failure {
             MemoryError::Storage { .. } => ErrorKind::Storage,
             _ => ErrorKind::Internal,
         };
-        let message = error.to_string();
+        let mut message = error.to_string();
+        // A store's failure says what was being done; its causes say why ("connection
+        // refused", "is a directory"): told with it, at most a few, each once.
+        if matches!(
+            kind,
+            ErrorKind::Storage | ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Internal
+        ) {
+            let mut cause = std::error::Error::source(&error);
+            for _ in 0..4 {
+                let Some(found) = cause else { break };
+                let text = found.to_string();
+                if !text.is_empty() && !message.contains(&text) {
+                    message.push_str(": ");
+                    message.push_str(&text);
+                }
+                cause = found.source();
+            }
+        }
         let field = error.field().map(str::to_owned);
         // The embedding service's client names its calls `embeddings: ...`: the store is
         // not the one to check then.
@@ -256,6 +273,32 @@ impl From<MemoryError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store's failure is told with its causes, each once.
+    #[test]
+    fn a_store_failure_says_why() {
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let failure = Failure::from(MemoryError::Unavailable {
+            message: "getting a connection".to_owned(),
+            source: Some(Box::new(refused)),
+        });
+        assert!(
+            failure.message.ends_with(": connection refused"),
+            "{}",
+            failure.message
+        );
+        let failure = Failure::from(MemoryError::storage(
+            "opening /tmp/u",
+            std::io::Error::other("is a directory"),
+        ));
+        assert_eq!(
+            failure.message.matches("is a directory").count(),
+            1,
+            "{}",
+            failure.message
+        );
+    }
 
     #[test]
     fn invalid_input_names_its_field() {
