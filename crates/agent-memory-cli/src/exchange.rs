@@ -294,6 +294,10 @@ fn summary(counts: &RecordCounts) -> String {
 
 /// Imports a `memory.jsonl` into the namespace: all lines are read and checked before the
 /// first write, so a bad line changes nothing.
+/// The type of an entity a relation of an imported MCP memory file names without the file
+/// declaring it.
+const UNKNOWN_TYPE: &str = "unknown";
+
 async fn import_mcp(
     settings: &Settings,
     input: &mut (dyn BufRead + Send),
@@ -349,25 +353,32 @@ async fn import_mcp(
     }
     let memory = settings.open().await?;
     let graph = memory.graph();
-    let mut known: HashSet<&str> = entities.keys().map(String::as_str).collect();
+    // The reference server keeps a relation whose ends were never created, and a graph
+    // here needs both ends: such an end is created, typed `unknown` (`UNKNOWN_TYPE`), so
+    // the file imports whole rather than refused or cut.
+    let mut known: HashSet<String> = entities.keys().cloned().collect();
+    let mut missing: Vec<(usize, observations::McpEntity)> = Vec::new();
     for (number, relation) in &relations {
         for end in [&relation.from, &relation.to] {
             if known.contains(end.as_str()) {
                 continue;
             }
             if graph.get_entity(namespace, end).await?.is_none() {
-                return Err(Failure::invalid(
-                    "input",
-                    format!(
-                        "line {number}: relation {} -[{}]-> {}: entity {end:?} is neither in the file nor in namespace {namespace}",
-                        relation.from, relation.relation_type, relation.to
-                    ),
+                missing.push((
+                    *number,
+                    observations::McpEntity {
+                        name: end.clone(),
+                        entity_type: UNKNOWN_TYPE.to_owned(),
+                        observations: Vec::new(),
+                    },
                 ));
             }
-            known.insert(end);
+            known.insert(end.clone());
         }
     }
+    let created_ends = missing.len();
     let mut ordered: Vec<_> = entities.into_values().collect();
+    ordered.extend(missing);
     ordered.sort_by_key(|(number, _)| *number);
     let total = ordered.len() + relations.len() + 1;
     bar.set_length(total as u64);
@@ -450,9 +461,10 @@ async fn import_mcp(
                 "relations": relations.len(),
                 "observations": observation_count,
             },
+            "created_ends": created_ends,
         }),
         text: format!(
-            "imported {} entities, {} relations, {} observations into {}",
+            "imported {} entities ({created_ends} of them ends of relations the file does not declare, typed {UNKNOWN_TYPE}), {} relations, {} observations into {}",
             ordered.len(),
             relations.len(),
             observation_count,

@@ -655,19 +655,26 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
     );
     assert_eq!(ada["relations"][0]["attributes"]["year"], 1843, "{ada}");
 
-    // A relation to an unknown entity refuses the whole file.
+    // A relation to an entity the file never declares (the reference server keeps such
+    // relations) imports with that end created, typed `unknown`.
     std::fs::write(
         &mcp,
-        r#"{"type":"relation","from":"Ada","to":"Nobody","relationType":"knows"}"#,
+        concat!(
+            r#"{"type":"entity","name":"Ada","entityType":"person","observations":[]}"#,
+            "\n",
+            r#"{"type":"relation","from":"Ada","to":"Nobody","relationType":"knows"}"#,
+        ),
     )
     .expect("write");
-    let (code, refused) = run_json(
+    let (code, imported) = run_json(
         &other,
         &["-n", "kb2", "import", mcp.to_str().expect("utf-8")],
     );
-    assert_eq!(code, 3, "{refused}");
-    let (_, stats) = run_json(&other, &["-n", "kb2", "stats"]);
-    assert_eq!(stats["entities"], 0);
+    assert_eq!(code, 0, "{imported}");
+    assert_eq!(imported["created_ends"], 1, "{imported}");
+    let (_, nobody) = run_json(&other, &["-n", "kb2", "graph", "show", "Nobody"]);
+    assert_eq!(nobody["entity"]["entity_type"], "unknown", "{nobody}");
+    assert_eq!(nobody["relations"][0]["source_id"], "Ada", "{nobody}");
 }
 
 /// The configuration file's `[retriever]` table sets every recall; a key that is no
