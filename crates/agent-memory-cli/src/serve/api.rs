@@ -318,6 +318,34 @@ impl utoipa::Modify for SecurityAddon {
     }
 }
 
+/// Adds a `5XX` response, in the error body's shape, to every operation that has a `4XX`
+/// one: a store that fails (500 `storage`), cannot be reached (503 `unavailable`), or a
+/// request past its deadline (504 `timeout`) answers so on any route, and a generated
+/// client should know the shape.
+#[derive(Debug)]
+struct ServerErrors;
+
+impl utoipa::Modify for ServerErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let responses = &mut operation.responses.responses;
+                let Some(RefOr::T(client)) = responses.get("4XX") else {
+                    continue;
+                };
+                let mut server = client.clone();
+                server.description = "The store failed (500 `storage`), could not be reached \
+                     (503 `unavailable`), or the request passed its deadline (504 `timeout`)"
+                    .to_owned();
+                responses
+                    .entry("5XX".to_owned())
+                    .or_insert(RefOr::T(server));
+            }
+        }
+    }
+}
+
 /// The operations of a path of the OpenAPI document, for the modifiers that annotate them.
 fn operations(
     item: &mut utoipa::openapi::PathItem,
@@ -359,7 +387,7 @@ fn operations(
         SignalView, PageView, PageIndexView, EntityView, RelationView, KeyInfo, NewKey,
         RememberedView, ConflictView, ConflictPairView, EndedView
     )),
-    modifiers(&SecurityAddon, &Grammar, &Links)
+    modifiers(&SecurityAddon, &Grammar, &Links, &ServerErrors)
 )]
 pub(crate) struct ApiDoc;
 

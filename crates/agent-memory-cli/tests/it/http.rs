@@ -431,6 +431,19 @@ fn api_scenario(server: &Server, backend: &str) {
     let (status, doc) = server.call("GET", "/openapi.json", None, None);
     assert_eq!(status, 200);
     assert!(doc["paths"]["/v1/recall"]["post"].is_object(), "{doc}");
+    // Every operation that states its client errors states the server's too, in the same
+    // error body.
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("a path item") {
+            let responses = &operation["responses"];
+            if responses.get("4XX").is_some() {
+                assert_eq!(
+                    responses["5XX"]["content"], responses["4XX"]["content"],
+                    "{method} {path}"
+                );
+            }
+        }
+    }
     // The schema states the library's limits, so a request it admits is not refused for
     // its length (the entity's and the relation's had none).
     let schemas = &doc["components"]["schemas"];
