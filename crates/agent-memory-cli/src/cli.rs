@@ -252,9 +252,9 @@ pub(crate) struct ListArgs {
     /// Only the namespace itself, not those under it.
     #[arg(long)]
     pub(crate) exact: bool,
-    /// Only the memories that hold now: none superseded, retracted or consolidated, none
-    /// outside its validity (by default the history is listed too, each ended memory
-    /// marked).
+    /// Only what is believed now: none superseded, retracted or consolidated, none past its
+    /// `valid_until` (one whose `valid_from` lies ahead is listed). By default the history is
+    /// listed too, each ended memory marked.
     #[arg(long)]
     pub(crate) current: bool,
     /// Newest first.

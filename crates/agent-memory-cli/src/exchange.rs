@@ -292,12 +292,12 @@ fn summary(counts: &RecordCounts) -> String {
     )
 }
 
-/// Imports a `memory.jsonl` into the namespace: all lines are read and checked before the
-/// first write, so a bad line changes nothing.
 /// The type of an entity a relation of an imported MCP memory file names without the file
 /// declaring it.
 const UNKNOWN_TYPE: &str = "unknown";
 
+/// Imports a `memory.jsonl` into the namespace: all lines are read and checked before the
+/// first write, so a bad line changes nothing.
 async fn import_mcp(
     settings: &Settings,
     input: &mut (dyn BufRead + Send),

@@ -219,6 +219,30 @@ impl std::fmt::Display for Failure {
 /// What to do when the embedding service failed.
 const EMBEDDINGS_HINT: &str = "check that the embedding service (the configuration file's [embeddings] table, or AGENT_MEMORY_EMBEDDINGS_BASE_URL) is running and reachable, then retry";
 
+/// The first line of the deepest cause of `error` (at most eight down, and 300 bytes), when
+/// the message does not hold it already (a leading `ERROR: ` aside, as PostgreSQL writes
+/// its errors).
+fn root_cause(error: &MemoryError) -> Option<String> {
+    let mut cause = std::error::Error::source(error)?;
+    for _ in 0..8 {
+        match cause.source() {
+            Some(deeper) => cause = deeper,
+            None => break,
+        }
+    }
+    let text = cause.to_string();
+    let line = text.lines().next()?.trim();
+    let line = line.strip_prefix("ERROR: ").unwrap_or(line);
+    if line.is_empty() || error.to_string().contains(line) {
+        return None;
+    }
+    let mut end = line.len().min(300);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].to_owned())
+}
+
 impl From<MemoryError> for Failure {
     fn from(error: MemoryError) -> Self {
         let kind = match &error {
@@ -234,22 +258,16 @@ impl From<MemoryError> for Failure {
             _ => ErrorKind::Internal,
         };
         let mut message = error.to_string();
-        // A store's failure says what was being done; its causes say why ("connection
-        // refused", "is a directory"): told with it, at most a few, each once.
+        // A store's failure says what was being done; its deepest cause says why
+        // ("connection refused", "is a directory"). Its first line only (a database
+        // error's detail may quote the row), and only when the message does not say it.
         if matches!(
             kind,
             ErrorKind::Storage | ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Internal
-        ) {
-            let mut cause = std::error::Error::source(&error);
-            for _ in 0..4 {
-                let Some(found) = cause else { break };
-                let text = found.to_string();
-                if !text.is_empty() && !message.contains(&text) {
-                    message.push_str(": ");
-                    message.push_str(&text);
-                }
-                cause = found.source();
-            }
+        ) && let Some(why) = root_cause(&error)
+        {
+            message.push_str(": ");
+            message.push_str(&why);
         }
         let field = error.field().map(str::to_owned);
         // The embedding service's client names its calls `embeddings: ...`: the store is
@@ -294,6 +312,34 @@ mod tests {
         ));
         assert_eq!(
             failure.message.matches("is a directory").count(),
+            1,
+            "{}",
+            failure.message
+        );
+        // The deepest cause's first line, once: a database error's detail stays out.
+        #[derive(Debug)]
+        struct Wrapper(std::io::Error);
+        impl std::fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("db error")
+            }
+        }
+        impl std::error::Error for Wrapper {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let detail = std::io::Error::other(
+            "ERROR: null value in column \"content\"\nDETAIL: Failing row contains (secret)",
+        );
+        let failure = Failure::from(MemoryError::storage(
+            "saving memory m: null value in column \"content\"",
+            Wrapper(detail),
+        ));
+        assert!(!failure.message.contains("secret"), "{}", failure.message);
+        assert!(!failure.message.contains("db error"), "{}", failure.message);
+        assert_eq!(
+            failure.message.matches("null value").count(),
             1,
             "{}",
             failure.message

@@ -154,6 +154,22 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         sqlite_readers: Some(readers),
         ..Tuning::default()
     };
+    // Every request is admin without keys: anyone who can reach the address could read and
+    // write every namespace, so such a server listens on loopback only. Checked before the
+    // store is opened (or created), so a refusal leaves nothing behind; an address that does
+    // not resolve is the bind's to report.
+    if open
+        && let Ok(mut addresses) = tokio::net::lookup_host(&listen).await
+        && let Some(reachable) = addresses.find(|address| !address.ip().is_loopback())
+    {
+        return Err(Failure::invalid(
+            "no_auth",
+            format!(
+                "--no-auth lets every request in as admin, and {reachable} is reachable from other machines"
+            ),
+        )
+        .with_hint("listen on loopback (--listen 127.0.0.1:PORT), or serve with --admin-key and API keys"));
+    }
     let memory = Arc::new(settings.open_tuned(tuning).await?);
     let state = AppState(Arc::new(Shared {
         memory: Arc::clone(&memory),
@@ -171,17 +187,6 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     let address = listener
         .local_addr()
         .map_err(|error| Failure::internal(error.to_string()))?;
-    // Every request is admin without keys: anyone who can reach the address could read and
-    // write every namespace, so such a server listens on loopback only.
-    if open && !address.ip().is_loopback() {
-        return Err(Failure::invalid(
-            "no_auth",
-            format!(
-                "--no-auth lets every request in as admin, and {address} is reachable from other machines"
-            ),
-        )
-        .with_hint("listen on loopback (--listen 127.0.0.1:PORT), or serve with --admin-key and API keys"));
-    }
     // Before the server says it listens: a signal from then on stops it gracefully.
     let signalled = shutdown_signal();
     // The address on stderr, for whoever started the server (port 0 picks a free one).

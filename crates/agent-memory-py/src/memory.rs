@@ -953,8 +953,8 @@ impl PyMemory {
     }
 
     /// Knowledge page `id` of `namespace` as a dict (`id`, `namespace`, `title`,
-    /// `summary`, `content`, `tags`, `references`, `referrers`: the ids of the pages that
-    /// cite it, `created_at`, `updated_at`, `access_count` once recalled, ...), or None.
+    /// `summary`, `content`, `tags`, `references`, `referrers`: the ids of the first 100
+    /// pages that cite it, `referrers_truncated`: whether more do, `created_at`, `updated_at`, `access_count` once recalled, ...), or None.
     fn get_page<'py>(
         &self,
         py: Python<'py>,

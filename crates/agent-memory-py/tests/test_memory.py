@@ -444,6 +444,16 @@ def test_knowledge_pages(memory: Memory) -> None:
     assert memory.get_page("kb", "runbook")["referrers"] == []
 
 
+def test_a_page_lists_a_page_of_what_cites_it(memory: Memory) -> None:
+    memory.put_page("kb", "index", "Index")
+    for n in range(102):
+        memory.put_page("kb", f"p{n:03}", f"Page {n}", references=["index"])
+    index = memory.get_page("kb", "index")
+    assert index["referrers"] == [f"p{n:03}" for n in range(100)]
+    assert index["referrers_truncated"] is True
+    assert memory.get_page("kb", "p000")["referrers_truncated"] is False
+
+
 def test_a_page_edit_from_an_old_copy_is_refused(memory: Memory) -> None:
     read = memory.put_page("kb", "runbook", "Runbook", content="deploy on Tuesdays")
     first = memory.put_page("kb", "runbook", "Runbook", content="deploy on Thursdays", if_updated_at=read["updated_at"])

@@ -194,7 +194,8 @@ impl KnowledgePage {
     /// same copy then finds the page changed
     /// ([`KnowledgeStore::update_page_if`](crate::KnowledgeStore::update_page_if)), even
     /// within one tick of the clock or when the copy was written by a process whose clock
-    /// runs ahead.
+    /// runs ahead. At the last storable nanosecond (year 2262: only a page imported with
+    /// that time) the time cannot move, and edits from such a copy are last-write-wins.
     pub fn revise(&mut self, read_at: DateTime<Utc>) {
         let next = read_at
             .checked_add_signed(chrono::TimeDelta::nanoseconds(1))

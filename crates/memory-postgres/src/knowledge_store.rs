@@ -133,7 +133,10 @@ impl KnowledgeStore for PostgresKnowledgeStore {
     /// stored `updated_at` in its `WHERE`, so the comparison and the write are one step.
     async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
         let page = encode(page)?;
-        let read_at = encode_time("read_at", read_at)?;
+        // A time the store cannot hold is no stored page's.
+        let Ok(read_at) = encode_time("read_at", read_at) else {
+            return Ok(false);
+        };
         let what = || format!("updating page {} in {}", page.id, page.ns);
         let client = self.db.client(&what()).await?;
         let statement = client

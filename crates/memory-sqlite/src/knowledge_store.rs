@@ -94,7 +94,6 @@ fn write_index(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> R
     Ok(())
 }
 
-/// Removes the page's references (before its row is updated or deleted).
 /// Replaces the stored page at `rid` with `page`: its fields, references and index;
 /// `created_at` and the access statistics are kept from the stored page.
 fn replace_page(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> Result<()> {
@@ -120,6 +119,7 @@ fn replace_page(transaction: &Transaction<'_>, rid: i64, page: &EncodedPage) -> 
     write_index(transaction, rid, page)
 }
 
+/// Removes the page's references (before its row is updated or deleted).
 fn clear_refs(transaction: &Transaction<'_>, ns: &str, id: &str) -> Result<()> {
     transaction
         .prepare_cached("DELETE FROM page_refs WHERE ns = ?1 AND source_id = ?2")
@@ -232,7 +232,10 @@ impl KnowledgeStore for SqliteKnowledgeStore {
     /// One write transaction: the stored `updated_at` compared, then the page replaced.
     async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
         let page = encode(page)?;
-        let read_at = encode_time("read_at", read_at)?;
+        // A time the store cannot hold is no stored page's.
+        let Ok(read_at) = encode_time("read_at", read_at) else {
+            return Ok(false);
+        };
         self.db
             .write("updating a page", move |transaction| {
                 let Some(rid) = find_page(transaction, &page.ns, &page.id)? else {

@@ -535,3 +535,65 @@ fn a_slow_batch_stops_before_its_deadline_and_counts_what_it_stored() {
     assert_eq!(stats["total"], stored, "{stats}");
     assert_eq!(server.stop(), Some(0));
 }
+
+/// A tool call over `/mcp` has the server's request deadline: a remember waiting on an
+/// embedding service far slower than the deadline ends with a `timeout` tool error, and
+/// the session goes on.
+#[test]
+fn an_mcp_tool_call_over_http_has_the_request_deadline() {
+    let service = slow_toy_service(std::time::Duration::from_secs(5));
+    let dir = TempDir::new("embeddings-mcp-deadline");
+    write_config(
+        &dir,
+        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
+    );
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").display().to_string(),
+    ];
+    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "400"]);
+    let post = |session: Option<&str>, body: serde_json::Value| {
+        let mut headers = vec![("Accept", "application/json, text/event-stream".to_owned())];
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id", session.to_owned()));
+            headers.push(("Mcp-Protocol-Version", "2025-06-18".to_owned()));
+        }
+        server.raw_with_headers("POST", "/mcp", None, &headers, Some(&body.to_string()))
+    };
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+    let (status, head, body) = post(None, init);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    post(
+        session.as_deref(),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let (status, _, body) = post(
+        session.as_deref(),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "The office is in Lisbon"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let result = &crate::mcp::message_of(&body)["result"];
+    assert_eq!(result["isError"], true, "{body}");
+    assert_eq!(
+        result["structuredContent"]["error"]["kind"], "timeout",
+        "{body}"
+    );
+    // The session is still there for the next call.
+    let (status, _, body) = post(
+        session.as_deref(),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        crate::mcp::message_of(&body)["result"]["tools"].is_array(),
+        "{body}"
+    );
+    assert_eq!(server.stop(), Some(0));
+}

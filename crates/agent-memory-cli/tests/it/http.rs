@@ -1056,10 +1056,12 @@ fn the_connection_limits_are_checked() {
         assert_eq!(code, 3, "{flag} {value}: {refused}");
         assert_eq!(refused["error"]["field"], field, "{refused}");
     }
-    // A server without keys listens on loopback only.
+    // A server without keys listens on loopback only, refused before its store is made
+    // (the limits' refusals above come before it too).
     let (code, refused) = run_json(&dir, &["serve", "--no-auth", "--listen", "0.0.0.0:0"]);
     assert_eq!(code, 3, "{refused}");
     assert_eq!(refused["error"]["field"], "no_auth", "{refused}");
+    assert!(!dir.path().join("store.db").exists());
 }
 
 /// A stop sent as soon as the server says it listens is graceful: the signal handlers are

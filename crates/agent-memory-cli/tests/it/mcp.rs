@@ -730,7 +730,7 @@ fn stdio_compat_search_nodes_matches_parts_of_observations() {
 
 /// Reads the JSON-RPC message of a Streamable HTTP response: plain JSON, or the `data:`
 /// line of an event stream.
-fn message_of(body: &str) -> Value {
+pub(crate) fn message_of(body: &str) -> Value {
     if let Ok(value) = serde_json::from_str(body) {
         return value;
     }

@@ -443,7 +443,8 @@ class Memory:
         writes only over the page as read: :class:`ConflictError` when another write changed it
         since, :class:`NotFoundError` when it is gone."""
     def get_page(self, namespace: str, id: str) -> dict[str, Any] | None:
-        """Knowledge page ``id`` as a dict, with ``referrers`` (the pages citing it), or None."""
+        """Knowledge page ``id`` as a dict, with ``referrers`` (the first 100 pages citing it)
+        and ``referrers_truncated`` (whether more cite it), or None."""
     def pages(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, Any]]:
         """The page index by namespace, then title: ``{"id", "namespace", "title", "summary",
         "tags", "updated_at", "referenced_by"}`` per page."""

@@ -70,8 +70,13 @@ pub(super) fn read_at(py: Python<'_>, raw: Option<&str>) -> PyResult<Option<Date
     .transpose()
 }
 
-/// Page `id` of `namespace` as a dict with its `referrers` (the ids of the pages citing
-/// it), or None.
+/// The most referrers a page dict lists: any number of pages may cite one (an index page
+/// every page cites), and a read of it stays the size of a page.
+const MAX_REFERRERS: usize = 100;
+
+/// Page `id` of `namespace` as a dict with its `referrers` (the ids of the first
+/// [`MAX_REFERRERS`] pages citing it) and `referrers_truncated` (whether more cite it), or
+/// None.
 pub(super) fn get<'py>(
     py: Python<'py>,
     knowledge: &Arc<dyn KnowledgeStore>,
@@ -83,16 +88,22 @@ pub(super) fn get<'py>(
     let found = block_on(py, async move {
         match knowledge.get_page(&namespace, &id).await? {
             Some(page) => {
-                let referrers = knowledge.referrers(&namespace, &id).await?;
+                // The first MAX_REFERRERS, as every face shows them; one more tells of more.
+                let referrers = knowledge
+                    .referrers_at_most(&namespace, &id, MAX_REFERRERS + 1)
+                    .await?;
                 Ok(Some((page, referrers)))
             }
             None => Ok(None),
         }
     })?;
     found
-        .map(|(page, referrers)| {
+        .map(|(page, mut referrers)| {
             let dict = as_dict(py, &page)?;
+            let truncated = referrers.len() > MAX_REFERRERS;
+            referrers.truncate(MAX_REFERRERS);
             dict.set_item("referrers", referrers)?;
+            dict.set_item("referrers_truncated", truncated)?;
             Ok(dict)
         })
         .transpose()

@@ -722,6 +722,15 @@ async fn conditional_update(store: &dyn KnowledgeStore, ns: &Namespace) {
         must(store.referrers(ns, "a"), "referrers").await.is_empty(),
         "the written edit dropped the old reference"
     );
+    // A time no backend can store is no stored page's: refused as changed, not an error.
+    assert!(
+        !must(
+            store.update_page_if(late.clone(), unstorable()),
+            "update_page_if"
+        )
+        .await,
+        "a copy read at a time no store holds is not the stored one"
+    );
     // From the copy now stored, it is written.
     assert!(
         must(

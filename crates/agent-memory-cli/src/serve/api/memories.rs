@@ -337,8 +337,9 @@ pub(crate) struct ListQuery {
     /// Only memories created before this time (RFC 3339).
     #[serde(default)]
     pub(crate) until: Option<String>,
-    /// Only the memories that hold now: none superseded, retracted or consolidated, none
-    /// outside its validity. Default false: the history too, each ended one with `ended`.
+    /// Only what is believed now: none superseded, retracted or consolidated, none past its
+    /// `valid_until` (one whose `valid_from` lies ahead is listed). Default false: the
+    /// history too, each ended one with `ended`.
     #[serde(default)]
     pub(crate) current: Option<bool>,
     /// Page size, 1 to 500, default 50.
