@@ -492,21 +492,31 @@ fn a_failing_service_fails_an_mcp_import_before_it_writes() {
     assert_eq!(stats["total"], 0, "{stats}");
 }
 
-/// A batch written one memory at a time stops before its deadline and says how many it
-/// stored (they are), rather than be cut off by the deadline with no count.
-#[test]
-fn a_slow_batch_stops_before_its_deadline_and_counts_what_it_stored() {
-    let service = slow_toy_service(std::time::Duration::from_millis(60));
-    let dir = TempDir::new("embeddings-deadline");
+/// A server without keys on a SQLite store in `dir`, embedding through a service that takes
+/// `delay` a call, with a request deadline of `deadline_ms`.
+fn slow_server(dir: &TempDir, delay: std::time::Duration, deadline_ms: &str) -> Server {
+    let service = slow_toy_service(delay);
     write_config(
-        &dir,
+        dir,
         &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
     );
     let store = vec![
         "--store".to_owned(),
         dir.path().join("store.db").display().to_string(),
     ];
-    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "900"]);
+    Server::start(
+        dir,
+        &store,
+        &["--no-auth", "--request-timeout-ms", deadline_ms],
+    )
+}
+
+/// A batch written one memory at a time stops before its deadline and says how many it
+/// stored (they are), rather than be cut off by the deadline with no count.
+#[test]
+fn a_slow_batch_stops_before_its_deadline_and_counts_what_it_stored() {
+    let dir = TempDir::new("embeddings-deadline");
+    let server = slow_server(&dir, std::time::Duration::from_millis(60), "900");
     let memories: Vec<serde_json::Value> = (0..40)
         .map(|n| serde_json::json!({"text": format!("note {n} about a cake"), "namespace": "acme"}))
         .collect();
@@ -541,17 +551,8 @@ fn a_slow_batch_stops_before_its_deadline_and_counts_what_it_stored() {
 /// the session goes on.
 #[test]
 fn an_mcp_tool_call_over_http_has_the_request_deadline() {
-    let service = slow_toy_service(std::time::Duration::from_secs(5));
     let dir = TempDir::new("embeddings-mcp-deadline");
-    write_config(
-        &dir,
-        &format!("[embeddings]\nbase_url = \"{service}\"\nmodel = \"toy\"\ndimension = 4\n"),
-    );
-    let store = vec![
-        "--store".to_owned(),
-        dir.path().join("store.db").display().to_string(),
-    ];
-    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "400"]);
+    let server = slow_server(&dir, std::time::Duration::from_secs(5), "400");
     let post = |session: Option<&str>, body: serde_json::Value| {
         let mut headers = vec![("Accept", "application/json, text/event-stream".to_owned())];
         if let Some(session) = session {

@@ -1076,17 +1076,24 @@ fn a_stop_right_after_the_start_is_graceful() {
     }
 }
 
+/// The store arguments of a SQLite file in `dir` and of the in-memory store.
+fn sqlite_and_memory(dir: &TempDir) -> [Vec<String>; 2] {
+    [
+        vec![
+            "--store".to_owned(),
+            dir.path().join("s.db").to_string_lossy().into_owned(),
+        ],
+        vec!["--store".to_owned(), "memory:".to_owned()],
+    ]
+}
+
 /// A page written with `if_updated_at` replaces only the page as it was read: of two edits
 /// from one copy, the second gets 409 and the first stays; a page that is not there gets
 /// 404 and is not created; a time that is not RFC 3339 is refused by name.
 #[test]
 fn a_page_edit_from_an_old_copy_is_refused() {
     let dir = TempDir::new("page-precondition");
-    let store = vec![
-        "--store".to_owned(),
-        dir.path().join("s.db").to_string_lossy().into_owned(),
-    ];
-    for store in [store, vec!["--store".to_owned(), "memory:".to_owned()]] {
+    for store in sqlite_and_memory(&dir) {
         let server = Server::start(&dir, &store, &[]);
         let key = server.key_for("acme");
         let put = |body: serde_json::Value| {
@@ -1133,11 +1140,7 @@ fn a_page_edit_from_an_old_copy_is_refused() {
 #[test]
 fn a_page_read_shows_a_page_of_its_referrers() {
     let dir = TempDir::new("page-referrers");
-    let store = vec![
-        "--store".to_owned(),
-        dir.path().join("s.db").to_string_lossy().into_owned(),
-    ];
-    for store in [store, vec!["--store".to_owned(), "memory:".to_owned()]] {
+    for store in sqlite_and_memory(&dir) {
         let server = Server::start(&dir, &store, &[]);
         let key = server.key_for("acme");
         let (status, index) = server.call(
