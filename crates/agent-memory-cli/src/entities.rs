@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::{EntityArgs, EntityId, GraphCommand, RelateArgs, RelatedArgs, UnrelateArgs};
 use crate::commands::{Outcome, Settings, to_json};
 use crate::failure::{ErrorKind, Failure};
-use crate::views::{EntityView, RelationView};
+use crate::views::{EntityView, MAX_ENTITY_RELATIONS, RelationView};
 
 /// Runs one `graph` subcommand in the settings' namespace.
 pub(crate) async fn run(settings: &Settings, command: GraphCommand) -> Result<Outcome, Failure> {
@@ -68,14 +68,27 @@ pub(crate) fn entity_of(
 }
 
 /// Adds `entity`, or replaces the stored one with its id (its relations and access
-/// statistics stay), and returns it as stored: the store keeps the first
-/// `TagConstraints::max_tags_per_entity` tags, so an answer built from the request would
-/// show tags a read does not. Read back after the write; the entity given if another
-/// writer deleted it in between.
+/// statistics stay), and returns it as stored (read back after the write; the entity given
+/// if another writer deleted it in between).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming `tags` for more distinct tags than the graph keeps
+/// (`TagConstraints::max_tags_per_entity`, 8 by default): the store would drop the rest.
 pub(crate) async fn put_entity(
     graph: &dyn KnowledgeGraph,
     entity: GraphEntity,
 ) -> Result<GraphEntity, Failure> {
+    // The store would keep the first ones and drop the rest: refused by name instead.
+    let most = graph.tag_constraints().max_tags_per_entity;
+    if entity.tags.len() > most {
+        return Err(Failure::invalid(
+            "tags",
+            format!(
+                "{} distinct tags: an entity keeps at most {most}",
+                entity.tags.len()
+            ),
+        ));
+    }
     let (namespace, id) = (entity.namespace.clone(), entity.id.clone());
     match graph.add_entity(entity.clone()).await {
         Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity.clone()).await?,
@@ -108,7 +121,12 @@ async fn show(settings: &Settings, args: EntityId) -> Result<Outcome, Failure> {
     let Some(entity) = graph.get_entity(&settings.namespace, &args.id).await? else {
         return Err(no_entity(settings, &args.id));
     };
-    let relations = graph.relations_of(&settings.namespace, &args.id).await?;
+    // A page of them, as the HTTP API and MCP show an entity: a hub has one a memory.
+    let mut relations = graph
+        .relations_of_at_most(&settings.namespace, &args.id, MAX_ENTITY_RELATIONS + 1)
+        .await?;
+    let truncated = relations.len() > MAX_ENTITY_RELATIONS;
+    relations.truncate(MAX_ENTITY_RELATIONS);
     let mut text = format!("[{}] {} ({})", entity.entity_type, entity.name, entity.id);
     for (label, value) in [
         ("description", entity.description.clone()),
@@ -134,9 +152,19 @@ async fn show(settings: &Settings, args: EntityId) -> Result<Outcome, Failure> {
             relation.source_id, relation.relation_type, relation.target_id, relation.weight
         );
     }
+    if truncated {
+        let _ = write!(
+            text,
+            "\n  (the first {MAX_ENTITY_RELATIONS} relations; there are more)"
+        );
+    }
     let relations: Vec<RelationView> = relations.iter().map(RelationView::from).collect();
     Ok(Outcome {
-        json: json!({ "entity": to_json(&EntityView::from(&entity))?, "relations": to_json(&relations)? }),
+        json: json!({
+            "entity": to_json(&EntityView::from(&entity))?,
+            "relations": to_json(&relations)?,
+            "relations_truncated": truncated,
+        }),
         text,
     })
 }

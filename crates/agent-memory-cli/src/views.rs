@@ -373,7 +373,7 @@ pub(crate) struct PageView {
     /// Ids of pages it refers to.
     pub(crate) references: Vec<String>,
     /// Ids of the pages that refer to it, sorted (what links here): the first
-    /// [`MAX_REFERRERS`]; the page index lists every page's references.
+    /// [`MAX_REFERRERS`] (the page index gives how many cite each page, `referenced_by`).
     pub(crate) referrers: Vec<String>,
     /// Whether more pages refer to it than `referrers` shows.
     #[serde(default)]
@@ -383,6 +383,10 @@ pub(crate) struct PageView {
     /// When it last changed (RFC 3339).
     pub(crate) updated_at: String,
 }
+
+/// The most relations shown with one entity: a tenant may give one entity any number
+/// (relation types are free text), and a read of it stays the size of a page.
+pub(crate) const MAX_ENTITY_RELATIONS: usize = 100;
 
 /// The most referrers shown with one page: any number of pages may cite one (an index
 /// page every page cites), and a read of it stays the size of a page.

@@ -520,6 +520,10 @@ def test_the_knowledge_graph(memory: Memory) -> None:
     assert any(hit.id == "ana" for hit in memory.recall("kb", "Ana Lima"))
     with pytest.raises(InvalidInputError, match="attributes"):
         memory.add_entity("kb", "x", "X", "thing", attributes=["Lisbon"])
+    with pytest.raises(InvalidInputError) as refused:
+        memory.add_entity("kb", "x", "X", "thing", tags=[f"t{n}" for n in range(9)])
+    assert refused.value.field == "tags"
+    assert memory.get_entity("kb", "x") is None
     with pytest.raises(InvalidInputError, match="weight"):
         memory.add_relation("kb", "acme", "ana", "employs", 2.0)
     assert memory.remove_entity("kb", "ana") is True

@@ -20,7 +20,7 @@ const MAX_PAGE: usize = 100;
 const DEFAULT_CONFLICTS: usize = 20;
 const MAX_CONFLICTS: usize = 100;
 /// Most relations shown with one entity.
-const MAX_RELATIONS: usize = 100;
+const MAX_RELATIONS: usize = crate::views::MAX_ENTITY_RELATIONS;
 
 const NAMESPACE: &str = "Optional namespace to work in, written in full: the one this connection is scoped to or one under it (e.g. `team/project-x` when the connection is scoped to `team`; recall results show each memory's namespace in this form). Leave it out to use the connection's namespace; reads then cover everything under it.";
 
@@ -210,7 +210,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "name": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "The display name."},
                     "entity_type": {"type": "string", "minLength": 1, "maxLength": 128, "description": "What it is: person, project, organization, ..."},
                     "description": {"type": "string", "maxLength": 65536, "description": "One or two sentences about it."},
-                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 64, "description": "Topic labels."},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 8, "description": "Topic labels, at most 8."},
                     "attributes": {"type": "object", "description": "What is known about it as keys and values, e.g. {\"born\": 1990, \"city\": \"Lisbon\"}."},
                     "namespace": {"type": "string", "description": NAMESPACE}
                 },

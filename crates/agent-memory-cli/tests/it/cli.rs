@@ -447,6 +447,32 @@ fn the_graph_from_the_command_line() {
     ok(&["graph", "remove", "ana"]);
     let (code, gone) = run_json(&dir, &["-n", "kb", "graph", "show", "ana"]);
     assert_eq!(code, 4, "{gone}");
+    // A hub shows a page of its relations, and says it has more.
+    let mut file = String::from(
+        "{\"type\":\"entity\",\"name\":\"hub\",\"entityType\":\"thing\",\"observations\":[]}\n",
+    );
+    for n in 0..101 {
+        file.push_str(&format!(
+            "{{\"type\":\"relation\",\"from\":\"hub\",\"to\":\"leaf{n:03}\",\"relationType\":\"links\"}}\n"
+        ));
+    }
+    let path = dir.path().join("hub.jsonl");
+    std::fs::write(&path, file).expect("write hub.jsonl");
+    ok(&["import", path.to_str().expect("utf-8")]);
+    let hub = ok(&["graph", "show", "hub"]);
+    assert_eq!(
+        hub["relations"].as_array().map(Vec::len),
+        Some(100),
+        "{hub}"
+    );
+    assert_eq!(hub["relations_truncated"], true, "{hub}");
+    let text = run(&dir, &["-n", "kb", "graph", "show", "hub"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("there are more"),
+        "{text:?}"
+    );
+    let leaf = ok(&["graph", "show", "leaf000"]);
+    assert_eq!(leaf["relations_truncated"], false, "{leaf}");
     let (code, gone) = run_json(
         &dir,
         &["-n", "kb", "graph", "unrelate", "acme", "employs", "ana"],

@@ -392,7 +392,8 @@ class Memory:
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
         """Adds a knowledge-graph entity, or replaces the one with this ``id`` (its relations
-        stay). ``attributes`` is a dict of what is known about it."""
+        stay). ``attributes`` is a dict of what is known about it; at most 8 distinct ``tags``
+        (more raise :class:`InvalidInputError` naming ``tags``)."""
     def get_entity(self, namespace: str, id: str) -> dict[str, Any] | None:
         """Entity ``id`` as a dict, or None."""
     def entities(

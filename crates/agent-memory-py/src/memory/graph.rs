@@ -24,12 +24,25 @@ pub(super) fn attributes(
 }
 
 /// Adds `entity`, or replaces the stored one with its id (its relations and access
-/// statistics stay).
+/// statistics stay). More distinct tags than the graph keeps
+/// (`TagConstraints::max_tags_per_entity`, 8 by default) are refused naming `tags`: the
+/// store would drop the rest.
 pub(super) fn put_entity(
     py: Python<'_>,
     graph: &Arc<dyn KnowledgeGraph>,
     entity: GraphEntity,
 ) -> PyResult<()> {
+    let most = graph.tag_constraints().max_tags_per_entity;
+    if entity.tags.len() > most {
+        return Err(invalid(
+            py,
+            "tags",
+            format!(
+                "{} distinct tags: an entity keeps at most {most}",
+                entity.tags.len()
+            ),
+        ));
+    }
     let graph = Arc::clone(graph);
     block_on(py, async move {
         match graph.add_entity(entity.clone()).await {

@@ -613,7 +613,8 @@ impl Memory {
     /// Every version of the fact memory `id` states, in order (by when each starts to hold,
     /// then when it was recorded): the memories linked to it by supersession, and those
     /// with its fact key. Each carries how it ended ([`MemoryItem::ended`]): what replaced
-    /// it and when, or why it was retracted. At most [`MAX_HISTORY`] versions.
+    /// it and when, or why it was retracted. At most [`MAX_HISTORY`] versions: of a fact key
+    /// with more, the latest recorded (the current one among them).
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; store errors.
@@ -631,7 +632,10 @@ impl Memory {
             if let Some(key) = &item.fact_key
                 && keys.insert(key.clone())
             {
-                let mut filter = MemoryFilter::new(namespace.exact()).with_limit(MAX_HISTORY);
+                // The latest recorded, when a fact has had more versions than are read.
+                let mut filter = MemoryFilter::new(namespace.exact())
+                    .with_limit(MAX_HISTORY)
+                    .newest_first();
                 filter.fact_key = Some(key.clone());
                 for version in self.store.list(&filter).await? {
                     if seen.len() < MAX_HISTORY && seen.insert(version.id.clone()) {

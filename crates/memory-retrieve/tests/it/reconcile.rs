@@ -365,6 +365,35 @@ async fn a_summary_is_not_seen_as_of_a_time_before_its_consolidation() {
     assert_eq!(current[0].id, summary);
 }
 
+/// A fact with more versions than `history` reads shows the latest: the current one is
+/// there, asked from the first version too.
+#[tokio::test]
+async fn the_history_of_a_long_fact_keeps_its_latest_versions() {
+    let clock = Arc::new(ManualClock::new(day(10)));
+    let memory = at(&clock);
+    let total = memory_retrieve::MAX_HISTORY + 5;
+    let mut first = None;
+    let mut last = None;
+    for n in 0..total {
+        clock.advance(Duration::minutes(1));
+        let id = memory
+            .remember_with(city(&format!("The user lives in city number {n}")))
+            .await
+            .unwrap()
+            .id;
+        first.get_or_insert(id.clone());
+        last = Some(id);
+    }
+    let (first, last) = (first.unwrap(), last.unwrap());
+    let history = memory.history(&ns(), &first).await.unwrap();
+    assert_eq!(history.len(), memory_retrieve::MAX_HISTORY);
+    assert_eq!(
+        history.last().map(|item| item.id.as_str()),
+        Some(last.as_str())
+    );
+    assert!(history.last().is_some_and(|item| item.ended.is_none()));
+}
+
 /// `supersede` refuses an ended memory as the successor (the fact would be left with no
 /// current version), and writes nothing.
 #[tokio::test]

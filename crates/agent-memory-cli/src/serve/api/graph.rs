@@ -13,7 +13,7 @@ use super::{
 use crate::failure::{ErrorKind, Failure};
 use crate::serve::AppState;
 use crate::serve::auth::Caller;
-use crate::views::{EntityView, RelationView};
+use crate::views::{EntityView, MAX_ENTITY_RELATIONS, RelationView};
 
 /// An entity to write.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -36,9 +36,9 @@ pub(crate) struct EntityRequest {
     #[serde(default)]
     #[schema(max_length = 65536)]
     pub(crate) description: String,
-    /// Tags (at most the server's tags per entity, 8 by default).
+    /// Tags: at most 8 distinct (an entity's limit); more are refused by name.
     #[serde(default)]
-    #[schema(max_items = 64)]
+    #[schema(max_items = 8)]
     pub(crate) tags: Vec<String>,
     /// What is known about it as keys and values, a JSON object (`{"born": 1990}`); it
     /// replaces the stored entity's attributes.
@@ -69,10 +69,6 @@ pub(crate) struct EntityDetail {
     /// Whether it has more relations than are shown.
     pub(crate) relations_truncated: bool,
 }
-
-/// The most relations shown with one entity: a tenant may give one entity any number
-/// (relation types are free text), and a read of it stays the size of a page.
-pub(crate) const MAX_ENTITY_RELATIONS: usize = 100;
 
 /// Lists entities, a page at a time.
 #[utoipa::path(get, path = "/v1/graph/entities", tag = "graph", params(PageQuery),
