@@ -64,6 +64,8 @@ pub(crate) struct Shared {
     metrics: Metrics,
     /// The deadline of one request.
     timeout: Duration,
+    /// The largest request body taken (`--max-body-bytes`).
+    max_body: usize,
 }
 
 impl std::ops::Deref for AppState {
@@ -176,6 +178,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         keys: Keys::new(admin_key, open)?,
         metrics: Metrics::default(),
         timeout: Duration::from_millis(timeout_ms),
+        max_body,
     }));
     let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
     let listener = tokio::net::TcpListener::bind(&listen)
@@ -513,6 +516,42 @@ fn is_direct_host(host: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok()
 }
 
+/// `request` with its body read whole, within `deadline` and at most `max_body` bytes
+/// (MCP's messages are JSON read whole anyway): a [`ErrorKind::Timeout`] or
+/// [`ErrorKind::PayloadTooLarge`] failure otherwise.
+async fn body_within(
+    request: Request,
+    deadline: Duration,
+    max_body: usize,
+) -> Result<Request, Failure> {
+    let (parts, body) = request.into_parts();
+    let read = tokio::time::timeout(deadline, axum::body::to_bytes(body, max_body))
+        .await
+        .map_err(|_| {
+            Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the request's body took longer than {} ms to arrive",
+                    deadline.as_millis()
+                ),
+            )
+        })?
+        .map_err(|error| {
+            // The limit's error names it; any other is the connection's.
+            let message = error.to_string();
+            let kind = if message.contains("length limit") {
+                ErrorKind::PayloadTooLarge
+            } else {
+                ErrorKind::InvalidInput
+            };
+            Failure::new(
+                kind,
+                format!("the request's body could not be read: {message}"),
+            )
+        })?;
+    Ok(Request::from_parts(parts, axum::body::Body::from(read)))
+}
+
 /// Times out, logs and counts every request.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -524,7 +563,12 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     // MCP streams stay open as long as the client wants (each tool call has the deadline,
     // `MemoryServer::with_deadline`); every other request has a deadline.
     let response = if route.starts_with("/mcp") {
-        next.run(request).await
+        // Its body, though, must arrive within the deadline as every request's does: a
+        // client trickling one would hold a connection for as long as it liked.
+        match body_within(request, state.timeout, state.max_body).await {
+            Ok(request) => next.run(request).await,
+            Err(failure) => failure.into_response(),
+        }
     } else {
         match tokio::time::timeout(state.timeout, next.run(request)).await {
             Ok(response) => as_json_error(response).await,

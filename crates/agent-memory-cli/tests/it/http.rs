@@ -999,6 +999,29 @@ fn a_request_head_must_arrive_within_the_deadline() {
     assert_eq!(server.stop(), Some(0));
 }
 
+/// The body of a request to `/mcp` must arrive within the request deadline too: one sent in
+/// part and then never finished gets a `timeout` answer, and its connection is let go.
+#[test]
+fn an_mcp_request_body_must_arrive_within_the_deadline() {
+    use std::io::Write;
+    let dir = TempDir::new("slow-mcp-body");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    let server = Server::start(&dir, &store, &["--no-auth", "--request-timeout-ms", "300"]);
+    let mut unfinished = std::net::TcpStream::connect(&server.address).expect("connect");
+    unfinished
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+              Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+        )
+        .expect("part of a request");
+    let answered = read_until_closed(&mut unfinished, std::time::Duration::from_secs(20))
+        .expect("the unfinished request is answered and its connection closed");
+    let answered = String::from_utf8_lossy(&answered);
+    assert!(answered.starts_with("HTTP/1.1 504"), "{answered}");
+    assert!(answered.contains("\"timeout\""), "{answered}");
+    assert_eq!(server.stop(), Some(0));
+}
+
 /// Past `--max-connections`, a new connection waits until one closes, then is served.
 #[test]
 fn connections_past_the_limit_wait_for_one_to_close() {
