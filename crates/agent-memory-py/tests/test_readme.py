@@ -1,4 +1,4 @@
-"""The Python examples of the repository's README run as written."""
+"""The Python examples of the repository's README, and of the package's own, run as written."""
 
 from __future__ import annotations
 
@@ -28,3 +28,15 @@ def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
     printed = capsys.readouterr().out
     assert "Berlin" in printed and "Rust" in printed
     assert "I love hiking in the Alps" in printed
+
+
+PACKAGE_README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.skipif(not PACKAGE_README.exists(), reason="run from a checkout")
+def test_package_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = re.findall(r"```python\n(.*?)```", PACKAGE_README.read_text(encoding="utf-8"), flags=re.S)
+    assert len(examples) == 1
+    exec(compile(examples[0], str(PACKAGE_README), "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    assert "Berlin" in printed and "Rust" in printed
