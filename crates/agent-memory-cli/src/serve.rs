@@ -372,7 +372,10 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     (app, Box::new(move || token.cancel()))
 }
 
-/// Lets an MCP request through with its caller, from its API key.
+/// Lets an MCP request through with its caller, from its API key, and its body read whole
+/// within the request deadline: the MCP stream stays open as long as the client wants, but
+/// a client trickling a body would hold a connection for as long as it liked. Read only
+/// once the key is known, so a caller without one makes the server hold no body.
 async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     let caller = state
@@ -382,7 +385,16 @@ async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -
     match caller {
         Ok(caller) => {
             parts.extensions.insert(caller);
-            next.run(Request::from_parts(parts, body)).await
+            match body_within(
+                Request::from_parts(parts, body),
+                state.timeout,
+                state.max_body,
+            )
+            .await
+            {
+                Ok(request) => next.run(request).await,
+                Err(failure) => failure.into_response(),
+            }
         }
         Err(failure) => failure.into_response(),
     }
@@ -563,12 +575,8 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     // MCP streams stay open as long as the client wants (each tool call has the deadline,
     // `MemoryServer::with_deadline`); every other request has a deadline.
     let response = if route.starts_with("/mcp") {
-        // Its body, though, must arrive within the deadline as every request's does: a
-        // client trickling one would hold a connection for as long as it liked.
-        match body_within(request, state.timeout, state.max_body).await {
-            Ok(request) => next.run(request).await,
-            Err(failure) => failure.into_response(),
-        }
+        // Its body, though, has the deadline (read in `mcp_auth`, once the key is known).
+        next.run(request).await
     } else {
         match tokio::time::timeout(state.timeout, next.run(request)).await {
             Ok(response) => as_json_error(response).await,
