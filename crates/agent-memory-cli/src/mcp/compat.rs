@@ -24,7 +24,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agent_memory::{
-    EntityPosition, Memory, MemoryError, MemoryItem, MemoryKind, Namespace, SearchQuery,
+    EntityPosition, KnowledgeGraph, Memory, MemoryError, MemoryItem, MemoryKind, Namespace,
+    SearchQuery,
 };
 use rmcp::model::Tool;
 use serde::Deserialize;
@@ -422,13 +423,7 @@ pub(super) async fn call(
             let mut created = Vec::new();
             for (relation, shown) in relations.into_iter().zip(&args.relations) {
                 if !held.contains_key(&relation.source_id) {
-                    let known = graph
-                        .relations_of(&namespace, &relation.source_id)
-                        .await?
-                        .into_iter()
-                        .filter(|r| r.source_id == relation.source_id)
-                        .map(|r| (r.target_id, r.relation_type))
-                        .collect();
+                    let known = outgoing(graph.as_ref(), &namespace, &relation.source_id).await?;
                     held.insert(relation.source_id.clone(), known);
                 }
                 let pair = (relation.target_id.clone(), relation.relation_type.clone());
@@ -665,6 +660,30 @@ pub(super) async fn call(
             open(memory, &namespace, &args.names, None).await
         }
         other => Err(Failure::invalid("name", format!("unknown tool {other:?}"))),
+    }
+}
+
+/// The relations from `source`, as (target, type): read in prefixes of
+/// `KnowledgeGraph::relations_of_at_most` that double, until one from another entity (those
+/// from it come first) or the last, so an entity every other one relates to costs its own
+/// relations, not theirs.
+async fn outgoing(
+    graph: &dyn KnowledgeGraph,
+    namespace: &Namespace,
+    source: &str,
+) -> Result<HashSet<(String, String)>, MemoryError> {
+    let mut ask = 64;
+    loop {
+        let read = graph.relations_of_at_most(namespace, source, ask).await?;
+        let done = read.len() < ask || read.iter().any(|r| r.source_id != source);
+        if done {
+            return Ok(read
+                .into_iter()
+                .filter(|r| r.source_id == source)
+                .map(|r| (r.target_id, r.relation_type))
+                .collect());
+        }
+        ask = ask.saturating_mul(2);
     }
 }
 

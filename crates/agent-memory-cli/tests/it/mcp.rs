@@ -995,6 +995,23 @@ fn stdio_compat_reads_show_a_page_of_a_hubs_relations() {
             |n| json!({"from": format!("leaf-{n:03}"), "to": "hub", "relationType": "cites"}),
         ));
     client.payload("create_relations", json!({ "relations": relations }));
+    // A relation stored past the first read of the hub's is known; a new one is created.
+    let again = client.payload(
+        "create_relations",
+        json!({"relations": [
+            {"from": "hub", "to": "leaf-119", "relationType": "links"},
+            {"from": "hub", "to": "leaf-149", "relationType": "links"}
+        ]}),
+    );
+    assert_eq!(
+        again["relations"],
+        json!([{"from": "hub", "to": "leaf-149", "relationType": "links"}]),
+        "{again}"
+    );
+    client.payload(
+        "delete_relations",
+        json!({"relations": [{"from": "hub", "to": "leaf-149", "relationType": "links"}]}),
+    );
     let opened = client.payload("open_nodes", json!({"names": ["hub", "leaf-149"]}));
     let shown = opened["relations"].as_array().expect("relations");
     // The hub's first 100 (all from it), and the leaf's one, to the hub.
