@@ -614,7 +614,7 @@ impl Memory {
     /// then when it was recorded): the memories linked to it by supersession, and those
     /// with its fact key. Each carries how it ended ([`MemoryItem::ended`]): what replaced
     /// it and when, or why it was retracted. At most [`MAX_HISTORY`] versions: of a fact key
-    /// with more, the latest recorded (the current one among them).
+    /// with more, its current versions and the latest recorded.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; store errors.
@@ -632,14 +632,22 @@ impl Memory {
             if let Some(key) = &item.fact_key
                 && keys.insert(key.clone())
             {
-                // The latest recorded, when a fact has had more versions than are read.
-                let mut filter = MemoryFilter::new(namespace.exact())
+                // When a fact has had more versions than are read: the current ones first
+                // (a statement recorded late about an earlier time is not one), then the
+                // latest recorded.
+                let mut current = MemoryFilter::new(namespace.exact())
+                    .with_view(TimeView::Current(self.clock.now()))
+                    .with_limit(MAX_HISTORY);
+                current.fact_key = Some(key.clone());
+                let mut latest = MemoryFilter::new(namespace.exact())
                     .with_limit(MAX_HISTORY)
                     .newest_first();
-                filter.fact_key = Some(key.clone());
-                for version in self.store.list(&filter).await? {
-                    if seen.len() < MAX_HISTORY && seen.insert(version.id.clone()) {
-                        queue.push_back(version);
+                latest.fact_key = Some(key.clone());
+                for filter in [current, latest] {
+                    for version in self.store.list(&filter).await? {
+                        if seen.len() < MAX_HISTORY && seen.insert(version.id.clone()) {
+                            queue.push_back(version);
+                        }
                     }
                 }
             }

@@ -392,6 +392,29 @@ async fn the_history_of_a_long_fact_keeps_its_latest_versions() {
         Some(last.as_str())
     );
     assert!(history.last().is_some_and(|item| item.ended.is_none()));
+    // Statements recorded late about earlier times are the latest recorded, not current:
+    // the current version stays in the history.
+    let mut late = None;
+    for n in 0..memory_retrieve::MAX_HISTORY {
+        clock.advance(Duration::minutes(1));
+        let valid_from = day(1) + Duration::minutes(i64::try_from(n).unwrap());
+        let id = memory
+            .remember_with(
+                city(&format!("The user once lived in town number {n}"))
+                    .valid(Some(valid_from), None),
+            )
+            .await
+            .unwrap()
+            .id;
+        late = Some(id);
+    }
+    let history = memory.history(&ns(), &late.unwrap()).await.unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|item| item.id == last && item.ended.is_none()),
+        "the current version is in the history"
+    );
 }
 
 /// `supersede` refuses an ended memory as the successor (the fact would be left with no

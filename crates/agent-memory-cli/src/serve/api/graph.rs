@@ -36,7 +36,8 @@ pub(crate) struct EntityRequest {
     #[serde(default)]
     #[schema(max_length = 65536)]
     pub(crate) description: String,
-    /// Tags: at most 8 distinct (an entity's limit); more are refused by name.
+    /// Tags: at most 8 distinct once normalised (an entity's limit); more are refused by
+    /// name.
     #[serde(default)]
     #[schema(max_items = 8)]
     pub(crate) tags: Vec<String>,
