@@ -560,7 +560,24 @@ impl PyMemory {
         let max_tokens = count(py, "max_tokens", max_tokens)?;
         let turns = count(py, "turns", turns)?;
         let scope = scope(py, namespace, exact)?;
-        let session = session.map(|name| record_namespace(py, name)).transpose()?;
+        // A conversation's namespace, refused under its own argument's name.
+        let session = session
+            .map(|name| {
+                agent_memory::Namespace::parse(name)
+                    .and_then(|namespace| namespace.require_record_namespace().map(|()| namespace))
+                    .map_err(|error| {
+                        to_py_err(
+                            py,
+                            match error {
+                                agent_memory::MemoryError::InvalidInput { problem, .. } => {
+                                    agent_memory::MemoryError::invalid("session", problem)
+                                }
+                                other => other,
+                            },
+                        )
+                    })
+            })
+            .transpose()?;
         let memory = &self.inner;
         block_on(py, async move {
             match session {

@@ -74,7 +74,7 @@ def test_one_class_per_kind_under_one_base() -> None:
         (lambda m: m.list("u", view="later"), "view"),
         (lambda m: m.put("u", "k", "", metadata={}), "content"),
         (lambda m: m.retract("u", "id", "r" * 100_000), "reason"),
-        (lambda m: m.context("u/", "q", 10, session=""), "namespace"),
+        (lambda m: m.context("u/", "q", 10, session=""), "session"),
         # A negative count names its argument (it had raised an OverflowError naming none).
         (lambda m: m.recall("u", "q", max_results=-1), "max_results"),
         (lambda m: m.recall("u", "q", graph_depth=-1), "graph_depth"),

@@ -308,3 +308,25 @@ def test_an_ended_version_is_not_updated(m: Memory) -> None:
         m.update(paris.id, "The user lives in Rome")
     assert raised.value.field == "memory_id"
     assert [r["id"] for r in m.get_all(user_id="u")["results"]] == [berlin.id]
+
+
+def test_malformed_filters_data_and_prefix_are_refused_by_name(m: Memory) -> None:
+    m.add("I like tea", user_id="alice")
+    for filters in [{1: "x"}, {"OR": {"topic": "pets"}}, {"AND": "topic"}, {"NOT": [5]}]:
+        with pytest.raises(InvalidInputError) as refused:
+            m.search("tea", user_id="alice", filters=filters)
+        assert refused.value.field == "filters", filters
+    found = m.search("tea", user_id="alice", filters={"OR": [{"topic": "pets"}, {"user_id": "alice"}]})
+    assert isinstance(found["results"], list)
+    memory_id = m.get_all(user_id="alice")["results"][0]["id"]
+    with pytest.raises(InvalidInputError) as refused:
+        m.update(memory_id, None)  # type: ignore[arg-type]
+    assert refused.value.field == "data"
+    assert m.get(memory_id)["memory"] == "I like tea"
+    native = NativeMemory()
+    native.remember("app/user-1", "Unrelated app memory")
+    for prefix in ["", "/", "//"]:
+        with pytest.raises(InvalidInputError) as refused:
+            Memory(memory=native, prefix=prefix)
+        assert refused.value.field == "prefix"
+    assert native.namespaces() == ["app/user-1"]

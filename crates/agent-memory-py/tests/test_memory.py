@@ -529,3 +529,10 @@ def test_the_knowledge_graph(memory: Memory) -> None:
     assert memory.remove_entity("kb", "ana") is True
     assert memory.remove_entity("kb", "ana") is False
     assert memory.relations("kb", "acme") == []
+
+
+def test_context_names_a_bad_session(memory: Memory) -> None:
+    for session in ["a b", ""]:
+        with pytest.raises(InvalidInputError) as refused:
+            memory.context("u", "hey", session=session)
+        assert refused.value.field == "session", session

@@ -259,7 +259,9 @@ class Memory:
     ) -> Remembered:
         """Remembers ``text`` in ``namespace``, reconciled with what is stored: duplicates
         merge, a ``fact_key`` supersedes the current memory of that key, contradictions
-        are flagged.
+        are flagged. An ``id`` names the memory (a dialogue's turn id, say): a memory
+        already stored under it is replaced whole, pin and history included, as a turn sent
+        again replaces itself; leave ``id`` out for a new one.
 
         :raises InvalidInputError: naming the bad argument (``content``, ``importance``,
             ``namespace``, ``metadata``, ``tag``...).

@@ -46,7 +46,7 @@ import asyncio
 import functools
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
 from typing import Any, TypeVar
@@ -205,6 +205,23 @@ def _refuse(field: str, problem: str) -> InvalidInputError:
     return InvalidInputError(f"invalid input: {field}: {problem}", field=field, problem=problem)
 
 
+def _check_filters(filters: Any, depth: int = 0) -> None:
+    """Refuses filters of the wrong shape, naming ``filters``: a dict with text keys, whose
+    ``AND``/``OR``/``NOT`` hold lists of such dicts (at most 32 levels deep)."""
+    if depth > 32:
+        raise _refuse("filters", "nested more than 32 levels deep")
+    if not isinstance(filters, Mapping):
+        raise _refuse("filters", f"must be a dict, not {type(filters).__name__}")
+    for key, condition in filters.items():
+        if not isinstance(key, str):
+            raise _refuse("filters", f"keys are text, not {type(key).__name__}")
+        if key in ("AND", "OR", "NOT"):
+            if isinstance(condition, (str, bytes, Mapping)) or not isinstance(condition, Iterable):
+                raise _refuse("filters", f"{key} takes a list of filters")
+            for each in condition:
+                _check_filters(each, depth + 1)
+
+
 def _sentence_transformer(settings: Mapping[str, Any]) -> Any:
     """mem0's huggingface provider without a base URL: a local sentence-transformers model,
     which :class:`agent_memory.Memory` takes as it is."""
@@ -298,6 +315,10 @@ class Memory:
         prefix: str = "mem0",
         **memory_options: Any,
     ) -> None:
+        if not isinstance(prefix, str) or not prefix.strip("/"):
+            # Everything this layer holds, and all that `reset` clears, is under it: an empty
+            # prefix would put it beside the store's other memories and clear them too.
+            raise _refuse("prefix", "must name a namespace (an empty prefix would hold the whole store)")
         self.memory = memory if memory is not None else _NativeMemory(store, **memory_options)
         self.prefix = prefix.strip("/")
 
@@ -326,6 +347,8 @@ class Memory:
     # Scopes.
 
     def _ids(self, given: Mapping[str, Any], filters: Mapping[str, Any] | None) -> dict[str, str]:
+        if filters is not None:
+            _check_filters(filters)
         ids = {key: value for key, value in given.items() if value is not None}
         for key in _IDS:
             if filters and filters.get(key) is not None:
@@ -518,6 +541,8 @@ class Memory:
             fact (superseded, retracted): its history is not rewritten; the current version
             is the one to update.
         """
+        if not isinstance(data, str):
+            raise _refuse("data", f"the new text, not {type(data).__name__}")
         record = self._found(memory_id)
         if record.ended is not None:
             problem = f"memory {memory_id} has ended ({record.ended.get('reason')}); update the current version"

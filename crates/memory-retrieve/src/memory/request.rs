@@ -133,7 +133,9 @@ impl Remember {
         self
     }
 
-    /// Sets the id.
+    /// Sets the id (a dialogue's turn id, say). A memory already stored under it in the
+    /// namespace is replaced whole, pin and history included, as a turn sent again replaces
+    /// itself; without an id, the memory gets a new one.
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
