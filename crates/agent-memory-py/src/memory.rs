@@ -135,7 +135,7 @@ impl PyMemory {
             builder = builder.decay(over_default::<DecayConfig>(decay, "decay")?);
         }
         if let Some(facts) = facts {
-            builder = builder.facts(from_python::<FactsConfig>(facts, "facts")?);
+            builder = builder.facts(over_default::<FactsConfig>(facts, "facts")?);
         }
         if let Some(retriever) = retriever {
             builder =
@@ -477,7 +477,9 @@ impl PyMemory {
         fusion: Option<&Bound<'_, PyAny>>,
         graph_depth: Option<i64>,
     ) -> PyResult<Recalled> {
-        let max_results = count_of(py, "max_results", max_results)?;
+        // Below 1 is refused by the options' own check, with their range in the message: a
+        // negative count told "at least 0" where 0 is refused too.
+        let max_results = max_results.map(|n| usize::try_from(n).unwrap_or(0));
         let graph_depth = count_of(py, "graph_depth", graph_depth)?;
         let scope = scope(py, namespace, exact)?;
         let mut options = RecallOptions::default();

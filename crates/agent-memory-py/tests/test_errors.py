@@ -197,3 +197,22 @@ def test_unavailable_for_a_server_that_does_not_answer() -> None:
     with pytest.raises((UnavailableError, MemoryTimeoutError)) as caught:
         Memory("postgres://nobody@127.0.0.1:1/none")
     assert caught.value.recoverable
+
+
+@pytest.mark.parametrize("setting", ["decay", "facts"])
+def test_an_unknown_setting_is_refused_by_name(setting: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        Memory(**{setting: {"bogus": 1}})
+    assert refused.value.field == setting
+    assert "bogus" in str(refused.value)
+    Memory(**{setting: {}})  # the defaults
+
+
+def test_a_count_below_its_range_gets_the_range(memory: Memory) -> None:
+    problems = set()
+    for n in (-1, 0, 1001):
+        with pytest.raises(InvalidInputError) as refused:
+            memory.recall("u", "q", max_results=n)
+        assert refused.value.field == "max_results"
+        problems.add(refused.value.problem)
+    assert len(problems) == 1, problems

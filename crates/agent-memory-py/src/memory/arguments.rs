@@ -45,7 +45,21 @@ where
         serde_json::to_value(T::default()).map_err(|error| invalid(value.py(), field, error))?;
     let given = to_json(value, field)?;
     match (merged.as_object_mut(), given) {
-        (Some(defaults), serde_json::Value::Object(given)) => defaults.extend(given),
+        (Some(defaults), serde_json::Value::Object(given)) => {
+            // A key that is no setting (a typo) is refused, not dropped.
+            if let Some(unknown) = given.keys().find(|key| !defaults.contains_key(*key)) {
+                let known: Vec<&str> = defaults.keys().map(String::as_str).collect();
+                return Err(invalid(
+                    value.py(),
+                    field,
+                    format!(
+                        "unknown setting {unknown:?}; the settings are {}",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            defaults.extend(given);
+        }
         _ => return Err(invalid(value.py(), field, "expected a dict")),
     }
     serde_json::from_value(merged).map_err(|error| invalid(value.py(), field, error))
