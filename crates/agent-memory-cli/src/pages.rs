@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use agent_memory::{KnowledgePage, KnowledgeStore, MemoryError, Namespace};
+use agent_memory::{KnowledgePage, KnowledgeStore, Namespace};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -151,36 +151,11 @@ pub(crate) fn read_at(raw: Option<&str>) -> Result<Option<DateTime<Utc>>, Failur
 /// [`ErrorKind::NotFound`] when it does not exist (deleted since, or never written).
 pub(crate) async fn put_page(
     knowledge: &dyn KnowledgeStore,
-    mut page: KnowledgePage,
+    page: KnowledgePage,
     read_at: Option<DateTime<Utc>>,
 ) -> Result<PageView, Failure> {
     let (namespace, id) = (page.namespace.clone(), page.id.clone());
-    match read_at {
-        Some(read_at) => {
-            page.revise(read_at);
-            if !knowledge.update_page_if(page, read_at).await? {
-                return Err(match knowledge.get_page(&namespace, &id).await? {
-                    Some(stored) => Failure::new(
-                        ErrorKind::Conflict,
-                        format!(
-                            "page {id:?} in {namespace} changed since it was read: it was updated at {}, not {}",
-                            stored.updated_at.to_rfc3339(),
-                            read_at.to_rfc3339()
-                        ),
-                    )
-                    .with_hint("read the page again, redo the edit on what it holds now, and write it with its new updated_at"),
-                    None => Failure::new(
-                        ErrorKind::NotFound,
-                        format!("no page {id:?} in namespace {namespace} to write over"),
-                    ),
-                });
-            }
-        }
-        None => match knowledge.add_page(page.clone()).await {
-            Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await?,
-            other => other?,
-        },
-    }
+    agent_memory::write_page(knowledge, page, read_at).await?;
     page_view(knowledge, &namespace, &id).await
 }
 

@@ -94,6 +94,47 @@ impl AccessTally<'_> {
     }
 }
 
+/// Writes `page` as every face does: adds it, or replaces the stored page with its id (which
+/// keeps its creation time and access statistics). With `read_at`, the `updated_at` of the
+/// copy the new version was made from, only over the page as read
+/// ([`KnowledgeStore::update_page_if`]), its `updated_at` moved past `read_at`
+/// ([`KnowledgePage::revise`]).
+///
+/// # Errors
+/// With `read_at`: [`MemoryError::Conflict`](crate::MemoryError::Conflict) when the page
+/// changed since it was read, [`MemoryError::NotFound`](crate::MemoryError::NotFound) when
+/// it does not exist; [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an
+/// invalid page; backend errors.
+pub async fn write_page(
+    knowledge: &dyn KnowledgeStore,
+    mut page: KnowledgePage,
+    read_at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let Some(read_at) = read_at else {
+        return match knowledge.add_page(page.clone()).await {
+            Err(crate::MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await,
+            other => other,
+        };
+    };
+    page.revise(read_at);
+    let (namespace, id) = (page.namespace.clone(), page.id.clone());
+    if knowledge.update_page_if(page, read_at).await? {
+        return Ok(());
+    }
+    Err(match knowledge.get_page(&namespace, &id).await? {
+        Some(stored) => crate::MemoryError::Conflict {
+            message: format!(
+                "page {id} in {namespace} changed since it was read: it was updated at {}, \
+                 not {}; read it again and redo the edit",
+                stored.updated_at.to_rfc3339(),
+                read_at.to_rfc3339()
+            ),
+            source: None,
+        },
+        None => crate::MemoryError::not_found("page", &namespace, &id),
+    })
+}
+
 /// Storage of [`KnowledgePage`]s with a browsable index and search.
 ///
 /// Contracts (checked by the [`testsuite`](crate::testsuite)):

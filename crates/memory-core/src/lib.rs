@@ -58,7 +58,7 @@ pub use crate::{
         PageHit, PageIndexEntry, PageMatchSignals, PageQuery, PageRuleBits, PageRuleKeywords,
         PageRuleText,
     },
-    knowledge_store::{AccessEvent, AccessTally, KnowledgeStore},
+    knowledge_store::{AccessEvent, AccessTally, KnowledgeStore, write_page},
     memory::{
         CONTEXT_METADATA_KEY, ListPosition, MemoryFilter, MemoryItem, MemoryKind,
         ORIGINAL_METADATA_KEY, PINNED_METADATA_KEY, SearchHit, SearchQuery,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_memory::{KnowledgePage, KnowledgeStore, MemoryError, Namespace, Scope};
+use agent_memory::{KnowledgePage, KnowledgeStore, Namespace, Scope};
 use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -12,44 +12,18 @@ use super::graph::as_dict;
 use crate::errors::invalid;
 use crate::runtime::block_on;
 
-/// Writes `page`: adds it, or replaces the stored page with its id (which keeps its creation
-/// time and access statistics).
-///
-/// With `read_at` (the `updated_at` of the page as read), only over the page as read
-/// (`KnowledgeStore::update_page_if`), its `updated_at` moved past `read_at`:
-/// [`MemoryError::Conflict`] when it changed since, [`MemoryError::NotFound`] when it does
-/// not exist.
+/// Writes `page` as every face does ([`agent_memory::write_page`]): added or replaced, and
+/// with `read_at` only over the page as read (`ConflictError` when it changed since,
+/// `NotFoundError` when it does not exist).
 pub(super) fn put(
     py: Python<'_>,
     knowledge: &Arc<dyn KnowledgeStore>,
-    mut page: KnowledgePage,
+    page: KnowledgePage,
     read_at: Option<DateTime<Utc>>,
 ) -> PyResult<()> {
     let knowledge = Arc::clone(knowledge);
     block_on(py, async move {
-        let Some(read_at) = read_at else {
-            return match knowledge.add_page(page.clone()).await {
-                Err(MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await,
-                other => other,
-            };
-        };
-        page.revise(read_at);
-        let (namespace, id) = (page.namespace.clone(), page.id.clone());
-        if knowledge.update_page_if(page, read_at).await? {
-            return Ok(());
-        }
-        Err(match knowledge.get_page(&namespace, &id).await? {
-            Some(stored) => MemoryError::Conflict {
-                message: format!(
-                    "page {id} in {namespace} changed since it was read: it was updated at {}, \
-                     not {}; read it again and redo the edit",
-                    stored.updated_at.to_rfc3339(),
-                    read_at.to_rfc3339()
-                ),
-                source: None,
-            },
-            None => MemoryError::not_found("page", &namespace, &id),
-        })
+        agent_memory::write_page(knowledge.as_ref(), page, read_at).await
     })
 }
 
