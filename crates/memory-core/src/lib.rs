@@ -70,7 +70,7 @@ pub use crate::{
     },
     retrieval::{
         Channel, Channels, RetrievalResult, RetrievalSource, ScoreBreakdown, ScoredItem, Signal,
-        SignalScore,
+        SignalScore, SignalScores,
     },
     search::CONTEXT_FIELD_WEIGHT,
     store::{MemoryStore, RecallEvent, TermPositions},

@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::{GraphEntity, KnowledgePage, MemoryItem};
 
 mod channels;
+mod signal_scores;
 
 pub use channels::Channels;
+pub use signal_scores::SignalScores;
 
 /// The retrieval channel that found a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -85,7 +87,7 @@ pub struct ScoreBreakdown {
     /// The channels that found the candidate.
     pub channels: Channels,
     /// Each signal: `(name, value, contribution)`.
-    pub signals: Vec<SignalScore>,
+    pub signals: SignalScores,
 }
 
 /// A signal of a result's score. The first ten are weighted by the scoring strategy;
@@ -181,7 +183,7 @@ impl std::fmt::Display for Signal {
 }
 
 /// One signal of a [`ScoreBreakdown`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignalScore {
     /// Which signal.
     pub name: Signal,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, MemoryItem, Result, Signal, SignalScore};
+use memory_core::{MemoryError, MemoryItem, Result, Signal, SignalScore, SignalScores};
 use serde::{Deserialize, Serialize};
 
 /// Weights of the hybrid score. Each is finite and `>= 0`, at least one is positive; they
@@ -348,10 +348,16 @@ impl PreparedWeights {
     }
 
     /// Each positively weighted signal's value and its contribution (value times normalised
-    /// weight), in signal order. With room for two more, so that a penalty or a reranker's
-    /// share pushed after does not grow it (a second allocation for every result).
-    pub fn breakdown(&self, signals: &Signals) -> Vec<SignalScore> {
-        let mut scores = Vec::with_capacity(self.len + 2);
+    /// weight), in signal order. Kept inline: building it allocates nothing.
+    pub fn breakdown(&self, signals: &Signals) -> SignalScores {
+        let mut scores = SignalScores::new();
+        self.breakdown_into(signals, &mut scores);
+        scores
+    }
+
+    /// [`breakdown`](Self::breakdown), added to `scores` where they lie (a result's own
+    /// list, filled in place rather than moved into it).
+    pub fn breakdown_into(&self, signals: &Signals, scores: &mut SignalScores) {
         scores.extend(
             self.active()
                 .iter()
@@ -365,13 +371,12 @@ impl PreparedWeights {
                     }
                 }),
         );
-        scores
     }
 }
 
 /// The weighted score of `signals` and each signal's value and contribution. Signals with
 /// zero weight are left out of the breakdown. The score is in `[0, 1]`.
-pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, Vec<SignalScore>) {
+pub fn combine(weights: &ScoreWeights, signals: &Signals) -> (f32, SignalScores) {
     let breakdown = weights.prepare().breakdown(signals);
     let score: f32 = breakdown.iter().map(|signal| signal.contribution).sum();
     (unit(score), breakdown)

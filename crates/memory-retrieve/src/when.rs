@@ -186,19 +186,23 @@ fn is_relative(words: &[Word], at: usize, now: DateTime<Utc>) -> bool {
 
 /// Words every time expression read here holds one of (besides a number or a month):
 /// most questions hold none, and are passed over without reading their words.
-const CUES: [&str; 11] = [
-    "ago",
-    "today",
-    "tonight",
-    "yesterday",
-    "this",
-    "last",
-    "past",
-    "since",
-    "after",
-    "before",
-    "until",
-];
+/// Whether `word` (lowercase ASCII) is a cue of a time: "ago", "last", "yesterday".
+fn is_cue(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"ago"
+            | b"today"
+            | b"tonight"
+            | b"yesterday"
+            | b"this"
+            | b"last"
+            | b"past"
+            | b"since"
+            | b"after"
+            | b"before"
+            | b"until"
+    )
+}
 
 /// Whether `query` can name a time: one of its first [`MAX_WORDS`] words holds a digit, or
 /// is a cue or a month's name. No allocation.
@@ -226,10 +230,7 @@ fn marks_a_time(word: &str) -> bool {
     for (to, from) in lower.iter_mut().zip(bytes) {
         *to = from.to_ascii_lowercase();
     }
-    let Ok(lower) = std::str::from_utf8(lower) else {
-        return false;
-    };
-    CUES.contains(&lower) || month(lower).is_some()
+    is_cue(lower) || month_of(lower).is_some()
 }
 
 /// One word of a query: lowercased, whether it was written with a capital, and where it
@@ -489,24 +490,27 @@ fn weekday(word: &str) -> Option<Weekday> {
 
 /// The month a word names (1 to 12): its full name, or its abbreviation.
 fn month(word: &str) -> Option<u32> {
-    const NAMES: [&[&str]; 12] = [
-        &["january", "jan"],
-        &["february", "feb"],
-        &["march", "mar"],
-        &["april", "apr"],
-        &["may"],
-        &["june", "jun"],
-        &["july", "jul"],
-        &["august", "aug"],
-        &["september", "sep", "sept"],
-        &["october", "oct"],
-        &["november", "nov"],
-        &["december", "dec"],
-    ];
-    NAMES
-        .iter()
-        .position(|names| names.contains(&word))
-        .and_then(|at| u32::try_from(at + 1).ok())
+    month_of(word.as_bytes())
+}
+
+/// [`month`] of a word's bytes: a match, which compiles to a switch on the length, not a
+/// walk over every name (it is asked of every word of the texts a recall reads).
+fn month_of(word: &[u8]) -> Option<u32> {
+    Some(match word {
+        b"january" | b"jan" => 1,
+        b"february" | b"feb" => 2,
+        b"march" | b"mar" => 3,
+        b"april" | b"apr" => 4,
+        b"may" => 5,
+        b"june" | b"jun" => 6,
+        b"july" | b"jul" => 7,
+        b"august" | b"aug" => 8,
+        b"september" | b"sep" | b"sept" => 9,
+        b"october" | b"oct" => 10,
+        b"november" | b"nov" => 11,
+        b"december" | b"dec" => 12,
+        _ => return None,
+    })
 }
 
 /// A day of the month, written `8`, `8th`, `1st`, `22nd`, `3rd`.

@@ -1,7 +1,7 @@
 //! Fusion: the candidates of every channel scored (weighted signals, or reciprocal rank
 //! fusion), thresholded, cut to `max_results` and explained.
 
-use memory_core::{Channel, ScoreBreakdown, ScoredItem, Signal, SignalScore};
+use memory_core::{Channel, ScoreBreakdown, ScoredItem, Signal, SignalScore, SignalScores};
 
 use std::collections::{HashMap, HashSet};
 
@@ -106,76 +106,77 @@ pub(super) fn rank(
     }
     scored.sort_unstable_by(order);
     let mut items: Vec<ScoredItem> = Vec::with_capacity(scored.len());
-    items.extend(
-        scored
-            .into_iter()
-            .filter_map(|(score, at)| Some((score, at, candidates[at].take()?)))
-            .map(|(score, at, candidate)| {
-                // The contributions add up to the score: the signals' (or the fused rank's)
-                // to the score before any penalty, then the time's, then staleness's, each
-                // what it took away.
-                let mut signals = weights.breakdown(&candidate.signals);
-                let is_outside = outside(&candidate);
-                let is_stale = penalised.contains(&at);
-                let base = match config.fusion {
-                    // Read only when a penalty is to be explained.
-                    Fusion::Weighted if !(is_outside || is_stale) => score,
-                    Fusion::Weighted => signals.iter().map(|signal| signal.contribution).sum(),
-                    Fusion::ReciprocalRank { k } => {
-                        let ranks: Vec<usize> =
-                            candidate.channels.iter().map(|(_, rank)| rank).collect();
-                        let base = reciprocal_rank(&ranks, k, active);
-                        for signal in &mut signals {
-                            signal.contribution = 0.0;
-                        }
-                        signals.push(SignalScore {
-                            name: Signal::Rrf,
-                            value: base,
-                            contribution: base,
-                        });
-                        base
-                    }
-                };
-                let timed = if is_outside {
-                    let timed = base * factor;
-                    signals.push(SignalScore {
-                        name: Signal::Time,
-                        value: factor,
-                        contribution: timed - base,
-                    });
-                    timed
-                } else {
-                    base
-                };
-                if is_stale {
-                    // The factor it took: STALE_FACTOR, or less when it was put under a
-                    // newer rival.
-                    let value = if timed > 0.0 {
-                        (score / timed).clamp(0.0, 1.0)
-                    } else {
-                        STALE_FACTOR
-                    };
-                    signals.push(SignalScore {
-                        name: Signal::Stale,
-                        value,
-                        contribution: score - timed,
-                    });
+    // Each result is written into its place, and its breakdown filled there: a breakdown
+    // returned and moved into the result was copied at every step.
+    for (score, at) in scored {
+        let Some(candidate) = candidates[at].take() else {
+            continue;
+        };
+        let is_outside = outside(&candidate);
+        let is_stale = penalised.contains(&at);
+        let Candidate {
+            record,
+            channels: found,
+            signals: values,
+        } = candidate;
+        items.push(ScoredItem {
+            record,
+            score,
+            breakdown: ScoreBreakdown {
+                channels: found.iter().map(|(channel, _)| channel).collect(),
+                signals: SignalScores::new(),
+            },
+        });
+        let Some(signals) = items.last_mut().map(|item| &mut item.breakdown.signals) else {
+            continue;
+        };
+        // The contributions add up to the score: the signals' (or the fused rank's) to the
+        // score before any penalty, then the time's, then staleness's, each what it took
+        // away.
+        weights.breakdown_into(&values, signals);
+        let base = match config.fusion {
+            // Read only when a penalty is to be explained.
+            Fusion::Weighted if !(is_outside || is_stale) => score,
+            Fusion::Weighted => signals.iter().map(|signal| signal.contribution).sum(),
+            Fusion::ReciprocalRank { k } => {
+                let ranks: Vec<usize> = found.iter().map(|(_, rank)| rank).collect();
+                let base = reciprocal_rank(&ranks, k, active);
+                for signal in signals.iter_mut() {
+                    signal.contribution = 0.0;
                 }
-                let breakdown = ScoreBreakdown {
-                    channels: candidate
-                        .channels
-                        .iter()
-                        .map(|(channel, _)| channel)
-                        .collect(),
-                    signals,
-                };
-                ScoredItem {
-                    record: candidate.record,
-                    score,
-                    breakdown,
-                }
-            }),
-    );
+                signals.push(SignalScore {
+                    name: Signal::Rrf,
+                    value: base,
+                    contribution: base,
+                });
+                base
+            }
+        };
+        let timed = if is_outside {
+            let timed = base * factor;
+            signals.push(SignalScore {
+                name: Signal::Time,
+                value: factor,
+                contribution: timed - base,
+            });
+            timed
+        } else {
+            base
+        };
+        if is_stale {
+            // The factor it took: STALE_FACTOR, or less when it was put under a newer rival.
+            let value = if timed > 0.0 {
+                (score / timed).clamp(0.0, 1.0)
+            } else {
+                STALE_FACTOR
+            };
+            signals.push(SignalScore {
+                name: Signal::Stale,
+                value,
+                contribution: score - timed,
+            });
+        }
+    }
     (items, total_found)
 }
 
