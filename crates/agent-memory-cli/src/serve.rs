@@ -14,6 +14,7 @@ mod auth;
 mod connections;
 mod metrics;
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -193,7 +194,11 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     // Before the server says it listens: a signal from then on stops it gracefully.
     let signalled = shutdown_signal();
     // The address on stderr, for whoever started the server (port 0 picks a free one).
-    eprintln!("agent-memory listening on http://{address}");
+    // Not `eprintln!`, which panics when stderr is closed.
+    let _ = writeln!(
+        std::io::stderr(),
+        "agent-memory listening on http://{address}"
+    );
     tracing::info!(%address, open, readers, "serving");
     let stop = async move {
         signalled.await;
@@ -230,8 +235,13 @@ fn init_logs() {
         .ok()
         .and_then(|level| level.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::INFO);
+    // A log line that cannot be written is dropped: by default the subscriber reports the
+    // failure with `eprintln!`, which panics when stderr is closed (a log reader that
+    // died), inside the request's task, after its write, so the caller got no answer for
+    // a write that was stored.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_max_level(level)
         .with_target(false)
         .try_init();

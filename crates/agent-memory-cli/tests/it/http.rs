@@ -1587,6 +1587,36 @@ fn a_stop_loses_no_acknowledged_write() {
     );
 }
 
+/// A server whose log reader died (its stderr closed) still answers every request: a log
+/// line that cannot be written is dropped, not reported with a panic that took the answer
+/// of a write already stored.
+#[test]
+fn a_closed_log_pipe_costs_no_answer() {
+    let dir = TempDir::new("closed-logs");
+    let db = dir.path().join("l.db").to_string_lossy().into_owned();
+    let store = vec!["--store".to_owned(), db.clone()];
+    let server = Server::start_then_close_logs(&dir, &store);
+    for index in 0..3 {
+        let (status, body) = server.call(
+            "POST",
+            "/v1/memories",
+            Some(ADMIN_KEY),
+            Some(
+                json!({"namespace": "logs", "text": format!("written with no log reader {index}")}),
+            ),
+        );
+        assert_eq!(status, 201, "{body}");
+    }
+    assert_eq!(server.call("GET", "/healthz", None, None).0, 200);
+    assert_eq!(server.stop(), Some(0), "a graceful stop");
+    let output = command(&dir)
+        .args(["--store", &db, "-n", "logs", "--json", "stats"])
+        .output()
+        .expect("stats");
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(stats["total"], 3, "each write answered was stored, once");
+}
+
 /// A key scoped to one tenant never sees another tenant's records, whatever the names
 /// (prefixes of each other, as segments or as strings, included) and wherever under its
 /// prefix the other writes: recall, lists of memories and entities, stats and reads by id,

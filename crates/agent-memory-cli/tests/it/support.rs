@@ -92,6 +92,28 @@ pub(crate) const ADMIN_KEY: &str = "test-admin-key-0123456789";
 impl Server {
     /// Starts a server on `store_args` (e.g. `--store x.db`) and waits for its address.
     pub(crate) fn start(dir: &TempDir, store_args: &[String], extra: &[&str]) -> Self {
+        let (server, lines) = Self::launch(dir, store_args, extra);
+        // Keep draining the logs so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        server
+    }
+
+    /// [`start`](Self::start), then closes the pipe its logs go to (a log reader that died).
+    pub(crate) fn start_then_close_logs(dir: &TempDir, store_args: &[String]) -> Self {
+        let (server, lines) = Self::launch(dir, store_args, &[]);
+        drop(lines);
+        server
+    }
+
+    /// The server started, with the lines of its stderr after its address.
+    fn launch(
+        dir: &TempDir,
+        store_args: &[String],
+        extra: &[&str],
+    ) -> (
+        Self,
+        std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+    ) {
         use std::io::BufRead;
         let mut child = command(dir)
             .args(store_args)
@@ -112,9 +134,7 @@ impl Server {
                 break address.to_owned();
             }
         };
-        // Keep draining the logs so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, address }
+        (Self { child, address }, lines)
     }
 
     /// Sends one request; returns the status and the body.
