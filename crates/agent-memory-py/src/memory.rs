@@ -305,6 +305,8 @@ impl PyMemory {
             for (position, turn) in parsed.iter().enumerate() {
                 dialogue.check(turn).map_err(at(position))?;
             }
+            agent_memory::retrieve::Dialogue::check_ids(&parsed)
+                .map_err(|(position, error)| at(position)(error))?;
             let mut out = Vec::with_capacity(parsed.len());
             for (position, turn) in parsed.into_iter().enumerate() {
                 let remembered = dialogue.add(turn).await.map_err(at(position))?;

@@ -413,6 +413,14 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
     with pytest.raises(InvalidInputError) as error:
         memory.remember_dialogue("chat", [{"text": "hi"}, {"speaker": "a", "text": "x" * 1_048_573}])
     assert error.value.field == "turns[1].content"
+    # One id twice: the later turn would have replaced the earlier, both answered as stored.
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue(
+            "chat",
+            [{"text": "hi", "id": "t1"}, {"text": "hello", "id": "t2"}, {"text": "again", "id": "t1"}],
+        )
+    assert error.value.field == "turns[2].id"
+    assert "turns[0]" in str(error.value)
     assert memory.list("chat") == []
 
 

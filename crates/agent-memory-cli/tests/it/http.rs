@@ -1491,6 +1491,46 @@ fn a_bad_item_refuses_its_whole_batch() {
         "{refused}"
     );
     assert_eq!(stored("acme/chat"), 0, "no turn stored");
+
+    // One id twice in a batch or a dialogue: the later would have replaced the earlier,
+    // both answered as stored.
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": [
+            {"text": "batch one kiwi", "id": "dup", "namespace": "acme/ids"},
+            {"text": "batch two mango", "id": "dup", "namespace": "acme/ids"}
+        ]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "id", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("memories[1]") && m.contains("memories[0]")),
+        "{refused}"
+    );
+    assert_eq!(stored("acme/ids"), 0, "nothing stored");
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/dialogue",
+        Some(&key),
+        Some(json!({"namespace": "acme/ids", "turns": [
+            {"speaker": "user", "text": "hi", "id": "t1"},
+            {"speaker": "agent", "text": "hello", "id": "t2"},
+            {"speaker": "user", "text": "again", "id": "t1"}
+        ]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "id", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("turns[2]") && m.contains("turns[0]")),
+        "{refused}"
+    );
+    assert_eq!(stored("acme/ids"), 0, "no turn stored");
     assert_eq!(server.stop(), Some(0));
 }
 

@@ -120,7 +120,8 @@ impl Memory {
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].text`) for
-    /// the first invalid request, or `requests[j].fact_key` for a fact key an earlier
+    /// the first invalid request, `requests[j].id` for an id an earlier request of the batch
+    /// names in the same namespace, or `requests[j].fact_key` for a fact key an earlier
     /// request of the batch states in the same namespace;
     /// [`MemoryError::AlreadyExists`] or [`MemoryError::Conflict`] naming the request
     /// (`requests[3]: ...`) when the [`FactsConfig`](crate::FactsConfig) rejects a
@@ -134,6 +135,8 @@ impl Memory {
     async fn remember_batch(&self, requests: Vec<Remember>) -> Result<Vec<Remembered>> {
         let now = self.clock.now();
         let mut items = Vec::with_capacity(requests.len());
+        Remember::check_ids(&requests, "requests")
+            .map_err(|(index, error)| at_index(index, error))?;
         let mut keys: HashMap<(Namespace, String), usize> = HashMap::new();
         for (index, request) in requests.into_iter().enumerate() {
             let item = self
@@ -688,6 +691,36 @@ mod tests {
         assert!(done.iter().all(|r| r.outcome == Outcome::Added));
         assert_ne!(done[0].id, done[1].id);
         assert_eq!(count(&memory).await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_batch_names_each_id_once_in_a_namespace() {
+        let memory = Memory::in_memory();
+        let other = Namespace::parse("user-2").unwrap();
+        let repeated = memory
+            .remember_many(vec![
+                Remember::new(user(), "batch one kiwi").id("dup"),
+                Remember::new(other.clone(), "another tenant's kiwi").id("dup"),
+                Remember::new(user(), "batch two mango").id("dup"),
+            ])
+            .await
+            .unwrap_err();
+        assert!(matches!(repeated, MemoryError::InvalidInput { .. }));
+        assert_eq!(repeated.field(), Some("requests[2].id"), "{repeated}");
+        assert!(repeated.to_string().contains("requests[0]"), "{repeated}");
+        assert_eq!(count(&memory).await, 0, "nothing stored");
+        assert_eq!(memory.store().count(&other.subtree()).await.unwrap(), 0);
+        // One id in two namespaces is two memories.
+        let done = memory
+            .remember_many(vec![
+                Remember::new(user(), "batch one kiwi").id("dup"),
+                Remember::new(other.clone(), "another tenant's kiwi").id("dup"),
+            ])
+            .await
+            .unwrap();
+        assert!(done.iter().all(|r| r.outcome == Outcome::Added));
+        assert_eq!(count(&memory).await, 1);
+        assert_eq!(memory.store().count(&other.subtree()).await.unwrap(), 1);
     }
 
     #[tokio::test]

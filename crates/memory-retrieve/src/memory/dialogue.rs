@@ -236,6 +236,34 @@ impl Dialogue<'_> {
         self.memory.check(&request)
     }
 
+    /// Refuses turns of one call that name one id twice: [`add`](Self::add) stores them one
+    /// after another, so the later would replace the earlier while both were answered as
+    /// stored. A caller that accepts several turns together checks them with this beside
+    /// [`check`](Self::check).
+    ///
+    /// # Errors
+    /// The position of the first turn naming an id an earlier one names, and
+    /// [`MemoryError::InvalidInput`] naming `id`.
+    pub fn check_ids(turns: &[Turn]) -> std::result::Result<(), (usize, MemoryError)> {
+        let mut seen: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(turns.len());
+        for (index, turn) in turns.iter().enumerate() {
+            let Some(id) = turn.id.as_deref() else {
+                continue;
+            };
+            if let Some(earlier) = seen.insert(id, index) {
+                return Err((
+                    index,
+                    MemoryError::invalid(
+                        "id",
+                        format!("turns[{earlier}] has id {id} too; one call stores each id once"),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// What [`add`](Self::add) writes for `turn`: the request, the turn's line and the
     /// context it is given (the turn before it in its session).
     fn written(&self, turn: &Turn) -> Result<Written> {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{MemoryKind, Namespace};
+use memory_core::{MemoryError, MemoryKind, Namespace};
 use serde::{Deserialize, Serialize};
 
 use crate::retriever::{Fusion, RecallFilter, RecallView, RetrievalStrategy, RetrieverConfig};
@@ -50,6 +50,40 @@ pub struct Remember {
 }
 
 impl Remember {
+    /// Refuses requests of one call that name one id twice in a namespace: stored one after
+    /// another, or in one write, the later would replace the earlier while both were
+    /// answered as stored. `list` is what the caller calls the requests (`memories`), for
+    /// the message.
+    ///
+    /// # Errors
+    /// The position of the first request naming an id an earlier one names in its
+    /// namespace, and [`MemoryError::InvalidInput`] naming `id`.
+    pub fn check_ids(
+        requests: &[Remember],
+        list: &str,
+    ) -> std::result::Result<(), (usize, MemoryError)> {
+        let mut seen: std::collections::HashMap<(&Namespace, &str), usize> =
+            std::collections::HashMap::with_capacity(requests.len());
+        for (index, request) in requests.iter().enumerate() {
+            let Some(id) = request.id.as_deref() else {
+                continue;
+            };
+            if let Some(earlier) = seen.insert((&request.namespace, id), index) {
+                return Err((
+                    index,
+                    MemoryError::invalid(
+                        "id",
+                        format!(
+                            "{list}[{earlier}] has id {id} in {} too; one call stores each id \
+                             once",
+                            request.namespace
+                        ),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
     /// `text` in `namespace`, with defaults for the rest.
     pub fn new(namespace: Namespace, text: impl Into<String>) -> Self {
         Self {

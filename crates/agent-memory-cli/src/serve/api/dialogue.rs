@@ -163,6 +163,8 @@ pub(crate) async fn remember_turns(
             .map_err(|error| at(index)(Failure::from(error)))?;
         turns.push(turn);
     }
+    agent_memory::retrieve::Dialogue::check_ids(&turns)
+        .map_err(|(index, error)| at(index)(Failure::from(error)))?;
     let mut memories = Vec::with_capacity(turns.len());
     for (index, turn) in turns.into_iter().enumerate() {
         if index > 0 && deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline) {

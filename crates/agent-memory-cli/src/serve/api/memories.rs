@@ -198,6 +198,8 @@ pub(crate) async fn remember_batch(
             .map_err(|error| at(index)(Failure::from(error)))?;
         requests.push(request);
     }
+    agent_memory::retrieve::Remember::check_ids(&requests, "memories")
+        .map_err(|(index, error)| at(index)(Failure::from(error)))?;
     let deadline = super::batch_deadline(&state);
     let mut memories = Vec::with_capacity(requests.len());
     for (index, request) in requests.into_iter().enumerate() {
