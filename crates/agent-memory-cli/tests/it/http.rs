@@ -435,6 +435,15 @@ fn api_scenario(server: &Server, backend: &str) {
     // error body.
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, operation) in item.as_object().expect("a path item") {
+            // A path parameter is one the path names; every other is in the query.
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                let name = parameter["name"].as_str().expect("a parameter's name");
+                assert_eq!(
+                    parameter["in"] == "path",
+                    path.contains(&format!("{{{name}}}")),
+                    "{method} {path}: {parameter}"
+                );
+            }
             let responses = &operation["responses"];
             if responses.get("4XX").is_some() {
                 assert_eq!(

@@ -165,6 +165,7 @@ const RELATED_CONTEXT_CHARS: usize = 4_000;
 
 /// How far to walk from an entity.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RelatedQuery {
     /// The namespace; default the key's prefix.
