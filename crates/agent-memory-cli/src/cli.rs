@@ -541,6 +541,11 @@ pub(crate) struct ServeArgs {
     /// its connection is closed. Default 512, at most 100000.
     #[arg(long, env = "AGENT_MEMORY_MAX_CONNECTIONS", value_name = "N")]
     pub(crate) max_connections: Option<usize>,
+    /// The most MCP sessions open at once on /mcp (each is kept until it has been idle 5
+    /// minutes or its client ends it); an `initialize` past the limit gets 503 until one
+    /// ends. Default 1024, at most 65536.
+    #[arg(long, env = "AGENT_MEMORY_MAX_MCP_SESSIONS", value_name = "N")]
+    pub(crate) max_mcp_sessions: Option<usize>,
     /// SQLite stores: the most connections that serve reads (recall, context, lists, the
     /// graph) beside the one that writes, opened as requests overlap, so reads run in
     /// parallel instead of one after another and never wait for a write. Default 4, at most

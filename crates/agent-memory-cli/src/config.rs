@@ -63,6 +63,8 @@ pub(crate) struct ConfigFile {
     pub(crate) request_timeout_ms: Option<u64>,
     /// As `serve --max-connections`.
     pub(crate) max_connections: Option<usize>,
+    /// As `serve --max-mcp-sessions`.
+    pub(crate) max_mcp_sessions: Option<usize>,
     /// As `serve --sqlite-readers`.
     pub(crate) sqlite_readers: Option<usize>,
     /// No flag: the `[retriever]` table, the settings of every recall
@@ -139,7 +141,7 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, max_connections, sqlite_readers, a [retriever] table and an [embeddings] table",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, max_connections, max_mcp_sessions, sqlite_readers, a [retriever] table and an [embeddings] table",
             )
         })
     }

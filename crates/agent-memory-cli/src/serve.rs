@@ -67,7 +67,17 @@ pub(crate) struct Shared {
     timeout: Duration,
     /// The largest request body taken (`--max-body-bytes`).
     max_body: usize,
+    /// The most MCP sessions open at once (`--max-mcp-sessions`).
+    max_mcp_sessions: usize,
 }
+
+/// The MCP sessions kept open at once unless `--max-mcp-sessions` says otherwise: each
+/// costs tens of kilobytes until it has been idle five minutes, so without a bound a
+/// client opening sessions in a loop grew the server's memory until it ran out.
+pub(crate) const DEFAULT_MAX_MCP_SESSIONS: usize = 1024;
+
+/// The most `--max-mcp-sessions` may be.
+pub(crate) const MAX_MCP_SESSIONS: usize = 65_536;
 
 impl std::ops::Deref for AppState {
     type Target = Shared;
@@ -109,6 +119,19 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         )
         .with_hint(
             "connections past the limit wait until one closes; each holds a file descriptor",
+        ));
+    }
+    let max_mcp_sessions = config::pick(
+        args.max_mcp_sessions,
+        file.max_mcp_sessions,
+        DEFAULT_MAX_MCP_SESSIONS,
+    );
+    if !(1..=MAX_MCP_SESSIONS).contains(&max_mcp_sessions) {
+        return Err(Failure::invalid(
+            "max_mcp_sessions",
+            format!(
+                "{max_mcp_sessions} MCP sessions: the server keeps 1 to {MAX_MCP_SESSIONS} open"
+            ),
         ));
     }
     if max_body == 0 {
@@ -180,6 +203,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         metrics: Metrics::default(),
         timeout: Duration::from_millis(timeout_ms),
         max_body,
+        max_mcp_sessions,
     }));
     let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
     let listener = tokio::net::TcpListener::bind(&listen)
@@ -306,16 +330,22 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     config = config.disable_allowed_hosts();
     let token = config.cancellation_token.clone();
     let served = state.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || {
             Ok(MemoryServer::new(Arc::clone(&served.memory), compat, None)
                 .with_deadline(served.timeout))
         },
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     );
+    // The key is checked first (the outer layer), then the session bound.
     let mcp = Router::new()
         .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(
+            (sessions, state.max_mcp_sessions),
+            mcp_sessions_bound,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
     let v1 = Router::new()
         .route(
@@ -408,6 +438,26 @@ async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -
         }
         Err(failure) => failure.into_response(),
     }
+}
+
+/// Refuses a request that would open an MCP session (a POST without a session id) while
+/// `most` are open: 503, until one ends (its client's DELETE, or five idle minutes).
+async fn mcp_sessions_bound(
+    State((sessions, most)): State<(Arc<LocalSessionManager>, usize)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let opens = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if opens && sessions.sessions.read().await.len() >= most {
+        return Failure::new(
+            ErrorKind::Unavailable,
+            format!("{most} MCP sessions are open, the most this server keeps"),
+        )
+        .with_hint("end a session (DELETE /mcp with its Mcp-Session-Id) or retry later")
+        .into_response();
+    }
+    next.run(request).await
 }
 
 async fn openapi() -> impl IntoResponse {

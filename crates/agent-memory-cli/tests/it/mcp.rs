@@ -752,6 +752,70 @@ fn streamable_http_on_serve() {
     }
 }
 
+/// The sessions open at once on /mcp are bounded: an `initialize` past
+/// `--max-mcp-sessions` gets a JSON 503 (a client opening sessions in a loop grew the
+/// server's memory until it ran out), and one more opens once a session ends.
+#[test]
+fn mcp_sessions_past_the_limit_are_refused_until_one_ends() {
+    let dir = TempDir::new("mcp-sessions");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &["--max-mcp-sessions", "2"]);
+    let key = server.key_for("acme");
+    let accept = ("Accept", "application/json, text/event-stream".to_owned());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}})
+    .to_string();
+    let open = || {
+        let (status, head, body) = server.raw_with_headers(
+            "POST",
+            "/mcp",
+            Some(&key),
+            std::slice::from_ref(&accept),
+            Some(&init),
+        );
+        let session = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        });
+        (status, session, body)
+    };
+    let (status, first, body) = open();
+    assert_eq!(status, 200, "{body}");
+    let first = first.expect("a session id");
+    assert_eq!(open().0, 200);
+    let (status, _, body) = open();
+    assert_eq!(status, 503, "{body}");
+    let refused: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(refused["error"]["kind"], "unavailable", "{body}");
+    // A session that is open still works past the limit.
+    let (status, _, body) = server.raw_with_headers(
+        "POST",
+        "/mcp",
+        Some(&key),
+        &[
+            accept.clone(),
+            ("Mcp-Session-Id", first.clone()),
+            ("Mcp-Protocol-Version", "2025-06-18".to_owned()),
+        ],
+        Some(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string()),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = server.raw_with_headers(
+        "DELETE",
+        "/mcp",
+        Some(&key),
+        &[("Mcp-Session-Id", first)],
+        None,
+    );
+    assert!(status < 300, "{status}: {body}");
+    assert_eq!(open().0, 200, "a session ended makes room for one");
+    assert_eq!(server.stop(), Some(0));
+}
+
 fn streamable_http_scenario(server: &Server) {
     let key = server.key_for("acme");
     let post = |session: Option<&str>, key: Option<&str>, body: Value| {
