@@ -2,7 +2,7 @@
 //! text.
 
 use std::fmt::Write as _;
-use std::io::Read;
+use std::io::{Read, Write as _};
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -256,7 +256,7 @@ async fn remember(settings: &Settings, args: RememberArgs) -> Result<Outcome, Fa
         && let Some(note) = view.note()
     {
         // Standard output keeps only the id, for scripts; what reconciling did goes to people.
-        eprintln!("{note}");
+        let _ = writeln!(std::io::stderr(), "{note}");
     }
     Ok(Outcome {
         json: to_json(&view)?,

@@ -198,14 +198,21 @@ impl Failure {
     }
 
     /// Writes the failure: `{"error": {...}}` on stdout with `--json` (so stdout always
-    /// holds one JSON document), else `error: ...` and the hint on stderr.
+    /// holds one JSON document), else `error: ...` and the hint on stderr. A stream that
+    /// cannot be written (closed, a full disk) is left unwritten: the exit code still tells
+    /// the failure, where `println!` would have panicked.
     pub(crate) fn report(&self, json: bool) {
+        use std::io::Write;
         if json {
             let body = serde_json::json!({ "error": self });
-            println!("{body}");
+            let _ = writeln!(std::io::stdout(), "{body}");
         } else {
-            eprintln!("error: {}", self.message);
-            eprintln!("hint: {}", self.hint);
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {}\nhint: {}",
+                self.message,
+                self.hint
+            );
         }
     }
 }

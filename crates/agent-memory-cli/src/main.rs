@@ -43,7 +43,11 @@ fn main() -> std::process::ExitCode {
                     } else {
                         "help"
                     };
-                    println!("{}", serde_json::json!({ kind: text.trim_end() }));
+                    let _ = writeln!(
+                        std::io::stdout(),
+                        "{}",
+                        serde_json::json!({ kind: text.trim_end() })
+                    );
                 } else {
                     let _ = error.print();
                 }
@@ -85,7 +89,12 @@ fn main() -> std::process::ExitCode {
                 // A closed pipe (`agent-memory recall x | head -1`) is not worth a message.
                 Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::Ok.into(),
                 Err(error) => {
-                    let failure = Failure::internal(format!("writing the result: {error}"));
+                    // Not a fault of the program: the output could not be taken.
+                    let failure = Failure::new(
+                        failure::ErrorKind::Storage,
+                        format!("writing the result: {error}"),
+                    )
+                    .with_hint("check where the output goes: a full disk, a closed file");
                     failure.report(json);
                     failure.exit_code().into()
                 }

@@ -542,6 +542,53 @@ fn bad_input_has_meaningful_exit_codes() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("hint:"));
 }
 
+/// Output that cannot be written (a full disk: `/dev/full`) is a failure with its exit
+/// code and message, not a panic (exit 101) from `println!`, and not filed as a bug.
+#[test]
+fn output_that_cannot_be_written_is_a_failure_not_a_panic() {
+    let dir = TempDir::new("full");
+    ok_in(&dir, "h", &["remember", "a memory to list"]);
+    let full = || {
+        std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    let output = command(&dir)
+        .args(["-n", "h", "list"])
+        .stdout(full())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("writing the result"), "{stderr}");
+    assert!(!stderr.contains("bug"), "{stderr}");
+    // The failure itself cannot be written either: the exit code still tells it.
+    for args in [
+        &["-n", "h", "--json", "list"][..],
+        &["-n", "h", "--json", "recall", "x", "--limit", "0"],
+    ] {
+        let output = command(&dir)
+            .args(args)
+            .stdout(full())
+            .output()
+            .expect("run");
+        assert!(
+            matches!(output.status.code(), Some(3 | 5)),
+            "{args:?}: {:?} {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // What a remember notes for people goes to stderr: a full one costs no panic.
+    let output = command(&dir)
+        .args(["-n", "h", "remember", "a memory to list"])
+        .stderr(full())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
 #[test]
 fn configuration_file_environment_and_flags_in_that_order() {
     let dir = TempDir::new("config");
