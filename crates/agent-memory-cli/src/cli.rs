@@ -477,7 +477,9 @@ pub(crate) struct ForgetArgs {
 /// `export`.
 #[derive(Debug, Args)]
 pub(crate) struct ExportArgs {
-    /// The file to write; default standard output (not with --json).
+    /// The file to write; default standard output (not with --json). The records are
+    /// written beside it and replace it once all are written, so a failed export leaves an
+    /// existing file as it was; the store's own file is refused.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// Export every namespace, not only --namespace.

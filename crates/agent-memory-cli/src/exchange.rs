@@ -30,17 +30,16 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
     } else {
         settings.namespace.subtree()
     };
+    // The records go to a file beside the output and replace it only once all are written:
+    // an export that fails (a store that cannot be read) leaves an existing backup whole.
+    let partial = match &args.output {
+        Some(path) => Some(Partial::create(path, &settings.store)?),
+        None => None,
+    };
     let memory = settings.open().await?;
     memory.flush().await?;
-    let mut writer: Box<dyn Write + Send> = match &args.output {
-        Some(path) => Box::new(std::io::BufWriter::new(File::create(path).map_err(
-            |error| {
-                Failure::invalid(
-                    "output",
-                    format!("cannot create {}: {error}", path.display()),
-                )
-            },
-        )?)),
+    let mut writer: Box<dyn Write + Send> = match &partial {
+        Some(partial) => Box::new(std::io::BufWriter::new(partial.writer()?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout())),
     };
     let exported = transfer::export_jsonl(
@@ -51,6 +50,8 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
         &mut writer,
     )
     .await;
+    let flushed = writer.flush();
+    drop(writer);
     let counts = match exported {
         Ok(counts) => counts,
         // A reader that stopped early (`export | head`) closed the pipe: what it read is what
@@ -63,6 +64,25 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
         }
         Err(error) => return Err(error.into()),
     };
+    match flushed {
+        Ok(()) => {}
+        Err(error) if args.output.is_none() && error.kind() == std::io::ErrorKind::BrokenPipe => {
+            return Ok(Outcome {
+                json: serde_json::Value::Null,
+                text: String::new(),
+            });
+        }
+        Err(error) => {
+            return Err(Failure::new(
+                crate::failure::ErrorKind::Storage,
+                format!("writing the records: {error}"),
+            )
+            .with_hint("check where the output goes: a full disk, a closed file"));
+        }
+    }
+    if let Some(partial) = partial {
+        partial.finish()?;
+    }
     let summary = format!(
         "exported {} memories, {} pages, {} entities, {} relations",
         counts.memories, counts.pages, counts.entities, counts.relations
@@ -76,6 +96,88 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
             String::new()
         },
     })
+}
+
+/// An export's output file while it is written: a file beside it, renamed over it once every
+/// record is written and synced, and removed if the export fails.
+struct Partial {
+    /// The file the records are written to.
+    file: File,
+    /// Its path.
+    path: std::path::PathBuf,
+    /// The output it becomes.
+    output: std::path::PathBuf,
+    /// Whether it became the output.
+    done: bool,
+}
+
+impl Partial {
+    /// The partial file of `output`, refused when `output` is the store being exported
+    /// (the export would have emptied it, and then replaced it with its records).
+    fn create(
+        output: &std::path::Path,
+        store: &agent_memory::StoreLocation,
+    ) -> Result<Self, Failure> {
+        if let agent_memory::StoreLocation::Sqlite(store) = store
+            && let (Ok(store), Ok(same)) = (store.canonicalize(), output.canonicalize())
+            && store == same
+        {
+            return Err(Failure::invalid(
+                "output",
+                format!("{} is the store being exported", output.display()),
+            )
+            .with_hint("export to another file"));
+        }
+        let name = output.file_name().ok_or_else(|| {
+            Failure::invalid("output", format!("{} names no file", output.display()))
+        })?;
+        let mut partial_name = std::ffi::OsString::from(".");
+        partial_name.push(name);
+        partial_name.push(format!(".partial-{}", std::process::id()));
+        let path = output.with_file_name(partial_name);
+        let file = File::create(&path).map_err(|error| {
+            Failure::invalid(
+                "output",
+                format!("cannot create a file beside {}: {error}", output.display()),
+            )
+        })?;
+        Ok(Self {
+            file,
+            path,
+            output: output.to_owned(),
+            done: false,
+        })
+    }
+
+    /// A handle to write the records through.
+    fn writer(&self) -> Result<File, Failure> {
+        self.file
+            .try_clone()
+            .map_err(|error| Failure::internal(format!("writing the export: {error}")))
+    }
+
+    /// Syncs the records and puts them in the output's place.
+    fn finish(mut self) -> Result<(), Failure> {
+        let output = self.output.clone();
+        let failed = |error: std::io::Error| {
+            Failure::invalid(
+                "output",
+                format!("cannot write {}: {error}", output.display()),
+            )
+        };
+        self.file.sync_all().map_err(failed)?;
+        std::fs::rename(&self.path, &self.output).map_err(failed)?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Whether `error` comes from writing to a pipe whose reader has gone.

@@ -792,6 +792,93 @@ fn the_config_file_sets_the_retriever() {
     assert_eq!(results(&found), Some(1), "{found}");
 }
 
+/// `export --output FILE` replaces FILE only once every record is written: an export that
+/// fails (a store that cannot be read) leaves an existing backup whole, and the store's own
+/// file is refused as the output (it was emptied, then every memory was gone).
+#[test]
+fn a_failed_export_leaves_the_backup_whole() {
+    let dir = TempDir::new("export-backup");
+    let db = dir.path().join("e.db");
+    let store = db.to_string_lossy().into_owned();
+    let backup = dir.path().join("backup.jsonl");
+    let header = serde_json::json!({"format": "agent-memory-jsonl", "version": 2,
+        "scope": {"namespace": "", "descendants": true}, "exported_at": "2026-12-07T14:16:32Z",
+        "counts": {"memories": 3000, "recall_stats": 0, "pages": 0, "entities": 0, "relations": 0}});
+    let lines: String = std::iter::once(format!("{header}\n"))
+        .chain((0..3000).map(|i| {
+            let record = serde_json::json!({"type": "memory", "id": format!("m{i}"),
+                "namespace": "h", "content": format!("memory {i} {}", "words ".repeat(80)),
+                "kind": "episodic", "importance": 0.5, "metadata": {}, "tags": [],
+                "source": null, "credibility": 1.0, "created_at": "2026-12-07T14:16:32Z",
+                "updated_at": "2026-12-07T14:16:32Z", "last_accessed": null, "access_count": 0});
+            format!("{record}\n")
+        }))
+        .collect();
+    let records = dir.path().join("records.jsonl");
+    std::fs::write(&records, lines).expect("write records");
+    let output = command(&dir)
+        .args(["--store", &store, "import", &records.to_string_lossy()])
+        .output()
+        .expect("import");
+    assert!(output.status.success(), "{output:?}");
+    let output = command(&dir)
+        .args(["--store", &store, "export", "--all-namespaces", "--output"])
+        .arg(&backup)
+        .output()
+        .expect("export");
+    assert!(output.status.success(), "{output:?}");
+    let whole = std::fs::read(&backup).expect("backup");
+    assert!(whole.len() > 100_000, "{} bytes", whole.len());
+
+    // The store's own file as the output: refused, the store untouched.
+    let output = command(&dir)
+        .args([
+            "--store",
+            &store,
+            "--json",
+            "export",
+            "--all-namespaces",
+            "--output",
+            &store,
+        ])
+        .output()
+        .expect("export");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let refused: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(refused["error"]["field"], "output", "{refused}");
+    let output = command(&dir)
+        .args(["--store", &store, "-n", "h", "--json", "stats"])
+        .output()
+        .expect("stats");
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(stats["total"], 3000, "{stats}");
+
+    // A store whose pages cannot be read: the export fails, the backup stays as it was.
+    let mut bytes = std::fs::read(&db).expect("store");
+    let middle = bytes.len() / 2;
+    for byte in &mut bytes[middle..middle + 20_000] {
+        *byte = 0x5a;
+    }
+    std::fs::write(&db, bytes).expect("corrupt the store");
+    let output = command(&dir)
+        .args(["--store", &store, "export", "--all-namespaces", "--output"])
+        .arg(&backup)
+        .output()
+        .expect("export");
+    assert!(!output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read(&backup).expect("backup"),
+        whole,
+        "the backup is whole"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "no partial file left: {left:?}");
+}
+
 /// `export | head`: a reader that stops early is not an error, as for `recall x | head -1`.
 #[test]
 fn an_export_read_in_part_is_not_an_error() {
