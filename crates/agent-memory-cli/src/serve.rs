@@ -634,12 +634,31 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
     // MCP streams stay open as long as the client wants (each tool call has the deadline,
     // `MemoryServer::with_deadline`); every other request has a deadline.
+    // A write past its deadline may still commit: a write the store had begun (in a group
+    // commit, on the blocking pool) runs to its end though its caller stopped waiting.
+    // Recall and context are reads sent as POST (a query body).
+    let writes = !matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    ) && !matches!(route.as_str(), "/v1/recall" | "/v1/context");
     let response = if route.starts_with("/mcp") {
         // Its body, though, has the deadline (read in `mcp_auth`, once the key is known).
         next.run(request).await
     } else {
         match tokio::time::timeout(state.timeout, next.run(request)).await {
             Ok(response) => as_json_error(response).await,
+            Err(_) if writes => Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the request took longer than {} ms; what it writes may be stored or not",
+                    state.timeout.as_millis()
+                ),
+            )
+            .with_hint(
+                "read it back before writing it again, or send it again with the same id \
+                 (a write with an id replaces what it names, never duplicates it)",
+            )
+            .into_response(),
             Err(_) => Failure::new(
                 ErrorKind::Timeout,
                 format!(

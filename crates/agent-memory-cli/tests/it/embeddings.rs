@@ -511,6 +511,46 @@ fn slow_server(dir: &TempDir, delay: std::time::Duration, deadline_ms: &str) -> 
     )
 }
 
+/// A write cut off by the deadline says its outcome is unknown (a write the store had begun
+/// runs to its end) and how to retry without a duplicate; a read cut off is only late.
+#[test]
+fn a_write_past_its_deadline_says_it_may_be_stored() {
+    let dir = TempDir::new("embeddings-write-deadline");
+    let server = slow_server(&dir, std::time::Duration::from_millis(600), "150");
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/memories",
+        None,
+        Some(serde_json::json!({"text": "a note about a cake", "namespace": "acme"})),
+    );
+    assert_eq!(status, 504, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("may be stored or not")),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("same id")),
+        "{refused}"
+    );
+    let (status, late) = server.call(
+        "POST",
+        "/v1/recall",
+        None,
+        Some(serde_json::json!({"query": "cake", "namespace": "acme"})),
+    );
+    assert_eq!(status, 504, "{late}");
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.contains("stored")),
+        "{late}"
+    );
+}
+
 /// A batch written one memory at a time stops before its deadline and says how many it
 /// stored (they are), rather than be cut off by the deadline with no count.
 #[test]
