@@ -114,8 +114,12 @@ fn query_field(message: &str) -> Option<&str> {
 /// (`importance: invalid type: ...` names `importance`, `items[2].text: ...` names
 /// `items[2].text`), or the field in `` unknown field `txt` `` and `` missing field `text` ``.
 fn body_field(message: &str) -> Option<&str> {
+    // A value of the wrong type or shape ("... into the target type: importance: ..."), or
+    // text that is not JSON where a field's value begins ("... as JSON: text: unexpected
+    // end of hex escape"): each names the field's path after its prefix.
     let rest = message
         .split_once("into the target type: ")
+        .or_else(|| message.split_once("as JSON: "))
         .map_or(message, |(_, rest)| rest);
     for quoted in ["unknown field `", "missing field `"] {
         if let Some(at) = rest.find(quoted) {

@@ -1307,6 +1307,17 @@ fn errors_are_json_and_name_their_field() {
         assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
         assert_eq!(refused["error"]["field"], field, "{refused}");
     }
+    // Text that is not JSON where a field's value begins names that field.
+    for (body, field) in [
+        (r#"{"text": "a\ud800b"}"#, "text"),
+        (r#"{"text": "a", "importance": 1e400}"#, "importance"),
+        (r#"{"text": "a", "#, "body"),
+    ] {
+        let (status, text) = server.raw("POST", "/v1/memories", Some(&key), Some(body));
+        let refused: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["field"], field, "{body}: {refused}");
+    }
     let (status, refused) = server.call("GET", "/v1/memories/%FF", Some(&key), None);
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
