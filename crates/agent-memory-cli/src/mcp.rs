@@ -88,16 +88,33 @@ pub(crate) fn schema(value: Value) -> Arc<Map<String, Value>> {
     }
 }
 
-/// A tool's arguments deserialized, or an invalid-input failure naming what is wrong.
+/// A tool's arguments deserialized, or an invalid-input failure naming the argument at
+/// fault (`text`, `tags[2]`; a missing or unknown one by its name), `arguments` when none
+/// can be named.
 pub(crate) fn arguments<T: serde::de::DeserializeOwned>(
     arguments: Option<Map<String, Value>>,
 ) -> Result<T, Failure> {
-    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|error| {
-        Failure::invalid(
-            "arguments",
-            format!("the arguments do not fit the tool's schema: {error}"),
-        )
-    })
+    serde_path_to_error::deserialize(Value::Object(arguments.unwrap_or_default())).map_err(
+        |error: serde_path_to_error::Error<serde_json::Error>| {
+            let path = error.path().to_string();
+            let inner = error.inner().to_string();
+            let named = ["unknown field `", "missing field `"]
+                .iter()
+                .find_map(|quoted| {
+                    let at = inner.find(quoted)?;
+                    inner[at + quoted.len()..].split('`').next()
+                });
+            let field = match (path.as_str(), named) {
+                ("." | "", Some(name)) => name.to_owned(),
+                ("." | "", None) => "arguments".to_owned(),
+                (path, _) => path.to_owned(),
+            };
+            Failure::invalid(
+                &field,
+                format!("the arguments do not fit the tool's schema: {field}: {inner}"),
+            )
+        },
+    )
 }
 
 /// A successful result: the JSON as text (for every client) and, when it is an object, as

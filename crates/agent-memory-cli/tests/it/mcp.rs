@@ -512,6 +512,20 @@ fn conflicts_scenario(client: &mut Stdio_) {
         let text = result["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.starts_with(field), "{arguments}: {text}");
     }
+    // Arguments of the wrong type or shape name the argument at fault, as the HTTP API
+    // names a body's field.
+    for (arguments, field) in [
+        (json!({"text": 5}), "text"),
+        (json!({"text": "x", "tags": "a"}), "tags"),
+        (json!({"text": "x", "tags": ["a", 5]}), "tags[1]"),
+        (json!({"text": "x", "importance": "NaN"}), "importance"),
+        (json!({}), "text"),
+    ] {
+        let refused = client.call("remember", arguments.clone());
+        let error = &refused["result"]["structuredContent"]["error"];
+        assert_eq!(error["kind"], "invalid_input", "{arguments}: {refused}");
+        assert_eq!(error["field"], field, "{arguments}: {refused}");
+    }
     let other = client.call("conflicts", json!({"namespace": "other"}));
     assert_eq!(other["result"]["isError"], true, "{other}");
     assert_eq!(
