@@ -254,10 +254,16 @@ impl Database {
         connection
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .context(|| format!("opening {display}: enabling the stable query planner"))?;
-        let what = format!("opening {display}: migrating the schema");
-        in_transaction(&mut connection, &what, |transaction| {
-            schema::migrate(transaction, display, &what)
-        })?;
+        // A store at this build's version needs no write to open: read first, so that a
+        // command that only reads opens while another process writes (an import), instead
+        // of waiting for the write lock to check the schema and failing past the busy
+        // timeout. Otherwise migrate under the write lock (read again there).
+        if !schema::is_current(&connection, display)? {
+            let what = format!("opening {display}: migrating the schema");
+            in_transaction(&mut connection, &what, |transaction| {
+                schema::migrate(transaction, display, &what)
+            })?;
+        }
         // Statements are prepared once and cached by their text: the stores and the
         // full-text index use a few dozen.
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);

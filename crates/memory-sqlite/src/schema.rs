@@ -306,6 +306,12 @@ fn has_tables(display: &str) -> MemoryError {
     ))
 }
 
+/// Whether the store is at this build's schema version (no migration to run), read
+/// without a transaction of its own.
+pub(crate) fn is_current(connection: &Connection, display: &str) -> Result<bool> {
+    Ok(user_version(connection, display)? == i64::from(SCHEMA_VERSION))
+}
+
 /// Runs the migrations the database lacks, in `transaction` (an immediate one, so no other
 /// connection migrates at the same time). The derived index is not
 /// touched: [`stale_index`] says whether it needs the rebuild (`crate::rebuild`).

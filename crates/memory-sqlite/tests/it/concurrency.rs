@@ -109,6 +109,29 @@ async fn a_locked_database_is_a_recoverable_conflict() {
     assert_eq!(backend.memory_store().count(&ns.exact()).await.unwrap(), 1);
 }
 
+/// A store at this build's version opens while another process holds the write lock (an
+/// import running): opening reads the schema's version without taking the lock, so a
+/// command that only reads (`list`, `recall`) is not refused for a write it never makes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_current_store_opens_while_another_process_writes() {
+    let file = TempDb::new("open-locked");
+    let ns = Namespace::parse("opened").unwrap();
+    {
+        let backend = SqliteBackend::open(file.path()).unwrap();
+        let item = MemoryItem::new(ns.clone(), "stored before the lock").unwrap();
+        backend.memory_store().save(item).await.unwrap();
+    }
+    let blocker = Connection::open(file.path()).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let backend = SqliteBackend::open_with(
+        file.path(),
+        SqliteOptions::default().with_busy_timeout(Duration::from_millis(20)),
+    )
+    .expect("opened under another's write lock");
+    assert_eq!(backend.memory_store().count(&ns.exact()).await.unwrap(), 1);
+    blocker.execute_batch("ROLLBACK").unwrap();
+}
+
 /// Writes that wait together are committed together (group commit); one that fails gets
 /// its own error and the others are stored: concurrent saves with updates of missing
 /// memories between them.
