@@ -342,8 +342,7 @@ async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failur
     let result = memory
         .recall_with(&settings.namespace.subtree(), &args.query, &options)
         .await?;
-    // The recall statistics are written before the process exits.
-    memory.flush().await?;
+    flush_statistics(&memory).await;
     let view = RecallView::new(&result, args.explain);
     let mut text = String::new();
     if view.results.is_empty() {
@@ -409,13 +408,26 @@ pub(crate) fn check_max_tokens(max_tokens: usize) -> Result<(), Failure> {
     }
 }
 
+/// Writes a read's recall statistics before the process exits. A store that takes no
+/// write (read-only, or locked by another process past the busy timeout) costs the
+/// statistics, which only make memories look more recalled, not the answer: the failure
+/// is noted on stderr.
+async fn flush_statistics(memory: &Memory) {
+    if let Err(error) = memory.flush().await {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the recall statistics were not written: {error}"
+        );
+    }
+}
+
 async fn context(settings: &Settings, args: ContextArgs) -> Result<Outcome, Failure> {
     check_max_tokens(args.max_tokens)?;
     let memory = settings.open().await?;
     let context = memory
         .recall_context(&settings.namespace.subtree(), &args.query, args.max_tokens)
         .await?;
-    memory.flush().await?;
+    flush_statistics(&memory).await;
     Ok(Outcome {
         json: json!({ "context": context }),
         text: context,

@@ -792,6 +792,33 @@ fn the_config_file_sets_the_retriever() {
     assert_eq!(results(&found), Some(1), "{found}");
 }
 
+/// A recall on a store that takes no write (another process holds its write lock past the
+/// busy timeout) answers, and notes that its statistics were not written: they only make
+/// memories look more recalled, and failing the command threw the answer away.
+#[test]
+fn a_recall_answers_though_its_statistics_cannot_be_written() {
+    let dir = TempDir::new("stats-locked");
+    let db = dir.path().join("r.db");
+    let store = db.to_string_lossy().into_owned();
+    let output = command(&dir)
+        .args(["--store", &store, "-n", "h", "remember", "The boat is blue"])
+        .output()
+        .expect("remember");
+    assert!(output.status.success(), "{output:?}");
+    let blocker = rusqlite::Connection::open(&db).expect("open");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let output = command(&dir)
+        .args(["--store", &store, "-n", "h", "--json", "recall", "boat"])
+        .output()
+        .expect("recall");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let found: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(found["results"][0]["text"], "The boat is blue", "{found}");
+    assert!(stderr.contains("statistics were not written"), "{stderr}");
+    blocker.execute_batch("ROLLBACK").expect("unlock");
+}
+
 /// `export --output FILE` replaces FILE only once every record is written: an export that
 /// fails (a store that cannot be read) leaves an existing backup whole, and the store's own
 /// file is refused as the output (it was emptied, then every memory was gone).
