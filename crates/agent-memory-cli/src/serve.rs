@@ -486,6 +486,21 @@ async fn not_found(request: Request) -> Failure {
 /// "hint"}}`) when it is an error without a JSON body: the router's own answers (a method a
 /// route does not take, with an empty body; a path segment that is not UTF-8, in plain
 /// text) keep their status and headers and say the same in JSON.
+/// The MCP transport's refusals (plain text) as the API's JSON errors. A body it cannot
+/// read as JSON-RPC it answers 415, though its media type was right: that is a malformed
+/// body, 400.
+async fn mcp_error(response: Response) -> Response {
+    if response.status() != axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return as_json_error(response).await;
+    }
+    let (mut parts, body) = response.into_parts();
+    let said = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    if said.starts_with(b"fail to deserialize") {
+        parts.status = axum::http::StatusCode::BAD_REQUEST;
+    }
+    as_json_error(Response::from_parts(parts, axum::body::Body::from(said))).await
+}
+
 async fn as_json_error(response: Response) -> Response {
     let status = response.status();
     let is_json = response
@@ -643,7 +658,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     ) && !matches!(route.as_str(), "/v1/recall" | "/v1/context");
     let response = if route.starts_with("/mcp") {
         // Its body, though, has the deadline (read in `mcp_auth`, once the key is known).
-        next.run(request).await
+        mcp_error(next.run(request).await).await
     } else {
         match tokio::time::timeout(state.timeout, next.run(request)).await {
             Ok(response) => as_json_error(response).await,

@@ -818,6 +818,33 @@ fn mcp_sessions_past_the_limit_are_refused_until_one_ends() {
         Some(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string()),
     );
     assert_eq!(status, 200, "{body}");
+    // What the transport refuses is a JSON error too: a body that is not JSON-RPC is a
+    // malformed body (400, where the transport said 415), a missing Accept header 406.
+    let refusal = |headers: &[(&str, String)], body: &str| {
+        let (status, _, text) =
+            server.raw_with_headers("POST", "/mcp", Some(&key), headers, Some(body));
+        let error: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("JSON: {text}"));
+        (status, error)
+    };
+    let in_session = [
+        accept.clone(),
+        ("Mcp-Session-Id", first.clone()),
+        ("Mcp-Protocol-Version", "2025-06-18".to_owned()),
+    ];
+    for body in [
+        r#"{"jsonrpc": "2.0", "id": 3, "method": "#,
+        r#"{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": "\ud800"}}"#,
+    ] {
+        let (status, error) = refusal(&in_session, body);
+        assert_eq!(status, 400, "{body}: {error}");
+        assert_eq!(error["error"]["kind"], "invalid_input", "{error}");
+    }
+    let (status, error) = refusal(
+        &in_session[1..],
+        r#"{"jsonrpc": "2.0", "id": 5, "method": "ping"}"#,
+    );
+    assert_eq!(status, 406, "{error}");
+    assert!(error["error"]["message"].is_string(), "{error}");
     let (status, _, body) = server.raw_with_headers(
         "DELETE",
         "/mcp",
