@@ -9,6 +9,7 @@
 
 mod compat;
 mod native;
+mod stdio_lines;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,14 +255,22 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
         args.compat,
         Some(Caller::Tenant(settings.namespace.clone())),
     );
+    // Every line gets an answer: one that does not parse a JSON-RPC parse error.
+    let stdio_lines::Lines {
+        input,
+        output,
+        written,
+    } = stdio_lines::checked(tokio::io::stdin(), tokio::io::stdout());
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve((input, output))
         .await
         .map_err(|error| Failure::internal(format!("starting the MCP session: {error}")))?;
     running
         .waiting()
         .await
         .map_err(|error| Failure::internal(format!("the MCP session ended: {error}")))?;
+    // The server's output ended with it: the last answers are written.
+    let _ = written.await;
     memory.flush().await?;
     // Standard output belongs to the protocol: nothing more is printed on it.
     Ok(Outcome {

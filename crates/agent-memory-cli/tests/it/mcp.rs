@@ -428,6 +428,33 @@ fn facts_scenario(client: &mut Stdio_) {
     assert_eq!(again["result"]["isError"], true, "{again}");
 }
 
+/// A line that does not parse gets a JSON-RPC parse error with a null id, where the
+/// transport dropped it and its client waited for ever; the session goes on.
+#[test]
+fn stdio_a_line_that_does_not_parse_gets_a_parse_error() {
+    let dir = TempDir::new("mcp-parse");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let mut client = Stdio_::start(&dir, &store, &["-n", "acme", "mcp"]);
+    for line in [
+        r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"remember","arguments":{"text":"caf\ud83d"}}}"#,
+        r#"{"jsonrpc":"2.0","id":12,"method":"ping"}{"jsonrpc":"2.0","id":13,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":43,"method":"tools/call","params":{"name":"remember","arguments":{"text":"x","importance":1e400}}}"#,
+    ] {
+        writeln!(client.input, "{line}").expect("write");
+        client.input.flush().expect("flush");
+        let mut answer = String::new();
+        client.output.read_line(&mut answer).expect("an answer");
+        let answer: Value = serde_json::from_str(&answer).expect("JSON-RPC");
+        assert_eq!(answer["id"], Value::Null, "{line}: {answer}");
+        assert_eq!(answer["error"]["code"], -32700, "{line}: {answer}");
+    }
+    let pong = client.request("ping", json!({}));
+    assert!(pong.get("result").is_some(), "{pong}");
+}
+
 #[test]
 fn stdio_conflicts() {
     let dir = TempDir::new("mcp-conflicts");
