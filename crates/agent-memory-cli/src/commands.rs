@@ -89,6 +89,11 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome, Failure> {
         file.store.clone(),
         config::DEFAULT_STORE.to_owned(),
     );
+    if store.trim().is_empty() {
+        return Err(Failure::invalid("store", "the store is empty").with_hint(
+            "name a SQLite file, a postgres:// URL or :memory: (--store or AGENT_MEMORY_STORE)",
+        ));
+    }
     let namespace = config::pick(
         cli.namespace,
         file.namespace.clone(),

@@ -528,6 +528,14 @@ fn bad_input_has_meaningful_exit_codes() {
     assert_eq!(value["error"]["field"], "importance", "{value}");
     let (_, value) = run_json(&dir, &["recall", "x", "--metadata", "[1]"]);
     assert_eq!(value["error"]["field"], "metadata", "{value}");
+    // An empty store is named, not opened as a file without a name.
+    let output = command(&dir)
+        .args(["--store", "", "--json", "stats"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let refused: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(refused["error"]["field"], "store", "{refused}");
     // Storage: a store in a directory that does not exist.
     let output = command(&dir)
         .args(["--store", "/nonexistent/dir/x.db", "stats"])
