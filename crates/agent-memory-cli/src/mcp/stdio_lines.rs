@@ -97,7 +97,7 @@ where
                         answering = false;
                         continue;
                     }
-                    Ok(_) => std::mem::take(&mut answer),
+                    Ok(_) => with_null_id(std::mem::take(&mut answer)),
                 },
                 error = refused.recv(), if refusing => match error {
                     Some(error) => format!("{error}\n").into_bytes(),
@@ -145,6 +145,26 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
     line.truncate(0);
     Ok((read, false))
+}
+
+/// The transport answers a request it cannot read (an id of a type it does not take, a
+/// params that is no object) with an error that has no `id`; JSON-RPC gives such an error
+/// `"id": null`, and a client waiting for a message with an id may otherwise wait for
+/// ever. Any other line is kept as it is.
+fn with_null_id(line: Vec<u8>) -> Vec<u8> {
+    const WITHOUT_ID: &[u8] = br#"{"jsonrpc":"2.0","error":"#;
+    if !line.starts_with(WITHOUT_ID) {
+        return line;
+    }
+    match serde_json::from_slice::<serde_json::Value>(&line) {
+        Ok(serde_json::Value::Object(mut message)) if !message.contains_key("id") => {
+            message.insert("id".to_owned(), serde_json::Value::Null);
+            let mut fixed = serde_json::Value::Object(message).to_string().into_bytes();
+            fixed.push(b'\n');
+            fixed
+        }
+        _ => line,
+    }
 }
 
 /// `line` without its line end (`\n` or `\r\n`).

@@ -451,6 +451,21 @@ fn stdio_a_line_that_does_not_parse_gets_a_parse_error() {
         assert_eq!(answer["id"], Value::Null, "{line}: {answer}");
         assert_eq!(answer["error"]["code"], -32700, "{line}: {answer}");
     }
+    // A request the transport cannot read (an id it does not take): an error with a null
+    // id, where the transport's had no id at all.
+    for line in [
+        r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#,
+    ] {
+        writeln!(client.input, "{line}").expect("write");
+        client.input.flush().expect("flush");
+        let mut answer = String::new();
+        client.output.read_line(&mut answer).expect("an answer");
+        let answer: Value = serde_json::from_str(&answer).expect("JSON-RPC");
+        assert_eq!(answer.get("id"), Some(&Value::Null), "{line}: {answer}");
+        assert!(answer["error"]["code"].is_i64(), "{line}: {answer}");
+    }
     let pong = client.request("ping", json!({}));
     assert!(pong.get("result").is_some(), "{pong}");
 }
