@@ -99,21 +99,24 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
 }
 
 /// An export's output file while it is written: a file beside it, renamed over it once every
-/// record is written and synced, and removed if the export fails.
+/// record is written and synced, and removed if the export fails. An output that is no
+/// regular file (a device, a pipe, `/dev/stdout`), or one beside which no file can be made,
+/// is written in place, as a shell's redirection would.
 struct Partial {
     /// The file the records are written to.
     file: File,
-    /// Its path.
-    path: std::path::PathBuf,
-    /// The output it becomes.
+    /// Its path, when it is a file beside the output; `None` when it is the output.
+    path: Option<std::path::PathBuf>,
+    /// The output it becomes (a link's target, so the link stays).
     output: std::path::PathBuf,
     /// Whether it became the output.
     done: bool,
 }
 
 impl Partial {
-    /// The partial file of `output`, refused when `output` is the store being exported
-    /// (the export would have emptied it, and then replaced it with its records).
+    /// The file the records of `output` are written to, refused when `output` is the store
+    /// being exported (the export would have emptied it, and then replaced it with its
+    /// records).
     fn create(
         output: &std::path::Path,
         store: &agent_memory::StoreLocation,
@@ -128,45 +131,90 @@ impl Partial {
             )
             .with_hint("export to another file"));
         }
-        let name = output.file_name().ok_or_else(|| {
-            Failure::invalid("output", format!("{} names no file", output.display()))
-        })?;
+        let in_place = || {
+            File::create(output)
+                .map(|file| Self {
+                    file,
+                    path: None,
+                    output: output.to_owned(),
+                    done: false,
+                })
+                .map_err(|error| {
+                    Failure::invalid(
+                        "output",
+                        format!("cannot create {}: {error}", output.display()),
+                    )
+                })
+        };
+        // A link's target is replaced, not the link.
+        let target = match std::fs::symlink_metadata(output) {
+            Ok(meta) if meta.file_type().is_symlink() => match output.canonicalize() {
+                Ok(target) => target,
+                Err(_) => return in_place(),
+            },
+            _ => output.to_owned(),
+        };
+        let existing = match std::fs::metadata(&target) {
+            Ok(meta) if !meta.is_file() => return in_place(),
+            Ok(meta) => Some(meta.permissions()),
+            Err(_) => None,
+        };
+        let Some(name) = target.file_name() else {
+            return in_place();
+        };
         let mut partial_name = std::ffi::OsString::from(".");
         partial_name.push(name);
         partial_name.push(format!(".partial-{}", std::process::id()));
-        let path = output.with_file_name(partial_name);
-        let file = File::create(&path).map_err(|error| {
-            Failure::invalid(
-                "output",
-                format!("cannot create a file beside {}: {error}", output.display()),
-            )
-        })?;
-        Ok(Self {
+        let path = target.with_file_name(partial_name);
+        let Ok(file) = File::create(&path) else {
+            return in_place();
+        };
+        let partial = Self {
             file,
-            path,
-            output: output.to_owned(),
+            path: Some(path),
+            output: target,
             done: false,
-        })
+        };
+        // A private backup stays private.
+        if let (Some(permissions), Some(path)) = (existing, &partial.path) {
+            let _ = std::fs::set_permissions(path, permissions);
+        }
+        Ok(partial)
     }
 
     /// A handle to write the records through.
     fn writer(&self) -> Result<File, Failure> {
-        self.file
-            .try_clone()
-            .map_err(|error| Failure::internal(format!("writing the export: {error}")))
+        self.file.try_clone().map_err(|error| self.failed(&error))
     }
 
-    /// Syncs the records and puts them in the output's place.
+    /// A write of the records that failed.
+    fn failed(&self, error: &std::io::Error) -> Failure {
+        Failure::new(
+            crate::failure::ErrorKind::Storage,
+            format!("writing {}: {error}", self.output.display()),
+        )
+        .with_hint("check where the output goes: a full disk, a closed file")
+    }
+
+    /// Syncs the records and puts them in the output's place. Where the file beside cannot
+    /// be renamed over the output (a file mounted in place), they are copied into it.
     fn finish(mut self) -> Result<(), Failure> {
-        let output = self.output.clone();
-        let failed = |error: std::io::Error| {
-            Failure::invalid(
-                "output",
-                format!("cannot write {}: {error}", output.display()),
-            )
+        let Some(path) = self.path.clone() else {
+            self.done = true;
+            return self.file.sync_all().or_else(|error| {
+                // A device or a pipe takes no sync.
+                if error.kind() == std::io::ErrorKind::InvalidInput {
+                    Ok(())
+                } else {
+                    Err(self.failed(&error))
+                }
+            });
         };
-        self.file.sync_all().map_err(failed)?;
-        std::fs::rename(&self.path, &self.output).map_err(failed)?;
+        self.file.sync_all().map_err(|error| self.failed(&error))?;
+        if std::fs::rename(&path, &self.output).is_err() {
+            std::fs::copy(&path, &self.output).map_err(|error| self.failed(&error))?;
+            let _ = std::fs::remove_file(&path);
+        }
         self.done = true;
         Ok(())
     }
@@ -174,8 +222,8 @@ impl Partial {
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.path);
+        if let (false, Some(path)) = (self.done, &self.path) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

@@ -68,7 +68,15 @@ fn main() -> std::process::ExitCode {
         .enable_all()
         .build()
         .map_err(|error| Failure::internal(format!("starting the async runtime: {error}")))
-        .and_then(|runtime| runtime.block_on(commands::run(cli)));
+        .and_then(|runtime| {
+            let outcome = runtime.block_on(commands::run(cli));
+            // Every command awaits what it needs before it returns. What may still run is a
+            // read of standard input that never ends (the MCP server's, when its session
+            // failed to start): dropping the runtime would wait for it, holding the exit
+            // until the client closed the pipe.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+            outcome
+        });
     match outcome {
         Ok(outcome) => {
             let mut stdout = std::io::stdout().lock();

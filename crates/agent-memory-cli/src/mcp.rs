@@ -108,7 +108,9 @@ pub(crate) fn arguments<T: serde::de::DeserializeOwned>(
             let field = match (path.as_str(), named) {
                 ("." | "", Some(name)) => name.to_owned(),
                 ("." | "", None) => "arguments".to_owned(),
-                (path, _) => path.to_owned(),
+                // A field missing or unknown inside an element: `turns[0].text`.
+                (path, Some(name)) => format!("{path}.{name}"),
+                (path, None) => path.to_owned(),
             };
             Failure::invalid(
                 &field,
@@ -261,16 +263,20 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
         output,
         written,
     } = stdio_lines::checked(tokio::io::stdin(), tokio::io::stdout());
-    let running = server
-        .serve((input, output))
-        .await
-        .map_err(|error| Failure::internal(format!("starting the MCP session: {error}")))?;
-    running
-        .waiting()
-        .await
-        .map_err(|error| Failure::internal(format!("the MCP session ended: {error}")))?;
-    // The server's output ended with it: the last answers are written.
+    let ended = match server.serve((input, output)).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|error| Failure::internal(format!("the MCP session ended: {error}"))),
+        Err(error) => Err(Failure::internal(format!(
+            "starting the MCP session: {error}"
+        ))),
+    };
+    // The server's output ended with it (on a failed start too): its last answers are
+    // written before the process goes on.
     let _ = written.await;
+    ended?;
     memory.flush().await?;
     // Standard output belongs to the protocol: nothing more is printed on it.
     Ok(Outcome {

@@ -482,10 +482,6 @@ async fn not_found(request: Request) -> Failure {
     .with_hint("GET /openapi.json lists every route")
 }
 
-/// `response` with an error body in the API's one shape (`{"error": {"kind", "message",
-/// "hint"}}`) when it is an error without a JSON body: the router's own answers (a method a
-/// route does not take, with an empty body; a path segment that is not UTF-8, in plain
-/// text) keep their status and headers and say the same in JSON.
 /// The MCP transport's refusals (plain text) as the API's JSON errors. A body it cannot
 /// read as JSON-RPC it answers 415, though its media type was right: that is a malformed
 /// body, 400.
@@ -501,6 +497,10 @@ async fn mcp_error(response: Response) -> Response {
     as_json_error(Response::from_parts(parts, axum::body::Body::from(said))).await
 }
 
+/// `response` with an error body in the API's one shape (`{"error": {"kind", "message",
+/// "hint"}}`) when it is an error without a JSON body: the router's own answers (a method a
+/// route does not take, with an empty body; a path segment that is not UTF-8, in plain
+/// text) keep their status and headers and say the same in JSON.
 async fn as_json_error(response: Response) -> Response {
     let status = response.status();
     let is_json = response
@@ -670,8 +670,8 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
                 ),
             )
             .with_hint(
-                "read it back before writing it again, or send it again with the same id \
-                 (a write with an id replaces what it names, never duplicates it)",
+                "read it back before sending it again: sent again, a write without an id \
+                 may be stored twice (a remember with an id replaces what it names)",
             )
             .into_response(),
             Err(_) => Failure::new(

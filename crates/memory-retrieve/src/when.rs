@@ -184,9 +184,9 @@ fn is_relative(words: &[Word], at: usize, now: DateTime<Utc>) -> bool {
     ) && date_expression_at(words, at, now).is_none()
 }
 
-/// Words every time expression read here holds one of (besides a number or a month):
-/// most questions hold none, and are passed over without reading their words.
-/// Whether `word` (lowercase ASCII) is a cue of a time: "ago", "last", "yesterday".
+/// Whether `word` (lowercase ASCII) is a cue of a time: every time expression read here
+/// holds one (besides a number or a month), so most questions hold none and are passed
+/// over without reading their words.
 fn is_cue(word: &[u8]) -> bool {
     matches!(
         word,

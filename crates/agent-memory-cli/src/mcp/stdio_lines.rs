@@ -7,13 +7,29 @@
 //! is read here, line by line: a line that parses as JSON goes on to the server, any other
 //! gets the parse error; and standard output is written here, whole lines only, from the
 //! server's answers and these errors.
+//!
+//! The transport leaves such lines unanswered on purpose, so that two peers that each answer
+//! garbage with an error cannot trade errors for ever. Here that cannot start: the error is
+//! itself well-formed JSON, a response with a null id, which a peer does not answer.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// The longest line read: the transport's own limit.
+/// The longest line read, its line end included: the transport's own limit.
 pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Whole lines waiting to be written: a client that writes without reading is held back
+/// (its writes wait) instead of queuing answers without bound.
+const QUEUED_LINES: usize = 64;
+
+/// A line for standard output, or the end of the server's answers.
+enum Out {
+    /// A whole line, ended.
+    Line(Vec<u8>),
+    /// The server wrote its last answer: nothing more is written.
+    End,
+}
 
 /// What the server is given in place of standard input and output, and the task that
 /// writes standard output (awaited once the server ends, so its last answers are written).
@@ -22,7 +38,7 @@ pub(crate) struct Lines {
     pub(crate) input: tokio::io::DuplexStream,
     /// Where the server writes its answers.
     pub(crate) output: tokio::io::DuplexStream,
-    /// Writes the server's answers and the parse errors, until both end.
+    /// Writes the server's answers and the parse errors, until the server's answers end.
     pub(crate) written: JoinHandle<()>,
 }
 
@@ -35,78 +51,79 @@ where
 {
     let (server_input, mut to_server) = tokio::io::duplex(64 * 1024);
     let (server_output, from_server) = tokio::io::duplex(64 * 1024);
-    let (errors, mut refused) = mpsc::unbounded_channel::<String>();
+    let (lines, mut queued) = mpsc::channel::<Out>(QUEUED_LINES);
+    let errors = lines.clone();
     tokio::spawn(async move {
         let mut input = BufReader::new(input);
         let mut line = Vec::new();
         loop {
             line.clear();
-            let (read, whole) = match read_line(&mut input, &mut line).await {
-                Ok(read) => read,
-                Err(_) => break,
+            let Ok((read, whole)) = read_line(&mut input, &mut line).await else {
+                break;
             };
             if read == 0 {
                 break;
             }
             let text = trim_line_end(&line);
-            if text.iter().all(u8::is_ascii_whitespace) && whole {
+            if whole && text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let problem = if !whole {
-                Some(format!("the line is longer than {MAX_LINE_BYTES} bytes"))
-            } else {
+            let problem = if whole {
                 serde_json::from_slice::<serde_json::Value>(text)
                     .err()
                     .map(|error| error.to_string())
+            } else {
+                Some(format!(
+                    "the line is longer than {} bytes",
+                    MAX_LINE_BYTES - 1
+                ))
             };
-            match problem {
-                Some(problem) => {
-                    let error = serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": null,
-                        "error": {"code": -32700, "message": format!("Parse error: {problem}")},
-                    });
-                    if errors.send(error.to_string()).is_err() {
-                        break;
-                    }
+            if let Some(problem) = problem {
+                let error = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": {"code": -32700, "message": format!("Parse error: {problem}")},
+                });
+                let mut error = error.to_string().into_bytes();
+                error.push(b'\n');
+                if errors.send(Out::Line(error)).await.is_err() {
+                    break;
                 }
-                None => {
-                    let sent = async {
-                        to_server.write_all(text).await?;
-                        to_server.write_all(b"\n").await?;
-                        to_server.flush().await
-                    };
-                    if sent.await.is_err() {
-                        break;
-                    }
-                }
+                continue;
+            }
+            let sent = async {
+                to_server.write_all(text).await?;
+                to_server.write_all(b"\n").await?;
+                to_server.flush().await
+            };
+            if sent.await.is_err() {
+                break;
             }
         }
         // The end of input ends the server's (its stream closes when dropped here).
     });
+    // The server's answers, read whole (a read never cut off part way), queued in turn.
+    tokio::spawn(async move {
+        let mut answers = BufReader::new(from_server);
+        loop {
+            let mut answer = Vec::new();
+            match answers.read_until(b'\n', &mut answer).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if !answer.ends_with(b"\n") {
+                        answer.push(b'\n');
+                    }
+                    if lines.send(Out::Line(with_null_id(answer))).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = lines.send(Out::End).await;
+    });
     let written = tokio::spawn(async move {
         let mut output = output;
-        let mut answers = BufReader::new(from_server);
-        let mut answer = Vec::new();
-        let (mut answering, mut refusing) = (true, true);
-        while answering || refusing {
-            answer.clear();
-            let line = tokio::select! {
-                read = answers.read_until(b'\n', &mut answer), if answering => match read {
-                    Ok(0) | Err(_) => {
-                        answering = false;
-                        continue;
-                    }
-                    Ok(_) => with_null_id(std::mem::take(&mut answer)),
-                },
-                error = refused.recv(), if refusing => match error {
-                    Some(error) => format!("{error}\n").into_bytes(),
-                    None => {
-                        refusing = false;
-                        continue;
-                    }
-                },
-            };
+        while let Some(Out::Line(line)) = queued.recv().await {
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                 break;
             }
@@ -119,31 +136,34 @@ where
     }
 }
 
-/// Reads one line into `line` (at most [`MAX_LINE_BYTES`] of it; the rest of a longer line
-/// is read and dropped). Returns the bytes read (0 at the end of input) and whether the
-/// line was whole.
+/// Reads one line into `line`: whole when it holds at most [`MAX_LINE_BYTES`] with its
+/// line end (the transport counts the `\n` it is given), else the rest of it is read and
+/// dropped. Returns the bytes read (0 at the end of input) and whether the line was whole.
 async fn read_line<R: AsyncRead + Unpin>(
     input: &mut BufReader<R>,
     line: &mut Vec<u8>,
 ) -> std::io::Result<(usize, bool)> {
     let limit = u64::try_from(MAX_LINE_BYTES + 1).unwrap_or(u64::MAX);
     let read = (&mut *input).take(limit).read_until(b'\n', line).await?;
-    if line.len() <= MAX_LINE_BYTES || line.ends_with(b"\n") {
+    // Forwarded as its text and one `\n`: a `\r\n` ending is one byte shorter.
+    if trim_line_end(line).len() < MAX_LINE_BYTES {
         return Ok((read, true));
     }
-    // Past the limit: drop the rest of the line, in bounded pieces.
-    let mut rest = Vec::new();
-    loop {
-        rest.clear();
-        let more = (&mut *input)
-            .take(64 * 1024)
-            .read_until(b'\n', &mut rest)
-            .await?;
-        if more == 0 || rest.ends_with(b"\n") {
-            break;
+    if !line.ends_with(b"\n") {
+        // Past the limit: drop the rest of the line, in bounded pieces.
+        let mut rest = Vec::new();
+        loop {
+            rest.clear();
+            let more = (&mut *input)
+                .take(64 * 1024)
+                .read_until(b'\n', &mut rest)
+                .await?;
+            if more == 0 || rest.ends_with(b"\n") {
+                break;
+            }
         }
     }
-    line.truncate(0);
+    line.clear();
     Ok((read, false))
 }
 
@@ -210,6 +230,68 @@ mod tests {
         }
     }
 
+    /// An answer written in pieces while parse errors are queued comes out whole, each
+    /// error on a line of its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_in_pieces_is_never_cut_by_an_error() {
+        let (mut client, input) = tokio::io::duplex(1024);
+        let (output, answers) = tokio::io::duplex(4 * 1024 * 1024);
+        let Lines {
+            input: server_reads,
+            output: mut server_writes,
+            written,
+        } = checked(input, output);
+        let answer = format!("{{\"id\":1,\"result\":\"{}\"}}\n", "z".repeat(400_000));
+        let expected = answer.clone();
+        // A piece of the answer, then a bad line, in turn: errors queue while the answer
+        // is half read.
+        let pieces: Vec<Vec<u8>> = answer
+            .as_bytes()
+            .chunks(8_000)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let errors_sent = pieces.len();
+        for piece in pieces {
+            server_writes.write_all(&piece).await.unwrap();
+            client.write_all(b"x\n").await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let server = tokio::spawn(async move { server_writes });
+        drop(client);
+        // Every line read (the errors queued), then the server's answers end.
+        let mut forwarded = String::new();
+        BufReader::new(server_reads)
+            .read_to_string(&mut forwarded)
+            .await
+            .unwrap();
+        assert!(forwarded.is_empty(), "{forwarded}");
+        drop(server.await.unwrap());
+        written.await.unwrap();
+        let mut text = String::new();
+        BufReader::new(answers)
+            .read_to_string(&mut text)
+            .await
+            .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.len(),
+            errors_sent + 1,
+            "one answer and an error a bad line"
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|line| **line == expected.trim_end())
+                .count(),
+            1,
+            "the answer whole"
+        );
+        for line in lines.iter().filter(|line| **line != expected.trim_end()) {
+            let error: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(error["error"]["code"], -32700, "{line}");
+        }
+    }
+
     #[tokio::test]
     async fn a_line_past_the_limit_is_refused_and_the_next_is_read() {
         let (mut client, input) = tokio::io::duplex(64 * 1024);
@@ -217,7 +299,8 @@ mod tests {
         let lines = checked(input, output);
         let mut server_reads = BufReader::new(lines.input);
         let writer = tokio::spawn(async move {
-            let long = vec![b'x'; MAX_LINE_BYTES + 10];
+            // Exactly the limit before its line end: one byte too long once ended.
+            let long = vec![b'x'; MAX_LINE_BYTES];
             client.write_all(&long).await.unwrap();
             client.write_all(b"\n{\"id\":9}\n").await.unwrap();
         });

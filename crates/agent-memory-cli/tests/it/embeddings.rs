@@ -533,7 +533,7 @@ fn a_write_past_its_deadline_says_it_may_be_stored() {
     assert!(
         refused["error"]["hint"]
             .as_str()
-            .is_some_and(|h| h.contains("same id")),
+            .is_some_and(|h| h.contains("read it back")),
         "{refused}"
     );
     let (status, late) = server.call(

@@ -470,6 +470,42 @@ fn stdio_a_line_that_does_not_parse_gets_a_parse_error() {
     assert!(pong.get("result").is_some(), "{pong}");
 }
 
+/// A session that fails to start (its first message no `initialize`) ends the process, with
+/// stdin still open: the read of standard input left pending no longer holds the exit.
+#[test]
+fn stdio_a_session_that_fails_to_start_exits() {
+    let dir = TempDir::new("mcp-no-init");
+    let mut child = command(&dir)
+        .args(["-n", "acme", "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-memory mcp");
+    let mut input = child.stdin.take().expect("stdin");
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("write");
+    input.flush().expect("flush");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    drop(input);
+    let status = status.expect("the process exits though stdin is open");
+    assert!(!status.success(), "{status:?}");
+}
+
 #[test]
 fn stdio_conflicts() {
     let dir = TempDir::new("mcp-conflicts");
@@ -568,6 +604,11 @@ fn conflicts_scenario(client: &mut Stdio_) {
         assert_eq!(error["kind"], "invalid_input", "{arguments}: {refused}");
         assert_eq!(error["field"], field, "{arguments}: {refused}");
     }
+    // A field missing inside an element is named with its element.
+    let refused = client.call("remember_dialogue", json!({"turns": [{}]}));
+    let error = &refused["result"]["structuredContent"]["error"];
+    assert_eq!(error["kind"], "invalid_input", "{refused}");
+    assert_eq!(error["field"], "turns[0].text", "{refused}");
     let other = client.call("conflicts", json!({"namespace": "other"}));
     assert_eq!(other["result"]["isError"], true, "{other}");
     assert_eq!(
