@@ -30,14 +30,15 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
     } else {
         settings.namespace.subtree()
     };
+    let memory = settings.open().await?;
+    memory.flush().await?;
     // The records go to a file beside the output and replace it only once all are written:
     // an export that fails (a store that cannot be read) leaves an existing backup whole.
+    // Made once the store is open, so a store that cannot be opened touches no output.
     let partial = match &args.output {
         Some(path) => Some(Partial::create(path, &settings.store)?),
         None => None,
     };
-    let memory = settings.open().await?;
-    memory.flush().await?;
     let mut writer: Box<dyn Write + Send> = match &partial {
         Some(partial) => Box::new(std::io::BufWriter::new(partial.writer()?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout())),
