@@ -544,8 +544,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "AGENT_MEMORY_MAX_CONNECTIONS", value_name = "N")]
     pub(crate) max_connections: Option<usize>,
     /// The most MCP sessions open at once on /mcp (each is kept until it has been idle 5
-    /// minutes or its client ends it); an `initialize` past the limit gets 503 until one
-    /// ends. Default 1024, at most 65536.
+    /// minutes or its client ends it); an `initialize` past the limit, or past a tenant's
+    /// share of it (an eighth, at least 16), gets 503 until one ends. Default 1024, at most
+    /// 65536.
     #[arg(long, env = "AGENT_MEMORY_MAX_MCP_SESSIONS", value_name = "N")]
     pub(crate) max_mcp_sessions: Option<usize>,
     /// SQLite stores: the most connections that serve reads (recall, context, lists, the

@@ -343,7 +343,11 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(
-            (sessions, state.max_mcp_sessions),
+            Arc::new(McpSessions {
+                sessions,
+                most: state.max_mcp_sessions,
+                opened_by: std::sync::Mutex::default(),
+            }),
             mcp_sessions_bound,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
@@ -440,24 +444,86 @@ async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -
     }
 }
 
+/// The MCP sessions on `/mcp`, with who opened each, for their bounds.
+pub(crate) struct McpSessions {
+    /// The transport's sessions.
+    sessions: Arc<LocalSessionManager>,
+    /// The most open at once (`--max-mcp-sessions`).
+    most: usize,
+    /// The tenant (its key's namespace prefix) that opened each session, by the session's
+    /// id; sessions the admin opened are not listed.
+    opened_by: std::sync::Mutex<std::collections::HashMap<Arc<str>, String>>,
+}
+
+impl McpSessions {
+    /// The most sessions one tenant keeps open at once: an eighth of all, and at least 16
+    /// (or all, when fewer), so that one tenant cannot hold every session and keep the
+    /// others from opening one.
+    fn most_per_tenant(&self) -> usize {
+        (self.most / 8).max(self.most.min(16))
+    }
+}
+
 /// Refuses a request that would open an MCP session (a POST without a session id) while
-/// `most` are open: 503, until one ends (its client's DELETE, or five idle minutes).
+/// the server keeps as many as it takes, or its tenant as many as one tenant may keep: 503,
+/// until one ends (its client's DELETE, or five idle minutes).
 async fn mcp_sessions_bound(
-    State((sessions, most)): State<(Arc<LocalSessionManager>, usize)>,
+    State(bound): State<Arc<McpSessions>>,
     request: Request,
     next: Next,
 ) -> Response {
     let opens = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
-    if opens && sessions.sessions.read().await.len() >= most {
-        return Failure::new(
-            ErrorKind::Unavailable,
-            format!("{most} MCP sessions are open, the most this server keeps"),
-        )
-        .with_hint("end a session (DELETE /mcp with its Mcp-Session-Id) or retry later")
-        .into_response();
+    if !opens {
+        return next.run(request).await;
     }
-    next.run(request).await
+    let tenant = match request.extensions().get::<Caller>() {
+        Some(Caller::Tenant(namespace)) => Some(namespace.to_string()),
+        _ => None,
+    };
+    let refusal = {
+        let open = bound.sessions.sessions.read().await;
+        let mut opened_by = bound
+            .opened_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Sessions that ended are no one's any more.
+        opened_by.retain(|session, _| open.contains_key(session));
+        if open.len() >= bound.most {
+            Some(format!(
+                "{} MCP sessions are open, the most this server keeps",
+                bound.most
+            ))
+        } else {
+            tenant.as_ref().and_then(|tenant| {
+                let most = bound.most_per_tenant();
+                let held = opened_by.values().filter(|held| *held == tenant).count();
+                (held >= most).then(|| {
+                    format!("{most} MCP sessions of this key's tenant are open, the most one tenant keeps")
+                })
+            })
+        }
+    };
+    if let Some(message) = refusal {
+        return Failure::new(ErrorKind::Unavailable, message)
+            .with_hint("end a session (DELETE /mcp with its Mcp-Session-Id) or retry later")
+            .into_response();
+    }
+    let response = next.run(request).await;
+    if let (Some(tenant), Some(session)) = (
+        tenant,
+        response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok()),
+    ) {
+        bound
+            .opened_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(Arc::from(session), tenant);
+    }
+    response
 }
 
 async fn openapi() -> impl IntoResponse {

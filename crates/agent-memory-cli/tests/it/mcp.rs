@@ -940,6 +940,57 @@ fn mcp_sessions_past_the_limit_are_refused_until_one_ends() {
     assert_eq!(server.stop(), Some(0));
 }
 
+/// One tenant cannot hold every MCP session: past its share (an eighth of the bound, at
+/// least 16) its `initialize` gets 503 while another tenant still opens one.
+#[test]
+fn one_tenant_cannot_hold_every_mcp_session() {
+    let dir = TempDir::new("mcp-tenant-sessions");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let server = Server::start(&dir, &store, &["--max-mcp-sessions", "40"]);
+    let (acme, other) = (server.key_for("acme"), server.key_for("other"));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}})
+    .to_string();
+    let open = |key: &str| {
+        let (status, head, body) = server.raw_with_headers(
+            "POST",
+            "/mcp",
+            Some(key),
+            &[("Accept", "application/json, text/event-stream".to_owned())],
+            Some(&init),
+        );
+        let session = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        });
+        (status, session, body)
+    };
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        let (status, session, body) = open(&acme);
+        assert_eq!(status, 200, "{body}");
+        held.push(session.expect("a session id"));
+    }
+    let (status, _, body) = open(&acme);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("tenant"), "{body}");
+    assert_eq!(open(&other).0, 200, "another tenant still opens one");
+    let (status, _, body) = server.raw_with_headers(
+        "DELETE",
+        "/mcp",
+        Some(&acme),
+        &[("Mcp-Session-Id", held.remove(0))],
+        None,
+    );
+    assert!(status < 300, "{status}: {body}");
+    assert_eq!(open(&acme).0, 200, "a session ended makes room for one");
+    assert_eq!(server.stop(), Some(0));
+}
+
 fn streamable_http_scenario(server: &Server) {
     let key = server.key_for("acme");
     let post = |session: Option<&str>, key: Option<&str>, body: Value| {
