@@ -849,6 +849,27 @@ fn streamable_http_on_serve() {
     }
 }
 
+/// Sends an MCP `initialize` to `/mcp` with `key`: the status, the session id the server
+/// gave (if any) and the body.
+fn open_mcp_session(server: &Server, key: &str) -> (u16, Option<String>, String) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}})
+    .to_string();
+    let (status, head, body) = server.raw_with_headers(
+        "POST",
+        "/mcp",
+        Some(key),
+        &[("Accept", "application/json, text/event-stream".to_owned())],
+        Some(&init),
+    );
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    (status, session, body)
+}
+
 /// The sessions open at once on /mcp are bounded: an `initialize` past
 /// `--max-mcp-sessions` gets a JSON 503 (a client opening sessions in a loop grew the
 /// server's memory until it ran out), and one more opens once a session ends.
@@ -862,24 +883,7 @@ fn mcp_sessions_past_the_limit_are_refused_until_one_ends() {
     let server = Server::start(&dir, &store, &["--max-mcp-sessions", "2"]);
     let key = server.key_for("acme");
     let accept = ("Accept", "application/json, text/event-stream".to_owned());
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}})
-    .to_string();
-    let open = || {
-        let (status, head, body) = server.raw_with_headers(
-            "POST",
-            "/mcp",
-            Some(&key),
-            std::slice::from_ref(&accept),
-            Some(&init),
-        );
-        let session = head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        });
-        (status, session, body)
-    };
+    let open = || open_mcp_session(&server, &key);
     let (status, first, body) = open();
     assert_eq!(status, 200, "{body}");
     let first = first.expect("a session id");
@@ -951,24 +955,7 @@ fn one_tenant_cannot_hold_every_mcp_session() {
     ];
     let server = Server::start(&dir, &store, &["--max-mcp-sessions", "40"]);
     let (acme, other) = (server.key_for("acme"), server.key_for("other"));
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}})
-    .to_string();
-    let open = |key: &str| {
-        let (status, head, body) = server.raw_with_headers(
-            "POST",
-            "/mcp",
-            Some(key),
-            &[("Accept", "application/json, text/event-stream".to_owned())],
-            Some(&init),
-        );
-        let session = head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        });
-        (status, session, body)
-    };
+    let open = |key: &str| open_mcp_session(&server, key);
     let mut held = Vec::new();
     for _ in 0..16 {
         let (status, session, body) = open(&acme);
