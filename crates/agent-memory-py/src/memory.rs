@@ -1,6 +1,11 @@
 //! `agent_memory.Memory`: the Rust `Memory` behind a Python class. Every method converts
 //! its arguments while holding the GIL, then runs the library's future on the module's
 //! runtime with the GIL released (see `runtime`).
+//!
+//! The methods are one `#[pymethods]` block, as PyO3 asks without its `multiple-pymethods`
+//! feature (which registers blocks at start-up through `inventory`): the file is long for
+//! that. Each method converts and calls; what takes more (arguments, graph and page records)
+//! lives in the submodules below.
 
 use std::sync::Arc;
 

@@ -53,6 +53,16 @@ pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
+/// The positions of the first key that repeats an earlier one (`None` keys never repeat):
+/// `(earlier, later)`. What `Remember::check_ids` and `Dialogue::check_ids` look for.
+fn first_repeat<K: std::hash::Hash + Eq>(
+    keys: impl ExactSizeIterator<Item = Option<K>>,
+) -> Option<(usize, usize)> {
+    let mut seen = std::collections::HashMap::with_capacity(keys.len());
+    keys.enumerate()
+        .find_map(|(index, key)| seen.insert(key?, index).map(|earlier| (earlier, index)))
+}
+
 /// The one handle an agent keeps. Share it behind an `Arc`; every method takes `&self`.
 ///
 /// Recall statistics (and the accesses of pages and entities) are written in batches in

@@ -245,23 +245,19 @@ impl Dialogue<'_> {
     /// The position of the first turn naming an id an earlier one names, and
     /// [`MemoryError::InvalidInput`] naming `id`.
     pub fn check_ids(turns: &[Turn]) -> std::result::Result<(), (usize, MemoryError)> {
-        let mut seen: std::collections::HashMap<&str, usize> =
-            std::collections::HashMap::with_capacity(turns.len());
-        for (index, turn) in turns.iter().enumerate() {
-            let Some(id) = turn.id.as_deref() else {
-                continue;
-            };
-            if let Some(earlier) = seen.insert(id, index) {
-                return Err((
-                    index,
-                    MemoryError::invalid(
-                        "id",
-                        format!("turns[{earlier}] has id {id} too; one call stores each id once"),
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        let Some((earlier, index)) =
+            super::first_repeat(turns.iter().map(|turn| turn.id.as_deref()))
+        else {
+            return Ok(());
+        };
+        let id = turns[index].id.as_deref().unwrap_or_default();
+        Err((
+            index,
+            MemoryError::invalid(
+                "id",
+                format!("turns[{earlier}] has id {id} too; one call stores each id once"),
+            ),
+        ))
     }
 
     /// What [`add`](Self::add) writes for `turn`: the request, the turn's line and the

@@ -62,28 +62,26 @@ impl Remember {
         requests: &[Remember],
         list: &str,
     ) -> std::result::Result<(), (usize, MemoryError)> {
-        let mut seen: std::collections::HashMap<(&Namespace, &str), usize> =
-            std::collections::HashMap::with_capacity(requests.len());
-        for (index, request) in requests.iter().enumerate() {
-            let Some(id) = request.id.as_deref() else {
-                continue;
-            };
-            if let Some(earlier) = seen.insert((&request.namespace, id), index) {
-                return Err((
-                    index,
-                    MemoryError::invalid(
-                        "id",
-                        format!(
-                            "{list}[{earlier}] has id {id} in {} too; one call stores each id \
-                             once",
-                            request.namespace
-                        ),
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        let keys = requests
+            .iter()
+            .map(|request| Some((&request.namespace, request.id.as_deref()?)));
+        let Some((earlier, index)) = super::first_repeat(keys) else {
+            return Ok(());
+        };
+        let request = &requests[index];
+        let id = request.id.as_deref().unwrap_or_default();
+        Err((
+            index,
+            MemoryError::invalid(
+                "id",
+                format!(
+                    "{list}[{earlier}] has id {id} in {} too; one call stores each id once",
+                    request.namespace
+                ),
+            ),
+        ))
     }
+
     /// `text` in `namespace`, with defaults for the rest.
     pub fn new(namespace: Namespace, text: impl Into<String>) -> Self {
         Self {
