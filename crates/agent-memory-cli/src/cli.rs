@@ -463,7 +463,9 @@ pub(crate) struct ForgetArgs {
     /// The id of the memory to forget (in the namespace exactly).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     pub(crate) id: Option<String>,
-    /// Forget every memory in the namespace and under it that matches --kind and --tag.
+    /// Forget every memory in the namespace and under it that matches --kind and --tag,
+    /// each as a forget by id forgets one (the versions of its fact and the summaries
+    /// holding its text go too).
     #[arg(long)]
     pub(crate) all: bool,
     /// With --all: only these kinds.

@@ -628,53 +628,78 @@ impl Memory {
     }
 
     /// Forgets a memory: a hard delete of it, of every version of its fact, and of every
-    /// summary one of them was consolidated into (a summary holds their text), so nothing
-    /// of it stays. A summary's other sources are other memories: they are written back
-    /// current, as before it was made (reconciled with their own fact's current version if
-    /// one was written since: the later start holds). The deletes are one
-    /// [`delete_many`](memory_core::MemoryStore::delete_many) (one transaction on the SQL
-    /// backends), after the sources are written back, so a failure leaves every memory
-    /// stored and the call can be made again. A memory that flagged it as contradicting
-    /// keeps the bare id in its [`conflicts_with`](MemoryItem::conflicts_with), which then
-    /// names nothing and is ignored: rewriting that memory here could undo a concurrent
-    /// write to it. The memories' link nodes are removed after (whether or not this
-    /// `Memory` enriches: another may have); one that cannot be is logged, and removed by
-    /// the next [`maintain`](Self::maintain) of a `Memory` that enriches. Returns whether it
-    /// existed. The sources are written back only if they are still as read; when another
-    /// write changed one in between, the forgetting is worked out again on what is stored.
+    /// summary one of them was consolidated into (a summary holds their text; and the
+    /// summary that summary was consolidated into, in turn), so nothing of it stays. A
+    /// summary's other sources are other memories: they are written back current, as
+    /// before it was made (reconciled with their own fact's current version if one was
+    /// written since: the later start holds). The deletes are one
+    /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if) (one transaction on
+    /// the SQL backends), after the sources are written back, so a failure leaves every
+    /// memory stored and the call can be made again. A memory that flagged it as
+    /// contradicting keeps the bare id in its
+    /// [`conflicts_with`](MemoryItem::conflicts_with), which then names nothing and is
+    /// ignored: rewriting that memory here could undo a concurrent write to it. The
+    /// memories' link nodes are removed after (whether or not this `Memory` enriches:
+    /// another may have); one that cannot be is logged, and removed by the next
+    /// [`maintain`](Self::maintain) of a `Memory` that enriches. Returns whether it existed.
+    ///
+    /// The sources are written back only if they are still as read, and the memories
+    /// deleted only if still as read: when another write changed one in between (a
+    /// supersede or a consolidation that took one of them in), the forgetting is worked
+    /// out again on what is stored, so no summary keeps a forgotten memory's text and no
+    /// version is left naming a successor that is gone.
     ///
     /// # Errors
     /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
-    /// changed the sources at each of eight attempts (nothing deleted); store errors.
+    /// changed those memories at each of eight attempts (nothing deleted); store errors.
     pub async fn forget(&self, namespace: &Namespace, id: &str) -> Result<bool> {
         let Some(item) = self.store.get(namespace, id).await? else {
             return Ok(false);
         };
-        let mut item = item;
-        let mut attempts = 1;
-        let doomed = loop {
+        let ids = [item.id.clone()];
+        let (deleted, doomed) = self
+            .forget_all(namespace, vec![item], &ids)
+            .await?
+            .ok_or_else(|| edit_conflict(namespace, id))?;
+        self.remove_link_nodes(namespace, &doomed).await;
+        Ok(deleted > 0)
+    }
+
+    /// Forgets the memories `ids` of `namespace` (`roots`, as read) as
+    /// [`forget`](Self::forget) forgets one, in one walk: returns how many were deleted and
+    /// the ids the walk chose, or `None` when other writes changed what the walk read at
+    /// each of [`EDIT_ATTEMPTS`] attempts.
+    async fn forget_all(
+        &self,
+        namespace: &Namespace,
+        mut roots: Vec<MemoryItem>,
+        ids: &[String],
+    ) -> Result<Option<(usize, Vec<String>)>> {
+        for _ in 0..EDIT_ATTEMPTS {
+            if roots.is_empty() {
+                return Ok(Some((0, Vec::new())));
+            }
             let facts::Forgetting {
                 doomed,
                 restored,
                 read,
-            } = self.forgetting(namespace, item).await?;
-            // The sources written back only if still as read: another write in between
-            // (an edit, a new version of their fact) and the forgetting is worked out again.
-            if restored.is_empty() || self.store.save_many_if(restored, &read).await? {
-                break doomed;
+            } = self.forgetting(namespace, roots).await?;
+            // The sources written back only if still as read, then the memories deleted
+            // only if still as read: another write in between (an edit, a new version of
+            // their fact, a consolidation taking one in) and the forgetting is worked out
+            // again. Sources written back before a refused delete are current, as the next
+            // walk finds them: it does not restore them twice.
+            if (restored.is_empty() || self.store.save_many_if(restored, &read).await?)
+                && let Some(deleted) = self.store.delete_many_if(namespace, &doomed).await?
+            {
+                return Ok(Some((
+                    deleted,
+                    doomed.into_iter().map(|(id, _)| id).collect(),
+                )));
             }
-            if attempts == EDIT_ATTEMPTS {
-                return Err(edit_conflict(namespace, id));
-            }
-            attempts += 1;
-            let Some(again) = self.store.get(namespace, id).await? else {
-                return Ok(false);
-            };
-            item = again;
-        };
-        let existed = self.store.delete_many(namespace, &doomed).await? > 0;
-        self.remove_link_nodes(namespace, &doomed).await;
-        Ok(existed)
+            roots = self.store.get_many(namespace, ids).await?;
+        }
+        Ok(None)
     }
 
     /// Removes the link nodes of the deleted memories `ids`, with or without an enricher of
@@ -730,29 +755,45 @@ impl Memory {
         }
     }
 
-    /// Forgets every memory matching `filter` (its limit is ignored), each namespace's in
-    /// one [`delete_many`](memory_core::MemoryStore::delete_many), with their link nodes
-    /// (as [`forget`](Self::forget) removes them). Only the memories that match go (not other versions of their
-    /// facts, as [`forget`](Self::forget) does). Returns how many.
+    /// Forgets every memory matching `filter` (its limit is ignored) as
+    /// [`forget`](Self::forget) forgets one: with every version of their facts and every
+    /// summary one of them was consolidated into, the summaries' other sources written back
+    /// current, so no summary keeps a forgotten memory's text and no version is left naming
+    /// a successor that is gone. Each namespace's memories go in one
+    /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if), with their link nodes.
+    /// Returns how many memories were deleted (the versions and summaries included).
     ///
     /// # Errors
-    /// Store errors; the namespaces done before the failing one stay done.
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
+    /// changed a namespace's memories at each of eight attempts; store errors. The
+    /// namespaces done before the failing one stay done.
     pub async fn forget_matching(&self, filter: &MemoryFilter) -> Result<usize> {
         let mut filter = filter.clone();
         filter.limit = None;
-        let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<String>> =
+        let mut by_namespace: std::collections::BTreeMap<Namespace, Vec<MemoryItem>> =
             std::collections::BTreeMap::new();
         for item in self.store.list(&filter).await? {
             by_namespace
-                .entry(item.namespace)
+                .entry(item.namespace.clone())
                 .or_default()
-                .push(item.id);
+                .push(item);
         }
-        // One `delete_many` per namespace (one transaction each on the SQL backends).
         let mut deleted = 0;
-        for (namespace, ids) in &by_namespace {
-            deleted += self.store.delete_many(namespace, ids).await?;
-            self.remove_link_nodes(namespace, ids).await;
+        for (namespace, roots) in by_namespace {
+            let ids: Vec<String> = roots.iter().map(|item| item.id.clone()).collect();
+            let (count, doomed) =
+                self.forget_all(&namespace, roots, &ids)
+                    .await?
+                    .ok_or_else(|| memory_core::MemoryError::Conflict {
+                        message: format!(
+                            "the memories to forget in {namespace} were changed by other \
+                             writes at each of {EDIT_ATTEMPTS} attempts; none of them was \
+                             deleted"
+                        ),
+                        source: None,
+                    })?;
+            deleted += count;
+            self.remove_link_nodes(&namespace, &doomed).await;
         }
         Ok(deleted)
     }

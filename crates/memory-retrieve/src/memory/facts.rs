@@ -118,9 +118,10 @@ fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
 
 /// What [`Memory::forget`] deletes and what it writes back.
 pub(super) struct Forgetting {
-    /// The memory, every version of its fact, and every summary one of them was
-    /// consolidated into.
-    pub(super) doomed: Vec<String>,
+    /// The memories forgotten, every version of their facts, and every summary one of them
+    /// was consolidated into (and the summaries those were consolidated into), each with
+    /// the `updated_at` it was read with: they are deleted only if still as read.
+    pub(super) doomed: Vec<(String, DateTime<Utc>)>,
     /// The other sources of those summaries, current again (or ended by the current
     /// version of their own fact when that one starts later, or ending it when it starts
     /// earlier), and such current versions.
@@ -128,13 +129,6 @@ pub(super) struct Forgetting {
     /// Where each of `restored` is and the `updated_at` it was read with: they are written
     /// only if still as read.
     pub(super) read: Vec<(usize, DateTime<Utc>)>,
-}
-
-/// Whether `item` is a summary [`Memory::consolidate`] wrote.
-fn is_summary(item: &MemoryItem) -> bool {
-    item.metadata
-        .get(super::consolidate::CONSOLIDATED_METADATA_KEY)
-        .is_some()
 }
 
 /// Records on the new memory that it contradicts `old`. The link is kept on the memory
@@ -652,6 +646,8 @@ impl Memory {
                 }
             }
             next.retain(|id| !seen.contains(id));
+            next.sort_unstable();
+            next.dedup();
             next.truncate(MAX_HISTORY.saturating_sub(seen.len()));
             seen.extend(next.iter().cloned());
             queue.extend(self.store.get_many(namespace, &next).await?);
@@ -661,31 +657,36 @@ impl Memory {
         Ok(versions)
     }
 
-    /// What forgetting `first` deletes: `first`, the versions of its fact (linked by
-    /// supersession or sharing its fact key), and the summaries any of them was consolidated
-    /// into, since a summary holds their text. Unlike [`history`](Self::history) it does not
-    /// follow a summary to its other sources: they are other memories, and come back as
-    /// their summary goes (reconciled with their own fact's current version, if one was
-    /// written since: the later start holds). Every version of a fact key is read, however
-    /// many.
+    /// What forgetting `roots` deletes: them, the versions of their facts (linked by
+    /// supersession or sharing a fact key), and the summaries any of those was consolidated
+    /// into, since a summary holds their text (and the summaries such a summary was
+    /// consolidated into in turn). Unlike [`history`](Self::history) it does not follow a
+    /// summary to its other sources: they are other memories, and come back as their
+    /// summary goes (reconciled with their own fact's current version, if one was written
+    /// since: the later start holds).
+    ///
+    /// A link is followed backwards only where the older memory confirms it: a memory a
+    /// doomed one names in [`supersedes`](MemoryItem::supersedes) is a version of its fact
+    /// (and goes) when it was superseded by it, a source (and comes back) when it was
+    /// consolidated into it, and neither otherwise (a source restored already, whose
+    /// summary still names it). What a summary is so never depends on its metadata. Every
+    /// version of a fact key is read, however many.
     pub(super) async fn forgetting(
         &self,
         namespace: &Namespace,
-        first: MemoryItem,
+        roots: Vec<MemoryItem>,
     ) -> Result<Forgetting> {
-        let mut seen: HashSet<String> = HashSet::from([first.id.clone()]);
+        let mut seen: HashSet<String> = roots.iter().map(|root| root.id.clone()).collect();
         let mut keys: HashSet<String> = HashSet::new();
-        let mut queue: VecDeque<MemoryItem> = VecDeque::from([first]);
-        let mut summaries: Vec<MemoryItem> = Vec::new();
-        let mut doomed: Vec<String> = Vec::new();
+        let mut queue: VecDeque<MemoryItem> = VecDeque::from(roots);
+        let mut sources: Vec<MemoryItem> = Vec::new();
+        let mut doomed: Vec<(String, DateTime<Utc>)> = Vec::new();
         while let Some(item) = queue.pop_front() {
-            doomed.push(item.id.clone());
-            if is_summary(&item) {
-                summaries.push(item);
-                continue;
-            }
-            let mut next: Vec<String> = item.supersedes.clone();
-            if let Some(by) = item.ended.as_ref().and_then(Ended::successor) {
+            // What took its place holds its text (a summary) or states its fact.
+            let mut next: Vec<String> = Vec::new();
+            if let Some(by) = item.ended.as_ref().and_then(Ended::successor)
+                && seen.insert(by.to_owned())
+            {
                 next.push(by.to_owned());
             }
             if let Some(key) = &item.fact_key
@@ -699,51 +700,61 @@ impl Memory {
                     }
                 }
             }
-            next.retain(|id| seen.insert(id.clone()));
-            queue.extend(self.store.get_many(namespace, &next).await?);
-        }
-        // The other sources of the summaries that go: current again, unless their fact
-        // has a current version (written after the summary ended them).
-        let mut restored = Vec::new();
-        let mut read = Vec::new();
-        for summary in &summaries {
-            let others: Vec<String> = summary
+            let linked: Vec<String> = item
                 .supersedes
                 .iter()
                 .filter(|id| !seen.contains(*id))
                 .cloned()
                 .collect();
-            for mut source in self.store.get_many(namespace, &others).await? {
-                let source_read = source.updated_at;
-                let into_this = source.ended.as_ref().is_some_and(|ended| {
-                    ended.reason
-                        == EndReason::Consolidated {
-                            into: summary.id.clone(),
+            if !linked.is_empty() {
+                for old in self.store.get_many(namespace, &linked).await? {
+                    match old.ended.as_ref().map(|ended| &ended.reason) {
+                        Some(EndReason::Superseded { by }) if *by == item.id => {
+                            if seen.insert(old.id.clone()) {
+                                queue.push_back(old);
+                            }
                         }
-                });
-                if !into_this {
-                    continue;
-                }
-                source.ended = None;
-                source.revise(source.updated_at);
-                if let Some(key) = &source.fact_key {
-                    let mut filter = MemoryFilter::new(namespace.exact())
-                        .with_view(TimeView::Current(self.clock.now()));
-                    filter.fact_key = Some(key.clone());
-                    if let Some(mut current) = self.store.list(&filter).await?.into_iter().next() {
-                        // The later start holds, as when the two were remembered.
-                        if start(&current) >= start(&source) {
-                            end_with(&mut source, &current);
-                        } else {
-                            read.push((restored.len(), current.updated_at));
-                            supersede_with(&mut current, &mut source);
-                            restored.push(current);
+                        Some(EndReason::Consolidated { into }) if *into == item.id => {
+                            sources.push(old);
                         }
+                        _ => {}
                     }
                 }
-                read.push((restored.len(), source_read));
-                restored.push(source);
             }
+            if !next.is_empty() {
+                queue.extend(self.store.get_many(namespace, &next).await?);
+            }
+            doomed.push((item.id, item.updated_at));
+        }
+        // The other sources of the summaries that go: current again, unless their fact
+        // has a current version (written after the summary ended them).
+        let gone: HashSet<&str> = doomed.iter().map(|(id, _)| id.as_str()).collect();
+        let mut restored = Vec::new();
+        let mut read = Vec::new();
+        for mut source in sources {
+            if gone.contains(source.id.as_str()) {
+                continue;
+            }
+            let source_read = source.updated_at;
+            source.ended = None;
+            source.revise(source.updated_at);
+            if let Some(key) = &source.fact_key {
+                let mut filter = MemoryFilter::new(namespace.exact())
+                    .with_view(TimeView::Current(self.clock.now()));
+                filter.fact_key = Some(key.clone());
+                if let Some(mut current) = self.store.list(&filter).await?.into_iter().next() {
+                    // The later start holds, as when the two were remembered.
+                    if start(&current) >= start(&source) {
+                        end_with(&mut source, &current);
+                    } else {
+                        read.push((restored.len(), current.updated_at));
+                        supersede_with(&mut current, &mut source);
+                        restored.push(current);
+                    }
+                }
+            }
+            read.push((restored.len(), source_read));
+            restored.push(source);
         }
         Ok(Forgetting {
             doomed,

@@ -447,7 +447,9 @@ pub(crate) struct ForgetRequest {
     pub(crate) tags: Vec<String>,
 }
 
-/// Forgets every memory of a namespace (and those under it) that matches the filters.
+/// Forgets every memory of a namespace (and those under it) that matches the filters, each
+/// as `DELETE /v1/memories/{id}` forgets one: with the versions of its fact and the
+/// summaries holding its text. Answers how many memories were deleted.
 #[utoipa::path(post, path = "/v1/memories/forget", tag = "memories", request_body = ForgetRequest,
     responses((status = 200, body = Forgotten), (status = "4XX", body = ErrorBody)),
     security(("api_key" = [])))]

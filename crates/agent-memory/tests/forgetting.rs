@@ -1,0 +1,254 @@
+//! Forgetting through the lifecycle's links, on every backend: a forgotten memory leaves no
+//! summary holding its text (summaries of summaries too), no version naming a successor
+//! that is gone, and no source stranded in a summary that is gone; by id, by filter, and
+//! racing a consolidation.
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_memory::prelude::*;
+use agent_memory::{ManualClock, MemoryBuilder, MemoryFilter};
+use chrono::{DateTime, TimeZone, Utc};
+use common::Backend;
+
+fn day(n: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2024, 1, 1, 12, 0, 0).unwrap() + chrono::Duration::days(n)
+}
+
+fn builder(backend: &Backend) -> MemoryBuilder {
+    Memory::builder()
+        .store(Arc::clone(&backend.store))
+        .knowledge(Arc::clone(&backend.knowledge))
+        .graph(Arc::clone(&backend.graph))
+        .clock(Arc::new(ManualClock::new(day(100))))
+}
+
+/// Every stored memory of `ns`, current or ended.
+async fn stored(backend: &Backend, ns: &Namespace) -> Vec<MemoryItem> {
+    backend
+        .store
+        .list(&MemoryFilter::new(ns.exact()))
+        .await
+        .unwrap()
+}
+
+/// The lifecycle's promise after any forget: no ended memory names a successor that is
+/// gone, and no stored memory holds the text of a forgotten one.
+async fn assert_consistent(backend: &Backend, ns: &Namespace, forgotten: &[&str], what: &str) {
+    let items = stored(backend, ns).await;
+    let ids: Vec<&str> = items.iter().map(|item| item.id.as_str()).collect();
+    for item in &items {
+        if let Some(next) = item.ended.as_ref().and_then(|ended| ended.successor()) {
+            assert!(
+                ids.contains(&next),
+                "{what}: {} ({}) names {next}, which is gone",
+                item.id,
+                item.content
+            );
+        }
+        for text in forgotten {
+            assert!(
+                !item.content.contains(text),
+                "{what}: {} still holds the forgotten {text:?}: {}",
+                item.id,
+                item.content
+            );
+        }
+    }
+}
+
+fn current(items: &[MemoryItem], id: &str) -> bool {
+    items
+        .iter()
+        .any(|item| item.id == id && item.ended.is_none())
+}
+
+#[tokio::test]
+async fn forget_walks_through_summaries_of_summaries() {
+    for backend in common::backends("forget_nested_summaries").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("nested").unwrap();
+        let name = backend.name;
+        let pears = memory
+            .remember(&ns, "pears are green and sweet")
+            .await
+            .unwrap();
+        let quinces = memory
+            .remember(&ns, "quinces need long cooking")
+            .await
+            .unwrap();
+        let canes = memory
+            .remember(&ns, "raspberries grow on canes")
+            .await
+            .unwrap();
+        let first = memory
+            .consolidate(&ns, &[pears.clone(), quinces.clone()], 200)
+            .await
+            .unwrap();
+        let second = memory
+            .consolidate(&ns, &[first.clone(), canes.clone()], 200)
+            .await
+            .unwrap();
+
+        assert!(memory.forget(&ns, &pears).await.unwrap(), "{name}");
+        let items = stored(&backend, &ns).await;
+        assert_consistent(&backend, &ns, &["pears are green"], name).await;
+        assert!(
+            !items
+                .iter()
+                .any(|item| item.id == first || item.id == second),
+            "{name}: both summaries held the text"
+        );
+        assert!(
+            current(&items, &quinces),
+            "{name}: a source of the first comes back"
+        );
+        assert!(
+            current(&items, &canes),
+            "{name}: a source of the second comes back"
+        );
+        let found = memory.recall(&ns.subtree(), "pears").await.unwrap();
+        assert!(found.items.is_empty(), "{name}: {:?}", found.items);
+        backend.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn forgetting_a_summary_takes_the_version_it_superseded() {
+    for backend in common::backends("forget_summary_versions").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("phones").unwrap();
+        let name = backend.name;
+        let old = memory
+            .remember(&ns, "my phone number is 555-1234")
+            .await
+            .unwrap();
+        let new = memory
+            .remember(&ns, "the new phone is 555-9999")
+            .await
+            .unwrap();
+        let landline = memory
+            .remember(&ns, "the landline was dropped")
+            .await
+            .unwrap();
+        let summary = memory
+            .consolidate(&ns, &[new.clone(), landline.clone()], 200)
+            .await
+            .unwrap();
+        memory.supersede(&ns, &old, &summary).await.unwrap();
+        // An ordinary memory whose metadata says it is a summary is still an ordinary
+        // memory: the version it superseded goes with it.
+        let older = memory
+            .remember(&ns, "the office is on floor five")
+            .await
+            .unwrap();
+        let newer = memory
+            .remember_with(
+                Remember::new(ns.clone(), "the office moved to floor nine")
+                    .metadata(serde_json::json!({ "consolidated_from": 2 })),
+            )
+            .await
+            .unwrap()
+            .id;
+        memory.supersede(&ns, &older, &newer).await.unwrap();
+
+        assert!(memory.forget(&ns, &summary).await.unwrap(), "{name}");
+        assert!(memory.forget(&ns, &newer).await.unwrap(), "{name}");
+        let items = stored(&backend, &ns).await;
+        assert_consistent(&backend, &ns, &["555-1234", "floor five"], name).await;
+        assert!(current(&items, &new), "{name}: a source comes back");
+        assert!(current(&items, &landline), "{name}: a source comes back");
+        assert_eq!(items.len(), 2, "{name}: {items:?}");
+        backend.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn forget_matching_leaves_no_version_naming_a_gone_successor() {
+    for backend in common::backends("forget_matching_links").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("filtered").unwrap();
+        let name = backend.name;
+        let tagged = |text: &str| Remember::new(ns.clone(), text).tags(["gone"]);
+        let five = memory
+            .remember(&ns, "the office is on floor five")
+            .await
+            .unwrap();
+        let nine = memory
+            .remember_with(tagged("the office moved to floor nine"))
+            .await
+            .unwrap()
+            .id;
+        memory.supersede(&ns, &five, &nine).await.unwrap();
+        let pears = memory
+            .remember_with(tagged("pears are green and sweet"))
+            .await
+            .unwrap()
+            .id;
+        let quinces = memory
+            .remember(&ns, "quinces need long cooking")
+            .await
+            .unwrap();
+        let summary = memory
+            .consolidate(&ns, &[pears.clone(), quinces.clone()], 200)
+            .await
+            .unwrap();
+        let kept = memory
+            .remember(&ns, "raspberries grow on canes")
+            .await
+            .unwrap();
+
+        let filter = MemoryFilter::new(ns.exact()).with_tags(&["gone"]).unwrap();
+        let deleted = memory.forget_matching(&filter).await.unwrap();
+        assert_eq!(deleted, 4, "{name}: the matches, a version and a summary");
+        let items = stored(&backend, &ns).await;
+        assert_consistent(&backend, &ns, &["floor five", "floor nine", "pears"], name).await;
+        assert!(!items.iter().any(|item| item.id == summary), "{name}");
+        assert!(
+            current(&items, &quinces),
+            "{name}: the summary's other source is back"
+        );
+        assert!(current(&items, &kept), "{name}");
+        assert_eq!(items.len(), 2, "{name}: {items:?}");
+        backend.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_and_consolidate_racing_leave_no_forgotten_text() {
+    for backend in common::backends("forget_consolidate_race").await {
+        let memory = Arc::new(builder(&backend).build().unwrap());
+        let ns = Namespace::parse("race").unwrap();
+        let name = backend.name;
+        for round in 0..24 {
+            let base = format!("race base {round} alpha{round}");
+            let other = format!("race other {round} gamma{round}");
+            let doomed = memory.remember(&ns, &base).await.unwrap();
+            let kept = memory.remember(&ns, &other).await.unwrap();
+            let consolidating = {
+                let (memory, ns, ids) = (Arc::clone(&memory), ns.clone(), [doomed.clone(), kept]);
+                tokio::spawn(async move { memory.consolidate(&ns, &ids, 200).await })
+            };
+            let forgetting = {
+                let (memory, ns, id) = (Arc::clone(&memory), ns.clone(), doomed.clone());
+                tokio::spawn(async move {
+                    // Either order may win; each is a complete operation.
+                    tokio::task::yield_now().await;
+                    memory.forget(&ns, &id).await
+                })
+            };
+            // The consolidation may find its source gone (an error, nothing written).
+            let _ = consolidating.await.unwrap();
+            forgetting.await.unwrap().unwrap();
+            assert_consistent(
+                &backend,
+                &ns,
+                &[base.as_str()],
+                &format!("{name} round {round}"),
+            )
+            .await;
+        }
+        backend.cleanup().await;
+    }
+}
