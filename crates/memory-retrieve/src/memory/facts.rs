@@ -709,10 +709,10 @@ impl Memory {
             if !linked.is_empty() {
                 for old in self.store.get_many(namespace, &linked).await? {
                     match old.ended.as_ref().map(|ended| &ended.reason) {
-                        Some(EndReason::Superseded { by }) if *by == item.id => {
-                            if seen.insert(old.id.clone()) {
-                                queue.push_back(old);
-                            }
+                        Some(EndReason::Superseded { by })
+                            if *by == item.id && seen.insert(old.id.clone()) =>
+                        {
+                            queue.push_back(old);
                         }
                         Some(EndReason::Consolidated { into }) if *into == item.id => {
                             sources.push(old);
