@@ -199,7 +199,7 @@ async fn forget_matching_leaves_no_version_naming_a_gone_successor() {
             .await
             .unwrap();
 
-        let filter = MemoryFilter::new(ns.exact()).with_tags(&["gone"]).unwrap();
+        let filter = MemoryFilter::new(ns.exact()).with_tags(["gone"]).unwrap();
         let deleted = memory.forget_matching(&filter).await.unwrap();
         assert_eq!(deleted, 4, "{name}: the matches, a version and a summary");
         let items = stored(&backend, &ns).await;
