@@ -19,7 +19,7 @@
 //! a pass frees a sixteenth of the capacity at once, so its cost is shared by the writes
 //! that follow.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
@@ -196,12 +196,15 @@ async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<u
 }
 
 /// The ids of `items` by namespace, each with the `updated_at` it was read with, and the
-/// history they end: the unpinned memories each
-/// names in [`supersedes`](MemoryItem::supersedes) that have ended (versions it
-/// superseded, sources consolidated into it), and theirs in turn. A deleted memory takes
-/// its history with it, as [`Memory::forget`](crate::Memory::forget) does, so no ended
-/// memory is left naming a successor that no longer exists (a summary evicted before the
-/// last of its sources, whose time it shares, left that source pointing at nothing). Each
+/// history they end: the memories each names in [`supersedes`](MemoryItem::supersedes)
+/// that have ended (versions it superseded, sources consolidated into it), and theirs in
+/// turn. A deleted memory takes its history with it, as
+/// [`Memory::forget`](crate::Memory::forget) does, so no ended memory is left naming a
+/// successor that no longer exists (a summary evicted before the last of its sources, whose
+/// time it shares, left that source pointing at nothing). A memory whose history holds a
+/// pinned version is left out with its history: pinned, that version is kept, and it
+/// would name a successor that is gone (the pin keeps what it ended too); and so, in turn,
+/// is a memory that one left out was ended into. Each
 /// predecessor is read once; a memory without predecessors costs nothing more. A pass may
 /// so delete more memories than it set out to, and may empty a namespace whose last
 /// memory was history.
@@ -218,13 +221,16 @@ async fn with_history(
         }
         return Ok(out);
     }
+    // Each memory read with the index of the victim whose history it is (a memory has one
+    // successor, so the histories are apart).
     let mut seen: HashSet<(Namespace, String)> = HashSet::new();
-    let mut levels: Vec<Vec<MemoryItem>> = Vec::new();
-    let mut level = items;
+    let mut kept_back: HashSet<usize> = HashSet::new();
+    let mut levels: Vec<Vec<(MemoryItem, usize)>> = Vec::new();
+    let mut level: Vec<(MemoryItem, usize)> = items.into_iter().zip(0..).collect();
     while !level.is_empty() {
-        let mut wanted: BTreeMap<Namespace, Vec<String>> = BTreeMap::new();
+        let mut wanted: BTreeMap<Namespace, Vec<(String, usize)>> = BTreeMap::new();
         let mut kept = Vec::with_capacity(level.len());
-        for item in level {
+        for (item, victim) in level {
             if !seen.insert((item.namespace.clone(), item.id.clone())) {
                 continue;
             }
@@ -233,27 +239,62 @@ async fn with_history(
                     wanted
                         .entry(item.namespace.clone())
                         .or_default()
-                        .push(id.clone());
+                        .push((id.clone(), victim));
                 }
             }
-            kept.push(item);
+            kept.push((item, victim));
         }
         levels.push(kept);
         level = Vec::new();
-        for (namespace, ids) in wanted {
-            level.extend(
-                store
-                    .get_many(&namespace, &ids)
-                    .await?
-                    .into_iter()
-                    .filter(|old| old.ended.is_some() && !old.is_pinned()),
-            );
+        for (namespace, wanted) in wanted {
+            let victims: HashMap<&str, usize> = wanted
+                .iter()
+                .map(|(id, victim)| (id.as_str(), *victim))
+                .collect();
+            let ids: Vec<String> = wanted.iter().map(|(id, _)| id.clone()).collect();
+            for old in store.get_many(&namespace, &ids).await? {
+                let Some(&victim) = victims.get(old.id.as_str()) else {
+                    continue;
+                };
+                if old.ended.is_none() {
+                    continue;
+                }
+                if old.is_pinned() {
+                    kept_back.insert(victim);
+                    continue;
+                }
+                level.push((old, victim));
+            }
         }
     }
+    // A victim kept back keeps its successor's victim too, when that is being deleted (a
+    // victim ended into another: a source chosen with its summary): each victim's memories
+    // are looked at once.
+    let mut of_victim: HashMap<usize, Vec<&MemoryItem>> = HashMap::new();
+    let mut victim_of: HashMap<(&Namespace, &str), usize> = HashMap::new();
+    for (item, victim) in levels.iter().flatten() {
+        of_victim.entry(*victim).or_default().push(item);
+        victim_of.insert((&item.namespace, item.id.as_str()), *victim);
+    }
+    let mut pending: Vec<usize> = kept_back.iter().copied().collect();
+    while let Some(victim) = pending.pop() {
+        for item in of_victim.get(&victim).into_iter().flatten() {
+            let successor = item.ended.as_ref().and_then(memory_core::Ended::successor);
+            if let Some(&next) = successor.and_then(|id| victim_of.get(&(&item.namespace, id)))
+                && kept_back.insert(next)
+            {
+                pending.push(next);
+            }
+        }
+    }
+    drop((of_victim, victim_of));
     // The oldest history first: a store that deletes one memory at a time and stops
     // half-way leaves memories whose predecessors are gone, never a predecessor naming a
     // successor that is gone.
-    for item in levels.into_iter().rev().flatten() {
+    for (item, victim) in levels.into_iter().rev().flatten() {
+        if kept_back.contains(&victim) {
+            continue;
+        }
         out.entry(item.namespace)
             .or_default()
             .push((item.id, item.updated_at));

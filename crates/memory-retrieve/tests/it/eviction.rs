@@ -145,8 +145,10 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     assert_eq!(ids(&store, &ns).await, ["m4"], "m3 went with its summary");
     assert_eq!(report.evicted, 5);
 
-    // A pinned source stays (pinned memories are exempt), and a current memory named by
-    // a summary is not history: only ended memories go along.
+    // A pinned source stays (pinned memories are exempt), and so does the summary it
+    // names as its successor: evicted, it would leave the source naming a memory that is
+    // gone. A current memory named by a summary is not history: only ended memories go
+    // along.
     let (store, ns) = seeded(2).await;
     let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
     m0.ended = Some(memory_core::Ended {
@@ -163,7 +165,7 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
         .with_created_at(t0() - Duration::hours(1));
     summary.supersedes = vec!["m0".into(), "m1".into()];
     store.save_many(vec![summary, m0]).await.unwrap();
-    evict(
+    let report = evict(
         &*store,
         &ns.subtree(),
         &EvictionPolicy::Capacity { max_items: 2 },
@@ -171,7 +173,35 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     )
     .await
     .unwrap();
-    assert_eq!(ids(&store, &ns).await, ["m0", "m1"]);
+    assert_eq!(ids(&store, &ns).await, ["0sum", "m0", "m1"]);
+    assert_eq!(report.evicted, 0, "the oldest is held by its pinned source");
+
+    // The same for a version a memory superseded: pinned, it keeps its successor.
+    let (store, ns) = seeded(3).await;
+    let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
+    m0.ended = Some(memory_core::Ended {
+        at: t0(),
+        reason: memory_core::EndReason::Superseded { by: "m1".into() },
+    });
+    let mut m1 = store.get(&ns, "m1").await.unwrap().unwrap();
+    m1.supersedes = vec!["m0".into()];
+    store
+        .save_many(vec![m0.with_pinned(true), m1])
+        .await
+        .unwrap();
+    evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Capacity { max_items: 1 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    let left = ids(&store, &ns).await;
+    assert!(
+        left.contains(&"m1".to_owned()),
+        "the successor of a pinned version stays: {left:?}"
+    );
 }
 
 #[tokio::test]
@@ -392,8 +422,9 @@ mod properties {
         /// Memories that end earlier ones (as a new version or a consolidation summary
         /// does), some pinned, under a capacity: a pass deletes the oldest unpinned
         /// memories beyond the capacity and, transitively, the unpinned ended memories each
-        /// names in `supersedes`, and nothing else; no unpinned ended memory is left naming
-        /// a successor that is gone.
+        /// names in `supersedes`, and nothing else, keeping those whose history holds a
+        /// pinned memory; no ended memory, pinned or not, is left naming a successor that
+        /// is gone.
         #[test]
         fn eviction_takes_the_history_it_ends(
             memories in proptest::collection::vec(
@@ -426,30 +457,56 @@ mod properties {
                     items.push(item);
                 }
                 store.save_many(items.clone()).await.unwrap();
-                // The model: the oldest unpinned beyond the capacity, then their history.
+                // The model: the oldest unpinned beyond the capacity, each with its history
+                // (the ended, unpinned memories whose line of successors reaches it before
+                // another of them); one whose history ends a pinned memory is kept with
+                // it, and so is one that a kept memory was ended into.
                 let mut order: Vec<&MemoryItem> = items.iter().collect();
                 order.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
                 let excess = items.len().saturating_sub(capacity);
-                let mut gone: HashSet<String> = order.iter()
+                let victims: HashSet<String> = order.iter()
                     .filter(|item| !item.is_pinned())
                     .take(excess)
                     .map(|item| item.id.clone())
+                    .collect();
+                let by_id = |id: &str| &items[id[1..].parse::<usize>().unwrap()];
+                let successor = |item: &MemoryItem| match &item.ended {
+                    Some(Ended { reason: EndReason::Consolidated { into }, .. }) => Some(into.clone()),
+                    _ => None,
+                };
+                // The victim whose history each memory is.
+                let tree = |item: &MemoryItem| -> Option<String> {
+                    let mut at = item;
+                    loop {
+                        if victims.contains(&at.id) {
+                            return Some(at.id.clone());
+                        }
+                        if at.is_pinned() {
+                            return None;
+                        }
+                        at = by_id(&successor(at)?);
+                    }
+                };
+                let mut kept: HashSet<String> = items.iter()
+                    .filter(|item| item.is_pinned())
+                    .filter_map(|item| tree(by_id(&successor(item)?)))
                     .collect();
                 let mut grew = true;
                 while grew {
                     grew = false;
                     for item in &items {
-                        if !gone.contains(&item.id) {
-                            continue;
-                        }
-                        for old in &item.supersedes {
-                            let old = &items[old[1..].parse::<usize>().unwrap()];
-                            if old.ended.is_some() && !old.is_pinned() && gone.insert(old.id.clone()) {
-                                grew = true;
-                            }
+                        if tree(item).is_some_and(|root| kept.contains(&root))
+                            && let Some(next) = successor(item).and_then(|next| tree(by_id(&next)))
+                            && kept.insert(next)
+                        {
+                            grew = true;
                         }
                     }
                 }
+                let gone: HashSet<String> = items.iter()
+                    .filter(|item| tree(item).is_some_and(|root| !kept.contains(&root)))
+                    .map(|item| item.id.clone())
+                    .collect();
                 let report = evict(&*store, &ns.subtree(), &EvictionPolicy::Capacity { max_items: capacity }, super::t0()).await.unwrap();
                 let left = store.list(&MemoryFilter::new(ns.exact())).await.unwrap();
                 let mut expected: Vec<&str> = items.iter().map(|item| item.id.as_str()).filter(|id| !gone.contains(*id)).collect();
@@ -459,7 +516,7 @@ mod properties {
                 assert_eq!(kept, expected);
                 assert_eq!(report.evicted, gone.len());
                 let ids: HashSet<&str> = kept.iter().copied().collect();
-                for item in left.iter().filter(|item| !item.is_pinned()) {
+                for item in &left {
                     if let Some(Ended { reason: EndReason::Consolidated { into }, .. }) = &item.ended {
                         assert!(ids.contains(into.as_str()), "{} names {into}, which is gone", item.id);
                     }
