@@ -53,6 +53,32 @@ pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
+/// The `updated_at` of `stored`, a memory a remember with its id would replace; refused,
+/// naming `id`, when it is part of a fact's history (see [`Remember::id`]).
+fn replaceable(stored: &MemoryItem) -> Result<chrono::DateTime<chrono::Utc>> {
+    let part = if let Some(ended) = &stored.ended {
+        match &ended.reason {
+            memory_core::EndReason::Superseded { by } => format!("superseded by {by}"),
+            memory_core::EndReason::Consolidated { into } => format!("consolidated into {into}"),
+            memory_core::EndReason::Retracted { .. } => "retracted".to_owned(),
+        }
+    } else if let [only] = stored.supersedes.as_slice() {
+        format!("it ends {only}")
+    } else if !stored.supersedes.is_empty() {
+        format!("it ends {} memories", stored.supersedes.len())
+    } else {
+        return Ok(stored.updated_at);
+    };
+    Err(memory_core::MemoryError::invalid(
+        "id",
+        format!(
+            "memory {} in {} is part of a fact's history ({part}); a remember does not \
+             replace it: forget it first, or remember under another id and supersede it",
+            stored.id, stored.namespace
+        ),
+    ))
+}
+
 /// The positions of the first key that repeats an earlier one (`None` keys never repeat):
 /// `(earlier, later)`. What `Remember::check_ids` and `Dialogue::check_ids` look for.
 fn first_repeat<K: std::hash::Hash + Eq>(
@@ -199,12 +225,15 @@ impl Memory {
     /// field; [`MemoryError::AlreadyExists`](memory_core::MemoryError::AlreadyExists) or
     /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when the
     /// [`FactsConfig`](crate::FactsConfig) rejects duplicates or conflicts; store errors.
-    /// Nothing is stored when it fails.
+    /// [`MemoryError::InvalidInput`](memory_core::MemoryError::InvalidInput) naming `id`
+    /// when the request's id names a stored memory that is part of a fact's history (see
+    /// [`Remember::id`]). Nothing is stored when it fails.
     pub async fn remember_with(&self, request: Remember) -> Result<crate::Remembered> {
         let span =
             tracing::debug_span!("remember", namespace = %request.namespace, kind = ?request.kind);
         async move {
             let namespace = request.namespace.clone();
+            let named = request.id.is_some();
             let mut item = self.item_of(request, self.clock.now())?;
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
@@ -213,7 +242,7 @@ impl Memory {
                     Box::pin(crate::embedding::embed_checked(&**embedder, &item.content)).await?;
                 item = item.with_embedding(vector)?;
             }
-            let remembered = Box::pin(self.write_reconciled(item)).await?;
+            let remembered = Box::pin(self.write_reconciled(item, named)).await?;
             // The write is committed: what follows never turns it into an error.
             if let Some(enrichment) = &self.enrichment {
                 Box::pin(enrichment.enqueue(&namespace, &remembered.id)).await;
@@ -236,10 +265,26 @@ impl Memory {
     /// reconciliation is made again on what is stored then, up to eight times. Each attempt
     /// reconciles a copy of `item` (measured: 4% more instructions per `remember` over the
     /// LoCoMo conversations, the price of writing only over what was read).
-    async fn write_reconciled(&self, item: MemoryItem) -> Result<crate::Remembered> {
+    ///
+    /// With `named` (the request gave the id), the memory stored under it is read first: one
+    /// in a fact's history refuses the write ([`Remember::id`]), and any other is replaced
+    /// only if still as read, so a supersede or consolidation that took it in meanwhile is
+    /// not undone.
+    async fn write_reconciled(&self, item: MemoryItem, named: bool) -> Result<crate::Remembered> {
         for _ in 0..EDIT_ATTEMPTS {
+            let replaced = if named {
+                let stored = self.store.get(&item.namespace, &item.id).await?;
+                stored.as_ref().map(replaceable).transpose()?
+            } else {
+                None
+            };
             let plan = Box::pin(self.reconcile(item.clone(), self.clock.now())).await?;
-            let expected = plan.expected();
+            let mut expected = plan.expected();
+            if let Some(read_at) = replaced
+                && let Some(at) = plan.writes.iter().position(|write| write.id == item.id)
+            {
+                expected.push((at, read_at));
+            }
             if expected.is_empty() {
                 match <[MemoryItem; 1]>::try_from(plan.writes) {
                     Ok([item]) => self.store.save(item).await?,

@@ -121,7 +121,8 @@ impl Memory {
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].text`) for
     /// the first invalid request, `requests[j].id` for an id an earlier request of the batch
-    /// names in the same namespace, or `requests[j].fact_key` for a fact key an earlier
+    /// names in the same namespace or for an id naming a stored memory that is part of a
+    /// fact's history ([`Remember::id`]), or `requests[j].fact_key` for a fact key an earlier
     /// request of the batch states in the same namespace;
     /// [`MemoryError::AlreadyExists`] or [`MemoryError::Conflict`] naming the request
     /// (`requests[3]: ...`) when the [`FactsConfig`](crate::FactsConfig) rejects a
@@ -138,6 +139,10 @@ impl Memory {
         Remember::check_ids(&requests, "requests")
             .map_err(|(index, error)| at_index(index, error))?;
         let mut keys: HashMap<(Namespace, String), usize> = HashMap::new();
+        let named: Vec<bool> = requests
+            .iter()
+            .map(|request| request.id.is_some())
+            .collect();
         for (index, request) in requests.into_iter().enumerate() {
             let item = self
                 .item_of(request, now)
@@ -188,7 +193,8 @@ impl Memory {
         // reconciled again on what is stored then.
         let mut committed = None;
         for _ in 0..super::EDIT_ATTEMPTS {
-            let (writes, remembered) = self.plan_batch(items.clone(), now).await?;
+            let (mut writes, remembered) = self.plan_batch(items.clone(), now).await?;
+            self.read_replaced(&items, &named, &mut writes).await?;
             let expected = writes.expected();
             if writes.items.is_empty() {
                 committed = Some(remembered);
@@ -385,6 +391,43 @@ impl Memory {
             }
         }
         remembered.push(plan.remembered);
+    }
+
+    /// Reads the stored memories the requests that name an id (`named`) would replace:
+    /// one in a fact's history refuses the batch naming its request ([`Remember::id`]);
+    /// any other is written over only if still as read (added to the batch's reads).
+    async fn read_replaced(
+        &self,
+        items: &[MemoryItem],
+        named: &[bool],
+        writes: &mut Writes,
+    ) -> Result<()> {
+        let mut wanted: HashMap<&Namespace, Vec<String>> = HashMap::new();
+        let mut index_of: HashMap<(&Namespace, &str), usize> = HashMap::new();
+        for (index, item) in items.iter().enumerate() {
+            if named.get(index).copied().unwrap_or(false) {
+                wanted
+                    .entry(&item.namespace)
+                    .or_default()
+                    .push(item.id.clone());
+                index_of.insert((&item.namespace, item.id.as_str()), index);
+            }
+        }
+        for (namespace, ids) in wanted {
+            for stored in self.store.get_many(namespace, &ids).await? {
+                let index = index_of
+                    .get(&(namespace, stored.id.as_str()))
+                    .copied()
+                    .unwrap_or_default();
+                let read_at =
+                    super::replaceable(&stored).map_err(|error| at_index(index, error))?;
+                writes
+                    .read
+                    .entry((stored.namespace.clone(), stored.id.clone()))
+                    .or_insert(read_at);
+            }
+        }
+        Ok(())
     }
 
     /// The memory a request asks for, checked (without its embedding), created `now`

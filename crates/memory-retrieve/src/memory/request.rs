@@ -166,8 +166,11 @@ impl Remember {
     }
 
     /// Sets the id (a dialogue's turn id, say). A memory already stored under it in the
-    /// namespace is replaced whole, pin and history included, as a turn sent again replaces
-    /// itself; without an id, the memory gets a new one.
+    /// namespace is replaced whole, pin included, as a turn sent again replaces itself;
+    /// without an id, the memory gets a new one. A stored memory that is part of a fact's
+    /// history (it ended, or it ends others: a superseded version, a consolidated source, a
+    /// successor, a summary) is not replaced: the remember is refused naming `id`, since
+    /// the other memories of that history would name a memory that says something else.
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self

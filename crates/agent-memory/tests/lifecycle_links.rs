@@ -1,7 +1,7 @@
-//! Forgetting through the lifecycle's links, on every backend: a forgotten memory leaves no
-//! summary holding its text (summaries of summaries too), no version naming a successor
-//! that is gone, and no source stranded in a summary that is gone; by id, by filter, and
-//! racing a consolidation.
+//! The lifecycle's links kept whole, on every backend: a forgotten memory leaves no summary
+//! holding its text (summaries of summaries too), no version naming a successor that is
+//! gone, and no source stranded in a summary that is gone (by id, by filter, and racing a
+//! consolidation); a remember with an id never replaces a memory of a history.
 
 mod common;
 
@@ -249,6 +249,64 @@ async fn forget_and_consolidate_racing_leave_no_forgotten_text() {
             )
             .await;
         }
+        backend.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_remember_never_replaces_a_memory_of_a_history() {
+    for backend in common::backends("remember_over_history").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("replace").unwrap();
+        let name = backend.name;
+        let zeus = memory
+            .remember(&ns, "the old server is zeus")
+            .await
+            .unwrap();
+        let hera = memory
+            .remember(&ns, "the new server is hera")
+            .await
+            .unwrap();
+        memory.supersede(&ns, &zeus, &hera).await.unwrap();
+        let pears = memory.remember(&ns, "pears are green").await.unwrap();
+        let quinces = memory.remember(&ns, "quinces are yellow").await.unwrap();
+        let summary = memory
+            .consolidate(&ns, &[pears.clone(), quinces], 200)
+            .await
+            .unwrap();
+        let plain = memory.remember(&ns, "kites fly in the wind").await.unwrap();
+        let before = stored(&backend, &ns).await;
+
+        for id in [&zeus, &hera, &pears, &summary] {
+            let one = memory
+                .remember_with(Remember::new(ns.clone(), "boats are fast on water").id(id.clone()))
+                .await
+                .unwrap_err();
+            assert_eq!(one.field(), Some("id"), "{name}: {one}");
+            assert!(one.to_string().contains("history"), "{name}: {one}");
+            let batch = memory
+                .remember_many(vec![
+                    Remember::new(ns.clone(), "sails catch the wind"),
+                    Remember::new(ns.clone(), "boats are fast on water").id(id.clone()),
+                ])
+                .await
+                .unwrap_err();
+            assert_eq!(batch.field(), Some("requests[1].id"), "{name}: {batch}");
+        }
+        assert_eq!(
+            stored(&backend, &ns).await,
+            before,
+            "{name}: nothing written"
+        );
+
+        // A memory outside any history is replaced whole, as a turn sent again is.
+        let replaced = memory
+            .remember_with(Remember::new(ns.clone(), "kites need a steady wind").id(plain.clone()))
+            .await
+            .unwrap();
+        assert_eq!(replaced.id, plain, "{name}");
+        let item = backend.store.get(&ns, &plain).await.unwrap().unwrap();
+        assert_eq!(item.content, "kites need a steady wind", "{name}");
         backend.cleanup().await;
     }
 }
