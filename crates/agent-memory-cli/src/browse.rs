@@ -94,11 +94,13 @@ pub(crate) async fn list(settings: &Settings, args: ListArgs) -> Result<Outcome,
     if views.is_empty() {
         text.push_str("no memories");
     }
-    for view in &views {
+    let now = chrono::Utc::now();
+    for (view, item) in views.iter().zip(&items) {
         let ended = view
             .ended
             .as_ref()
             .map(|ended| format!("  [{}]", ended.kind))
+            .or_else(|| crate::views::validity_note(item, now).map(|note| format!("  [{note}]")))
             .unwrap_or_default();
         let _ = writeln!(
             text,

@@ -552,9 +552,12 @@ async fn history(settings: &Settings, args: HistoryArgs) -> Result<Outcome, Fail
     let versions = memory.history(&settings.namespace, &args.id).await?;
     let views: Vec<MemoryView> = versions.iter().map(MemoryView::from).collect();
     let mut text = String::new();
-    for version in &views {
+    let now = chrono::Utc::now();
+    for (version, item) in views.iter().zip(&versions) {
         let state = match &version.ended {
-            None => "current".to_owned(),
+            None => crate::views::validity_note(item, now)
+                .unwrap_or("current")
+                .to_owned(),
             Some(ended) => match (&ended.by, &ended.reason) {
                 (Some(by), _) => format!("{} by {by} at {}", ended.kind, ended.at),
                 (None, Some(reason)) if !reason.is_empty() => {

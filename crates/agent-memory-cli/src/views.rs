@@ -8,6 +8,24 @@ use agent_memory::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// How the text output marks a memory that has not ended but is outside the time it holds
+/// in now (recall leaves it out, as it leaves out an ended one): `expired` past its
+/// `valid_until`, `not yet valid` before its `valid_from`.
+pub(crate) fn validity_note(
+    item: &MemoryItem,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<&'static str> {
+    if item.ended.is_some() {
+        None
+    } else if item.valid_until.is_some_and(|until| until <= now) {
+        Some("expired")
+    } else if item.valid_from.is_some_and(|from| from > now) {
+        Some("not yet valid")
+    } else {
+        None
+    }
+}
+
 /// A remembered memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub(crate) struct MemoryView {

@@ -468,6 +468,27 @@ fn facts_from_the_command_line() {
         String::from_utf8_lossy(&output.stderr).contains("supersedes"),
         "{output:?}"
     );
+
+    // A memory past the time it holds has not ended, and is not current either: recall
+    // leaves it out, and the text of list and history says so.
+    let (code, expired) = run(&[
+        "remember",
+        "The user has a temporary badge",
+        "--valid-until",
+        "2025-01-01",
+    ]);
+    assert_eq!(code, 0, "{expired}");
+    let expired_id = expired["id"].as_str().expect("id");
+    let output = crate::support::run(&dir, &["-n", "user-7", "history", expired_id]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("(expired)"), "{text}");
+    let output = crate::support::run(&dir, &["-n", "user-7", "list"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.lines()
+            .any(|line| line.contains(expired_id) && line.ends_with("[expired]")),
+        "{text}"
+    );
 }
 
 #[test]
