@@ -103,12 +103,19 @@ pub(crate) async fn open(
                 .await
                 .map_err(|error| {
                     let failure = Failure::from(error);
-                    if failure.kind == ErrorKind::InvalidInput {
-                        failure
-                    } else {
+                    // The connection's failures: the server gone or slow, a login or
+                    // database it refuses (SQLSTATE classes 28 and 3D), TLS. Not what the
+                    // schema found there (a newer version, a table of another tool's).
+                    let connecting = matches!(failure.kind, ErrorKind::Unavailable | ErrorKind::Timeout)
+                        || ["(sqlstate 28", "(sqlstate 3D", "TLS handshake"]
+                            .iter()
+                            .any(|mark| failure.message.contains(mark));
+                    if connecting {
                         failure.with_hint(
                             "check that the PostgreSQL server in --store is running, reachable and accepts this user and database",
                         )
+                    } else {
+                        failure
                     }
                 })?
                 .stores()

@@ -14,7 +14,7 @@ mod row;
 
 pub(crate) use reindex::reindex;
 pub(crate) use row::decode_tags;
-use row::{INSERT, UPDATE, UPDATE_IF, decode, encode};
+use row::{DELETE_OLD_REFS, INSERT, INSERT_NEW_REFS, UPDATE, UPDATE_IF, decode, encode};
 
 use crate::bm25;
 use crate::database::Database;
@@ -46,6 +46,45 @@ pub struct PostgresKnowledgeStore {
 }
 
 impl PostgresKnowledgeStore {
+    /// One transaction: the page's row updated (only if its `updated_at` is still
+    /// `read_at`, when given), then its references no longer listed deleted and the new ones
+    /// inserted, each a statement of its own so that it sees every write of the page that
+    /// committed before the row's lock was granted. Returns whether the row was updated.
+    async fn update_encoded(&self, page: &row::EncodedPage, read_at: Option<i64>) -> Result<bool> {
+        let what = || format!("updating page {} in {}", page.id, page.ns);
+        let mut client = self.db.client(&what()).await?;
+        let transaction = client.transaction().await.context(what)?;
+        let (sql, mut params) = match &read_at {
+            None => (UPDATE, page.update_params().to_vec()),
+            Some(read_at) => {
+                let mut params = page.update_params().to_vec();
+                params.push(read_at);
+                (UPDATE_IF, params)
+            }
+        };
+        let update = transaction
+            .prepare_cached(&self.db.qualify(sql))
+            .await
+            .context(what)?;
+        let updated = transaction.execute(&update, &params).await.context(what)?;
+        params.clear();
+        if updated == 0 {
+            return Ok(false);
+        }
+        for sql in [DELETE_OLD_REFS, INSERT_NEW_REFS] {
+            let statement = transaction
+                .prepare_cached(&self.db.qualify(sql))
+                .await
+                .context(what)?;
+            transaction
+                .execute(&statement, &page.refs_params())
+                .await
+                .context(what)?;
+        }
+        transaction.commit().await.context(what)?;
+        Ok(true)
+    }
+
     pub(crate) fn new(db: Database) -> Self {
         Self { db }
     }
@@ -112,45 +151,21 @@ impl KnowledgeStore for PostgresKnowledgeStore {
 
     async fn update_page(&self, page: KnowledgePage) -> Result<()> {
         let page = encode(page)?;
-        let what = || format!("updating page {} in {}", page.id, page.ns);
-        let client = self.db.client(&what()).await?;
-        let statement = client
-            .prepare_cached(&self.db.qualify(UPDATE))
-            .await
-            .context(what)?;
-        let updated: i64 = client
-            .query_one(&statement, &page.update_params())
-            .await
-            .and_then(|row| row.try_get(0))
-            .context(what)?;
-        if updated == 0 {
+        if !self.update_encoded(&page, None).await? {
             return Err(MemoryError::not_found("page", &page.ns, &page.id));
         }
         Ok(())
     }
 
-    /// One statement: the `UPDATE` of [`update_page`](KnowledgeStore::update_page) with the
-    /// stored `updated_at` in its `WHERE`, so the comparison and the write are one step.
+    /// The `UPDATE` of [`update_page`](KnowledgeStore::update_page) with the stored
+    /// `updated_at` in its `WHERE`, so the comparison and the write are one step.
     async fn update_page_if(&self, page: KnowledgePage, read_at: DateTime<Utc>) -> Result<bool> {
         let page = encode(page)?;
         // A time the store cannot hold is no stored page's.
         let Ok(read_at) = encode_time("read_at", read_at) else {
             return Ok(false);
         };
-        let what = || format!("updating page {} in {}", page.id, page.ns);
-        let client = self.db.client(&what()).await?;
-        let statement = client
-            .prepare_cached(&self.db.qualify(UPDATE_IF))
-            .await
-            .context(what)?;
-        let mut params = page.update_params().to_vec();
-        params.push(&read_at);
-        let updated: i64 = client
-            .query_one(&statement, &params)
-            .await
-            .and_then(|row| row.try_get(0))
-            .context(what)?;
-        Ok(updated > 0)
+        self.update_encoded(&page, Some(read_at)).await
     }
 
     /// One transaction: the stored page deleted (its references with it) and the new one

@@ -181,6 +181,13 @@ fn validate_schema_name(schema: &str) -> Result<()> {
             "names starting with pg_ are reserved by PostgreSQL",
         ));
     }
+    if schema == "information_schema" {
+        // A system schema: tables made there work, but pg_dump leaves them out of backups.
+        return Err(MemoryError::invalid(
+            "schema",
+            "information_schema is PostgreSQL's own (pg_dump leaves it out of backups)",
+        ));
+    }
     Ok(())
 }
 
@@ -201,6 +208,7 @@ mod tests {
             "a b",
             "a\"; drop table x; --",
             "pg_catalog",
+            "information_schema",
             "ünï",
             &"a".repeat(64),
         ] {

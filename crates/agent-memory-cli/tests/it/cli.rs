@@ -1018,3 +1018,65 @@ fn help_and_version_with_json_are_json() {
         );
     }
 }
+
+/// A PostgreSQL store that cannot be opened says why, and points at the connection only
+/// when the connection is what failed: a database the server does not have, against a
+/// schema holding another tool's `memories` table, which the server answered fine.
+#[test]
+fn a_postgres_store_that_cannot_be_opened_gets_the_hint_of_its_cause() {
+    let Ok(url) = std::env::var("AGENT_MEMORY_TEST_POSTGRES_URL") else {
+        return;
+    };
+    if url.is_empty() {
+        return;
+    }
+    let dir = TempDir::new("pg_hints");
+    let schema = format!("cli_hints_{}", std::process::id());
+    let _drop = crate::support::DropSchema(vec![
+        "--store".to_owned(),
+        url.clone(),
+        "--postgres-schema".to_owned(),
+        schema.clone(),
+    ]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("the test server");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA \"{schema}\"; CREATE TABLE \"{schema}\".memories (x int)"
+            ))
+            .await
+            .expect("another tool's table");
+    });
+    let connection_hint = "running, reachable";
+    let open = |args: &[&str]| {
+        let output = command(&dir)
+            .arg("--json")
+            .args(args)
+            .arg("stats")
+            .output()
+            .expect("run agent-memory");
+        let value: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("one JSON document");
+        (output.status.code(), value)
+    };
+    let (code, foreign) = open(&["--store", &url, "--postgres-schema", &schema]);
+    assert_ne!(code, Some(0), "{foreign}");
+    let hint = foreign["error"]["hint"].as_str().unwrap_or_default();
+    assert!(!hint.contains(connection_hint), "{foreign}");
+
+    let Some((server, _)) = url.rsplit_once('/') else {
+        panic!("a URL with a database: {url}");
+    };
+    let missing = format!("{server}/no_such_database_{}", std::process::id());
+    let (code, refused) = open(&["--store", &missing]);
+    assert_ne!(code, Some(0), "{refused}");
+    let hint = refused["error"]["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(connection_hint), "{refused}");
+}

@@ -55,8 +55,13 @@ impl EncodedPage {
         ]
     }
 
+    /// The values of [`DELETE_OLD_REFS`] and [`INSERT_NEW_REFS`], in their order.
+    pub(super) fn refs_params(&self) -> [&(dyn ToSql + Sync); 3] {
+        [&self.ns, &self.id, &self.refs]
+    }
+
     /// The values of [`UPDATE`], in its order.
-    pub(super) fn update_params(&self) -> [&(dyn ToSql + Sync); 16] {
+    pub(super) fn update_params(&self) -> [&(dyn ToSql + Sync); 15] {
         [
             &self.ns,
             &self.id,
@@ -73,7 +78,6 @@ impl EncodedPage {
             &self.lengths[1],
             &self.lengths[2],
             &self.lengths[3],
-            &self.refs,
         ]
     }
 }
@@ -145,38 +149,35 @@ pub(super) const INSERT: &str = "WITH page AS (INSERT INTO {s}.pages (ns, id, ti
      SELECT page.ns, page.id, target FROM page, unnest($17::text[]) AS target) \
      SELECT count(*) FROM page";
 
-/// Replaces an existing page's fields (keeping `created_at` and the access statistics) and
-/// its references, in one
-/// statement; returns no row when the page is missing. The old references are deleted and the
-/// new ones inserted by two sub-statements that see the same snapshot, so they must not touch
-/// the same rows: only references that are no longer listed are deleted, and only new ones
-/// inserted.
-pub(super) const UPDATE: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, title_key = $4::text, \
+/// Replaces an existing page's fields (keeping `created_at` and the access statistics);
+/// returns no row when the page is missing. Its references follow in statements of their
+/// own ([`DELETE_OLD_REFS`], [`INSERT_NEW_REFS`]), in the same transaction.
+pub(super) const UPDATE: &str = "UPDATE {s}.pages SET title = $3::text, title_key = $4::text, \
      summary = $5::text, content = $6::text, tags = $7::text[], refs = $8::text[], \
      updated_at = $9::bigint, terms = $10::text[], term_freqs = $11::jsonb, \
      title_len = $12::integer, summary_len = $13::integer, tags_len = $14::integer, \
      content_len = $15::integer \
-     WHERE ns = $1::text AND id = $2::text RETURNING ns, id), \
-     gone AS (DELETE FROM {s}.page_refs AS r USING page \
-     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($16::text[])), \
-     added AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
-     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target \
-     ON CONFLICT DO NOTHING) \
-     SELECT count(*) FROM page";
+     WHERE ns = $1::text AND id = $2::text RETURNING 1";
 
-/// [`UPDATE`] only when the stored `updated_at` is still `$17`.
-pub(super) const UPDATE_IF: &str = "WITH page AS (UPDATE {s}.pages SET title = $3::text, \
+/// [`UPDATE`] only when the stored `updated_at` is still `$16`.
+pub(super) const UPDATE_IF: &str = "UPDATE {s}.pages SET title = $3::text, \
      title_key = $4::text, summary = $5::text, content = $6::text, tags = $7::text[], \
      refs = $8::text[], updated_at = $9::bigint, terms = $10::text[], term_freqs = $11::jsonb, \
      title_len = $12::integer, summary_len = $13::integer, tags_len = $14::integer, \
      content_len = $15::integer \
-     WHERE ns = $1::text AND id = $2::text AND updated_at = $17::bigint RETURNING ns, id), \
-     gone AS (DELETE FROM {s}.page_refs AS r USING page \
-     WHERE r.ns = page.ns AND r.source_id = page.id AND NOT r.target_id = ANY($16::text[])), \
-     added AS (INSERT INTO {s}.page_refs (ns, source_id, target_id) \
-     SELECT page.ns, page.id, target FROM page, unnest($16::text[]) AS target \
-     ON CONFLICT DO NOTHING) \
-     SELECT count(*) FROM page";
+     WHERE ns = $1::text AND id = $2::text AND updated_at = $16::bigint RETURNING 1";
+
+/// The references of page `$2` in `$1` that it no longer lists (`$3`). A statement of its
+/// own, after the page's row is updated (and so locked): it reads the references as they
+/// are once every other write of the page has committed. As one statement with the update,
+/// it read them as they were when that statement began, and left those a concurrent write
+/// had added while it waited for the row.
+pub(super) const DELETE_OLD_REFS: &str = "DELETE FROM {s}.page_refs \
+     WHERE ns = $1::text AND source_id = $2::text AND NOT target_id = ANY($3::text[])";
+
+/// The references of page `$2` in `$1` it lists (`$3`) and does not have yet.
+pub(super) const INSERT_NEW_REFS: &str = "INSERT INTO {s}.page_refs (ns, source_id, target_id) \
+     SELECT $1::text, $2::text, target FROM unnest($3::text[]) AS target ON CONFLICT DO NOTHING";
 
 pub(super) fn decode(row: &Row) -> Result<KnowledgePage> {
     let ns: String = row.try_get(0).map_err(|error| corrupt("a page", error))?;

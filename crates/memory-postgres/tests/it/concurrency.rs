@@ -179,3 +179,85 @@ async fn racing_adds_of_one_key_succeed_once() {
         .unwrap();
     assert_eq!(index.len(), 1);
 }
+
+/// An update of a page that waits for its row (another writer holds it, having changed the
+/// page's references) replaces the references that writer committed meanwhile: as one
+/// statement with the row's update, the deletion of the old references read them as they
+/// were when it began, and left the other writer's behind (the page then counted as citing
+/// a page it no longer names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_waiting_for_a_page_replaces_the_references_written_meanwhile() {
+    let schema = schema_or_skip!("conc_page_refs");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("conc/refs").unwrap();
+    let page = |refs: &[&str]| {
+        KnowledgePage::new(ns.clone(), "p", "P")
+            .unwrap()
+            .with_references(refs.iter().copied())
+            .unwrap()
+    };
+    let store = backend.knowledge_store().clone();
+    store.add_page(page(&["a"])).await.unwrap();
+
+    // The other writer: the page's row locked and a reference added, not committed yet.
+    let mut raw = schema.raw_client().await;
+    let other = raw.transaction().await.unwrap();
+    let s = &schema.name;
+    other
+        .execute(
+            &format!("UPDATE {s}.pages SET refs = '{{a,x}}' WHERE ns = $1 AND id = 'p'"),
+            &[&ns.as_str()],
+        )
+        .await
+        .unwrap();
+    other
+        .execute(
+            &format!("INSERT INTO {s}.page_refs (ns, source_id, target_id) VALUES ($1, 'p', 'x')"),
+            &[&ns.as_str()],
+        )
+        .await
+        .unwrap();
+    let update = {
+        let store = store.clone();
+        let page = page(&["b"]);
+        tokio::spawn(async move { store.update_page(page).await })
+    };
+    // Committed once the update waits for the row.
+    let watcher = schema.raw_client().await;
+    let mut waiting = false;
+    for _ in 0..500 {
+        let row = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND query LIKE $1",
+                &[&format!("%{s}%")],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) > 0 {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(waiting, "the update waits for the row");
+    other.commit().await.unwrap();
+    update.await.unwrap().unwrap();
+
+    let targets: Vec<String> = raw
+        .query(
+            &format!(
+                "SELECT target_id FROM {s}.page_refs WHERE ns = $1 AND source_id = 'p' \
+                 ORDER BY target_id"
+            ),
+            &[&ns.as_str()],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(targets, ["b"], "the page cites only what it lists");
+    let index = store.get_index(&ns.exact()).await.unwrap();
+    assert_eq!(index.len(), 1);
+}
