@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use agent_memory::{GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace};
+use agent_memory::{GraphEntity, GraphRelation, KnowledgeGraph, Namespace};
 use serde_json::json;
 
 use crate::cli::{EntityArgs, EntityId, GraphCommand, RelateArgs, RelatedArgs, UnrelateArgs};
@@ -90,10 +90,7 @@ pub(crate) async fn put_entity(
         ));
     }
     let (namespace, id) = (entity.namespace.clone(), entity.id.clone());
-    match graph.add_entity(entity.clone()).await {
-        Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity.clone()).await?,
-        other => other?,
-    }
+    agent_memory::write_entity(graph, entity.clone()).await?;
     Ok(graph.get_entity(&namespace, &id).await?.unwrap_or(entity))
 }
 

@@ -137,7 +137,9 @@ impl ErrorKind {
                 "check that the store (--store or AGENT_MEMORY_STORE) exists, is writable and is not used by an incompatible version"
             }
             ErrorKind::Unavailable => {
-                "check that the store's server is running and reachable, then retry"
+                "check that the store's server is running and reachable, then retry; a write \
+                 whose connection was lost may have been stored before it was: read it back \
+                 before sending it again"
             }
             ErrorKind::Timeout => {
                 "retry; if it keeps happening, ask for less (a smaller limit or batch)"

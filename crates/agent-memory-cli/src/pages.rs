@@ -155,8 +155,16 @@ pub(crate) async fn put_page(
     read_at: Option<DateTime<Utc>>,
 ) -> Result<PageView, Failure> {
     let (namespace, id) = (page.namespace.clone(), page.id.clone());
+    let written = page.clone();
     agent_memory::write_page(knowledge, page, read_at).await?;
-    page_view(knowledge, &namespace, &id).await
+    match page_view(knowledge, &namespace, &id).await {
+        // Deleted by another write since: the answer is the page as written (it was
+        // stored), without the pages citing it.
+        Err(failure) if failure.kind == ErrorKind::NotFound => {
+            Ok(PageView::with_referrers(&written, Vec::new()))
+        }
+        other => other,
+    }
 }
 
 /// Page `id` of `namespace` with the pages that cite it.

@@ -543,3 +543,47 @@ async fn the_builders_parts_are_at_the_root() {
         .expect("a message");
     assert_eq!(conversation.get_history().await.expect("history").len(), 1);
 }
+
+/// A put of a page or an entity (what every face's write is: add, or replace the one with
+/// its id) racing a delete of it is stored, whichever comes first: deleted between its add
+/// and its replace, it was answered "not found" and nothing was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_racing_a_delete_is_stored() {
+    for backend in backends("put_racing_delete").await {
+        let name = backend.name;
+        let namespace = ns("race/put");
+        for round in 0..200 {
+            let page = KnowledgePage::new(namespace.clone(), "contested", format!("Round {round}"))
+                .expect("valid page");
+            let entity = GraphEntity::new(namespace.clone(), "contested", "Contested", "thing")
+                .expect("valid entity");
+            let writer = {
+                let (knowledge, graph) =
+                    (Arc::clone(&backend.knowledge), Arc::clone(&backend.graph));
+                tokio::spawn(async move {
+                    (
+                        agent_memory::write_page(knowledge.as_ref(), page, None).await,
+                        agent_memory::write_entity(graph.as_ref(), entity).await,
+                    )
+                })
+            };
+            let deleter = {
+                let (knowledge, graph) =
+                    (Arc::clone(&backend.knowledge), Arc::clone(&backend.graph));
+                let namespace = namespace.clone();
+                tokio::spawn(async move {
+                    for _ in 0..2 {
+                        let _ = knowledge.delete_page(&namespace, "contested").await;
+                        let _ = graph.remove_entity(&namespace, "contested").await;
+                        tokio::task::yield_now().await;
+                    }
+                })
+            };
+            let (page, entity) = writer.await.expect("the writer");
+            deleter.await.expect("the deleter");
+            page.unwrap_or_else(|error| panic!("{name} round {round}: page: {error}"));
+            entity.unwrap_or_else(|error| panic!("{name} round {round}: entity: {error}"));
+        }
+        backend.cleanup().await;
+    }
+}

@@ -528,6 +528,39 @@ pub fn entity_matches_keyword(entity: &GraphEntity, keyword: &str) -> bool {
     Tag::new(keyword).is_ok_and(|tag| entity.tags.contains(&tag))
 }
 
+/// Writes `entity` as every face does: adds it, or replaces the stored entity with its id
+/// (which keeps its creation time). An entity deleted between the two is added again: the
+/// write is a put, whatever another writer does meanwhile.
+///
+/// # Errors
+/// [`MemoryError::Conflict`](crate::MemoryError::Conflict) when other writes added and
+/// deleted the entity between each of eight attempts;
+/// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid entity;
+/// backend errors.
+pub async fn write_entity(graph: &dyn KnowledgeGraph, entity: GraphEntity) -> Result<()> {
+    for _ in 0..crate::knowledge_store::PUT_ATTEMPTS {
+        match graph.add_entity(entity.clone()).await {
+            Err(crate::MemoryError::AlreadyExists(_)) => {
+                match graph.update_entity(entity.clone()).await {
+                    Err(crate::MemoryError::NotFound { .. }) => {}
+                    other => return other,
+                }
+            }
+            other => return other,
+        }
+    }
+    Err(crate::MemoryError::Conflict {
+        message: format!(
+            "entity {} in {} was added and deleted by other writes at each of {} attempts \
+             to write it; nothing was written",
+            entity.id,
+            entity.namespace,
+            crate::knowledge_store::PUT_ATTEMPTS
+        ),
+        source: None,
+    })
+}
+
 macro_rules! forward_knowledge_graph {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a

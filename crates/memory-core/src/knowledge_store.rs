@@ -94,27 +94,49 @@ impl AccessTally<'_> {
     }
 }
 
+/// How many times [`write_page`] and [`write_entity`](crate::write_entity) try to add or
+/// replace a record that other writes keep adding and deleting in between.
+pub(crate) const PUT_ATTEMPTS: usize = 8;
+
 /// Writes `page` as every face does: adds it, or replaces the stored page with its id (which
-/// keeps its creation time and access statistics). With `read_at`, the `updated_at` of the
-/// copy the new version was made from, only over the page as read
+/// keeps its creation time and access statistics). A page deleted between the two is added
+/// again: the write is a put, whatever another writer does meanwhile. With `read_at`, the
+/// `updated_at` of the copy the new version was made from, only over the page as read
 /// ([`KnowledgeStore::update_page_if`]), its `updated_at` moved past `read_at`
 /// ([`KnowledgePage::revise`]).
 ///
 /// # Errors
 /// With `read_at`: [`MemoryError::Conflict`](crate::MemoryError::Conflict) when the page
 /// changed since it was read, [`MemoryError::NotFound`](crate::MemoryError::NotFound) when
-/// it does not exist; [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an
-/// invalid page; backend errors.
+/// it does not exist; without: [`MemoryError::Conflict`](crate::MemoryError::Conflict) when
+/// other writes added and deleted the page between each of eight attempts;
+/// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid page;
+/// backend errors.
 pub async fn write_page(
     knowledge: &dyn KnowledgeStore,
     mut page: KnowledgePage,
     read_at: Option<DateTime<Utc>>,
 ) -> Result<()> {
     let Some(read_at) = read_at else {
-        return match knowledge.add_page(page.clone()).await {
-            Err(crate::MemoryError::AlreadyExists(_)) => knowledge.update_page(page).await,
-            other => other,
-        };
+        for _ in 0..PUT_ATTEMPTS {
+            match knowledge.add_page(page.clone()).await {
+                Err(crate::MemoryError::AlreadyExists(_)) => {
+                    match knowledge.update_page(page.clone()).await {
+                        Err(crate::MemoryError::NotFound { .. }) => {}
+                        other => return other,
+                    }
+                }
+                other => return other,
+            }
+        }
+        return Err(crate::MemoryError::Conflict {
+            message: format!(
+                "page {} in {} was added and deleted by other writes at each of \
+                 {PUT_ATTEMPTS} attempts to write it; nothing was written",
+                page.id, page.namespace
+            ),
+            source: None,
+        });
     };
     page.revise(read_at);
     let (namespace, id) = (page.namespace.clone(), page.id.clone());

@@ -51,7 +51,7 @@ pub use crate::{
         MultiHopResult, RelationPosition, ScoredEntity, TagConstraints,
     },
     graph_context::{KnowledgeGraphExt, context_header},
-    graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED},
+    graph_store::{KnowledgeGraph, MAX_TRAVERSAL_DEPTH, MAX_TRAVERSAL_VISITED, write_entity},
     keyword::{Clock, EmbeddingProvider, KeywordExtractor, ManualClock, SystemClock},
     knowledge::{
         KnowledgePage, MAX_ACCESS_COUNT, MAX_REFERENCES, MAX_SUMMARY_BYTES, MAX_TITLE_BYTES,

@@ -625,11 +625,9 @@ pub async fn import_jsonl(
                 import_page(store, page).await.map(|()| true)
             }
             (Record::Entity(entity), _, _, Some(graph)) => {
-                match graph.add_entity(entity.clone()).await {
-                    Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity.clone()).await,
-                    other => other,
-                }
-                .map(|()| true)
+                crate::write_entity(graph, entity.clone())
+                    .await
+                    .map(|()| true)
             }
             (Record::Relation(relation), _, _, Some(graph)) => {
                 graph.add_relation(relation.clone()).await.map(|()| true)

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_memory::{
-    EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError, Namespace,
-};
+use agent_memory::{EntityPosition, GraphEntity, GraphRelation, KnowledgeGraph, Namespace};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -45,10 +43,7 @@ pub(super) fn put_entity(
     }
     let graph = Arc::clone(graph);
     block_on(py, async move {
-        match graph.add_entity(entity.clone()).await {
-            Err(MemoryError::AlreadyExists(_)) => graph.update_entity(entity).await,
-            other => other,
-        }
+        agent_memory::write_entity(graph.as_ref(), entity).await
     })
 }
 
