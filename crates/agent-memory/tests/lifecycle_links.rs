@@ -310,3 +310,87 @@ async fn a_remember_never_replaces_a_memory_of_a_history() {
         backend.cleanup().await;
     }
 }
+
+/// An import is checked as `supersede` and `consolidate` check their links: a memory ended
+/// into one that neither the input nor the store holds, or memories ended into one another
+/// in a loop, are refused naming the line, and nothing is written (each would stay out of
+/// recall for good). A successor the store holds is accepted.
+#[tokio::test]
+async fn an_import_refuses_lifecycle_links_that_lead_nowhere() {
+    use agent_memory::{EndReason, Ended, transfer};
+    for backend in common::backends("import_links").await {
+        let name = backend.name;
+        let ns = Namespace::parse("links").unwrap();
+        let ended = |id: &str, by: &str| {
+            let mut item = MemoryItem::new(ns.clone(), format!("memory {id}"))
+                .unwrap()
+                .with_id(id)
+                .unwrap();
+            item.ended = Some(Ended {
+                at: day(1),
+                reason: EndReason::Superseded { by: by.into() },
+            });
+            item.supersedes = Vec::new();
+            item
+        };
+        // The files are written from a store that takes anything.
+        let file = |items: Vec<MemoryItem>| async move {
+            let source = agent_memory::inmem::InMemoryStore::new();
+            source.save_many(items).await.unwrap();
+            let mut out = Vec::new();
+            transfer::export_jsonl(&ns_scope(), Some(&source), None, None, &mut out)
+                .await
+                .unwrap();
+            out
+        };
+        let import = |bytes: Vec<u8>| {
+            let store = Arc::clone(&backend.store);
+            async move {
+                let mut reader = std::io::Cursor::new(bytes);
+                transfer::import_jsonl(&mut reader, Some(store.as_ref()), None, None).await
+            }
+        };
+
+        let looped = file(vec![ended("a", "b"), ended("b", "a")]).await;
+        let error = import(looped).await.unwrap_err();
+        assert!(error.to_string().contains("loop"), "{name}: {error}");
+        assert!(
+            error
+                .field()
+                .is_some_and(|field| field.starts_with("import line")),
+            "{name}"
+        );
+        let dangling = file(vec![ended("c", "ghost")]).await;
+        let error = import(dangling.clone()).await.unwrap_err();
+        assert!(error.to_string().contains("ghost"), "{name}: {error}");
+        assert!(
+            stored(&backend, &ns).await.is_empty(),
+            "{name}: nothing written"
+        );
+
+        // Once the store holds the successor, the same file imports.
+        let ghost = MemoryItem::new(ns.clone(), "the ghost")
+            .unwrap()
+            .with_id("ghost")
+            .unwrap();
+        backend.store.save(ghost).await.unwrap();
+        import(dangling).await.unwrap();
+        assert_eq!(stored(&backend, &ns).await.len(), 2, "{name}");
+
+        // A memory ended by itself is refused as it is read.
+        let mut own = ended("d", "d");
+        own.ended = Some(Ended {
+            at: day(1),
+            reason: EndReason::Consolidated { into: "d".into() },
+        });
+        assert_eq!(
+            own.validate().unwrap_err().field(),
+            Some("consolidated_into")
+        );
+        backend.cleanup().await;
+    }
+}
+
+fn ns_scope() -> Scope {
+    Namespace::parse("links").unwrap().subtree()
+}

@@ -205,10 +205,22 @@ pub(crate) fn validate_fact_fields(item: &MemoryItem) -> Result<()> {
     validate_validity(item.valid_from, item.valid_until)?;
     if let Some(ended) = &item.ended {
         validate_time("ended", ended.at)?;
-        match &ended.reason {
-            EndReason::Superseded { by } => validate_id("superseded_by", by)?,
-            EndReason::Consolidated { into } => validate_id("consolidated_into", into)?,
-            EndReason::Retracted { reason } => validate_len("reason", reason, MAX_REASON_LEN)?,
+        let successor = match &ended.reason {
+            EndReason::Superseded { by } => Some(("superseded_by", by)),
+            EndReason::Consolidated { into } => Some(("consolidated_into", into)),
+            EndReason::Retracted { reason } => {
+                validate_len("reason", reason, MAX_REASON_LEN)?;
+                None
+            }
+        };
+        if let Some((field, id)) = successor {
+            validate_id(field, id)?;
+            if *id == item.id {
+                return Err(MemoryError::invalid(
+                    field,
+                    format!("memory {id} cannot be ended by itself"),
+                ));
+            }
         }
     }
     for (field, links) in [
@@ -223,6 +235,12 @@ pub(crate) fn validate_fact_fields(item: &MemoryItem) -> Result<()> {
         }
         for id in links {
             validate_id(field, id)?;
+            if *id == item.id {
+                return Err(MemoryError::invalid(
+                    field,
+                    format!("memory {id} cannot name itself"),
+                ));
+            }
         }
     }
     Ok(())

@@ -75,7 +75,7 @@
 //! # Ok::<(), memory_core::MemoryError>(())
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, Write};
 
 use chrono::{DateTime, Utc};
@@ -129,6 +129,28 @@ pub struct RecordCounts {
     /// Graph relations.
     #[serde(default)]
     pub relations: usize,
+}
+
+/// "2 memories, 0 recall statistics, 1 page, 0 entities, 0 relations".
+impl std::fmt::Display for RecordCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |count: usize, one: &'static str, many: &'static str| {
+            if count == 1 { one } else { many }
+        };
+        write!(
+            f,
+            "{} {}, {} recall statistics, {} {}, {} {}, {} {}",
+            self.memories,
+            plural(self.memories, "memory", "memories"),
+            self.recall_stats,
+            self.pages,
+            plural(self.pages, "page", "pages"),
+            self.entities,
+            plural(self.entities, "entity", "entities"),
+            self.relations,
+            plural(self.relations, "relation", "relations"),
+        )
+    }
 }
 
 impl RecordCounts {
@@ -570,8 +592,11 @@ pub fn read_jsonl(reader: &mut dyn BufRead) -> Result<Dump> {
 /// input is at fault.
 ///
 /// The whole input is read and validated first (see [`read_jsonl`]), then checked against
-/// the stores: every relation must join entities that the input or the graph holds. Nothing
-/// is written if any line is bad. Then memories are saved in one
+/// the stores: every relation must join entities that the input or the graph holds, every
+/// ended memory's successor (what superseded it, the summary it was consolidated into) must
+/// be a memory the input or the store holds, and no memory may be its own successor's
+/// successor (a loop would keep its memories out of recall for good). Nothing is written if
+/// any line is bad. Then memories are saved in one
 /// [`save_many`](MemoryStore::save_many) call (replacing items with the same id; one
 /// transaction on the SQL backends), recall statistics set, pages added (replacing pages with
 /// the same id), entities added or updated, and relations added. Records whose store is
@@ -580,7 +605,8 @@ pub fn read_jsonl(reader: &mut dyn BufRead) -> Result<Dump> {
 ///
 /// # Errors
 /// As [`read_jsonl`]; [`MemoryError::InvalidInput`] naming the line for a relation to an
-/// entity that neither the input nor the graph holds; then the stores' own errors (a store
+/// entity that neither the input nor the graph holds, or for a memory whose successor is
+/// missing or whose successors loop; then the stores' own errors (a store
 /// that fails while writing may leave the records written before the failure, and the
 /// import can be run again: every write is an upsert).
 pub async fn import_jsonl(
@@ -593,12 +619,19 @@ pub async fn import_jsonl(
     let mut report = ImportReport::default();
     // Memories first, so their statistics find them.
     let mut items: Vec<MemoryItem> = Vec::new();
+    let mut lines: Vec<usize> = Vec::new();
     let mut rest: Vec<(usize, Record)> = Vec::new();
     for (line, record) in records {
         match record {
-            Record::Memory(item) if memories.is_some() => items.push(item),
+            Record::Memory(item) if memories.is_some() => {
+                items.push(item);
+                lines.push(line);
+            }
             other => rest.push((line, other)),
         }
+    }
+    if let Some(store) = memories {
+        check_successors(&items, &lines, store).await?;
     }
     // Relations last: the input may give a relation before the entities it joins (the
     // format fixes no order), and each end must be stored when the relation is written.
@@ -642,6 +675,94 @@ pub async fn import_jsonl(
         }
     }
     Ok(report)
+}
+
+/// Checks the lifecycle links of the memories to import before anything is written, as
+/// `supersede` and `consolidate` check theirs: the memory each ended one names as its
+/// successor (what superseded it, the summary it was consolidated into) is in the input or
+/// in the store, in its namespace, and no line of successors comes back to where it began
+/// (each memory of such a loop would be out of recall for good). `lines` are the items'
+/// lines.
+async fn check_successors(
+    items: &[MemoryItem],
+    lines: &[usize],
+    store: &dyn MemoryStore,
+) -> Result<()> {
+    let at: HashMap<(&Namespace, &str), usize> = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| ((&item.namespace, item.id.as_str()), index))
+        .collect();
+    let successor = |item: &MemoryItem| {
+        item.ended
+            .as_ref()
+            .and_then(crate::Ended::successor)
+            .map(str::to_owned)
+    };
+    let line = |index: usize| lines.get(index).copied().unwrap_or_default();
+    // Successors outside the input, read from the store by namespace.
+    let mut wanted: BTreeMap<&Namespace, Vec<(String, usize)>> = BTreeMap::new();
+    for (index, item) in items.iter().enumerate() {
+        if let Some(next) = successor(item)
+            && !at.contains_key(&(&item.namespace, next.as_str()))
+        {
+            wanted
+                .entry(&item.namespace)
+                .or_default()
+                .push((next, index));
+        }
+    }
+    for (namespace, links) in wanted {
+        let ids: Vec<String> = links.iter().map(|(id, _)| id.clone()).collect();
+        let stored: HashSet<String> = store
+            .get_many(namespace, &ids)
+            .await?
+            .into_iter()
+            .map(|item| item.id)
+            .collect();
+        if let Some((id, index)) = links.iter().find(|(id, _)| !stored.contains(id)) {
+            return Err(MemoryError::invalid(
+                &format!("import line {}", line(*index)),
+                format!(
+                    "memory {} in {namespace} ended into {id}, which is neither in the input \
+                     nor in the store",
+                    items[*index].id
+                ),
+            ));
+        }
+    }
+    // Loops among the input's successors: each memory is walked once (0 not yet, 1 on the
+    // walk under way, 2 done).
+    let mut state = vec![0u8; items.len()];
+    for start in 0..items.len() {
+        let mut path = Vec::new();
+        let mut current = Some(start);
+        while let Some(index) = current {
+            match state[index] {
+                2 => break,
+                1 => {
+                    return Err(MemoryError::invalid(
+                        &format!("import line {}", line(index)),
+                        format!(
+                            "memory {} in {} is its own successor's successor: the memories \
+                             ended into one another in a loop",
+                            items[index].id, items[index].namespace
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            state[index] = 1;
+            path.push(index);
+            let item = &items[index];
+            current =
+                successor(item).and_then(|next| at.get(&(&item.namespace, next.as_str())).copied());
+        }
+        for index in path {
+            state[index] = 2;
+        }
+    }
+    Ok(())
 }
 
 /// Checks what the records refer to before anything is written: every relation (when a graph

@@ -23,7 +23,11 @@ pub(super) fn read_numbered(reader: &mut dyn BufRead, max_line_bytes: usize) -> 
             continue;
         };
         let record: Record = serde_json::from_str(text).map_err(|error| {
-            MemoryError::serialization(format!("import line {line}: not a valid record"), error)
+            // serde's reason names the field and the column ("missing field `id`").
+            MemoryError::serialization(
+                format!("import line {line}: not a valid record: {error}"),
+                error,
+            )
         })?;
         record.validate().map_err(|error| at_line(error, line))?;
         if !header.scope.contains(record.namespace()) {
@@ -51,7 +55,7 @@ pub(super) fn read_numbered(reader: &mut dyn BufRead, max_line_bytes: usize) -> 
         return Err(MemoryError::invalid(
             "import",
             format!(
-                "the header announces {announced:?} but the input holds {counts:?} (truncated or edited?)"
+                "the header announces {announced} but the input holds {counts} (truncated or edited?)"
             ),
         ));
     }

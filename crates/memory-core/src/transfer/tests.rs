@@ -173,6 +173,12 @@ fn bad_input_is_an_error_naming_the_line() {
         "line 4",
     );
     check_error(&with_line(3, "{\"id\":\"p\"}"), serialization, "line 4");
+    // serde's reason says what is wrong.
+    check_error(
+        &with_line(3, "{\"type\":\"spaceship\"}"),
+        serialization,
+        "unknown variant `spaceship`",
+    );
     let blank_title = lines[3].replace("\"title\":\"Title\"", "\"title\":\"  \"");
     check_error(&with_line(3, &blank_title), invalid, "line 4: title");
     let huge_count = lines[3].replace("\"access_count\":4", "\"access_count\":9223372036854775808");
@@ -191,6 +197,13 @@ fn bad_input_is_an_error_naming_the_line() {
     check_error(&with_line(4, &bad_namespace), serialization, "line 5");
     let truncated = lines[..4].join("\n");
     check_error(&truncated, invalid, "truncated");
+    // The counts read as words, not as a Rust structure.
+    check_error(
+        &truncated,
+        invalid,
+        "announces 1 memory, 1 recall statistics, 1 page, 1 entity, 1 relation but the \
+         input holds 1 memory, 1 recall statistics, 1 page, 0 entities, 0 relations",
+    );
     let mut not_utf8 = good.clone().into_bytes();
     not_utf8.extend_from_slice(b"\xff\xfe\n");
     match read_jsonl(&mut not_utf8.as_slice()) {
