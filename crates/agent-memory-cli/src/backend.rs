@@ -2,8 +2,8 @@
 
 pub(crate) use agent_memory::StoreLocation;
 use agent_memory::{
-    EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend, PostgresOptions,
-    RetrieverConfig, SqliteBackend, SqliteOptions, ValueBasedConfig,
+    DecayConfig, EvictionConfig, EvictionPolicy, Memory, MemoryBuilder, PostgresBackend,
+    PostgresOptions, RetrieverConfig, SqliteBackend, SqliteOptions, ValueBasedConfig,
 };
 
 use crate::failure::{ErrorKind, Failure};
@@ -21,6 +21,11 @@ pub(crate) struct Tuning {
     /// The settings of every recall (the configuration file's `[retriever]` table), if
     /// not the library's defaults.
     pub(crate) retriever: Option<RetrieverConfig>,
+    /// What writes and `maintain` forget (the configuration file's `[eviction]` table), if
+    /// anything; not beside `max_memories`.
+    pub(crate) eviction: Option<EvictionConfig>,
+    /// Importance decay (the configuration file's `[decay]` table), if any.
+    pub(crate) decay: Option<DecayConfig>,
     /// The embedding service of the optional embedding channel (the configuration file's
     /// `[embeddings]` table or the environment), if any.
     pub(crate) embeddings: Option<agent_memory::models::HttpEmbedder>,
@@ -41,6 +46,19 @@ fn configured(builder: MemoryBuilder, tuning: Tuning) -> Result<Memory, Failure>
         Some(events) => builder.recall_batch(events),
         None => builder,
     };
+    let builder = match tuning.decay {
+        Some(config) => builder.decay(config),
+        None => builder,
+    };
+    if let (Some(_), Some(_)) = (tuning.max_memories, &tuning.eviction) {
+        return Err(Failure::invalid(
+            "max_memories",
+            "set either --max-memories or the configuration file's [eviction] table, not both",
+        ));
+    }
+    if let Some(config) = tuning.eviction {
+        return Ok(builder.eviction(config).build()?);
+    }
     let max_memories = tuning.max_memories;
     let builder = match max_memories {
         Some(0) => {

@@ -103,7 +103,9 @@ pub(crate) enum Command {
     Conflicts,
     /// Counts per kind and namespace, pages and entities.
     Stats,
-    /// Run expiry, decay and eviction on the namespace now.
+    /// Run expiry, decay and eviction on the namespace now, as the configuration file's
+    /// [eviction] and [decay] tables (or --max-memories) set them: without them there is
+    /// nothing to expire, decay or evict. Also counts the conflicting pairs.
     Maintain,
     /// Embed the stored memories of the namespace (and those under it) with the embedding
     /// service: those without a vector, or all of them with --all (after a change of model

@@ -61,6 +61,8 @@ impl Settings {
         let tuning = backend::Tuning {
             max_memories: self.max_memories,
             retriever: self.file.retriever()?,
+            eviction: self.file.eviction()?,
+            decay: self.file.decay()?,
             embeddings: self.file.embeddings()?,
             ..tuning
         };
@@ -496,8 +498,8 @@ async fn maintain(settings: &Settings) -> Result<Outcome, Failure> {
     Ok(Outcome {
         json: serde_json::to_value(report).map_err(|error| Failure::internal(error.to_string()))?,
         text: format!(
-            "expired {}, decayed {}, evicted {}",
-            report.expired, report.decayed, report.evicted
+            "expired {}, decayed {}, evicted {}; {} conflicting pairs of current memories",
+            report.expired, report.decayed, report.evicted, report.conflicts_found
         ),
     })
 }

@@ -10,6 +10,16 @@
 //! [retriever]
 //! drop_time_words = true
 //!
+//! # What writes and `maintain` forget, and when: an EvictionPolicy by its fields.
+//! [eviction]
+//! policy = "hybrid"
+//! ttl_secs = 7776000   # 90 days
+//! max_items = 5000
+//!
+//! # Importance fading with time, applied by `maintain`.
+//! [decay]
+//! daily_rate = 0.01
+//!
 //! # The optional embedding channel: an OpenAI-compatible /embeddings service.
 //! [embeddings]
 //! base_url = "http://localhost:11434/v1"
@@ -22,8 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_memory::RetrieverConfig;
 use agent_memory::models::{EmbeddingConfig, HttpEmbedder};
+use agent_memory::{DecayConfig, EvictionConfig, EvictionPolicy, RetrieverConfig};
 use serde::Deserialize;
 
 use crate::failure::Failure;
@@ -71,6 +81,17 @@ pub(crate) struct ConfigFile {
     /// ([`RetrieverConfig`]'s fields, each one left out keeping its default). Read by
     /// [`retriever`](Self::retriever).
     pub(crate) retriever: Option<toml::Table>,
+    /// No flag: the `[eviction]` table, what every write and `maintain` forget and when: an
+    /// [`EvictionPolicy`] by its fields (`policy = "ttl"` with `ttl_secs`; `"capacity"`,
+    /// `"value_based"` or `"recall_based"` with `max_items`; `"hybrid"` with any of
+    /// `ttl_secs`, `max_items`, `recall`), and `check_interval`, the writes to a namespace
+    /// between two full passes. Not beside `max_memories`, its shorthand. Read by
+    /// [`eviction`](Self::eviction).
+    pub(crate) eviction: Option<toml::Table>,
+    /// No flag: the `[decay]` table, importance fading with time as `maintain` applies it
+    /// ([`DecayConfig`]'s fields, each one left out keeping its default). Read by
+    /// [`decay`](Self::decay).
+    pub(crate) decay: Option<toml::Table>,
     /// No flag: the `[embeddings]` table, the service of the optional embedding channel.
     /// Read by [`embeddings`](Self::embeddings).
     pub(crate) embeddings: Option<EmbeddingsTable>,
@@ -176,6 +197,73 @@ impl ConfigFile {
 }
 
 impl ConfigFile {
+    /// The eviction the `[eviction]` table sets, if any.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
+    /// `eviction.<key>` for a key no policy of its kind has (a typo would leave a setting
+    /// at its default), or `eviction` for a value the policy does not take.
+    pub(crate) fn eviction(&self) -> Result<Option<EvictionConfig>, Failure> {
+        let Some(table) = &self.eviction else {
+            return Ok(None);
+        };
+        let mut table = table.clone();
+        let mut config = EvictionConfig::default();
+        if let Some(interval) = table.remove("check_interval") {
+            config.check_interval = usize::deserialize(interval)
+                .map_err(|error| Failure::invalid("eviction.check_interval", error.to_string()))?;
+        }
+        if !table.contains_key("policy") {
+            return Err(Failure::invalid(
+                "eviction.policy",
+                "missing: one of ttl, capacity, value_based, recall_based, hybrid, none",
+            ));
+        }
+        config.policy = EvictionPolicy::deserialize(toml::Value::Table(table.clone()))
+            .map_err(|error| Failure::invalid("eviction", error.to_string()))?;
+        // The policy read back names every key its kind has: any other is unknown.
+        let known = serde_json::to_value(&config.policy)
+            .map_err(|error| Failure::invalid("eviction", error.to_string()))?;
+        if let Some(unknown) = table.keys().find(|key| known.get(key.as_str()).is_none()) {
+            return Err(Failure::invalid(
+                &format!("eviction.{unknown}"),
+                format!("`{unknown}` is no setting of this eviction policy"),
+            ));
+        }
+        config.validate().map_err(Failure::from)?;
+        Ok(Some(config))
+    }
+
+    /// The decay the `[decay]` table sets, if any: [`DecayConfig`]'s defaults with the
+    /// table's keys over them.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
+    /// `decay.<key>` for an unknown key, or `decay` for a bad value.
+    pub(crate) fn decay(&self) -> Result<Option<DecayConfig>, Failure> {
+        let Some(table) = &self.decay else {
+            return Ok(None);
+        };
+        let mut merged = serde_json::to_value(DecayConfig::default())
+            .map_err(|error| Failure::invalid("decay", error.to_string()))?;
+        for (key, value) in table {
+            let Some(slot) = merged.get_mut(key.as_str()) else {
+                return Err(Failure::invalid(
+                    &format!("decay.{key}"),
+                    format!(
+                        "`{key}` is no decay setting (daily_rate, min_threshold, grace_period_days)"
+                    ),
+                ));
+            };
+            *slot = serde_json::to_value(value)
+                .map_err(|error| Failure::invalid(&format!("decay.{key}"), error.to_string()))?;
+        }
+        let config = DecayConfig::deserialize(merged)
+            .map_err(|error| Failure::invalid("decay", error.to_string()))?;
+        config.validate().map_err(Failure::from)?;
+        Ok(Some(config))
+    }
+
     /// The client of the embedding service, if any: from the environment when
     /// `AGENT_MEMORY_EMBEDDINGS_BASE_URL` is set (with `_MODEL`, `_DIMENSION`,
     /// `_QUERY_PREFIX`, `_DOCUMENT_PREFIX` and `_API_KEY`, as [`EmbeddingConfig::from_env`]
@@ -236,4 +324,30 @@ fn default_path() -> Option<PathBuf> {
 /// The first value that is set: flag or environment (`cli`), then the file, then `default`.
 pub(crate) fn pick<T>(cli: Option<T>, file: Option<T>, default: T) -> T {
     cli.or(file).unwrap_or(default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables of the README's example read as the settings they show.
+    #[test]
+    fn the_readme_example_of_eviction_and_decay_reads() {
+        let file: ConfigFile = toml::from_str(
+            "[eviction]\npolicy = \"hybrid\"\nttl_secs = 7776000\nmax_items = 5000\n\n\
+             [decay]\ndaily_rate = 0.01\n",
+        )
+        .expect("the example parses");
+        let eviction = file.eviction().expect("valid").expect("set");
+        assert_eq!(
+            eviction.policy,
+            EvictionPolicy::Hybrid {
+                ttl_secs: Some(7_776_000),
+                max_items: Some(5000),
+                recall: None,
+            }
+        );
+        let decay = file.decay().expect("valid").expect("set");
+        assert_eq!(decay, DecayConfig::default());
+    }
 }

@@ -1080,3 +1080,96 @@ fn a_postgres_store_that_cannot_be_opened_gets_the_hint_of_its_cause() {
     let hint = refused["error"]["hint"].as_str().unwrap_or_default();
     assert!(hint.contains(connection_hint), "{refused}");
 }
+
+/// The configuration file's `[eviction]` and `[decay]` tables set what `maintain` (and
+/// every write) forgets and how importance fades: without them `maintain` had nothing to
+/// expire or decay. A key no setting has, or the table beside `--max-memories`, is refused
+/// by name.
+#[test]
+fn the_config_file_sets_eviction_and_decay() {
+    let dir = TempDir::new("eviction-config");
+    let (code, old) = run_json(
+        &dir,
+        &[
+            "remember",
+            "The office was in Leeds",
+            "--created-at",
+            "2020-01-01T00:00:00Z",
+        ],
+    );
+    assert_eq!(code, 0, "{old}");
+    let (code, new) = run_json(&dir, &["remember", "The office is in York"]);
+    assert_eq!(code, 0, "{new}");
+    let month_ago = (chrono::Utc::now() - chrono::Duration::days(30)).to_rfc3339();
+    let (code, fading) = run_json(
+        &dir,
+        &[
+            "remember",
+            "The canteen closes at noon",
+            "--created-at",
+            &month_ago,
+        ],
+    );
+    assert_eq!(code, 0, "{fading}");
+    let (_, nothing) = run_json(&dir, &["maintain"]);
+    assert_eq!(nothing["expired"], 0, "{nothing}");
+    assert_eq!(nothing["decayed"], 0, "{nothing}");
+
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    let write = |text: &str| std::fs::write(config.join("config.toml"), text).expect("write");
+    for (text, field) in [
+        ("[eviction]\npolicy = \"ttl\"\nttl_sec = 60\n", "eviction"),
+        (
+            "[eviction]\npolicy = \"ttl\"\nttl_secs = 60\nmax_items = 3\n",
+            "eviction.max_items",
+        ),
+        ("[eviction]\nttl_secs = 60\n", "eviction.policy"),
+        ("[eviction]\npolicy = \"ttl\"\nttl_secs = 0\n", "ttl_secs"),
+        ("[decay]\ndaily_rat = 0.5\n", "decay.daily_rat"),
+        ("[decay]\ndaily_rate = 2.0\n", "daily_rate"),
+    ] {
+        write(text);
+        let (code, refused) = run_json(&dir, &["maintain"]);
+        assert_eq!(code, 3, "{text}: {refused}");
+        assert_eq!(refused["error"]["field"], field, "{text}: {refused}");
+    }
+    write("[eviction]\npolicy = \"value_based\"\nmax_items = 5\n");
+    let (code, both) = run_json(&dir, &["--max-memories", "3", "maintain"]);
+    assert_eq!(code, 3, "{both}");
+    assert_eq!(both["error"]["field"], "max_memories", "{both}");
+
+    // A year to live, and a fast decay with no grace.
+    write(
+        "[eviction]\npolicy = \"ttl\"\nttl_secs = 31536000\n\n\
+         [decay]\ndaily_rate = 0.5\ngrace_period_days = 0\nmin_threshold = 0.0\n",
+    );
+    let (code, report) = run_json(&dir, &["maintain"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["expired"], 1, "{report}");
+    assert!(report["decayed"].as_u64() >= Some(1), "{report}");
+    let (_, listed) = run_json(&dir, &["list"]);
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|item| item["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            fading["id"].as_str().expect("id"),
+            new["id"].as_str().expect("id")
+        ],
+        "{listed}"
+    );
+    let faded = listed["items"][0]["importance"]
+        .as_f64()
+        .expect("importance");
+    assert!(faded < 0.01, "{listed}");
+    let text = run(&dir, &["maintain"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("conflicting pairs"),
+        "{text:?}"
+    );
+}
