@@ -469,13 +469,22 @@ async fn stats(settings: &Settings) -> Result<Outcome, Failure> {
     let memory = settings.open().await?;
     let stats = memory.stats(&settings.namespace.subtree()).await?;
     let mut text = format!(
-        "{} memories, {} pages, {} entities in {}\n",
-        stats.total, stats.pages, stats.entities, settings.namespace
+        "{} memories ({} current, {} history), {} pages, {} entities in {}\n",
+        stats.total,
+        stats.current,
+        stats.total - stats.current,
+        stats.pages,
+        stats.entities,
+        settings.namespace
     );
     for (kind, count) in &stats.per_kind {
         let _ = writeln!(text, "  {:<10} {count}", kind.as_str());
     }
-    let _ = write!(text, "mean recalls per memory: {:.2}", stats.mean_access);
+    let _ = write!(
+        text,
+        "mean accesses per memory (recalls and merges): {:.2}",
+        stats.mean_access
+    );
     if let Some(score) = stats.mean_recall_score {
         let _ = write!(
             text,

@@ -1040,7 +1040,8 @@ impl PyMemory {
         Ok(list)
     }
 
-    /// Counts in `namespace` and under it (`""`: everything): `total`, `per_kind`,
+    /// Counts in `namespace` and under it (`""`: everything): `total` (the current memories
+    /// and the history), `current` (not ended, holding now), `per_kind`,
     /// `per_namespace`, `mean_access`, `compressed`, `compression_rate`, `capacity_use`
     /// (with a capacity set), `recalled`, `mean_recall_score` (`None` before the first
     /// recall), `pages`, `entities`.

@@ -394,3 +394,39 @@ async fn an_import_refuses_lifecycle_links_that_lead_nowhere() {
 fn ns_scope() -> Scope {
     Namespace::parse("links").unwrap().subtree()
 }
+
+/// `stats` tells the current memories (what a recall can find) from the history beside
+/// them: a superseded version, a consolidated source, a memory past its `valid_until`.
+#[tokio::test]
+async fn stats_count_the_current_memories_apart_from_the_history() {
+    for backend in common::backends("stats_current").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("counts").unwrap();
+        let name = backend.name;
+        let old = memory
+            .remember(&ns, "the office is on floor five")
+            .await
+            .unwrap();
+        let new = memory
+            .remember(&ns, "the office moved to floor nine")
+            .await
+            .unwrap();
+        memory.supersede(&ns, &old, &new).await.unwrap();
+        let pears = memory.remember(&ns, "pears are green").await.unwrap();
+        let quinces = memory.remember(&ns, "quinces are yellow").await.unwrap();
+        memory
+            .consolidate(&ns, &[pears, quinces], 200)
+            .await
+            .unwrap();
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "a badge for the visit").valid(None, Some(day(99))),
+            )
+            .await
+            .unwrap();
+        let stats = memory.stats(&ns.subtree()).await.unwrap();
+        assert_eq!(stats.total, 6, "{name}: {stats:?}");
+        assert_eq!(stats.current, 2, "{name}: the new version and the summary");
+        backend.cleanup().await;
+    }
+}

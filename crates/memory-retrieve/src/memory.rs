@@ -948,6 +948,12 @@ impl Memory {
         // Read a page at a time: the scope's memories are counted, not held at once.
         let mut filter = MemoryFilter::new(scope.clone()).with_limit(STATS_PAGE);
         let (mut recalls, mut recall_score) = (0u64, 0.0f64);
+        let now = self.clock.now();
+        let holds = |item: &MemoryItem| {
+            item.ended.is_none()
+                && item.valid_from.is_none_or(|from| from <= now)
+                && item.valid_until.is_none_or(|until| until > now)
+        };
         loop {
             let page = self.store.list(&filter).await?;
             // The page's recall statistics, one read per namespace it holds (a listing is
@@ -970,6 +976,7 @@ impl Memory {
             }
             for item in &page {
                 stats.total += 1;
+                stats.current += usize::from(holds(item));
                 stats.compressed += usize::from(item.is_compressed());
                 *stats.per_kind.entry(item.kind).or_default() += 1;
                 *stats

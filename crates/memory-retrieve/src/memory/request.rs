@@ -321,13 +321,19 @@ impl RecallOptions {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MemoryStats {
-    /// Items in the scope.
+    /// Items in the scope: the current ones and the history (ended versions, sources of
+    /// summaries, memories past their `valid_until`).
     pub total: usize,
+    /// Current items: not ended, and holding now (within their `valid_from` and
+    /// `valid_until`): what a recall can find.
+    #[serde(default)]
+    pub current: usize,
     /// Items per kind.
     pub per_kind: BTreeMap<MemoryKind, usize>,
     /// Items per namespace.
     pub per_namespace: BTreeMap<String, usize>,
-    /// Mean `access_count` over the items.
+    /// Mean `access_count` over the items (each recall of an item counts, and so does each
+    /// duplicate merged into it).
     pub mean_access: f64,
     /// Compressed items (their originals kept).
     pub compressed: usize,

@@ -149,13 +149,15 @@ pub(crate) async fn context(
 /// Counts of a namespace and those under it.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct StatsView {
-    /// Memories.
+    /// Memories: the current ones and the history.
     pub(crate) total: usize,
+    /// Current memories (not ended, holding now): what a recall can find.
+    pub(crate) current: usize,
     /// Memories per kind.
     pub(crate) per_kind: BTreeMap<String, usize>,
     /// Memories per namespace.
     pub(crate) per_namespace: BTreeMap<String, usize>,
-    /// Mean recalls per memory.
+    /// Mean accesses per memory (recalls, and duplicates merged into it).
     pub(crate) mean_access: f64,
     /// Compressed memories (their originals kept).
     pub(crate) compressed: usize,
@@ -189,6 +191,7 @@ pub(crate) async fn stats(
     let stats = state.memory.stats(&namespace.subtree()).await?;
     Ok(Json(StatsView {
         total: stats.total,
+        current: stats.current,
         per_kind: stats
             .per_kind
             .iter()
