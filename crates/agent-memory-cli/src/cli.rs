@@ -216,7 +216,9 @@ pub(crate) struct RecallArgs {
     /// one contradicts it).
     #[arg(long)]
     pub(crate) explain: bool,
-    /// Recall what was held true at this time (RFC 3339, or YYYY-MM-DD) instead of now.
+    /// Recall what was held true at this time (RFC 3339, or YYYY-MM-DD) instead of now: the
+    /// memories that held then, and the graph's relations valid then (pages and entities
+    /// are found as they read now).
     #[arg(long, value_name = "TIME", conflicts_with = "include_ended")]
     pub(crate) as_of: Option<String>,
     /// Include memories that ended (superseded, retracted, consolidated), ranked below the

@@ -603,7 +603,10 @@ pub enum RecallView {
     /// What is believed now: superseded, retracted and expired memories are left out.
     #[default]
     Current,
-    /// What was held true at this time.
+    /// What was held true at this time: the memories that held then (by their validity,
+    /// else their creation), and the graph's relations valid then. Pages and entities are
+    /// records without a time of their own in the world (one written today may tell of
+    /// 2015), so they are found as they read now.
     AsOf(DateTime<Utc>),
     /// Every memory; those no longer current rank below the current ones, marked.
     All,
