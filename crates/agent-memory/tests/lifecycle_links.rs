@@ -430,3 +430,40 @@ async fn stats_count_the_current_memories_apart_from_the_history() {
         backend.cleanup().await;
     }
 }
+
+/// `history` follows a link back only where the older memory confirms it, as `forget`
+/// does: a memory that names another in `supersedes` while that one ended otherwise (or
+/// not at all: a source brought back when its summary was forgotten) has no such version.
+#[tokio::test]
+async fn history_follows_only_confirmed_links() {
+    for backend in common::backends("history_confirmed").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("confirmed").unwrap();
+        let name = backend.name;
+        let older = memory.remember(&ns, "the server is zeus").await.unwrap();
+        let newer = memory.remember(&ns, "the server is hera").await.unwrap();
+        memory.supersede(&ns, &older, &newer).await.unwrap();
+        let stray = memory
+            .remember(&ns, "boats are fast on water")
+            .await
+            .unwrap();
+        let mut item = backend.store.get(&ns, &newer).await.unwrap().unwrap();
+        item.supersedes.push(stray.clone());
+        backend.store.save(item).await.unwrap();
+
+        let versions: Vec<String> = memory
+            .history(&ns, &newer)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|item| item.id)
+            .collect();
+        assert_eq!(versions, [older, newer.clone()], "{name}");
+        assert!(memory.forget(&ns, &newer).await.unwrap(), "{name}");
+        assert!(
+            backend.store.get(&ns, &stray).await.unwrap().is_some(),
+            "{name}: the stray memory is no version of the forgotten fact"
+        );
+        backend.cleanup().await;
+    }
+}

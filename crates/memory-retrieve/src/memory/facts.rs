@@ -650,7 +650,21 @@ impl Memory {
             next.dedup();
             next.truncate(MAX_HISTORY.saturating_sub(seen.len()));
             seen.extend(next.iter().cloned());
-            queue.extend(self.store.get_many(namespace, &next).await?);
+            // A memory it names as ended by it is a version only where that memory confirms
+            // it (as `forgetting` reads links): a source restored to current when its
+            // summary was forgotten is no version of anything.
+            let successor = item.ended.as_ref().and_then(Ended::successor);
+            queue.extend(
+                self.store
+                    .get_many(namespace, &next)
+                    .await?
+                    .into_iter()
+                    .filter(|linked| {
+                        Some(linked.id.as_str()) == successor
+                            || linked.ended.as_ref().and_then(Ended::successor)
+                                == Some(item.id.as_str())
+                    }),
+            );
             versions.push(item);
         }
         versions.sort_by(|a, b| start(a).cmp(&start(b)));
