@@ -467,3 +467,104 @@ async fn history_follows_only_confirmed_links() {
         backend.cleanup().await;
     }
 }
+
+/// A summary goes for the text it holds, not as a version of a fact: forgetting one of its
+/// sources leaves what superseded the summary (and that fact's history) alone, brings back
+/// a version the summary had superseded, and links a source brought back to its fact's
+/// current version both ways.
+#[tokio::test]
+async fn forgetting_a_source_keeps_the_facts_its_summary_touched() {
+    for backend in common::backends("forget_source_facts").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("touched").unwrap();
+        let name = backend.name;
+        let keyed = |text: &str, key: &str| Remember::new(ns.clone(), text).fact_key(key);
+        // A summary that a city superseded.
+        let pears = memory.remember(&ns, "pears are green").await.unwrap();
+        let quinces = memory.remember(&ns, "quinces are yellow").await.unwrap();
+        let fruit = memory
+            .consolidate(&ns, &[pears.clone(), quinces.clone()], 200)
+            .await
+            .unwrap();
+        let paris = memory
+            .remember_with(keyed("the user lives in Paris", "user.city"))
+            .await;
+        let paris = paris.unwrap().id;
+        let berlin = memory
+            .remember_with(keyed("the user lives in Berlin", "user.city"))
+            .await;
+        let berlin = berlin.unwrap().id;
+        memory.supersede(&ns, &fruit, &berlin).await.unwrap();
+        // A summary that superseded a job.
+        let acme = memory
+            .remember_with(keyed("the user works at Acme", "user.job"))
+            .await;
+        let acme = acme.unwrap().id;
+        let kites = memory.remember(&ns, "kites fly in the wind").await.unwrap();
+        let sails = memory.remember(&ns, "sails catch the wind").await.unwrap();
+        let wind = memory
+            .consolidate(&ns, &[kites.clone(), sails.clone()], 200)
+            .await
+            .unwrap();
+        memory.supersede(&ns, &acme, &wind).await.unwrap();
+        // A keyed source whose fact moved on after it was folded.
+        let tea = memory
+            .remember_with(keyed("the user drinks tea", "user.drink"))
+            .await;
+        let tea = tea.unwrap().id;
+        let rain = memory.remember(&ns, "rain fell all week").await.unwrap();
+        let week = memory
+            .consolidate(&ns, &[tea.clone(), rain.clone()], 200)
+            .await
+            .unwrap();
+        let coffee = memory
+            .remember_with(keyed("the user drinks coffee", "user.drink"))
+            .await;
+        let coffee = coffee.unwrap().id;
+
+        for source in [&pears, &kites, &rain] {
+            assert!(memory.forget(&ns, source).await.unwrap(), "{name}");
+        }
+        let items = stored(&backend, &ns).await;
+        assert_consistent(&backend, &ns, &["pears", "kites", "rain"], name).await;
+        for gone in [&fruit, &wind, &week] {
+            assert!(
+                !items.iter().any(|item| item.id == **gone),
+                "{name}: {gone}"
+            );
+        }
+        for back in [&quinces, &sails, &berlin, &acme, &coffee] {
+            assert!(current(&items, back), "{name}: {back} is current");
+        }
+        let paris_item = items
+            .iter()
+            .find(|item| item.id == paris)
+            .expect("Paris stays");
+        assert_eq!(
+            paris_item
+                .ended
+                .as_ref()
+                .and_then(|ended| ended.superseded_by()),
+            Some(berlin.as_str()),
+            "{name}"
+        );
+        let tea_item = items
+            .iter()
+            .find(|item| item.id == tea)
+            .expect("tea is back");
+        assert_eq!(
+            tea_item
+                .ended
+                .as_ref()
+                .and_then(|ended| ended.superseded_by()),
+            Some(coffee.as_str()),
+            "{name}: ended by the version written since"
+        );
+        let coffee_item = items.iter().find(|item| item.id == coffee).expect("coffee");
+        assert!(
+            coffee_item.supersedes.contains(&tea),
+            "{name}: linked both ways"
+        );
+        backend.cleanup().await;
+    }
+}

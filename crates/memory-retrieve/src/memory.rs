@@ -675,28 +675,27 @@ impl Memory {
     /// Forgets a memory: a hard delete of it, of every version of its fact, and of every
     /// summary one of them was consolidated into (a summary holds their text; and the
     /// summary that summary was consolidated into, in turn), so nothing of it stays. A
-    /// summary's other sources are other memories: they are written back current, as
-    /// before it was made (reconciled with their own fact's current version if one was
-    /// written since: the later start holds). The deletes are one
+    /// summary goes for the text it holds, not as a version of their fact: what it ended
+    /// comes back current, as before it was made (its other sources, and a version it
+    /// superseded; each reconciled with its own fact's current version, if one was written
+    /// since: the later start holds), and what superseded it stays. The deletes are one
     /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if) (one transaction on
-    /// the SQL backends), after the sources are written back, so a failure leaves every
-    /// memory stored and the call can be made again. A memory that flagged it as
-    /// contradicting keeps the bare id in its
+    /// the SQL backends), made only if every memory the walk chose is still as read; when
+    /// another write changed one in between (a supersede or a consolidation that took one
+    /// of them in), the forgetting is worked out again on what is stored, so no summary
+    /// keeps a forgotten memory's text and no version is left naming a successor that is
+    /// gone. What comes back is written after the deletion, each only if still as read. A
+    /// memory that flagged it as contradicting keeps the bare id in its
     /// [`conflicts_with`](MemoryItem::conflicts_with), which then names nothing and is
     /// ignored: rewriting that memory here could undo a concurrent write to it. The
     /// memories' link nodes are removed after (whether or not this `Memory` enriches:
     /// another may have); one that cannot be is logged, and removed by the next
     /// [`maintain`](Self::maintain) of a `Memory` that enriches. Returns whether it existed.
     ///
-    /// The sources are written back only if they are still as read, and the memories
-    /// deleted only if still as read: when another write changed one in between (a
-    /// supersede or a consolidation that took one of them in), the forgetting is worked
-    /// out again on what is stored, so no summary keeps a forgotten memory's text and no
-    /// version is left naming a successor that is gone.
-    ///
     /// # Errors
     /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
-    /// changed those memories at each of eight attempts (nothing deleted); store errors.
+    /// changed those memories at each of eight attempts (nothing deleted), or changed what
+    /// comes back at each of eight attempts (deleted; those stay ended); store errors.
     pub async fn forget(&self, namespace: &Namespace, id: &str) -> Result<bool> {
         let Some(item) = self.store.get(namespace, id).await? else {
             return Ok(false);
@@ -713,7 +712,11 @@ impl Memory {
     /// Forgets the memories `ids` of `namespace` (`roots`, as read) as
     /// [`forget`](Self::forget) forgets one, in one walk: returns how many were deleted and
     /// the ids the walk chose, or `None` when other writes changed what the walk read at
-    /// each of [`EDIT_ATTEMPTS`] attempts.
+    /// each of [`EDIT_ATTEMPTS`] attempts (nothing deleted).
+    ///
+    /// The deletion comes first, and only if every memory the walk chose is still as read;
+    /// then what it ended comes back ([`bring_back`](Self::bring_back)). So a failure
+    /// never leaves a summary holding forgotten text beside sources already current again.
     async fn forget_all(
         &self,
         namespace: &Namespace,
@@ -724,27 +727,63 @@ impl Memory {
             if roots.is_empty() {
                 return Ok(Some((0, Vec::new())));
             }
-            let facts::Forgetting {
-                doomed,
-                restored,
-                read,
-            } = self.forgetting(namespace, roots).await?;
-            // The sources written back only if still as read, then the memories deleted
-            // only if still as read: another write in between (an edit, a new version of
-            // their fact, a consolidation taking one in) and the forgetting is worked out
-            // again. Sources written back before a refused delete are current, as the next
-            // walk finds them: it does not restore them twice.
-            if (restored.is_empty() || self.store.save_many_if(restored, &read).await?)
-                && let Some(deleted) = self.store.delete_many_if(namespace, &doomed).await?
-            {
-                return Ok(Some((
-                    deleted,
-                    doomed.into_iter().map(|(id, _)| id).collect(),
-                )));
+            let facts::Forgetting { doomed, returning } = self.forgetting(namespace, roots).await?;
+            if let Some(deleted) = self.store.delete_many_if(namespace, &doomed).await? {
+                let doomed: Vec<String> = doomed.into_iter().map(|(id, _)| id).collect();
+                self.bring_back(namespace, returning, &doomed).await?;
+                return Ok(Some((deleted, doomed)));
             }
             roots = self.store.get_many(namespace, ids).await?;
         }
         Ok(None)
+    }
+
+    /// Brings back `returning`, the memories a forget's deleted memories (`gone`) had
+    /// ended, each written only if still as read; those another write changed meanwhile
+    /// are read again, and those still ended by a memory that is gone are brought back.
+    ///
+    /// # Errors
+    /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
+    /// changed them at each of [`EDIT_ATTEMPTS`] attempts (the deletion stands; they stay
+    /// ended, out of recall); store errors.
+    async fn bring_back(
+        &self,
+        namespace: &Namespace,
+        mut returning: Vec<MemoryItem>,
+        gone: &[String],
+    ) -> Result<()> {
+        let ids: Vec<String> = returning.iter().map(|item| item.id.clone()).collect();
+        let gone: std::collections::HashSet<&str> = gone.iter().map(String::as_str).collect();
+        for _ in 0..EDIT_ATTEMPTS {
+            if returning.is_empty() {
+                return Ok(());
+            }
+            let (restored, read) = self.restoration(namespace, returning).await?;
+            if self.store.save_many_if(restored, &read).await? {
+                return Ok(());
+            }
+            returning = self
+                .store
+                .get_many(namespace, &ids)
+                .await?
+                .into_iter()
+                .filter(|item| {
+                    item.ended
+                        .as_ref()
+                        .and_then(memory_core::Ended::successor)
+                        .is_some_and(|successor| gone.contains(successor))
+                })
+                .collect();
+        }
+        Err(memory_core::MemoryError::Conflict {
+            message: format!(
+                "the memories forgotten in {namespace} are deleted, but other writes changed \
+                 the {} memories they had ended at each of {EDIT_ATTEMPTS} attempts to bring \
+                 them back: they stay ended, out of recall",
+                ids.len()
+            ),
+            source: None,
+        })
     }
 
     /// Removes the link nodes of the deleted memories `ids`, with or without an enricher of

@@ -116,19 +116,15 @@ fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
     });
 }
 
-/// What [`Memory::forget`] deletes and what it writes back.
+/// What [`Memory::forget`] deletes and what it brings back.
 pub(super) struct Forgetting {
     /// The memories forgotten, every version of their facts, and every summary one of them
     /// was consolidated into (and the summaries those were consolidated into), each with
     /// the `updated_at` it was read with: they are deleted only if still as read.
     pub(super) doomed: Vec<(String, DateTime<Utc>)>,
-    /// The other sources of those summaries, current again (or ended by the current
-    /// version of their own fact when that one starts later, or ending it when it starts
-    /// earlier), and such current versions.
-    pub(super) restored: Vec<MemoryItem>,
-    /// Where each of `restored` is and the `updated_at` it was read with: they are written
-    /// only if still as read.
-    pub(super) read: Vec<(usize, DateTime<Utc>)>,
+    /// What comes back once they are gone ([`Memory::restoration`]): the other sources of
+    /// the summaries that go, and the versions such a summary superseded, as read.
+    pub(super) returning: Vec<MemoryItem>,
 }
 
 /// Records on the new memory that it contradicts `old`. The link is kept on the memory
@@ -671,20 +667,21 @@ impl Memory {
         Ok(versions)
     }
 
-    /// What forgetting `roots` deletes: them, the versions of their facts (linked by
+    /// What forgetting `roots` deletes: them and the versions of their facts (linked by
     /// supersession or sharing a fact key), and the summaries any of those was consolidated
     /// into, since a summary holds their text (and the summaries such a summary was
-    /// consolidated into in turn). Unlike [`history`](Self::history) it does not follow a
-    /// summary to its other sources: they are other memories, and come back as their
-    /// summary goes (reconciled with their own fact's current version, if one was written
-    /// since: the later start holds).
+    /// consolidated into in turn). A summary reached so goes for the text it holds, not as
+    /// a version of their fact: the walk does not go on to what superseded it or to its
+    /// own versions, and what it ended comes back (its other sources, and a version it
+    /// superseded), as before it was made. Unlike [`history`](Self::history) the walk does
+    /// not follow a summary to its other sources: they are other memories.
     ///
     /// A link is followed backwards only where the older memory confirms it: a memory a
     /// doomed one names in [`supersedes`](MemoryItem::supersedes) is a version of its fact
-    /// (and goes) when it was superseded by it, a source (and comes back) when it was
-    /// consolidated into it, and neither otherwise (a source restored already, whose
-    /// summary still names it). What a summary is so never depends on its metadata. Every
-    /// version of a fact key is read, however many.
+    /// when it was superseded by it, a source when it was consolidated into it, and neither
+    /// otherwise (a source brought back already, whose summary still names it). What a
+    /// summary is so never depends on its metadata. Every version of a fact key is read,
+    /// however many.
     pub(super) async fn forgetting(
         &self,
         namespace: &Namespace,
@@ -692,28 +689,38 @@ impl Memory {
     ) -> Result<Forgetting> {
         let mut seen: HashSet<String> = roots.iter().map(|root| root.id.clone()).collect();
         let mut keys: HashSet<String> = HashSet::new();
-        let mut queue: VecDeque<MemoryItem> = VecDeque::from(roots);
-        let mut sources: Vec<MemoryItem> = Vec::new();
+        // Each memory with whether it goes only for the text it holds (a summary reached
+        // from one of its sources) rather than as a version of a forgotten fact.
+        let mut queue: VecDeque<(MemoryItem, bool)> =
+            roots.into_iter().map(|root| (root, false)).collect();
+        let mut returning: Vec<MemoryItem> = Vec::new();
         let mut doomed: Vec<(String, DateTime<Utc>)> = Vec::new();
-        while let Some(item) = queue.pop_front() {
-            // What took its place holds its text (a summary) or states its fact.
-            let mut next: Vec<String> = Vec::new();
-            if let Some(by) = item.ended.as_ref().and_then(Ended::successor)
-                && seen.insert(by.to_owned())
-            {
-                next.push(by.to_owned());
+        while let Some((item, holder)) = queue.pop_front() {
+            // Forwards: the summary it was consolidated into holds its text; what
+            // superseded a version of the fact is one too.
+            let mut next: Vec<(String, bool)> = Vec::new();
+            match item.ended.as_ref().map(|ended| &ended.reason) {
+                Some(EndReason::Consolidated { into }) if seen.insert(into.clone()) => {
+                    next.push((into.clone(), true));
+                }
+                Some(EndReason::Superseded { by }) if !holder && seen.insert(by.clone()) => {
+                    next.push((by.clone(), false));
+                }
+                _ => {}
             }
-            if let Some(key) = &item.fact_key
+            if !holder
+                && let Some(key) = &item.fact_key
                 && keys.insert(key.clone())
             {
                 let mut filter = MemoryFilter::new(namespace.exact());
                 filter.fact_key = Some(key.clone());
                 for version in self.store.list(&filter).await? {
                     if seen.insert(version.id.clone()) {
-                        queue.push_back(version);
+                        queue.push_back((version, false));
                     }
                 }
             }
+            // Backwards, where the older memory confirms the link.
             let linked: Vec<String> = item
                 .supersedes
                 .iter()
@@ -723,58 +730,93 @@ impl Memory {
             if !linked.is_empty() {
                 for old in self.store.get_many(namespace, &linked).await? {
                     match old.ended.as_ref().map(|ended| &ended.reason) {
-                        Some(EndReason::Superseded { by })
-                            if *by == item.id && seen.insert(old.id.clone()) =>
-                        {
-                            queue.push_back(old);
+                        Some(EndReason::Superseded { by }) if *by == item.id => {
+                            if holder {
+                                returning.push(old);
+                            } else if seen.insert(old.id.clone()) {
+                                queue.push_back((old, false));
+                            }
                         }
                         Some(EndReason::Consolidated { into }) if *into == item.id => {
-                            sources.push(old);
+                            returning.push(old);
                         }
                         _ => {}
                     }
                 }
             }
             if !next.is_empty() {
-                queue.extend(self.store.get_many(namespace, &next).await?);
+                let ids: Vec<String> = next.iter().map(|(id, _)| id.clone()).collect();
+                for found in self.store.get_many(namespace, &ids).await? {
+                    let holds = next.iter().any(|(id, holds)| *holds && *id == found.id);
+                    queue.push_back((found, holds));
+                }
             }
             doomed.push((item.id, item.updated_at));
         }
-        // The other sources of the summaries that go: current again, unless their fact
-        // has a current version (written after the summary ended them).
         let gone: HashSet<&str> = doomed.iter().map(|(id, _)| id.as_str()).collect();
-        let mut restored = Vec::new();
-        let mut read = Vec::new();
-        for mut source in sources {
-            if gone.contains(source.id.as_str()) {
-                continue;
-            }
-            let source_read = source.updated_at;
-            source.ended = None;
-            source.revise(source.updated_at);
-            if let Some(key) = &source.fact_key {
-                let mut filter = MemoryFilter::new(namespace.exact())
-                    .with_view(TimeView::Current(self.clock.now()));
-                filter.fact_key = Some(key.clone());
-                if let Some(mut current) = self.store.list(&filter).await?.into_iter().next() {
+        let mut back: HashSet<String> = HashSet::new();
+        returning.retain(|item| !gone.contains(item.id.as_str()) && back.insert(item.id.clone()));
+        Ok(Forgetting { doomed, returning })
+    }
+
+    /// The writes that bring `returning` back once what ended them is gone: each current
+    /// again, reconciled with the current version of its fact when it has a key (the later
+    /// start holds, and the two are linked both ways), in the order they start. Returns the
+    /// writes and, for each stored memory among them, its index and the `updated_at` it
+    /// was read with: they are written only if still as read.
+    pub(super) async fn restoration(
+        &self,
+        namespace: &Namespace,
+        mut returning: Vec<MemoryItem>,
+    ) -> Result<(Vec<MemoryItem>, Vec<(usize, DateTime<Utc>)>)> {
+        returning.sort_by(|a, b| start(a).cmp(&start(b)));
+        let mut restored: Vec<MemoryItem> = Vec::new();
+        let mut read: Vec<(usize, DateTime<Utc>)> = Vec::new();
+        // Each key's current version among the writes, once read or written.
+        let mut current_of: HashMap<String, Option<usize>> = HashMap::new();
+        for mut item in returning {
+            let item_read = item.updated_at;
+            item.ended = None;
+            item.revise(item.updated_at);
+            let mut now_current = true;
+            if let Some(key) = item.fact_key.clone() {
+                let at = match current_of.get(&key) {
+                    Some(at) => *at,
+                    None => {
+                        let mut filter = MemoryFilter::new(namespace.exact())
+                            .with_view(TimeView::Current(self.clock.now()));
+                        filter.fact_key = Some(key.clone());
+                        match self.store.list(&filter).await?.into_iter().next() {
+                            Some(current) => {
+                                read.push((restored.len(), current.updated_at));
+                                restored.push(current);
+                                Some(restored.len() - 1)
+                            }
+                            None => None,
+                        }
+                    }
+                };
+                if let Some(at) = at
+                    && let Some(current) = restored.get_mut(at)
+                {
                     // The later start holds, as when the two were remembered.
-                    if start(&current) >= start(&source) {
-                        end_with(&mut source, &current);
+                    if start(current) >= start(&item) {
+                        supersede_with(&mut item, current);
+                        now_current = false;
                     } else {
-                        read.push((restored.len(), current.updated_at));
-                        supersede_with(&mut current, &mut source);
-                        restored.push(current);
+                        supersede_with(current, &mut item);
                     }
                 }
+                if now_current {
+                    current_of.insert(key, Some(restored.len()));
+                } else {
+                    current_of.entry(key).or_insert(at);
+                }
             }
-            read.push((restored.len(), source_read));
-            restored.push(source);
+            read.push((restored.len(), item_read));
+            restored.push(item);
         }
-        Ok(Forgetting {
-            doomed,
-            restored,
-            read,
-        })
+        Ok((restored, read))
     }
 
     /// The pairs of current memories in `scope` flagged as contradicting each other: the
