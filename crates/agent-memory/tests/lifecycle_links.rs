@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use agent_memory::prelude::*;
-use agent_memory::{ManualClock, MemoryBuilder, MemoryFilter};
+use agent_memory::{ManualClock, MemoryBuilder, MemoryFilter, Outcome};
 use chrono::{DateTime, TimeZone, Utc};
 use common::Backend;
 
@@ -298,6 +298,70 @@ async fn a_remember_never_replaces_a_memory_of_a_history() {
             before,
             "{name}: nothing written"
         );
+
+        // The same memory sent again (its text, kind and fact key) changes nothing, in a
+        // batch too: a dialogue sent again after its turns were consolidated.
+        for (id, text) in [
+            (&zeus, "the old server is zeus"),
+            (&pears, "pears are green"),
+        ] {
+            let again = memory
+                .remember_with(Remember::new(ns.clone(), text).id(id.clone()))
+                .await
+                .unwrap();
+            assert_eq!(
+                again.outcome,
+                Outcome::Merged { into: id.clone() },
+                "{name}"
+            );
+            let batch = memory
+                .remember_many(vec![
+                    Remember::new(ns.clone(), text).id(id.clone()),
+                    Remember::new(ns.clone(), "sails catch the wind"),
+                ])
+                .await
+                .unwrap();
+            assert_eq!(
+                batch[0].outcome,
+                Outcome::Merged { into: id.clone() },
+                "{name}"
+            );
+            assert_eq!(batch[1].outcome, Outcome::Added, "{name}");
+            let sails = batch[1].id.clone();
+            assert!(memory.forget(&ns, &sails).await.unwrap(), "{name}");
+        }
+        let keyed = |text: &str| {
+            Remember::new(ns.clone(), text)
+                .fact_key("user.city")
+                .id("city-2")
+        };
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "the user lives in Paris").fact_key("user.city"),
+            )
+            .await
+            .unwrap();
+        let first = memory
+            .remember_with(keyed("the user lives in Berlin"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(first.outcome, Outcome::Superseded { .. }),
+            "{name}: {first:?}"
+        );
+        let again = memory
+            .remember_with(keyed("the user lives in Berlin"))
+            .await
+            .unwrap();
+        assert_eq!(
+            again.outcome,
+            Outcome::Merged {
+                into: "city-2".into()
+            },
+            "{name}"
+        );
+        let stored_now: Vec<MemoryItem> = stored(&backend, &ns).await;
+        assert_eq!(stored_now.len(), before.len() + 2, "{name}: {stored_now:?}");
 
         // A memory outside any history is replaced whole, as a turn sent again is.
         let replaced = memory

@@ -53,9 +53,22 @@ pub use self::facts::{ConflictPair, MAX_HISTORY};
 pub use self::reembed::{Reembed, ReembedReport};
 pub use self::request::{MemoryStats, RecallOptions, Remember};
 
-/// The `updated_at` of `stored`, a memory a remember with its id would replace; refused,
-/// naming `id`, when it is part of a fact's history (see [`Remember::id`]).
-fn replaceable(stored: &MemoryItem) -> Result<chrono::DateTime<chrono::Utc>> {
+/// What a remember with an id does to the memory stored under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Replacing {
+    /// Writes over it, only if it is still as read (its `updated_at`).
+    Over(chrono::DateTime<chrono::Utc>),
+    /// Nothing: it is part of a fact's history and says what the request says (its text,
+    /// kind and fact key), so the request is that memory sent again, answered as merged
+    /// into it.
+    Unchanged,
+}
+
+/// What a remember of `new` with its id does to `stored`, the memory under that id: writes
+/// over it, or leaves it when it is part of a fact's history and `new` says the same;
+/// refused, naming `id`, when it is part of a history and `new` says something else (see
+/// [`Remember::id`]).
+fn replacing(stored: &MemoryItem, new: &MemoryItem) -> Result<Replacing> {
     let part = if let Some(ended) = &stored.ended {
         match &ended.reason {
             memory_core::EndReason::Superseded { by } => format!("superseded by {by}"),
@@ -67,16 +80,31 @@ fn replaceable(stored: &MemoryItem) -> Result<chrono::DateTime<chrono::Utc>> {
     } else if !stored.supersedes.is_empty() {
         format!("it ends {} memories", stored.supersedes.len())
     } else {
-        return Ok(stored.updated_at);
+        return Ok(Replacing::Over(stored.updated_at));
     };
+    if stored.content == new.content && stored.kind == new.kind && stored.fact_key == new.fact_key {
+        return Ok(Replacing::Unchanged);
+    }
     Err(memory_core::MemoryError::invalid(
         "id",
         format!(
-            "memory {} in {} is part of a fact's history ({part}); a remember does not \
-             replace it: forget it first, or remember under another id and supersede it",
+            "memory {} in {} is part of a fact's history ({part}) and says something else; \
+             a remember does not replace it: forget it first, or remember under another id \
+             and supersede it",
             stored.id, stored.namespace
         ),
     ))
+}
+
+/// The answer to a remember that changes nothing ([`Replacing::Unchanged`]).
+fn unchanged(id: &str) -> crate::Remembered {
+    crate::Remembered {
+        id: id.to_owned(),
+        outcome: crate::Outcome::Merged {
+            into: id.to_owned(),
+        },
+        conflicts: Vec::new(),
+    }
 }
 
 /// The positions of the first key that repeats an earlier one (`None` keys never repeat):
@@ -267,20 +295,24 @@ impl Memory {
     /// LoCoMo conversations, the price of writing only over what was read).
     ///
     /// With `named` (the request gave the id), the memory stored under it is read first: one
-    /// in a fact's history refuses the write ([`Remember::id`]), and any other is replaced
-    /// only if still as read, so a supersede or consolidation that took it in meanwhile is
-    /// not undone.
+    /// in a fact's history refuses the write unless the request says what it says (then
+    /// nothing is written: the same memory sent again; [`Remember::id`]), and any other is
+    /// replaced only if still as read, so a supersede or consolidation that took it in
+    /// meanwhile is not undone.
     async fn write_reconciled(&self, item: MemoryItem, named: bool) -> Result<crate::Remembered> {
         for _ in 0..EDIT_ATTEMPTS {
             let replaced = if named {
                 let stored = self.store.get(&item.namespace, &item.id).await?;
-                stored.as_ref().map(replaceable).transpose()?
+                stored.map(|stored| replacing(&stored, &item)).transpose()?
             } else {
                 None
             };
+            if replaced == Some(Replacing::Unchanged) {
+                return Ok(unchanged(&item.id));
+            }
             let plan = Box::pin(self.reconcile(item.clone(), self.clock.now())).await?;
             let mut expected = plan.expected();
-            if let Some(read_at) = replaced
+            if let Some(Replacing::Over(read_at)) = replaced
                 && let Some(at) = plan.writes.iter().position(|write| write.id == item.id)
             {
                 expected.push((at, read_at));

@@ -193,8 +193,28 @@ impl Memory {
         // reconciled again on what is stored then.
         let mut committed = None;
         for _ in 0..super::EDIT_ATTEMPTS {
-            let (mut writes, remembered) = self.plan_batch(items.clone(), now).await?;
-            self.read_replaced(&items, &named, &mut writes).await?;
+            let (reads, unchanged) = self.read_replaced(&items, &named).await?;
+            let planned: Vec<(usize, MemoryItem)> = items
+                .iter()
+                .cloned()
+                .enumerate()
+                .filter(|(index, _)| !unchanged.contains(index))
+                .collect();
+            let (mut writes, planned) = self.plan_batch(planned, now).await?;
+            for (key, read_at) in reads {
+                writes.read.entry(key).or_insert(read_at);
+            }
+            // The requests that change nothing answered in their places.
+            let mut planned = planned.into_iter();
+            let remembered: Vec<Remembered> = (0..items.len())
+                .filter_map(|index| {
+                    if unchanged.contains(&index) {
+                        Some(super::unchanged(&items[index].id))
+                    } else {
+                        planned.next()
+                    }
+                })
+                .collect();
             let expected = writes.expected();
             if writes.items.is_empty() {
                 committed = Some(remembered);
@@ -236,15 +256,16 @@ impl Memory {
     /// requests before it, and what happened to each request.
     async fn plan_batch(
         &self,
-        items: Vec<MemoryItem>,
+        items: Vec<(usize, MemoryItem)>,
         now: DateTime<Utc>,
     ) -> Result<(Writes, Vec<Remembered>)> {
         let mut writes = Writes::default();
         let mut remembered = Vec::with_capacity(items.len());
         // The searches for duplicates and rivals go to the store a chunk at a time
         // (`search_many`: one transaction and one thread switch on SQLite instead of one per
-        // memory); none sees the batch, which is written at the end.
-        let mut items = items.into_iter().enumerate().peekable();
+        // memory); none sees the batch, which is written at the end. Each item keeps its
+        // request's position, which errors name.
+        let mut items = items.into_iter().peekable();
         while items.peek().is_some() {
             let chunk: Vec<(usize, MemoryItem)> = items.by_ref().take(SEARCH_CHUNK).collect();
             let mut prepared: Vec<Option<Prepared>> = Vec::with_capacity(chunk.len());
@@ -394,14 +415,18 @@ impl Memory {
     }
 
     /// Reads the stored memories the requests that name an id (`named`) would replace:
-    /// one in a fact's history refuses the batch naming its request ([`Remember::id`]);
-    /// any other is written over only if still as read (added to the batch's reads).
+    /// one in a fact's history refuses the batch naming the first such request
+    /// ([`Remember::id`]), unless the request says what it says; any other is written over
+    /// only if still as read. Returns those reads, and the positions of the requests that
+    /// change nothing (the same memory sent again).
     async fn read_replaced(
         &self,
         items: &[MemoryItem],
         named: &[bool],
-        writes: &mut Writes,
-    ) -> Result<()> {
+    ) -> Result<(
+        HashMap<(Namespace, String), DateTime<Utc>>,
+        std::collections::BTreeSet<usize>,
+    )> {
         let mut wanted: HashMap<&Namespace, Vec<String>> = HashMap::new();
         let mut index_of: HashMap<(&Namespace, &str), usize> = HashMap::new();
         for (index, item) in items.iter().enumerate() {
@@ -413,21 +438,33 @@ impl Memory {
                 index_of.insert((&item.namespace, item.id.as_str()), index);
             }
         }
+        let mut reads = HashMap::new();
+        let mut unchanged = std::collections::BTreeSet::new();
+        let mut refused: Option<(usize, MemoryError)> = None;
         for (namespace, ids) in wanted {
             for stored in self.store.get_many(namespace, &ids).await? {
-                let index = index_of
-                    .get(&(namespace, stored.id.as_str()))
-                    .copied()
-                    .unwrap_or_default();
-                let read_at =
-                    super::replaceable(&stored).map_err(|error| at_index(index, error))?;
-                writes
-                    .read
-                    .entry((stored.namespace.clone(), stored.id.clone()))
-                    .or_insert(read_at);
+                let Some(&index) = index_of.get(&(namespace, stored.id.as_str())) else {
+                    continue;
+                };
+                match super::replacing(&stored, &items[index]) {
+                    Ok(super::Replacing::Over(read_at)) => {
+                        reads.insert((stored.namespace.clone(), stored.id.clone()), read_at);
+                    }
+                    Ok(super::Replacing::Unchanged) => {
+                        unchanged.insert(index);
+                    }
+                    // The first request refused, whatever order the reads came in.
+                    Err(error) if refused.as_ref().is_none_or(|(first, _)| index < *first) => {
+                        refused = Some((index, error));
+                    }
+                    Err(_) => {}
+                }
             }
         }
-        Ok(())
+        match refused {
+            Some((index, error)) => Err(at_index(index, error)),
+            None => Ok((reads, unchanged)),
+        }
     }
 
     /// The memory a request asks for, checked (without its embedding), created `now`

@@ -169,8 +169,10 @@ impl Remember {
     /// namespace is replaced whole, pin included, as a turn sent again replaces itself;
     /// without an id, the memory gets a new one. A stored memory that is part of a fact's
     /// history (it ended, or it ends others: a superseded version, a consolidated source, a
-    /// successor, a summary) is not replaced: the remember is refused naming `id`, since
-    /// the other memories of that history would name a memory that says something else.
+    /// successor, a summary) is not replaced: a remember that says what it says (its text,
+    /// kind and fact key) is that memory sent again, writes nothing and is answered as
+    /// merged into it; one that says something else is refused naming `id`, since the other
+    /// memories of that history would name a memory that says something else.
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
