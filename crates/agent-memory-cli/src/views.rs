@@ -8,22 +8,15 @@ use agent_memory::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// How the text output marks a memory that has not ended but is outside the time it holds
-/// in now (recall leaves it out, as it leaves out an ended one): `expired` past its
-/// `valid_until`, `not yet valid` before its `valid_from`.
+/// How the text output marks a memory that has not ended but is past its `valid_until`
+/// (`expired`): recall leaves it out, as it leaves out an ended one. One valid from a later
+/// time (a plan) is recalled, and not marked.
 pub(crate) fn validity_note(
     item: &MemoryItem,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<&'static str> {
-    if item.ended.is_some() {
-        None
-    } else if item.valid_until.is_some_and(|until| until <= now) {
-        Some("expired")
-    } else if item.valid_from.is_some_and(|from| from > now) {
-        Some("not yet valid")
-    } else {
-        None
-    }
+    (item.ended.is_none() && item.valid_until.is_some_and(|until| until <= now))
+        .then_some("expired")
 }
 
 /// A remembered memory.

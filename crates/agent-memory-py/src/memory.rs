@@ -1041,7 +1041,8 @@ impl PyMemory {
     }
 
     /// Counts in `namespace` and under it (`""`: everything): `total` (the current memories
-    /// and the history), `current` (not ended, holding now), `per_kind`,
+    /// and the history), `current` (not ended, not past
+    /// its `valid_until`: what a recall can find), `per_kind`,
     /// `per_namespace`, `mean_access`, `compressed`, `compression_rate`, `capacity_use`
     /// (with a capacity set), `recalled`, `mean_recall_score` (`None` before the first
     /// recall), `pages`, `entities`.

@@ -488,9 +488,21 @@ async fn stats_count_the_current_memories_apart_from_the_history() {
             )
             .await
             .unwrap();
+        // A plan (valid from a later time) is recalled, so it counts as current.
+        memory
+            .remember_with(
+                Remember::new(ns.clone(), "a trip to the coast").valid(Some(day(200)), None),
+            )
+            .await
+            .unwrap();
         let stats = memory.stats(&ns.subtree()).await.unwrap();
-        assert_eq!(stats.total, 6, "{name}: {stats:?}");
-        assert_eq!(stats.current, 2, "{name}: the new version and the summary");
+        assert_eq!(stats.total, 7, "{name}: {stats:?}");
+        assert_eq!(
+            stats.current, 3,
+            "{name}: the new version, the summary and the plan"
+        );
+        let found = memory.recall(&ns.subtree(), "trip coast").await.unwrap();
+        assert_eq!(found.items.len(), 1, "{name}: the plan is recalled");
         backend.cleanup().await;
     }
 }

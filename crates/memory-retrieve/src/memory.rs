@@ -1020,10 +1020,9 @@ impl Memory {
         let mut filter = MemoryFilter::new(scope.clone()).with_limit(STATS_PAGE);
         let (mut recalls, mut recall_score) = (0u64, 0.0f64);
         let now = self.clock.now();
+        // As `TimeView::Current` reads: a memory valid from a later time (a plan) counts.
         let holds = |item: &MemoryItem| {
-            item.ended.is_none()
-                && item.valid_from.is_none_or(|from| from <= now)
-                && item.valid_until.is_none_or(|until| until > now)
+            item.ended.is_none() && item.valid_until.is_none_or(|until| until > now)
         };
         loop {
             let page = self.store.list(&filter).await?;

@@ -456,8 +456,8 @@ class Memory:
     def conflicts(self, namespace: str = "", *, exact: bool = False) -> builtins.list[dict[str, str]]:
         """Pairs of current memories flagged as contradicting: ``{"namespace", "older", "newer"}``."""
     def stats(self, namespace: str = "", *, exact: bool = False) -> dict[str, Any]:
-        """Counts: ``total`` (current memories and history), ``current`` (not ended, holding
-        now: what a recall can find), ``per_kind``, ``per_namespace``, ``mean_access``, ``compressed``,
+        """Counts: ``total`` (current memories and history), ``current`` (not ended, not past
+        its ``valid_until``: what a recall can find), ``per_kind``, ``per_namespace``, ``mean_access``, ``compressed``,
         ``compression_rate``, ``capacity_use``, ``recalled`` (memories returned by a recall),
         ``mean_recall_score`` (the mean relevance they were returned with, ``None`` before
         the first recall), ``pages``, ``entities``."""

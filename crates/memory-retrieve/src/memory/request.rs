@@ -326,8 +326,8 @@ pub struct MemoryStats {
     /// Items in the scope: the current ones and the history (ended versions, sources of
     /// summaries, memories past their `valid_until`).
     pub total: usize,
-    /// Current items: not ended, and holding now (within their `valid_from` and
-    /// `valid_until`): what a recall can find.
+    /// Current items: not ended and not past their `valid_until` (one valid from a later
+    /// time, a plan, counts): what a recall can find.
     #[serde(default)]
     pub current: usize,
     /// Items per kind.

@@ -151,7 +151,7 @@ pub(crate) async fn context(
 pub(crate) struct StatsView {
     /// Memories: the current ones and the history.
     pub(crate) total: usize,
-    /// Current memories (not ended, holding now): what a recall can find.
+    /// Current memories (not ended, not past their `valid_until`): what a recall can find.
     pub(crate) current: usize,
     /// Memories per kind.
     pub(crate) per_kind: BTreeMap<String, usize>,
