@@ -122,10 +122,17 @@ pub(crate) async fn open(
                 .map_err(|error| {
                     let failure = Failure::from(error);
                     // The connection's failures: the server gone or slow, a login or
-                    // database it refuses (SQLSTATE classes 28 and 3D), TLS. Not what the
-                    // schema found there (a newer version, a table of another tool's).
+                    // database it refuses (SQLSTATE classes 28 and 3D, or the client's own
+                    // password and authentication errors), TLS. Not what the schema found
+                    // there (a newer version, a table of another tool's).
                     let connecting = matches!(failure.kind, ErrorKind::Unavailable | ErrorKind::Timeout)
-                        || ["(sqlstate 28", "(sqlstate 3D", "TLS handshake"]
+                        || [
+                            "(sqlstate 28",
+                            "(sqlstate 3D",
+                            "TLS handshake",
+                            "password",
+                            "authentication",
+                        ]
                             .iter()
                             .any(|mark| failure.message.contains(mark));
                     if connecting {

@@ -169,7 +169,9 @@ pub(crate) struct RememberArgs {
     /// Metadata, a JSON object.
     #[arg(long, value_name = "JSON")]
     pub(crate) metadata: Option<String>,
-    /// An explicit id (an existing memory with this id is replaced); default a fresh one.
+    /// An explicit id (an existing memory with this id is replaced, unless it is part of a
+    /// fact's history: the same text again writes nothing, other text is refused); default
+    /// a fresh one.
     #[arg(long)]
     pub(crate) id: Option<String>,
     /// When it was said or happened (RFC 3339, or YYYY-MM-DD); default now. Set it when

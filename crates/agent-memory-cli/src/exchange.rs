@@ -582,8 +582,8 @@ async fn import_mcp(
                             graph.update_entity(stored).await?;
                         }
                     }
-                    // Removed since: the file's.
-                    None => graph.update_entity(graph_entity).await?,
+                    // Removed since: the file's (added again, or over one added since).
+                    None => agent_memory::write_entity(graph, graph_entity).await?,
                 }
             }
             other => other?,

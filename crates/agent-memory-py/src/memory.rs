@@ -325,7 +325,10 @@ impl PyMemory {
     /// if there is one (its creation time and recall statistics are kept): a key-value
     /// write, without the duplicate and fact reconciliation of `remember` and without an
     /// eviction pass (`maintain` still bounds the namespace). With an `embedder`, the text
-    /// is embedded first, as `remember` embeds it; a failure stores nothing.
+    /// is embedded first, as `remember` embeds it; a failure stores nothing. A memory that
+    /// is part of a fact's history (superseded, consolidated, retracted, or ending others)
+    /// is not replaced: `InvalidInputError` naming `id`; one changed by another write while
+    /// it was replaced raises `ConflictError`, nothing written.
     #[pyo3(signature = (
         namespace,
         id,
@@ -380,10 +383,39 @@ impl PyMemory {
             if let Some(vector) = inner.embedding_of(&item.content).await? {
                 item = item.with_embedding(vector)?;
             }
-            if let Some(existing) = store.get(&namespace, &item.id).await? {
-                item.created_at = existing.created_at;
+            let Some(existing) = store.get(&namespace, &item.id).await? else {
+                return store.save(item).await;
+            };
+            // A memory of a fact's history is not written over: the others of that history
+            // would name a memory that says something else.
+            if existing.ended.is_some() || !existing.supersedes.is_empty() {
+                return Err(agent_memory::MemoryError::invalid(
+                    "id",
+                    format!(
+                        "memory {} in {namespace} is part of a fact's history; put does not \
+                         replace it: forget it first, or put under another id",
+                        existing.id
+                    ),
+                ));
             }
-            store.save(item).await
+            item.created_at = existing.created_at;
+            // Only over the memory as read: a supersede or consolidation that took it in
+            // meanwhile is not undone.
+            if store
+                .save_many_if(vec![item], &[(0, existing.updated_at)])
+                .await?
+            {
+                Ok(())
+            } else {
+                Err(agent_memory::MemoryError::Conflict {
+                    message: format!(
+                        "memory {} in {namespace} changed while it was being replaced; \
+                         nothing was written",
+                        existing.id
+                    ),
+                    source: None,
+                })
+            }
         })
     }
 

@@ -221,6 +221,23 @@ def test_put_replaces_by_id(memory: Memory) -> None:
     assert len(memory.list("kv")) == 2
 
 
+def test_put_and_remember_leave_a_history_whole(memory: Memory) -> None:
+    old = memory.remember("h", "The server is zeus", id="s1")
+    new = memory.remember("h", "The server is hera", id="s2")
+    memory.supersede("h", old.id, new.id)
+    for id in (old.id, new.id):
+        with pytest.raises(InvalidInputError) as raised:
+            memory.put("h", id, "boats are fast on water")
+        assert raised.value.field == "id"
+        with pytest.raises(InvalidInputError) as raised:
+            memory.remember("h", "boats are fast on water", id=id)
+        assert raised.value.field == "id"
+    # The same memory sent again writes nothing.
+    again = memory.remember("h", "The server is zeus", id="s1")
+    assert again.outcome == "merged" and again.id == "s1"
+    assert [record.text for record in memory.history("h", "s2")] == ["The server is zeus", "The server is hera"]
+
+
 def test_update_changes_what_it_names_and_keeps_the_rest(memory: Memory) -> None:
     city = memory.remember("u", "The user lives in Paris", fact_key="user.city", importance=0.8,
                            tags=["home"], metadata={"src": "chat"}, source="onboarding")

@@ -21,6 +21,10 @@ use crate::database::Database;
 use crate::error::{Context, corrupt};
 use crate::sql::{count, decode_time, encode_time, namespaces, nonempty, to_count};
 
+/// How many times [`put_page`](KnowledgeStore::put_page) makes its transaction again when a
+/// concurrent put of the same page came between its delete and its insert.
+const PUT_ATTEMPTS: usize = 8;
+
 /// A [`KnowledgeStore`] in PostgreSQL.
 ///
 /// Pages live in `pages`; their references in `page_refs` (one row per referring page and
@@ -173,29 +177,45 @@ impl KnowledgeStore for PostgresKnowledgeStore {
     async fn put_page(&self, page: KnowledgePage) -> Result<()> {
         let page = encode(page)?;
         let what = || format!("putting page {} in {}", page.id, page.ns);
-        let mut client = self.db.client(&what()).await?;
-        let transaction = client.transaction().await.context(what)?;
-        let delete = transaction
-            .prepare_cached(
-                &self
-                    .db
-                    .qualify("DELETE FROM {s}.pages WHERE ns = $1::text AND id = $2::text"),
-            )
-            .await
-            .context(what)?;
-        transaction
-            .execute(&delete, &[&page.ns, &page.id])
-            .await
-            .context(what)?;
-        let insert = transaction
-            .prepare_cached(&self.db.qualify(INSERT))
-            .await
-            .context(what)?;
-        transaction
-            .query_one(&insert, &page.insert_params())
-            .await
-            .context(what)?;
-        transaction.commit().await.context(what)
+        // The delete reads the row as it was when it began: a put of the same page that
+        // committed meanwhile leaves a row it did not see, the insert then finds it taken
+        // and inserts nothing. Such a transaction is rolled back and made again, which sees
+        // that row.
+        for _ in 0..PUT_ATTEMPTS {
+            let mut client = self.db.client(&what()).await?;
+            let transaction = client.transaction().await.context(what)?;
+            let delete = transaction
+                .prepare_cached(
+                    &self
+                        .db
+                        .qualify("DELETE FROM {s}.pages WHERE ns = $1::text AND id = $2::text"),
+                )
+                .await
+                .context(what)?;
+            transaction
+                .execute(&delete, &[&page.ns, &page.id])
+                .await
+                .context(what)?;
+            let insert = transaction
+                .prepare_cached(&self.db.qualify(INSERT))
+                .await
+                .context(what)?;
+            let inserted: i64 = transaction
+                .query_one(&insert, &page.insert_params())
+                .await
+                .and_then(|row| row.try_get(0))
+                .context(what)?;
+            if inserted > 0 {
+                return transaction.commit().await.context(what);
+            }
+        }
+        Err(MemoryError::Conflict {
+            message: format!(
+                "{}: other writes of the page came between each of {PUT_ATTEMPTS} attempts",
+                what()
+            ),
+            source: None,
+        })
     }
 
     async fn delete_page(&self, namespace: &Namespace, id: &str) -> Result<bool> {

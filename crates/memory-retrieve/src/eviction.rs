@@ -197,8 +197,8 @@ async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<u
 
 /// The ids of `items` by namespace, each with the `updated_at` it was read with, and the
 /// history they end: the memories each names in [`supersedes`](MemoryItem::supersedes)
-/// that have ended (versions it superseded, sources consolidated into it), and theirs in
-/// turn. A deleted memory takes its history with it, as
+/// that ended into it (versions it superseded, sources consolidated into it), and theirs
+/// in turn. A deleted memory takes its history with it, as
 /// [`Memory::forget`](crate::Memory::forget) does, so no ended memory is left naming a
 /// successor that no longer exists (a summary evicted before the last of its sources, whose
 /// time it shares, left that source pointing at nothing). A memory whose history holds a
@@ -228,7 +228,8 @@ async fn with_history(
     let mut levels: Vec<Vec<(MemoryItem, usize)>> = Vec::new();
     let mut level: Vec<(MemoryItem, usize)> = items.into_iter().zip(0..).collect();
     while !level.is_empty() {
-        let mut wanted: BTreeMap<Namespace, Vec<(String, usize)>> = BTreeMap::new();
+        // Each predecessor wanted with its victim and the memory that names it.
+        let mut wanted: BTreeMap<Namespace, Vec<(String, usize, String)>> = BTreeMap::new();
         let mut kept = Vec::with_capacity(level.len());
         for (item, victim) in level {
             if !seen.insert((item.namespace.clone(), item.id.clone())) {
@@ -236,10 +237,11 @@ async fn with_history(
             }
             for id in &item.supersedes {
                 if !seen.contains(&(item.namespace.clone(), id.clone())) {
-                    wanted
-                        .entry(item.namespace.clone())
-                        .or_default()
-                        .push((id.clone(), victim));
+                    wanted.entry(item.namespace.clone()).or_default().push((
+                        id.clone(),
+                        victim,
+                        item.id.clone(),
+                    ));
                 }
             }
             kept.push((item, victim));
@@ -247,16 +249,18 @@ async fn with_history(
         levels.push(kept);
         level = Vec::new();
         for (namespace, wanted) in wanted {
-            let victims: HashMap<&str, usize> = wanted
+            let named: HashMap<&str, (usize, &str)> = wanted
                 .iter()
-                .map(|(id, victim)| (id.as_str(), *victim))
+                .map(|(id, victim, by)| (id.as_str(), (*victim, by.as_str())))
                 .collect();
-            let ids: Vec<String> = wanted.iter().map(|(id, _)| id.clone()).collect();
+            let ids: Vec<String> = wanted.iter().map(|(id, _, _)| id.clone()).collect();
             for old in store.get_many(&namespace, &ids).await? {
-                let Some(&victim) = victims.get(old.id.as_str()) else {
+                let Some(&(victim, by)) = named.get(old.id.as_str()) else {
                     continue;
                 };
-                if old.ended.is_none() {
+                // History only where the older memory confirms the link (it ended into
+                // the memory that names it), as `Memory::forget` reads links.
+                if old.ended.as_ref().and_then(memory_core::Ended::successor) != Some(by) {
                     continue;
                 }
                 if old.is_pinned() {

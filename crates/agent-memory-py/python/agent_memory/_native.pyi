@@ -260,8 +260,11 @@ class Memory:
         """Remembers ``text`` in ``namespace``, reconciled with what is stored: duplicates
         merge, a ``fact_key`` supersedes the current memory of that key, contradictions
         are flagged. An ``id`` names the memory (a dialogue's turn id, say): a memory
-        already stored under it is replaced whole, pin and history included, as a turn sent
-        again replaces itself; leave ``id`` out for a new one.
+        already stored under it is replaced whole, pin included, as a turn sent again
+        replaces itself; leave ``id`` out for a new one. A stored memory that is part of a
+        fact's history (ended, or ending others) is not replaced: the same text, kind and
+        fact key sent again writes nothing (``merged`` into it), anything else raises
+        ``InvalidInputError`` naming ``id``.
 
         :raises InvalidInputError: naming the bad argument (``content``, ``importance``,
             ``namespace``, ``metadata``, ``tag``...).
@@ -281,7 +284,12 @@ class Memory:
     ) -> None:
         """Stores ``text`` under ``id`` as given, replacing the memory with that id (its
         creation time and recall statistics kept): a key-value write, without
-        reconciliation or an eviction pass."""
+        reconciliation or an eviction pass. A memory that is part of a fact's history is
+        not replaced (``InvalidInputError`` naming ``id``).
+
+        :raises ConflictError: when another write changed the memory while it was replaced
+            (nothing written).
+        """
     def update(
         self,
         namespace: str,

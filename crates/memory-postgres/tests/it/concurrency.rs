@@ -261,3 +261,60 @@ async fn an_update_waiting_for_a_page_replaces_the_references_written_meanwhile(
     let index = store.get_index(&ns.exact()).await.unwrap();
     assert_eq!(index.len(), 1);
 }
+
+/// A put of a page that waits for its row while another put of it commits is stored: its
+/// delete read the row as it was before (and so found nothing left to delete) and its
+/// insert found the id taken, so it answered Ok and wrote nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_waiting_for_another_put_of_the_page_is_stored() {
+    let schema = schema_or_skip!("conc_page_put");
+    let backend = schema.connect().await;
+    let ns = Namespace::parse("conc/put").unwrap();
+    let store = backend.knowledge_store().clone();
+    store
+        .add_page(KnowledgePage::new(ns.clone(), "p", "Zeroth").unwrap())
+        .await
+        .unwrap();
+
+    // The other put: the row deleted and written again, not committed yet.
+    let mut raw = schema.raw_client().await;
+    let other = raw.transaction().await.unwrap();
+    let s = &schema.name;
+    other
+        .batch_execute(&format!(
+            "CREATE TEMP TABLE again ON COMMIT DROP AS \
+             SELECT * FROM {s}.pages WHERE ns = 'conc/put' AND id = 'p'; \
+             DELETE FROM {s}.pages WHERE ns = 'conc/put' AND id = 'p'; \
+             UPDATE again SET title = 'First'; \
+             INSERT INTO {s}.pages OVERRIDING SYSTEM VALUE SELECT * FROM again;"
+        ))
+        .await
+        .unwrap();
+    let put = {
+        let store = store.clone();
+        let page = KnowledgePage::new(ns.clone(), "p", "Second").unwrap();
+        tokio::spawn(async move { store.put_page(page).await })
+    };
+    let watcher = schema.raw_client().await;
+    let mut waiting = false;
+    for _ in 0..500 {
+        let row = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND query LIKE $1",
+                &[&format!("%{s}%")],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) > 0 {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(waiting, "the put waits for the row");
+    other.commit().await.unwrap();
+    put.await.unwrap().unwrap();
+    let page = store.get_page(&ns, "p").await.unwrap().expect("the page");
+    assert_eq!(page.title, "Second", "the later put is what is stored");
+}

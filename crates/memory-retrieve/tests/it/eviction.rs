@@ -202,6 +202,32 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
         left.contains(&"m1".to_owned()),
         "the successor of a pinned version stays: {left:?}"
     );
+
+    // A link the older memory does not confirm (it ended into another) is no history.
+    let (store, ns) = seeded(3).await;
+    let mut m2 = store.get(&ns, "m2").await.unwrap().unwrap();
+    m2.ended = Some(memory_core::Ended {
+        at: t0(),
+        reason: memory_core::EndReason::Superseded {
+            by: "elsewhere".into(),
+        },
+    });
+    let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
+    m0.supersedes = vec!["m2".into()];
+    store.save_many(vec![m0, m2]).await.unwrap();
+    evict(
+        &*store,
+        &ns.subtree(),
+        &EvictionPolicy::Capacity { max_items: 2 },
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ids(&store, &ns).await,
+        ["m1", "m2"],
+        "m2 is not m0's history"
+    );
 }
 
 #[tokio::test]

@@ -57,7 +57,9 @@ pub(crate) struct RememberRequest {
     #[serde(default)]
     #[schema(max_length = 65536)]
     pub(crate) context: Option<String>,
-    /// An explicit id; a memory with this id in the namespace is replaced.
+    /// An explicit id; a memory with this id in the namespace is replaced, unless it is
+    /// part of a fact's history: then the same text sent again writes nothing (`merged`),
+    /// and other text is refused naming `id`.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 256)]
     pub(crate) id: Option<String>,
