@@ -24,6 +24,10 @@ const MAX_ATTRIBUTE_CHARS: usize = 160;
 /// Memories [`Memory::stats`] reads at a time.
 const STATS_PAGE: usize = 1_000;
 
+/// Attempts [`Memory::forget_matching`] makes at a namespace's matches at once before it
+/// forgets them one at a time.
+const WHOLE_FORGET_ATTEMPTS: usize = 2;
+
 /// Most eviction passes one write runs on its namespace: the one it asks for and those the
 /// writes made meanwhile ask for after it (see `WriteTracker::finish`).
 const MAX_PASSES_PER_WRITE: usize = 4;
@@ -734,7 +738,7 @@ impl Memory {
         };
         let ids = [item.id.clone()];
         let (deleted, doomed) = self
-            .forget_all(namespace, vec![item], &ids)
+            .forget_all(namespace, vec![item], &ids, EDIT_ATTEMPTS)
             .await?
             .ok_or_else(|| edit_conflict(namespace, id))?;
         self.remove_link_nodes(namespace, &doomed).await;
@@ -744,7 +748,7 @@ impl Memory {
     /// Forgets the memories `ids` of `namespace` (`roots`, as read) as
     /// [`forget`](Self::forget) forgets one, in one walk: returns how many were deleted and
     /// the ids the walk chose, or `None` when other writes changed what the walk read at
-    /// each of [`EDIT_ATTEMPTS`] attempts (nothing deleted).
+    /// each of `attempts` attempts (nothing deleted).
     ///
     /// The deletion comes first, and only if every memory the walk chose is still as read;
     /// then what it ended comes back ([`bring_back`](Self::bring_back)). So a failure
@@ -754,8 +758,9 @@ impl Memory {
         namespace: &Namespace,
         mut roots: Vec<MemoryItem>,
         ids: &[String],
+        attempts: usize,
     ) -> Result<Option<(usize, Vec<String>)>> {
-        for _ in 0..EDIT_ATTEMPTS {
+        for _ in 0..attempts {
             if roots.is_empty() {
                 return Ok(Some((0, Vec::new())));
             }
@@ -876,13 +881,15 @@ impl Memory {
     /// summary one of them was consolidated into, the summaries' other sources written back
     /// current, so no summary keeps a forgotten memory's text and no version is left naming
     /// a successor that is gone. Each namespace's memories go in one
-    /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if), with their link nodes.
-    /// Returns how many memories were deleted (the versions and summaries included).
+    /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if), with their link nodes;
+    /// when other writes change some of them at each of two attempts (a busy namespace),
+    /// each match is forgotten on its own. Returns how many memories were deleted (the
+    /// versions and summaries included).
     ///
     /// # Errors
     /// [`MemoryError::Conflict`](memory_core::MemoryError::Conflict) when other writes
-    /// changed a namespace's memories at each of eight attempts; store errors. The
-    /// namespaces done before the failing one stay done.
+    /// changed one match at each of eight attempts of its own; store errors. The namespaces
+    /// and matches done before the failing one stay done.
     pub async fn forget_matching(&self, filter: &MemoryFilter) -> Result<usize> {
         let mut filter = filter.clone();
         filter.limit = None;
@@ -897,19 +904,29 @@ impl Memory {
         let mut deleted = 0;
         for (namespace, roots) in by_namespace {
             let ids: Vec<String> = roots.iter().map(|item| item.id.clone()).collect();
-            let (count, doomed) =
-                self.forget_all(&namespace, roots, &ids)
+            // The namespace's matches at once; when other writes keep changing some of
+            // them (a busy namespace), each match on its own, so one memory written to
+            // over and over does not hold the others back.
+            if let Some((count, doomed)) = self
+                .forget_all(&namespace, roots, &ids, WHOLE_FORGET_ATTEMPTS)
+                .await?
+            {
+                deleted += count;
+                self.remove_link_nodes(&namespace, &doomed).await;
+                continue;
+            }
+            for id in &ids {
+                let Some(root) = self.store.get(&namespace, id).await? else {
+                    continue;
+                };
+                let one = std::slice::from_ref(id);
+                let (count, doomed) = self
+                    .forget_all(&namespace, vec![root], one, EDIT_ATTEMPTS)
                     .await?
-                    .ok_or_else(|| memory_core::MemoryError::Conflict {
-                        message: format!(
-                            "the memories to forget in {namespace} were changed by other \
-                             writes at each of {EDIT_ATTEMPTS} attempts; none of them was \
-                             deleted"
-                        ),
-                        source: None,
-                    })?;
-            deleted += count;
-            self.remove_link_nodes(&namespace, &doomed).await;
+                    .ok_or_else(|| edit_conflict(&namespace, id))?;
+                deleted += count;
+                self.remove_link_nodes(&namespace, &doomed).await;
+            }
         }
         Ok(deleted)
     }

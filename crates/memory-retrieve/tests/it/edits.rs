@@ -503,3 +503,28 @@ async fn a_message_pinned_while_the_window_chose_it_stays() {
     let first = store.inner.get(&session, &ids[0]).await.unwrap().unwrap();
     assert!(first.is_pinned(), "pinned meanwhile, kept");
 }
+
+/// `forget_matching` in a namespace where other writes keep changing one of its matches
+/// (every deletion of several memories at once refused) forgets each match on its own: the
+/// busy memory does not hold the others back.
+#[tokio::test]
+async fn forget_matching_in_a_busy_namespace_forgets_each_match() {
+    let store = Arc::new(Instrumented::refusing_group_deletes());
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .build()
+        .unwrap();
+    for text in [
+        "pears are green",
+        "quinces are yellow",
+        "kites fly in the wind",
+    ] {
+        memory.remember(&ns(), text).await.unwrap();
+    }
+    let forgotten = memory
+        .forget_matching(&memory_core::MemoryFilter::new(ns().exact()))
+        .await
+        .unwrap();
+    assert_eq!(forgotten, 3);
+    assert_eq!(store.inner.count(&ns().exact()).await.unwrap(), 0);
+}

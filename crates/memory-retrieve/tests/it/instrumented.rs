@@ -38,6 +38,9 @@ pub(crate) struct Instrumented {
     /// Writes another writer makes right after the next reads (`get`, `list`, `search`)
     /// answer.
     pub(crate) after_reads: Interleaved,
+    /// Whether a conditional delete of more than one memory is refused, as it is when
+    /// other writes keep changing one of them (a busy namespace).
+    pub(crate) refuses_group_deletes: bool,
 }
 
 /// A change of one stored memory.
@@ -85,6 +88,14 @@ impl Interleaved {
 }
 
 impl Instrumented {
+    /// A store that refuses every conditional delete of more than one memory.
+    pub(crate) fn refusing_group_deletes() -> Self {
+        Self {
+            refuses_group_deletes: true,
+            ..Self::default()
+        }
+    }
+
     /// A store whose first `count` batch writes of recall statistics fail.
     pub(crate) fn failing_recall_writes(count: usize) -> Self {
         Self {
@@ -185,6 +196,9 @@ impl MemoryStore for Instrumented {
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
     ) -> Result<Option<usize>> {
+        if self.refuses_group_deletes && read.len() > 1 {
+            return Ok(None);
+        }
         self.inner.delete_many_if(namespace, read).await
     }
     async fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
