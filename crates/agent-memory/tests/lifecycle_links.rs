@@ -58,10 +58,12 @@ async fn assert_consistent(backend: &Backend, ns: &Namespace, forgotten: &[&str]
     }
 }
 
+/// Whether memory `id` is current at the builder's clock (not ended, not past its
+/// `valid_until`), as recall reads it.
 fn current(items: &[MemoryItem], id: &str) -> bool {
     items
         .iter()
-        .any(|item| item.id == id && item.ended.is_none())
+        .any(|item| item.id == id && agent_memory::TimeView::Current(day(100)).admits(item))
 }
 
 #[tokio::test]
@@ -641,6 +643,73 @@ async fn forgetting_a_source_keeps_the_facts_its_summary_touched() {
             coffee_item.supersedes.contains(&tea),
             "{name}: linked both ways"
         );
+        backend.cleanup().await;
+    }
+}
+
+/// A summary reached both as a holder of a forgotten memory's text and as a version of a
+/// forgotten fact goes as a version, whichever the walk reaches first: what superseded it
+/// goes too, as it does when that fact alone is forgotten.
+#[tokio::test]
+async fn a_summary_that_is_also_a_version_goes_as_one_whatever_the_order() {
+    for backend in common::backends("forget_order").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("order").unwrap();
+        let name = backend.name;
+        // Episodic, as the summary (long-term) is not: the filter matches the two alone,
+        // listed oldest first, the source before the version.
+        let episode = |text: &str, at: i64| {
+            Remember::new(ns.clone(), text)
+                .kind(MemoryKind::Episodic)
+                .created_at(day(at))
+        };
+        let source = memory.remember_with(episode("pears are green", 1)).await;
+        let source = source.unwrap().id;
+        let quinces = memory
+            .remember_with(
+                Remember::new(ns.clone(), "quinces are yellow").kind(MemoryKind::Semantic),
+            )
+            .await
+            .unwrap()
+            .id;
+        let summary = memory
+            .consolidate(&ns, &[source.clone(), quinces.clone()], 200)
+            .await
+            .unwrap();
+        let version = memory
+            .remember_with(episode("the fruit stall opens at nine", 2))
+            .await
+            .unwrap()
+            .id;
+        memory.supersede(&ns, &version, &summary).await.unwrap();
+        let later = memory
+            .remember_with(
+                Remember::new(ns.clone(), "the fruit stall opens at ten")
+                    .kind(MemoryKind::Semantic),
+            )
+            .await
+            .unwrap()
+            .id;
+        memory.supersede(&ns, &summary, &later).await.unwrap();
+
+        let filter = MemoryFilter::new(ns.exact()).with_kinds([MemoryKind::Episodic]);
+        assert_eq!(
+            memory.store().list(&filter).await.unwrap().len(),
+            2,
+            "{name}"
+        );
+        memory.forget_matching(&filter).await.unwrap();
+        let items = stored(&backend, &ns).await;
+        assert_consistent(&backend, &ns, &["pears", "opens at nine"], name).await;
+        assert!(
+            !items.iter().any(|item| item.id == later),
+            "{name}: the summary went as a version, and what superseded it with it"
+        );
+        assert!(
+            current(&items, &quinces),
+            "{name}: the other source is back"
+        );
+        assert_eq!(items.len(), 1, "{name}: {items:?}");
         backend.cleanup().await;
     }
 }

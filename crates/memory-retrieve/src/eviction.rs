@@ -249,20 +249,26 @@ async fn with_history(
         levels.push(kept);
         level = Vec::new();
         for (namespace, wanted) in wanted {
-            let named: HashMap<&str, (usize, &str)> = wanted
-                .iter()
-                .map(|(id, victim, by)| (id.as_str(), (*victim, by.as_str())))
-                .collect();
-            let ids: Vec<String> = wanted.iter().map(|(id, _, _)| id.clone()).collect();
+            // Every memory naming each predecessor (a stray one-way link beside the real
+            // successor's).
+            let mut named: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
+            for (id, victim, by) in &wanted {
+                named
+                    .entry(id.as_str())
+                    .or_default()
+                    .push((*victim, by.as_str()));
+            }
+            let ids: Vec<String> = named.keys().map(|id| (*id).to_owned()).collect();
             for old in store.get_many(&namespace, &ids).await? {
-                let Some(&(victim, by)) = named.get(old.id.as_str()) else {
-                    continue;
-                };
                 // History only where the older memory confirms the link (it ended into
                 // the memory that names it), as `Memory::forget` reads links.
-                if old.ended.as_ref().and_then(memory_core::Ended::successor) != Some(by) {
+                let successor = old.ended.as_ref().and_then(memory_core::Ended::successor);
+                let Some(&(victim, _)) = named
+                    .get(old.id.as_str())
+                    .and_then(|namers| namers.iter().find(|(_, by)| Some(*by) == successor))
+                else {
                     continue;
-                }
+                };
                 if old.is_pinned() {
                     kept_back.insert(victim);
                     continue;

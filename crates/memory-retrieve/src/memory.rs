@@ -63,8 +63,8 @@ enum Replacing {
     /// Writes over it, only if it is still as read (its `updated_at`).
     Over(chrono::DateTime<chrono::Utc>),
     /// Nothing: it is part of a fact's history and says what the request says (its text,
-    /// kind and fact key), so the request is that memory sent again, answered as merged
-    /// into it.
+    /// kind, fact key and the start of its validity), so the request is that memory sent
+    /// again (a retracted one stays retracted), answered as merged into it.
     Unchanged,
 }
 
@@ -86,7 +86,14 @@ fn replacing(stored: &MemoryItem, new: &MemoryItem) -> Result<Replacing> {
     } else {
         return Ok(Replacing::Over(stored.updated_at));
     };
-    if stored.content == new.content && stored.kind == new.kind && stored.fact_key == new.fact_key {
+    // What the memory says: its text, kind, fact and from when that holds. Not its end of
+    // validity, which a superseding version closed, nor its creation time, which a request
+    // sent again without one gives as now.
+    if stored.content == new.content
+        && stored.kind == new.kind
+        && stored.fact_key == new.fact_key
+        && stored.valid_from == new.valid_from
+    {
         return Ok(Replacing::Unchanged);
     }
     Err(memory_core::MemoryError::invalid(
@@ -737,11 +744,10 @@ impl Memory {
             return Ok(false);
         };
         let ids = [item.id.clone()];
-        let (deleted, doomed) = self
+        let (deleted, _) = self
             .forget_all(namespace, vec![item], &ids, EDIT_ATTEMPTS)
             .await?
             .ok_or_else(|| edit_conflict(namespace, id))?;
-        self.remove_link_nodes(namespace, &doomed).await;
         Ok(deleted > 0)
     }
 
@@ -764,10 +770,18 @@ impl Memory {
             if roots.is_empty() {
                 return Ok(Some((0, Vec::new())));
             }
-            let facts::Forgetting { doomed, returning } = self.forgetting(namespace, roots).await?;
+            let facts::Forgetting {
+                doomed,
+                returning,
+                cuts,
+            } = self.forgetting(namespace, roots).await?;
             if let Some(deleted) = self.store.delete_many_if(namespace, &doomed).await? {
                 let doomed: Vec<String> = doomed.into_iter().map(|(id, _)| id).collect();
-                self.bring_back(namespace, returning, &doomed).await?;
+                // The link nodes go whatever comes of bringing back: a node holds the start
+                // of its memory's text.
+                self.remove_link_nodes(namespace, &doomed).await;
+                self.bring_back(namespace, returning, &cuts, &doomed)
+                    .await?;
                 return Ok(Some((deleted, doomed)));
             }
             roots = self.store.get_many(namespace, ids).await?;
@@ -787,6 +801,7 @@ impl Memory {
         &self,
         namespace: &Namespace,
         mut returning: Vec<MemoryItem>,
+        cuts: &std::collections::HashMap<String, chrono::DateTime<chrono::Utc>>,
         gone: &[String],
     ) -> Result<()> {
         let ids: Vec<String> = returning.iter().map(|item| item.id.clone()).collect();
@@ -795,7 +810,7 @@ impl Memory {
             if returning.is_empty() {
                 return Ok(());
             }
-            let (restored, read) = self.restoration(namespace, returning).await?;
+            let (restored, read) = self.restoration(namespace, returning, cuts).await?;
             if self.store.save_many_if(restored, &read).await? {
                 return Ok(());
             }
@@ -878,9 +893,9 @@ impl Memory {
 
     /// Forgets every memory matching `filter` (its limit is ignored) as
     /// [`forget`](Self::forget) forgets one: with every version of their facts and every
-    /// summary one of them was consolidated into, the summaries' other sources written back
-    /// current, so no summary keeps a forgotten memory's text and no version is left naming
-    /// a successor that is gone. Each namespace's memories go in one
+    /// summary one of them was consolidated into, what those summaries ended brought back
+    /// after the deletion, so no summary keeps a forgotten memory's text and no version is
+    /// left naming a successor that is gone. Each namespace's memories go in one
     /// [`delete_many_if`](memory_core::MemoryStore::delete_many_if), with their link nodes;
     /// when other writes change some of them at each of two attempts (a busy namespace),
     /// each match is forgotten on its own. Returns how many memories were deleted (the
@@ -907,12 +922,11 @@ impl Memory {
             // The namespace's matches at once; when other writes keep changing some of
             // them (a busy namespace), each match on its own, so one memory written to
             // over and over does not hold the others back.
-            if let Some((count, doomed)) = self
+            if let Some((count, _)) = self
                 .forget_all(&namespace, roots, &ids, WHOLE_FORGET_ATTEMPTS)
                 .await?
             {
                 deleted += count;
-                self.remove_link_nodes(&namespace, &doomed).await;
                 continue;
             }
             for id in &ids {
@@ -920,12 +934,11 @@ impl Memory {
                     continue;
                 };
                 let one = std::slice::from_ref(id);
-                let (count, doomed) = self
+                let (count, _) = self
                     .forget_all(&namespace, vec![root], one, EDIT_ATTEMPTS)
                     .await?
                     .ok_or_else(|| edit_conflict(&namespace, id))?;
                 deleted += count;
-                self.remove_link_nodes(&namespace, &doomed).await;
             }
         }
         Ok(deleted)

@@ -125,6 +125,9 @@ pub(super) struct Forgetting {
     /// What comes back once they are gone ([`Memory::restoration`]): the other sources of
     /// the summaries that go, and the versions such a summary superseded, as read.
     pub(super) returning: Vec<MemoryItem>,
+    /// Where a summary that goes had closed the validity of a version it superseded (its
+    /// start): that version's `valid_until` is opened again when it still ends there.
+    pub(super) cuts: HashMap<String, DateTime<Utc>>,
 }
 
 /// Records on the new memory that it contradicts `old`. The link is kept on the memory
@@ -687,23 +690,43 @@ impl Memory {
         namespace: &Namespace,
         roots: Vec<MemoryItem>,
     ) -> Result<Forgetting> {
-        let mut seen: HashSet<String> = roots.iter().map(|root| root.id.clone()).collect();
+        // Each memory reached, with whether it was reached only as a holder of text (a
+        // summary reached from one of its sources). One reached as a version after it was
+        // walked as a holder is walked again as a version (once at most), so whether a
+        // summary goes as a version never depends on the order of the walk.
+        let mut reached: HashMap<String, bool> =
+            roots.iter().map(|root| (root.id.clone(), false)).collect();
+        let reach =
+            |reached: &mut HashMap<String, bool>, id: &str, holder: bool| match reached.get(id) {
+                None => {
+                    reached.insert(id.to_owned(), holder);
+                    true
+                }
+                Some(true) if !holder => {
+                    reached.insert(id.to_owned(), false);
+                    true
+                }
+                Some(_) => false,
+            };
         let mut keys: HashSet<String> = HashSet::new();
-        // Each memory with whether it goes only for the text it holds (a summary reached
-        // from one of its sources) rather than as a version of a forgotten fact.
         let mut queue: VecDeque<(MemoryItem, bool)> =
             roots.into_iter().map(|root| (root, false)).collect();
         let mut returning: Vec<MemoryItem> = Vec::new();
+        let mut cuts: HashMap<String, DateTime<Utc>> = HashMap::new();
         let mut doomed: Vec<(String, DateTime<Utc>)> = Vec::new();
         while let Some((item, holder)) = queue.pop_front() {
+            if holder && reached.get(&item.id) == Some(&false) {
+                // Reached again as a version meanwhile: walked as one when that comes up.
+                continue;
+            }
             // Forwards: the summary it was consolidated into holds its text; what
             // superseded a version of the fact is one too.
             let mut next: Vec<(String, bool)> = Vec::new();
             match item.ended.as_ref().map(|ended| &ended.reason) {
-                Some(EndReason::Consolidated { into }) if seen.insert(into.clone()) => {
+                Some(EndReason::Consolidated { into }) if reach(&mut reached, into, true) => {
                     next.push((into.clone(), true));
                 }
-                Some(EndReason::Superseded { by }) if !holder && seen.insert(by.clone()) => {
+                Some(EndReason::Superseded { by }) if !holder && reach(&mut reached, by, false) => {
                     next.push((by.clone(), false));
                 }
                 _ => {}
@@ -715,7 +738,7 @@ impl Memory {
                 let mut filter = MemoryFilter::new(namespace.exact());
                 filter.fact_key = Some(key.clone());
                 for version in self.store.list(&filter).await? {
-                    if seen.insert(version.id.clone()) {
+                    if reach(&mut reached, &version.id, false) {
                         queue.push_back((version, false));
                     }
                 }
@@ -724,7 +747,7 @@ impl Memory {
             let linked: Vec<String> = item
                 .supersedes
                 .iter()
-                .filter(|id| !seen.contains(*id))
+                .filter(|id| reached.get(*id) != Some(&false))
                 .cloned()
                 .collect();
             if !linked.is_empty() {
@@ -732,8 +755,12 @@ impl Memory {
                     match old.ended.as_ref().map(|ended| &ended.reason) {
                         Some(EndReason::Superseded { by }) if *by == item.id => {
                             if holder {
+                                cuts.insert(
+                                    old.id.clone(),
+                                    item.valid_from.unwrap_or(item.created_at),
+                                );
                                 returning.push(old);
-                            } else if seen.insert(old.id.clone()) {
+                            } else if reach(&mut reached, &old.id, false) {
                                 queue.push_back((old, false));
                             }
                         }
@@ -753,10 +780,17 @@ impl Memory {
             }
             doomed.push((item.id, item.updated_at));
         }
+        // A memory walked twice (as a holder, then as a version) is deleted once.
+        let mut once: HashSet<String> = HashSet::new();
+        doomed.retain(|(id, _)| once.insert(id.clone()));
         let gone: HashSet<&str> = doomed.iter().map(|(id, _)| id.as_str()).collect();
         let mut back: HashSet<String> = HashSet::new();
         returning.retain(|item| !gone.contains(item.id.as_str()) && back.insert(item.id.clone()));
-        Ok(Forgetting { doomed, returning })
+        Ok(Forgetting {
+            doomed,
+            returning,
+            cuts,
+        })
     }
 
     /// The writes that bring `returning` back once what ended them is gone: each current
@@ -768,6 +802,7 @@ impl Memory {
         &self,
         namespace: &Namespace,
         mut returning: Vec<MemoryItem>,
+        cuts: &HashMap<String, DateTime<Utc>>,
     ) -> Result<(Vec<MemoryItem>, Vec<(usize, DateTime<Utc>)>)> {
         returning.sort_by(|a, b| start(a).cmp(&start(b)));
         let mut restored: Vec<MemoryItem> = Vec::new();
@@ -777,6 +812,12 @@ impl Memory {
         for mut item in returning {
             let item_read = item.updated_at;
             item.ended = None;
+            // The validity the summary closed, opened again (as `end_with` closed it).
+            if let Some(&begins) = cuts.get(&item.id)
+                && item.valid_until == Some(item.valid_from.map_or(begins, |from| begins.max(from)))
+            {
+                item.valid_until = None;
+            }
             item.revise(item.updated_at);
             let mut now_current = true;
             if let Some(key) = item.fact_key.clone() {
@@ -799,9 +840,15 @@ impl Memory {
                 if let Some(at) = at
                     && let Some(current) = restored.get_mut(at)
                 {
-                    // The later start holds, as when the two were remembered.
+                    // The later start holds, as when the two were remembered. A current
+                    // version that names as many memories as one memory links ends the
+                    // returning one without naming it (`push_link` would drop another).
                     if start(current) >= start(&item) {
-                        supersede_with(&mut item, current);
+                        if current.supersedes.len() < memory_core::MAX_FACT_LINKS {
+                            supersede_with(&mut item, current);
+                        } else {
+                            end_with(&mut item, current);
+                        }
                         now_current = false;
                     } else {
                         supersede_with(current, &mut item);
