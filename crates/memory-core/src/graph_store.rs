@@ -533,10 +533,8 @@ pub fn entity_matches_keyword(entity: &GraphEntity, keyword: &str) -> bool {
 /// write is a put, whatever another writer does meanwhile.
 ///
 /// # Errors
-/// [`MemoryError::Conflict`](crate::MemoryError::Conflict) when other writes added and
-/// deleted the entity between each of eight attempts;
-/// [`MemoryError::InvalidInput`](crate::MemoryError::InvalidInput) for an invalid entity;
-/// backend errors.
+/// [`MemoryError::Conflict`] when other writes added and deleted the entity between each
+/// of eight attempts; [`MemoryError::InvalidInput`] for an invalid entity; backend errors.
 pub async fn write_entity(graph: &dyn KnowledgeGraph, entity: GraphEntity) -> Result<()> {
     for _ in 0..crate::knowledge_store::PUT_ATTEMPTS {
         match graph.add_entity(entity.clone()).await {
