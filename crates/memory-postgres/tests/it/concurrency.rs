@@ -223,24 +223,10 @@ async fn an_update_waiting_for_a_page_replaces_the_references_written_meanwhile(
         tokio::spawn(async move { store.update_page(page).await })
     };
     // Committed once the update waits for the row.
-    let watcher = schema.raw_client().await;
-    let mut waiting = false;
-    for _ in 0..500 {
-        let row = watcher
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                 AND query LIKE $1",
-                &[&format!("%{s}%")],
-            )
-            .await
-            .unwrap();
-        if row.get::<_, i64>(0) > 0 {
-            waiting = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert!(waiting, "the update waits for the row");
+    assert!(
+        waits_for_a_lock(&schema).await,
+        "the update waits for the row"
+    );
     other.commit().await.unwrap();
     update.await.unwrap().unwrap();
 
@@ -295,26 +281,30 @@ async fn a_put_waiting_for_another_put_of_the_page_is_stored() {
         let page = KnowledgePage::new(ns.clone(), "p", "Second").unwrap();
         tokio::spawn(async move { store.put_page(page).await })
     };
+    assert!(waits_for_a_lock(&schema).await, "the put waits for the row");
+    other.commit().await.unwrap();
+    put.await.unwrap().unwrap();
+    let page = store.get_page(&ns, "p").await.unwrap().expect("the page");
+    assert_eq!(page.title, "Second", "the later put is what is stored");
+}
+
+/// Whether a statement on `schema` comes to wait for a lock within five seconds (another
+/// session holds the row it writes).
+async fn waits_for_a_lock(schema: &crate::common::TestSchema) -> bool {
     let watcher = schema.raw_client().await;
-    let mut waiting = false;
     for _ in 0..500 {
         let row = watcher
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
                  AND query LIKE $1",
-                &[&format!("%{s}%")],
+                &[&format!("%{}%", schema.name)],
             )
             .await
             .unwrap();
         if row.get::<_, i64>(0) > 0 {
-            waiting = true;
-            break;
+            return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert!(waiting, "the put waits for the row");
-    other.commit().await.unwrap();
-    put.await.unwrap().unwrap();
-    let page = store.get_page(&ns, "p").await.unwrap().expect("the page");
-    assert_eq!(page.title, "Second", "the later put is what is stored");
+    false
 }
