@@ -713,3 +713,32 @@ async fn a_summary_that_is_also_a_version_goes_as_one_whatever_the_order() {
         backend.cleanup().await;
     }
 }
+
+/// A memory superseded by one that began earlier (an explicit correction by an older
+/// statement) is left a validity of no length, never one that ends before it begins.
+#[tokio::test]
+async fn a_superseded_memory_never_ends_before_it_begins() {
+    for backend in common::backends("supersede_order").await {
+        let memory = builder(&backend).build().unwrap();
+        let ns = Namespace::parse("order").unwrap();
+        let name = backend.name;
+        let newer = memory
+            .remember_with(Remember::new(ns.clone(), "the office is in York").created_at(day(40)))
+            .await
+            .unwrap()
+            .id;
+        let older = memory
+            .remember_with(Remember::new(ns.clone(), "the office is in Leeds").created_at(day(10)))
+            .await
+            .unwrap()
+            .id;
+        memory.supersede(&ns, &newer, &older).await.unwrap();
+        let ended = backend.store.get(&ns, &newer).await.unwrap().unwrap();
+        assert_eq!(ended.valid_until, Some(day(40)), "{name}: {ended:?}");
+        assert!(
+            ended.ended.as_ref().and_then(|e| e.superseded_by()) == Some(older.as_str()),
+            "{name}"
+        );
+        backend.cleanup().await;
+    }
+}

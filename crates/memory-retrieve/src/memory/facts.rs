@@ -105,11 +105,15 @@ fn supersede_with(old: &mut MemoryItem, new: &mut MemoryItem) {
 /// Ends `old` where `new` begins, as superseded by it (`new` unchanged). `old`'s
 /// `updated_at` moves on ([`MemoryItem::revise`]), so an edit made from a copy read before
 /// does not bring it back ([`MemoryStore::update_if`](memory_core::MemoryStore::update_if)).
+///
+/// Its validity never closes before it began (its `valid_from`, else its creation): a
+/// successor that began earlier (an explicit `supersede` by an older memory) leaves it a
+/// validity of no length, not one that ends before it starts.
 fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
     old.revise(old.updated_at);
     let begins = new.valid_from.unwrap_or(new.created_at);
     let until = old.valid_until.map_or(begins, |until| until.min(begins));
-    old.valid_until = Some(old.valid_from.map_or(until, |from| until.max(from)));
+    old.valid_until = Some(until.max(old.valid_from.unwrap_or(old.created_at)));
     old.ended = Some(Ended {
         at: new.created_at.max(old.created_at),
         reason: EndReason::Superseded { by: new.id.clone() },
@@ -814,7 +818,7 @@ impl Memory {
             item.ended = None;
             // The validity the summary closed, opened again (as `end_with` closed it).
             if let Some(&begins) = cuts.get(&item.id)
-                && item.valid_until == Some(item.valid_from.map_or(begins, |from| begins.max(from)))
+                && item.valid_until == Some(begins.max(item.valid_from.unwrap_or(item.created_at)))
             {
                 item.valid_until = None;
             }
