@@ -744,7 +744,7 @@ impl Memory {
             return Ok(false);
         };
         let ids = [item.id.clone()];
-        let (deleted, _) = self
+        let deleted = self
             .forget_all(namespace, vec![item], &ids, EDIT_ATTEMPTS)
             .await?
             .ok_or_else(|| edit_conflict(namespace, id))?;
@@ -752,9 +752,9 @@ impl Memory {
     }
 
     /// Forgets the memories `ids` of `namespace` (`roots`, as read) as
-    /// [`forget`](Self::forget) forgets one, in one walk: returns how many were deleted and
-    /// the ids the walk chose, or `None` when other writes changed what the walk read at
-    /// each of `attempts` attempts (nothing deleted).
+    /// [`forget`](Self::forget) forgets one, in one walk: returns how many were deleted, or
+    /// `None` when other writes changed what the walk read at each of `attempts` attempts
+    /// (nothing deleted).
     ///
     /// The deletion comes first, and only if every memory the walk chose is still as read;
     /// then what it ended comes back ([`bring_back`](Self::bring_back)). So a failure
@@ -765,10 +765,10 @@ impl Memory {
         mut roots: Vec<MemoryItem>,
         ids: &[String],
         attempts: usize,
-    ) -> Result<Option<(usize, Vec<String>)>> {
+    ) -> Result<Option<usize>> {
         for _ in 0..attempts {
             if roots.is_empty() {
-                return Ok(Some((0, Vec::new())));
+                return Ok(Some(0));
             }
             let facts::Forgetting {
                 doomed,
@@ -782,7 +782,7 @@ impl Memory {
                 self.remove_link_nodes(namespace, &doomed).await;
                 self.bring_back(namespace, returning, &cuts, &doomed)
                     .await?;
-                return Ok(Some((deleted, doomed)));
+                return Ok(Some(deleted));
             }
             roots = self.store.get_many(namespace, ids).await?;
         }
@@ -922,7 +922,7 @@ impl Memory {
             // The namespace's matches at once; when other writes keep changing some of
             // them (a busy namespace), each match on its own, so one memory written to
             // over and over does not hold the others back.
-            if let Some((count, _)) = self
+            if let Some(count) = self
                 .forget_all(&namespace, roots, &ids, WHOLE_FORGET_ATTEMPTS)
                 .await?
             {
@@ -934,7 +934,7 @@ impl Memory {
                     continue;
                 };
                 let one = std::slice::from_ref(id);
-                let (count, _) = self
+                let count = self
                     .forget_all(&namespace, vec![root], one, EDIT_ATTEMPTS)
                     .await?
                     .ok_or_else(|| edit_conflict(&namespace, id))?;

@@ -113,11 +113,17 @@ fn end_with(old: &mut MemoryItem, new: &MemoryItem) {
     old.revise(old.updated_at);
     let begins = new.valid_from.unwrap_or(new.created_at);
     let until = old.valid_until.map_or(begins, |until| until.min(begins));
-    old.valid_until = Some(until.max(old.valid_from.unwrap_or(old.created_at)));
+    old.valid_until = Some(not_before_start(until, old));
     old.ended = Some(Ended {
         at: new.created_at.max(old.created_at),
         reason: EndReason::Superseded { by: new.id.clone() },
     });
+}
+
+/// `at`, or `item`'s start (its `valid_from`, else its creation) when that is later: where
+/// [`end_with`] closes a validity.
+fn not_before_start(at: DateTime<Utc>, item: &MemoryItem) -> DateTime<Utc> {
+    at.max(item.valid_from.unwrap_or(item.created_at))
 }
 
 /// What [`Memory::forget`] deletes and what it brings back.
@@ -812,13 +818,13 @@ impl Memory {
         let mut restored: Vec<MemoryItem> = Vec::new();
         let mut read: Vec<(usize, DateTime<Utc>)> = Vec::new();
         // Each key's current version among the writes, once read or written.
-        let mut current_of: HashMap<String, Option<usize>> = HashMap::new();
+        let mut current_of: HashMap<String, usize> = HashMap::new();
         for mut item in returning {
             let item_read = item.updated_at;
             item.ended = None;
             // The validity the summary closed, opened again (as `end_with` closed it).
             if let Some(&begins) = cuts.get(&item.id)
-                && item.valid_until == Some(begins.max(item.valid_from.unwrap_or(item.created_at)))
+                && item.valid_until == Some(not_before_start(begins, &item))
             {
                 item.valid_until = None;
             }
@@ -826,7 +832,7 @@ impl Memory {
             let mut now_current = true;
             if let Some(key) = item.fact_key.clone() {
                 let at = match current_of.get(&key) {
-                    Some(at) => *at,
+                    Some(&at) => Some(at),
                     None => {
                         let mut filter = MemoryFilter::new(namespace.exact())
                             .with_view(TimeView::Current(self.clock.now()));
@@ -859,8 +865,8 @@ impl Memory {
                     }
                 }
                 if now_current {
-                    current_of.insert(key, Some(restored.len()));
-                } else {
+                    current_of.insert(key, restored.len());
+                } else if let Some(at) = at {
                     current_of.entry(key).or_insert(at);
                 }
             }

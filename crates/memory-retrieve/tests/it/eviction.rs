@@ -105,6 +105,11 @@ async fn capacity_keeps_the_newest() {
     assert_eq!(ids(&store, &ns).await, ["m5"]);
 }
 
+/// An end at `at` for `reason`.
+fn ended(at: chrono::DateTime<chrono::Utc>, reason: memory_core::EndReason) -> memory_core::Ended {
+    memory_core::Ended { at, reason }
+}
+
 /// A summary shares the time of the last memory folded into it, so an eviction by age can
 /// take the summary and keep that source: the source's end would then name a memory that
 /// no longer exists. An evicted memory takes the history it ends with it, transitively.
@@ -113,10 +118,10 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     let (store, ns) = seeded(5).await;
     let folded_at = t0() + Duration::hours(3);
     let end = |mut item: MemoryItem, into: &str| {
-        item.ended = Some(memory_core::Ended {
-            at: folded_at,
-            reason: memory_core::EndReason::Consolidated { into: into.into() },
-        });
+        item.ended = Some(ended(
+            folded_at,
+            memory_core::EndReason::Consolidated { into: into.into() },
+        ));
         item
     };
     // m2 and m3 are folded into "0sum", created with m3 and first by id at that time.
@@ -151,12 +156,12 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     // along.
     let (store, ns) = seeded(2).await;
     let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
-    m0.ended = Some(memory_core::Ended {
-        at: t0(),
-        reason: memory_core::EndReason::Consolidated {
+    m0.ended = Some(ended(
+        t0(),
+        memory_core::EndReason::Consolidated {
             into: "0sum".into(),
         },
-    });
+    ));
     let m0 = m0.with_pinned(true);
     let mut summary = MemoryItem::new(ns.clone(), "a summary")
         .unwrap()
@@ -179,10 +184,10 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     // The same for a version a memory superseded: pinned, it keeps its successor.
     let (store, ns) = seeded(3).await;
     let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
-    m0.ended = Some(memory_core::Ended {
-        at: t0(),
-        reason: memory_core::EndReason::Superseded { by: "m1".into() },
-    });
+    m0.ended = Some(ended(
+        t0(),
+        memory_core::EndReason::Superseded { by: "m1".into() },
+    ));
     let mut m1 = store.get(&ns, "m1").await.unwrap().unwrap();
     m1.supersedes = vec!["m0".into()];
     store
@@ -206,12 +211,12 @@ async fn an_evicted_memory_takes_the_history_it_ends() {
     // A link the older memory does not confirm (it ended into another) is no history.
     let (store, ns) = seeded(3).await;
     let mut m2 = store.get(&ns, "m2").await.unwrap().unwrap();
-    m2.ended = Some(memory_core::Ended {
-        at: t0(),
-        reason: memory_core::EndReason::Superseded {
+    m2.ended = Some(ended(
+        t0(),
+        memory_core::EndReason::Superseded {
             by: "elsewhere".into(),
         },
-    });
+    ));
     let mut m0 = store.get(&ns, "m0").await.unwrap().unwrap();
     m0.supersedes = vec!["m2".into()];
     store.save_many(vec![m0, m2]).await.unwrap();
