@@ -379,8 +379,9 @@ async fn a_remember_never_replaces_a_memory_of_a_history() {
 
 /// An import is checked as `supersede` and `consolidate` check their links: a memory ended
 /// into one that neither the input nor the store holds, or memories ended into one another
-/// in a loop, are refused naming the line, and nothing is written (each would stay out of
-/// recall for good). A successor the store holds is accepted.
+/// in a loop (through the input alone or through stored memories too), are refused naming
+/// the line, and nothing is written (each would stay out of recall for good). A successor
+/// the store holds is accepted.
 #[tokio::test]
 async fn an_import_refuses_lifecycle_links_that_lead_nowhere() {
     use agent_memory::{EndReason, Ended, transfer};
@@ -442,6 +443,32 @@ async fn an_import_refuses_lifecycle_links_that_lead_nowhere() {
         backend.store.save(ghost).await.unwrap();
         import(dangling).await.unwrap();
         assert_eq!(stored(&backend, &ns).await.len(), 2, "{name}");
+
+        // A loop through the store: the stored `ghost` ended into `e`, and the file ends `e`
+        // into `ghost`.
+        backend.store.save(ended("ghost", "e")).await.unwrap();
+        let through_store = file(vec![ended("e", "ghost")]).await;
+        let error = import(through_store).await.unwrap_err();
+        assert!(error.to_string().contains("loop"), "{name}: {error}");
+        assert!(
+            backend.store.get(&ns, "e").await.unwrap().is_none(),
+            "{name}: nothing written"
+        );
+        // Through a longer line of stored memories too: `f` → stored `g` → stored `h` → `f`.
+        backend.store.save(ended("g", "h")).await.unwrap();
+        backend.store.save(ended("h", "f")).await.unwrap();
+        let longer = file(vec![ended("f", "g")]).await;
+        let error = import(longer).await.unwrap_err();
+        assert!(error.to_string().contains("loop"), "{name}: {error}");
+        // A loop the store holds already, which the file only leads into, is the store's:
+        // `i` → stored `j` ⇄ stored `k` imports.
+        backend.store.save(ended("j", "k")).await.unwrap();
+        backend.store.save(ended("k", "j")).await.unwrap();
+        import(file(vec![ended("i", "j")]).await).await.unwrap();
+        assert!(
+            backend.store.get(&ns, "i").await.unwrap().is_some(),
+            "{name}"
+        );
 
         // A memory ended by itself is refused as it is read.
         let mut own = ended("d", "d");

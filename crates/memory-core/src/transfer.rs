@@ -594,8 +594,9 @@ pub fn read_jsonl(reader: &mut dyn BufRead) -> Result<Dump> {
 /// The whole input is read and validated first (see [`read_jsonl`]), then checked against
 /// the stores: every relation must join entities that the input or the graph holds, every
 /// ended memory's successor (what superseded it, the summary it was consolidated into) must
-/// be a memory the input or the store holds, and no memory may be its own successor's
-/// successor (a loop would keep its memories out of recall for good). Nothing is written if
+/// be a memory the input or the store holds, and no memory of the input may be its own
+/// successor's successor, through the input or through stored memories (a loop would keep
+/// its memories out of recall for good). Nothing is written if
 /// any line is bad. Then memories are saved in one
 /// [`save_many`](MemoryStore::save_many) call (replacing items with the same id; one
 /// transaction on the SQL backends), recall statistics set, pages added (replacing pages with
@@ -680,89 +681,124 @@ pub async fn import_jsonl(
 /// Checks the lifecycle links of the memories to import before anything is written, as
 /// `supersede` and `consolidate` check theirs: the memory each ended one names as its
 /// successor (what superseded it, the summary it was consolidated into) is in the input or
-/// in the store, in its namespace, and no line of successors comes back to where it began
-/// (each memory of such a loop would be out of recall for good). `lines` are the items'
-/// lines.
+/// in the store, in its namespace, and no line of successors through a memory of the input
+/// comes back to where it began, whether it runs through the input alone or through stored
+/// memories too (each memory of such a loop would be out of recall for good). A stored memory
+/// the input holds too is read as the input gives it, as the import will write it. A loop
+/// among stored memories alone is the store's and no reason to refuse. `lines` are the
+/// items' lines.
 async fn check_successors(
     items: &[MemoryItem],
     lines: &[usize],
     store: &dyn MemoryStore,
 ) -> Result<()> {
-    let at: HashMap<(&Namespace, &str), usize> = items
+    let line = |index: usize| lines.get(index).copied().unwrap_or_default();
+    // The walk's memories: the input's first, then the stored ones it reaches, each read
+    // once, a level of successors at a time (one read per namespace and level).
+    let mut nodes: Vec<(Namespace, String, Option<String>)> = items
+        .iter()
+        .map(|item| (item.namespace.clone(), item.id.clone(), successor(item)))
+        .collect();
+    let mut index_of: HashMap<(Namespace, String), usize> = nodes
         .iter()
         .enumerate()
-        .map(|(index, item)| ((&item.namespace, item.id.as_str()), index))
+        .map(|(index, (namespace, id, _))| ((namespace.clone(), id.clone()), index))
         .collect();
-    let successor = |item: &MemoryItem| {
-        item.ended
-            .as_ref()
-            .and_then(crate::Ended::successor)
-            .map(str::to_owned)
+    let mut frontier: Vec<usize> = (0..items.len()).collect();
+    while !frontier.is_empty() {
+        let mut wanted: BTreeMap<Namespace, Vec<(String, usize)>> = BTreeMap::new();
+        for &node in &frontier {
+            let (namespace, _, next) = &nodes[node];
+            if let Some(next) = next
+                && !index_of.contains_key(&(namespace.clone(), next.clone()))
+            {
+                let links = wanted.entry(namespace.clone()).or_default();
+                if !links.iter().any(|(id, _)| id == next) {
+                    links.push((next.clone(), node));
+                }
+            }
+        }
+        frontier = Vec::new();
+        for (namespace, links) in wanted {
+            let ids: Vec<String> = links.iter().map(|(id, _)| id.clone()).collect();
+            let stored: HashMap<String, MemoryItem> = store
+                .get_many(&namespace, &ids)
+                .await?
+                .into_iter()
+                .map(|item| (item.id.clone(), item))
+                .collect();
+            for (id, from) in links {
+                match stored.get(&id) {
+                    Some(item) => {
+                        index_of.insert((namespace.clone(), id.clone()), nodes.len());
+                        frontier.push(nodes.len());
+                        nodes.push((namespace.clone(), id, successor(item)));
+                    }
+                    // A stored memory naming a successor that is gone is the store's.
+                    None if from >= items.len() => {}
+                    None => {
+                        return Err(MemoryError::invalid(
+                            &format!("import line {}", line(from)),
+                            format!(
+                                "memory {} in {namespace} ended into {id}, which is neither \
+                                 in the input nor in the store",
+                                items[from].id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let next_of = |node: usize| {
+        let (namespace, _, next) = &nodes[node];
+        next.as_ref()
+            .and_then(|next| index_of.get(&(namespace.clone(), next.clone())).copied())
     };
-    let line = |index: usize| lines.get(index).copied().unwrap_or_default();
-    // Successors outside the input, read from the store by namespace.
-    let mut wanted: BTreeMap<&Namespace, Vec<(String, usize)>> = BTreeMap::new();
-    for (index, item) in items.iter().enumerate() {
-        if let Some(next) = successor(item)
-            && !at.contains_key(&(&item.namespace, next.as_str()))
-        {
-            wanted
-                .entry(&item.namespace)
-                .or_default()
-                .push((next, index));
-        }
-    }
-    for (namespace, links) in wanted {
-        let ids: Vec<String> = links.iter().map(|(id, _)| id.clone()).collect();
-        let stored: HashSet<String> = store
-            .get_many(namespace, &ids)
-            .await?
-            .into_iter()
-            .map(|item| item.id)
-            .collect();
-        if let Some((id, index)) = links.iter().find(|(id, _)| !stored.contains(id)) {
-            return Err(MemoryError::invalid(
-                &format!("import line {}", line(*index)),
-                format!(
-                    "memory {} in {namespace} ended into {id}, which is neither in the input \
-                     nor in the store",
-                    items[*index].id
-                ),
-            ));
-        }
-    }
-    // Loops among the input's successors: each memory is walked once (0 not yet, 1 on the
-    // walk under way, 2 done).
-    let mut state = vec![0u8; items.len()];
+    // Loops among the successors: each memory is walked once (0 not yet, 1 on the walk
+    // under way, 2 done); a memory has one successor at most, so a walk is a line.
+    let mut state = vec![0u8; nodes.len()];
     for start in 0..items.len() {
         let mut path = Vec::new();
         let mut current = Some(start);
-        while let Some(index) = current {
-            match state[index] {
+        while let Some(node) = current {
+            match state[node] {
                 2 => break,
                 1 => {
-                    return Err(MemoryError::invalid(
-                        &format!("import line {}", line(index)),
-                        format!(
-                            "memory {} in {} is its own successor's successor: the memories \
-                             ended into one another in a loop",
-                            items[index].id, items[index].namespace
-                        ),
-                    ));
+                    // The loop is the path from `node` on; it is the input's when one of
+                    // its memories is.
+                    let from = path.iter().position(|&on| on == node).unwrap_or_default();
+                    if let Some(&index) = path[from..].iter().find(|&&on| on < items.len()) {
+                        return Err(MemoryError::invalid(
+                            &format!("import line {}", line(index)),
+                            format!(
+                                "memory {} in {} is its own successor's successor: the \
+                                 memories ended into one another in a loop",
+                                items[index].id, items[index].namespace
+                            ),
+                        ));
+                    }
+                    break;
                 }
                 _ => {}
             }
-            state[index] = 1;
-            path.push(index);
-            let item = &items[index];
-            current =
-                successor(item).and_then(|next| at.get(&(&item.namespace, next.as_str())).copied());
+            state[node] = 1;
+            path.push(node);
+            current = next_of(node);
         }
-        for index in path {
-            state[index] = 2;
+        for node in path {
+            state[node] = 2;
         }
     }
     Ok(())
+}
+
+/// The memory `item` was ended into, if any.
+fn successor(item: &MemoryItem) -> Option<String> {
+    item.ended
+        .as_ref()
+        .and_then(crate::Ended::successor)
+        .map(str::to_owned)
 }
 
 /// Checks what the records refer to before anything is written: every relation (when a graph
