@@ -472,6 +472,17 @@ async fn evict_least_valuable(
 /// Metadata key holding an item's decay state: `{"base": importance, "since": rfc3339}`.
 pub const DECAY_METADATA_KEY: &str = "_decay";
 
+/// Makes `item`'s decay start again from `base` at `since`: an importance set by hand or
+/// raised by a merge decays from then, not from what an earlier pass had stored.
+pub(crate) fn restart_decay(item: &mut MemoryItem, base: f32, since: DateTime<Utc>) {
+    if let Some(metadata) = item.metadata.as_object_mut() {
+        metadata.insert(
+            DECAY_METADATA_KEY.to_owned(),
+            serde_json::json!({"base": base, "since": since.to_rfc3339()}),
+        );
+    }
+}
+
 /// Applies importance decay to every item in `scope` but pinned memories and short-term
 /// memories (conversation messages): after the grace period, importance is
 /// `base × (1 − daily_rate)^(days − grace)` where `base` is the importance when the item was
@@ -499,10 +510,13 @@ pub async fn decay(
             continue;
         }
         let state = item.metadata.get(DECAY_METADATA_KEY);
+        // Metadata a caller wrote may hold anything under this key: a base outside [0, 1]
+        // is read as its nearest bound, so one such memory never stops a pass.
         let stored_base = state
             .and_then(|s| s.get("base"))
             .and_then(|b| b.as_f64())
-            .map(|b| b as f32);
+            .filter(|b| b.is_finite())
+            .map(|b| b.clamp(0.0, 1.0) as f32);
         let stored_since = state
             .and_then(|s| s.get("since"))
             .and_then(|s| s.as_str())

@@ -138,13 +138,16 @@ impl Memory {
             if let Some(tags) = &update.tags {
                 item = item.with_tags(tags.clone())?;
             }
-            if let Some(importance) = update.importance {
-                item = item.with_importance(importance)?;
-            }
             if let Some(metadata) = &update.metadata {
                 item = item.with_metadata(metadata.clone())?;
             }
             item.updated_at = Utc::now().max(item.created_at);
+            if let Some(importance) = update.importance {
+                item = item.with_importance(importance)?;
+                // Decay goes on from the importance set, from now: kept, the state of an
+                // earlier pass would bring back the importance it had decayed.
+                crate::eviction::restart_decay(&mut item, importance, self.clock.now());
+            }
             let item = item.revised(read_at);
             if self.store.update_if(item.clone(), read_at).await? {
                 return Ok(item);

@@ -180,11 +180,13 @@ pub(super) fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
         .min(memory_core::MAX_ACCESS_COUNT);
     if new.importance > old.importance {
         old.importance = new.importance;
-        if let Some(state) = old.metadata.get_mut(crate::eviction::DECAY_METADATA_KEY) {
-            *state = serde_json::json!({
-                "base": new.importance,
-                "since": new.created_at.max(old.created_at).to_rfc3339(),
-            });
+        if old
+            .metadata
+            .get(crate::eviction::DECAY_METADATA_KEY)
+            .is_some()
+        {
+            let since = new.created_at.max(old.created_at);
+            crate::eviction::restart_decay(old, new.importance, since);
         }
     }
     old.credibility = old.credibility.max(new.credibility);

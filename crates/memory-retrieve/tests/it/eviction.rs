@@ -672,6 +672,81 @@ async fn decay_through_memory_maintain() {
     );
 }
 
+/// An importance set by hand decays from then: a pass after the edit starts from the value
+/// set, not from the base an earlier pass stored.
+#[tokio::test]
+async fn an_importance_set_by_hand_decays_from_then() {
+    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .decay(DecayConfig::default())
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("decay").unwrap();
+    let id = memory
+        .remember(&ns, "the passport is in the blue folder")
+        .await
+        .unwrap();
+    clock.advance(Duration::days(30));
+    memory.maintain(&ns.subtree()).await.unwrap();
+    let decayed = memory.store().get(&ns, &id).await.unwrap().unwrap();
+    assert!(decayed.importance < 0.45, "{}", decayed.importance);
+
+    memory
+        .update(
+            &ns,
+            &id,
+            memory_retrieve::MemoryUpdate::new().importance(1.0),
+        )
+        .await
+        .unwrap();
+    clock.advance(Duration::days(1));
+    memory.maintain(&ns.subtree()).await.unwrap();
+    let item = memory.store().get(&ns, &id).await.unwrap().unwrap();
+    assert!((item.importance - 1.0).abs() < 1e-6, "{}", item.importance);
+    // Past the grace period it decays from 1.
+    clock.advance(Duration::days(10));
+    memory.maintain(&ns.subtree()).await.unwrap();
+    let item = memory.store().get(&ns, &id).await.unwrap().unwrap();
+    let expected = 0.99f64.powi(4);
+    assert!(
+        (f64::from(item.importance) - expected).abs() < 1e-4,
+        "{} vs {expected}",
+        item.importance
+    );
+}
+
+/// A decay state a caller wrote into the metadata (the key is reserved, not refused) never
+/// stops a pass: a base outside [0, 1] is read as its bound, and the other memories of the
+/// scope decay and expire as before.
+#[tokio::test]
+async fn a_decay_state_written_by_a_caller_never_stops_maintenance() {
+    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .decay(DecayConfig::default())
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("decay").unwrap();
+    let odd = memory
+        .remember_with(
+            Remember::new(ns.clone(), "hello there").metadata(serde_json::json!({
+                "_decay": {"base": 5.0, "since": "2100-01-01T00:00:00Z"}
+            })),
+        )
+        .await
+        .unwrap()
+        .id;
+    let plain = memory.remember(&ns, "an ordinary note").await.unwrap();
+    clock.advance(Duration::days(30));
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(report.decayed, 2, "{report:?}");
+    let odd = memory.store().get(&ns, &odd).await.unwrap().unwrap();
+    assert!((odd.importance - 1.0).abs() < 1e-6, "{}", odd.importance);
+    let plain = memory.store().get(&ns, &plain).await.unwrap().unwrap();
+    assert!(plain.importance < 0.5, "{}", plain.importance);
+}
+
 /// Scheduled maintenance expires what its policy says without anyone calling `maintain`,
 /// reports each pass, and stops cleanly: no pass runs after `stop` returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
