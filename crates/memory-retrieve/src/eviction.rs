@@ -164,8 +164,13 @@ pub(crate) async fn namespace_pass(
 /// history they end (see [`with_history`]). Each is deleted only if it and its history are
 /// still as the pass read them: a memory pinned, edited or merged into since is left with
 /// its history, so a pin made while a pass chose its victims still saves the memory, and no
-/// version is left naming a successor that is gone. When a namespace's deletion is refused
-/// for one of them, each memory is deleted with its own history, and those changed stay.
+/// version is left naming a successor that is gone. When a group's deletion is refused for
+/// one of them, each memory is deleted with its own history, and those changed stay.
+///
+/// A namespace's memories go [`DELETE_GROUP`] at a time (each with its history), so a pass
+/// that expires a large namespace never holds a store's write lock for long: on SQLite
+/// another process's write waits for one group, not for the whole pass, and would
+/// otherwise give up after the busy timeout.
 async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<usize> {
     let mut by_namespace: BTreeMap<Namespace, Vec<MemoryItem>> = BTreeMap::new();
     for item in items {
@@ -176,21 +181,40 @@ async fn delete_all(store: &dyn MemoryStore, items: Vec<MemoryItem>) -> Result<u
     }
     let mut deleted = 0;
     for (namespace, items) in by_namespace {
-        let read = with_history(store, items.clone())
+        for group in items.chunks(DELETE_GROUP) {
+            deleted += delete_group(store, &namespace, group).await?;
+        }
+    }
+    Ok(deleted)
+}
+
+/// How many memories of a namespace an eviction or decay pass deletes in one conditional
+/// delete (one transaction on SQLite and PostgreSQL), their history aside. A thousand
+/// SQLite deletes with their full-text rows take tens of milliseconds, well under the
+/// 5-second busy timeout another writer waits for.
+pub const DELETE_GROUP: usize = 1_000;
+
+/// Deletes `items` of `namespace` with their history in one conditional delete, or one at a
+/// time when that is refused (see [`delete_all`]).
+async fn delete_group(
+    store: &dyn MemoryStore,
+    namespace: &Namespace,
+    items: &[MemoryItem],
+) -> Result<usize> {
+    let read = with_history(store, items.to_vec())
+        .await?
+        .remove(namespace)
+        .unwrap_or_default();
+    if let Some(count) = store.delete_many_if(namespace, &read).await? {
+        return Ok(count);
+    }
+    let mut deleted = 0;
+    for item in items {
+        let read = with_history(store, vec![item.clone()])
             .await?
-            .remove(&namespace)
+            .remove(namespace)
             .unwrap_or_default();
-        if let Some(count) = store.delete_many_if(&namespace, &read).await? {
-            deleted += count;
-            continue;
-        }
-        for item in items {
-            let read = with_history(store, vec![item])
-                .await?
-                .remove(&namespace)
-                .unwrap_or_default();
-            deleted += store.delete_many_if(&namespace, &read).await?.unwrap_or(0);
-        }
+        deleted += store.delete_many_if(namespace, &read).await?.unwrap_or(0);
     }
     Ok(deleted)
 }

@@ -50,7 +50,8 @@ pub use crate::{
         MENTIONS, RelationMention, RuleEnricher, memory_node_id, memory_of_node,
     },
     eviction::{
-        DECAY_METADATA_KEY, MaintenanceReport, decay, evict, evict_namespace, eviction_order,
+        DECAY_METADATA_KEY, DELETE_GROUP, MaintenanceReport, decay, evict, evict_namespace,
+        eviction_order,
     },
     facts::{
         Conflict, ConflictDetector, ConflictPolicy, DuplicatePolicy, FactsConfig, Outcome,

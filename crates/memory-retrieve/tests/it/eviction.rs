@@ -71,6 +71,45 @@ async fn ttl_expires_by_creation_time() {
     assert_eq!(ids(&store, &ns).await, ["m2", "m3", "m4"]);
 }
 
+/// A pass that expires a large namespace deletes it a group at a time, each group one
+/// conditional delete, so a store's write lock is never held for the whole pass; every
+/// memory expired is still deleted.
+#[tokio::test]
+async fn a_large_expiry_deletes_a_group_at_a_time() {
+    let store = crate::instrumented::Instrumented::default();
+    let ns = Namespace::parse("tenant").unwrap();
+    let total = memory_retrieve::DELETE_GROUP * 2 + 500;
+    let items: Vec<MemoryItem> = (0..total)
+        .map(|i| {
+            MemoryItem::new(ns.clone(), format!("memory number {i}"))
+                .unwrap()
+                .with_id(format!("m{i}"))
+                .unwrap()
+                .with_created_at(t0())
+        })
+        .collect();
+    store.inner.save_many(items).await.unwrap();
+    let report = evict(
+        &store,
+        &ns.subtree(),
+        &EvictionPolicy::Ttl { ttl_secs: 3600 },
+        t0() + Duration::days(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.expired, total);
+    assert!(ids(&store.inner, &ns).await.is_empty());
+    let sizes = store.conditional_deletes.lock().unwrap().clone();
+    assert_eq!(
+        sizes,
+        [
+            memory_retrieve::DELETE_GROUP,
+            memory_retrieve::DELETE_GROUP,
+            500
+        ]
+    );
+}
+
 #[tokio::test]
 async fn capacity_keeps_the_newest() {
     let (store, ns) = seeded(6).await;

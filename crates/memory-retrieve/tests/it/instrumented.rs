@@ -41,6 +41,8 @@ pub(crate) struct Instrumented {
     /// Whether a conditional delete of more than one memory is refused, as it is when
     /// other writes keep changing one of them (a busy namespace).
     pub(crate) refuses_group_deletes: bool,
+    /// How many memories each conditional delete was asked to delete.
+    pub(crate) conditional_deletes: Mutex<Vec<usize>>,
 }
 
 /// A change of one stored memory.
@@ -196,6 +198,9 @@ impl MemoryStore for Instrumented {
         namespace: &Namespace,
         read: &[(String, DateTime<Utc>)],
     ) -> Result<Option<usize>> {
+        if let Ok(mut sizes) = self.conditional_deletes.lock() {
+            sizes.push(read.len());
+        }
         if self.refuses_group_deletes && read.len() > 1 {
             return Ok(None);
         }
