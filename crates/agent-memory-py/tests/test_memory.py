@@ -429,7 +429,7 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
     # checked before the first turn is stored.
     with pytest.raises(InvalidInputError) as error:
         memory.remember_dialogue("chat", [{"text": "hi"}, {"speaker": "a", "text": "x" * 1_048_573}])
-    assert error.value.field == "turns[1].content"
+    assert error.value.field == "turns[1].text"
     # One id twice: the later turn would have replaced the earlier, both answered as stored.
     with pytest.raises(InvalidInputError) as error:
         memory.remember_dialogue(

@@ -700,7 +700,7 @@ async fn facts_and_dialogue_hold(b: &Backends, memory: &Memory, ns: &Namespace) 
             Turn::new("user", "hello").metadata(serde_json::json!("flat")),
             "metadata",
         ),
-        (Turn::new("user", "nul \0 text"), "content"),
+        (Turn::new("user", "nul \0 text"), "text"),
     ] {
         invalid("dialogue turn", dialogue.add(turn).await, field);
     }

@@ -273,6 +273,7 @@ impl Memory {
         async move {
             let namespace = request.namespace.clone();
             let named = request.id.is_some();
+            let keep_apart = request.keep_apart;
             let mut item = self.item_of(request, self.clock.now())?;
             if let Some(embedder) = self.retriever.embedder()
                 && item.embedding.is_none()
@@ -281,7 +282,7 @@ impl Memory {
                     Box::pin(crate::embedding::embed_checked(&**embedder, &item.content)).await?;
                 item = item.with_embedding(vector)?;
             }
-            let remembered = Box::pin(self.write_reconciled(item, named)).await?;
+            let remembered = Box::pin(self.write_reconciled(item, named, keep_apart)).await?;
             // The write is committed: what follows never turns it into an error.
             if let Some(enrichment) = &self.enrichment {
                 Box::pin(enrichment.enqueue(&namespace, &remembered.id)).await;
@@ -310,7 +311,12 @@ impl Memory {
     /// nothing is written: the same memory sent again; [`Remember::id`]), and any other is
     /// replaced only if still as read, so a supersede or consolidation that took it in
     /// meanwhile is not undone.
-    async fn write_reconciled(&self, item: MemoryItem, named: bool) -> Result<crate::Remembered> {
+    async fn write_reconciled(
+        &self,
+        item: MemoryItem,
+        named: bool,
+        keep_apart: bool,
+    ) -> Result<crate::Remembered> {
         for _ in 0..EDIT_ATTEMPTS {
             let replaced = if named {
                 let stored = self.store.get(&item.namespace, &item.id).await?;
@@ -321,7 +327,7 @@ impl Memory {
             if replaced == Some(Replacing::Unchanged) {
                 return Ok(unchanged(&item.id));
             }
-            let plan = Box::pin(self.reconcile(item.clone(), self.clock.now())).await?;
+            let plan = Box::pin(self.reconcile(item.clone(), self.clock.now(), keep_apart)).await?;
             let mut expected = plan.expected();
             if let Some(Replacing::Over(read_at)) = replaced
                 && let Some(at) = plan.writes.iter().position(|write| write.id == item.id)

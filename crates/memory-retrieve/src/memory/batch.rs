@@ -143,6 +143,7 @@ impl Memory {
             .iter()
             .map(|request| request.id.is_some())
             .collect();
+        let keep_apart: Vec<bool> = requests.iter().map(|request| request.keep_apart).collect();
         for (index, request) in requests.into_iter().enumerate() {
             let item = self
                 .item_of(request, now)
@@ -200,7 +201,7 @@ impl Memory {
                 .enumerate()
                 .filter(|(index, _)| !unchanged.contains(index))
                 .collect();
-            let (mut writes, planned) = self.plan_batch(planned, now).await?;
+            let (mut writes, planned) = self.plan_batch(planned, &keep_apart, now).await?;
             for (key, read_at) in reads {
                 writes.read.entry(key).or_insert(read_at);
             }
@@ -257,6 +258,7 @@ impl Memory {
     async fn plan_batch(
         &self,
         items: Vec<(usize, MemoryItem)>,
+        keep_apart: &[bool],
         now: DateTime<Utc>,
     ) -> Result<(Writes, Vec<Remembered>)> {
         let mut writes = Writes::default();
@@ -287,8 +289,16 @@ impl Memory {
             .into_iter();
             for ((index, item), prepared) in chunk.into_iter().zip(prepared) {
                 let found = prepared.map(|prepared| (prepared, results.next().unwrap_or_default()));
-                self.reconcile_in_batch(index, item, found, now, &mut writes, &mut remembered)
-                    .await?;
+                let apart = keep_apart.get(index).copied().unwrap_or_default();
+                self.reconcile_in_batch(
+                    index,
+                    item,
+                    found,
+                    (now, apart),
+                    &mut writes,
+                    &mut remembered,
+                )
+                .await?;
             }
         }
         Ok((writes, remembered))
@@ -302,13 +312,15 @@ impl Memory {
         index: usize,
         item: MemoryItem,
         mut found: Option<(Prepared, Vec<SearchHit>)>,
-        now: DateTime<Utc>,
+        (now, keep_apart): (DateTime<Utc>, bool),
         writes: &mut Writes,
         remembered: &mut Vec<Remembered>,
     ) -> Result<()> {
-        // As `remember` merges only the duplicates its search finds, so does the batch.
-        let merge_in_batch =
-            self.facts.duplicates != DuplicatePolicy::KeepBoth && self.facts.candidates > 0;
+        // As `remember` merges only the duplicates its search finds, so does the batch; a
+        // request kept apart merges into none.
+        let merge_in_batch = self.facts.duplicates != DuplicatePolicy::KeepBoth
+            && self.facts.candidates > 0
+            && !keep_apart;
         if self.facts.candidates == 0 && item.fact_key.is_none() {
             // Nothing to reconcile: stored as it is, as `remember` would store it.
             remembered.push(Remembered {
@@ -359,7 +371,7 @@ impl Memory {
         };
         let new = item.clone();
         let plan = self
-            .reconcile_found(item, now, found)
+            .reconcile_found(item, now, found, keep_apart)
             .await
             .map_err(|error| at_index(index, error))?;
         self.apply_plan(plan, &new, writes, remembered);

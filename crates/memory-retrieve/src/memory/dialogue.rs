@@ -19,6 +19,13 @@
 //! [`Memory::remember_with`]. A failed update is logged and does not fail the call: the
 //! new turn is stored, and only an index aid of the previous one is missing.
 //!
+//! A turn given an id ([`Turn::id`]) is an event of its own: it is stored under its id even
+//! when another turn says the same words ("Yes!" twice in one session), as
+//! [`Remember::keep_apart`] stores a memory; the same id sent again replaces the turn (or,
+//! for a turn of a fact's history, is answered as unchanged). A turn without an id is
+//! reconciled as any memory, so a conversation sent again is merged, not doubled. A turn
+//! sent again under the id of the turn just before it takes that turn's place and context.
+//!
 //! The speaker's role, when given ([`Turn::role`]), is kept in the metadata under `role`;
 //! [`RetrieverConfig::role_weights`](crate::RetrieverConfig::role_weights) weighs keyword
 //! relevance by it (by default an assistant's reply counts 0.45, see there).
@@ -107,7 +114,8 @@ impl Turn {
         self
     }
 
-    /// Sets an explicit memory id.
+    /// Sets an explicit memory id: the turn is stored under it even when another turn says
+    /// the same words (see the module's documentation).
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
@@ -196,11 +204,17 @@ impl Dialogue<'_> {
             line,
             before,
         } = self.written(&turn)?;
-        let remembered = self.memory.remember_with(request).await?;
-        // The stored turn: lend it this one as the turn after it.
+        let remembered = self
+            .memory
+            .remember_with(request)
+            .await
+            .map_err(as_turn_error)?;
+        // The stored turn: lend it this one as the turn after it (not when this one was
+        // written over it or merged into it: a turn is no neighbour of its own).
         if let Some(last) = self.last.take()
             && last.own
             && last.session == turn.session
+            && last.id != remembered.id
             && let Err(error) = self.lend_next(&last, &line).await
         {
             tracing::warn!(%error, namespace = %self.namespace, id = %last.id,
@@ -233,7 +247,7 @@ impl Dialogue<'_> {
                 memory_core::MAX_CONTEXT_BYTES.into(),
             );
         }
-        self.memory.check(&request)
+        self.memory.check(&request).map_err(as_turn_error)
     }
 
     /// Refuses turns of one call that name one id twice: [`add`](Self::add) stores them one
@@ -267,6 +281,14 @@ impl Dialogue<'_> {
             return Err(MemoryError::invalid(
                 "speaker",
                 format!("longer than {MAX_SPEAKER_BYTES} bytes"),
+            ));
+        }
+        // A name on one line: a line break or another control character would split the
+        // stored `[date] speaker: text` line.
+        if let Some(control) = turn.speaker.chars().find(|c| c.is_control()) {
+            return Err(MemoryError::invalid(
+                "speaker",
+                format!("holds the control character {control:?}; a speaker is a name on one line"),
             ));
         }
         if let Some(session) = &turn.session
@@ -305,11 +327,17 @@ impl Dialogue<'_> {
         }
         let at = turn.at.unwrap_or_else(|| self.memory.clock.now());
         let line = turn.line();
-        let before = self
+        // A turn sent again under the id of the turn just before it takes that turn's
+        // place, and the context it had.
+        let before = match self
             .last
             .as_ref()
             .filter(|last| last.session == turn.session)
-            .map(|last| bounded(last.line.clone()));
+        {
+            Some(last) if turn.id.as_deref() == Some(last.id.as_str()) => last.before.clone(),
+            Some(last) => Some(bounded(last.line.clone())),
+            None => None,
+        };
         // Written by the dialogue alone: a caller's value under the key would misplace it.
         match &before {
             Some(before) => {
@@ -326,8 +354,11 @@ impl Dialogue<'_> {
         .kind(MemoryKind::Episodic)
         .created_at(at)
         .metadata(serde_json::Value::Object(metadata));
+        // A turn given an id is an event of its own, even in the words of another ("Yes!"
+        // twice): never merged into another turn, so its id always names it. Turns without
+        // one are reconciled as any memory is, so a conversation sent again is not doubled.
         if let Some(id) = &turn.id {
-            request = request.id(id.clone());
+            request = request.id(id.clone()).keep_apart();
         }
         if let Some(source) = &turn.source {
             request = request.source(source.clone());
@@ -362,6 +393,20 @@ impl Dialogue<'_> {
             }
         }
         Err(crate::memory::edit_conflict(&self.namespace, &last.id))
+    }
+}
+
+/// An error of the memory a turn is stored as, told of the turn: its `content` is the
+/// turn's `text` (with its date and speaker before it, which count against the limit).
+fn as_turn_error(error: MemoryError) -> MemoryError {
+    match error {
+        MemoryError::InvalidInput { field, problem } if field == "content" => {
+            MemoryError::InvalidInput {
+                field: "text".to_owned(),
+                problem: format!("{problem} (the text with its date and speaker)"),
+            }
+        }
+        other => other,
     }
 }
 

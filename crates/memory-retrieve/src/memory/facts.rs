@@ -216,8 +216,13 @@ pub(super) fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
 impl Memory {
     /// Decides what storing `item` writes: the item itself, and the stored memories it
     /// supersedes or conflicts with; or only the duplicate it merges into.
-    pub(super) async fn reconcile(&self, item: MemoryItem, now: DateTime<Utc>) -> Result<Plan> {
-        self.reconcile_found(item, now, None).await
+    pub(super) async fn reconcile(
+        &self,
+        item: MemoryItem,
+        now: DateTime<Utc>,
+        keep_apart: bool,
+    ) -> Result<Plan> {
+        self.reconcile_found(item, now, None, keep_apart).await
     }
 
     /// The search [`reconcile`](Self::reconcile) makes for `item`'s duplicates and rivals,
@@ -251,6 +256,7 @@ impl Memory {
         mut item: MemoryItem,
         now: DateTime<Utc>,
         found: Option<(Prepared, Vec<SearchHit>)>,
+        keep_apart: bool,
     ) -> Result<Plan> {
         let added = |item: MemoryItem, outcome: Outcome, conflicts: Vec<Conflict>| Plan {
             remembered: Remembered {
@@ -293,6 +299,7 @@ impl Memory {
             .filter(|old| old.id != item.id && old.kind != MemoryKind::ShortTerm)
             .collect();
         if config.duplicates != DuplicatePolicy::KeepBoth
+            && !keep_apart
             && let Some(prepared) = prepared.as_mut()
             && let Some(duplicate) = candidates
                 .iter()

@@ -47,6 +47,11 @@ pub struct Remember {
     /// How far the source is trusted, in `[0, 1]` (default 1): a memory never supersedes a
     /// more credible one automatically.
     pub credibility: Option<f32>,
+    /// Stored as a memory of its own even when a stored one says the same: the
+    /// [`DuplicatePolicy`](crate::DuplicatePolicy) is not applied to it (fact keys and
+    /// conflicts are). For records that are events, each its own even in the same words: a
+    /// dialogue turn given an id ([`Turn::id`](crate::Turn::id)) is remembered so.
+    pub keep_apart: bool,
 }
 
 impl Remember {
@@ -100,7 +105,15 @@ impl Remember {
             valid_from: None,
             valid_until: None,
             credibility: None,
+            keep_apart: false,
         }
+    }
+
+    /// Stores it as a memory of its own even when a stored one says the same (see the
+    /// field of this name).
+    pub fn keep_apart(mut self) -> Self {
+        self.keep_apart = true;
+        self
     }
 
     /// Sets the fact key (a subject and an attribute, `"user.city"`): the memory supersedes

@@ -664,6 +664,11 @@ async fn bad_turns_are_refused_and_nothing_is_stored() {
                 "session",
             ),
             (Turn::new("user", "   "), "text"),
+            (Turn::new("user\n", "hello"), "speaker"),
+            (Turn::new("us\u{7}er", "hello"), "speaker"),
+            // The text with its date and speaker is past the content limit: named as the
+            // turn's text, not as the memory's content.
+            (Turn::new("user", "x".repeat(1 << 20)), "text"),
             (
                 Turn::new("user", "hello").metadata(serde_json::json!([1, 2])),
                 "metadata",
@@ -693,6 +698,91 @@ async fn bad_turns_are_refused_and_nothing_is_stored() {
             short.expect("stored").context().len(),
             memory_core::MAX_CONTEXT_BYTES
         );
+    }
+}
+
+/// A turn given an id is an event of its own: a reply said twice in one session ("Yes!")
+/// is stored twice, each under its id, with the reconciliation of duplicates on (the
+/// default). Turns without ids are reconciled as any memory: a turn sent again merges.
+#[tokio::test]
+async fn turns_with_ids_are_kept_even_in_the_same_words() {
+    for store in stores() {
+        let memory = Memory::builder().store(store).build().expect("memory");
+        let namespace = Namespace::parse("chat/dave").unwrap();
+        let mut dialogue = memory.dialogue(namespace.clone());
+        let turns = [
+            ("t1", "Mel", "Ready to go to the lake house?"),
+            ("t2", "Caroline", "Yes!"),
+            ("t3", "Mel", "Ready to go to the lake house?"),
+            ("t4", "Caroline", "Yes!"),
+        ];
+        for (id, speaker, text) in turns {
+            let remembered = dialogue
+                .add(Turn::new(speaker, text).id(id).session("1").at(at(8)))
+                .await
+                .unwrap();
+            assert_eq!(remembered.id, id);
+            assert_eq!(remembered.outcome, memory_retrieve::Outcome::Added);
+        }
+        for (id, _, _) in turns {
+            assert!(
+                memory.store().get(&namespace, id).await.unwrap().is_some(),
+                "{id}"
+            );
+        }
+        // Without ids, the same turn sent again is the same turn.
+        let mut again = memory.dialogue(Namespace::parse("chat/erin").unwrap());
+        let first = again
+            .add(Turn::new("Mel", "We adopted a puppy named Biscuit.").at(at(9)))
+            .await
+            .unwrap();
+        let mut resent = memory.dialogue(Namespace::parse("chat/erin").unwrap());
+        let second = resent
+            .add(Turn::new("Mel", "We adopted a puppy named Biscuit.").at(at(9)))
+            .await
+            .unwrap();
+        assert_eq!(
+            second.outcome,
+            memory_retrieve::Outcome::Merged { into: first.id }
+        );
+    }
+}
+
+/// A turn sent again under the id of the turn just before it takes that turn's place: it is
+/// not its own neighbour, and it keeps the context the turn it replaces had.
+#[tokio::test]
+async fn a_turn_replacing_the_one_before_it_is_not_its_own_context() {
+    for store in stores() {
+        let memory = memory(store, RetrieverConfig::default());
+        let namespace = Namespace::parse("chat/frank").unwrap();
+        let mut dialogue = memory.dialogue(namespace.clone());
+        dialogue
+            .add(Turn::new("A", "where shall we meet?").id("t0").at(at(8)))
+            .await
+            .unwrap();
+        dialogue
+            .add(Turn::new("B", "first thing said").id("t1").at(at(8)))
+            .await
+            .unwrap();
+        dialogue
+            .add(Turn::new("B", "second thing said").id("t1").at(at(8)))
+            .await
+            .unwrap();
+        let t1 = memory.store().get(&namespace, "t1").await.unwrap().unwrap();
+        assert_eq!(t1.content, "[8 May 2023] B: second thing said");
+        assert_eq!(t1.context(), "A: where shall we meet?");
+        assert_eq!(
+            t1.metadata["context_before"],
+            "A: where shall we meet?".len()
+        );
+        // The turn before it was lent the first version only when it came; the next turn
+        // is lent to the replaced one.
+        dialogue
+            .add(Turn::new("A", "at the station").id("t2").at(at(8)))
+            .await
+            .unwrap();
+        let t1 = memory.store().get(&namespace, "t1").await.unwrap().unwrap();
+        assert_eq!(t1.context(), "A: where shall we meet?\nA: at the station");
     }
 }
 
@@ -829,7 +919,7 @@ async fn turns_and_requests_are_checked_as_they_will_be_written() {
     let fits_alone = Turn::new("a", "x".repeat(limit - 3));
     let error = dialogue.check(&fits_alone).unwrap_err();
     assert!(
-        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "content"),
+        matches!(&error, MemoryError::InvalidInput { field, .. } if field == "text"),
         "{error}"
     );
     dialogue.check(&Turn::new("a", "hello")).unwrap();
