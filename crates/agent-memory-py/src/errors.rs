@@ -41,6 +41,9 @@ pub(crate) fn to_py_err(py: Python<'_>, error: MemoryError) -> PyErr {
             }
             err
         }
+        // Building the exception raised what is no error of the call (a KeyboardInterrupt
+        // pending when the class was looked up): that goes on, as Python would raise it.
+        Err(interrupt) if !interrupt.is_instance_of::<PyException>(py) => interrupt,
         // The errors module could not be imported: still raise, with the message.
         Err(import_error) => {
             let err = PyRuntimeError::new_err(error.to_string());

@@ -63,10 +63,19 @@ use self::arguments::{
 pub(crate) struct PyMemory {
     inner: Arc<Memory>,
     location: String,
+    /// The process that opened it: a process forked after that holds a copy whose threads
+    /// (a SQLite writer, a connection pool's tasks) did not come along.
+    opened_by: u32,
 }
 
 impl Drop for PyMemory {
     fn drop(&mut self) {
+        if self.opened_by != std::process::id() {
+            // In a forked child: flushing or closing would wait for threads that exist only
+            // in the parent. The copy is left as it is; the parent still owns the store.
+            std::mem::forget(Arc::clone(&self.inner));
+            return;
+        }
         // Recall statistics still buffered would be lost with the last handle.
         if Arc::strong_count(&self.inner) == 1 {
             let inner = Arc::clone(&self.inner);
@@ -167,6 +176,7 @@ impl PyMemory {
         Ok(Self {
             inner: Arc::new(memory),
             location: describe,
+            opened_by: std::process::id(),
         })
     }
 
@@ -423,7 +433,8 @@ impl PyMemory {
     /// only those given. Everything else stays: kind, source, credibility, the fact key and
     /// the version's validity, the pin, the dialogue context, a compressed original, the
     /// creation time and the recall statistics (`metadata` replaces the caller's keys; the
-    /// library's own are kept). A new text is checked as `remember` checks it and, with an
+    /// library's own are kept, and refused in `metadata`). A new importance decays from
+    /// the time of the update. A new text is checked as `remember` checks it and, with an
     /// `embedder`, embedded again. Returns the memory as stored. A refused change writes
     /// nothing. The change is written only over the copy read: another write in between
     /// (a pin, another process's edit) is kept, the memory read again and changed anew.
@@ -454,7 +465,7 @@ impl PyMemory {
         update.tags = tags;
         update.importance = importance;
         update.metadata = match metadata.filter(|value| !value.is_none()) {
-            Some(value) => Some(crate::convert::to_json(value, "metadata")?),
+            Some(value) => Some(self::arguments::user_metadata(value, "metadata")?),
             None => None,
         };
         let memory = &self.inner;

@@ -24,6 +24,11 @@ const RESERVED_KEYS: [&str; 4] = [
     DECAY_METADATA_KEY,
 ];
 
+/// Whether `key` is one of the metadata keys the library reserves for itself.
+pub(crate) fn is_reserved(key: &str) -> bool {
+    RESERVED_KEYS.contains(&key)
+}
+
 /// A memory's metadata without the reserved keys.
 fn user_metadata<'py>(py: Python<'py>, item: &MemoryItem) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);

@@ -2,7 +2,7 @@
 //! so other Python threads run meanwhile and several threads can call one `Memory` at once.
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use agent_memory::MemoryError;
 use pyo3::exceptions::PyRuntimeError;
@@ -15,10 +15,28 @@ use crate::errors::to_py_err;
 /// background, PostgreSQL connections); the calls themselves run on the calling thread.
 const WORKER_THREADS: usize = 2;
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+/// The runtime and the process that started it. A process forked from one that had started
+/// it inherits the runtime without its worker threads (a fork copies the calling thread
+/// alone), so what the library spawns would never run there and a flush would wait for
+/// ever: the child starts a runtime of its own, and the inherited one is left as it is
+/// (dropping it would wait for threads that do not exist).
+static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+
+/// The runtime of this process, if it was started.
+fn started() -> Option<&'static Runtime> {
+    let current = RUNTIME.lock().ok()?;
+    current
+        .filter(|(pid, _)| *pid == std::process::id())
+        .map(|(_, runtime)| runtime)
+}
 
 fn runtime(py: Python<'_>) -> PyResult<&'static Runtime> {
-    if let Some(runtime) = RUNTIME.get() {
+    let mut current = RUNTIME
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("agent_memory: the runtime's lock is poisoned"))?;
+    if let Some((pid, runtime)) = *current
+        && pid == std::process::id()
+    {
         return Ok(runtime);
     }
     let built = tokio::runtime::Builder::new_multi_thread()
@@ -35,8 +53,11 @@ fn runtime(py: Python<'_>) -> PyResult<&'static Runtime> {
                 },
             )
         })?;
-    // Another thread may have won the race: its runtime is kept, this one dropped.
-    Ok(RUNTIME.get_or_init(|| built))
+    // One per process for the life of the process (a forked child leaks the one it
+    // inherited), so it may be lent out as `'static`.
+    let runtime: &'static Runtime = Box::leak(Box::new(built));
+    *current = Some((std::process::id(), runtime));
+    Ok(runtime)
 }
 
 /// Why a call from inside a running call is refused.
@@ -65,7 +86,7 @@ where
         .map_err(|error| to_py_err(py, error))
 }
 
-/// Runs `future` on the module's runtime, if it was started, ignoring its outcome: for a
+/// Runs `future` on the module's runtime, if this process started it, ignoring its outcome: for a
 /// drop, where nothing can be raised. It waits for the future, with the GIL held (a drop
 /// has no `Python` token to release it with, and the flush it runs calls no Python), except
 /// inside a callable the library runs, where it cannot wait: there the future is spawned
@@ -74,7 +95,7 @@ pub(crate) fn block_on_detached<F>(future: F)
 where
     F: Future<Output = Result<(), MemoryError>> + Send + 'static,
 {
-    let Some(runtime) = RUNTIME.get() else {
+    let Some(runtime) = started() else {
         return;
     };
     if Handle::try_current().is_ok() {

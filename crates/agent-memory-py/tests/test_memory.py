@@ -269,6 +269,30 @@ def test_update_changes_what_it_names_and_keeps_the_rest(memory: Memory) -> None
     assert memory.update("u", city.id, text="The user lived in Paris").ended is not None
 
 
+def test_the_librarys_own_metadata_keys_are_refused(memory: Memory) -> None:
+    # They are a record's context, pin, original and decay state, never shown in `metadata`:
+    # a value under one would change those behind their arguments.
+    pinned = memory.remember("u", "pinned text", pinned=True)
+    for key in ("_pinned", "_context", "_original", "_decay"):
+        with pytest.raises(InvalidInputError) as raised:
+            memory.remember("u", "plain", metadata={key: "x"})
+        assert raised.value.field == "metadata"
+        with pytest.raises(InvalidInputError) as raised:
+            memory.update("u", pinned.id, metadata={key: False})
+        assert raised.value.field == "metadata"
+        with pytest.raises(InvalidInputError) as raised:
+            memory.put("u", "p1", "put text", metadata={key: 1})
+        assert raised.value.field == "metadata"
+        with pytest.raises(InvalidInputError) as raised:
+            memory.remember_dialogue("chat", [{"text": "hi", "metadata": {key: 1}}])
+        assert raised.value.field == "turns[0].metadata"
+    assert memory.get("u", pinned.id).pinned
+    assert [r.text for r in memory.list("u")] == ["pinned text"]
+    # Other keys starting with `_` are the caller's.
+    done = memory.remember("u", "own key", metadata={"_mine": 1})
+    assert memory.get("u", done.id).metadata == {"_mine": 1}
+
+
 def test_context_and_conversation(memory: Memory) -> None:
     memory.remember("user-42", "The user likes the Rust programming language")
     memory.remember("user-42/chat", "user: hello there", kind="short_term")

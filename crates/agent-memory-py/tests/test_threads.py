@@ -69,3 +69,37 @@ def test_a_blocking_call_lets_other_threads_run() -> None:
     stop.set()
     thread.join()
     assert counted[0] > 0
+
+
+def _in_a_forked_child(path: str) -> None:
+    memory = Memory(path)
+    memory.remember("u", "written in the child")
+    assert len(memory.recall("u", "child")) == 1
+    memory.flush()
+    memory.close()
+
+
+def test_a_forked_child_opens_and_uses_its_own_memory(tmp_path) -> None:
+    # The parent started the runtime; a forked child inherits it without its threads and
+    # must start its own, or its flush (and its exit) waits for ever.
+    import multiprocessing
+
+    parent = Memory()
+    parent.remember("u", "written in the parent")
+    assert len(parent.recall("u", "parent")) == 1
+    inherited = Memory(str(tmp_path / "parent.db"))
+    inherited.remember("u", "a store the child inherits")
+    child = multiprocessing.get_context("fork").Process(
+        target=_in_a_forked_child, args=(str(tmp_path / "child.db"),)
+    )
+    child.start()
+    child.join(60)
+    finished = not child.is_alive()
+    if not finished:
+        child.kill()
+    assert finished and child.exitcode == 0
+    assert len(Memory(str(tmp_path / "child.db")).recall("u", "child")) == 1
+    # The parent's memories go on working after the fork.
+    assert len(parent.recall("u", "parent")) == 1
+    inherited.remember("u", "after the fork")
+    assert len(inherited.list("u")) == 2

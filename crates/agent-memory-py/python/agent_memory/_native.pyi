@@ -303,7 +303,9 @@ class Memory:
     ) -> MemoryRecord:
         """Changes memory ``id``'s ``text``, ``tags``, ``importance`` or ``metadata`` (only
         those given), keeping everything else: kind, source, fact key and validity, pin,
-        context, creation time and recall statistics. Returns the memory as stored. With
+        context, creation time and recall statistics (the library's own metadata keys
+        ``_context``, ``_original``, ``_pinned`` and ``_decay`` are refused in ``metadata``;
+        a new importance decays from the time of the update). Returns the memory as stored. With
         ``only_current``, an ended memory (superseded, retracted) is refused, as read when
         the update is made.
 

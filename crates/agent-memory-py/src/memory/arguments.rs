@@ -89,8 +89,30 @@ pub(super) fn tags(py: Python<'_>, tags: Option<Vec<String>>) -> PyResult<Vec<Ta
 pub(super) fn metadata(value: Option<&Bound<'_, PyAny>>) -> PyResult<serde_json::Value> {
     match value.filter(|value| !value.is_none()) {
         None => Ok(serde_json::json!({})),
-        Some(value) => to_json(value, "metadata"),
+        Some(value) => user_metadata(value, "metadata"),
     }
+}
+
+/// Metadata a caller writes, as JSON, refused (naming `field`) when it holds a key the
+/// library reserves for itself: a record never shows them in `metadata` (they are its
+/// `context`, `pinned` and `original`, and the decay state), so a caller's value under one
+/// could only change those attributes behind their setters.
+pub(super) fn user_metadata(value: &Bound<'_, PyAny>, field: &str) -> PyResult<serde_json::Value> {
+    let json = to_json(value, field)?;
+    if let Some(key) = json
+        .as_object()
+        .and_then(|object| object.keys().find(|key| crate::results::is_reserved(key)))
+    {
+        return Err(invalid(
+            value.py(),
+            field,
+            format!(
+                "the key {key} is the library's own (the record's context, pin, original or \
+                 decay state): set those through their arguments"
+            ),
+        ));
+    }
+    Ok(json)
 }
 
 /// The `metadata` conditions of a listing or a recall (each key's value required exactly),
@@ -170,7 +192,7 @@ pub(super) fn turn_of(py: Python<'_>, position: usize, turn: &Bound<'_, PyAny>) 
         line = line.source(source);
     }
     if let Some(metadata) = turn.get_item("metadata")?.filter(|m| !m.is_none()) {
-        line = line.metadata(to_json(&metadata, &field("metadata"))?);
+        line = line.metadata(user_metadata(&metadata, &field("metadata"))?);
     }
     Ok(line)
 }
