@@ -325,8 +325,10 @@ impl ConversationMemory {
             clock,
             next: Mutex::new((next, last_at)),
             compact_due: Mutex::new(CompactDue::default()),
-            // The counter and the process's salt of a new id: unique to this handle.
-            mark: memory_core::new_id().split_off(14),
+            // A whole new id: its time, the process's counter and salt. The counter and salt
+            // alone repeat after 2^24 ids in one process, and two handles of one session
+            // would then write the same ids.
+            mark: memory_core::new_id(),
         })
     }
 
@@ -649,7 +651,10 @@ impl ConversationMemory {
             .sum())
     }
 
-    /// Deletes the whole session.
+    /// Deletes the whole session: every memory of its namespace, pinned messages and
+    /// memories remembered there by other means included (a pin keeps a message from
+    /// eviction and compaction, not from a clear, as it does not from `forget`). The
+    /// promoted copies in the child namespace stay. Returns how many were deleted.
     ///
     /// # Errors
     /// Store errors.
