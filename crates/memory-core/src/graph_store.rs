@@ -124,7 +124,10 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
         keywords: &[String],
     ) -> Result<Vec<Arc<GraphEntity>>>;
 
-    /// The distinct tags in `scope` that start with `prefix` (lowercased), sorted.
+    /// The distinct tags in `scope` that start with `prefix`, sorted. The prefix is
+    /// normalised as the beginning of a tag ([`Tag::normalize_prefix`]), so it matches
+    /// the tags stored from texts that start with it; none match one that no tag can
+    /// start with.
     ///
     /// # Errors
     /// Backend errors only.

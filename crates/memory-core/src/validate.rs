@@ -383,6 +383,39 @@ impl Tag {
         Ok(Self(out))
     }
 
+    /// Normalises the beginning of a tag, as [`find_tags`](crate::KnowledgeGraph::find_tags)
+    /// matches it: the text [`Tag::new`] would make of it, so every tag normalised from a
+    /// text that starts with `raw` starts with the result. Surrounding whitespace is trimmed
+    /// as [`Tag::new`] trims it, a trailing run of `-`, `_`, `/` or `.` (which
+    /// [`Tag::new`] would drop, having no word after it) is kept as a trailing `-`, and a
+    /// prefix of separators only, or empty, is `""` (tags never start with `-`).
+    ///
+    /// `None` when no tag can start with it: it holds a character that [`Tag::new`]
+    /// rejects, or is longer than [`MAX_TAG_LEN`] bytes once normalised.
+    ///
+    /// ```
+    /// use memory_core::Tag;
+    /// assert_eq!(Tag::normalize_prefix("İstanbul").as_deref(), Some("istanbul"));
+    /// assert_eq!(Tag::normalize_prefix("ΣΊΣ").as_deref(), Some("σίσ"));
+    /// assert_eq!(Tag::normalize_prefix("State_").as_deref(), Some("state-"));
+    /// assert_eq!(Tag::normalize_prefix("StateG").as_deref(), Some("state-g"));
+    /// assert_eq!(Tag::normalize_prefix(" ").as_deref(), Some(""));
+    /// assert_eq!(Tag::normalize_prefix("c+"), None);
+    /// ```
+    pub fn normalize_prefix(raw: &str) -> Option<String> {
+        let trimmed = raw.trim();
+        let body = trimmed
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '_' | '-' | '/' | '.'));
+        if body.is_empty() {
+            return Some(String::new());
+        }
+        let mut out = Tag::new(body).ok()?.0;
+        if body.len() < trimmed.len() {
+            out.push('-');
+        }
+        (out.len() <= MAX_TAG_LEN).then_some(out)
+    }
+
     /// Normalises a list of tags, dropping duplicates and keeping the first occurrence's order.
     ///
     /// # Errors

@@ -354,7 +354,9 @@ impl KnowledgeGraph for PetGraph {
     }
 
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
-        let prefix = prefix.to_lowercase();
+        let Some(prefix) = Tag::normalize_prefix(prefix) else {
+            return Ok(Vec::new());
+        };
         let mut tags = BTreeSet::new();
         for shared in self.in_scope(scope) {
             read(&shared).tags_with_prefix(&prefix, &mut tags);

@@ -364,10 +364,9 @@ impl KnowledgeGraph for PostgresGraph {
     }
 
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
-        let prefix = prefix.to_lowercase();
-        if !storable(&prefix) {
+        let Some(prefix) = Tag::normalize_prefix(prefix) else {
             return Ok(Vec::new());
-        }
+        };
         let mut sql = self.db.sql(
             "SELECT DISTINCT t FROM {s}.entities e CROSS JOIN LATERAL unnest(e.tags) AS t \
              WHERE starts_with(t, ",

@@ -385,11 +385,14 @@ impl KnowledgeGraph for SqliteGraph {
     }
 
     async fn find_tags(&self, scope: &Scope, prefix: &str) -> Result<Vec<String>> {
+        let Some(prefix) = Tag::normalize_prefix(prefix) else {
+            return Ok(Vec::new());
+        };
         let mut sql = Sql::new(
             "SELECT DISTINCT t.tag FROM entity_tags t JOIN entities e ON e.rid = t.rid WHERE 1",
         );
         sql.and_scope("e.ns", scope)
-            .and_prefix("t.tag", &prefix.to_lowercase())
+            .and_prefix("t.tag", &prefix)
             .push(" ORDER BY t.tag");
         self.db
             .query(move |connection| {

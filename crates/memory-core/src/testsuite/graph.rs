@@ -9,7 +9,7 @@ use crate::{AccessEvent, GraphEntity, GraphRelation, KnowledgeGraph, MemoryError
 mod paging;
 mod queries;
 
-use self::queries::{matching_and_tags, traversal};
+use self::queries::{matching_and_tags, tag_prefixes, traversal};
 
 fn entity(ns: &Namespace, id: &str, name: &str, kind: &str, tags: &[&str]) -> GraphEntity {
     GraphEntity::new(ns.clone(), id, name, kind)
@@ -37,6 +37,7 @@ fn names(entities: &[std::sync::Arc<GraphEntity>]) -> Vec<&str> {
 pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     entities_and_relations(graph, &child(base, "crud")).await;
     matching_and_tags(graph, &child(base, "tags")).await;
+    tag_prefixes(graph, &child(base, "tag-prefixes")).await;
     traversal(graph, &child(base, "walk")).await;
     isolation_and_clear(graph, &child(base, "isolation")).await;
     access_statistics(graph, &child(base, "access")).await;

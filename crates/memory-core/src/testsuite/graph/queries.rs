@@ -273,3 +273,60 @@ pub(super) async fn traversal(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         Some(vec![])
     );
 }
+
+/// `find_tags` normalises its prefix as the beginning of a tag: the letters [`crate::Tag`]
+/// lowercases one by one (a dotted capital I, a capital sigma at the end of the text), a
+/// trailing separator kept as the `-` of a word boundary, a CamelCase boundary.
+pub(super) async fn tag_prefixes(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    // One tag each, so that any tag limit keeps them.
+    for (id, tag) in [
+        ("city", "İstanbul"),
+        ("sis", "ΣΊΣ"),
+        ("st", "state"),
+        ("sg", "state-graph"),
+        ("sm", "statement"),
+    ] {
+        must(
+            graph.add_entity(entity(ns, id, id, "concept", &[tag])),
+            "add",
+        )
+        .await;
+    }
+    let scope = ns.exact();
+    assert_eq!(
+        must(graph.entity_count_by_tag(&scope, "İstanbul"), "count").await,
+        1,
+        "the tag as stored"
+    );
+    for (prefix, expected) in [
+        ("İstanbul", &["istanbul"][..]),
+        ("İST", &["istanbul"]),
+        ("ΣΊΣ", &["σίσ"]),
+        ("ΣΊ", &["σίσ"]),
+        ("Σ", &["σίσ"]),
+        ("state", &["state", "state-graph", "statement"]),
+        ("State_", &["state-graph"]),
+        ("state-", &["state-graph"]),
+        ("state.", &["state-graph"]),
+        ("StateG", &["state-graph"]),
+        ("State Graph", &["state-graph"]),
+        (" statem ", &["statement"]),
+        (
+            "",
+            &["istanbul", "state", "state-graph", "statement", "σίσ"],
+        ),
+        (
+            "_",
+            &["istanbul", "state", "state-graph", "statement", "σίσ"],
+        ),
+        ("c++", &[]),
+        ("state\0", &[]),
+        ("stateless", &[]),
+    ] {
+        assert_eq!(
+            must(graph.find_tags(&scope, prefix), "find_tags").await,
+            expected,
+            "find_tags with the prefix {prefix:?}"
+        );
+    }
+}
