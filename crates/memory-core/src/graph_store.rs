@@ -293,6 +293,16 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
     /// multi-hop query: `colleague_of` then `works_on` finds the projects of a colleague).
     /// Returns the end entities and every complete path to them.
     ///
+    /// Each hop keeps at most [`MAX_TRAVERSAL_VISITED`] paths. A hop expands the entities
+    /// the previous hop reached in id order, extending each one's paths along its current
+    /// relations of the hop's type in target id order (for each relation, its paths in
+    /// order), and stops once it holds [`MAX_TRAVERSAL_VISITED`] paths: the extensions past
+    /// that are dropped and the entities after it are not expanded. An entity is reached only
+    /// through a path kept, so every result has at least one path in `paths`; when a hop
+    /// reached the bound, the results are the ends of the paths kept, and entities or paths
+    /// past the bound are missing. A hop thus expands at most [`MAX_TRAVERSAL_VISITED`]
+    /// entities, and none past the first whose paths fill it.
+    ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing start; [`MemoryError::InvalidInput`] for an
     /// empty chain or one longer than [`MAX_TRAVERSAL_DEPTH`].
@@ -319,6 +329,10 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
             let mut next: BTreeMap<String, Vec<Vec<GraphRelation>>> = BTreeMap::new();
             let mut path_count = 0usize;
             for (node, node_paths) in &states {
+                // The hop holds as many paths as it may: the entities left are not expanded.
+                if path_count >= MAX_TRAVERSAL_VISITED {
+                    break;
+                }
                 for relation in self.relations_of(namespace, node).await? {
                     if relation.source_id != *node
                         || relation.relation_type != *relation_type
@@ -326,11 +340,13 @@ pub trait KnowledgeGraph: Send + Sync + Debug + 'static {
                     {
                         continue;
                     }
+                    let room = MAX_TRAVERSAL_VISITED - path_count;
+                    if room == 0 {
+                        break;
+                    }
+                    // An entity is reached only with a path to it.
                     let entry = next.entry(relation.target_id.clone()).or_default();
-                    for path in node_paths {
-                        if path_count >= MAX_TRAVERSAL_VISITED {
-                            break;
-                        }
+                    for path in node_paths.iter().take(room) {
                         let mut extended = path.clone();
                         extended.push(relation.clone());
                         entry.push(extended);

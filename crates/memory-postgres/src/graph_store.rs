@@ -40,9 +40,9 @@ use crate::sql::{count, encode_time, namespaces, reject_nul};
 /// reached, with the default search's limit on the entities reached applied entity by entity, and
 /// the path followed back through the parents in the same query.
 /// [`multi_hop`](KnowledgeGraph::multi_hop) is one recursive query that follows the chain of
-/// relation types hop by hop, keeping the reached entities as a set and the paths in the default
-/// algorithm's order, at most [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED) per
-/// hop. Each returns exactly what memory-core's default returns (the same results, paths and order)
+/// relation types hop by hop, keeping the paths in the default algorithm's order, at most
+/// [`MAX_TRAVERSAL_VISITED`](memory_core::MAX_TRAVERSAL_VISITED) per hop, with the ends of
+/// the paths kept as the results. Each returns exactly what memory-core's default returns (the same results, paths and order)
 /// in one round trip instead of one per visited entity.
 ///
 /// Relations keep their validity (`valid_from`, `valid_until`); re-adding a relation replaces

@@ -45,6 +45,7 @@ pub async fn run_knowledge_graph(graph: &dyn KnowledgeGraph, base: &Namespace) {
     paging::pages(graph, &child(base, "pages")).await;
     paging::hub_pages(graph, &child(base, "hub-pages")).await;
     depth_bound(graph, &child(base, "chain")).await;
+    multi_hop_bound(graph, &child(base, "fan")).await;
     super::facts::run_graph_facts(graph, &child(base, "facts")).await;
 }
 
@@ -92,6 +93,87 @@ async fn depth_bound(graph: &dyn KnowledgeGraph, ns: &Namespace) {
         .await,
         None,
         "a path longer than MAX_TRAVERSAL_DEPTH is not"
+    );
+}
+
+/// `multi_hop` keeps at most [`MAX_TRAVERSAL_VISITED`](crate::MAX_TRAVERSAL_VISITED) paths
+/// per hop, stops expanding entities once a hop holds them, and reaches an entity only with
+/// a path. From `start`, 25 entities by `a`, each to 20 by `b` (25 paths to each), each to 24
+/// by `c`: 600 paths per entity of the second level, so the bound falls in the 17th
+/// (`m2-16`), after its relations to the first 16 ends. `m2-16`'s relation to `n-late` comes
+/// after the bound, and `m2-17`, which holds the only relation to `o-late`, is past it.
+async fn multi_hop_bound(graph: &dyn KnowledgeGraph, ns: &Namespace) {
+    let bound = crate::MAX_TRAVERSAL_VISITED;
+    let level = |name: &str, count: usize| -> Vec<String> {
+        (0..count).map(|i| format!("{name}-{i:02}")).collect()
+    };
+    let (first, second, ends) = (level("m1", 25), level("m2", 20), level("m3", 24));
+    let late = ["n-late", "o-late"];
+    for id in ["start"]
+        .iter()
+        .copied()
+        .chain(late)
+        .chain(first.iter().chain(&second).chain(&ends).map(String::as_str))
+    {
+        must(
+            graph.add_entity(entity(ns, id, id, "node", &[])),
+            "add_entity",
+        )
+        .await;
+    }
+    let mut relations: Vec<(&str, &str, &str)> = Vec::new();
+    for m1 in &first {
+        relations.push(("start", m1, "a"));
+        relations.extend(second.iter().map(|m2| (m1.as_str(), m2.as_str(), "b")));
+    }
+    for m2 in &second {
+        relations.extend(ends.iter().map(|m3| (m2.as_str(), m3.as_str(), "c")));
+    }
+    relations.push(("m2-16", "n-late", "c"));
+    relations.push(("m2-17", "o-late", "c"));
+    for (from, to, kind) in relations {
+        must(
+            graph.add_relation(relation(ns, from, to, kind, 0.5)),
+            "add_relation",
+        )
+        .await;
+    }
+    let chain: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+    let found = must(graph.multi_hop(ns, "start", &chain), "multi_hop").await;
+    assert_eq!(
+        found.results, ends,
+        "the ends of the paths kept, and no entity reached past the bound"
+    );
+    assert_eq!(found.paths.len(), bound, "the paths stop at the bound");
+    for result in &found.results {
+        assert!(
+            found.paths.iter().any(|path| path[2].target_id == *result),
+            "a result without a path: {result}"
+        );
+    }
+    let through = |end: &str| {
+        found
+            .paths
+            .iter()
+            .filter(|path| path[2].target_id == end)
+            .count()
+    };
+    assert_eq!(
+        (
+            through("m3-00"),
+            through("m3-15"),
+            through("m3-16"),
+            through("m3-23")
+        ),
+        (17 * 25, 17 * 25, 16 * 25, 16 * 25),
+        "the first 16 second-level entities' paths, then the 17th's up to the bound"
+    );
+    assert!(
+        found
+            .paths
+            .iter()
+            .all(|path| path[1].target_id.as_str() <= "m2-16"),
+        "no entity past the bound is expanded"
     );
 }
 

@@ -254,7 +254,9 @@ impl NamespaceGraph {
     }
 
     /// The multi-hop query (follow relation types in order), with the results of the
-    /// trait's default `multi_hop`. The caller checks the chain's length.
+    /// trait's default `multi_hop`: each hop stops expanding entities once it holds
+    /// `MAX_TRAVERSAL_VISITED` paths, and an entity is reached only with a path. The caller
+    /// checks the chain's length.
     pub(crate) fn multi_hop(
         &self,
         start: &str,
@@ -275,6 +277,10 @@ impl NamespaceGraph {
             };
             let mut path_count = 0usize;
             for (slot, node_paths) in states.values() {
+                // The hop holds as many paths as it may: the entities left are not expanded.
+                if path_count >= MAX_TRAVERSAL_VISITED {
+                    break;
+                }
                 let Some(node) = self.node(*slot) else {
                     continue;
                 };
@@ -292,13 +298,15 @@ impl NamespaceGraph {
                     if !self.follows(half, now) {
                         continue;
                     }
+                    let room = MAX_TRAVERSAL_VISITED - path_count;
+                    if room == 0 {
+                        break;
+                    }
+                    // An entity is reached only with a path to it.
                     let entry = next
                         .entry(self.node_id(half.other))
                         .or_insert_with(|| (half.other, Vec::new()));
-                    for path in node_paths {
-                        if path_count >= MAX_TRAVERSAL_VISITED {
-                            break;
-                        }
+                    for path in node_paths.iter().take(room) {
                         let mut extended = Vec::with_capacity(path.len() + 1);
                         extended.extend_from_slice(path);
                         extended.push(half.edge);

@@ -579,6 +579,50 @@ async fn the_default_algorithms_read_a_hub_only_as_far_as_they_go() {
     assert!(graph.read() <= 64, "{text}");
 }
 
+/// On a complete graph, a chain of 32 hops of one type makes far more than
+/// `MAX_TRAVERSAL_VISITED` paths from the second hop on: the default stops expanding each
+/// hop once it holds that many paths. Each expanded entity extends its paths along its 199
+/// relations of the type, so a hop expands at most `ceil(MAX_TRAVERSAL_VISITED / 199)`
+/// entities, not all 200 it reached; each expansion reads the entity's 398 relations.
+#[tokio::test]
+async fn the_default_multi_hop_stops_expanding_at_the_bound() {
+    let ns = ns("walk/complete");
+    let graph = DefaultAlgorithms::new();
+    let n = 200;
+    let id = |i: usize| format!("k{i:03}");
+    for i in 0..n {
+        graph
+            .add_entity(entity(&ns, &id(i), "K", "x", &[]))
+            .await
+            .unwrap();
+    }
+    for from in 0..n {
+        for to in (0..n).filter(|to| *to != from) {
+            graph
+                .add_relation(relation(&ns, &id(from), &id(to), "r", 1.0))
+                .await
+                .unwrap();
+        }
+    }
+    let steps = vec!["r".to_owned(); MAX_TRAVERSAL_DEPTH];
+    graph.read();
+    let found = graph.multi_hop(&ns, &id(0), &steps).await.unwrap();
+    let per_hop = MAX_TRAVERSAL_VISITED.div_ceil(n - 1);
+    let expanded = graph.read() / (2 * (n - 1));
+    assert!(
+        expanded <= 1 + (MAX_TRAVERSAL_DEPTH - 1) * per_hop,
+        "{expanded} entities expanded"
+    );
+    assert_eq!(found.paths.len(), MAX_TRAVERSAL_VISITED);
+    assert!(found.results.iter().all(|end| {
+        found
+            .paths
+            .iter()
+            .any(|path| path.last().is_some_and(|last| last.target_id == *end))
+    }));
+    assert_eq!(found, graph.0.multi_hop(&ns, &id(0), &steps).await.unwrap());
+}
+
 #[tokio::test]
 async fn native_traversals_agree_with_the_default_algorithms() {
     let relation_types = ["knows", "uses", "part_of"];

@@ -98,36 +98,29 @@ LIMIT $4::integer
 /// `$1` namespace, `$2` start, `$3` the relation types in order, `$4` the most paths kept per
 /// hop, `$5` now (nanoseconds): only relations current then are followed.
 ///
-/// `states` holds the distinct entities reached after each hop (set semantics, so a dense
-/// graph never multiplies them); `paths` the paths themselves, as the ids along them and the
-/// weights and validity bounds of their relations. The default algorithm extends, hop by
-/// hop, the paths of each entity in id order, along its relations of the hop's type in target
-/// order, and keeps the first `$4` extensions in that order; each entity's paths stay in the
-/// order they were added (parent id, then the parent path's own rank), numbered from 1.
+/// `paths` holds the paths, as the ids along them and the weights and validity bounds of
+/// their relations. The default algorithm extends, hop by hop, the paths of each entity in id
+/// order, along its relations of the hop's type in target order (for each relation, the
+/// entity's paths in order), keeps the first `$4` extensions in that order and expands no
+/// entity after those; each entity's paths stay in the order they were added (parent id, then
+/// the parent path's own rank), numbered from 1 (`rank`).
 ///
 /// The extensions are never all built: a level of `$4` paths ending at one entity with `$4`
-/// relations of the hop's type would make `$4`² of them. `parents` counts the level's paths
-/// per entity and `edges` pairs each entity with its relations of the hop's type, in the
-/// default's order, with `before`, the number of extensions every earlier pair makes. A pair
-/// whose `before` is under `$4` extends its parent's first `$4 - before` paths, so a level
-/// builds at most `$4` rows, and the work of a hop is the relations of the entities reached
-/// plus the paths kept. An entity can be reached with every path dropped by the limit: it is
-/// still a result, as in the default.
+/// relations of the hop's type would make `$4`² of them. `counted` counts the level's paths
+/// per entity (`paths`) and, once per entity, its relations of the hop's type (`degree`);
+/// `placed` adds `through`, the extensions of the entities up to this one, so
+/// `through - paths * own` is `before`, those of the earlier entities. A path of rank `r`
+/// whose `before + r` is at most `$4` is extended along the entity's first
+/// `($4 - before - r) / paths + 1` relations: exactly the extensions the default keeps, and
+/// no relation of an entity past the limit is read. A level has at most `$4` paths, so the
+/// work of a hop is counting the relations of at most `$4` entities plus building the paths
+/// kept. The results are the ends of the paths kept (each entity's path of rank 1), so an
+/// entity whose every path the limit dropped is not a result, as in the default.
 ///
 /// The rows: one of kind 0 when the start exists; the results (kind 1) in id order; the paths
 /// (kind 2) by end entity and rank.
 const MULTI_HOP: &str = r#"
-WITH RECURSIVE states (node, step) AS (
-    SELECT $2::text COLLATE "C", 0
-    UNION
-    SELECT r.target_id, s.step + 1
-    FROM states s JOIN {s}.relations r
-      ON r.ns = $1::text AND r.source_id = s.node
-     AND r.relation_type = ($3::text[])[s.step + 1]
-     AND (r.valid_until IS NULL OR r.valid_until > $5::bigint)
-    WHERE s.step < cardinality($3::text[])
-),
-paths (node, step, rank, nodes, weights, froms, untils) AS (
+WITH RECURSIVE paths (node, step, rank, nodes, weights, froms, untils) AS (
     SELECT $2::text COLLATE "C", 0, 1::bigint, ARRAY[$2::text COLLATE "C"], ARRAY[]::real[],
            ARRAY[]::bigint[], ARRAY[]::bigint[]
     UNION ALL (
@@ -176,8 +169,8 @@ SELECT 0 AS kind, e.id AS node, 0::bigint AS rank, NULL::text[] AS nodes,
        NULL::text[] AS attributes
 FROM {s}.entities e WHERE e.ns = $1::text AND e.id = $2::text
 UNION ALL
-SELECT 1, s.node, 0, NULL, NULL, NULL, NULL, NULL FROM states s
-WHERE s.step = cardinality($3::text[])
+SELECT 1, p.node, 0, NULL, NULL, NULL, NULL, NULL FROM paths p
+WHERE p.step = cardinality($3::text[]) AND p.rank = 1
 UNION ALL
 SELECT 2, p.node, p.rank, p.nodes, p.weights, p.froms, p.untils,
        ARRAY(SELECT (SELECT ra.attributes FROM {s}.relations ra
