@@ -93,3 +93,9 @@ def test_wraps_an_existing_memory() -> None:
         assert (await memory.recall("u", "shared"))[0].text == "shared between both APIs"
 
     run(main())
+
+
+def test_settings_beside_an_open_memory_are_refused() -> None:
+    # The memory was opened with its settings: others given beside it would be dropped.
+    with pytest.raises(TypeError, match="eviction"):
+        AsyncMemory(Memory(), eviction={"policy": "capacity", "max_items": 3})

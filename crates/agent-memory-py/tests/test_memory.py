@@ -449,6 +449,13 @@ def test_remember_dialogue_names_the_bad_turn(memory: Memory) -> None:
     with pytest.raises(InvalidInputError) as error:
         memory.remember_dialogue("chat", [{"text": "x", "speaker": "s" * 300}])
     assert error.value.field == "turns[0].speaker"
+    # A misspelt key is refused, not dropped; a bool is no speaker or session number.
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"text": "x", "sesion": "s1"}])
+    assert error.value.field == "turns[0].sesion"
+    with pytest.raises(InvalidInputError) as error:
+        memory.remember_dialogue("chat", [{"text": "x", "speaker": True}])
+    assert error.value.field == "turns[0].speaker"
     # The date the dialogue writes before a turn's text counts against the content limit:
     # checked before the first turn is stored.
     with pytest.raises(InvalidInputError) as error:

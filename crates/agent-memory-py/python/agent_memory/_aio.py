@@ -43,6 +43,12 @@ class AsyncMemory:
         executor: Executor | None = None,
         **options: Any,
     ) -> None:
+        if isinstance(store, Memory) and options:
+            # The memory is open already: its settings were chosen when it was opened.
+            raise TypeError(
+                f"AsyncMemory(Memory, ...) takes no settings ({', '.join(sorted(options))}): "
+                "pass them to Memory, or give AsyncMemory the store's location"
+            )
         self.memory: Memory = store if isinstance(store, Memory) else Memory(store, **options)
         self._executor = executor
 

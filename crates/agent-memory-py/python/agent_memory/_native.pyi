@@ -224,15 +224,16 @@ class Memory:
     def location(self) -> str:
         """``:memory:``, the SQLite path, or the PostgreSQL server."""
     def remember_dialogue(
-        self, namespace: str, turns: Sequence[Mapping[str, Any]]
+        self, namespace: str, turns: list[dict[str, Any]]
     ) -> list[Remembered]:
         """Remembers the turns of a dialogue in order, each as ``[date] speaker: text`` with
         its role and session in metadata and its neighbours in the session as context.
 
         Each turn is a dict with ``text`` and optionally ``speaker``, ``role`` (``user``,
-        ``assistant``, ``system``, ``tool``), ``session``, ``at``, ``id``, ``metadata``,
-        ``source``. Pass a conversation's turns together: a later call starts a new
-        stretch of dialogue.
+        ``assistant``, ``system``, ``tool``), ``session`` (a string or an int), ``at``,
+        ``id``, ``metadata``, ``source``; another key is refused. A turn given an ``id`` is
+        stored under it even when it repeats another turn's words. Pass a conversation's
+        turns together: a later call starts a new stretch of dialogue.
 
         :raises InvalidInputError: naming the turn and field (``turns[3].role``); every
             turn is checked before any is stored, so a bad one stores nothing.

@@ -138,6 +138,11 @@ pub(super) fn records(items: Vec<MemoryItem>) -> Vec<Record> {
     items.into_iter().map(Record::new).collect()
 }
 
+/// The keys a turn of `remember_dialogue` may have.
+const TURN_KEYS: [&str; 8] = [
+    "text", "speaker", "role", "session", "at", "id", "source", "metadata",
+];
+
 /// Turn `position` of `remember_dialogue`'s list: a dict with `text` (required),
 /// `speaker`, `role`, `session` (a string or a number), `at`, `id`, `source` and
 /// `metadata`. A refused value names its field as `turns[position].name`.
@@ -146,6 +151,20 @@ pub(super) fn turn_of(py: Python<'_>, position: usize, turn: &Bound<'_, PyAny>) 
     let turn = turn
         .cast::<PyDict>()
         .map_err(|_| invalid(py, &format!("turns[{position}]"), "must be a dict"))?;
+    // A key misspelt ("sesion") would be dropped without a word, as the settings' dicts
+    // refuse theirs.
+    for key in turn.keys() {
+        let name: String = key
+            .extract()
+            .map_err(|_| invalid(py, &format!("turns[{position}]"), "keys must be strings"))?;
+        if !TURN_KEYS.contains(&name.as_str()) {
+            return Err(invalid(
+                py,
+                &field(&name),
+                format!("is not a key of a turn (one of {})", TURN_KEYS.join(", ")),
+            ));
+        }
+    }
     let text: String = match turn.get_item("text")? {
         Some(text) => text
             .extract()
@@ -157,8 +176,10 @@ pub(super) fn turn_of(py: Python<'_>, position: usize, turn: &Bound<'_, PyAny>) 
             None => Ok(None),
             Some(value) if value.is_none() => Ok(None),
             Some(value) => {
-                // A session may be numbered.
-                if let Ok(number) = value.extract::<i64>() {
+                // A session may be numbered (a bool is no number: True is not session 1).
+                if !value.is_instance_of::<pyo3::types::PyBool>()
+                    && let Ok(number) = value.extract::<i64>()
+                {
                     return Ok(Some(number.to_string()));
                 }
                 value
