@@ -199,9 +199,10 @@ pub(crate) struct RememberArgs {
 pub(crate) struct RecallArgs {
     /// What to look for, in plain words.
     pub(crate) query: String,
-    /// Most results.
-    #[arg(long, short = 'k', default_value_t = 10)]
-    pub(crate) limit: usize,
+    /// Most results, 1 to 1000 [default: the configuration file's `[retriever]`
+    /// `max_results`, else 10].
+    #[arg(long, short = 'k')]
+    pub(crate) limit: Option<usize>,
     /// Only these kinds (repeat for several); default all but short-term.
     #[arg(long = "kind", value_enum)]
     pub(crate) kinds: Vec<KindArg>,

@@ -338,12 +338,11 @@ async fn recall(settings: &Settings, args: RecallArgs) -> Result<Outcome, Failur
         None => serde_json::Map::new(),
         Some(raw) => parse_metadata_conditions(raw)?,
     };
-    let options = recall_options(
-        args.limit,
-        kinds(&args.kinds),
-        parse_tags(&args.tags)?,
-        metadata,
-    )?;
+    let limit = match args.limit {
+        Some(limit) => limit,
+        None => settings.file.recall_limit()?,
+    };
+    let options = recall_options(limit, kinds(&args.kinds), parse_tags(&args.tags)?, metadata)?;
     let options = with_time_view(options, args.as_of.as_deref(), args.include_ended)?;
     let memory = settings.open().await?;
     let result = memory

@@ -48,6 +48,9 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// The default deadline of one request to `serve`.
 pub(crate) const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// The results of a recall that asks for no number, unless the `[retriever]` table sets
+/// `max_results` (the library's own default, 20, is for the recalls `context` makes).
+pub(crate) const DEFAULT_RECALL_LIMIT: usize = 10;
 
 /// The configuration file's keys; each is the flag's name with `_` for `-`.
 #[derive(Debug, Default, Deserialize)]
@@ -193,6 +196,23 @@ impl ConfigFile {
         let config = RetrieverConfig::deserialize(toml::Value::Table(table.clone()))
             .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
         Ok(Some(config))
+    }
+
+    /// The results of a recall that asks for no number (`recall` without `--limit`, an HTTP
+    /// or MCP recall without `limit`): the `[retriever]` table's `max_results` when it sets
+    /// one, else [`DEFAULT_RECALL_LIMIT`].
+    ///
+    /// # Errors
+    /// As [`retriever`](Self::retriever).
+    pub(crate) fn recall_limit(&self) -> Result<usize, Failure> {
+        let set = self
+            .retriever
+            .as_ref()
+            .is_some_and(|table| table.contains_key("max_results"));
+        Ok(match self.retriever()? {
+            Some(config) if set => config.max_results,
+            _ => DEFAULT_RECALL_LIMIT,
+        })
     }
 }
 

@@ -38,6 +38,9 @@ pub(crate) struct MemoryServer {
     /// How long one tool call may take (over HTTP, the server's request deadline: the MCP
     /// stream stays open as long as the client wants, each call within the deadline).
     deadline: Option<Duration>,
+    /// The results of a `recall` that asks for no number, before the tool's cap of 50 (the
+    /// configuration file's `[retriever]` `max_results`, else 10).
+    recall_limit: usize,
 }
 
 impl MemoryServer {
@@ -49,7 +52,15 @@ impl MemoryServer {
             compat,
             fixed,
             deadline: None,
+            recall_limit: crate::config::DEFAULT_RECALL_LIMIT,
         }
+    }
+
+    /// The server with `limit` results for a `recall` that asks for no number (capped at
+    /// the tool's most, 50).
+    pub(crate) fn with_recall_limit(mut self, limit: usize) -> Self {
+        self.recall_limit = limit;
+        self
     }
 
     /// The server with a deadline for each tool call: a call that takes longer fails with
@@ -203,8 +214,17 @@ impl ServerHandler for MemoryServer {
                 let call = async {
                     match self.compat {
                         Compat::Native => {
-                            native::call(&self.memory, &caller, &request.name, request.arguments)
-                                .await
+                            let defaults = native::Defaults {
+                                recall_limit: self.recall_limit,
+                            };
+                            native::call(
+                                &self.memory,
+                                &caller,
+                                &defaults,
+                                &request.name,
+                                request.arguments,
+                            )
+                            .await
                         }
                         Compat::ServerMemory => {
                             compat::call(&self.memory, &caller, &request.name, request.arguments)
@@ -256,7 +276,8 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
         Arc::clone(&memory),
         args.compat,
         Some(Caller::Tenant(settings.namespace.clone())),
-    );
+    )
+    .with_recall_limit(settings.file.recall_limit()?);
     // Every line gets an answer: one that does not parse a JSON-RPC parse error.
     let stdio_lines::Lines {
         input,

@@ -69,6 +69,9 @@ pub(crate) struct Shared {
     max_body: usize,
     /// The most MCP sessions open at once (`--max-mcp-sessions`).
     max_mcp_sessions: usize,
+    /// The results of a recall that asks for no number (the configuration file's
+    /// `[retriever]` `max_results`, else 10), over HTTP and MCP.
+    pub(crate) recall_limit: usize,
 }
 
 /// The MCP sessions kept open at once unless `--max-mcp-sessions` says otherwise: each
@@ -196,6 +199,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         )
         .with_hint("listen on loopback (--listen 127.0.0.1:PORT), or serve with --admin-key and API keys"));
     }
+    let recall_limit = file.recall_limit()?;
     let memory = Arc::new(settings.open_tuned(tuning).await?);
     let state = AppState(Arc::new(Shared {
         memory: Arc::clone(&memory),
@@ -204,6 +208,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         timeout: Duration::from_millis(timeout_ms),
         max_body,
         max_mcp_sessions,
+        recall_limit,
     }));
     let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
     let listener = tokio::net::TcpListener::bind(&listen)
@@ -334,7 +339,8 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
     let mcp = StreamableHttpService::new(
         move || {
             Ok(MemoryServer::new(Arc::clone(&served.memory), compat, None)
-                .with_deadline(served.timeout))
+                .with_deadline(served.timeout)
+                .with_recall_limit(served.recall_limit))
         },
         Arc::clone(&sessions),
         config,

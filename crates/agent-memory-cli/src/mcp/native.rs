@@ -99,7 +99,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "Most results."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "default": 10, "description": "Most results; left out, the server's configured number (10 unless its operator set another)."},
                     "kinds": {"type": "array", "items": {"type": "string", "enum": kinds}, "description": "Only these kinds; default all but short_term."},
                     "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Only results carrying every one of these tags."},
                     "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},
@@ -527,10 +527,22 @@ pub(super) fn paging(
     Ok((offset, limit))
 }
 
-/// Runs tool `name`.
+/// The server's settings of the tools' arguments left out.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Defaults {
+    /// The results of a `recall` without `limit` (the configuration file's `[retriever]`
+    /// `max_results`, else 10), capped at the tool's most.
+    pub(super) recall_limit: usize,
+}
+
+/// The most results one `recall` returns.
+const MAX_RECALL: usize = 50;
+
+/// Runs tool `name`, with `defaults` for arguments left out.
 pub(super) async fn call(
     memory: &Memory,
     caller: &Caller,
+    defaults: &Defaults,
     name: &str,
     raw: Option<Map<String, Value>>,
 ) -> Result<Value, Failure> {
@@ -568,11 +580,13 @@ pub(super) async fn call(
         "recall" => {
             let args: RecallArgs = arguments(raw)?;
             let namespace = caller.namespace(args.namespace.as_deref())?;
-            let limit = args.limit.unwrap_or(10);
-            if limit > 50 {
+            let limit = args
+                .limit
+                .unwrap_or_else(|| defaults.recall_limit.min(MAX_RECALL));
+            if limit > MAX_RECALL {
                 return Err(Failure::invalid(
                     "limit",
-                    format!("limit {limit} is above 50"),
+                    format!("limit {limit} is above {MAX_RECALL}"),
                 ));
             }
             let kinds = args

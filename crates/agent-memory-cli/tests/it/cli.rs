@@ -1,6 +1,6 @@
 //! The commands on a temporary SQLite file.
 
-use crate::support::{ADA_MEMORY_FILE, TempDir, command, ok_in, run, run_json};
+use crate::support::{ADA_MEMORY_FILE, TempDir, command, ok_in, remember_kiwis, run, run_json};
 
 #[test]
 fn remember_recall_forget_stats() {
@@ -798,6 +798,36 @@ fn the_config_file_sets_the_retriever() {
     let (code, found) = run_json(&dir, &["recall", "deploys"]);
     assert_eq!(code, 0, "{found}");
     assert_eq!(results(&found), Some(1), "{found}");
+}
+
+/// A recall without `--limit` returns the `[retriever]` table's `max_results`, else 10;
+/// `--limit` wins over both.
+#[test]
+fn a_recall_without_a_limit_returns_the_configured_number() {
+    let dir = TempDir::new("recall-limit");
+    remember_kiwis(&dir, "k", 14);
+    let results = |args: &[&str]| {
+        let mut all = vec!["-n", "k", "recall", "kiwi"];
+        all.extend_from_slice(args);
+        let (code, found) = run_json(&dir, &all);
+        assert_eq!(code, 0, "{found}");
+        found["results"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(results(&[]), 10);
+    assert_eq!(results(&["--limit", "12"]), 12);
+
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("config.toml"), "[retriever]\nmax_results = 3\n").expect("write");
+    assert_eq!(results(&[]), 3);
+    assert_eq!(results(&["-k", "5"]), 5);
+    // A table without the key leaves the default.
+    std::fs::write(
+        config.join("config.toml"),
+        "[retriever]\ndrop_time_words = true\n",
+    )
+    .expect("write");
+    assert_eq!(results(&[]), 10);
 }
 
 /// A recall on a store that takes no write (another process holds its write lock past the

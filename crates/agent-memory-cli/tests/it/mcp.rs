@@ -6,7 +6,7 @@ use std::process::{ChildStdin, ChildStdout, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{DropSchema, Server, TempDir, backends, command};
+use crate::support::{ADMIN_KEY, DropSchema, Server, TempDir, backends, command, remember_kiwis};
 
 /// A client on the server's standard input and output.
 struct Stdio_ {
@@ -377,6 +377,50 @@ fn stdio_scenario(client: &mut Stdio_) {
             .is_some_and(|t| t.contains("title")),
         "{blank}"
     );
+}
+
+/// A recall without `limit`, over MCP on stdio, over MCP on `serve` and over HTTP, returns
+/// the configuration file's `[retriever]` `max_results`; an explicit `limit` wins.
+#[test]
+fn a_recall_without_a_limit_returns_the_configured_number() {
+    let dir = TempDir::new("mcp-recall-limit");
+    remember_kiwis(&dir, "acme", 8);
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("config.toml"), "[retriever]\nmax_results = 3\n").expect("write");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("store.db").to_string_lossy().into_owned(),
+    ];
+    let count = |found: &Value| found["results"].as_array().map_or(0, Vec::len);
+
+    let mut client = Stdio_::start(&dir, &store, &["-n", "acme", "mcp"]);
+    assert_eq!(
+        count(&client.payload("recall", json!({"query": "kiwi"}))),
+        3
+    );
+    let found = client.payload("recall", json!({"query": "kiwi", "limit": 6}));
+    assert_eq!(count(&found), 6);
+    drop(client);
+
+    let server = Server::start(&dir, &store, &[]);
+    let key = server.key_for("acme");
+    let (status, found) = server.call(
+        "POST",
+        "/v1/recall",
+        Some(&key),
+        Some(json!({"query": "kiwi"})),
+    );
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(count(&found), 3, "{found}");
+    let (status, found) = server.call(
+        "POST",
+        "/v1/recall",
+        Some(ADMIN_KEY),
+        Some(json!({"query": "kiwi", "namespace": "acme", "limit": 7})),
+    );
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(count(&found), 7, "{found}");
 }
 
 #[test]

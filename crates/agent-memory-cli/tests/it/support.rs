@@ -346,3 +346,48 @@ pub(crate) const ADA_MEMORY_FILE: &str = concat!(
     r#"{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}"#,
     "\n"
 );
+
+/// Remembers `count` (at most 16) memories about kiwis in namespace `namespace` of
+/// `store.db`, each unlike the others, so a recall of "kiwi" finds them all.
+pub(crate) fn remember_kiwis(dir: &TempDir, namespace: &str, count: usize) {
+    const PLACES: [&str; 16] = [
+        "Auckland",
+        "Berlin",
+        "Cairo",
+        "Dakar",
+        "Edinburgh",
+        "Fresno",
+        "Geneva",
+        "Havana",
+        "Istanbul",
+        "Jakarta",
+        "Kyoto",
+        "Lagos",
+        "Madrid",
+        "Nairobi",
+        "Oslo",
+        "Perth",
+    ];
+    const WHAT: [&str; 16] = [
+        "grows in the garden",
+        "was sold at the market",
+        "arrived by ship",
+        "sat on the windowsill",
+        "ripened over winter",
+        "fed three hungry children",
+        "won a county prize",
+        "rolled under the sofa",
+        "went into a smoothie",
+        "travelled in a lunchbox",
+        "was painted for a class",
+        "cost two dollars",
+        "fell from a truck",
+        "was photographed at dawn",
+        "decorated a birthday cake",
+        "was shared with neighbours",
+    ];
+    for (place, what) in PLACES.iter().zip(WHAT).take(count) {
+        let text = format!("A kiwi from {place} {what}");
+        ok_in(dir, namespace, &["remember", &text]);
+    }
+}

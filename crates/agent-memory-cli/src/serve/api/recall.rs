@@ -24,7 +24,8 @@ pub(crate) struct RecallRequest {
     /// What to look for, in plain words (at most 16 KiB).
     #[schema(max_length = 16384)]
     pub(crate) query: String,
-    /// Most results, 1 to 1000, default 10.
+    /// Most results, 1 to 1000; default the server's configured `[retriever]` `max_results`,
+    /// else 10.
     #[serde(default)]
     #[schema(minimum = 1, maximum = 1000)]
     pub(crate) limit: Option<usize>,
@@ -90,7 +91,7 @@ pub(crate) async fn recall(
         .map(|kind| parse_kind(kind))
         .collect::<Result<Vec<_>, _>>()?;
     let options = recall_options(
-        body.limit.unwrap_or(10),
+        body.limit.unwrap_or(state.recall_limit),
         kinds,
         parse_tags(&body.tags)?,
         metadata_conditions(body.metadata)?,
