@@ -488,7 +488,8 @@ pub(crate) struct ForgetArgs {
 pub(crate) struct ExportArgs {
     /// The file to write; default standard output (not with --json). The records are
     /// written beside it and replace it once all are written, so a failed export leaves an
-    /// existing file as it was; the store's own file is refused.
+    /// existing file as it was; the store's own file and SQLite's files beside it (`-wal`,
+    /// `-shm`, `-journal`) are refused.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// Export every namespace, not only --namespace.

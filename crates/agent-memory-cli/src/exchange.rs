@@ -99,6 +99,35 @@ pub(crate) async fn export(settings: &Settings, args: ExportArgs) -> Result<Outc
     })
 }
 
+/// The files SQLite keeps beside a database, by the suffix of their name.
+const SQLITE_COMPANIONS: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// `path` with its links and its directory's resolved, whether or not it exists (a link
+/// that leads nowhere yet names where it leads); `None` when its directory does not
+/// exist.
+fn resolved(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    if let Ok(found) = path.canonicalize() {
+        return Some(found);
+    }
+    let mut path = path.to_owned();
+    // A dangling link, followed a few steps at most (a loop of links ends there).
+    for _ in 0..8 {
+        let Ok(target) = std::fs::read_link(&path) else {
+            break;
+        };
+        path = match path.parent() {
+            Some(parent) => parent.join(target),
+            None => target,
+        };
+    }
+    let name = path.file_name()?;
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(name))
+}
+
 /// An export's output file while it is written: a file beside it, renamed over it once every
 /// record is written and synced, and removed if the export fails. An output that is no
 /// regular file (a device, a pipe, `/dev/stdout`), or one beside which no file can be made,
@@ -117,20 +146,31 @@ struct Partial {
 impl Partial {
     /// The file the records of `output` are written to, refused when `output` is the store
     /// being exported (the export would have emptied it, and then replaced it with its
-    /// records).
+    /// records) or one of SQLite's files beside it (`-wal`, `-shm`, `-journal`: replacing
+    /// one breaks the open store), by its own name or through a link.
     fn create(
         output: &std::path::Path,
         store: &agent_memory::StoreLocation,
     ) -> Result<Self, Failure> {
         if let agent_memory::StoreLocation::Sqlite(store) = store
-            && let (Ok(store), Ok(same)) = (store.canonicalize(), output.canonicalize())
-            && store == same
+            && let (Ok(store), Some(same)) = (store.canonicalize(), resolved(output))
         {
-            return Err(Failure::invalid(
-                "output",
-                format!("{} is the store being exported", output.display()),
-            )
-            .with_hint("export to another file"));
+            let what = if same == store {
+                Some("the store being exported".to_owned())
+            } else {
+                SQLITE_COMPANIONS.iter().find_map(|suffix| {
+                    let mut companion = store.clone().into_os_string();
+                    companion.push(suffix);
+                    (same.as_os_str() == companion)
+                        .then(|| format!("the {suffix} file of the store being exported"))
+                })
+            };
+            if let Some(what) = what {
+                return Err(
+                    Failure::invalid("output", format!("{} is {what}", output.display()))
+                        .with_hint("export to another file"),
+                );
+            }
         }
         let in_place = || {
             File::create(output)

@@ -982,6 +982,57 @@ fn a_failed_export_leaves_the_backup_whole() {
     assert!(left.is_empty(), "no partial file left: {left:?}");
 }
 
+/// SQLite's files beside the store (`-wal`, `-shm`, `-journal`), named or through a link, are
+/// refused as an export's output as the store's own file is: replacing the write-ahead log
+/// under the open store broke it ("disk I/O error").
+#[test]
+fn an_export_over_a_file_beside_the_store_is_refused() {
+    let dir = TempDir::new("export-companions");
+    let db = dir.path().join("e.db");
+    let store = db.to_string_lossy().into_owned();
+    let run_on = |args: &[&str]| {
+        let output = command(&dir)
+            .args(["--store", &store, "-n", "w", "--json"])
+            .args(args)
+            .output()
+            .expect("run");
+        let value: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        (output.status.code(), value)
+    };
+    let (code, _) = run_on(&["remember", "The lighthouse is painted red"]);
+    assert_eq!(code, Some(0));
+    let link = dir.path().join("wal-link.jsonl");
+    std::os::unix::fs::symlink(format!("{store}-wal"), &link).expect("link");
+    let relative_link = dir.path().join("journal-link.jsonl");
+    std::os::unix::fs::symlink("e.db-journal", &relative_link).expect("link");
+    let outputs = [
+        format!("{store}-wal"),
+        format!("{store}-shm"),
+        format!("{store}-journal"),
+        // Relative to the working directory, which is the store's.
+        "e.db-wal".to_owned(),
+        link.to_string_lossy().into_owned(),
+        relative_link.to_string_lossy().into_owned(),
+    ];
+    for output in &outputs {
+        let (code, refused) = run_on(&["export", "--output", output]);
+        assert_eq!(code, Some(3), "{output}: {refused}");
+        assert_eq!(refused["error"]["field"], "output", "{output}: {refused}");
+        let (code, found) = run_on(&["recall", "lighthouse"]);
+        assert_eq!(code, Some(0), "after {output}: {found}");
+        assert_eq!(
+            found["results"][0]["text"], "The lighthouse is painted red",
+            "after {output}: {found}"
+        );
+    }
+    // A file merely named like one, beside another store, is written.
+    let other = dir.path().join("other.db-wal");
+    let (code, done) = run_on(&["export", "--output", &other.to_string_lossy()]);
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["exported"]["memories"], 1, "{done}");
+}
+
 /// `export | head`: a reader that stops early is not an error, as for `recall x | head -1`.
 #[test]
 fn an_export_read_in_part_is_not_an_error() {
