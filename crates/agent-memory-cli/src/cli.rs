@@ -539,9 +539,20 @@ pub(crate) struct ServeArgs {
         hide_env_values = true
     )]
     pub(crate) admin_key: Option<String>,
-    /// Accept requests without a key, with access to every namespace (local use only).
-    #[arg(long, env = "AGENT_MEMORY_NO_AUTH")]
-    pub(crate) no_auth: bool,
+    /// Accept requests without a key, with access to every namespace (local use only, on
+    /// a loopback address). `--no-auth` alone is `--no-auth=true`; `--no-auth=false` or
+    /// AGENT_MEMORY_NO_AUTH=false (also 0, no, off or empty; 1, yes, on for true)
+    /// overrides the configuration file's `no_auth`.
+    #[arg(
+        long,
+        env = "AGENT_MEMORY_NO_AUTH",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_no_auth
+    )]
+    pub(crate) no_auth: Option<bool>,
     /// Largest request body accepted, in bytes. Default 2 MiB.
     #[arg(long, env = "AGENT_MEMORY_MAX_BODY_BYTES", value_name = "BYTES")]
     pub(crate) max_body_bytes: Option<usize>,
@@ -585,4 +596,19 @@ pub(crate) struct McpArgs {
     /// The tool set to offer.
     #[arg(long, value_enum, default_value = "native")]
     pub(crate) compat: Compat,
+}
+
+/// `--no-auth`'s value, from the flag (`--no-auth=false`) or `AGENT_MEMORY_NO_AUTH`: true,
+/// yes, on, 1 (or y, t) for true, false, no, off, 0 (or n, f) and empty for false, in any
+/// case; anything else is refused with the values it takes (clap's own message names the
+/// flag only, though the value may have come from the variable).
+fn parse_no_auth(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "t" | "yes" | "y" | "on" | "1" => Ok(true),
+        "false" | "f" | "no" | "n" | "off" | "0" | "" => Ok(false),
+        _ => Err(
+            "not a boolean (from --no-auth=BOOL or AGENT_MEMORY_NO_AUTH): write true or false, 1 or 0, yes or no, on or off"
+                .to_owned(),
+        ),
+    }
 }

@@ -68,7 +68,7 @@ pub(crate) struct ConfigFile {
     pub(crate) listen: Option<String>,
     /// As `serve --admin-key`.
     pub(crate) admin_key: Option<String>,
-    /// As `serve --no-auth`.
+    /// As `serve --no-auth`; `--no-auth=false` or `AGENT_MEMORY_NO_AUTH=false` overrides it.
     pub(crate) no_auth: Option<bool>,
     /// As `serve --max-body-bytes`.
     pub(crate) max_body_bytes: Option<usize>,

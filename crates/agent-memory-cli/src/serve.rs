@@ -96,7 +96,8 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
     let file = &settings.file;
     let listen = config::pick(args.listen, file.listen.clone(), DEFAULT_LISTEN.to_owned());
     let admin_key = args.admin_key.or_else(|| file.admin_key.clone());
-    let open = args.no_auth || file.no_auth.unwrap_or(false);
+    // Given by flag or environment, either way wins over the file's (`false` too).
+    let open = config::pick(args.no_auth, file.no_auth, false);
     let max_body = config::pick(
         args.max_body_bytes,
         file.max_body_bytes,

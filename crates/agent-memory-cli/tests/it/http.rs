@@ -870,6 +870,54 @@ fn limits_are_enforced() {
 /// Without keys, the server answers only requests addressed to an IP address or to
 /// localhost: a page whose domain is made to resolve to it (DNS rebinding) is refused, on
 /// the API and on MCP alike. With keys, any name may address it.
+/// `no_auth = true` in the configuration file is overridden by `AGENT_MEMORY_NO_AUTH` and
+/// by `--no-auth=BOOL` either way (flags, then the environment, then the file); a value
+/// that is no boolean is refused, naming the variable.
+#[test]
+fn no_auth_follows_flag_then_environment_then_file() {
+    let dir = TempDir::new("no-auth-precedence");
+    let store = vec![
+        "--store".to_owned(),
+        dir.path().join("s.db").to_string_lossy().into_owned(),
+    ];
+    let config = dir.path().join("config").join("agent-memory");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("config.toml"), "no_auth = true\n").expect("write");
+    for (env, flags, open) in [
+        (None, &[][..], true),
+        (Some("false"), &[][..], false),
+        (Some("0"), &[][..], false),
+        (Some("No"), &[][..], false),
+        (None, &["--no-auth=false"][..], false),
+        (Some("false"), &["--no-auth"][..], true),
+        (Some("yes"), &["--no-auth=off"][..], false),
+    ] {
+        let env: Vec<(&str, &str)> = env
+            .map(|value| ("AGENT_MEMORY_NO_AUTH", value))
+            .into_iter()
+            .collect();
+        let server = Server::start_with_env(&dir, &store, flags, &env);
+        let (status, text) = server.raw("GET", "/v1/memories", None, None);
+        let expected = if open { 200 } else { 401 };
+        assert_eq!(status, expected, "{env:?} {flags:?}: {text}");
+    }
+    let output = command(&dir)
+        .env("AGENT_MEMORY_NO_AUTH", "maybe")
+        .args(&store)
+        .args(["--json", "serve", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("serve");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let refused: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("AGENT_MEMORY_NO_AUTH"), "{refused}");
+    assert!(message.contains("true or false"), "{refused}");
+    // The file's `no_auth` still listens on loopback only.
+    let (code, refused) = run_json(&dir, &["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["field"], "no_auth", "{refused}");
+}
+
 #[test]
 fn a_server_without_keys_refuses_other_hosts() {
     let dir = TempDir::new("hosts");

@@ -92,7 +92,17 @@ pub(crate) const ADMIN_KEY: &str = "test-admin-key-0123456789";
 impl Server {
     /// Starts a server on `store_args` (e.g. `--store x.db`) and waits for its address.
     pub(crate) fn start(dir: &TempDir, store_args: &[String], extra: &[&str]) -> Self {
-        let (server, lines) = Self::launch(dir, store_args, extra);
+        Self::start_with_env(dir, store_args, extra, &[])
+    }
+
+    /// [`start`](Self::start) with the environment variables `env` set.
+    pub(crate) fn start_with_env(
+        dir: &TempDir,
+        store_args: &[String],
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        let (server, lines) = Self::launch(dir, store_args, extra, env);
         // Keep draining the logs so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         server
@@ -100,7 +110,7 @@ impl Server {
 
     /// [`start`](Self::start), then closes the pipe its logs go to (a log reader that died).
     pub(crate) fn start_then_close_logs(dir: &TempDir, store_args: &[String]) -> Self {
-        let (server, lines) = Self::launch(dir, store_args, &[]);
+        let (server, lines) = Self::launch(dir, store_args, &[], &[]);
         drop(lines);
         server
     }
@@ -110,12 +120,14 @@ impl Server {
         dir: &TempDir,
         store_args: &[String],
         extra: &[&str],
+        env: &[(&str, &str)],
     ) -> (
         Self,
         std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
     ) {
         use std::io::BufRead;
         let mut child = command(dir)
+            .envs(env.iter().copied())
             .args(store_args)
             .args(["serve", "--listen", "127.0.0.1:0", "--admin-key", ADMIN_KEY])
             .args(extra)
