@@ -47,8 +47,9 @@ pub(crate) struct Cli {
     )]
     pub(crate) postgres_schema: Option<String>,
 
-    /// Keep at most this many memories in each namespace: a write that goes over evicts the
-    /// least valuable ones (pinned memories are never evicted). Default: no limit.
+    /// Keep at most this many memories in each namespace: a write that goes over (an import
+    /// too, once written) evicts the least valuable ones (pinned memories are never
+    /// evicted). Default: no limit.
     #[arg(
         long,
         global = true,

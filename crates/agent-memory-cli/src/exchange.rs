@@ -457,14 +457,28 @@ async fn import_native(
 ) -> Result<Outcome, Failure> {
     let memory = settings.open().await?;
     bar.set_message("checking and writing");
+    let mut noting = NotingNamespaces {
+        inner: input,
+        line: Vec::new(),
+        memories: BTreeMap::new(),
+    };
     let report = transfer::import_jsonl(
-        input,
+        &mut noting,
         Some(&**memory.store()),
         Some(&**memory.knowledge()),
         Some(&**memory.graph()),
     )
     .await?;
     let counts = report.imported;
+    // Kept within the capacity (and the rest of the eviction policy), as remembered
+    // memories are: each namespace written gets the upkeep of as many writes.
+    if counts.memories > 0 {
+        for (namespace, written) in noting.finish() {
+            if let Ok(namespace) = agent_memory::Namespace::parse(&namespace) {
+                memory.written(&namespace, written).await;
+            }
+        }
+    }
     Ok(Outcome {
         json: json!({
             "format": "agent-memory",
@@ -474,6 +488,84 @@ async fn import_native(
         }),
         text: summary(&counts),
     })
+}
+
+/// A native import's input, noting the namespace of each memory line as the import reads
+/// it: the import writes the stores directly, and the namespaces it wrote are then given
+/// the upkeep a write gets.
+struct NotingNamespaces<'a> {
+    /// The input.
+    inner: &'a mut (dyn BufRead + Send),
+    /// The line read so far.
+    line: Vec<u8>,
+    /// The memory lines per namespace.
+    memories: BTreeMap<String, usize>,
+}
+
+impl NotingNamespaces<'_> {
+    /// The memory lines per namespace, the last line (without a line end) counted too.
+    fn finish(mut self) -> BTreeMap<String, usize> {
+        note_line(&mut self.line, &mut self.memories);
+        self.memories
+    }
+}
+
+/// Notes `bytes`, read from the input: each line they end is looked at.
+fn note_bytes(bytes: &[u8], line: &mut Vec<u8>, memories: &mut BTreeMap<String, usize>) {
+    let mut rest = bytes;
+    while let Some(end) = rest.iter().position(|byte| *byte == b'\n') {
+        line.extend_from_slice(&rest[..end]);
+        note_line(line, memories);
+        rest = &rest[end + 1..];
+    }
+    line.extend_from_slice(rest);
+}
+
+/// Counts `line` in `memories` when it is a memory's, and empties it. A line that is no
+/// record is the import's to refuse.
+fn note_line(line: &mut Vec<u8>, memories: &mut BTreeMap<String, usize>) {
+    /// The two fields of a line looked at.
+    #[derive(serde::Deserialize)]
+    struct Line {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        namespace: Option<String>,
+    }
+    if let Ok(Line {
+        kind: Some(kind),
+        namespace: Some(namespace),
+    }) = serde_json::from_slice::<Line>(line)
+        && kind == "memory"
+    {
+        *memories.entry(namespace).or_default() += 1;
+    }
+    line.clear();
+}
+
+impl Read for NotingNamespaces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.inner.fill_buf()?;
+        let read = available.len().min(buf.len());
+        buf[..read].copy_from_slice(&available[..read]);
+        note_bytes(&buf[..read], &mut self.line, &mut self.memories);
+        self.inner.consume(read);
+        Ok(read)
+    }
+}
+
+impl BufRead for NotingNamespaces<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        // What `fill_buf` returned is still buffered: reading it again reads nothing.
+        if let Ok(available) = self.inner.fill_buf() {
+            let taken = amount.min(available.len());
+            note_bytes(&available[..taken], &mut self.line, &mut self.memories);
+        }
+        self.inner.consume(amount);
+    }
 }
 
 fn summary(counts: &RecordCounts) -> String {

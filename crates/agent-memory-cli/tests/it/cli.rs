@@ -1033,6 +1033,50 @@ fn an_export_over_a_file_beside_the_store_is_refused() {
     assert_eq!(done["exported"]["memories"], 1, "{done}");
 }
 
+/// A native import is kept within `--max-memories` as remembered memories are: each
+/// namespace it wrote is evicted down to the capacity once it is written (another namespace
+/// within it keeps all of its memories), and without a capacity every memory stays.
+#[test]
+fn a_native_import_is_kept_within_the_capacity() {
+    let dir = TempDir::new("import-capacity");
+    let header = serde_json::json!({"format": "agent-memory-jsonl", "version": 2,
+        "scope": {"namespace": "", "descendants": true}, "exported_at": "2026-12-07T14:16:32Z",
+        "counts": {"memories": 104, "recall_stats": 0, "pages": 0, "entities": 0, "relations": 0}});
+    let memory = |namespace: &str, i: usize| {
+        let record = serde_json::json!({"type": "memory", "id": format!("{namespace}{i}"),
+            "namespace": namespace, "content": format!("note {i} of {namespace}"),
+            "kind": "episodic", "importance": 0.5, "metadata": {}, "tags": [],
+            "source": null, "credibility": 1.0, "created_at": "2026-12-07T14:16:32Z",
+            "updated_at": "2026-12-07T14:16:32Z", "last_accessed": null, "access_count": 0});
+        format!("{record}\n")
+    };
+    let lines: String = std::iter::once(format!("{header}\n"))
+        .chain((0..101).map(|i| memory("h", i)))
+        .chain((0..3).map(|i| memory("g", i)))
+        .collect();
+    let records = dir.path().join("records.jsonl");
+    // The last line without its line end.
+    std::fs::write(&records, lines.trim_end()).expect("write records");
+    let records = records.to_string_lossy().into_owned();
+    let total = |namespace: &str| {
+        let (code, stats) = run_json(&dir, &["-n", namespace, "stats"]);
+        assert_eq!(code, 0, "{stats}");
+        stats["total"].as_u64().expect("a total")
+    };
+
+    let (code, imported) = run_json(&dir, &["--max-memories", "10", "import", &records]);
+    assert_eq!(code, 0, "{imported}");
+    assert_eq!(imported["imported"]["memories"], 104, "{imported}");
+    assert_eq!(total("h"), 10);
+    assert_eq!(total("g"), 3);
+
+    let unbounded = TempDir::new("import-unbounded");
+    let (code, imported) = run_json(&unbounded, &["import", &records]);
+    assert_eq!(code, 0, "{imported}");
+    let (_, stats) = run_json(&unbounded, &["-n", "h", "stats"]);
+    assert_eq!(stats["total"], 101, "{stats}");
+}
+
 /// `export | head`: a reader that stops early is not an error, as for `recall x | head -1`.
 #[test]
 fn an_export_read_in_part_is_not_an_error() {
