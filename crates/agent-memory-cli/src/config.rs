@@ -165,17 +165,16 @@ impl ConfigFile {
                 format!("configuration file {}: {error}", path.display()),
             )
             .with_hint(
-                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, max_connections, max_mcp_sessions, sqlite_readers, a [retriever] table and an [embeddings] table",
+                "the file is TOML with the keys store, namespace, postgres_schema, max_memories, listen, admin_key, no_auth, max_body_bytes, request_timeout_ms, max_connections, max_mcp_sessions, sqlite_readers, and the tables [retriever], [eviction], [decay] and [embeddings]",
             )
         })
     }
 
-    /// The `[retriever]` table as recall settings; `None` when the file has none. Values
-    /// out of range are refused by name when the memory is built.
+    /// The `[retriever]` table as recall settings; `None` when the file has none.
     ///
     /// # Errors
-    /// Invalid input naming `retriever.KEY` for a key that is no setting, or `retriever`
-    /// for a value of the wrong type.
+    /// Invalid input naming `retriever.KEY` for a key that is no setting or a value out of
+    /// range, or `retriever` for a value of the wrong type.
     pub(crate) fn retriever(&self) -> Result<Option<RetrieverConfig>, Failure> {
         let Some(table) = &self.retriever else {
             return Ok(None);
@@ -195,6 +194,9 @@ impl ConfigFile {
         }
         let config = RetrieverConfig::deserialize(toml::Value::Table(table.clone()))
             .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
+        config
+            .validate()
+            .map_err(|error| in_table("retriever", error))?;
         Ok(Some(config))
     }
 
@@ -222,7 +224,8 @@ impl ConfigFile {
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
     /// `eviction.<key>` for a key no policy of its kind has (a typo would leave a setting
-    /// at its default), or `eviction` for a value the policy does not take.
+    /// at its default) or a value out of range (`eviction.recall.<key>` inside a hybrid
+    /// policy's `recall`), or `eviction` for a value the policy does not take.
     pub(crate) fn eviction(&self) -> Result<Option<EvictionConfig>, Failure> {
         let Some(table) = &self.eviction else {
             return Ok(None);
@@ -250,7 +253,19 @@ impl ConfigFile {
                 format!("`{unknown}` is no setting of this eviction policy"),
             ));
         }
-        config.validate().map_err(Failure::from)?;
+        // A hybrid policy's `recall` names its own keys, which the file writes inside it.
+        if let EvictionPolicy::Hybrid {
+            recall: Some(recall),
+            ..
+        } = &config.policy
+        {
+            recall
+                .validate()
+                .map_err(|error| in_table("eviction.recall", error))?;
+        }
+        config
+            .validate()
+            .map_err(|error| in_table("eviction", error))?;
         Ok(Some(config))
     }
 
@@ -259,7 +274,8 @@ impl ConfigFile {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
-    /// `decay.<key>` for an unknown key, or `decay` for a bad value.
+    /// `decay.<key>` for an unknown key or a value out of range, or `decay` for a value of
+    /// the wrong type.
     pub(crate) fn decay(&self) -> Result<Option<DecayConfig>, Failure> {
         let Some(table) = &self.decay else {
             return Ok(None);
@@ -280,7 +296,9 @@ impl ConfigFile {
         }
         let config = DecayConfig::deserialize(merged)
             .map_err(|error| Failure::invalid("decay", error.to_string()))?;
-        config.validate().map_err(Failure::from)?;
+        config
+            .validate()
+            .map_err(|error| in_table("decay", error))?;
         Ok(Some(config))
     }
 
@@ -318,6 +336,16 @@ impl ConfigFile {
         let embedder = HttpEmbedder::new(config).map_err(|error| prefixed(error.into()))?;
         Ok(Some(embedder))
     }
+}
+
+/// `error`, a setting's check, with its field named as the file writes it: inside `table`
+/// (`retriever.min_score`, `eviction.max_items`, `decay.daily_rate`).
+fn in_table(table: &str, error: agent_memory::MemoryError) -> Failure {
+    let mut failure = Failure::from(error);
+    if let Some(field) = failure.field.take() {
+        failure.field = Some(format!("{table}.{field}"));
+    }
+    failure
 }
 
 /// `failure` with its field named inside the `[embeddings]` table.

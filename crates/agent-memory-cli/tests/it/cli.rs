@@ -759,7 +759,8 @@ fn export_then_import_elsewhere_and_the_mcp_memory_format() {
 }
 
 /// The configuration file's `[retriever]` table sets every recall; a key that is no
-/// setting, a value out of range or of the wrong type is refused by name.
+/// setting, a value out of range or of the wrong type is refused by name, as the file
+/// writes it (`retriever.min_score`).
 #[test]
 fn the_config_file_sets_the_retriever() {
     let dir = TempDir::new("retriever-config");
@@ -785,8 +786,10 @@ fn the_config_file_sets_the_retriever() {
         ),
         (
             "[retriever]\nother_speaker_factor = 0.0\n",
-            "other_speaker_factor",
+            "retriever.other_speaker_factor",
         ),
+        ("[retriever]\nmin_score = 2.0\n", "retriever.min_score"),
+        ("[retriever]\nmax_results = 0\n", "retriever.max_results"),
         ("[retriever]\ndrop_time_words = \"yes\"\n", "retriever"),
     ] {
         write(text);
@@ -798,6 +801,15 @@ fn the_config_file_sets_the_retriever() {
     let (code, found) = run_json(&dir, &["recall", "deploys"]);
     assert_eq!(code, 0, "{found}");
     assert_eq!(results(&found), Some(1), "{found}");
+
+    // A file that is no TOML of known keys: the hint names every key and table.
+    write("[retriever\n");
+    let (code, refused) = run_json(&dir, &["recall", "deploys"]);
+    assert_eq!(code, 3, "{refused}");
+    let hint = refused["error"]["hint"].as_str().unwrap_or_default();
+    for table in ["[retriever]", "[eviction]", "[decay]", "[embeddings]"] {
+        assert!(hint.contains(table), "{table}: {refused}");
+    }
 }
 
 /// A recall without `--limit` returns the `[retriever]` table's `max_results`, else 10;
@@ -1250,9 +1262,22 @@ fn the_config_file_sets_eviction_and_decay() {
             "eviction.max_items",
         ),
         ("[eviction]\nttl_secs = 60\n", "eviction.policy"),
-        ("[eviction]\npolicy = \"ttl\"\nttl_secs = 0\n", "ttl_secs"),
+        (
+            "[eviction]\npolicy = \"ttl\"\nttl_secs = 0\n",
+            "eviction.ttl_secs",
+        ),
+        (
+            "[eviction]\npolicy = \"capacity\"\nmax_items = 0\n",
+            "eviction.max_items",
+        ),
+        (
+            "[eviction]\npolicy = \"hybrid\"\n[eviction.recall]\nmax_items = 0\n\
+             recall_weight = 1.0\nscore_weight = 1.0\nrecency_weight = 1.0\n",
+            "eviction.recall.max_items",
+        ),
         ("[decay]\ndaily_rat = 0.5\n", "decay.daily_rat"),
-        ("[decay]\ndaily_rate = 2.0\n", "daily_rate"),
+        ("[decay]\ndaily_rate = 2.0\n", "decay.daily_rate"),
+        ("[decay]\nmin_threshold = -1.0\n", "decay.min_threshold"),
     ] {
         write(text);
         let (code, refused) = run_json(&dir, &["maintain"]);
