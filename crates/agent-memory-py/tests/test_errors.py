@@ -216,3 +216,12 @@ def test_a_count_below_its_range_gets_the_range(memory: Memory) -> None:
         assert refused.value.field == "max_results"
         problems.add(refused.value.problem)
     assert len(problems) == 1, problems
+
+
+@pytest.mark.parametrize("store", ["", "   "])
+def test_an_empty_store_location_is_refused(store: str, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError) as raised:
+        Memory(store)
+    assert raised.value.field == "store"
+    assert list(tmp_path.iterdir()) == []

@@ -21,7 +21,16 @@ pub(super) fn location(store: Option<&Bound<'_, PyAny>>) -> PyResult<StoreLocati
         return Ok(StoreLocation::InMemory);
     };
     if let Ok(text) = store.cast::<PyString>() {
-        return Ok(StoreLocation::parse(text.to_str()?));
+        let text = text.to_str()?;
+        // "" failed deep in SQLite, and "  " made a file named by its blanks.
+        if text.trim().is_empty() {
+            return Err(invalid(
+                store.py(),
+                "store",
+                "is empty: give a path, a postgres:// URL or \":memory:\" (or None)",
+            ));
+        }
+        return Ok(StoreLocation::parse(text));
     }
     // An os.PathLike: a SQLite file.
     store
