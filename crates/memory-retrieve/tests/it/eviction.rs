@@ -711,16 +711,22 @@ async fn decay_through_memory_maintain() {
     );
 }
 
+/// A memory decaying by `config`, on a manual clock at 2024-01-01.
+fn decaying(config: DecayConfig) -> (Arc<ManualClock>, Memory) {
+    let clock = Arc::new(ManualClock::new(t0()));
+    let memory = Memory::builder()
+        .clock(clock.clone())
+        .decay(config)
+        .build()
+        .unwrap();
+    (clock, memory)
+}
+
 /// An importance set by hand decays from then: a pass after the edit starts from the value
 /// set, not from the base an earlier pass stored.
 #[tokio::test]
 async fn an_importance_set_by_hand_decays_from_then() {
-    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
-    let memory = Memory::builder()
-        .clock(clock.clone())
-        .decay(DecayConfig::default())
-        .build()
-        .unwrap();
+    let (clock, memory) = decaying(DecayConfig::default());
     let ns = Namespace::parse("decay").unwrap();
     let id = memory
         .remember(&ns, "the passport is in the blue folder")
@@ -760,12 +766,7 @@ async fn an_importance_set_by_hand_decays_from_then() {
 /// scope decay and expire as before.
 #[tokio::test]
 async fn a_decay_state_written_by_a_caller_never_stops_maintenance() {
-    let clock = Arc::new(ManualClock::new("2024-01-01T00:00:00Z".parse().unwrap()));
-    let memory = Memory::builder()
-        .clock(clock.clone())
-        .decay(DecayConfig::default())
-        .build()
-        .unwrap();
+    let (clock, memory) = decaying(DecayConfig::default());
     let ns = Namespace::parse("decay").unwrap();
     let odd = memory
         .remember_with(
