@@ -9,6 +9,7 @@ use agent_memory::{EmbeddingProvider, MemoryError};
 use async_trait::async_trait;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
 use serde::Deserialize;
 
 use crate::convert::from_python;
@@ -35,6 +36,17 @@ impl fmt::Debug for PyEmbedder {
 }
 
 impl PyEmbedder {
+    /// Shows Python's cycle collector the callables held: an embedder that is a method of
+    /// an object holding the `Memory` (an agent whose `embed` method it is) makes a cycle
+    /// the collector can only free when it sees these references.
+    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.callable)?;
+        if let Some(query) = &self.query {
+            visit.call(query)?;
+        }
+        Ok(())
+    }
+
     /// The vectors of `texts`, as the callable returns them (their count and lengths are
     /// checked by the library).
     fn call(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
@@ -131,11 +143,16 @@ struct Service {
 ///
 /// # Errors
 /// `InvalidInputError` naming `embedder`, `embedding_dimension` or the dict's key at fault.
+/// An embedder as the library takes it, and the same as a [`PyEmbedder`] when it is made of
+/// Python callables (for the `Memory` to show them to the cycle collector).
+pub(crate) type Embedder = (Arc<dyn EmbeddingProvider>, Option<Arc<PyEmbedder>>);
+
+/// The embedder `value` names.
 pub(crate) fn embedder(
     py: Python<'_>,
     value: &Bound<'_, PyAny>,
     dimension: Option<usize>,
-) -> PyResult<Arc<dyn EmbeddingProvider>> {
+) -> PyResult<Embedder> {
     if value.is_instance_of::<PyDict>() {
         if dimension.is_some() {
             return Err(invalid(
@@ -159,7 +176,7 @@ pub(crate) fn embedder(
             }
             other => invalid(py, "embedder", other),
         })?;
-        return Ok(Arc::new(service));
+        return Ok((Arc::new(service), None));
     }
     // A LangChain `Embeddings` (or anything shaped like one): its two methods; a
     // sentence-transformers model: its query and document forms (version 5), or `encode`.
@@ -224,11 +241,15 @@ pub(crate) fn embedder(
             ));
         }
     };
-    Ok(Arc::new(PyEmbedder {
+    let embedder = Arc::new(PyEmbedder {
         callable: callable.unbind(),
         query: query.map(Bound::unbind),
         dimension,
-    }))
+    });
+    Ok((
+        Arc::clone(&embedder) as Arc<dyn EmbeddingProvider>,
+        Some(embedder),
+    ))
 }
 
 /// `value.name` when it exists and is callable.

@@ -17,6 +17,7 @@ use agent_memory::{
 use chrono::Utc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::convert::{count, count_of, from_json, from_python, record_namespace, scope, to_time};
 use crate::errors::{invalid, to_py_err};
@@ -66,6 +67,9 @@ pub(crate) struct PyMemory {
     /// The process that opened it: a process forked after that holds a copy whose threads
     /// (a SQLite writer, a connection pool's tasks) did not come along.
     opened_by: u32,
+    /// The embedder made of Python callables, if any: held by `inner` too, and named here
+    /// for `__traverse__`.
+    python_embedder: Option<Arc<crate::embedder::PyEmbedder>>,
 }
 
 impl Drop for PyMemory {
@@ -118,13 +122,13 @@ impl PyMemory {
         let embedding_dimension = count_of(py, "embedding_dimension", embedding_dimension)?;
         let location = location(store)?;
         let mut builder = Memory::builder();
+        let mut python_embedder = None;
         match embedder {
             Some(embedder) => {
-                builder = builder.embedder(crate::embedder::embedder(
-                    py,
-                    embedder,
-                    embedding_dimension,
-                )?);
+                let (provider, callables) =
+                    crate::embedder::embedder(py, embedder, embedding_dimension)?;
+                builder = builder.embedder(provider);
+                python_embedder = callables;
             }
             None if embedding_dimension.is_some() => {
                 return Err(invalid(
@@ -177,7 +181,18 @@ impl PyMemory {
             inner: Arc::new(memory),
             location: describe,
             opened_by: std::process::id(),
+            python_embedder,
         })
+    }
+
+    /// The Python objects this memory holds (an embedder's callables), for the cycle
+    /// collector: a `Memory` whose embedder is a method of the object holding it is freed
+    /// with that object.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match &self.python_embedder {
+            Some(embedder) => embedder.traverse(&visit),
+            None => Ok(()),
+        }
     }
 
     /// Where the records live: `:memory:`, the SQLite path, or the PostgreSQL server.

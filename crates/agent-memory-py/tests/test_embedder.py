@@ -330,3 +330,39 @@ def test_a_memory_dropped_inside_the_embedder_still_flushes(tmp_path) -> None:
             break
         time.sleep(0.01)
     assert reopened.get("u", note).access_count >= 3
+
+
+class _Agent:
+    """An agent whose memory embeds with the agent's own methods: a reference cycle."""
+
+    def __init__(self) -> None:
+        self.memory = Memory(embedder=self.embed, embedding_dimension=2)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(text))] for text in texts]
+
+
+class _LangChainAgent:
+    """The same with an object of two methods (a LangChain `Embeddings`)."""
+
+    def __init__(self) -> None:
+        self.memory = Memory(embedder=self, embedding_dimension=2)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(text))] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, float(len(text))]
+
+
+@pytest.mark.parametrize("agent_class", [_Agent, _LangChainAgent])
+def test_a_memory_in_a_cycle_through_its_embedder_is_collected(agent_class) -> None:
+    import gc
+    import weakref
+
+    agent = agent_class()
+    agent.memory.remember("u", "a note")
+    gone = weakref.ref(agent)
+    del agent
+    gc.collect()
+    assert gone() is None
