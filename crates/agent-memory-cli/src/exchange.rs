@@ -471,7 +471,7 @@ async fn import_native(
     .await?;
     let counts = report.imported;
     // Kept within the capacity (and the rest of the eviction policy), as remembered
-    // memories are: each namespace written gets the upkeep of as many writes.
+    // memories are: each namespace written is counted as that many writes, for one pass.
     if counts.memories > 0 {
         for (namespace, written) in noting.finish() {
             if let Ok(namespace) = agent_memory::Namespace::parse(&namespace) {

@@ -88,6 +88,22 @@ impl Drop for PyMemory {
     }
 }
 
+impl PyMemory {
+    /// The memory, unless this process was forked from the one that opened it: the copy a
+    /// child holds would wait for ever on threads left in the parent (a SQLite writer, a
+    /// connection pool's tasks), so its calls raise instead.
+    fn live(&self) -> PyResult<&Arc<Memory>> {
+        if self.opened_by == std::process::id() {
+            Ok(&self.inner)
+        } else {
+            Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "agent_memory: this Memory was opened by the process this one was forked from, \
+                 and its threads stayed there; open a new Memory in this process",
+            ))
+        }
+    }
+}
+
 #[pymethods]
 impl PyMemory {
     #[new]
@@ -288,7 +304,7 @@ impl PyMemory {
         if let Some(credibility) = credibility {
             request = request.credibility(credibility);
         }
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.remember_with(request)).map(Remembered::new)
     }
 
@@ -318,7 +334,7 @@ impl PyMemory {
         for (position, turn) in turns.iter().enumerate() {
             parsed.push(turn_of(py, position, &turn)?);
         }
-        let memory = Arc::clone(&self.inner);
+        let memory = Arc::clone(self.live()?);
         block_on(py, async move {
             let mut dialogue = memory.dialogue(namespace);
             let at = |position: usize| {
@@ -385,8 +401,8 @@ impl PyMemory {
             .map(|name| crate::convert::kind(py, name))
             .transpose()?;
         let metadata = self::metadata(metadata)?;
-        let store = Arc::clone(self.inner.store());
-        let inner = Arc::clone(&self.inner);
+        let store = Arc::clone(self.live()?.store());
+        let inner = Arc::clone(self.live()?);
         block_on(py, async move {
             agent_memory::backend::validate_metadata(&metadata)?;
             let mut item = MemoryItem::new(namespace.clone(), text)?
@@ -483,7 +499,7 @@ impl PyMemory {
             Some(value) => Some(self::arguments::user_metadata(value, "metadata")?),
             None => None,
         };
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(
             py,
             async move { memory.update(&namespace, id, update).await },
@@ -604,7 +620,7 @@ impl PyMemory {
             };
             options = options.filter(filter);
         }
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.recall_with(&scope, query, &options)).map(Recalled::new)
     }
 
@@ -645,7 +661,7 @@ impl PyMemory {
                     })
             })
             .transpose()?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, async move {
             match session {
                 Some(session) => {
@@ -662,7 +678,7 @@ impl PyMemory {
     /// it existed.
     fn forget(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.forget(&namespace, id))
     }
 
@@ -671,14 +687,14 @@ impl PyMemory {
     #[pyo3(signature = (namespace, *, exact = false))]
     fn clear(&self, py: Python<'_>, namespace: &str, exact: bool) -> PyResult<usize> {
         let scope = scope(py, namespace, exact)?;
-        let store = Arc::clone(self.inner.store());
+        let store = Arc::clone(self.live()?.store());
         block_on(py, async move { store.clear(&scope).await })
     }
 
     /// Memory `id` of `namespace`, or None.
     fn get(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<Option<Record>> {
         let namespace = record_namespace(py, namespace)?;
-        let store = Arc::clone(self.inner.store());
+        let store = Arc::clone(self.live()?.store());
         block_on(py, async move { store.get(&namespace, id).await })
             .map(|item| item.map(Record::new))
     }
@@ -762,7 +778,7 @@ impl PyMemory {
                 ));
             }
         });
-        let store = Arc::clone(self.inner.store());
+        let store = Arc::clone(self.live()?.store());
         block_on(py, async move { store.list(&filter).await }).map(records)
     }
 
@@ -770,7 +786,7 @@ impl PyMemory {
     #[pyo3(signature = (prefix = ""))]
     fn namespaces(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
         let scope = scope(py, prefix, false)?;
-        let store = Arc::clone(self.inner.store());
+        let store = Arc::clone(self.live()?.store());
         let namespaces = block_on(py, async move { store.list_namespaces(&scope).await })?;
         Ok(namespaces.iter().map(|ns| ns.as_str().to_owned()).collect())
     }
@@ -779,7 +795,7 @@ impl PyMemory {
     /// history).
     fn history(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<Vec<Record>> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.history(&namespace, id)).map(records)
     }
 
@@ -788,7 +804,7 @@ impl PyMemory {
     /// `ConflictError` when other writes changed one of the two at each of eight attempts.
     fn supersede(&self, py: Python<'_>, namespace: &str, old: &str, new: &str) -> PyResult<()> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.supersede(&namespace, old, new))
     }
 
@@ -796,7 +812,7 @@ impl PyMemory {
     /// `ConflictError` when other writes changed the memory at each of eight attempts.
     fn retract(&self, py: Python<'_>, namespace: &str, id: &str, reason: &str) -> PyResult<()> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.retract(&namespace, id, reason))
     }
 
@@ -806,7 +822,7 @@ impl PyMemory {
     #[pyo3(signature = (namespace, id, pinned = true))]
     fn pin(&self, py: Python<'_>, namespace: &str, id: &str, pinned: bool) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.pin(&namespace, id, pinned))
     }
 
@@ -815,7 +831,7 @@ impl PyMemory {
     /// each of eight attempts.
     fn compress(&self, py: Python<'_>, namespace: &str, id: &str, text: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.compress(&namespace, id, text))
     }
 
@@ -856,7 +872,7 @@ impl PyMemory {
                 .map_err(|error| to_py_err(py, error))?,
             None => entity,
         };
-        graph::put_entity(py, self.inner.graph(), entity)
+        graph::put_entity(py, self.live()?.graph(), entity)
     }
 
     /// Entity `id` of `namespace` as a dict (`id`, `namespace`, `name`, `entity_type`,
@@ -868,7 +884,7 @@ impl PyMemory {
         id: &str,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let namespace = record_namespace(py, namespace)?;
-        let graph = Arc::clone(self.inner.graph());
+        let graph = Arc::clone(self.live()?.graph());
         let found = block_on(py, async move { graph.get_entity(&namespace, id).await })?;
         found.map(|entity| graph::as_dict(py, &entity)).transpose()
     }
@@ -888,7 +904,7 @@ impl PyMemory {
         let limit = count_of(py, "limit", limit)?;
         let scope = scope(py, namespace, exact)?;
         let after = after.map(|last| graph::position(py, last)).transpose()?;
-        let graph = Arc::clone(self.inner.graph());
+        let graph = Arc::clone(self.live()?.graph());
         let found = block_on(py, async move {
             match (&after, limit) {
                 (None, None) => graph.list_entities(&scope).await,
@@ -909,7 +925,7 @@ impl PyMemory {
     /// Removes entity `id` and its relations. Returns whether it existed.
     fn remove_entity(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
-        let graph = Arc::clone(self.inner.graph());
+        let graph = Arc::clone(self.live()?.graph());
         block_on(py, async move { graph.remove_entity(&namespace, id).await })
     }
 
@@ -946,7 +962,7 @@ impl PyMemory {
                 .map_err(|error| to_py_err(py, error))?,
             None => relation,
         };
-        let memory = Arc::clone(&self.inner);
+        let memory = Arc::clone(self.live()?);
         let closed = block_on(py, async move { memory.relate(relation).await })?;
         let list = PyList::empty(py);
         for relation in &closed {
@@ -964,7 +980,7 @@ impl PyMemory {
         id: &str,
     ) -> PyResult<Bound<'py, PyList>> {
         let namespace = record_namespace(py, namespace)?;
-        let graph = Arc::clone(self.inner.graph());
+        let graph = Arc::clone(self.live()?.graph());
         let found = block_on(py, async move { graph.relations_of(&namespace, id).await })?;
         let list = PyList::empty(py);
         for relation in &found {
@@ -985,7 +1001,7 @@ impl PyMemory {
     ) -> PyResult<Bound<'py, PyList>> {
         let depth = count(py, "depth", depth)?;
         let namespace = record_namespace(py, namespace)?;
-        graph::related(py, self.inner.graph(), namespace, id, depth)
+        graph::related(py, self.live()?.graph(), namespace, id, depth)
     }
 
     /// Writes knowledge page `id` of `namespace`: creates it, or replaces the page with this
@@ -1027,8 +1043,8 @@ impl PyMemory {
             .map_err(|error| to_py_err(py, error))?
             .with_summary(summary)
             .with_content(content);
-        pages::put(py, self.inner.knowledge(), page, read_at)?;
-        pages::get(py, self.inner.knowledge(), namespace.clone(), id)?.ok_or_else(|| {
+        pages::put(py, self.live()?.knowledge(), page, read_at)?;
+        pages::get(py, self.live()?.knowledge(), namespace.clone(), id)?.ok_or_else(|| {
             to_py_err(
                 py,
                 agent_memory::MemoryError::not_found("page", &namespace, id),
@@ -1046,7 +1062,7 @@ impl PyMemory {
         id: &str,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let namespace = record_namespace(py, namespace)?;
-        pages::get(py, self.inner.knowledge(), namespace, id)
+        pages::get(py, self.live()?.knowledge(), namespace, id)
     }
 
     /// The page index of `namespace` (and under it, unless `exact`; `""` is every
@@ -1061,14 +1077,14 @@ impl PyMemory {
         exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let scope = scope(py, namespace, exact)?;
-        pages::index(py, self.inner.knowledge(), scope)
+        pages::index(py, self.live()?.knowledge(), scope)
     }
 
     /// Removes knowledge page `id` (the pages citing it keep their references). Returns
     /// whether it existed.
     fn remove_page(&self, py: Python<'_>, namespace: &str, id: &str) -> PyResult<bool> {
         let namespace = record_namespace(py, namespace)?;
-        let knowledge = Arc::clone(self.inner.knowledge());
+        let knowledge = Arc::clone(self.live()?.knowledge());
         block_on(
             py,
             async move { knowledge.delete_page(&namespace, id).await },
@@ -1085,7 +1101,7 @@ impl PyMemory {
         exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let scope = scope(py, namespace, exact)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         let pairs = block_on(py, memory.conflicts(&scope))?;
         let list = PyList::empty(py);
         for pair in pairs {
@@ -1112,7 +1128,7 @@ impl PyMemory {
         exact: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = scope(py, namespace, exact)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         let stats = block_on(py, memory.stats(&scope))?;
         let json = serde_json::to_value(stats).map_err(|error| invalid(py, "stats", error))?;
         from_json(py, &json)
@@ -1131,7 +1147,7 @@ impl PyMemory {
         exact: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = scope(py, namespace, exact)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         let report = block_on(py, memory.maintain(&scope))?;
         let json = serde_json::to_value(report).map_err(|error| invalid(py, "maintain", error))?;
         from_json(py, &json)
@@ -1155,7 +1171,7 @@ impl PyMemory {
         } else {
             agent_memory::Reembed::Missing
         };
-        let memory = &self.inner;
+        let memory = self.live()?;
         let report = block_on(py, memory.reembed(&scope, which))?;
         let json = serde_json::to_value(report).map_err(|error| invalid(py, "reembed", error))?;
         from_json(py, &json)
@@ -1163,13 +1179,18 @@ impl PyMemory {
 
     /// Writes pending recall statistics now.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, memory.flush())
     }
 
     /// Writes pending recall statistics; the memory stays usable (the store closes when
-    /// the last reference to it goes).
+    /// the last reference to it goes). In a process forked from the one that opened it,
+    /// does nothing (its other methods raise `RuntimeError` there).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.opened_by != std::process::id() {
+            // A copy inherited through a fork: the parent closes it.
+            return Ok(());
+        }
         self.flush(py)
     }
 
@@ -1183,7 +1204,7 @@ impl PyMemory {
         queries: Vec<String>,
     ) -> PyResult<Vec<f64>> {
         let scope = scope(py, namespace, false)?;
-        let memory = &self.inner;
+        let memory = self.live()?;
         block_on(py, async move {
             let mut durations = Vec::with_capacity(queries.len());
             for query in &queries {
@@ -1202,7 +1223,7 @@ impl PyMemory {
 
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.flush(py)?;
+        self.close(py)?;
         Ok(false)
     }
 

@@ -39,20 +39,26 @@ fn runtime(py: Python<'_>) -> PyResult<&'static Runtime> {
     {
         return Ok(runtime);
     }
-    let built = tokio::runtime::Builder::new_multi_thread()
+    let built = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKER_THREADS)
         .thread_name("agent-memory")
         .enable_all()
         .build()
-        .map_err(|error| {
-            to_py_err(
+    {
+        Ok(built) => built,
+        Err(error) => {
+            // The lock is let go first: building the exception runs Python, and another
+            // thread may be waiting for the lock with the GIL.
+            drop(current);
+            return Err(to_py_err(
                 py,
                 MemoryError::Unavailable {
                     message: "could not start the runtime of agent_memory".into(),
                     source: Some(Box::new(error)),
                 },
-            )
-        })?;
+            ));
+        }
+    };
     // One per process for the life of the process (a forked child leaks the one it
     // inherited), so it may be lent out as `'static`.
     let runtime: &'static Runtime = Box::leak(Box::new(built));

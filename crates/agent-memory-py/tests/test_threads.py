@@ -99,6 +99,38 @@ def test_a_forked_child_opens_and_uses_its_own_memory(tmp_path) -> None:
         child.kill()
     assert finished and child.exitcode == 0
     assert len(Memory(str(tmp_path / "child.db")).recall("u", "child")) == 1
+    # A memory inherited through the fork is the parent's: in the child its calls raise
+    # (they would wait for threads left in the parent), closing it and dropping it do
+    # nothing, and the child exits.
+    import os
+    import time
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                inherited.recall("u", "store")
+            except RuntimeError as error:
+                code = 0 if "forked" in str(error) else 2
+            inherited.close()
+            del inherited
+            import gc
+
+            gc.collect()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    status = None
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0
     # The parent's memories go on working after the fork.
     assert len(parent.recall("u", "parent")) == 1
     inherited.remember("u", "after the fork")

@@ -707,14 +707,17 @@ async fn check_successors(
     let mut frontier: Vec<usize> = (0..items.len()).collect();
     while !frontier.is_empty() {
         let mut wanted: BTreeMap<Namespace, Vec<(String, usize)>> = BTreeMap::new();
+        // Each successor asked for once per level, by the first memory naming it.
+        let mut asked: HashSet<(Namespace, String)> = HashSet::new();
         for &node in &frontier {
             let (namespace, _, next) = &nodes[node];
-            if let Some(next) = next
-                && !index_of.contains_key(&(namespace.clone(), next.clone()))
-            {
-                let links = wanted.entry(namespace.clone()).or_default();
-                if !links.iter().any(|(id, _)| id == next) {
-                    links.push((next.clone(), node));
+            if let Some(next) = next {
+                let key = (namespace.clone(), next.clone());
+                if !index_of.contains_key(&key) && asked.insert(key) {
+                    wanted
+                        .entry(namespace.clone())
+                        .or_default()
+                        .push((next.clone(), node));
                 }
             }
         }

@@ -384,8 +384,11 @@ impl Tag {
     }
 
     /// Normalises the beginning of a tag, as [`find_tags`](crate::KnowledgeGraph::find_tags)
-    /// matches it: the text [`Tag::new`] would make of it, so every tag normalised from a
-    /// text that starts with `raw` starts with the result. Surrounding whitespace is trimmed
+    /// matches it: the text [`Tag::new`] would make of it, so a tag normalised from a text
+    /// that goes on from `raw` with more of a word, or a separator and more words, starts
+    /// with the result. (Not every such text: one that is `raw` with trailing separators
+    /// alone makes a tag without the trailing `-` kept here, and a character composed across
+    /// the end of `raw`, `e` and a combining accent, is another letter.) Surrounding whitespace is trimmed
     /// as [`Tag::new`] trims it, a trailing run of `-`, `_`, `/` or `.` (which
     /// [`Tag::new`] would drop, having no word after it) is kept as a trailing `-`, and a
     /// prefix of separators only, or empty, is `""` (tags never start with `-`).

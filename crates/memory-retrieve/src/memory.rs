@@ -290,7 +290,7 @@ impl Memory {
             if self.eviction.policy != memory_core::EvictionPolicy::None {
                 // Boxed: an eviction pass's state would otherwise make every write's
                 // future larger, and the future is moved several times per write.
-                Box::pin(self.keep_within_capacity(&namespace)).await;
+                Box::pin(self.keep_within_capacity(&namespace, 1)).await;
             }
             Ok(remembered)
         }
@@ -361,8 +361,11 @@ impl Memory {
     /// such writes are kept within the capacity as remembered ones are. Never fails: a
     /// failed pass is logged and counted for the next [`maintain`](Self::maintain).
     pub async fn written(&self, namespace: &Namespace, count: usize) {
-        for _ in 0..count {
-            Box::pin(self.keep_within_capacity(namespace)).await;
+        // Counted at once, for one pass at most: a pass per memory of a large import
+        // counted the namespace again and again (quadratic under a TTL-only policy, which
+        // trims nothing).
+        if count > 0 {
+            Box::pin(self.keep_within_capacity(namespace, count)).await;
         }
     }
 
@@ -370,11 +373,11 @@ impl Memory {
     /// writes made meanwhile ask for after it (at most [`MAX_PASSES_PER_WRITE`]; see the
     /// `upkeep` module). A failure is logged and counted for the next
     /// [`Memory::maintain`].
-    async fn keep_within_capacity(&self, namespace: &Namespace) {
+    async fn keep_within_capacity(&self, namespace: &Namespace, writes: usize) {
         if self.eviction.policy == memory_core::EvictionPolicy::None {
             return;
         }
-        let Some(pass) = self.writes.record_write(namespace, &self.eviction) else {
+        let Some(pass) = self.writes.record_writes(namespace, &self.eviction, writes) else {
             return;
         };
         let mut running = self.writes.running(namespace);

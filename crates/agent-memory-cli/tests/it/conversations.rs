@@ -111,7 +111,7 @@ fn a_turn_the_dialogue_would_refuse_fails_the_import_before_any_write() {
         (turn("conv-2", json!("s".repeat(300)), "hello"), "session"),
         (
             turn("conv-2", json!(1), &"a".repeat(1024 * 1024 - 4)),
-            "content",
+            "text",
         ),
     ];
     for (index, (bad, field)) in cases.into_iter().enumerate() {

@@ -867,9 +867,6 @@ fn limits_are_enforced() {
     assert_eq!(body["error"]["field"], "limit");
 }
 
-/// Without keys, the server answers only requests addressed to an IP address or to
-/// localhost: a page whose domain is made to resolve to it (DNS rebinding) is refused, on
-/// the API and on MCP alike. With keys, any name may address it.
 /// `no_auth = true` in the configuration file is overridden by `AGENT_MEMORY_NO_AUTH` and
 /// by `--no-auth=BOOL` either way (flags, then the environment, then the file); a value
 /// that is no boolean is refused, naming the variable.
@@ -918,6 +915,9 @@ fn no_auth_follows_flag_then_environment_then_file() {
     assert_eq!(refused["error"]["field"], "no_auth", "{refused}");
 }
 
+/// Without keys, the server answers only requests addressed to an IP address or to
+/// localhost: a page whose domain is made to resolve to it (DNS rebinding) is refused, on
+/// the API and on MCP alike. With keys, any name may address it.
 #[test]
 fn a_server_without_keys_refuses_other_hosts() {
     let dir = TempDir::new("hosts");
@@ -1551,7 +1551,7 @@ fn a_bad_item_refuses_its_whole_batch() {
         ]})),
     );
     assert_eq!(status, 400, "{refused}");
-    assert_eq!(refused["error"]["field"], "content", "{refused}");
+    assert_eq!(refused["error"]["field"], "text", "{refused}");
     assert!(
         refused["error"]["message"]
             .as_str()

@@ -248,7 +248,7 @@ impl Memory {
             }
         }
         for namespace in &namespaces {
-            self.keep_within_capacity(namespace).await;
+            self.keep_within_capacity(namespace, 1).await;
         }
         Ok(remembered)
     }

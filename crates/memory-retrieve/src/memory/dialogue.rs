@@ -21,8 +21,10 @@
 //!
 //! A turn given an id ([`Turn::id`]) is an event of its own: it is stored under its id even
 //! when another turn says the same words ("Yes!" twice in one session), as
-//! [`Remember::keep_apart`] stores a memory; the same id sent again replaces the turn (or,
-//! for a turn of a fact's history, is answered as unchanged). A turn without an id is
+//! [`Remember::keep_apart`] stores a memory; the same id sent again replaces the turn (as
+//! [`Remember::id`] says: a turn that is part of a fact's history, consolidated say, is
+//! answered as unchanged when sent again as it was, and refused naming `id` when it says
+//! something else). A turn without an id is
 //! reconciled as any memory, so a conversation sent again is merged, not doubled. A turn
 //! sent again under the id of the turn just before it takes that turn's place and context.
 //!

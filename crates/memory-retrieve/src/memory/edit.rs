@@ -145,8 +145,16 @@ impl Memory {
             if let Some(importance) = update.importance {
                 item = item.with_importance(importance)?;
                 // Decay goes on from the importance set, from now: kept, the state of an
-                // earlier pass would bring back the importance it had decayed.
-                crate::eviction::restart_decay(&mut item, importance, self.clock.now());
+                // earlier pass would bring back the importance it had decayed. (Without
+                // decay here or a state from a pass elsewhere, none is written.)
+                if self.decay.is_some()
+                    || item
+                        .metadata
+                        .get(crate::eviction::DECAY_METADATA_KEY)
+                        .is_some()
+                {
+                    crate::eviction::restart_decay(&mut item, importance, self.clock.now());
+                }
             }
             let item = item.revised(read_at);
             if self.store.update_if(item.clone(), read_at).await? {

@@ -90,10 +90,24 @@ pub(super) struct Pass {
 impl WriteTracker {
     /// Counts one write to `namespace`; returns the pass it must run, if any. The caller
     /// must then call [`WriteTracker::finish`] whatever the pass's outcome.
+    #[cfg(test)]
     pub(super) fn record_write(
         &self,
         namespace: &Namespace,
         config: &EvictionConfig,
+    ) -> Option<Pass> {
+        self.record_writes(namespace, config, 1)
+    }
+
+    /// Counts `count` writes to `namespace` at once (a bulk import's), as that many calls of
+    /// `record_write` (one write, in the tests) would count them but asking for one pass at
+    /// most; returns the pass it must run, if any. The caller must then call
+    /// [`WriteTracker::finish`] whatever the pass's outcome.
+    pub(super) fn record_writes(
+        &self,
+        namespace: &Namespace,
+        config: &EvictionConfig,
+        count: usize,
     ) -> Option<Pass> {
         let capacity = config.policy.capacity();
         let mut namespaces = self
@@ -109,11 +123,11 @@ impl WriteTracker {
             None => namespaces.entry(namespace.clone()).or_default(),
         };
         if tracked.busy {
-            tracked.during += 1;
+            tracked.during = tracked.during.saturating_add(count);
             return None;
         }
-        tracked.since_full += 1;
-        tracked.items = tracked.items.map(|items| items.saturating_add(1));
+        tracked.since_full = tracked.since_full.saturating_add(count);
+        tracked.items = tracked.items.map(|items| items.saturating_add(count));
         let full = tracked.since_full >= config.check_interval;
         let over = match (capacity, tracked.items) {
             (None, _) => false,
@@ -209,7 +223,7 @@ impl WriteTracker {
         });
     }
 
-    /// The pass [`record_write`](Self::record_write) just started on `namespace`, ended by
+    /// The pass [`record_writes`](Self::record_writes) just started on `namespace`, ended by
     /// [`Running::finish`], or as a failed pass when dropped before: a write whose future is
     /// dropped mid-pass (a client gone, a timeout) would otherwise leave the namespace busy
     /// for good, and no write to it would ever run a pass again.
@@ -274,6 +288,31 @@ mod tests {
 
     fn tracked(tracker: &WriteTracker) -> usize {
         tracker.namespaces.lock().map(|map| map.len()).unwrap_or(0)
+    }
+
+    /// Writes counted at once (a bulk import's) ask for one pass, a full one when they
+    /// reach the check interval, and count while a pass runs as that many single writes.
+    #[test]
+    fn writes_counted_at_once_ask_for_one_pass() {
+        let config = EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 100 },
+            check_interval: 1_000,
+        };
+        let tracker = WriteTracker::default();
+        let ns = Namespace::parse("bulk").expect("a namespace");
+        let pass = tracker.record_writes(&ns, &config, 5_000).expect("a pass");
+        assert!(pass.with_ttl, "past the check interval: a full pass");
+        // Busy: later writes are counted, no second pass asked for.
+        assert_eq!(tracker.record_writes(&ns, &config, 50), None);
+        assert_eq!(
+            tracker
+                .namespaces
+                .lock()
+                .expect("not poisoned")
+                .get(&ns)
+                .map(|tracked| tracked.during),
+            Some(50)
+        );
     }
 
     /// Writes to more namespaces than the tracker holds keep it bounded; a namespace whose
