@@ -99,7 +99,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "default": 10, "description": "Most results; left out, the server's configured number (10 unless its operator set another)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "description": "Most results; left out, the server's configured number (10 unless its operator set another)."},
                     "kinds": {"type": "array", "items": {"type": "string", "enum": kinds}, "description": "Only these kinds; default all but short_term."},
                     "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Only results carrying every one of these tags."},
                     "explain": {"type": "boolean", "default": false, "description": "Include each result's score breakdown."},

@@ -316,11 +316,11 @@ impl Memory {
         writes: &mut Writes,
         remembered: &mut Vec<Remembered>,
     ) -> Result<()> {
-        // As `remember` merges only the duplicates its search finds, so does the batch; a
-        // request kept apart merges into none.
-        let merge_in_batch = self.facts.duplicates != DuplicatePolicy::KeepBoth
-            && self.facts.candidates > 0
-            && !keep_apart;
+        // As `remember` merges only the duplicates its search finds, so does the batch. A
+        // request kept apart merges into none, but a later one may merge into it, as a
+        // later `remember` would find it stored.
+        let merge_in_batch =
+            self.facts.duplicates != DuplicatePolicy::KeepBoth && self.facts.candidates > 0;
         if self.facts.candidates == 0 && item.fact_key.is_none() {
             // Nothing to reconcile: stored as it is, as `remember` would store it.
             remembered.push(Remembered {
@@ -334,21 +334,25 @@ impl Memory {
         // The duplicate key of a request that may merge into an earlier one of the batch.
         let key = if merge_in_batch && item.kind != MemoryKind::ShortTerm {
             let key = duplicate_key(&item);
-            let earlier = writes.added.get(&key).and_then(|earlier| {
-                let mut fresh;
-                let prepared = match found.as_mut() {
-                    Some((prepared, _)) => prepared,
-                    None => {
-                        fresh = Prepared::of(&item, 0);
-                        &mut fresh
-                    }
-                };
-                earlier.iter().copied().find(|&at| {
-                    let old: &MemoryItem = &writes.items[at];
-                    prepared.duplicates(&item, old, &self.facts)
-                        && super::facts::keys_allow_merge(old, &item)
-                })
-            });
+            let earlier = writes
+                .added
+                .get(&key)
+                .filter(|_| !keep_apart)
+                .and_then(|earlier| {
+                    let mut fresh;
+                    let prepared = match found.as_mut() {
+                        Some((prepared, _)) => prepared,
+                        None => {
+                            fresh = Prepared::of(&item, 0);
+                            &mut fresh
+                        }
+                    };
+                    earlier.iter().copied().find(|&at| {
+                        let old: &MemoryItem = &writes.items[at];
+                        prepared.duplicates(&item, old, &self.facts)
+                            && super::facts::keys_allow_merge(old, &item)
+                    })
+                });
             if let Some(at) = earlier {
                 if self.facts.duplicates == DuplicatePolicy::Reject {
                     return Err(MemoryError::AlreadyExists(format!(

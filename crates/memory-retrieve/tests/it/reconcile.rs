@@ -231,6 +231,47 @@ async fn a_late_statement_leaves_a_retracted_version_as_it_was() {
     );
 }
 
+/// A request kept apart (`Remember::keep_apart`) merges into no other, but a later one in
+/// its words merges into it, in a batch as one call at a time: each id it names stays
+/// its own.
+#[tokio::test]
+async fn a_request_kept_apart_is_merged_into_as_any_memory() {
+    let mut outcomes = Vec::new();
+    for batch in [false, true] {
+        let memory = Memory::builder().build().unwrap();
+        let requests = vec![
+            Remember::new(ns(), "We adopted a puppy named Biscuit")
+                .id("t1")
+                .keep_apart(),
+            Remember::new(ns(), "We adopted a puppy named Biscuit")
+                .id("t2")
+                .keep_apart(),
+            Remember::new(ns(), "We adopted a puppy named Biscuit"),
+        ];
+        let done = if batch {
+            memory.remember_many(requests).await.unwrap()
+        } else {
+            let mut done = Vec::new();
+            for request in requests {
+                done.push(memory.remember_with(request).await.unwrap());
+            }
+            done
+        };
+        let outcomes_of: Vec<Outcome> = done.into_iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes_of[0], Outcome::Added, "batch {batch}");
+        assert_eq!(outcomes_of[1], Outcome::Added, "batch {batch}");
+        assert!(
+            matches!(&outcomes_of[2], Outcome::Merged { .. }),
+            "batch {batch}: {:?}",
+            outcomes_of[2]
+        );
+        let count = memory.store().count(&ns().exact()).await.unwrap();
+        outcomes.push((outcomes_of[2].clone(), count));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "a batch as one call at a time");
+    assert_eq!(outcomes[1].1, 2);
+}
+
 #[tokio::test]
 async fn a_batch_does_not_merge_into_what_it_ended() {
     let mut outcomes = Vec::new();
