@@ -34,9 +34,17 @@ pub(crate) struct MemoryView {
     pub(crate) importance: f32,
     /// Tags (normalised: lowercase, dashes).
     pub(crate) tags: Vec<String>,
-    /// Metadata, a JSON object.
+    /// Metadata, a JSON object: the caller's keys. The library's own (`_context`,
+    /// `_pinned`, `_original`, `_decay`) are shown as `context`, `pinned` and `original`, or
+    /// not at all (the decay state), so metadata read and sent back never carries them.
     #[schema(value_type = Object)]
     pub(crate) metadata: serde_json::Value,
+    /// Pinned: never evicted, decayed or compressed. Shown only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) pinned: bool,
+    /// A compressed memory's original text (the content is its short form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) original: Option<String>,
     /// Where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) source: Option<String>,
@@ -221,7 +229,14 @@ impl From<&MemoryItem> for MemoryView {
         let context = item.context();
         let mut metadata = item.metadata.clone();
         if let Some(object) = metadata.as_object_mut() {
-            object.remove(agent_memory::CONTEXT_METADATA_KEY);
+            for key in [
+                agent_memory::CONTEXT_METADATA_KEY,
+                agent_memory::PINNED_METADATA_KEY,
+                agent_memory::ORIGINAL_METADATA_KEY,
+                agent_memory::retrieve::DECAY_METADATA_KEY,
+            ] {
+                object.remove(key);
+            }
         }
         Self {
             id: item.id.clone(),
@@ -231,6 +246,8 @@ impl From<&MemoryItem> for MemoryView {
             importance: item.importance,
             tags: item.tags.iter().map(ToString::to_string).collect(),
             metadata,
+            pinned: item.is_pinned(),
+            original: item.is_compressed().then(|| item.original().to_owned()),
             source: item.source.clone(),
             context: (!context.is_empty()).then(|| context.to_owned()),
             created_at: item.created_at.to_rfc3339(),

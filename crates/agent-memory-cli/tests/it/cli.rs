@@ -1317,6 +1317,13 @@ fn the_config_file_sets_eviction_and_decay() {
         .as_f64()
         .expect("importance");
     assert!(faded < 0.01, "{listed}");
+    // The decay state is the library's: not shown in the metadata, so metadata read and
+    // sent back never carries it.
+    assert_eq!(
+        listed["items"][0]["metadata"],
+        serde_json::json!({}),
+        "{listed}"
+    );
     let text = run(&dir, &["maintain"]);
     assert!(
         String::from_utf8_lossy(&text.stdout).contains("conflicting pairs"),
