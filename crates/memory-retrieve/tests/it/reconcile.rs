@@ -231,6 +231,22 @@ async fn a_late_statement_leaves_a_retracted_version_as_it_was() {
     );
 }
 
+/// `requests` remembered in one batch, or one call at a time.
+async fn remembered(
+    memory: &Memory,
+    requests: Vec<Remember>,
+    batch: bool,
+) -> Vec<memory_retrieve::Remembered> {
+    if batch {
+        return memory.remember_many(requests).await.unwrap();
+    }
+    let mut done = Vec::new();
+    for request in requests {
+        done.push(memory.remember_with(request).await.unwrap());
+    }
+    done
+}
+
 /// A request kept apart (`Remember::keep_apart`) merges into no other, but a later one in
 /// its words merges into it, in a batch as one call at a time: each id it names stays
 /// its own.
@@ -248,15 +264,7 @@ async fn a_request_kept_apart_is_merged_into_as_any_memory() {
                 .keep_apart(),
             Remember::new(ns(), "We adopted a puppy named Biscuit"),
         ];
-        let done = if batch {
-            memory.remember_many(requests).await.unwrap()
-        } else {
-            let mut done = Vec::new();
-            for request in requests {
-                done.push(memory.remember_with(request).await.unwrap());
-            }
-            done
-        };
+        let done = remembered(&memory, requests, batch).await;
         let outcomes_of: Vec<Outcome> = done.into_iter().map(|r| r.outcome).collect();
         assert_eq!(outcomes_of[0], Outcome::Added, "batch {batch}");
         assert_eq!(outcomes_of[1], Outcome::Added, "batch {batch}");
@@ -286,15 +294,7 @@ async fn a_batch_does_not_merge_into_what_it_ended() {
             city("The user moved to Berlin"),
             Remember::new(ns(), "The user lives in Paris"),
         ];
-        let done = if batch {
-            memory.remember_many(requests).await.unwrap()
-        } else {
-            let mut done = Vec::new();
-            for request in requests {
-                done.push(memory.remember_with(request).await.unwrap());
-            }
-            done
-        };
+        let done = remembered(&memory, requests, batch).await;
         let current = memory
             .store()
             .list(&MemoryFilter::new(ns().exact()).with_view(TimeView::Current(clock.now())))
