@@ -124,7 +124,8 @@ impl EmbeddingConfig {
 /// An embedding provider over HTTP (`POST {base_url}/embeddings`, the OpenAI shape that
 /// Ollama, vLLM, llama.cpp's server and text-embeddings-inference serve too). Batches go
 /// in one request per [`EmbeddingConfig::batch_size`] texts; every vector is checked
-/// against [`EmbeddingConfig::dimension`] and for finite values.
+/// against [`EmbeddingConfig::dimension`], for finite values and for a direction (a vector
+/// of zeros is refused: no similarity is defined for it).
 #[derive(Clone, Debug)]
 pub struct HttpEmbedder {
     client: HttpClient,
@@ -229,6 +230,17 @@ impl HttpEmbedder {
             if entry.embedding.iter().any(|value| !value.is_finite()) {
                 return Err(MemoryError::Serialization {
                     message: "embeddings: a vector has a value that is not finite".to_owned(),
+                    source: None,
+                });
+            }
+            // No direction: cosine similarity is undefined for it, so a memory stored with
+            // it would never be found by meaning (nor be taken for one to embed again).
+            if entry.embedding.iter().all(|value| *value == 0.0) {
+                return Err(MemoryError::Serialization {
+                    message: format!(
+                        "embeddings: the vector at index {index} is all zeros (no direction to \
+                         compare by similarity)"
+                    ),
                     source: None,
                 });
             }

@@ -19,8 +19,9 @@ use tokio::sync::Semaphore;
 /// The largest response body read (16 MiB): embeddings of a large batch fit.
 const MAX_RESPONSE_BYTES: usize = 16 << 20;
 
-/// The longest wait a `Retry-After` header may ask for.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The longest wait before a retry: the backoff's, however large it is set, and the one a
+/// `Retry-After` header asks for.
+const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// Where a model service is and how to talk to it.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -30,7 +31,10 @@ pub struct HttpConfig {
     /// `http://localhost:11434/v1` (Ollama), `http://localhost:8080` (text-embeddings-inference).
     /// Paths such as `/chat/completions` are appended to it.
     pub base_url: String,
-    /// Sent as `Authorization: Bearer <key>` when set. Never logged or shown by `Debug`.
+    /// Sent as `Authorization: Bearer <key>` when set. Never logged, shown by `Debug` or
+    /// serialized: a configuration written out leaves it out (and read back has none), one
+    /// read in takes it.
+    #[serde(skip_serializing)]
     pub api_key: Option<String>,
     /// How long one request may take, connection included (default 30 s).
     #[serde(with = "memory_retrieve::serde_millis")]
@@ -38,9 +42,11 @@ pub struct HttpConfig {
     /// Requests per call at most, the first included (default 3): 429, 5xx, timeouts and
     /// refused connections are retried, other errors are not.
     pub max_attempts: u32,
-    /// The wait before the first retry, doubling with each retry up to 60 s (default
-    /// 500 ms); a `Retry-After` header, in seconds or as an HTTP date, replaces it (up to
-    /// 60 s).
+    /// The wait before the first retry (default 500 ms), doubled before each further one;
+    /// no wait is longer than 60 s, so a backoff above 60 s waits 60 s from the first
+    /// retry on. Zero retries at once, every time. A `Retry-After` header on the failed
+    /// answer, in seconds or as an HTTP date, replaces the wait of that retry (also at most
+    /// 60 s); the doubling goes on beneath it.
     #[serde(with = "memory_retrieve::serde_millis")]
     pub backoff: Duration,
     /// Requests in flight at most, per client (default 4).
@@ -94,7 +100,9 @@ impl HttpConfig {
         self
     }
 
-    /// Sets the attempts per call and the first backoff.
+    /// Sets the attempts per call ([`max_attempts`](Self::max_attempts)) and the wait
+    /// before the first retry ([`backoff`](Self::backoff), which says how it grows and
+    /// where it stops).
     pub fn with_retries(mut self, max_attempts: u32, backoff: Duration) -> Self {
         self.max_attempts = max_attempts;
         self.backoff = backoff;
@@ -154,6 +162,15 @@ impl Endpoint {
                 "the URL holds credentials (user:password@): give the key as api_key instead",
             ));
         }
+        // A query string would not be kept (paths are appended to the base URL) and may
+        // carry a key (`?api-key=...`): refused, without repeating the URL.
+        if base_url.contains('?') {
+            return Err(MemoryError::invalid(
+                "base_url",
+                "the URL has a query string (?...), which is not sent: give the base URL up \
+                 to the version, and a key as api_key",
+            ));
+        }
         let uri: Uri = base_url
             .trim()
             .parse()
@@ -176,12 +193,6 @@ impl Endpoint {
             .trim_end_matches(']')
             .to_owned();
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        if uri.query().is_some() {
-            return Err(MemoryError::invalid(
-                "base_url",
-                format!("{base_url:?} has a query string"),
-            ));
-        }
         Ok(Self {
             https,
             host,
@@ -210,10 +221,15 @@ impl Endpoint {
     }
 }
 
-/// The wait before the next retry: doubled, up to the longest pause a service may ask for
-/// (twenty attempts from 500 ms would otherwise wait 36 hours before the last).
+/// The wait before the first retry: the configured backoff, at most [`MAX_WAIT`] as every
+/// later wait is (a backoff of an hour would otherwise wait an hour once).
+fn first_wait(backoff: Duration) -> Duration {
+    backoff.min(MAX_WAIT)
+}
+
+/// The wait before the next retry: doubled, up to [`MAX_WAIT`] (twenty attempts from 500 ms would otherwise wait 36 hours before the last).
 fn doubled(wait: Duration) -> Duration {
-    wait.saturating_mul(2).min(MAX_RETRY_AFTER)
+    wait.saturating_mul(2).min(MAX_WAIT)
 }
 
 /// A failed attempt, and whether another may succeed.
@@ -229,6 +245,10 @@ pub(crate) struct HttpClient {
     endpoint: Endpoint,
     config: HttpConfig,
     permits: Arc<Semaphore>,
+    /// The TLS connector of an https:// endpoint, or why there is none; `None` for
+    /// http://. Built in [`new`](Self::new): the system's roots are read from files, which
+    /// would block a runtime worker in the first request.
+    tls: Option<&'static TlsSetup>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -240,7 +260,9 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    /// A client for `config`.
+    /// A client for `config`. For an https:// URL the first such client of the process
+    /// reads the system's root certificates here (file I/O, once per process). Finding none
+    /// does not fail the constructor: each request reports it.
     ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `base_url`, `timeout`, `max_attempts` or
@@ -262,10 +284,12 @@ impl HttpClient {
                 "must be between 1 and 1024",
             ));
         }
+        let tls = endpoint.https.then(tls_setup);
         Ok(Self {
             permits: Arc::new(Semaphore::new(config.max_concurrency)),
             endpoint,
             config,
+            tls,
         })
     }
 
@@ -297,7 +321,7 @@ impl HttpClient {
             .acquire()
             .await
             .map_err(|_| MemoryError::invalid("client", "closed"))?;
-        let mut wait = self.config.backoff;
+        let mut wait = first_wait(self.config.backoff);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -393,9 +417,9 @@ impl HttpClient {
             retry: false,
             retry_after: None,
         })?;
-        let response = if endpoint.https {
-            let connector = tls_connector().map_err(|error| Failure {
-                error,
+        let response = if let Some(tls) = self.tls {
+            let connector = tls.as_ref().map_err(|problem| Failure {
+                error: MemoryError::invalid("base_url", format!("https: {problem}")),
                 retry: false,
                 retry_after: None,
             })?;
@@ -504,31 +528,33 @@ fn snippet(body: &[u8]) -> String {
     String::from_utf8_lossy(body).chars().take(200).collect()
 }
 
-/// The TLS connector, built once: the operating system's roots, rustls with ring.
-fn tls_connector() -> Result<tokio_rustls::TlsConnector> {
-    static CONNECTOR: OnceLock<std::result::Result<tokio_rustls::TlsConnector, String>> =
-        OnceLock::new();
-    CONNECTOR
-        .get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            let found = rustls_native_certs::load_native_certs();
-            for certificate in found.certs {
-                // A certificate the store refuses is skipped; the others still serve.
-                let _ = roots.add(certificate);
-            }
-            if roots.is_empty() {
-                return Err("no trusted root certificate found in the system store".to_owned());
-            }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|error| error.to_string())?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-        })
-        .clone()
-        .map_err(|problem| MemoryError::invalid("base_url", format!("https: {problem}")))
+/// The TLS connector (the operating system's roots, rustls with ring), or why there is none.
+type TlsSetup = std::result::Result<tokio_rustls::TlsConnector, String>;
+
+/// The process's [`TlsSetup`], built by the first https:// client.
+static TLS: OnceLock<TlsSetup> = OnceLock::new();
+
+/// The [`TlsSetup`], built on the first call: reads the system's root certificates
+/// (blocking file I/O), so it is called where blocking is allowed ([`HttpClient::new`]).
+fn tls_setup() -> &'static TlsSetup {
+    TLS.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        for certificate in found.certs {
+            // A certificate the store refuses is skipped; the others still serve.
+            let _ = roots.add(certificate);
+        }
+        if roots.is_empty() {
+            return Err("no trusted root certificate found in the system store".to_owned());
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| error.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+    })
 }
 
 /// Truncates `text` to at most `max_chars` characters (at a character boundary).
@@ -539,20 +565,20 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
-/// The wait a `Retry-After` header value asks for, at most [`MAX_RETRY_AFTER`]: a number of
+/// The wait a `Retry-After` header value asks for, at most [`MAX_WAIT`]: a number of
 /// seconds, or an HTTP date (RFC 9110: `Sun, 06 Nov 1994 08:49:37 GMT`), counted from `now`
 /// (a date already past asks for no wait). `None` for a value that is neither, which leaves
 /// the backoff's own wait.
 fn retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+        return Some(Duration::from_secs(seconds).min(MAX_WAIT));
     }
     let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let wait = (at.with_timezone(&chrono::Utc) - now)
         .to_std()
         .unwrap_or(Duration::ZERO);
-    Some(wait.min(MAX_RETRY_AFTER))
+    Some(wait.min(MAX_WAIT))
 }
 
 #[cfg(test)]
@@ -580,10 +606,7 @@ mod tests {
         for _ in 0..20 {
             wait = doubled(wait);
         }
-        assert_eq!(
-            wait, MAX_RETRY_AFTER,
-            "the backoff stops growing at a minute"
-        );
+        assert_eq!(wait, MAX_WAIT, "the backoff stops growing at a minute");
         assert_eq!(truncate_chars("héllo", 2), "hé");
         assert_eq!(truncate_chars("hi", 5), "hi");
     }
@@ -594,7 +617,7 @@ mod tests {
             .unwrap()
             .with_timezone(&chrono::Utc);
         assert_eq!(retry_after(" 7 ", now), Some(Duration::from_secs(7)));
-        assert_eq!(retry_after("86400", now), Some(MAX_RETRY_AFTER));
+        assert_eq!(retry_after("86400", now), Some(MAX_WAIT));
         assert_eq!(
             retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
             Some(Duration::from_secs(7)),
@@ -607,7 +630,7 @@ mod tests {
         );
         assert_eq!(
             retry_after("Mon, 07 Nov 1994 08:49:37 GMT", now),
-            Some(MAX_RETRY_AFTER)
+            Some(MAX_WAIT)
         );
         for bad in ["", "-1", "soon", "1.5"] {
             assert_eq!(retry_after(bad, now), None, "{bad:?}");
@@ -618,5 +641,57 @@ mod tests {
     fn debug_hides_the_key() {
         let config = HttpConfig::new("http://x").with_api_key("secret-key");
         assert!(!format!("{config:?}").contains("secret-key"));
+    }
+
+    /// A backoff longer than the cap waits the cap from the first retry, as the doubled
+    /// waits do; a shorter one, zero included, is taken as set.
+    #[test]
+    fn the_first_wait_is_capped_like_the_others() {
+        assert_eq!(first_wait(Duration::from_secs(3600)), MAX_WAIT);
+        assert_eq!(
+            first_wait(Duration::from_millis(500)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(first_wait(Duration::ZERO), Duration::ZERO);
+    }
+
+    /// The system's roots are read by the constructor, not by the first request on a
+    /// runtime worker; an http:// client never reads them.
+    #[test]
+    fn an_https_client_reads_the_roots_when_built() {
+        let plain = HttpClient::new(HttpConfig::new("http://127.0.0.1:9/v1")).unwrap();
+        assert!(plain.tls.is_none());
+        let client = HttpClient::new(HttpConfig::new("https://127.0.0.1:9/v1")).unwrap();
+        assert!(client.tls.is_some());
+        assert!(TLS.get().is_some());
+    }
+
+    /// A configuration written out (a settings dump, a report) never holds the key; one
+    /// read in still takes it.
+    #[test]
+    fn serialization_leaves_the_key_out() {
+        let config = HttpConfig::new("http://x").with_api_key("secret-key");
+        let json = serde_json::to_value(&config).unwrap();
+        assert!(!json.to_string().contains("secret-key"), "{json}");
+        assert_eq!(json["base_url"], "http://x");
+        let read: HttpConfig =
+            serde_json::from_value(serde_json::json!({"base_url": "http://x", "api_key": "k"}))
+                .unwrap();
+        assert_eq!(read.api_key.as_deref(), Some("k"));
+    }
+
+    /// A query string may carry a key (`?api-key=`): the error says what is wrong without
+    /// repeating the URL.
+    #[test]
+    fn a_query_string_is_refused_without_repeating_the_url() {
+        for url in [
+            "https://example.com/v1?api-key=sk-SECRET",
+            "https://example.com/v1?api-key=sk SECRET",
+        ] {
+            let error = Endpoint::parse(url).unwrap_err();
+            assert_eq!(error.field(), Some("base_url"), "{error}");
+            assert!(error.to_string().contains("query string"), "{error}");
+            assert!(!error.to_string().contains("SECRET"), "{error}");
+        }
     }
 }

@@ -67,7 +67,8 @@ impl RerankerConfig {
 
 /// A cross-encoder reranker over HTTP. An answer with a score outside `[0, 1]` holds raw
 /// logits: all its scores are mapped into `[0, 1]` with the logistic function, which keeps
-/// their order.
+/// their order. A document the answer leaves out scores 0; an index out of range or
+/// scored twice makes the answer an error.
 #[derive(Clone, Debug)]
 pub struct HttpReranker {
     client: HttpClient,
@@ -153,12 +154,14 @@ impl Reranker for HttpReranker {
             } else {
                 score
             };
+            // A repeated index would replace the document's earlier score and leave another
+            // document unscored (0): the answer is wrong, not to be guessed at.
             match scores.get_mut(entry.index) {
-                Some(slot) => *slot = Some(score as f32),
-                None => {
+                Some(slot @ None) => *slot = Some(score as f32),
+                _ => {
                     return Err(MemoryError::Serialization {
                         message: format!(
-                            "rerank: index {} for {} documents",
+                            "rerank: index {} out of range or repeated ({} documents)",
                             entry.index,
                             documents.len()
                         ),

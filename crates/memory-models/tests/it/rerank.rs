@@ -78,6 +78,28 @@ async fn logits_partly_in_the_unit_range_keep_their_order() {
     assert!(scores.iter().all(|score| (0.0..=1.0).contains(score)));
 }
 
+/// A document scored twice is an error: the later score would replace the earlier one and
+/// leave another document unscored (0).
+#[tokio::test]
+async fn a_repeated_index_is_an_error() {
+    let server = serve(vec![Reply::Json(
+        200,
+        r#"{"results": [{"index": 0, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}]}"#
+            .into(),
+    )])
+    .await;
+    let error = reranker(&server.base, RerankApi::Cohere)
+        .rerank("query", &["a", "b"])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, MemoryError::Serialization { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("index 0"), "{error}");
+    assert!(error.to_string().contains("repeated"), "{error}");
+}
+
 #[tokio::test]
 async fn bad_answers_are_errors_and_recall_keeps_the_fused_order() {
     let server = serve(vec![
