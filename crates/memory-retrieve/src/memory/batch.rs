@@ -19,7 +19,7 @@ use crate::facts::{DuplicatePolicy, Outcome, Prepared, Remembered};
 const SEARCH_CHUNK: usize = 256;
 
 /// Names the request of the batch an error is about: the field of an
-/// [`MemoryError::InvalidInput`] gains the request's place (`requests[3].text`), and the
+/// [`MemoryError::InvalidInput`] gains the request's place (`requests[3].content`), and the
 /// message of a refused duplicate or conflict ([`MemoryError::AlreadyExists`],
 /// [`MemoryError::Conflict`]) opens with it (`requests[3]: memory m1 ...`); other errors
 /// pass through.
@@ -115,11 +115,12 @@ impl Memory {
     /// each supersedes the one before). When two requests change the same stored memory,
     /// merges into it add up; otherwise the later change is the one written.
     ///
-    /// With an eviction policy, each request counts as one write to its namespace, and the
-    /// passes the writes ask for run after the batch is stored.
+    /// With an eviction policy, each request counts as one write to its namespace, counted
+    /// together once the batch is stored: one pass at most per namespace written (and
+    /// what writes made meanwhile ask for), which leaves it within the capacity.
     ///
     /// # Errors
-    /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].text`) for
+    /// [`MemoryError::InvalidInput`] naming the request and field (`requests[3].content`) for
     /// the first invalid request, `requests[j].id` for an id an earlier request of the batch
     /// names in the same namespace or for an id naming a stored memory that is part of a
     /// fact's history ([`Remember::id`]), or `requests[j].fact_key` for a fact key an earlier
@@ -247,8 +248,22 @@ impl Memory {
                 enrichment.enqueue(namespace, &done.id).await;
             }
         }
+        // Counted once per namespace, as an import's writes are: one pass at most for a
+        // batch, where counting each request alone ran one per sixteenth of the capacity
+        // (and one full pass per `check_interval` requests) inside a single call.
+        let mut written: Vec<(&Namespace, usize)> = Vec::new();
+        let mut at: HashMap<&Namespace, usize> = HashMap::new();
         for namespace in &namespaces {
-            self.keep_within_capacity(namespace, 1).await;
+            match at.get(namespace) {
+                Some(&index) => written[index].1 += 1,
+                None => {
+                    at.insert(namespace, written.len());
+                    written.push((namespace, 1));
+                }
+            }
+        }
+        for (namespace, count) in written {
+            self.keep_within_capacity(namespace, count).await;
         }
         Ok(remembered)
     }

@@ -1037,3 +1037,45 @@ async fn a_write_pass_counts_the_recalls_not_yet_written() {
     );
     assert_eq!(memory.store().count(&ns.exact()).await.unwrap(), 3);
 }
+
+/// A batch counts its writes per namespace at once: one eviction pass for the batch,
+/// which ends within the capacity, where each request counted alone ran a pass per
+/// sixteenth of the capacity written.
+#[tokio::test]
+async fn a_batch_runs_one_pass_per_namespace() {
+    let store = Arc::new(Instrumented::default());
+    let memory = Memory::builder()
+        .store(store.clone())
+        .eviction(memory_core::EvictionConfig {
+            policy: EvictionPolicy::Capacity { max_items: 160 },
+            check_interval: 100_000,
+        })
+        .build()
+        .unwrap();
+    let ns = Namespace::parse("batch").unwrap();
+    let other = Namespace::parse("other").unwrap();
+    let first: Vec<Remember> = (0..160)
+        .map(|n| Remember::new(ns.clone(), format!("entry number {n} of the first load")))
+        .collect();
+    memory.remember_many(first).await.unwrap();
+    let (counted, listed) = (store.counts(), store.listings().len());
+    let second: Vec<Remember> = (0..100)
+        .flat_map(|n| {
+            [
+                Remember::new(ns.clone(), format!("entry number {n} of the second load")),
+                Remember::new(other.clone(), format!("note {n} elsewhere")),
+            ]
+        })
+        .collect();
+    memory.remember_many(second).await.unwrap();
+    // A pass counts its namespace first: one for each namespace written, the first pass of
+    // `other` included.
+    assert_eq!(store.counts() - counted, 2, "one pass per namespace");
+    assert_eq!(
+        store.listings().len() - listed,
+        1,
+        "one read of the victims"
+    );
+    assert_eq!(memory.store().count(&ns.exact()).await.unwrap(), 150);
+    assert_eq!(memory.store().count(&other.exact()).await.unwrap(), 100);
+}

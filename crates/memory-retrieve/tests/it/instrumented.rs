@@ -157,6 +157,11 @@ impl Instrumented {
     pub(crate) fn stats_reads(&self) -> usize {
         self.stats_reads.load(Ordering::Relaxed)
     }
+
+    /// How many times a scope's memories were counted (an eviction pass starts so).
+    pub(crate) fn counts(&self) -> usize {
+        self.counts.load(Ordering::SeqCst)
+    }
 }
 
 #[async_trait]
