@@ -66,7 +66,8 @@ pub struct MaintenanceReport {
     #[serde(default)]
     pub entities_evicted: usize,
     /// Link nodes of enrichment (see [`MEMORY_NODE_TYPE`](crate::MEMORY_NODE_TYPE)) removed
-    /// because their memory is gone (evicted, expired, decayed or consolidated away).
+    /// because their memory is gone (evicted, expired or decayed away; a consolidated
+    /// memory keeps its node as history).
     #[serde(default)]
     pub links_pruned: usize,
     /// Background statistics writes (recall statistics, page and entity accesses) found

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use memory_core::{
-    EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError, MemoryFilter, MemoryItem, MemoryKind,
-    Namespace, Result, Scope, TimeView,
+    CONTEXT_METADATA_KEY, EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError, MemoryFilter,
+    MemoryItem, MemoryKind, Namespace, ORIGINAL_METADATA_KEY, PINNED_METADATA_KEY, Result, Scope,
+    TimeView,
 };
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,38 @@ fn consolidable(item: &MemoryItem) -> bool {
         && item.metadata.get(CONSOLIDATED_METADATA_KEY).is_none()
 }
 
+/// The metadata every source holds with the same value (the `session` a pass groups by,
+/// a `user`, a `source` the caller set), which the summary keeps: it tells of those
+/// memories, so a listing or recall filtered by such a key finds it where it found them.
+/// The library's own keys are each memory's own (`_context`, `_original`, `_pinned`,
+/// `_decay`, set for the summary apart) and are not carried over.
+fn shared_metadata(sources: &[MemoryItem]) -> serde_json::Map<String, serde_json::Value> {
+    let Some((first, rest)) = sources.split_first() else {
+        return serde_json::Map::new();
+    };
+    let Some(first) = first.metadata.as_object() else {
+        return serde_json::Map::new();
+    };
+    first
+        .iter()
+        .filter(|(key, _)| {
+            ![
+                CONTEXT_METADATA_KEY,
+                ORIGINAL_METADATA_KEY,
+                PINNED_METADATA_KEY,
+                DECAY_METADATA_KEY,
+                CONSOLIDATED_METADATA_KEY,
+            ]
+            .contains(&key.as_str())
+        })
+        .filter(|(key, value)| {
+            rest.iter()
+                .all(|item| item.metadata.get(key.as_str()) == Some(*value))
+        })
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
 impl Memory {
     /// Consolidates memories `ids` of `namespace` into one summary memory (long-term, the
     /// sources' summary within `max_tokens` by the memory's summarizer, their largest
@@ -80,6 +113,10 @@ impl Memory {
     /// [`RecallView::All`](crate::RecallView::All) and [`history`](Self::history). All are
     /// written together. Returns the summary's id.
     ///
+    /// The summary keeps the metadata every source holds with the same value (a
+    /// conversation's `session`, say), so a listing filtered by it finds the summary, and
+    /// its vector when the memory embeds.
+    ///
     /// # Errors
     /// [`MemoryError::InvalidInput`] naming `ids` for fewer than 2 or more than
     /// [`MAX_FACT_LINKS`] ids, a repeated id, or a source that already ended;
@@ -87,7 +124,8 @@ impl Memory {
     /// summary is written (the sources are read again after the summarizer's call, so only
     /// a forget between that read and the write can still be undone by it);
     /// [`MemoryError::Conflict`] (recoverable) for a source ended or edited meanwhile;
-    /// summarizer and store errors.
+    /// summarizer, embedder (the summary is embedded as any memory written) and store
+    /// errors, each before anything is written.
     pub async fn consolidate(
         &self,
         namespace: &Namespace,
@@ -138,6 +176,10 @@ impl Memory {
             None => &ExtractiveSummarizer,
         };
         let text = summarizer.summarize(&texts, max_tokens).await?;
+        // Embedded as any memory written is, before anything is written: without a vector
+        // the summary would be found by its words only, where its sources were found by
+        // meaning too, and a failing embedder leaves the sources as they are.
+        let vector = self.embedding_of(&text).await?;
         // Read again after the summarizer's call, which may take seconds: a source forgotten
         // meanwhile must not be written back (the save is an upsert, which would undo the
         // forget), and one ended or changed meanwhile is not the text summarized.
@@ -171,10 +213,15 @@ impl Memory {
         };
         // The sources as just read: they end only if they are still so when written.
         let read: Vec<DateTime<Utc>> = sources.iter().map(|item| item.updated_at).collect();
+        let mut metadata = shared_metadata(&sources);
+        metadata.insert(
+            CONSOLIDATED_METADATA_KEY.to_owned(),
+            serde_json::json!(sources.len()),
+        );
         let mut summary = MemoryItem::new(last.namespace.clone(), text)?
             .with_kind(MemoryKind::LongTerm)
             .with_created_at(last.created_at)
-            .with_metadata(serde_json::json!({ CONSOLIDATED_METADATA_KEY: sources.len() }))?;
+            .with_metadata(serde_json::Value::Object(metadata))?;
         // Dated as its newest source (what it tells happened then), it holds from when the
         // sources end: a recall as of a time before the consolidation sees the sources, not
         // the summary beside them telling each twice.
@@ -204,6 +251,9 @@ impl Memory {
                 }
             }
         }
+        if let Some(vector) = vector {
+            summary = summary.with_embedding(vector)?;
+        }
         summary.supersedes = sources.iter().map(|item| item.id.clone()).collect();
         let id = summary.id.clone();
         for item in &mut sources {
@@ -228,6 +278,12 @@ impl Memory {
                 ),
                 source: None,
             });
+        }
+        // Committed: linked into the graph as any memory written, so the graph channel
+        // reaches the summary where it reached its sources (whose nodes stay: they are
+        // history, which recall leaves out, and come back with them if it is forgotten).
+        if let Some(enrichment) = &self.enrichment {
+            Box::pin(enrichment.enqueue(&namespace, &id)).await;
         }
         Ok(id)
     }

@@ -172,8 +172,19 @@ fn merge(old: &MemoryItem, new: &MemoryItem) -> MemoryItem {
 /// [`merge`] in place, as a batch merges into a memory it writes: one more access, the
 /// larger importance and credibility, `new`'s tags added, its source when `old` has none,
 /// and its pin. A merge that raises the importance restarts its decay from the new value
-/// (as a recall does), or the next decay pass would compute it from the old one.
+/// (as a recall does), or the next decay pass would compute it from the old one. `new`'s
+/// vector, when the memory has none or one of another length (written before an embedder
+/// was set, or under another model), takes its place: the texts say the same, and without
+/// it the memory stayed out of search by meaning until a `reembed`.
 pub(super) fn merge_into(old: &mut MemoryItem, new: &MemoryItem) {
+    if let Some(vector) = &new.embedding
+        && old
+            .embedding
+            .as_ref()
+            .is_none_or(|stored| stored.len() != vector.len())
+    {
+        old.embedding = Some(vector.clone());
+    }
     old.access_count = old
         .access_count
         .saturating_add(1)

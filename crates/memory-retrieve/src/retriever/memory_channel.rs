@@ -95,16 +95,28 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             (hits?, whole?, None, timed?)
         }
         Some(embedder) => {
+            // An embedder that fails (a service down, a model answering badly) leaves the
+            // recall to the other channels, as a failing reranker leaves the fused order:
+            // the vectors are an optional channel, and a recall that found the memory by
+            // its words must not fail for them. The store's own errors still fail it.
             let semantic = async {
-                let vector = crate::embedding::embed_query_checked(embedder, request.query).await?;
+                let vector = match crate::embedding::embed_query_checked(embedder, request.query)
+                    .await
+                {
+                    Ok(vector) => vector,
+                    Err(error) => {
+                        tracing::warn!(%error, "embedder failed; recalled without the embedding channel");
+                        return Ok(None);
+                    }
+                };
                 let hits = memory
                     .search_similar(&search.filter, &vector, request.candidates)
                     .await?;
-                Ok::<_, memory_core::MemoryError>((vector, hits))
+                Ok::<_, memory_core::MemoryError>(Some((vector, hits)))
             };
             let (hits, whole, semantic, timed) =
                 tokio::join!(memory.search(&search), whole, semantic, timed);
-            (hits?, whole?, Some(semantic?), timed?)
+            (hits?, whole?, semantic?, timed?)
         }
     };
     let (query_vector, similar) = match similar {

@@ -372,3 +372,139 @@ async fn a_query_is_embedded_in_its_own_form() {
     );
     assert_eq!(best.breakdown.channels, [Channel::Embedding]);
 }
+
+/// [`Concepts`] that fails while `down` is set, as a service that stopped answering.
+#[derive(Debug, Default)]
+struct Flaky {
+    down: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl EmbeddingProvider for Flaky {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(MemoryError::Unavailable {
+                message: "embeddings: down".to_owned(),
+                source: None,
+            });
+        }
+        Concepts { dimension: 4 }.embed(text).await
+    }
+
+    fn dimension(&self) -> usize {
+        4
+    }
+}
+
+/// The vectors are an optional channel: a recall while the embedder fails still finds what
+/// its words find, and finds by meaning again once the embedder is back.
+#[tokio::test]
+async fn a_failing_embedder_leaves_the_recall_to_the_keywords() {
+    let flaky = Arc::new(Flaky::default());
+    let memory = Memory::builder()
+        .embedder(flaky.clone())
+        .build()
+        .expect("a memory");
+    let ns = Namespace::parse("user/flaky").expect("a namespace");
+    let ids = remember_all(&memory, &ns).await;
+    flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let found = memory
+        .recall(&ns.exact(), "my car")
+        .await
+        .expect("recalled by its words");
+    let best = found.items.first().expect("a result");
+    assert_eq!(memory_source(best).map(|m| m.id.as_str()), Some(&*ids[0]));
+    assert_eq!(best.breakdown.channels, [Channel::Memory]);
+    let by_meaning = memory
+        .recall(&ns.exact(), "automobile")
+        .await
+        .expect("recalled");
+    assert!(by_meaning.items.is_empty(), "no word of it is stored");
+    flaky.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_car_found_by_both(&memory, &ns, &ids[0]).await;
+}
+
+/// A consolidation's summary is embedded as a remembered memory is: its sources, found by
+/// meaning, leave recall for it, and it is found by meaning in their place.
+#[tokio::test]
+async fn a_summary_is_found_by_meaning_as_its_sources_were() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("user/summary").expect("a namespace");
+    let ids = remember_all(&memory, &ns).await;
+    let before = memory
+        .recall(&ns.exact(), "automobile")
+        .await
+        .expect("recalled");
+    assert_eq!(
+        before
+            .items
+            .first()
+            .and_then(memory_source)
+            .map(|m| m.id.as_str()),
+        Some(&*ids[0])
+    );
+    let summary = memory
+        .consolidate(&ns, &ids[..2], 50)
+        .await
+        .expect("consolidated");
+    let stored = memory
+        .store()
+        .get(&ns, &summary)
+        .await
+        .expect("read")
+        .expect("the summary");
+    assert_eq!(
+        stored.embedding,
+        memory
+            .embedding_of(&stored.content)
+            .await
+            .expect("embedded"),
+        "the summary carries its own text's vector"
+    );
+    let after = memory
+        .recall(&ns.exact(), "automobile")
+        .await
+        .expect("recalled");
+    let best = after.items.first().expect("found by meaning");
+    assert_eq!(memory_source(best).map(|m| m.id.as_str()), Some(&*summary));
+    assert_eq!(best.breakdown.channels, [Channel::Embedding]);
+}
+
+/// A repetition merged into a memory stored without a vector, or with one of another
+/// model's length, gives it the vector just made for the same words.
+#[tokio::test]
+async fn a_merge_gives_a_memory_without_a_usable_vector_the_new_one() {
+    let memory = memory_with_concepts();
+    let ns = Namespace::parse("user/merge-vector").expect("a namespace");
+    for (id, stored) in [("none", None), ("other-model", Some(vec![1.0, 0.0]))] {
+        let mut item =
+            memory_core::MemoryItem::new(ns.clone(), format!("I drive an old car to work ({id})"))
+                .expect("an item")
+                .with_id(id)
+                .expect("an id");
+        item.embedding = stored;
+        memory.store().save(item).await.expect("saved");
+        let remembered = memory
+            .remember_with(memory_retrieve::Remember::new(
+                ns.clone(),
+                format!("I drive an old car to work ({id})"),
+            ))
+            .await
+            .expect("remembered");
+        assert_eq!(remembered.id, id, "{remembered:?}");
+        let merged = memory
+            .store()
+            .get(&ns, id)
+            .await
+            .expect("read")
+            .expect("kept");
+        assert_eq!(
+            merged.embedding,
+            memory
+                .embedding_of(&merged.content)
+                .await
+                .expect("embedded"),
+            "{id}"
+        );
+    }
+}

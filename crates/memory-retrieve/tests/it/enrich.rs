@@ -719,6 +719,31 @@ async fn bulk_writes_are_enriched_too() {
     assert_eq!(links.len(), 1, "{links:?}");
 }
 
+/// A consolidation's summary is linked into the graph as any memory written, so what the
+/// graph reached through its sources it reaches through the summary.
+#[tokio::test]
+async fn a_summary_is_linked_as_its_sources_were() {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let (first, second) = sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    let summary = memory
+        .consolidate(&family, &[first, second], 60)
+        .await
+        .unwrap();
+    memory.flush().await.unwrap();
+    assert_eq!(memory.enrichment_stats().unwrap().enriched, 3);
+    let links = memory
+        .graph()
+        .relations_of(&family, &memory_node_id(&summary))
+        .await
+        .unwrap();
+    assert!(!links.is_empty(), "the summary names Caroline and Anna");
+}
+
 /// An embedder that counts its batch calls.
 #[cfg(feature = "embeddings")]
 #[derive(Debug, Default)]

@@ -520,3 +520,58 @@ async fn a_successor_links_a_bounded_number_of_predecessors() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A summary keeps what all its sources say of themselves alike (the session a pass groups
+/// by, a user), so a listing filtered by it finds the summary in their place; what differs
+/// between them, and the library's own keys, stay with the sources.
+#[tokio::test]
+async fn a_summary_keeps_the_metadata_its_sources_share() {
+    let clock = Arc::new(ManualClock::new(day(100)));
+    let memory = at(&clock);
+    let mut ids = Vec::new();
+    for (n, (text, speaker)) in [
+        ("We hiked the ridge trail above the lake", "Ana"),
+        ("The ridge trail was muddy after rain", "Ben"),
+        ("We saw eagles near the ridge summit", "Ana"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let done = memory
+            .remember_with(
+                Remember::new(ns(), text)
+                    .created_at(day(n as i64))
+                    .context("on the trip")
+                    .metadata(serde_json::json!({
+                        "session": "trip-1",
+                        "speaker": speaker,
+                        "user": {"id": 7},
+                    })),
+            )
+            .await
+            .unwrap();
+        ids.push(done.id);
+    }
+    let summary = memory.consolidate(&ns(), &ids, 40).await.unwrap();
+    let stored = memory.store().get(&ns(), &summary).await.unwrap().unwrap();
+    assert_eq!(
+        stored.metadata,
+        serde_json::json!({
+            "session": "trip-1",
+            "user": {"id": 7},
+            "consolidated_from": 3,
+        })
+    );
+    let filter = MemoryFilter::new(ns().exact())
+        .with_view(TimeView::Current(day(100)))
+        .with_metadata("session", serde_json::json!("trip-1"));
+    let listed: Vec<String> = memory
+        .store()
+        .list(&filter)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.id)
+        .collect();
+    assert_eq!(listed, [summary], "the session's memory now");
+}
