@@ -47,6 +47,13 @@ pub fn memory_of_node(node_id: &str) -> Option<&str> {
     node_id.strip_prefix("memory:")
 }
 
+/// Whether `entity` is a memory's link node: of type [`MEMORY_NODE_TYPE`] and with the id
+/// [`memory_node_id`] gives. An entity's id made from a name is a tag, which holds no `:`,
+/// so an entity an enricher or a user names is never taken for one, whatever its type.
+pub(crate) fn is_link_node(entity: &memory_core::GraphEntity) -> bool {
+    entity.entity_type == MEMORY_NODE_TYPE && memory_of_node(&entity.id).is_some()
+}
+
 /// An entity a memory mentions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EntityMention {
@@ -225,12 +232,14 @@ impl EnrichmentConfig {
 pub struct EnrichmentStats {
     /// Memories queued.
     pub queued: u64,
-    /// Memories enriched and linked.
+    /// Queued memories enriched and linked (a memory queued twice before the worker read
+    /// it is enriched once and counted for both).
     pub enriched: u64,
     /// Memories given up after every attempt failed (they stay stored, unlinked).
     pub failed: u64,
     /// Calls of the enricher retried after a failure or timeout.
     pub retries: u64,
-    /// Queued memories that were gone (forgotten) by the time the worker read them.
+    /// Queued memories that were gone (forgotten) by the time the worker read them, or
+    /// forgotten while their links were written (their node then removed).
     pub missing: u64,
 }

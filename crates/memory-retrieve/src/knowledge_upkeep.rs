@@ -282,7 +282,7 @@ impl KnowledgeUpkeep {
                 for entity in self.graph.list_entities(&namespace.exact()).await? {
                     // A memory's link node lives and dies with its memory (see `enrich`),
                     // not by the entities' TTL or capacity.
-                    if entity.entity_type == crate::MEMORY_NODE_TYPE {
+                    if crate::enrich::is_link_node(&entity) {
                         continue;
                     }
                     let expired = match (expire_before, entity.last_active()) {

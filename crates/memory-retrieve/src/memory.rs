@@ -516,7 +516,7 @@ impl Memory {
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("user")
                 .to_owned();
-            let line = format!("- {role}: {}", one_line(&item.content));
+            let line = format!("- {}: {}", one_line(&role), one_line(&item.content));
             let cost = estimate_tokens(&line) + 1;
             if used + cost > max_tokens {
                 break;
@@ -610,13 +610,17 @@ impl Memory {
                     best_entity.get_or_insert_with(|| entity.clone());
                     let attributes = entity.attribute_line();
                     knowledge.push(if attributes.is_empty() {
-                        format!("- [{}] {}", entity.entity_type, one_line(&entity.name))
+                        format!(
+                            "- [{}] {}",
+                            one_line(&entity.entity_type),
+                            one_line(&entity.name)
+                        )
                     } else {
                         // Cut as the graph's own view cuts them: attributes may be long,
                         // and a line that does not fit is left out whole.
                         format!(
                             "- [{}] {} ({})",
-                            entity.entity_type,
+                            one_line(&entity.entity_type),
                             one_line(&entity.name),
                             crate::prompt::one_line_cut(&attributes, MAX_ATTRIBUTE_CHARS)
                         )
@@ -646,9 +650,19 @@ impl Memory {
             let remaining_chars = max_chars_within(max_tokens.saturating_sub(used));
             if remaining_chars > 40 {
                 let bound = remaining_chars - 20;
+                // The memories' link nodes left out: a memory is shown by recall, which
+                // leaves out those that ended (a node of a retracted memory holds its
+                // text) and those the filter turns away.
+                let related: Vec<memory_core::ScoredEntity> = self
+                    .graph
+                    .get_related(&entity.namespace, &entity.id, 1)
+                    .await?
+                    .into_iter()
+                    .filter(|related| !crate::enrich::is_link_node(&related.entity))
+                    .collect();
                 let context = self
                     .graph
-                    .context_for_agent(&entity.namespace, &entity.id, 1, bound)
+                    .render_neighbourhood(&entity.namespace, &entity, &related, bound)
                     .await?;
                 // The graph cuts its first line when not even that fits: a header that is not
                 // the entity's whole line is left out, as a result that does not fit.
@@ -879,7 +893,7 @@ impl Memory {
             match self.graph.list_entities(&namespace.exact()).await {
                 Ok(entities) => entities
                     .into_iter()
-                    .filter(|entity| entity.entity_type == crate::MEMORY_NODE_TYPE)
+                    .filter(crate::enrich::is_link_node)
                     .filter(|entity| {
                         crate::memory_of_node(&entity.id).is_some_and(|id| forgotten.contains(id))
                     })
@@ -1129,7 +1143,7 @@ impl Memory {
                 .await?;
             stats.entities += page
                 .iter()
-                .filter(|entity| entity.entity_type != crate::MEMORY_NODE_TYPE)
+                .filter(|entity| !crate::enrich::is_link_node(entity))
                 .count();
             match page.last() {
                 Some(last) if page.len() == STATS_PAGE => {

@@ -174,11 +174,15 @@ async fn ensure_entity(
     }
     match graph.get_entity(namespace, &id).await? {
         None => {
-            let entity_type = if entity_type.trim().is_empty() {
-                "name"
-            } else {
-                entity_type.trim()
-            };
+            // The link nodes' type is the library's: an entity given it (by a model's
+            // answer, say) would be taken for a link node and left out of recall.
+            let entity_type = entity_type.trim();
+            let entity_type =
+                if entity_type.is_empty() || entity_type.eq_ignore_ascii_case(MEMORY_NODE_TYPE) {
+                    "name"
+                } else {
+                    entity_type
+                };
             wanted.truncate(graph.tag_constraints().max_tags_per_entity);
             // An entity the graph would refuse (a name or type past its limit) is left out,
             // not written half way through the enrichment.

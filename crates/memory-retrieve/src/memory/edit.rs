@@ -87,7 +87,10 @@ impl Memory {
     /// writes the change only over the copy it read
     /// ([`update_if`](memory_core::MemoryStore::update_if)): when another write changed the
     /// memory in between (a pin, an enrichment, another process's edit), the update reads it
-    /// again and makes its change on what is stored then, so neither write is lost.
+    /// again and makes its change on what is stored then, so neither write is lost. A new
+    /// text is embedded again and, once written, linked again in the graph (queued to the
+    /// enricher; without one, the memory's link node, which holds the old text's start, is
+    /// removed).
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when there is no such memory;
@@ -120,8 +123,11 @@ impl Memory {
                 ));
             }
             let read_at = item.updated_at;
+            let new_text = content
+                .as_ref()
+                .is_some_and(|content| *content != item.content);
             if let Some(content) = &content
-                && *content != item.content
+                && new_text
             {
                 // The old vector describes the old text: embedded again, or none without
                 // an embedder.
@@ -158,10 +164,27 @@ impl Memory {
             }
             let item = item.revised(read_at);
             if self.store.update_if(item.clone(), read_at).await? {
+                if new_text {
+                    self.relink(namespace, id).await;
+                }
                 return Ok(item);
             }
         }
         Err(edit_conflict(namespace, id))
+    }
+
+    /// After the text of memory `id` changed: its link node describes and links the old
+    /// text, which an edit may have been made to take out. Queued to be enriched again
+    /// when this `Memory` enriches (the node then describes and links the new text, as a
+    /// memory remembered again under its id); otherwise the node is removed (another
+    /// `Memory` may have enriched it), as `forget` removes it. The edit is committed: a
+    /// failure is logged.
+    async fn relink(&self, namespace: &Namespace, id: &str) {
+        if let Some(enrichment) = &self.enrichment {
+            Box::pin(enrichment.enqueue(namespace, id)).await;
+            return;
+        }
+        self.remove_link_nodes(namespace, &[id.to_owned()]).await;
     }
 }
 

@@ -1,7 +1,7 @@
 //! The enrichment pipeline of a [`Memory`]: a bounded queue of stored memories and one
 //! worker on the caller's tokio runtime that enriches them in batches, off the write path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -120,26 +120,33 @@ impl Worker {
         self.done.send_modify(|finished| *finished += memories);
     }
 
-    /// The stored memories of `jobs`, in queue order (forgotten ones left out).
-    async fn load(&self, jobs: &[Job]) -> Result<Vec<MemoryItem>> {
+    /// The stored memories of `jobs`, in queue order (forgotten ones left out), each once
+    /// with the number of jobs that queued it (a memory written twice before the worker
+    /// read it is enriched once, for both).
+    async fn load(&self, jobs: &[Job]) -> Result<Vec<(MemoryItem, u64)>> {
         let mut by_namespace: BTreeMap<&Namespace, Vec<String>> = BTreeMap::new();
+        let mut asked: HashSet<(&Namespace, &str)> = HashSet::new();
         for (namespace, id) in jobs {
-            let ids = by_namespace.entry(namespace).or_default();
-            if !ids.contains(id) {
-                ids.push(id.clone());
+            if asked.insert((namespace, id.as_str())) {
+                by_namespace.entry(namespace).or_default().push(id.clone());
             }
         }
         let mut found = Vec::with_capacity(jobs.len());
         for (namespace, ids) in by_namespace {
             found.extend(self.store.get_many(namespace, &ids).await?);
         }
-        let mut out = Vec::with_capacity(found.len());
+        let mut found: HashMap<(Namespace, String), MemoryItem> = found
+            .into_iter()
+            .map(|item| ((item.namespace.clone(), item.id.clone()), item))
+            .collect();
+        let mut at: HashMap<(&Namespace, &str), usize> = HashMap::new();
+        let mut out: Vec<(MemoryItem, u64)> = Vec::with_capacity(found.len());
         for (namespace, id) in jobs {
-            if let Some(at) = found
-                .iter()
-                .position(|item| item.namespace == *namespace && item.id == *id)
-            {
-                out.push(found.swap_remove(at));
+            if let Some(&index) = at.get(&(namespace, id.as_str())) {
+                out[index].1 += 1;
+            } else if let Some(item) = found.remove(&(namespace.clone(), id.clone())) {
+                at.insert((namespace, id.as_str()), out.len());
+                out.push((item, 1));
             }
         }
         Ok(out)
@@ -197,22 +204,23 @@ impl Worker {
                 return;
             }
         };
-        let missing = total - items.len() as u64;
+        let missing = total - items.iter().map(|(_, queued)| queued).sum::<u64>();
+        let (items, queued): (Vec<MemoryItem>, Vec<u64>) = items.into_iter().unzip();
         if items.is_empty() {
             self.finish(total, |stats| stats.missing += missing);
             return;
         }
         let Some(enrichments) = self.enrich(&items).await else {
-            let failed = items.len() as u64;
+            let failed = queued.iter().sum::<u64>();
             self.finish(total, |stats| {
                 stats.missing += missing;
                 stats.failed += failed;
             });
             return;
         };
-        let (mut enriched, mut failed) = (0u64, 0u64);
+        let (mut enriched, mut failed, mut gone) = (0u64, 0u64, 0u64);
         let mut tags = TagCache::new();
-        for (item, enrichment) in items.iter().zip(&enrichments) {
+        for ((item, enrichment), &jobs) in items.iter().zip(&enrichments).zip(&queued) {
             // Writing is idempotent (entities reused, links set again), so a write that
             // fails on a recoverable error is tried again whole; one that still fails is
             // undone (the memory's node goes with its links), so the memory stays stored,
@@ -238,9 +246,17 @@ impl Worker {
                 }
             }
             match outcome {
-                Ok(()) => enriched += 1,
+                // Forgotten while its links were written: `forget` deletes the memory, then
+                // its node, and a node written after that would keep the start of the text
+                // forgotten. Read after the write, the memory is gone only if the forget's
+                // delete came first; its node is removed here (and by the forget, if the
+                // write came before that removal).
+                Ok(()) if self.forgotten(item).await => {
+                    gone += jobs;
+                }
+                Ok(()) => enriched += jobs,
                 Err(error) => {
-                    failed += 1;
+                    failed += jobs;
                     tracing::warn!(%error, id = %item.id, namespace = %item.namespace, "enrichment not applied");
                     let node = crate::enrich::memory_node_id(&item.id);
                     if let Err(undo) = self.graph.remove_entity(&item.namespace, &node).await {
@@ -250,10 +266,30 @@ impl Worker {
             }
         }
         self.finish(total, |stats| {
-            stats.missing += missing;
+            stats.missing += missing + gone;
             stats.enriched += enriched;
             stats.failed += failed;
         });
+    }
+
+    /// Whether `item` is no longer stored, its link node then removed. A read that fails
+    /// counts as stored: the next `maintain` of a `Memory` that enriches prunes the node of
+    /// a memory that is gone.
+    async fn forgotten(&self, item: &MemoryItem) -> bool {
+        match self.store.get(&item.namespace, &item.id).await {
+            Ok(Some(_)) => false,
+            Ok(None) => {
+                let node = crate::enrich::memory_node_id(&item.id);
+                if let Err(error) = self.graph.remove_entity(&item.namespace, &node).await {
+                    tracing::warn!(%error, id = %item.id, "the node of a forgotten memory was not removed");
+                }
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, id = %item.id, "whether an enriched memory was forgotten meanwhile could not be read");
+                false
+            }
+        }
     }
 }
 
@@ -302,7 +338,7 @@ impl Memory {
                 .list_entities(&namespace.exact())
                 .await?
                 .into_iter()
-                .filter(|entity| entity.entity_type == crate::MEMORY_NODE_TYPE)
+                .filter(crate::enrich::is_link_node)
                 .filter_map(|entity| {
                     let memory = crate::memory_of_node(&entity.id)?.to_owned();
                     Some((entity.id, memory))

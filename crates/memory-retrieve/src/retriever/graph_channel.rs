@@ -14,7 +14,7 @@ use memory_core::{
 use super::MAX_EXPANDED_ENTITIES;
 use super::candidate::{Candidate, Found, Key, RecordType};
 use super::request::Request;
-use crate::enrich::{MEMORY_NODE_TYPE, memory_of_node};
+use crate::enrich::{is_link_node, memory_of_node};
 use crate::scoring::{Signals, reference, text_overlap};
 
 /// What the graph channel found.
@@ -66,7 +66,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
     }
     let mut matched = graph.find_by_keywords(scope, keywords).await?;
     // Memory nodes are reached through entities only.
-    matched.retain(|entity| entity.entity_type != MEMORY_NODE_TYPE);
+    matched.retain(|entity| !is_link_node(entity));
     // Each entity's share of the keywords it matches, computed once.
     let mut matched: Vec<(f32, Arc<GraphEntity>)> = matched
         .into_iter()
@@ -146,7 +146,7 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<GraphFound> {
             .collect();
         for (related, naming) in try_join_all(expanded).await?.into_iter().zip(naming) {
             for reached in related {
-                if reached.entity.entity_type == MEMORY_NODE_TYPE {
+                if is_link_node(&reached.entity) {
                     if naming && let Some(memory) = memory_of_node(&reached.entity.id) {
                         let score = linked
                             .entry((reached.entity.namespace.clone(), memory.to_owned()))
