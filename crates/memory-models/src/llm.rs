@@ -240,9 +240,22 @@ object: {\"memories\": [{\"index\": 0, \"entities\": [{\"name\": \"...\", \"type
 \"...\"}], \"tags\": [\"...\"], \"importance\": 0.5, \"fact_key\": null}]}";
 
 /// An [`Enricher`] that asks a [`ChatModel`] for entities, relations, tags, importance and
-/// fact keys, in one request per batch, and validates the answer: an answer that is not
-/// the expected JSON fails the batch (the enrichment worker retries it with backoff), and
-/// entries that do not validate (empty names, importance outside `[0, 1]`) are dropped.
+/// fact keys, in one request per batch, and validates the answer entry by entry.
+///
+/// Only an answer that is not a JSON object (code fences around it are removed), or an
+/// object without a `memories` list, fails the batch, with a
+/// [`MemoryError::Serialization`] (the enrichment worker retries it with backoff). Within
+/// the list, what does not validate is dropped and the rest is kept:
+/// - an entry whose `index` is not a non-negative integer naming a memory of the batch, or
+///   repeats the index of an earlier entry (the first is kept), is dropped; a memory without
+///   an entry gets an empty [`Enrichment`];
+/// - `entities`, `relations` and `tags` that are missing, `null` or not a list read as
+///   empty;
+/// - an entity without a non-empty `name` text, a relation without non-empty `source`,
+///   `target` and `type` texts, and a tag that is not a text are dropped; the first 32
+///   entities, 32 relations and 8 tags (8 per entity) that validate are kept;
+/// - an `importance` that is not a number within `[0, 1]` reads as none, as does a
+///   `fact_key` that is not a text of 1 to 128 bytes once trimmed.
 #[derive(Clone, Debug)]
 pub struct LlmEnricher {
     model: ChatModel,
@@ -253,26 +266,6 @@ impl LlmEnricher {
     pub fn new(model: ChatModel) -> Self {
         Self { model }
     }
-}
-
-#[derive(Deserialize)]
-struct EnrichAnswer {
-    memories: Vec<EnrichEntry>,
-}
-
-#[derive(Deserialize)]
-struct EnrichEntry {
-    index: usize,
-    #[serde(default)]
-    entities: Vec<Value>,
-    #[serde(default)]
-    relations: Vec<Value>,
-    #[serde(default)]
-    tags: Vec<Value>,
-    #[serde(default)]
-    importance: Option<Value>,
-    #[serde(default)]
-    fact_key: Option<Value>,
 }
 
 /// `text` cut to at most `max_bytes` bytes, at a character boundary: for the limits the
@@ -296,75 +289,87 @@ fn text_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|text| !text.is_empty())
 }
 
-impl EnrichEntry {
-    fn into_enrichment(self) -> Enrichment {
-        let entities = self
-            .entities
-            .iter()
-            .filter_map(|entity| {
-                let name = text_field(entity, "name")?;
-                let entity_type = text_field(entity, "type").unwrap_or("concept");
-                let tags = entity
-                    .get("tags")
-                    .and_then(Value::as_array)
-                    .map(|tags| {
-                        tags.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .take(8)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Some(EntityMention {
-                    name: truncate_chars(name, 200).to_owned(),
-                    // Types are at most 128 bytes (`GraphEntity::validate`), names 1,024.
-                    entity_type: truncate_bytes(truncate_chars(entity_type, 64), 128).to_owned(),
-                    tags,
+/// The list under `key`: empty when the field is missing, `null` or not a list.
+fn list_field<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The `index` of an entry in a model's answer, when it is a non-negative integer below
+/// `len`.
+fn index_field(value: &Value, len: usize) -> Option<usize> {
+    value
+        .get("index")
+        .and_then(Value::as_u64)
+        .and_then(|index| usize::try_from(index).ok())
+        .filter(|&index| index < len)
+}
+
+/// What one entry of an enrichment answer says of its memory, as far as it validates.
+fn enrichment_of(entry: &Value) -> Enrichment {
+    let entities = list_field(entry, "entities")
+        .iter()
+        .filter_map(|entity| {
+            let name = text_field(entity, "name")?;
+            let entity_type = text_field(entity, "type").unwrap_or("concept");
+            let tags = entity
+                .get("tags")
+                .and_then(Value::as_array)
+                .map(|tags| {
+                    tags.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .take(8)
+                        .collect()
                 })
+                .unwrap_or_default();
+            Some(EntityMention {
+                name: truncate_chars(name, 200).to_owned(),
+                // Types are at most 128 bytes (`GraphEntity::validate`), names 1,024.
+                entity_type: truncate_bytes(truncate_chars(entity_type, 64), 128).to_owned(),
+                tags,
             })
-            .take(32)
-            .collect();
-        let relations = self
-            .relations
+        })
+        .take(32)
+        .collect();
+    let relations = list_field(entry, "relations")
+        .iter()
+        .filter_map(|relation| {
+            Some(RelationMention {
+                source: text_field(relation, "source")?.to_owned(),
+                target: text_field(relation, "target")?.to_owned(),
+                relation_type: truncate_bytes(
+                    truncate_chars(text_field(relation, "type")?, 64),
+                    128,
+                )
+                .to_owned(),
+            })
+        })
+        .take(32)
+        .collect();
+    let importance = entry
+        .get("importance")
+        .and_then(Value::as_f64)
+        .map(|importance| importance as f32)
+        .filter(|importance| importance.is_finite() && (0.0..=1.0).contains(importance));
+    Enrichment {
+        entities,
+        relations,
+        tags: list_field(entry, "tags")
             .iter()
-            .filter_map(|relation| {
-                Some(RelationMention {
-                    source: text_field(relation, "source")?.to_owned(),
-                    target: text_field(relation, "target")?.to_owned(),
-                    relation_type: truncate_bytes(
-                        truncate_chars(text_field(relation, "type")?, 64),
-                        128,
-                    )
-                    .to_owned(),
-                })
-            })
-            .take(32)
-            .collect();
-        let importance = self
-            .importance
-            .as_ref()
-            .and_then(Value::as_f64)
-            .map(|importance| importance as f32)
-            .filter(|importance| importance.is_finite() && (0.0..=1.0).contains(importance));
-        Enrichment {
-            entities,
-            relations,
-            tags: self
-                .tags
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .take(8)
-                .collect(),
-            importance,
-            fact_key: self
-                .fact_key
-                .as_ref()
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|key| !key.is_empty() && key.len() <= 128)
-                .map(str::to_owned),
-        }
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .take(8)
+            .collect(),
+        importance,
+        fact_key: entry
+            .get("fact_key")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|key| !key.is_empty() && key.len() <= 128)
+            .map(str::to_owned),
     }
 }
 
@@ -385,15 +390,23 @@ impl Enricher for LlmEnricher {
             .model
             .complete_json(ENRICH_PROMPT, &user, "enrichment")
             .await?;
-        let answer: EnrichAnswer =
-            serde_json::from_value(answer).map_err(|error| MemoryError::Serialization {
-                message: format!("enrichment: the model's JSON has not the asked shape: {error}"),
-                source: Some(Box::new(error)),
-            })?;
+        let Some(entries) = answer.get("memories").and_then(Value::as_array) else {
+            return Err(MemoryError::Serialization {
+                message: "enrichment: the model's JSON has not the asked shape (an object with \
+                          a `memories` list)"
+                    .to_owned(),
+                source: None,
+            });
+        };
+        // Entry by entry: one malformed entry costs its memory's enrichment, not the batch's
+        // (a retry would get the same answer).
         let mut out = vec![Enrichment::default(); memories.len()];
-        for entry in answer.memories {
-            if let Some(slot) = out.get_mut(entry.index) {
-                *slot = entry.into_enrichment();
+        let mut answered = vec![false; memories.len()];
+        for entry in entries {
+            if let Some(index) = index_field(entry, memories.len())
+                && !std::mem::replace(&mut answered[index], true)
+            {
+                out[index] = enrichment_of(entry);
             }
         }
         Ok(out)
@@ -406,19 +419,12 @@ or added detail are no contradiction. Answer only with a JSON object: {\"conflic
 [{\"index\": 0, \"reason\": \"...\"}]} listing the stored memories (by index) the new one \
 contradicts, or an empty list.";
 
-#[derive(Deserialize)]
-struct ConflictAnswer {
-    #[serde(default)]
-    conflicts: Vec<ConflictEntry>,
-}
-
-#[derive(Deserialize)]
-struct ConflictEntry {
-    index: usize,
-    #[serde(default)]
-    reason: String,
-}
-
+/// The conflict judge reads its answer as [`LlmEnricher`] does, entry by entry: only an
+/// answer that is not a JSON object, or whose `conflicts` is neither a list nor missing
+/// or `null` (no conflicts), is a [`MemoryError::Serialization`]. An entry whose `index` is
+/// not a non-negative integer naming a candidate, or names a candidate an earlier entry
+/// named, is dropped; a `reason` that is missing, empty or not a text reads as
+/// "contradiction judged by the model".
 #[async_trait]
 impl ConflictDetector for ChatModel {
     async fn detect(
@@ -442,25 +448,30 @@ impl ConflictDetector for ChatModel {
         let answer = self
             .complete_json(CONFLICT_PROMPT, &user, "conflict judgement")
             .await?;
-        let answer: ConflictAnswer =
-            serde_json::from_value(answer).map_err(|error| MemoryError::Serialization {
-                message: format!(
-                    "conflict judgement: the model's JSON has not the asked shape: {error}"
-                ),
-                source: Some(Box::new(error)),
-            })?;
+        let entries = match answer.get("conflicts") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(entries)) => entries.as_slice(),
+            Some(_) => {
+                return Err(MemoryError::Serialization {
+                    message: "conflict judgement: the model's JSON has not the asked shape (an \
+                              object with a `conflicts` list)"
+                        .to_owned(),
+                    source: None,
+                });
+            }
+        };
         let mut out: Vec<Conflict> = Vec::new();
-        for entry in answer.conflicts {
-            if let Some(item) = candidates.get(entry.index)
+        for entry in entries {
+            if let Some(item) =
+                index_field(entry, candidates.len()).and_then(|index| candidates.get(index))
                 && !out.iter().any(|known| known.id == item.id)
             {
                 out.push(Conflict {
                     id: item.id.clone(),
-                    reason: if entry.reason.trim().is_empty() {
-                        "contradiction judged by the model".to_owned()
-                    } else {
-                        truncate_chars(entry.reason.trim(), 500).to_owned()
-                    },
+                    reason: text_field(entry, "reason").map_or_else(
+                        || "contradiction judged by the model".to_owned(),
+                        |reason| truncate_chars(reason, 500).to_owned(),
+                    ),
                 });
             }
         }
@@ -510,13 +521,11 @@ mod tests {
     fn types_from_the_model_fit_the_graph_in_bytes() {
         // 60 CJK characters: within 64 characters, 180 bytes, over the 128 a type may hold.
         let long = "类".repeat(60);
-        let entry: EnrichEntry = serde_json::from_value(json!({
+        let enrichment = enrichment_of(&json!({
             "index": 0,
             "entities": [{"name": "Ada", "type": long}],
             "relations": [{"source": "Ada", "target": "Engine", "type": long}],
-        }))
-        .unwrap();
-        let enrichment = entry.into_enrichment();
+        }));
         let ns = memory_core::Namespace::parse("kb").unwrap();
         let entity = &enrichment.entities[0];
         assert!(entity.entity_type.len() <= 128 && entity.entity_type.starts_with('类'));

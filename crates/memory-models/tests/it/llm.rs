@@ -143,6 +143,162 @@ async fn malformed_json_fails_clearly_and_the_memory_stays() {
     assert_eq!(server.requests().len(), 2);
 }
 
+/// `null` (or missing, or not a list) entities, relations and tags read as empty: the
+/// entry keeps what else it says, and the other entries are kept.
+#[tokio::test]
+async fn null_entities_and_relations_read_as_empty_and_the_good_entries_stay() {
+    let server = serve(vec![chat(
+        r#"{"memories": [
+          {"index": 0, "entities": [{"name": "Caroline", "type": "person"}], "relations": null},
+          {"index": 1, "entities": null, "relations": [{"source": "Ada", "target": "Engine",
+            "type": "built"}], "tags": null, "importance": 0.4},
+          {"index": 2, "entities": "Pixel", "fact_key": "pixel.owner"}]}"#,
+    )])
+    .await;
+    let enricher = LlmEnricher::new(model(&server.base, 1, Duration::from_secs(10)));
+    let found = enricher
+        .enrich(&[
+            item("Caroline"),
+            item("Ada built the Engine"),
+            item("Pixel"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 3);
+    assert_eq!(found[0].entities.len(), 1);
+    assert_eq!(found[0].entities[0].name, "Caroline");
+    assert_eq!(found[0].entities[0].entity_type, "person");
+    assert!(found[0].relations.is_empty());
+    assert!(found[1].entities.is_empty() && found[1].tags.is_empty());
+    assert_eq!(found[1].relations.len(), 1);
+    assert_eq!(found[1].relations[0].relation_type, "built");
+    assert_eq!(found[1].importance, Some(0.4));
+    assert!(found[2].entities.is_empty(), "a text is not a list");
+    assert_eq!(found[2].fact_key.as_deref(), Some("pixel.owner"));
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// An entry whose index is negative, not an integer, missing or past the batch is dropped;
+/// so is an entry that is not an object. The entries beside them are kept.
+#[tokio::test]
+async fn entries_with_bad_indexes_are_dropped_and_the_good_ones_stay() {
+    let server = serve(vec![chat(
+        r#"{"memories": [
+          {"index": 0, "entities": [{"name": "Caroline", "type": "person"}]},
+          {"index": -1, "entities": [{"name": "Negative"}]},
+          {"index": 1.5, "entities": [{"name": "Fraction"}]},
+          {"index": "1", "entities": [{"name": "Text"}]},
+          {"index": null, "entities": [{"name": "Null"}]},
+          {"entities": [{"name": "Missing"}]},
+          {"index": 3, "entities": [{"name": "Past"}]},
+          {"index": 18446744073709551616, "entities": [{"name": "Huge"}]},
+          7,
+          {"index": 2, "entities": [{"name": "Pixel", "type": "pet"}], "importance": 0.9}]}"#,
+    )])
+    .await;
+    let enricher = LlmEnricher::new(model(&server.base, 1, Duration::from_secs(10)));
+    let found = enricher
+        .enrich(&[item("Caroline"), item("nothing said"), item("Pixel")])
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 3);
+    assert_eq!(found[0].entities.len(), 1);
+    assert_eq!(found[0].entities[0].name, "Caroline");
+    assert_eq!(
+        found[1],
+        Default::default(),
+        "every entry naming it is dropped"
+    );
+    assert_eq!(found[2].entities[0].name, "Pixel");
+    assert_eq!(found[2].importance, Some(0.9));
+}
+
+/// An index named twice keeps its first entry; the later one is dropped.
+#[tokio::test]
+async fn a_repeated_index_keeps_the_first_entry() {
+    let server = serve(vec![chat(
+        r#"{"memories": [
+          {"index": 0, "entities": [{"name": "Caroline", "type": "person"}]},
+          {"index": 1, "tags": ["second"]},
+          {"index": 0, "entities": [{"name": "Impostor"}], "importance": 1.0}]}"#,
+    )])
+    .await;
+    let enricher = LlmEnricher::new(model(&server.base, 1, Duration::from_secs(10)));
+    let found = enricher
+        .enrich(&[item("Caroline"), item("second")])
+        .await
+        .unwrap();
+    assert_eq!(found[0].entities.len(), 1);
+    assert_eq!(found[0].entities[0].name, "Caroline");
+    assert_eq!(found[0].importance, None);
+    assert_eq!(found[1].tags, vec!["second".to_owned()]);
+}
+
+/// Through a Memory: an answer with a malformed entry enriches the memory it names at the
+/// first attempt; an answer that is not JSON, or has no `memories` list, is still an error
+/// and is retried.
+#[tokio::test]
+async fn a_malformed_entry_is_not_retried_and_garbage_still_is() {
+    let server = serve(vec![
+        chat(
+            r#"{"memories": [{"index": 0, "entities": [{"name": "Caroline", "type": "person"}],
+              "relations": null}, {"index": -1}, {"index": 1, "entities": null}]}"#,
+        ),
+        chat("Sure! Caroline is a person."),
+        chat(r#"{"memories": null}"#),
+    ])
+    .await;
+    let memory = Memory::builder()
+        .enricher_with(
+            Arc::new(LlmEnricher::new(model(
+                &server.base,
+                1,
+                Duration::from_secs(10),
+            ))),
+            EnrichmentConfig {
+                max_attempts: 2,
+                backoff: Duration::from_millis(1),
+                ..EnrichmentConfig::default()
+            },
+        )
+        .build()
+        .unwrap();
+    let user = Namespace::parse("user").unwrap();
+    memory.remember(&user, "Caroline said hi").await.unwrap();
+    memory.flush().await.unwrap();
+    let stats = memory.enrichment_stats().unwrap();
+    assert_eq!((stats.enriched, stats.failed, stats.retries), (1, 0, 0));
+    let caroline = memory.graph().get_entity(&user, "caroline").await.unwrap();
+    assert_eq!(caroline.unwrap().entity_type, "person");
+    assert_eq!(server.requests().len(), 1);
+
+    let id = memory.remember(&user, "Caroline again").await.unwrap();
+    memory.flush().await.unwrap();
+    let stats = memory.enrichment_stats().unwrap();
+    assert_eq!((stats.enriched, stats.failed, stats.retries), (1, 1, 1));
+    assert!(memory.store().get(&user, &id).await.unwrap().is_some());
+    assert_eq!(server.requests().len(), 3);
+
+    let server = serve(vec![
+        chat("not json at all"),
+        chat(r#"{"memories": null}"#),
+        chat(r#"{"index": 0, "entities": []}"#),
+    ])
+    .await;
+    let enricher = LlmEnricher::new(model(&server.base, 1, Duration::from_secs(10)));
+    let batch = [item("Caroline")];
+    let error = enricher.enrich(&batch).await.unwrap_err();
+    assert!(error.to_string().contains("not JSON"), "{error}");
+    for _ in 0..2 {
+        let error = enricher.enrich(&batch).await.unwrap_err();
+        assert!(
+            matches!(error, MemoryError::Serialization { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("`memories` list"), "{error}");
+    }
+}
+
 #[tokio::test]
 async fn too_many_requests_and_server_errors_are_retried() {
     let server = serve(vec![
@@ -253,6 +409,40 @@ async fn the_conflict_judge_maps_indexes_to_ids() {
         "no request without candidates"
     );
     assert_eq!(server.requests().len(), 1);
+}
+
+/// The conflict judge drops entries it cannot map to a candidate instead of failing the
+/// judgement; an answer without a `conflicts` list is still an error.
+#[tokio::test]
+async fn the_conflict_judge_drops_malformed_entries() {
+    let server = serve(vec![
+        chat(
+            r#"{"conflicts": [{"index": -1, "reason": "negative"}, {"index": "0"},
+              {"index": 0.5}, {"index": 1, "reason": null}, {"index": 0, "reason": 3}]}"#,
+        ),
+        chat(r#"{"conflicts": null}"#),
+        chat(r#"{"conflicts": "none"}"#),
+    ])
+    .await;
+    let judge = model(&server.base, 1, Duration::from_secs(10));
+    let new = item("Caroline lives in Porto now");
+    let candidates = vec![
+        Arc::new(item("Caroline lives in Faro")),
+        Arc::new(item("Caroline lives in Lisbon")),
+    ];
+    let conflicts = judge.detect(&new, &candidates).await.unwrap();
+    assert_eq!(conflicts.len(), 2);
+    assert_eq!(conflicts[0].id, candidates[1].id);
+    assert_eq!(conflicts[0].reason, "contradiction judged by the model");
+    assert_eq!(conflicts[1].id, candidates[0].id);
+    assert_eq!(conflicts[1].reason, "contradiction judged by the model");
+    assert!(judge.detect(&new, &candidates).await.unwrap().is_empty());
+    let error = judge.detect(&new, &candidates).await.unwrap_err();
+    assert!(
+        matches!(error, MemoryError::Serialization { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("`conflicts` list"), "{error}");
 }
 
 #[test]
