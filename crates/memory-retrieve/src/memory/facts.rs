@@ -601,7 +601,11 @@ impl Memory {
     }
 
     /// Withdraws a memory without a replacement: it leaves default recall and stays in the
-    /// history, with `reason` and the time.
+    /// history, with `reason` and the time. A version it superseded stays ended (it was
+    /// replaced then; whether it holds again is not known): the fact has no current version
+    /// until another is remembered. To say the earlier value holds again, remember it again
+    /// (with the fact key): it becomes the current version, and the history keeps both.
+    /// ([`forget`](Self::forget) deletes every version, the earlier one too.)
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] for a missing memory; [`MemoryError::InvalidInput`] naming

@@ -575,3 +575,36 @@ async fn a_summary_keeps_the_metadata_its_sources_share() {
         .collect();
     assert_eq!(listed, [summary], "the session's memory now");
 }
+
+/// A retracted version leaves the fact without a current version (the one it replaced
+/// stays ended); the earlier value remembered again is current again, in its own words.
+#[tokio::test]
+async fn a_value_remembered_again_after_a_retraction_is_current() {
+    let clock = Arc::new(ManualClock::new(day(10)));
+    let memory = at(&clock);
+    let say = |text: &'static str, on: i64| {
+        Remember::new(ns(), text)
+            .fact_key("ava.city")
+            .created_at(day(on))
+    };
+    memory
+        .remember_with(say("Ava lives in Paris", 1))
+        .await
+        .unwrap();
+    let oslo = memory
+        .remember_with(say("Ava lives in Oslo", 2))
+        .await
+        .unwrap();
+    memory.retract(&ns(), &oslo.id, "a mistake").await.unwrap();
+    assert!(current(&memory, "ava.city", day(10)).await.is_empty());
+    memory
+        .remember_with(say("Ava lives in Paris", 3))
+        .await
+        .unwrap();
+    let now: Vec<String> = current(&memory, "ava.city", day(10))
+        .await
+        .into_iter()
+        .map(|(text, _)| text)
+        .collect();
+    assert_eq!(now, ["Ava lives in Paris"]);
+}
