@@ -155,15 +155,17 @@ def test_an_embeddings_object_embeds_queries_in_their_form() -> None:
     assert all(hit.breakdown["signals"].get("embedding", {}).get("value", 0.0) < 0.5 for hit in hits)
 
 
-def test_a_failing_embed_query_fails_the_recall() -> None:
+def test_a_failing_embed_query_leaves_the_recall_to_the_keywords() -> None:
     class Broken(QueryForm):
         def embed_query(self, text: str) -> list[float]:
             raise RuntimeError("query model not loaded")
 
     memory = Memory(embedder=Broken(), embedding_dimension=4)
-    memory.remember("u", "I adopted a kitten")
-    with pytest.raises(UnavailableError, match="query model not loaded"):
-        memory.recall("u", "which animal?")
+    kitten = memory.remember("u", "I adopted a kitten").id
+    assert ids(memory.recall("u", "which animal?")) == [], "found by meaning only"
+    hits = memory.recall("u", "the kitten")
+    assert ids(hits) == [kitten]
+    assert hits[0].breakdown["channels"] == ["memory"]
 
     class Short(QueryForm):
         def embed_query(self, text: str) -> list[float]:

@@ -95,19 +95,25 @@ pub(super) async fn gather(request: &Request<'_>) -> Result<(Vec<Candidate>, u64
             (hits?, whole?, None, timed?)
         }
         Some(embedder) => {
-            // An embedder that fails (a service down, a model answering badly) leaves the
+            // An embedding service that is down or does not answer in time leaves the
             // recall to the other channels, as a failing reranker leaves the fused order:
             // the vectors are an optional channel, and a recall that found the memory by
-            // its words must not fail for them. The store's own errors still fail it.
+            // its words must not fail while the service is away. An embedder that answers
+            // wrongly (a vector of another length, a malformed answer) is a setup to fix
+            // and fails the recall, as the store's own errors do.
             let semantic = async {
                 let vector = match crate::embedding::embed_query_checked(embedder, request.query)
                     .await
                 {
                     Ok(vector) => vector,
-                    Err(error) => {
+                    Err(
+                        error @ (memory_core::MemoryError::Unavailable { .. }
+                        | memory_core::MemoryError::Timeout(_)),
+                    ) => {
                         tracing::warn!(%error, "embedder failed; recalled without the embedding channel");
                         return Ok(None);
                     }
+                    Err(error) => return Err(error),
                 };
                 let hits = memory
                     .search_similar(&search.filter, &vector, request.candidates)
