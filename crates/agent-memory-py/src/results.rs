@@ -9,7 +9,7 @@ use agent_memory::{
     CONTEXT_METADATA_KEY, EndReason, MemoryItem, ORIGINAL_METADATA_KEY, Outcome,
     PINNED_METADATA_KEY, RetrievalResult, RetrievalSource,
 };
-use pyo3::exceptions::PyIndexError;
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice};
 
@@ -61,6 +61,28 @@ fn optional_time<'py>(
     at: Option<chrono::DateTime<chrono::Utc>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     at.map(|at| from_time(py, at)).transpose()
+}
+
+/// The JSON state a result is pickled as (its `__reduce__`).
+fn state_of(value: &impl serde::Serialize) -> PyResult<Vec<u8>> {
+    serde_json::to_vec(value)
+        .map_err(|error| PyValueError::new_err(format!("could not pickle the result: {error}")))
+}
+
+/// A result read back from the state [`state_of`] wrote.
+fn from_state<T: serde::de::DeserializeOwned>(state: &[u8]) -> PyResult<T> {
+    serde_json::from_slice(state)
+        .map_err(|error| PyValueError::new_err(format!("not a pickled result: {error}")))
+}
+
+/// `(cls._from_state, (state,))`: what `__reduce__` returns, so `pickle` (and
+/// `multiprocessing`, `copy`) rebuilds the object from its JSON state through a class
+/// method of its own class, which pickle finds by the class's module and name.
+fn reduce<'py>(
+    object: &Bound<'py, PyAny>,
+    state: Vec<u8>,
+) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
+    Ok((object.get_type().getattr("_from_state")?, (state,)))
 }
 
 /// A stored memory.
@@ -256,6 +278,21 @@ impl Record {
         Ok(dict)
     }
 
+    /// Equal when every field is (the same memory read twice, unchanged between).
+    fn __eq__(&self, other: &Self) -> bool {
+        self.item == other.item
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
+        reduce(slf.as_any(), state_of(&*slf.get().item)?)
+    }
+
+    /// Rebuilds a pickled record (see `__reduce__`).
+    #[classmethod]
+    fn _from_state(_cls: &Bound<'_, pyo3::types::PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self::new(from_state::<MemoryItem>(state)?))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "MemoryRecord(id={}, namespace={}, text={}, kind={})",
@@ -376,6 +413,28 @@ impl Hit {
         Ok(dict)
     }
 
+    /// Equal when the record, its score and its breakdown are.
+    fn __eq__(&self, other: &Self) -> bool {
+        self.scored() == other.scored()
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
+        reduce(slf.as_any(), state_of(slf.get().scored())?)
+    }
+
+    /// Rebuilds a pickled hit (see `__reduce__`).
+    #[classmethod]
+    fn _from_state(_cls: &Bound<'_, pyo3::types::PyType>, state: &[u8]) -> PyResult<Self> {
+        let scored: agent_memory::ScoredItem = from_state(state)?;
+        Ok(Self {
+            result: Arc::new(RetrievalResult {
+                items: vec![scored],
+                ..RetrievalResult::default()
+            }),
+            index: 0,
+        })
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "Hit(source={}, id={}, score={:.4}, text={})",
@@ -483,6 +542,21 @@ impl Recalled {
         !self.result.items.is_empty()
     }
 
+    /// Equal when the query, the hits (records, scores, breakdowns) and the counts are.
+    fn __eq__(&self, other: &Self) -> bool {
+        self.result == other.result
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
+        reduce(slf.as_any(), state_of(&*slf.get().result)?)
+    }
+
+    /// Rebuilds a pickled recall result (see `__reduce__`).
+    #[classmethod]
+    fn _from_state(_cls: &Bound<'_, pyo3::types::PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self::new(from_state(state)?))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "RecallResult(query={}, hits={}, total_found={})",
@@ -555,6 +629,21 @@ impl Remembered {
             list.append(dict)?;
         }
         Ok(list)
+    }
+
+    /// Equal when the id, the outcome and the conflicts are.
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
+        reduce(slf.as_any(), state_of(&slf.get().inner)?)
+    }
+
+    /// Rebuilds a pickled outcome (see `__reduce__`).
+    #[classmethod]
+    fn _from_state(_cls: &Bound<'_, pyo3::types::PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self::new(from_state(state)?))
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

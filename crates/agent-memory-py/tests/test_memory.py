@@ -592,3 +592,25 @@ def test_context_names_a_bad_session(memory: Memory) -> None:
         with pytest.raises(InvalidInputError) as refused:
             memory.context("u", "hey", session=session)
         assert refused.value.field == "session", session
+
+
+def test_results_pickle_and_compare(memory: Memory) -> None:
+    import copy
+    import pickle
+
+    done = memory.remember("u", "Ana moved to Lisbon", tags=["travel"], metadata={"where": "chat"})
+    found = memory.recall("u", "Lisbon")
+    record = memory.get("u", done.id)
+    assert record is not None
+    for value in (done, found, found[0], record):
+        again = pickle.loads(pickle.dumps(value))
+        assert type(again) is type(value)
+        assert again == value
+        assert copy.deepcopy(value) == value
+    assert pickle.loads(pickle.dumps(found)).texts() == found.texts()
+    assert pickle.loads(pickle.dumps(found[0])).breakdown == found[0].breakdown
+    assert pickle.loads(pickle.dumps(record)).metadata == {"where": "chat"}
+    assert memory.get("u", done.id) == record, "the same memory read again"
+    other = memory.remember("u", "Ben stayed in Porto")
+    assert memory.get("u", other.id) != record
+    assert record != "not a record"

@@ -30,6 +30,8 @@ class _SentenceEncoder(Protocol):
 class MemoryRecord:
     """A stored memory."""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
     @property
     def id(self) -> str:
         """Its id, unique within its namespace."""
@@ -103,6 +105,8 @@ class MemoryRecord:
 class Hit:
     """One recall result: a memory, a knowledge page or a graph entity."""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
     @property
     def source(self) -> Literal["memory", "page", "entity"]:
         """What it is."""
@@ -135,6 +139,8 @@ class Hit:
 class RecallResult:
     """What a recall found: a sequence of hits, best first."""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
     @property
     def query(self) -> str:
         """The query as given."""
@@ -158,6 +164,8 @@ class RecallResult:
 class Remembered:
     """What ``remember`` did."""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
     @property
     def id(self) -> str:
         """The id the text lives under: the new memory's, or the one it merged into."""
