@@ -26,7 +26,8 @@
 //! answered as unchanged when sent again as it was, and refused naming `id` when it says
 //! something else). A turn without an id is
 //! reconciled as any memory, so a conversation sent again is merged, not doubled. A turn
-//! sent again under the id of the turn just before it takes that turn's place and context.
+//! sent again under the id of the turn just before it takes that turn's place and context,
+//! and the turn before it is lent its new text in place of the old.
 //!
 //! The speaker's role, when given ([`Turn::role`]), is kept in the metadata under `role`;
 //! [`RetrieverConfig::role_weights`](crate::RetrieverConfig::role_weights) weighs keyword
@@ -164,6 +165,8 @@ pub struct Dialogue<'a> {
     memory: &'a Memory,
     namespace: Namespace,
     last: Option<Last>,
+    /// The turn before `last`: lent the new text of `last` when a turn replaces it.
+    before_last: Option<Last>,
 }
 
 impl Memory {
@@ -173,6 +176,7 @@ impl Memory {
             memory: self,
             namespace,
             last: None,
+            before_last: None,
         }
     }
 }
@@ -212,16 +216,26 @@ impl Dialogue<'_> {
             .await
             .map_err(as_turn_error)?;
         // The stored turn: lend it this one as the turn after it (not when this one was
-        // written over it or merged into it: a turn is no neighbour of its own).
-        if let Some(last) = self.last.take()
-            && last.own
-            && last.session == turn.session
-            && last.id != remembered.id
-            && let Err(error) = self.lend_next(&last, &line).await
+        // written over it or merged into it: a turn is no neighbour of its own). A turn
+        // written over it takes its place: the turn before it is lent the new text, which
+        // replaces the old one in its context.
+        let last = self.last.take();
+        let replaced = last.as_ref().is_some_and(|last| last.id == remembered.id);
+        let neighbour = if replaced {
+            self.before_last.take()
+        } else {
+            last
+        };
+        if let Some(neighbour) = &neighbour
+            && neighbour.own
+            && neighbour.session == turn.session
+            && neighbour.id != remembered.id
+            && let Err(error) = self.lend_next(neighbour, &line).await
         {
-            tracing::warn!(%error, namespace = %self.namespace, id = %last.id,
+            tracing::warn!(%error, namespace = %self.namespace, id = %neighbour.id,
                 "a dialogue turn's context was not updated with the turn after it");
         }
+        self.before_last = neighbour;
         self.last = Some(Last {
             id: remembered.id.clone(),
             session: turn.session,

@@ -775,8 +775,10 @@ async fn a_turn_replacing_the_one_before_it_is_not_its_own_context() {
             t1.metadata["context_before"],
             "A: where shall we meet?".len()
         );
-        // The turn before it was lent the first version only when it came; the next turn
-        // is lent to the replaced one.
+        // The turn before it is lent the new version in place of the first, and the next
+        // turn is lent to the replaced one.
+        let t0 = memory.store().get(&namespace, "t0").await.unwrap().unwrap();
+        assert_eq!(t0.context(), "B: second thing said");
         dialogue
             .add(Turn::new("A", "at the station").id("t2").at(at(8)))
             .await
