@@ -51,15 +51,10 @@ impl PyEmbedder {
     /// checked by the library).
     fn call(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
         Python::attach(|py| {
-            let returned =
-                self.callable
-                    .call1(py, (texts,))
-                    .map_err(|error| MemoryError::Unavailable {
-                        message: "embedder: the callable failed".to_owned(),
-                        // Kept, to be raised again as it was (Ctrl-C, `sys.exit`) or as the
-                        // cause of the error raised.
-                        source: Some(Box::new(error)),
-                    })?;
+            let returned = self
+                .callable
+                .call1(py, (texts,))
+                .map_err(|error| raised(py, "embedder: the callable failed", error))?;
             returned.extract::<Vec<Vec<f32>>>(py).map_err(|error| {
                 MemoryError::invalid(
                     "embedding",
@@ -67,6 +62,27 @@ impl PyEmbedder {
                 )
             })
         })
+    }
+}
+
+/// The error of an embedder callable that raised `error`, kept as its source to be raised
+/// again as it was (Ctrl-C, `sys.exit`) or as the cause of the error raised. An `Exception`
+/// is [`MemoryError::Unavailable`]: the model behind the callable failed (a LangChain
+/// embeddings object whose service is down), which a write reports and a recall rides out
+/// without the embedding channel. Anything else (`KeyboardInterrupt`, `SystemExit`) is
+/// [`MemoryError::Storage`], which nothing retries or rides out, so the call stops and
+/// Python raises it.
+fn raised(py: Python<'_>, message: &str, error: PyErr) -> MemoryError {
+    if error.is_instance_of::<pyo3::exceptions::PyException>(py) {
+        MemoryError::Unavailable {
+            message: message.to_owned(),
+            source: Some(Box::new(error)),
+        }
+    } else {
+        MemoryError::Storage {
+            message: format!("{message}: interrupted"),
+            source: Some(Box::new(error)),
+        }
     }
 }
 
@@ -92,13 +108,9 @@ impl EmbeddingProvider for PyEmbedder {
             return self.embed(query).await;
         };
         Python::attach(|py| {
-            let returned =
-                embed_query
-                    .call1(py, (query,))
-                    .map_err(|error| MemoryError::Unavailable {
-                        message: "embedder: embed_query failed".to_owned(),
-                        source: Some(Box::new(error)),
-                    })?;
+            let returned = embed_query
+                .call1(py, (query,))
+                .map_err(|error| raised(py, "embedder: embed_query failed", error))?;
             returned.extract::<Vec<f32>>(py).map_err(|error| {
                 MemoryError::invalid(
                     "embedding",

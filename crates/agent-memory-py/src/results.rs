@@ -63,6 +63,13 @@ fn optional_time<'py>(
     at.map(|at| from_time(py, at)).transpose()
 }
 
+/// A hash of `parts`, for `__hash__`: each class hashes fields that equal objects share,
+/// so objects that compare equal hash alike (and results stay usable in sets and as keys).
+fn hash_of(parts: impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(parts)
+}
+
 /// The JSON state a result is pickled as (its `__reduce__`).
 fn state_of(value: &impl serde::Serialize) -> PyResult<Vec<u8>> {
     serde_json::to_vec(value)
@@ -283,6 +290,14 @@ impl Record {
         self.item == other.item
     }
 
+    fn __hash__(&self) -> u64 {
+        hash_of((
+            self.item.namespace.as_str(),
+            &self.item.id,
+            self.item.updated_at,
+        ))
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
         reduce(slf.as_any(), state_of(&*slf.get().item)?)
     }
@@ -418,6 +433,10 @@ impl Hit {
         self.scored() == other.scored()
     }
 
+    fn __hash__(&self) -> u64 {
+        hash_of(self.scored().record.id())
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
         reduce(slf.as_any(), state_of(slf.get().scored())?)
     }
@@ -547,6 +566,10 @@ impl Recalled {
         self.result == other.result
     }
 
+    fn __hash__(&self) -> u64 {
+        hash_of((&self.result.query, self.result.items.len()))
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
         reduce(slf.as_any(), state_of(&*slf.get().result)?)
     }
@@ -634,6 +657,10 @@ impl Remembered {
     /// Equal when the id, the outcome and the conflicts are.
     fn __eq__(&self, other: &Self) -> bool {
         self.inner == other.inner
+    }
+
+    fn __hash__(&self) -> u64 {
+        hash_of(&self.inner.id)
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {

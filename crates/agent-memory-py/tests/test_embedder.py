@@ -167,6 +167,15 @@ def test_a_failing_embed_query_leaves_the_recall_to_the_keywords() -> None:
     assert ids(hits) == [kitten]
     assert hits[0].breakdown["channels"] == ["memory"]
 
+    class Interrupted(QueryForm):
+        def embed_query(self, text: str) -> list[float]:
+            raise KeyboardInterrupt
+
+    memory = Memory(embedder=Interrupted(), embedding_dimension=4)
+    memory.remember("u", "I adopted a kitten")
+    with pytest.raises(KeyboardInterrupt):
+        memory.recall("u", "the kitten")
+
     class Short(QueryForm):
         def embed_query(self, text: str) -> list[float]:
             return [1.0]

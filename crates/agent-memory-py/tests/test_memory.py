@@ -614,3 +614,6 @@ def test_results_pickle_and_compare(memory: Memory) -> None:
     other = memory.remember("u", "Ben stayed in Porto")
     assert memory.get("u", other.id) != record
     assert record != "not a record"
+    assert len({record, memory.get("u", done.id), memory.get("u", other.id)}) == 2, "hashable, as equal"
+    assert len({hit for hit in found} | set(pickle.loads(pickle.dumps(found)))) == len(found)
+    assert hash(done) == hash(pickle.loads(pickle.dumps(done)))

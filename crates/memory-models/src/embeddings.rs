@@ -124,8 +124,10 @@ impl EmbeddingConfig {
 /// An embedding provider over HTTP (`POST {base_url}/embeddings`, the OpenAI shape that
 /// Ollama, vLLM, llama.cpp's server and text-embeddings-inference serve too). Batches go
 /// in one request per [`EmbeddingConfig::batch_size`] texts; every vector is checked
-/// against [`EmbeddingConfig::dimension`], for finite values and for a direction (a vector
-/// of zeros is refused: no similarity is defined for it).
+/// against [`EmbeddingConfig::dimension`] and for finite values. A vector of zeros is
+/// kept: a model answers one for a text it has no words for (a static model's unknown
+/// words), and a write must not fail for it; such a memory is found by its words alone, as
+/// no similarity is defined for it, and a query's is no query by meaning.
 #[derive(Clone, Debug)]
 pub struct HttpEmbedder {
     client: HttpClient,
@@ -230,17 +232,6 @@ impl HttpEmbedder {
             if entry.embedding.iter().any(|value| !value.is_finite()) {
                 return Err(MemoryError::Serialization {
                     message: "embeddings: a vector has a value that is not finite".to_owned(),
-                    source: None,
-                });
-            }
-            // No direction: cosine similarity is undefined for it, so a memory stored with
-            // it would never be found by meaning (nor be taken for one to embed again).
-            if entry.embedding.iter().all(|value| *value == 0.0) {
-                return Err(MemoryError::Serialization {
-                    message: format!(
-                        "embeddings: the vector at index {index} is all zeros (no direction to \
-                         compare by similarity)"
-                    ),
                     source: None,
                 });
             }

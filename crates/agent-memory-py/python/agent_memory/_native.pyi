@@ -32,6 +32,7 @@ class MemoryRecord:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
+    def __hash__(self) -> int: ...
     @property
     def id(self) -> str:
         """Its id, unique within its namespace."""
@@ -107,6 +108,7 @@ class Hit:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
+    def __hash__(self) -> int: ...
     @property
     def source(self) -> Literal["memory", "page", "entity"]:
         """What it is."""
@@ -141,6 +143,7 @@ class RecallResult:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
+    def __hash__(self) -> int: ...
     @property
     def query(self) -> str:
         """The query as given."""
@@ -166,6 +169,7 @@ class Remembered:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is; results pickle (``pickle``, ``multiprocessing``)."""
+    def __hash__(self) -> int: ...
     @property
     def id(self) -> str:
         """The id the text lives under: the new memory's, or the one it merged into."""

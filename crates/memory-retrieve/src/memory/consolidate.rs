@@ -75,8 +75,9 @@ fn consolidable(item: &MemoryItem) -> bool {
 /// The metadata every source holds with the same value (the `session` a pass groups by,
 /// a `user`, a `source` the caller set), which the summary keeps: it tells of those
 /// memories, so a listing or recall filtered by such a key finds it where it found them.
-/// The library's own keys are each memory's own (`_context`, `_original`, `_pinned`,
-/// `_decay`, set for the summary apart) and are not carried over.
+/// The library's own keys are each memory's own (`_context` and the dialogue's
+/// `context_before` that measures it, `_original`, `_pinned`, `_decay`, set for the summary
+/// apart) and are not carried over.
 fn shared_metadata(sources: &[MemoryItem]) -> serde_json::Map<String, serde_json::Value> {
     let Some((first, rest)) = sources.split_first() else {
         return serde_json::Map::new();
@@ -89,6 +90,7 @@ fn shared_metadata(sources: &[MemoryItem]) -> serde_json::Map<String, serde_json
         .filter(|(key, _)| {
             ![
                 CONTEXT_METADATA_KEY,
+                crate::memory::CONTEXT_BEFORE_METADATA_KEY,
                 ORIGINAL_METADATA_KEY,
                 PINNED_METADATA_KEY,
                 DECAY_METADATA_KEY,
@@ -158,16 +160,20 @@ impl Memory {
             ));
         }
         let now = self.clock.now();
-        self.fold(sources, max_tokens.max(1), now).await
+        self.fold(sources, max_tokens.max(1), now, true).await
     }
 
     /// Writes the summary of `sources` (at least two current memories of one namespace, in
-    /// time order) and ends them. Returns the summary's id.
+    /// time order) and ends them. Returns the summary's id. `asked`: a caller asked for
+    /// this summary, and an embedder's failure fails it; a maintenance pass writes the
+    /// summary without its vector instead (found by its words until `reembed` gives it
+    /// one), so an embedding service down does not stop maintenance.
     async fn fold(
         &self,
         mut sources: Vec<MemoryItem>,
         max_tokens: usize,
         now: DateTime<Utc>,
+        asked: bool,
     ) -> Result<String> {
         sources.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         let texts: Vec<&str> = sources.iter().map(|item| item.content.as_str()).collect();
@@ -179,7 +185,14 @@ impl Memory {
         // Embedded as any memory written is, before anything is written: without a vector
         // the summary would be found by its words only, where its sources were found by
         // meaning too, and a failing embedder leaves the sources as they are.
-        let vector = self.embedding_of(&text).await?;
+        let vector = match self.embedding_of(&text).await {
+            Ok(vector) => vector,
+            Err(error) if !asked => {
+                tracing::warn!(%error, "a consolidation summary was written without its vector");
+                None
+            }
+            Err(error) => return Err(error),
+        };
         // Read again after the summarizer's call, which may take seconds: a source forgotten
         // meanwhile must not be written back (the save is an upsert, which would undo the
         // forget), and one ended or changed meanwhile is not the text summarized.
@@ -330,7 +343,7 @@ impl Memory {
                         break;
                     }
                     let size = chunk.len();
-                    match self.fold(chunk, config.max_tokens, now).await {
+                    match self.fold(chunk, config.max_tokens, now, false).await {
                         Ok(_) => {
                             folded += size;
                             summaries += 1;

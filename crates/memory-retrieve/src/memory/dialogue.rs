@@ -220,7 +220,10 @@ impl Dialogue<'_> {
         // written over it takes its place: the turn before it is lent the new text, which
         // replaces the old one in its context.
         let last = self.last.take();
-        let replaced = last.as_ref().is_some_and(|last| last.id == remembered.id);
+        // Replaced by its id, not a turn without one merged into it (which keeps its text).
+        let replaced = last.as_ref().is_some_and(|last| {
+            last.id == remembered.id && turn.id.as_deref() == Some(last.id.as_str())
+        });
         let neighbour = if replaced {
             self.before_last.take()
         } else {

@@ -218,7 +218,8 @@ impl Worker {
             });
             return;
         };
-        let (mut enriched, mut failed, mut gone) = (0u64, 0u64, 0u64);
+        let (mut enriched, mut failed) = (0u64, 0u64);
+        let mut applied: Vec<(&MemoryItem, u64)> = Vec::with_capacity(items.len());
         let mut tags = TagCache::new();
         for ((item, enrichment), &jobs) in items.iter().zip(&enrichments).zip(&queued) {
             // Writing is idempotent (entities reused, links set again), so a write that
@@ -246,15 +247,7 @@ impl Worker {
                 }
             }
             match outcome {
-                // Forgotten while its links were written: `forget` deletes the memory, then
-                // its node, and a node written after that would keep the start of the text
-                // forgotten. Read after the write, the memory is gone only if the forget's
-                // delete came first; its node is removed here (and by the forget, if the
-                // write came before that removal).
-                Ok(()) if self.forgotten(item).await => {
-                    gone += jobs;
-                }
-                Ok(()) => enriched += jobs,
+                Ok(()) => applied.push((item, jobs)),
                 Err(error) => {
                     failed += jobs;
                     tracing::warn!(%error, id = %item.id, namespace = %item.namespace, "enrichment not applied");
@@ -265,31 +258,57 @@ impl Worker {
                 }
             }
         }
+        // Forgotten while their links were written: `forget` deletes a memory, then its
+        // node, and a node written after that would keep the start of the text forgotten.
+        // Read after the writes, a memory is gone only if the forget's delete came first;
+        // its node is removed here (and by the forget, if the write came before that
+        // removal).
+        let gone = self.forgotten(&applied).await;
+        let gone_jobs: u64 = applied
+            .iter()
+            .filter(|(item, _)| gone.contains(&(&item.namespace, item.id.as_str())))
+            .map(|(_, jobs)| jobs)
+            .sum();
+        enriched += applied.iter().map(|(_, jobs)| jobs).sum::<u64>() - gone_jobs;
         self.finish(total, |stats| {
-            stats.missing += missing + gone;
+            stats.missing += missing + gone_jobs;
             stats.enriched += enriched;
             stats.failed += failed;
         });
     }
 
-    /// Whether `item` is no longer stored, its link node then removed. A read that fails
-    /// counts as stored: the next `maintain` of a `Memory` that enriches prunes the node of
-    /// a memory that is gone.
-    async fn forgotten(&self, item: &MemoryItem) -> bool {
-        match self.store.get(&item.namespace, &item.id).await {
-            Ok(Some(_)) => false,
-            Ok(None) => {
-                let node = crate::enrich::memory_node_id(&item.id);
-                if let Err(error) = self.graph.remove_entity(&item.namespace, &node).await {
-                    tracing::warn!(%error, id = %item.id, "the node of a forgotten memory was not removed");
+    /// Which of the memories `applied` are no longer stored (one read per namespace), their
+    /// link nodes then removed. A read that fails counts them as stored: the next `maintain`
+    /// of a `Memory` that enriches prunes the node of a memory that is gone.
+    async fn forgotten<'a>(
+        &self,
+        applied: &[(&'a MemoryItem, u64)],
+    ) -> HashSet<(&'a Namespace, &'a str)> {
+        let mut by_namespace: BTreeMap<&Namespace, Vec<&'a MemoryItem>> = BTreeMap::new();
+        for (item, _) in applied {
+            by_namespace.entry(&item.namespace).or_default().push(item);
+        }
+        let mut gone = HashSet::new();
+        for (namespace, items) in by_namespace {
+            let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
+            let stored: HashSet<String> = match self.store.get_many(namespace, &ids).await {
+                Ok(items) => items.into_iter().map(|item| item.id).collect(),
+                Err(error) => {
+                    tracing::warn!(%error, %namespace, "whether enriched memories were forgotten meanwhile could not be read");
+                    continue;
                 }
-                true
-            }
-            Err(error) => {
-                tracing::warn!(%error, id = %item.id, "whether an enriched memory was forgotten meanwhile could not be read");
-                false
+            };
+            for item in items {
+                if !stored.contains(&item.id) {
+                    let node = crate::enrich::memory_node_id(&item.id);
+                    if let Err(error) = self.graph.remove_entity(namespace, &node).await {
+                        tracing::warn!(%error, id = %item.id, "the node of a forgotten memory was not removed");
+                    }
+                    gone.insert((&item.namespace, item.id.as_str()));
+                }
             }
         }
+        gone
     }
 }
 

@@ -508,3 +508,68 @@ async fn a_merge_gives_a_memory_without_a_usable_vector_the_new_one() {
         );
     }
 }
+
+/// A maintenance pass whose embedder is down still consolidates (and goes on to the rest of
+/// maintenance): the summary is written without its vector, found by its words until a
+/// `reembed` gives it one. A consolidation a caller asks for fails with the embedder.
+#[tokio::test]
+async fn maintenance_consolidates_while_the_embedder_is_down() {
+    let flaky = Arc::new(Flaky::default());
+    let clock = Arc::new(memory_core::ManualClock::new(
+        chrono::Utc::now() - chrono::Duration::days(60),
+    ));
+    let memory = Memory::builder()
+        .embedder(flaky.clone())
+        .clock(clock.clone())
+        .consolidation(memory_retrieve::ConsolidationConfig {
+            min_group: 2,
+            ..memory_retrieve::ConsolidationConfig::default()
+        })
+        .build()
+        .expect("a memory");
+    let ns = Namespace::parse("user/maintained").expect("a namespace");
+    let mut ids = Vec::new();
+    for text in [
+        "I drive an old car to work",
+        "We ate pizza last night",
+        "She plays the guitar every evening",
+        "Heavy rain is expected tomorrow",
+    ] {
+        let done = memory
+            .remember_with(
+                memory_retrieve::Remember::new(ns.clone(), text)
+                    .kind(memory_core::MemoryKind::Episodic)
+                    .metadata(serde_json::json!({"session": "s1"})),
+            )
+            .await
+            .expect("remembered");
+        ids.push(done.id);
+    }
+    clock.advance(chrono::Duration::days(60));
+    flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let error = memory
+        .consolidate(&ns, &ids[..2], 50)
+        .await
+        .expect_err("asked for, it fails with the embedder");
+    assert!(
+        matches!(error, MemoryError::Unavailable { .. }),
+        "{error:?}"
+    );
+    let report = memory.maintain(&ns.subtree()).await.expect("maintained");
+    assert_eq!(
+        (report.consolidated, report.summaries),
+        (4, 1),
+        "{report:?}"
+    );
+    let found = memory
+        .recall(&ns.exact(), "guitar")
+        .await
+        .expect("recalled by its words");
+    let summary = found
+        .items
+        .first()
+        .and_then(memory_source)
+        .expect("the summary");
+    assert_eq!(summary.embedding, None);
+    assert!(summary.content.contains("guitar"), "{}", summary.content);
+}
