@@ -47,6 +47,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     paging::list_pages(store, &child(base, "pages")).await;
     paging::subtree_pages(store, &child(base, "subtrees")).await;
     paging::metadata_pages(store, &child(base, "metadata-pages")).await;
+    paging::tied_pages(store, &child(base, "tied-pages")).await;
     metadata::metadata_values(store, &child(base, "metadata")).await;
     search(store, &child(base, "search")).await;
     recall_statistics(store, &child(base, "recall")).await;

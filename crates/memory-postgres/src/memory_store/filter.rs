@@ -41,26 +41,19 @@ pub(super) fn and_conditions(sql: &mut Sql, filter: &MemoryFilter) {
             .bind(time_bound(until), "bigint");
     }
     if let Some(after) = &filter.after {
-        // The bound on the time alone lets the index on `(ns, created_at, id)` seek to the
-        // position; the rest decides the memories created at the same time (the text
+        // One row value in the listing's order, so the index on `(ns, created_at, id)`
+        // seeks to the position within a namespace on both the time and the id (the text
         // columns compare in byte order, `COLLATE "C"`).
-        let (time, rest, later) = if filter.newest_first {
-            (" AND m.created_at <= ", " AND (m.created_at < ", "<")
-        } else {
-            (" AND m.created_at >= ", " AND (m.created_at > ", ">")
-        };
-        let at = time_bound(after.created_at());
-        sql.push(time)
-            .bind(at, "bigint")
-            .push(rest)
-            .bind(at, "bigint")
-            .push(&format!(" OR m.id {later} "))
+        // Bounding the time alone, the id deciding in an `OR`, read and threw away every
+        // memory created at the position's time before it: all of a batch saved at once.
+        let later = if filter.newest_first { "<" } else { ">" };
+        sql.push(&format!(" AND (m.created_at, m.id, m.ns) {later} ("))
+            .bind(time_bound(after.created_at()), "bigint")
+            .push(", ")
             .bind(after.id().to_owned(), "text")
-            .push(" OR (m.id = ")
-            .bind(after.id().to_owned(), "text")
-            .push(&format!(" AND m.ns {later} "))
+            .push(", ")
             .bind(after.namespace().as_str().to_owned(), "text")
-            .push("))");
+            .push(")");
     }
     if !filter.kinds.is_empty() {
         let kinds: Vec<String> = filter

@@ -23,25 +23,18 @@ pub(super) fn and_filter(sql: &mut Sql, filter: &MemoryFilter) {
         sql.push(" AND m.created_at < ").bind(time_bound(until));
     }
     if let Some(after) = &filter.after {
-        // The bound on the time alone lets the index on `(ns, created_at, id)` seek to the
-        // position; the rest decides the memories created at the same time.
-        let (time, rest, later) = if filter.newest_first {
-            (" AND m.created_at <= ", " AND (m.created_at < ", "<")
-        } else {
-            (" AND m.created_at >= ", " AND (m.created_at > ", ">")
-        };
-        let at = time_bound(after.created_at());
-        sql.push(time)
-            .bind(at)
-            .push(rest)
-            .bind(at)
-            .push(&format!(" OR m.id {later} "))
+        // One row value in the listing's order, so the index on `(ns, created_at, id)`
+        // seeks to the position within a namespace on both the time and the id.
+        // Bounding the time alone, the id deciding in an `OR`, read and threw away every
+        // memory created at the position's time before it: all of a batch saved at once.
+        let later = if filter.newest_first { "<" } else { ">" };
+        sql.push(&format!(" AND (m.created_at, m.id, m.ns) {later} ("))
+            .bind(time_bound(after.created_at()))
+            .push(", ")
             .bind(after.id().to_owned())
-            .push(" OR (m.id = ")
-            .bind(after.id().to_owned())
-            .push(&format!(" AND m.ns {later} "))
+            .push(", ")
             .bind(after.namespace().as_str().to_owned())
-            .push("))");
+            .push(")");
     }
     if !filter.kinds.is_empty() {
         sql.push(" AND m.kind IN (");
@@ -379,5 +372,32 @@ mod tests {
             "{}",
             viewed.text
         );
+    }
+
+    #[test]
+    fn a_page_after_a_position_seeks_the_time_index_on_time_and_id() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        let transaction = connection.transaction().unwrap();
+        crate::schema::migrate(&transaction, "test", "migrating").unwrap();
+        transaction.commit().unwrap();
+        let ns = Namespace::parse("user-1").unwrap();
+        let position = ListPosition::new(Utc::now(), "m1", ns.clone()).unwrap();
+        for newest_first in [false, true] {
+            let mut filter = MemoryFilter::new(ns.exact())
+                .after(position.clone())
+                .with_limit(100);
+            filter.newest_first = newest_first;
+            let text = plan(&connection, &list_sql(&filter));
+            // The seek bounds both columns: memories created at the position's time
+            // before it are never read (a bound on the time alone read every one of them).
+            let range = if newest_first { "<" } else { ">" };
+            assert!(
+                text.contains(&format!(
+                    "USING INDEX memories_by_time (ns=? AND (created_at,id){range}(?,?))"
+                )),
+                "{text}"
+            );
+            assert!(!text.contains("TEMP B-TREE"), "{text}");
+        }
     }
 }

@@ -391,3 +391,63 @@ pub(super) async fn metadata_pages(store: &dyn MemoryStore, ns: &Namespace) {
         }
     }
 }
+
+/// Pages through a batch saved at once, so its memories share one creation time (as every
+/// memory of one `save_many` may), with a few memories just before and after it: each page
+/// must start right after the last memory of the one before, by id and then namespace, in
+/// both orders, over one namespace and over a subtree of two namespaces sharing ids.
+pub(super) async fn tied_pages(store: &dyn MemoryStore, ns: &Namespace) {
+    let a = child(ns, "a");
+    let b = child(ns, "b");
+    let mut saved = Vec::new();
+    for n in 0..250usize {
+        // Saved out of order; the two namespaces share ids (id order first, then namespace).
+        let scrambled = (n * 97) % 250;
+        let namespace = if scrambled % 2 == 0 { &a } else { &b };
+        saved.push(item(
+            namespace,
+            &format!("t{:03}", scrambled / 2),
+            "tied",
+            10,
+        ));
+    }
+    for n in 0..5usize {
+        let namespace = if n % 2 == 0 { &a } else { &b };
+        saved.push(item(namespace, &format!("early{n}"), "before the batch", 9));
+        saved.push(item(
+            namespace,
+            &format!("a-late{n}"),
+            "after the batch",
+            11,
+        ));
+    }
+    must(store.save_many(saved.clone()), "save_many").await;
+    for scope in [ns.subtree(), a.exact(), b.exact()] {
+        for newest_first in [false, true] {
+            let mut filter = MemoryFilter::new(scope.clone());
+            filter.newest_first = newest_first;
+            let mut want: Vec<MemoryItem> = saved
+                .iter()
+                .filter(|entry| filter.matches(entry))
+                .cloned()
+                .collect();
+            want.sort_by(|x, y| crate::backend::listing_order(x, y, newest_first));
+            for size in [7, 64] {
+                let got = keys(&paged(store, &filter, size).await);
+                let distinct: std::collections::BTreeSet<_> = got.iter().collect();
+                assert_eq!(
+                    distinct.len(),
+                    got.len(),
+                    "conformance: pages of {size} of a tied batch over {scope:?}, newest first \
+                     {newest_first}, list a memory twice"
+                );
+                assert_eq!(
+                    got,
+                    keys(&want),
+                    "conformance: pages of {size} of a tied batch over {scope:?}, newest first \
+                     {newest_first}"
+                );
+            }
+        }
+    }
+}
