@@ -293,6 +293,9 @@ pub(crate) struct Bm25Index<const N: usize> {
     doc_count: u32,
     /// Up to this many slots `top_k` scores exhaustively (see [`SMALL_INDEX_DOCS`]).
     small_index_docs: usize,
+    /// How many documents were indexed and how many removed (see [`churn`](Self::churn)).
+    #[cfg(test)]
+    churn: (usize, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -319,7 +322,16 @@ impl<const N: usize> Bm25Index<N> {
             total_len: [0; N],
             doc_count: 0,
             small_index_docs: SMALL_INDEX_DOCS,
+            #[cfg(test)]
+            churn: (0, 0),
         }
+    }
+
+    /// How many documents were indexed and how many removed (a document replaced in its
+    /// slot counts once in each), since the index was made.
+    #[cfg(test)]
+    pub(crate) fn churn(&self) -> (usize, usize) {
+        self.churn
     }
 
     /// Sets the size up to which `top_k` scores exhaustively instead of pruning.
@@ -350,6 +362,10 @@ impl<const N: usize> Bm25Index<N> {
 
     fn index(&mut self, slot: u32, id: &str, fields: [&str; N], ordered: bool) {
         self.remove(slot);
+        #[cfg(test)]
+        {
+            self.churn.0 += 1;
+        }
         // About one distinct term per eight bytes of text: sized once, not grown term by term.
         let text_len: usize = fields.iter().map(|text| text.len()).sum();
         // Each distinct term and its frequency per field, in order of first appearance.
@@ -439,6 +455,10 @@ impl<const N: usize> Bm25Index<N> {
                 continue;
             };
             removed[slot as usize] = true;
+            #[cfg(test)]
+            {
+                self.churn.1 += 1;
+            }
             for (total, field_len) in self.total_len.iter_mut().zip(entry.len) {
                 *total -= u64::from(field_len);
             }
@@ -487,6 +507,10 @@ impl<const N: usize> Bm25Index<N> {
         let Some(entry) = self.docs.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
+        #[cfg(test)]
+        {
+            self.churn.1 += 1;
+        }
         for &id in entry.terms.iter() {
             if let Some(entry) = self.postings.list_mut(id)
                 && let Ok(at) = entry

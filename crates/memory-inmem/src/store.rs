@@ -18,6 +18,8 @@ use memory_core::{
 mod filter;
 mod ids;
 mod listing;
+#[cfg(test)]
+mod tests;
 
 use self::filter::{KIND, LASTING, LIVE, SlotTest, slab_filter, slot_flags};
 use self::ids::IdIndex;
@@ -128,6 +130,16 @@ fn warm<'e>(best: impl Iterator<Item = &'e Entry>) {
     std::hint::black_box(seen);
 }
 
+/// Whether the search index holds `a` and `b` alike: the same text in every field, and
+/// the content's terms kept in order for both or for neither (see [`Shard::insert`]).
+fn indexed_alike(a: &MemoryItem, b: &MemoryItem) -> bool {
+    let [a_content, a_context] = a.search_fields();
+    let [b_content, b_context] = b.search_fields();
+    matches!(a_content, Cow::Borrowed(_)) == matches!(b_content, Cow::Borrowed(_))
+        && a_content == b_content
+        && a_context == b_context
+}
+
 impl Entry {
     /// Counts one recall: the statistics, and the item's access count and last access time
     /// (copied on write if a search result still shares the item).
@@ -165,6 +177,13 @@ impl Shard {
         // -0.0 is stored as 0.0, as on every backend (SQLite cannot keep the sign).
         item.importance += 0.0;
         item.credibility += 0.0;
+        if let Some(slot) = self.by_id.get(&self.entries, &item.id)
+            && let Some(Some(old)) = self.entries.get(slot as usize)
+            && indexed_alike(&old.item, &item)
+        {
+            self.replace(slot, item);
+            return;
+        }
         let stats = match self.remove(&item.id) {
             Some(old) => {
                 // Accesses only move forward (see `MemoryStore::save`).
@@ -210,6 +229,57 @@ impl Shard {
         self.flags[slot as usize] = slot_flags(&entry);
         self.entries[slot as usize] = Some(entry);
         self.by_id.insert(&self.entries, slot);
+    }
+
+    /// Puts `item` in `slot`, in place of the stored item of its id, whose indexed text
+    /// (every field as [`MemoryItem::search_fields`] gives it) is the same: the search index
+    /// keeps the slot's postings, and only what the item's other fields derive (its
+    /// embedding's row, its flags, its place by creation time and by fact key) is updated.
+    /// A maintenance pass rewrites every memory's importance: re-indexing each would shift
+    /// the postings of every term it holds, `O(n)` for a word every memory holds, and the
+    /// pass `O(n²)`.
+    fn replace(&mut self, slot: u32, mut item: MemoryItem) {
+        let Some(Some(entry)) = self.entries.get_mut(slot as usize) else {
+            return;
+        };
+        let old = &*entry.item;
+        // Accesses only move forward (see `MemoryStore::save`).
+        item.access_count = item.access_count.max(old.access_count);
+        item.last_accessed = item.last_accessed.max(old.last_accessed);
+        if item.embedding != old.embedding {
+            self.vectors.set(slot, item.embedding.as_deref());
+        }
+        if item.created_at != old.created_at || item.fact_key != old.fact_key {
+            let was = (old.created_at, old.id.clone());
+            let is = (item.created_at, item.id.clone());
+            if let Some(fact_key) = &old.fact_key
+                && let Some(versions) = self.by_fact_key.get_mut(fact_key)
+            {
+                versions.remove(&was);
+                if versions.is_empty() {
+                    self.by_fact_key.remove(fact_key);
+                }
+            }
+            if let Some(fact_key) = &item.fact_key {
+                self.by_fact_key
+                    .entry(fact_key.clone())
+                    .or_default()
+                    .insert(is.clone());
+            }
+            self.by_time.remove(&was);
+            self.by_time.insert(is);
+        }
+        *entry = Entry {
+            kind: item.kind,
+            created_at: item.created_at,
+            valid_from: item.valid_from,
+            valid_until: item.valid_until,
+            ended_at: item.ended.as_ref().map(|ended| ended.at),
+            item: Arc::new(item),
+            stats: entry.stats,
+            slot,
+        };
+        self.flags[slot as usize] = slot_flags(entry);
     }
 
     /// Renumbers the live slots in order (the slab, the id map, the search index and the
