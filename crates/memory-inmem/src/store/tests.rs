@@ -1,3 +1,5 @@
+//! The store's save path: what a save re-indexes, and what it replaces in place.
+
 use chrono::Duration;
 use memory_core::{MemoryFilter, MemoryItem, MemoryStore, Namespace, SearchQuery};
 
