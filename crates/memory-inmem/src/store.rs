@@ -141,6 +141,20 @@ fn indexed_alike(a: &MemoryItem, b: &MemoryItem) -> bool {
 }
 
 impl Entry {
+    /// The entry of `item` in `slot`, with its recall statistics.
+    fn new(item: MemoryItem, stats: RecallStats, slot: u32) -> Self {
+        Self {
+            kind: item.kind,
+            created_at: item.created_at,
+            valid_from: item.valid_from,
+            valid_until: item.valid_until,
+            ended_at: item.ended.as_ref().map(|ended| ended.at),
+            item: Arc::new(item),
+            stats,
+            slot,
+        }
+    }
+
     /// Counts one recall: the statistics, and the item's access count and last access time
     /// (copied on write if a search result still shares the item).
     fn record_recall(&mut self, score: f32, at: DateTime<Utc>) {
@@ -216,16 +230,7 @@ impl Shard {
                 .or_default()
                 .insert((item.created_at, item.id.clone()));
         }
-        let entry = Entry {
-            kind: item.kind,
-            created_at: item.created_at,
-            valid_from: item.valid_from,
-            valid_until: item.valid_until,
-            ended_at: item.ended.as_ref().map(|ended| ended.at),
-            item: Arc::new(item),
-            stats,
-            slot,
-        };
+        let entry = Entry::new(item, stats, slot);
         self.flags[slot as usize] = slot_flags(&entry);
         self.entries[slot as usize] = Some(entry);
         self.by_id.insert(&self.entries, slot);
@@ -269,16 +274,7 @@ impl Shard {
             self.by_time.remove(&was);
             self.by_time.insert(is);
         }
-        *entry = Entry {
-            kind: item.kind,
-            created_at: item.created_at,
-            valid_from: item.valid_from,
-            valid_until: item.valid_until,
-            ended_at: item.ended.as_ref().map(|ended| ended.at),
-            item: Arc::new(item),
-            stats: entry.stats,
-            slot,
-        };
+        *entry = Entry::new(item, entry.stats, slot);
         self.flags[slot as usize] = slot_flags(entry);
     }
 
