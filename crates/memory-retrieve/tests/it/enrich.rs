@@ -55,6 +55,19 @@ async fn sister_story(memory: &Memory, namespace: &Namespace) -> (String, String
     (first, second)
 }
 
+/// A memory with the rule enricher, the sister story remembered in `family` and linked:
+/// the memory, the namespace and the story's two ids.
+async fn sister_story_linked() -> (Memory, Namespace, String, String) {
+    let memory = Memory::builder()
+        .enricher(Arc::new(RuleEnricher))
+        .build()
+        .unwrap();
+    let family = ns("family");
+    let (first, second) = sister_story(&memory, &family).await;
+    memory.flush().await.unwrap();
+    (memory, family, first, second)
+}
+
 async fn check_links(builder: MemoryBuilder, with_enricher: bool) {
     let builder = if with_enricher {
         builder.enricher(Arc::new(RuleEnricher))
@@ -723,13 +736,7 @@ async fn bulk_writes_are_enriched_too() {
 /// graph reached through its sources it reaches through the summary.
 #[tokio::test]
 async fn a_summary_is_linked_as_its_sources_were() {
-    let memory = Memory::builder()
-        .enricher(Arc::new(RuleEnricher))
-        .build()
-        .unwrap();
-    let family = ns("family");
-    let (first, second) = sister_story(&memory, &family).await;
-    memory.flush().await.unwrap();
+    let (memory, family, first, second) = sister_story_linked().await;
     let summary = memory
         .consolidate(&family, &[first, second], 60)
         .await
@@ -867,13 +874,7 @@ async fn link_nodes_are_not_counted_or_evicted_as_entities() {
 /// the links of the memories that stay are kept.
 #[tokio::test]
 async fn maintain_prunes_the_links_of_evicted_memories() {
-    let memory = Memory::builder()
-        .enricher(Arc::new(RuleEnricher))
-        .build()
-        .unwrap();
-    let family = ns("family");
-    let (first, second) = sister_story(&memory, &family).await;
-    memory.flush().await.unwrap();
+    let (memory, family, first, second) = sister_story_linked().await;
     // The first memory goes as eviction would take it: from the store alone.
     assert!(memory.store().delete(&family, &first).await.unwrap());
     let node = |id: &str| {
@@ -1116,13 +1117,7 @@ async fn a_memory_forgotten_while_it_is_enriched_leaves_no_node() {
 /// already.
 #[tokio::test]
 async fn recall_context_shows_no_link_node() {
-    let memory = Memory::builder()
-        .enricher(Arc::new(RuleEnricher))
-        .build()
-        .unwrap();
-    let family = ns("family");
-    let (first, _) = sister_story(&memory, &family).await;
-    memory.flush().await.unwrap();
+    let (memory, family, first, _) = sister_story_linked().await;
     memory
         .retract(&family, &first, "she never moved")
         .await
