@@ -257,7 +257,10 @@ async fn remember(settings: &Settings, args: RememberArgs) -> Result<Outcome, Fa
         args.credibility,
     )?;
     let memory = settings.open().await?;
-    let remembered = memory.remember_with(request).await?;
+    let remembered = memory
+        .remember_with(request)
+        .await
+        .map_err(Failure::of_remember)?;
     let view = RememberedView::new(&settings.namespace, &remembered);
     if !settings.json
         && let Some(note) = view.note()

@@ -183,6 +183,12 @@ impl Failure {
         failure
     }
 
+    /// A failure of a `remember`, its field named as the faces name it: the memory's
+    /// `content` is the `text` a `remember` takes (an empty or over-long text).
+    pub(crate) fn of_remember(error: MemoryError) -> Self {
+        Self::from(error.renamed("content", "text"))
+    }
+
     /// An unexpected failure.
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)

@@ -305,7 +305,14 @@ impl PyMemory {
             request = request.credibility(credibility);
         }
         let memory = self.live()?;
-        block_on(py, memory.remember_with(request)).map(Remembered::new)
+        // The text is the memory's `content`: an error names it as the caller wrote it.
+        block_on(py, async move {
+            memory
+                .remember_with(request)
+                .await
+                .map_err(|error| error.renamed("content", "text"))
+        })
+        .map(Remembered::new)
     }
 
     /// Remembers the turns of a dialogue in `namespace`, in order, as
@@ -405,7 +412,8 @@ impl PyMemory {
         let inner = Arc::clone(self.live()?);
         block_on(py, async move {
             agent_memory::backend::validate_metadata(&metadata)?;
-            let mut item = MemoryItem::new(namespace.clone(), text)?
+            let mut item = MemoryItem::new(namespace.clone(), text)
+                .map_err(|error| error.renamed("content", "text"))?
                 .with_id(id)?
                 .with_metadata(metadata)?
                 .with_tags(tags.unwrap_or_default())?;
@@ -500,10 +508,12 @@ impl PyMemory {
             None => None,
         };
         let memory = self.live()?;
-        block_on(
-            py,
-            async move { memory.update(&namespace, id, update).await },
-        )
+        block_on(py, async move {
+            memory
+                .update(&namespace, id, update)
+                .await
+                .map_err(|error| error.renamed("content", "text"))
+        })
         .map(Record::new)
     }
 

@@ -44,7 +44,7 @@ def test_one_class_per_kind_under_one_base() -> None:
 @pytest.mark.parametrize(
     ("call", "field"),
     [
-        (lambda m: m.remember("u", ""), "content"),
+        (lambda m: m.remember("u", ""), "text"),
         (lambda m: m.remember("u", "text", importance=1.5), "importance"),
         (lambda m: m.remember("u", "text", importance=math.nan), "importance"),
         (lambda m: m.remember("u", "text", credibility=-1.0), "credibility"),
@@ -72,7 +72,7 @@ def test_one_class_per_kind_under_one_base() -> None:
         (lambda m: m.recall("u", "q", graph_depth=10_000), "graph_depth"),
         (lambda m: m.recall("u", "q", kinds=["nope"]), "kind"),
         (lambda m: m.list("u", view="later"), "view"),
-        (lambda m: m.put("u", "k", "", metadata={}), "content"),
+        (lambda m: m.put("u", "k", "", metadata={}), "text"),
         (lambda m: m.retract("u", "id", "r" * 100_000), "reason"),
         (lambda m: m.context("u/", "q", 10, session=""), "session"),
         # A negative count names its argument (it had raised an OverflowError naming none).

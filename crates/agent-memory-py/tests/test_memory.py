@@ -255,7 +255,7 @@ def test_update_changes_what_it_names_and_keeps_the_rest(memory: Memory) -> None
     memory.update("u", berlin.id, tags=["moved"], metadata={"src": "form"})
     with pytest.raises(InvalidInputError) as raised:
         memory.update("u", berlin.id, text="", importance=0.1)
-    assert raised.value.field == "content"
+    assert raised.value.field == "text"
     record = memory.get("u", berlin.id)
     assert (record.text, record.tags, record.metadata) == ("The user lives in Berlin", ["moved"], {"src": "form"})
     assert record.importance != pytest.approx(0.1)

@@ -138,6 +138,21 @@ impl MemoryError {
         }
     }
 
+    /// The error naming the field `to` where it is an [`InvalidInput`](Self::InvalidInput)
+    /// naming `from`; any other unchanged. A face that calls a field by another name than
+    /// the library does (the `text` a `remember` takes is the memory's `content`) names it
+    /// as its caller wrote it.
+    #[must_use]
+    pub fn renamed(self, from: &str, to: &str) -> Self {
+        match self {
+            Self::InvalidInput { field, problem } if field == from => Self::InvalidInput {
+                field: to.to_owned(),
+                problem,
+            },
+            other => other,
+        }
+    }
+
     /// A [`Storage`](Self::Storage) error with a cause.
     pub fn storage(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Storage {

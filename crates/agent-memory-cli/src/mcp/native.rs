@@ -567,7 +567,10 @@ pub(super) async fn call(
                 args.valid_until.as_deref(),
                 args.credibility,
             )?;
-            let remembered = memory.remember_with(request).await?;
+            let remembered = memory
+                .remember_with(request)
+                .await
+                .map_err(Failure::of_remember)?;
             to_value(&RememberedView::new(&namespace, &remembered))
         }
         "remember_dialogue" => {

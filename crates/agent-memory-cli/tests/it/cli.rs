@@ -528,6 +528,14 @@ fn bad_input_has_meaningful_exit_codes() {
     assert_eq!(value["error"]["field"], "importance", "{value}");
     let (_, value) = run_json(&dir, &["recall", "x", "--metadata", "[1]"]);
     assert_eq!(value["error"]["field"], "metadata", "{value}");
+    // The memory's `content` is the TEXT argument: an empty one is named `text`.
+    let (code, value) = run_json(&dir, &["remember", " "]);
+    assert_eq!(code, 3, "{value}");
+    assert_eq!(value["error"]["field"], "text", "{value}");
+    assert_eq!(
+        value["error"]["message"], "invalid input: text: empty",
+        "{value}"
+    );
     // An empty store is named, not opened as a file without a name.
     let output = command(&dir)
         .args(["--store", "", "--json", "stats"])

@@ -1349,12 +1349,29 @@ fn errors_are_json_and_name_their_field() {
         (json!({"text": "a", "importance": "high"}), "importance"),
         (json!({"txt": "a"}), "txt"),
         (json!({"importance": 0.5}), "text"),
+        // The memory's `content` is the `text` the request sends.
+        (json!({"text": ""}), "text"),
+        (json!({"text": " \n "}), "text"),
     ] {
         let (status, refused) = server.call("POST", "/v1/memories", Some(&key), Some(body));
         assert_eq!(status, 400, "{refused}");
         assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
         assert_eq!(refused["error"]["field"], field, "{refused}");
     }
+    let (status, refused) = server.call(
+        "POST",
+        "/v1/memories/batch",
+        Some(&key),
+        Some(json!({"memories": [{"text": "a"}, {"text": ""}]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "text", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.starts_with("memories[1]: invalid input: text: ")),
+        "{refused}"
+    );
     // Text that is not JSON where a field's value begins names that field.
     for (body, field) in [
         (r#"{"text": "a\ud800b"}"#, "text"),

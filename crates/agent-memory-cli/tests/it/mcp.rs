@@ -235,6 +235,15 @@ fn stdio_scenario(client: &mut Stdio_) {
             .is_some_and(|t| t.contains("metadata")),
         "{bad}"
     );
+    // The memory's `content` is the tool's `text`: an empty one is named so.
+    let blank = client.call("remember", json!({"text": "  "}));
+    assert_eq!(blank["result"]["isError"], true, "{blank}");
+    assert!(
+        blank["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("text: ") && !t.contains("content")),
+        "{blank}"
+    );
     let other = client.call("recall", json!({"query": "Dana", "namespace": "other"}));
     assert_eq!(other["result"]["isError"], true, "{other}");
     assert!(

@@ -137,7 +137,11 @@ pub(crate) async fn remember(
 ) -> Result<(StatusCode, Json<RememberedView>), Failure> {
     let request = body.into_remember(&caller)?;
     let namespace = request.namespace.clone();
-    let remembered = state.memory.remember_with(request).await?;
+    let remembered = state
+        .memory
+        .remember_with(request)
+        .await
+        .map_err(Failure::of_remember)?;
     let view = RememberedView::new(&namespace, &remembered);
     let status = if view.stored_new() {
         StatusCode::CREATED
@@ -197,7 +201,7 @@ pub(crate) async fn remember_batch(
         state
             .memory
             .check(&request)
-            .map_err(|error| at(index)(Failure::from(error)))?;
+            .map_err(|error| at(index)(Failure::of_remember(error)))?;
         requests.push(request);
     }
     agent_memory::retrieve::Remember::check_ids(&requests, "memories")
@@ -210,7 +214,7 @@ pub(crate) async fn remember_batch(
         }
         let namespace = request.namespace.clone();
         let remembered = state.memory.remember_with(request).await.map_err(|error| {
-            let failure = Failure::from(error);
+            let failure = Failure::of_remember(error);
             Failure {
                 message: format!(
                     "memories[{index}]: {} (the {index} before it are stored)",
