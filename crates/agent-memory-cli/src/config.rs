@@ -173,8 +173,8 @@ impl ConfigFile {
     /// The `[retriever]` table as recall settings; `None` when the file has none.
     ///
     /// # Errors
-    /// Invalid input naming `retriever.KEY` for a key that is no setting or a value out of
-    /// range, or `retriever` for a value of the wrong type.
+    /// Invalid input naming `retriever.KEY` for a key that is no setting, a value out of
+    /// range or one of the wrong type.
     pub(crate) fn retriever(&self) -> Result<Option<RetrieverConfig>, Failure> {
         let Some(table) = &self.retriever else {
             return Ok(None);
@@ -192,8 +192,7 @@ impl ConfigFile {
                 "the [retriever] table takes RetrieverConfig's fields, e.g. max_results, drop_time_words, outside_time_factor",
             ));
         }
-        let config = RetrieverConfig::deserialize(toml::Value::Table(table.clone()))
-            .map_err(|error| Failure::invalid("retriever", error.to_string()))?;
+        let config: RetrieverConfig = read_table("retriever", toml::Value::Table(table.clone()))?;
         config
             .validate()
             .map_err(|error| in_table("retriever", error))?;
@@ -225,7 +224,7 @@ impl ConfigFile {
     /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
     /// `eviction.<key>` for a key no policy of its kind has (a typo would leave a setting
     /// at its default) or a value out of range (`eviction.recall.<key>` inside a hybrid
-    /// policy's `recall`), or `eviction` for a value the policy does not take.
+    /// policy's `recall`) or of the wrong type (`eviction.policy` for no policy's name).
     pub(crate) fn eviction(&self) -> Result<Option<EvictionConfig>, Failure> {
         let Some(table) = &self.eviction else {
             return Ok(None);
@@ -242,8 +241,13 @@ impl ConfigFile {
                 "missing: one of ttl, capacity, value_based, recall_based, hybrid, none",
             ));
         }
-        config.policy = EvictionPolicy::deserialize(toml::Value::Table(table.clone()))
-            .map_err(|error| Failure::invalid("eviction", error.to_string()))?;
+        config.policy =
+            EvictionPolicy::deserialize(toml::Value::Table(table.clone())).map_err(|error| {
+                let field = wrong_policy_key(&table)
+                    .map_or_else(|| "eviction".to_owned(), |key| format!("eviction.{key}"));
+                let why = error.to_string();
+                Failure::invalid(&field, format!("{field}: {}", why.trim_end()))
+            })?;
         // The policy read back names every key its kind has: any other is unknown.
         let known = serde_json::to_value(&config.policy)
             .map_err(|error| Failure::invalid("eviction", error.to_string()))?;
@@ -274,8 +278,7 @@ impl ConfigFile {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::failure::ErrorKind::InvalidInput) naming
-    /// `decay.<key>` for an unknown key or a value out of range, or `decay` for a value of
-    /// the wrong type.
+    /// `decay.<key>` for an unknown key, a value out of range or one of the wrong type.
     pub(crate) fn decay(&self) -> Result<Option<DecayConfig>, Failure> {
         let Some(table) = &self.decay else {
             return Ok(None);
@@ -294,8 +297,7 @@ impl ConfigFile {
             *slot = serde_json::to_value(value)
                 .map_err(|error| Failure::invalid(&format!("decay.{key}"), error.to_string()))?;
         }
-        let config = DecayConfig::deserialize(merged)
-            .map_err(|error| Failure::invalid("decay", error.to_string()))?;
+        let config: DecayConfig = read_table("decay", merged)?;
         config
             .validate()
             .map_err(|error| in_table("decay", error))?;
@@ -336,6 +338,44 @@ impl ConfigFile {
         let embedder = HttpEmbedder::new(config).map_err(|error| prefixed(error.into()))?;
         Ok(Some(embedder))
     }
+}
+
+/// A table's settings read from `value`; a value of the wrong type refused naming its key
+/// inside `table` (`retriever.min_score`, `eviction.recall.weights`), or `table` when the
+/// reader cannot tell which (a policy's keys are read together with its kind).
+fn read_table<'de, T, D>(table: &str, value: D) -> Result<T, Failure>
+where
+    T: Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+    D::Error: std::fmt::Display,
+{
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let field = match path.as_str() {
+            "." | "" => table.to_owned(),
+            path => format!("{table}.{path}"),
+        };
+        let why = error.inner().to_string();
+        Failure::invalid(&field, format!("{field}: {}", why.trim_end()))
+    })
+}
+
+/// The key of an `[eviction]` table whose value the policy does not take. A policy's keys
+/// are read together with its kind (`policy` names the variant), which loses the key at
+/// fault: each is read again alone beside the kind, and the first refused for another
+/// reason than the keys left out is the one (`policy` itself when it names no policy).
+fn wrong_policy_key(table: &toml::Table) -> Option<&str> {
+    let policy = table.get("policy")?;
+    table
+        .iter()
+        .find(|(key, value)| {
+            let mut alone = toml::Table::new();
+            alone.insert("policy".to_owned(), policy.clone());
+            alone.insert((*key).clone(), (*value).clone());
+            EvictionPolicy::deserialize(toml::Value::Table(alone))
+                .is_err_and(|error| !error.to_string().contains("missing field"))
+        })
+        .map(|(key, _)| key.as_str())
 }
 
 /// `error`, a setting's check, with its field named as the file writes it: inside `table`

@@ -798,7 +798,10 @@ fn the_config_file_sets_the_retriever() {
         ),
         ("[retriever]\nmin_score = 2.0\n", "retriever.min_score"),
         ("[retriever]\nmax_results = 0\n", "retriever.max_results"),
-        ("[retriever]\ndrop_time_words = \"yes\"\n", "retriever"),
+        (
+            "[retriever]\ndrop_time_words = \"yes\"\n",
+            "retriever.drop_time_words",
+        ),
     ] {
         write(text);
         let (code, found) = run_json(&dir, &["recall", "deploys"]);
@@ -1286,6 +1289,17 @@ fn the_config_file_sets_eviction_and_decay() {
         ("[decay]\ndaily_rat = 0.5\n", "decay.daily_rat"),
         ("[decay]\ndaily_rate = 2.0\n", "decay.daily_rate"),
         ("[decay]\nmin_threshold = -1.0\n", "decay.min_threshold"),
+        // A value of the wrong type is named by its key too.
+        ("[decay]\ndaily_rate = \"x\"\n", "decay.daily_rate"),
+        (
+            "[eviction]\npolicy = \"capacity\"\nmax_items = \"x\"\n",
+            "eviction.max_items",
+        ),
+        ("[eviction]\npolicy = \"forever\"\n", "eviction.policy"),
+        (
+            "[eviction]\npolicy = \"ttl\"\nttl_secs = 60\n[retriever]\nmin_score = \"high\"\n",
+            "retriever.min_score",
+        ),
     ] {
         write(text);
         let (code, refused) = run_json(&dir, &["maintain"]);
