@@ -73,7 +73,7 @@ pub use crate::{
         SignalScore, SignalScores,
     },
     search::CONTEXT_FIELD_WEIGHT,
-    store::{MemoryStore, RecallEvent, TermPositions},
+    store::{ConditionalSave, MemoryStore, RecallEvent, TermPositions},
     stores::Stores,
     validate::{
         DEFAULT_MAX_CONTENT_BYTES, MAX_CONTEXT_BYTES, MAX_ID_LEN, MAX_METADATA_BYTES,

@@ -24,6 +24,30 @@ pub struct RecallEvent {
     pub at: DateTime<Utc>,
 }
 
+/// One write of [`MemoryStore::save_each_if`]: items saved together, all of them or none,
+/// only when every stored item `expected` names is still as read (the arguments of
+/// [`MemoryStore::save_many_if`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConditionalSave {
+    /// The items saved.
+    pub items: Vec<MemoryItem>,
+    /// An index into `items`, and the `updated_at` the stored item of that namespace and id
+    /// was read with.
+    pub expected: Vec<(usize, DateTime<Utc>)>,
+}
+
+impl ConditionalSave {
+    /// The write of [`MemoryStore::update_if`]: `item` replaces the stored item of its
+    /// namespace and id only when that is still as read at `read_at` (and exists).
+    #[must_use]
+    pub fn update(item: MemoryItem, read_at: DateTime<Utc>) -> Self {
+        Self {
+            items: vec![item],
+            expected: vec![(0, read_at)],
+        }
+    }
+}
+
 /// Where a query's terms stand in one memory's content, by position: `(position, term)`
 /// pairs, `term` an index into the query's terms ([`MemoryStore::term_positions`]).
 pub type TermPositions = Vec<(u32, u32)>;
@@ -297,6 +321,31 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
         self.save_many(items).await.map(|()| true)
     }
 
+    /// Makes many [`save_many_if`](Self::save_many_if) writes at once: each of `writes` is
+    /// saved whole or not at all, on its own condition, whatever becomes of the others, and
+    /// each is compared after the writes before it are made (as when they are made one
+    /// after another). Returns, in the order given, whether each was saved. This is how a
+    /// maintenance pass writes a page of its edits (compressions, decays, consolidations):
+    /// backends make all of them one transaction where they can, one commit and one sync
+    /// for the page instead of one per memory. A single [`update_if`](Self::update_if) is
+    /// the write [`ConditionalSave::update`] makes.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidInput`] for the first invalid item or index of any write
+    /// (nothing written); backend errors (with the default body, which calls
+    /// [`save_many_if`](Self::save_many_if) for each write in turn, the writes made before
+    /// the failure stay made; every backend of this workspace then writes none of them).
+    async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
+        for write in &writes {
+            validate_expected(&write.items, &write.expected)?;
+        }
+        let mut saved = Vec::with_capacity(writes.len());
+        for write in writes {
+            saved.push(self.save_many_if(write.items, &write.expected).await?);
+        }
+        Ok(saved)
+    }
+
     /// The items of `namespace` with these ids that exist, in the order asked.
     ///
     /// # Errors
@@ -542,6 +591,9 @@ macro_rules! forward_memory_store {
             }
             async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
                 (**self).update_if(item, read_at).await
+            }
+            async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
+                (**self).save_each_if(writes).await
             }
             async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {
                 (**self).save_many(items).await

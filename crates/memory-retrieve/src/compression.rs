@@ -12,7 +12,9 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use memory_core::text::Analyzer;
-use memory_core::{MemoryError, MemoryFilter, MemoryKind, MemoryStore, Result, Scope};
+use memory_core::{
+    ConditionalSave, MemoryError, MemoryFilter, MemoryKind, MemoryStore, Result, Scope,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::prompt::estimate_tokens;
@@ -240,7 +242,9 @@ pub(crate) async fn compress_stale(
 /// The memories a compression pass reads at a time.
 const COMPRESSION_PAGE: usize = 256;
 
-/// [`compress_stale`] over one page of the memories made before `cutoff`.
+/// [`compress_stale`] over one page of the memories made before `cutoff`. The page's
+/// compressions are written together ([`MemoryStore::save_each_if`]), each only over the
+/// copy summarised: one transaction for the page, not one per memory.
 async fn compress_page(
     store: &dyn MemoryStore,
     items: Vec<memory_core::MemoryItem>,
@@ -248,7 +252,7 @@ async fn compress_page(
     config: &CompressionConfig,
     summarizer: &dyn Summarizer,
 ) -> Result<usize> {
-    let mut compressed = 0;
+    let mut edits = Vec::new();
     for item in items {
         let stale = item.last_accessed.is_none_or(|at| at < cutoff);
         if !stale
@@ -270,7 +274,7 @@ async fn compress_page(
                 tracing::warn!(%reason, id = %item.id, "a memory was left uncompressed");
                 continue;
             }
-            Err(error) => return Err(error),
+            Err(error) => return fail_after(store, edits, error).await,
         };
         if summary.trim().is_empty() || summary.len() >= item.content.len() {
             continue;
@@ -278,14 +282,39 @@ async fn compress_page(
         // Written only over the copy summarised: a memory changed while its summary was
         // written (an edit, a pin) or forgotten is left as it is now, for the next pass.
         let read_at = item.updated_at;
-        if store
-            .update_if(item.compressed(summary)?.revised(read_at), read_at)
-            .await?
-        {
-            compressed += 1;
+        match item.compressed(summary) {
+            Ok(compressed) => edits.push(ConditionalSave::update(
+                compressed.revised(read_at),
+                read_at,
+            )),
+            Err(error) => return fail_after(store, edits, error).await,
         }
     }
-    Ok(compressed)
+    write_each(store, edits).await
+}
+
+/// Fails a page with `error` once the compressions made before it (`edits`) are written:
+/// a failure keeps the work done before it, as it does when each is written on its own.
+async fn fail_after(
+    store: &dyn MemoryStore,
+    edits: Vec<ConditionalSave>,
+    error: MemoryError,
+) -> Result<usize> {
+    write_each(store, edits).await?;
+    Err(error)
+}
+
+/// Writes `edits` at once ([`MemoryStore::save_each_if`]), each only over the copy it was
+/// made from. Returns how many were written.
+pub(crate) async fn write_each(
+    store: &dyn MemoryStore,
+    edits: Vec<ConditionalSave>,
+) -> Result<usize> {
+    if edits.is_empty() {
+        return Ok(0);
+    }
+    let written = store.save_each_if(edits).await?;
+    Ok(written.into_iter().filter(|written| *written).count())
 }
 
 #[cfg(test)]

@@ -23,10 +23,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use memory_core::{
-    DecayConfig, EvictionPolicy, ListPosition, MemoryFilter, MemoryItem, MemoryStore, Namespace,
-    RecallBasedConfig, Result, Scope, ValueBasedConfig,
+    ConditionalSave, DecayConfig, EvictionPolicy, ListPosition, MemoryFilter, MemoryItem,
+    MemoryStore, Namespace, RecallBasedConfig, Result, Scope, ValueBasedConfig,
 };
 use serde::{Deserialize, Serialize};
+
+use crate::compression::write_each;
 
 /// What one maintenance pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -494,6 +496,9 @@ async fn evict_least_valuable(
     delete_all(store, victims).await
 }
 
+/// The decayed memories a decay pass writes at a time.
+const DECAY_BATCH: usize = 256;
+
 /// Metadata key holding an item's decay state: `{"base": importance, "since": rfc3339}`.
 pub const DECAY_METADATA_KEY: &str = "_decay";
 
@@ -528,6 +533,8 @@ pub async fn decay(
     // Deleted after the walk, with their history (see `with_history`): a predecessor read
     // later in the walk is then never updated after it was deleted.
     let mut forgotten: Vec<MemoryItem> = Vec::new();
+    // Written a batch at a time: one transaction per batch, not one per memory.
+    let mut edits: Vec<ConditionalSave> = Vec::new();
     for item in store.list(&MemoryFilter::new(scope.clone())).await? {
         // Pinned memories never decay; nor do conversation messages (short-term memory),
         // which their conversation's own window and capacity govern.
@@ -566,11 +573,13 @@ pub async fn decay(
                 serde_json::json!({"base": base, "since": since.to_rfc3339()});
             // Written only over the copy listed: a memory changed since (an edit, a pin) or
             // forgotten is left as it is now, for the next pass.
-            if store.update_if(updated, read_at).await? {
-                report.decayed += 1;
+            edits.push(ConditionalSave::update(updated, read_at));
+            if edits.len() == DECAY_BATCH {
+                report.decayed += write_each(store, std::mem::take(&mut edits)).await?;
             }
         }
     }
+    report.decayed += write_each(store, edits).await?;
     report.evicted += delete_all(store, forgotten).await?;
     Ok(report)
 }

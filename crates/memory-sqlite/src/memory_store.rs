@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    ConditionalSave, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
@@ -204,10 +204,47 @@ fn write_item(
 /// Writes `items` in order ([`write_item`]), then their postings, each term's once.
 fn write_items(transaction: &Transaction<'_>, items: &[Encoded]) -> Result<()> {
     let mut pending = Pending::default();
-    for item in items {
-        write_item(transaction, item, &mut pending)?;
-    }
+    write_items_pending(transaction, items, &mut pending)?;
     pending.flush(transaction, fulltext::memories())
+}
+
+/// Writes `items` in order ([`write_item`]), their postings left in `pending`, for one
+/// [`Pending::flush`] per transaction.
+fn write_items_pending(
+    transaction: &Transaction<'_>,
+    items: &[Encoded],
+    pending: &mut Pending<2>,
+) -> Result<()> {
+    for item in items {
+        write_item(transaction, item, pending)?;
+    }
+    Ok(())
+}
+
+/// Whether every stored item `expected` names (an index into `items`, and the `updated_at`
+/// it was read with, in nanoseconds) still has that `updated_at`; a missing one has not.
+fn unchanged(
+    transaction: &Transaction<'_>,
+    items: &[Encoded],
+    expected: &[(usize, i64)],
+) -> Result<bool> {
+    for (at, read_at) in expected {
+        let Some(item) = items.get(*at) else {
+            return Ok(false);
+        };
+        let stored: Option<i64> = transaction
+            .prepare_cached("SELECT updated_at FROM memories WHERE ns = ?1 AND id = ?2")
+            .and_then(|mut statement| {
+                statement
+                    .query_row(params![item.ns, item.id], |row| row.get(0))
+                    .optional()
+            })
+            .context(|| format!("reading memory {} in {}", item.id, item.ns))?;
+        if stored != Some(*read_at) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Calls `each` with every memory's row id, namespace and analyzed search fields, for the
@@ -549,6 +586,53 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    /// One transaction: a maintenance pass's page of edits commits (and syncs) once, its
+    /// postings written once per term, instead of once per memory. A write refused writes
+    /// nothing; a failure rolls back every one of them.
+    async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
+        let writes = writes
+            .into_iter()
+            .map(|write| {
+                memory_core::backend::validate_expected(&write.items, &write.expected)?;
+                let items = write
+                    .items
+                    .into_iter()
+                    .map(encode)
+                    .collect::<Result<Vec<_>>>()?;
+                // A time the store cannot hold is no stored item's.
+                let expected = write
+                    .expected
+                    .iter()
+                    .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
+                    .collect::<Option<Vec<_>>>();
+                Ok((items, expected))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.db
+            .write("saving memories", move |transaction| {
+                let mut pending = Pending::default();
+                let mut saved = Vec::with_capacity(writes.len());
+                // Compared and written in one write transaction: no writer comes between, and
+                // each write is compared after the ones before it are made.
+                for (items, expected) in &writes {
+                    let unchanged = match expected {
+                        Some(expected) => unchanged(transaction, items, expected)?,
+                        None => false,
+                    };
+                    if unchanged && !items.is_empty() {
+                        write_items_pending(transaction, items, &mut pending)?;
+                    }
+                    saved.push(unchanged);
+                }
+                pending.flush(transaction, fulltext::memories())?;
+                Ok(saved)
+            })
+            .await
+    }
+
     async fn save_many_if(
         &self,
         items: Vec<MemoryItem>,
@@ -570,21 +654,8 @@ impl MemoryStore for SqliteStore {
         self.db
             .write("saving memories", move |transaction| {
                 // Compared and written in one write transaction: no writer comes between.
-                for (at, read_at) in &expected {
-                    let Some(item) = encoded.get(*at) else {
-                        return Ok(false);
-                    };
-                    let stored: Option<i64> = transaction
-                        .prepare_cached("SELECT updated_at FROM memories WHERE ns = ?1 AND id = ?2")
-                        .and_then(|mut statement| {
-                            statement
-                                .query_row(params![item.ns, item.id], |row| row.get(0))
-                                .optional()
-                        })
-                        .context(|| format!("reading memory {} in {}", item.id, item.ns))?;
-                    if stored != Some(*read_at) {
-                        return Ok(false);
-                    }
+                if !unchanged(transaction, &encoded, &expected)? {
+                    return Ok(false);
                 }
                 write_items(transaction, &encoded)?;
                 Ok(true)

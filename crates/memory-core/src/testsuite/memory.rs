@@ -55,6 +55,7 @@ pub async fn run_memory_store(store: &dyn MemoryStore, base: &Namespace) {
     conditional::conditional_updates(store, &child(base, "conditional")).await;
     conditional::conditional_deletes(store, &child(base, "conditional-deletes")).await;
     conditional::conditional_batches(store, &child(base, "conditional-batches")).await;
+    conditional::conditional_each(store, &child(base, "conditional-each")).await;
     similarity_search(store, &child(base, "similar")).await;
     positions::term_positions(store, &child(base, "positions")).await;
     positions::own_words(store, &child(base, "own-words")).await;

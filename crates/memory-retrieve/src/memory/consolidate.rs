@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use memory_core::{
-    CONTEXT_METADATA_KEY, EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError, MemoryFilter,
-    MemoryItem, MemoryKind, Namespace, ORIGINAL_METADATA_KEY, PINNED_METADATA_KEY, Result, Scope,
-    TimeView,
+    CONTEXT_METADATA_KEY, ConditionalSave, EndReason, Ended, MAX_FACT_LINKS, MAX_TAGS, MemoryError,
+    MemoryFilter, MemoryItem, MemoryKind, Namespace, ORIGINAL_METADATA_KEY, PINNED_METADATA_KEY,
+    Result, Scope, TimeView,
 };
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +61,17 @@ impl ConsolidationConfig {
         }
         Ok(())
     }
+}
+
+/// The consolidations a maintenance pass writes at a time.
+const CONSOLIDATION_BATCH: usize = 64;
+
+/// A consolidation ready to be written: its summary's id and namespace, and the write (the
+/// summary first, then its sources ended, each expected as read).
+struct Fold {
+    id: String,
+    namespace: Namespace,
+    write: ConditionalSave,
 }
 
 /// Whether maintenance may fold `item` into a summary.
@@ -160,21 +171,62 @@ impl Memory {
             ));
         }
         let now = self.clock.now();
-        self.fold(sources, max_tokens.max(1), now, true).await
+        self.fold(sources, max_tokens.max(1), now).await
     }
 
     /// Writes the summary of `sources` (at least two current memories of one namespace, in
-    /// time order) and ends them. Returns the summary's id. `asked`: a caller asked for
-    /// this summary, and an embedder's failure fails it; a maintenance pass writes the
-    /// summary without its vector instead (found by its words until `reembed` gives it
-    /// one), so an embedding service down does not stop maintenance.
+    /// time order) and ends them. Returns the summary's id. A caller asked for this
+    /// summary: an embedder's failure fails it.
     async fn fold(
+        &self,
+        sources: Vec<MemoryItem>,
+        max_tokens: usize,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        let Fold {
+            id,
+            namespace,
+            write,
+        } = self.prepare_fold(sources, max_tokens, now, true).await?;
+        if !self
+            .store
+            .save_many_if(write.items, &write.expected)
+            .await?
+        {
+            return Err(MemoryError::Conflict {
+                message: format!(
+                    "a source of summary {id} changed while its consolidation was written"
+                ),
+                source: None,
+            });
+        }
+        self.folded(&namespace, &id).await;
+        Ok(id)
+    }
+
+    /// Once a summary is committed: it is linked into the graph as any memory written, so
+    /// the graph channel reaches the summary where it reached its sources (whose nodes
+    /// stay: they are history, which recall leaves out, and come back with them if it is
+    /// forgotten).
+    async fn folded(&self, namespace: &Namespace, id: &str) {
+        if let Some(enrichment) = &self.enrichment {
+            Box::pin(enrichment.enqueue(namespace, id)).await;
+        }
+    }
+
+    /// The summary of `sources` (at least two current memories of one namespace, in time
+    /// order) and the sources ended, ready to be written together, each source only if it
+    /// is still as read. `asked`: a caller asked for this summary, and an embedder's
+    /// failure fails it; a maintenance pass writes the summary without its vector instead
+    /// (found by its words until `reembed` gives it one), so an embedding service down does
+    /// not stop maintenance.
+    async fn prepare_fold(
         &self,
         mut sources: Vec<MemoryItem>,
         max_tokens: usize,
         now: DateTime<Utc>,
         asked: bool,
-    ) -> Result<String> {
+    ) -> Result<Fold> {
         sources.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         let texts: Vec<&str> = sources.iter().map(|item| item.content.as_str()).collect();
         let summarizer: &dyn Summarizer = match &self.compression {
@@ -277,28 +329,47 @@ impl Memory {
             // An edit made from a copy read before must not bring it back.
             item.revise(item.updated_at);
         }
-        let mut writes = vec![summary];
-        writes.extend(sources);
+        let mut items = vec![summary];
+        items.extend(sources);
         let expected: Vec<(usize, DateTime<Utc>)> = read
             .into_iter()
             .enumerate()
             .map(|(at, read_at)| (at + 1, read_at))
             .collect();
-        if !self.store.save_many_if(writes, &expected).await? {
-            return Err(MemoryError::Conflict {
-                message: format!(
-                    "a source of summary {id} changed while its consolidation was written"
-                ),
-                source: None,
-            });
+        Ok(Fold {
+            id,
+            namespace,
+            write: ConditionalSave { items, expected },
+        })
+    }
+
+    /// Writes the consolidations of `folds` at once ([`MemoryStore::save_each_if`]: one
+    /// transaction where the backend can, each consolidation whole or not at all). One
+    /// whose sources changed since they were read is left for the next pass. Returns how
+    /// many memories were folded into how many summaries.
+    ///
+    /// [`MemoryStore::save_each_if`]: memory_core::MemoryStore::save_each_if
+    async fn write_folds(&self, folds: Vec<Fold>) -> Result<(usize, usize)> {
+        if folds.is_empty() {
+            return Ok((0, 0));
         }
-        // Committed: linked into the graph as any memory written, so the graph channel
-        // reaches the summary where it reached its sources (whose nodes stay: they are
-        // history, which recall leaves out, and come back with them if it is forgotten).
-        if let Some(enrichment) = &self.enrichment {
-            Box::pin(enrichment.enqueue(&namespace, &id)).await;
+        let (folds, writes): (Vec<(String, Namespace, usize)>, Vec<ConditionalSave>) = folds
+            .into_iter()
+            .map(|fold| {
+                let sources = fold.write.expected.len();
+                ((fold.id, fold.namespace, sources), fold.write)
+            })
+            .unzip();
+        let saved = self.store.save_each_if(writes).await?;
+        let (mut folded, mut summaries) = (0, 0);
+        for ((id, namespace, sources), saved) in folds.into_iter().zip(saved) {
+            if saved {
+                folded += sources;
+                summaries += 1;
+                self.folded(&namespace, &id).await;
+            }
         }
-        Ok(id)
+        Ok((folded, summaries))
     }
 
     /// The consolidation pass of [`maintain`](Self::maintain): see [`ConsolidationConfig`].
@@ -313,6 +384,8 @@ impl Memory {
         let Some(cutoff) = days_before(now, config.older_than_days) else {
             return Ok((folded, summaries));
         };
+        // Written a batch at a time: one transaction per batch, not one per summary.
+        let mut batch: Vec<Fold> = Vec::new();
         for namespace in self.store.list_namespaces(scope).await? {
             let filter = MemoryFilter::new(namespace.exact())
                 .with_kinds([MemoryKind::Episodic])
@@ -342,12 +415,11 @@ impl Memory {
                     if chunk.len() < 2 {
                         break;
                     }
-                    let size = chunk.len();
-                    match self.fold(chunk, config.max_tokens, now, false).await {
-                        Ok(_) => {
-                            folded += size;
-                            summaries += 1;
-                        }
+                    match self
+                        .prepare_fold(chunk, config.max_tokens, now, false)
+                        .await
+                    {
+                        Ok(fold) => batch.push(fold),
                         // A source forgotten or changed while the summary was written, or
                         // a summary the model could not give within its limit: the group is
                         // left for the next pass, and this one goes on.
@@ -356,11 +428,21 @@ impl Memory {
                             | MemoryError::Conflict { .. }
                             | MemoryError::LimitExceeded(_),
                         ) => {}
-                        Err(error) => return Err(error),
+                        // The consolidations made before the failure are kept.
+                        Err(error) => {
+                            self.write_folds(batch).await?;
+                            return Err(error);
+                        }
+                    }
+                    if batch.len() == CONSOLIDATION_BATCH {
+                        let (more, made) = self.write_folds(std::mem::take(&mut batch)).await?;
+                        folded += more;
+                        summaries += made;
                     }
                 }
             }
         }
-        Ok((folded, summaries))
+        let (more, made) = self.write_folds(batch).await?;
+        Ok((folded + more, summaries + made))
     }
 }

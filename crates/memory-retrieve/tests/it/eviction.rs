@@ -1079,3 +1079,75 @@ async fn a_batch_runs_one_pass_per_namespace() {
     assert_eq!(memory.store().count(&ns.exact()).await.unwrap(), 150);
     assert_eq!(memory.store().count(&other.exact()).await.unwrap(), 100);
 }
+
+/// A maintenance pass writes its decays, compressions and consolidations a batch at a time:
+/// a few conditional writes (each one transaction and one sync on SQLite) for hundreds of
+/// memories, not one per memory.
+#[tokio::test]
+async fn maintenance_writes_its_edits_a_batch_at_a_time() {
+    const MEMORIES: usize = 600;
+    let store = Arc::new(Instrumented::default());
+    let ns = Namespace::parse("batched").unwrap();
+    let sentence = |n: usize| {
+        format!(
+            "On day {n} the team met about topic{} and agreed on a plan. Nobody liked the \
+             long agenda of item{} much. The notes went to the archive of project{} later. \
+             Everyone went home early after lunch with the visitors from branch{}.",
+            n % 37,
+            n % 11,
+            n % 13,
+            n % 7
+        )
+    };
+    let items: Vec<MemoryItem> = (0..MEMORIES)
+        .map(|n| {
+            MemoryItem::new(ns.clone(), sentence(n))
+                .unwrap()
+                .with_id(format!("m{n:04}"))
+                .unwrap()
+                .with_kind(if n % 2 == 0 {
+                    memory_core::MemoryKind::Episodic
+                } else {
+                    memory_core::MemoryKind::LongTerm
+                })
+                .with_metadata(serde_json::json!({ "session": format!("s{}", n / 12) }))
+                .unwrap()
+                .with_created_at(t0() + Duration::minutes(n as i64))
+        })
+        .collect();
+    store.inner.save_many(items).await.unwrap();
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .clock(Arc::new(ManualClock::new(t0() + Duration::days(60))))
+        .decay(DecayConfig::default())
+        .compression(memory_retrieve::CompressionConfig {
+            max_tokens: 24,
+            ..memory_retrieve::CompressionConfig::default()
+        })
+        .consolidation(memory_retrieve::ConsolidationConfig::default())
+        .build()
+        .unwrap();
+    let report = memory.maintain(&ns.subtree()).await.unwrap();
+    assert_eq!(
+        (
+            report.decayed,
+            report.compressed,
+            report.consolidated,
+            report.summaries
+        ),
+        (MEMORIES, MEMORIES, MEMORIES / 2, MEMORIES / 12),
+        "{report:?}"
+    );
+    let writes = store.conditional_writes();
+    assert_eq!(
+        writes.iter().sum::<usize>(),
+        2 * MEMORIES + MEMORIES / 2 + MEMORIES / 12,
+        "every memory decayed, compressed and consolidated, and each summary, written once"
+    );
+    assert!(
+        writes.len() <= 10,
+        "{} conditional writes for {MEMORIES} memories, the first {:?}",
+        writes.len(),
+        &writes[..writes.len().min(12)]
+    );
+}

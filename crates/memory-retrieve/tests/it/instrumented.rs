@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use memory_core::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    ConditionalSave, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use memory_inmem::InMemoryStore;
 
@@ -43,6 +43,9 @@ pub(crate) struct Instrumented {
     pub(crate) refuses_group_deletes: bool,
     /// How many memories each conditional delete was asked to delete.
     pub(crate) conditional_deletes: Mutex<Vec<usize>>,
+    /// How many memories each conditional write (`update_if`, `save_many_if`,
+    /// `save_each_if`) was asked to write: on SQLite, each is one transaction and one sync.
+    pub(crate) conditional_writes: Mutex<Vec<usize>>,
 }
 
 /// A change of one stored memory.
@@ -153,6 +156,20 @@ impl Instrumented {
             .unwrap_or_default()
     }
 
+    /// The conditional writes made so far: how many memories each was asked to write.
+    pub(crate) fn conditional_writes(&self) -> Vec<usize> {
+        self.conditional_writes
+            .lock()
+            .map(|writes| writes.clone())
+            .unwrap_or_default()
+    }
+
+    fn wrote(&self, memories: usize) {
+        if let Ok(mut writes) = self.conditional_writes.lock() {
+            writes.push(memories);
+        }
+    }
+
     /// How many times one memory's recall statistics were read.
     pub(crate) fn stats_reads(&self) -> usize {
         self.stats_reads.load(Ordering::Relaxed)
@@ -189,6 +206,7 @@ impl MemoryStore for Instrumented {
         self.inner.update(item).await
     }
     async fn update_if(&self, item: MemoryItem, read_at: DateTime<Utc>) -> Result<bool> {
+        self.wrote(1);
         self.inner.update_if(item, read_at).await
     }
     async fn save_many_if(
@@ -196,7 +214,12 @@ impl MemoryStore for Instrumented {
         items: Vec<MemoryItem>,
         expected: &[(usize, DateTime<Utc>)],
     ) -> Result<bool> {
+        self.wrote(items.len());
         self.inner.save_many_if(items, expected).await
+    }
+    async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
+        self.wrote(writes.iter().map(|write| write.items.len()).sum());
+        self.inner.save_each_if(writes).await
     }
     async fn delete_many_if(
         &self,

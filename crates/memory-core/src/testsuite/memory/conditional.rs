@@ -1,10 +1,10 @@
-//! Conformance of [`MemoryStore::update_if`]: an edit is written only over the copy it was
-//! made from, and a refused one changes nothing.
+//! Conformance of [`MemoryStore::update_if`] and the other conditional writes: an edit is
+//! written only over the copy it was made from, and a refused one changes nothing.
 
 use chrono::Duration;
 
 use super::{item, must};
-use crate::{MemoryError, MemoryStore, Namespace, RecallStats, SearchQuery};
+use crate::{ConditionalSave, MemoryError, MemoryStore, Namespace, RecallStats, SearchQuery};
 
 async fn found(store: &dyn MemoryStore, ns: &Namespace, words: &str) -> Vec<String> {
     must(
@@ -282,4 +282,95 @@ pub(super) async fn conditional_batches(store: &dyn MemoryStore, ns: &Namespace)
         store.save_many_if(vec![], &[(0, a.updated_at)]).await,
         Err(MemoryError::InvalidInput { .. })
     ));
+}
+
+/// [`MemoryStore::save_each_if`]: each write on its own condition, compared after the
+/// writes before it, a refused one leaving nothing (in the records or the index), an
+/// invalid one refusing the call.
+pub(super) async fn conditional_each(store: &dyn MemoryStore, ns: &Namespace) {
+    for (id, words, at) in [
+        ("a", "the harp is in the hall", 0),
+        ("b", "the drum is in the shed", 1),
+    ] {
+        must(store.save(item(ns, id, words, at)), "save").await;
+    }
+    let get = |id: &'static str| async move {
+        must(store.get(ns, id), "get")
+            .await
+            .unwrap_or_else(|| panic!("conformance: memory {id} is there"))
+    };
+    let (a, b) = (get("a").await, get("b").await);
+    let mut a2 = a.clone().revised(a.updated_at);
+    a2.content = "the harp is in the loft".into();
+    let mut a3 = a2.clone().revised(a2.updated_at);
+    a3.content = "the harp is in the garage".into();
+    let stale = a.clone().with_pinned(true).revised(a.updated_at);
+    let mut b2 = b.clone().revised(b.updated_at);
+    b2.content = "the drum is in the van".into();
+    let saved = must(
+        store.save_each_if(vec![
+            ConditionalSave::update(a2.clone(), a.updated_at),
+            // Made from the copy the write before replaced: refused whole, the new memory
+            // with it.
+            ConditionalSave {
+                items: vec![
+                    item(ns, "c", "a new memory about the pinned harp", 2),
+                    stale,
+                ],
+                expected: vec![(1, a.updated_at)],
+            },
+            // Made from what the first write wrote: written.
+            ConditionalSave::update(a3.clone(), a2.updated_at),
+            ConditionalSave::update(b2.clone(), b.updated_at),
+            // A memory never stored.
+            ConditionalSave::update(item(ns, "d", "a memory", 3), a.updated_at),
+        ]),
+        "save_each_if",
+    )
+    .await;
+    assert_eq!(
+        saved,
+        [true, false, true, true, false],
+        "conformance: each write on its own condition, after the ones before it"
+    );
+    let now = get("a").await;
+    assert!(!now.is_pinned() && now.content == a3.content);
+    assert_eq!(get("b").await.content, b2.content);
+    for id in ["c", "d"] {
+        assert!(must(store.get(ns, id), "get").await.is_none());
+    }
+    assert_eq!(found(store, ns, "garage").await, ["a"]);
+    assert_eq!(found(store, ns, "van").await, ["b"]);
+    assert!(
+        found(store, ns, "loft pinned shed").await.is_empty(),
+        "conformance: the index holds what was written last, and nothing refused"
+    );
+    assert_eq!(
+        must(store.save_each_if(Vec::new()), "save_each_if").await,
+        Vec::<bool>::new()
+    );
+
+    // An invalid item or index anywhere refuses the call: nothing written.
+    let mut a4 = now.clone().revised(now.updated_at);
+    a4.content = "the harp is in the boat".into();
+    let mut invalid = b2.clone();
+    invalid.content = String::new();
+    for bad in [
+        ConditionalSave::update(invalid, b2.updated_at),
+        ConditionalSave {
+            items: Vec::new(),
+            expected: vec![(0, b2.updated_at)],
+        },
+    ] {
+        assert!(matches!(
+            store
+                .save_each_if(vec![
+                    ConditionalSave::update(a4.clone(), now.updated_at),
+                    bad
+                ])
+                .await,
+            Err(MemoryError::InvalidInput { .. })
+        ));
+        assert_eq!(get("a").await.content, a3.content);
+    }
 }
