@@ -290,9 +290,7 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
             .await
             .map(drop)
             .map_err(|error| Failure::internal(format!("the MCP session ended: {error}"))),
-        Err(error) => Err(Failure::internal(format!(
-            "starting the MCP session: {error}"
-        ))),
+        Err(error) => not_started(error),
     };
     // The server's output ended with it (on a failed start too): its last answers are
     // written before the process goes on.
@@ -304,6 +302,30 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
         json: Value::Null,
         text: String::new(),
     })
+}
+
+/// What a session on standard input that never started means for the command: a client
+/// that hung up before `initialize` (or an empty input) ends it as a session ended by the
+/// client, with nothing to report; one that spoke out of turn (another request before
+/// `initialize`) is a usage error, exit 2, naming what it sent. Only a failure of the
+/// transport itself or of the server is internal.
+fn not_started(error: rmcp::service::ServerInitializeError) -> Result<(), Failure> {
+    use rmcp::service::ServerInitializeError as Error;
+    match error {
+        Error::ConnectionClosed(_) => Ok(()),
+        Error::ExpectedInitializeRequest(_) | Error::UnexpectedInitializeResponse(_) => {
+            Err(Failure::new(
+                ErrorKind::Usage,
+                "the MCP client sent another message before `initialize`",
+            )
+            .with_hint(
+                "an MCP client sends `initialize`, then `notifications/initialized`, before any other request",
+            ))
+        }
+        error => Err(Failure::internal(format!(
+            "starting the MCP session: {error}"
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -556,7 +556,30 @@ fn stdio_a_session_that_fails_to_start_exits() {
     let _ = child.kill();
     drop(input);
     let status = status.expect("the process exits though stdin is open");
-    assert!(!status.success(), "{status:?}");
+    // A client out of turn is a usage error, not a bug of the server.
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}
+
+/// A client that closes standard input before `initialize` ends the session as a client
+/// that closes it later does: exit 0, nothing written.
+#[test]
+fn stdio_an_input_closed_before_initialize_exits_cleanly() {
+    let dir = TempDir::new("mcp-closed");
+    let output = command(&dir)
+        .args(["-n", "acme", "mcp"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-memory mcp");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stdout.is_empty() && output.stderr.is_empty(),
+        "{output:?}"
+    );
 }
 
 #[test]
