@@ -1,16 +1,27 @@
 //! The command line: global options and one subcommand each for remember, recall, context,
-//! forget, history, retract, supersede, consolidate, conflicts, stats, maintain, export,
-//! import, serve and mcp.
+//! get, list, forget, history, retract, supersede, consolidate, graph, page, conflicts,
+//! stats, maintain, reembed, export, import, serve and mcp.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::failure::EXIT_CODES_HELP;
+/// What `--help` shows after the options: the exit codes and the log level.
+const AFTER_HELP: &str = "Exit codes:
+  0  ok
+  1  internal error
+  2  usage: unknown command or option, missing or malformed argument
+  3  invalid input: a value, file or record was refused (the message names it)
+  4  not found: no record with that id in that namespace
+  5  storage: the store failed or is unreachable, or another write changed the record
+     first (retrying may succeed)
+
+Logs go to standard error, at the level AGENT_MEMORY_LOG names (error, warn, info, debug,
+trace): by default info for `serve`, warn for the other commands.";
 
 /// Long-term memory for LLM agents: remember, recall, and serve it over HTTP and MCP.
 #[derive(Debug, Parser)]
-#[command(name = "agent-memory", version, after_help = EXIT_CODES_HELP)]
+#[command(name = "agent-memory", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     /// Where memories live: a SQLite file path (default ./agent-memory.db), a
     /// postgres://user@host:port/database URL, or `memory:` (kept in the process only).
@@ -33,8 +44,9 @@ pub(crate) struct Cli {
     )]
     pub(crate) namespace: Option<String>,
 
-    /// A TOML configuration file; default $XDG_CONFIG_HOME/agent-memory/config.toml when it
-    /// exists. Flags win over environment variables, which win over the file.
+    /// A TOML configuration file; default $XDG_CONFIG_HOME/agent-memory/config.toml (else
+    /// ~/.config/agent-memory/config.toml) when it exists. Flags win over environment
+    /// variables, which win over the file.
     #[arg(long, global = true, env = "AGENT_MEMORY_CONFIG", value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
@@ -357,7 +369,8 @@ pub(crate) enum GraphCommand {
     Add(EntityArgs),
     /// Show one entity with its relations.
     Show(EntityId),
-    /// The entities within a few hops of one, nearest first, and the neighbourhood as text.
+    /// The neighbourhood of an entity within a few hops, as text; with --json, also the
+    /// entities reached, nearest first, each with its hops and score.
     Related(RelatedArgs),
     /// Remove an entity and its relations.
     Remove(EntityId),
@@ -403,7 +416,7 @@ pub(crate) struct RelatedArgs {
     /// Hops to walk, 1 to 4.
     #[arg(long, default_value_t = 2)]
     pub(crate) depth: usize,
-    /// Most entities listed, 1 to 200.
+    /// Most entities reached, 1 to 200 (the nearest kept).
     #[arg(long, short = 'k', default_value_t = 50)]
     pub(crate) limit: usize,
 }
@@ -585,7 +598,8 @@ pub(crate) struct ServeArgs {
 /// Which MCP tools to offer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Compat {
-    /// This library's tools: remember, recall, context, forget and graph operations.
+    /// This library's tools: remember, remember_dialogue, recall, context, forget, history,
+    /// retract, supersede, conflicts, the graph's and the pages'.
     Native,
     /// The nine tools of the reference MCP memory server (create_entities, read_graph, ...).
     ServerMemory,

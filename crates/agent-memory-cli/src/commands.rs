@@ -497,8 +497,9 @@ async fn stats(settings: &Settings) -> Result<Outcome, Failure> {
     if stats.compressed > 0 {
         let _ = write!(text, "\n{} compressed", stats.compressed);
     }
+    let view = crate::views::StatsView::new(stats);
     Ok(Outcome {
-        json: serde_json::to_value(&stats).map_err(|error| Failure::internal(error.to_string()))?,
+        json: serde_json::to_value(&view).map_err(|error| Failure::internal(error.to_string()))?,
         text,
     })
 }

@@ -28,16 +28,6 @@ impl From<ExitCode> for std::process::ExitCode {
     }
 }
 
-/// The exit codes as `--help` shows them.
-pub(crate) const EXIT_CODES_HELP: &str = "Exit codes:
-  0  ok
-  1  internal error
-  2  usage: unknown command or option, missing or malformed argument
-  3  invalid input: a value, file or record was refused (the message names it)
-  4  not found: no record with that id in that namespace
-  5  storage: the store failed or is unreachable, or another write changed the record
-     first (retrying may succeed)";
-
 /// The kind of a failure, as the `kind` of a JSON error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

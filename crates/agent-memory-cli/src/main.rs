@@ -64,6 +64,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     let json = cli.json;
+    init_logs(match cli.command {
+        cli::Command::Serve(_) => tracing::Level::INFO,
+        _ => tracing::Level::WARN,
+    });
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -113,4 +117,27 @@ fn main() -> std::process::ExitCode {
             failure.exit_code().into()
         }
     }
+}
+
+/// Logs on standard error, at the level `AGENT_MEMORY_LOG` names (`error`, `warn`, `info`,
+/// `debug`, `trace`), else `default`: `info` for `serve` (a line per start, stop and
+/// failed request), `warn` for the other commands, which print only what went wrong
+/// beside their answer (an eviction pass that failed after a write, a recall that went on
+/// without its embedding service). Standard output stays the command's, or the MCP
+/// protocol's.
+fn init_logs(default: tracing::Level) {
+    let level = std::env::var("AGENT_MEMORY_LOG")
+        .ok()
+        .and_then(|level| level.parse::<tracing::Level>().ok())
+        .unwrap_or(default);
+    // A log line that cannot be written is dropped: by default the subscriber reports the
+    // failure with `eprintln!`, which panics when stderr is closed (a log reader that
+    // died), inside the request's task, after its write, so the caller got no answer for
+    // a write that was stored.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false)
+        .with_max_level(level)
+        .with_target(false)
+        .try_init();
 }

@@ -92,7 +92,6 @@ impl std::ops::Deref for AppState {
 
 /// Serves the HTTP API until SIGINT or SIGTERM.
 pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome, Failure> {
-    init_logs();
     let file = &settings.file;
     let listen = config::pick(args.listen, file.listen.clone(), DEFAULT_LISTEN.to_owned());
     let admin_key = args.admin_key.or_else(|| file.admin_key.clone());
@@ -258,23 +257,6 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         json: json!({ "stopped": true, "address": address.to_string() }),
         text: String::new(),
     })
-}
-
-fn init_logs() {
-    let level = std::env::var("AGENT_MEMORY_LOG")
-        .ok()
-        .and_then(|level| level.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
-    // A log line that cannot be written is dropped: by default the subscriber reports the
-    // failure with `eprintln!`, which panics when stderr is closed (a log reader that
-    // died), inside the request's task, after its write, so the caller got no answer for
-    // a write that was stored.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .log_internal_errors(false)
-        .with_max_level(level)
-        .with_target(false)
-        .try_init();
 }
 
 /// A future that ends at the first SIGINT or SIGTERM. The handlers are installed when it

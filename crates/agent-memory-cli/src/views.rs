@@ -549,3 +549,59 @@ impl From<&GraphRelation> for RelationView {
         }
     }
 }
+
+/// Counts of a namespace and those under it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StatsView {
+    /// Memories: the current ones and the history.
+    pub(crate) total: usize,
+    /// Current memories (not ended, not past their `valid_until`): what a recall can find.
+    pub(crate) current: usize,
+    /// Memories per kind.
+    pub(crate) per_kind: std::collections::BTreeMap<String, usize>,
+    /// Memories per namespace.
+    pub(crate) per_namespace: std::collections::BTreeMap<String, usize>,
+    /// Mean accesses per memory (recalls, and duplicates merged into it).
+    pub(crate) mean_access: f64,
+    /// Compressed memories (their originals kept).
+    pub(crate) compressed: usize,
+    /// The share of memories that are compressed, in [0, 1].
+    pub(crate) compression_rate: f64,
+    /// Memories returned by at least one recall.
+    pub(crate) recalled: usize,
+    /// The mean relevance recalls returned memories with, in [0, 1]; absent before the
+    /// first recall.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mean_recall_score: Option<f64>,
+    /// The largest namespace's share of the per-namespace capacity, when one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) capacity_use: Option<f64>,
+    /// Knowledge pages.
+    pub(crate) pages: usize,
+    /// Graph entities.
+    pub(crate) entities: usize,
+}
+
+impl StatsView {
+    /// The view of `stats`, as `GET /v1/stats` and `agent-memory --json stats` show it.
+    pub(crate) fn new(stats: agent_memory::MemoryStats) -> Self {
+        Self {
+            total: stats.total,
+            current: stats.current,
+            per_kind: stats
+                .per_kind
+                .iter()
+                .map(|(kind, count)| (kind.as_str().to_owned(), *count))
+                .collect(),
+            per_namespace: stats.per_namespace,
+            mean_access: stats.mean_access,
+            compressed: stats.compressed,
+            compression_rate: stats.compression_rate,
+            recalled: stats.recalled,
+            mean_recall_score: stats.mean_recall_score,
+            capacity_use: stats.capacity_use,
+            pages: stats.pages,
+            entities: stats.entities,
+        }
+    }
+}

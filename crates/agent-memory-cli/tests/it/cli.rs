@@ -122,6 +122,8 @@ fn remember_recall_forget_stats() {
     let (code, stats) = run_json(&dir, &["-n", "user-42", "stats"]);
     assert_eq!(code, 0);
     assert_eq!(stats["total"], 3, "{stats}");
+    // As `GET /v1/stats` shows them: what is not known (no capacity set) left out.
+    assert!(stats.get("capacity_use").is_none(), "{stats}");
 
     let (code, forgotten) = run_json(&dir, &["-n", "user-42", "forget", &id]);
     assert_eq!(code, 0, "{forgotten}");

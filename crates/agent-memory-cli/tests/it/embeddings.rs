@@ -270,6 +270,35 @@ fn an_unreachable_service_fails_the_write_and_stores_nothing() {
     assert_nothing_stored(&dir);
 }
 
+/// A recall while the service is down answers by words alone, and says so on standard error
+/// (the commands log warnings there).
+#[test]
+fn a_recall_without_the_service_answers_by_words_and_warns() {
+    let dir = TempDir::new("embeddings-recall-down");
+    let (code, stored) = run_json(&dir, &["remember", "I adopted a kitten"]);
+    assert_eq!(code, 0, "{stored}");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    write_config(
+        &dir,
+        &format!(
+            "[embeddings]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"toy\"\ndimension = 4\n"
+        ),
+    );
+    let output = crate::support::run(&dir, &["--json", "recall", "kitten"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let found: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(ids(&found).len(), 1, "{found}");
+    assert!(
+        stderr.contains("WARN") && stderr.contains("without the embedding channel"),
+        "{stderr}"
+    );
+}
+
 /// An edit of a memory's text over HTTP embeds the new text: the old vector described the
 /// old one.
 #[test]

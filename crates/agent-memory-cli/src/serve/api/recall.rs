@@ -1,7 +1,5 @@
 //! Recall, context and stats.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -11,7 +9,7 @@ use super::{ApiJson, ApiQuery, Auth, ErrorBody, NamespaceQuery, parse_kind};
 use crate::commands::{metadata_conditions, parse_tags, recall_options, with_time_view};
 use crate::failure::Failure;
 use crate::serve::AppState;
-use crate::views::RecallView;
+use crate::views::{RecallView, StatsView};
 
 /// A recall.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -147,38 +145,6 @@ pub(crate) async fn context(
     Ok(Json(ContextResponse { context }))
 }
 
-/// Counts of a namespace and those under it.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StatsView {
-    /// Memories: the current ones and the history.
-    pub(crate) total: usize,
-    /// Current memories (not ended, not past their `valid_until`): what a recall can find.
-    pub(crate) current: usize,
-    /// Memories per kind.
-    pub(crate) per_kind: BTreeMap<String, usize>,
-    /// Memories per namespace.
-    pub(crate) per_namespace: BTreeMap<String, usize>,
-    /// Mean accesses per memory (recalls, and duplicates merged into it).
-    pub(crate) mean_access: f64,
-    /// Compressed memories (their originals kept).
-    pub(crate) compressed: usize,
-    /// The share of memories that are compressed, in [0, 1].
-    pub(crate) compression_rate: f64,
-    /// Memories returned by at least one recall.
-    pub(crate) recalled: usize,
-    /// The mean relevance recalls returned memories with, in [0, 1]; absent before the
-    /// first recall.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) mean_recall_score: Option<f64>,
-    /// The largest namespace's share of the per-namespace capacity, when one is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) capacity_use: Option<f64>,
-    /// Knowledge pages.
-    pub(crate) pages: usize,
-    /// Graph entities.
-    pub(crate) entities: usize,
-}
-
 /// Counts per kind and namespace, pages and entities.
 #[utoipa::path(get, path = "/v1/stats", tag = "recall", params(NamespaceQuery),
     responses((status = 200, body = StatsView), (status = "4XX", body = ErrorBody)),
@@ -190,22 +156,5 @@ pub(crate) async fn stats(
 ) -> Result<Json<StatsView>, Failure> {
     let namespace = caller.namespace(query.namespace.as_deref())?;
     let stats = state.memory.stats(&namespace.subtree()).await?;
-    Ok(Json(StatsView {
-        total: stats.total,
-        current: stats.current,
-        per_kind: stats
-            .per_kind
-            .iter()
-            .map(|(kind, count)| (kind.as_str().to_owned(), *count))
-            .collect(),
-        per_namespace: stats.per_namespace,
-        mean_access: stats.mean_access,
-        compressed: stats.compressed,
-        compression_rate: stats.compression_rate,
-        recalled: stats.recalled,
-        mean_recall_score: stats.mean_recall_score,
-        capacity_use: stats.capacity_use,
-        pages: stats.pages,
-        entities: stats.entities,
-    }))
+    Ok(Json(StatsView::new(stats)))
 }
