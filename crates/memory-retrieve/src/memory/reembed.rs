@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use memory_core::{
-    EmbeddingProvider, ListPosition, MemoryError, MemoryFilter, MemoryItem, MemoryKind, Namespace,
-    Result, Scope,
+    ConditionalSave, EmbeddingProvider, ListPosition, MemoryError, MemoryFilter, MemoryItem,
+    MemoryKind, Namespace, Result, Scope,
 };
 use serde::{Deserialize, Serialize};
 
@@ -153,10 +153,15 @@ impl Memory {
                 _ => report.skipped += 1,
             }
         }
-        for (read_at, item) in writes {
-            // Written only over the copy read: a memory deleted or changed since stays as it
-            // is now (a changed text is embedded by the next pass).
-            if self.store.update_if(item, read_at).await? {
+        // Written together (one transaction where the backend can), each only over the copy
+        // read: a memory deleted or changed since stays as it is now (a changed text is
+        // embedded by the next pass).
+        let writes = writes
+            .into_iter()
+            .map(|(read_at, item)| ConditionalSave::update(item, read_at))
+            .collect();
+        for written in self.store.save_each_if(writes).await? {
+            if written {
                 report.embedded += 1;
             } else {
                 report.skipped += 1;

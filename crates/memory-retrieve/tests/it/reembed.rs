@@ -388,3 +388,43 @@ async fn a_large_namespace_is_listed_a_page_at_a_time() {
         .expect("listed");
     assert!(listed.iter().all(|item| item.embedding.is_some()));
 }
+
+/// A pass writes each batch of vectors at once (one transaction on SQLite, not one per
+/// memory), each memory only over the copy it embedded.
+#[tokio::test]
+async fn a_pass_writes_each_batch_at_once() {
+    const MEMORIES: usize = 200;
+    let store = Arc::new(crate::instrumented::Instrumented::default());
+    let items: Vec<memory_core::MemoryItem> = (0..MEMORIES)
+        .map(|n| {
+            memory_core::MemoryItem::new(ns(), format!("trip {n} by car"))
+                .and_then(|item| item.with_id(format!("m{n:03}")))
+                .expect("an item")
+        })
+        .collect();
+    store.inner.save_many(items).await.expect("stored");
+    let memory = Memory::builder()
+        .store(store.clone() as Arc<dyn MemoryStore>)
+        .embedder(Arc::new(Topics::default()))
+        .build()
+        .expect("a memory");
+    let report = memory
+        .reembed(&ns().subtree(), Reembed::Missing)
+        .await
+        .expect("embedded");
+    assert_eq!(report.embedded, MEMORIES, "{report:?}");
+    let writes = store.conditional_writes();
+    assert_eq!(writes.iter().sum::<usize>(), MEMORIES, "{writes:?}");
+    assert!(
+        writes.len() <= MEMORIES.div_ceil(64),
+        "{} writes for {MEMORIES} memories",
+        writes.len()
+    );
+    let stored = store
+        .inner
+        .get(&ns(), "m007")
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(stored.embedding, Some(topic_vector("trip 7 by car")));
+}
