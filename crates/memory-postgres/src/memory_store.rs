@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use memory_core::{
-    MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace, RecallBasedConfig, RecallEvent,
-    RecallStats, Result, Scope, SearchHit, SearchQuery,
+    ConditionalSave, MemoryError, MemoryFilter, MemoryItem, MemoryStore, Namespace,
+    RecallBasedConfig, RecallEvent, RecallStats, Result, Scope, SearchHit, SearchQuery,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -382,6 +382,11 @@ impl MemoryStore for PostgresStore {
         expected: &[(usize, DateTime<Utc>)],
     ) -> Result<bool> {
         conditional::save_many_if(self, items, expected).await
+    }
+
+    /// One transaction for the batch (see `conditional::save_each_if`).
+    async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
+        conditional::save_each_if(self, writes).await
     }
 
     async fn save_many(&self, items: Vec<MemoryItem>) -> Result<()> {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use memory_core::{MemoryItem, Namespace, Result};
+use memory_core::{ConditionalSave, MemoryItem, Namespace, Result};
 use tokio_postgres::types::ToSql;
 
 use super::filter::storable;
@@ -94,6 +94,103 @@ pub(super) async fn save_many_if(
         planner::refresh_statistics(&store.db, encoded.len()).await;
     }
     Ok(true)
+}
+
+/// [`save_many_if`] for each of `writes`, in one transaction: a maintenance pass's batch
+/// commits (and syncs) once, not once per memory. The rows compared are locked first, in
+/// one order (namespace, then id), so two batches never wait on each other in a cycle; each
+/// write is then compared with what is stored, or with what an earlier write of the batch
+/// wrote, and its items written only when every row it names is as read. A failure rolls
+/// back the whole batch.
+pub(super) async fn save_each_if(
+    store: &PostgresStore,
+    writes: Vec<ConditionalSave>,
+) -> Result<Vec<bool>> {
+    for write in &writes {
+        memory_core::backend::validate_expected(&write.items, &write.expected)?;
+    }
+    let mut encoded = Vec::with_capacity(writes.len());
+    for write in writes {
+        let items = write
+            .items
+            .into_iter()
+            .map(encode)
+            .collect::<Result<Vec<_>>>()?;
+        // A time the store cannot hold is no stored item's.
+        let expected = write
+            .expected
+            .iter()
+            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
+            .collect::<Option<Vec<_>>>();
+        encoded.push((items, expected));
+    }
+    if encoded.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut compared: Vec<(&str, &str)> = encoded
+        .iter()
+        .flat_map(|(items, expected)| {
+            expected
+                .iter()
+                .flatten()
+                .filter_map(|(at, _)| items.get(*at))
+                .map(|item| (item.ns.as_str(), item.id.as_str()))
+        })
+        .collect();
+    compared.sort_unstable();
+    compared.dedup();
+    let count = encoded.len();
+    let what = || format!("saving {count} writes of memories");
+    let mut client = store.db.client(&what()).await?;
+    let transaction = client.transaction().await.context(what)?;
+    let lock = transaction
+        .prepare_cached(&store.db.qualify(
+            "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE",
+        ))
+        .await
+        .context(what)?;
+    // Each compared row's `updated_at` as the batch goes: as stored, then as written.
+    let mut stored: HashMap<(String, String), i64> = HashMap::with_capacity(compared.len());
+    for (ns, id) in compared {
+        let row = transaction
+            .query_opt(&lock, &[&ns, &id])
+            .await
+            .context(|| format!("reading memory {id} in {ns}"))?;
+        if let Some(row) = row {
+            let at: i64 = row
+                .try_get(0)
+                .context(|| format!("reading memory {id} in {ns}"))?;
+            stored.insert((ns.to_owned(), id.to_owned()), at);
+        }
+    }
+    let mut saved = Vec::with_capacity(encoded.len());
+    let mut written = Vec::new();
+    for (items, expected) in encoded {
+        let unchanged = expected.is_some_and(|expected| {
+            expected.iter().all(|(at, read_at)| {
+                items.get(*at).is_some_and(|item| {
+                    stored.get(&(item.ns.clone(), item.id.clone())) == Some(read_at)
+                })
+            })
+        });
+        if unchanged {
+            for item in &items {
+                if let Some(at) = stored.get_mut(&(item.ns.clone(), item.id.clone())) {
+                    *at = item.updated_at;
+                }
+            }
+            written.extend(items);
+        }
+        saved.push(unchanged);
+    }
+    // In order on one connection: a row two writes change ends as the later one wrote it.
+    store.upsert_all(&transaction, &written).await?;
+    transaction.commit().await.context(what)?;
+    drop(client);
+    if written.len() >= planner::ANALYZE_BATCH {
+        planner::refresh_statistics(&store.db, written.len()).await;
+    }
+    Ok(saved)
 }
 
 pub(super) async fn delete_many_if(
