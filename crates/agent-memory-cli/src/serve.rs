@@ -400,9 +400,49 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
             state.clone(),
             addressed_directly,
         ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            declared_length,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state);
     (app, Box::new(move || token.cancel()))
+}
+
+/// Refuses a request whose body, by its `Content-Length`, is larger than the server takes
+/// (`--max-body-bytes`), on every route, `/mcp` too: 413 `payload_too_large` at once,
+/// without reading any of the body, and the connection closed after the answer. The body
+/// limit alone counts bytes only as they arrive: such a request waited for a body the server
+/// would refuse (until the request deadline, when its client sent less than it declared),
+/// and one sent with `Expect: 100-continue` was told to go on and then had its first
+/// `--max-body-bytes` read for nothing. A body without a length (chunked) is still counted
+/// as it arrives.
+async fn declared_length(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    let most = u64::try_from(state.max_body).unwrap_or(u64::MAX);
+    match declared {
+        Some(length) if length > most => {
+            let mut response = Failure::new(
+                ErrorKind::PayloadTooLarge,
+                format!(
+                    "the request's body is {length} bytes (its Content-Length), more than the \
+                     {most} this server takes"
+                ),
+            )
+            .into_response();
+            // The body is not read: the connection cannot carry another request after it.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            response
+        }
+        _ => next.run(request).await,
+    }
 }
 
 /// Lets an MCP request through with its caller, from its API key, and its body read whole

@@ -867,6 +867,61 @@ fn limits_are_enforced() {
     assert_eq!(body["error"]["field"], "limit");
 }
 
+/// A body declared (`Content-Length`) larger than `--max-body-bytes` is refused at once with
+/// 413, on the API and on `/mcp`, without the server reading it or telling the client to send
+/// it (`100 Continue`), and the connection is closed: before, the server waited for the body
+/// until its deadline (504) or read the limit's worth of it first.
+#[test]
+fn a_body_declared_too_large_is_refused_before_it_is_read() {
+    use std::io::Write;
+    let dir = TempDir::new("declared-length");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    let server = Server::start(&dir, &store, &["--no-auth", "--max-body-bytes", "1024"]);
+    for path in ["/v1/memories", "/mcp"] {
+        for expect in ["", "Expect: 100-continue\r\n"] {
+            let mut stream = std::net::TcpStream::connect(&server.address).expect("connect");
+            // One byte of the 3,000,000 declared is sent: the rest never comes.
+            stream
+                .write_all(
+                    format!(
+                        "POST {path} HTTP/1.1\r\nHost: localhost\r\n\
+                         Content-Type: application/json\r\n\
+                         Accept: application/json, text/event-stream\r\n\
+                         Content-Length: 3000000\r\n{expect}\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .expect("a head");
+            let answered = read_until_closed(&mut stream, std::time::Duration::from_secs(10))
+                .unwrap_or_else(|kept| {
+                    panic!(
+                        "{path} {expect:?}: answered and closed at once, not kept waiting: {}",
+                        String::from_utf8_lossy(&kept)
+                    )
+                });
+            let answered = String::from_utf8_lossy(&answered);
+            assert!(
+                answered.starts_with("HTTP/1.1 413"),
+                "{path} {expect:?}: {answered}"
+            );
+            assert!(
+                answered.contains("\"payload_too_large\""),
+                "{path} {expect:?}: {answered}"
+            );
+            assert!(!answered.contains("100 Continue"), "{path}: {answered}");
+        }
+    }
+    // A body within the limit still goes through.
+    let (status, body) = server.call(
+        "POST",
+        "/v1/memories",
+        None,
+        Some(json!({"text": "small", "namespace": "acme"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(server.stop(), Some(0));
+}
+
 /// `no_auth = true` in the configuration file is overridden by `AGENT_MEMORY_NO_AUTH` and
 /// by `--no-auth=BOOL` either way (flags, then the environment, then the file); a value
 /// that is no boolean is refused, naming the variable.
