@@ -406,6 +406,11 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state);
+    // The router sets a 405's `Allow` after the route's layers (`observe` among them) have
+    // run: its body is written out here, where the header is known.
+    let app = Router::new()
+        .fallback_service(app)
+        .layer(middleware::map_response(method_not_allowed));
     (app, Box::new(move || token.cancel()))
 }
 
@@ -593,10 +598,29 @@ async fn mcp_error(response: Response) -> Response {
 }
 
 /// `response` with an error body in the API's one shape (`{"error": {"kind", "message",
-/// "hint"}}`) when it is an error without a JSON body: the router's own answers (a method a
-/// route does not take, with an empty body; a path segment that is not UTF-8, in plain
-/// text) keep their status and headers and say the same in JSON.
+/// "hint"}}`) when it is an error without a JSON body: the router's own answers (a path
+/// segment that is not UTF-8, in plain text) keep their status and headers and say the same
+/// in JSON. A 405 of the router is left to [`method_not_allowed`], which sees the `Allow`
+/// header the router adds after this runs.
 async fn as_json_error(response: Response) -> Response {
+    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    in_json(response).await
+}
+
+/// A 405 (a method a route does not take, with an empty body) as a JSON error naming the
+/// methods the route takes (its `Allow` header); every other response as it is.
+async fn method_not_allowed(response: Response) -> Response {
+    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED {
+        in_json(response).await
+    } else {
+        response
+    }
+}
+
+/// `response` in the API's error shape, as [`as_json_error`] says, a 405 too.
+async fn in_json(response: Response) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
@@ -629,7 +653,15 @@ async fn as_json_error(response: Response) -> Response {
             .and_then(|value| value.to_str().ok())
             .filter(|allowed| !allowed.is_empty())
         {
-            Some(allowed) => format!("the route does not take this method; it takes {allowed}"),
+            Some(allowed) => format!(
+                "the route does not take this method; it takes {}",
+                allowed
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|method| !method.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             None => {
                 "the route does not take this method (GET /openapi.json lists each route's methods)"
                     .to_owned()

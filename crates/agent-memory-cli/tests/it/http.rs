@@ -1451,10 +1451,20 @@ fn errors_are_json_and_name_their_field() {
     );
     let refused: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
     assert_eq!(refused["error"]["kind"], "usage", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("method") && message.contains("GET") && message.contains("POST"),
+        "the methods the route takes are named: {refused}"
+    );
+    let (status, head, text) =
+        server.raw_with_headers("DELETE", "/v1/recall", Some(&key), &[], None);
+    assert_eq!(status, 405, "{text}");
+    assert!(head.to_ascii_lowercase().contains("allow: post"), "{head}");
+    let refused: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
     assert!(
         refused["error"]["message"]
             .as_str()
-            .is_some_and(|message| message.contains("method")),
+            .is_some_and(|message| message.ends_with("it takes POST")),
         "{refused}"
     );
     // A body not declared as JSON: 415, saying which header to send.
