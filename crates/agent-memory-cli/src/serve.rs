@@ -692,6 +692,11 @@ async fn in_json(response: Response) -> Response {
 /// rebinding) would otherwise read and write every memory from the user's browser. A
 /// request addressed by IP address (`127.0.0.1:8080`, `[::1]:8080`, a LAN address) or to
 /// `localhost` goes on. With keys, every request is guarded by its key instead.
+///
+/// Every name the request gives is checked: its `Host` and the authority of a request
+/// target in absolute form (`GET http://name/...`). A request with several `Host` headers
+/// is refused (400, as HTTP/1.1 requires), and so is one whose `Host` is not text (403): either
+/// could name a host other than the one checked.
 async fn addressed_directly(
     State(state): State<AppState>,
     request: Request,
@@ -700,20 +705,40 @@ async fn addressed_directly(
     if !state.keys.is_open() {
         return next.run(request).await;
     }
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .or_else(|| request.uri().host());
-    match host {
-        Some(host) if !is_direct_host(host) => Failure::new(
-            ErrorKind::Forbidden,
-            format!("a server without keys answers requests to an IP address or localhost, not to `{host}`"),
+    let mut hosts = request.headers().get_all(axum::http::header::HOST).iter();
+    let header = hosts.next();
+    if hosts.next().is_some() {
+        return Failure::new(
+            ErrorKind::InvalidInput,
+            "the request has several Host headers; it may have one",
         )
-        .with_hint("address the server by its IP address or as localhost, or serve with keys")
-        .into_response(),
-        _ => next.run(request).await,
+        .with_hint("send one Host header, the server's IP address or localhost")
+        .into_response();
     }
+    let header = match header.map(|value| value.to_str()) {
+        None => None,
+        Some(Ok(host)) => Some(host),
+        Some(Err(_)) => {
+            return refused_host("a Host that is not ASCII text").into_response();
+        }
+    };
+    for host in header.into_iter().chain(request.uri().host()) {
+        if !is_direct_host(host) {
+            return refused_host(&format!("`{host}`")).into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// The refusal of a request to `host` (as the message names it) by a server without keys.
+fn refused_host(host: &str) -> Failure {
+    Failure::new(
+        ErrorKind::Forbidden,
+        format!(
+            "a server without keys answers requests to an IP address or localhost, not to {host}"
+        ),
+    )
+    .with_hint("address the server by its IP address or as localhost, or serve with keys")
 }
 
 /// Whether `host` (a `Host` header: a name or an address, perhaps with a port) is an IP

@@ -1010,6 +1010,50 @@ fn a_server_without_keys_refuses_other_hosts() {
             assert_eq!(refused["error"]["kind"], "forbidden", "{refused}");
         }
     }
+    // A Host that is not text, a second Host naming another host, or a request target
+    // naming one, is refused too: each was let through.
+    let refusal = |head: &[u8]| {
+        use std::io::Write;
+        let mut stream = std::net::TcpStream::connect(&open.address).expect("connect");
+        stream.write_all(head).expect("a request");
+        let answered = read_until_closed(&mut stream, std::time::Duration::from_secs(10))
+            .expect("answered and closed");
+        String::from_utf8_lossy(&answered).into_owned()
+    };
+    for (head, status, kind) in [
+        (
+            &b"GET /v1/memories HTTP/1.1\r\nHost: \xffattacker.example\r\nConnection: close\r\n\r\n"[..],
+            "403",
+            "forbidden",
+        ),
+        (
+            b"GET /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+            "400",
+            "invalid_input",
+        ),
+        (
+            b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+            "400",
+            "invalid_input",
+        ),
+        (
+            b"GET http://attacker.example/v1/memories HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+            "403",
+            "forbidden",
+        ),
+    ] {
+        let answered = refusal(head);
+        assert!(
+            answered.starts_with(&format!("HTTP/1.1 {status}")),
+            "{}: {answered}",
+            String::from_utf8_lossy(head)
+        );
+        assert!(answered.contains(&format!("\"{kind}\"")), "{answered}");
+    }
+    assert!(
+        refusal(b"GET http://127.0.0.1/v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .starts_with("HTTP/1.1 200")
+    );
     drop(open);
     let keyed = Server::start(&dir, &store, &[]);
     let key = keyed.key_for("acme");
