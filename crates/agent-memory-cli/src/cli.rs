@@ -575,13 +575,17 @@ pub(crate) struct ServeArgs {
     pub(crate) request_timeout_ms: Option<u64>,
     /// The most connections open at once; more wait until one closes. A request's head
     /// must arrive within the request deadline (and 10 s), on a new connection or one kept alive, or
-    /// its connection is closed. Default 512, at most 100000.
+    /// its connection is closed. MCP event streams (GET /mcp), each holding its connection
+    /// while its client keeps it open, take at most half of them, one per session and a
+    /// tenant's share (an eighth, at least 16) each; past that a stream gets 503. Default
+    /// 512, at most 100000.
     #[arg(long, env = "AGENT_MEMORY_MAX_CONNECTIONS", value_name = "N")]
     pub(crate) max_connections: Option<usize>,
     /// The most MCP sessions open at once on /mcp (each is kept until it has been idle 5
     /// minutes or its client ends it); an `initialize` past the limit, or past a tenant's
-    /// share of it (an eighth, at least 16), gets 503 until one ends. Default 1024, at most
-    /// 65536.
+    /// share of it (an eighth, at least 16), gets 503 until one ends. A session holds no
+    /// connection between its requests (its event stream is bounded by --max-connections),
+    /// so this may exceed --max-connections. Default 1024, at most 65536.
     #[arg(long, env = "AGENT_MEMORY_MAX_MCP_SESSIONS", value_name = "N")]
     pub(crate) max_mcp_sessions: Option<usize>,
     /// SQLite stores: the most connections that serve reads (recall, context, lists, the

@@ -5,6 +5,15 @@
 //! [`read_connections`](agent_memory::SqliteOptions::read_connections)), so recalls run
 //! beside each other and beside the writes.
 //!
+//! A client of `/mcp` cannot take the server's connections: an MCP event stream (`GET
+//! /mcp`) holds its connection for as long as its client keeps it open, kept alive by pings
+//! so no deadline ends it, so a session keeps at most one of each (a second standalone
+//! stream gets 409), and the streams open at once are bounded by half of
+//! `--max-connections`, a tenant's by its share of that (503 past either): the other half
+//! of the connections stays for every other request. A session without a stream holds no
+//! connection, so the sessions' own bound (`--max-mcp-sessions`) is one of memory, not of
+//! connections.
+//!
 //! Every write answers only once the store has it. On SIGINT or SIGTERM the server stops
 //! accepting connections, finishes the requests in flight, writes pending recall statistics
 //! and exits, so no acknowledged write is lost.
@@ -69,6 +78,9 @@ pub(crate) struct Shared {
     max_body: usize,
     /// The most MCP sessions open at once (`--max-mcp-sessions`).
     max_mcp_sessions: usize,
+    /// The most MCP event streams open at once ([`most_mcp_streams`] of
+    /// `--max-connections`).
+    max_mcp_streams: usize,
     /// The results of a recall that asks for no number (the configuration file's
     /// `[retriever]` `max_results`, else 10), over HTTP and MCP.
     pub(crate) recall_limit: usize,
@@ -77,7 +89,27 @@ pub(crate) struct Shared {
 /// The MCP sessions kept open at once unless `--max-mcp-sessions` says otherwise: each
 /// costs tens of kilobytes until it has been idle five minutes, so without a bound a
 /// client opening sessions in a loop grew the server's memory until it ran out.
+///
+/// It may be more than `--max-connections`: a session holds no connection between its
+/// requests, only its event stream does, and those are bounded by the connections
+/// ([`most_mcp_streams`]), not by this.
 pub(crate) const DEFAULT_MAX_MCP_SESSIONS: usize = 1024;
+
+/// The MCP event streams (`GET /mcp`) a server keeping `max_connections` connections keeps
+/// open at once: half of them (none of a server keeping one connection, which a stream
+/// would hold). A stream holds its connection for as long as its client keeps it open
+/// (pinged every 15 seconds, so no deadline ends it): without a bound, one tenant opening
+/// streams took every connection and no other request was served until its sessions idled
+/// out. The other half stays for every other request.
+pub(crate) fn most_mcp_streams(max_connections: usize) -> usize {
+    max_connections / 2
+}
+
+/// One tenant's share of `most` sessions or streams: an eighth, and at least 16 (or all,
+/// when fewer), so that one tenant cannot hold all of them and keep the others out.
+fn tenant_share(most: usize) -> usize {
+    (most / 8).max(most.min(16))
+}
 
 /// The most `--max-mcp-sessions` may be.
 pub(crate) const MAX_MCP_SESSIONS: usize = 65_536;
@@ -208,6 +240,7 @@ pub(crate) async fn run(settings: &Settings, args: ServeArgs) -> Result<Outcome,
         timeout: Duration::from_millis(timeout_ms),
         max_body,
         max_mcp_sessions,
+        max_mcp_streams: most_mcp_streams(max_connections),
         recall_limit,
     }));
     let (app, stop_streams) = router(state.clone(), max_body, args.mcp_compat);
@@ -328,17 +361,21 @@ pub(crate) fn router(state: AppState, max_body: usize, compat: Compat) -> (Route
         Arc::clone(&sessions),
         config,
     );
-    // The key is checked first (the outer layer), then the session bound.
+    // The key is checked first (the outer layer), then the bounds of sessions and streams.
+    let bound = Arc::new(McpSessions {
+        sessions,
+        most: state.max_mcp_sessions,
+        opened_by: std::sync::Mutex::default(),
+        most_streams: state.max_mcp_streams,
+        streams: std::sync::Mutex::default(),
+    });
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(
-            Arc::new(McpSessions {
-                sessions,
-                most: state.max_mcp_sessions,
-                opened_by: std::sync::Mutex::default(),
-            }),
+            Arc::clone(&bound),
             mcp_sessions_bound,
         ))
+        .layer(middleware::from_fn_with_state(bound, mcp_streams_bound))
         .layer(middleware::from_fn_with_state(state.clone(), mcp_auth));
     let v1 = Router::new()
         .route(
@@ -478,7 +515,8 @@ async fn mcp_auth(State(state): State<AppState>, request: Request, next: Next) -
     }
 }
 
-/// The MCP sessions on `/mcp`, with who opened each, for their bounds.
+/// The MCP sessions on `/mcp`, with who opened each, and their open event streams, for
+/// their bounds.
 pub(crate) struct McpSessions {
     /// The transport's sessions.
     sessions: Arc<LocalSessionManager>,
@@ -487,15 +525,169 @@ pub(crate) struct McpSessions {
     /// The tenant (its key's namespace prefix) that opened each session, by the session's
     /// id; sessions the admin opened are not listed.
     opened_by: std::sync::Mutex<std::collections::HashMap<Arc<str>, String>>,
+    /// The most event streams open at once ([`most_mcp_streams`]).
+    most_streams: usize,
+    /// The open event streams (`GET /mcp`), one at most of each, by [`StreamKey`], with
+    /// the tenant whose key opened each (`None`: the admin's).
+    streams: std::sync::Mutex<std::collections::HashMap<StreamKey, Option<String>>>,
 }
 
+/// Which event stream of which session a `GET /mcp` asks for: the session's id, and the
+/// request whose answer's stream it resumes (the part of its `Last-Event-ID` after a `/`),
+/// if any; without one, the session's own stream (its standalone stream, of notifications
+/// and requests from the server).
+type StreamKey = (Arc<str>, Option<Arc<str>>);
+
 impl McpSessions {
-    /// The most sessions one tenant keeps open at once: an eighth of all, and at least 16
-    /// (or all, when fewer), so that one tenant cannot hold every session and keep the
-    /// others from opening one.
+    /// The most sessions one tenant keeps open at once: its [`tenant_share`] of all.
     fn most_per_tenant(&self) -> usize {
-        (self.most / 8).max(self.most.min(16))
+        tenant_share(self.most)
     }
+
+    /// Takes the place of the event stream `key` for `tenant` (`None`: the admin), held
+    /// until the [`OpenStream`] is dropped; a [`Failure`] when that stream is open already
+    /// (409), or when the server or the tenant has as many open as it keeps (503).
+    fn open_stream(
+        self: &Arc<Self>,
+        key: StreamKey,
+        tenant: Option<String>,
+    ) -> Result<OpenStream, Failure> {
+        let mut streams = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if streams.contains_key(&key) {
+            return Err(Failure::new(
+                ErrorKind::Conflict,
+                "this MCP session has this event stream (GET /mcp) open already; a session \
+                 keeps one of each",
+            )
+            .with_hint(
+                "read the session's events on the stream already open, or close it before \
+                 opening another",
+            ));
+        }
+        let refusal = if streams.len() >= self.most_streams {
+            Some(format!(
+                "{} MCP event streams (GET /mcp) are open, the most this server keeps (half of \
+                 its --max-connections, so that they leave connections to other requests)",
+                self.most_streams
+            ))
+        } else {
+            tenant.as_ref().and_then(|tenant| {
+                let most = tenant_share(self.most_streams);
+                let held = streams
+                    .values()
+                    .filter(|held| held.as_ref() == Some(tenant))
+                    .count();
+                (held >= most).then(|| {
+                    format!(
+                        "{most} MCP event streams (GET /mcp) of this key's tenant are open, \
+                         the most one tenant keeps"
+                    )
+                })
+            })
+        };
+        if let Some(message) = refusal {
+            return Err(Failure::new(ErrorKind::Unavailable, message).with_hint(
+                "close an event stream (GET /mcp) or end a session (DELETE /mcp), or retry later",
+            ));
+        }
+        streams.insert(key.clone(), tenant);
+        Ok(OpenStream {
+            bound: Arc::clone(self),
+            key,
+        })
+    }
+}
+
+/// The place of one open MCP event stream among [`McpSessions::streams`], given back when
+/// dropped: when the stream ends, or its client goes away.
+struct OpenStream {
+    /// Where it is counted.
+    bound: Arc<McpSessions>,
+    /// Which stream of which session.
+    key: StreamKey,
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.bound
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.key);
+    }
+}
+
+/// A response body that holds the place of its MCP event stream for as long as it is sent.
+struct HeldStream {
+    /// The stream's events.
+    body: axum::body::BodyDataStream,
+    /// Its place, given back when the body is dropped.
+    _open: OpenStream,
+}
+
+impl futures::Stream for HeldStream {
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::pin::Pin::new(&mut self.body).poll_next(context)
+    }
+}
+
+/// Bounds the MCP event streams (`GET /mcp` in a session): one of each a session (a second
+/// standalone stream, or a second resumption of one request's, is answered 409 Conflict, as
+/// Streamable HTTP allows; the transport would keep a second standalone stream as an idle
+/// copy that receives nothing), and at most [`McpSessions::most_streams`] open at once, a
+/// tenant's [`tenant_share`] of them (503 past either). A stream's place is held from its
+/// request until its body is dropped.
+async fn mcp_streams_bound(
+    State(bound): State<Arc<McpSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != axum::http::Method::GET {
+        return next.run(request).await;
+    }
+    // Without a (readable) session id the transport refuses the request at once.
+    let Some(session) = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(Arc::<str>::from)
+    else {
+        return next.run(request).await;
+    };
+    let tenant = match request.extensions().get::<Caller>() {
+        Some(Caller::Tenant(namespace)) => Some(namespace.to_string()),
+        _ => None,
+    };
+    // `Last-Event-ID: 5/2` resumes the stream of the session's request 2; `5` its own.
+    let request_stream = request
+        .headers()
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|last| last.split_once('/'))
+        .map(|(_, http_request)| Arc::<str>::from(http_request));
+    let open = match bound.open_stream((session, request_stream), tenant) {
+        Ok(open) => open,
+        Err(failure) => return failure.into_response(),
+    };
+    let response = next.run(request).await;
+    if !response.status().is_success() {
+        // A refusal, sent at once: no stream to hold a place for.
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = axum::body::Body::from_stream(HeldStream {
+        body: body.into_data_stream(),
+        _open: open,
+    });
+    Response::from_parts(parts, body)
 }
 
 /// Refuses a request that would open an MCP session (a POST without a session id) while

@@ -1054,6 +1054,185 @@ fn one_tenant_cannot_hold_every_mcp_session() {
     assert_eq!(server.stop(), Some(0));
 }
 
+/// Opens an MCP session on `/mcp` with `key` (`initialize`, then `notifications/initialized`)
+/// and returns its id.
+fn initialized_mcp_session(server: &Server, key: &str) -> String {
+    let (status, session, body) = open_mcp_session(server, key);
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let (status, _, body) = server.raw_with_headers(
+        "POST",
+        "/mcp",
+        Some(key),
+        &[
+            ("Accept", "application/json, text/event-stream".to_owned()),
+            ("Mcp-Session-Id", session.clone()),
+            ("Mcp-Protocol-Version", "2025-06-18".to_owned()),
+        ],
+        Some(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()),
+    );
+    assert!(status == 202 || status == 200, "{status}: {body}");
+    session
+}
+
+/// Asks for the event stream of MCP session `session` (`GET /mcp`) with `key`: the status,
+/// the connection (still open while the stream is), and the body when it is no stream (an
+/// error, read whole).
+fn open_event_stream(
+    server: &Server,
+    key: &str,
+    session: &str,
+) -> (u16, std::net::TcpStream, String) {
+    open_event_stream_after(server, key, session, None)
+}
+
+/// [`open_event_stream`] with `Last-Event-ID: last` when given.
+fn open_event_stream_after(
+    server: &Server,
+    key: &str,
+    session: &str,
+    last: Option<&str>,
+) -> (u16, std::net::TcpStream, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(&server.address).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("read timeout");
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {key}\r\n\
+         Accept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Mcp-Protocol-Version: 2025-06-18\r\nConnection: close\r\n{}\r\n",
+        last.map_or(String::new(), |last| format!("Last-Event-ID: {last}\r\n"))
+    )
+    .expect("a request");
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !received.windows(4).any(|window| window == b"\r\n\r\n") {
+        let read = stream
+            .read(&mut buffer)
+            .expect("the head of the answer in time");
+        assert!(
+            read > 0,
+            "closed before a head: {}",
+            String::from_utf8_lossy(&received)
+        );
+        received.extend_from_slice(&buffer[..read]);
+    }
+    let head = String::from_utf8_lossy(&received).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"));
+    if status == 200 {
+        return (status, stream, String::new());
+    }
+    let _ = stream.read_to_end(&mut received);
+    let text = String::from_utf8_lossy(&received);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, body)| body.to_owned());
+    (status, stream, body)
+}
+
+/// An event stream's status, asked for again until it is not 409 (its session's stream
+/// still being let go) or 10 seconds have passed.
+fn event_stream_once_free(
+    server: &Server,
+    key: &str,
+    session: &str,
+) -> (u16, std::net::TcpStream, String) {
+    let started = std::time::Instant::now();
+    loop {
+        let answer = open_event_stream(server, key, session);
+        if answer.0 != 409 || started.elapsed() > std::time::Duration::from_secs(10) {
+            return answer;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// MCP event streams (`GET /mcp`), which hold a connection each for as long as their
+/// client keeps them, cannot take every connection: a session keeps one (a second gets
+/// 409), the server at most half of `--max-connections`, and a tenant its share of those
+/// (503 past either), so every other request is still served. A stream closed, or its
+/// session ended, gives its place back. Before, one tenant opening streams without reading
+/// them held every connection, and even `GET /healthz` waited until its sessions idled out.
+#[test]
+fn mcp_event_streams_cannot_take_every_connection() {
+    let dir = TempDir::new("mcp-streams");
+    let store = vec!["--store".to_owned(), "memory:".to_owned()];
+    // 20 streams at most, 16 of them one tenant's.
+    let server = Server::start(&dir, &store, &["--max-connections", "40"]);
+    let (acme, other) = (server.key_for("acme"), server.key_for("other"));
+    let first = initialized_mcp_session(&server, &acme);
+    let (status, stream, body) = open_event_stream(&server, &acme, &first);
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = open_event_stream(&server, &acme, &first);
+    assert_eq!(status, 409, "a second stream of one session: {body}");
+    let refused: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(refused["error"]["kind"], "conflict", "{refused}");
+    // Resuming the stream of one of the session's requests is another stream.
+    let (status, _, body) = open_event_stream_after(&server, &acme, &first, Some("0/1"));
+    assert_eq!(
+        status, 200,
+        "a request's stream beside the session's: {body}"
+    );
+    drop(stream);
+    let (status, stream, body) = event_stream_once_free(&server, &acme, &first);
+    assert_eq!(status, 200, "a stream closed gives its place back: {body}");
+    let mut held = vec![stream];
+    for _ in 1..16 {
+        let session = initialized_mcp_session(&server, &acme);
+        let (status, stream, body) = open_event_stream(&server, &acme, &session);
+        assert_eq!(status, 200, "{body}");
+        held.push(stream);
+    }
+    let waiting = initialized_mcp_session(&server, &acme);
+    let (status, _, body) = open_event_stream(&server, &acme, &waiting);
+    assert_eq!(status, 503, "past the tenant's share: {body}");
+    let refused: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(refused["error"]["kind"], "unavailable", "{refused}");
+    assert!(body.contains("tenant"), "{body}");
+    for _ in 0..4 {
+        let session = initialized_mcp_session(&server, &other);
+        let (status, stream, body) = open_event_stream(&server, &other, &session);
+        assert_eq!(status, 200, "another tenant's: {body}");
+        held.push(stream);
+    }
+    let session = initialized_mcp_session(&server, &other);
+    let (status, _, body) = open_event_stream(&server, &other, &session);
+    assert_eq!(status, 503, "past the server's bound: {body}");
+    assert!(body.contains("this server keeps"), "{body}");
+    // Every other request is still served.
+    let (status, body) = server.raw("GET", "/healthz", None, None);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.raw("GET", "/v1/memories", Some(&acme), None);
+    assert_eq!(status, 200, "{body}");
+    // A session ended ends its stream, and gives its place back.
+    let (status, _, body) = server.raw_with_headers(
+        "DELETE",
+        "/mcp",
+        Some(&acme),
+        &[("Mcp-Session-Id", first)],
+        None,
+    );
+    assert!(status < 300, "{status}: {body}");
+    let started = std::time::Instant::now();
+    let (status, body) = loop {
+        let (status, stream, body) = open_event_stream(&server, &acme, &waiting);
+        if status == 200 || started.elapsed() > std::time::Duration::from_secs(10) {
+            held.push(stream);
+            break (status, body);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status, 200, "once a session ended: {body}");
+    drop(held);
+    assert_eq!(server.stop(), Some(0));
+}
+
 fn streamable_http_scenario(server: &Server) {
     let key = server.key_for("acme");
     let post = |session: Option<&str>, key: Option<&str>, body: Value| {
