@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use futures::future::try_join_all;
 use memory_core::{ConditionalSave, MemoryItem, Namespace, Result};
 use tokio_postgres::types::ToSql;
 
@@ -150,17 +151,25 @@ pub(super) async fn save_each_if(
         .await
         .context(what)?;
     // Each compared row's `updated_at` as the batch goes: as stored, then as written.
+    // Sent together, run in order on the connection: one round trip, the locks in order.
+    let rows = try_join_all(compared.iter().map(|(ns, id)| {
+        let lock = &lock;
+        let transaction = &transaction;
+        async move {
+            transaction
+                .query_opt(lock, &[ns, id])
+                .await
+                .context(|| format!("reading memory {id} in {ns}"))
+        }
+    }))
+    .await?;
     let mut stored: HashMap<(String, String), i64> = HashMap::with_capacity(compared.len());
-    for (ns, id) in compared {
-        let row = transaction
-            .query_opt(&lock, &[&ns, &id])
-            .await
-            .context(|| format!("reading memory {id} in {ns}"))?;
+    for ((ns, id), row) in compared.iter().zip(rows) {
         if let Some(row) = row {
             let at: i64 = row
                 .try_get(0)
                 .context(|| format!("reading memory {id} in {ns}"))?;
-            stored.insert((ns.to_owned(), id.to_owned()), at);
+            stored.insert(((*ns).to_owned(), (*id).to_owned()), at);
         }
     }
     let mut saved = Vec::with_capacity(encoded.len());
