@@ -91,7 +91,7 @@ pub mod backend {
         knowledge::page_rule_keywords,
         memory::listing_order,
         recall::least_valuable,
-        store::validate_expected,
+        store::{expected_nanos, validate_expected},
         validate::{
             drop_json, validate_attributes, validate_id, validate_len, validate_metadata,
             validate_non_negative, validate_tag_count, validate_text, validate_time, validate_unit,

@@ -532,6 +532,16 @@ pub fn validate_expected(items: &[MemoryItem], expected: &[(usize, DateTime<Utc>
     }
 }
 
+/// `expected` (indexes into a write's items, each with the `updated_at` it was read with) in
+/// nanoseconds since the epoch, as the SQL backends store times; `None` when one is a time
+/// they cannot hold, which no stored item has, so the write's condition fails.
+pub fn expected_nanos(expected: &[(usize, DateTime<Utc>)]) -> Option<Vec<(usize, i64)>> {
+    expected
+        .iter()
+        .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
+        .collect()
+}
+
 macro_rules! forward_memory_store {
     ($wrapper:ident) => {
         // Every method forwarded, the defaulted ones too: a wrapper that fell back to a

@@ -600,11 +600,7 @@ impl MemoryStore for SqliteStore {
                     .map(encode)
                     .collect::<Result<Vec<_>>>()?;
                 // A time the store cannot hold is no stored item's.
-                let expected = write
-                    .expected
-                    .iter()
-                    .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
-                    .collect::<Option<Vec<_>>>();
+                let expected = memory_core::backend::expected_nanos(&write.expected);
                 Ok((items, expected))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -641,11 +637,7 @@ impl MemoryStore for SqliteStore {
         memory_core::backend::validate_expected(&items, expected)?;
         let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         // A time the store cannot hold is no stored item's.
-        let Some(expected) = expected
-            .iter()
-            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
-            .collect::<Option<Vec<_>>>()
-        else {
+        let Some(expected) = memory_core::backend::expected_nanos(&expected) else {
             return Ok(false);
         };
         if encoded.is_empty() {

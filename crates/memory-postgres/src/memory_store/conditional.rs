@@ -20,6 +20,12 @@ fn update_if_sql() -> String {
     format!("{UPDATE} AND updated_at = $25::bigint")
 }
 
+/// A stored row's `updated_at`, the row locked until the transaction ends: a concurrent
+/// write of it waits, and one committed first is seen (read committed reads the latest row
+/// it locks).
+const LOCK: &str =
+    "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE";
+
 pub(super) async fn update_if(
     store: &PostgresStore,
     item: MemoryItem,
@@ -50,11 +56,7 @@ pub(super) async fn save_many_if(
     memory_core::backend::validate_expected(&items, expected)?;
     let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
     // A time the store cannot hold is no stored item's.
-    let Some(expected) = expected
-        .iter()
-        .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
-        .collect::<Option<Vec<_>>>()
-    else {
+    let Some(expected) = memory_core::backend::expected_nanos(&expected) else {
         return Ok(false);
     };
     if encoded.is_empty() {
@@ -66,9 +68,7 @@ pub(super) async fn save_many_if(
     // Each row compared is locked until the commit: a concurrent write of it waits, and
     // one committed first is seen (read committed reads the latest row it locks).
     let lock = transaction
-        .prepare_cached(&store.db.qualify(
-            "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE",
-        ))
+        .prepare_cached(&store.db.qualify(LOCK))
         .await
         .context(what)?;
     for (at, read_at) in &expected {
@@ -118,11 +118,7 @@ pub(super) async fn save_each_if(
             .map(encode)
             .collect::<Result<Vec<_>>>()?;
         // A time the store cannot hold is no stored item's.
-        let expected = write
-            .expected
-            .iter()
-            .map(|(at, read_at)| Some((*at, read_at.timestamp_nanos_opt()?)))
-            .collect::<Option<Vec<_>>>();
+        let expected = memory_core::backend::expected_nanos(&write.expected);
         encoded.push((items, expected));
     }
     if encoded.is_empty() {
@@ -145,9 +141,7 @@ pub(super) async fn save_each_if(
     let mut client = store.db.client(&what()).await?;
     let transaction = client.transaction().await.context(what)?;
     let lock = transaction
-        .prepare_cached(&store.db.qualify(
-            "SELECT updated_at FROM {s}.memories WHERE ns = $1::text AND id = $2::text FOR UPDATE",
-        ))
+        .prepare_cached(&store.db.qualify(LOCK))
         .await
         .context(what)?;
     // Each compared row's `updated_at` as the batch goes: as stored, then as written.
