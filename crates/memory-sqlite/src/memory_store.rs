@@ -637,7 +637,7 @@ impl MemoryStore for SqliteStore {
         memory_core::backend::validate_expected(&items, expected)?;
         let encoded = items.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         // A time the store cannot hold is no stored item's.
-        let Some(expected) = memory_core::backend::expected_nanos(&expected) else {
+        let Some(expected) = memory_core::backend::expected_nanos(expected) else {
             return Ok(false);
         };
         if encoded.is_empty() {
