@@ -341,8 +341,8 @@ impl ConfigFile {
 }
 
 /// A table's settings read from `value`; a value of the wrong type refused naming its key
-/// inside `table` (`retriever.min_score`, `eviction.recall.weights`), or `table` when the
-/// reader cannot tell which (a policy's keys are read together with its kind).
+/// inside `table` (`retriever.min_score`, `decay.daily_rate`), or `table` when the reader
+/// cannot tell which.
 fn read_table<'de, T, D>(table: &str, value: D) -> Result<T, Failure>
 where
     T: Deserialize<'de>,
@@ -366,6 +366,14 @@ where
 /// reason than the keys left out is the one (`policy` itself when it names no policy).
 fn wrong_policy_key(table: &toml::Table) -> Option<&str> {
     let policy = table.get("policy")?;
+    // The kind first: a name no policy has fails beside every key.
+    let mut alone = toml::Table::new();
+    alone.insert("policy".to_owned(), policy.clone());
+    if EvictionPolicy::deserialize(toml::Value::Table(alone))
+        .is_err_and(|error| !error.to_string().contains("missing field"))
+    {
+        return Some("policy");
+    }
     table
         .iter()
         .find(|(key, value)| {

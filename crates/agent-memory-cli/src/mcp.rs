@@ -306,20 +306,20 @@ pub(crate) async fn run_stdio(settings: &Settings, args: McpArgs) -> Result<Outc
 
 /// What a session on standard input that never started means for the command: a client
 /// that hung up before `initialize` (or an empty input) ends it as a session ended by the
-/// client, with nothing to report; one that spoke out of turn (another request before
-/// `initialize`) is a usage error, exit 2, naming what it sent. Only a failure of the
+/// client, with nothing to report; one that spoke out of turn (a notification or an answer
+/// before `initialize`) is a usage error, exit 2. Only a failure of the
 /// transport itself or of the server is internal.
 fn not_started(error: rmcp::service::ServerInitializeError) -> Result<(), Failure> {
     use rmcp::service::ServerInitializeError as Error;
     match error {
         Error::ConnectionClosed(_) => Ok(()),
-        Error::ExpectedInitializeRequest(_) | Error::UnexpectedInitializeResponse(_) => {
+        Error::ExpectedInitializeRequest(_) => {
             Err(Failure::new(
                 ErrorKind::Usage,
                 "the MCP client sent another message before `initialize`",
             )
             .with_hint(
-                "an MCP client sends `initialize`, then `notifications/initialized`, before any other request",
+                "an MCP client sends `initialize`, then `notifications/initialized`, before any other message",
             ))
         }
         error => Err(Failure::internal(format!(

@@ -7,8 +7,8 @@
 //!
 //! A client of `/mcp` cannot take the server's connections: an MCP event stream (`GET
 //! /mcp`) holds its connection for as long as its client keeps it open, kept alive by pings
-//! so no deadline ends it, so a session keeps at most one of each (a second standalone
-//! stream gets 409), and the streams open at once are bounded by half of
+//! so no deadline ends it, so a session keeps at most one standalone stream (a second gets
+//! 409), and the streams open at once are bounded by half of
 //! `--max-connections`, a tenant's by its share of that (503 past either): the other half
 //! of the connections stays for every other request. A session without a stream holds no
 //! connection, so the sessions' own bound (`--max-mcp-sessions`) is one of memory, not of
@@ -532,10 +532,10 @@ pub(crate) struct McpSessions {
     streams: std::sync::Mutex<std::collections::HashMap<StreamKey, Option<String>>>,
 }
 
-/// Which event stream of which session a `GET /mcp` asks for: the session's id, and the
-/// request whose answer's stream it resumes (the part of its `Last-Event-ID` after a `/`),
-/// if any; without one, the session's own stream (its standalone stream, of notifications
-/// and requests from the server).
+/// Which event stream of which session a `GET /mcp` asks for: the session's id, and, for a
+/// resumption of a request's stream (a `Last-Event-ID` with a `/`), a name of its own, so
+/// that no resumption is taken for a repeat; without one, the session's own stream (its
+/// standalone stream, of notifications and requests from the server).
 type StreamKey = (Arc<str>, Option<Arc<str>>);
 
 impl McpSessions {
@@ -559,8 +559,8 @@ impl McpSessions {
         if streams.contains_key(&key) {
             return Err(Failure::new(
                 ErrorKind::Conflict,
-                "this MCP session has this event stream (GET /mcp) open already; a session \
-                 keeps one of each",
+                "this MCP session has its event stream (GET /mcp) open already; a session \
+                 keeps one",
             )
             .with_hint(
                 "read the session's events on the stream already open, or close it before \
@@ -639,10 +639,10 @@ impl futures::Stream for HeldStream {
     }
 }
 
-/// Bounds the MCP event streams (`GET /mcp` in a session): one of each a session (a second
-/// standalone stream, or a second resumption of one request's, is answered 409 Conflict, as
-/// Streamable HTTP allows; the transport would keep a second standalone stream as an idle
-/// copy that receives nothing), and at most [`McpSessions::most_streams`] open at once, a
+/// Bounds the MCP event streams (`GET /mcp` in a session): one standalone stream a session
+/// (a second is answered 409 Conflict, as Streamable HTTP allows; the transport would keep
+/// it as an idle copy that receives nothing; a resumption of a request's stream by
+/// `Last-Event-ID` is never refused as a repeat), and at most [`McpSessions::most_streams`] open at once, a
 /// tenant's [`tenant_share`] of them (503 past either). A stream's place is held from its
 /// request until its body is dropped.
 async fn mcp_streams_bound(
@@ -666,14 +666,12 @@ async fn mcp_streams_bound(
         Some(Caller::Tenant(namespace)) => Some(namespace.to_string()),
         _ => None,
     };
-    // `Last-Event-ID: 5/2` resumes the stream of the session's request 2; `5` its own.
-    let request_stream = request
+    let last_event = request
         .headers()
         .get("last-event-id")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|last| last.split_once('/'))
-        .map(|(_, http_request)| Arc::<str>::from(http_request));
-    let open = match bound.open_stream((session, request_stream), tenant) {
+        .and_then(|value| value.to_str().ok());
+    let key = stream_key(session, last_event);
+    let open = match bound.open_stream(key, tenant) {
         Ok(open) => open,
         Err(failure) => return failure.into_response(),
     };
@@ -688,6 +686,21 @@ async fn mcp_streams_bound(
         _open: open,
     });
     Response::from_parts(parts, body)
+}
+
+/// The place of the event stream a `GET /mcp` of `session` opens, given its
+/// `Last-Event-ID`. `5/2` resumes the stream of the session's request 2, `5` (or none) its
+/// own. A resumption has a place of its own, never refused as a repeat: the transport hands
+/// the request's events to the newest one and ends the one before, whose connection may
+/// look alive for minutes after its client lost it (a client reconnecting then would be
+/// refused until its retries ran out). The bounds still count it.
+fn stream_key(session: Arc<str>, last_event: Option<&str>) -> StreamKey {
+    static RESUMPTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let resumption = last_event.filter(|last| last.contains('/')).map(|_| {
+        let n = RESUMPTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::<str>::from(format!("resumption {n}"))
+    });
+    (session, resumption)
 }
 
 /// Refuses a request that would open an MCP session (a POST without a session id) while
@@ -1039,4 +1052,22 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         "request"
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's own stream has one place, asked for with or without an event id; each
+    /// resumption of a request's stream has its own, so none is refused as a repeat.
+    #[test]
+    fn each_resumption_has_a_place_of_its_own() {
+        let session: Arc<str> = Arc::from("s1");
+        let own = stream_key(Arc::clone(&session), None);
+        assert_eq!(own, stream_key(Arc::clone(&session), Some("5")));
+        let first = stream_key(Arc::clone(&session), Some("0/1"));
+        let again = stream_key(Arc::clone(&session), Some("0/1"));
+        assert_ne!(first, again);
+        assert_ne!(first, own);
+    }
 }

@@ -334,7 +334,8 @@ pub trait MemoryStore: Send + Sync + Debug + 'static {
     /// [`MemoryError::InvalidInput`] for the first invalid item or index of any write
     /// (nothing written); backend errors (with the default body, which calls
     /// [`save_many_if`](Self::save_many_if) for each write in turn, the writes made before
-    /// the failure stay made; every backend of this workspace then writes none of them).
+    /// the failure stay made, as they do on the in-memory backend; the SQL backends then
+    /// write none of them).
     async fn save_each_if(&self, writes: Vec<ConditionalSave>) -> Result<Vec<bool>> {
         for write in &writes {
             validate_expected(&write.items, &write.expected)?;

@@ -305,16 +305,37 @@ async fn fail_after(
 }
 
 /// Writes `edits` at once ([`MemoryStore::save_each_if`]), each only over the copy it was
-/// made from. Returns how many were written.
+/// made from. Returns how many were written. An edit a store would refuse is left out
+/// ([`storable`]).
 pub(crate) async fn write_each(
     store: &dyn MemoryStore,
     edits: Vec<ConditionalSave>,
 ) -> Result<usize> {
+    let edits: Vec<ConditionalSave> = edits.into_iter().filter(storable).collect();
     if edits.is_empty() {
         return Ok(0);
     }
     let written = store.save_each_if(edits).await?;
     Ok(written.into_iter().filter(|written| *written).count())
+}
+
+/// Whether a maintenance edit holds only valid memories; one that does not (a memory whose
+/// metadata the edit took past its limit) is logged and left out, not written with its
+/// batch: [`MemoryStore::save_each_if`] checks every write before it makes any, so one
+/// such edit would refuse its whole batch, at every pass.
+pub(crate) fn storable(edit: &ConditionalSave) -> bool {
+    match edit
+        .items
+        .iter()
+        .try_for_each(memory_core::MemoryItem::validate)
+    {
+        Ok(()) => true,
+        Err(error) => {
+            let id = edit.items.first().map_or("", |item| item.id.as_str());
+            tracing::warn!(%error, %id, "a maintenance edit the store would refuse was left out");
+            false
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1299,6 +1299,10 @@ fn the_config_file_sets_eviction_and_decay() {
         ),
         ("[eviction]\npolicy = \"forever\"\n", "eviction.policy"),
         (
+            "[eviction]\npolicy = \"capacityy\"\nmax_items = 100\n",
+            "eviction.policy",
+        ),
+        (
             "[eviction]\npolicy = \"ttl\"\nttl_secs = 60\n[retriever]\nmin_score = \"high\"\n",
             "retriever.min_score",
         ),

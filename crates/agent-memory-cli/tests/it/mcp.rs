@@ -1174,11 +1174,16 @@ fn mcp_event_streams_cannot_take_every_connection() {
     let refused: Value = serde_json::from_str(&body).expect("a JSON error");
     assert_eq!(refused["error"]["kind"], "conflict", "{refused}");
     // Resuming the stream of one of the session's requests is another stream.
-    let (status, _, body) = open_event_stream_after(&server, &acme, &first, Some("0/1"));
+    let (status, resumed, body) = open_event_stream_after(&server, &acme, &first, Some("0/1"));
     assert_eq!(
         status, 200,
         "a request's stream beside the session's: {body}"
     );
+    // Resumed again while the first resumption's connection still looks open (a client
+    // that lost it reconnects): not refused, the transport moves the events to the newest.
+    let (status, again, body) = open_event_stream_after(&server, &acme, &first, Some("0/1"));
+    assert_eq!(status, 200, "a resumption made again: {body}");
+    drop((resumed, again));
     drop(stream);
     let (status, stream, body) = event_stream_once_free(&server, &acme, &first);
     assert_eq!(status, 200, "a stream closed gives its place back: {body}");

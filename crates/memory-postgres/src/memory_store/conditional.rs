@@ -177,10 +177,10 @@ pub(super) async fn save_each_if(
             })
         });
         if unchanged {
+            // What a later write of the batch is compared with: these rows as written
+            // (those this write creates too).
             for item in &items {
-                if let Some(at) = stored.get_mut(&(item.ns.clone(), item.id.clone())) {
-                    *at = item.updated_at;
-                }
+                stored.insert((item.ns.clone(), item.id.clone()), item.updated_at);
             }
             written.extend(items);
         }

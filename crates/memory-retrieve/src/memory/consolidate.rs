@@ -355,6 +355,7 @@ impl Memory {
         }
         let (folds, writes): (Vec<(String, Namespace, usize)>, Vec<ConditionalSave>) = folds
             .into_iter()
+            .filter(|fold| crate::compression::storable(&fold.write))
             .map(|fold| {
                 let sources = fold.write.expected.len();
                 ((fold.id, fold.namespace, sources), fold.write)

@@ -1151,3 +1151,49 @@ async fn maintenance_writes_its_edits_a_batch_at_a_time() {
         &writes[..writes.len().min(12)]
     );
 }
+
+/// A memory the decay's edit would take past a limit (its metadata as large as allowed, and
+/// the decay state added) is left as it is, and the rest of its batch decays: a batch is
+/// checked whole before any of it is written, so the one edit would have refused them all,
+/// at every pass.
+#[tokio::test]
+async fn an_edit_past_a_limit_leaves_its_batch_to_decay() {
+    let (store, ns) = seeded(10).await;
+    // The longest text a metadata value may hold.
+    let fits = |len: usize| {
+        memory_core::backend::validate_metadata(&serde_json::json!({ "blob": "x".repeat(len) }))
+            .is_ok()
+    };
+    let (mut low, mut high) = (0, memory_core::MAX_METADATA_BYTES);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if fits(mid) { low = mid } else { high = mid - 1 }
+    }
+    let full = MemoryItem::new(ns.clone(), "memory number 99")
+        .unwrap()
+        .with_id("full")
+        .unwrap()
+        .with_metadata(serde_json::json!({ "blob": "x".repeat(low) }))
+        .unwrap()
+        .with_created_at(t0());
+    store.save(full).await.unwrap();
+    let memory = Memory::builder()
+        .store(store.clone())
+        .clock(Arc::new(ManualClock::new(t0() + Duration::days(30))))
+        .decay(DecayConfig::default())
+        .build()
+        .unwrap();
+    let report = memory
+        .maintain(&ns.subtree())
+        .await
+        .expect("the pass goes on past the edit it cannot write");
+    assert_eq!(report.decayed, 10, "{report:?}");
+    let kept = store.get(&ns, "full").await.unwrap().expect("kept");
+    assert!(kept.metadata.get("_decay").is_none(), "left as it was");
+    let decayed = store.get(&ns, "m3").await.unwrap().expect("kept");
+    assert!(
+        decayed.metadata.get("_decay").is_some(),
+        "{:?}",
+        decayed.metadata
+    );
+}

@@ -350,6 +350,28 @@ pub(super) async fn conditional_each(store: &dyn MemoryStore, ns: &Namespace) {
         Vec::<bool>::new()
     );
 
+    // A memory an earlier write of the batch creates is compared as that write made it.
+    let e = item(ns, "e", "the flute is in the car", 4);
+    let mut e2 = e.clone().revised(e.updated_at);
+    e2.content = "the flute is in the attic".into();
+    let saved = must(
+        store.save_each_if(vec![
+            ConditionalSave {
+                items: vec![e.clone()],
+                expected: Vec::new(),
+            },
+            ConditionalSave::update(e2.clone(), e.updated_at),
+        ]),
+        "save_each_if",
+    )
+    .await;
+    assert_eq!(
+        saved,
+        [true, true],
+        "conformance: a memory created by the write before is compared as it wrote it"
+    );
+    assert_eq!(get("e").await.content, e2.content);
+
     // An invalid item or index anywhere refuses the call: nothing written.
     let mut a4 = now.clone().revised(now.updated_at);
     a4.content = "the harp is in the boat".into();
