@@ -243,21 +243,26 @@ fn a_bad_embeddings_table_is_refused_by_name() {
     assert_nothing_stored(&dir);
 }
 
-/// A service that cannot be reached fails the write with a clear error and stores nothing.
-#[test]
-fn an_unreachable_service_fails_the_write_and_stores_nothing() {
-    let dir = TempDir::new("embeddings-down");
-    // A port nothing listens on: bound, then released.
+/// Writes an `[embeddings]` table naming a service on a port nothing listens on (bound, then
+/// released).
+fn configure_unreachable_service(dir: &TempDir) {
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port();
     write_config(
-        &dir,
+        dir,
         &format!(
             "[embeddings]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"toy\"\ndimension = 4\n"
         ),
     );
+}
+
+/// A service that cannot be reached fails the write with a clear error and stores nothing.
+#[test]
+fn an_unreachable_service_fails_the_write_and_stores_nothing() {
+    let dir = TempDir::new("embeddings-down");
+    configure_unreachable_service(&dir);
     let (code, found) = run_json(&dir, &["remember", "I adopted a kitten"]);
     assert_ne!(code, 0, "{found}");
     assert_eq!(code, 5, "unavailable: {found}");
@@ -277,16 +282,7 @@ fn a_recall_without_the_service_answers_by_words_and_warns() {
     let dir = TempDir::new("embeddings-recall-down");
     let (code, stored) = run_json(&dir, &["remember", "I adopted a kitten"]);
     assert_eq!(code, 0, "{stored}");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    write_config(
-        &dir,
-        &format!(
-            "[embeddings]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"toy\"\ndimension = 4\n"
-        ),
-    );
+    configure_unreachable_service(&dir);
     let output = crate::support::run(&dir, &["--json", "recall", "kitten"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
